@@ -1,0 +1,40 @@
+// One Jest configuration, three projects:
+//   unit         *.spec.ts next to the code: no I/O, milliseconds each.
+//   integration  *.integration-spec.ts: real Postgres / Redis / NATS on loopback.
+//   e2e          test/e2e/**: the five apps as separate processes + llm-sim, public API only.
+const transform = {
+  '^.+\\.ts$': [
+    '@swc/jest',
+    {
+      jsc: {
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+        target: 'es2022',
+      },
+      module: { type: 'commonjs' },
+    },
+  ],
+};
+const moduleNameMapper = {
+  '^@skald/agent-loop/testing$': '<rootDir>/libs/agent-loop/src/testing/index.ts',
+  '^@skald/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
+};
+const base = { rootDir: __dirname, transform, moduleNameMapper, testEnvironment: 'node' };
+
+module.exports = {
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/*/src/**/*.spec.ts'] },
+    {
+      ...base,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/{apps,libs}/*/src/**/*.integration-spec.ts', '<rootDir>/test/integration/**/*.spec.ts'],
+      globalSetup: '<rootDir>/test/setup/global-setup.js',
+    },
+    {
+      ...base,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/test/setup/global-setup.js',
+    },
+  ],
+};

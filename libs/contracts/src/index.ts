@@ -1,0 +1,4 @@
+export * from './common';
+export * from './ws';
+export * from './rest';
+export * from './subjects';

@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { Actor, Attachment, Delivery, ErrorBody, Id, Source } from './common';
+import { SessionDetail, SessionList } from './rest';
+import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws';
+
+/**
+ * Every NATS request is answered with this envelope: the owning service never throws across the
+ * wire; `not_found` is also the answer for an id that belongs to somebody else.
+ */
+export const replyOf = <T extends z.ZodType>(data: T) =>
+  z.discriminatedUnion('ok', [z.object({ ok: z.literal(true), data }), z.object({ ok: z.literal(false), error: ErrorBody })]);
+
+// ---------------------------------------------------------------- session worker
+
+export const SubmitMessage = z.object({
+  actor: Actor,
+  source: Source,
+  client_message_id: z.string().min(1).max(128),
+  content: z.string(),
+  attachments: z.array(Attachment).optional(),
+  delivery: Delivery.default('steer'),
+  is_synthetic: z.boolean().default(false),
+});
+export const SubmitMessageReply = z.object({
+  session_id: Id, message_id: Id, client_message_id: z.string(), duplicate: z.boolean(),
+});
+export const ActiveSessionRequest = z.object({ actor: Actor, source: Source, create_new: z.boolean().default(false) });
+export const ActiveSessionReply = z.object({ session_id: Id, created: z.boolean() });
+export const GetSessionRequest = z.object({ actor: Actor, session_id: Id });
+export const ListSessionsRequest = z.object({
+  actor: Actor, source: Source.optional(), page: z.number().int().min(1), per_page: z.number().int().min(1).max(100),
+});
+export const ReplayRequest = z.object({ actor: Actor, session_id: Id, after_seq: z.number().int().nonnegative() });
+export const ReplayReply = z.object({ events: z.array(SessionEventSchema), running: z.boolean(), waiting: z.enum(['approval', 'clarification']).optional() });
+export const CancelRequest = z.object({ actor: Actor, session_id: Id });
+export const CancelReply = z.object({ cancelled: z.boolean() });
+export const WakeSession = z.object({ session_id: Id, reason: z.string() });
+
+// ---------------------------------------------------------------- approval service
+
+export const ApprovalCheckRequest = z.object({
+  actor: Actor,
+  session_id: Id,
+  agent_id: z.string(),
+  source: z.string(),
+  security_group: z.string().optional(),
+  tool_name: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+export const ApprovalDecision = z.enum(['allow', 'deny', 'require']);
+export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
+export const ApprovalCheckReply = z.object({ decision: ApprovalDecision, rule_id: Id.optional(), reason: z.string() });
+
+// ---------------------------------------------------------------- tool runner
+
+export const ToolExecRequest = z.object({
+  actor: Actor,
+  session_id: Id,
+  tool_call_id: Id,
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+export const ToolExecReply = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('done'), result: z.string(), result_type: z.string(), file_changed: z.string().optional() }),
+  z.object({ status: z.literal('failed'), error: z.string() }),
+  z.object({ status: z.literal('cancelled') }),
+]);
+export const ToolCancel = z.object({ tool_call_id: Id });
+
+/**
+ * The one map from subject to payload. Requests have `request` and `reply`; published subjects
+ * have `message`. Subjects with a `<…>` part are built by the helpers below.
+ */
+export const SUBJECTS = {
+  'session.submit': { request: SubmitMessage, reply: replyOf(SubmitMessageReply), queue: 'session-worker' },
+  'session.active': { request: ActiveSessionRequest, reply: replyOf(ActiveSessionReply), queue: 'session-worker' },
+  'session.get': { request: GetSessionRequest, reply: replyOf(SessionDetail), queue: 'session-worker' },
+  'session.list': { request: ListSessionsRequest, reply: replyOf(SessionList), queue: 'session-worker' },
+  'session.replay': { request: ReplayRequest, reply: replyOf(ReplayReply), queue: 'session-worker' },
+  'session.cancel': { request: CancelRequest, reply: replyOf(CancelReply), queue: 'session-worker' },
+  'approval.check': { request: ApprovalCheckRequest, reply: replyOf(ApprovalCheckReply), queue: 'approval-service' },
+  'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
+} as const;
+export type RequestSubject = keyof typeof SUBJECTS;
+export type RequestOf<S extends RequestSubject> = z.input<(typeof SUBJECTS)[S]['request']>;
+export type ParsedRequestOf<S extends RequestSubject> = z.output<(typeof SUBJECTS)[S]['request']>;
+export type ReplyOf<S extends RequestSubject> = z.infer<(typeof SUBJECTS)[S]['reply']>;
+export type ReplyDataOf<S extends RequestSubject> = Extract<ReplyOf<S>, { ok: true }>['data'];
+
+/** Published (fire-and-forget) subjects: doorbells and client events, never the only copy of anything. */
+export const TOPICS = {
+  /** `session.<id>.wake`: the session has input or an answer; whoever can drive it should. */
+  sessionWake: { pattern: 'session.*.wake', subject: (sessionId: string) => `session.${sessionId}.wake`, message: WakeSession },
+  /** `session.<id>.cancel`: a stop was written for this session; the lease holder aborts. */
+  sessionCancel: { pattern: 'session.*.cancel', subject: (sessionId: string) => `session.${sessionId}.cancel`, message: WakeSession },
+  /** `events.<userId>.<sessionId>`: a committed session event (with seq). */
+  sessionEvents: {
+    pattern: 'events.*.*', subject: (userId: string, sessionId: string) => `events.${userId}.${sessionId}`, message: SessionEventSchema,
+  },
+  /** `ephemeral.<userId>.<sessionId>`: token deltas and tool progress, live only. */
+  ephemeralEvents: {
+    pattern: 'ephemeral.*.*', subject: (userId: string, sessionId: string) => `ephemeral.${userId}.${sessionId}`, message: EphemeralEventSchema,
+  },
+  /** `user.<userId>.events`: inbox lifecycle, task updates, notifications. */
+  userEvents: { pattern: 'user.*.events', subject: (userId: string) => `user.${userId}.events`, message: UserEventSchema },
+  /** `tools.cancel.<toolCallId>`: kill a running tool call. */
+  toolCancel: { pattern: 'tools.cancel.*', subject: (toolCallId: string) => `tools.cancel.${toolCallId}`, message: ToolCancel },
+} as const;

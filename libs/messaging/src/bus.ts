@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { connect, ErrorCode, headers as natsHeaders, NatsConnection, NatsError, Subscription } from 'nats';
+import { z } from 'zod';
+import {
+  describeZodError, ErrorBody, ParsedRequestOf, ReplyDataOf, ReplyOf, RequestOf, RequestSubject, SUBJECTS,
+} from '@skald/contracts';
+
+export interface BusOptions {
+  /** NATS servers, e.g. `nats://127.0.0.1:4222`. */
+  servers: string;
+  /** Connection name shown by the NATS server (service name + instance). */
+  name: string;
+  /** Default request timeout in ms. */
+  requestTimeoutMs?: number;
+  user?: string;
+  pass?: string;
+}
+
+/** A failure of a NATS request that the caller should map to a client error. */
+export class BusRequestError extends Error {
+  constructor(
+    readonly code: 'no_responders' | 'timeout' | 'bad_reply' | 'disconnected',
+    readonly subject: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BusRequestError';
+  }
+}
+
+/** The error a handler throws to answer a request with a typed error body. */
+export class RemoteError extends Error {
+  constructor(readonly body: ErrorBody) {
+    super(body.message);
+    this.name = 'RemoteError';
+  }
+}
+
+export type Handler<S extends RequestSubject> = (
+  request: ParsedRequestOf<S>,
+  meta: { traceId: string },
+) => Promise<ReplyDataOf<S>>;
+
+export interface BusLogger {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+const TRACE_HEADER = 'x-skald-trace-id';
+
+/**
+ * Typed request / publish / subscribe over NATS. Every subject and payload comes from
+ * `@skald/contracts`; every inbound message is parsed with its schema before a handler sees it.
+ * Core NATS is at-most-once: nothing sent through here may be the only copy of a state change.
+ */
+export class Bus {
+  private readonly subs: Subscription[] = [];
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  private constructor(
+    readonly nc: NatsConnection,
+    private readonly requestTimeoutMs: number,
+    private readonly log: BusLogger,
+  ) {}
+
+  static async connect(options: BusOptions, log: BusLogger): Promise<Bus> {
+    const nc = await connect({
+      servers: options.servers,
+      name: options.name,
+      user: options.user,
+      pass: options.pass,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      timeout: 3000,
+    });
+    return new Bus(nc, options.requestTimeoutMs ?? 10_000, log);
+  }
+
+  get connected(): boolean {
+    return !this.nc.isClosed() && !this.nc.isDraining();
+  }
+
+  /** Sends a typed request and returns the parsed reply envelope. */
+  async request<S extends RequestSubject>(
+    subject: S,
+    payload: RequestOf<S>,
+    opts: { timeoutMs?: number; traceId?: string } = {},
+  ): Promise<ReplyOf<S>> {
+    const spec = SUBJECTS[subject];
+    const body = spec.request.parse(payload);
+    const h = natsHeaders();
+    h.set(TRACE_HEADER, opts.traceId ?? randomUUID());
+    let raw;
+    try {
+      raw = await this.nc.request(subject, encode(body), { timeout: opts.timeoutMs ?? this.requestTimeoutMs, headers: h });
+    } catch (err) {
+      throw toBusError(subject, err);
+    }
+    const parsed = spec.reply.safeParse(decode(raw.data));
+    if (!parsed.success) {
+      throw new BusRequestError('bad_reply', subject, `bad reply on ${subject}: ${describeZodError(parsed.error).message}`);
+    }
+    return parsed.data as ReplyOf<S>;
+  }
+
+  /** Sends a request and unwraps the envelope: the data, or a thrown RemoteError. */
+  async call<S extends RequestSubject>(subject: S, payload: RequestOf<S>, opts: { timeoutMs?: number; traceId?: string } = {}): Promise<ReplyDataOf<S>> {
+    const reply = await this.request(subject, payload, opts);
+    if (reply.ok) return reply.data as ReplyDataOf<S>;
+    throw new RemoteError(reply.error);
+  }
+
+  /**
+   * Answers requests on a subject in its queue group (one instance gets each request). A payload
+   * that fails its schema is answered with `invalid_input`; a handler error with its code.
+   */
+  handle<S extends RequestSubject>(subject: S, handler: Handler<S>): void {
+    const spec = SUBJECTS[subject];
+    const sub = this.nc.subscribe(subject, {
+      queue: spec.queue,
+      callback: (err, msg) => {
+        if (err) {
+          this.log.error({ subject, err: err.message }, 'subscription error');
+          return;
+        }
+        const traceId = msg.headers?.get(TRACE_HEADER) || randomUUID();
+        const work = (async () => {
+          let reply: unknown;
+          const parsed = spec.request.safeParse(safeDecode(msg.data));
+          if (!parsed.success) {
+            const { field, message } = describeZodError(parsed.error);
+            reply = { ok: false, error: { code: 'invalid_input', message, field } };
+          } else {
+            try {
+              reply = { ok: true, data: await handler(parsed.data as ParsedRequestOf<S>, { traceId }) };
+            } catch (e) {
+              reply = { ok: false, error: toErrorBody(e) };
+              if (!(e instanceof RemoteError)) this.log.error({ subject, traceId, err: String(e) }, 'handler failed');
+            }
+          }
+          if (msg.reply) msg.respond(encode(reply));
+        })();
+        this.track(work);
+      },
+    });
+    this.subs.push(sub);
+  }
+
+  /** Publishes a message validated by its schema. */
+  publish<T>(subject: string, schema: z.ZodType<T>, message: T): void {
+    this.nc.publish(subject, encode(schema.parse(message)));
+  }
+
+  /** Subscribes to a (wildcard) subject; each message parsed with the schema, invalid ones dropped with a warning. */
+  subscribe<T>(pattern: string, schema: z.ZodType<T>, onMessage: (message: T, subject: string) => void | Promise<void>, queue?: string): Subscription {
+    const sub = this.nc.subscribe(pattern, {
+      queue,
+      callback: (err, msg) => {
+        if (err) return;
+        const parsed = schema.safeParse(safeDecode(msg.data));
+        if (!parsed.success) {
+          this.log.warn({ subject: msg.subject, issue: describeZodError(parsed.error).message }, 'dropped invalid message');
+          return;
+        }
+        const r = onMessage(parsed.data, msg.subject);
+        if (r instanceof Promise) this.track(r.catch((e: unknown) => this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed')));
+      },
+    });
+    this.subs.push(sub);
+    return sub;
+  }
+
+  /** Stops taking messages, waits for handlers in flight, then closes the connection. */
+  async drain(): Promise<void> {
+    for (const s of this.subs) s.unsubscribe();
+    await Promise.allSettled([...this.inflight]);
+    if (!this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+function encode(v: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(v));
+}
+function decode(b: Uint8Array): unknown {
+  return JSON.parse(decoder.decode(b));
+}
+function safeDecode(b: Uint8Array): unknown {
+  try {
+    return decode(b);
+  } catch {
+    return undefined;
+  }
+}
+
+function toBusError(subject: string, err: unknown): BusRequestError {
+  if (err instanceof NatsError) {
+    if (err.code === ErrorCode.NoResponders) return new BusRequestError('no_responders', subject, `no service answers ${subject}`);
+    if (err.code === ErrorCode.Timeout) return new BusRequestError('timeout', subject, `${subject} timed out`);
+  }
+  return new BusRequestError('disconnected', subject, `${subject} failed: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+function toErrorBody(e: unknown): ErrorBody {
+  if (e instanceof RemoteError) return e.body;
+  const coded = e as { code?: unknown; message?: unknown; field?: unknown };
+  if (coded && typeof coded.code === 'string' && ErrorBody.shape.code.safeParse(coded.code).success) {
+    return { code: coded.code as ErrorBody['code'], message: String(coded.message ?? coded.code), field: typeof coded.field === 'string' ? coded.field : undefined };
+  }
+  return { code: 'internal', message: 'internal error' };
+}

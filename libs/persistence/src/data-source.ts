@@ -1,0 +1,70 @@
+import 'reflect-metadata';
+import { DataSource, EntitySchema } from 'typeorm';
+import { MIGRATIONS } from './migrations';
+
+export interface DatabaseOptions {
+  /** `postgres://user:pass@host:port/db` */
+  url: string;
+  /** Pool size: Postgres allows 100 connections here, shared by every process of every test. */
+  poolSize?: number;
+  /** Tables this process may touch: the owning service registers only its own entities. */
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+  entities?: Array<Function | EntitySchema>;
+  applicationName?: string;
+}
+
+/** A DataSource with the migrations registered and `synchronize` off. */
+export function createDataSource(options: DatabaseOptions): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: options.url,
+    entities: options.entities ?? [],
+    migrations: MIGRATIONS,
+    migrationsTableName: 'skald_migrations',
+    synchronize: false,
+    logging: false,
+    applicationName: options.applicationName,
+    extra: { max: options.poolSize ?? 5, idleTimeoutMillis: 10_000, connectionTimeoutMillis: 5_000 },
+  });
+}
+
+/** Applies every pending migration; returns the names applied. */
+export async function migrateUp(url: string): Promise<string[]> {
+  const ds = createDataSource({ url, poolSize: 1, applicationName: 'skald-migrate' });
+  await ds.initialize();
+  try {
+    const done = await ds.runMigrations({ transaction: 'each' });
+    return done.map((m) => m.name);
+  } finally {
+    await ds.destroy();
+  }
+}
+
+/** Reverts the last `steps` migrations. */
+export async function migrateDown(url: string, steps = 1): Promise<void> {
+  const ds = createDataSource({ url, poolSize: 1, applicationName: 'skald-migrate' });
+  await ds.initialize();
+  try {
+    for (let i = 0; i < steps; i++) await ds.undoLastMigration({ transaction: 'each' });
+  } finally {
+    await ds.destroy();
+  }
+}
+
+/** Creates the database named in the URL if it does not exist (connects to `postgres` to do it). */
+export async function ensureDatabase(url: string): Promise<boolean> {
+  const u = new URL(url);
+  const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  if (!/^[a-zA-Z0-9_]+$/.test(name)) throw new Error(`database name "${name}" must be [a-zA-Z0-9_]+`);
+  u.pathname = '/postgres';
+  const admin = new DataSource({ type: 'postgres', url: u.toString(), extra: { max: 1 } });
+  await admin.initialize();
+  try {
+    const rows: unknown[] = await admin.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [name]);
+    if (rows.length > 0) return false;
+    await admin.query(`CREATE DATABASE "${name}"`);
+    return true;
+  } finally {
+    await admin.destroy();
+  }
+}

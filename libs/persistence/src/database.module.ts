@@ -1,0 +1,37 @@
+import { DynamicModule, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { createDataSource, DatabaseOptions } from './data-source';
+
+@Injectable()
+class DatabaseLifecycle implements OnApplicationShutdown {
+  constructor(private readonly ds: DataSource) {}
+  async onApplicationShutdown(): Promise<void> {
+    if (this.ds.isInitialized) await this.ds.destroy();
+  }
+}
+
+/** The app's TypeORM DataSource, with only the entities of the tables it owns. */
+@Module({})
+export class DatabaseModule {
+  static forRoot(options: DatabaseOptions & { readiness?: { register(name: string, check: () => Promise<void>): void } }): DynamicModule {
+    return {
+      module: DatabaseModule,
+      global: true,
+      providers: [
+        {
+          provide: DataSource,
+          useFactory: async () => {
+            const ds = createDataSource(options);
+            await ds.initialize();
+            options.readiness?.register('postgres', async () => {
+              await ds.query('SELECT 1');
+            });
+            return ds;
+          },
+        },
+        DatabaseLifecycle,
+      ],
+      exports: [DataSource],
+    };
+  }
+}

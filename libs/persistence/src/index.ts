@@ -1,0 +1,6 @@
+export * from './data-source';
+export * from './migrations';
+export * from './entities/identity.entity';
+export * from './entities/session.entity';
+export * from './entities/approval.entity';
+export * from './database.module';

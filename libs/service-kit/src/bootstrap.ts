@@ -1,0 +1,85 @@
+import 'reflect-metadata';
+import { INestApplication, LoggerService } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'pino';
+import { Readiness } from './ops';
+
+/** Nest's own log lines, as JSON through pino. */
+export class PinoNestLogger implements LoggerService {
+  constructor(private readonly pino: Logger) {}
+  log(message: unknown, context?: string): void {
+    this.pino.debug({ context }, String(message));
+  }
+  error(message: unknown, trace?: string, context?: string): void {
+    this.pino.error({ context, trace }, String(message));
+  }
+  warn(message: unknown, context?: string): void {
+    this.pino.warn({ context }, String(message));
+  }
+  debug(message: unknown, context?: string): void {
+    this.pino.debug({ context }, String(message));
+  }
+  verbose(message: unknown, context?: string): void {
+    this.pino.trace({ context }, String(message));
+  }
+}
+
+export interface ServiceBootstrap {
+  service: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  module: any;
+  port: number;
+  host: string;
+  log: Logger;
+  graceMs: number;
+  /** Called before Nest closes: stop taking work, finish or hand back what runs. */
+  drain?: (app: INestApplication) => Promise<void>;
+  /** Extra wiring on the HTTP server (the gateway's WebSocket upgrade). */
+  configure?: (app: INestApplication) => Promise<void> | void;
+}
+
+/**
+ * Starts a Nest app on its port, and on SIGTERM / SIGINT: marks it not ready, drains within the
+ * grace period, closes, exits 0. A failure at start-up exits 1 with the reason in the log.
+ */
+export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApplication> {
+  const { log } = opts;
+  let app: INestApplication;
+  try {
+    app = await NestFactory.create<NestExpressApplication>(opts.module, { logger: new PinoNestLogger(log), bodyParser: false, abortOnError: false });
+    (app as NestExpressApplication).useBodyParser('json', { limit: '1mb' });
+    await opts.configure?.(app);
+    await app.listen(opts.port, opts.host);
+  } catch (e) {
+    log.fatal({ err: e instanceof Error ? e.message : String(e) }, 'failed to start');
+    process.exit(1);
+  }
+  const url = await app.getUrl();
+  log.info({ url: url.replace('[::1]', '127.0.0.1') }, `${opts.service} listening`);
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'draining');
+    app.get(Readiness, { strict: false })?.startDraining();
+    const timer = setTimeout(() => {
+      log.error({ graceMs: opts.graceMs }, 'drain exceeded the grace period; exiting');
+      process.exit(1);
+    }, opts.graceMs + 5_000);
+    timer.unref();
+    try {
+      await opts.drain?.(app);
+      await app.close();
+      log.info({}, 'stopped');
+      process.exit(0);
+    } catch (e) {
+      log.error({ err: e instanceof Error ? e.message : String(e) }, 'error while stopping');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  return app;
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+/** Settings every service reads. Defaults work on a developer machine with the standard ports. */
+export const BaseConfigSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/skald'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(50).default(5),
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  NATS_USER: z.string().optional(),
+  NATS_PASSWORD: z.string().optional(),
+  NATS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  /** Grace period for draining on SIGTERM. */
+  SKALD_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
+  /** Instance name in logs and NATS connection names; defaults to host + pid. */
+  SKALD_INSTANCE: z.string().optional(),
+});
+export type BaseConfig = z.infer<typeof BaseConfigSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment with the app's schema; every problem is named by its variable. */
+export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
+}
+
+/** A URL with its password replaced, for logs and banners. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable url)';
+  }
+}

@@ -1,0 +1,25 @@
+import { hostname } from 'node:os';
+import pino, { Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+/** Keys whose values never reach a log line. */
+const REDACT = [
+  'password', '*.password', 'token', '*.token', 'authorization', '*.authorization', 'apiKey', '*.apiKey', 'api_key',
+  '*.api_key', 'secret', '*.secret', 'headers.authorization', 'req.headers.authorization', 'env', '*.env',
+];
+
+export function instanceName(service: string, configured?: string): string {
+  return configured ?? `${service}-${hostname()}-${process.pid}`;
+}
+
+/** JSON logs (pino) with the service and instance on every line. */
+export function createLogger(service: string, level: string, instance: string): Logger {
+  return pino({
+    level,
+    base: { service, instance },
+    redact: { paths: REDACT, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  });
+}

@@ -1,0 +1,96 @@
+import { Controller, Get, Header, HttpException, Inject, Injectable, Module, DynamicModule, Req } from '@nestjs/common';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+
+export type ReadinessCheck = () => Promise<void> | void;
+
+/** Named readiness checks registered by the modules of an app (database, NATS, sandbox…). */
+@Injectable()
+export class Readiness {
+  private readonly checks = new Map<string, ReadinessCheck>();
+  private readonly notes = new Map<string, string>();
+  private draining = false;
+
+  register(name: string, check: ReadinessCheck): void {
+    this.checks.set(name, check);
+  }
+  /** A line `/readyz` always shows (e.g. "sandbox disabled by SKALD_SANDBOX=none"). */
+  note(name: string, text: string): void {
+    this.notes.set(name, text);
+  }
+  startDraining(): void {
+    this.draining = true;
+  }
+
+  async report(): Promise<{ ready: boolean; checks: Record<string, string>; notes: Record<string, string> }> {
+    const checks: Record<string, string> = {};
+    let ready = !this.draining;
+    if (this.draining) checks.draining = 'shutting down';
+    for (const [name, check] of this.checks) {
+      try {
+        await check();
+        checks[name] = 'ok';
+      } catch (e) {
+        ready = false;
+        checks[name] = e instanceof Error ? e.message : String(e);
+      }
+    }
+    return { ready, checks, notes: Object.fromEntries(this.notes) };
+  }
+}
+
+export const METRICS_REGISTRY = Symbol('METRICS_REGISTRY');
+export const OPS_OPTIONS = Symbol('OPS_OPTIONS');
+export interface OpsOptions {
+  service: string;
+  /** The app's readiness registry, created before Nest so that other modules can register into it. */
+  readiness: Readiness;
+  /** Who may read /metrics; default everyone (apps behind the cluster network). */
+  metricsGuard?: (req: { ip?: string; headers: Record<string, unknown>; socket?: { remoteAddress?: string } }) => Promise<boolean> | boolean;
+}
+
+@Controller()
+export class OpsController {
+  constructor(
+    private readonly readiness: Readiness,
+    @Inject(METRICS_REGISTRY) private readonly registry: Registry,
+    @Inject(OPS_OPTIONS) private readonly options: OpsOptions,
+  ) {}
+
+  @Get('healthz')
+  healthz(): { status: 'ok'; service: string } {
+    return { status: 'ok', service: this.options.service };
+  }
+
+  @Get('readyz')
+  async readyz(): Promise<unknown> {
+    const report = await this.readiness.report();
+    if (!report.ready) throw new HttpException({ status: 'not_ready', ...report }, 503);
+    return { status: 'ready', ...report };
+  }
+
+  @Get('metrics')
+  @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
+  async metrics(@Req() req: { ip?: string; headers: Record<string, unknown>; socket?: { remoteAddress?: string } }): Promise<string> {
+    if (this.options.metricsGuard && !(await this.options.metricsGuard(req))) {
+      throw new HttpException({ error: { code: 'forbidden', message: 'metrics are served to loopback or an admin token only' } }, 403);
+    }
+    return this.registry.metrics();
+  }
+}
+
+/** `/healthz`, `/readyz` and Prometheus `/metrics` at the app's root. */
+@Module({})
+export class OpsModule {
+  static forRoot(options: OpsOptions): DynamicModule {
+    const registry = new Registry();
+    registry.setDefaultLabels({ service: options.service });
+    collectDefaultMetrics({ register: registry });
+    return {
+      module: OpsModule,
+      global: true,
+      controllers: [OpsController],
+      providers: [{ provide: Readiness, useValue: options.readiness }, { provide: METRICS_REGISTRY, useValue: registry }, { provide: OPS_OPTIONS, useValue: options }],
+      exports: [Readiness, METRICS_REGISTRY],
+    };
+  }
+}

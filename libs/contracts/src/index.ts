@@ -2,3 +2,4 @@ export * from './common';
 export * from './ws';
 export * from './rest';
 export * from './subjects';
+export * from './tools';

@@ -30,8 +30,11 @@ export const GetSessionRequest = z.object({ actor: Actor, session_id: Id });
 export const ListSessionsRequest = z.object({
   actor: Actor, source: Source.optional(), page: z.number().int().min(1), per_page: z.number().int().min(1).max(100),
 });
-export const ReplayRequest = z.object({ actor: Actor, session_id: Id, after_seq: z.number().int().nonnegative() });
-export const ReplayReply = z.object({ events: z.array(SessionEventSchema), running: z.boolean(), waiting: z.enum(['approval', 'clarification']).optional() });
+/** Without `after_seq`: only the state (running, waiting, last_seq). */
+export const ReplayRequest = z.object({ actor: Actor, session_id: Id, after_seq: z.number().int().nonnegative().optional() });
+export const ReplayReply = z.object({
+  events: z.array(SessionEventSchema), last_seq: z.number().int().nonnegative(), running: z.boolean(), waiting: z.enum(['approval', 'clarification']).optional(),
+});
 export const CancelRequest = z.object({ actor: Actor, session_id: Id });
 export const CancelReply = z.object({ cancelled: z.boolean() });
 export const WakeSession = z.object({ session_id: Id, reason: z.string() });
@@ -103,6 +106,8 @@ export const TOPICS = {
   },
   /** `user.<userId>.events`: inbox lifecycle, task updates, notifications. */
   userEvents: { pattern: 'user.*.events', subject: (userId: string) => `user.${userId}.events`, message: UserEventSchema },
+  /** `gateway.user.revoked`: a user's credentials changed (disabled, role, password): close their sockets. */
+  userRevoked: { pattern: 'gateway.user.revoked', subject: () => 'gateway.user.revoked', message: z.object({ user_id: Id }) },
   /** `tools.cancel.<toolCallId>`: kill a running tool call. */
   toolCancel: { pattern: 'tools.cancel.*', subject: (toolCallId: string) => `tools.cancel.${toolCallId}`, message: ToolCancel },
 } as const;

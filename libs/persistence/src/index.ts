@@ -4,3 +4,4 @@ export * from './entities/identity.entity';
 export * from './entities/session.entity';
 export * from './entities/approval.entity';
 export * from './database.module';
+export * from './query-rows';

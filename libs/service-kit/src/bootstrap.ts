@@ -49,6 +49,7 @@ export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApp
   try {
     app = await NestFactory.create<NestExpressApplication>(opts.module, { logger: new PinoNestLogger(log), bodyParser: false, abortOnError: false });
     (app as NestExpressApplication).useBodyParser('json', { limit: '1mb' });
+    (app as NestExpressApplication).disable('x-powered-by');
     await opts.configure?.(app);
     await app.listen(opts.port, opts.host);
   } catch (e) {

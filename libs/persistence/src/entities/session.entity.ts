@@ -15,7 +15,7 @@ export class SessionEntity {
   @Column('text', { name: 'security_group', nullable: true }) securityGroup!: string | null;
   @Column('jsonb', { name: 'run_context' }) runContext!: Record<string, unknown>;
   @Column('text', { name: 'client_pin', nullable: true }) clientPin!: string | null;
-  @Column('text', { name: 'turn_state' }) turnState!: 'idle' | 'running' | 'parked';
+  @Column('text', { name: 'turn_state' }) turnState!: 'running' | 'parked' | 'finished';
   @Column('uuid', { name: 'turn_id', nullable: true }) turnId!: string | null;
   @Column('timestamptz', { name: 'stop_requested_at', nullable: true }) stopRequestedAt!: Date | null;
   @Column('bigint', { name: 'last_seq' }) lastSeq!: string;
@@ -84,6 +84,7 @@ export class ToolCallEntity {
   @Column('text', { name: 'result_type', nullable: true }) resultType!: string | null;
   @Column('text', { nullable: true }) error!: string | null;
   @Column('uuid', { name: 'request_id', nullable: true }) requestId!: string | null;
+  @Column('uuid', { name: 'child_frame_id', nullable: true }) childFrameId!: string | null;
   @Column('text', { name: 'restart_hint', nullable: true }) restartHint!: string | null;
   @Column('bigint') epoch!: string;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;

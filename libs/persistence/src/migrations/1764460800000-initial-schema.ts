@@ -56,7 +56,7 @@ export class InitialSchema1764460800000 implements MigrationInterface {
         security_group text,
         run_context jsonb NOT NULL DEFAULT '{}'::jsonb,
         client_pin text,
-        turn_state text NOT NULL DEFAULT 'idle' CHECK (turn_state IN ('idle', 'running', 'parked')),
+        turn_state text NOT NULL DEFAULT 'finished' CHECK (turn_state IN ('running', 'parked', 'finished')),
         turn_id uuid,
         stop_requested_at timestamptz,
         last_seq bigint NOT NULL DEFAULT 0,
@@ -65,7 +65,7 @@ export class InitialSchema1764460800000 implements MigrationInterface {
       )`);
     await q.query(`CREATE UNIQUE INDEX sessions_active_per_source ON sessions (user_id, source) WHERE is_active`);
     await q.query(`CREATE INDEX sessions_user_idx ON sessions (user_id, created_at DESC)`);
-    await q.query(`CREATE INDEX sessions_running_idx ON sessions (turn_state) WHERE turn_state <> 'idle'`);
+    await q.query(`CREATE INDEX sessions_running_idx ON sessions (turn_state) WHERE turn_state <> 'finished'`);
     await q.query(`
       CREATE TABLE session_leases (
         session_id uuid PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
@@ -127,6 +127,7 @@ export class InitialSchema1764460800000 implements MigrationInterface {
         result_type text,
         error text,
         request_id uuid,
+        child_frame_id uuid,
         restart_hint text,
         epoch bigint NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now(),
@@ -165,6 +166,7 @@ export class InitialSchema1764460800000 implements MigrationInterface {
     await q.query(`
       CREATE TABLE session_scratchpad (
         scratchpad_session_id uuid NOT NULL,
+        ord bigint GENERATED ALWAYS AS IDENTITY,
         key text NOT NULL,
         value text NOT NULL,
         updated_at timestamptz NOT NULL DEFAULT now(),

@@ -1,0 +1,51 @@
+import { Body, Controller, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import { z } from 'zod';
+import { CreateUserRequest, Id, Role, TOPICS } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
+import { AdminOnly } from '../auth/auth.guard';
+import { toUserDto } from '../auth/auth.service';
+import { hashPassword } from '../auth/passwords';
+import { UsersRepository } from '../auth/users.repository';
+import { ApiError } from '../http/api-error';
+import { validate } from '../http/validate';
+
+const PatchUser = z
+  .object({ role: Role.optional(), disabled: z.boolean().optional(), password: z.string().min(8).max(1024).optional() })
+  .refine((v) => v.role !== undefined || v.disabled !== undefined || v.password !== undefined, 'nothing to change');
+
+@AdminOnly()
+@Controller('api/admin/users')
+export class AdminUsersController {
+  constructor(
+    private readonly users: UsersRepository,
+    private readonly bus: Bus,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  async create(@Body() body: unknown) {
+    const req = validate(CreateUserRequest, body);
+    const user = await this.users.create({ email: req.email, passwordHash: await hashPassword(req.password), role: req.role });
+    if (!user) throw new ApiError('conflict', 'a user with this email exists', 'email');
+    return { id: user.id };
+  }
+
+  @Get()
+  async list() {
+    const users = await this.users.list();
+    return { items: users.map((u) => ({ ...toUserDto(u), disabled: u.disabled, created_at: u.createdAt.toISOString() })) };
+  }
+
+  /** A change of role, password or the disabled flag ends the user's tokens and sockets. */
+  @Patch(':id')
+  async update(@Param('id') id: string, @Body() body: unknown) {
+    if (!Id.safeParse(id).success) throw new ApiError('not_found', 'user not found');
+    const req = validate(PatchUser, body);
+    const user = await this.users.update(id, {
+      role: req.role, disabled: req.disabled, passwordHash: req.password ? await hashPassword(req.password) : undefined,
+    });
+    if (!user) throw new ApiError('not_found', 'user not found');
+    this.bus.publish(TOPICS.userRevoked.subject(), TOPICS.userRevoked.message, { user_id: user.id });
+    return { ...toUserDto(user), disabled: user.disabled };
+  }
+}

@@ -1,0 +1,43 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { MessagingModule } from '@skald/messaging';
+import { DatabaseModule, IDENTITY_ENTITIES } from '@skald/persistence';
+import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { AdminUsersController } from './admin/admin-users.controller';
+import { AuthController } from './auth/auth.controller';
+import { AuthGuard } from './auth/auth.guard';
+import { AuthService } from './auth/auth.service';
+import { UsersRepository } from './auth/users.repository';
+import { GATEWAY_CONFIG, GatewayConfig } from './config';
+import { ErrorFilter } from './http/error.filter';
+import { OpenApiController } from './http/openapi.controller';
+import { SessionsController } from './sessions/sessions.controller';
+import { SessionsGateway } from './sessions/sessions.gateway';
+import { GATEWAY_LOGGER } from './tokens';
+import { WsServer } from './ws/ws.server';
+import { metricsGuard } from './http/metrics-guard';
+
+@Module({})
+export class AppModule {
+  static register(config: GatewayConfig, log: Logger, instance: string): DynamicModule {
+    const readiness = new Readiness();
+    const guard = metricsGuard();
+    return {
+      module: AppModule,
+      imports: [
+        OpsModule.forRoot({ service: 'gateway', readiness, metricsGuard: (req) => guard.check(req) }),
+        DatabaseModule.forRoot({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, entities: IDENTITY_ENTITIES, applicationName: instance, readiness }),
+        MessagingModule.forRoot({ servers: config.NATS_URL, name: instance, user: config.NATS_USER, pass: config.NATS_PASSWORD, requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS, logger: log, readiness }),
+      ],
+      controllers: [AuthController, AdminUsersController, SessionsController, OpenApiController],
+      providers: [
+        { provide: GATEWAY_CONFIG, useValue: config },
+        { provide: GATEWAY_LOGGER, useValue: log },
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_FILTER, useFactory: () => new ErrorFilter(log) },
+        UsersRepository, AuthService, SessionsGateway, WsServer,
+        { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
+      ],
+    };
+  }
+}

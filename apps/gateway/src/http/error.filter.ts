@@ -1,0 +1,53 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
+import { BusRequestError, RemoteError } from '@skald/messaging';
+import type { Logger } from '@skald/service-kit';
+import { ApiError } from './api-error';
+
+interface Res {
+  status(code: number): Res;
+  setHeader(name: string, value: string): void;
+  json(body: unknown): void;
+  headersSent?: boolean;
+}
+
+/** Every error leaves as `{error: {code, message, field?}}` with a fitting status; never a stack trace. */
+@Catch()
+export class ErrorFilter implements ExceptionFilter {
+  constructor(private readonly log: Logger) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const res = host.switchToHttp().getResponse<Res>();
+    if (res.headersSent) return;
+    const { status, body, retryAfter } = this.map(exception);
+    if (retryAfter) res.setHeader('Retry-After', String(retryAfter));
+    res.status(status).json({ error: body });
+  }
+
+  private map(e: unknown): { status: number; body: { code: string; message: string; field?: string }; retryAfter?: number } {
+    if (e instanceof ApiError) return { status: e.status, body: { code: e.code, message: e.message, field: e.field }, retryAfter: e.retryAfterSecs };
+    if (e instanceof RemoteError) {
+      const err = new ApiError(e.body.code, e.body.message, e.body.field);
+      return { status: err.status, body: e.body };
+    }
+    if (e instanceof BusRequestError) {
+      this.log.warn({ subject: e.subject, code: e.code }, 'dependency unavailable');
+      return { status: 503, body: { code: 'unavailable', message: 'the service is temporarily unavailable; retry shortly' }, retryAfter: 2 };
+    }
+    if (e instanceof HttpException) {
+      const status = e.getStatus();
+      const r = e.getResponse() as { message?: unknown; error?: unknown; type?: string };
+      if (status === 413 || (r as { type?: string }).type === 'entity.too.large') {
+        return { status: 413, body: { code: 'too_large', message: 'request body exceeds 1 MiB' } };
+      }
+      if (status === 404) return { status, body: { code: 'not_found', message: 'no such route' } };
+      if (status === 400) return { status, body: { code: 'invalid_input', message: typeof r.message === 'string' ? r.message : 'invalid request body' } };
+      if (r.error && typeof r.error === 'object') return { status, body: r.error as { code: string; message: string } };
+      return { status, body: { code: status === 403 ? 'forbidden' : status === 401 ? 'unauthorized' : 'internal', message: e.message } };
+    }
+    const bodyParser = e as { type?: string; status?: number };
+    if (bodyParser && bodyParser.type === 'entity.too.large') return { status: 413, body: { code: 'too_large', message: 'request body exceeds 1 MiB' } };
+    if (bodyParser && bodyParser.type === 'entity.parse.failed') return { status: 400, body: { code: 'invalid_input', message: 'request body is not valid JSON' } };
+    this.log.error({ err: e instanceof Error ? e.message : String(e) }, 'unhandled error');
+    return { status: 500, body: { code: 'internal', message: 'internal error' } };
+  }
+}

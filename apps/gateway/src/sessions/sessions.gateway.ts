@@ -1,0 +1,69 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { Actor, PostMessageRequest, SessionDetail, SessionList } from '@skald/contracts';
+import { Bus, BusRequestError } from '@skald/messaging';
+import { ApiError } from '../http/api-error';
+import { handleSlashCommand } from './slash-commands';
+
+type Message = z.infer<typeof PostMessageRequest>;
+
+/**
+ * The gateway's side of sessions: turns client input into NATS requests to the session workers.
+ * Holds no session state. With no worker answering, nothing is acknowledged (503, Retry-After).
+ */
+@Injectable()
+export class SessionsGateway {
+  constructor(private readonly bus: Bus) {}
+
+  list(actor: Actor, source: string | undefined, page: number, perPage: number): Promise<SessionList> {
+    return this.call(() => this.bus.call('session.list', { actor, source, page, per_page: perPage }));
+  }
+
+  detail(actor: Actor, sessionId: string): Promise<SessionDetail> {
+    return this.call(() => this.bus.call('session.get', { actor, session_id: sessionId }));
+  }
+
+  async activeSession(actor: Actor, source: string): Promise<string> {
+    return (await this.call(() => this.bus.call('session.active', { actor, source, create_new: false }))).session_id;
+  }
+
+  async newSession(actor: Actor, source: string): Promise<string> {
+    return (await this.call(() => this.bus.call('session.active', { actor, source, create_new: true }))).session_id;
+  }
+
+  async submit(
+    actor: Actor,
+    source: string,
+    msg: Message,
+  ): Promise<{ message_id: string; client_message_id: string; duplicate: boolean; session_id: string } | { command_result: { command: string; content: string }; session_id?: string }> {
+    if (msg.content.startsWith('/')) return handleSlashCommand(this, actor, source, msg.content);
+    const r = await this.call(() =>
+      this.bus.call('session.submit', {
+        actor, source, client_message_id: msg.client_message_id, content: msg.content, attachments: msg.attachments, delivery: msg.delivery,
+      }),
+    );
+    return { message_id: r.message_id, client_message_id: r.client_message_id, duplicate: r.duplicate, session_id: r.session_id };
+  }
+
+  async cancel(actor: Actor, sessionId: string): Promise<{ cancelled: boolean }> {
+    return this.call(() => this.bus.call('session.cancel', { actor, session_id: sessionId }));
+  }
+
+  async cancelActive(actor: Actor, source: string): Promise<{ cancelled: boolean }> {
+    return this.cancel(actor, await this.activeSession(actor, source));
+  }
+
+  async replay(actor: Actor, sessionId: string, afterSeq: number | undefined) {
+    return this.call(() => this.bus.call('session.replay', { actor, session_id: sessionId, after_seq: afterSeq }));
+  }
+
+  /** No worker answering → 503 with Retry-After; the client retries with the same ids. */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e instanceof BusRequestError) throw new ApiError('unavailable', 'no session worker is available; retry shortly', undefined, 2);
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,250 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import WebSocket, { WebSocketServer } from 'ws';
+import {
+  Actor, ClientFrame, CLIENT_FRAME_TYPES, describeZodError, EphemeralEventSchema, PROTOCOL_VERSION, SessionEvent, SessionEventSchema,
+  Source, TOPICS, UserEventSchema,
+} from '@skald/contracts';
+import { Bus, RemoteError } from '@skald/messaging';
+import type { Logger } from '@skald/service-kit';
+import type { Subscription } from 'nats';
+import { AuthService, Principal } from '../auth/auth.service';
+import { GATEWAY_CONFIG, GatewayConfig } from '../config';
+import { ApiError } from '../http/api-error';
+import { SessionsGateway } from '../sessions/sessions.gateway';
+import { WsConnection } from './ws-connection';
+import { GATEWAY_LOGGER } from '../tokens';
+
+const MAX_FRAME_BYTES = 1024 * 1024;
+const SERVER_VERSION = '0.1.0';
+
+/**
+ * The WebSocket edge at `/api/ws?source=`. Authenticates before the upgrade (401 / 403 answered
+ * on the HTTP request), turns frames into NATS requests, and fans session, ephemeral and user
+ * events from NATS out to that user's sockets only.
+ */
+@Injectable()
+export class WsServer implements OnApplicationShutdown {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+  private readonly byUser = new Map<string, Set<WsConnection>>();
+  private readonly userSubs = new Map<string, Subscription[]>();
+  private readonly allowedOrigins: Set<string>;
+
+  constructor(
+    private readonly auth: AuthService,
+    private readonly sessions: SessionsGateway,
+    private readonly bus: Bus,
+    @Inject(GATEWAY_CONFIG) config: GatewayConfig,
+    @Inject(GATEWAY_LOGGER) private readonly log: Logger,
+  ) {
+    const own = config.SKALD_PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`;
+    this.allowedOrigins = new Set(
+      (config.SKALD_ALLOWED_ORIGINS ?? own).split(',').map((o) => o.trim().replace(/\/$/, '')).filter(Boolean),
+    );
+    this.bus.subscribe(TOPICS.userRevoked.pattern, TOPICS.userRevoked.message, (m) => this.recheckUser(m.user_id));
+  }
+
+  get connectionCount(): number {
+    let n = 0;
+    for (const set of this.byUser.values()) n += set.size;
+    return n;
+  }
+
+  attach(server: Server): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      void this.upgrade(req, socket, head);
+    });
+  }
+
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    if (url.pathname !== '/api/ws') return refuse(socket, 404, 'not_found', 'no such endpoint');
+    const origin = req.headers.origin;
+    if (origin && !this.allowedOrigins.has(origin.replace(/\/$/, ''))) return refuse(socket, 403, 'forbidden', 'origin not allowed');
+    const source = Source.safeParse(url.searchParams.get('source') ?? 'web');
+    if (!source.success) return refuse(socket, 400, 'invalid_input', `source: ${describeZodError(source.error).message}`);
+    let principal: Principal;
+    try {
+      const bearer = req.headers.authorization?.match(/^Bearer\s+(\S+)$/i)?.[1];
+      const ticket = url.searchParams.get('ticket');
+      if (bearer) principal = await this.auth.authenticate(bearer);
+      else if (ticket) principal = await this.auth.redeemWsTicket(ticket);
+      else return refuse(socket, 401, 'unauthorized', 'missing credentials: Authorization header or ?ticket=');
+    } catch (e) {
+      if (e instanceof ApiError) return refuse(socket, e.status, e.code, e.message);
+      return refuse(socket, 503, 'unavailable', 'authentication unavailable');
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => void this.open(new WsConnection(ws, principal, source.data)));
+  }
+
+  private async open(conn: WsConnection): Promise<void> {
+    const { ws } = conn;
+    this.register(conn);
+    conn.armExpiry();
+    ws.on('message', (data, isBinary) => void this.onFrame(conn, data, isBinary));
+    ws.on('close', () => this.unregister(conn));
+    ws.on('error', () => this.unregister(conn));
+    try {
+      conn.sessionId = await this.sessions.activeSession(conn.principal.actor, conn.source);
+      const state = await this.sessions.replay(conn.principal.actor, conn.sessionId, undefined);
+      conn.lastSeq = state.last_seq;
+      conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, server_version: SERVER_VERSION, session_id: conn.sessionId });
+      conn.finishReplay([]);
+      conn.send({ type: 'turn_running', running: state.running, ...(state.waiting ? { waiting: state.waiting } : {}) });
+    } catch (e) {
+      this.log.warn({ userId: conn.userId, err: String(e) }, 'socket setup failed');
+      ws.close(1011, 'session service unavailable; retry');
+    }
+  }
+
+  private async onFrame(conn: WsConnection, data: WebSocket.RawData, isBinary: boolean): Promise<void> {
+    if (!conn.countFrame()) {
+      conn.ws.close(1008, 'too many frames');
+      return;
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(isBinary ? Buffer.from(data as Buffer).toString('utf8') : data.toString());
+    } catch {
+      conn.send({ type: 'error', code: 'invalid_input', message: 'frame is not valid JSON' });
+      return;
+    }
+    const type = (json as { type?: unknown } | null)?.type;
+    if (typeof type !== 'string' || !CLIENT_FRAME_TYPES.includes(type as never)) {
+      conn.send({ type: 'error', code: 'invalid_input', message: `unknown frame type ${JSON.stringify(type ?? null)}`, field: 'type' });
+      return;
+    }
+    const parsed = ClientFrame.safeParse(json);
+    if (!parsed.success) {
+      const { field, message } = describeZodError(parsed.error);
+      conn.send({ type: 'error', code: 'invalid_input', message, field });
+      return;
+    }
+    try {
+      await this.dispatch(conn, parsed.data);
+    } catch (e) {
+      const err = e instanceof ApiError ? { code: e.code, message: e.message, field: e.field } : e instanceof RemoteError ? e.body : { code: 'internal', message: 'internal error' };
+      if (!(e instanceof ApiError) && !(e instanceof RemoteError)) this.log.error({ userId: conn.userId, err: String(e) }, 'frame failed');
+      const requestId = 'request_id' in parsed.data ? parsed.data.request_id : undefined;
+      conn.send({ type: 'error', ...err, ...(requestId ? { request_id: requestId } : {}) });
+    }
+  }
+
+  private async dispatch(conn: WsConnection, frame: ClientFrame): Promise<void> {
+    const actor: Actor = conn.principal.actor;
+    switch (frame.type) {
+      case 'message': {
+        const r = await this.sessions.submit(actor, conn.source, frame);
+        if ('command_result' in r) {
+          if (r.session_id && r.session_id !== conn.sessionId) this.switchSession(conn, r.session_id);
+          conn.send({ type: 'command_result', ...r.command_result });
+          return;
+        }
+        conn.send({ type: 'ack', client_message_id: r.client_message_id, message_id: r.message_id, duplicate: r.duplicate });
+        return;
+      }
+      case 'cancel':
+        if (conn.sessionId) await this.sessions.cancel(actor, conn.sessionId);
+        return;
+      case 'resume': {
+        const sessionId = frame.session_id ?? (await this.sessions.activeSession(actor, conn.source));
+        conn.holdLive();
+        if (sessionId !== conn.sessionId) {
+          conn.sessionId = sessionId;
+          conn.lastSeq = 0;
+        }
+        try {
+          const r = await this.sessions.replay(actor, sessionId, frame.last_seq);
+          if (frame.last_seq !== undefined) conn.lastSeq = frame.last_seq;
+          else conn.lastSeq = Math.max(conn.lastSeq, r.last_seq);
+          conn.finishReplay(r.events);
+          conn.send({ type: 'turn_running', running: r.running, ...(r.waiting ? { waiting: r.waiting } : {}) });
+        } catch (e) {
+          conn.finishReplay([]);
+          throw e;
+        }
+        return;
+      }
+      case 'approve_tool':
+      case 'reject_tool':
+      case 'answer_question':
+        // Human answers go to the approval service, which lands with issue 5. Until then no
+        // request can be pending, so every id is unknown.
+        throw new ApiError('not_found', 'no pending request with this id');
+      case 'select_client':
+        throw new ApiError('unavailable', 'choosing a model arrives with the LLM manager');
+      default: {
+        const never: never = frame;
+        throw new ApiError('invalid_input', `unknown frame ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private switchSession(conn: WsConnection, sessionId: string): void {
+    conn.sessionId = sessionId;
+    conn.lastSeq = 0;
+    conn.send({ type: 'new_session', session_id: sessionId });
+  }
+
+  private register(conn: WsConnection): void {
+    let set = this.byUser.get(conn.userId);
+    if (!set) {
+      set = new Set();
+      this.byUser.set(conn.userId, set);
+      this.subscribeUser(conn.userId);
+    }
+    set.add(conn);
+  }
+
+  private unregister(conn: WsConnection): void {
+    conn.dispose();
+    const set = this.byUser.get(conn.userId);
+    if (!set?.delete(conn) || set.size > 0) return;
+    this.byUser.delete(conn.userId);
+    for (const s of this.userSubs.get(conn.userId) ?? []) s.unsubscribe();
+    this.userSubs.delete(conn.userId);
+  }
+
+  /** One set of NATS subscriptions per user with sockets on this replica: that user's events only. */
+  private subscribeUser(userId: string): void {
+    const conns = (): Set<WsConnection> => this.byUser.get(userId) ?? new Set();
+    this.userSubs.set(userId, [
+      this.bus.subscribe(`events.${userId}.*`, SessionEventSchema, (e: SessionEvent) => {
+        for (const c of conns()) c.deliverLive(e);
+      }),
+      this.bus.subscribe(`ephemeral.${userId}.*`, EphemeralEventSchema, (e) => {
+        for (const c of conns()) if (c.sessionId === e.session_id) c.send(e);
+      }),
+      this.bus.subscribe(TOPICS.userEvents.subject(userId), UserEventSchema, (e) => {
+        for (const c of conns()) {
+          if (e.type === 'new_session') {
+            if (c.source === e.source && c.sessionId !== e.session_id) this.switchSession(c, e.session_id);
+          } else if (e.type === 'task_update' || e.type === 'notification') {
+            if (c.source === e.source) c.send(e);
+          } else c.send(e);
+        }
+      }),
+    ]);
+  }
+
+  private async recheckUser(userId: string): Promise<void> {
+    for (const c of this.byUser.get(userId) ?? []) {
+      if (!(await this.auth.stillValid(c.principal))) c.ws.close(4401, 'credentials changed');
+    }
+  }
+
+  onApplicationShutdown(): void {
+    for (const set of this.byUser.values()) for (const c of set) c.ws.close(1001, 'server shutting down');
+    this.wss.close();
+  }
+}
+
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status] ?? 'Error';
+  socket.write(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  socket.destroy();
+}

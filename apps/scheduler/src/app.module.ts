@@ -1,0 +1,24 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { MessagingModule } from '@skald/messaging';
+import { DatabaseModule } from '@skald/persistence';
+import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { SchedulerConfig } from './config';
+import { RedisConnection } from './redis.provider';
+
+@Module({})
+export class AppModule {
+  static register(config: SchedulerConfig, log: Logger, instance: string): DynamicModule {
+    const readiness = new Readiness();
+    const redis = new RedisConnection(config.REDIS_URL);
+    readiness.register('redis', () => redis.ping());
+    return {
+      module: AppModule,
+      imports: [
+        OpsModule.forRoot({ service: 'scheduler', readiness }),
+        DatabaseModule.forRoot({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, entities: [], applicationName: instance, readiness }),
+        MessagingModule.forRoot({ servers: config.NATS_URL, name: instance, user: config.NATS_USER, pass: config.NATS_PASSWORD, requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS, logger: log, readiness }),
+      ],
+      providers: [{ provide: RedisConnection, useValue: redis }],
+    };
+  }
+}

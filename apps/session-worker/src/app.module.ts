@@ -1,0 +1,37 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { LlmManager } from '@skald/llm';
+import { MessagingModule } from '@skald/messaging';
+import { DatabaseModule, SESSION_ENTITIES } from '@skald/persistence';
+import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from './config';
+import { LeaseRepository } from './lease/lease.repository';
+import { SessionsHandler } from './sessions/sessions.handler';
+import { SessionsRepository } from './sessions/sessions.repository';
+import { SessionsService } from './sessions/sessions.service';
+import { InboxRepository } from './submit/inbox.repository';
+import { SubmitService } from './submit/submit.service';
+import { EventAnnouncer } from './turns/event-announcer';
+import { Sweeper } from './turns/sweeper';
+import { TurnDriver } from './turns/turn-driver';
+
+@Module({})
+export class AppModule {
+  static register(config: WorkerConfig, log: Logger, instance: string, llm: LlmManager): DynamicModule {
+    const readiness = new Readiness();
+    return {
+      module: AppModule,
+      imports: [
+        OpsModule.forRoot({ service: 'session-worker', readiness }),
+        DatabaseModule.forRoot({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, entities: SESSION_ENTITIES, applicationName: instance, readiness }),
+        MessagingModule.forRoot({ servers: config.NATS_URL, name: instance, user: config.NATS_USER, pass: config.NATS_PASSWORD, requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS, logger: log, readiness }),
+      ],
+      providers: [
+        { provide: WORKER_CONFIG, useValue: config },
+        { provide: WORKER_LOGGER, useValue: log },
+        { provide: WORKER_INSTANCE, useValue: instance },
+        { provide: LlmManager, useValue: llm },
+        LeaseRepository, SessionsRepository, InboxRepository, SessionsService, SubmitService, EventAnnouncer, TurnDriver, SessionsHandler, Sweeper,
+      ],
+    };
+  }
+}

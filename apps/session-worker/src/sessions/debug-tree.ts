@@ -1,0 +1,96 @@
+import { DebugRow, SessionDetail, SessionSummary } from '@skald/contracts';
+
+type Row = Record<string, unknown>;
+const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
+const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export function toSessionSummary(r: Row): SessionSummary {
+  return {
+    id: String(r.id),
+    source: String(r.source),
+    agent_id: String(r.agent_id),
+    is_ephemeral: Boolean(r.is_ephemeral),
+    is_interactive: Boolean(r.is_interactive),
+    created_at: iso(r.created_at),
+    message_count: Number(r.message_count ?? 0),
+    last_message_at: r.last_message_at ? iso(r.last_message_at) : null,
+  };
+}
+
+function parseArgs(text: string): Record<string, unknown> | string {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : text;
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The debug tree of the spec: a flat, ordered list in which a sub-agent's rows stand between its
+ * `agent` and `agent_end` rows, right after the tool call that spawned it.
+ */
+export function toSessionDetail(session: Row, frames: Row[], messages: Row[], toolCalls: Row[]): SessionDetail {
+  const callsByMessage = new Map<string, Row[]>();
+  for (const c of toolCalls) {
+    const list = callsByMessage.get(String(c.message_id)) ?? [];
+    list.push(c);
+    callsByMessage.set(String(c.message_id), list);
+  }
+  const messagesByFrame = new Map<string, Row[]>();
+  for (const m of messages) {
+    const list = messagesByFrame.get(String(m.frame_id)) ?? [];
+    list.push(m);
+    messagesByFrame.set(String(m.frame_id), list);
+  }
+  const childFrames = new Map<string, Row[]>();
+  for (const f of frames) {
+    if (f.parent_tool_call_id) {
+      const list = childFrames.get(String(f.parent_tool_call_id)) ?? [];
+      list.push(f);
+      childFrames.set(String(f.parent_tool_call_id), list);
+    }
+  }
+
+  const out: DebugRow[] = [];
+  const emitFrame = (frame: Row): void => {
+    for (const m of messagesByFrame.get(String(frame.id)) ?? []) {
+      const calls = callsByMessage.get(String(m.id)) ?? [];
+      const synthetic = Boolean(m.is_synthetic);
+      if (m.role === 'assistant') {
+        out.push({
+          kind: calls.length > 0 ? 'thinking' : 'assistant',
+          id: String(m.id), content: String(m.content), reasoning: (m.reasoning as string | null) ?? null, is_synthetic: synthetic,
+          created_at: iso(m.created_at), input_tokens: intOrNull(m.input_tokens), output_tokens: intOrNull(m.output_tokens),
+        });
+        for (const c of calls) {
+          out.push({
+            kind: 'tool', id: String(c.id), name: String(c.name), arguments: parseArgs(String(c.arguments)),
+            status: c.status as 'done', result: (c.result as string | null) ?? null, is_synthetic: synthetic, created_at: iso(c.created_at),
+          });
+          for (const child of childFrames.get(String(c.id)) ?? []) {
+            const base = { stack_id: String(child.id), agent_id: String(child.agent_id), depth: Number(child.depth), is_synthetic: false };
+            out.push({ kind: 'agent', ...base, created_at: iso(child.created_at) });
+            emitFrame(child);
+            out.push({ kind: 'agent_end', ...base, created_at: iso(child.closed_at ?? child.created_at) });
+          }
+        }
+      } else {
+        const meta = m.metadata as { attachments?: DebugRow extends never ? never : unknown[] } | null;
+        out.push({
+          kind: 'user', id: String(m.id), content: String(m.content), is_synthetic: synthetic, status: m.status as 'ok' | 'failed',
+          attachments: (meta?.attachments as Extract<DebugRow, { kind: 'user' }>['attachments']) ?? undefined, created_at: iso(m.created_at),
+        });
+      }
+    }
+  };
+  for (const root of frames.filter((f) => !f.parent_frame_id)) emitFrame(root);
+
+  return {
+    session: {
+      id: String(session.id), source: String(session.source), agent_id: String(session.agent_id),
+      is_interactive: Boolean(session.is_interactive), is_ephemeral: Boolean(session.is_ephemeral), created_at: iso(session.created_at),
+    },
+    messages: out,
+  };
+}

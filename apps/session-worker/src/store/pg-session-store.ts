@@ -1,0 +1,356 @@
+import { queryRows } from '@skald/persistence';
+import {
+  CompactionSummary, FrameRow, GrantScope, InboxItem, LeaseLostError, ListMessagesOptions, MessageRow, Mutation,
+  ScratchpadNote, SessionEventDraft, SessionInfo, SessionStore, TodoItem, ToolCallRow,
+} from '@skald/agent-loop';
+import { DataSource, EntityManager } from 'typeorm';
+
+/** Who writes: the lease holder's epoch fences every commit of a turn. */
+export interface Fence {
+  owner: string;
+  epoch: number;
+}
+
+/** A committed session event, ready to announce. */
+export interface CommittedEvent {
+  userId: string;
+  sessionId: string;
+  seq: number;
+  event: SessionEventDraft;
+}
+
+type Row = Record<string, unknown>;
+
+const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+/**
+ * The agent-loop store port on Postgres. Reads are plain queries; `commit` applies the mutations
+ * and appends the events (contiguous `seq` from `sessions.last_seq`) in one transaction, fenced by
+ * the lease epoch (`FOR SHARE` on the lease row, so a take-over waits for the commit or makes it
+ * fail). Committed events are handed to `announce` only after the transaction commits.
+ */
+export class PgSessionStore implements SessionStore {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly fence: Fence,
+    private readonly announce: (events: CommittedEvent[]) => void,
+  ) {}
+
+  async getSession(sessionId: string): Promise<SessionInfo> {
+    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM sessions WHERE id = $1`, [sessionId]);
+    const r = rows[0];
+    if (!r) throw new Error(`session ${sessionId} not found`);
+    return toSessionInfo(r);
+  }
+
+  async listActiveFrames(sessionId: string): Promise<FrameRow[]> {
+    const rows: Row[] = await queryRows(this.ds, 
+      `SELECT * FROM stack_frames WHERE session_id = $1 AND status = 'active' ORDER BY depth, ord`,
+      [sessionId],
+    );
+    return rows.map(toFrame);
+  }
+
+  async getFrame(frameId: string): Promise<FrameRow | null> {
+    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM stack_frames WHERE id = $1`, [frameId]);
+    return rows[0] ? toFrame(rows[0]) : null;
+  }
+
+  async listMessages(frameId: string, options: ListMessagesOptions = {}): Promise<MessageRow[]> {
+    const params: unknown[] = [frameId];
+    let where = `frame_id = $1`;
+    if (!options.includeFailed) where += ` AND status = 'ok'`;
+    if (options.afterMessageId) {
+      params.push(options.afterMessageId);
+      where += ` AND ord > (SELECT ord FROM chat_history WHERE id = $2)`;
+    }
+    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM chat_history WHERE ${where} ORDER BY ord`, params);
+    return rows.map(toMessage);
+  }
+
+  async listToolCalls(frameId: string): Promise<ToolCallRow[]> {
+    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [frameId]);
+    return rows.map(toToolCall);
+  }
+
+  async getToolCall(toolCallId: string): Promise<ToolCallRow | null> {
+    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM tool_calls WHERE id = $1`, [toolCallId]);
+    return rows[0] ? toToolCall(rows[0]) : null;
+  }
+
+  async getScratchpad(scratchpadSessionId: string): Promise<ScratchpadNote[]> {
+    const rows: Row[] = await queryRows(this.ds, 
+      `SELECT key, value FROM session_scratchpad WHERE scratchpad_session_id = $1 ORDER BY ord`,
+      [scratchpadSessionId],
+    );
+    return rows.map((r) => ({ key: String(r.key), value: String(r.value) }));
+  }
+
+  async getTodos(frameId: string): Promise<TodoItem[]> {
+    const rows: Row[] = await queryRows(this.ds, `SELECT todos FROM session_todos WHERE frame_id = $1`, [frameId]);
+    return (rows[0]?.todos as TodoItem[] | undefined) ?? [];
+  }
+
+  async getGrants(scope: GrantScope): Promise<string[]> {
+    const rows: Row[] =
+      scope.kind === 'session'
+        ? await this.ds.query(`SELECT group_name FROM tool_grants WHERE session_id = $1 AND frame_id IS NULL ORDER BY created_at`, [scope.sessionId])
+        : await this.ds.query(`SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at`, [scope.frameId]);
+    return rows.map((r) => String(r.group_name));
+  }
+
+  async getCompaction(frameId: string): Promise<CompactionSummary | null> {
+    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM compaction_summaries WHERE frame_id = $1`, [frameId]);
+    const r = rows[0];
+    return r ? { frameId: String(r.frame_id), summary: String(r.summary), boundaryMessageId: String(r.boundary_message_id) } : null;
+  }
+
+  async listInbox(sessionId: string): Promise<InboxItem[]> {
+    const rows: Row[] = await queryRows(this.ds, 
+      `SELECT * FROM session_inbox WHERE session_id = $1 AND status = 'queued' ORDER BY ord`,
+      [sessionId],
+    );
+    return rows.map(toInboxItem);
+  }
+
+  async commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void> {
+    const committed = await this.ds.transaction(async (tx) => {
+      const lease: Row[] = await queryRows(tx, 
+        `SELECT epoch FROM session_leases
+          WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
+        [sessionId, this.fence.owner, this.fence.epoch],
+      );
+      if (lease.length === 0) throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
+      for (const m of mutations) await applyMutation(tx, m, this.fence.epoch);
+      return appendEvents(tx, sessionId, events);
+    });
+    if (committed.length > 0) this.announce(committed);
+  }
+}
+
+/** Appends events with the session's next contiguous seqs; returns them for announcing after commit. */
+export async function appendEvents(tx: EntityManager, sessionId: string, events: SessionEventDraft[]): Promise<CommittedEvent[]> {
+  if (events.length === 0) return [];
+  const rows: Row[] = await queryRows(tx, 
+    `UPDATE sessions SET last_seq = last_seq + $2, updated_at = now() WHERE id = $1 RETURNING last_seq, user_id`,
+    [sessionId, events.length],
+  );
+  const head = rows[0];
+  if (!head) throw new Error(`session ${sessionId} not found`);
+  const first = Number(head.last_seq) - events.length + 1;
+  const out: CommittedEvent[] = events.map((event, i) => ({ userId: String(head.user_id), sessionId, seq: first + i, event }));
+  await tx.query(
+    `INSERT INTO session_events (session_id, seq, type, payload)
+     SELECT $1, s, t, p FROM unnest($2::bigint[], $3::text[], $4::jsonb[]) AS u(s, t, p)`,
+    [sessionId, out.map((e) => e.seq), out.map((e) => e.event.type), out.map((e) => JSON.stringify(e.event))],
+  );
+  return out;
+}
+
+async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Promise<void> {
+  switch (m.kind) {
+    case 'appendMessage':
+    case 'enterInbox': {
+      const msg = m.message;
+      if (m.kind === 'enterInbox') {
+        const r: Row[] = await queryRows(tx, 
+          `UPDATE session_inbox SET status = 'entered', settled_at = now() WHERE id = $1 AND status = 'queued' RETURNING id`,
+          [m.inboxId],
+        );
+        if (r.length === 0) throw new Error(`inbox item ${m.inboxId} already settled`);
+      }
+      await tx.query(
+        `INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
+                                   client_message_id, input_tokens, output_tokens, epoch, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+        [
+          msg.id, msg.sessionId, msg.frameId, msg.role, msg.content, msg.reasoningContent, msg.isSynthetic, msg.status ?? 'ok',
+          msg.attachments ? JSON.stringify({ attachments: msg.attachments }) : null, msg.clientMessageId, msg.inputTokens,
+          msg.outputTokens, epoch, msg.createdAt,
+        ],
+      );
+      return;
+    }
+    case 'markMessageFailed':
+      await tx.query(`UPDATE chat_history SET status = 'failed' WHERE id = $1`, [m.messageId]);
+      return;
+    case 'discardInbox':
+      await tx.query(`UPDATE session_inbox SET status = 'discarded', settled_at = now() WHERE id = $1 AND status = 'queued'`, [m.inboxId]);
+      return;
+    case 'createToolCall': {
+      const c = m.call;
+      await tx.query(
+        `INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
+                                 result_type, request_id, child_frame_id, epoch)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+        [c.id, c.sessionId, c.frameId, c.messageId, c.index, c.llmCallId, c.name, c.argumentsText, c.status, c.result, c.resultType, c.requestId, c.childFrameId, epoch],
+      );
+      return;
+    }
+    case 'updateToolCall': {
+      const p = m.patch;
+      await tx.query(
+        `UPDATE tool_calls SET status = $2,
+            result = CASE WHEN $3::boolean THEN $4 ELSE result END,
+            result_type = CASE WHEN $5::boolean THEN $6 ELSE result_type END,
+            request_id = CASE WHEN $7::boolean THEN $8::uuid ELSE request_id END,
+            child_frame_id = CASE WHEN $9::boolean THEN $10::uuid ELSE child_frame_id END,
+            started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN now() ELSE started_at END,
+            finished_at = CASE WHEN $2 IN ('done', 'failed', 'rejected', 'cancelled', 'interrupted') THEN now() ELSE finished_at END,
+            epoch = $11
+          WHERE id = $1`,
+        [
+          m.id, p.status, p.result !== undefined, p.result ?? null, p.resultType !== undefined, p.resultType ?? null,
+          p.requestId !== undefined, p.requestId ?? null, p.childFrameId !== undefined, p.childFrameId ?? null, epoch,
+        ],
+      );
+      return;
+    }
+    case 'openFrame': {
+      const f = m.frame;
+      await tx.query(
+        `INSERT INTO stack_frames (id, session_id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [f.id, f.sessionId, f.parentFrameId, f.parentToolCallId, f.agentId, f.depth, f.status, f.clientPin, epoch],
+      );
+      return;
+    }
+    case 'closeFrame': {
+      const r: Row[] = await queryRows(tx, 
+        `UPDATE stack_frames SET status = 'closed', closed_at = now(), epoch = $2 WHERE id = $1 AND status = 'active' RETURNING id`,
+        [m.frameId, epoch],
+      );
+      if (r.length === 0) throw new Error(`frame ${m.frameId} is not active`);
+      return;
+    }
+    case 'setScratchpad':
+      if (m.value === null) {
+        await tx.query(`DELETE FROM session_scratchpad WHERE scratchpad_session_id = $1 AND key = $2`, [m.scratchpadSessionId, m.key]);
+      } else {
+        await tx.query(
+          `INSERT INTO session_scratchpad (scratchpad_session_id, key, value) VALUES ($1, $2, $3)
+           ON CONFLICT (scratchpad_session_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
+          [m.scratchpadSessionId, m.key, m.value],
+        );
+      }
+      return;
+    case 'setTodos':
+      await tx.query(
+        `INSERT INTO session_todos (session_id, frame_id, todos) VALUES ($1, $2, $3)
+         ON CONFLICT (session_id, frame_id) DO UPDATE SET todos = EXCLUDED.todos, updated_at = now()`,
+        [m.sessionId, m.frameId, JSON.stringify(m.todos)],
+      );
+      return;
+    case 'grantTools': {
+      const sessionId = m.scope.kind === 'session' ? m.scope.sessionId : null;
+      const frameId = m.scope.kind === 'frame' ? m.scope.frameId : null;
+      for (const g of m.groups) {
+        await tx.query(
+          `INSERT INTO tool_grants (session_id, frame_id, group_name)
+           VALUES (COALESCE($1::uuid, (SELECT session_id FROM stack_frames WHERE id = $2::uuid)), $2::uuid, $3)
+           ON CONFLICT DO NOTHING`,
+          [sessionId, frameId, g],
+        );
+      }
+      return;
+    }
+    case 'setCompaction': {
+      const s = m.summary;
+      await tx.query(
+        `INSERT INTO compaction_summaries (session_id, frame_id, summary, boundary_message_id)
+         SELECT session_id, id, $2, $3 FROM stack_frames WHERE id = $1
+         ON CONFLICT (session_id, frame_id) DO UPDATE SET summary = EXCLUDED.summary,
+           boundary_message_id = EXCLUDED.boundary_message_id, updated_at = now()`,
+        [s.frameId, s.summary, s.boundaryMessageId],
+      );
+      return;
+    }
+    case 'setTurnState':
+      await tx.query(`UPDATE sessions SET turn_state = $2, updated_at = now() WHERE id = $1`, [m.sessionId, m.state]);
+      return;
+    default: {
+      const never: never = m;
+      throw new Error(`unknown mutation ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+export function toSessionInfo(r: Row): SessionInfo {
+  const rc = (r.run_context ?? {}) as { working_directory?: string; system_prompt?: string[] };
+  return {
+    id: String(r.id),
+    userId: String(r.user_id),
+    agentId: String(r.agent_id),
+    source: String(r.source),
+    isInteractive: Boolean(r.is_interactive),
+    isEphemeral: Boolean(r.is_ephemeral),
+    autoDenyApprovals: Boolean(r.auto_deny_approvals),
+    scratchpadSessionId: String(r.scratchpad_session_id ?? r.id),
+    runContext: { workingDirectory: rc.working_directory ?? null, systemPrompt: rc.system_prompt ?? [] },
+    pinnedClient: (r.client_pin as string | null) ?? null,
+    turnState: r.turn_state as SessionInfo['turnState'],
+  };
+}
+
+function toFrame(r: Row): FrameRow {
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    parentFrameId: (r.parent_frame_id as string | null) ?? null,
+    parentToolCallId: (r.parent_tool_call_id as string | null) ?? null,
+    agentId: String(r.agent_id),
+    depth: Number(r.depth),
+    status: r.status as FrameRow['status'],
+    clientPin: (r.client as string | null) ?? null,
+  };
+}
+
+export function toMessage(r: Row): MessageRow {
+  const meta = r.metadata as { attachments?: MessageRow['attachments'] } | null;
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    frameId: String(r.frame_id),
+    role: r.role as MessageRow['role'],
+    content: String(r.content),
+    reasoningContent: (r.reasoning as string | null) ?? null,
+    status: r.status as MessageRow['status'],
+    isSynthetic: Boolean(r.is_synthetic),
+    attachments: meta?.attachments ?? null,
+    clientMessageId: (r.client_message_id as string | null) ?? null,
+    inputTokens: num(r.input_tokens),
+    outputTokens: num(r.output_tokens),
+    createdAt: iso(r.created_at),
+  };
+}
+
+export function toToolCall(r: Row): ToolCallRow {
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    frameId: String(r.frame_id),
+    messageId: String(r.message_id),
+    index: Number(r.idx),
+    llmCallId: String(r.llm_call_id),
+    name: String(r.name),
+    argumentsText: String(r.arguments),
+    status: r.status as ToolCallRow['status'],
+    result: (r.result as string | null) ?? null,
+    resultType: (r.result_type as string | null) ?? null,
+    requestId: (r.request_id as string | null) ?? null,
+    childFrameId: (r.child_frame_id as string | null) ?? null,
+  };
+}
+
+function toInboxItem(r: Row): InboxItem {
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    clientMessageId: String(r.client_message_id),
+    content: String(r.content),
+    attachments: (r.attachments as InboxItem['attachments']) ?? null,
+    delivery: r.delivery as InboxItem['delivery'],
+    createdAt: iso(r.created_at),
+  };
+}

@@ -1,0 +1,44 @@
+import { queryRows } from '@skald/persistence';
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Attachment, Delivery } from '@skald/contracts';
+
+export interface NewInboxItem {
+  userId: string;
+  sessionId: string;
+  clientMessageId: string;
+  content: string;
+  attachments?: Attachment[];
+  delivery: Delivery;
+  isSynthetic: boolean;
+}
+
+/** The durable session inbox: a message is acknowledged only once its row is committed here. */
+@Injectable()
+export class InboxRepository {
+  constructor(private readonly ds: DataSource) {}
+
+  /**
+   * Stores the message, idempotent on (user, client_message_id): a repeat returns the first row's
+   * ids with `duplicate: true` and changes nothing.
+   */
+  async store(item: NewInboxItem): Promise<{ messageId: string; sessionId: string; duplicate: boolean }> {
+    const id = randomUUID();
+    const inserted: Array<{ id: string }> = await queryRows(this.ds, 
+      `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (user_id, client_message_id) DO NOTHING
+       RETURNING id`,
+      [id, item.sessionId, item.userId, item.clientMessageId, item.content, item.attachments ? JSON.stringify(item.attachments) : null, item.delivery, item.isSynthetic],
+    );
+    if (inserted.length > 0) return { messageId: id, sessionId: item.sessionId, duplicate: false };
+    const existing: Array<{ id: string; session_id: string }> = await queryRows(this.ds, 
+      `SELECT id, session_id FROM session_inbox WHERE user_id = $1 AND client_message_id = $2`,
+      [item.userId, item.clientMessageId],
+    );
+    const row = existing[0];
+    if (!row) throw new Error('inbox row vanished after a conflict');
+    return { messageId: row.id, sessionId: row.session_id, duplicate: true };
+  }
+}

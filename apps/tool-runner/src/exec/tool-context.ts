@@ -1,0 +1,24 @@
+/** What every tool implementation is handed about the call. */
+export interface ToolContext {
+  userId: string;
+  sessionId: string;
+  toolCallId: string;
+  /** The session's working directory inside `/workspace` (the `workdir` argument), default `/workspace`. */
+  workdir: string;
+  /** Aborted by `tools.cancel.<toolCallId>` (or shutdown). */
+  signal: AbortSignal;
+}
+
+/** A finished call: the text the model reads, and the workspace path a write changed. */
+export interface ToolOutput {
+  result: string;
+  fileChanged?: string;
+}
+
+/** Thrown when a call stops because it was cancelled before it took effect. */
+export class ToolCancelled extends Error {
+  constructor() {
+    super('cancelled');
+    this.name = 'ToolCancelled';
+  }
+}

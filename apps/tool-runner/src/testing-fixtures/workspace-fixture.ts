@@ -1,0 +1,40 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ToolContext } from '../exec/tool-context';
+import { FileToolsService } from '../files/file-tools.service';
+import { RegexSearch } from '../files/regex-search';
+import { WorkspacesService } from '../workspace/workspaces.service';
+
+/** A workspaces root in a temp dir, a user in it, and the file tools over it. */
+export interface WorkspaceFixture {
+  base: string;
+  userId: string;
+  /** Host directory of the user's workspace (created). */
+  home: string;
+  workspaces: WorkspacesService;
+  files: FileToolsService;
+  ctx(over?: Partial<ToolContext>): ToolContext;
+  cleanup(): Promise<void>;
+}
+
+export async function workspaceFixture(opts: { quota?: number } = {}): Promise<WorkspaceFixture> {
+  const base = await mkdtemp(join(tmpdir(), 'skald-tr-'));
+  const workspaces = new WorkspacesService({ root: join(base, 'ws'), quota: opts.quota ?? 1024 ** 3, usageTtlMs: 0 });
+  await workspaces.onModuleInit();
+  const userId = randomUUID();
+  const jail = await workspaces.jail(userId);
+  const files = new FileToolsService(workspaces, new RegexSearch());
+  return {
+    base,
+    userId,
+    home: jail.root,
+    workspaces,
+    files,
+    ctx: (over = {}) => ({
+      userId, sessionId: randomUUID(), toolCallId: randomUUID(), workdir: '/workspace', signal: new AbortController().signal, ...over,
+    }),
+    cleanup: () => rm(base, { recursive: true, force: true }),
+  };
+}

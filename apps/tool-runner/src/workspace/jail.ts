@@ -1,0 +1,269 @@
+import { constants as C, Dirent } from 'node:fs';
+import { FileHandle, lstat, mkdir, open, readdir, realpath, unlink } from 'node:fs/promises';
+import { ToolError } from '../tool-error';
+import { WorkspacePath } from './workspace-path';
+
+const DIR_NOFOLLOW = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
+const DIR_FOLLOW = C.O_RDONLY | C.O_DIRECTORY;
+const READ_NOFOLLOW = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
+const READ_FOLLOW = C.O_RDONLY | C.O_NONBLOCK;
+const RDWR_NOFOLLOW = C.O_RDWR | C.O_NOFOLLOW | C.O_NONBLOCK;
+const RDWR_FOLLOW = C.O_RDWR | C.O_NONBLOCK;
+const CREATE_EXCL = C.O_RDWR | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW | C.O_NONBLOCK;
+
+export const FILE_MODE = 0o644;
+
+/** A file opened for writing, with its directory kept open until `close()`. */
+export interface WriteTarget {
+  handle: FileHandle;
+  size: number;
+  created: boolean;
+  discard(): Promise<void>;
+  close(): Promise<void>;
+}
+export const DIR_MODE = 0o755;
+
+/** A path relative to an open directory: on Linux `/proc/self/fd/<fd>/<name>` behaves like `openat(fd, name)`. */
+function at(dir: FileHandle, name: string): string {
+  return `/proc/self/fd/${dir.fd}/${name}`;
+}
+
+/**
+ * One user's workspace on disk, and the only way the file tools touch it.
+ *
+ * Node 20 has no `openat`/`openat2`, so the jail walks a path one component at a time from an open
+ * descriptor of the root (`/proc/self/fd/<fd>/<name>` is resolved by the kernel against that very
+ * directory, whatever happens to the path above it). A component that is a symlink is followed only
+ * if its target lies inside the root, and every descriptor reached through a symlink is checked
+ * again after opening (`realpath` of `/proc/self/fd/<fd>`), so a link swapped between the check and
+ * the open is caught before a byte is read or written. Files are opened without `O_TRUNC` and with
+ * `O_NONBLOCK`, so a race can never truncate or hang on something outside the root.
+ */
+export class Jail {
+  private constructor(readonly root: string) {}
+
+  /** `root` must exist; it is resolved once to its real path. */
+  static async at(root: string): Promise<Jail> {
+    return new Jail(await realpath(root));
+  }
+
+  contains(real: string): boolean {
+    return real === this.root || real.startsWith(`${this.root}/`);
+  }
+
+  /** Opens a directory of the workspace (following symlinks that stay inside). */
+  async openDir(p: WorkspacePath, opts: { create?: boolean } = {}): Promise<FileHandle> {
+    return this.walk(p, p.segments.length, opts.create ?? false);
+  }
+
+  /** Opens an existing regular file for reading. */
+  async openRead(p: WorkspacePath): Promise<{ handle: FileHandle; size: number }> {
+    if (p.segments.length === 0) throw new ToolError('not_a_file', `${p.virtual} is a directory, not a file`);
+    const parent = await this.walk(p, p.segments.length - 1, false);
+    try {
+      const name = p.segments[p.segments.length - 1];
+      const handle = await this.openLeaf(parent, name, p, READ_NOFOLLOW, READ_FOLLOW);
+      return { handle, size: await this.regularSize(handle, p) };
+    } finally {
+      await parent.close();
+    }
+  }
+
+  /**
+   * Opens a regular file for reading and writing, creating it (and its parent directories) when
+   * missing and `create` is set. Nothing is truncated here: the caller writes at offset 0 and then
+   * truncates. `discard()` removes a file this call created (a write refused after opening).
+   */
+  async openWrite(p: WorkspacePath, opts: { create: boolean }): Promise<WriteTarget> {
+    if (p.segments.length === 0) throw new ToolError('not_a_file', `${p.virtual} is a directory, not a file`);
+    const parent = await this.walk(p, p.segments.length - 1, opts.create);
+    const name = p.segments[p.segments.length - 1];
+    try {
+      let handle: FileHandle;
+      let created = false;
+      try {
+        handle = await this.openLeaf(parent, name, p, RDWR_NOFOLLOW, RDWR_FOLLOW);
+      } catch (e) {
+        if (!opts.create || !(e instanceof ToolError && e.code === 'not_found') || (await isSymlink(at(parent, name)))) throw e;
+        handle = await open(at(parent, name), CREATE_EXCL, FILE_MODE).catch((err: unknown) => {
+          throw ioError(err, p);
+        });
+        created = true;
+      }
+      const size = await this.regularSize(handle, p);
+      return {
+        handle,
+        size,
+        created,
+        discard: async () => {
+          if (created) await unlink(at(parent, name)).catch(() => undefined);
+        },
+        close: async () => {
+          await handle.close().catch(() => undefined);
+          await parent.close().catch(() => undefined);
+        },
+      };
+    } catch (e) {
+      await parent.close();
+      throw e;
+    }
+  }
+
+  /** Entries of an open directory (types from the directory itself: symlinks are not followed). */
+  async entries(dir: FileHandle): Promise<Dirent[]> {
+    return readdir(`/proc/self/fd/${dir.fd}`, { withFileTypes: true });
+  }
+
+  /** A child directory met during a walk; symlinks are never followed by walks. */
+  async openChildDir(dir: FileHandle, name: string): Promise<FileHandle | null> {
+    return open(at(dir, name), DIR_NOFOLLOW).catch(() => null);
+  }
+
+  /** A child regular file met during a walk, or null if it is anything else. */
+  async openChildFile(dir: FileHandle, name: string): Promise<{ handle: FileHandle; size: number } | null> {
+    const handle = await open(at(dir, name), READ_NOFOLLOW).catch(() => null);
+    if (!handle) return null;
+    const st = await handle.stat();
+    if (!st.isFile()) {
+      await handle.close();
+      return null;
+    }
+    return { handle, size: st.size };
+  }
+
+  /** `lstat` of a child of an open directory. */
+  async lstatChild(dir: FileHandle, name: string) {
+    return lstat(at(dir, name));
+  }
+
+  /** Opens the root and then `count` segments of `p`, each verified; creates missing ones if asked. */
+  private async walk(p: WorkspacePath, count: number, create: boolean): Promise<FileHandle> {
+    let current = await open(this.root, DIR_NOFOLLOW);
+    try {
+      for (let i = 0; i < count; i++) {
+        const name = p.segments[i];
+        const here = `/workspace/${p.segments.slice(0, i + 1).join('/')}`;
+        if (create) {
+          await mkdir(at(current, name), DIR_MODE).catch((e: unknown) => {
+            if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(e, p, here);
+          });
+        }
+        const next = await this.openDirStep(current, name, p, here);
+        await current.close();
+        current = next;
+      }
+      return current;
+    } catch (e) {
+      await current.close();
+      throw e;
+    }
+  }
+
+  private async openDirStep(dir: FileHandle, name: string, p: WorkspacePath, here: string): Promise<FileHandle> {
+    try {
+      return await open(at(dir, name), DIR_NOFOLLOW);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      // O_DIRECTORY|O_NOFOLLOW answers ENOTDIR for a symlink too: tell the two apart.
+      if (code !== 'ENOTDIR' && code !== 'ELOOP') throw ioError(e, p, here);
+      if (!(await isSymlink(at(dir, name)))) {
+        throw new ToolError('not_a_directory', here === p.virtual ? `${here} is not a directory` : `${here} is not a directory (in ${p.virtual})`);
+      }
+      await this.checkLinkTarget(at(dir, name), p);
+      const handle = await open(at(dir, name), DIR_FOLLOW).catch((err: unknown) => {
+        throw ioError(err, p, here);
+      });
+      await this.verify(handle, p);
+      return handle;
+    }
+  }
+
+  /** Opens the last component: without following; if it is a symlink, follows it only into the root. */
+  private async openLeaf(dir: FileHandle, name: string, p: WorkspacePath, noFollow: number, follow: number): Promise<FileHandle> {
+    try {
+      return await open(at(dir, name), noFollow);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ELOOP') throw ioError(e, p);
+    }
+    await this.checkLinkTarget(at(dir, name), p);
+    const handle = await open(at(dir, name), follow).catch((err: unknown) => {
+      throw ioError(err, p);
+    });
+    await this.verify(handle, p);
+    return handle;
+  }
+
+  /** Before following a symlink: its target must exist and lie inside the root. */
+  private async checkLinkTarget(link: string, p: WorkspacePath): Promise<void> {
+    let target: string;
+    try {
+      target = await realpath(link);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new ToolError('not_found', `${p.virtual} leads through a symlink whose target does not exist`);
+      throw ioError(e, p);
+    }
+    if (!this.contains(target)) throw escape(p);
+  }
+
+  /** After opening: the descriptor's real path must lie inside the root. */
+  private async verify(handle: FileHandle, p: WorkspacePath): Promise<void> {
+    let real: string | undefined;
+    try {
+      real = await realpath(`/proc/self/fd/${handle.fd}`);
+    } catch {
+      real = undefined;
+    }
+    if (real === undefined || !this.contains(real)) {
+      await handle.close();
+      throw escape(p);
+    }
+  }
+
+  private async regularSize(handle: FileHandle, p: WorkspacePath): Promise<number> {
+    const st = await handle.stat();
+    if (st.isFile()) return st.size;
+    await handle.close();
+    if (st.isDirectory()) throw new ToolError('not_a_file', `${p.virtual} is a directory, not a file`);
+    throw new ToolError('not_a_file', `${p.virtual} is not a regular file`);
+  }
+}
+
+async function isSymlink(path: string): Promise<boolean> {
+  return lstat(path).then(
+    (s) => s.isSymbolicLink(),
+    () => false,
+  );
+}
+
+function escape(p: WorkspacePath): ToolError {
+  return new ToolError('outside_workspace', `${p.virtual} resolves outside the workspace (through a symlink); access refused`);
+}
+
+/** Maps a file-system error to a sentence naming the workspace path, never the host path. */
+export function ioError(e: unknown, p: WorkspacePath, at: string = p.virtual): ToolError {
+  if (e instanceof ToolError) return e;
+  const code = (e as NodeJS.ErrnoException | undefined)?.code ?? '';
+  switch (code) {
+    case 'ENOENT':
+      return new ToolError('not_found', at === p.virtual ? `no such file or directory: ${p.virtual}` : `no such directory: ${at} (in ${p.virtual})`);
+    case 'ENOTDIR':
+      return new ToolError('not_a_directory', `a component of ${p.virtual} is not a directory`);
+    case 'EISDIR':
+      return new ToolError('not_a_file', `${p.virtual} is a directory, not a file`);
+    case 'ELOOP':
+      return new ToolError('invalid_argument', `too many levels of symbolic links: ${p.virtual}`);
+    case 'ENAMETOOLONG':
+      return new ToolError('invalid_argument', `path too long: ${p.virtual}`);
+    case 'EACCES':
+    case 'EPERM':
+      return new ToolError('io', `permission denied: ${at}`);
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return new ToolError('quota_exceeded', `no space left on the device while writing ${p.virtual}`);
+    case 'EROFS':
+      return new ToolError('io', `read-only file system: ${p.virtual}`);
+    default:
+      return new ToolError('io', `I/O error on ${p.virtual}${code ? ` (${code})` : ''}`);
+  }
+}

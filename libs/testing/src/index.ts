@@ -1,0 +1,2 @@
+export * from './llm-sim';
+export * from './stack';

@@ -1,0 +1,4 @@
+export * from './stack';
+export * from './ws-client';
+export * from './api-client';
+export * from './free-port';

@@ -1,0 +1,152 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort } from './free-port';
+
+export type AppName = 'gateway' | 'session-worker' | 'approval-service' | 'tool-runner' | 'scheduler' | 'llm-sim';
+
+export interface StackProcess {
+  name: AppName;
+  instance: string;
+  port: number;
+  url: string;
+  child: ChildProcess;
+  logs: string[];
+}
+
+export interface StackOptions {
+  /** Repository root (where apps/ and libs/ live). */
+  root: string;
+  /** How many replicas of each app (default 1 each). */
+  replicas?: Partial<Record<Exclude<AppName, 'llm-sim'>, number>>;
+  /** Extra environment for every app. */
+  env?: Record<string, string>;
+  /** Admin account bootstrapped by the gateway. */
+  admin?: { email: string; password: string };
+}
+
+/**
+ * The five apps and llm-sim as separate OS processes on free loopback ports, against the real
+ * Postgres / Redis / NATS named by DATABASE_URL, NATS_URL, REDIS_URL. Each process's output is
+ * kept for assertions and failure messages.
+ */
+export class Stack {
+  readonly processes: StackProcess[] = [];
+  readonly admin: { email: string; password: string };
+  readonly env: Record<string, string>;
+  simUrl = '';
+
+  private constructor(private readonly options: StackOptions) {
+    this.admin = options.admin ?? { email: `admin-${randomBytes(4).toString('hex')}@skald.test`, password: randomBytes(12).toString('base64url') };
+    this.env = {
+      DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test',
+      NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      DATABASE_POOL_SIZE: '3',
+      LOG_LEVEL: 'info',
+      SKALD_JWT_SECRET: randomBytes(48).toString('base64url'),
+      SKALD_ADMIN_EMAIL: this.admin.email,
+      SKALD_ADMIN_PASSWORD: this.admin.password,
+      SKALD_WORKSPACES: mkdtempSync(path.join(tmpdir(), 'skald-ws-')),
+      SKALD_SHUTDOWN_GRACE_MS: '5000',
+      ...options.env,
+    };
+  }
+
+  static async start(options: StackOptions): Promise<Stack> {
+    const stack = new Stack(options);
+    try {
+      await stack.boot();
+    } catch (e) {
+      await stack.stop();
+      throw e;
+    }
+    return stack;
+  }
+
+  get gatewayUrl(): string {
+    return this.byName('gateway')[0].url;
+  }
+
+  byName(name: AppName): StackProcess[] {
+    return this.processes.filter((p) => p.name === name);
+  }
+
+  private async boot(): Promise<void> {
+    const sim = await this.spawn('llm-sim', 'libs/testing/dist/llm-sim/main.js', 0);
+    this.simUrl = `${sim.url}/v1`;
+    Object.assign(this.env, { OPENAI_BASE_URL: this.simUrl, OPENAI_API_KEY: 'sk-test-sim', SKALD_LLM_MODEL: 'sim-model' });
+    const r = this.options.replicas ?? {};
+    const plan: Array<[Exclude<AppName, 'llm-sim'>, string]> = [
+      ['approval-service', 'apps/approval-service/dist/main.js'],
+      ['tool-runner', 'apps/tool-runner/dist/main.js'],
+      ['session-worker', 'apps/session-worker/dist/main.js'],
+      ['scheduler', 'apps/scheduler/dist/main.js'],
+      ['gateway', 'apps/gateway/dist/main.js'],
+    ];
+    const started: Array<Promise<StackProcess>> = [];
+    for (const [name, script] of plan) {
+      for (let i = 0; i < (r[name] ?? 1); i++) started.push(this.spawn(name, script, i));
+    }
+    await Promise.all(started);
+  }
+
+  private async spawn(name: AppName, script: string, index: number): Promise<StackProcess> {
+    const port = await freePort();
+    const instance = `${name}-${index}-${port}`;
+    const child = spawn(process.execPath, [path.join(this.options.root, script)], {
+      cwd: this.options.root,
+      env: { ...process.env, ...this.env, PORT: String(port), HOST: '127.0.0.1', SKALD_INSTANCE: instance },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const proc: StackProcess = { name, instance, port, url: `http://127.0.0.1:${port}`, child, logs: [] };
+    const collect = (d: Buffer): void => {
+      for (const line of d.toString().split('\n')) if (line) proc.logs.push(line);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    this.processes.push(proc);
+    await this.waitReady(proc);
+    return proc;
+  }
+
+  private async waitReady(proc: StackProcess, timeoutMs = 30_000): Promise<void> {
+    const path = proc.name === 'llm-sim' ? '/v1/models' : '/readyz';
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (proc.child.exitCode !== null) throw new Error(`${proc.instance} exited with ${proc.child.exitCode}:\n${proc.logs.slice(-20).join('\n')}`);
+      try {
+        const r = await fetch(`${proc.url}${path}`);
+        if (r.ok) return;
+      } catch {
+        /* not listening yet */
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`${proc.instance} not ready after ${timeoutMs} ms:\n${proc.logs.slice(-20).join('\n')}`);
+  }
+
+  /** SIGTERM every process and wait for it (SIGKILL after the grace period). */
+  async stop(): Promise<void> {
+    await Promise.all(this.processes.map((p) => stopProcess(p.child, 'SIGTERM', 10_000)));
+  }
+
+  /** Logs of every process, for a failure message. */
+  dumpLogs(last = 30): string {
+    return this.processes.map((p) => `--- ${p.instance}\n${p.logs.slice(-last).join('\n')}`).join('\n');
+  }
+}
+
+export function stopProcess(child: ChildProcess, signal: NodeJS.Signals, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env node
+'use strict';
+// The main job: `npm start`. Installs what is missing, builds, migrates, starts the five apps as
+// separate processes with prefixed logs (and llm-sim when no LLM is configured). Ctrl-C stops all.
+const { spawn, spawnSync } = require('node:child_process');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const { unreachableServices } = require('./lib-services');
+
+const ROOT = path.resolve(__dirname, '..');
+const STATE = path.join(ROOT, '.skald');
+const COLORS = { gateway: 36, 'session-worker': 35, 'approval-service': 33, 'tool-runner': 32, scheduler: 34, 'llm-sim': 90 };
+const tty = process.stdout.isTTY;
+const paint = (name, text) => (tty ? `\x1b[${COLORS[name] || 37}m${text}\x1b[0m` : text);
+const say = (msg) => console.log(paint('gateway', '[skald]'), msg);
+
+function run(cmd, args, what) {
+  say(`${what}…`);
+  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env: process.env });
+  if (r.status !== 0) {
+    console.error(`[skald] ${what} failed (exit ${r.status}).`);
+    process.exit(r.status || 1);
+  }
+}
+
+function persistent(file, make) {
+  fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
+  const p = path.join(STATE, file);
+  if (!fs.existsSync(p)) fs.writeFileSync(p, make(), { mode: 0o600 });
+  return fs.readFileSync(p, 'utf8').trim();
+}
+
+async function main() {
+  const down = await unreachableServices();
+  if (down.length > 0) {
+    for (const s of down) {
+      console.error(`[skald] ${s.name} is not reachable at ${s.where} (${s.env}). Start it with:\n    ${s.start}`);
+    }
+    process.exit(1);
+  }
+  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json'))) run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
+  run('npx', ['tsc', '-b', 'tsconfig.build.json'], 'Building');
+
+  const env = { ...process.env };
+  env.DATABASE_URL ||= 'postgres://postgres@127.0.0.1:5432/skald';
+  env.NATS_URL ||= 'nats://127.0.0.1:4222';
+  env.REDIS_URL ||= 'redis://127.0.0.1:6379';
+  env.SKALD_WORKSPACES ||= path.join(STATE, 'workspaces');
+  env.SKALD_JWT_SECRET ||= persistent('jwt-secret', () => crypto.randomBytes(48).toString('base64url'));
+  let adminSource = 'SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD from your environment';
+  if (!env.SKALD_ADMIN_EMAIL || !env.SKALD_ADMIN_PASSWORD) {
+    env.SKALD_ADMIN_EMAIL ||= 'admin@skald.local';
+    env.SKALD_ADMIN_PASSWORD ||= persistent('admin-password', () => crypto.randomBytes(12).toString('base64url'));
+    adminSource = `email ${env.SKALD_ADMIN_EMAIL}, password in ${path.relative(ROOT, path.join(STATE, 'admin-password'))} (set SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD to choose)`;
+  }
+  const port = Number(env.PORT_GATEWAY || 8080);
+  run('node', ['libs/persistence/dist/cli.js', 'up'], 'Migrating the database');
+
+  const children = [];
+  const start = (name, script, extraEnv) => {
+    const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const prefix = paint(name, `[${name}]`.padEnd(19));
+    for (const stream of [child.stdout, child.stderr]) {
+      let buf = '';
+      stream.on('data', (d) => {
+        buf += d;
+        const lines = buf.split('\n');
+        buf = lines.pop();
+        for (const l of lines) console.log(prefix, l);
+      });
+    }
+    child.on('exit', (code, signal) => {
+      console.log(prefix, `exited (${signal || code})`);
+      if (!stopping) shutdown(1);
+    });
+    children.push(child);
+    return child;
+  };
+
+  let llmBanner;
+  if (!env.OPENAI_BASE_URL && !env.SKALD_LLM_CLIENTS) {
+    const simPort = Number(env.LLM_SIM_PORT || 4010);
+    start('llm-sim', 'libs/testing/dist/llm-sim/main.js', { PORT: String(simPort) });
+    env.OPENAI_BASE_URL = `http://127.0.0.1:${simPort}/v1`;
+    env.OPENAI_API_KEY = 'llm-sim';
+    env.SKALD_LLM_MODEL = 'llm-sim';
+    llmBanner = [
+      `No LLM is configured, so llm-sim (a scripted stand-in) answers at ${env.OPENAI_BASE_URL}.`,
+      'To use a real OpenAI-compatible endpoint, start with:',
+      '    OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-… SKALD_LLM_MODEL=gpt-4.1-mini npm start',
+    ].join('\n         ');
+  } else {
+    llmBanner = `LLM: ${env.SKALD_LLM_CLIENTS ? 'clients from SKALD_LLM_CLIENTS' : `${env.SKALD_LLM_MODEL || '(default model)'} at ${env.OPENAI_BASE_URL}`}`;
+  }
+
+  start('approval-service', 'apps/approval-service/dist/main.js', { PORT: '3102' });
+  start('tool-runner', 'apps/tool-runner/dist/main.js', { PORT: '3103' });
+  start('session-worker', 'apps/session-worker/dist/main.js', { PORT: '3101' });
+  start('scheduler', 'apps/scheduler/dist/main.js', { PORT: '3104' });
+  start('gateway', 'apps/gateway/dist/main.js', { PORT: String(port) });
+
+  let stopping = false;
+  const shutdown = (code) => {
+    if (stopping) return;
+    stopping = true;
+    say('stopping…');
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    const deadline = setTimeout(() => {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    }, 25_000);
+    Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(() => {
+      clearTimeout(deadline);
+      say('stopped.');
+      process.exit(code);
+    });
+  };
+  process.on('SIGINT', () => shutdown(0));
+  process.on('SIGTERM', () => shutdown(0));
+
+  // Banner once the gateway answers.
+  for (let i = 0; i < 120 && !stopping; i++) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+      if (r.ok) break;
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  if (stopping) return;
+  console.log(
+    [
+      '',
+      '────────────────────────────────────────────────────────────────────────',
+      `  Skald is running:  http://127.0.0.1:${port}   (API under /api, OpenAPI at /api/docs)`,
+      `  Admin login:       ${adminSource}`,
+      `  ${llmBanner}`,
+      '  Ctrl-C stops everything.',
+      '────────────────────────────────────────────────────────────────────────',
+      '',
+    ].join('\n'),
+  );
+}
+
+main().catch((e) => {
+  console.error('[skald]', e);
+  process.exit(1);
+});

@@ -1,0 +1,44 @@
+'use strict';
+// Reachability of the three backing services, shared by the start command and the test setup.
+const net = require('node:net');
+
+const SERVICES = [
+  {
+    name: 'PostgreSQL', env: 'DATABASE_URL', url: 'postgres://postgres@127.0.0.1:5432/skald', defaultPort: 5432,
+    start: 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start',
+  },
+  {
+    name: 'Redis', env: 'REDIS_URL', url: 'redis://127.0.0.1:6379', defaultPort: 6379,
+    start: 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no',
+  },
+  {
+    name: 'NATS (with JetStream)', env: 'NATS_URL', url: 'nats://127.0.0.1:4222', defaultPort: 4222,
+    start: 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server',
+  },
+];
+
+function tcpReachable(host, port, timeoutMs = 1500) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    const done = (ok) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** Returns the services that cannot be reached, each with the command that starts it. */
+async function unreachableServices(env = process.env) {
+  const down = [];
+  for (const s of SERVICES) {
+    const u = new URL(env[s.env] || s.url);
+    const ok = await tcpReachable(u.hostname, Number(u.port) || s.defaultPort);
+    if (!ok) down.push({ ...s, where: `${u.hostname}:${Number(u.port) || s.defaultPort}` });
+  }
+  return down;
+}
+
+module.exports = { SERVICES, unreachableServices, tcpReachable };

@@ -3,12 +3,15 @@ export class ApiClient {
   constructor(
     readonly baseUrl: string,
     public token?: string,
+    /** The logged-in user, when this client came from `login`. */
+    readonly user?: { id: string; email: string; role: 'user' | 'admin' },
   ) {}
 
   static async login(baseUrl: string, email: string, password: string): Promise<ApiClient> {
     const r = await new ApiClient(baseUrl).request('POST', '/api/auth/login', { email, password });
     if (r.status !== 200) throw new Error(`login failed: ${r.status} ${JSON.stringify(r.body)}`);
-    return new ApiClient(baseUrl, (r.body as { token: string }).token);
+    const body = r.body as { token: string; user: { id: string; email: string; role: 'user' | 'admin' } };
+    return new ApiClient(baseUrl, body.token, body.user);
   }
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown; headers: Headers }> {

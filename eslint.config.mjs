@@ -1,0 +1,161 @@
+// ESLint 9 flat config for the whole monorepo.
+//
+// - typescript-eslint with type information (projectService: each file is checked with the nearest
+//   tsconfig that includes it; specs and test/ fall back to the root tsconfig.json).
+// - @nx/enforce-module-boundaries: apps never import apps, libs never import apps, agent-loop imports
+//   nothing but itself and none of the infrastructure SDKs, libs/testing only from tests.
+// - eslint-config-prettier last, so formatting is Prettier's job alone.
+import js from '@eslint/js';
+import nx from '@nx/eslint-plugin';
+import prettier from 'eslint-config-prettier';
+import tseslint from 'typescript-eslint';
+
+const tsconfigRootDir = import.meta.dirname;
+
+/** Packages the loop library must never see: it talks to the world only through its ports. */
+const AGENT_LOOP_BANNED = ['@nestjs/*', 'typeorm', 'pg', 'nats', '@nats-io/*', 'ioredis', 'bullmq', 'openai', 'zod'];
+const AGENT_LOOP_BANNED_MESSAGE =
+  'libs/agent-loop knows nothing of Skald services: it must not import Nest, TypeORM, pg, NATS, Redis, BullMQ, ' +
+  'the OpenAI SDK or zod. Add a port (store, gate, tool set, LLM client, event sink, clock) and implement it in the app.';
+
+const TEST_FILES = ['**/*.spec.ts', '**/*.integration-spec.ts', '**/*.e2e-spec.ts', 'test/**/*.ts'];
+
+export default tseslint.config(
+  {
+    ignores: [
+      '**/node_modules/**',
+      '**/dist/**',
+      '**/coverage/**',
+      '**/.nx/**',
+      '**/test-results/**',
+      '**/.skald/**',
+      '**/*.d.ts',
+      // Build output and CommonJS glue (jest.config.js, setup scripts) are not type-checked sources.
+      '**/*.js',
+      '**/*.cjs',
+    ],
+  },
+
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir },
+    },
+  },
+
+  // Our own ESM config files: plain JS, no type information.
+  { files: ['**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  {
+    files: ['**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly' } },
+  },
+
+  {
+    files: ['**/*.ts'],
+    plugins: { '@nx': nx },
+    rules: {
+      // Type-aware rules STYLE.md makes errors.
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      // A `default:` does not excuse a missing union member: every switch over a union ends exhaustively.
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: false }],
+      '@typescript-eslint/await-thenable': 'error',
+      '@typescript-eslint/return-await': ['error', 'in-try-catch'],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' },
+      ],
+      // Boundaries of JSON, SDKs and the database are parsed with zod; these stay warnings until the
+      // edges are all typed, so they do not drown the errors above.
+      '@typescript-eslint/no-unsafe-assignment': 'warn',
+      '@typescript-eslint/no-unsafe-member-access': 'warn',
+      '@typescript-eslint/no-unsafe-call': 'warn',
+      '@typescript-eslint/no-unsafe-return': 'warn',
+      '@typescript-eslint/no-unsafe-argument': 'warn',
+
+      '@nx/enforce-module-boundaries': [
+        'error',
+        {
+          enforceBuildableLibDependency: false,
+          allowCircularSelfDependency: false,
+          checkDynamicDependenciesExceptions: [],
+          banTransitiveDependencies: false,
+          depConstraints: [
+            // An app is a deployable: it may use libraries, never another app.
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
+            // A library never reaches up into an app.
+            { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
+            // The loop is pure: no other workspace project and none of the infrastructure SDKs.
+            {
+              sourceTag: 'scope:agent-loop',
+              onlyDependOnLibsWithTags: ['scope:agent-loop'],
+              bannedExternalImports: AGENT_LOOP_BANNED,
+            },
+          ],
+        },
+      ],
+    },
+  },
+
+  // Belt and braces for agent-loop: a clear message even for a banned package that is not installed
+  // (enforce-module-boundaries only knows packages present in the project graph).
+  {
+    files: ['libs/agent-loop/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: AGENT_LOOP_BANNED.flatMap((p) => (p.endsWith('/*') ? [p] : [p, `${p}/*`])),
+              message: AGENT_LOOP_BANNED_MESSAGE,
+            },
+          ],
+        },
+      ],
+    },
+  },
+
+  // libs/testing (llm-sim, stack launcher, WS client) may be used by anything, but only from tests.
+  {
+    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    ignores: [...TEST_FILES, 'libs/testing/**', '**/testing-fixtures/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@skald/testing', '@skald/testing/*'],
+              message: '@skald/testing (llm-sim, stack launcher, WS test client) may only be imported from tests.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+
+  // Tests and shipped fakes (`src/testing/`): fakes implement async ports synchronously, so `async` without
+  // `await` is the honest shape there.
+  {
+    files: [...TEST_FILES, '**/src/testing/**/*.ts'],
+    rules: { '@typescript-eslint/require-await': 'off' },
+  },
+
+  // Tests: jest mocks and fixtures are loosely typed by nature.
+  {
+    files: TEST_FILES,
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/unbound-method': 'off',
+      '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+
+  prettier,
+);

@@ -1,0 +1,9 @@
+#!/usr/bin/env node
+'use strict';
+// Exits 1 naming each of Postgres / Redis / NATS that cannot be reached, with its start command.
+const { unreachableServices } = require('./lib-services');
+
+unreachableServices().then((down) => {
+  for (const s of down) console.error(`${s.name} is not reachable at ${s.where} (${s.env}). Start it with:\n    ${s.start}`);
+  process.exit(down.length > 0 ? 1 : 0);
+});

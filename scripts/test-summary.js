@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+'use strict';
+// Sums Jest JSON reports into the one line CI reads: `N passed, N failed`.
+// A test file that failed to load counts as one failure; a missing report (Jest crashed) counts
+// as one failure; a run of 0 tests is a failure.
+const fs = require('node:fs');
+
+function summarize(files) {
+  let passed = 0;
+  let failed = 0;
+  const problems = [];
+  for (const file of files) {
+    if (!fs.existsSync(file)) {
+      failed += 1;
+      problems.push(`${file}: no report (the test runner did not finish)`);
+      continue;
+    }
+    const report = JSON.parse(fs.readFileSync(file, 'utf8'));
+    passed += report.numPassedTests;
+    failed += report.numFailedTests;
+    for (const suite of report.testResults) {
+      const ran = suite.assertionResults.length;
+      if (suite.status === 'failed' && (ran === 0 || suite.assertionResults.every((a) => a.status !== 'failed'))) {
+        failed += 1;
+        problems.push(`${suite.name}: failed to run: ${(suite.message || '').split('\n').find((l) => l.trim()) || 'unknown error'}`);
+      }
+    }
+  }
+  if (passed + failed === 0) {
+    failed = 1;
+    problems.push('no test ran');
+  }
+  return { passed, failed, problems };
+}
+
+if (require.main === module) {
+  const { passed, failed, problems } = summarize(process.argv.slice(2));
+  for (const p of problems) console.log(`  ! ${p}`);
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed > 0 ? 1 : 0);
+}
+
+module.exports = { summarize };

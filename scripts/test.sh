@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: unit and integration tests (in parallel, with agent-loop coverage), then the
+# end-to-end tests one file at a time (each starts the five apps as processes). Ends with the line
+# `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+node scripts/check-services.js || exit 1
+[ -d node_modules ] || npm ci --no-audit --no-fund || exit 1
+echo "Building…"
+npx tsc -b tsconfig.build.json || { echo "0 passed, 1 failed"; exit 1; }
+
+mkdir -p test-results
+rm -f test-results/jest-*.json
+npx jest --selectProjects unit integration --coverage --json --outputFile=test-results/jest-main.json "$@"
+npx jest --selectProjects e2e --runInBand --json --outputFile=test-results/jest-e2e.json "$@"
+node scripts/test-summary.js test-results/jest-main.json test-results/jest-e2e.json

@@ -4,6 +4,7 @@
 const { unreachableServices } = require('./lib-services');
 
 unreachableServices().then((down) => {
-  for (const s of down) console.error(`${s.name} is not reachable at ${s.where} (${s.env}). Start it with:\n    ${s.start}`);
+  for (const s of down)
+    console.error(`${s.name} is not reachable at ${s.where} (${s.env}). Start it with:\n    ${s.start}`);
   process.exit(down.length > 0 ? 1 : 0);
 });

@@ -10,7 +10,14 @@ const { unreachableServices } = require('./lib-services');
 
 const ROOT = path.resolve(__dirname, '..');
 const STATE = path.join(ROOT, '.skald');
-const COLORS = { gateway: 36, 'session-worker': 35, 'approval-service': 33, 'tool-runner': 32, scheduler: 34, 'llm-sim': 90 };
+const COLORS = {
+  gateway: 36,
+  'session-worker': 35,
+  'approval-service': 33,
+  'tool-runner': 32,
+  scheduler: 34,
+  'llm-sim': 90,
+};
 const tty = process.stdout.isTTY;
 const paint = (name, text) => (tty ? `\x1b[${COLORS[name] || 37}m${text}\x1b[0m` : text);
 const say = (msg) => console.log(paint('gateway', '[skald]'), msg);
@@ -39,7 +46,8 @@ async function main() {
     }
     process.exit(1);
   }
-  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json'))) run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
+  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
+    run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
   run('npx', ['tsc', '-b', 'tsconfig.build.json'], 'Building');
 
   const env = { ...process.env };
@@ -59,7 +67,11 @@ async function main() {
 
   const children = [];
   const start = (name, script, extraEnv) => {
-    const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [script], {
+      cwd: ROOT,
+      env: { ...env, ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const prefix = paint(name, `[${name}]`.padEnd(19));
     for (const stream of [child.stdout, child.stderr]) {
       let buf = '';

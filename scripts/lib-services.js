@@ -4,16 +4,26 @@ const net = require('node:net');
 
 const SERVICES = [
   {
-    name: 'PostgreSQL', env: 'DATABASE_URL', url: 'postgres://postgres@127.0.0.1:5432/skald', defaultPort: 5432,
+    name: 'PostgreSQL',
+    env: 'DATABASE_URL',
+    url: 'postgres://postgres@127.0.0.1:5432/skald',
+    defaultPort: 5432,
     start: 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start',
   },
   {
-    name: 'Redis', env: 'REDIS_URL', url: 'redis://127.0.0.1:6379', defaultPort: 6379,
+    name: 'Redis',
+    env: 'REDIS_URL',
+    url: 'redis://127.0.0.1:6379',
+    defaultPort: 6379,
     start: 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no',
   },
   {
-    name: 'NATS (with JetStream)', env: 'NATS_URL', url: 'nats://127.0.0.1:4222', defaultPort: 4222,
-    start: 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server',
+    name: 'NATS (with JetStream)',
+    env: 'NATS_URL',
+    url: 'nats://127.0.0.1:4222',
+    defaultPort: 4222,
+    start:
+      'start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server',
   },
 ];
 

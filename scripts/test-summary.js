@@ -22,7 +22,9 @@ function summarize(files) {
       const ran = suite.assertionResults.length;
       if (suite.status === 'failed' && (ran === 0 || suite.assertionResults.every((a) => a.status !== 'failed'))) {
         failed += 1;
-        problems.push(`${suite.name}: failed to run: ${(suite.message || '').split('\n').find((l) => l.trim()) || 'unknown error'}`);
+        problems.push(
+          `${suite.name}: failed to run: ${(suite.message || '').split('\n').find((l) => l.trim()) || 'unknown error'}`,
+        );
       }
     }
   }

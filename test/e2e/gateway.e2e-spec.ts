@@ -19,7 +19,10 @@ describe('gateway: identity, errors and the WebSocket edge', () => {
   it('logs in the bootstrapped admin and refuses a wrong password with 401', async () => {
     expect(admin.user).toMatchObject({ email: stack.admin.email, role: 'admin' });
     const anon = new ApiClient(stack.gatewayUrl);
-    const bad = await anon.post<{ error: { code: string } }>('/api/auth/login', { email: stack.admin.email, password: 'wrong password' });
+    const bad = await anon.post<{ error: { code: string } }>('/api/auth/login', {
+      email: stack.admin.email,
+      password: 'wrong password',
+    });
     expect(bad.status).toBe(401);
     expect(bad.body.error.code).toBe('unauthorized');
     const noAuth = await anon.get('/api/sessions');
@@ -27,12 +30,22 @@ describe('gateway: identity, errors and the WebSocket edge', () => {
   });
 
   it('answers bad input with 400 naming the field, a body over 1 MiB with 413, never a stack trace', async () => {
-    const r = await admin.post<{ error: { code: string; field?: string; message: string } }>('/api/web/messages', { content: 'x' });
+    const r = await admin.post<{ error: { code: string; field?: string; message: string } }>('/api/web/messages', {
+      content: 'x',
+    });
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({ code: 'invalid_input', field: 'client_message_id' });
-    const badSource = await admin.post<{ error: { code: string; field?: string } }>('/api/Not A Source/messages', { client_message_id: 'a', content: 'x' });
+    const badSource = await admin.post<{ error: { code: string; field?: string } }>('/api/Not A Source/messages', {
+      client_message_id: 'a',
+      content: 'x',
+    });
     expect(badSource.status).toBe(400);
-    const big = await admin.request('POST', '/api/web/messages', JSON.stringify({ client_message_id: 'big', content: 'x'.repeat(1_100_000) }), { 'content-type': 'application/json' });
+    const big = await admin.request(
+      'POST',
+      '/api/web/messages',
+      JSON.stringify({ client_message_id: 'big', content: 'x'.repeat(1_100_000) }),
+      { 'content-type': 'application/json' },
+    );
     expect(big.status).toBe(413);
     expect(big.body).toMatchObject({ error: { code: 'too_large' } });
     const notJson = await admin.request('POST', '/api/web/messages', '{oops', { 'content-type': 'application/json' });
@@ -43,7 +56,14 @@ describe('gateway: identity, errors and the WebSocket edge', () => {
   it('keeps admin routes for admins: a user gets 403, an admin may act', async () => {
     const user = await admin.createUser(`u-${randomUUID()}@skald.test`, 'correct horse battery');
     expect((await user.get('/api/admin/users')).status).toBe(403);
-    expect((await user.post('/api/admin/users', { email: `x-${randomUUID()}@skald.test`, password: 'correct horse battery' })).status).toBe(403);
+    expect(
+      (
+        await user.post('/api/admin/users', {
+          email: `x-${randomUUID()}@skald.test`,
+          password: 'correct horse battery',
+        })
+      ).status,
+    ).toBe(403);
     const list = await admin.get<{ items: Array<{ email: string }> }>('/api/admin/users');
     expect(list.status).toBe(200);
     expect(list.body.items.map((u) => u.email)).toContain(user.user!.email);
@@ -52,14 +72,20 @@ describe('gateway: identity, errors and the WebSocket edge', () => {
   it('authenticates the socket by header or single-use ticket, and refuses before the upgrade', async () => {
     const user = await admin.createUser(`w-${randomUUID()}@skald.test`, 'correct horse battery');
     await expect(WsTestClient.connect(stack.gatewayUrl, {})).rejects.toMatchObject({ status: 401 });
-    await expect(WsTestClient.connect(stack.gatewayUrl, { token: 'not-a-token' })).rejects.toBeInstanceOf(UpgradeRefused);
-    await expect(WsTestClient.connect(stack.gatewayUrl, { token: user.token, origin: 'https://evil.example' })).rejects.toMatchObject({ status: 403 });
+    await expect(WsTestClient.connect(stack.gatewayUrl, { token: 'not-a-token' })).rejects.toBeInstanceOf(
+      UpgradeRefused,
+    );
+    await expect(
+      WsTestClient.connect(stack.gatewayUrl, { token: user.token, origin: 'https://evil.example' }),
+    ).rejects.toMatchObject({ status: 403 });
 
     const { body } = await user.post<{ ticket: string }>('/api/auth/ws-ticket');
     const ws = await WsTestClient.connect(stack.gatewayUrl, { ticket: body.ticket, origin: stack.gatewayUrl });
     expect((await ws.waitForType('hello')).protocol).toBe(1);
     ws.close();
-    await expect(WsTestClient.connect(stack.gatewayUrl, { ticket: body.ticket })).rejects.toMatchObject({ status: 401 });
+    await expect(WsTestClient.connect(stack.gatewayUrl, { ticket: body.ticket })).rejects.toMatchObject({
+      status: 401,
+    });
   });
 
   it('answers invalid frames with an error event and keeps the socket open', async () => {
@@ -118,8 +144,13 @@ describe('gateway: identity, errors and the WebSocket edge', () => {
         expect({ app: p.name, path, status: r.status }).toEqual({ app: p.name, path, status: 200 });
       }
     }
-    const doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as { openapi: string; paths: Record<string, unknown> };
+    const doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as {
+      openapi: string;
+      paths: Record<string, unknown>;
+    };
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/auth/login', '/api/sessions', '/api/sessions/{id}', '/api/{source}/messages']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/api/auth/login', '/api/sessions', '/api/sessions/{id}', '/api/{source}/messages']),
+    );
   });
 });

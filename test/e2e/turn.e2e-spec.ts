@@ -7,7 +7,15 @@ import { ROOT, testDb } from '../support/db';
 
 jest.setTimeout(120_000);
 
-const SESSION_EVENT_TYPES = new Set(['user_message', 'thinking', 'tool_start', 'tool_done', 'tool_error', 'done', 'error']);
+const SESSION_EVENT_TYPES = new Set([
+  'user_message',
+  'thinking',
+  'tool_start',
+  'tool_done',
+  'tool_error',
+  'done',
+  'error',
+]);
 
 function sessionEvents(ws: WsTestClient, sessionId: string): Frame[] {
   return ws.frames.filter((f) => SESSION_EVENT_TYPES.has(f.type) && f.session_id === sessionId);
@@ -73,25 +81,38 @@ describe('one turn end to end: five apps and llm-sim as separate processes', () 
     // The model saw the file's content as the tool result, answering its own call id.
     const requests = await sim.requests({ contains: marker });
     expect(requests).toHaveLength(2);
-    const second = requests[1].body as { messages: Array<{ role: string; content?: unknown; tool_call_id?: string; tool_calls?: Array<{ id: string }> }> };
+    const second = requests[1].body as {
+      messages: Array<{ role: string; content?: unknown; tool_call_id?: string; tool_calls?: Array<{ id: string }> }>;
+    };
     const assistant = second.messages.find((m) => m.role === 'assistant' && m.tool_calls);
     const toolMsg = second.messages.find((m) => m.role === 'tool');
     expect(toolMsg?.tool_call_id).toBe(assistant?.tool_calls?.[0].id);
     expect(String(toolMsg?.content)).toContain('the launch code is 4242');
 
-    const tree = await alice.get<{ session: { id: string; source: string }; messages: Array<Record<string, unknown>> }>(`/api/sessions/${sessionId}`);
+    const tree = await alice.get<{ session: { id: string; source: string }; messages: Array<Record<string, unknown>> }>(
+      `/api/sessions/${sessionId}`,
+    );
     expect(tree.status).toBe(200);
     expect(tree.body.session).toMatchObject({ id: sessionId, source: 'web' });
     expect(tree.body.messages.map((m) => m.kind)).toEqual(['user', 'thinking', 'tool', 'assistant']);
-    expect(tree.body.messages[2]).toMatchObject({ name: 'read_file', status: 'done', arguments: { path: 'notes.txt' } });
+    expect(tree.body.messages[2]).toMatchObject({
+      name: 'read_file',
+      status: 'done',
+      arguments: { path: 'notes.txt' },
+    });
     expect(tree.body.messages[3]).toMatchObject({ content: 'The launch code is 4242.', is_synthetic: false });
 
-    const list = await alice.get<{ items: Array<{ id: string; message_count: number }>; total: number }>('/api/sessions?source=web');
+    const list = await alice.get<{ items: Array<{ id: string; message_count: number }>; total: number }>(
+      '/api/sessions?source=web',
+    );
     expect(list.body.total).toBe(1);
     expect(list.body.items[0]).toMatchObject({ id: sessionId, message_count: 3 });
 
     // Every event is stored with the same seq the socket saw.
-    const stored: Array<{ seq: string; type: string }> = await db.query(`SELECT seq, type FROM session_events WHERE session_id = $1 ORDER BY seq`, [sessionId]);
+    const stored: Array<{ seq: string; type: string }> = await db.query(
+      `SELECT seq, type FROM session_events WHERE session_id = $1 ORDER BY seq`,
+      [sessionId],
+    );
     expect(stored.map((r) => [Number(r.seq), r.type])).toEqual(events.map((e) => [e.seq, e.type]));
     ws.close();
   });
@@ -100,12 +121,21 @@ describe('one turn end to end: five apps and llm-sim as separate processes', () 
     const bob = await admin.createUser(`bob-${randomUUID()}@skald.test`, 'correct horse battery');
     const marker = `m-${randomUUID()}`;
     await sim.script({ match: marker, replies: [{ content: 'Hello once.' }] });
-    const first = await bob.post<{ message_id: string; duplicate: boolean }>('/api/web/messages', { client_message_id: marker, content: `hi ${marker}` });
-    const again = await bob.post<{ message_id: string; duplicate: boolean }>('/api/web/messages', { client_message_id: marker, content: `hi ${marker}` });
+    const first = await bob.post<{ message_id: string; duplicate: boolean }>('/api/web/messages', {
+      client_message_id: marker,
+      content: `hi ${marker}`,
+    });
+    const again = await bob.post<{ message_id: string; duplicate: boolean }>('/api/web/messages', {
+      client_message_id: marker,
+      content: `hi ${marker}`,
+    });
     expect(first.status).toBe(202);
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ message_id: first.body.message_id, duplicate: true });
-    const rows: Array<{ n: number }> = await db.query(`SELECT count(*)::int AS n FROM session_inbox WHERE user_id = $1`, [bob.user!.id]);
+    const rows: Array<{ n: number }> = await db.query(
+      `SELECT count(*)::int AS n FROM session_inbox WHERE user_id = $1`,
+      [bob.user!.id],
+    );
     expect(rows[0].n).toBe(1);
   });
 
@@ -168,10 +198,16 @@ describe('two session-worker replicas, many sessions', () => {
 
   it('handles each message exactly once and both replicas drive turns', async () => {
     const admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
-    const users = await Promise.all([0, 1, 2, 3].map((i) => admin.createUser(`r${i}-${randomUUID()}@skald.test`, 'correct horse battery')));
+    const users = await Promise.all(
+      [0, 1, 2, 3].map((i) => admin.createUser(`r${i}-${randomUUID()}@skald.test`, 'correct horse battery')),
+    );
     const sources = ['web', 'mobile', 'cli', 'tui', 'ide', 'bot'];
     const batch = `b-${randomUUID()}`;
-    await sim.script({ match: batch, replies: [{ content: `answer ${batch}`, latency: { firstByteMs: 150 } }], repeatLast: true });
+    await sim.script({
+      match: batch,
+      replies: [{ content: `answer ${batch}`, latency: { firstByteMs: 150 } }],
+      repeatLast: true,
+    });
 
     const sockets: Array<{ ws: WsTestClient; sessionId: string; cmid: string; userId: string }> = [];
     for (const u of users) {
@@ -199,7 +235,12 @@ describe('two session-worker replicas, many sessions', () => {
     // The LLM was asked exactly once per message.
     expect(await sim.requests({ contains: batch })).toHaveLength(sockets.length);
 
-    const drivers = stack.byName('session-worker').map((p) => p.logs.filter((l) => l.includes('"turn started"') && sockets.some((s) => l.includes(s.sessionId))).length);
+    const drivers = stack
+      .byName('session-worker')
+      .map(
+        (p) =>
+          p.logs.filter((l) => l.includes('"turn started"') && sockets.some((s) => l.includes(s.sessionId))).length,
+      );
     expect(drivers).toHaveLength(2);
     expect(drivers[0]).toBeGreaterThan(0);
     expect(drivers[1]).toBeGreaterThan(0);

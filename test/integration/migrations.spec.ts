@@ -3,10 +3,27 @@ import { DEFAULT_APPROVAL_RULES, ensureDatabase, migrateDown, migrateUp, MIGRATI
 
 jest.setTimeout(60_000);
 
-const URL = (process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test').replace(/\/[^/]+$/, '/skald_migrate_test');
+const URL = (process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test').replace(
+  /\/[^/]+$/,
+  '/skald_migrate_test',
+);
 const TABLES = [
-  'users', 'api_tokens', 'ws_tickets', 'sessions', 'session_leases', 'stack_frames', 'chat_history', 'tool_calls', 'session_inbox',
-  'session_events', 'session_scratchpad', 'session_todos', 'tool_grants', 'compaction_summaries', 'approval_rules', 'approval_requests',
+  'users',
+  'api_tokens',
+  'ws_tickets',
+  'sessions',
+  'session_leases',
+  'stack_frames',
+  'chat_history',
+  'tool_calls',
+  'session_inbox',
+  'session_events',
+  'session_scratchpad',
+  'session_todos',
+  'tool_grants',
+  'compaction_summaries',
+  'approval_rules',
+  'approval_requests',
 ];
 
 async function tables(): Promise<string[]> {

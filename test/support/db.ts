@@ -2,7 +2,11 @@ import { DataSource } from 'typeorm';
 
 /** A small direct connection to the test database, for asserting rows. */
 export async function testDb(): Promise<DataSource> {
-  const ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test', extra: { max: 2 } });
+  const ds = new DataSource({
+    type: 'postgres',
+    url: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test',
+    extra: { max: 2 },
+  });
   await ds.initialize();
   return ds;
 }

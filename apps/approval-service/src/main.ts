@@ -8,7 +8,11 @@ async function main(): Promise<void> {
   const instance = instanceName('approval-service', config.SKALD_INSTANCE);
   const log = createLogger('approval-service', config.LOG_LEVEL, instance);
   await bootstrapService({
-    service: 'approval-service', module: AppModule.register(config, log, instance), port: config.PORT, host: config.HOST, log,
+    service: 'approval-service',
+    module: AppModule.register(config, log, instance),
+    port: config.PORT,
+    host: config.HOST,
+    log,
     graceMs: config.SKALD_SHUTDOWN_GRACE_MS,
   });
 }

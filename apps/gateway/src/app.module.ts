@@ -26,8 +26,22 @@ export class AppModule {
       module: AppModule,
       imports: [
         OpsModule.forRoot({ service: 'gateway', readiness, metricsGuard: (req) => guard.check(req) }),
-        DatabaseModule.forRoot({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, entities: IDENTITY_ENTITIES, applicationName: instance, readiness }),
-        MessagingModule.forRoot({ servers: config.NATS_URL, name: instance, user: config.NATS_USER, pass: config.NATS_PASSWORD, requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS, logger: log, readiness }),
+        DatabaseModule.forRoot({
+          url: config.DATABASE_URL,
+          poolSize: config.DATABASE_POOL_SIZE,
+          entities: IDENTITY_ENTITIES,
+          applicationName: instance,
+          readiness,
+        }),
+        MessagingModule.forRoot({
+          servers: config.NATS_URL,
+          name: instance,
+          user: config.NATS_USER,
+          pass: config.NATS_PASSWORD,
+          requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS,
+          logger: log,
+          readiness,
+        }),
       ],
       controllers: [AuthController, AdminUsersController, SessionsController, OpenApiController],
       providers: [
@@ -35,7 +49,10 @@ export class AppModule {
         { provide: GATEWAY_LOGGER, useValue: log },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_FILTER, useFactory: () => new ErrorFilter(log) },
-        UsersRepository, AuthService, SessionsGateway, WsServer,
+        UsersRepository,
+        AuthService,
+        SessionsGateway,
+        WsServer,
         { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
       ],
     };

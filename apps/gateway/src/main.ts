@@ -11,12 +11,21 @@ async function main(): Promise<void> {
   const instance = instanceName('gateway', config.SKALD_INSTANCE);
   const log = createLogger('gateway', config.LOG_LEVEL, instance);
   await bootstrapService({
-    service: 'gateway', module: AppModule.register(config, log, instance), port: config.PORT, host: config.HOST, log,
+    service: 'gateway',
+    module: AppModule.register(config, log, instance),
+    port: config.PORT,
+    host: config.HOST,
+    log,
     graceMs: config.SKALD_SHUTDOWN_GRACE_MS,
     configure: async (app) => {
       app.get(WsServer).attach(app.getHttpServer() as Server);
       const admin = await app.get(AuthService).bootstrapAdmin();
-      log.info({ admin }, admin === 'not_configured' ? 'no admin configured (SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD)' : 'admin account checked');
+      log.info(
+        { admin },
+        admin === 'not_configured'
+          ? 'no admin configured (SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD)'
+          : 'admin account checked',
+      );
     },
   });
 }

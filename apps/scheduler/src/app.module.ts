@@ -15,8 +15,22 @@ export class AppModule {
       module: AppModule,
       imports: [
         OpsModule.forRoot({ service: 'scheduler', readiness }),
-        DatabaseModule.forRoot({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, entities: [], applicationName: instance, readiness }),
-        MessagingModule.forRoot({ servers: config.NATS_URL, name: instance, user: config.NATS_USER, pass: config.NATS_PASSWORD, requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS, logger: log, readiness }),
+        DatabaseModule.forRoot({
+          url: config.DATABASE_URL,
+          poolSize: config.DATABASE_POOL_SIZE,
+          entities: [],
+          applicationName: instance,
+          readiness,
+        }),
+        MessagingModule.forRoot({
+          servers: config.NATS_URL,
+          name: instance,
+          user: config.NATS_USER,
+          pass: config.NATS_PASSWORD,
+          requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS,
+          logger: log,
+          readiness,
+        }),
       ],
       providers: [{ provide: RedisConnection, useValue: redis }],
     };

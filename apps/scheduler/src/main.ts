@@ -8,7 +8,11 @@ async function main(): Promise<void> {
   const instance = instanceName('scheduler', config.SKALD_INSTANCE);
   const log = createLogger('scheduler', config.LOG_LEVEL, instance);
   await bootstrapService({
-    service: 'scheduler', module: AppModule.register(config, log, instance), port: config.PORT, host: config.HOST, log,
+    service: 'scheduler',
+    module: AppModule.register(config, log, instance),
+    port: config.PORT,
+    host: config.HOST,
+    log,
     graceMs: config.SKALD_SHUTDOWN_GRACE_MS,
   });
 }

@@ -12,7 +12,11 @@ async function main(): Promise<void> {
   const llm = LlmManager.fromEnv(process.env);
   log.info({ clients: llm.names() }, 'LLM clients configured');
   await bootstrapService({
-    service: 'session-worker', module: AppModule.register(config, log, instance, llm), port: config.PORT, host: config.HOST, log,
+    service: 'session-worker',
+    module: AppModule.register(config, log, instance, llm),
+    port: config.PORT,
+    host: config.HOST,
+    log,
     graceMs: config.SKALD_SHUTDOWN_GRACE_MS,
     drain: (app) => app.get(TurnDriver).drainAll(config.SKALD_SHUTDOWN_GRACE_MS),
   });

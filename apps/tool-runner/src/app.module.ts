@@ -22,7 +22,15 @@ export class AppModule {
       module: AppModule,
       imports: [
         OpsModule.forRoot({ service: 'tool-runner', readiness }),
-        MessagingModule.forRoot({ servers: config.NATS_URL, name: instance, user: config.NATS_USER, pass: config.NATS_PASSWORD, requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS, logger: log, readiness }),
+        MessagingModule.forRoot({
+          servers: config.NATS_URL,
+          name: instance,
+          user: config.NATS_USER,
+          pass: config.NATS_PASSWORD,
+          requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS,
+          logger: log,
+          readiness,
+        }),
       ],
       providers: [
         { provide: TOOL_RUNNER_CONFIG, useValue: config },

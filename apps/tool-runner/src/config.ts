@@ -12,7 +12,11 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .default(() => resolve(process.cwd(), '.skald/workspaces'))
     .transform((p) => resolve(p)),
   /** Disk quota per workspace in bytes (default 1 GiB). */
-  SKALD_WORKSPACE_QUOTA: z.coerce.number().int().positive().default(1024 ** 3),
+  SKALD_WORKSPACE_QUOTA: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 ** 3),
   /** `bwrap` (default; fails closed) or `none` (commands run unsandboxed — development only). */
   SKALD_SANDBOX: z.enum(['bwrap', 'none']).default('bwrap'),
 });

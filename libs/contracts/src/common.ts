@@ -15,7 +15,18 @@ export type Actor = z.infer<typeof Actor>;
 
 /** A client surface (`web`, `mobile`, `cli`, …). The REST words are reserved. */
 export const RESERVED_SOURCES = [
-  'sessions', 'inbox', 'cron', 'approval', 'admin', 'auth', 'agents', 'mcp', 'llm', 'tools', 'files', 'tic',
+  'sessions',
+  'inbox',
+  'cron',
+  'approval',
+  'admin',
+  'auth',
+  'agents',
+  'mcp',
+  'llm',
+  'tools',
+  'files',
+  'tic',
   'notifications',
 ] as const;
 export const Source = z
@@ -25,8 +36,18 @@ export const Source = z
 export type Source = z.infer<typeof Source>;
 
 export const ErrorCode = z.enum([
-  'invalid_input', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'rate_limited', 'too_large',
-  'unavailable', 'interrupted', 'llm_failed', 'exhausted', 'internal',
+  'invalid_input',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'conflict',
+  'rate_limited',
+  'too_large',
+  'unavailable',
+  'interrupted',
+  'llm_failed',
+  'exhausted',
+  'internal',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 
@@ -45,7 +66,14 @@ export const Delivery = z.enum(['steer', 'queue', 'interrupt']);
 export type Delivery = z.infer<typeof Delivery>;
 
 export const ToolCallStatus = z.enum([
-  'pending', 'running', 'awaiting_human', 'done', 'failed', 'rejected', 'cancelled', 'interrupted',
+  'pending',
+  'running',
+  'awaiting_human',
+  'done',
+  'failed',
+  'rejected',
+  'cancelled',
+  'interrupted',
 ]);
 export type ToolCallStatus = z.infer<typeof ToolCallStatus>;
 

@@ -10,15 +10,28 @@ export type LoginResponse = z.infer<typeof LoginResponse>;
 export const WsTicketResponse = z.object({ ticket: z.string() });
 
 export const CreateUserRequest = z.object({
-  email: z.email().max(320), password: z.string().min(8).max(1024), role: Role.default('user'),
+  email: z.email().max(320),
+  password: z.string().min(8).max(1024),
+  role: Role.default('user'),
 });
 export const CreateTokenRequest = z.object({ name: z.string().min(1).max(100) });
 export const CreateTokenResponse = z.object({ id: Id, name: z.string(), token: z.string() });
-export const TokenDto = z.object({ id: Id, name: z.string(), created_at: Timestamp, last_used_at: Timestamp.nullable() });
+export const TokenDto = z.object({
+  id: Id,
+  name: z.string(),
+  created_at: Timestamp,
+  last_used_at: Timestamp.nullable(),
+});
 
 export const SessionSummary = z.object({
-  id: Id, source: z.string(), agent_id: z.string(), is_ephemeral: z.boolean(), is_interactive: z.boolean(),
-  created_at: Timestamp, message_count: z.number().int(), last_message_at: Timestamp.nullable(),
+  id: Id,
+  source: z.string(),
+  agent_id: z.string(),
+  is_ephemeral: z.boolean(),
+  is_interactive: z.boolean(),
+  created_at: Timestamp,
+  message_count: z.number().int(),
+  last_message_at: Timestamp.nullable(),
 });
 export type SessionSummary = z.infer<typeof SessionSummary>;
 export const SessionListQuery = z.object({
@@ -28,23 +41,78 @@ export const SessionListQuery = z.object({
 });
 export type SessionListQuery = z.infer<typeof SessionListQuery>;
 export const SessionList = z.object({
-  items: z.array(SessionSummary), total: z.number().int(), page: z.number().int(), per_page: z.number().int(),
+  items: z.array(SessionSummary),
+  total: z.number().int(),
+  page: z.number().int(),
+  per_page: z.number().int(),
 });
 export type SessionList = z.infer<typeof SessionList>;
 
 const Tokens = { input_tokens: z.number().int().nullable(), output_tokens: z.number().int().nullable() };
 export const DebugRow = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('user'), id: Id, content: z.string(), is_synthetic: z.boolean(), status: z.enum(['ok', 'failed']), attachments: z.array(Attachment).optional(), created_at: Timestamp }),
-  z.object({ kind: z.literal('thinking'), id: Id, content: z.string(), reasoning: z.string().nullable(), is_synthetic: z.boolean(), created_at: Timestamp, ...Tokens }),
-  z.object({ kind: z.literal('assistant'), id: Id, content: z.string(), reasoning: z.string().nullable(), is_synthetic: z.boolean(), created_at: Timestamp, ...Tokens }),
-  z.object({ kind: z.literal('tool'), id: Id, name: z.string(), arguments: z.union([z.record(z.string(), z.unknown()), z.string()]), status: ToolCallStatus, result: z.string().nullable(), is_synthetic: z.boolean(), created_at: Timestamp }),
-  z.object({ kind: z.literal('agent'), stack_id: Id, agent_id: z.string(), depth: z.number().int(), is_synthetic: z.boolean(), created_at: Timestamp }),
-  z.object({ kind: z.literal('agent_end'), stack_id: Id, agent_id: z.string(), depth: z.number().int(), is_synthetic: z.boolean(), created_at: Timestamp }),
+  z.object({
+    kind: z.literal('user'),
+    id: Id,
+    content: z.string(),
+    is_synthetic: z.boolean(),
+    status: z.enum(['ok', 'failed']),
+    attachments: z.array(Attachment).optional(),
+    created_at: Timestamp,
+  }),
+  z.object({
+    kind: z.literal('thinking'),
+    id: Id,
+    content: z.string(),
+    reasoning: z.string().nullable(),
+    is_synthetic: z.boolean(),
+    created_at: Timestamp,
+    ...Tokens,
+  }),
+  z.object({
+    kind: z.literal('assistant'),
+    id: Id,
+    content: z.string(),
+    reasoning: z.string().nullable(),
+    is_synthetic: z.boolean(),
+    created_at: Timestamp,
+    ...Tokens,
+  }),
+  z.object({
+    kind: z.literal('tool'),
+    id: Id,
+    name: z.string(),
+    arguments: z.union([z.record(z.string(), z.unknown()), z.string()]),
+    status: ToolCallStatus,
+    result: z.string().nullable(),
+    is_synthetic: z.boolean(),
+    created_at: Timestamp,
+  }),
+  z.object({
+    kind: z.literal('agent'),
+    stack_id: Id,
+    agent_id: z.string(),
+    depth: z.number().int(),
+    is_synthetic: z.boolean(),
+    created_at: Timestamp,
+  }),
+  z.object({
+    kind: z.literal('agent_end'),
+    stack_id: Id,
+    agent_id: z.string(),
+    depth: z.number().int(),
+    is_synthetic: z.boolean(),
+    created_at: Timestamp,
+  }),
 ]);
 export type DebugRow = z.infer<typeof DebugRow>;
 export const SessionDetail = z.object({
   session: z.object({
-    id: Id, source: z.string(), agent_id: z.string(), is_interactive: z.boolean(), is_ephemeral: z.boolean(), created_at: Timestamp,
+    id: Id,
+    source: z.string(),
+    agent_id: z.string(),
+    is_interactive: z.boolean(),
+    is_ephemeral: z.boolean(),
+    created_at: Timestamp,
   }),
   messages: z.array(DebugRow),
 });

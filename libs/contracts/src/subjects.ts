@@ -8,7 +8,10 @@ import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws'
  * wire; `not_found` is also the answer for an id that belongs to somebody else.
  */
 export const replyOf = <T extends z.ZodType>(data: T) =>
-  z.discriminatedUnion('ok', [z.object({ ok: z.literal(true), data }), z.object({ ok: z.literal(false), error: ErrorBody })]);
+  z.discriminatedUnion('ok', [
+    z.object({ ok: z.literal(true), data }),
+    z.object({ ok: z.literal(false), error: ErrorBody }),
+  ]);
 
 // ---------------------------------------------------------------- session worker
 
@@ -22,18 +25,31 @@ export const SubmitMessage = z.object({
   is_synthetic: z.boolean().default(false),
 });
 export const SubmitMessageReply = z.object({
-  session_id: Id, message_id: Id, client_message_id: z.string(), duplicate: z.boolean(),
+  session_id: Id,
+  message_id: Id,
+  client_message_id: z.string(),
+  duplicate: z.boolean(),
 });
 export const ActiveSessionRequest = z.object({ actor: Actor, source: Source, create_new: z.boolean().default(false) });
 export const ActiveSessionReply = z.object({ session_id: Id, created: z.boolean() });
 export const GetSessionRequest = z.object({ actor: Actor, session_id: Id });
 export const ListSessionsRequest = z.object({
-  actor: Actor, source: Source.optional(), page: z.number().int().min(1), per_page: z.number().int().min(1).max(100),
+  actor: Actor,
+  source: Source.optional(),
+  page: z.number().int().min(1),
+  per_page: z.number().int().min(1).max(100),
 });
 /** Without `after_seq`: only the state (running, waiting, last_seq). */
-export const ReplayRequest = z.object({ actor: Actor, session_id: Id, after_seq: z.number().int().nonnegative().optional() });
+export const ReplayRequest = z.object({
+  actor: Actor,
+  session_id: Id,
+  after_seq: z.number().int().nonnegative().optional(),
+});
 export const ReplayReply = z.object({
-  events: z.array(SessionEventSchema), last_seq: z.number().int().nonnegative(), running: z.boolean(), waiting: z.enum(['approval', 'clarification']).optional(),
+  events: z.array(SessionEventSchema),
+  last_seq: z.number().int().nonnegative(),
+  running: z.boolean(),
+  waiting: z.enum(['approval', 'clarification']).optional(),
 });
 export const CancelRequest = z.object({ actor: Actor, session_id: Id });
 export const CancelReply = z.object({ cancelled: z.boolean() });
@@ -64,7 +80,12 @@ export const ToolExecRequest = z.object({
   arguments: z.record(z.string(), z.unknown()),
 });
 export const ToolExecReply = z.discriminatedUnion('status', [
-  z.object({ status: z.literal('done'), result: z.string(), result_type: z.string(), file_changed: z.string().optional() }),
+  z.object({
+    status: z.literal('done'),
+    result: z.string(),
+    result_type: z.string(),
+    file_changed: z.string().optional(),
+  }),
   z.object({ status: z.literal('failed'), error: z.string() }),
   z.object({ status: z.literal('cancelled') }),
 ]);
@@ -93,21 +114,45 @@ export type ReplyDataOf<S extends RequestSubject> = Extract<ReplyOf<S>, { ok: tr
 /** Published (fire-and-forget) subjects: doorbells and client events, never the only copy of anything. */
 export const TOPICS = {
   /** `session.<id>.wake`: the session has input or an answer; whoever can drive it should. */
-  sessionWake: { pattern: 'session.*.wake', subject: (sessionId: string) => `session.${sessionId}.wake`, message: WakeSession },
+  sessionWake: {
+    pattern: 'session.*.wake',
+    subject: (sessionId: string) => `session.${sessionId}.wake`,
+    message: WakeSession,
+  },
   /** `session.<id>.cancel`: a stop was written for this session; the lease holder aborts. */
-  sessionCancel: { pattern: 'session.*.cancel', subject: (sessionId: string) => `session.${sessionId}.cancel`, message: WakeSession },
+  sessionCancel: {
+    pattern: 'session.*.cancel',
+    subject: (sessionId: string) => `session.${sessionId}.cancel`,
+    message: WakeSession,
+  },
   /** `events.<userId>.<sessionId>`: a committed session event (with seq). */
   sessionEvents: {
-    pattern: 'events.*.*', subject: (userId: string, sessionId: string) => `events.${userId}.${sessionId}`, message: SessionEventSchema,
+    pattern: 'events.*.*',
+    subject: (userId: string, sessionId: string) => `events.${userId}.${sessionId}`,
+    message: SessionEventSchema,
   },
   /** `ephemeral.<userId>.<sessionId>`: token deltas and tool progress, live only. */
   ephemeralEvents: {
-    pattern: 'ephemeral.*.*', subject: (userId: string, sessionId: string) => `ephemeral.${userId}.${sessionId}`, message: EphemeralEventSchema,
+    pattern: 'ephemeral.*.*',
+    subject: (userId: string, sessionId: string) => `ephemeral.${userId}.${sessionId}`,
+    message: EphemeralEventSchema,
   },
   /** `user.<userId>.events`: inbox lifecycle, task updates, notifications. */
-  userEvents: { pattern: 'user.*.events', subject: (userId: string) => `user.${userId}.events`, message: UserEventSchema },
+  userEvents: {
+    pattern: 'user.*.events',
+    subject: (userId: string) => `user.${userId}.events`,
+    message: UserEventSchema,
+  },
   /** `gateway.user.revoked`: a user's credentials changed (disabled, role, password): close their sockets. */
-  userRevoked: { pattern: 'gateway.user.revoked', subject: () => 'gateway.user.revoked', message: z.object({ user_id: Id }) },
+  userRevoked: {
+    pattern: 'gateway.user.revoked',
+    subject: () => 'gateway.user.revoked',
+    message: z.object({ user_id: Id }),
+  },
   /** `tools.cancel.<toolCallId>`: kill a running tool call. */
-  toolCancel: { pattern: 'tools.cancel.*', subject: (toolCallId: string) => `tools.cancel.${toolCallId}`, message: ToolCancel },
+  toolCancel: {
+    pattern: 'tools.cancel.*',
+    subject: (toolCallId: string) => `tools.cancel.${toolCallId}`,
+    message: ToolCancel,
+  },
 } as const;

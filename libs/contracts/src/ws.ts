@@ -28,15 +28,34 @@ export type BypassScope = z.infer<typeof BypassScope>;
 export const ApproveToolFrame = z.object({
   type: z.literal('approve_tool'),
   request_id: Id,
-  bypass_secs: z.number().int().nonnegative().max(30 * 24 * 3600).optional(),
+  bypass_secs: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(30 * 24 * 3600)
+    .optional(),
   bypass_scope: BypassScope.optional(),
 });
-export const RejectToolFrame = z.object({ type: z.literal('reject_tool'), request_id: Id, note: z.string().max(4000).optional() });
-export const AnswerQuestionFrame = z.object({ type: z.literal('answer_question'), request_id: Id, answer: z.string().max(64 * 1024) });
+export const RejectToolFrame = z.object({
+  type: z.literal('reject_tool'),
+  request_id: Id,
+  note: z.string().max(4000).optional(),
+});
+export const AnswerQuestionFrame = z.object({
+  type: z.literal('answer_question'),
+  request_id: Id,
+  answer: z.string().max(64 * 1024),
+});
 export const SelectClientFrame = z.object({ type: z.literal('select_client'), client: z.string().min(1).max(64) });
 
 export const ClientFrame = z.discriminatedUnion('type', [
-  ClientMessageFrame, CancelFrame, ResumeFrame, ApproveToolFrame, RejectToolFrame, AnswerQuestionFrame, SelectClientFrame,
+  ClientMessageFrame,
+  CancelFrame,
+  ResumeFrame,
+  ApproveToolFrame,
+  RejectToolFrame,
+  AnswerQuestionFrame,
+  SelectClientFrame,
 ]);
 export type ClientFrame = z.infer<typeof ClientFrame>;
 export const CLIENT_FRAME_TYPES = ClientFrame.options.map((o) => o.shape.type.value);
@@ -47,15 +66,26 @@ const ToolArgs = z.union([z.record(z.string(), z.unknown()), z.string()]);
 
 export const SessionEventBodies = {
   user_message: z.object({
-    message_id: Id, client_message_id: z.string().optional(), content: z.string(), attachments: z.array(Attachment).optional(),
+    message_id: Id,
+    client_message_id: z.string().optional(),
+    content: z.string(),
+    attachments: z.array(Attachment).optional(),
   }),
   message_discarded: z.object({ message_id: Id, client_message_id: z.string() }),
   thinking: z.object({
-    message_id: Id, content: z.string(), reasoning_content: z.string().optional(),
-    input_tokens: z.number().int().optional(), output_tokens: z.number().int().optional(),
+    message_id: Id,
+    content: z.string(),
+    reasoning_content: z.string().optional(),
+    input_tokens: z.number().int().optional(),
+    output_tokens: z.number().int().optional(),
   }),
   tool_start: z.object({
-    tool_call_id: Id, message_id: Id, name: z.string(), arguments: ToolArgs, label_short: z.string(), label_full: z.string(),
+    tool_call_id: Id,
+    message_id: Id,
+    name: z.string(),
+    arguments: ToolArgs,
+    label_short: z.string(),
+    label_full: z.string(),
     path: z.string().optional(),
   }),
   tool_done: z.object({ tool_call_id: Id, result: z.string(), result_type: z.string() }),
@@ -63,18 +93,34 @@ export const SessionEventBodies = {
   tool_cancelled: z.object({ tool_call_id: Id }),
   tool_rejected: z.object({ tool_call_id: Id, reason: z.string() }),
   pending_write: z.object({
-    request_id: Id, tool_call_id: Id, path: z.string(), old_content: z.string().optional(), new_content: z.string(),
+    request_id: Id,
+    tool_call_id: Id,
+    path: z.string(),
+    old_content: z.string().optional(),
+    new_content: z.string(),
   }),
   approval_required: z.object({ request_id: Id, tool_call_id: Id, tool_name: z.string(), arguments: ToolArgs }),
   agent_question: z.object({
-    request_id: Id, tool_call_id: Id, title: z.string(), question: z.string(), suggested_answers: z.array(z.string()),
+    request_id: Id,
+    tool_call_id: Id,
+    title: z.string(),
+    question: z.string(),
+    suggested_answers: z.array(z.string()),
   }),
   agent_start: z.object({
-    stack_id: Id, parent_tool_call_id: Id, agent_id: z.string(), parent_agent_id: z.string(), depth: z.number().int(),
+    stack_id: Id,
+    parent_tool_call_id: Id,
+    agent_id: z.string(),
+    parent_agent_id: z.string(),
+    depth: z.number().int(),
     prompt_preview: z.string(),
   }),
   agent_done: z.object({
-    stack_id: Id, parent_tool_call_id: Id, agent_id: z.string(), parent_agent_id: z.string(), depth: z.number().int(),
+    stack_id: Id,
+    parent_tool_call_id: Id,
+    agent_id: z.string(),
+    parent_agent_id: z.string(),
+    depth: z.number().int(),
     result_preview: z.string(),
   }),
   file_changed: z.object({ path: z.string() }),
@@ -82,12 +128,19 @@ export const SessionEventBodies = {
   model_fallback: z.object({ from: z.string(), to: z.string(), reason: z.string() }),
   llm_failed: z.object({ tried: z.array(z.string()), last_error: z.string() }),
   done: z.object({
-    message_id: Id, stack_id: Id, content: z.string(), input_tokens: z.number().int().optional(),
-    output_tokens: z.number().int().optional(), reasoning_content: z.string().optional(),
+    message_id: Id,
+    stack_id: Id,
+    content: z.string(),
+    input_tokens: z.number().int().optional(),
+    output_tokens: z.number().int().optional(),
+    reasoning_content: z.string().optional(),
   }),
   truncated: z.object({ output_tokens: z.number().int().optional() }),
   error: z.object({
-    message: z.string(), code: z.union([ErrorCode, z.string()]), field: z.string().optional(), request_id: Id.optional(),
+    message: z.string(),
+    code: z.union([ErrorCode, z.string()]),
+    field: z.string().optional(),
+    request_id: Id.optional(),
   }),
 } as const;
 export type SessionEventType = keyof typeof SessionEventBodies;
@@ -108,8 +161,20 @@ export const SessionEventSchema = z.discriminatedUnion(
 // ---------------------------------------------------------------- ephemeral, connection and user events
 
 export const EphemeralEventSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('token_delta'), session_id: Id, message_id: Id, kind: z.enum(['content', 'reasoning']), delta: z.string() }),
-  z.object({ type: z.literal('tool_progress'), session_id: Id, tool_call_id: Id, stream: z.enum(['stdout', 'stderr']), chunk: z.string() }),
+  z.object({
+    type: z.literal('token_delta'),
+    session_id: Id,
+    message_id: Id,
+    kind: z.enum(['content', 'reasoning']),
+    delta: z.string(),
+  }),
+  z.object({
+    type: z.literal('tool_progress'),
+    session_id: Id,
+    tool_call_id: Id,
+    stream: z.enum(['stdout', 'stderr']),
+    chunk: z.string(),
+  }),
 ]);
 export type EphemeralEvent = z.infer<typeof EphemeralEventSchema>;
 
@@ -123,12 +188,54 @@ export type ConnectionEvent =
   | { type: 'new_session'; session_id: string };
 
 export const UserEventSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('approval_requested'), request_id: Id, tool_call_id: Id, session_id: Id, source: z.string(), tool_name: z.string() }),
-  z.object({ type: z.literal('approval_resolved'), request_id: Id, tool_call_id: Id, session_id: Id, source: z.string(), approved: z.boolean(), cancelled: z.boolean().optional() }),
-  z.object({ type: z.literal('clarification_requested'), request_id: Id, tool_call_id: Id, session_id: Id, source: z.string(), title: z.string() }),
-  z.object({ type: z.literal('clarification_resolved'), request_id: Id, tool_call_id: Id, session_id: Id, source: z.string() }),
-  z.object({ type: z.literal('task_update'), job_id: Id, title: z.string(), agent_id: z.string(), session_id: Id.optional(), state: z.enum(['running', 'completed', 'failed', 'cancelled']), error: z.string().optional(), source: z.string() }),
-  z.object({ type: z.literal('notification'), summary: z.string(), refs: z.object({ job_id: Id.optional(), run_id: Id.optional(), session_id: Id.optional() }), source: z.string() }),
+  z.object({
+    type: z.literal('approval_requested'),
+    request_id: Id,
+    tool_call_id: Id,
+    session_id: Id,
+    source: z.string(),
+    tool_name: z.string(),
+  }),
+  z.object({
+    type: z.literal('approval_resolved'),
+    request_id: Id,
+    tool_call_id: Id,
+    session_id: Id,
+    source: z.string(),
+    approved: z.boolean(),
+    cancelled: z.boolean().optional(),
+  }),
+  z.object({
+    type: z.literal('clarification_requested'),
+    request_id: Id,
+    tool_call_id: Id,
+    session_id: Id,
+    source: z.string(),
+    title: z.string(),
+  }),
+  z.object({
+    type: z.literal('clarification_resolved'),
+    request_id: Id,
+    tool_call_id: Id,
+    session_id: Id,
+    source: z.string(),
+  }),
+  z.object({
+    type: z.literal('task_update'),
+    job_id: Id,
+    title: z.string(),
+    agent_id: z.string(),
+    session_id: Id.optional(),
+    state: z.enum(['running', 'completed', 'failed', 'cancelled']),
+    error: z.string().optional(),
+    source: z.string(),
+  }),
+  z.object({
+    type: z.literal('notification'),
+    summary: z.string(),
+    refs: z.object({ job_id: Id.optional(), run_id: Id.optional(), session_id: Id.optional() }),
+    source: z.string(),
+  }),
   z.object({ type: z.literal('new_session'), session_id: Id, source: z.string() }),
 ]);
 export type UserEvent = z.infer<typeof UserEventSchema>;

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { connect, ErrorCode, headers as natsHeaders, NatsConnection, NatsError, Subscription } from 'nats';
 import { z } from 'zod';
 import {
-  describeZodError, ErrorBody, ParsedRequestOf, ReplyDataOf, ReplyOf, RequestOf, RequestSubject, SUBJECTS,
+  describeZodError,
+  ErrorBody,
+  ParsedRequestOf,
+  ReplyDataOf,
+  ReplyOf,
+  RequestOf,
+  RequestSubject,
+  SUBJECTS,
 } from '@skald/contracts';
 
 export interface BusOptions {
@@ -92,21 +99,32 @@ export class Bus {
     h.set(TRACE_HEADER, opts.traceId ?? randomUUID());
     let raw;
     try {
-      raw = await this.nc.request(subject, encode(body), { timeout: opts.timeoutMs ?? this.requestTimeoutMs, headers: h });
+      raw = await this.nc.request(subject, encode(body), {
+        timeout: opts.timeoutMs ?? this.requestTimeoutMs,
+        headers: h,
+      });
     } catch (err) {
       throw toBusError(subject, err);
     }
     const parsed = spec.reply.safeParse(decode(raw.data));
     if (!parsed.success) {
-      throw new BusRequestError('bad_reply', subject, `bad reply on ${subject}: ${describeZodError(parsed.error).message}`);
+      throw new BusRequestError(
+        'bad_reply',
+        subject,
+        `bad reply on ${subject}: ${describeZodError(parsed.error).message}`,
+      );
     }
     return parsed.data as ReplyOf<S>;
   }
 
   /** Sends a request and unwraps the envelope: the data, or a thrown RemoteError. */
-  async call<S extends RequestSubject>(subject: S, payload: RequestOf<S>, opts: { timeoutMs?: number; traceId?: string } = {}): Promise<ReplyDataOf<S>> {
+  async call<S extends RequestSubject>(
+    subject: S,
+    payload: RequestOf<S>,
+    opts: { timeoutMs?: number; traceId?: string } = {},
+  ): Promise<ReplyDataOf<S>> {
     const reply = await this.request(subject, payload, opts);
-    if (reply.ok) return reply.data as ReplyDataOf<S>;
+    if (reply.ok) return reply.data;
     throw new RemoteError(reply.error);
   }
 
@@ -152,18 +170,29 @@ export class Bus {
   }
 
   /** Subscribes to a (wildcard) subject; each message parsed with the schema, invalid ones dropped with a warning. */
-  subscribe<T>(pattern: string, schema: z.ZodType<T>, onMessage: (message: T, subject: string) => void | Promise<void>, queue?: string): Subscription {
+  subscribe<T>(
+    pattern: string,
+    schema: z.ZodType<T>,
+    onMessage: (message: T, subject: string) => void | Promise<void>,
+    queue?: string,
+  ): Subscription {
     const sub = this.nc.subscribe(pattern, {
       queue,
       callback: (err, msg) => {
         if (err) return;
         const parsed = schema.safeParse(safeDecode(msg.data));
         if (!parsed.success) {
-          this.log.warn({ subject: msg.subject, issue: describeZodError(parsed.error).message }, 'dropped invalid message');
+          this.log.warn(
+            { subject: msg.subject, issue: describeZodError(parsed.error).message },
+            'dropped invalid message',
+          );
           return;
         }
         const r = onMessage(parsed.data, msg.subject);
-        if (r instanceof Promise) this.track(r.catch((e: unknown) => this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed')));
+        if (r instanceof Promise)
+          this.track(
+            r.catch((e: unknown) => this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed')),
+          );
       },
     });
     this.subs.push(sub);
@@ -201,17 +230,26 @@ function safeDecode(b: Uint8Array): unknown {
 
 function toBusError(subject: string, err: unknown): BusRequestError {
   if (err instanceof NatsError) {
-    if (err.code === ErrorCode.NoResponders) return new BusRequestError('no_responders', subject, `no service answers ${subject}`);
-    if (err.code === ErrorCode.Timeout) return new BusRequestError('timeout', subject, `${subject} timed out`);
+    if (err.code === String(ErrorCode.NoResponders))
+      return new BusRequestError('no_responders', subject, `no service answers ${subject}`);
+    if (err.code === String(ErrorCode.Timeout)) return new BusRequestError('timeout', subject, `${subject} timed out`);
   }
-  return new BusRequestError('disconnected', subject, `${subject} failed: ${err instanceof Error ? err.message : String(err)}`);
+  return new BusRequestError(
+    'disconnected',
+    subject,
+    `${subject} failed: ${err instanceof Error ? err.message : String(err)}`,
+  );
 }
 
 function toErrorBody(e: unknown): ErrorBody {
   if (e instanceof RemoteError) return e.body;
   const coded = e as { code?: unknown; message?: unknown; field?: unknown };
   if (coded && typeof coded.code === 'string' && ErrorBody.shape.code.safeParse(coded.code).success) {
-    return { code: coded.code as ErrorBody['code'], message: String(coded.message ?? coded.code), field: typeof coded.field === 'string' ? coded.field : undefined };
+    return {
+      code: coded.code as ErrorBody['code'],
+      message: typeof coded.message === 'string' ? coded.message : coded.code,
+      field: typeof coded.field === 'string' ? coded.field : undefined,
+    };
   }
   return { code: 'internal', message: 'internal error' };
 }

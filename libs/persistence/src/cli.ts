@@ -6,7 +6,8 @@ async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald';
   const [cmd = 'up', steps = '1'] = process.argv.slice(2);
   if (cmd === 'up') {
-    if (await ensureDatabase(url)) console.log(JSON.stringify({ msg: 'database created', database: new URL(url).pathname.slice(1) }));
+    if (await ensureDatabase(url))
+      console.log(JSON.stringify({ msg: 'database created', database: new URL(url).pathname.slice(1) }));
     const applied = await migrateUp(url);
     console.log(JSON.stringify({ msg: 'migrations applied', applied }));
   } else if (cmd === 'down') {

@@ -13,7 +13,9 @@ class DatabaseLifecycle implements OnApplicationShutdown {
 /** The app's TypeORM DataSource, with only the entities of the tables it owns. */
 @Module({})
 export class DatabaseModule {
-  static forRoot(options: DatabaseOptions & { readiness?: { register(name: string, check: () => Promise<void>): void } }): DynamicModule {
+  static forRoot(
+    options: DatabaseOptions & { readiness?: { register(name: string, check: () => Promise<void>): void } },
+  ): DynamicModule {
     return {
       module: DatabaseModule,
       global: true,

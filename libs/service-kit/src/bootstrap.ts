@@ -47,7 +47,11 @@ export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApp
   const { log } = opts;
   let app: INestApplication;
   try {
-    app = await NestFactory.create<NestExpressApplication>(opts.module, { logger: new PinoNestLogger(log), bodyParser: false, abortOnError: false });
+    app = await NestFactory.create<NestExpressApplication>(opts.module, {
+      logger: new PinoNestLogger(log),
+      bodyParser: false,
+      abortOnError: false,
+    });
     (app as NestExpressApplication).useBodyParser('json', { limit: '1mb' });
     (app as NestExpressApplication).disable('x-powered-by');
     await opts.configure?.(app);

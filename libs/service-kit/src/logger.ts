@@ -5,8 +5,22 @@ export type { Logger } from 'pino';
 
 /** Keys whose values never reach a log line. */
 const REDACT = [
-  'password', '*.password', 'token', '*.token', 'authorization', '*.authorization', 'apiKey', '*.apiKey', 'api_key',
-  '*.api_key', 'secret', '*.secret', 'headers.authorization', 'req.headers.authorization', 'env', '*.env',
+  'password',
+  '*.password',
+  'token',
+  '*.token',
+  'authorization',
+  '*.authorization',
+  'apiKey',
+  '*.apiKey',
+  'api_key',
+  '*.api_key',
+  'secret',
+  '*.secret',
+  'headers.authorization',
+  'req.headers.authorization',
+  'env',
+  '*.env',
 ];
 
 export function instanceName(service: string, configured?: string): string {

@@ -45,7 +45,11 @@ export interface OpsOptions {
   /** The app's readiness registry, created before Nest so that other modules can register into it. */
   readiness: Readiness;
   /** Who may read /metrics; default everyone (apps behind the cluster network). */
-  metricsGuard?: (req: { ip?: string; headers: Record<string, unknown>; socket?: { remoteAddress?: string } }) => Promise<boolean> | boolean;
+  metricsGuard?: (req: {
+    ip?: string;
+    headers: Record<string, unknown>;
+    socket?: { remoteAddress?: string };
+  }) => Promise<boolean> | boolean;
 }
 
 @Controller()
@@ -70,9 +74,14 @@ export class OpsController {
 
   @Get('metrics')
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
-  async metrics(@Req() req: { ip?: string; headers: Record<string, unknown>; socket?: { remoteAddress?: string } }): Promise<string> {
+  async metrics(
+    @Req() req: { ip?: string; headers: Record<string, unknown>; socket?: { remoteAddress?: string } },
+  ): Promise<string> {
     if (this.options.metricsGuard && !(await this.options.metricsGuard(req))) {
-      throw new HttpException({ error: { code: 'forbidden', message: 'metrics are served to loopback or an admin token only' } }, 403);
+      throw new HttpException(
+        { error: { code: 'forbidden', message: 'metrics are served to loopback or an admin token only' } },
+        403,
+      );
     }
     return this.registry.metrics();
   }
@@ -89,7 +98,11 @@ export class OpsModule {
       module: OpsModule,
       global: true,
       controllers: [OpsController],
-      providers: [{ provide: Readiness, useValue: options.readiness }, { provide: METRICS_REGISTRY, useValue: registry }, { provide: OPS_OPTIONS, useValue: options }],
+      providers: [
+        { provide: Readiness, useValue: options.readiness },
+        { provide: METRICS_REGISTRY, useValue: registry },
+        { provide: OPS_OPTIONS, useValue: options },
+      ],
       exports: [Readiness, METRICS_REGISTRY],
     };
   }

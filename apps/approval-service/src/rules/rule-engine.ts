@@ -119,7 +119,11 @@ export function decide(rules: readonly Rule[], call: GateCall): Decision {
   const ordered = [...rules].sort((a, b) => a.priority - b.priority || a.ord - b.ord);
   for (const rule of ordered) {
     if (ruleMatches(rule, call)) {
-      return { decision: rule.action, ruleId: rule.id, reason: `rule ${rule.toolPattern}${rule.pathPattern ? ` ${rule.pathPattern}` : ''} (priority ${rule.priority})` };
+      return {
+        decision: rule.action,
+        ruleId: rule.id,
+        reason: `rule ${rule.toolPattern}${rule.pathPattern ? ` ${rule.pathPattern}` : ''} (priority ${rule.priority})`,
+      };
     }
   }
   return { decision: 'require', reason: 'no rule matched (default closed)' };

@@ -25,7 +25,11 @@ export class AdminUsersController {
   @HttpCode(201)
   async create(@Body() body: unknown) {
     const req = validate(CreateUserRequest, body);
-    const user = await this.users.create({ email: req.email, passwordHash: await hashPassword(req.password), role: req.role });
+    const user = await this.users.create({
+      email: req.email,
+      passwordHash: await hashPassword(req.password),
+      role: req.role,
+    });
     if (!user) throw new ApiError('conflict', 'a user with this email exists', 'email');
     return { id: user.id };
   }
@@ -33,7 +37,9 @@ export class AdminUsersController {
   @Get()
   async list() {
     const users = await this.users.list();
-    return { items: users.map((u) => ({ ...toUserDto(u), disabled: u.disabled, created_at: u.createdAt.toISOString() })) };
+    return {
+      items: users.map((u) => ({ ...toUserDto(u), disabled: u.disabled, created_at: u.createdAt.toISOString() })),
+    };
   }
 
   /** A change of role, password or the disabled flag ends the user's tokens and sockets. */
@@ -42,7 +48,9 @@ export class AdminUsersController {
     if (!Id.safeParse(id).success) throw new ApiError('not_found', 'user not found');
     const req = validate(PatchUser, body);
     const user = await this.users.update(id, {
-      role: req.role, disabled: req.disabled, passwordHash: req.password ? await hashPassword(req.password) : undefined,
+      role: req.role,
+      disabled: req.disabled,
+      passwordHash: req.password ? await hashPassword(req.password) : undefined,
     });
     if (!user) throw new ApiError('not_found', 'user not found');
     this.bus.publish(TOPICS.userRevoked.subject(), TOPICS.userRevoked.message, { user_id: user.id });

@@ -31,7 +31,14 @@ export class AuthController {
   @Get('tokens')
   async listTokens(@CurrentActor() actor: Actor) {
     const tokens = await this.users.listTokens(actor.userId);
-    return { items: tokens.map((t) => ({ id: t.id, name: t.name, created_at: t.createdAt.toISOString(), last_used_at: t.lastUsedAt?.toISOString() ?? null })) };
+    return {
+      items: tokens.map((t) => ({
+        id: t.id,
+        name: t.name,
+        created_at: t.createdAt.toISOString(),
+        last_used_at: t.lastUsedAt?.toISOString() ?? null,
+      })),
+    };
   }
 
   @Post('tokens')

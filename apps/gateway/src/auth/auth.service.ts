@@ -76,8 +76,13 @@ export class AuthService {
       throw new ApiError('unauthorized', 'invalid or expired token');
     }
     const user = sub ? await this.users.findById(sub) : null;
-    if (!user || user.disabled || user.tokenVersion !== tv) throw new ApiError('unauthorized', 'invalid or expired token');
-    return { actor: { userId: user.id, role: user.role }, expiresAt: exp ? new Date(exp * 1000) : null, tokenVersion: user.tokenVersion };
+    if (!user || user.disabled || user.tokenVersion !== tv)
+      throw new ApiError('unauthorized', 'invalid or expired token');
+    return {
+      actor: { userId: user.id, role: user.role },
+      expiresAt: exp ? new Date(exp * 1000) : null,
+      tokenVersion: user.tokenVersion,
+    };
   }
 
   /** Is this principal still valid (not disabled, role/password unchanged)? Sockets re-check it. */

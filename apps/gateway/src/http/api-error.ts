@@ -1,8 +1,18 @@
 import { ErrorCode } from '@skald/contracts';
 
 const STATUS: Record<ErrorCode, number> = {
-  invalid_input: 400, unauthorized: 401, forbidden: 403, not_found: 404, conflict: 409, too_large: 413, rate_limited: 429,
-  unavailable: 503, interrupted: 409, llm_failed: 502, exhausted: 409, internal: 500,
+  invalid_input: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  rate_limited: 429,
+  unavailable: 503,
+  interrupted: 409,
+  llm_failed: 502,
+  exhausted: 409,
+  internal: 500,
 };
 
 /** An error with a code the edge maps to an HTTP status and `{error: {code, message, field?}}`. */

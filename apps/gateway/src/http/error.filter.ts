@@ -23,15 +23,28 @@ export class ErrorFilter implements ExceptionFilter {
     res.status(status).json({ error: body });
   }
 
-  private map(e: unknown): { status: number; body: { code: string; message: string; field?: string }; retryAfter?: number } {
-    if (e instanceof ApiError) return { status: e.status, body: { code: e.code, message: e.message, field: e.field }, retryAfter: e.retryAfterSecs };
+  private map(e: unknown): {
+    status: number;
+    body: { code: string; message: string; field?: string };
+    retryAfter?: number;
+  } {
+    if (e instanceof ApiError)
+      return {
+        status: e.status,
+        body: { code: e.code, message: e.message, field: e.field },
+        retryAfter: e.retryAfterSecs,
+      };
     if (e instanceof RemoteError) {
       const err = new ApiError(e.body.code, e.body.message, e.body.field);
       return { status: err.status, body: e.body };
     }
     if (e instanceof BusRequestError) {
       this.log.warn({ subject: e.subject, code: e.code }, 'dependency unavailable');
-      return { status: 503, body: { code: 'unavailable', message: 'the service is temporarily unavailable; retry shortly' }, retryAfter: 2 };
+      return {
+        status: 503,
+        body: { code: 'unavailable', message: 'the service is temporarily unavailable; retry shortly' },
+        retryAfter: 2,
+      };
     }
     if (e instanceof HttpException) {
       const status = e.getStatus();
@@ -40,13 +53,22 @@ export class ErrorFilter implements ExceptionFilter {
         return { status: 413, body: { code: 'too_large', message: 'request body exceeds 1 MiB' } };
       }
       if (status === 404) return { status, body: { code: 'not_found', message: 'no such route' } };
-      if (status === 400) return { status, body: { code: 'invalid_input', message: typeof r.message === 'string' ? r.message : 'invalid request body' } };
+      if (status === 400)
+        return {
+          status,
+          body: { code: 'invalid_input', message: typeof r.message === 'string' ? r.message : 'invalid request body' },
+        };
       if (r.error && typeof r.error === 'object') return { status, body: r.error as { code: string; message: string } };
-      return { status, body: { code: status === 403 ? 'forbidden' : status === 401 ? 'unauthorized' : 'internal', message: e.message } };
+      return {
+        status,
+        body: { code: status === 403 ? 'forbidden' : status === 401 ? 'unauthorized' : 'internal', message: e.message },
+      };
     }
     const bodyParser = e as { type?: string; status?: number };
-    if (bodyParser && bodyParser.type === 'entity.too.large') return { status: 413, body: { code: 'too_large', message: 'request body exceeds 1 MiB' } };
-    if (bodyParser && bodyParser.type === 'entity.parse.failed') return { status: 400, body: { code: 'invalid_input', message: 'request body is not valid JSON' } };
+    if (bodyParser && bodyParser.type === 'entity.too.large')
+      return { status: 413, body: { code: 'too_large', message: 'request body exceeds 1 MiB' } };
+    if (bodyParser && bodyParser.type === 'entity.parse.failed')
+      return { status: 400, body: { code: 'invalid_input', message: 'request body is not valid JSON' } };
     this.log.error({ err: e instanceof Error ? e.message : String(e) }, 'unhandled error');
     return { status: 500, body: { code: 'internal', message: 'internal error' } };
   }

@@ -1,7 +1,18 @@
 import { z } from 'zod';
 import {
-  CreateSessionResponse, CreateTokenRequest, CreateTokenResponse, CreateUserRequest, ErrorResponse, LoginRequest, LoginResponse,
-  PostMessageRequest, PostMessageResponse, SessionDetail, SessionList, TokenDto, WsTicketResponse,
+  CreateSessionResponse,
+  CreateTokenRequest,
+  CreateTokenResponse,
+  CreateUserRequest,
+  ErrorResponse,
+  LoginRequest,
+  LoginResponse,
+  PostMessageRequest,
+  PostMessageResponse,
+  SessionDetail,
+  SessionList,
+  TokenDto,
+  WsTicketResponse,
 } from '@skald/contracts';
 
 interface Route {
@@ -16,25 +27,97 @@ interface Route {
 
 /** Every REST route the gateway serves. A route added to a controller is added here. */
 export const ROUTES: Route[] = [
-  { method: 'post', path: '/api/auth/login', summary: 'Log in with email and password', auth: 'public', body: LoginRequest, ok: { status: 200, schema: LoginResponse } },
-  { method: 'post', path: '/api/auth/ws-ticket', summary: 'Single-use WebSocket ticket (30 s)', ok: { status: 200, schema: WsTicketResponse } },
-  { method: 'get', path: '/api/auth/tokens', summary: 'List API tokens', ok: { status: 200, schema: z.object({ items: z.array(TokenDto) }) } },
-  { method: 'post', path: '/api/auth/tokens', summary: 'Create an API token (shown once)', body: CreateTokenRequest, ok: { status: 201, schema: CreateTokenResponse } },
-  { method: 'delete', path: '/api/auth/tokens/{id}', summary: 'Revoke an API token', params: [{ name: 'id', in: 'path', required: true }], ok: { status: 204 } },
-  { method: 'post', path: '/api/admin/users', summary: 'Create a user', auth: 'admin', body: CreateUserRequest, ok: { status: 201, schema: z.object({ id: z.string() }) } },
+  {
+    method: 'post',
+    path: '/api/auth/login',
+    summary: 'Log in with email and password',
+    auth: 'public',
+    body: LoginRequest,
+    ok: { status: 200, schema: LoginResponse },
+  },
+  {
+    method: 'post',
+    path: '/api/auth/ws-ticket',
+    summary: 'Single-use WebSocket ticket (30 s)',
+    ok: { status: 200, schema: WsTicketResponse },
+  },
+  {
+    method: 'get',
+    path: '/api/auth/tokens',
+    summary: 'List API tokens',
+    ok: { status: 200, schema: z.object({ items: z.array(TokenDto) }) },
+  },
+  {
+    method: 'post',
+    path: '/api/auth/tokens',
+    summary: 'Create an API token (shown once)',
+    body: CreateTokenRequest,
+    ok: { status: 201, schema: CreateTokenResponse },
+  },
+  {
+    method: 'delete',
+    path: '/api/auth/tokens/{id}',
+    summary: 'Revoke an API token',
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 204 },
+  },
+  {
+    method: 'post',
+    path: '/api/admin/users',
+    summary: 'Create a user',
+    auth: 'admin',
+    body: CreateUserRequest,
+    ok: { status: 201, schema: z.object({ id: z.string() }) },
+  },
   { method: 'get', path: '/api/admin/users', summary: 'List users', auth: 'admin', ok: { status: 200 } },
-  { method: 'patch', path: '/api/admin/users/{id}', summary: 'Change role, password or disable (ends tokens and sockets)', auth: 'admin', params: [{ name: 'id', in: 'path', required: true }], ok: { status: 200 } },
   {
-    method: 'get', path: '/api/sessions', summary: 'List sessions', ok: { status: 200, schema: SessionList },
-    params: [{ name: 'source', in: 'query' }, { name: 'page', in: 'query' }, { name: 'per_page', in: 'query' }],
+    method: 'patch',
+    path: '/api/admin/users/{id}',
+    summary: 'Change role, password or disable (ends tokens and sockets)',
+    auth: 'admin',
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 200 },
   },
-  { method: 'get', path: '/api/sessions/{id}', summary: 'Session debug tree', params: [{ name: 'id', in: 'path', required: true }], ok: { status: 200, schema: SessionDetail } },
-  { method: 'post', path: '/api/sessions', summary: 'Start a new active session for a source', params: [{ name: 'source', in: 'query' }], ok: { status: 201, schema: CreateSessionResponse } },
   {
-    method: 'post', path: '/api/{source}/messages', summary: 'Send a message (202; a repeated client_message_id answers 200 with the same ids)',
-    params: [{ name: 'source', in: 'path', required: true }], body: PostMessageRequest, ok: { status: 202, schema: PostMessageResponse },
+    method: 'get',
+    path: '/api/sessions',
+    summary: 'List sessions',
+    ok: { status: 200, schema: SessionList },
+    params: [
+      { name: 'source', in: 'query' },
+      { name: 'page', in: 'query' },
+      { name: 'per_page', in: 'query' },
+    ],
   },
-  { method: 'post', path: '/api/{source}/cancel', summary: '/stop the running turn of the source\'s session', params: [{ name: 'source', in: 'path', required: true }], ok: { status: 202 } },
+  {
+    method: 'get',
+    path: '/api/sessions/{id}',
+    summary: 'Session debug tree',
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 200, schema: SessionDetail },
+  },
+  {
+    method: 'post',
+    path: '/api/sessions',
+    summary: 'Start a new active session for a source',
+    params: [{ name: 'source', in: 'query' }],
+    ok: { status: 201, schema: CreateSessionResponse },
+  },
+  {
+    method: 'post',
+    path: '/api/{source}/messages',
+    summary: 'Send a message (202; a repeated client_message_id answers 200 with the same ids)',
+    params: [{ name: 'source', in: 'path', required: true }],
+    body: PostMessageRequest,
+    ok: { status: 202, schema: PostMessageResponse },
+  },
+  {
+    method: 'post',
+    path: '/api/{source}/cancel',
+    summary: "/stop the running turn of the source's session",
+    params: [{ name: 'source', in: 'path', required: true }],
+    ok: { status: 202 },
+  },
 ];
 
 const schema = (s: z.ZodType): unknown => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -44,26 +127,41 @@ export function buildOpenApiDocument(): unknown {
   const errorContent = { 'application/json': { schema: schema(ErrorResponse) } };
   for (const r of ROUTES) {
     const responses: Record<string, unknown> = {
-      [String(r.ok.status)]: { description: 'OK', ...(r.ok.schema ? { content: { 'application/json': { schema: schema(r.ok.schema) } } } : {}) },
+      [String(r.ok.status)]: {
+        description: 'OK',
+        ...(r.ok.schema ? { content: { 'application/json': { schema: schema(r.ok.schema) } } } : {}),
+      },
       '400': { description: 'invalid_input', content: errorContent },
     };
     if (r.auth !== 'public') responses['401'] = { description: 'unauthorized', content: errorContent };
     if (r.auth === 'admin') responses['403'] = { description: 'admin only', content: errorContent };
-    if (r.path.includes('{id}')) responses['404'] = { description: 'not found (also another user\'s id)', content: errorContent };
+    if (r.path.includes('{id}'))
+      responses['404'] = { description: "not found (also another user's id)", content: errorContent };
     responses['503'] = { description: 'a dependency is down; retry after Retry-After', content: errorContent };
     paths[r.path] ??= {};
     paths[r.path][r.method] = {
       summary: r.summary,
       ...(r.auth === 'public' ? { security: [] } : {}),
       'x-skald-auth': r.auth ?? 'user',
-      parameters: (r.params ?? []).map((p) => ({ name: p.name, in: p.in, required: p.required ?? false, schema: { type: 'string' } })),
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: schema(r.body) } } } } : {}),
+      parameters: (r.params ?? []).map((p) => ({
+        name: p.name,
+        in: p.in,
+        required: p.required ?? false,
+        schema: { type: 'string' },
+      })),
+      ...(r.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: schema(r.body) } } } }
+        : {}),
       responses,
     };
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Skald API', version: '0.1.0', description: 'REST part of the Skald client protocol. WebSocket: GET /api/ws?source=.' },
+    info: {
+      title: 'Skald API',
+      version: '0.1.0',
+      description: 'REST part of the Skald client protocol. WebSocket: GET /api/ws?source=.',
+    },
     components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     security: [{ bearer: [] }],
     paths,

@@ -33,7 +33,12 @@ export class SessionsController {
   }
 
   @Post(':source/messages')
-  async post(@CurrentActor() actor: Actor, @Param('source') source: string, @Body() body: unknown, @Res({ passthrough: true }) res: StatusRes) {
+  async post(
+    @CurrentActor() actor: Actor,
+    @Param('source') source: string,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) res: StatusRes,
+  ) {
     const s = validate(Source, source);
     const msg = validate(PostMessageRequest, body);
     const result = await this.sessions.submit(actor, s, msg);

@@ -35,14 +35,27 @@ export class SessionsGateway {
     actor: Actor,
     source: string,
     msg: Message,
-  ): Promise<{ message_id: string; client_message_id: string; duplicate: boolean; session_id: string } | { command_result: { command: string; content: string }; session_id?: string }> {
+  ): Promise<
+    | { message_id: string; client_message_id: string; duplicate: boolean; session_id: string }
+    | { command_result: { command: string; content: string }; session_id?: string }
+  > {
     if (msg.content.startsWith('/')) return handleSlashCommand(this, actor, source, msg.content);
     const r = await this.call(() =>
       this.bus.call('session.submit', {
-        actor, source, client_message_id: msg.client_message_id, content: msg.content, attachments: msg.attachments, delivery: msg.delivery,
+        actor,
+        source,
+        client_message_id: msg.client_message_id,
+        content: msg.content,
+        attachments: msg.attachments,
+        delivery: msg.delivery,
       }),
     );
-    return { message_id: r.message_id, client_message_id: r.client_message_id, duplicate: r.duplicate, session_id: r.session_id };
+    return {
+      message_id: r.message_id,
+      client_message_id: r.client_message_id,
+      duplicate: r.duplicate,
+      session_id: r.session_id,
+    };
   }
 
   async cancel(actor: Actor, sessionId: string): Promise<{ cancelled: boolean }> {
@@ -62,7 +75,8 @@ export class SessionsGateway {
     try {
       return await fn();
     } catch (e) {
-      if (e instanceof BusRequestError) throw new ApiError('unavailable', 'no session worker is available; retry shortly', undefined, 2);
+      if (e instanceof BusRequestError)
+        throw new ApiError('unavailable', 'no session worker is available; retry shortly', undefined, 2);
       throw e;
     }
   }

@@ -30,6 +30,11 @@ export async function handleSlashCommand(
       return { command_result: { command, content: 'Started a new conversation.' }, session_id: id };
     }
     default:
-      return { command_result: { command, content: command === '/help' ? HELP_TEXT : `Unknown command ${command}.\n\n${HELP_TEXT}` } };
+      return {
+        command_result: {
+          command,
+          content: command === '/help' ? HELP_TEXT : `Unknown command ${command}.\n\n${HELP_TEXT}`,
+        },
+      };
   }
 }

@@ -3,8 +3,17 @@ import type { Duplex } from 'node:stream';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import WebSocket, { WebSocketServer } from 'ws';
 import {
-  Actor, ClientFrame, CLIENT_FRAME_TYPES, describeZodError, EphemeralEventSchema, PROTOCOL_VERSION, SessionEvent, SessionEventSchema,
-  Source, TOPICS, UserEventSchema,
+  Actor,
+  ClientFrame,
+  CLIENT_FRAME_TYPES,
+  describeZodError,
+  EphemeralEventSchema,
+  PROTOCOL_VERSION,
+  SessionEvent,
+  SessionEventSchema,
+  Source,
+  TOPICS,
+  UserEventSchema,
 } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
@@ -40,7 +49,10 @@ export class WsServer implements OnApplicationShutdown {
   ) {
     const own = config.SKALD_PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`;
     this.allowedOrigins = new Set(
-      (config.SKALD_ALLOWED_ORIGINS ?? own).split(',').map((o) => o.trim().replace(/\/$/, '')).filter(Boolean),
+      (config.SKALD_ALLOWED_ORIGINS ?? own)
+        .split(',')
+        .map((o) => o.trim().replace(/\/$/, ''))
+        .filter(Boolean),
     );
     this.bus.subscribe(TOPICS.userRevoked.pattern, TOPICS.userRevoked.message, (m) => this.recheckUser(m.user_id));
   }
@@ -61,9 +73,11 @@ export class WsServer implements OnApplicationShutdown {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname !== '/api/ws') return refuse(socket, 404, 'not_found', 'no such endpoint');
     const origin = req.headers.origin;
-    if (origin && !this.allowedOrigins.has(origin.replace(/\/$/, ''))) return refuse(socket, 403, 'forbidden', 'origin not allowed');
+    if (origin && !this.allowedOrigins.has(origin.replace(/\/$/, '')))
+      return refuse(socket, 403, 'forbidden', 'origin not allowed');
     const source = Source.safeParse(url.searchParams.get('source') ?? 'web');
-    if (!source.success) return refuse(socket, 400, 'invalid_input', `source: ${describeZodError(source.error).message}`);
+    if (!source.success)
+      return refuse(socket, 400, 'invalid_input', `source: ${describeZodError(source.error).message}`);
     let principal: Principal;
     try {
       const bearer = req.headers.authorization?.match(/^Bearer\s+(\S+)$/i)?.[1];
@@ -82,14 +96,19 @@ export class WsServer implements OnApplicationShutdown {
     const { ws } = conn;
     this.register(conn);
     conn.armExpiry();
-    ws.on('message', (data, isBinary) => void this.onFrame(conn, data, isBinary));
+    ws.on('message', (data) => void this.onFrame(conn, data));
     ws.on('close', () => this.unregister(conn));
     ws.on('error', () => this.unregister(conn));
     try {
       conn.sessionId = await this.sessions.activeSession(conn.principal.actor, conn.source);
       const state = await this.sessions.replay(conn.principal.actor, conn.sessionId, undefined);
       conn.lastSeq = state.last_seq;
-      conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, server_version: SERVER_VERSION, session_id: conn.sessionId });
+      conn.send({
+        type: 'hello',
+        protocol: PROTOCOL_VERSION,
+        server_version: SERVER_VERSION,
+        session_id: conn.sessionId,
+      });
       conn.finishReplay([]);
       conn.send({ type: 'turn_running', running: state.running, ...(state.waiting ? { waiting: state.waiting } : {}) });
     } catch (e) {
@@ -98,21 +117,26 @@ export class WsServer implements OnApplicationShutdown {
     }
   }
 
-  private async onFrame(conn: WsConnection, data: WebSocket.RawData, isBinary: boolean): Promise<void> {
+  private async onFrame(conn: WsConnection, data: WebSocket.RawData): Promise<void> {
     if (!conn.countFrame()) {
       conn.ws.close(1008, 'too many frames');
       return;
     }
     let json: unknown;
     try {
-      json = JSON.parse(isBinary ? Buffer.from(data as Buffer).toString('utf8') : data.toString());
+      json = JSON.parse(rawText(data));
     } catch {
       conn.send({ type: 'error', code: 'invalid_input', message: 'frame is not valid JSON' });
       return;
     }
     const type = (json as { type?: unknown } | null)?.type;
     if (typeof type !== 'string' || !CLIENT_FRAME_TYPES.includes(type as never)) {
-      conn.send({ type: 'error', code: 'invalid_input', message: `unknown frame type ${JSON.stringify(type ?? null)}`, field: 'type' });
+      conn.send({
+        type: 'error',
+        code: 'invalid_input',
+        message: `unknown frame type ${JSON.stringify(type ?? null)}`,
+        field: 'type',
+      });
       return;
     }
     const parsed = ClientFrame.safeParse(json);
@@ -124,8 +148,14 @@ export class WsServer implements OnApplicationShutdown {
     try {
       await this.dispatch(conn, parsed.data);
     } catch (e) {
-      const err = e instanceof ApiError ? { code: e.code, message: e.message, field: e.field } : e instanceof RemoteError ? e.body : { code: 'internal', message: 'internal error' };
-      if (!(e instanceof ApiError) && !(e instanceof RemoteError)) this.log.error({ userId: conn.userId, err: String(e) }, 'frame failed');
+      const err =
+        e instanceof ApiError
+          ? { code: e.code, message: e.message, field: e.field }
+          : e instanceof RemoteError
+            ? e.body
+            : { code: 'internal', message: 'internal error' };
+      if (!(e instanceof ApiError) && !(e instanceof RemoteError))
+        this.log.error({ userId: conn.userId, err: String(e) }, 'frame failed');
       const requestId = 'request_id' in parsed.data ? parsed.data.request_id : undefined;
       conn.send({ type: 'error', ...err, ...(requestId ? { request_id: requestId } : {}) });
     }
@@ -141,7 +171,12 @@ export class WsServer implements OnApplicationShutdown {
           conn.send({ type: 'command_result', ...r.command_result });
           return;
         }
-        conn.send({ type: 'ack', client_message_id: r.client_message_id, message_id: r.message_id, duplicate: r.duplicate });
+        conn.send({
+          type: 'ack',
+          client_message_id: r.client_message_id,
+          message_id: r.message_id,
+          duplicate: r.duplicate,
+        });
         return;
       }
       case 'cancel':
@@ -240,9 +275,18 @@ export class WsServer implements OnApplicationShutdown {
   }
 }
 
+/** The text of a frame, whatever shape `ws` delivered it in. */
+function rawText(data: WebSocket.RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data as ArrayBuffer).toString('utf8');
+}
+
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
-  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status] ?? 'Error';
+  const reason =
+    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[
+      status
+    ] ?? 'Error';
   socket.write(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

@@ -17,7 +17,8 @@ export class LeaseRepository {
   constructor(private readonly ds: DataSource) {}
 
   async acquire(sessionId: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    const rows: Array<{ epoch: string }> = await queryRows(this.ds, 
+    const rows: Array<{ epoch: string }> = await queryRows(
+      this.ds,
       `INSERT INTO session_leases (session_id, owner, epoch, expires_at, acquired_at)
        VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond', now())
        ON CONFLICT (session_id) DO UPDATE
@@ -32,7 +33,8 @@ export class LeaseRepository {
 
   /** Extends the lease; false when it was lost (expired or taken over). */
   async renew(lease: Lease, ttlMs: number): Promise<boolean> {
-    const rows: unknown[] = await queryRows(this.ds, 
+    const rows: unknown[] = await queryRows(
+      this.ds,
       `UPDATE session_leases SET expires_at = now() + $4 * interval '1 millisecond'
         WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() RETURNING 1`,
       [lease.sessionId, lease.owner, lease.epoch, ttlMs],

@@ -1,7 +1,7 @@
 import type { AgentCatalogPort, AgentDefinition, AgentSummary } from '@skald/agent-loop';
 
 const MAIN_PROMPT = [
-  'You are Skald, a capable assistant working in the user\'s workspace.',
+  "You are Skald, a capable assistant working in the user's workspace.",
   'Use the tools to read and change files and to run commands; say plainly what you did.',
 ].join('\n');
 
@@ -13,8 +13,16 @@ export class BuiltinCatalog implements AgentCatalogPort {
   getAgent(agentId: string): Promise<AgentDefinition | null> {
     if (agentId !== 'main') return Promise.resolve(null);
     return Promise.resolve({
-      id: 'main', name: 'Skald', description: 'The chat agent', prompt: MAIN_PROMPT, type: 'chat', client: null, strength: null,
-      tools: { allow: [], deny: [] }, substitutions: {}, tailReminder: null,
+      id: 'main',
+      name: 'Skald',
+      description: 'The chat agent',
+      prompt: MAIN_PROMPT,
+      type: 'chat',
+      client: null,
+      strength: null,
+      tools: { allow: [], deny: [] },
+      substitutions: {},
+      tailReminder: null,
     });
   }
 

@@ -1,6 +1,14 @@
 import { LlmError } from '@skald/agent-loop';
-import type { ClientSelection, LlmClientDescriptor, LlmDelta, LlmPort, LlmResponse, WireMessage, WireTool } from '@skald/agent-loop';
-import { isLlmStrength, LlmCallError, LlmManager, LlmWireMessage } from '@skald/llm';
+import type {
+  ClientSelection,
+  LlmClientDescriptor,
+  LlmDelta,
+  LlmPort,
+  LlmResponse,
+  WireMessage,
+  WireTool,
+} from '@skald/agent-loop';
+import { isLlmStrength, LlmCallError, LlmManager } from '@skald/llm';
 
 /** The loop's LLM port on the LLM manager: which client next, and one streaming call. */
 export class LlmAdapter implements LlmPort {
@@ -23,7 +31,7 @@ export class LlmAdapter implements LlmPort {
   ): Promise<LlmResponse> {
     try {
       const r = await this.manager.streamChat(client.name, {
-        messages: request.messages as LlmWireMessage[],
+        messages: request.messages,
         tools: request.tools.length > 0 ? request.tools : undefined,
         signal,
         onDelta,

@@ -9,7 +9,10 @@ export class NatsGate implements GatePort {
   ) {}
 
   async check(req: GateRequest): Promise<GateDecision> {
-    const args = req.arguments && typeof req.arguments === 'object' && !Array.isArray(req.arguments) ? (req.arguments as Record<string, unknown>) : {};
+    const args =
+      req.arguments && typeof req.arguments === 'object' && !Array.isArray(req.arguments)
+        ? (req.arguments as Record<string, unknown>)
+        : {};
     const r = await this.bus.call('approval.check', {
       actor: { userId: req.userId, role: this.role },
       session_id: req.sessionId,

@@ -1,4 +1,12 @@
-import type { ToolContext, ToolExecution, ToolInvocation, ToolProgress, ToolResult, ToolSetPort, ToolSpec } from '@skald/agent-loop';
+import type {
+  ToolContext,
+  ToolExecution,
+  ToolInvocation,
+  ToolProgress,
+  ToolResult,
+  ToolSetPort,
+  ToolSpec,
+} from '@skald/agent-loop';
 import { BUILTIN_TOOLS, BUILTIN_TOOLS_BY_NAME, TOPICS } from '@skald/contracts';
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
 
@@ -13,7 +21,12 @@ export class RunnerToolSet implements ToolSetPort {
 
   definitions(): Promise<ToolSpec[]> {
     return Promise.resolve(
-      BUILTIN_TOOLS.map((t) => ({ definition: { type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } } })),
+      BUILTIN_TOOLS.map((t) => ({
+        definition: {
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.parameters },
+        },
+      })),
     );
   }
 
@@ -35,7 +48,10 @@ export class RunnerToolSet implements ToolSetPort {
     const spec = BUILTIN_TOOLS_BY_NAME.get(call.name);
     const bus = this.bus;
     const role = this.role;
-    const args = call.arguments && typeof call.arguments === 'object' && !Array.isArray(call.arguments) ? (call.arguments as Record<string, unknown>) : null;
+    const args =
+      call.arguments && typeof call.arguments === 'object' && !Array.isArray(call.arguments)
+        ? (call.arguments as Record<string, unknown>)
+        : null;
     const timeoutSecs = typeof args?.timeout === 'number' ? args.timeout : 120;
     return {
       concurrencySafe: spec?.concurrencySafe ?? false,
@@ -47,12 +63,23 @@ export class RunnerToolSet implements ToolSetPort {
         try {
           const reply = await bus.call(
             'tools.exec',
-            { actor: { userId: ctx.userId, role }, session_id: ctx.sessionId, tool_call_id: call.toolCallId, name: call.name, arguments: args },
+            {
+              actor: { userId: ctx.userId, role },
+              session_id: ctx.sessionId,
+              tool_call_id: call.toolCallId,
+              name: call.name,
+              arguments: args,
+            },
             { timeoutMs: Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
           );
           switch (reply.status) {
             case 'done':
-              return { ok: true, content: reply.result, resultType: reply.result_type, changedPaths: reply.file_changed ? [reply.file_changed] : undefined };
+              return {
+                ok: true,
+                content: reply.result,
+                resultType: reply.result_type,
+                changedPaths: reply.file_changed ? [reply.file_changed] : undefined,
+              };
             case 'failed':
               return { ok: false, error: reply.error };
             case 'cancelled':
@@ -69,7 +96,9 @@ export class RunnerToolSet implements ToolSetPort {
         }
       },
       stop(): void {
-        bus.publish(TOPICS.toolCancel.subject(call.toolCallId), TOPICS.toolCancel.message, { tool_call_id: call.toolCallId });
+        bus.publish(TOPICS.toolCancel.subject(call.toolCallId), TOPICS.toolCancel.message, {
+          tool_call_id: call.toolCallId,
+        });
       },
     };
   }

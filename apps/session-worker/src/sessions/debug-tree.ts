@@ -45,10 +45,11 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
   }
   const childFrames = new Map<string, Row[]>();
   for (const f of frames) {
-    if (f.parent_tool_call_id) {
-      const list = childFrames.get(String(f.parent_tool_call_id)) ?? [];
+    const parentCall = f.parent_tool_call_id as string | null;
+    if (parentCall) {
+      const list = childFrames.get(parentCall) ?? [];
       list.push(f);
-      childFrames.set(String(f.parent_tool_call_id), list);
+      childFrames.set(parentCall, list);
     }
   }
 
@@ -60,16 +61,32 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
       if (m.role === 'assistant') {
         out.push({
           kind: calls.length > 0 ? 'thinking' : 'assistant',
-          id: String(m.id), content: String(m.content), reasoning: (m.reasoning as string | null) ?? null, is_synthetic: synthetic,
-          created_at: iso(m.created_at), input_tokens: intOrNull(m.input_tokens), output_tokens: intOrNull(m.output_tokens),
+          id: String(m.id),
+          content: String(m.content),
+          reasoning: (m.reasoning as string | null) ?? null,
+          is_synthetic: synthetic,
+          created_at: iso(m.created_at),
+          input_tokens: intOrNull(m.input_tokens),
+          output_tokens: intOrNull(m.output_tokens),
         });
         for (const c of calls) {
           out.push({
-            kind: 'tool', id: String(c.id), name: String(c.name), arguments: parseArgs(String(c.arguments)),
-            status: c.status as 'done', result: (c.result as string | null) ?? null, is_synthetic: synthetic, created_at: iso(c.created_at),
+            kind: 'tool',
+            id: String(c.id),
+            name: String(c.name),
+            arguments: parseArgs(String(c.arguments)),
+            status: c.status as 'done',
+            result: (c.result as string | null) ?? null,
+            is_synthetic: synthetic,
+            created_at: iso(c.created_at),
           });
           for (const child of childFrames.get(String(c.id)) ?? []) {
-            const base = { stack_id: String(child.id), agent_id: String(child.agent_id), depth: Number(child.depth), is_synthetic: false };
+            const base = {
+              stack_id: String(child.id),
+              agent_id: String(child.agent_id),
+              depth: Number(child.depth),
+              is_synthetic: false,
+            };
             out.push({ kind: 'agent', ...base, created_at: iso(child.created_at) });
             emitFrame(child);
             out.push({ kind: 'agent_end', ...base, created_at: iso(child.closed_at ?? child.created_at) });
@@ -78,8 +95,13 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
       } else {
         const meta = m.metadata as { attachments?: DebugRow extends never ? never : unknown[] } | null;
         out.push({
-          kind: 'user', id: String(m.id), content: String(m.content), is_synthetic: synthetic, status: m.status as 'ok' | 'failed',
-          attachments: (meta?.attachments as Extract<DebugRow, { kind: 'user' }>['attachments']) ?? undefined, created_at: iso(m.created_at),
+          kind: 'user',
+          id: String(m.id),
+          content: String(m.content),
+          is_synthetic: synthetic,
+          status: m.status as 'ok' | 'failed',
+          attachments: (meta?.attachments as Extract<DebugRow, { kind: 'user' }>['attachments']) ?? undefined,
+          created_at: iso(m.created_at),
         });
       }
     }
@@ -88,8 +110,12 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
 
   return {
     session: {
-      id: String(session.id), source: String(session.source), agent_id: String(session.agent_id),
-      is_interactive: Boolean(session.is_interactive), is_ephemeral: Boolean(session.is_ephemeral), created_at: iso(session.created_at),
+      id: String(session.id),
+      source: String(session.source),
+      agent_id: String(session.agent_id),
+      is_interactive: Boolean(session.is_interactive),
+      is_ephemeral: Boolean(session.is_ephemeral),
+      created_at: iso(session.created_at),
     },
     messages: out,
   };

@@ -18,8 +18,13 @@ export class SessionsHandler implements OnModuleInit {
   onModuleInit(): void {
     this.bus.handle('session.submit', (r) =>
       this.submit.submit({
-        actor: r.actor, source: r.source, clientMessageId: r.client_message_id, content: r.content, attachments: r.attachments,
-        delivery: r.delivery, isSynthetic: r.is_synthetic,
+        actor: r.actor,
+        source: r.source,
+        clientMessageId: r.client_message_id,
+        content: r.content,
+        attachments: r.attachments,
+        delivery: r.delivery,
+        isSynthetic: r.is_synthetic,
       }),
     );
     this.bus.handle('session.active', async (r) => {
@@ -31,7 +36,12 @@ export class SessionsHandler implements OnModuleInit {
     this.bus.handle('session.replay', (r) => this.sessions.replay(r.actor, r.session_id, r.after_seq));
     this.bus.handle('session.cancel', (r) => this.submit.cancel(r.actor, r.session_id));
     // Doorbells: one worker of the group tries to drive; the stop goes to every worker.
-    this.bus.subscribe(TOPICS.sessionWake.pattern, TOPICS.sessionWake.message, (m) => this.driver.drive(m.session_id), 'session-worker');
+    this.bus.subscribe(
+      TOPICS.sessionWake.pattern,
+      TOPICS.sessionWake.message,
+      (m) => this.driver.drive(m.session_id),
+      'session-worker',
+    );
     this.bus.subscribe(TOPICS.sessionCancel.pattern, TOPICS.sessionCancel.message, (m) => {
       this.driver.abort(m.session_id);
     });

@@ -11,25 +11,45 @@ export class SessionsRepository {
   constructor(private readonly ds: DataSource) {}
 
   /** The active session of (user, source), created on first use; `createNew` starts a fresh one. */
-  async active(scope: { userId: string; source: string }, createNew = false): Promise<{ id: string; created: boolean }> {
+  async active(
+    scope: { userId: string; source: string },
+    createNew = false,
+  ): Promise<{ id: string; created: boolean }> {
     return this.ds.transaction(async (tx) => {
       // Serialise concurrent first-uses of one (user, source) pair.
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${scope.userId}/${scope.source}`]);
-      const rows: Row[] = await queryRows(tx, `SELECT id FROM sessions WHERE user_id = $1 AND source = $2 AND is_active`, [scope.userId, scope.source]);
+      const rows: Row[] = await queryRows(
+        tx,
+        `SELECT id FROM sessions WHERE user_id = $1 AND source = $2 AND is_active`,
+        [scope.userId, scope.source],
+      );
       if (rows[0] && !createNew) return { id: String(rows[0].id), created: false };
-      if (rows[0]) await tx.query(`UPDATE sessions SET is_active = false, updated_at = now() WHERE id = $1`, [rows[0].id]);
+      if (rows[0])
+        await tx.query(`UPDATE sessions SET is_active = false, updated_at = now() WHERE id = $1`, [rows[0].id]);
       const id = randomUUID();
-      await tx.query(`INSERT INTO sessions (id, user_id, source, scratchpad_session_id) VALUES ($1, $2, $3, $1)`, [id, scope.userId, scope.source]);
+      await tx.query(`INSERT INTO sessions (id, user_id, source, scratchpad_session_id) VALUES ($1, $2, $3, $1)`, [
+        id,
+        scope.userId,
+        scope.source,
+      ]);
       return { id, created: true };
     });
   }
 
   async find(scope: { userId: string; sessionId: string }): Promise<Row | null> {
-    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM sessions WHERE id = $1 AND user_id = $2`, [scope.sessionId, scope.userId]);
+    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM sessions WHERE id = $1 AND user_id = $2`, [
+      scope.sessionId,
+      scope.userId,
+    ]);
     return rows[0] ?? null;
   }
 
-  async list(scope: { userId: string; source?: string; page: number; perPage: number }): Promise<{ items: Row[]; total: number }> {
+  async list(scope: {
+    userId: string;
+    source?: string;
+    page: number;
+    perPage: number;
+  }): Promise<{ items: Row[]; total: number }> {
     const params: unknown[] = [scope.userId];
     let where = `s.user_id = $1`;
     if (scope.source) {
@@ -37,7 +57,8 @@ export class SessionsRepository {
       where += ` AND s.source = $2`;
     }
     const total: Row[] = await queryRows(this.ds, `SELECT count(*)::int AS n FROM sessions s WHERE ${where}`, params);
-    const items: Row[] = await queryRows(this.ds, 
+    const items: Row[] = await queryRows(
+      this.ds,
       `SELECT s.*, COALESCE(h.n, 0)::int AS message_count, h.last_at AS last_message_at
          FROM sessions s
          LEFT JOIN LATERAL (SELECT count(*) AS n, max(created_at) AS last_at FROM chat_history WHERE session_id = s.id) h ON true
@@ -60,12 +81,16 @@ export class SessionsRepository {
   }
 
   async eventsAfter(sessionId: string, afterSeq: number, limit = 10_000): Promise<Row[]> {
-    return this.ds.query(`SELECT seq, payload FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [sessionId, afterSeq, limit]);
+    return this.ds.query(
+      `SELECT seq, payload FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      [sessionId, afterSeq, limit],
+    );
   }
 
   /** Sessions that have work and no live driver: queued input, or a running turn whose lease expired. */
   async needingDriver(limit: number): Promise<string[]> {
-    const rows: Row[] = await queryRows(this.ds, 
+    const rows: Row[] = await queryRows(
+      this.ds,
       `SELECT s.id FROM sessions s
          LEFT JOIN session_leases l ON l.session_id = s.id
         WHERE (l.session_id IS NULL OR l.owner IS NULL OR l.expires_at <= now())

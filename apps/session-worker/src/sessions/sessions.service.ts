@@ -23,7 +23,11 @@ export class SessionsService {
   async detail(actor: Actor, sessionId: string): Promise<SessionDetail> {
     const session = await this.repo.find({ userId: actor.userId, sessionId });
     if (!session) throw notFound();
-    const [frames, messages, calls] = await Promise.all([this.repo.frames(sessionId), this.repo.messages(sessionId), this.repo.toolCalls(sessionId)]);
+    const [frames, messages, calls] = await Promise.all([
+      this.repo.frames(sessionId),
+      this.repo.messages(sessionId),
+      this.repo.toolCalls(sessionId),
+    ]);
     return toSessionDetail(session, frames, messages, calls);
   }
 
@@ -32,9 +36,17 @@ export class SessionsService {
     const session = await this.repo.find({ userId: actor.userId, sessionId });
     if (!session) throw notFound();
     const rows = afterSeq === undefined ? [] : await this.repo.eventsAfter(sessionId, afterSeq);
-    const events = rows.map((r) => ({ ...(r.payload as object), session_id: sessionId, seq: Number(r.seq) }) as SessionEvent);
+    const events = rows.map(
+      (r) => ({ ...(r.payload as object), session_id: sessionId, seq: Number(r.seq) }) as SessionEvent,
+    );
     const state = String(session.turn_state);
-    const lastSeq = events.length > 0 ? Math.max(Number(session.last_seq), events[events.length - 1].seq) : Number(session.last_seq);
-    return { events, last_seq: lastSeq, running: state !== 'finished', ...(state === 'parked' ? { waiting: 'approval' as const } : {}) };
+    const lastSeq =
+      events.length > 0 ? Math.max(Number(session.last_seq), events[events.length - 1].seq) : Number(session.last_seq);
+    return {
+      events,
+      last_seq: lastSeq,
+      running: state !== 'finished',
+      ...(state === 'parked' ? { waiting: 'approval' as const } : {}),
+    };
   }
 }

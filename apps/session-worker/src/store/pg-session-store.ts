@@ -1,7 +1,19 @@
 import { queryRows } from '@skald/persistence';
 import {
-  CompactionSummary, FrameRow, GrantScope, InboxItem, LeaseLostError, ListMessagesOptions, MessageRow, Mutation,
-  ScratchpadNote, SessionEventDraft, SessionInfo, SessionStore, TodoItem, ToolCallRow,
+  CompactionSummary,
+  FrameRow,
+  GrantScope,
+  InboxItem,
+  LeaseLostError,
+  ListMessagesOptions,
+  MessageRow,
+  Mutation,
+  ScratchpadNote,
+  SessionEventDraft,
+  SessionInfo,
+  SessionStore,
+  TodoItem,
+  ToolCallRow,
 } from '@skald/agent-loop';
 import { DataSource, EntityManager } from 'typeorm';
 
@@ -45,7 +57,8 @@ export class PgSessionStore implements SessionStore {
   }
 
   async listActiveFrames(sessionId: string): Promise<FrameRow[]> {
-    const rows: Row[] = await queryRows(this.ds, 
+    const rows: Row[] = await queryRows(
+      this.ds,
       `SELECT * FROM stack_frames WHERE session_id = $1 AND status = 'active' ORDER BY depth, ord`,
       [sessionId],
     );
@@ -70,7 +83,9 @@ export class PgSessionStore implements SessionStore {
   }
 
   async listToolCalls(frameId: string): Promise<ToolCallRow[]> {
-    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [frameId]);
+    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [
+      frameId,
+    ]);
     return rows.map(toToolCall);
   }
 
@@ -80,7 +95,8 @@ export class PgSessionStore implements SessionStore {
   }
 
   async getScratchpad(scratchpadSessionId: string): Promise<ScratchpadNote[]> {
-    const rows: Row[] = await queryRows(this.ds, 
+    const rows: Row[] = await queryRows(
+      this.ds,
       `SELECT key, value FROM session_scratchpad WHERE scratchpad_session_id = $1 ORDER BY ord`,
       [scratchpadSessionId],
     );
@@ -95,19 +111,27 @@ export class PgSessionStore implements SessionStore {
   async getGrants(scope: GrantScope): Promise<string[]> {
     const rows: Row[] =
       scope.kind === 'session'
-        ? await this.ds.query(`SELECT group_name FROM tool_grants WHERE session_id = $1 AND frame_id IS NULL ORDER BY created_at`, [scope.sessionId])
-        : await this.ds.query(`SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at`, [scope.frameId]);
+        ? await this.ds.query(
+            `SELECT group_name FROM tool_grants WHERE session_id = $1 AND frame_id IS NULL ORDER BY created_at`,
+            [scope.sessionId],
+          )
+        : await this.ds.query(`SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at`, [
+            scope.frameId,
+          ]);
     return rows.map((r) => String(r.group_name));
   }
 
   async getCompaction(frameId: string): Promise<CompactionSummary | null> {
     const rows: Row[] = await queryRows(this.ds, `SELECT * FROM compaction_summaries WHERE frame_id = $1`, [frameId]);
     const r = rows[0];
-    return r ? { frameId: String(r.frame_id), summary: String(r.summary), boundaryMessageId: String(r.boundary_message_id) } : null;
+    return r
+      ? { frameId: String(r.frame_id), summary: String(r.summary), boundaryMessageId: String(r.boundary_message_id) }
+      : null;
   }
 
   async listInbox(sessionId: string): Promise<InboxItem[]> {
-    const rows: Row[] = await queryRows(this.ds, 
+    const rows: Row[] = await queryRows(
+      this.ds,
       `SELECT * FROM session_inbox WHERE session_id = $1 AND status = 'queued' ORDER BY ord`,
       [sessionId],
     );
@@ -116,12 +140,14 @@ export class PgSessionStore implements SessionStore {
 
   async commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void> {
     const committed = await this.ds.transaction(async (tx) => {
-      const lease: Row[] = await queryRows(tx, 
+      const lease: Row[] = await queryRows(
+        tx,
         `SELECT epoch FROM session_leases
           WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
         [sessionId, this.fence.owner, this.fence.epoch],
       );
-      if (lease.length === 0) throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
+      if (lease.length === 0)
+        throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
       for (const m of mutations) await applyMutation(tx, m, this.fence.epoch);
       return appendEvents(tx, sessionId, events);
     });
@@ -130,16 +156,26 @@ export class PgSessionStore implements SessionStore {
 }
 
 /** Appends events with the session's next contiguous seqs; returns them for announcing after commit. */
-export async function appendEvents(tx: EntityManager, sessionId: string, events: SessionEventDraft[]): Promise<CommittedEvent[]> {
+export async function appendEvents(
+  tx: EntityManager,
+  sessionId: string,
+  events: SessionEventDraft[],
+): Promise<CommittedEvent[]> {
   if (events.length === 0) return [];
-  const rows: Row[] = await queryRows(tx, 
+  const rows: Row[] = await queryRows(
+    tx,
     `UPDATE sessions SET last_seq = last_seq + $2, updated_at = now() WHERE id = $1 RETURNING last_seq, user_id`,
     [sessionId, events.length],
   );
   const head = rows[0];
   if (!head) throw new Error(`session ${sessionId} not found`);
   const first = Number(head.last_seq) - events.length + 1;
-  const out: CommittedEvent[] = events.map((event, i) => ({ userId: String(head.user_id), sessionId, seq: first + i, event }));
+  const out: CommittedEvent[] = events.map((event, i) => ({
+    userId: String(head.user_id),
+    sessionId,
+    seq: first + i,
+    event,
+  }));
   await tx.query(
     `INSERT INTO session_events (session_id, seq, type, payload)
      SELECT $1, s, t, p FROM unnest($2::bigint[], $3::text[], $4::jsonb[]) AS u(s, t, p)`,
@@ -154,7 +190,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     case 'enterInbox': {
       const msg = m.message;
       if (m.kind === 'enterInbox') {
-        const r: Row[] = await queryRows(tx, 
+        const r: Row[] = await queryRows(
+          tx,
           `UPDATE session_inbox SET status = 'entered', settled_at = now() WHERE id = $1 AND status = 'queued' RETURNING id`,
           [m.inboxId],
         );
@@ -165,9 +202,20 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
                                    client_message_id, input_tokens, output_tokens, epoch, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
         [
-          msg.id, msg.sessionId, msg.frameId, msg.role, msg.content, msg.reasoningContent, msg.isSynthetic, msg.status ?? 'ok',
-          msg.attachments ? JSON.stringify({ attachments: msg.attachments }) : null, msg.clientMessageId, msg.inputTokens,
-          msg.outputTokens, epoch, msg.createdAt,
+          msg.id,
+          msg.sessionId,
+          msg.frameId,
+          msg.role,
+          msg.content,
+          msg.reasoningContent,
+          msg.isSynthetic,
+          msg.status ?? 'ok',
+          msg.attachments ? JSON.stringify({ attachments: msg.attachments }) : null,
+          msg.clientMessageId,
+          msg.inputTokens,
+          msg.outputTokens,
+          epoch,
+          msg.createdAt,
         ],
       );
       return;
@@ -176,7 +224,10 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       await tx.query(`UPDATE chat_history SET status = 'failed' WHERE id = $1`, [m.messageId]);
       return;
     case 'discardInbox':
-      await tx.query(`UPDATE session_inbox SET status = 'discarded', settled_at = now() WHERE id = $1 AND status = 'queued'`, [m.inboxId]);
+      await tx.query(
+        `UPDATE session_inbox SET status = 'discarded', settled_at = now() WHERE id = $1 AND status = 'queued'`,
+        [m.inboxId],
+      );
       return;
     case 'createToolCall': {
       const c = m.call;
@@ -184,7 +235,22 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
         `INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
                                  result_type, request_id, child_frame_id, epoch)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-        [c.id, c.sessionId, c.frameId, c.messageId, c.index, c.llmCallId, c.name, c.argumentsText, c.status, c.result, c.resultType, c.requestId, c.childFrameId, epoch],
+        [
+          c.id,
+          c.sessionId,
+          c.frameId,
+          c.messageId,
+          c.index,
+          c.llmCallId,
+          c.name,
+          c.argumentsText,
+          c.status,
+          c.result,
+          c.resultType,
+          c.requestId,
+          c.childFrameId,
+          epoch,
+        ],
       );
       return;
     }
@@ -201,8 +267,17 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
             epoch = $11
           WHERE id = $1`,
         [
-          m.id, p.status, p.result !== undefined, p.result ?? null, p.resultType !== undefined, p.resultType ?? null,
-          p.requestId !== undefined, p.requestId ?? null, p.childFrameId !== undefined, p.childFrameId ?? null, epoch,
+          m.id,
+          p.status,
+          p.result !== undefined,
+          p.result ?? null,
+          p.resultType !== undefined,
+          p.resultType ?? null,
+          p.requestId !== undefined,
+          p.requestId ?? null,
+          p.childFrameId !== undefined,
+          p.childFrameId ?? null,
+          epoch,
         ],
       );
       return;
@@ -217,7 +292,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       return;
     }
     case 'closeFrame': {
-      const r: Row[] = await queryRows(tx, 
+      const r: Row[] = await queryRows(
+        tx,
         `UPDATE stack_frames SET status = 'closed', closed_at = now(), epoch = $2 WHERE id = $1 AND status = 'active' RETURNING id`,
         [m.frameId, epoch],
       );
@@ -226,7 +302,10 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     }
     case 'setScratchpad':
       if (m.value === null) {
-        await tx.query(`DELETE FROM session_scratchpad WHERE scratchpad_session_id = $1 AND key = $2`, [m.scratchpadSessionId, m.key]);
+        await tx.query(`DELETE FROM session_scratchpad WHERE scratchpad_session_id = $1 AND key = $2`, [
+          m.scratchpadSessionId,
+          m.key,
+        ]);
       } else {
         await tx.query(
           `INSERT INTO session_scratchpad (scratchpad_session_id, key, value) VALUES ($1, $2, $3)

@@ -25,15 +25,26 @@ export class InboxRepository {
    */
   async store(item: NewInboxItem): Promise<{ messageId: string; sessionId: string; duplicate: boolean }> {
     const id = randomUUID();
-    const inserted: Array<{ id: string }> = await queryRows(this.ds, 
+    const inserted: Array<{ id: string }> = await queryRows(
+      this.ds,
       `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (user_id, client_message_id) DO NOTHING
        RETURNING id`,
-      [id, item.sessionId, item.userId, item.clientMessageId, item.content, item.attachments ? JSON.stringify(item.attachments) : null, item.delivery, item.isSynthetic],
+      [
+        id,
+        item.sessionId,
+        item.userId,
+        item.clientMessageId,
+        item.content,
+        item.attachments ? JSON.stringify(item.attachments) : null,
+        item.delivery,
+        item.isSynthetic,
+      ],
     );
     if (inserted.length > 0) return { messageId: id, sessionId: item.sessionId, duplicate: false };
-    const existing: Array<{ id: string; session_id: string }> = await queryRows(this.ds, 
+    const existing: Array<{ id: string; session_id: string }> = await queryRows(
+      this.ds,
       `SELECT id, session_id FROM session_inbox WHERE user_id = $1 AND client_message_id = $2`,
       [item.userId, item.clientMessageId],
     );

@@ -23,7 +23,10 @@ export class EventAnnouncer {
       try {
         this.bus.publish(TOPICS.sessionEvents.subject(e.userId, e.sessionId), SessionEventSchema, wire);
       } catch (err) {
-        this.log.error({ sessionId: e.sessionId, seq: e.seq, type: e.event.type, err: String(err) }, 'event does not match its contract; not announced');
+        this.log.error(
+          { sessionId: e.sessionId, seq: e.seq, type: e.event.type, err: String(err) },
+          'event does not match its contract; not announced',
+        );
       }
     }
   }

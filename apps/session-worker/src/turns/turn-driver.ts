@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { LeaseLostError, LoopDeps, recoverTurn, resolveLoopConfig, runTurn, TurnOutcome } from '@skald/agent-loop';
 import { LlmManager } from '@skald/llm';
 import { Bus } from '@skald/messaging';
+import { queryRows } from '@skald/persistence';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
@@ -76,7 +77,15 @@ export class TurnDriver implements OnApplicationShutdown {
     } catch (e) {
       failed = true;
       if (e instanceof LeaseLostError) this.log.warn({ sessionId, epoch: lease.epoch }, 'lease lost; stopped driving');
-      else this.log.error({ sessionId, err: e instanceof Error ? e.message : String(e), stack: e instanceof Error ? e.stack : undefined }, 'turn failed');
+      else
+        this.log.error(
+          {
+            sessionId,
+            err: e instanceof Error ? e.message : String(e),
+            stack: e instanceof Error ? e.stack : undefined,
+          },
+          'turn failed',
+        );
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
@@ -92,7 +101,9 @@ export class TurnDriver implements OnApplicationShutdown {
     const sessionId = lease.sessionId;
     for (let turns = 0; turns < 100; turns++) {
       if (signal.aborted) return false;
-      const store = new PgSessionStore(this.ds, { owner: lease.owner, epoch: lease.epoch }, (ev) => this.announcer.announce(ev));
+      const store = new PgSessionStore(this.ds, { owner: lease.owner, epoch: lease.epoch }, (ev) =>
+        this.announcer.announce(ev),
+      );
       const session = await store.getSession(sessionId);
       const deps = this.deps(store, session.userId);
       const turnId = randomUUID();
@@ -124,7 +135,10 @@ export class TurnDriver implements OnApplicationShutdown {
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,
-      clock: { now: () => new Date(), timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone },
+      clock: {
+        now: () => new Date(),
+        timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+      },
       ids: { newId: () => randomUUID() },
       config: resolveLoopConfig({
         maxToolRounds: this.config.SKALD_MAX_TOOL_ROUNDS,
@@ -154,9 +168,12 @@ export class TurnDriver implements OnApplicationShutdown {
 
   private async hasQueuedInput(sessionId: string): Promise<boolean> {
     if (this.draining) return false;
-    const rows: unknown[] = await this.ds
-      .query(`SELECT 1 FROM session_inbox i JOIN sessions s ON s.id = i.session_id WHERE i.session_id = $1 AND i.status = 'queued' AND s.turn_state = 'finished' LIMIT 1`, [sessionId])
-      .catch(() => []);
+    const rows = await queryRows(
+      this.ds,
+      `SELECT 1 FROM session_inbox i JOIN sessions s ON s.id = i.session_id
+        WHERE i.session_id = $1 AND i.status = 'queued' AND s.turn_state = 'finished' LIMIT 1`,
+      [sessionId],
+    ).catch(() => []);
     return rows.length > 0;
   }
 

@@ -34,7 +34,10 @@ export class ExecuteCmdService implements OnModuleInit {
       this.log.warn({ sandbox: 'none' }, `!!! ${text} !!!`);
       this.readiness?.note('sandbox', text);
     } else {
-      this.readiness?.note('sandbox', `${SANDBOX_UNAVAILABLE}: the bubblewrap sandbox is not implemented; commands are refused`);
+      this.readiness?.note(
+        'sandbox',
+        `${SANDBOX_UNAVAILABLE}: the bubblewrap sandbox is not implemented; commands are refused`,
+      );
     }
   }
 
@@ -52,18 +55,32 @@ export class ExecuteCmdService implements OnModuleInit {
     } finally {
       await dir.close();
     }
-    const outcome = await this.runner.run({ command: args.command, cwd, home: jail.root, timeoutSec: args.timeout, signal: ctx.signal });
+    const outcome = await this.runner.run({
+      command: args.command,
+      cwd,
+      home: jail.root,
+      timeoutSec: args.timeout,
+      signal: ctx.signal,
+    });
     switch (outcome.kind) {
       case 'exited': {
-        const status = outcome.signal ? `[killed by signal ${outcome.signal}]` : `[exit code: ${outcome.exitCode ?? 'unknown'}]`;
+        const status = outcome.signal
+          ? `[killed by signal ${outcome.signal}]`
+          : `[exit code: ${outcome.exitCode ?? 'unknown'}]`;
         return { result: `${outcome.output === '' ? '(no output)\n' : withNewline(outcome.output)}${status}` };
       }
       case 'timed_out':
-        throw new ToolError('timed_out', `timed out after ${args.timeout} s${outcome.output ? `\n${outcome.output}` : ''}`);
+        throw new ToolError(
+          'timed_out',
+          `timed out after ${args.timeout} s${outcome.output ? `\n${outcome.output}` : ''}`,
+        );
       case 'cancelled':
         throw new ToolCancelled();
       case 'stopped':
-        throw new ToolError('stopped', `the command was stopped because the tool runner shut down${outcome.output ? `\n${outcome.output}` : ''}`);
+        throw new ToolError(
+          'stopped',
+          `the command was stopped because the tool runner shut down${outcome.output ? `\n${outcome.output}` : ''}`,
+        );
     }
   }
 }

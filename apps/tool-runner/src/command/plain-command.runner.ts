@@ -56,7 +56,10 @@ export class PlainCommandRunner extends CommandRunner implements OnApplicationSh
       if (req.signal.aborted) end('cancelled');
       if (pid !== undefined) this.groups.set(pid, () => end('stopped'));
 
-      for (const [name, stream] of [['stdout', child.stdout], ['stderr', child.stderr]] as const) {
+      for (const [name, stream] of [
+        ['stdout', child.stdout],
+        ['stderr', child.stderr],
+      ] as const) {
         stream.on('data', (chunk: Buffer) => {
           capture.push(chunk);
           req.onOutput?.(name, chunk);
@@ -73,12 +76,15 @@ export class PlainCommandRunner extends CommandRunner implements OnApplicationSh
         kill();
         if (pid !== undefined) this.groups.delete(pid);
         // Background children that escaped the group may hold the pipes open: do not wait for them.
-        setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
-          const output = capture.text();
-          resolve(ended === null ? { kind: 'exited', exitCode, signal, output } : { kind: ended, output });
-        }, child.stdout.readableEnded && child.stderr.readableEnded ? 0 : DRAIN_MS);
+        setTimeout(
+          () => {
+            child.stdout.destroy();
+            child.stderr.destroy();
+            const output = capture.text();
+            resolve(ended === null ? { kind: 'exited', exitCode, signal, output } : { kind: ended, output });
+          },
+          child.stdout.readableEnded && child.stderr.readableEnded ? 0 : DRAIN_MS,
+        );
       };
       child.once('error', (e) => {
         capture.push(Buffer.from(`failed to start the shell: ${e.message}\n`));

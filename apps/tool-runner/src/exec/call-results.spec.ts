@@ -1,6 +1,9 @@
 import { CallConflict, CallResults } from './call-results';
 
-const value = <T>(v: T): (() => Promise<T>) => () => Promise.resolve(v);
+const value =
+  <T>(v: T): (() => Promise<T>) =>
+  () =>
+    Promise.resolve(v);
 import { Cancellations } from './cancellations';
 
 describe('CallResults', () => {

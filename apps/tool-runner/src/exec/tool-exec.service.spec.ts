@@ -18,8 +18,17 @@ describe('ToolExecService', () => {
     const commands = new ExecuteCmdService({ SKALD_SANDBOX: sandbox }, fx.workspaces, runner, log);
     return new ToolExecService(new ToolRouter(fx.files, commands), new ToolMetrics(), runner, log);
   }
-  const request = (name: string, args: Record<string, unknown>, over: Partial<ToolExecRequest> = {}): ToolExecRequest => ({
-    actor: { userId: fx.userId, role: 'user' }, session_id: randomUUID(), tool_call_id: randomUUID(), name, arguments: args, ...over,
+  const request = (
+    name: string,
+    args: Record<string, unknown>,
+    over: Partial<ToolExecRequest> = {},
+  ): ToolExecRequest => ({
+    actor: { userId: fx.userId, role: 'user' },
+    session_id: randomUUID(),
+    tool_call_id: randomUUID(),
+    name,
+    arguments: args,
+    ...over,
   });
 
   beforeEach(async () => {
@@ -33,25 +42,49 @@ describe('ToolExecService', () => {
 
   it('routes file tools by name and reports file_changed', async () => {
     const tools = service('bwrap');
-    expect(await tools.exec(request('write_file', { path: 'a.txt', content: 'x\n', workdir: '/workspace/sub' }))).toEqual({
-      status: 'done', result: 'Created /workspace/sub/a.txt (2 bytes)', result_type: 'text', file_changed: '/workspace/sub/a.txt',
+    expect(
+      await tools.exec(request('write_file', { path: 'a.txt', content: 'x\n', workdir: '/workspace/sub' })),
+    ).toEqual({
+      status: 'done',
+      result: 'Created /workspace/sub/a.txt (2 bytes)',
+      result_type: 'text',
+      file_changed: '/workspace/sub/a.txt',
     });
-    expect(await tools.exec(request('read_file', { path: 'sub/a.txt' }))).toEqual({ status: 'done', result: '     1\tx', result_type: 'text' });
+    expect(await tools.exec(request('read_file', { path: 'sub/a.txt' }))).toEqual({
+      status: 'done',
+      result: '     1\tx',
+      result_type: 'text',
+    });
   });
 
   it('answers failures as the sentence the model reads', async () => {
     const tools = service('bwrap');
-    expect(await tools.exec(request('read_file', { path: '../x' }))).toEqual({ status: 'failed', error: 'path is outside the workspace (/workspace): ../x' });
-    expect(await tools.exec(request('read_file', { path: 'a', workdir: '/etc' }))).toEqual({ status: 'failed', error: 'workdir is outside the workspace (/workspace): /etc' });
+    expect(await tools.exec(request('read_file', { path: '../x' }))).toEqual({
+      status: 'failed',
+      error: 'path is outside the workspace (/workspace): ../x',
+    });
+    expect(await tools.exec(request('read_file', { path: 'a', workdir: '/etc' }))).toEqual({
+      status: 'failed',
+      error: 'workdir is outside the workspace (/workspace): /etc',
+    });
     expect(await tools.exec(request('nope', {}))).toEqual({ status: 'failed', error: 'unknown tool: nope' });
-    expect(await tools.exec(request('mcp__gh__search', {}))).toEqual({ status: 'failed', error: 'MCP tools are not available on this tool runner yet (mcp__gh__search)' });
+    expect(await tools.exec(request('mcp__gh__search', {}))).toEqual({
+      status: 'failed',
+      error: 'MCP tools are not available on this tool runner yet (mcp__gh__search)',
+    });
   });
 
   it('refuses memory documents for now', async () => {
     const tools = service('bwrap');
-    expect(await tools.exec(request('memory_search', { query: 'x' }))).toEqual({ status: 'failed', error: 'memory documents are not available yet (memory_search)' });
+    expect(await tools.exec(request('memory_search', { query: 'x' }))).toEqual({
+      status: 'failed',
+      error: 'memory documents are not available yet (memory_search)',
+    });
     const write = await tools.exec(request('write_file', { path: 'shared-memory/x.md', content: 'x' }));
-    expect(write).toEqual({ status: 'failed', error: 'memory documents are not available yet (shared-memory/x.md); use a path in the workspace' });
+    expect(write).toEqual({
+      status: 'failed',
+      error: 'memory documents are not available yet (shared-memory/x.md); use a path in the workspace',
+    });
   });
 
   it('runs a duplicate tool_call_id once and returns the same reply', async () => {
@@ -62,7 +95,9 @@ describe('ToolExecService', () => {
     expect(a).toEqual(b);
     expect(c).toEqual(a);
     expect(await readFile(join(fx.home, 'log.txt'), 'utf8')).toBe('line\n');
-    await expect(tools.exec({ ...req, actor: { userId: randomUUID(), role: 'user' } })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(tools.exec({ ...req, actor: { userId: randomUUID(), role: 'user' } })).rejects.toMatchObject({
+      code: 'conflict',
+    });
   });
 
   it('ends a call cancelled before it arrived as cancelled, without running it', async () => {
@@ -76,7 +111,8 @@ describe('ToolExecService', () => {
   describe('execute_cmd', () => {
     it('is refused (fail closed) without a sandbox', async () => {
       expect(await service('bwrap').exec(request('execute_cmd', { command: 'touch /tmp/should-not-exist' }))).toEqual({
-        status: 'failed', error: 'execute_cmd is not available on this tool runner yet',
+        status: 'failed',
+        error: 'execute_cmd is not available on this tool runner yet',
       });
     });
 
@@ -85,8 +121,17 @@ describe('ToolExecService', () => {
       try {
         const tools = service('none');
         await tools.exec(request('write_file', { path: 'sub/f.txt', content: 'x' }));
-        const reply = await tools.exec(request('execute_cmd', { command: 'pwd; ls; echo "secret=$SKALD_TEST_SECRET"; echo err >&2; exit 3', workdir: '/workspace/sub' }));
-        expect(reply).toEqual({ status: 'done', result_type: 'text', result: `${join(fx.home, 'sub')}\nf.txt\nsecret=\nerr\n[exit code: 3]` });
+        const reply = await tools.exec(
+          request('execute_cmd', {
+            command: 'pwd; ls; echo "secret=$SKALD_TEST_SECRET"; echo err >&2; exit 3',
+            workdir: '/workspace/sub',
+          }),
+        );
+        expect(reply).toEqual({
+          status: 'done',
+          result_type: 'text',
+          result: `${join(fx.home, 'sub')}\nf.txt\nsecret=\nerr\n[exit code: 3]`,
+        });
       } finally {
         delete process.env.SKALD_TEST_SECRET;
       }
@@ -94,7 +139,9 @@ describe('ToolExecService', () => {
 
     it('kills the process group on timeout and returns the output so far', async () => {
       const started = Date.now();
-      const reply = await service('none').exec(request('execute_cmd', { command: 'echo started; sleep 30 & sleep 30', timeout: 1 }));
+      const reply = await service('none').exec(
+        request('execute_cmd', { command: 'echo started; sleep 30 & sleep 30', timeout: 1 }),
+      );
       expect(reply).toEqual({ status: 'failed', error: 'timed out after 1 s\nstarted\n' });
       expect(Date.now() - started).toBeLessThan(5000);
     });
@@ -119,7 +166,10 @@ describe('ToolExecService', () => {
 
     it('refuses a timeout outside 1–600 s', async () => {
       const reply = await service('none').exec(request('execute_cmd', { command: 'true', timeout: 601 }));
-      expect(reply).toMatchObject({ status: 'failed', error: expect.stringMatching(/^execute_cmd: invalid arguments: timeout/) });
+      expect(reply).toMatchObject({
+        status: 'failed',
+        error: expect.stringMatching(/^execute_cmd: invalid arguments: timeout/),
+      });
     });
   });
 });

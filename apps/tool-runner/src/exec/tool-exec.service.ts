@@ -45,7 +45,10 @@ export class ToolExecService {
     });
     if (replayed) {
       this.metrics.replayed();
-      this.log.info({ userId: req.actor.userId, sessionId: req.session_id, toolCallId: req.tool_call_id, tool: req.name }, 'duplicate tool call answered with its result');
+      this.log.info(
+        { userId: req.actor.userId, sessionId: req.session_id, toolCallId: req.tool_call_id, tool: req.name },
+        'duplicate tool call answered with its result',
+      );
     }
     return value;
   }
@@ -88,12 +91,20 @@ export class ToolExecService {
       };
       if (signal.aborted) throw new ToolCancelled();
       const out = await this.router.route(req.name, ctx, req.arguments);
-      reply = { status: 'done', result: out.result, result_type: 'text', ...(out.fileChanged ? { file_changed: out.fileChanged } : {}) };
+      reply = {
+        status: 'done',
+        result: out.result,
+        result_type: 'text',
+        ...(out.fileChanged ? { file_changed: out.fileChanged } : {}),
+      };
     } catch (e) {
       if (e instanceof ToolCancelled) reply = { status: 'cancelled' };
       else if (e instanceof ToolError) reply = { status: 'failed', error: e.message };
       else {
-        this.log.error({ toolCallId: req.tool_call_id, tool: req.name, err: e instanceof Error ? e.message : String(e) }, 'tool call failed unexpectedly');
+        this.log.error(
+          { toolCallId: req.tool_call_id, tool: req.name, err: e instanceof Error ? e.message : String(e) },
+          'tool call failed unexpectedly',
+        );
         reply = { status: 'failed', error: `${req.name} failed with an internal error` };
       }
     } finally {
@@ -102,7 +113,14 @@ export class ToolExecService {
     const ms = performance.now() - started;
     this.metrics.finished(req.name, reply.status, ms / 1000);
     this.log.info(
-      { userId: req.actor.userId, sessionId: req.session_id, toolCallId: req.tool_call_id, tool: req.name, status: reply.status, ms: Math.round(ms) },
+      {
+        userId: req.actor.userId,
+        sessionId: req.session_id,
+        toolCallId: req.tool_call_id,
+        tool: req.name,
+        status: reply.status,
+        ms: Math.round(ms),
+      },
       'tool call finished',
     );
     return reply;

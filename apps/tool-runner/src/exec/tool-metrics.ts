@@ -3,8 +3,17 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@skald/service-kit';
 
 const KNOWN = new Set([
-  'list_files', 'read_file', 'write_file', 'edit_file', 'insert_at_line', 'replace_lines', 'append_file', 'search_file', 'grep_files',
-  'execute_cmd', 'memory_search',
+  'list_files',
+  'read_file',
+  'write_file',
+  'edit_file',
+  'insert_at_line',
+  'replace_lines',
+  'append_file',
+  'search_file',
+  'grep_files',
+  'execute_cmd',
+  'memory_search',
 ]);
 
 /** `skald_tool_calls_total{tool,status}`, `skald_tool_call_seconds{tool}`, `skald_tool_call_replays_total`. */
@@ -16,12 +25,24 @@ export class ToolMetrics {
 
   constructor(@Optional() @Inject(METRICS_REGISTRY) registry?: Registry) {
     if (!registry) return;
-    this.calls = new Counter({ name: 'skald_tool_calls_total', help: 'Tool calls run, by tool and final status', labelNames: ['tool', 'status'], registers: [registry] });
+    this.calls = new Counter({
+      name: 'skald_tool_calls_total',
+      help: 'Tool calls run, by tool and final status',
+      labelNames: ['tool', 'status'],
+      registers: [registry],
+    });
     this.seconds = new Histogram({
-      name: 'skald_tool_call_seconds', help: 'Duration of tool calls', labelNames: ['tool'], registers: [registry],
+      name: 'skald_tool_call_seconds',
+      help: 'Duration of tool calls',
+      labelNames: ['tool'],
+      registers: [registry],
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
     });
-    this.replays = new Counter({ name: 'skald_tool_call_replays_total', help: 'Duplicate tools.exec answered from the kept result', registers: [registry] });
+    this.replays = new Counter({
+      name: 'skald_tool_call_replays_total',
+      help: 'Duplicate tools.exec answered from the kept result',
+      registers: [registry],
+    });
   }
 
   finished(tool: string, status: string, seconds: number): void {

@@ -1,8 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { ExecuteCmdService } from '../command/execute-cmd.service';
 import {
-  AppendFileArgs, EditFileArgs, ExecuteCmdArgs, GrepFilesArgs, InsertAtLineArgs, ListFilesArgs, parseArgs, ReadFileArgs,
-  ReplaceLinesArgs, SearchFileArgs, WriteFileArgs,
+  AppendFileArgs,
+  EditFileArgs,
+  ExecuteCmdArgs,
+  GrepFilesArgs,
+  InsertAtLineArgs,
+  ListFilesArgs,
+  parseArgs,
+  ReadFileArgs,
+  ReplaceLinesArgs,
+  SearchFileArgs,
+  WriteFileArgs,
 } from '../files/file-tool-args';
 import { FileToolsService } from '../files/file-tools.service';
 import { ToolError } from '../tool-error';
@@ -44,7 +53,8 @@ export class ToolRouter {
     const route = this.routes.get(name);
     if (route) return route(ctx, args);
     if (name === 'memory_search') throw new ToolError('unavailable', `${MEMORY_UNAVAILABLE} (memory_search)`);
-    if (name.startsWith('mcp__')) throw new ToolError('unavailable', `MCP tools are not available on this tool runner yet (${name})`);
+    if (name.startsWith('mcp__'))
+      throw new ToolError('unavailable', `MCP tools are not available on this tool runner yet (${name})`);
     throw new ToolError('invalid_argument', `unknown tool: ${name}`);
   }
 }

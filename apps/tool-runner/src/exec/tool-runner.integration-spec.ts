@@ -26,7 +26,10 @@ describe('tool-runner over NATS (tools.exec)', () => {
   beforeAll(async () => {
     base = await mkdtemp(join(tmpdir(), 'skald-tr-it-'));
     const config = loadConfig(ToolRunnerConfigSchema, {
-      NATS_URL, SKALD_WORKSPACES: join(base, 'workspaces'), SKALD_SANDBOX: 'none', SKALD_WORKSPACE_QUOTA: String(1024 * 1024),
+      NATS_URL,
+      SKALD_WORKSPACES: join(base, 'workspaces'),
+      SKALD_SANDBOX: 'none',
+      SKALD_WORKSPACE_QUOTA: String(1024 * 1024),
     });
     app = await NestFactory.create(AppModule.register(config, log, `tool-runner-it-${process.pid}`), { logger: false });
     await app.listen(0, '127.0.0.1');
@@ -40,14 +43,25 @@ describe('tool-runner over NATS (tools.exec)', () => {
   });
 
   const exec = (name: string, args: Record<string, unknown>, toolCallId = randomUUID()) =>
-    client.call('tools.exec', { actor, session_id: randomUUID(), tool_call_id: toolCallId, name, arguments: args }, { timeoutMs: 10_000 });
+    client.call(
+      'tools.exec',
+      { actor, session_id: randomUUID(), tool_call_id: toolCallId, name, arguments: args },
+      { timeoutMs: 10_000 },
+    );
 
   it('writes and reads a file in the caller workspace', async () => {
     const written = await exec('write_file', { path: 'notes/hello.txt', content: 'hello\nworld\n' });
-    expect(written).toEqual({ status: 'done', result: 'Created /workspace/notes/hello.txt (12 bytes)', result_type: 'text', file_changed: '/workspace/notes/hello.txt' });
+    expect(written).toEqual({
+      status: 'done',
+      result: 'Created /workspace/notes/hello.txt (12 bytes)',
+      result_type: 'text',
+      file_changed: '/workspace/notes/hello.txt',
+    });
     expect(await readFile(join(base, 'workspaces', userId, 'notes', 'hello.txt'), 'utf8')).toBe('hello\nworld\n');
     expect(await exec('read_file', { path: 'hello.txt', workdir: '/workspace/notes' })).toEqual({
-      status: 'done', result: '     1\thello\n     2\tworld', result_type: 'text',
+      status: 'done',
+      result: '     1\thello\n     2\tworld',
+      result_type: 'text',
     });
   });
 
@@ -62,14 +76,25 @@ describe('tool-runner over NATS (tools.exec)', () => {
   });
 
   it('refuses a path outside the workspace with a failed result', async () => {
-    expect(await exec('read_file', { path: '/etc/passwd' })).toEqual({ status: 'failed', error: 'path is outside the workspace (/workspace): /etc/passwd' });
+    expect(await exec('read_file', { path: '/etc/passwd' })).toEqual({
+      status: 'failed',
+      error: 'path is outside the workspace (/workspace): /etc/passwd',
+    });
   });
 
   it('answers an invalid request with invalid_input', async () => {
     // Bypasses the typed client, which would refuse to send it.
     const raw = await client.nc.request(
       'tools.exec',
-      new TextEncoder().encode(JSON.stringify({ actor, session_id: randomUUID(), tool_call_id: 'not-a-uuid', name: 'read_file', arguments: {} })),
+      new TextEncoder().encode(
+        JSON.stringify({
+          actor,
+          session_id: randomUUID(),
+          tool_call_id: 'not-a-uuid',
+          name: 'read_file',
+          arguments: {},
+        }),
+      ),
       { timeout: 5000 },
     );
     const reply: unknown = JSON.parse(new TextDecoder().decode(raw.data));
@@ -86,10 +111,16 @@ describe('tool-runner over NATS (tools.exec)', () => {
 
   it('serves /healthz and a /readyz that states the missing sandbox', async () => {
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', service: 'tool-runner' });
-    const ready = (await (await fetch(`${url}/readyz`)).json()) as { status: string; checks: Record<string, string>; notes: Record<string, string> };
+    const ready = (await (await fetch(`${url}/readyz`)).json()) as {
+      status: string;
+      checks: Record<string, string>;
+      notes: Record<string, string>;
+    };
     expect(ready.status).toBe('ready');
     expect(ready.checks).toEqual({ nats: 'ok', workspaces: 'ok' });
     expect(ready.notes.sandbox).toMatch(/SKALD_SANDBOX=none: execute_cmd runs commands WITHOUT ANY SANDBOX/);
-    expect(await (await fetch(`${url}/metrics`)).text()).toMatch(/skald_tool_calls_total\{tool="write_file",status="done"/);
+    expect(await (await fetch(`${url}/metrics`)).text()).toMatch(
+      /skald_tool_calls_total\{tool="write_file",status="done"/,
+    );
   });
 });

@@ -1,4 +1,12 @@
-import { applyAppend, applyEdit, applyInsert, applyReplaceLines, countLines, EditError, splitKeepEnds } from './edit-ops';
+import {
+  applyAppend,
+  applyEdit,
+  applyInsert,
+  applyReplaceLines,
+  countLines,
+  EditError,
+  splitKeepEnds,
+} from './edit-ops';
 
 const P = '/workspace/f.txt';
 
@@ -22,7 +30,9 @@ describe('edit computations', () => {
     });
     it('refuses an ambiguous old text unless replace_all, listing the lines', () => {
       expect(() => applyEdit('a\nx\na\n', { old: 'a', new: 'b' }, P)).toThrow(
-        new EditError('edit_file: `old` occurs 2 times in /workspace/f.txt (at lines 1, 3); include more surrounding text to make it unique, or set replace_all to true'),
+        new EditError(
+          'edit_file: `old` occurs 2 times in /workspace/f.txt (at lines 1, 3); include more surrounding text to make it unique, or set replace_all to true',
+        ),
       );
       expect(applyEdit('a\nx\na\n', { old: 'a', new: 'b', replaceAll: true }, P)).toEqual({
         content: 'b\nx\nb\n',
@@ -46,8 +56,13 @@ describe('edit computations', () => {
   describe('applyInsert', () => {
     const text = 'l1\nl2\nl3\n';
     it('inserts after (default) and before a line', () => {
-      expect(applyInsert(text, { line: 2, content: 'new' }, P)).toEqual({ content: 'l1\nl2\nnew\nl3\n', summary: 'Inserted 1 line after line 2 of /workspace/f.txt' });
-      expect(applyInsert(text, { line: 1, content: 'a\nb\n', position: 'before' }, P).content).toBe('a\nb\nl1\nl2\nl3\n');
+      expect(applyInsert(text, { line: 2, content: 'new' }, P)).toEqual({
+        content: 'l1\nl2\nnew\nl3\n',
+        summary: 'Inserted 1 line after line 2 of /workspace/f.txt',
+      });
+      expect(applyInsert(text, { line: 1, content: 'a\nb\n', position: 'before' }, P).content).toBe(
+        'a\nb\nl1\nl2\nl3\n',
+      );
       expect(applyInsert(text, { line: 3, content: 'end' }, P).content).toBe('l1\nl2\nl3\nend\n');
     });
     it('adds the missing line break of the last line before appending after it', () => {
@@ -59,7 +74,9 @@ describe('edit computations', () => {
       expect(() => applyInsert('', { line: 3, content: 'x' }, P)).toThrow(/is empty; use line 1/);
     });
     it('refuses lines out of range with the valid range', () => {
-      expect(() => applyInsert(text, { line: 4, content: 'x' }, P)).toThrow('insert_at_line: line 4 is out of range; /workspace/f.txt has 3 lines (1–3)');
+      expect(() => applyInsert(text, { line: 4, content: 'x' }, P)).toThrow(
+        'insert_at_line: line 4 is out of range; /workspace/f.txt has 3 lines (1–3)',
+      );
       expect(() => applyInsert(text, { line: 0, content: 'x' }, P)).toThrow(/out of range/);
     });
     it('keeps CRLF endings', () => {
@@ -84,8 +101,12 @@ describe('edit computations', () => {
       expect(applyReplaceLines('a\nb', { fromLine: 2, toLine: 2, new: 'B' }, P).content).toBe('a\nB');
     });
     it('refuses bad ranges clearly', () => {
-      expect(() => applyReplaceLines(text, { fromLine: 0, toLine: 1, new: '' }, P)).toThrow(/from_line 0 is out of range/);
-      expect(() => applyReplaceLines(text, { fromLine: 3, toLine: 2, new: '' }, P)).toThrow('replace_lines: to_line 2 must be between from_line (3) and the last line (4) of /workspace/f.txt');
+      expect(() => applyReplaceLines(text, { fromLine: 0, toLine: 1, new: '' }, P)).toThrow(
+        /from_line 0 is out of range/,
+      );
+      expect(() => applyReplaceLines(text, { fromLine: 3, toLine: 2, new: '' }, P)).toThrow(
+        'replace_lines: to_line 2 must be between from_line (3) and the last line (4) of /workspace/f.txt',
+      );
       expect(() => applyReplaceLines(text, { fromLine: 1, toLine: 9, new: '' }, P)).toThrow(/to_line 9/);
       expect(() => applyReplaceLines('', { fromLine: 1, toLine: 1, new: 'x' }, P)).toThrow(/is empty/);
     });
@@ -93,7 +114,10 @@ describe('edit computations', () => {
 
   describe('applyAppend', () => {
     it('appends, adding a line break when the file lacks one', () => {
-      expect(applyAppend('a\n', { content: 'b\n' }, P)).toEqual({ content: 'a\nb\n', summary: 'Appended 2 bytes to /workspace/f.txt' });
+      expect(applyAppend('a\n', { content: 'b\n' }, P)).toEqual({
+        content: 'a\nb\n',
+        summary: 'Appended 2 bytes to /workspace/f.txt',
+      });
       expect(applyAppend('a', { content: 'b' }, P)).toEqual({
         content: 'a\nb',
         summary: 'Appended 1 byte to /workspace/f.txt (after adding a line break at the old end)',

@@ -67,9 +67,17 @@ function spliceAll(text: string, at: number[], oldLen: number, replacement: stri
 }
 
 /** `edit_file`: replaces `old` by `new`; `old` must occur exactly once unless `replaceAll`. */
-export function applyEdit(current: string, args: { old: string; new: string; replaceAll?: boolean }, path: string): EditResult {
-  if (args.old === '') throw new EditError(`edit_file: \`old\` is empty; give the exact text to replace in ${path} (use write_file to replace the whole file)`);
-  if (args.old === args.new) throw new EditError(`edit_file: \`old\` and \`new\` are identical; nothing would change in ${path}`);
+export function applyEdit(
+  current: string,
+  args: { old: string; new: string; replaceAll?: boolean },
+  path: string,
+): EditResult {
+  if (args.old === '')
+    throw new EditError(
+      `edit_file: \`old\` is empty; give the exact text to replace in ${path} (use write_file to replace the whole file)`,
+    );
+  if (args.old === args.new)
+    throw new EditError(`edit_file: \`old\` and \`new\` are identical; nothing would change in ${path}`);
   let oldText = args.old;
   let newText = args.new;
   let at = occurrences(current, oldText);
@@ -80,7 +88,9 @@ export function applyEdit(current: string, args: { old: string; new: string; rep
     at = occurrences(current, oldText);
   }
   if (at.length === 0) {
-    throw new EditError(`edit_file: \`old\` was not found in ${path}. Read the file again and copy the text exactly, including whitespace and indentation.`);
+    throw new EditError(
+      `edit_file: \`old\` was not found in ${path}. Read the file again and copy the text exactly, including whitespace and indentation.`,
+    );
   }
   if (at.length > 1 && !args.replaceAll) {
     const lines = at.slice(0, 10).map((i) => lineOf(current, i));
@@ -117,7 +127,9 @@ export function applyInsert(
   if (n === 0) {
     if (args.line !== 0 && args.line !== 1) throw new EditError(`insert_at_line: ${path} is empty; use line 1`);
   } else if (args.line < 1 || args.line > n) {
-    throw new EditError(`insert_at_line: line ${args.line} is out of range; ${path} has ${n} line${n === 1 ? '' : 's'} (1–${n})`);
+    throw new EditError(
+      `insert_at_line: line ${args.line} is out of range; ${path} has ${n} line${n === 1 ? '' : 's'} (1–${n})`,
+    );
   }
   const eol = lineEnding(current);
   const index = n === 0 ? 0 : position === 'before' ? args.line - 1 : args.line;
@@ -130,15 +142,25 @@ export function applyInsert(
 }
 
 /** `replace_lines`: replaces lines `from`..`to` (1-based, inclusive) by `new` (empty deletes them). */
-export function applyReplaceLines(current: string, args: { fromLine: number; toLine: number; new: string }, path: string): EditResult {
+export function applyReplaceLines(
+  current: string,
+  args: { fromLine: number; toLine: number; new: string },
+  path: string,
+): EditResult {
   const lines = splitKeepEnds(current);
   const n = lines.length;
   const { fromLine, toLine } = args;
-  if (!Number.isInteger(fromLine) || !Number.isInteger(toLine)) throw new EditError('replace_lines: from_line and to_line must be whole numbers');
+  if (!Number.isInteger(fromLine) || !Number.isInteger(toLine))
+    throw new EditError('replace_lines: from_line and to_line must be whole numbers');
   if (n === 0) throw new EditError(`replace_lines: ${path} is empty; use write_file or insert_at_line`);
-  if (fromLine < 1 || fromLine > n) throw new EditError(`replace_lines: from_line ${fromLine} is out of range; ${path} has ${n} line${n === 1 ? '' : 's'} (1–${n})`);
+  if (fromLine < 1 || fromLine > n)
+    throw new EditError(
+      `replace_lines: from_line ${fromLine} is out of range; ${path} has ${n} line${n === 1 ? '' : 's'} (1–${n})`,
+    );
   if (toLine < fromLine || toLine > n) {
-    throw new EditError(`replace_lines: to_line ${toLine} must be between from_line (${fromLine}) and the last line (${n}) of ${path}`);
+    throw new EditError(
+      `replace_lines: to_line ${toLine} must be between from_line (${fromLine}) and the last line (${n}) of ${path}`,
+    );
   }
   const eol = lineEnding(current);
   let block = args.new === '' ? '' : asLines(args.new, eol);

@@ -4,7 +4,10 @@ import { ToolError } from '../tool-error';
 
 /** Models sometimes send numbers and booleans as strings; accept the obvious spellings. */
 const int = (min: number, max: number) =>
-  z.preprocess((v) => (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v), z.number().int().min(min).max(max));
+  z.preprocess(
+    (v) => (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) ? Number(v) : v),
+    z.number().int().min(min).max(max),
+  );
 const bool = z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean());
 const path = z.string();
 const text = z.string();

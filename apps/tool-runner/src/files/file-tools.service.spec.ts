@@ -19,31 +19,45 @@ describe('FileToolsService', () => {
   };
   const host = (rel: string): Promise<string> => readFile(join(fx.home, rel), 'utf8');
   const error = async (p: Promise<unknown>): Promise<ToolError> => {
-    const e = await p.then(() => null, (err: unknown) => err);
+    const e = await p.then(
+      () => null,
+      (err: unknown) => err,
+    );
     if (!(e instanceof ToolError)) throw new Error(`expected a ToolError, got ${String(e)}`);
     return e;
   };
-  const read = async (args: Record<string, unknown>, workdir = '/workspace') => fx.files.readFile(fx.ctx({ workdir }), parseArgs('read_file', ReadFileArgs, args));
-  const list = async (args: Record<string, unknown>) => fx.files.listFiles(fx.ctx(), parseArgs('list_files', ListFilesArgs, args));
-  const grep = async (args: Record<string, unknown>) => fx.files.grepFiles(fx.ctx(), parseArgs('grep_files', GrepFilesArgs, args));
+  const read = async (args: Record<string, unknown>, workdir = '/workspace') =>
+    fx.files.readFile(fx.ctx({ workdir }), parseArgs('read_file', ReadFileArgs, args));
+  const list = async (args: Record<string, unknown>) =>
+    fx.files.listFiles(fx.ctx(), parseArgs('list_files', ListFilesArgs, args));
+  const grep = async (args: Record<string, unknown>) =>
+    fx.files.grepFiles(fx.ctx(), parseArgs('grep_files', GrepFilesArgs, args));
 
   describe('read_file', () => {
     beforeEach(() => put('src/a.txt', 'one\ntwo\nthree\nfour\n'));
 
     it('numbers lines like cat -n, relative to the working directory', async () => {
-      expect((await read({ path: 'a.txt' }, '/workspace/src')).result).toBe('     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour');
+      expect((await read({ path: 'a.txt' }, '/workspace/src')).result).toBe(
+        '     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour',
+      );
       expect((await read({ path: '/workspace/src/a.txt' })).result).toContain('     4\tfour');
     });
     it('reads a range and says how to continue', async () => {
       expect((await read({ path: 'src/a.txt', start_line: 2, end_line: 3 })).result).toBe(
         '     2\ttwo\n     3\tthree\n[lines 2–3 of 4; call read_file with start_line=4 to read more]',
       );
-      expect((await read({ path: 'src/a.txt', start_line: '3', limit: 5 })).result).toBe('     3\tthree\n     4\tfour\n[lines 3–4 of 4]');
+      expect((await read({ path: 'src/a.txt', start_line: '3', limit: 5 })).result).toBe(
+        '     3\tthree\n     4\tfour\n[lines 3–4 of 4]',
+      );
       expect((await read({ path: 'src/a.txt', limit: 1 })).result).toContain('start_line=2');
     });
     it('refuses out-of-range and bad arguments clearly', async () => {
-      expect((await error(read({ path: 'src/a.txt', start_line: 9 }))).message).toBe('read_file: start_line 9 is past the end of /workspace/src/a.txt (4 lines)');
-      expect((await error(read({ path: 'src/a.txt', start_line: 3, end_line: 2 }))).message).toMatch(/end_line 2 is before start_line 3/);
+      expect((await error(read({ path: 'src/a.txt', start_line: 9 }))).message).toBe(
+        'read_file: start_line 9 is past the end of /workspace/src/a.txt (4 lines)',
+      );
+      expect((await error(read({ path: 'src/a.txt', start_line: 3, end_line: 2 }))).message).toMatch(
+        /end_line 2 is before start_line 3/,
+      );
       expect((await error(read({}))).message).toMatch(/^read_file: invalid arguments: path/);
       expect((await error(read({ path: 'src/a.txt', start_line: 0 }))).message).toMatch(/start_line/);
     });
@@ -61,7 +75,9 @@ describe('FileToolsService', () => {
       await put('big.txt', Buffer.alloc(FILE_LIMITS.readMaxBytes + 1024 * 1024, 'a'));
       const e = await error(read({ path: 'big.txt' }));
       expect(e.code).toBe('too_large');
-      expect(e.message).toMatch(/^read_file: \/workspace\/big.txt is too large \(11 MiB; the limit is 10 MiB\)\. Use grep_files/);
+      expect(e.message).toMatch(
+        /^read_file: \/workspace\/big.txt is too large \(11 MiB; the limit is 10 MiB\)\. Use grep_files/,
+      );
     });
     it('says when a file is empty', async () => {
       await put('empty', '');
@@ -69,36 +85,60 @@ describe('FileToolsService', () => {
     });
     it('refuses memory paths until memory documents exist', async () => {
       const e = await error(read({ path: 'user-memory/notes.md' }));
-      expect(e.message).toBe('memory documents are not available yet (user-memory/notes.md); use a path in the workspace');
+      expect(e.message).toBe(
+        'memory documents are not available yet (user-memory/notes.md); use a path in the workspace',
+      );
     });
   });
 
   describe('write tools', () => {
     it('write_file creates parents, overwrites and reports file_changed', async () => {
       const created = await fx.files.writeFile(fx.ctx(), { path: 'deep/new/f.txt', content: 'hello\n' });
-      expect(created).toEqual({ result: 'Created /workspace/deep/new/f.txt (6 bytes)', fileChanged: '/workspace/deep/new/f.txt' });
+      expect(created).toEqual({
+        result: 'Created /workspace/deep/new/f.txt (6 bytes)',
+        fileChanged: '/workspace/deep/new/f.txt',
+      });
       expect(await host('deep/new/f.txt')).toBe('hello\n');
-      const over = await fx.files.writeFile(fx.ctx({ workdir: '/workspace/deep' }), { path: 'new/f.txt', content: 'hi' });
+      const over = await fx.files.writeFile(fx.ctx({ workdir: '/workspace/deep' }), {
+        path: 'new/f.txt',
+        content: 'hi',
+      });
       expect(over.result).toBe('Overwrote /workspace/deep/new/f.txt (2 bytes)');
       expect(await host('deep/new/f.txt')).toBe('hi');
     });
     it('write_file refuses a directory', async () => {
       await mkdir(join(fx.home, 'd'));
-      expect((await error(fx.files.writeFile(fx.ctx(), { path: 'd', content: 'x' }))).message).toBe('/workspace/d is a directory, not a file');
+      expect((await error(fx.files.writeFile(fx.ctx(), { path: 'd', content: 'x' }))).message).toBe(
+        '/workspace/d is a directory, not a file',
+      );
     });
     it('edit_file edits in place and explains failures', async () => {
       await put('e.txt', 'alpha\nbeta\nalpha\n');
-      expect((await fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'beta', new: 'BETA', replace_all: false })).fileChanged).toBe('/workspace/e.txt');
+      expect(
+        (await fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'beta', new: 'BETA', replace_all: false }))
+          .fileChanged,
+      ).toBe('/workspace/e.txt');
       expect(await host('e.txt')).toBe('alpha\nBETA\nalpha\n');
-      expect((await error(fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'alpha', new: 'x', replace_all: false }))).message).toMatch(/occurs 2 times .* \(at lines 1, 3\)/);
-      expect((await error(fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'gamma', new: 'x', replace_all: false }))).message).toMatch(/was not found in \/workspace\/e.txt/);
+      expect(
+        (await error(fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'alpha', new: 'x', replace_all: false })))
+          .message,
+      ).toMatch(/occurs 2 times .* \(at lines 1, 3\)/);
+      expect(
+        (await error(fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'gamma', new: 'x', replace_all: false })))
+          .message,
+      ).toMatch(/was not found in \/workspace\/e.txt/);
       await fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'alpha', new: 'A', replace_all: true });
       expect(await host('e.txt')).toBe('A\nBETA\nA\n');
     });
     it('edit tools do not create missing files', async () => {
-      expect((await error(fx.files.editFile(fx.ctx(), { path: 'missing.txt', old: 'a', new: 'b', replace_all: false }))).message).toBe('no such file or directory: /workspace/missing.txt');
+      expect(
+        (await error(fx.files.editFile(fx.ctx(), { path: 'missing.txt', old: 'a', new: 'b', replace_all: false })))
+          .message,
+      ).toBe('no such file or directory: /workspace/missing.txt');
       await expect(stat(join(fx.home, 'missing.txt'))).rejects.toThrow(/ENOENT/);
-      expect((await error(fx.files.replaceLines(fx.ctx(), { path: 'no/dir/x', from_line: 1, to_line: 1, new: '' }))).code).toBe('not_found');
+      expect(
+        (await error(fx.files.replaceLines(fx.ctx(), { path: 'no/dir/x', from_line: 1, to_line: 1, new: '' }))).code,
+      ).toBe('not_found');
       await expect(stat(join(fx.home, 'no'))).rejects.toThrow(/ENOENT/);
     });
     it('edit tools refuse binary files', async () => {
@@ -114,9 +154,10 @@ describe('FileToolsService', () => {
       const out = await fx.files.appendFile(fx.ctx(), { path: 'l.txt', content: 'z\n' });
       expect(out).toEqual({ result: 'Appended 2 bytes to /workspace/l.txt', fileChanged: '/workspace/l.txt' });
       expect(await host('l.txt')).toBe('a\nA\nBC\nz\n');
-      expect((await error(fx.files.insertAtLine(fx.ctx(), { path: 'l.txt', line: 10, content: 'x', position: 'before' }))).message).toBe(
-        'insert_at_line: line 10 is out of range; /workspace/l.txt has 4 lines (1–4)',
-      );
+      expect(
+        (await error(fx.files.insertAtLine(fx.ctx(), { path: 'l.txt', line: 10, content: 'x', position: 'before' })))
+          .message,
+      ).toBe('insert_at_line: line 10 is out of range; /workspace/l.txt has 4 lines (1–4)');
     });
     it('append_file creates a missing file', async () => {
       await fx.files.appendFile(fx.ctx(), { path: 'log/new.log', content: 'first\n' });
@@ -126,9 +167,13 @@ describe('FileToolsService', () => {
       await put('c.txt', 'keep');
       const controller = new AbortController();
       controller.abort();
-      await expect(fx.files.writeFile(fx.ctx({ signal: controller.signal }), { path: 'c.txt', content: 'lost' })).rejects.toBeInstanceOf(ToolCancelled);
+      await expect(
+        fx.files.writeFile(fx.ctx({ signal: controller.signal }), { path: 'c.txt', content: 'lost' }),
+      ).rejects.toBeInstanceOf(ToolCancelled);
       expect(await host('c.txt')).toBe('keep');
-      await expect(fx.files.writeFile(fx.ctx({ signal: controller.signal }), { path: 'fresh.txt', content: 'x' })).rejects.toBeInstanceOf(ToolCancelled);
+      await expect(
+        fx.files.writeFile(fx.ctx({ signal: controller.signal }), { path: 'fresh.txt', content: 'x' }),
+      ).rejects.toBeInstanceOf(ToolCancelled);
       await expect(stat(join(fx.home, 'fresh.txt'))).rejects.toThrow(/ENOENT/);
     });
   });
@@ -144,19 +189,30 @@ describe('FileToolsService', () => {
       await small.files.writeFile(small.ctx(), { path: 'a.txt', content: 'x'.repeat(60) });
       const e = await error(small.files.writeFile(small.ctx(), { path: 'b.txt', content: 'y'.repeat(50) }));
       expect(e.code).toBe('quota_exceeded');
-      expect(e.message).toBe('workspace quota exceeded: writing /workspace/b.txt needs 50 B more, but the workspace uses 60 B of its 100 B quota. Delete files to make room.');
+      expect(e.message).toBe(
+        'workspace quota exceeded: writing /workspace/b.txt needs 50 B more, but the workspace uses 60 B of its 100 B quota. Delete files to make room.',
+      );
       await expect(stat(join(small.home, 'b.txt'))).rejects.toThrow(/ENOENT/);
-      expect((await error(small.files.appendFile(small.ctx(), { path: 'a.txt', content: 'z'.repeat(41) }))).code).toBe('quota_exceeded');
+      expect((await error(small.files.appendFile(small.ctx(), { path: 'a.txt', content: 'z'.repeat(41) }))).code).toBe(
+        'quota_exceeded',
+      );
     });
     it('counts the growth only: overwriting or shrinking within the quota is allowed', async () => {
       await small.files.writeFile(small.ctx(), { path: 'a.txt', content: 'x'.repeat(90) });
       await small.files.writeFile(small.ctx(), { path: 'a.txt', content: 'y'.repeat(100) });
-      await small.files.editFile(small.ctx(), { path: 'a.txt', old: 'y'.repeat(100), new: 'short', replace_all: false });
+      await small.files.editFile(small.ctx(), {
+        path: 'a.txt',
+        old: 'y'.repeat(100),
+        new: 'short',
+        replace_all: false,
+      });
       expect(await readFile(join(small.home, 'a.txt'), 'utf8')).toBe('short');
     });
     it('counts files written by other means (commands) on the next measurement', async () => {
       await writeFile(join(small.home, 'by-command.bin'), Buffer.alloc(95));
-      expect((await error(small.files.writeFile(small.ctx(), { path: 'n.txt', content: 'x'.repeat(10) }))).code).toBe('quota_exceeded');
+      expect((await error(small.files.writeFile(small.ctx(), { path: 'n.txt', content: 'x'.repeat(10) }))).code).toBe(
+        'quota_exceeded',
+      );
     });
     it('serialises concurrent writes of one workspace so both cannot pass the check', async () => {
       const results = await Promise.allSettled([
@@ -177,13 +233,26 @@ describe('FileToolsService', () => {
     });
     it('lists to a depth, directories with a slash, big folders not expanded', async () => {
       expect((await list({ depth: 2 })).result).toBe(
-        ['Contents of /workspace/ (depth 2):', 'README.md', 'node_modules/ (not expanded)', 'src/', 'src/a.ts', 'src/lib/'].join('\n'),
+        [
+          'Contents of /workspace/ (depth 2):',
+          'README.md',
+          'node_modules/ (not expanded)',
+          'src/',
+          'src/a.ts',
+          'src/lib/',
+        ].join('\n'),
       );
-      expect((await list({ path: 'src/lib' })).result).toBe(['Contents of /workspace/src/lib/ (depth 3):', 'b.ts', 'deep/', 'deep/c.ts'].join('\n'));
+      expect((await list({ path: 'src/lib' })).result).toBe(
+        ['Contents of /workspace/src/lib/ (depth 3):', 'b.ts', 'deep/', 'deep/c.ts'].join('\n'),
+      );
     });
     it('lists directories only, and details', async () => {
-      expect((await list({ path: 'src', dirs_only: true })).result).toBe(['Directories of /workspace/src/ (depth 3):', 'lib/', 'lib/deep/'].join('\n'));
-      expect((await list({ path: 'src/lib', depth: 1, detailed: true })).result).toMatch(/^\s+2 {2}\d{4}-\d\d-\d\d \d\d:\d\d {2}b\.ts$/m);
+      expect((await list({ path: 'src', dirs_only: true })).result).toBe(
+        ['Directories of /workspace/src/ (depth 3):', 'lib/', 'lib/deep/'].join('\n'),
+      );
+      expect((await list({ path: 'src/lib', depth: 1, detailed: true })).result).toMatch(
+        /^\s+2 {2}\d{4}-\d\d-\d\d \d\d:\d\d {2}b\.ts$/m,
+      );
     });
     it('says when a directory is empty or is not one', async () => {
       await mkdir(join(fx.home, 'empty'));
@@ -201,7 +270,9 @@ describe('FileToolsService', () => {
       expect((await fx.files.searchFile(fx.ctx(), { path: 's.txt', query: 'two', context_lines: 0 })).result).toBe(
         '2 matches for "two" in /workspace/s.txt:\n     2: Two (x)\n--\n     5: five two',
       );
-      expect((await fx.files.searchFile(fx.ctx(), { path: 's.txt', query: 'zzz', context_lines: 0 })).result).toBe('No matches for "zzz" in /workspace/s.txt');
+      expect((await fx.files.searchFile(fx.ctx(), { path: 's.txt', query: 'zzz', context_lines: 0 })).result).toBe(
+        'No matches for "zzz" in /workspace/s.txt',
+      );
     });
   });
 
@@ -215,13 +286,26 @@ describe('FileToolsService', () => {
     });
     it('shows matching lines with paths (case-insensitive by default), skipping .git and binaries', async () => {
       expect((await grep({ pattern: 'foo' })).result).toBe(
-        ['/workspace/docs/readme.md:1:about foo', '--', '/workspace/src/a.ts:2:const Foo = 1;', '--', '/workspace/src/b.js:1:foo()', '[1 binary file skipped]'].join('\n'),
+        [
+          '/workspace/docs/readme.md:1:about foo',
+          '--',
+          '/workspace/src/a.ts:2:const Foo = 1;',
+          '--',
+          '/workspace/src/b.js:1:foo()',
+          '[1 binary file skipped]',
+        ].join('\n'),
       );
     });
     it('honours case_sensitive, glob, files_only and count', async () => {
-      expect((await grep({ pattern: 'Foo', case_sensitive: true, output_mode: 'files_only' })).result).toBe('/workspace/src/a.ts\n[1 binary file skipped]');
-      expect((await grep({ pattern: 'foo', glob: '*.{ts,js}', output_mode: 'count', path: 'src' })).result).toBe('/workspace/src/a.ts: 1\n/workspace/src/b.js: 1');
-      expect((await grep({ pattern: 'o', glob: 'src/**/*.ts', output_mode: 'files_only' })).result).toBe('/workspace/src/a.ts');
+      expect((await grep({ pattern: 'Foo', case_sensitive: true, output_mode: 'files_only' })).result).toBe(
+        '/workspace/src/a.ts\n[1 binary file skipped]',
+      );
+      expect((await grep({ pattern: 'foo', glob: '*.{ts,js}', output_mode: 'count', path: 'src' })).result).toBe(
+        '/workspace/src/a.ts: 1\n/workspace/src/b.js: 1',
+      );
+      expect((await grep({ pattern: 'o', glob: 'src/**/*.ts', output_mode: 'files_only' })).result).toBe(
+        '/workspace/src/a.ts',
+      );
     });
     it('pages with limit and offset and shows context', async () => {
       const first = await grep({ pattern: 'foo', path: 'src', limit: 1 });
@@ -231,7 +315,9 @@ describe('FileToolsService', () => {
     });
     it('greps a single file, and says when nothing matches', async () => {
       expect((await grep({ pattern: '^bar', path: 'src/b.js' })).result).toBe('/workspace/src/b.js:2:bar()');
-      expect((await grep({ pattern: 'nothing-here', path: 'src' })).result).toBe('No matches for /nothing-here/ in /workspace/src');
+      expect((await grep({ pattern: 'nothing-here', path: 'src' })).result).toBe(
+        'No matches for /nothing-here/ in /workspace/src',
+      );
     });
     it('refuses invalid regular expressions and out-of-range context', async () => {
       expect((await error(grep({ pattern: '(' }))).message).toMatch(/^grep_files: invalid regular expression/);

@@ -8,7 +8,14 @@ import { childPath, isMemoryPath, resolveWorkspacePath, WorkspacePath } from '..
 import { formatBytes, WorkspacesService } from '../workspace/workspaces.service';
 import { applyAppend, applyEdit, applyInsert, applyReplaceLines, EditError, EditResult } from './edit-ops';
 import {
-  AppendFileArgs, EditFileArgs, GrepFilesArgs, InsertAtLineArgs, ListFilesArgs, ReadFileArgs, ReplaceLinesArgs, SearchFileArgs,
+  AppendFileArgs,
+  EditFileArgs,
+  GrepFilesArgs,
+  InsertAtLineArgs,
+  ListFilesArgs,
+  ReadFileArgs,
+  ReplaceLinesArgs,
+  SearchFileArgs,
   WriteFileArgs,
 } from './file-tool-args';
 import { FILE_LIMITS, NOT_EXPANDED } from './file-limits.constants';
@@ -45,7 +52,16 @@ export class FileToolsService {
         const name = rel + entry.name;
         if (entry.isDirectory()) {
           const skip = NOT_EXPANDED.has(entry.name);
-          lines.push(await this.listLine(jail, handle, entry.name, `${name}/${skip && level < args.depth ? ' (not expanded)' : ''}`, args.detailed, 'dir'));
+          lines.push(
+            await this.listLine(
+              jail,
+              handle,
+              entry.name,
+              `${name}/${skip && level < args.depth ? ' (not expanded)' : ''}`,
+              args.detailed,
+              'dir',
+            ),
+          );
           if (skip || level >= args.depth) continue;
           const child = await jail.openChildDir(handle, entry.name);
           if (!child) continue;
@@ -68,11 +84,20 @@ export class FileToolsService {
     const what = args.dirs_only ? 'Directories' : 'Contents';
     const head = `${what} of ${p.virtual}/ (depth ${args.depth}):`.replace('//', '/');
     if (lines.length === 0) return { result: `${head}\n(empty)` };
-    const tail = cut ? `\n[listing cut at ${FILE_LIMITS.listMaxEntries} entries; list a subdirectory or use a smaller depth]` : '';
+    const tail = cut
+      ? `\n[listing cut at ${FILE_LIMITS.listMaxEntries} entries; list a subdirectory or use a smaller depth]`
+      : '';
     return { result: capOutput(`${head}\n${lines.join('\n')}`) + tail };
   }
 
-  private async listLine(jail: Jail, dir: FileHandle, name: string, shown: string, detailed: boolean, kind: 'dir' | 'file' | 'link' | 'other'): Promise<string> {
+  private async listLine(
+    jail: Jail,
+    dir: FileHandle,
+    name: string,
+    shown: string,
+    detailed: boolean,
+    kind: 'dir' | 'file' | 'link' | 'other',
+  ): Promise<string> {
     if (!detailed) return kind === 'link' ? `${shown}@` : shown;
     const st = await jail.lstatChild(dir, name).catch(() => null);
     const size = kind === 'file' && st ? String(st.size) : '-';
@@ -87,7 +112,11 @@ export class FileToolsService {
     const n = lines.length;
     if (n === 0) return { result: `(${p.virtual} is empty)` };
     const start = args.start_line ?? 1;
-    if (start > n) throw new ToolError('invalid_argument', `read_file: start_line ${start} is past the end of ${p.virtual} (${n} line${n === 1 ? '' : 's'})`);
+    if (start > n)
+      throw new ToolError(
+        'invalid_argument',
+        `read_file: start_line ${start} is past the end of ${p.virtual} (${n} line${n === 1 ? '' : 's'})`,
+      );
     if (args.end_line !== undefined && args.end_line < start) {
       throw new ToolError('invalid_argument', `read_file: end_line ${args.end_line} is before start_line ${start}`);
     }
@@ -120,9 +149,20 @@ export class FileToolsService {
     });
     if (hits.length === 0) return { result: `No matches for "${args.query}" in ${p.virtual}` };
     const shown = hits.slice(0, FILE_LIMITS.searchMaxMatches);
-    const body = contextBlocks(shown, lines, args.context_lines, (i, sep, l) => `${String(i + 1).padStart(6)}${sep} ${l}`);
-    const more = hits.length > shown.length ? `\n[${hits.length - shown.length} more matches not shown; narrow the query]` : '';
-    return { result: capOutput(`${hits.length} match${hits.length === 1 ? '' : 'es'} for "${args.query}" in ${p.virtual}:\n${body}`) + more };
+    const body = contextBlocks(
+      shown,
+      lines,
+      args.context_lines,
+      (i, sep, l) => `${String(i + 1).padStart(6)}${sep} ${l}`,
+    );
+    const more =
+      hits.length > shown.length ? `\n[${hits.length - shown.length} more matches not shown; narrow the query]` : '';
+    return {
+      result:
+        capOutput(
+          `${hits.length} match${hits.length === 1 ? '' : 'es'} for "${args.query}" in ${p.virtual}:\n${body}`,
+        ) + more,
+    };
   }
 
   async grepFiles(ctx: ToolContext, args: Args<typeof GrepFilesArgs>): Promise<ToolOutput> {
@@ -198,32 +238,50 @@ export class FileToolsService {
     }
     if (ctx.signal.aborted) throw new ToolCancelled();
 
-    const hits = await this.regex.matchingLines(args.pattern, args.case_sensitive, files.map((f) => f.text));
+    const hits = await this.regex.matchingLines(
+      args.pattern,
+      args.case_sensitive,
+      files.map((f) => f.text),
+    );
     const notes: string[] = [];
     if (skipped.binary > 0) notes.push(`${skipped.binary} binary file${skipped.binary === 1 ? '' : 's'} skipped`);
-    if (skipped.large > 0) notes.push(`${skipped.large} file${skipped.large === 1 ? '' : 's'} over ${formatBytes(FILE_LIMITS.grepMaxFileBytes)} skipped`);
+    if (skipped.large > 0)
+      notes.push(
+        `${skipped.large} file${skipped.large === 1 ? '' : 's'} over ${formatBytes(FILE_LIMITS.grepMaxFileBytes)} skipped`,
+      );
     if (skipped.truncated) notes.push('search stopped early: too much data; narrow the path or glob');
     const footer = (shownFrom: number, shownTo: number, of: number, unit: string): string => {
       const parts = [...notes];
       if (shownTo < of || shownFrom > 0) {
-        parts.unshift(`${unit} ${of === 0 ? 0 : shownFrom + 1}–${shownTo} of ${of}${shownTo < of ? `; use offset=${shownTo} for more` : ''}`);
+        parts.unshift(
+          `${unit} ${of === 0 ? 0 : shownFrom + 1}–${shownTo} of ${of}${shownTo < of ? `; use offset=${shownTo} for more` : ''}`,
+        );
       }
       return parts.length > 0 ? `\n[${parts.join('; ')}]` : '';
     };
 
     const matched = files.map((f, i) => ({ ...f, lines: hits[i] })).filter((f) => f.lines.length > 0);
     if (matched.length === 0) {
-      return { result: `No matches for /${args.pattern}/ in ${p.virtual}${notes.length ? `\n[${notes.join('; ')}]` : ''}` };
+      return {
+        result: `No matches for /${args.pattern}/ in ${p.virtual}${notes.length ? `\n[${notes.join('; ')}]` : ''}`,
+      };
     }
     const from = args.offset;
     switch (args.output_mode) {
       case 'files_only': {
         const page = matched.slice(from, from + args.limit);
-        return { result: capOutput(page.map((f) => f.path).join('\n')) + footer(from, from + page.length, matched.length, 'files') };
+        return {
+          result:
+            capOutput(page.map((f) => f.path).join('\n')) + footer(from, from + page.length, matched.length, 'files'),
+        };
       }
       case 'count': {
         const page = matched.slice(from, from + args.limit);
-        return { result: capOutput(page.map((f) => `${f.path}: ${f.lines.length}`).join('\n')) + footer(from, from + page.length, matched.length, 'files') };
+        return {
+          result:
+            capOutput(page.map((f) => `${f.path}: ${f.lines.length}`).join('\n')) +
+            footer(from, from + page.length, matched.length, 'files'),
+        };
       }
       case 'content': {
         const all = matched.flatMap((f) => f.lines.map((line) => ({ f, line })));
@@ -233,7 +291,9 @@ export class FileToolsService {
           const mine = page.filter((h) => h.f === f).map((h) => h.line);
           if (mine.length === 0) continue;
           const lines = displayLines(f.text);
-          blocks.push(contextBlocks(mine, lines, args.context_lines, (i, sep, l) => `${f.path}${sep}${i + 1}${sep}${l}`));
+          blocks.push(
+            contextBlocks(mine, lines, args.context_lines, (i, sep, l) => `${f.path}${sep}${i + 1}${sep}${l}`),
+          );
         }
         return { result: capOutput(blocks.join('\n--\n')) + footer(from, from + page.length, all.length, 'matches') };
       }
@@ -246,7 +306,10 @@ export class FileToolsService {
     const p = this.resolve(ctx, args.path);
     return this.modify(ctx, p, 'write_file', { create: true, mustBeText: false }, (_current, existed) => {
       const bytes = Buffer.byteLength(args.content, 'utf8');
-      return { content: args.content, summary: `${existed ? 'Overwrote' : 'Created'} ${p.virtual} (${bytes} byte${bytes === 1 ? '' : 's'})` };
+      return {
+        content: args.content,
+        summary: `${existed ? 'Overwrote' : 'Created'} ${p.virtual} (${bytes} byte${bytes === 1 ? '' : 's'})`,
+      };
     });
   }
 
@@ -273,7 +336,9 @@ export class FileToolsService {
 
   async appendFile(ctx: ToolContext, args: Args<typeof AppendFileArgs>): Promise<ToolOutput> {
     const p = this.resolve(ctx, args.path);
-    return this.modify(ctx, p, 'append_file', { create: true, mustBeText: true }, (current) => applyAppend(current, { content: args.content }, p.virtual));
+    return this.modify(ctx, p, 'append_file', { create: true, mustBeText: true }, (current) =>
+      applyAppend(current, { content: args.content }, p.virtual),
+    );
   }
 
   // ------------------------------------------------------------------ shared
@@ -281,7 +346,10 @@ export class FileToolsService {
   /** A workspace path from the model's argument; memory paths are refused until memory documents exist. */
   private resolve(ctx: ToolContext, path: string): WorkspacePath {
     if (isMemoryPath(path)) {
-      throw new ToolError('unavailable', `memory documents are not available yet (${path}); use a path in the workspace`);
+      throw new ToolError(
+        'unavailable',
+        `memory documents are not available yet (${path}); use a path in the workspace`,
+      );
     }
     return resolveWorkspacePath(path, ctx.workdir);
   }
@@ -299,7 +367,10 @@ export class FileToolsService {
       }
       const buf = await readUpTo(handle, FILE_LIMITS.readMaxBytes);
       if (looksBinary(buf)) {
-        throw new ToolError('binary', `${tool}: ${p.virtual} is a binary file (${formatBytes(size)}); only text files can be read`);
+        throw new ToolError(
+          'binary',
+          `${tool}: ${p.virtual} is a binary file (${formatBytes(size)}); only text files can be read`,
+        );
       }
       return buf.toString('utf8');
     } finally {
@@ -326,12 +397,16 @@ export class FileToolsService {
       try {
         const { handle, size, created } = target;
         if (size > FILE_LIMITS.editMaxBytes && opts.mustBeText) {
-          throw new ToolError('too_large', `${tool}: ${p.virtual} is too large to edit (${formatBytes(size)}; the limit is ${formatBytes(FILE_LIMITS.editMaxBytes)})`);
+          throw new ToolError(
+            'too_large',
+            `${tool}: ${p.virtual} is too large to edit (${formatBytes(size)}; the limit is ${formatBytes(FILE_LIMITS.editMaxBytes)})`,
+          );
         }
         let current = '';
         if (opts.mustBeText && size > 0) {
           const buf = await readUpTo(handle, size);
-          if (looksBinary(buf)) throw new ToolError('binary', `${tool}: ${p.virtual} is a binary file; only text files can be edited`);
+          if (looksBinary(buf))
+            throw new ToolError('binary', `${tool}: ${p.virtual} is a binary file; only text files can be edited`);
           current = buf.toString('utf8');
         }
         let edit: EditResult;
@@ -387,7 +462,12 @@ function capOutput(text: string): string {
 }
 
 /** grep-style blocks: matching lines with `:`, context lines with `-`, groups separated by `--`. */
-function contextBlocks(hits: number[], lines: string[], context: number, format: (i: number, sep: ':' | '-', line: string) => string): string {
+function contextBlocks(
+  hits: number[],
+  lines: string[],
+  context: number,
+  format: (i: number, sep: ':' | '-', line: string) => string,
+): string {
   const hitSet = new Set(hits);
   const out: string[] = [];
   let lastShown = -2;
@@ -396,7 +476,13 @@ function contextBlocks(hits: number[], lines: string[], context: number, format:
     const to = Math.min(lines.length - 1, h + context);
     if (lastShown >= 0 && from > lastShown + 1) out.push('--');
     for (let i = from; i <= to; i++) {
-      out.push(format(i, hitSet.has(i) ? ':' : '-', (lines[i] ?? '').length > 2000 ? `${lines[i].slice(0, 2000)}…` : lines[i] ?? ''));
+      out.push(
+        format(
+          i,
+          hitSet.has(i) ? ':' : '-',
+          (lines[i] ?? '').length > 2000 ? `${lines[i].slice(0, 2000)}…` : (lines[i] ?? ''),
+        ),
+      );
       lastShown = i;
     }
   }

@@ -24,7 +24,12 @@ export class RegexSearch {
     return new Promise<number[][]>((resolve, reject) => {
       const timer = setTimeout(() => {
         void worker.terminate();
-        reject(new ToolError('too_large', `grep_files: the search took longer than ${this.timeoutMs / 1000} s and was stopped; use a simpler pattern or a narrower path or glob`));
+        reject(
+          new ToolError(
+            'too_large',
+            `grep_files: the search took longer than ${this.timeoutMs / 1000} s and was stopped; use a simpler pattern or a narrower path or glob`,
+          ),
+        );
       }, this.timeoutMs);
       worker.once('message', (m: number[][]) => {
         clearTimeout(timer);

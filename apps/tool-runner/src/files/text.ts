@@ -24,7 +24,10 @@ export const MAX_LINE_CHARS = 2000;
 
 /** One line as `cat -n` prints it: the number right-aligned in 6, a tab, the (capped) text. */
 export function numbered(lineNo: number, text: string): string {
-  const shown = text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}… [line cut: ${text.length - MAX_LINE_CHARS} more characters]` : text;
+  const shown =
+    text.length > MAX_LINE_CHARS
+      ? `${text.slice(0, MAX_LINE_CHARS)}… [line cut: ${text.length - MAX_LINE_CHARS} more characters]`
+      : text;
   return `${String(lineNo).padStart(6, ' ')}\t${shown}`;
 }
 

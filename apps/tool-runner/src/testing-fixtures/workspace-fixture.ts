@@ -33,7 +33,12 @@ export async function workspaceFixture(opts: { quota?: number } = {}): Promise<W
     workspaces,
     files,
     ctx: (over = {}) => ({
-      userId, sessionId: randomUUID(), toolCallId: randomUUID(), workdir: '/workspace', signal: new AbortController().signal, ...over,
+      userId,
+      sessionId: randomUUID(),
+      toolCallId: randomUUID(),
+      workdir: '/workspace',
+      signal: new AbortController().signal,
+      ...over,
     }),
     cleanup: () => rm(base, { recursive: true, force: true }),
   };

@@ -14,7 +14,11 @@ export async function diskUsage(root: string): Promise<number> {
     for (const entry of entries) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) stack.push(path);
-      else if (entry.isFile()) total += await lstat(path).then((s) => s.size, () => 0);
+      else if (entry.isFile())
+        total += await lstat(path).then(
+          (s) => s.size,
+          () => 0,
+        );
     }
   }
   return total;

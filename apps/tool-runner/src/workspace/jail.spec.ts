@@ -55,28 +55,48 @@ describe('Jail: file tools stay inside the user workspace', () => {
   it('refuses a symlinked directory in the middle of a path, for reads and writes', async () => {
     await symlink(outside, join(fx.home, 'out'));
     expect((await refused(fx.files.readFile(fx.ctx(), { path: 'out/secret.txt' }))).code).toBe('outside_workspace');
-    expect((await refused(fx.files.writeFile(fx.ctx(), { path: 'out/evil.txt', content: 'x' }))).code).toBe('outside_workspace');
-    expect((await refused(fx.files.writeFile(fx.ctx(), { path: 'out/deeper/evil.txt', content: 'x' }))).code).toBe('outside_workspace');
+    expect((await refused(fx.files.writeFile(fx.ctx(), { path: 'out/evil.txt', content: 'x' }))).code).toBe(
+      'outside_workspace',
+    );
+    expect((await refused(fx.files.writeFile(fx.ctx(), { path: 'out/deeper/evil.txt', content: 'x' }))).code).toBe(
+      'outside_workspace',
+    );
     await expect(stat(join(outside, 'evil.txt'))).rejects.toThrow(/ENOENT/);
     await expect(stat(join(outside, 'deeper'))).rejects.toThrow(/ENOENT/);
-    expect((await refused(fx.files.listFiles(fx.ctx(), { path: 'out', depth: 1, dirs_only: false, detailed: false }))).code).toBe('outside_workspace');
+    expect(
+      (await refused(fx.files.listFiles(fx.ctx(), { path: 'out', depth: 1, dirs_only: false, detailed: false }))).code,
+    ).toBe('outside_workspace');
   });
 
   it("refuses another user's workspace by path and by symlink", async () => {
     const other = await fx.workspaces.jail(randomUUID());
     await writeFile(join(other.root, 'theirs.txt'), 'other user\n');
     const otherId = other.root.split('/').pop() as string;
-    expect((await refused(fx.files.readFile(fx.ctx(), { path: `../${otherId}/theirs.txt` }))).code).toBe('outside_workspace');
-    expect((await refused(fx.files.readFile(fx.ctx(), { path: `/workspace/../${otherId}/theirs.txt` }))).code).toBe('outside_workspace');
+    expect((await refused(fx.files.readFile(fx.ctx(), { path: `../${otherId}/theirs.txt` }))).code).toBe(
+      'outside_workspace',
+    );
+    expect((await refused(fx.files.readFile(fx.ctx(), { path: `/workspace/../${otherId}/theirs.txt` }))).code).toBe(
+      'outside_workspace',
+    );
     await symlink(other.root, join(fx.home, 'peer'));
     expect((await refused(fx.files.readFile(fx.ctx(), { path: 'peer/theirs.txt' }))).code).toBe('outside_workspace');
-    expect((await refused(fx.files.editFile(fx.ctx(), { path: 'peer/theirs.txt', old: 'other', new: 'mine', replace_all: false }))).code).toBe('outside_workspace');
+    expect(
+      (
+        await refused(
+          fx.files.editFile(fx.ctx(), { path: 'peer/theirs.txt', old: 'other', new: 'mine', replace_all: false }),
+        )
+      ).code,
+    ).toBe('outside_workspace');
     expect(await readFile(join(other.root, 'theirs.txt'), 'utf8')).toBe('other user\n');
   });
 
   it('refuses .. escapes, absolute paths outside and NUL bytes before touching the disk', async () => {
-    expect((await refused(fx.files.readFile(fx.ctx(), { path: '../../outside/secret.txt' }))).message).toContain('../../outside/secret.txt');
-    expect((await refused(fx.files.writeFile(fx.ctx(), { path: '/etc/skald-test', content: 'x' }))).code).toBe('outside_workspace');
+    expect((await refused(fx.files.readFile(fx.ctx(), { path: '../../outside/secret.txt' }))).message).toContain(
+      '../../outside/secret.txt',
+    );
+    expect((await refused(fx.files.writeFile(fx.ctx(), { path: '/etc/skald-test', content: 'x' }))).code).toBe(
+      'outside_workspace',
+    );
     expect((await refused(fx.files.writeFile(fx.ctx(), { path: 'a\0b', content: 'x' }))).code).toBe('invalid_argument');
   });
 

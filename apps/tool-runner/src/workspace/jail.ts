@@ -84,7 +84,8 @@ export class Jail {
       try {
         handle = await this.openLeaf(parent, name, p, RDWR_NOFOLLOW, RDWR_FOLLOW);
       } catch (e) {
-        if (!opts.create || !(e instanceof ToolError && e.code === 'not_found') || (await isSymlink(at(parent, name)))) throw e;
+        if (!opts.create || !(e instanceof ToolError && e.code === 'not_found') || (await isSymlink(at(parent, name))))
+          throw e;
         handle = await open(at(parent, name), CREATE_EXCL, FILE_MODE).catch((err: unknown) => {
           throw ioError(err, p);
         });
@@ -167,7 +168,10 @@ export class Jail {
       // O_DIRECTORY|O_NOFOLLOW answers ENOTDIR for a symlink too: tell the two apart.
       if (code !== 'ENOTDIR' && code !== 'ELOOP') throw ioError(e, p, here);
       if (!(await isSymlink(at(dir, name)))) {
-        throw new ToolError('not_a_directory', here === p.virtual ? `${here} is not a directory` : `${here} is not a directory (in ${p.virtual})`);
+        throw new ToolError(
+          'not_a_directory',
+          here === p.virtual ? `${here} is not a directory` : `${here} is not a directory (in ${p.virtual})`,
+        );
       }
       await this.checkLinkTarget(at(dir, name), p);
       const handle = await open(at(dir, name), DIR_FOLLOW).catch((err: unknown) => {
@@ -179,7 +183,13 @@ export class Jail {
   }
 
   /** Opens the last component: without following; if it is a symlink, follows it only into the root. */
-  private async openLeaf(dir: FileHandle, name: string, p: WorkspacePath, noFollow: number, follow: number): Promise<FileHandle> {
+  private async openLeaf(
+    dir: FileHandle,
+    name: string,
+    p: WorkspacePath,
+    noFollow: number,
+    follow: number,
+  ): Promise<FileHandle> {
     try {
       return await open(at(dir, name), noFollow);
     } catch (e) {
@@ -200,7 +210,8 @@ export class Jail {
       target = await realpath(link);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') throw new ToolError('not_found', `${p.virtual} leads through a symlink whose target does not exist`);
+      if (code === 'ENOENT')
+        throw new ToolError('not_found', `${p.virtual} leads through a symlink whose target does not exist`);
       throw ioError(e, p);
     }
     if (!this.contains(target)) throw escape(p);
@@ -237,7 +248,10 @@ async function isSymlink(path: string): Promise<boolean> {
 }
 
 function escape(p: WorkspacePath): ToolError {
-  return new ToolError('outside_workspace', `${p.virtual} resolves outside the workspace (through a symlink); access refused`);
+  return new ToolError(
+    'outside_workspace',
+    `${p.virtual} resolves outside the workspace (through a symlink); access refused`,
+  );
 }
 
 /** Maps a file-system error to a sentence naming the workspace path, never the host path. */
@@ -246,7 +260,10 @@ export function ioError(e: unknown, p: WorkspacePath, at: string = p.virtual): T
   const code = (e as NodeJS.ErrnoException | undefined)?.code ?? '';
   switch (code) {
     case 'ENOENT':
-      return new ToolError('not_found', at === p.virtual ? `no such file or directory: ${p.virtual}` : `no such directory: ${at} (in ${p.virtual})`);
+      return new ToolError(
+        'not_found',
+        at === p.virtual ? `no such file or directory: ${p.virtual}` : `no such directory: ${at} (in ${p.virtual})`,
+      );
     case 'ENOTDIR':
       return new ToolError('not_a_directory', `a component of ${p.virtual} is not a directory`);
     case 'EISDIR':

@@ -14,8 +14,14 @@ function failure(fn: () => unknown): ToolError {
 describe('resolveWorkspacePath', () => {
   it('resolves relative paths against the working directory (default /workspace)', () => {
     expect(resolveWorkspacePath('a/b.txt')).toEqual({ virtual: '/workspace/a/b.txt', segments: ['a', 'b.txt'] });
-    expect(resolveWorkspacePath('b.txt', '/workspace/src')).toEqual({ virtual: '/workspace/src/b.txt', segments: ['src', 'b.txt'] });
-    expect(resolveWorkspacePath('./x/../y', '/workspace/src')).toEqual({ virtual: '/workspace/src/y', segments: ['src', 'y'] });
+    expect(resolveWorkspacePath('b.txt', '/workspace/src')).toEqual({
+      virtual: '/workspace/src/b.txt',
+      segments: ['src', 'b.txt'],
+    });
+    expect(resolveWorkspacePath('./x/../y', '/workspace/src')).toEqual({
+      virtual: '/workspace/src/y',
+      segments: ['src', 'y'],
+    });
     expect(resolveWorkspacePath('.')).toEqual({ virtual: '/workspace', segments: [] });
     expect(resolveWorkspacePath('')).toEqual({ virtual: '/workspace', segments: [] });
     expect(resolveWorkspacePath('dir/', '/workspace')).toEqual({ virtual: '/workspace/dir', segments: ['dir'] });
@@ -49,7 +55,9 @@ describe('resolveWorkspacePath', () => {
   });
 
   it('validates the working directory', () => {
-    expect(failure(() => resolveWorkdir('src')).message).toBe('workdir must be an absolute path inside /workspace: src');
+    expect(failure(() => resolveWorkdir('src')).message).toBe(
+      'workdir must be an absolute path inside /workspace: src',
+    );
     expect(failure(() => resolveWorkdir('/tmp')).code).toBe('outside_workspace');
     expect(failure(() => resolveWorkspacePath('a', '/workspace/../etc')).code).toBe('outside_workspace');
     expect(resolveWorkdir('/workspace/a/').virtual).toBe('/workspace/a');

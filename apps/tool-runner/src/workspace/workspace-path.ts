@@ -27,14 +27,16 @@ export function isMemoryPath(path: string): boolean {
  */
 export function resolveWorkspacePath(path: string, workdir: string = WORKSPACE, field = 'path'): WorkspacePath {
   const base = resolveWorkdir(workdir);
-  if (path.includes('\0')) throw new ToolError('invalid_argument', `${field} contains a NUL byte: ${JSON.stringify(path)}`);
+  if (path.includes('\0'))
+    throw new ToolError('invalid_argument', `${field} contains a NUL byte: ${JSON.stringify(path)}`);
   const joined = posix.isAbsolute(path) ? posix.normalize(path) : posix.join(base.virtual, path === '' ? '.' : path);
   return inside(joined, path, field);
 }
 
 /** Validates the session's working directory (an absolute path inside `/workspace`). */
 export function resolveWorkdir(workdir: string): WorkspacePath {
-  if (workdir.includes('\0')) throw new ToolError('invalid_argument', `workdir contains a NUL byte: ${JSON.stringify(workdir)}`);
+  if (workdir.includes('\0'))
+    throw new ToolError('invalid_argument', `workdir contains a NUL byte: ${JSON.stringify(workdir)}`);
   if (!posix.isAbsolute(workdir)) {
     throw new ToolError('invalid_argument', `workdir must be an absolute path inside ${WORKSPACE}: ${workdir}`);
   }

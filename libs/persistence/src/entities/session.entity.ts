@@ -118,5 +118,11 @@ export class SessionEventEntity {
 }
 
 export const SESSION_ENTITIES = [
-  SessionEntity, SessionLeaseEntity, StackFrameEntity, ChatMessageEntity, ToolCallEntity, InboxItemEntity, SessionEventEntity,
+  SessionEntity,
+  SessionLeaseEntity,
+  StackFrameEntity,
+  ChatMessageEntity,
+  ToolCallEntity,
+  InboxItemEntity,
+  SessionEventEntity,
 ];

@@ -136,7 +136,9 @@ export class InitialSchema1764460800000 implements MigrationInterface {
         UNIQUE (message_id, idx)
       )`);
     await q.query(`CREATE INDEX tool_calls_frame_idx ON tool_calls (frame_id, ord)`);
-    await q.query(`CREATE INDEX tool_calls_open_idx ON tool_calls (session_id) WHERE status IN ('pending', 'running', 'awaiting_human')`);
+    await q.query(
+      `CREATE INDEX tool_calls_open_idx ON tool_calls (session_id) WHERE status IN ('pending', 'running', 'awaiting_human')`,
+    );
     await q.query(`
       CREATE TABLE session_inbox (
         id uuid PRIMARY KEY,
@@ -187,7 +189,9 @@ export class InitialSchema1764460800000 implements MigrationInterface {
         group_name text NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now()
       )`);
-    await q.query(`CREATE UNIQUE INDEX tool_grants_key ON tool_grants (session_id, COALESCE(frame_id, '00000000-0000-0000-0000-000000000000'::uuid), group_name)`);
+    await q.query(
+      `CREATE UNIQUE INDEX tool_grants_key ON tool_grants (session_id, COALESCE(frame_id, '00000000-0000-0000-0000-000000000000'::uuid), group_name)`,
+    );
     await q.query(`
       CREATE TABLE compaction_summaries (
         session_id uuid NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -236,15 +240,30 @@ export class InitialSchema1764460800000 implements MigrationInterface {
         created_at timestamptz NOT NULL DEFAULT now(),
         resolved_at timestamptz
       )`);
-    await q.query(`CREATE INDEX approval_requests_user_pending_idx ON approval_requests (user_id) WHERE status = 'pending'`);
+    await q.query(
+      `CREATE INDEX approval_requests_user_pending_idx ON approval_requests (user_id) WHERE status = 'pending'`,
+    );
     await q.query(`CREATE INDEX approval_requests_tool_call_idx ON approval_requests (tool_call_id)`);
   }
 
   async down(q: QueryRunner): Promise<void> {
     for (const t of [
-      'approval_requests', 'approval_rules', 'compaction_summaries', 'tool_grants', 'session_todos', 'session_scratchpad',
-      'session_events', 'session_inbox', 'tool_calls', 'chat_history', 'stack_frames', 'session_leases', 'sessions',
-      'ws_tickets', 'api_tokens', 'users',
+      'approval_requests',
+      'approval_rules',
+      'compaction_summaries',
+      'tool_grants',
+      'session_todos',
+      'session_scratchpad',
+      'session_events',
+      'session_inbox',
+      'tool_calls',
+      'chat_history',
+      'stack_frames',
+      'session_leases',
+      'sessions',
+      'ws_tickets',
+      'api_tokens',
+      'users',
     ]) {
       await q.query(`DROP TABLE IF EXISTS ${t}`);
     }

@@ -14,7 +14,12 @@ export class ApiClient {
     return new ApiClient(baseUrl, body.token, body.user);
   }
 
-  async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: unknown; headers: Headers }> {
+  async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: unknown; headers: Headers }> {
     const res = await fetch(new URL(path, this.baseUrl), {
       method,
       headers: {

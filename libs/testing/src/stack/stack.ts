@@ -39,7 +39,10 @@ export class Stack {
   simUrl = '';
 
   private constructor(private readonly options: StackOptions) {
-    this.admin = options.admin ?? { email: `admin-${randomBytes(4).toString('hex')}@skald.test`, password: randomBytes(12).toString('base64url') };
+    this.admin = options.admin ?? {
+      email: `admin-${randomBytes(4).toString('hex')}@skald.test`,
+      password: randomBytes(12).toString('base64url'),
+    };
     this.env = {
       DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test',
       NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -77,7 +80,11 @@ export class Stack {
   private async boot(): Promise<void> {
     const sim = await this.spawn('llm-sim', 'libs/testing/dist/llm-sim/main.js', 0);
     this.simUrl = `${sim.url}/v1`;
-    Object.assign(this.env, { OPENAI_BASE_URL: this.simUrl, OPENAI_API_KEY: 'sk-test-sim', SKALD_LLM_MODEL: 'sim-model' });
+    Object.assign(this.env, {
+      OPENAI_BASE_URL: this.simUrl,
+      OPENAI_API_KEY: 'sk-test-sim',
+      SKALD_LLM_MODEL: 'sim-model',
+    });
     const r = this.options.replicas ?? {};
     const plan: Array<[Exclude<AppName, 'llm-sim'>, string]> = [
       ['approval-service', 'apps/approval-service/dist/main.js'],
@@ -116,7 +123,8 @@ export class Stack {
     const path = proc.name === 'llm-sim' ? '/v1/models' : '/readyz';
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (proc.child.exitCode !== null) throw new Error(`${proc.instance} exited with ${proc.child.exitCode}:\n${proc.logs.slice(-20).join('\n')}`);
+      if (proc.child.exitCode !== null)
+        throw new Error(`${proc.instance} exited with ${proc.child.exitCode}:\n${proc.logs.slice(-20).join('\n')}`);
       try {
         const r = await fetch(`${proc.url}${path}`);
         if (r.ok) return;

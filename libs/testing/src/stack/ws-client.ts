@@ -27,7 +27,11 @@ export class WsTestClient {
 
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (data) => {
-      this.frames.push(JSON.parse(data.toString()) as Frame);
+      this.frames.push(
+        JSON.parse(
+          Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8'),
+        ) as Frame,
+      );
       this.wake();
     });
     ws.on('close', (code) => {
@@ -65,7 +69,8 @@ export class WsTestClient {
     for (;;) {
       const found = this.frames.slice(from).find(pred);
       if (found) return found;
-      if (this.closeCode !== null) throw new Error(`socket closed (${this.closeCode}) before the frame arrived; got: ${this.types().join(', ')}`);
+      if (this.closeCode !== null)
+        throw new Error(`socket closed (${this.closeCode}) before the frame arrived; got: ${this.types().join(', ')}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`no matching frame within ${timeoutMs} ms; got: ${this.types().join(', ')}`);
       await new Promise<void>((resolve) => {

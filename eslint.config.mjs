@@ -61,6 +61,8 @@ export default tseslint.config(
       // A `default:` does not excuse a missing union member: every switch over a union ends exhaustively.
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: false }],
       '@typescript-eslint/await-thenable': 'error',
+      // `let h!: T` read by a closure before its single assignment cannot be a const.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       '@typescript-eslint/return-await': ['error', 'in-try-catch'],
       '@typescript-eslint/no-unused-vars': [
         'error',

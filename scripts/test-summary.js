@@ -28,6 +28,11 @@ function summarize(files) {
       }
     }
   }
+  const lintMarker = require('node:path').join(require('node:path').dirname(files[0] || '.'), 'lint.failed');
+  if (files.length > 0 && fs.existsSync(lintMarker)) {
+    failed += 1;
+    problems.push('eslint reported errors');
+  }
   if (passed + failed === 0) {
     failed = 1;
     problems.push('no test ran');

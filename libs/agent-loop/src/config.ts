@@ -1,0 +1,17 @@
+import type { LoopConfig } from './ports';
+
+/** Defaults of the loop's configuration (spec 000 AgentRunConfig, ARCHITECTURE.md). */
+export const DEFAULT_LOOP_CONFIG: LoopConfig = {
+  maxToolRounds: 25,
+  maxParallelCalls: 4,
+  maxHistoryMessages: 100,
+  maxToolResultChars: null,
+  compaction: null,
+  maxDepth: 5,
+  os: 'Linux',
+};
+
+/** Fill a partial configuration with the defaults. */
+export function resolveLoopConfig(partial: Partial<LoopConfig> = {}): LoopConfig {
+  return { ...DEFAULT_LOOP_CONFIG, ...partial };
+}

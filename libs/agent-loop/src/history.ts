@@ -1,0 +1,76 @@
+/** Reads what the projection needs for one frame and the tools it offers this round. */
+import {
+  ACTIVATE_TOOLS,
+  ASK_USER_CLARIFICATION,
+  EXECUTE_SUBTASK,
+  EXECUTE_TASK,
+  isLoopTool,
+  LIST_AGENTS,
+  UPDATE_SCRATCHPAD,
+  WRITE_TODOS,
+} from './loop-tools';
+import { dynamicTail, projectMessages } from './projection';
+import type { AgentDefinition } from './ports';
+import { isRoot, toolContext, type FrameContext } from './turn-context';
+import type { WireMessage, WireTool } from './types';
+
+export async function buildFrameMessages(fctx: FrameContext, cacheControl: boolean): Promise<WireMessage[]> {
+  const { deps, session } = fctx.turn;
+  const { store, config } = deps;
+  const compaction = config.compaction ? await store.getCompaction(fctx.frame.id) : null;
+  const messages = await store.listMessages(fctx.frame.id, { afterMessageId: compaction?.boundaryMessageId ?? null });
+  const root = isRoot(fctx);
+  let memoryContext: string | null = null;
+  if (root && deps.memory) {
+    const lastUser = [...messages].reverse().find((m) => m.role !== 'assistant');
+    memoryContext = await deps.memory.queryContext(session.id, lastUser?.content ?? '');
+  }
+  return projectMessages({
+    systemPrompt: fctx.agent.prompt,
+    substitutions: fctx.agent.substitutions,
+    cacheControl,
+    scratchpad: await store.getScratchpad(session.scratchpadSessionId),
+    compactionSummary: compaction?.summary ?? null,
+    messages,
+    toolCalls: await store.listToolCalls(fctx.frame.id),
+    maxHistoryMessages: config.compaction ? null : config.maxHistoryMessages,
+    maxToolResultChars: config.maxToolResultChars,
+    dynamicTail: dynamicTail({
+      memoryContext,
+      extraPrompts: root ? session.runContext.systemPrompt : [],
+      now: deps.clock.now(),
+      timeZone: deps.clock.timeZone(),
+      os: config.os,
+      workingDirectory: session.runContext.workingDirectory,
+    }),
+    tailReminder: fctx.agent.tailReminder,
+  });
+}
+
+function matches(pattern: string, name: string): boolean {
+  return pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : pattern === name;
+}
+
+export function agentAllows(agent: AgentDefinition, name: string): boolean {
+  if (agent.tools.deny.some((p) => matches(p, name))) return false;
+  return agent.tools.allow.length === 0 || agent.tools.allow.some((p) => matches(p, name));
+}
+
+/**
+ * The tools offered this round: the tool set's (minus `root_agent_only` in sub-agents, minus
+ * names the loop owns) + the loop's own, each added once per level, so names are unique by
+ * construction; then the agent's filters.
+ */
+export async function roundTools(fctx: FrameContext): Promise<WireTool[]> {
+  const { deps } = fctx.turn;
+  const root = isRoot(fctx);
+  const specs = await deps.tools.definitions(await toolContext(fctx));
+  const external = specs
+    .filter((s) => !isLoopTool(s.definition.function.name))
+    .filter((s) => (root ? !s.subAgentsOnly : !s.rootAgentOnly))
+    .map((s) => s.definition);
+  const own: WireTool[] = [UPDATE_SCRATCHPAD, WRITE_TODOS, ACTIVATE_TOOLS, LIST_AGENTS];
+  if (fctx.agent.type !== 'system') own.push(ASK_USER_CLARIFICATION);
+  if (fctx.frame.depth < deps.config.maxDepth) own.push(root ? EXECUTE_TASK : EXECUTE_SUBTASK);
+  return [...external, ...own].filter((t) => agentAllows(fctx.agent, t.function.name));
+}

@@ -1,0 +1,59 @@
+/** Mid-turn injection and the inbox side of /stop. */
+import { commit, nowIso, type FrameContext, type TurnContext } from './turn-context';
+import type { InboxItem, Mutation, NewMessage, SessionEventDraft } from './types';
+
+export function inboxMessage(turn: TurnContext, frameId: string, item: InboxItem): NewMessage {
+  return {
+    id: item.id,
+    sessionId: turn.session.id,
+    frameId,
+    role: 'user',
+    content: item.content,
+    reasoningContent: null,
+    isSynthetic: false,
+    attachments: item.attachments,
+    clientMessageId: item.clientMessageId,
+    inputTokens: null,
+    outputTokens: null,
+    createdAt: nowIso(turn),
+  };
+}
+
+export function userMessageEvent(message: NewMessage): SessionEventDraft {
+  return {
+    type: 'user_message',
+    message_id: message.id,
+    ...(message.clientMessageId !== null ? { client_message_id: message.clientMessageId } : {}),
+    content: message.content,
+    ...(message.attachments && message.attachments.length > 0 ? { attachments: message.attachments } : {}),
+  };
+}
+
+/** At a round boundary of the root frame: every waiting `steer` item enters as its own row,
+ *  with its echo. `queue` items wait for the next turn. */
+export async function drainSteer(fctx: FrameContext): Promise<void> {
+  const items = (await fctx.turn.deps.store.listInbox(fctx.turn.session.id)).filter((i) => i.delivery === 'steer');
+  if (items.length === 0) return;
+  const mutations: Mutation[] = [];
+  const events: SessionEventDraft[] = [];
+  for (const item of items) {
+    const message = inboxMessage(fctx.turn, fctx.frame.id, item);
+    mutations.push({ kind: 'enterInbox', inboxId: item.id, message });
+    events.push(userMessageEvent(message));
+  }
+  await commit(fctx.turn, mutations, events);
+}
+
+/** /stop: items that had not entered are discarded (kept, announced), except `interrupt`
+ *  items, which start the next turn. */
+export async function discardInbox(turn: TurnContext): Promise<{ mutations: Mutation[]; events: SessionEventDraft[] }> {
+  const items = (await turn.deps.store.listInbox(turn.session.id)).filter((i) => i.delivery !== 'interrupt');
+  return {
+    mutations: items.map((i): Mutation => ({ kind: 'discardInbox', inboxId: i.id })),
+    events: items.map((i): SessionEventDraft => ({
+      type: 'message_discarded',
+      message_id: i.id,
+      client_message_id: i.clientMessageId,
+    })),
+  };
+}

@@ -1,0 +1,428 @@
+/**
+ * Ports: everything the loop needs from the world. The session worker implements them with
+ * Postgres (store), the approval service (gate, human wait), the tool runner (tool set), the LLM
+ * manager (llm), NATS (event sink) and the agents catalog; `@skald/agent-loop/testing` ships
+ * in-memory fakes of each.
+ */
+import type {
+  AgentType,
+  CompactionSummary,
+  EphemeralEvent,
+  FrameRow,
+  GrantScope,
+  InboxItem,
+  MessageRow,
+  Mutation,
+  ScratchpadNote,
+  SessionEventDraft,
+  SessionInfo,
+  TodoItem,
+  ToolCallRow,
+  WireMessage,
+  WireTool,
+} from './types';
+
+// ---------------------------------------------------------------------------------------------
+// Store
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Thrown by `SessionStore.commit` when the writer no longer holds the session lease (its fencing
+ * epoch is stale). The loop aborts every in-flight branch of the turn, writes nothing more and
+ * rethrows it from `runTurn` / `recoverTurn` / `resolvePendingCall`.
+ */
+export class LeaseLostError extends Error {
+  readonly code = 'lease_lost';
+  constructor(message = 'session lease lost') {
+    super(message);
+    this.name = 'LeaseLostError';
+  }
+}
+
+export interface ListMessagesOptions {
+  /** Only rows inserted after this message (a compaction boundary). */
+  afterMessageId?: string | null;
+  /** Include rows with status `failed` (default false). */
+  includeFailed?: boolean;
+}
+
+/**
+ * The durable state of sessions. Read methods return rows in insertion order. The only write is
+ * `commit`, which is atomic and fenced by the caller's lease.
+ */
+export interface SessionStore {
+  /** The session's identity, flags, run context and pinned client. Throws if unknown. */
+  getSession(sessionId: string): Promise<SessionInfo>;
+  /** Active frames of a session, ordered by depth, then insertion order. */
+  listActiveFrames(sessionId: string): Promise<FrameRow[]>;
+  /** One frame (active or closed) or null. */
+  getFrame(frameId: string): Promise<FrameRow | null>;
+  /** Chat rows of a frame in insertion order (failed rows excluded unless asked for). */
+  listMessages(frameId: string, options?: ListMessagesOptions): Promise<MessageRow[]>;
+  /** Tool calls of a frame in insertion order (= call order within each assistant message). */
+  listToolCalls(frameId: string): Promise<ToolCallRow[]>;
+  /** One tool call by its durable id, or null. */
+  getToolCall(toolCallId: string): Promise<ToolCallRow | null>;
+  /** Scratchpad notes of a (scratchpad) session in key insertion order. */
+  getScratchpad(scratchpadSessionId: string): Promise<ScratchpadNote[]>;
+  /** Latest todo list written by `write_todos` in a frame (empty if none). */
+  getTodos(frameId: string): Promise<TodoItem[]>;
+  /** Granted tool groups of a scope (`activate_tools`). */
+  getGrants(scope: GrantScope): Promise<string[]>;
+  /** The frame's compaction summary, or null. */
+  getCompaction(frameId: string): Promise<CompactionSummary | null>;
+  /** Inbox items of the session that have not entered the conversation nor been discarded,
+   *  oldest first. */
+  listInbox(sessionId: string): Promise<InboxItem[]>;
+  /**
+   * Apply all mutations and append all events (assigning each the session's next contiguous
+   * `seq`, in array order) in one transaction — or nothing. Throws `LeaseLostError` if fenced.
+   */
+  commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events, ids, clock
+// ---------------------------------------------------------------------------------------------
+
+/** Live-only output (token deltas, tool progress). Must not throw; fire-and-forget. */
+export interface EventSink {
+  /** Publish an ephemeral event (never stored, never replayed). */
+  ephemeral(event: EphemeralEvent): void;
+}
+
+export interface IdsPort {
+  /** A fresh UUID string for a row / request id. */
+  newId(): string;
+}
+
+export interface ClockPort {
+  /** Current time. */
+  now(): Date;
+  /** The effective IANA time zone (e.g. `Europe/Rome`), shown to the model. */
+  timeZone(): string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gate and human wait
+// ---------------------------------------------------------------------------------------------
+
+export interface GateRequest {
+  sessionId: string;
+  userId: string;
+  source: string;
+  agentId: string;
+  depth: number;
+  toolCallId: string;
+  name: string;
+  /** Effective arguments (after working-directory injection); raw string if not JSON. */
+  arguments: unknown;
+}
+
+export type GateDecision =
+  | { kind: 'allow' }
+  /** `reason` is the sentence the model sees as the tool result (status `rejected`). */
+  | { kind: 'deny'; reason: string }
+  | { kind: 'require' };
+
+/** "May this call run?" (rules, bypasses, run-context fast path). */
+export interface GatePort {
+  check(request: GateRequest): Promise<GateDecision>;
+}
+
+export interface ApprovalPreview {
+  path: string;
+  oldContent?: string;
+  newContent: string;
+}
+
+export type HumanRequest =
+  | {
+      kind: 'approval';
+      /** Allocated by the loop and stored on the call row; the same id on every re-ask. */
+      requestId: string;
+      sessionId: string;
+      userId: string;
+      source: string;
+      toolCallId: string;
+      toolName: string;
+      arguments: unknown;
+      preview: ApprovalPreview | null;
+    }
+  | {
+      kind: 'question';
+      requestId: string;
+      sessionId: string;
+      userId: string;
+      source: string;
+      toolCallId: string;
+      title: string;
+      question: string;
+      suggestedAnswers: string[];
+    };
+
+export type HumanAnswer =
+  | { kind: 'approved' }
+  | { kind: 'rejected'; note?: string | null }
+  | { kind: 'answered'; answer: string }
+  /** /stop, interrupt, job kill or session reset. Never a client disconnecting. */
+  | { kind: 'cancelled' }
+  /** Stop waiting in memory: the call stays `awaiting_human` and the turn ends `parked`. */
+  | { kind: 'park' };
+
+export interface HumanWaitPort {
+  /**
+   * Register the request (idempotently by `requestId`; the awaiting_human row and the approval
+   * event are already committed) and wait for the answer. When `signal` aborts, resolve with
+   * `cancelled` promptly.
+   */
+  awaitHuman(request: HumanRequest, signal: AbortSignal): Promise<HumanAnswer>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+// ---------------------------------------------------------------------------------------------
+
+export type RestartHint = 'reExecute' | 'markInterrupted';
+
+export type ToolResult =
+  | {
+      ok: true;
+      content: string;
+      /** Defaults to `text`. */
+      resultType?: string;
+      /** Files the call wrote (emitted as `file_changed`). */
+      changedPaths?: string[];
+    }
+  | { ok: false; error: string };
+
+export interface ToolProgress {
+  stream: 'stdout' | 'stderr';
+  chunk: string;
+}
+
+/** One call, built from its name and effective arguments; runs once. */
+export interface ToolExecution {
+  /** Safe to run concurrently with other calls of the same batch. */
+  readonly concurrencySafe: boolean;
+  /** What recovery does with a call found `running`: run it again or mark it `interrupted`. */
+  readonly restartHint: RestartHint;
+  /** Run the call. Throwing counts as a failure with the error's message. */
+  run(signal: AbortSignal, onProgress: (progress: ToolProgress) => void): Promise<ToolResult>;
+  /** Abort a running call now (kill the process tree). Called when the turn's signal aborts. */
+  stop(): void;
+  /** Diff preview for an approval card (`pending_write`); null → `approval_required`. */
+  preview?(): Promise<ApprovalPreview | null>;
+}
+
+export interface ToolContext {
+  sessionId: string;
+  userId: string;
+  source: string;
+  agentId: string;
+  frameId: string;
+  depth: number;
+  /** Granted tool groups visible this round (MCP server names, `config`). */
+  grants: string[];
+  runContext: SessionInfo['runContext'];
+}
+
+export interface ToolSpec {
+  definition: WireTool;
+  /** Never offered to sub-agents. */
+  rootAgentOnly?: boolean;
+  /** Only offered to sub-agents. */
+  subAgentsOnly?: boolean;
+}
+
+export interface ToolInvocation {
+  toolCallId: string;
+  name: string;
+  /** Effective arguments (working directory injected); raw string if the JSON was invalid. */
+  arguments: unknown;
+  argumentsText: string;
+}
+
+/** Every tool that is not a loop concern: file tools, execute_cmd, memory, MCP. */
+export interface ToolSetPort {
+  /** Tools offered this round (called every round, so granted groups appear at once). */
+  definitions(ctx: ToolContext): Promise<ToolSpec[]>;
+  /** Groups `activate_tools` may grant (MCP server names, `config`). */
+  groups(ctx: ToolContext): Promise<string[]>;
+  /** Build the execution of one call; an unknown tool may return an execution that fails. */
+  build(call: ToolInvocation, ctx: ToolContext): ToolExecution;
+  /** Short / full labels and path for `tool_start`; optional. */
+  label?(name: string, args: unknown): { short: string; full: string; path?: string };
+}
+
+/** Async delegation (`execute_task` mode `async`), implemented by the scheduler. */
+export interface AsyncTaskPort {
+  /** Submit a durable job (idempotent by `idempotencyKey` = the tool call id). */
+  submitAsync(request: {
+    idempotencyKey: string;
+    sessionId: string;
+    userId: string;
+    source: string;
+    parentToolCallId: string;
+    scratchpadSessionId: string;
+    agentId: string;
+    prompt: string;
+    title: string | null;
+    description: string | null;
+    client: string | null;
+  }): Promise<{ jobId: string }>;
+}
+
+/** Long-term memory context for the dynamic tail (root frame only). */
+export interface MemoryPort {
+  queryContext(sessionId: string, userText: string): Promise<string | null>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// LLM
+// ---------------------------------------------------------------------------------------------
+
+export interface LlmClientDescriptor {
+  /** Client name (as in `model_fallback`, `select_client`). */
+  name: string;
+  /** The provider wants `cache_control` blocks on the static system prompt. */
+  cacheControl: boolean;
+}
+
+export interface LlmToolCall {
+  /** The model's call id. */
+  id: string;
+  name: string;
+  /** Raw arguments text as streamed. */
+  argumentsText: string;
+}
+
+export interface LlmResponse {
+  content: string;
+  reasoningContent: string | null;
+  toolCalls: LlmToolCall[];
+  usage: { inputTokens: number; outputTokens: number } | null;
+  /** `stop`, `tool_calls`, `length` (→ `truncated`), `content_filter`, … */
+  finishReason: string;
+}
+
+export interface LlmDelta {
+  kind: 'content' | 'reasoning';
+  delta: string;
+}
+
+/** An LLM failure classified by the port: retriable errors make the loop fall back. */
+export class LlmError extends Error {
+  readonly retriable: boolean;
+  constructor(message: string, retriable: boolean) {
+    super(message);
+    this.name = 'LlmError';
+    this.retriable = retriable;
+  }
+}
+
+export interface ClientSelection {
+  agentId: string;
+  /** Explicit client: session pin (root), `client` argument (child), or the agent's client. */
+  pinned: string | null;
+  /** Agent strength for AUTO selection. */
+  strength: string | null;
+  /** Names already tried in this round (in order). */
+  tried: string[];
+}
+
+export interface LlmPort {
+  /** Which client next; null when none is left. */
+  nextClient(selection: ClientSelection): Promise<LlmClientDescriptor | null> | LlmClientDescriptor | null;
+  /**
+   * One streaming chat completion. Abort on `signal`. Errors must be `LlmError` (anything else
+   * is treated as non-retriable).
+   */
+  stream(
+    client: LlmClientDescriptor,
+    request: { messages: WireMessage[]; tools: WireTool[] },
+    signal: AbortSignal,
+    onDelta: (delta: LlmDelta) => void,
+  ): Promise<LlmResponse>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agents
+// ---------------------------------------------------------------------------------------------
+
+export interface AgentDefinition {
+  id: string;
+  name: string;
+  description: string | null;
+  /** The static system prompt (may contain `__KEY__` sentinels). */
+  prompt: string;
+  type: AgentType;
+  /** Explicit client name; null → AUTO by strength. */
+  client: string | null;
+  strength: string | null;
+  /** Tool name filters (`prefix*` or exact); deny wins. Empty allow list = everything. */
+  tools: { allow: string[]; deny: string[] };
+  /** `__KEY__` → value substitutions applied to the prompt. */
+  substitutions: Record<string, string>;
+  /** Short reminder appended as the last system message. */
+  tailReminder: string | null;
+}
+
+export interface AgentSummary {
+  id: string;
+  name: string;
+  description: string | null;
+  strength: string | null;
+}
+
+export interface AgentCatalogPort {
+  /** One agent as seen by this user (with the user's override), or null. */
+  getAgent(agentId: string, userId: string): Promise<AgentDefinition | null>;
+  /** Task agents (what `list_agents` returns). */
+  listTaskAgents(userId: string): Promise<AgentSummary[]>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration and the bundle handed to the entry points
+// ---------------------------------------------------------------------------------------------
+
+export interface CompactionConfig {
+  /** Compact when the projected context exceeds this many (estimated) tokens. */
+  thresholdTokens: number;
+  /** Message rows kept verbatim after the boundary. */
+  keepRecent: number;
+  /** Strength of the summarising model (AUTO selection). */
+  strength: string | null;
+}
+
+export interface LoopConfig {
+  maxToolRounds: number;
+  /** Concurrency bound for an all-`concurrencySafe` batch (1 = sequential). */
+  maxParallelCalls: number;
+  /** History rows kept when compaction is off. */
+  maxHistoryMessages: number;
+  /** Hide previous turns' tool results longer than this; null = never. */
+  maxToolResultChars: number | null;
+  /** null = compaction off. */
+  compaction: CompactionConfig | null;
+  /** Deepest sub-agent depth (root = 0). */
+  maxDepth: number;
+  /** Shown in the dynamic tail. */
+  os: string;
+}
+
+export interface LoopDeps {
+  store: SessionStore;
+  gate: GatePort;
+  human: HumanWaitPort;
+  tools: ToolSetPort;
+  llm: LlmPort;
+  events: EventSink;
+  catalog: AgentCatalogPort;
+  clock: ClockPort;
+  ids: IdsPort;
+  /** Absent → `execute_task` mode async fails with a clear error. */
+  tasks?: AsyncTaskPort;
+  memory?: MemoryPort;
+  config: LoopConfig;
+}

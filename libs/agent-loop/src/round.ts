@@ -1,0 +1,151 @@
+/**
+ * One round of a frame: boundary checks (cancellation, mid-turn injection, compaction) → one
+ * model call → either the final answer, or the assistant message with its calls (rows written
+ * `pending` in call order, announced by `tool_start`) and the batch run.
+ */
+import { maybeCompact } from './compaction';
+import { runBatch } from './fan-out';
+import { buildFrameMessages, roundTools } from './history';
+import { drainSteer } from './injection';
+import { parseArguments, stringArg } from './json';
+import { callModel } from './llm-call';
+import { preview } from './texts';
+import { commit, isRoot, nowIso, type FrameContext, type FrameOutcome } from './turn-context';
+import type { Mutation, NewMessage, SessionEventDraft, ToolCallRow } from './types';
+
+export type RoundResult =
+  | { kind: 'final'; outcome: Extract<FrameOutcome, { kind: 'final' }> }
+  | { kind: 'again' }
+  | { kind: 'cancelled' }
+  | { kind: 'failed'; error: string }
+  | { kind: 'parked'; toolCallId: string; requestId: string };
+
+export async function runRound(fctx: FrameContext): Promise<RoundResult> {
+  const { deps, session } = fctx.turn;
+  if (fctx.signal.aborted) return { kind: 'cancelled' };
+  const root = isRoot(fctx);
+  if (root) await drainSteer(fctx);
+  if ((await maybeCompact(fctx)) === 'cancelled') return { kind: 'cancelled' };
+  const tools = await roundTools(fctx);
+  const messageId = deps.ids.newId();
+  const call = await callModel(fctx, (cc) => buildFrameMessages(fctx, cc), tools, messageId);
+  switch (call.kind) {
+    case 'cancelled':
+      return { kind: 'cancelled' };
+    case 'failed':
+      return { kind: 'failed', error: call.error };
+    case 'response':
+      break;
+  }
+  const res = call.response;
+  const message: NewMessage = {
+    id: messageId,
+    sessionId: session.id,
+    frameId: fctx.frame.id,
+    role: 'assistant',
+    content: res.content,
+    reasoningContent: res.reasoningContent,
+    isSynthetic: false,
+    attachments: null,
+    clientMessageId: null,
+    inputTokens: res.usage?.inputTokens ?? null,
+    outputTokens: res.usage?.outputTokens ?? null,
+    createdAt: nowIso(fctx.turn),
+  };
+  const usage = res.usage ? { input_tokens: res.usage.inputTokens, output_tokens: res.usage.outputTokens } : {};
+
+  if (res.toolCalls.length === 0) {
+    const truncated = res.finishReason === 'length';
+    const mutations: Mutation[] = [{ kind: 'appendMessage', message }];
+    const events: SessionEventDraft[] = [];
+    if (root) {
+      mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'finished' });
+      events.push({
+        type: 'done',
+        message_id: messageId,
+        stack_id: fctx.frame.id,
+        content: res.content,
+        ...usage,
+        ...(res.reasoningContent ? { reasoning_content: res.reasoningContent } : {}),
+      });
+      if (truncated) {
+        events.push({ type: 'truncated', ...(res.usage ? { output_tokens: res.usage.outputTokens } : {}) });
+      }
+    }
+    await commit(fctx.turn, mutations, events);
+    return {
+      kind: 'final',
+      outcome: {
+        kind: 'final',
+        messageId,
+        content: res.content,
+        reasoningContent: res.reasoningContent,
+        inputTokens: message.inputTokens,
+        outputTokens: message.outputTokens,
+        truncated,
+        replayed: false,
+      },
+    };
+  }
+
+  const rows: ToolCallRow[] = res.toolCalls.map((tc, index) => {
+    const id = deps.ids.newId();
+    return {
+      id,
+      sessionId: session.id,
+      frameId: fctx.frame.id,
+      messageId,
+      index,
+      llmCallId: tc.id || `call_${id}`,
+      name: tc.name,
+      argumentsText: tc.argumentsText,
+      status: 'pending',
+      result: null,
+      resultType: null,
+      requestId: null,
+      childFrameId: null,
+    };
+  });
+  const events: SessionEventDraft[] = [];
+  if (res.content.trim() !== '') {
+    events.push({
+      type: 'thinking',
+      message_id: messageId,
+      content: res.content,
+      ...(res.reasoningContent ? { reasoning_content: res.reasoningContent } : {}),
+      ...usage,
+    });
+  }
+  for (const row of rows) events.push(toolStartEvent(fctx, row));
+  await commit(
+    fctx.turn,
+    [{ kind: 'appendMessage', message }, ...rows.map((call): Mutation => ({ kind: 'createToolCall', call }))],
+    events,
+  );
+  const batch = await runBatch(fctx, rows);
+  switch (batch.kind) {
+    case 'continue':
+      return { kind: 'again' };
+    case 'cancelled':
+      return { kind: 'cancelled' };
+    case 'parked':
+      return { kind: 'parked', toolCallId: batch.toolCallId, requestId: batch.requestId };
+  }
+}
+
+/** `tool_start` carries the model's own arguments (before working-directory injection). */
+function toolStartEvent(fctx: FrameContext, row: ToolCallRow): SessionEventDraft {
+  const args = parseArguments(row.argumentsText);
+  const label = fctx.turn.deps.tools.label?.(row.name, args);
+  const path = label?.path ?? stringArg(args, 'path');
+  return {
+    type: 'tool_start',
+    tool_call_id: row.id,
+    message_id: row.messageId,
+    name: row.name,
+    arguments: args,
+    label_short: label?.short ?? row.name,
+    label_full: label?.full ?? `${row.name} ${preview(row.argumentsText, 120)}`,
+    ...(path ? { path } : {}),
+  };
+}

@@ -1,0 +1,180 @@
+/**
+ * The three entry points. Each one drives the session it is handed until an outcome; the caller
+ * must hold the session's lease. A `LeaseLostError` (or any other store failure) from a commit
+ * aborts every in-flight branch, nothing more is written, and the error is rethrown.
+ */
+import { CallNotAwaitingHumanError } from './errors';
+import { finishTurn } from './finish';
+import { runFrame } from './frame';
+import { inboxMessage, userMessageEvent } from './injection';
+import type { HumanAnswer, LoopDeps } from './ports';
+import { continueSession, frameContext, resumeChild } from './recovery';
+import { childController } from './signals';
+import { commit, nowIso, type TurnContext } from './turn-context';
+import type { Attachment, FrameRow, Mutation, NewMessage, SessionEventDraft, TurnOutcome } from './types';
+
+export type TurnInput =
+  /** A stored inbox item enters the conversation (its id becomes the chat row's id). */
+  | { kind: 'inbox'; inboxId: string }
+  /** Content handed in directly (tic, cron, tests). Synthetic rows are not echoed. */
+  | {
+      kind: 'message';
+      content: string;
+      messageId?: string;
+      clientMessageId?: string;
+      attachments?: Attachment[];
+      isSynthetic?: boolean;
+      role?: 'user' | 'agent';
+    };
+
+export interface RunTurnRequest {
+  sessionId: string;
+  input: TurnInput;
+  /** /stop: aborting it cancels the turn (sticky through sub-agents). */
+  signal?: AbortSignal;
+}
+
+export interface RecoverTurnRequest {
+  sessionId: string;
+  signal?: AbortSignal;
+}
+
+export interface ResolvePendingCallRequest {
+  sessionId: string;
+  /** The durable id of the `awaiting_human` call. */
+  toolCallId: string;
+  answer: HumanAnswer;
+  signal?: AbortSignal;
+}
+
+async function startTurn(deps: LoopDeps, sessionId: string, signal?: AbortSignal): Promise<TurnContext> {
+  const abort = childController(signal ?? new AbortController().signal);
+  return {
+    deps,
+    session: await deps.store.getSession(sessionId),
+    signal: abort.signal,
+    abort,
+    dead: null,
+    recorded: [],
+    runFrame,
+    resumeChild,
+  };
+}
+
+async function guarded<T>(turn: TurnContext, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (error) {
+    turn.abort.abort();
+    throw error;
+  }
+}
+
+async function markRunning(turn: TurnContext): Promise<void> {
+  if (turn.session.turnState === 'parked') {
+    await commit(turn, [{ kind: 'setTurnState', sessionId: turn.session.id, state: 'running' }], []);
+  }
+}
+
+/**
+ * New input: first continue any unfinished turn of the session (so the new input never orphans
+ * earlier input; if that ends cancelled or parked, the input is NOT entered and that outcome is
+ * returned), mark orphaned trailing user rows failed, enter the input, run the root frame.
+ * An inbox input that is no longer pending returns `idle`.
+ */
+export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<TurnOutcome> {
+  const turn = await startTurn(deps, request.sessionId, request.signal);
+  return guarded(turn, async () => {
+    if (turn.session.turnState !== 'finished') {
+      await markRunning(turn);
+      const previous = await finishTurn(turn, (await continueSession(turn)).outcome);
+      if (previous.kind === 'cancelled' || previous.kind === 'parked') return previous;
+      turn.recorded = [];
+    }
+    const { store, ids } = deps;
+    const session = turn.session;
+    const frames = await store.listActiveFrames(session.id);
+    const mutations: Mutation[] = [];
+    const events: SessionEventDraft[] = [];
+    let root: FrameRow | undefined = frames.find((f) => f.depth === 0);
+    if (!root) {
+      root = {
+        id: ids.newId(),
+        sessionId: session.id,
+        parentFrameId: null,
+        parentToolCallId: null,
+        agentId: session.agentId,
+        depth: 0,
+        status: 'active',
+        clientPin: null,
+      };
+      mutations.push({ kind: 'openFrame', frame: root });
+    } else {
+      // Orphans: user rows the model never answered (their turn was stopped or failed).
+      const rows = await store.listMessages(root.id);
+      for (let i = rows.length - 1; i >= 0 && rows[i].role !== 'assistant'; i--) {
+        mutations.push({ kind: 'markMessageFailed', messageId: rows[i].id });
+      }
+    }
+    let message: NewMessage;
+    if (request.input.kind === 'inbox') {
+      const inboxId = request.input.inboxId;
+      const item = (await store.listInbox(session.id)).find((i) => i.id === inboxId);
+      if (!item) return { kind: 'idle' };
+      message = inboxMessage(turn, root.id, item);
+      mutations.push({ kind: 'enterInbox', inboxId: item.id, message });
+    } else {
+      const input = request.input;
+      message = {
+        id: input.messageId ?? ids.newId(),
+        sessionId: session.id,
+        frameId: root.id,
+        role: input.role ?? 'user',
+        content: input.content,
+        reasoningContent: null,
+        isSynthetic: input.isSynthetic ?? false,
+        attachments: input.attachments ?? null,
+        clientMessageId: input.clientMessageId ?? null,
+        inputTokens: null,
+        outputTokens: null,
+        createdAt: nowIso(turn),
+      };
+      mutations.push({ kind: 'appendMessage', message });
+    }
+    if (!message.isSynthetic) events.push(userMessageEvent(message));
+    mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'running' });
+    await commit(turn, mutations, events);
+    const fctx = await frameContext(turn, root);
+    return finishTurn(turn, await runFrame(fctx));
+  });
+}
+
+/** No new input: continue what was interrupted (recovery). `idle` when the turn is finished. */
+export async function recoverTurn(deps: LoopDeps, request: RecoverTurnRequest): Promise<TurnOutcome> {
+  const turn = await startTurn(deps, request.sessionId, request.signal);
+  return guarded(turn, async () => {
+    if (turn.session.turnState === 'finished') return { kind: 'idle' };
+    await markRunning(turn);
+    return finishTurn(turn, (await continueSession(turn)).outcome);
+  });
+}
+
+/**
+ * A human answered after the live wait ended (the turn parked, or the worker restarted): apply
+ * the answer to the `awaiting_human` call — approved → run it with the gate skipped; rejected →
+ * record the rejection; answered → the question's result; cancelled → the turn ends cancelled —
+ * then continue the turn. Throws `CallNotAwaitingHumanError` if the call is not waiting.
+ */
+export async function resolvePendingCall(deps: LoopDeps, request: ResolvePendingCallRequest): Promise<TurnOutcome> {
+  const turn = await startTurn(deps, request.sessionId, request.signal);
+  return guarded(turn, async () => {
+    const row = await deps.store.getToolCall(request.toolCallId);
+    const frame = row ? await deps.store.getFrame(row.frameId) : null;
+    if (!row || row.sessionId !== request.sessionId || row.status !== 'awaiting_human' || frame?.status !== 'active') {
+      throw new CallNotAwaitingHumanError(request.toolCallId);
+    }
+    await markRunning(turn);
+    const { outcome } = await continueSession(turn, { toolCallId: row.id, answer: request.answer });
+    return finishTurn(turn, outcome);
+  });
+}

@@ -1,0 +1,39 @@
+/** Every sentence the model or the user sees that the loop writes itself. */
+
+export const CANCELLED_NOTE = 'Cancelled by user.';
+
+export const INTERRUPTED_BEFORE_START =
+  'Error: tool call was interrupted (connection lost before user approval). Please retry the operation.';
+
+export const INTERRUPTED_AFTER_START =
+  'Error: tool call was interrupted by a restart after it started; it may or may not have taken effect. Check the current state before retrying.';
+
+/** The one place the rejection sentence is built (spec: ApprovalDecision::rejection_message). */
+export function rejectionMessage(note?: string | null): string {
+  const trimmed = (note ?? '').trim();
+  return trimmed ? `User rejected this tool call. Reason: ${trimmed}` : 'User rejected this tool call.';
+}
+
+export const AUTO_DENY_REASON = rejectionMessage(
+  'this tool call needs approval and this session runs unattended (auto-deny)',
+);
+
+export function hiddenToolResult(name: string, length: number, limit: number): string {
+  return `[Tool response for \`${name}\` hidden: response was ${length} chars, exceeding the ${limit}-char limit. Call the tool again if you need this information.]`;
+}
+
+export const INTERRUPTED_BY_USER = 'Interrupted by user.';
+
+export function exhaustedMessage(rounds: number): string {
+  return `Tool round limit reached (${rounds} rounds) without a final answer.`;
+}
+
+export const REAPED_BATCH_ERROR =
+  'Sub-agent was interrupted by a restart while running in a parallel batch; its work is lost. Run it again if it is still needed.';
+
+export const INTERRUPTED_DELEGATION_ERROR =
+  'Sub-agent was interrupted by a restart before it could report back. Run it again if it is still needed.';
+
+export function preview(text: string, max = 200): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}

@@ -1,0 +1,270 @@
+/**
+ * One tool call end to end (spec: handle_tool_call): working-directory injection → gate
+ * (allow / deny → rejected / require → human) → execute → record. The row already exists
+ * (`pending`, announced by `tool_start`); recovery enters here with the row's stored status.
+ */
+import type { CallEnd } from './call-end';
+import { delegationEnd, isAsyncTask, runSyncDelegation, submitAsyncTask } from './delegation';
+import { approvalEvent, questionArgs, waitForHuman } from './human';
+import { parseArguments } from './json';
+import { isLoopTool } from './loop-tools';
+import { injectWorkingDirectory } from './paths';
+import { activateTools, listAgents, taskCompletedStub, updateScratchpad, writeTodos } from './plumbing';
+import type { HumanAnswer, RestartHint, ToolContext, ToolExecution, ToolResult } from './ports';
+import { cancelledRecord, doneRecord, failedRecord, interruptedRecord, rejectedRecord } from './records';
+import { ABORTED, raceAbort } from './signals';
+import { AUTO_DENY_REASON, INTERRUPTED_DELEGATION_ERROR, rejectionMessage } from './texts';
+import { commit, type FrameContext } from './turn-context';
+import type { ToolCallRow } from './types';
+
+export interface PreparedCall {
+  row: ToolCallRow;
+  /** Effective arguments (working directory injected). */
+  args: unknown;
+  /** The tool set's execution (null for loop-owned tools). */
+  exec: ToolExecution | null;
+  concurrencySafe: boolean;
+  restartHint: RestartHint;
+}
+
+function isSyncDelegation(name: string, args: unknown): boolean {
+  return name === 'execute_subtask' || (name === 'execute_task' && !isAsyncTask(name, args));
+}
+
+export function prepareCall(fctx: FrameContext, row: ToolCallRow, ctx: ToolContext): PreparedCall {
+  const args = injectWorkingDirectory(
+    row.name,
+    parseArguments(row.argumentsText),
+    fctx.turn.session.runContext.workingDirectory,
+  );
+  if (isLoopTool(row.name)) {
+    return {
+      row,
+      args,
+      exec: null,
+      concurrencySafe: row.name === 'list_agents' || isSyncDelegation(row.name, args),
+      restartHint: 'reExecute',
+    };
+  }
+  const exec = fctx.turn.deps.tools.build(
+    { toolCallId: row.id, name: row.name, arguments: args, argumentsText: row.argumentsText },
+    ctx,
+  );
+  return { row, args, exec, concurrencySafe: exec.concurrencySafe, restartHint: exec.restartHint };
+}
+
+/**
+ * Drive one call from its stored status. `preset` is a human answer that arrived after the live
+ * wait ended (`resolvePendingCall`): it is applied to an `awaiting_human` call without asking.
+ */
+export async function runCall(
+  fctx: FrameContext,
+  call: PreparedCall,
+  preset?: HumanAnswer,
+  presetCallId?: string,
+): Promise<CallEnd> {
+  const { row } = call;
+  if (row.status === 'awaiting_human') {
+    return row.name === 'ask_user_clarification' ? askQuestion(fctx, call, preset) : askApproval(fctx, call, preset);
+  }
+  if (row.status === 'running') {
+    if (row.childFrameId !== null) {
+      const child = await fctx.turn.deps.store.getFrame(row.childFrameId);
+      if (child && child.status === 'active') {
+        // A sibling of a parked parallel batch: continue its subtree, then record it.
+        const presetArg = preset ? { toolCallId: presetCallId ?? '', answer: preset } : undefined;
+        return delegationEnd(fctx, row, child, await fctx.turn.resumeChild(fctx, child, presetArg));
+      }
+      // The child frame is gone (reaped or never opened): its result cannot arrive.
+      return { flow: 'continue', record: failedRecord(row, INTERRUPTED_DELEGATION_ERROR) };
+    }
+    if (call.restartHint === 'markInterrupted') return { flow: 'continue', record: interruptedRecord(row) };
+  }
+  if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
+  const { session, deps } = fctx.turn;
+  const decision = await deps.gate.check({
+    sessionId: session.id,
+    userId: session.userId,
+    source: session.source,
+    agentId: fctx.agent.id,
+    depth: fctx.frame.depth,
+    toolCallId: row.id,
+    name: row.name,
+    arguments: call.args,
+  });
+  switch (decision.kind) {
+    case 'allow':
+      return execute(fctx, call);
+    case 'deny':
+      return { flow: 'continue', record: rejectedRecord(row, decision.reason) };
+    case 'require':
+      return askApproval(fctx, call);
+  }
+}
+
+async function askApproval(fctx: FrameContext, call: PreparedCall, preset?: HumanAnswer): Promise<CallEnd> {
+  const { row, args } = call;
+  const { session, deps } = fctx.turn;
+  if (session.autoDenyApprovals) return { flow: 'continue', record: rejectedRecord(row, AUTO_DENY_REASON) };
+  const requestId = row.requestId ?? deps.ids.newId();
+  let answer: HumanAnswer;
+  if (preset) {
+    answer = preset;
+  } else {
+    const preview = call.exec?.preview ? await call.exec.preview().catch(() => null) : null;
+    await commit(
+      fctx.turn,
+      [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId } }],
+      [approvalEvent(row, requestId, args, preview)],
+    );
+    answer = await waitForHuman(fctx, {
+      kind: 'approval',
+      requestId,
+      sessionId: session.id,
+      userId: session.userId,
+      source: session.source,
+      toolCallId: row.id,
+      toolName: row.name,
+      arguments: args,
+      preview,
+    });
+  }
+  switch (answer.kind) {
+    case 'approved':
+      return execute(fctx, { ...call, row: { ...row, requestId } });
+    case 'rejected':
+      return { flow: 'continue', record: rejectedRecord(row, rejectionMessage(answer.note)) };
+    case 'answered':
+      // An approval is never granted by free text: treat it as a rejection with that note.
+      return { flow: 'continue', record: rejectedRecord(row, rejectionMessage(answer.answer)) };
+    case 'cancelled':
+      return { flow: 'cancelled', record: cancelledRecord(row) };
+    case 'park':
+      return { flow: 'parked', toolCallId: row.id, requestId };
+  }
+}
+
+async function askQuestion(fctx: FrameContext, call: PreparedCall, preset?: HumanAnswer): Promise<CallEnd> {
+  const { row } = call;
+  const { session, deps } = fctx.turn;
+  const q = questionArgs(call.args);
+  if (!q) return { flow: 'continue', record: failedRecord(row, 'ask_user_clarification needs a `question`.') };
+  if (session.autoDenyApprovals) {
+    return {
+      flow: 'continue',
+      record: failedRecord(row, 'No user can answer in this unattended session; continue with your best judgement.'),
+    };
+  }
+  const requestId = row.requestId ?? deps.ids.newId();
+  let answer: HumanAnswer;
+  if (preset) {
+    answer = preset;
+  } else {
+    await commit(
+      fctx.turn,
+      [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId } }],
+      [
+        {
+          type: 'agent_question',
+          request_id: requestId,
+          tool_call_id: row.id,
+          title: q.title,
+          question: q.question,
+          suggested_answers: q.suggestedAnswers,
+        },
+      ],
+    );
+    answer = await waitForHuman(fctx, {
+      kind: 'question',
+      requestId,
+      sessionId: session.id,
+      userId: session.userId,
+      source: session.source,
+      toolCallId: row.id,
+      title: q.title,
+      question: q.question,
+      suggestedAnswers: q.suggestedAnswers,
+    });
+  }
+  switch (answer.kind) {
+    case 'answered':
+      return { flow: 'continue', record: doneRecord(row, answer.answer) };
+    case 'approved':
+      return { flow: 'continue', record: doneRecord(row, 'The user acknowledged the question without an answer.') };
+    case 'rejected':
+      return {
+        flow: 'continue',
+        record: doneRecord(row, `The user declined to answer.${answer.note ? ` Note: ${answer.note}` : ''}`),
+      };
+    case 'cancelled':
+      return { flow: 'cancelled', record: cancelledRecord(row) };
+    case 'park':
+      return { flow: 'parked', toolCallId: row.id, requestId };
+  }
+}
+
+async function execute(fctx: FrameContext, call: PreparedCall): Promise<CallEnd> {
+  const { row, args } = call;
+  if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
+  if (call.exec === null) {
+    switch (row.name) {
+      case 'update_scratchpad':
+        return { flow: 'continue', record: updateScratchpad(fctx, row, args) };
+      case 'write_todos':
+        return { flow: 'continue', record: writeTodos(fctx, row, args) };
+      case 'activate_tools':
+        return { flow: 'continue', record: await activateTools(fctx, row, args) };
+      case 'list_agents':
+        return { flow: 'continue', record: await listAgents(fctx, row) };
+      case 'ask_user_clarification':
+        return askQuestion(fctx, call);
+      case 'execute_task':
+      case 'execute_subtask':
+        return isAsyncTask(row.name, args) ? submitAsyncTask(fctx, row, args) : runSyncDelegation(fctx, row, args);
+      default:
+        return { flow: 'continue', record: taskCompletedStub(row) };
+    }
+  }
+  await commit(fctx.turn, [{ kind: 'updateToolCall', id: row.id, patch: { status: 'running' } }], []);
+  const result = await runExecution(fctx, row, call.exec);
+  if (result === ABORTED) return { flow: 'cancelled', record: cancelledRecord(row) };
+  return result.ok
+    ? {
+        flow: 'continue',
+        record: doneRecord(row, result.content, {
+          ...(result.resultType !== undefined ? { resultType: result.resultType } : {}),
+          ...(result.changedPaths !== undefined ? { changedPaths: result.changedPaths } : {}),
+        }),
+      }
+    : { flow: 'continue', record: failedRecord(row, result.error) };
+}
+
+/** Run an execution; on abort call `stop()` and return at once. A throw counts as a failure. */
+async function runExecution(
+  fctx: FrameContext,
+  row: ToolCallRow,
+  exec: ToolExecution,
+): Promise<ToolResult | typeof ABORTED> {
+  const { deps, session } = fctx.turn;
+  const onAbort = (): void => exec.stop();
+  fctx.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const running = exec
+      .run(fctx.signal, (p) =>
+        deps.events.ephemeral({
+          type: 'tool_progress',
+          session_id: session.id,
+          tool_call_id: row.id,
+          stream: p.stream,
+          chunk: p.chunk,
+        }),
+      )
+      .catch((error: unknown): ToolResult => ({
+        ok: false,
+        error: error instanceof Error ? error.message : String(error),
+      }));
+    return await raceAbort(running, fctx.signal);
+  } finally {
+    fctx.signal.removeEventListener('abort', onAbort);
+  }
+}

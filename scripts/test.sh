@@ -13,7 +13,7 @@ npx tsc -b tsconfig.build.json || { echo "0 passed, 1 failed"; exit 1; }
 mkdir -p test-results
 rm -f test-results/jest-*.json test-results/lint.failed
 echo "Linting…"
-npx eslint . || touch test-results/lint.failed
+npm run --silent lint || touch test-results/lint.failed
 npx jest --selectProjects unit integration --coverage --json --outputFile=test-results/jest-main.json "$@"
 npx jest --selectProjects e2e --runInBand --json --outputFile=test-results/jest-e2e.json "$@"
 node scripts/test-summary.js test-results/jest-main.json test-results/jest-e2e.json

@@ -72,7 +72,10 @@ beforeAll(() => {
     timeout: 120_000,
   });
   if (run.status !== 0) throw new Error(`ESLint probe run failed (${run.status}): ${run.stderr}`);
-  results = JSON.parse(run.stdout) as Record<string, Linter.LintMessage[]>;
+  const marker = run.stdout.lastIndexOf('@@lint-results@@');
+  if (marker < 0) throw new Error(`ESLint probe printed no results: ${run.stdout.slice(0, 500)}`);
+  expect(run.stdout).not.toContain('No cached ProjectGraph');
+  results = JSON.parse(run.stdout.slice(marker + '@@lint-results@@'.length)) as Record<string, Linter.LintMessage[]>;
 }, 150_000);
 
 function messagesOf(id: string): Linter.LintMessage[] {

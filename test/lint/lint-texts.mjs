@@ -7,7 +7,8 @@
 // the module boundaries among them, applies unchanged.
 //
 // stdin:  [{ "id": string, "filePath": string (relative to the repo root), "code": string }]
-// stdout: { [id]: LintMessage[] }
+// stdout: a line `@@lint-results@@` followed by { [id]: LintMessage[] } (plugins may print before it)
+import { execFileSync } from 'node:child_process';
 import { ESLint } from 'eslint';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +22,13 @@ async function readStdin() {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+// @nx/enforce-module-boundaries reads Nx's cached project graph and silently skips itself without
+// one (a fresh clone has none): compute it first.
+execFileSync(process.execPath, [join(repoRoot, 'node_modules/nx/bin/nx.js'), 'show', 'projects'], {
+  cwd: repoRoot,
+  stdio: 'ignore',
+  env: { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' },
+});
 const probes = JSON.parse(await readStdin());
 const eslint = new ESLint({ cwd: repoRoot, overrideConfig: [tseslint.configs.disableTypeChecked] });
 const out = {};
@@ -28,4 +36,4 @@ for (const { id, filePath, code } of probes) {
   const [result] = await eslint.lintText(code, { filePath: join(repoRoot, filePath) });
   out[id] = result ? result.messages : [];
 }
-process.stdout.write(JSON.stringify(out));
+process.stdout.write(`\n@@lint-results@@\n${JSON.stringify(out)}`);

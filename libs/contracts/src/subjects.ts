@@ -65,10 +65,77 @@ export const ApprovalCheckRequest = z.object({
   security_group: z.string().optional(),
   tool_name: z.string(),
   arguments: z.record(z.string(), z.unknown()),
+  /** The session's RunContext: pre-authorised paths relax Require to Allow (never Deny). */
+  run_context: z
+    .object({
+      working_directory: z.string().nullable().optional(),
+      allow_fs_reads: z.array(z.string()).optional(),
+      allow_fs_writes: z.array(z.string()).optional(),
+    })
+    .optional(),
 });
 export const ApprovalDecision = z.enum(['allow', 'deny', 'require']);
 export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
 export const ApprovalCheckReply = z.object({ decision: ApprovalDecision, rule_id: Id.optional(), reason: z.string() });
+
+export const ApprovalPreview = z.object({
+  path: z.string(),
+  old_content: z.string().optional(),
+  new_content: z.string(),
+  /** SHA-256 of the file the preview was computed from (absent for a new file). */
+  base_hash: z.string().optional(),
+});
+export type ApprovalPreview = z.infer<typeof ApprovalPreview>;
+
+/**
+ * Registers a human request (approval or clarification) for a tool call. Idempotent by
+ * `request_id`: a recovery re-asks with the same id and gets the existing request (and its answer,
+ * if one came meanwhile).
+ */
+export const ApprovalRegisterRequest = z.object({
+  actor: Actor,
+  request_id: Id,
+  kind: z.enum(['approval', 'clarification']),
+  tool_call_id: Id,
+  session_id: Id,
+  source: z.string(),
+  tool_name: z.string(),
+  arguments: z.unknown(),
+  preview: ApprovalPreview.optional(),
+  question: z.object({ title: z.string(), question: z.string(), suggested_answers: z.array(z.string()) }).optional(),
+});
+export const HumanRequestStatus = z.enum(['pending', 'approved', 'rejected', 'answered', 'cancelled']);
+export type HumanRequestStatus = z.infer<typeof HumanRequestStatus>;
+export const HumanRequestState = z.object({
+  request_id: Id,
+  tool_call_id: Id,
+  session_id: Id,
+  status: HumanRequestStatus,
+  note: z.string().nullable(),
+  answer: z.string().nullable(),
+});
+export type HumanRequestState = z.infer<typeof HumanRequestState>;
+export const ApprovalGetRequest = z.object({ actor: Actor, request_id: Id });
+/**
+ * A human's answer, from any surface (WS, inbox, the chat card by tool call id). First answer wins:
+ * a second one is `conflict`; a foreign or unknown id is `not_found`. Committed, then announced on
+ * `approval.resolved.<sessionId>` and the session is woken.
+ */
+export const ApprovalResolveRequest = z
+  .object({
+    actor: Actor,
+    request_id: Id.optional(),
+    tool_call_id: Id.optional(),
+    action: z.enum(['approve', 'reject', 'answer']),
+    note: z.string().max(4000).optional(),
+    answer: z.string().max(64 * 1024).optional(),
+    bypass_secs: z.number().int().nonnegative().optional(),
+    bypass_scope: z.union([z.literal('all'), z.object({ category: z.string() }), z.object({ mcp_server: z.string() })]).optional(),
+  })
+  .refine((r) => !!r.request_id !== !!r.tool_call_id, 'exactly one of request_id and tool_call_id');
+/** Ends every pending request of a session as cancelled (/stop, interrupt, job kill, session reset). */
+export const ApprovalCancelSessionRequest = z.object({ actor: Actor, session_id: Id, reason: z.string() });
+export const ApprovalCancelSessionReply = z.object({ cancelled: z.array(Id) });
 
 // ---------------------------------------------------------------- tool runner
 
@@ -90,6 +157,9 @@ export const ToolExecReply = z.discriminatedUnion('status', [
   z.object({ status: z.literal('cancelled') }),
 ]);
 export const ToolCancel = z.object({ tool_call_id: Id });
+/** The diff an approval card shows, computed by the tool runner from the user's workspace exactly as the tool would write. */
+export const ToolPreviewRequest = ToolExecRequest;
+export const ToolPreviewReply = z.object({ preview: ApprovalPreview.nullable() });
 
 /**
  * The one map from subject to payload. Requests have `request` and `reply`; published subjects
@@ -103,7 +173,12 @@ export const SUBJECTS = {
   'session.replay': { request: ReplayRequest, reply: replyOf(ReplayReply), queue: 'session-worker' },
   'session.cancel': { request: CancelRequest, reply: replyOf(CancelReply), queue: 'session-worker' },
   'approval.check': { request: ApprovalCheckRequest, reply: replyOf(ApprovalCheckReply), queue: 'approval-service' },
+  'approval.register': { request: ApprovalRegisterRequest, reply: replyOf(HumanRequestState), queue: 'approval-service' },
+  'approval.resolve': { request: ApprovalResolveRequest, reply: replyOf(HumanRequestState), queue: 'approval-service' },
+  'approval.get': { request: ApprovalGetRequest, reply: replyOf(HumanRequestState), queue: 'approval-service' },
+  'approval.cancel_session': { request: ApprovalCancelSessionRequest, reply: replyOf(ApprovalCancelSessionReply), queue: 'approval-service' },
   'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
+  'tools.preview': { request: ToolPreviewRequest, reply: replyOf(ToolPreviewReply), queue: 'tool-runner' },
 } as const;
 export type RequestSubject = keyof typeof SUBJECTS;
 export type RequestOf<S extends RequestSubject> = z.input<(typeof SUBJECTS)[S]['request']>;
@@ -148,6 +223,10 @@ export const TOPICS = {
     pattern: 'gateway.user.revoked',
     subject: () => 'gateway.user.revoked',
     message: z.object({ user_id: Id }),
+  },
+  /** `approval.resolved.<sessionId>`: a human request of the session was answered or cancelled (committed first). */
+  approvalResolved: {
+    pattern: 'approval.resolved.*', subject: (sessionId: string) => `approval.resolved.${sessionId}`, message: HumanRequestState,
   },
   /** `tools.cancel.<toolCallId>`: kill a running tool call. */
   toolCancel: {

@@ -39,12 +39,14 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/{apps,libs}/*/src/**/*.integration-spec.ts', '<rootDir>/test/integration/**/*.spec.ts'],
       globalSetup: '<rootDir>/test/setup/global-setup.js',
+      globalTeardown: '<rootDir>/test/setup/global-teardown.js',
     },
     {
       ...base,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/setup/global-setup.js',
+      globalTeardown: '<rootDir>/test/setup/global-teardown.js',
     },
   ],
 };

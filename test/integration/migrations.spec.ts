@@ -3,10 +3,8 @@ import { DEFAULT_APPROVAL_RULES, ensureDatabase, migrateDown, migrateUp, MIGRATI
 
 jest.setTimeout(60_000);
 
-const URL = (process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test').replace(
-  /\/[^/]+$/,
-  '/skald_migrate_test',
-);
+// A database of its own next to the run's test database (dropped by the global teardown).
+const URL = `${process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test'}_migrate`;
 const TABLES = [
   'users',
   'api_tokens',

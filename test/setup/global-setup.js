@@ -1,11 +1,21 @@
 'use strict';
 // Jest global setup for the integration and e2e projects: services reachable, code built, a fresh
-// test database migrated. Runs once per Jest process.
+// test database migrated. Runs once per Jest process. Each Jest process gets its own database
+// (`skald_test_<pid>`, dropped by the teardown), so two runs on one machine never share rows.
 const { execFileSync } = require('node:child_process');
 const path = require('node:path');
 const { unreachableServices } = require('../../scripts/lib-services');
 
 const ROOT = path.resolve(__dirname, '../..');
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 module.exports = async function globalSetup() {
   if (process.env.SKALD_TEST_SETUP_DONE === '1') return;
@@ -13,20 +23,24 @@ module.exports = async function globalSetup() {
   if (down.length > 0) {
     throw new Error(down.map((s) => `${s.name} is not reachable at ${s.where}; start it with: ${s.start}`).join('\n'));
   }
-  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], {
-    cwd: ROOT,
-    stdio: 'inherit',
-  });
-  const base = new URL(process.env.SKALD_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/skald_test');
+  // SKALD_TEST_SKIP_BUILD=1 when the caller has just built (scripts/test.sh does).
+  if (process.env.SKALD_TEST_SKIP_BUILD !== '1') {
+    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
+  }
+  const base = new URL(process.env.SKALD_TEST_DATABASE_URL || `postgres://postgres@127.0.0.1:5432/skald_test_${process.pid}`);
   const { DataSource } = require(path.join(ROOT, 'node_modules/typeorm'));
   const admin = new DataSource({ type: 'postgres', url: new URL('/postgres', base).toString(), extra: { max: 1 } });
   await admin.initialize();
+  // Databases of earlier runs whose Jest process is gone.
+  const leftovers = await admin.query(`SELECT datname FROM pg_database WHERE datname ~ '^skald_test_[0-9]+(_migrate)?$'`);
+  for (const { datname } of leftovers) {
+    if (!alive(Number(datname.split('_')[2]))) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+  }
   const db = base.pathname.slice(1);
-  await admin.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
-    [db],
-  );
-  await admin.query(`DROP DATABASE IF EXISTS "${db}"`);
+  await admin.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
   await admin.query(`CREATE DATABASE "${db}"`);
   await admin.destroy();
   const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));

@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 export async function testDb(): Promise<DataSource> {
   const ds = new DataSource({
     type: 'postgres',
-    url: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test',
+    url: process.env.DATABASE_URL,
     extra: { max: 2 },
   });
   await ds.initialize();

@@ -13,6 +13,8 @@ import { SubmitService } from './submit/submit.service';
 import { EventAnnouncer } from './turns/event-announcer';
 import { Sweeper } from './turns/sweeper';
 import { TurnDriver } from './turns/turn-driver';
+import { TurnMetrics } from './turns/turn-metrics';
+import { TurnStateRepository } from './sessions/turn-state.repository';
 
 @Module({})
 export class AppModule {
@@ -45,6 +47,8 @@ export class AppModule {
         { provide: WORKER_INSTANCE, useValue: instance },
         { provide: LlmManager, useValue: llm },
         LeaseRepository,
+        TurnStateRepository,
+        TurnMetrics,
         SessionsRepository,
         InboxRepository,
         SessionsService,

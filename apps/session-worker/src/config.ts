@@ -11,6 +11,10 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   SKALD_MAX_TOOL_ROUNDS: z.coerce.number().int().min(1).max(500).default(50),
   SKALD_MAX_HISTORY_MESSAGES: z.coerce.number().int().min(2).default(200),
   SKALD_MAX_TOOL_RESULT_CHARS: z.coerce.number().int().min(100).optional(),
+  /** Seconds a turn waits for a human in memory before it parks (lease released). */
+  SKALD_PARK_AFTER: z.coerce.number().min(0).default(30),
+  /** How often a waiting turn re-reads its request, in case an answer's doorbell was lost. */
+  SKALD_HUMAN_POLL_MS: z.coerce.number().int().min(100).default(2_000),
   /** IANA zone shown to the model (default: the process's zone). */
   SKALD_TIMEZONE: z.string().optional(),
 });

@@ -22,7 +22,7 @@ export function hiddenToolResult(name: string, length: number, limit: number): s
   return `[Tool response for \`${name}\` hidden: response was ${length} chars, exceeding the ${limit}-char limit. Call the tool again if you need this information.]`;
 }
 
-export const INTERRUPTED_BY_USER = 'Interrupted by user.';
+export const INTERRUPTED_BY_USER = 'interrupted by user';
 
 export function exhaustedMessage(rounds: number): string {
   return `Tool round limit reached (${rounds} rounds) without a final answer.`;

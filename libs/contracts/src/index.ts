@@ -2,4 +2,5 @@ export * from './common';
 export * from './ws';
 export * from './rest';
 export * from './subjects';
+export * from './approvals';
 export * from './tools';

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { Actor, Attachment, Delivery, ErrorBody, Id, Source } from './common';
-import { SessionDetail, SessionList } from './rest';
+import { ChatMessages, SessionDetail, SessionList } from './rest';
 import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws';
+import * as A from './approvals';
 
 /**
  * Every NATS request is answered with this envelope: the owning service never throws across the
@@ -40,6 +41,9 @@ export const ListSessionsRequest = z.object({
   per_page: z.number().int().min(1).max(100),
 });
 /** Without `after_seq`: only the state (running, waiting, last_seq). */
+export const MessagesRequest = z.object({
+  actor: Actor, source: Source, before: Id.optional(), limit: z.number().int().min(1).max(200),
+});
 export const ReplayRequest = z.object({
   actor: Actor,
   session_id: Id,
@@ -170,6 +174,7 @@ export const SUBJECTS = {
   'session.active': { request: ActiveSessionRequest, reply: replyOf(ActiveSessionReply), queue: 'session-worker' },
   'session.get': { request: GetSessionRequest, reply: replyOf(SessionDetail), queue: 'session-worker' },
   'session.list': { request: ListSessionsRequest, reply: replyOf(SessionList), queue: 'session-worker' },
+  'session.messages': { request: MessagesRequest, reply: replyOf(ChatMessages), queue: 'session-worker' },
   'session.replay': { request: ReplayRequest, reply: replyOf(ReplayReply), queue: 'session-worker' },
   'session.cancel': { request: CancelRequest, reply: replyOf(CancelReply), queue: 'session-worker' },
   'approval.check': { request: ApprovalCheckRequest, reply: replyOf(ApprovalCheckReply), queue: 'approval-service' },
@@ -179,6 +184,19 @@ export const SUBJECTS = {
   'approval.cancel_session': { request: ApprovalCancelSessionRequest, reply: replyOf(ApprovalCancelSessionReply), queue: 'approval-service' },
   'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
   'tools.preview': { request: ToolPreviewRequest, reply: replyOf(ToolPreviewReply), queue: 'tool-runner' },
+  'approval.reset_session': { request: A.ResetSessionRequest, reply: replyOf(A.ResetSessionReply), queue: 'approval-service' },
+  'approval.visible_tools': { request: A.VisibleToolsRequest, reply: replyOf(A.VisibleToolsReply), queue: 'approval-service' },
+  'approval.tools': { request: A.ToolsCatalogRequest, reply: replyOf(A.KnownToolList), queue: 'approval-service' },
+  'approval.inbox': { request: A.InboxRequest, reply: replyOf(A.InboxDto), queue: 'approval-service' },
+  'approval.audit': { request: A.AuditRequest, reply: replyOf(A.AuditList), queue: 'approval-service' },
+  'approval.rules.list': { request: A.RulesListRequest, reply: replyOf(A.ApprovalRuleList), queue: 'approval-service' },
+  'approval.rules.create': { request: A.RuleCreateRequest, reply: replyOf(A.ApprovalRuleDto), queue: 'approval-service' },
+  'approval.rules.update': { request: A.RuleUpdateRequest, reply: replyOf(A.ApprovalRuleDto), queue: 'approval-service' },
+  'approval.rules.delete': { request: A.RuleDeleteRequest, reply: replyOf(A.Deleted), queue: 'approval-service' },
+  'approval.rules.test': { request: A.RuleTestRequest, reply: replyOf(A.RuleTestResult), queue: 'approval-service' },
+  'approval.bypasses.list': { request: A.BypassListRequest, reply: replyOf(A.BypassList), queue: 'approval-service' },
+  'approval.bypasses.create': { request: A.BypassCreateRequest, reply: replyOf(A.Created), queue: 'approval-service' },
+  'approval.bypasses.delete': { request: A.BypassDeleteRequest, reply: replyOf(A.Deleted), queue: 'approval-service' },
 } as const;
 export type RequestSubject = keyof typeof SUBJECTS;
 export type RequestOf<S extends RequestSubject> = z.input<(typeof SUBJECTS)[S]['request']>;

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { Actor, Id, PostMessageRequest, SessionListQuery, Source } from '@skald/contracts';
+import { Actor, ChatMessagesQuery, Id, PostMessageRequest, SessionListQuery, Source } from '@skald/contracts';
 import { CurrentActor } from '../auth/actor.decorator';
 import { ApiError } from '../http/api-error';
 import { validate } from '../http/validate';
@@ -48,6 +48,13 @@ export class SessionsController {
     }
     res.status(result.duplicate ? 200 : 202);
     return result;
+  }
+
+  @Get(':source/messages')
+  messages(@CurrentActor() actor: Actor, @Param('source') source: string, @Query() query: unknown) {
+    const s = validate(Source, source);
+    const q = validate(ChatMessagesQuery, query);
+    return this.sessions.messages(actor, s, q.before, q.limit);
   }
 
   @Post(':source/cancel')

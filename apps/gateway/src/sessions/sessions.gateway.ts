@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { Actor, PostMessageRequest, SessionDetail, SessionList } from '@skald/contracts';
+import { Actor, ChatMessages, PostMessageRequest, SessionDetail, SessionList } from '@skald/contracts';
 import { Bus, BusRequestError } from '@skald/messaging';
 import { ApiError } from '../http/api-error';
 import { handleSlashCommand } from './slash-commands';
@@ -56,6 +56,10 @@ export class SessionsGateway {
       duplicate: r.duplicate,
       session_id: r.session_id,
     };
+  }
+
+  messages(actor: Actor, source: string, before: string | undefined, limit: number): Promise<ChatMessages> {
+    return this.call(() => this.bus.call('session.messages', { actor, source, before, limit }));
   }
 
   async cancel(actor: Actor, sessionId: string): Promise<{ cancelled: boolean }> {

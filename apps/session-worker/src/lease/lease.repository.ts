@@ -6,6 +6,8 @@ export interface Lease {
   sessionId: string;
   owner: string;
   epoch: number;
+  /** The lease was taken from an owner whose lease had expired (not released). */
+  tookOver?: boolean;
 }
 
 /**
@@ -17,18 +19,19 @@ export class LeaseRepository {
   constructor(private readonly ds: DataSource) {}
 
   async acquire(sessionId: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    const rows: Array<{ epoch: string }> = await queryRows(
+    const rows: Array<{ epoch: string; took_over: boolean | null }> = await queryRows(
       this.ds,
-      `INSERT INTO session_leases (session_id, owner, epoch, expires_at, acquired_at)
+      `WITH prev AS (SELECT owner FROM session_leases WHERE session_id = $1)
+       INSERT INTO session_leases (session_id, owner, epoch, expires_at, acquired_at)
        VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond', now())
        ON CONFLICT (session_id) DO UPDATE
          SET owner = EXCLUDED.owner, epoch = session_leases.epoch + 1, expires_at = EXCLUDED.expires_at, acquired_at = now()
          WHERE session_leases.owner IS NULL OR session_leases.expires_at <= now()
-       RETURNING epoch`,
+       RETURNING epoch, (SELECT owner IS NOT NULL FROM prev) AS took_over`,
       [sessionId, owner, ttlMs],
     );
     const row = rows[0];
-    return row ? { sessionId, owner, epoch: Number(row.epoch) } : null;
+    return row ? { sessionId, owner, epoch: Number(row.epoch), tookOver: row.took_over === true } : null;
   }
 
   /** Extends the lease; false when it was lost (expired or taken over). */

@@ -28,9 +28,10 @@ export class SessionsHandler implements OnModuleInit {
       }),
     );
     this.bus.handle('session.active', async (r) => {
-      const s = await this.sessions.active(r.actor, r.source, r.create_new);
+      const s = await this.submit.activeSession(r.actor, r.source, r.create_new);
       return { session_id: s.id, created: s.created };
     });
+    this.bus.handle('session.messages', (r) => this.sessions.messages(r.actor, r.source, r.before, r.limit));
     this.bus.handle('session.get', (r) => this.sessions.detail(r.actor, r.session_id));
     this.bus.handle('session.list', (r) => this.sessions.list(r.actor, r.source, r.page, r.per_page));
     this.bus.handle('session.replay', (r) => this.sessions.replay(r.actor, r.session_id, r.after_seq));

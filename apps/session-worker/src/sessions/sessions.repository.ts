@@ -14,7 +14,7 @@ export class SessionsRepository {
   async active(
     scope: { userId: string; source: string },
     createNew = false,
-  ): Promise<{ id: string; created: boolean }> {
+  ): Promise<{ id: string; created: boolean; previousId?: string }> {
     return this.ds.transaction(async (tx) => {
       // Serialise concurrent first-uses of one (user, source) pair.
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${scope.userId}/${scope.source}`]);
@@ -32,7 +32,7 @@ export class SessionsRepository {
         scope.userId,
         scope.source,
       ]);
-      return { id, created: true };
+      return { id, created: true, previousId: rows[0] ? String(rows[0].id) : undefined };
     });
   }
 
@@ -70,6 +70,54 @@ export class SessionsRepository {
     return { items, total: Number(total[0]?.n ?? 0) };
   }
 
+  /** Parked turns without a driver, least recently touched first: their answers may have lost a doorbell. */
+  async parked(limit: number): Promise<string[]> {
+    const rows = await queryRows<{ id: string }>(
+      this.ds,
+      `SELECT s.id FROM sessions s LEFT JOIN session_leases l ON l.session_id = s.id
+        WHERE s.turn_state = 'parked' AND (l.session_id IS NULL OR l.owner IS NULL OR l.expires_at <= now())
+        ORDER BY s.updated_at LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Running turns whose lease expired more than `graceMs` ago: nobody recovered them. */
+  async stuck(graceMs: number): Promise<string[]> {
+    const rows = await queryRows<{ id: string }>(
+      this.ds,
+      `SELECT s.id FROM sessions s JOIN session_leases l ON l.session_id = s.id
+        WHERE s.turn_state = 'running' AND l.expires_at < now() - $1 * interval '1 millisecond'`,
+      [graceMs],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * A page of the root conversation of the (user, source) active session, newest page first but
+   * returned oldest first; synthetic and failed rows excluded.
+   */
+  async chatPage(scope: { userId: string; sessionId: string; before?: string; limit: number }): Promise<{ rows: Row[]; calls: Row[]; hasMore: boolean }> {
+    const params: unknown[] = [scope.sessionId, scope.limit + 1];
+    let before = '';
+    if (scope.before) {
+      params.push(scope.before);
+      before = `AND h.ord < (SELECT ord FROM chat_history WHERE id = $3 AND session_id = $1)`;
+    }
+    const rows = await queryRows<Row>(
+      this.ds,
+      `SELECT h.* FROM chat_history h JOIN stack_frames f ON f.id = h.frame_id
+        WHERE h.session_id = $1 AND f.depth = 0 AND NOT h.is_synthetic AND h.status = 'ok' ${before}
+        ORDER BY h.ord DESC LIMIT $2`,
+      params,
+    );
+    const hasMore = rows.length > scope.limit;
+    const page = rows.slice(0, scope.limit).reverse();
+    const ids = page.filter((r) => r.role === 'assistant').map((r) => String(r.id));
+    const calls = ids.length === 0 ? [] : await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE message_id = ANY($1::uuid[]) ORDER BY ord`, [ids]);
+    return { rows: page, calls, hasMore };
+  }
+
   async frames(sessionId: string): Promise<Row[]> {
     return this.ds.query(`SELECT * FROM stack_frames WHERE session_id = $1 ORDER BY ord`, [sessionId]);
   }
@@ -95,8 +143,10 @@ export class SessionsRepository {
          LEFT JOIN session_leases l ON l.session_id = s.id
         WHERE (l.session_id IS NULL OR l.owner IS NULL OR l.expires_at <= now())
           AND (s.turn_state = 'running'
+               OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
                OR (s.turn_state = 'finished'
                    AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))
+        ORDER BY s.updated_at
         LIMIT $1`,
       [limit],
     );

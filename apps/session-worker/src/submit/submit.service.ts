@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { Actor, Attachment, Delivery, TOPICS } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { SessionsRepository } from '../sessions/sessions.repository';
+import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { TurnDriver } from '../turns/turn-driver';
 import { InboxRepository } from './inbox.repository';
 
@@ -28,7 +28,7 @@ export class SubmitService {
     private readonly inbox: InboxRepository,
     private readonly driver: TurnDriver,
     private readonly bus: Bus,
-    private readonly ds: DataSource,
+    private readonly turnState: TurnStateRepository,
   ) {}
 
   async submit(
@@ -44,13 +44,31 @@ export class SubmitService {
       delivery: s.delivery,
       isSynthetic: s.isSynthetic,
     });
-    if (!stored.duplicate) this.wake(stored.sessionId);
+    if (!stored.duplicate) {
+      // `interrupt`: stop the running (or parked) turn; the message then starts the next one.
+      if (s.delivery === 'interrupt') await this.stop(stored.sessionId);
+      this.wake(stored.sessionId);
+    }
     return {
       session_id: stored.sessionId,
       message_id: stored.messageId,
       client_message_id: s.clientMessageId,
       duplicate: stored.duplicate,
     };
+  }
+
+  /**
+   * The active session of (user, source). `/new` starts a fresh one: the previous session's
+   * unfinished turn is stopped (a session reset ends its waits) and every socket of that source is
+   * told with `new_session`.
+   */
+  async activeSession(actor: Actor, source: string, createNew: boolean): Promise<{ id: string; created: boolean }> {
+    const s = await this.sessions.active({ userId: actor.userId, source }, createNew);
+    if (createNew && s.created) {
+      if (s.previousId && (await this.stop(s.previousId))) this.wake(s.previousId);
+      this.bus.publish(TOPICS.userEvents.subject(actor.userId), TOPICS.userEvents.message, { type: 'new_session', session_id: s.id, source });
+    }
+    return { id: s.id, created: s.created };
   }
 
   /** Try to drive here; ring the doorbell too, in case this worker is draining. */
@@ -66,12 +84,16 @@ export class SubmitService {
   async cancel(actor: Actor, sessionId: string): Promise<{ cancelled: boolean }> {
     const session = await this.sessions.find({ userId: actor.userId, sessionId });
     if (!session) throw new RemoteError({ code: 'not_found', message: 'session not found' });
-    if (session.turn_state === 'finished') return { cancelled: false };
-    await this.ds.query(`UPDATE sessions SET stop_requested_at = now(), updated_at = now() WHERE id = $1`, [sessionId]);
-    this.bus.publish(TOPICS.sessionCancel.subject(sessionId), TOPICS.sessionCancel.message, {
-      session_id: sessionId,
-      reason: 'stop',
-    });
-    return { cancelled: true };
+    const cancelled = await this.stop(sessionId);
+    if (cancelled) this.wake(sessionId);
+    return { cancelled };
   }
+
+  /** Writes the stop to the session row, then broadcasts it to whichever worker drives the turn. */
+  private async stop(sessionId: string): Promise<boolean> {
+    if (!(await this.turnState.requestStop(sessionId))) return false;
+    this.bus.publish(TOPICS.sessionCancel.subject(sessionId), TOPICS.sessionCancel.message, { session_id: sessionId, reason: 'stop' });
+    return true;
+  }
+
 }

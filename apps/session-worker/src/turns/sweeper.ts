@@ -3,11 +3,13 @@ import type { Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnDriver } from './turn-driver';
+import { TurnMetrics } from './turn-metrics';
 
 /**
  * Reconciles from the database: on start and periodically, sessions with work and no live driver
- * (queued input, or a running turn whose lease expired) are driven. A lost doorbell or a dead
- * worker never strands a session for longer than the lease plus one interval.
+ * (queued input, a running turn whose lease expired, a stop for a parked turn) are driven, and a
+ * few parked turns are looked at in case an answer's doorbell was lost. A running turn whose lease
+ * expired more than two intervals ago is reported as stuck (metric + log line).
  */
 @Injectable()
 export class Sweeper implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -16,6 +18,7 @@ export class Sweeper implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     private readonly sessions: SessionsRepository,
     private readonly driver: TurnDriver,
+    private readonly metrics: TurnMetrics,
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
   ) {}
@@ -29,13 +32,15 @@ export class Sweeper implements OnApplicationBootstrap, OnApplicationShutdown {
 
   async sweep(): Promise<void> {
     try {
-      const ids = await this.sessions.needingDriver(50);
-      for (const id of ids) {
-        if (!this.driver.isDriving(id)) {
-          this.log.info({ sessionId: id }, 'sweep: driving a session with work and no live driver');
-          void this.driver.drive(id);
-        }
+      for (const id of await this.sessions.needingDriver(50)) {
+        if (this.driver.isDriving(id)) continue;
+        this.log.info({ sessionId: id }, 'sweep: driving a session with work and no live driver');
+        void this.driver.drive(id);
       }
+      for (const id of await this.sessions.parked(10)) if (!this.driver.isDriving(id)) void this.driver.drive(id);
+      const stuck = await this.sessions.stuck(2 * this.config.SKALD_SWEEP_INTERVAL_MS + this.config.SKALD_LEASE_TTL_MS);
+      this.metrics.stuckTurns.set(stuck.length);
+      if (stuck.length > 0) this.log.error({ sessions: stuck.slice(0, 20), count: stuck.length }, 'stuck turns: lease expired and not recovered within two sweeps');
     } catch (e) {
       this.log.warn({ err: String(e) }, 'sweep failed');
     }

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { LeaseLostError, LoopDeps, recoverTurn, resolveLoopConfig, runTurn, TurnOutcome } from '@skald/agent-loop';
+import {
+  CallNotAwaitingHumanError, LeaseLostError, LoopDeps, recoverTurn, resolveLoopConfig, resolvePendingCall, runTurn, TurnOutcome,
+} from '@skald/agent-loop';
+import { TOPICS } from '@skald/contracts';
 import { LlmManager } from '@skald/llm';
 import { Bus } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
@@ -11,12 +14,22 @@ import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { BuiltinCatalog } from '../ports/builtin-catalog';
 import { LlmAdapter } from '../ports/llm-adapter';
 import { NatsGate } from '../ports/nats-gate';
-import { ParkingHumanWait } from '../ports/parking-human-wait';
+import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
+import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { PgSessionStore } from '../store/pg-session-store';
 import { EventAnnouncer } from './event-announcer';
+import { TurnMetrics } from './turn-metrics';
 
 const OS = `${process.platform} ${process.arch}`;
+
+interface Driving {
+  lease: Lease;
+  /** The current turn's /stop signal; replaced for each turn of the session. */
+  turn: AbortController;
+  /** Aborted when the lease is lost: stop driving, write nothing more. */
+  lost: AbortController;
+}
 
 /**
  * Drives sessions: takes the lease (one driver per session across replicas), runs turns until the
@@ -25,7 +38,7 @@ const OS = `${process.platform} ${process.arch}`;
  */
 @Injectable()
 export class TurnDriver implements OnApplicationShutdown {
-  private readonly driving = new Map<string, AbortController>();
+  private readonly driving = new Map<string, Driving>();
   private readonly llm: LlmAdapter;
   private readonly catalog = new BuiltinCatalog();
   private draining = false;
@@ -34,7 +47,9 @@ export class TurnDriver implements OnApplicationShutdown {
     private readonly ds: DataSource,
     private readonly bus: Bus,
     private readonly leases: LeaseRepository,
+    private readonly turnState: TurnStateRepository,
     private readonly announcer: EventAnnouncer,
+    private readonly metrics: TurnMetrics,
     llmManager: LlmManager,
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_INSTANCE) private readonly instance: string,
@@ -53,9 +68,9 @@ export class TurnDriver implements OnApplicationShutdown {
 
   /** Aborts the turn this worker drives for the session (a /stop). */
   abort(sessionId: string): boolean {
-    const c = this.driving.get(sessionId);
-    if (!c) return false;
-    c.abort();
+    const d = this.driving.get(sessionId);
+    if (!d) return false;
+    d.turn.abort();
     return true;
   }
 
@@ -67,78 +82,117 @@ export class TurnDriver implements OnApplicationShutdown {
     if (this.draining || this.driving.has(sessionId)) return;
     const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
     if (!lease) return;
-    const controller = new AbortController();
-    this.driving.set(sessionId, controller);
-    const heartbeat = this.startHeartbeat(lease, controller);
+    if (lease.epoch > 1) this.metrics.leaseTakeovers.inc();
+    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController() };
+    this.driving.set(sessionId, d);
+    const heartbeat = this.startHeartbeat(d);
     let again = false;
     let failed = false;
     try {
-      again = await this.runUntilIdle(lease, controller.signal);
+      again = await this.runUntilIdle(d);
     } catch (e) {
       failed = true;
       if (e instanceof LeaseLostError) this.log.warn({ sessionId, epoch: lease.epoch }, 'lease lost; stopped driving');
-      else
-        this.log.error(
-          {
-            sessionId,
-            err: e instanceof Error ? e.message : String(e),
-            stack: e instanceof Error ? e.stack : undefined,
-          },
-          'turn failed',
-        );
+      else this.log.error({ sessionId, err: e instanceof Error ? e.message : String(e), stack: e instanceof Error ? e.stack : undefined }, 'turn failed');
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
       await this.leases.release(lease).catch(() => undefined);
     }
+    if (this.draining) {
+      // Hand the session to another replica at once.
+      this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, { session_id: sessionId, reason: 'handover' });
+      return;
+    }
     // Input that arrived while we held the lease but after our last look: take it now. After a
     // failure the sweep retries later instead, so a poisoned session cannot spin a worker.
-    if (!failed && (again || (await this.hasQueuedInput(sessionId)))) setImmediate(() => void this.drive(sessionId));
+    if (!failed && (again || (await this.hasWork(sessionId)))) setImmediate(() => void this.drive(sessionId));
   }
 
   /** Runs turns while there is work; true when more work may have arrived meanwhile. */
-  private async runUntilIdle(lease: Lease, signal: AbortSignal): Promise<boolean> {
-    const sessionId = lease.sessionId;
+  private async runUntilIdle(d: Driving): Promise<boolean> {
+    const sessionId = d.lease.sessionId;
     for (let turns = 0; turns < 100; turns++) {
-      if (signal.aborted) return false;
-      const store = new PgSessionStore(this.ds, { owner: lease.owner, epoch: lease.epoch }, (ev) =>
-        this.announcer.announce(ev),
-      );
+      if (d.lost.signal.aborted || this.draining) return false;
+      const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) => this.announcer.announce(ev));
       const session = await store.getSession(sessionId);
+      d.turn = new AbortController();
+      if (await this.turnState.stopRequested(sessionId)) {
+        if (session.turnState === 'finished') await this.turnState.clearStop(sessionId);
+        else d.turn.abort();
+      }
       const deps = this.deps(store, session.userId);
-      const turnId = randomUUID();
-      const log = this.log.child({ sessionId, userId: session.userId, turnId, epoch: lease.epoch });
+      const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
+      const log = this.log.child({ sessionId, userId: session.userId, turnId: randomUUID(), epoch: d.lease.epoch });
       let outcome: TurnOutcome;
       if (session.turnState === 'running') {
         log.info({}, 'recovering an unfinished turn');
         outcome = await recoverTurn(deps, { sessionId, signal });
       } else if (session.turnState === 'parked') {
-        return false;
+        if (d.turn.signal.aborted) {
+          log.info({}, 'stopping a parked turn');
+          outcome = await recoverTurn(deps, { sessionId, signal });
+        } else {
+          const answered = await this.firstAnswered(sessionId, session.userId);
+          if (!answered) return false;
+          log.info({ toolCallId: answered.toolCallId }, 'a human answered a parked turn');
+          try {
+            outcome = await resolvePendingCall(deps, { sessionId, toolCallId: answered.toolCallId, answer: answered.answer, signal });
+          } catch (e) {
+            if (!(e instanceof CallNotAwaitingHumanError)) throw e;
+            continue;
+          }
+        }
       } else {
         const next = (await store.listInbox(sessionId))[0];
         if (!next) return false;
         log.info({ messageId: next.id }, 'turn started');
+        this.metrics.turnsStarted.inc();
         outcome = await runTurn(deps, { sessionId, input: { kind: 'inbox', inboxId: next.id }, signal });
       }
+      if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);
       log.info({ outcome: outcome.kind }, 'turn ended');
-      if (outcome.kind === 'parked' || outcome.kind === 'cancelled') return false;
+      this.metrics.turnsFinished.inc({ outcome: outcome.kind });
+      if (outcome.kind !== 'parked') await this.turnState.clearStop(sessionId);
+      if (outcome.kind === 'cancelled') {
+        await this.bus
+          .call('approval.cancel_session', { actor: { userId: session.userId, role: 'user' }, session_id: sessionId, reason: 'stop' })
+          .catch((e: unknown) => log.warn({ err: String(e) }, 'could not cancel the session\'s pending requests'));
+      }
+      if (outcome.kind === 'parked') return false;
     }
     return true;
+  }
+
+  /** The first awaiting call of a parked session whose human request has been answered. */
+  private async firstAnswered(sessionId: string, userId: string) {
+    for (const call of await this.turnState.awaitingCalls(sessionId)) {
+      if (!call.requestId) continue;
+      try {
+        const state = await this.bus.call('approval.get', { actor: { userId, role: 'user' }, request_id: call.requestId });
+        const answer = answerOf(state);
+        if (answer) return { toolCallId: call.toolCallId, answer };
+      } catch (e) {
+        this.log.warn({ sessionId, requestId: call.requestId, err: String(e) }, 'could not read a human request');
+      }
+    }
+    return null;
   }
 
   private deps(store: PgSessionStore, userId: string): LoopDeps {
     return {
       store,
       gate: new NatsGate(this.bus, 'user'),
-      human: new ParkingHumanWait(),
+      human: new NatsHumanWait(this.bus, 'user', {
+        parkAfterMs: this.config.SKALD_PARK_AFTER * 1000,
+        pollMs: this.config.SKALD_HUMAN_POLL_MS,
+        draining: () => this.draining,
+      }),
       tools: new RunnerToolSet(this.bus, 'user'),
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,
-      clock: {
-        now: () => new Date(),
-        timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
-      },
+      clock: { now: () => new Date(), timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone },
       ids: { newId: () => randomUUID() },
       config: resolveLoopConfig({
         maxToolRounds: this.config.SKALD_MAX_TOOL_ROUNDS,
@@ -149,39 +203,56 @@ export class TurnDriver implements OnApplicationShutdown {
     };
   }
 
-  private startHeartbeat(lease: Lease, controller: AbortController): NodeJS.Timeout {
+  /** Renews the lease every third of its TTL; a lost lease aborts the turn; a stored stop too. */
+  private startHeartbeat(d: Driving): NodeJS.Timeout {
+    const { lease } = d;
     const every = Math.max(200, Math.floor(this.config.SKALD_LEASE_TTL_MS / 3));
     const timer = setInterval(() => {
-      void this.leases.renew(lease, this.config.SKALD_LEASE_TTL_MS).then(
-        (ok) => {
-          if (!ok) {
+      void (async () => {
+        try {
+          if (!(await this.leases.renew(lease, this.config.SKALD_LEASE_TTL_MS))) {
             this.log.warn({ sessionId: lease.sessionId, epoch: lease.epoch }, 'lease not renewed; aborting the turn');
-            controller.abort();
+            d.lost.abort();
+            return;
           }
-        },
-        (e: unknown) => this.log.warn({ sessionId: lease.sessionId, err: String(e) }, 'lease renewal failed'),
-      );
+          if (!d.turn.signal.aborted && (await this.turnState.stopRequested(lease.sessionId))) d.turn.abort();
+        } catch (e) {
+          this.log.warn({ sessionId: lease.sessionId, err: String(e) }, 'lease renewal failed');
+        }
+      })();
     }, every);
     timer.unref();
     return timer;
   }
 
-  private async hasQueuedInput(sessionId: string): Promise<boolean> {
-    if (this.draining) return false;
+  private async hasWork(sessionId: string): Promise<boolean> {
     const rows = await queryRows(
       this.ds,
-      `SELECT 1 FROM session_inbox i JOIN sessions s ON s.id = i.session_id
-        WHERE i.session_id = $1 AND i.status = 'queued' AND s.turn_state = 'finished' LIMIT 1`,
+      `SELECT 1 FROM sessions s
+        WHERE s.id = $1
+          AND (s.turn_state = 'running'
+               OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
+               OR (s.turn_state = 'finished' AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))`,
       [sessionId],
     ).catch(() => []);
     return rows.length > 0;
   }
 
-  /** Stops taking sessions; aborts nothing — SIGTERM drain waits for turns in `drainAll`. */
+  /**
+   * SIGTERM: stop taking sessions; turns waiting for a human park at once; running turns get the
+   * grace period to finish. Whatever still runs then is left to recovery on another replica (its
+   * lease is released and the session woken), exactly as after a crash — never cancelled.
+   */
   async drainAll(graceMs: number): Promise<void> {
     this.draining = true;
-    const deadline = Date.now() + graceMs;
+    const deadline = Date.now() + Math.max(0, graceMs - 2_000);
     while (this.driving.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    for (const [sessionId, d] of this.driving) {
+      this.log.warn({ sessionId }, 'turn still running at the end of the grace period; handing it to another replica');
+      d.lost.abort();
+      await this.leases.release(d.lease).catch(() => undefined);
+      this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, { session_id: sessionId, reason: 'handover' });
+    }
   }
 
   onApplicationShutdown(): void {

@@ -5,6 +5,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './free-port';
 
+const SCRIPTS = {
+  'approval-service': 'apps/approval-service/dist/main.js',
+  'tool-runner': 'apps/tool-runner/dist/main.js',
+  'session-worker': 'apps/session-worker/dist/main.js',
+  scheduler: 'apps/scheduler/dist/main.js',
+  gateway: 'apps/gateway/dist/main.js',
+} as const;
+
 export type AppName = 'gateway' | 'session-worker' | 'approval-service' | 'tool-runner' | 'scheduler' | 'llm-sim';
 
 export interface StackProcess {
@@ -23,6 +31,8 @@ export interface StackOptions {
   replicas?: Partial<Record<Exclude<AppName, 'llm-sim'>, number>>;
   /** Extra environment for every app. */
   env?: Record<string, string>;
+  /** Extra environment for one app only. */
+  perApp?: Partial<Record<Exclude<AppName, 'llm-sim'>, Record<string, string>>>;
   /** Admin account bootstrapped by the gateway. */
   admin?: { email: string; password: string };
 }
@@ -86,26 +96,24 @@ export class Stack {
       SKALD_LLM_MODEL: 'sim-model',
     });
     const r = this.options.replicas ?? {};
-    const plan: Array<[Exclude<AppName, 'llm-sim'>, string]> = [
-      ['approval-service', 'apps/approval-service/dist/main.js'],
-      ['tool-runner', 'apps/tool-runner/dist/main.js'],
-      ['session-worker', 'apps/session-worker/dist/main.js'],
-      ['scheduler', 'apps/scheduler/dist/main.js'],
-      ['gateway', 'apps/gateway/dist/main.js'],
-    ];
     const started: Array<Promise<StackProcess>> = [];
-    for (const [name, script] of plan) {
-      for (let i = 0; i < (r[name] ?? 1); i++) started.push(this.spawn(name, script, i));
+    for (const name of Object.keys(SCRIPTS) as Array<Exclude<AppName, 'llm-sim'>>) {
+      for (let i = 0; i < (r[name] ?? 1); i++) started.push(this.spawn(name, SCRIPTS[name], i));
     }
     await Promise.all(started);
   }
 
-  private async spawn(name: AppName, script: string, index: number): Promise<StackProcess> {
+  /** Starts one more replica of an app (e.g. a worker after a crash test). */
+  addReplica(name: Exclude<AppName, 'llm-sim'>, env: Record<string, string> = {}): Promise<StackProcess> {
+    return this.spawn(name, SCRIPTS[name], this.byName(name).length, env);
+  }
+
+  private async spawn(name: AppName, script: string, index: number, extraEnv: Record<string, string> = {}): Promise<StackProcess> {
     const port = await freePort();
     const instance = `${name}-${index}-${port}`;
     const child = spawn(process.execPath, [path.join(this.options.root, script)], {
       cwd: this.options.root,
-      env: { ...process.env, ...this.env, PORT: String(port), HOST: '127.0.0.1', SKALD_INSTANCE: instance },
+      env: { ...process.env, ...this.env, ...(this.options.perApp?.[name as Exclude<AppName, 'llm-sim'>] ?? {}), ...extraEnv, PORT: String(port), HOST: '127.0.0.1', SKALD_INSTANCE: instance },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const proc: StackProcess = { name, instance, port, url: `http://127.0.0.1:${port}`, child, logs: [] };
@@ -139,6 +147,11 @@ export class Stack {
   /** SIGTERM every process and wait for it (SIGKILL after the grace period). */
   async stop(): Promise<void> {
     await Promise.all(this.processes.map((p) => stopProcess(p.child, 'SIGTERM', 10_000)));
+  }
+
+  /** The process of an app whose log has a line containing every one of `needles`. */
+  findByLog(name: AppName, ...needles: string[]): StackProcess | undefined {
+    return this.byName(name).find((p) => p.logs.some((l) => needles.every((n) => l.includes(n))));
   }
 
   /** Logs of every process, for a failure message. */

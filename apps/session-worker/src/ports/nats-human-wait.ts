@@ -1,0 +1,98 @@
+import type { HumanAnswer, HumanRequest, HumanWaitPort } from '@skald/agent-loop';
+import { HumanRequestState, TOPICS } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
+
+/** Maps a stored request state to the loop's answer; null while it is still pending. */
+export function answerOf(state: HumanRequestState): HumanAnswer | null {
+  switch (state.status) {
+    case 'pending':
+      return null;
+    case 'approved':
+      return { kind: 'approved' };
+    case 'rejected':
+      return { kind: 'rejected', note: state.note };
+    case 'answered':
+      return { kind: 'answered', answer: state.answer ?? '' };
+    case 'cancelled':
+      return { kind: 'cancelled' };
+    default: {
+      const never: never = state.status;
+      throw new Error(`unknown request status ${String(never)}`);
+    }
+  }
+}
+
+export interface HumanWaitOptions {
+  /** After this long without an answer the turn parks (lease released, nothing held in memory). */
+  parkAfterMs: number;
+  /** Safety net for a lost doorbell: the request is re-read this often. */
+  pollMs: number;
+  /** True while the worker drains for shutdown: a waiting turn parks at once. */
+  draining: () => boolean;
+}
+
+/**
+ * The loop's human wait on the approval service: the request is registered durably (idempotent by
+ * request id, so a recovery re-asks the same card), then answered by `approval.resolved.<session>`,
+ * by polling, by the turn's signal (/stop → cancelled) — or the turn parks after `parkAfterMs`.
+ */
+export class NatsHumanWait implements HumanWaitPort {
+  constructor(
+    private readonly bus: Bus,
+    private readonly role: 'user' | 'admin',
+    private readonly options: HumanWaitOptions,
+  ) {}
+
+  async awaitHuman(request: HumanRequest, signal: AbortSignal): Promise<HumanAnswer> {
+    const actor = { userId: request.userId, role: this.role };
+    const state = await this.bus.call('approval.register', {
+      actor,
+      request_id: request.requestId,
+      kind: request.kind === 'approval' ? 'approval' : 'clarification',
+      tool_call_id: request.toolCallId,
+      session_id: request.sessionId,
+      source: request.source,
+      tool_name: request.kind === 'approval' ? request.toolName : 'ask_user_clarification',
+      arguments: request.kind === 'approval' ? request.arguments : { title: request.title, question: request.question },
+      ...(request.kind === 'approval' && request.preview
+        ? { preview: { path: request.preview.path, old_content: request.preview.oldContent, new_content: request.preview.newContent } }
+        : {}),
+      ...(request.kind === 'question' ? { question: { title: request.title, question: request.question, suggested_answers: request.suggestedAnswers } } : {}),
+    });
+    const immediate = answerOf(state);
+    if (immediate) return immediate;
+    if (signal.aborted) return { kind: 'cancelled' };
+    if (this.options.draining()) return { kind: 'park' };
+
+    return new Promise<HumanAnswer>((resolve) => {
+      let settled = false;
+      const finish = (answer: HumanAnswer): void => {
+        if (settled) return;
+        settled = true;
+        sub.unsubscribe();
+        clearTimeout(parkTimer);
+        clearInterval(poll);
+        signal.removeEventListener('abort', onAbort);
+        resolve(answer);
+      };
+      const onAbort = (): void => finish({ kind: 'cancelled' });
+      signal.addEventListener('abort', onAbort, { once: true });
+      const sub = this.bus.subscribe(TOPICS.approvalResolved.subject(request.sessionId), TOPICS.approvalResolved.message, (s) => {
+        if (s.request_id !== request.requestId) return;
+        const a = answerOf(s);
+        if (a) finish(a);
+      });
+      const parkTimer = setTimeout(() => finish({ kind: 'park' }), this.options.parkAfterMs);
+      const poll = setInterval(() => {
+        if (this.options.draining()) return finish({ kind: 'park' });
+        this.bus.call('approval.get', { actor, request_id: request.requestId }).then(
+          (s) => {
+            const a = answerOf(s);
+            if (a) finish(a);
+          },
+          () => undefined,
+        );
+      }, this.options.pollMs);
+    });
+  }
+}

@@ -1,0 +1,36 @@
+import { ChatMessageDto, ToolCallStatus } from '@skald/contracts';
+
+type Row = Record<string, unknown>;
+const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
+
+function parseArgs(text: string): Record<string, unknown> | string {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : text;
+  } catch {
+    return text;
+  }
+}
+
+/** Chat rows for the UI: users and the assistant, each assistant row with its tool calls. */
+export function toChatMessage(m: Row, calls: Row[]): ChatMessageDto {
+  const meta = m.metadata as { attachments?: ChatMessageDto['attachments'] } | null;
+  return {
+    id: String(m.id),
+    role: m.role === 'assistant' ? 'assistant' : 'user',
+    content: String(m.content),
+    ...(meta?.attachments ? { attachments: meta.attachments } : {}),
+    created_at: iso(m.created_at),
+    ...(m.role === 'assistant' && calls.length > 0
+      ? {
+          tool_calls: calls.map((c) => ({
+            id: String(c.id),
+            name: String(c.name),
+            arguments: parseArgs(String(c.arguments)),
+            status: c.status as ToolCallStatus,
+            result: (c.result as string | null) ?? null,
+          })),
+        }
+      : {}),
+  };
+}

@@ -1,0 +1,211 @@
+import { z } from 'zod';
+import { Actor, Id, Timestamp } from './common';
+import { BypassScope } from './ws';
+
+/**
+ * Approval service: REST bodies of PROTOCOL.md "Approvals and inbox" and the NATS payloads behind
+ * them. The subjects are appended to `SUBJECTS` in subjects.ts.
+ */
+
+// subjects.ts imports this file, so its schemas are not imported back (no cycle): these two have
+// the exact shapes of `ApprovalDecision` and `ApprovalPreview` there.
+export const RuleAction = z.enum(['allow', 'deny', 'require']);
+const PreviewShape = z.object({
+  path: z.string(),
+  old_content: z.string().optional(),
+  new_content: z.string(),
+  base_hash: z.string().optional(),
+});
+const Pattern = z.string().min(1).max(512);
+
+export const ApprovalRuleInput = z.object({
+  tool_pattern: Pattern,
+  path_pattern: Pattern.nullish(),
+  command_pattern: Pattern.nullish(),
+  agent_id: z.string().min(1).max(128).nullish(),
+  source: z.string().min(1).max(32).nullish(),
+  security_group: z.string().min(1).max(128).nullish(),
+  action: RuleAction,
+  priority: z.number().int().min(0).max(1_000_000),
+  note: z.string().max(2000).nullish(),
+});
+export type ApprovalRuleInput = z.infer<typeof ApprovalRuleInput>;
+export const ApprovalRulePatch = ApprovalRuleInput.partial().refine(
+  (p) => Object.keys(p).length > 0,
+  'nothing to change',
+);
+export type ApprovalRulePatch = z.infer<typeof ApprovalRulePatch>;
+export const ApprovalRuleDto = z.object({
+  id: Id,
+  tool_pattern: z.string(),
+  path_pattern: z.string().nullable(),
+  command_pattern: z.string().nullable(),
+  agent_id: z.string().nullable(),
+  source: z.string().nullable(),
+  security_group: z.string().nullable(),
+  action: RuleAction,
+  priority: z.number().int(),
+  note: z.string().nullable(),
+  is_seed: z.boolean(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type ApprovalRuleDto = z.infer<typeof ApprovalRuleDto>;
+export const ApprovalRuleList = z.object({ items: z.array(ApprovalRuleDto) });
+
+export const RuleTestInput = z.object({
+  tool_name: z.string().min(1).max(256),
+  arguments: z.record(z.string(), z.unknown()).default({}),
+  agent_id: z.string().max(128).optional(),
+  source: z.string().max(32).optional(),
+  session_id: Id.optional(),
+  security_group: z.string().max(128).optional(),
+});
+export const GateBy = z.enum(['rule', 'bypass', 'run_context', 'human', 'auto_deny', 'policy']);
+export type GateBy = z.infer<typeof GateBy>;
+export const RuleTestResult = z.object({
+  decision: RuleAction,
+  rule_id: Id.optional(),
+  reason: z.string(),
+  by: GateBy,
+});
+
+export const ResolveToolInput = z.object({
+  action: z.enum(['approve', 'reject']),
+  note: z.string().max(4000).optional(),
+});
+export const ResolveApprovalInput = ResolveToolInput.extend({
+  bypass_secs: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(30 * 24 * 3600)
+    .optional(),
+  bypass_scope: BypassScope.optional(),
+});
+export const ResolveClarificationInput = z.object({ answer: z.string().max(64 * 1024) });
+
+export const InboxApproval = z.object({
+  request_id: Id,
+  tool_call_id: Id,
+  session_id: Id,
+  source: z.string(),
+  tool_name: z.string(),
+  arguments: z.unknown(),
+  preview: PreviewShape.optional(),
+  created_at: Timestamp,
+});
+export const InboxClarification = z.object({
+  request_id: Id,
+  tool_call_id: Id,
+  session_id: Id,
+  source: z.string(),
+  title: z.string(),
+  question: z.string(),
+  suggested_answers: z.array(z.string()),
+  created_at: Timestamp,
+});
+export const InboxDto = z.object({ approvals: z.array(InboxApproval), clarifications: z.array(InboxClarification) });
+export type InboxDto = z.infer<typeof InboxDto>;
+
+export const BypassDto = z.object({
+  id: Id,
+  session_id: Id,
+  scope: BypassScope,
+  expires_at: Timestamp.optional(),
+  created_at: Timestamp,
+});
+export type BypassDto = z.infer<typeof BypassDto>;
+export const BypassList = z.object({ items: z.array(BypassDto) });
+export const CreateBypassInput = z.object({
+  session_id: Id,
+  scope: BypassScope,
+  /** Seconds until it expires; absent or 0 = the whole session. */
+  secs: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(30 * 24 * 3600)
+    .optional(),
+});
+
+export const AuditQuery = z.object({
+  session_id: Id.optional(),
+  page: z.coerce.number().int().min(1).default(1),
+  per_page: z.coerce.number().int().min(1).max(200).default(50),
+});
+export const AuditItem = z.object({
+  id: Id,
+  at: Timestamp,
+  session_id: Id.nullable(),
+  tool_call_id: Id.nullable(),
+  tool_name: z.string(),
+  args_digest: z.string(),
+  decision: z.enum(['allow', 'deny', 'require', 'approve', 'reject', 'answer']),
+  by: GateBy,
+  actor_user_id: Id.optional(),
+  rule_id: Id.optional(),
+  note: z.string().optional(),
+});
+export type AuditItem = z.infer<typeof AuditItem>;
+export const AuditList = z.object({ items: z.array(AuditItem), total: z.number().int() });
+
+export const KnownToolDto = z.object({
+  name: z.string(),
+  category: z.string(),
+  origin: z.enum(['registry', 'synthetic', 'discovered']),
+});
+export const KnownToolList = z.object({ items: z.array(KnownToolDto) });
+
+// ---------------------------------------------------------------- NATS payloads
+
+export const RulesListRequest = z.object({ actor: Actor });
+export const RuleCreateRequest = z.object({ actor: Actor, rule: ApprovalRuleInput });
+export const RuleUpdateRequest = z.object({ actor: Actor, id: Id, patch: ApprovalRulePatch });
+export const RuleDeleteRequest = z.object({ actor: Actor, id: Id });
+export const RuleTestRequest = RuleTestInput.extend({ actor: Actor });
+export const InboxRequest = z.object({ actor: Actor });
+export const BypassListRequest = z.object({ actor: Actor, session_id: Id.optional() });
+export const BypassCreateRequest = CreateBypassInput.extend({ actor: Actor });
+export const BypassDeleteRequest = z.object({ actor: Actor, id: Id });
+export const AuditRequest = z.object({
+  actor: Actor,
+  session_id: Id.optional(),
+  page: z.number().int().min(1),
+  per_page: z.number().int().min(1).max(200),
+});
+export const ToolsCatalogRequest = z.object({ actor: Actor });
+/** `/new` (session reset): revokes the session's bypasses and cancels its pending requests. */
+export const ResetSessionRequest = z.object({ actor: Actor, session_id: Id });
+export const ResetSessionReply = z.object({ revoked: z.number().int(), cancelled: z.array(Id) });
+/**
+ * Called by the session worker each round with the tools it would offer: answers the ones the
+ * model may see (a tool whose first applicable rule is an unconditional Deny is hidden) and
+ * records every offered name in the known-tools catalog (in the background).
+ */
+export const VisibleToolsRequest = z.object({
+  actor: Actor,
+  session_id: Id,
+  agent_id: z.string(),
+  source: z.string(),
+  security_group: z.string().optional(),
+  tools: z.array(z.string().min(1).max(256)).max(2000),
+});
+export const VisibleToolsReply = z.object({ visible: z.array(z.string()) });
+export const Deleted = z.object({ deleted: z.literal(true) });
+export const Created = z.object({ id: Id });
+
+/** Broadcast to every approval-service replica when the rule set changed (the 1 s cache TTL is the backstop). */
+export const APPROVAL_TOPICS = {
+  rulesChanged: {
+    pattern: 'approval.rules.changed',
+    subject: () => 'approval.rules.changed',
+    message: z.object({ at: Timestamp }),
+  },
+  /** A bypass was opened for the session: replicas drop their "no bypass here" memory of it. */
+  bypassOpened: {
+    pattern: 'approval.bypass.opened',
+    subject: () => 'approval.bypass.opened',
+    message: z.object({ session_id: Id }),
+  },
+} as const;

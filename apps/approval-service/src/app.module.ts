@@ -2,8 +2,20 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
 import { APPROVAL_ENTITIES, DatabaseModule } from '@skald/persistence';
 import { Logger, OpsModule, Readiness } from '@skald/service-kit';
-import { CheckHandler } from './check/check.handler';
+import { AdminHandler } from './admin.handler';
+import { AuditRepository } from './audit/audit.repository';
+import { AUDIT_FLUSH_MS, AuditService } from './audit/audit.service';
+import { BypassesRepository } from './bypasses/bypasses.repository';
+import { BypassesService } from './bypasses/bypasses.service';
+import { CatalogService } from './catalog/catalog.service';
+import { KnownToolsRepository } from './catalog/known-tools.repository';
 import { ApprovalConfig } from './config';
+import { ApprovalEventsPublisher } from './events/approval-events.publisher';
+import { GateHandler } from './gate/gate.handler';
+import { GateService } from './gate/gate.service';
+import { RequestsHandler } from './requests/requests.handler';
+import { RequestsRepository } from './requests/requests.repository';
+import { RequestsService } from './requests/requests.service';
 import { RulesRepository } from './rules/rules.repository';
 import { RulesService } from './rules/rules.service';
 
@@ -32,7 +44,24 @@ export class AppModule {
           readiness,
         }),
       ],
-      providers: [RulesRepository, RulesService, CheckHandler],
+      providers: [
+        { provide: AUDIT_FLUSH_MS, useValue: config.SKALD_AUDIT_FLUSH_MS },
+        ApprovalEventsPublisher,
+        RulesRepository,
+        RulesService,
+        BypassesRepository,
+        BypassesService,
+        AuditRepository,
+        AuditService,
+        KnownToolsRepository,
+        CatalogService,
+        RequestsRepository,
+        RequestsService,
+        GateService,
+        GateHandler,
+        RequestsHandler,
+        AdminHandler,
+      ],
     };
   }
 }

@@ -4,5 +4,7 @@ import { BaseConfigSchema } from '@skald/service-kit';
 export const ApprovalConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3102),
   HOST: z.string().default('127.0.0.1'),
+  /** How often automatic decisions buffered for the audit log are written. */
+  SKALD_AUDIT_FLUSH_MS: z.coerce.number().int().min(10).max(60_000).default(200),
 });
 export type ApprovalConfig = z.infer<typeof ApprovalConfigSchema>;

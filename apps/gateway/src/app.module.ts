@@ -4,6 +4,9 @@ import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule, IDENTITY_ENTITIES } from '@skald/persistence';
 import { Logger, OpsModule, Readiness } from '@skald/service-kit';
 import { AdminUsersController } from './admin/admin-users.controller';
+import { ApprovalConsoleController } from './approvals/approval-console.controller';
+import { ApprovalsController } from './approvals/approvals.controller';
+import { ApprovalsGateway } from './approvals/approvals.gateway';
 import { AuthController } from './auth/auth.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { AuthService } from './auth/auth.service';
@@ -43,7 +46,14 @@ export class AppModule {
           readiness,
         }),
       ],
-      controllers: [AuthController, AdminUsersController, SessionsController, OpenApiController],
+      controllers: [
+        AuthController,
+        AdminUsersController,
+        SessionsController,
+        ApprovalsController,
+        ApprovalConsoleController,
+        OpenApiController,
+      ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: config },
         { provide: GATEWAY_LOGGER, useValue: log },
@@ -52,6 +62,7 @@ export class AppModule {
         UsersRepository,
         AuthService,
         SessionsGateway,
+        ApprovalsGateway,
         WsServer,
         { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
       ],

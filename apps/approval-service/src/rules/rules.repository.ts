@@ -1,29 +1,116 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { ApprovalRuleEntity } from '@skald/persistence';
-import { Rule } from './rule-engine';
+import { queryRows } from '@skald/persistence';
+import { RuleRow } from './rule-engine';
 
+export interface StoredRule extends RuleRow {
+  note: string | null;
+  isSeed: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface RuleFields {
+  toolPattern: string;
+  pathPattern: string | null;
+  commandPattern: string | null;
+  agentId: string | null;
+  source: string | null;
+  securityGroup: string | null;
+  action: 'allow' | 'deny' | 'require';
+  priority: number;
+  note: string | null;
+}
+
+interface Row {
+  id: string;
+  ord: string;
+  tool_pattern: string;
+  path_pattern: string | null;
+  command_pattern: string | null;
+  agent_id: string | null;
+  source: string | null;
+  security_group: string | null;
+  action: string;
+  priority: number;
+  note: string | null;
+  is_seed: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Rules are deployment-wide (not per user): admin-only writes are enforced by the service. */
 @Injectable()
 export class RulesRepository {
   constructor(private readonly ds: DataSource) {}
 
-  async listAll(): Promise<Rule[]> {
-    const rows = await this.ds.getRepository(ApprovalRuleEntity).find({ order: { priority: 'ASC', ord: 'ASC' } });
+  async listAll(): Promise<StoredRule[]> {
+    const rows = await queryRows<Row>(this.ds, `SELECT * FROM approval_rules ORDER BY priority, ord`);
     return rows.map(toRule);
+  }
+
+  async find(id: string): Promise<StoredRule | null> {
+    const rows = await queryRows<Row>(this.ds, `SELECT * FROM approval_rules WHERE id = $1`, [id]);
+    return rows[0] ? toRule(rows[0]) : null;
+  }
+
+  async create(f: RuleFields): Promise<StoredRule> {
+    const rows = await queryRows<Row>(
+      this.ds,
+      `INSERT INTO approval_rules (id, tool_pattern, path_pattern, command_pattern, agent_id, source, security_group, action, priority, note)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+      [randomUUID(), ...fieldParams(f)],
+    );
+    return toRule(rows[0]);
+  }
+
+  async update(id: string, f: RuleFields): Promise<StoredRule | null> {
+    const rows = await queryRows<Row>(
+      this.ds,
+      `UPDATE approval_rules SET tool_pattern = $2, path_pattern = $3, command_pattern = $4, agent_id = $5,
+         source = $6, security_group = $7, action = $8, priority = $9, note = $10, updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [id, ...fieldParams(f)],
+    );
+    return rows[0] ? toRule(rows[0]) : null;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const rows = await queryRows(this.ds, `DELETE FROM approval_rules WHERE id = $1 RETURNING id`, [id]);
+    return rows.length > 0;
   }
 }
 
-function toRule(r: ApprovalRuleEntity): Rule {
+function fieldParams(f: RuleFields): unknown[] {
+  return [
+    f.toolPattern,
+    f.pathPattern,
+    f.commandPattern,
+    f.agentId,
+    f.source,
+    f.securityGroup,
+    f.action,
+    f.priority,
+    f.note,
+  ];
+}
+
+function toRule(r: Row): StoredRule {
   return {
     id: r.id,
-    toolPattern: r.toolPattern,
-    pathPattern: r.pathPattern,
-    commandPattern: r.commandPattern,
-    agentId: r.agentId,
+    toolPattern: r.tool_pattern,
+    pathPattern: r.path_pattern,
+    commandPattern: r.command_pattern,
+    agentId: r.agent_id,
     source: r.source,
-    securityGroup: r.securityGroup,
+    securityGroup: r.security_group,
     action: r.action,
     priority: r.priority,
     ord: Number(r.ord),
+    note: r.note,
+    isSeed: r.is_seed,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
   };
 }

@@ -1,23 +1,155 @@
-import { Injectable } from '@nestjs/common';
-import { Decision, decide, GateCall, Rule } from './rule-engine';
-import { RulesRepository } from './rules.repository';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { APPROVAL_TOPICS, ApprovalRuleDto, ApprovalRuleInput, ApprovalRulePatch } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
+import { ApprovalError } from '../errors';
+import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
+import { RuleCompileError, RuleSet, validateRule } from './rule-engine';
+import { RuleFields, RulesRepository, StoredRule } from './rules.repository';
 
-/** The rule set, cached for a short time so that `approval.check` does not hit Postgres each call. */
+/** Fresh for this long; then refreshed in the background until MAX_AGE, after which a check waits. */
+const FRESH_MS = 700;
+const MAX_AGE_MS = 1000;
+
+/**
+ * The rule set, compiled and cached so that `approval.check` does not touch Postgres: a change
+ * reaches every replica at once through the `approval.rules.changed` broadcast, and within 1 s by
+ * the cache age even if that broadcast is lost.
+ */
 @Injectable()
-export class RulesService {
-  private cache: { rules: Rule[]; at: number } | null = null;
-  private static readonly TTL_MS = 1000;
+export class RulesService implements OnModuleInit {
+  private cache: { set: RuleSet; at: number } | null = null;
+  private loading: Promise<RuleSet> | null = null;
+  private generation = 0;
 
-  constructor(private readonly repo: RulesRepository) {}
+  constructor(
+    private readonly repo: RulesRepository,
+    private readonly bus: Bus,
+    private readonly events: ApprovalEventsPublisher,
+  ) {}
 
-  async check(call: GateCall): Promise<Decision> {
-    return decide(await this.rules(), call);
+  onModuleInit(): void {
+    this.bus.subscribe(APPROVAL_TOPICS.rulesChanged.pattern, APPROVAL_TOPICS.rulesChanged.message, () =>
+      this.invalidate(),
+    );
   }
 
-  private async rules(): Promise<Rule[]> {
-    if (this.cache && Date.now() - this.cache.at < RulesService.TTL_MS) return this.cache.rules;
-    const rules = await this.repo.listAll();
-    this.cache = { rules, at: Date.now() };
-    return rules;
+  invalidate(): void {
+    this.generation++;
+    this.cache = null;
   }
+
+  async ruleSet(): Promise<RuleSet> {
+    const age = this.cache ? Date.now() - this.cache.at : Infinity;
+    if (this.cache && age < FRESH_MS) return this.cache.set;
+    if (this.cache && age < MAX_AGE_MS) {
+      this.load().catch(() => undefined);
+      return this.cache.set;
+    }
+    return this.load();
+  }
+
+  private load(): Promise<RuleSet> {
+    if (this.loading) return this.loading;
+    const gen = this.generation;
+    const started = Date.now();
+    this.loading = this.repo
+      .listAll()
+      .then((rows) => {
+        const set = new RuleSet(rows);
+        if (gen === this.generation) this.cache = { set, at: started };
+        return set;
+      })
+      .finally(() => {
+        this.loading = null;
+      });
+    return this.loading;
+  }
+
+  async list(): Promise<ApprovalRuleDto[]> {
+    return (await this.repo.listAll()).map(toRuleDto);
+  }
+
+  async create(input: ApprovalRuleInput): Promise<ApprovalRuleDto> {
+    const fields = toFields(input);
+    checkRule(fields);
+    const rule = await this.repo.create(fields);
+    this.changed();
+    return toRuleDto(rule);
+  }
+
+  async update(id: string, patch: ApprovalRulePatch): Promise<ApprovalRuleDto> {
+    const current = await this.repo.find(id);
+    if (!current) throw new ApprovalError('not_found', 'no such rule');
+    const fields = toFields({ ...fromRule(current), ...patch });
+    checkRule(fields);
+    const rule = await this.repo.update(id, fields);
+    if (!rule) throw new ApprovalError('not_found', 'no such rule');
+    this.changed();
+    return toRuleDto(rule);
+  }
+
+  async delete(id: string): Promise<void> {
+    if (!(await this.repo.delete(id))) throw new ApprovalError('not_found', 'no such rule');
+    this.changed();
+  }
+
+  private changed(): void {
+    this.invalidate();
+    this.events.rulesChanged();
+  }
+}
+
+function checkRule(f: RuleFields): void {
+  try {
+    validateRule(f);
+  } catch (e) {
+    if (e instanceof RuleCompileError) throw new ApprovalError('invalid_input', e.message, e.field);
+    throw e;
+  }
+}
+
+function fromRule(r: StoredRule): ApprovalRuleInput {
+  return {
+    tool_pattern: r.toolPattern,
+    path_pattern: r.pathPattern,
+    command_pattern: r.commandPattern,
+    agent_id: r.agentId,
+    source: r.source,
+    security_group: r.securityGroup,
+    action: r.action as ApprovalRuleInput['action'],
+    priority: r.priority,
+    note: r.note,
+  };
+}
+
+function toFields(i: ApprovalRuleInput): RuleFields {
+  return {
+    toolPattern: i.tool_pattern.trim(),
+    pathPattern: i.path_pattern?.trim() || null,
+    commandPattern: i.command_pattern?.trim() || null,
+    agentId: i.agent_id ?? null,
+    source: i.source ?? null,
+    securityGroup: i.security_group ?? null,
+    action: i.action,
+    priority: i.priority,
+    note: i.note ?? null,
+  };
+}
+
+export function toRuleDto(r: StoredRule): ApprovalRuleDto {
+  return {
+    id: r.id,
+    tool_pattern: r.toolPattern,
+    path_pattern: r.pathPattern,
+    command_pattern: r.commandPattern,
+    agent_id: r.agentId,
+    source: r.source,
+    security_group: r.securityGroup,
+    action: r.action as ApprovalRuleDto['action'],
+    priority: r.priority,
+    note: r.note,
+    is_seed: r.isSeed,
+    created_at: r.createdAt.toISOString(),
+    updated_at: r.updatedAt.toISOString(),
+  };
 }

@@ -202,11 +202,30 @@ export class WsServer implements OnApplicationShutdown {
         return;
       }
       case 'approve_tool':
+        await this.bus.call('approval.resolve', {
+          actor,
+          request_id: frame.request_id,
+          action: 'approve',
+          bypass_secs: frame.bypass_secs,
+          bypass_scope: frame.bypass_scope,
+        });
+        return;
       case 'reject_tool':
+        await this.bus.call('approval.resolve', {
+          actor,
+          request_id: frame.request_id,
+          action: 'reject',
+          note: frame.note,
+        });
+        return;
       case 'answer_question':
-        // Human answers go to the approval service, which lands with issue 5. Until then no
-        // request can be pending, so every id is unknown.
-        throw new ApiError('not_found', 'no pending request with this id');
+        await this.bus.call('approval.resolve', {
+          actor,
+          request_id: frame.request_id,
+          action: 'answer',
+          answer: frame.answer,
+        });
+        return;
       case 'select_client':
         throw new ApiError('unavailable', 'choosing a model arrives with the LLM manager');
       default: {

@@ -1,0 +1,320 @@
+import 'reflect-metadata';
+import { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { DataSource } from 'typeorm';
+import { Actor, HumanRequestState, TOPICS, UserEvent } from '@skald/contracts';
+import { Bus, RemoteError } from '@skald/messaging';
+import { loadConfig } from '@skald/service-kit';
+import { AppModule } from './app.module';
+import { ApprovalConfigSchema } from './config';
+
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test';
+
+const user = (): Actor => ({ userId: randomUUID(), role: 'user' });
+const admin: Actor = { userId: randomUUID(), role: 'admin' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'ok';
+  } catch (e) {
+    if (e instanceof RemoteError) return e.body.code;
+    throw e;
+  }
+}
+
+describe('approval service over NATS and Postgres', () => {
+  const log = pino({ level: 'silent' });
+  let apps: INestApplication[] = [];
+  let client: Bus;
+  let db: DataSource;
+  const published: Array<{ subject: string; data: unknown }> = [];
+
+  const boot = async (i: number) => {
+    const config = loadConfig(ApprovalConfigSchema, {
+      NATS_URL,
+      DATABASE_URL,
+      DATABASE_POOL_SIZE: '4',
+      SKALD_AUDIT_FLUSH_MS: '50',
+    });
+    const app = await NestFactory.create(AppModule.register(config, log, `approval-it-${process.pid}-${i}`), {
+      logger: false,
+    });
+    await app.init();
+    return app;
+  };
+
+  beforeAll(async () => {
+    // two replicas: requests are load-balanced between them, so every test also crosses replicas
+    apps = [await boot(0), await boot(1)];
+    client = await Bus.connect({ servers: NATS_URL, name: `approval-it-client-${process.pid}` }, log);
+    for (const pattern of ['user.*.events', 'approval.resolved.*', 'session.*.wake'])
+      client.nc.subscribe(pattern, {
+        callback: (_e, m) => published.push({ subject: m.subject, data: JSON.parse(new TextDecoder().decode(m.data)) }),
+      });
+    db = new DataSource({ type: 'postgres', url: DATABASE_URL, extra: { max: 2 } });
+    await db.initialize();
+  });
+  afterAll(async () => {
+    await client?.drain();
+    for (const app of apps) await app.close();
+    await db?.destroy();
+  });
+
+  const register = (
+    actor: Actor,
+    over: Partial<{ kind: 'approval' | 'clarification'; session_id: string; tool_name: string }> = {},
+  ) => {
+    const req = {
+      actor,
+      request_id: randomUUID(),
+      kind: over.kind ?? ('approval' as const),
+      tool_call_id: randomUUID(),
+      session_id: over.session_id ?? randomUUID(),
+      source: 'web',
+      tool_name: over.tool_name ?? 'execute_cmd',
+      arguments: { command: 'make deploy' },
+      preview: { path: '$ execute_cmd', new_content: '$ make deploy' },
+      ...(over.kind === 'clarification'
+        ? { question: { title: 'Which?', question: 'Which env?', suggested_answers: ['prod', 'dev'] } }
+        : {}),
+    };
+    return client.call('approval.register', req).then((state) => ({ req, state }));
+  };
+  const check = (actor: Actor, sessionId: string, tool: string, args: Record<string, unknown>) =>
+    client.call('approval.check', {
+      actor,
+      session_id: sessionId,
+      agent_id: 'main',
+      source: 'web',
+      tool_name: tool,
+      arguments: args,
+    });
+
+  it('registers idempotently, announces it to the user, and lists it in the inbox', async () => {
+    const alice = user();
+    const { req, state } = await register(alice);
+    expect(state).toMatchObject({ request_id: req.request_id, status: 'pending', note: null });
+    const again = await client.call('approval.register', req);
+    expect(again).toEqual(state);
+    const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM approval_requests WHERE id = $1`, [req.request_id]);
+    expect(n).toBe(1);
+    await sleep(100);
+    const events = published
+      .filter((p) => p.subject === TOPICS.userEvents.subject(alice.userId))
+      .map((p) => p.data as UserEvent);
+    expect(events[0]).toMatchObject({
+      type: 'approval_requested',
+      request_id: req.request_id,
+      tool_name: 'execute_cmd',
+    });
+    const inbox = await client.call('approval.inbox', { actor: alice });
+    expect(inbox.approvals).toEqual([
+      expect.objectContaining({
+        request_id: req.request_id,
+        arguments: { command: 'make deploy' },
+        preview: req.preview,
+      }),
+    ]);
+    expect((await client.call('approval.inbox', { actor: user() })).approvals).toEqual([]);
+  });
+
+  it('first answer wins: 50 concurrent resolutions → one effect, 49 conflicts', async () => {
+    const alice = user();
+    const { req } = await register(alice);
+    const codes = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        codeOf(
+          client.call(
+            'approval.resolve',
+            i % 2
+              ? { actor: alice, request_id: req.request_id, action: 'approve' }
+              : { actor: alice, tool_call_id: req.tool_call_id, action: 'reject', note: `no ${i}` },
+          ),
+        ),
+      ),
+    );
+    expect(codes.filter((c) => c === 'ok')).toHaveLength(1);
+    expect(codes.filter((c) => c === 'conflict')).toHaveLength(49);
+    const [{ n }] = await db.query(
+      `SELECT count(*)::int AS n FROM approval_audit WHERE request_id = $1 AND by = 'human'`,
+      [req.request_id],
+    );
+    expect(n).toBe(1);
+    await sleep(100);
+    expect(published.filter((p) => p.subject === TOPICS.approvalResolved.subject(req.session_id))).toHaveLength(1);
+    const wakes = published.filter((p) => p.subject === TOPICS.sessionWake.subject(req.session_id));
+    expect(wakes.map((w) => w.data)).toEqual([{ session_id: req.session_id, reason: 'answer' }]);
+  });
+
+  it("keeps the raw note; another user's id is not_found; an admin may resolve", async () => {
+    const alice = user();
+    const { req } = await register(alice);
+    expect(
+      await codeOf(
+        client.call('approval.resolve', { actor: user(), tool_call_id: req.tool_call_id, action: 'approve' }),
+      ),
+    ).toBe('not_found');
+    expect(await codeOf(client.call('approval.get', { actor: user(), request_id: req.request_id }))).toBe('not_found');
+    const r: HumanRequestState = await client.call('approval.resolve', {
+      actor: admin,
+      request_id: req.request_id,
+      action: 'reject',
+      note: 'too risky',
+    });
+    expect(r).toMatchObject({ status: 'rejected', note: 'too risky' });
+    expect(await client.call('approval.get', { actor: alice, request_id: req.request_id })).toEqual(r);
+  });
+
+  it('answers a clarification; a cancelled request answers conflict', async () => {
+    const alice = user();
+    const q = await register(alice, { kind: 'clarification' });
+    expect(
+      await codeOf(client.call('approval.resolve', { actor: alice, request_id: q.req.request_id, action: 'approve' })),
+    ).toBe('invalid_input');
+    const answered = await client.call('approval.resolve', {
+      actor: alice,
+      request_id: q.req.request_id,
+      action: 'answer',
+      answer: 'prod',
+    });
+    expect(answered).toMatchObject({ status: 'answered', answer: 'prod' });
+
+    const sessionId = randomUUID();
+    const a = await register(alice, { session_id: sessionId });
+    expect(
+      await codeOf(client.call('approval.cancel_session', { actor: user(), session_id: sessionId, reason: 'stop' })),
+    ).toBe('ok');
+    expect((await client.call('approval.get', { actor: alice, request_id: a.req.request_id })).status).toBe('pending');
+    const c = await client.call('approval.cancel_session', { actor: alice, session_id: sessionId, reason: 'stop' });
+    expect(c.cancelled).toEqual([a.req.request_id]);
+    expect(
+      await codeOf(client.call('approval.resolve', { actor: alice, request_id: a.req.request_id, action: 'approve' })),
+    ).toBe('conflict');
+    await sleep(100);
+    const ev = published.find(
+      (p) =>
+        (p.data as { type?: string; request_id?: string }).request_id === a.req.request_id &&
+        (p.data as { type: string }).type === 'approval_resolved',
+    );
+    expect(ev?.data).toMatchObject({ approved: false, cancelled: true });
+  });
+
+  it('a human approval with bypass_secs opens a bypass every replica sees; Deny is never bypassed; reset ends it', async () => {
+    const alice = user();
+    const sessionId = randomUUID();
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'make' })).decision).toBe('require');
+    const { req } = await register(alice, { session_id: sessionId });
+    await client.call('approval.resolve', {
+      actor: alice,
+      request_id: req.request_id,
+      action: 'approve',
+      bypass_secs: 0,
+      bypass_scope: { category: 'shell' },
+    });
+    for (let i = 0; i < 4; i++)
+      expect((await check(alice, sessionId, 'execute_cmd', { command: 'make' })).decision).toBe('allow');
+    expect((await check(alice, sessionId, 'write_file', { path: 'a.txt', content: '' })).decision).toBe('require');
+    expect((await check(alice, sessionId, 'write_file', { path: 'shared-memory/a', content: '' })).decision).toBe(
+      'deny',
+    );
+    expect((await check(alice, randomUUID(), 'execute_cmd', { command: 'make' })).decision).toBe('require');
+    const list = await client.call('approval.bypasses.list', { actor: alice });
+    expect(list.items).toEqual([expect.objectContaining({ session_id: sessionId, scope: { category: 'shell' } })]);
+    expect(await codeOf(client.call('approval.bypasses.delete', { actor: user(), id: list.items[0].id }))).toBe(
+      'not_found',
+    );
+    const reset = await client.call('approval.reset_session', { actor: alice, session_id: sessionId });
+    expect(reset.revoked).toBe(1);
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'make' })).decision).toBe('require');
+  });
+
+  it('a bypass with secs expires by the database clock; a revoked one ends at once', async () => {
+    const alice = user();
+    const sessionId = randomUUID();
+    const { id } = await client.call('approval.bypasses.create', {
+      actor: alice,
+      session_id: sessionId,
+      scope: 'all',
+      secs: 1,
+    });
+    expect((await check(alice, sessionId, 'restart', {})).decision).toBe('allow');
+    await sleep(1200);
+    expect((await check(alice, sessionId, 'restart', {})).decision).toBe('require');
+    const b = await client.call('approval.bypasses.create', { actor: alice, session_id: sessionId, scope: 'all' });
+    expect((await check(alice, sessionId, 'restart', {})).decision).toBe('allow');
+    await client.call('approval.bypasses.delete', { actor: alice, id: b.id });
+    expect((await check(alice, sessionId, 'restart', {})).decision).toBe('require');
+    expect(id).toBeDefined();
+  });
+
+  it('rules are admin-only; a change reaches both replicas within 1 s; a rule that fails to load means Require', async () => {
+    const alice = user();
+    const rule = { tool_pattern: 'lab_tool', action: 'deny' as const, priority: 1 };
+    expect(await codeOf(client.call('approval.rules.create', { actor: alice, rule }))).toBe('forbidden');
+    expect(await codeOf(client.call('approval.rules.list', { actor: alice }))).toBe('forbidden');
+    expect(
+      await codeOf(client.call('approval.rules.create', { actor: admin, rule: { ...rule, tool_pattern: '@nope' } })),
+    ).toBe('invalid_input');
+    for (let i = 0; i < 4; i++) expect((await check(alice, randomUUID(), 'lab_tool', {})).decision).toBe('require');
+    const created = await client.call('approval.rules.create', { actor: admin, rule });
+    await sleep(1000);
+    for (let i = 0; i < 4; i++) expect((await check(alice, randomUUID(), 'lab_tool', {})).decision).toBe('deny');
+    const visible = await client.call('approval.visible_tools', {
+      actor: alice,
+      session_id: randomUUID(),
+      agent_id: 'main',
+      source: 'web',
+      tools: ['read_file', 'lab_tool', 'mcp__weather__forecast'],
+    });
+    expect(visible.visible).toEqual(['read_file', 'mcp__weather__forecast']);
+    await client.call('approval.rules.update', { actor: admin, id: created.id, patch: { action: 'allow' } });
+    await sleep(1000);
+    for (let i = 0; i < 4; i++) expect((await check(alice, randomUUID(), 'lab_tool', {})).decision).toBe('allow');
+    // a row written behind the API's back that does not compile
+    await db.query(`UPDATE approval_rules SET tool_pattern = '@broken' WHERE id = $1`, [created.id]);
+    await sleep(1000);
+    expect((await check(alice, randomUUID(), 'lab_tool', {})).decision).toBe('require');
+    expect((await check(alice, randomUUID(), 'read_file', { path: 'a' })).decision).toBe('require');
+    await client.call('approval.rules.delete', { actor: admin, id: created.id });
+    await sleep(1000);
+    expect((await check(alice, randomUUID(), 'read_file', { path: 'a' })).decision).toBe('allow');
+    const tools = await client.call('approval.tools', { actor: alice });
+    expect(tools.items).toEqual(
+      expect.arrayContaining([
+        { name: 'execute_cmd', category: 'shell', origin: 'registry' },
+        { name: 'execute_task', category: 'agents', origin: 'registry' },
+        { name: 'task_completed', category: 'system', origin: 'synthetic' },
+        { name: 'mcp__weather__forecast', category: 'dynamic', origin: 'discovered' },
+      ]),
+    );
+  });
+
+  it('audits automatic decisions (in the background) and human ones, scoped by user', async () => {
+    const alice = user();
+    const sessionId = randomUUID();
+    await check(alice, sessionId, 'read_file', { path: 'a.txt' });
+    await check(alice, sessionId, 'execute_cmd', { command: 'ls' });
+    const { req } = await register(alice, { session_id: sessionId });
+    await client.call('approval.resolve', { actor: alice, request_id: req.request_id, action: 'reject', note: 'nope' });
+    await sleep(300);
+    const page = await client.call('approval.audit', { actor: alice, session_id: sessionId, page: 1, per_page: 50 });
+    expect(page.total).toBe(3);
+    expect(page.items.map((i) => [i.tool_name, i.decision, i.by])).toEqual([
+      ['execute_cmd', 'reject', 'human'],
+      ['execute_cmd', 'require', 'rule'],
+      ['read_file', 'allow', 'rule'],
+    ]);
+    expect(page.items[0]).toMatchObject({ actor_user_id: alice.userId, note: 'nope', tool_call_id: req.tool_call_id });
+    expect(
+      (await client.call('approval.audit', { actor: user(), session_id: sessionId, page: 1, per_page: 50 })).total,
+    ).toBe(0);
+    expect(
+      (await client.call('approval.audit', { actor: admin, session_id: sessionId, page: 1, per_page: 50 })).total,
+    ).toBe(3);
+  });
+});

@@ -1,0 +1,83 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Actor, APPROVAL_TOPICS, BypassDto } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
+import { ApprovalError } from '../errors';
+import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
+import { BypassScope } from '../rules/rule-engine';
+import { BypassesRepository } from './bypasses.repository';
+
+/** Admins see and revoke every user's bypasses; a user only their own. */
+export const ownerScope = (actor: Actor): string | null => (actor.role === 'admin' ? null : actor.userId);
+
+/**
+ * Session bypasses: opened only by a human (an approval with `bypass_secs`, or REST — both come
+ * from a verified actor through the gateway; nothing the model sends reaches here), ended by
+ * expiry, revocation or a session reset. A Deny is never bypassed (see `relax`).
+ *
+ * Postgres is the truth and an active bypass is always read from it (so a revocation or an
+ * expiry holds at once everywhere). Only "this session has no bypass" is remembered, for at most
+ * NEGATIVE_TTL_MS, and forgotten on every replica when one is opened (`approval.bypass.opened`,
+ * published before the session is woken); a lost broadcast can only make the gate ask once more.
+ */
+@Injectable()
+export class BypassesService implements OnModuleInit {
+  private static readonly NEGATIVE_TTL_MS = 1000;
+  private static readonly NEGATIVE_MAX = 50_000;
+  private readonly none = new Map<string, number>();
+
+  constructor(
+    private readonly repo: BypassesRepository,
+    private readonly bus: Bus,
+    private readonly events: ApprovalEventsPublisher,
+  ) {}
+
+  onModuleInit(): void {
+    this.bus.subscribe(APPROVAL_TOPICS.bypassOpened.pattern, APPROVAL_TOPICS.bypassOpened.message, (m) => {
+      this.none.delete(m.session_id);
+    });
+  }
+
+  async activeScopes(sessionId: string): Promise<BypassScope[]> {
+    const until = this.none.get(sessionId);
+    if (until !== undefined && until > Date.now()) return [];
+    const scopes = await this.repo.activeScopes(sessionId);
+    if (scopes.length === 0) {
+      if (this.none.size >= BypassesService.NEGATIVE_MAX) this.none.clear();
+      this.none.set(sessionId, Date.now() + BypassesService.NEGATIVE_TTL_MS);
+    } else this.none.delete(sessionId);
+    return scopes;
+  }
+
+  /** After a bypass was committed (here or by a resolution). */
+  opened(sessionId: string): void {
+    this.none.delete(sessionId);
+    this.events.bypassOpened(sessionId);
+  }
+
+  /** The gateway has checked that the session is the caller's (or the caller is an admin). */
+  async open(actor: Actor, sessionId: string, scope: BypassScope, secs: number | undefined): Promise<string> {
+    const id = await this.repo.create({ sessionId, userId: actor.userId, createdBy: actor.userId, scope, secs });
+    this.opened(sessionId);
+    return id;
+  }
+
+  async list(actor: Actor, sessionId: string | undefined): Promise<BypassDto[]> {
+    const rows = await this.repo.listActive({ userId: ownerScope(actor), sessionId });
+    return rows.map((b) => ({
+      id: b.id,
+      session_id: b.sessionId,
+      scope: b.scope,
+      ...(b.expiresAt ? { expires_at: b.expiresAt.toISOString() } : {}),
+      created_at: b.createdAt.toISOString(),
+    }));
+  }
+
+  async revoke(actor: Actor, id: string): Promise<void> {
+    if (!(await this.repo.revoke({ userId: ownerScope(actor), id })))
+      throw new ApprovalError('not_found', 'no such bypass');
+  }
+
+  revokeSession(actor: Actor, sessionId: string): Promise<number> {
+    return this.repo.revokeSession({ userId: ownerScope(actor), sessionId });
+  }
+}

@@ -1,0 +1,99 @@
+import { Injectable } from '@nestjs/common';
+import { ParsedRequestOf } from '@skald/contracts';
+import { argsDigest, AuditService } from '../audit/audit.service';
+import { BypassesService } from '../bypasses/bypasses.service';
+import { CatalogService } from '../catalog/catalog.service';
+import { ApprovalError } from '../errors';
+import { decideByRules, GateInput, GateResult, isVisible, relax } from '../rules/rule-engine';
+import { RulesService } from '../rules/rules.service';
+
+type CheckRequest = ParsedRequestOf<'approval.check'>;
+
+/**
+ * "May this call run?": the rules from the in-memory rule set, then the RunContext fast path and
+ * the session's bypasses (read from Postgres only when the rules say Require). Every decision is
+ * audited in the background.
+ */
+@Injectable()
+export class GateService {
+  constructor(
+    private readonly rules: RulesService,
+    private readonly bypasses: BypassesService,
+    private readonly audit: AuditService,
+    private readonly catalog: CatalogService,
+  ) {}
+
+  async check(req: CheckRequest): Promise<GateResult> {
+    const input = toInput(req);
+    const result = await this.decide(input, req.session_id);
+    this.audit.record({
+      userId: req.actor.userId,
+      sessionId: req.session_id,
+      toolCallId: null,
+      requestId: null,
+      toolName: req.tool_name,
+      argsDigest: argsDigest(req.arguments),
+      decision: result.decision,
+      by: result.by,
+      actorUserId: null,
+      ruleId: result.ruleId ?? null,
+      note: result.reason,
+    });
+    return result;
+  }
+
+  /** `POST /api/approval/rules/test`: the same decision, not audited. */
+  async test(req: ParsedRequestOf<'approval.rules.test'>): Promise<GateResult> {
+    if (req.actor.role !== 'admin' && !req.session_id)
+      throw new ApprovalError('forbidden', 'testing rules without a session of yours is for admins');
+    const input: GateInput = {
+      toolName: req.tool_name,
+      arguments: req.arguments,
+      agentId: req.agent_id ?? 'main',
+      source: req.source ?? 'web',
+      securityGroup: req.security_group,
+      isAdmin: req.actor.role === 'admin',
+    };
+    return this.decide(input, req.session_id);
+  }
+
+  async visibleTools(req: ParsedRequestOf<'approval.visible_tools'>): Promise<string[]> {
+    this.catalog.offered(req.tools);
+    const set = await this.rules.ruleSet().catch(() => null);
+    if (!set) return req.tools; // cannot read the rules: hide nothing, every call still asks
+    const ctx = { agentId: req.agent_id, source: req.source, securityGroup: req.security_group };
+    return req.tools.filter((t) => isVisible(set, t, ctx));
+  }
+
+  private async decide(input: GateInput, sessionId: string | undefined): Promise<GateResult> {
+    let byRules: GateResult;
+    try {
+      byRules = decideByRules(await this.rules.ruleSet(), input);
+    } catch {
+      return { decision: 'require', reason: 'the rules could not be loaded: asking', by: 'rule' };
+    }
+    if (byRules.decision !== 'require') return byRules;
+    const relaxed = relax(byRules, input);
+    if (relaxed.decision !== 'require' || !sessionId) return relaxed;
+    const scopes = await this.bypasses.activeScopes(sessionId).catch(() => []);
+    return scopes.length > 0 ? relax(byRules, { ...input, bypasses: scopes }) : relaxed;
+  }
+}
+
+function toInput(req: CheckRequest): GateInput {
+  return {
+    toolName: req.tool_name,
+    arguments: req.arguments,
+    agentId: req.agent_id,
+    source: req.source,
+    securityGroup: req.security_group,
+    isAdmin: req.actor.role === 'admin',
+    runContext: req.run_context
+      ? {
+          workingDirectory: req.run_context.working_directory,
+          allowFsReads: req.run_context.allow_fs_reads,
+          allowFsWrites: req.run_context.allow_fs_writes,
+        }
+      : undefined,
+  };
+}

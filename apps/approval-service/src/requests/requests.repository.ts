@@ -1,0 +1,154 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { HumanRequestStatus } from '@skald/contracts';
+import { Queryable, queryRows } from '@skald/persistence';
+
+export interface StoredRequest {
+  id: string;
+  kind: 'approval' | 'clarification';
+  toolCallId: string;
+  sessionId: string;
+  userId: string;
+  source: string;
+  toolName: string;
+  arguments: string;
+  preview: Record<string, unknown> | null;
+  question: { title: string; question: string; suggested_answers: string[] } | null;
+  status: HumanRequestStatus;
+  note: string | null;
+  answer: string | null;
+  actorUserId: string | null;
+  cancelReason: string | null;
+  createdAt: Date;
+  resolvedAt: Date | null;
+}
+
+export interface NewRequest {
+  id: string;
+  kind: 'approval' | 'clarification';
+  toolCallId: string;
+  sessionId: string;
+  userId: string;
+  source: string;
+  toolName: string;
+  arguments: string;
+  preview: unknown;
+  question: unknown;
+}
+
+/** `userId: null` = an admin acting on any user's requests. */
+export interface Owner {
+  userId: string | null;
+}
+
+const COLUMNS = `id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, status,
+  note, answer, actor_user_id, cancel_reason, created_at, resolved_at`;
+
+@Injectable()
+export class RequestsRepository {
+  constructor(private readonly ds: DataSource) {}
+
+  /** Inserts unless the id exists; returns the row and whether it was new. */
+  async insertOrGet(r: NewRequest): Promise<{ row: StoredRequest; created: boolean } | null> {
+    const inserted = await queryRows<Record<string, unknown>>(
+      this.ds,
+      `INSERT INTO approval_requests (id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb)
+       ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`,
+      [
+        r.id,
+        r.kind,
+        r.toolCallId,
+        r.sessionId,
+        r.userId,
+        r.source,
+        r.toolName,
+        r.arguments,
+        r.preview === undefined ? null : JSON.stringify(r.preview),
+        r.question === undefined ? null : JSON.stringify(r.question),
+      ],
+    );
+    if (inserted[0]) return { row: toRequest(inserted[0]), created: true };
+    const existing = await this.findById({ userId: r.userId }, r.id);
+    return existing ? { row: existing, created: false } : null;
+  }
+
+  async findById(owner: Owner, id: string): Promise<StoredRequest | null> {
+    const rows = await queryRows<Record<string, unknown>>(
+      this.ds,
+      `SELECT ${COLUMNS} FROM approval_requests WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2)`,
+      [id, owner.userId],
+    );
+    return rows[0] ? toRequest(rows[0]) : null;
+  }
+
+  /** The request of a tool call: its pending one if any, else the latest. */
+  async findByToolCall(owner: Owner, toolCallId: string): Promise<StoredRequest | null> {
+    const rows = await queryRows<Record<string, unknown>>(
+      this.ds,
+      `SELECT ${COLUMNS} FROM approval_requests WHERE tool_call_id = $1 AND ($2::uuid IS NULL OR user_id = $2)
+       ORDER BY (status = 'pending') DESC, ord DESC LIMIT 1`,
+      [toolCallId, owner.userId],
+    );
+    return rows[0] ? toRequest(rows[0]) : null;
+  }
+
+  /** First answer wins: only a pending row changes, under its row lock. Null when it was not pending. */
+  async resolvePending(
+    db: Queryable,
+    r: { id: string; status: HumanRequestStatus; note: string | null; answer: string | null; actorUserId: string },
+  ): Promise<StoredRequest | null> {
+    const rows = await queryRows<Record<string, unknown>>(
+      db,
+      `UPDATE approval_requests SET status = $2, note = $3, answer = $4, actor_user_id = $5, resolved_at = now()
+       WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`,
+      [r.id, r.status, r.note, r.answer, r.actorUserId],
+    );
+    return rows[0] ? toRequest(rows[0]) : null;
+  }
+
+  async cancelSession(owner: Owner, sessionId: string, reason: string, actorUserId: string): Promise<StoredRequest[]> {
+    const rows = await queryRows<Record<string, unknown>>(
+      this.ds,
+      `UPDATE approval_requests SET status = 'cancelled', cancel_reason = $3, actor_user_id = $4, resolved_at = now()
+       WHERE session_id = $1 AND status = 'pending' AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${COLUMNS}`,
+      [sessionId, owner.userId, reason, actorUserId],
+    );
+    return rows.map(toRequest);
+  }
+
+  async pendingOfUser(userId: string): Promise<StoredRequest[]> {
+    const rows = await queryRows<Record<string, unknown>>(
+      this.ds,
+      `SELECT ${COLUMNS} FROM approval_requests WHERE user_id = $1 AND status = 'pending' ORDER BY ord LIMIT 1000`,
+      [userId],
+    );
+    return rows.map(toRequest);
+  }
+
+  transaction<T>(work: (db: EntityManager) => Promise<T>): Promise<T> {
+    return this.ds.transaction(work);
+  }
+}
+
+function toRequest(r: Record<string, unknown>): StoredRequest {
+  return {
+    id: r.id as string,
+    kind: r.kind as StoredRequest['kind'],
+    toolCallId: r.tool_call_id as string,
+    sessionId: r.session_id as string,
+    userId: r.user_id as string,
+    source: r.source as string,
+    toolName: r.tool_name as string,
+    arguments: r.arguments as string,
+    preview: r.preview as StoredRequest['preview'],
+    question: r.question as StoredRequest['question'],
+    status: r.status as HumanRequestStatus,
+    note: r.note as string | null,
+    answer: r.answer as string | null,
+    actorUserId: r.actor_user_id as string | null,
+    cancelReason: r.cancel_reason as string | null,
+    createdAt: r.created_at as Date,
+    resolvedAt: r.resolved_at as Date | null,
+  };
+}

@@ -1,0 +1,208 @@
+import { Injectable } from '@nestjs/common';
+import { Actor, HumanRequestState, HumanRequestStatus, InboxDto, ParsedRequestOf, UserEvent } from '@skald/contracts';
+import { AuditRepository } from '../audit/audit.repository';
+import { argsDigest } from '../audit/audit.service';
+import { BypassesRepository } from '../bypasses/bypasses.repository';
+import { BypassesService, ownerScope } from '../bypasses/bypasses.service';
+import { ApprovalError, requestNotFound } from '../errors';
+import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
+import { RequestsRepository, StoredRequest } from './requests.repository';
+
+type ResolveRequest = ParsedRequestOf<'approval.resolve'>;
+
+/**
+ * Durable human requests (approvals and clarifications): registered by the session worker,
+ * answered from any surface, first answer wins. Every change is committed before it is announced
+ * (`approval.resolved.<sessionId>`, the user's inbox events, the session's doorbell).
+ */
+@Injectable()
+export class RequestsService {
+  constructor(
+    private readonly repo: RequestsRepository,
+    private readonly audit: AuditRepository,
+    private readonly bypasses: BypassesRepository,
+    private readonly bypassService: BypassesService,
+    private readonly events: ApprovalEventsPublisher,
+  ) {}
+
+  /** Idempotent by request id: a recovery re-asking gets the same request (and its answer, if any). */
+  async register(req: ParsedRequestOf<'approval.register'>): Promise<HumanRequestState> {
+    if (req.kind === 'clarification' && !req.question)
+      throw new ApprovalError('invalid_input', 'a clarification needs its question', 'question');
+    const r = await this.repo.insertOrGet({
+      id: req.request_id,
+      kind: req.kind,
+      toolCallId: req.tool_call_id,
+      sessionId: req.session_id,
+      userId: req.actor.userId,
+      source: req.source,
+      toolName: req.tool_name,
+      arguments: typeof req.arguments === 'string' ? req.arguments : JSON.stringify(req.arguments ?? {}),
+      preview: req.preview,
+      question: req.question,
+    });
+    if (!r) throw new ApprovalError('conflict', 'this request id belongs to another request');
+    if (r.row.status === 'pending') this.events.userEvent(r.row.userId, requestedEvent(r.row));
+    return toState(r.row);
+  }
+
+  async get(actor: Actor, requestId: string): Promise<HumanRequestState> {
+    const row = await this.repo.findById({ userId: ownerScope(actor) }, requestId);
+    if (!row) throw requestNotFound();
+    return toState(row);
+  }
+
+  async resolve(req: ResolveRequest): Promise<HumanRequestState> {
+    const owner = { userId: ownerScope(req.actor) };
+    const row = req.request_id
+      ? await this.repo.findById(owner, req.request_id)
+      : await this.repo.findByToolCall(owner, req.tool_call_id as string);
+    if (!row) throw requestNotFound();
+    const status = targetStatus(row, req);
+    if (row.status !== 'pending') throw conflict(row);
+    const note = req.note?.trim() ? req.note : null;
+    const answer = req.action === 'answer' ? (req.answer ?? '') : null;
+    const opensBypass = req.action === 'approve' && (req.bypass_secs !== undefined || req.bypass_scope !== undefined);
+    const resolved = await this.repo.transaction(async (db) => {
+      const updated = await this.repo.resolvePending(db, {
+        id: row.id,
+        status,
+        note,
+        answer,
+        actorUserId: req.actor.userId,
+      });
+      if (!updated) return null;
+      await this.audit.insert(
+        [
+          {
+            userId: updated.userId,
+            sessionId: updated.sessionId,
+            toolCallId: updated.toolCallId,
+            requestId: updated.id,
+            toolName: updated.toolName,
+            argsDigest: argsDigest(updated.arguments),
+            decision: req.action,
+            by: 'human',
+            actorUserId: req.actor.userId,
+            ruleId: null,
+            note,
+          },
+        ],
+        db,
+      );
+      if (opensBypass)
+        await this.bypasses.create(
+          {
+            sessionId: updated.sessionId,
+            userId: updated.userId,
+            createdBy: req.actor.userId,
+            scope: req.bypass_scope ?? 'all',
+            secs: req.bypass_secs,
+          },
+          db,
+        );
+      return updated;
+    });
+    if (!resolved) throw conflict((await this.repo.findById(owner, row.id)) ?? row);
+    if (opensBypass) this.bypassService.opened(resolved.sessionId);
+    this.announce(resolved);
+    this.events.wake(resolved.sessionId);
+    return toState(resolved);
+  }
+
+  /** /stop, interrupt, job kill: every pending request of the session ends as cancelled. */
+  async cancelSession(actor: Actor, sessionId: string, reason: string): Promise<string[]> {
+    const rows = await this.repo.cancelSession({ userId: ownerScope(actor) }, sessionId, reason, actor.userId);
+    for (const r of rows) this.announce(r);
+    return rows.map((r) => r.id);
+  }
+
+  async inbox(actor: Actor): Promise<InboxDto> {
+    const rows = await this.repo.pendingOfUser(actor.userId);
+    const inbox: InboxDto = { approvals: [], clarifications: [] };
+    for (const r of rows) {
+      const common = {
+        request_id: r.id,
+        tool_call_id: r.toolCallId,
+        session_id: r.sessionId,
+        source: r.source,
+        created_at: r.createdAt.toISOString(),
+      };
+      if (r.kind === 'clarification' && r.question)
+        inbox.clarifications.push({
+          ...common,
+          title: r.question.title,
+          question: r.question.question,
+          suggested_answers: r.question.suggested_answers ?? [],
+        });
+      else
+        inbox.approvals.push({
+          ...common,
+          tool_name: r.toolName,
+          arguments: parseArgs(r.arguments),
+          ...(r.preview ? { preview: r.preview as InboxDto['approvals'][number]['preview'] } : {}),
+        });
+    }
+    return inbox;
+  }
+
+  private announce(r: StoredRequest): void {
+    this.events.resolved(toState(r));
+    this.events.userEvent(r.userId, resolvedEvent(r));
+  }
+}
+
+function targetStatus(row: StoredRequest, req: ResolveRequest): HumanRequestStatus {
+  if (row.kind === 'clarification') {
+    if (req.action !== 'answer')
+      throw new ApprovalError('invalid_input', 'a question is answered, not approved', 'action');
+    return 'answered';
+  }
+  if (req.action === 'answer')
+    throw new ApprovalError('invalid_input', 'an approval is approved or rejected', 'action');
+  return req.action === 'approve' ? 'approved' : 'rejected';
+}
+
+function conflict(row: StoredRequest): ApprovalError {
+  return new ApprovalError(
+    'conflict',
+    row.status === 'cancelled' ? 'the request was cancelled' : `the request was already ${row.status}`,
+  );
+}
+
+function parseArgs(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+export function toState(r: StoredRequest): HumanRequestState {
+  return {
+    request_id: r.id,
+    tool_call_id: r.toolCallId,
+    session_id: r.sessionId,
+    status: r.status,
+    note: r.note,
+    answer: r.answer,
+  };
+}
+
+function requestedEvent(r: StoredRequest): UserEvent {
+  const base = { request_id: r.id, tool_call_id: r.toolCallId, session_id: r.sessionId, source: r.source };
+  return r.kind === 'clarification'
+    ? { type: 'clarification_requested', ...base, title: r.question?.title ?? '' }
+    : { type: 'approval_requested', ...base, tool_name: r.toolName };
+}
+
+function resolvedEvent(r: StoredRequest): UserEvent {
+  const base = { request_id: r.id, tool_call_id: r.toolCallId, session_id: r.sessionId, source: r.source };
+  if (r.kind === 'clarification') return { type: 'clarification_resolved', ...base };
+  return {
+    type: 'approval_resolved',
+    ...base,
+    approved: r.status === 'approved',
+    ...(r.status === 'cancelled' ? { cancelled: true } : {}),
+  };
+}

@@ -1,0 +1,155 @@
+'use strict';
+// Benchmark of `approval.check` over NATS with 1,000 rules (issue 5, point 12; target p99 ≤ 2 ms).
+// Uses the built dist (run `npm run build` first), the real NATS named by NATS_URL and a Postgres
+// database `skald_bench` it (re)creates next to DATABASE_URL. The approval service runs as its own
+// process, like in production; this process is the client and sends the checks one at a time.
+//
+//   node scripts/bench/approval-check.js [--checks 5000] [--rules 1000]
+const { spawn } = require('node:child_process');
+const { randomUUID } = require('node:crypto');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '../..');
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : dflt;
+};
+const CHECKS = arg('checks', 5000);
+const RULES = arg('rules', 1000);
+const NATS_URL = process.env.NATS_URL || 'nats://127.0.0.1:4222';
+const base = new URL(process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/skald');
+const BENCH_URL = new URL('/skald_bench', base).toString();
+
+const { DataSource } = require(path.join(ROOT, 'node_modules/typeorm'));
+const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));
+const { Bus } = require(path.join(ROOT, 'libs/messaging/dist'));
+
+const quiet = { warn() {}, error() {} };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function freshDatabase() {
+  const admin = new DataSource({ type: 'postgres', url: new URL('/postgres', base).toString(), extra: { max: 1 } });
+  await admin.initialize();
+  await admin.query(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'skald_bench' AND pid <> pg_backend_pid()`,
+  );
+  await admin.query('DROP DATABASE IF EXISTS skald_bench');
+  await admin.query('CREATE DATABASE skald_bench');
+  await admin.destroy();
+  await migrateUp(BENCH_URL);
+}
+
+/** 1,000 rules of every kind, none of which decides the common calls early (the worst case is a long scan). */
+async function seedRules(n) {
+  const ds = new DataSource({ type: 'postgres', url: BENCH_URL, extra: { max: 1 } });
+  await ds.initialize();
+  const kinds = [
+    (i) => [`bench_tool_${i}`, null, null, 'allow'],
+    (i) => [`mcp__server${i}__*`, null, null, 'require'],
+    (i) => ['@fs_write', `/workspace/project${i}/*`, null, 'allow'],
+    (i) => ['@fs_read', `/workspace/private${i}/*.key`, null, 'deny'],
+    (i) => ['execute_cmd', null, `tool${i} build *`, 'allow'],
+    (i) => [`prefix${i}_*`, null, null, 'deny'],
+  ];
+  for (let i = 0; i < n; i += 200) {
+    const params = [];
+    const values = [];
+    for (let j = i; j < Math.min(n, i + 200); j++) {
+      const [tool, p, c, action] = kinds[j % kinds.length](j);
+      const k = params.length;
+      params.push(randomUUID(), tool, p, c, action, 1000 + j);
+      values.push(`($${k + 1}, $${k + 2}, $${k + 3}, $${k + 4}, $${k + 5}, $${k + 6})`);
+    }
+    await ds.query(
+      `INSERT INTO approval_rules (id, tool_pattern, path_pattern, command_pattern, action, priority) VALUES ${values.join(', ')}`,
+      params,
+    );
+  }
+  const [{ count }] = await ds.query('SELECT count(*)::int AS count FROM approval_rules');
+  await ds.destroy();
+  return count;
+}
+
+function startService() {
+  const child = spawn(process.execPath, [path.join(ROOT, 'apps/approval-service/dist/main.js')], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: BENCH_URL,
+      NATS_URL,
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+      SKALD_INSTANCE: `bench-${process.pid}`,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return child;
+}
+
+const actor = { userId: randomUUID(), role: 'user' };
+const sessionId = randomUUID();
+const CALLS = [
+  ['read_file', { path: 'src/index.ts' }],
+  ['write_file', { path: 'notes/todo.md', content: 'x' }],
+  ['execute_cmd', { command: 'git status && ls -la | grep ts' }],
+  ['execute_cmd', { command: 'npm test 2>&1 | tail -20' }],
+  ['mcp__github__create_issue', { title: 't' }],
+  ['write_file', { path: 'user-memory/notes.md', content: 'x' }],
+  ['grep_files', { path: '/workspace', pattern: 'TODO' }],
+];
+
+async function main() {
+  await freshDatabase();
+  const rules = await seedRules(RULES);
+  const child = startService();
+  const bus = await Bus.connect(
+    { servers: NATS_URL, name: `bench-client-${process.pid}`, requestTimeoutMs: 5000 },
+    quiet,
+  );
+  const check = (i) => {
+    const [tool_name, args] = CALLS[i % CALLS.length];
+    return bus.call('approval.check', {
+      actor,
+      session_id: sessionId,
+      agent_id: 'main',
+      source: 'web',
+      tool_name,
+      arguments: args,
+    });
+  };
+  try {
+    for (let tries = 0; ; tries++) {
+      try {
+        await check(0);
+        break;
+      } catch (e) {
+        if (tries > 100 || child.exitCode !== null) throw new Error(`approval service did not answer: ${e.message}`);
+        await sleep(200);
+      }
+    }
+    for (let i = 0; i < 1000; i++) await check(i); // warm-up (JIT, rule cache, pool)
+    const ms = [];
+    for (let i = 0; i < CHECKS; i++) {
+      const t = process.hrtime.bigint();
+      await check(i);
+      ms.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    ms.sort((a, b) => a - b);
+    const q = (p) => ms[Math.min(ms.length - 1, Math.floor((p / 100) * ms.length))];
+    const p99 = q(99);
+    console.log(
+      `approval.check over NATS, ${rules} rules, ${CHECKS} sequential checks: ` +
+        `p50 ${q(50).toFixed(3)} ms, p90 ${q(90).toFixed(3)} ms, p99 ${p99.toFixed(3)} ms, max ${ms[ms.length - 1].toFixed(3)} ms ` +
+        `(target p99 ≤ 2 ms: ${p99 <= 2 ? 'met' : 'NOT met'})`,
+    );
+  } finally {
+    await bus.drain().catch(() => undefined);
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+  }
+}
+
+main().catch((e) => {
+  console.error(e instanceof Error ? e.message : e);
+  process.exit(1);
+});

@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { Actor } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
+import { ApiClient, Stack, WsTestClient } from '@skald/testing';
+import { ROOT } from '../support/db';
+
+jest.setTimeout(180_000);
+
+interface OpenApiDoc {
+  paths: Record<string, Record<string, { 'x-skald-auth': 'public' | 'user' | 'admin' }>>;
+}
+
+/**
+ * Issue 5 point 11: an authorization matrix generated from the served OpenAPI document (every
+ * route, and every WS message that takes an id), plus approvals through the gateway with two
+ * users. Human requests are registered over NATS the way the session worker does it (the loop's
+ * side is wired separately); everything else goes through the public REST / WS API.
+ */
+describe('authorization matrix and approvals through the gateway', () => {
+  let stack: Stack;
+  let admin: ApiClient;
+  let alice: ApiClient;
+  let bob: ApiClient;
+  let bus: Bus;
+  let doc: OpenApiDoc;
+  let aliceWs: WsTestClient;
+  let aliceCli: WsTestClient;
+  let aliceSession: string;
+  const ids = { session: '', token: '', bypass: '', toolCall: '', request: '', question: '' };
+
+  const register = async (actor: Actor, sessionId: string, kind: 'approval' | 'clarification') => {
+    const r = {
+      actor,
+      request_id: randomUUID(),
+      kind,
+      tool_call_id: randomUUID(),
+      session_id: sessionId,
+      source: 'web',
+      tool_name: kind === 'approval' ? 'execute_cmd' : 'ask_user_clarification',
+      arguments: { command: 'make deploy' },
+      ...(kind === 'clarification'
+        ? { question: { title: 'Env?', question: 'Which env?', suggested_answers: ['prod'] } }
+        : {}),
+    };
+    await bus.call('approval.register', r);
+    return r;
+  };
+
+  beforeAll(async () => {
+    stack = await Stack.start({ root: ROOT });
+    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+    alice = await admin.createUser(`alice-${randomUUID()}@skald.test`, 'correct horse battery');
+    bob = await admin.createUser(`bob-${randomUUID()}@skald.test`, 'correct horse battery');
+    bus = await Bus.connect(
+      { servers: stack.env.NATS_URL, name: `authz-e2e-${process.pid}` },
+      pino({ level: 'silent' }),
+    );
+    doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as OpenApiDoc;
+
+    aliceWs = await WsTestClient.connect(stack.gatewayUrl, { token: alice.token, source: 'web' });
+    aliceSession = (await aliceWs.waitForType('hello')).session_id as string;
+    aliceCli = await WsTestClient.connect(stack.gatewayUrl, { token: alice.token, source: 'cli' });
+    await aliceCli.waitForType('hello');
+    ids.session = aliceSession;
+    ids.token = (await alice.post<{ id: string }>('/api/auth/tokens', { name: 'cli' })).body.id;
+    const bypass = await alice.post<{ id: string }>('/api/approval/bypasses', {
+      session_id: aliceSession,
+      scope: { mcp_server: 'github' },
+      secs: 3600,
+    });
+    expect(bypass.status).toBe(201);
+    ids.bypass = bypass.body.id;
+    const approval = await register({ userId: alice.user!.id, role: 'user' }, aliceSession, 'approval');
+    ids.request = approval.request_id;
+    ids.toolCall = approval.tool_call_id;
+    ids.question = (await register({ userId: alice.user!.id, role: 'user' }, aliceSession, 'clarification')).request_id;
+  });
+  afterAll(async () => {
+    aliceWs?.close();
+    aliceCli?.close();
+    await bus?.drain();
+    await stack?.stop();
+  });
+
+  /** Per route template that takes an id: the id of alice's that it names, and a valid body. */
+  const FIXTURES: Record<string, { id: () => string; body?: unknown }> = {
+    'delete /api/auth/tokens/{id}': { id: () => ids.token },
+    'get /api/sessions/{id}': { id: () => ids.session },
+    'post /api/tools/{id}/resolve': { id: () => ids.toolCall, body: { action: 'reject', note: 'bob says no' } },
+    'post /api/inbox/approvals/{id}/resolve': { id: () => ids.request, body: { action: 'approve', bypass_secs: 0 } },
+    'post /api/inbox/clarifications/{id}/resolve': { id: () => ids.question, body: { answer: 'dev' } },
+    'delete /api/approval/bypasses/{id}': { id: () => ids.bypass },
+  };
+
+  const routes = () =>
+    Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({ method, path, auth: op['x-skald-auth'] })),
+    );
+
+  async function aliceUnchanged(): Promise<void> {
+    const inbox = await alice.get<{
+      approvals: Array<{ request_id: string }>;
+      clarifications: Array<{ request_id: string }>;
+    }>('/api/inbox');
+    expect(inbox.body.approvals.map((a) => a.request_id)).toContain(ids.request);
+    expect(inbox.body.clarifications.map((a) => a.request_id)).toContain(ids.question);
+    const bypasses = await alice.get<{ items: Array<{ id: string }> }>('/api/approval/bypasses');
+    expect(bypasses.body.items.map((b) => b.id)).toContain(ids.bypass);
+    const tokens = await alice.get<{ items: Array<{ id: string }> }>('/api/auth/tokens');
+    expect(tokens.body.items.map((t) => t.id)).toContain(ids.token);
+  }
+
+  it("every user route that takes an id answers another user's id with 404 and changes nothing", async () => {
+    const withIds = routes().filter((r) => r.auth !== 'admin' && /\{(?!source\})[^}]+\}/.test(r.path));
+    expect(withIds.length).toBeGreaterThanOrEqual(Object.keys(FIXTURES).length);
+    const results: string[] = [];
+    for (const r of withIds) {
+      const key = `${r.method} ${r.path}`;
+      const fx = FIXTURES[key];
+      if (!fx) throw new Error(`no authorization fixture for ${key}: add one to FIXTURES`);
+      const url = r.path.replace('{id}', fx.id());
+      const res = await bob.request(r.method.toUpperCase(), url, fx.body);
+      results.push(`${key} → ${res.status}`);
+    }
+    expect(results).toEqual(withIds.map((r) => `${r.method} ${r.path} → 404`));
+    // ids in bodies and queries
+    expect((await bob.post('/api/approval/bypasses', { session_id: aliceSession, scope: 'all' })).status).toBe(404);
+    expect(
+      (await bob.post('/api/approval/rules/test', { tool_name: 'execute_cmd', session_id: aliceSession })).status,
+    ).toBe(404);
+    const audit = await bob.get<{ total: number }>(`/api/approval/audit?session_id=${aliceSession}`);
+    expect(audit).toMatchObject({ status: 200, body: { total: 0 } });
+    const bp = await bob.get<{ items: unknown[] }>(`/api/approval/bypasses?session_id=${aliceSession}`);
+    expect(bp.body.items).toEqual([]);
+    expect((await bob.get<{ approvals: unknown[] }>('/api/inbox')).body.approvals).toEqual([]);
+    await aliceUnchanged();
+  });
+
+  it("every WS message that takes an id answers another user's id with not_found and changes nothing", async () => {
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: bob.token });
+    await ws.waitForType('turn_running');
+    const frames = [
+      { type: 'approve_tool', request_id: ids.request, bypass_secs: 0 },
+      { type: 'reject_tool', request_id: ids.request, note: 'no' },
+      { type: 'answer_question', request_id: ids.question, answer: 'dev' },
+      { type: 'resume', session_id: aliceSession, last_seq: 0 },
+    ];
+    for (const f of frames) ws.send(f);
+    await ws.waitFor(() => ws.frames.filter((f) => f.type === 'error').length >= frames.length);
+    // frames are answered concurrently: compare without order
+    const errors = ws.frames.filter((f) => f.type === 'error').map((f) => `${String(f.code)} ${String(f.request_id)}`);
+    expect(errors.sort()).toEqual(
+      [
+        `not_found ${ids.request}`,
+        `not_found ${ids.request}`,
+        `not_found ${ids.question}`,
+        'not_found undefined',
+      ].sort(),
+    );
+    ws.close();
+    await aliceUnchanged();
+  });
+
+  it('a non-admin gets 403 on every admin route', async () => {
+    const admins = routes().filter((r) => r.auth === 'admin');
+    expect(admins.map((r) => `${r.method} ${r.path}`)).toEqual(
+      expect.arrayContaining([
+        'get /api/approval/rules',
+        'post /api/approval/rules',
+        'patch /api/approval/rules/{id}',
+        'delete /api/approval/rules/{id}',
+      ]),
+    );
+    const statuses: string[] = [];
+    for (const r of admins) {
+      const res = await bob.request(
+        r.method.toUpperCase(),
+        r.path.replace('{id}', randomUUID()),
+        r.method === 'get' ? undefined : {},
+      );
+      statuses.push(`${r.method} ${r.path} → ${res.status}`);
+    }
+    expect(statuses).toEqual(admins.map((r) => `${r.method} ${r.path} → 403`));
+    expect((await bob.post('/api/approval/rules/test', { tool_name: 'execute_cmd' })).status).toBe(403);
+  });
+
+  it('an admin may act: rules CRUD, rule test, resolving and revoking for another user', async () => {
+    const created = await admin.post<{ id: string; action: string }>('/api/approval/rules', {
+      tool_pattern: 'mcp__evil__*',
+      action: 'deny',
+      priority: 5,
+    });
+    expect(created.status).toBe(201);
+    expect(
+      (await admin.post('/api/approval/rules', { tool_pattern: '@nope', action: 'deny', priority: 5 })).status,
+    ).toBe(400);
+    const listed = await admin.get<{ items: Array<{ id: string }> }>('/api/approval/rules');
+    expect(listed.body.items.map((r) => r.id)).toContain(created.body.id);
+    await new Promise((r) => setTimeout(r, 1100));
+    const tested = await alice.post<{ decision: string }>('/api/approval/rules/test', {
+      tool_name: 'mcp__evil__x',
+      session_id: aliceSession,
+    });
+    expect(tested.body.decision).toBe('deny');
+    const patched = await admin.request('PATCH', `/api/approval/rules/${created.body.id}`, { action: 'require' });
+    expect(patched).toMatchObject({ status: 200, body: { action: 'require' } });
+    expect((await admin.request('DELETE', `/api/approval/rules/${created.body.id}`)).status).toBe(204);
+    expect((await admin.request('DELETE', `/api/approval/rules/${created.body.id}`)).status).toBe(404);
+
+    const tools = await alice.get<{ items: Array<{ name: string; origin: string }> }>('/api/approval/tools');
+    expect(tools.body.items).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'execute_cmd', origin: 'registry' })]),
+    );
+
+    const approved = await admin.post<{ status: string }>(`/api/tools/${ids.toolCall}/resolve`, { action: 'approve' });
+    expect(approved).toMatchObject({ status: 200, body: { status: 'approved' } });
+    const again = await alice.post<{ error: { code: string } }>(`/api/inbox/approvals/${ids.request}/resolve`, {
+      action: 'reject',
+    });
+    expect(again).toMatchObject({ status: 409, body: { error: { code: 'conflict' } } });
+    expect((await admin.request('DELETE', `/api/approval/bypasses/${ids.bypass}`)).status).toBe(204);
+    // both of alice's sockets heard about it
+    for (const ws of [aliceWs, aliceCli]) {
+      await ws.waitFor((f) => f.type === 'approval_requested' && f.request_id === ids.request);
+      await ws.waitFor((f) => f.type === 'approval_resolved' && f.request_id === ids.request && f.approved === true);
+    }
+    const audit = await alice.get<{ items: Array<{ decision: string; by: string; actor_user_id?: string }> }>(
+      `/api/approval/audit?session_id=${aliceSession}`,
+    );
+    expect(audit.body.items).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ decision: 'approve', by: 'human', actor_user_id: admin.user!.id }),
+      ]),
+    );
+  });
+
+  it('first answer wins through the gateway: 50 concurrent resolutions → one 200, 49 × 409; answers from WS too', async () => {
+    const r = await register({ userId: alice.user!.id, role: 'user' }, aliceSession, 'approval');
+    const statuses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        i % 2
+          ? alice.post(`/api/inbox/approvals/${r.request_id}/resolve`, { action: 'approve' }).then((x) => x.status)
+          : alice.post(`/api/tools/${r.tool_call_id}/resolve`, { action: 'reject', note: 'no' }).then((x) => x.status),
+      ),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(49);
+
+    const q = await register({ userId: alice.user!.id, role: 'user' }, aliceSession, 'clarification');
+    aliceWs.send({ type: 'answer_question', request_id: q.request_id, answer: 'prod' });
+    await aliceWs.waitFor((f) => f.type === 'clarification_resolved' && f.request_id === q.request_id);
+    aliceWs.send({ type: 'answer_question', request_id: q.request_id, answer: 'dev' });
+    const err = await aliceWs.waitFor((f) => f.type === 'error' && f.request_id === q.request_id);
+    expect(err.code).toBe('conflict');
+    const answered = await alice.post(`/api/inbox/clarifications/${q.request_id}/resolve`, { answer: 'x' });
+    expect(answered.status).toBe(409);
+  });
+});

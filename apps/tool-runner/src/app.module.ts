@@ -1,11 +1,19 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
+import { DatabaseModule, TOOL_RUNNER_ENTITIES } from '@skald/persistence';
 import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { BwrapCommandRunner } from './command/bwrap-command.runner';
 import { CommandRunner } from './command/command-runner';
+import { ProgressSink } from './command/tool-progress';
 import { ExecuteCmdService } from './command/execute-cmd.service';
 import { PlainCommandRunner } from './command/plain-command.runner';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from './config';
-import { ToolExecService } from './exec/tool-exec.service';
+import { PgToolCallRecords, ToolCallRecords } from './exec/tool-call-records';
+import { DURABILITY_OPTIONS, RUNNER_INSTANCE, ToolExecService } from './exec/tool-exec.service';
+import { MemoryRepository } from './memory/memory.repository';
+import { MemoryToolsService } from './memory/memory-tools.service';
+import { PreviewHandler } from './preview/preview.handler';
+import { PreviewService } from './preview/preview.service';
 import { ToolMetrics } from './exec/tool-metrics';
 import { ToolRouter } from './exec/tool-router';
 import { ToolsExecHandler } from './exec/tools-exec.handler';
@@ -22,6 +30,13 @@ export class AppModule {
       module: AppModule,
       imports: [
         OpsModule.forRoot({ service: 'tool-runner', readiness }),
+        DatabaseModule.forRoot({
+          url: config.DATABASE_URL,
+          poolSize: config.DATABASE_POOL_SIZE,
+          entities: TOOL_RUNNER_ENTITIES,
+          applicationName: instance,
+          readiness,
+        }),
         MessagingModule.forRoot({
           servers: config.NATS_URL,
           name: instance,
@@ -36,16 +51,26 @@ export class AppModule {
         { provide: TOOL_RUNNER_CONFIG, useValue: config },
         { provide: LOGGER, useValue: log },
         { provide: WORKSPACE_OPTIONS, useValue: workspaces },
-        // Issue 6: a bubblewrap runner takes this place when SKALD_SANDBOX=bwrap.
-        { provide: CommandRunner, useClass: PlainCommandRunner },
+        {
+          provide: CommandRunner,
+          useClass: config.SKALD_SANDBOX === 'none' ? PlainCommandRunner : BwrapCommandRunner,
+        },
+        ProgressSink,
         WorkspacesService,
         RegexSearch,
         FileToolsService,
         ExecuteCmdService,
         ToolRouter,
         ToolMetrics,
+        { provide: RUNNER_INSTANCE, useValue: instance },
+        { provide: DURABILITY_OPTIONS, useValue: { retentionDays: config.SKALD_TOOL_RESULT_RETENTION_DAYS } },
+        { provide: ToolCallRecords, useClass: PgToolCallRecords },
+        MemoryRepository,
+        MemoryToolsService,
         ToolExecService,
         ToolsExecHandler,
+        PreviewService,
+        PreviewHandler,
       ],
     };
   }

@@ -19,6 +19,40 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .default(1024 ** 3),
   /** `bwrap` (default; fails closed) or `none` (commands run unsandboxed — development only). */
   SKALD_SANDBOX: z.enum(['bwrap', 'none']).default('bwrap'),
+  /** `on` lets commands reach the network (the host's loopback stays unreachable only with `off`). */
+  SKALD_SANDBOX_NET: z.enum(['on', 'off']).default('off'),
+  /** The bubblewrap binary (a name looked up on PATH, or an absolute path). */
+  SKALD_SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
+  /** Memory of one command's process tree in bytes (memory cgroup; RLIMIT_AS per process without one). */
+  SKALD_SANDBOX_MEMORY: z.coerce
+    .number()
+    .int()
+    .min(16 * 1024 ** 2)
+    .default(1024 ** 3),
+  /** Processes (and threads) of one command (pids cgroup). */
+  SKALD_SANDBOX_PIDS: z.coerce.number().int().min(8).max(65536).default(256),
+  /** CPU cores one command may use (cpu cgroup CFS quota). */
+  SKALD_SANDBOX_CPUS: z.coerce.number().min(0.1).max(256).default(1),
+  /** Size of the private /tmp of a command in bytes (tmpfs, counted in its memory). */
+  SKALD_SANDBOX_TMP_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1024 ** 2)
+    .default(256 * 1024 ** 2),
+  /** `auto`: per-call cgroup v1 pids/memory/cpu limits when the runner may create them; `off`: rlimits only. */
+  SKALD_SANDBOX_CGROUPS: z.enum(['auto', 'off']).default('auto'),
+  /** Extra host paths bound read-only into the sandbox at the same place (comma-separated). */
+  SKALD_SANDBOX_RO_BINDS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== ''),
+    ),
+  /** Days finished tool results are kept for duplicate calls (0 keeps them forever). */
+  SKALD_TOOL_RESULT_RETENTION_DAYS: z.coerce.number().int().min(0).default(7),
 });
 export type ToolRunnerConfig = z.infer<typeof ToolRunnerConfigSchema>;
 

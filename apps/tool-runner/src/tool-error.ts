@@ -6,6 +6,7 @@ export type ToolErrorCode =
   | 'invalid_argument'
   | 'not_found'
   | 'outside_workspace'
+  | 'forbidden'
   | 'not_a_file'
   | 'not_a_directory'
   | 'binary'

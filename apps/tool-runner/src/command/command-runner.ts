@@ -10,12 +10,24 @@ export interface CommandRequest {
   command: string;
   /** Host directory to run in (inside the user's workspace). */
   cwd: string;
-  /** Host directory of the user's workspace (HOME). */
+  /** The same directory as the command sees it (`/workspace/…`). */
+  virtualCwd: string;
+  /** Host directory of the user's workspace (HOME; bound at `/workspace` in a sandbox). */
   home: string;
   timeoutSec: number;
   signal: AbortSignal;
-  /** Live output (for `tool_progress`, wired later). */
+  /** Largest file the command may write, in bytes (what is left of the workspace quota). */
+  maxFileBytes?: number;
+  /** Live output (`tool_progress`). */
   onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
+}
+
+/** Whether commands can run, and a line for `/readyz` and the start-up log. */
+export interface SandboxStatus {
+  available: boolean;
+  /** `bwrap` or `none`. */
+  kind: 'bwrap' | 'none';
+  summary: string;
 }
 
 /**
@@ -23,6 +35,8 @@ export interface CommandRequest {
  * bubblewrap implementation; `PlainCommandRunner` is the unsandboxed `SKALD_SANDBOX=none` one.
  */
 export abstract class CommandRunner {
+  /** Prepares the runner (a sandbox self-test); memoised, never throws. */
+  abstract init(): Promise<SandboxStatus>;
   abstract run(req: CommandRequest): Promise<CommandOutcome>;
   /** Kills every command still running (shutdown). */
   abstract stopAll(): void;

@@ -8,41 +8,57 @@ import { ExecuteCmdArgs } from '../files/file-tool-args';
 import { ToolError } from '../tool-error';
 import { ioError } from '../workspace/jail';
 import { resolveWorkdir } from '../workspace/workspace-path';
-import { WorkspacesService } from '../workspace/workspaces.service';
-import { CommandRunner } from './command-runner';
+import { formatBytes, WorkspacesService } from '../workspace/workspaces.service';
+import { CommandOutcome, CommandRunner, SandboxStatus } from './command-runner';
+import { ProgressCoalescer, ProgressSink } from './tool-progress';
 
-export const SANDBOX_UNAVAILABLE = 'execute_cmd is not available on this tool runner yet';
+export const SANDBOX_UNAVAILABLE = 'execute_cmd is unavailable on this tool runner: no working command sandbox';
 
 /**
- * `execute_cmd`. Until issue 6 lands the bubblewrap sandbox, commands are refused (fail closed)
- * unless the operator set `SKALD_SANDBOX=none`, in which case they run unsandboxed through
- * `PlainCommandRunner` — stated loudly at start and on `/readyz`.
+ * `execute_cmd`: runs `sh -c <command>` through the configured `CommandRunner` in the session's
+ * working directory, with live `tool_progress`. Fails closed: when the sandbox failed its start-up
+ * self-test, commands are refused with the reason; `SKALD_SANDBOX=none` (no sandbox at all) is
+ * stated loudly at start and on `/readyz`. The workspace quota bounds the size of any file a
+ * command writes (RLIMIT_FSIZE = what is left), and usage is measured again after every command.
  */
 @Injectable()
 export class ExecuteCmdService implements OnModuleInit {
+  private status?: SandboxStatus;
+
   constructor(
     @Inject(TOOL_RUNNER_CONFIG) private readonly config: Pick<ToolRunnerConfig, 'SKALD_SANDBOX'>,
     private readonly workspaces: WorkspacesService,
     private readonly runner: CommandRunner,
     @Inject(LOGGER) private readonly log: Logger,
     @Optional() private readonly readiness?: Readiness,
+    @Optional() private readonly progress?: ProgressSink,
   ) {}
 
-  onModuleInit(): void {
-    if (this.config.SKALD_SANDBOX === 'none') {
-      const text = 'SKALD_SANDBOX=none: execute_cmd runs commands WITHOUT ANY SANDBOX on this host (development only)';
-      this.log.warn({ sandbox: 'none' }, `!!! ${text} !!!`);
-      this.readiness?.note('sandbox', text);
+  async onModuleInit(): Promise<void> {
+    const status = await this.sandbox();
+    if (status.kind === 'none') {
+      this.log.warn({ sandbox: 'none' }, `!!! ${status.summary} !!!`);
+      this.readiness?.note('sandbox', status.summary);
+    } else if (status.available) {
+      this.log.info({ sandbox: 'bwrap' }, status.summary);
+      this.readiness?.note('sandbox', status.summary);
     } else {
-      this.readiness?.note(
-        'sandbox',
-        `${SANDBOX_UNAVAILABLE}: the bubblewrap sandbox is not implemented; commands are refused`,
-      );
+      const text = `${SANDBOX_UNAVAILABLE} (${status.summary}); commands are REFUSED until it is fixed`;
+      this.log.error({ sandbox: 'bwrap' }, `!!! ${text} !!!`);
+      this.readiness?.note('sandbox', text);
     }
   }
 
+  private async sandbox(): Promise<SandboxStatus> {
+    this.status ??= await this.runner.init();
+    return this.status;
+  }
+
   async execute(ctx: ToolContext, args: z.output<typeof ExecuteCmdArgs>): Promise<ToolOutput> {
-    if (this.config.SKALD_SANDBOX !== 'none') throw new ToolError('unavailable', SANDBOX_UNAVAILABLE);
+    const status = await this.sandbox();
+    if (!status.available) throw new ToolError('unavailable', `${SANDBOX_UNAVAILABLE}: ${status.summary}`);
+    if (status.kind === 'none' && this.config.SKALD_SANDBOX !== 'none')
+      throw new ToolError('unavailable', SANDBOX_UNAVAILABLE);
     // The `workdir` argument is the session's working directory (resolved into ctx.workdir).
     const where = resolveWorkdir(ctx.workdir);
     const jail = await this.workspaces.jail(ctx.userId);
@@ -55,24 +71,47 @@ export class ExecuteCmdService implements OnModuleInit {
     } finally {
       await dir.close();
     }
-    const outcome = await this.runner.run({
-      command: args.command,
-      cwd,
-      home: jail.root,
-      timeoutSec: args.timeout,
-      signal: ctx.signal,
-    });
+    // The real directory (a symlink inside the workspace may have led there), as the sandbox sees it.
+    const virtualCwd = cwd === jail.root ? '/workspace' : `/workspace${cwd.slice(jail.root.length)}`;
+    const room = await this.workspaces.room(ctx.userId, jail);
+    const coalescer = new ProgressCoalescer((stream, chunk) =>
+      this.progress?.publish(ctx.userId, {
+        type: 'tool_progress',
+        session_id: ctx.sessionId,
+        tool_call_id: ctx.toolCallId,
+        stream,
+        chunk,
+      }),
+    );
+    let outcome;
+    try {
+      outcome = await this.runner.run({
+        command: args.command,
+        cwd,
+        virtualCwd,
+        home: jail.root,
+        timeoutSec: args.timeout,
+        signal: ctx.signal,
+        maxFileBytes: room,
+        onOutput: (stream, chunk) => coalescer.push(stream, chunk),
+      });
+    } finally {
+      coalescer.close();
+    }
+    // A command changes the workspace behind the file tools' back: measure it again, off the reply path.
+    this.workspaces.remeasureSoon(ctx.userId);
+    const quota = fileSizeHit(outcome) ? this.quotaNote(room) : '';
     switch (outcome.kind) {
       case 'exited': {
         const status = outcome.signal
           ? `[killed by signal ${outcome.signal}]`
           : `[exit code: ${outcome.exitCode ?? 'unknown'}]`;
-        return { result: `${outcome.output === '' ? '(no output)\n' : withNewline(outcome.output)}${status}` };
+        return { result: `${outcome.output === '' ? '(no output)\n' : withNewline(outcome.output)}${status}${quota}` };
       }
       case 'timed_out':
         throw new ToolError(
           'timed_out',
-          `timed out after ${args.timeout} s${outcome.output ? `\n${outcome.output}` : ''}`,
+          `timed out after ${args.timeout} s${outcome.output ? `\n${outcome.output}` : ''}${quota}`,
         );
       case 'cancelled':
         throw new ToolCancelled();
@@ -83,6 +122,23 @@ export class ExecuteCmdService implements OnModuleInit {
         );
     }
   }
+
+  /** Said when a write of the command hit RLIMIT_FSIZE (the quota left when it started). */
+  private quotaNote(room: number): string {
+    return (
+      `\n[a file write hit the workspace quota: ${formatBytes(room)} of the ${formatBytes(this.workspaces.quota)} quota ` +
+      'were left when the command started; delete files to make room]'
+    );
+  }
+}
+
+/** SIGXFSZ: the shell reports 128+25, or the process died of the signal. */
+function fileSizeHit(outcome: CommandOutcome): boolean {
+  if (outcome.kind === 'exited')
+    return (
+      outcome.signal === 'SIGXFSZ' || outcome.exitCode === 153 || outcome.output.includes('File size limit exceeded')
+    );
+  return outcome.output.includes('File size limit exceeded');
 }
 
 function withNewline(s: string): string {

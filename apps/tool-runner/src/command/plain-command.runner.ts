@@ -1,6 +1,6 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { spawn } from 'node:child_process';
-import { CommandOutcome, CommandRequest, CommandRunner } from './command-runner';
+import { CommandOutcome, CommandRequest, CommandRunner, SandboxStatus } from './command-runner';
 import { OutputCapture } from './output-capture';
 
 export const OUTPUT_MAX_BYTES = 100 * 1024;
@@ -23,6 +23,14 @@ export class PlainCommandRunner extends CommandRunner implements OnApplicationSh
   constructor() {
     super();
     process.once('exit', this.onExit);
+  }
+
+  init(): Promise<SandboxStatus> {
+    return Promise.resolve({
+      available: true,
+      kind: 'none',
+      summary: 'SKALD_SANDBOX=none: execute_cmd runs commands WITHOUT ANY SANDBOX on this host (development only)',
+    });
   }
 
   run(req: CommandRequest): Promise<CommandOutcome> {

@@ -1,6 +1,8 @@
 /** What every tool implementation is handed about the call. */
 export interface ToolContext {
   userId: string;
+  /** The actor's role: shared memory is written only from an admin's session. */
+  role: 'user' | 'admin';
   sessionId: string;
   toolCallId: string;
   /** The session's working directory inside `/workspace` (the `workdir` argument), default `/workspace`. */

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
-import { ExecuteCmdService } from '../command/execute-cmd.service';
+import { ExecuteCmdService, SANDBOX_UNAVAILABLE } from '../command/execute-cmd.service';
 import { PlainCommandRunner } from '../command/plain-command.runner';
 import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';
 import { ToolExecRequest, ToolExecService } from './tool-exec.service';
 import { ToolMetrics } from './tool-metrics';
-import { ToolRouter } from './tool-router';
+import { MEMORY_UNAVAILABLE, ToolRouter } from './tool-router';
 
 describe('ToolExecService', () => {
   let fx: WorkspaceFixture;
@@ -74,17 +74,15 @@ describe('ToolExecService', () => {
     });
   });
 
-  it('refuses memory documents for now', async () => {
+  it('routes memory paths away from the workspace (refused when the runner has no memory store)', async () => {
     const tools = service('bwrap');
     expect(await tools.exec(request('memory_search', { query: 'x' }))).toEqual({
       status: 'failed',
-      error: 'memory documents are not available yet (memory_search)',
+      error: MEMORY_UNAVAILABLE,
     });
     const write = await tools.exec(request('write_file', { path: 'shared-memory/x.md', content: 'x' }));
-    expect(write).toEqual({
-      status: 'failed',
-      error: 'memory documents are not available yet (shared-memory/x.md); use a path in the workspace',
-    });
+    expect(write).toEqual({ status: 'failed', error: MEMORY_UNAVAILABLE });
+    await expect(readFile(join(fx.home, 'shared-memory', 'x.md'))).rejects.toThrow(/ENOENT/);
   });
 
   it('runs a duplicate tool_call_id once and returns the same reply', async () => {
@@ -112,7 +110,7 @@ describe('ToolExecService', () => {
     it('is refused (fail closed) without a sandbox', async () => {
       expect(await service('bwrap').exec(request('execute_cmd', { command: 'touch /tmp/should-not-exist' }))).toEqual({
         status: 'failed',
-        error: 'execute_cmd is not available on this tool runner yet',
+        error: SANDBOX_UNAVAILABLE,
       });
     });
 

@@ -1,11 +1,12 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
+import { BUILTIN_TOOLS_BY_NAME, ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
 import { Logger } from '@skald/service-kit';
 import { LOGGER } from '../config';
 import { ToolError } from '../tool-error';
 import { resolveWorkspacePath, WORKSPACE } from '../workspace/workspace-path';
 import { CommandRunner } from '../command/command-runner';
-import { CallResults } from './call-results';
+import { CallConflict, CallResults } from './call-results';
+import { InMemoryToolCallRecords, ToolCallRecords } from './tool-call-records';
 import { Cancellations } from './cancellations';
 import { ToolCancelled, ToolContext } from './tool-context';
 import { ToolMetrics } from './tool-metrics';
@@ -17,15 +18,49 @@ export type ToolReply = ReplyDataOf<'tools.exec'>;
 /** Bounds of the in-memory result store. */
 export const RESULT_LIMITS = { maxEntries: 10_000, maxBytes: 64 * 1024 * 1024 };
 
+export const RUNNER_INSTANCE = Symbol('RUNNER_INSTANCE');
+export const DURABILITY_OPTIONS = Symbol('DURABILITY_OPTIONS');
+export interface DurabilityOptions {
+  /** How often a runner refreshes the heartbeat of the calls it runs. */
+  heartbeatMs: number;
+  /** A running call whose heartbeat is older than this was abandoned by a runner that died. */
+  staleAfterMs: number;
+  /** How often a duplicate polls the record of a call another runner is running. */
+  pollMs: number;
+  /** Finished records older than this many days are deleted (0: kept). */
+  retentionDays: number;
+}
+export const DEFAULT_DURABILITY: DurabilityOptions = {
+  heartbeatMs: 10_000,
+  staleAfterMs: 30_000,
+  pollMs: 250,
+  retentionDays: 7,
+};
+
+/** The sentence the model reads for a call that started on a runner that died (ARCHITECTURE.md). */
+export const INTERRUPTED_AFTER_START =
+  'tool call was interrupted by a restart after it started; it may or may not have taken effect. Check the current state before retrying.';
+
 /**
  * Runs a `tools.exec` once per tool call id: a duplicate gets the kept result (or waits for the
  * running call), a cancel aborts the running call. Every call ends with exactly one reply: done,
  * failed (the sentence the model reads) or cancelled.
+ *
+ * Durable (issue 6 point 7): the start of a call is recorded in Postgres before it runs and its
+ * reply when it ends, keyed by tool call id, with a heartbeat while it runs. A duplicate on any
+ * replica, or after a restart of this one, gets the recorded reply; while another live runner runs
+ * the call it waits for it; when the runner that started it died (heartbeat stale), a
+ * `markInterrupted` tool (execute_cmd, append_file, insert_at_line, replace_lines, MCP tools)
+ * answers `failed` with the "interrupted after it started" sentence and is never run again, while a
+ * `reExecute` tool (reads, write_file, edit_file, memory_search) is taken over and run again.
  */
 @Injectable()
-export class ToolExecService {
+export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
   private readonly results = new CallResults<ToolReply>(RESULT_LIMITS, replySize);
   private readonly cancellations = new Cancellations();
+  private readonly mine = new Set<string>();
+  private readonly durability: DurabilityOptions;
+  private timers: NodeJS.Timeout[] = [];
 
   private draining = false;
 
@@ -34,14 +69,44 @@ export class ToolExecService {
     private readonly metrics: ToolMetrics,
     private readonly commands: CommandRunner,
     @Inject(LOGGER) private readonly log: Logger,
-  ) {}
+    @Optional() private readonly records: ToolCallRecords = new InMemoryToolCallRecords(),
+    @Optional() @Inject(RUNNER_INSTANCE) private readonly instance: string = `tool-runner-${process.pid}`,
+    @Optional() @Inject(DURABILITY_OPTIONS) durability?: Partial<DurabilityOptions>,
+  ) {
+    this.durability = { ...DEFAULT_DURABILITY, ...durability };
+  }
+
+  onModuleInit(): void {
+    const beat = setInterval(() => {
+      this.records.heartbeat(this.instance, [...this.mine]).catch((e: unknown) => {
+        this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'tool call heartbeat failed');
+      });
+    }, this.durability.heartbeatMs);
+    beat.unref();
+    this.timers.push(beat);
+    if (this.durability.retentionDays > 0) {
+      const prune = (): void => {
+        this.records.prune(this.durability.retentionDays).catch((e: unknown) => {
+          this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'pruning old tool call records failed');
+        });
+      };
+      const t = setInterval(prune, 3_600_000);
+      t.unref();
+      this.timers.push(t);
+    }
+  }
+
+  onApplicationShutdown(): void {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+  }
 
   async exec(req: ToolExecRequest): Promise<ToolReply> {
     const owner = `${req.actor.userId}:${req.name}`;
     const { value, replayed } = await this.results.run(req.tool_call_id, owner, () => {
       // Not started, so safe for the caller to retry on another replica.
       if (this.draining) throw new RunnerDraining();
-      return this.runOnce(req);
+      return this.runDurably(req);
     });
     if (replayed) {
       this.metrics.replayed();
@@ -77,6 +142,61 @@ export class ToolExecService {
     while (this.cancellations.runningCount > 0 && Date.now() < hard) await sleep(20);
   }
 
+  /** Records the start, runs, records the reply; or answers from the record of an earlier run. */
+  private async runDurably(req: ToolExecRequest): Promise<ToolReply> {
+    // A read has no effect to repeat: it re-runs after a crash (its restart hint), so no record is kept.
+    if (READ_ONLY.has(req.name)) return this.runOnce(req);
+    const call = {
+      toolCallId: req.tool_call_id,
+      userId: req.actor.userId,
+      sessionId: req.session_id,
+      toolName: req.name,
+    };
+    const ids = { userId: call.userId, sessionId: call.sessionId, toolCallId: call.toolCallId, tool: call.toolName };
+    for (;;) {
+      const claim = await this.records.claim(call, this.instance, this.durability.staleAfterMs).catch((e: unknown) => {
+        throw new RecordUnavailable(e);
+      });
+      if (claim.kind === 'claimed') break;
+      if (claim.userId !== call.userId || claim.toolName !== call.toolName) throw new CallConflict(call.toolCallId);
+      if (claim.kind === 'finished') {
+        this.log.info(ids, 'tool call answered from its durable record');
+        return claim.reply;
+      }
+      if (claim.kind === 'running') {
+        await sleep(this.durability.pollMs);
+        continue;
+      }
+      // Abandoned by a runner that died while running it.
+      if (restartHint(call.toolName) === 'markInterrupted') {
+        const reply: ToolReply = { status: 'failed', error: INTERRUPTED_AFTER_START };
+        if (await this.records.takeOver(call.toolCallId, claim.runner, this.instance)) {
+          await this.records.finish(call.toolCallId, this.instance, reply);
+          this.log.warn({ ...ids, deadRunner: claim.runner }, 'tool call abandoned by a dead runner: interrupted');
+          return reply;
+        }
+        continue;
+      }
+      if (await this.records.takeOver(call.toolCallId, claim.runner, this.instance)) {
+        this.log.warn({ ...ids, deadRunner: claim.runner }, 'tool call abandoned by a dead runner: running it again');
+        break;
+      }
+    }
+    this.mine.add(call.toolCallId);
+    try {
+      const reply = await this.runOnce(req);
+      await this.records.finish(call.toolCallId, this.instance, reply).catch((e: unknown) => {
+        this.log.error(
+          { ...ids, err: e instanceof Error ? e.message : String(e) },
+          'could not record the result of a tool call',
+        );
+      });
+      return reply;
+    } finally {
+      this.mine.delete(call.toolCallId);
+    }
+  }
+
   private async runOnce(req: ToolExecRequest): Promise<ToolReply> {
     const started = performance.now();
     const signal = this.cancellations.begin(req.tool_call_id);
@@ -84,6 +204,7 @@ export class ToolExecService {
     try {
       const ctx: ToolContext = {
         userId: req.actor.userId,
+        role: req.actor.role,
         sessionId: req.session_id,
         toolCallId: req.tool_call_id,
         workdir: sessionWorkdir(req.arguments.workdir),
@@ -128,7 +249,7 @@ export class ToolExecService {
 }
 
 /** The session's working directory from the `workdir` argument; relative values resolve against /workspace. */
-function sessionWorkdir(workdir: unknown): string {
+export function sessionWorkdir(workdir: unknown): string {
   if (workdir === undefined || workdir === null || workdir === '') return WORKSPACE;
   if (typeof workdir !== 'string') throw new ToolError('invalid_argument', 'workdir must be a string');
   return resolveWorkspacePath(workdir, WORKSPACE, 'workdir').virtual;
@@ -142,6 +263,24 @@ function replySize(reply: ToolReply): number {
       return reply.error.length * 2 + 128;
     case 'cancelled':
       return 64;
+  }
+}
+
+/** Tools without side effects: never recorded, a duplicate simply reads again. */
+const READ_ONLY = new Set(['list_files', 'read_file', 'search_file', 'grep_files', 'memory_search']);
+
+/** What recovery does with a call of this tool found started: MCP and unknown tools are never re-run. */
+function restartHint(name: string): 'reExecute' | 'markInterrupted' {
+  if (name === 'memory_search') return 'reExecute';
+  return BUILTIN_TOOLS_BY_NAME.get(name)?.restartHint ?? 'markInterrupted';
+}
+
+/** The start of a call could not be recorded: it did not run; the caller retries. */
+export class RecordUnavailable extends Error {
+  readonly code = 'unavailable';
+  constructor(cause: unknown) {
+    super(`the tool runner cannot record the call (${cause instanceof Error ? cause.message : String(cause)}); retry`);
+    this.name = 'RecordUnavailable';
   }
 }
 

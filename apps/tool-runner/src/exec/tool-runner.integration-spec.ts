@@ -11,11 +11,12 @@ import { Bus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
-
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
 
 describe('tool-runner over NATS (tools.exec)', () => {
   let base: string;
+  let nats: PrivateNats;
+  let NATS_URL: string;
   let app: INestApplication;
   let client: Bus;
   let url: string;
@@ -24,8 +25,12 @@ describe('tool-runner over NATS (tools.exec)', () => {
   const actor = { userId, role: 'user' as const };
 
   beforeAll(async () => {
+    nats = await startPrivateNats();
+    NATS_URL = nats.url;
     base = await mkdtemp(join(tmpdir(), 'skald-tr-it-'));
     const config = loadConfig(ToolRunnerConfigSchema, {
+      DATABASE_URL: process.env.DATABASE_URL,
+      DATABASE_POOL_SIZE: '2',
       NATS_URL,
       SKALD_WORKSPACES: join(base, 'workspaces'),
       SKALD_SANDBOX: 'none',
@@ -39,6 +44,7 @@ describe('tool-runner over NATS (tools.exec)', () => {
   afterAll(async () => {
     await client?.drain();
     await app?.close();
+    await nats?.stop();
     await rm(base, { recursive: true, force: true });
   });
 
@@ -117,7 +123,7 @@ describe('tool-runner over NATS (tools.exec)', () => {
       notes: Record<string, string>;
     };
     expect(ready.status).toBe('ready');
-    expect(ready.checks).toEqual({ nats: 'ok', workspaces: 'ok' });
+    expect(ready.checks).toEqual({ nats: 'ok', postgres: 'ok', workspaces: 'ok' });
     expect(ready.notes.sandbox).toMatch(/SKALD_SANDBOX=none: execute_cmd runs commands WITHOUT ANY SANDBOX/);
     expect(await (await fetch(`${url}/metrics`)).text()).toMatch(
       /skald_tool_calls_total\{tool="write_file",status="done"/,

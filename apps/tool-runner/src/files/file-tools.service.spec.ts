@@ -83,11 +83,9 @@ describe('FileToolsService', () => {
       await put('empty', '');
       expect((await read({ path: 'empty' })).result).toBe('(/workspace/empty is empty)');
     });
-    it('refuses memory paths until memory documents exist', async () => {
+    it('never treats a memory path as a workspace file', async () => {
       const e = await error(read({ path: 'user-memory/notes.md' }));
-      expect(e.message).toBe(
-        'memory documents are not available yet (user-memory/notes.md); use a path in the workspace',
-      );
+      expect(e.message).toBe('user-memory/notes.md is a memory document, not a workspace file');
     });
   });
 

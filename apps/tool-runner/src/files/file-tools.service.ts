@@ -107,62 +107,12 @@ export class FileToolsService {
 
   async readFile(ctx: ToolContext, args: Args<typeof ReadFileArgs>): Promise<ToolOutput> {
     const p = this.resolve(ctx, args.path);
-    const text = await this.readText(ctx, p, 'read_file');
-    const lines = displayLines(text);
-    const n = lines.length;
-    if (n === 0) return { result: `(${p.virtual} is empty)` };
-    const start = args.start_line ?? 1;
-    if (start > n)
-      throw new ToolError(
-        'invalid_argument',
-        `read_file: start_line ${start} is past the end of ${p.virtual} (${n} line${n === 1 ? '' : 's'})`,
-      );
-    if (args.end_line !== undefined && args.end_line < start) {
-      throw new ToolError('invalid_argument', `read_file: end_line ${args.end_line} is before start_line ${start}`);
-    }
-    const limit = args.limit ?? (args.end_line === undefined ? FILE_LIMITS.readDefaultLines : Number.MAX_SAFE_INTEGER);
-    const end = Math.min(n, args.end_line ?? n, start + limit - 1);
-    const out: string[] = [];
-    let chars = 0;
-    let last = start - 1;
-    for (let i = start; i <= end; i++) {
-      const line = numbered(i, lines[i - 1]);
-      if (chars + line.length + 1 > FILE_LIMITS.outputMaxChars && out.length > 0) break;
-      out.push(line);
-      chars += line.length + 1;
-      last = i;
-    }
-    let result = out.join('\n');
-    if (start > 1 || last < n) {
-      result += `\n[lines ${start}–${last} of ${n}${last < n ? `; call read_file with start_line=${last + 1} to read more` : ''}]`;
-    }
-    return { result };
+    return { result: renderRead(p.virtual, await this.readText(ctx, p, 'read_file'), args) };
   }
 
   async searchFile(ctx: ToolContext, args: Args<typeof SearchFileArgs>): Promise<ToolOutput> {
     const p = this.resolve(ctx, args.path);
-    const lines = displayLines(await this.readText(ctx, p, 'search_file'));
-    const needle = args.query.toLowerCase();
-    const hits: number[] = [];
-    lines.forEach((l, i) => {
-      if (l.toLowerCase().includes(needle)) hits.push(i);
-    });
-    if (hits.length === 0) return { result: `No matches for "${args.query}" in ${p.virtual}` };
-    const shown = hits.slice(0, FILE_LIMITS.searchMaxMatches);
-    const body = contextBlocks(
-      shown,
-      lines,
-      args.context_lines,
-      (i, sep, l) => `${String(i + 1).padStart(6)}${sep} ${l}`,
-    );
-    const more =
-      hits.length > shown.length ? `\n[${hits.length - shown.length} more matches not shown; narrow the query]` : '';
-    return {
-      result:
-        capOutput(
-          `${hits.length} match${hits.length === 1 ? '' : 'es'} for "${args.query}" in ${p.virtual}:\n${body}`,
-        ) + more,
-    };
+    return { result: renderSearch(p.virtual, await this.readText(ctx, p, 'search_file'), args) };
   }
 
   async grepFiles(ctx: ToolContext, args: Args<typeof GrepFilesArgs>): Promise<ToolOutput> {
@@ -343,14 +293,10 @@ export class FileToolsService {
 
   // ------------------------------------------------------------------ shared
 
-  /** A workspace path from the model's argument; memory paths are refused until memory documents exist. */
+  /** A workspace path from the model's argument (memory paths never reach this service: see ToolRouter). */
   private resolve(ctx: ToolContext, path: string): WorkspacePath {
-    if (isMemoryPath(path)) {
-      throw new ToolError(
-        'unavailable',
-        `memory documents are not available yet (${path}); use a path in the workspace`,
-      );
-    }
+    if (isMemoryPath(path))
+      throw new ToolError('invalid_argument', `${path} is a memory document, not a workspace file`);
     return resolveWorkspacePath(path, ctx.workdir);
   }
 
@@ -453,6 +399,61 @@ async function writeAllAt0(handle: FileHandle, data: Buffer): Promise<void> {
     const { bytesWritten } = await handle.write(data, done, data.length - done, done);
     done += bytesWritten;
   }
+}
+
+/** `read_file`'s answer for a text: numbered lines of the asked range, capped, with a pointer to the rest. */
+export function renderRead(virtual: string, text: string, args: Args<typeof ReadFileArgs>): string {
+  const lines = displayLines(text);
+  const n = lines.length;
+  if (n === 0) return `(${virtual} is empty)`;
+  const start = args.start_line ?? 1;
+  if (start > n)
+    throw new ToolError(
+      'invalid_argument',
+      `read_file: start_line ${start} is past the end of ${virtual} (${n} line${n === 1 ? '' : 's'})`,
+    );
+  if (args.end_line !== undefined && args.end_line < start) {
+    throw new ToolError('invalid_argument', `read_file: end_line ${args.end_line} is before start_line ${start}`);
+  }
+  const limit = args.limit ?? (args.end_line === undefined ? FILE_LIMITS.readDefaultLines : Number.MAX_SAFE_INTEGER);
+  const end = Math.min(n, args.end_line ?? n, start + limit - 1);
+  const out: string[] = [];
+  let chars = 0;
+  let last = start - 1;
+  for (let i = start; i <= end; i++) {
+    const line = numbered(i, lines[i - 1]);
+    if (chars + line.length + 1 > FILE_LIMITS.outputMaxChars && out.length > 0) break;
+    out.push(line);
+    chars += line.length + 1;
+    last = i;
+  }
+  let result = out.join('\n');
+  if (start > 1 || last < n) {
+    result += `\n[lines ${start}–${last} of ${n}${last < n ? `; call read_file with start_line=${last + 1} to read more` : ''}]`;
+  }
+  return result;
+}
+
+/** `search_file`'s answer for a text: matching lines with context, grep-style. */
+export function renderSearch(virtual: string, text: string, args: Args<typeof SearchFileArgs>): string {
+  const lines = displayLines(text);
+  const needle = args.query.toLowerCase();
+  const hits: number[] = [];
+  lines.forEach((l, i) => {
+    if (l.toLowerCase().includes(needle)) hits.push(i);
+  });
+  if (hits.length === 0) return `No matches for "${args.query}" in ${virtual}`;
+  const shown = hits.slice(0, FILE_LIMITS.searchMaxMatches);
+  const body = contextBlocks(
+    shown,
+    lines,
+    args.context_lines,
+    (i, sep, l) => `${String(i + 1).padStart(6)}${sep} ${l}`,
+  );
+  const more =
+    hits.length > shown.length ? `\n[${hits.length - shown.length} more matches not shown; narrow the query]` : '';
+  const head = `${hits.length} match${hits.length === 1 ? '' : 'es'} for "${args.query}" in ${virtual}:\n${body}`;
+  return capOutput(head) + more;
 }
 
 /** Cuts tool output at the output cap, saying so. */

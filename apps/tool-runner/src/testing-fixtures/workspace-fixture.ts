@@ -34,6 +34,7 @@ export async function workspaceFixture(opts: { quota?: number } = {}): Promise<W
     files,
     ctx: (over = {}) => ({
       userId,
+      role: 'user',
       sessionId: randomUUID(),
       toolCallId: randomUUID(),
       workdir: '/workspace',

@@ -90,6 +90,29 @@ export class WorkspacesService implements OnModuleInit {
     if (known) known.bytes = Math.max(0, known.bytes + delta);
   }
 
+  /** Bytes the workspace may still grow by (0 when full or over quota). */
+  async room(userId: string, jail: Jail): Promise<number> {
+    return Math.max(0, this.options.quota - (await this.used(userId, jail)));
+  }
+
+  private readonly measuring = new Set<string>();
+
+  /** Walks the workspace again in the background (one walk per user at a time). */
+  remeasureSoon(userId: string): void {
+    if (this.measuring.has(userId)) return;
+    this.measuring.add(userId);
+    void this.remeasure(userId)
+      .catch(() => this.usage.delete(userId))
+      .finally(() => this.measuring.delete(userId));
+  }
+
+  /** Walks the workspace again (after a command, which changes it behind the file tools' back). */
+  async remeasure(userId: string): Promise<{ used: number; quota: number }> {
+    const bytes = await diskUsage(this.hostDir(userId));
+    this.usage.set(userId, { bytes, at: Date.now() });
+    return { used: bytes, quota: this.options.quota };
+  }
+
   private async used(userId: string, jail: Jail): Promise<number> {
     const known = this.usage.get(userId);
     if (known && Date.now() - known.at < this.usageTtlMs) return known.bytes;

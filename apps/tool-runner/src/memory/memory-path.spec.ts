@@ -1,0 +1,36 @@
+import { ToolError } from '../tool-error';
+import { parseMemoryPath } from './memory-path';
+
+describe('parseMemoryPath', () => {
+  it('splits scope and normalised key', () => {
+    expect(parseMemoryPath('user-memory/notes/./a.md')).toEqual({
+      scope: 'user',
+      key: 'notes/a.md',
+      virtual: 'user-memory/notes/a.md',
+    });
+    expect(parseMemoryPath('shared-memory/x/../y.md')).toEqual({
+      scope: 'shared',
+      key: 'y.md',
+      virtual: 'shared-memory/y.md',
+    });
+    expect(parseMemoryPath('user-memory')).toEqual({ scope: 'user', key: '', virtual: 'user-memory' });
+    expect(parseMemoryPath('user-memory/')).toEqual({ scope: 'user', key: '', virtual: 'user-memory' });
+  });
+
+  it.each([
+    ['user-memory/../shared-memory/x', 'outside_workspace'],
+    ['user-memory/a/../../x', 'outside_workspace'],
+    ['user-memory/a\0b', 'invalid_argument'],
+    [`user-memory/${'a'.repeat(600)}`, 'invalid_argument'],
+    ['/workspace/user-memory/x', 'invalid_argument'],
+  ])('refuses %j', (path, code) => {
+    let err: unknown;
+    try {
+      parseMemoryPath(path);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ToolError);
+    expect((err as ToolError).code).toBe(code);
+  });
+});

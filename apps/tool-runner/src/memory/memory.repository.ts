@@ -1,0 +1,111 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import { queryRows } from '@skald/persistence';
+import { MemoryScope } from './memory-path';
+
+/** A document's address, always with the tenant: `userId` scopes `user` documents (ignored for `shared`). */
+export interface MemoryKey {
+  userId: string;
+  scope: MemoryScope;
+  key: string;
+}
+
+export interface MemoryHit {
+  scope: MemoryScope;
+  path: string;
+  snippet: string;
+  rank: number;
+}
+
+/** Memory documents in Postgres (`memory_documents`); every query scoped by the caller. */
+@Injectable()
+export class MemoryRepository {
+  constructor(private readonly db: DataSource) {}
+
+  async get(k: MemoryKey): Promise<string | null> {
+    const rows = await queryRows<{ content: string }>(
+      this.db,
+      `SELECT content FROM memory_documents WHERE ${owner(k)} AND path = $2`,
+      [k.userId, k.key],
+    );
+    return rows[0]?.content ?? null;
+  }
+
+  /**
+   * Read-modify-write of one document in a transaction (the row locked, or the insert raced):
+   * `compute` gets the current content (null when new) and returns the new one.
+   */
+  async modify<T extends { content: string }>(
+    k: MemoryKey,
+    actorId: string,
+    compute: (current: string | null) => T,
+  ): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const done = await this.db.transaction(async (tx: EntityManager) => {
+        const rows = await queryRows<{ id: string; content: string }>(
+          tx,
+          `SELECT id, content FROM memory_documents WHERE ${owner(k)} AND path = $2 FOR UPDATE`,
+          [k.userId, k.key],
+        );
+        const result = compute(rows[0]?.content ?? null);
+        if (rows[0]) {
+          await tx.query(
+            `UPDATE memory_documents SET content = $2, updated_at = now(), updated_by = $3 WHERE id = $1`,
+            [rows[0].id, result.content, actorId],
+          );
+          return result;
+        }
+        const inserted = await queryRows(
+          tx,
+          `INSERT INTO memory_documents (id, scope, user_id, path, content, updated_by)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING id`,
+          [randomUUID(), k.scope, k.scope === 'user' ? k.userId : null, k.key, result.content, actorId],
+        );
+        return inserted.length === 1 ? result : null;
+      });
+      if (done) return done;
+      if (attempt >= 3) throw new Error('memory document write kept racing with another writer');
+    }
+  }
+
+  /** Documents under `prefix` (a key, '' for all), by path. */
+  async list(k: MemoryKey, limit: number): Promise<Array<{ path: string; size: number; updatedAt: Date }>> {
+    const rows = await queryRows<{ path: string; size: number; updated_at: Date }>(
+      this.db,
+      `SELECT path, octet_length(content) AS size, updated_at FROM memory_documents
+        WHERE ${owner(k)} AND ($2 = '' OR path LIKE $3 ESCAPE '\\') ORDER BY path LIMIT $4`,
+      [k.userId, k.key, `${k.key.replace(/[\\%_]/g, (c) => `\\${c}`)}/%`, limit],
+    );
+    return rows.map((r) => ({ path: r.path, size: Number(r.size), updatedAt: r.updated_at }));
+  }
+
+  /**
+   * Full-text search over the caller's documents and the shared ones. The query's words (stemmed)
+   * are OR-ed, so a natural sentence finds documents that share some of its words; ranked.
+   */
+  async search(userId: string, query: string, limit: number): Promise<MemoryHit[]> {
+    const rows = await queryRows<{ scope: MemoryScope; path: string; snippet: string; rank: number }>(
+      this.db,
+      `WITH q AS (
+         SELECT to_tsquery('simple', string_agg(quote_literal(l), ' | ')) AS q
+           FROM unnest(tsvector_to_array(to_tsvector('english', $2))) AS l
+       )
+       SELECT d.scope, d.path,
+              ts_headline('english', d.content, q.q,
+                'MaxFragments=2, MaxWords=18, MinWords=6, FragmentDelimiter=" … ", StartSel="", StopSel=""') AS snippet,
+              ts_rank(d.tsv, q.q) AS rank
+         FROM memory_documents d, q
+        WHERE q.q IS NOT NULL AND d.tsv @@ q.q AND (d.scope = 'shared' OR d.user_id = $1)
+        ORDER BY rank DESC, d.updated_at DESC
+        LIMIT $3`,
+      [userId, query, limit],
+    );
+    return rows.map((r) => ({ ...r, rank: Number(r.rank) }));
+  }
+}
+
+/** The tenant condition: a user's own documents, or the shared ones. `$1` is the user id. */
+function owner(k: MemoryKey): string {
+  return k.scope === 'user' ? `scope = 'user' AND user_id = $1` : `scope = 'shared' AND $1::uuid IS NOT NULL`;
+}

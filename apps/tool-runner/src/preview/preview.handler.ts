@@ -1,0 +1,21 @@
+import { Injectable, OnModuleInit, Optional } from '@nestjs/common';
+import { Bus } from '@skald/messaging';
+import { MemoryToolsService } from '../memory/memory-tools.service';
+import { PreviewService } from './preview.service';
+
+/** NATS edge: `tools.preview` → the diff of a pending write; `tools.memory_context` → a turn's memory context. */
+@Injectable()
+export class PreviewHandler implements OnModuleInit {
+  constructor(
+    private readonly bus: Bus,
+    private readonly previews: PreviewService,
+    @Optional() private readonly memory?: MemoryToolsService,
+  ) {}
+
+  onModuleInit(): void {
+    this.bus.handle('tools.preview', async (req) => ({ preview: await this.previews.preview(req) }));
+    this.bus.handle('tools.memory_context', async (req) => ({
+      context: this.memory ? await this.memory.context(req.actor.userId, req.query, req.max_chars) : null,
+    }));
+  }
+}

@@ -1,0 +1,139 @@
+import { Injectable, Optional } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { ApprovalPreview, ParsedRequestOf } from '@skald/contracts';
+import { ToolContext } from '../exec/tool-context';
+import { sessionWorkdir } from '../exec/tool-exec.service';
+import { applyAppend, applyEdit, applyInsert, applyReplaceLines, EditError } from '../files/edit-ops';
+import {
+  AppendFileArgs,
+  EditFileArgs,
+  InsertAtLineArgs,
+  ReplaceLinesArgs,
+  WriteFileArgs,
+} from '../files/file-tool-args';
+import { FILE_LIMITS } from '../files/file-limits.constants';
+import { looksBinary } from '../files/text';
+import { MemoryToolsService } from '../memory/memory-tools.service';
+import { ToolError } from '../tool-error';
+import { isMemoryPath, resolveWorkspacePath } from '../workspace/workspace-path';
+import { WorkspacesService } from '../workspace/workspaces.service';
+
+export type PreviewRequest = ParsedRequestOf<'tools.preview'>;
+
+/** The write tools, each: its arguments, and new content from current content (null: the file is new). */
+const WRITES: Record<
+  string,
+  { schema: z.ZodType<{ path: string }>; apply: (current: string | null, args: never, path: string) => string | null }
+> = {
+  write_file: { schema: WriteFileArgs, apply: (_c, a: z.output<typeof WriteFileArgs>) => a.content },
+  edit_file: {
+    schema: EditFileArgs,
+    apply: (c, a: z.output<typeof EditFileArgs>, p) =>
+      c === null ? null : applyEdit(c, { old: a.old, new: a.new, replaceAll: a.replace_all }, p).content,
+  },
+  insert_at_line: {
+    schema: InsertAtLineArgs,
+    apply: (c, a: z.output<typeof InsertAtLineArgs>, p) =>
+      c === null ? null : applyInsert(c, { line: a.line, content: a.content, position: a.position }, p).content,
+  },
+  replace_lines: {
+    schema: ReplaceLinesArgs,
+    apply: (c, a: z.output<typeof ReplaceLinesArgs>, p) =>
+      c === null ? null : applyReplaceLines(c, { fromLine: a.from_line, toLine: a.to_line, new: a.new }, p).content,
+  },
+  append_file: {
+    schema: AppendFileArgs,
+    apply: (c, a: z.output<typeof AppendFileArgs>, p) => applyAppend(c ?? '', { content: a.content }, p).content,
+  },
+};
+
+/**
+ * `tools.preview`: the diff an approval card shows, computed from the caller's workspace (or
+ * memory documents) with the very edit functions the tool applies, so the human approves exactly
+ * what will be written. `base_hash` is the SHA-256 of the file it was computed from. Null when no
+ * preview can be computed (not a write tool, invalid arguments, a binary or too large file, an edit
+ * that would fail); the tool itself then reports the error.
+ */
+@Injectable()
+export class PreviewService {
+  constructor(
+    private readonly workspaces: WorkspacesService,
+    @Optional() private readonly memory?: MemoryToolsService,
+  ) {}
+
+  async preview(req: PreviewRequest): Promise<ApprovalPreview | null> {
+    const spec = WRITES[req.name];
+    if (!spec) return null;
+    const parsed = spec.schema.safeParse(req.arguments);
+    if (!parsed.success) return null;
+    try {
+      const current = await this.current(req, parsed.data.path);
+      if (!current) return null;
+      const next = spec.apply(current.text, parsed.data as never, current.virtual);
+      if (next === null) return null;
+      return {
+        path: current.virtual,
+        ...(current.text !== null ? { old_content: current.text } : {}),
+        new_content: next,
+        ...(current.hash !== null ? { base_hash: current.hash } : {}),
+      };
+    } catch (e) {
+      if (e instanceof EditError || e instanceof ToolError) return null;
+      throw e;
+    }
+  }
+
+  /** The file as it is now: text (null when missing) and its hash; null when it cannot be previewed. */
+  private async current(
+    req: PreviewRequest,
+    path: string,
+  ): Promise<{ virtual: string; text: string | null; hash: string | null } | null> {
+    if (isMemoryPath(path)) {
+      if (!this.memory) return null;
+      const ctx: ToolContext = {
+        userId: req.actor.userId,
+        role: req.actor.role,
+        sessionId: req.session_id,
+        toolCallId: req.tool_call_id,
+        workdir: '/workspace',
+        signal: new AbortController().signal,
+      };
+      const doc = await this.memory.current(ctx, path);
+      this.memory.assertWritable(ctx, doc.path);
+      return {
+        virtual: doc.path.virtual,
+        text: doc.content,
+        hash: doc.content === null ? null : sha256(Buffer.from(doc.content)),
+      };
+    }
+    const p = resolveWorkspacePath(path, sessionWorkdir(req.arguments.workdir));
+    const jail = await this.workspaces.jail(req.actor.userId);
+    let opened;
+    try {
+      opened = await jail.openRead(p);
+    } catch (e) {
+      if (e instanceof ToolError && e.code === 'not_found') return { virtual: p.virtual, text: null, hash: null };
+      return null;
+    }
+    try {
+      if (opened.size > FILE_LIMITS.editMaxBytes) return null;
+      const buf = Buffer.alloc(opened.size);
+      let read = 0;
+      while (read < buf.length) {
+        const { bytesRead } = await opened.handle.read(buf, read, buf.length - read, read);
+        if (bytesRead === 0) break;
+        read += bytesRead;
+      }
+      const bytes = buf.subarray(0, read);
+      if (looksBinary(bytes)) return null;
+      return { virtual: p.virtual, text: bytes.toString('utf8'), hash: sha256(bytes) };
+    } finally {
+      await opened.handle.close();
+    }
+  }
+}
+
+function sha256(b: Buffer): string {
+  return createHash('sha256').update(b).digest('hex');
+}

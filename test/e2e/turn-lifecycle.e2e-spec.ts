@@ -6,7 +6,8 @@ import { ROOT, testDb } from '../support/db';
 jest.setTimeout(180_000);
 
 const isSessionEvent = (f: Frame): boolean => typeof f.seq === 'number';
-const types = (ws: WsTestClient, sessionId: string): string[] => ws.frames.filter((f) => isSessionEvent(f) && f.session_id === sessionId).map((f) => f.type);
+const types = (ws: WsTestClient, sessionId: string): string[] =>
+  ws.frames.filter((f) => isSessionEvent(f) && f.session_id === sessionId).map((f) => f.type);
 
 describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', () => {
   let stack: Stack;
@@ -15,7 +16,11 @@ describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', ()
   let db: DataSource;
 
   beforeAll(async () => {
-    stack = await Stack.start({ root: ROOT, replicas: { 'session-worker': 2, gateway: 2 }, env: { SKALD_LEASE_TTL_MS: '3000', SKALD_SWEEP_INTERVAL_MS: '1000' } });
+    stack = await Stack.start({
+      root: ROOT,
+      replicas: { 'session-worker': 2, gateway: 2 },
+      env: { SKALD_LEASE_TTL_MS: '3000', SKALD_SWEEP_INTERVAL_MS: '1000' },
+    });
     sim = new LlmSimAdminClient(stack.simUrl);
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     db = await testDb();
@@ -36,14 +41,19 @@ describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', ()
   it('/stop aborts the in-flight LLM request (the simulator sees the connection close) and the client gets "interrupted by user"', async () => {
     const { ws, sessionId } = await user();
     const marker = `stop-${randomUUID()}`;
-    await sim.script({ match: marker, replies: [{ content: 'word '.repeat(400), chunkSize: 5, latency: { betweenChunksMs: 50 } }] });
+    await sim.script({
+      match: marker,
+      replies: [{ content: 'word '.repeat(400), chunkSize: 5, latency: { betweenChunksMs: 50 } }],
+    });
     ws.send({ type: 'message', client_message_id: marker, content: `talk ${marker}` });
     await ws.waitForType('token_delta');
     ws.send({ type: 'cancel' });
     const err = await ws.waitFor((f) => f.type === 'error' && f.code === 'interrupted');
     expect(err.message).toBe('interrupted by user');
     expect(err.session_id).toBe(sessionId);
-    const req = await sim.waitForRequest((r) => JSON.stringify(r.body).includes(marker) && r.clientAborted, { timeoutMs: 10_000 });
+    const req = await sim.waitForRequest((r) => JSON.stringify(r.body).includes(marker) && r.clientAborted, {
+      timeoutMs: 10_000,
+    });
     expect(req.outcome).toBe('client_aborted');
     expect(types(ws, sessionId)).not.toContain('done');
     // The turn is over: a new message is answered.
@@ -77,25 +87,37 @@ describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', ()
     const at = (pred: (f: Frame) => boolean): number => events.findIndex(pred);
     // The steer message entered after the tool's round, before the first answer.
     expect(at((e) => e.content === `steer-${m}`)).toBeGreaterThan(at((e) => e.type === 'tool_done'));
-    expect(at((e) => e.content === `steer-${m}`)).toBeLessThan(at((e) => e.type === 'done' && e.content === 'first answer'));
+    expect(at((e) => e.content === `steer-${m}`)).toBeLessThan(
+      at((e) => e.type === 'done' && e.content === 'first answer'),
+    );
     // The queued one only after the first turn was done.
-    expect(at((e) => e.content === `queued-${m}`)).toBeGreaterThan(at((e) => e.type === 'done' && e.content === 'first answer'));
+    expect(at((e) => e.content === `queued-${m}`)).toBeGreaterThan(
+      at((e) => e.type === 'done' && e.content === 'first answer'),
+    );
     // The model saw the steer message in the same turn, after the tool result.
-    const second = (await sim.requests({ contains: `first-${m}` }))[1].body as { messages: Array<{ role: string; content: unknown }> };
+    const second = (await sim.requests({ contains: `first-${m}` }))[1].body as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
     const conversation = second.messages.filter((x) => x.role !== 'system');
     expect(conversation.slice(-2).map((x) => x.role)).toEqual(['tool', 'user']);
     expect(JSON.stringify(conversation[conversation.length - 1].content)).toContain(`steer-${m}`);
 
     // interrupt
     const i = randomUUID();
-    await sim.script({ match: `slow-${i}`, replies: [{ content: 'never finished', latency: { firstByteMs: 20_000 } }] });
+    await sim.script({
+      match: `slow-${i}`,
+      replies: [{ content: 'never finished', latency: { firstByteMs: 20_000 } }],
+    });
     await sim.script({ match: `interrupt-${i}`, matchIn: 'last_user', replies: [{ content: 'interrupt answered' }] });
     const from = ws.frames.length;
     ws.send({ type: 'message', client_message_id: `d-${i}`, content: `slow-${i}` });
     await ws.waitFor((f) => f.type === 'user_message' && f.content === `slow-${i}`);
     ws.send({ type: 'message', client_message_id: `e-${i}`, content: `interrupt-${i}`, delivery: 'interrupt' });
     await ws.waitFor((f) => f.type === 'done' && f.content === 'interrupt answered', 30_000);
-    const later = ws.frames.slice(from).filter((f) => isSessionEvent(f)).map((f) => (f.type === 'user_message' ? `user:${String(f.content)}` : f.type));
+    const later = ws.frames
+      .slice(from)
+      .filter((f) => isSessionEvent(f))
+      .map((f) => (f.type === 'user_message' ? `user:${String(f.content)}` : f.type));
     expect(later).toEqual([`user:slow-${i}`, 'error', `user:interrupt-${i}`, 'done']);
     ws.close();
   });
@@ -110,7 +132,11 @@ describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', ()
       match: m,
       replies: [
         { content: 'looking', tool_calls: [{ name: 'list_files', arguments: {} }], latency: { firstByteMs: 200 } },
-        { content: 'still looking', tool_calls: [{ name: 'list_files', arguments: {} }], latency: { firstByteMs: 1500 } },
+        {
+          content: 'still looking',
+          tool_calls: [{ name: 'list_files', arguments: {} }],
+          latency: { firstByteMs: 1500 },
+        },
         { content: 'all done', latency: { firstByteMs: 1000 } },
       ],
     });
@@ -126,10 +152,15 @@ describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', ()
     await ws2.waitFor((f) => f.type === 'done', 30_000);
     const seen2 = ws2.frames.filter(isSessionEvent);
     const all = [...seen1, ...seen2].map((f) => f.seq as number);
-    const stored: Array<{ n: number }> = await db.query(`SELECT count(*)::int AS n FROM session_events WHERE session_id = $1`, [sessionId]);
+    const stored: Array<{ n: number }> = await db.query(
+      `SELECT count(*)::int AS n FROM session_events WHERE session_id = $1`,
+      [sessionId],
+    );
     expect(all).toEqual(Array.from({ length: stored[0].n }, (_, k) => k + 1));
     expect(seen2.every((f) => (f.seq as number) > lastSeq)).toBe(true);
-    const running = ws2.frames.find((f) => f.type === 'turn_running' && ws2.frames.indexOf(f) > ws2.frames.findIndex((x) => x.type === 'hello'));
+    const running = ws2.frames.find(
+      (f) => f.type === 'turn_running' && ws2.frames.indexOf(f) > ws2.frames.findIndex((x) => x.type === 'hello'),
+    );
     expect(running).toBeDefined();
     ws2.close();
   });
@@ -150,12 +181,21 @@ describe('no session worker answering', () => {
     expect(r.headers.get('retry-after')).toBe('2');
     expect(r.body).toMatchObject({ error: { code: 'unavailable' } });
     const db = await testDb();
-    const rows: Array<{ n: number }> = await db.query(`SELECT count(*)::int AS n FROM session_inbox WHERE client_message_id = $1`, [id]);
+    const rows: Array<{ n: number }> = await db.query(
+      `SELECT count(*)::int AS n FROM session_inbox WHERE client_message_id = $1`,
+      [id],
+    );
     expect(rows[0].n).toBe(0);
     await stack.addReplica('session-worker');
-    const again = await admin.post<{ duplicate: boolean }>('/api/web/messages', { client_message_id: id, content: 'hello?' });
+    const again = await admin.post<{ duplicate: boolean }>('/api/web/messages', {
+      client_message_id: id,
+      content: 'hello?',
+    });
     expect(again.status).toBe(202);
-    const twice = await admin.post<{ duplicate: boolean }>('/api/web/messages', { client_message_id: id, content: 'hello?' });
+    const twice = await admin.post<{ duplicate: boolean }>('/api/web/messages', {
+      client_message_id: id,
+      content: 'hello?',
+    });
     expect(twice.status).toBe(200);
     expect(twice.body.duplicate).toBe(true);
     await db.destroy();

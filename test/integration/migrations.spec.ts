@@ -22,6 +22,11 @@ const TABLES = [
   'compaction_summaries',
   'approval_rules',
   'approval_requests',
+  'approval_bypasses',
+  'approval_audit',
+  'known_tools',
+  'memory_documents',
+  'tool_call_results',
 ];
 
 async function tables(): Promise<string[]> {

@@ -30,12 +30,16 @@ module.exports = async function globalSetup() {
       stdio: 'inherit',
     });
   }
-  const base = new URL(process.env.SKALD_TEST_DATABASE_URL || `postgres://postgres@127.0.0.1:5432/skald_test_${process.pid}`);
+  const base = new URL(
+    process.env.SKALD_TEST_DATABASE_URL || `postgres://postgres@127.0.0.1:5432/skald_test_${process.pid}`,
+  );
   const { DataSource } = require(path.join(ROOT, 'node_modules/typeorm'));
   const admin = new DataSource({ type: 'postgres', url: new URL('/postgres', base).toString(), extra: { max: 1 } });
   await admin.initialize();
   // Databases of earlier runs whose Jest process is gone.
-  const leftovers = await admin.query(`SELECT datname FROM pg_database WHERE datname ~ '^skald_test_[0-9]+(_migrate)?$'`);
+  const leftovers = await admin.query(
+    `SELECT datname FROM pg_database WHERE datname ~ '^skald_test_[0-9]+(_migrate)?$'`,
+  );
   for (const { datname } of leftovers) {
     if (!alive(Number(datname.split('_')[2]))) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
   }

@@ -3,7 +3,8 @@
 const path = require('node:path');
 
 module.exports = async function globalTeardown() {
-  if (process.env.SKALD_TEST_DATABASE_URL || !process.env.DATABASE_URL || process.env.SKALD_TEST_TEARDOWN_DONE === '1') return;
+  if (process.env.SKALD_TEST_DATABASE_URL || !process.env.DATABASE_URL || process.env.SKALD_TEST_TEARDOWN_DONE === '1')
+    return;
   process.env.SKALD_TEST_TEARDOWN_DONE = '1';
   const url = new URL(process.env.DATABASE_URL);
   const db = url.pathname.slice(1);

@@ -4,3 +4,4 @@ export * from './rest';
 export * from './subjects';
 export * from './approvals';
 export * from './tools';
+export * from './tool-runner';

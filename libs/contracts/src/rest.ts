@@ -132,11 +132,22 @@ export const ChatMessageDto = z.object({
   attachments: z.array(Attachment).optional(),
   created_at: Timestamp,
   tool_calls: z
-    .array(z.object({ id: Id, name: z.string(), arguments: z.union([z.record(z.string(), z.unknown()), z.string()]), status: ToolCallStatus, result: z.string().nullable() }))
+    .array(
+      z.object({
+        id: Id,
+        name: z.string(),
+        arguments: z.union([z.record(z.string(), z.unknown()), z.string()]),
+        status: ToolCallStatus,
+        result: z.string().nullable(),
+      }),
+    )
     .optional(),
 });
 export type ChatMessageDto = z.infer<typeof ChatMessageDto>;
-export const ChatMessagesQuery = z.object({ before: Id.optional(), limit: z.coerce.number().int().min(1).max(200).default(50) });
+export const ChatMessagesQuery = z.object({
+  before: Id.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
 export const ChatMessages = z.object({ items: z.array(ChatMessageDto), has_more: z.boolean() });
 export type ChatMessages = z.infer<typeof ChatMessages>;
 export const CreateSessionResponse = z.object({ session_id: Id });

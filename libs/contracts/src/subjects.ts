@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Actor, Attachment, Delivery, ErrorBody, Id, Source } from './common';
 import { ChatMessages, SessionDetail, SessionList } from './rest';
+import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
 import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws';
 import * as A from './approvals';
 
@@ -42,7 +43,10 @@ export const ListSessionsRequest = z.object({
 });
 /** Without `after_seq`: only the state (running, waiting, last_seq). */
 export const MessagesRequest = z.object({
-  actor: Actor, source: Source, before: Id.optional(), limit: z.number().int().min(1).max(200),
+  actor: Actor,
+  source: Source,
+  before: Id.optional(),
+  limit: z.number().int().min(1).max(200),
 });
 export const ReplayRequest = z.object({
   actor: Actor,
@@ -132,9 +136,14 @@ export const ApprovalResolveRequest = z
     tool_call_id: Id.optional(),
     action: z.enum(['approve', 'reject', 'answer']),
     note: z.string().max(4000).optional(),
-    answer: z.string().max(64 * 1024).optional(),
+    answer: z
+      .string()
+      .max(64 * 1024)
+      .optional(),
     bypass_secs: z.number().int().nonnegative().optional(),
-    bypass_scope: z.union([z.literal('all'), z.object({ category: z.string() }), z.object({ mcp_server: z.string() })]).optional(),
+    bypass_scope: z
+      .union([z.literal('all'), z.object({ category: z.string() }), z.object({ mcp_server: z.string() })])
+      .optional(),
   })
   .refine((r) => !!r.request_id !== !!r.tool_call_id, 'exactly one of request_id and tool_call_id');
 /** Ends every pending request of a session as cancelled (/stop, interrupt, job kill, session reset). */
@@ -178,20 +187,45 @@ export const SUBJECTS = {
   'session.replay': { request: ReplayRequest, reply: replyOf(ReplayReply), queue: 'session-worker' },
   'session.cancel': { request: CancelRequest, reply: replyOf(CancelReply), queue: 'session-worker' },
   'approval.check': { request: ApprovalCheckRequest, reply: replyOf(ApprovalCheckReply), queue: 'approval-service' },
-  'approval.register': { request: ApprovalRegisterRequest, reply: replyOf(HumanRequestState), queue: 'approval-service' },
+  'approval.register': {
+    request: ApprovalRegisterRequest,
+    reply: replyOf(HumanRequestState),
+    queue: 'approval-service',
+  },
   'approval.resolve': { request: ApprovalResolveRequest, reply: replyOf(HumanRequestState), queue: 'approval-service' },
   'approval.get': { request: ApprovalGetRequest, reply: replyOf(HumanRequestState), queue: 'approval-service' },
-  'approval.cancel_session': { request: ApprovalCancelSessionRequest, reply: replyOf(ApprovalCancelSessionReply), queue: 'approval-service' },
+  'approval.cancel_session': {
+    request: ApprovalCancelSessionRequest,
+    reply: replyOf(ApprovalCancelSessionReply),
+    queue: 'approval-service',
+  },
   'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
   'tools.preview': { request: ToolPreviewRequest, reply: replyOf(ToolPreviewReply), queue: 'tool-runner' },
-  'approval.reset_session': { request: A.ResetSessionRequest, reply: replyOf(A.ResetSessionReply), queue: 'approval-service' },
-  'approval.visible_tools': { request: A.VisibleToolsRequest, reply: replyOf(A.VisibleToolsReply), queue: 'approval-service' },
+  'tools.memory_context': { request: MemoryContextRequest, reply: replyOf(MemoryContextReply), queue: 'tool-runner' },
+  'approval.reset_session': {
+    request: A.ResetSessionRequest,
+    reply: replyOf(A.ResetSessionReply),
+    queue: 'approval-service',
+  },
+  'approval.visible_tools': {
+    request: A.VisibleToolsRequest,
+    reply: replyOf(A.VisibleToolsReply),
+    queue: 'approval-service',
+  },
   'approval.tools': { request: A.ToolsCatalogRequest, reply: replyOf(A.KnownToolList), queue: 'approval-service' },
   'approval.inbox': { request: A.InboxRequest, reply: replyOf(A.InboxDto), queue: 'approval-service' },
   'approval.audit': { request: A.AuditRequest, reply: replyOf(A.AuditList), queue: 'approval-service' },
   'approval.rules.list': { request: A.RulesListRequest, reply: replyOf(A.ApprovalRuleList), queue: 'approval-service' },
-  'approval.rules.create': { request: A.RuleCreateRequest, reply: replyOf(A.ApprovalRuleDto), queue: 'approval-service' },
-  'approval.rules.update': { request: A.RuleUpdateRequest, reply: replyOf(A.ApprovalRuleDto), queue: 'approval-service' },
+  'approval.rules.create': {
+    request: A.RuleCreateRequest,
+    reply: replyOf(A.ApprovalRuleDto),
+    queue: 'approval-service',
+  },
+  'approval.rules.update': {
+    request: A.RuleUpdateRequest,
+    reply: replyOf(A.ApprovalRuleDto),
+    queue: 'approval-service',
+  },
   'approval.rules.delete': { request: A.RuleDeleteRequest, reply: replyOf(A.Deleted), queue: 'approval-service' },
   'approval.rules.test': { request: A.RuleTestRequest, reply: replyOf(A.RuleTestResult), queue: 'approval-service' },
   'approval.bypasses.list': { request: A.BypassListRequest, reply: replyOf(A.BypassList), queue: 'approval-service' },
@@ -244,7 +278,9 @@ export const TOPICS = {
   },
   /** `approval.resolved.<sessionId>`: a human request of the session was answered or cancelled (committed first). */
   approvalResolved: {
-    pattern: 'approval.resolved.*', subject: (sessionId: string) => `approval.resolved.${sessionId}`, message: HumanRequestState,
+    pattern: 'approval.resolved.*',
+    subject: (sessionId: string) => `approval.resolved.${sessionId}`,
+    message: HumanRequestState,
   },
   /** `tools.cancel.<toolCallId>`: kill a running tool call. */
   toolCancel: {

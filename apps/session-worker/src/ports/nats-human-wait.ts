@@ -55,9 +55,19 @@ export class NatsHumanWait implements HumanWaitPort {
       tool_name: request.kind === 'approval' ? request.toolName : 'ask_user_clarification',
       arguments: request.kind === 'approval' ? request.arguments : { title: request.title, question: request.question },
       ...(request.kind === 'approval' && request.preview
-        ? { preview: { path: request.preview.path, old_content: request.preview.oldContent, new_content: request.preview.newContent } }
+        ? {
+            preview: {
+              path: request.preview.path,
+              old_content: request.preview.oldContent,
+              new_content: request.preview.newContent,
+            },
+          }
         : {}),
-      ...(request.kind === 'question' ? { question: { title: request.title, question: request.question, suggested_answers: request.suggestedAnswers } } : {}),
+      ...(request.kind === 'question'
+        ? {
+            question: { title: request.title, question: request.question, suggested_answers: request.suggestedAnswers },
+          }
+        : {}),
     });
     const immediate = answerOf(state);
     if (immediate) return immediate;
@@ -77,11 +87,15 @@ export class NatsHumanWait implements HumanWaitPort {
       };
       const onAbort = (): void => finish({ kind: 'cancelled' });
       signal.addEventListener('abort', onAbort, { once: true });
-      const sub = this.bus.subscribe(TOPICS.approvalResolved.subject(request.sessionId), TOPICS.approvalResolved.message, (s) => {
-        if (s.request_id !== request.requestId) return;
-        const a = answerOf(s);
-        if (a) finish(a);
-      });
+      const sub = this.bus.subscribe(
+        TOPICS.approvalResolved.subject(request.sessionId),
+        TOPICS.approvalResolved.message,
+        (s) => {
+          if (s.request_id !== request.requestId) return;
+          const a = answerOf(s);
+          if (a) finish(a);
+        },
+      );
       const parkTimer = setTimeout(() => finish({ kind: 'park' }), this.options.parkAfterMs);
       const poll = setInterval(() => {
         if (this.options.draining()) return finish({ kind: 'park' });

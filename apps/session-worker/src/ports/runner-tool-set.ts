@@ -1,4 +1,5 @@
 import type {
+  ApprovalPreview,
   ToolContext,
   ToolExecution,
   ToolInvocation,
@@ -19,15 +20,31 @@ export class RunnerToolSet implements ToolSetPort {
     private readonly role: 'user' | 'admin',
   ) {}
 
-  definitions(): Promise<ToolSpec[]> {
-    return Promise.resolve(
-      BUILTIN_TOOLS.map((t) => ({
-        definition: {
-          type: 'function',
-          function: { name: t.name, description: t.description, parameters: t.parameters },
-        },
-      })),
-    );
+  /**
+   * The built-in tools, less those an unconditional Deny hides from this agent (asked of the
+   * approval service each round, which also records every offered name in the tool catalog).
+   */
+  async definitions(ctx: ToolContext): Promise<ToolSpec[]> {
+    let visible: Set<string> | null = null;
+    try {
+      const r = await this.bus.call('approval.visible_tools', {
+        actor: { userId: ctx.userId, role: this.role },
+        session_id: ctx.sessionId,
+        agent_id: ctx.agentId,
+        source: ctx.source,
+        tools: BUILTIN_TOOLS.map((t) => t.name),
+      });
+      visible = new Set(r.visible);
+    } catch {
+      // The gate still decides every call; hiding is a courtesy to the model.
+      visible = null;
+    }
+    return BUILTIN_TOOLS.filter((t) => !visible || visible.has(t.name)).map((t) => ({
+      definition: {
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      },
+    }));
   }
 
   groups(): Promise<string[]> {
@@ -93,6 +110,25 @@ export class RunnerToolSet implements ToolSetPort {
           if (e instanceof RemoteError) return { ok: false, error: e.message };
           if (e instanceof BusRequestError) return { ok: false, error: `tool runner unavailable: ${e.message}` };
           throw e;
+        }
+      },
+      /** The diff for the approval card, computed by the tool runner from the user's workspace. */
+      async preview(): Promise<ApprovalPreview | null> {
+        if (!spec?.writesFile || !args) return null;
+        try {
+          const r = await bus.call('tools.preview', {
+            actor: { userId: ctx.userId, role },
+            session_id: ctx.sessionId,
+            tool_call_id: call.toolCallId,
+            name: call.name,
+            arguments: args,
+          });
+          return r.preview
+            ? { path: r.preview.path, oldContent: r.preview.old_content, newContent: r.preview.new_content }
+            : null;
+        } catch {
+          // No preview is better than a wrong one: the card falls back to approval_required.
+          return null;
         }
       },
       stop(): void {

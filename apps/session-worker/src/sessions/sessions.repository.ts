@@ -97,7 +97,12 @@ export class SessionsRepository {
    * A page of the root conversation of the (user, source) active session, newest page first but
    * returned oldest first; synthetic and failed rows excluded.
    */
-  async chatPage(scope: { userId: string; sessionId: string; before?: string; limit: number }): Promise<{ rows: Row[]; calls: Row[]; hasMore: boolean }> {
+  async chatPage(scope: {
+    userId: string;
+    sessionId: string;
+    before?: string;
+    limit: number;
+  }): Promise<{ rows: Row[]; calls: Row[]; hasMore: boolean }> {
     const params: unknown[] = [scope.sessionId, scope.limit + 1];
     let before = '';
     if (scope.before) {
@@ -114,7 +119,12 @@ export class SessionsRepository {
     const hasMore = rows.length > scope.limit;
     const page = rows.slice(0, scope.limit).reverse();
     const ids = page.filter((r) => r.role === 'assistant').map((r) => String(r.id));
-    const calls = ids.length === 0 ? [] : await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE message_id = ANY($1::uuid[]) ORDER BY ord`, [ids]);
+    const calls =
+      ids.length === 0
+        ? []
+        : await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE message_id = ANY($1::uuid[]) ORDER BY ord`, [
+            ids,
+          ]);
     return { rows: page, calls, hasMore };
   }
 

@@ -39,7 +39,15 @@ export class SessionsService {
   async messages(actor: Actor, source: string, before: string | undefined, limit: number): Promise<ChatMessages> {
     const { id } = await this.repo.active({ userId: actor.userId, source });
     const { rows, calls, hasMore } = await this.repo.chatPage({ userId: actor.userId, sessionId: id, before, limit });
-    return { items: rows.map((m) => toChatMessage(m, calls.filter((c) => c.message_id === m.id))), has_more: hasMore };
+    return {
+      items: rows.map((m) =>
+        toChatMessage(
+          m,
+          calls.filter((c) => c.message_id === m.id),
+        ),
+      ),
+      has_more: hasMore,
+    };
   }
 
   /** Stored events after `afterSeq` (none without it), the turn state and the last seq. */
@@ -52,7 +60,12 @@ export class SessionsService {
     );
     const state = String(session.turn_state);
     const awaiting = state === 'finished' ? [] : await this.turnState.awaitingCalls(sessionId);
-    const waiting = awaiting.length === 0 ? undefined : awaiting.every((c) => c.name === 'ask_user_clarification') ? ('clarification' as const) : ('approval' as const);
+    const waiting =
+      awaiting.length === 0
+        ? undefined
+        : awaiting.every((c) => c.name === 'ask_user_clarification')
+          ? ('clarification' as const)
+          : ('approval' as const);
     const lastSeq =
       events.length > 0 ? Math.max(Number(session.last_seq), events[events.length - 1].seq) : Number(session.last_seq);
     return {

@@ -14,7 +14,11 @@ export class TurnStateRepository {
   constructor(private readonly ds: DataSource) {}
 
   async stopRequested(sessionId: string): Promise<boolean> {
-    const rows = await queryRows<{ stop: boolean }>(this.ds, `SELECT stop_requested_at IS NOT NULL AS stop FROM sessions WHERE id = $1`, [sessionId]);
+    const rows = await queryRows<{ stop: boolean }>(
+      this.ds,
+      `SELECT stop_requested_at IS NOT NULL AS stop FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
     return rows[0]?.stop ?? false;
   }
 
@@ -30,7 +34,10 @@ export class TurnStateRepository {
 
   /** Clears a stop once the turn it was meant for has ended. */
   async clearStop(sessionId: string): Promise<void> {
-    await this.ds.query(`UPDATE sessions SET stop_requested_at = NULL WHERE id = $1 AND stop_requested_at IS NOT NULL`, [sessionId]);
+    await this.ds.query(
+      `UPDATE sessions SET stop_requested_at = NULL WHERE id = $1 AND stop_requested_at IS NOT NULL`,
+      [sessionId],
+    );
   }
 
   async awaitingCalls(sessionId: string): Promise<AwaitingCall[]> {

@@ -65,8 +65,16 @@ export class SubmitService {
   async activeSession(actor: Actor, source: string, createNew: boolean): Promise<{ id: string; created: boolean }> {
     const s = await this.sessions.active({ userId: actor.userId, source }, createNew);
     if (createNew && s.created) {
-      if (s.previousId && (await this.stop(s.previousId))) this.wake(s.previousId);
-      this.bus.publish(TOPICS.userEvents.subject(actor.userId), TOPICS.userEvents.message, { type: 'new_session', session_id: s.id, source });
+      if (s.previousId) {
+        if (await this.stop(s.previousId)) this.wake(s.previousId);
+        // A session reset ends its bypasses and waiting requests.
+        await this.bus.call('approval.reset_session', { actor, session_id: s.previousId }).catch(() => undefined);
+      }
+      this.bus.publish(TOPICS.userEvents.subject(actor.userId), TOPICS.userEvents.message, {
+        type: 'new_session',
+        session_id: s.id,
+        source,
+      });
     }
     return { id: s.id, created: s.created };
   }
@@ -92,8 +100,10 @@ export class SubmitService {
   /** Writes the stop to the session row, then broadcasts it to whichever worker drives the turn. */
   private async stop(sessionId: string): Promise<boolean> {
     if (!(await this.turnState.requestStop(sessionId))) return false;
-    this.bus.publish(TOPICS.sessionCancel.subject(sessionId), TOPICS.sessionCancel.message, { session_id: sessionId, reason: 'stop' });
+    this.bus.publish(TOPICS.sessionCancel.subject(sessionId), TOPICS.sessionCancel.message, {
+      session_id: sessionId,
+      reason: 'stop',
+    });
     return true;
   }
-
 }

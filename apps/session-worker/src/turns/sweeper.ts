@@ -40,7 +40,11 @@ export class Sweeper implements OnApplicationBootstrap, OnApplicationShutdown {
       for (const id of await this.sessions.parked(10)) if (!this.driver.isDriving(id)) void this.driver.drive(id);
       const stuck = await this.sessions.stuck(2 * this.config.SKALD_SWEEP_INTERVAL_MS + this.config.SKALD_LEASE_TTL_MS);
       this.metrics.stuckTurns.set(stuck.length);
-      if (stuck.length > 0) this.log.error({ sessions: stuck.slice(0, 20), count: stuck.length }, 'stuck turns: lease expired and not recovered within two sweeps');
+      if (stuck.length > 0)
+        this.log.error(
+          { sessions: stuck.slice(0, 20), count: stuck.length },
+          'stuck turns: lease expired and not recovered within two sweeps',
+        );
     } catch (e) {
       this.log.warn({ err: String(e) }, 'sweep failed');
     }

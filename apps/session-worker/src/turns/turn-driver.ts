@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import {
-  CallNotAwaitingHumanError, LeaseLostError, LoopDeps, recoverTurn, resolveLoopConfig, resolvePendingCall, runTurn, TurnOutcome,
+  CallNotAwaitingHumanError,
+  LeaseLostError,
+  LoopDeps,
+  recoverTurn,
+  resolveLoopConfig,
+  resolvePendingCall,
+  runTurn,
+  TurnOutcome,
 } from '@skald/agent-loop';
 import { TOPICS } from '@skald/contracts';
 import { LlmManager } from '@skald/llm';
@@ -93,7 +100,15 @@ export class TurnDriver implements OnApplicationShutdown {
     } catch (e) {
       failed = true;
       if (e instanceof LeaseLostError) this.log.warn({ sessionId, epoch: lease.epoch }, 'lease lost; stopped driving');
-      else this.log.error({ sessionId, err: e instanceof Error ? e.message : String(e), stack: e instanceof Error ? e.stack : undefined }, 'turn failed');
+      else
+        this.log.error(
+          {
+            sessionId,
+            err: e instanceof Error ? e.message : String(e),
+            stack: e instanceof Error ? e.stack : undefined,
+          },
+          'turn failed',
+        );
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
@@ -101,7 +116,10 @@ export class TurnDriver implements OnApplicationShutdown {
     }
     if (this.draining) {
       // Hand the session to another replica at once.
-      this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, { session_id: sessionId, reason: 'handover' });
+      this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
+        session_id: sessionId,
+        reason: 'handover',
+      });
       return;
     }
     // Input that arrived while we held the lease but after our last look: take it now. After a
@@ -114,7 +132,9 @@ export class TurnDriver implements OnApplicationShutdown {
     const sessionId = d.lease.sessionId;
     for (let turns = 0; turns < 100; turns++) {
       if (d.lost.signal.aborted || this.draining) return false;
-      const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) => this.announcer.announce(ev));
+      const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) =>
+        this.announcer.announce(ev),
+      );
       const session = await store.getSession(sessionId);
       d.turn = new AbortController();
       if (await this.turnState.stopRequested(sessionId)) {
@@ -137,7 +157,12 @@ export class TurnDriver implements OnApplicationShutdown {
           if (!answered) return false;
           log.info({ toolCallId: answered.toolCallId }, 'a human answered a parked turn');
           try {
-            outcome = await resolvePendingCall(deps, { sessionId, toolCallId: answered.toolCallId, answer: answered.answer, signal });
+            outcome = await resolvePendingCall(deps, {
+              sessionId,
+              toolCallId: answered.toolCallId,
+              answer: answered.answer,
+              signal,
+            });
           } catch (e) {
             if (!(e instanceof CallNotAwaitingHumanError)) throw e;
             continue;
@@ -156,8 +181,12 @@ export class TurnDriver implements OnApplicationShutdown {
       if (outcome.kind !== 'parked') await this.turnState.clearStop(sessionId);
       if (outcome.kind === 'cancelled') {
         await this.bus
-          .call('approval.cancel_session', { actor: { userId: session.userId, role: 'user' }, session_id: sessionId, reason: 'stop' })
-          .catch((e: unknown) => log.warn({ err: String(e) }, 'could not cancel the session\'s pending requests'));
+          .call('approval.cancel_session', {
+            actor: { userId: session.userId, role: 'user' },
+            session_id: sessionId,
+            reason: 'stop',
+          })
+          .catch((e: unknown) => log.warn({ err: String(e) }, "could not cancel the session's pending requests"));
       }
       if (outcome.kind === 'parked') return false;
     }
@@ -169,7 +198,10 @@ export class TurnDriver implements OnApplicationShutdown {
     for (const call of await this.turnState.awaitingCalls(sessionId)) {
       if (!call.requestId) continue;
       try {
-        const state = await this.bus.call('approval.get', { actor: { userId, role: 'user' }, request_id: call.requestId });
+        const state = await this.bus.call('approval.get', {
+          actor: { userId, role: 'user' },
+          request_id: call.requestId,
+        });
         const answer = answerOf(state);
         if (answer) return { toolCallId: call.toolCallId, answer };
       } catch (e) {
@@ -192,7 +224,10 @@ export class TurnDriver implements OnApplicationShutdown {
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,
-      clock: { now: () => new Date(), timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone },
+      clock: {
+        now: () => new Date(),
+        timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+      },
       ids: { newId: () => randomUUID() },
       config: resolveLoopConfig({
         maxToolRounds: this.config.SKALD_MAX_TOOL_ROUNDS,
@@ -251,7 +286,10 @@ export class TurnDriver implements OnApplicationShutdown {
       this.log.warn({ sessionId }, 'turn still running at the end of the grace period; handing it to another replica');
       d.lost.abort();
       await this.leases.release(d.lease).catch(() => undefined);
-      this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, { session_id: sessionId, reason: 'handover' });
+      this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
+        session_id: sessionId,
+        reason: 'handover',
+      });
     }
   }
 

@@ -108,12 +108,25 @@ export class Stack {
     return this.spawn(name, SCRIPTS[name], this.byName(name).length, env);
   }
 
-  private async spawn(name: AppName, script: string, index: number, extraEnv: Record<string, string> = {}): Promise<StackProcess> {
+  private async spawn(
+    name: AppName,
+    script: string,
+    index: number,
+    extraEnv: Record<string, string> = {},
+  ): Promise<StackProcess> {
     const port = await freePort();
     const instance = `${name}-${index}-${port}`;
     const child = spawn(process.execPath, [path.join(this.options.root, script)], {
       cwd: this.options.root,
-      env: { ...process.env, ...this.env, ...(this.options.perApp?.[name as Exclude<AppName, 'llm-sim'>] ?? {}), ...extraEnv, PORT: String(port), HOST: '127.0.0.1', SKALD_INSTANCE: instance },
+      env: {
+        ...process.env,
+        ...this.env,
+        ...(this.options.perApp?.[name as Exclude<AppName, 'llm-sim'>] ?? {}),
+        ...extraEnv,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        SKALD_INSTANCE: instance,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const proc: StackProcess = { name, instance, port, url: `http://127.0.0.1:${port}`, child, logs: [] };

@@ -1,0 +1,161 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { ApiClient, Frame, LlmSimAdminClient, Stack, StackProcess, WsTestClient } from '@skald/testing';
+import { ROOT, testDb } from '../support/db';
+import { assertInvariants } from '../support/invariants';
+
+jest.setTimeout(180_000);
+
+const LEASE_TTL_MS = 3000;
+
+/** A human in the loop: the card, the answer from any surface, parking, a crash while waiting. */
+describe('approvals through the whole stack', () => {
+  let stack: Stack;
+  let sim: LlmSimAdminClient;
+  let admin: ApiClient;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    stack = await Stack.start({
+      root: ROOT,
+      replicas: { 'session-worker': 2, gateway: 2 },
+      env: { SKALD_LEASE_TTL_MS: String(LEASE_TTL_MS), SKALD_SWEEP_INTERVAL_MS: '1000', SKALD_HUMAN_POLL_MS: '500' },
+      perApp: { 'session-worker': { SKALD_PARK_AFTER: '2' } },
+    });
+    sim = new LlmSimAdminClient(stack.simUrl);
+    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+    db = await testDb();
+  });
+  afterAll(async () => {
+    if (db) {
+      await assertInvariants(db);
+      await db.destroy();
+    }
+    await stack?.stop();
+  });
+
+  async function open(): Promise<{ api: ApiClient; ws: WsTestClient; sessionId: string }> {
+    const api = await admin.createUser(`h-${randomUUID()}@skald.test`, 'correct horse battery');
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: api.token });
+    const sessionId = (await ws.waitForType('hello')).session_id as string;
+    return { api, ws, sessionId };
+  }
+
+  const fileOf = (api: ApiClient, name: string): string =>
+    readFileSync(path.join(stack.env.SKALD_WORKSPACES, api.user!.id, name), 'utf8');
+
+  it('a file write asks with its exact diff; approving writes exactly the preview, rejecting tells the model the note', async () => {
+    const { api, ws } = await open();
+    const m = `w-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'plan.md', content: '# Plan\nship it\n' } }] },
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'plan.md', content: 'overwrite everything' } }] },
+        { content: 'understood' },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `write the plan ${m}` });
+    const card = await ws.waitForType('pending_write');
+    expect(card).toMatchObject({ path: '/workspace/plan.md', new_content: '# Plan\nship it\n' });
+    expect(card.old_content ?? '').toBe('');
+    const requested = await ws.waitForType('approval_requested');
+    expect(requested.request_id).toBe(card.request_id);
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    await ws.waitForType('tool_done');
+    expect(fileOf(api, 'plan.md')).toBe(card.new_content);
+
+    const second = await ws.waitFor((f) => f.type === 'pending_write' && f.request_id !== card.request_id);
+    expect(second.old_content).toBe('# Plan\nship it\n');
+    ws.send({ type: 'reject_tool', request_id: second.request_id, note: 'keep my plan' });
+    const rejected = await ws.waitForType('tool_rejected');
+    expect(rejected.reason).toBe('User rejected this tool call. Reason: keep my plan');
+    await ws.waitFor((f) => f.type === 'done' && f.content === 'understood');
+    expect(fileOf(api, 'plan.md')).toBe('# Plan\nship it\n');
+    const third = (await sim.requests({ contains: m }))[2].body as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
+    expect(JSON.stringify(third.messages.filter((x) => x.role === 'tool').pop()?.content)).toContain(
+      'User rejected this tool call. Reason: keep my plan',
+    );
+    // A second answer to an answered request is a conflict.
+    ws.send({ type: 'approve_tool', request_id: second.request_id });
+    const conflict = await ws.waitFor((f) => f.type === 'error' && f.request_id === second.request_id);
+    expect(conflict.code).toBe('conflict');
+    ws.close();
+  });
+
+  it('a turn waiting for a human parks (lease released), reports running with waiting, and resumes on an answer by tool call id from another gateway', async () => {
+    const { api, ws, sessionId } = await open();
+    const m = `p-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'parked.txt', content: 'later' } }] },
+        { content: 'written after parking' },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `park ${m}` });
+    const card = await ws.waitForType('pending_write');
+    // Parked: the lease is released and the session says parked.
+    for (let i = 0; i < 100; i++) {
+      const rows: Array<{ turn_state: string; owner: string | null }> = await db.query(
+        `SELECT s.turn_state, l.owner FROM sessions s LEFT JOIN session_leases l ON l.session_id = s.id WHERE s.id = $1`,
+        [sessionId],
+      );
+      if (rows[0].turn_state === 'parked' && rows[0].owner === null) break;
+      if (i === 99) throw new Error(`never parked: ${JSON.stringify(rows)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const other = await WsTestClient.connect(stack.byName('gateway')[1].url, { token: api.token });
+    const running = await other.waitForType('turn_running');
+    expect(running).toMatchObject({ running: true, waiting: 'approval' });
+    const inbox = await api.get<{ approvals: Array<{ request_id: string; tool_call_id: string }> }>('/api/inbox');
+    expect(inbox.body.approvals.map((a) => a.request_id)).toEqual([card.request_id]);
+
+    const viaOther = new ApiClient(stack.byName('gateway')[1].url, api.token);
+    const r = await viaOther.post(`/api/tools/${String(card.tool_call_id)}/resolve`, { action: 'approve' });
+    expect(r.status).toBe(200);
+    await ws.waitFor((f) => f.type === 'done' && f.content === 'written after parking', 20_000);
+    expect(fileOf(api, 'parked.txt')).toBe('later');
+    ws.close();
+    other.close();
+  });
+
+  it('kill -9 while waiting for approval: the recovered turn re-asks with the same request id, and the answer completes it', async () => {
+    const { api, ws, sessionId } = await open();
+    const m = `c-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'crash.txt', content: 'once' } }] },
+        { content: 'done after the crash' },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `crash ${m}` });
+    const card = await ws.waitForType('pending_write');
+    const driver = stack
+      .byName('session-worker')
+      .find((w: StackProcess) => w.logs.some((l) => l.includes(sessionId) && l.includes('"turn started"')));
+    expect(driver).toBeDefined();
+    driver!.child.kill('SIGKILL');
+    // The card comes again, same request id.
+    const again = await ws.waitFor(
+      (f: Frame) => f.type === 'pending_write' && ws.frames.indexOf(f) > ws.frames.indexOf(card),
+      LEASE_TTL_MS + 15_000,
+    );
+    expect(again.request_id).toBe(card.request_id);
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    await ws.waitFor((f) => f.type === 'done' && f.content === 'done after the crash', 20_000);
+    expect(fileOf(api, 'crash.txt')).toBe('once');
+    const requests: Array<{ n: number }> = await db.query(
+      `SELECT count(*)::int AS n FROM approval_requests WHERE session_id = $1`,
+      [sessionId],
+    );
+    expect(requests[0].n).toBe(1);
+    await stack.addReplica('session-worker');
+    ws.close();
+  });
+});

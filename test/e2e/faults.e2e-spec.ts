@@ -1,0 +1,224 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { ApiClient, LlmSimAdminClient, Stack, StackProcess, WsTestClient } from '@skald/testing';
+import { ROOT, testDb } from '../support/db';
+import { assertInvariants } from '../support/invariants';
+
+jest.setTimeout(180_000);
+
+const LEASE_TTL_MS = 3000;
+
+/**
+ * Faults of the session worker: kill -9 mid-stream and mid-command, SIGSTOP past the lease,
+ * SIGTERM. Every test leaves two live workers behind for the next one.
+ */
+describe('session worker faults', () => {
+  let stack: Stack;
+  let sim: LlmSimAdminClient;
+  let admin: ApiClient;
+  let db: DataSource;
+  const SOURCE = 'faults';
+
+  beforeAll(async () => {
+    stack = await Stack.start({
+      root: ROOT,
+      replicas: { 'session-worker': 2 },
+      env: {
+        SKALD_LEASE_TTL_MS: String(LEASE_TTL_MS),
+        SKALD_SWEEP_INTERVAL_MS: '1000',
+        SKALD_SHUTDOWN_GRACE_MS: '8000',
+      },
+      perApp: { 'tool-runner': { SKALD_SANDBOX: 'none' } },
+    });
+    sim = new LlmSimAdminClient(stack.simUrl);
+    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+    db = await testDb();
+    // Commands from this test's source run without a human (the default seed asks for them).
+    await db.query(
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_cmd', $2, 'allow', 1, 'faults test')`,
+      [randomUUID(), SOURCE],
+    );
+  });
+  // A failed test must not leave the next one with fewer than two workers.
+  beforeEach(async () => {
+    await ensureTwoWorkers();
+  });
+
+  afterAll(async () => {
+    if (db) {
+      await db.query(`DELETE FROM approval_rules WHERE note = 'faults test'`);
+      await assertInvariants(db);
+      await db.destroy();
+    }
+    await stack?.stop();
+  });
+
+  async function open(): Promise<{ api: ApiClient; ws: WsTestClient; sessionId: string }> {
+    const api = await admin.createUser(`f-${randomUUID()}@skald.test`, 'correct horse battery');
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: SOURCE });
+    const sessionId = (await ws.waitForType('hello')).session_id as string;
+    return { api, ws, sessionId };
+  }
+
+  async function driverOf(sessionId: string): Promise<StackProcess> {
+    for (let i = 0; i < 100; i++) {
+      const p = stack
+        .byName('session-worker')
+        .find(
+          (w) => w.child.exitCode === null && w.logs.some((l) => l.includes(sessionId) && l.includes('"turn started"')),
+        );
+      if (p) return p;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no worker drives ${sessionId}`);
+  }
+
+  async function ensureTwoWorkers(): Promise<void> {
+    if (!stack) return;
+    const live = stack.byName('session-worker').filter((w) => w.child.exitCode === null && w.child.signalCode === null);
+    for (let i = live.length; i < 2; i++) await stack.addReplica('session-worker');
+  }
+
+  it('kill -9 during the LLM stream: another replica recovers the turn after the lease expires; nothing is lost or doubled', async () => {
+    const { ws, sessionId } = await open();
+    const m = `k9-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { content: 'slow '.repeat(200), chunkSize: 5, latency: { betweenChunksMs: 100 } },
+        { content: 'recovered answer' },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `go ${m}` });
+    await ws.waitForType('token_delta');
+    const driver = await driverOf(sessionId);
+    driver.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    const done = await ws.waitFor((f) => f.type === 'done', LEASE_TTL_MS + 15_000);
+    expect(done.content).toBe('recovered answer');
+    expect(Date.now() - killedAt).toBeLessThan(LEASE_TTL_MS + 15_000);
+    const rows: Array<{ role: string; n: number }> = await db.query(
+      `SELECT role, count(*)::int AS n FROM chat_history WHERE session_id = $1 GROUP BY role ORDER BY role`,
+      [sessionId],
+    );
+    expect(rows).toEqual([
+      { role: 'assistant', n: 1 },
+      { role: 'user', n: 1 },
+    ]);
+    const events = ws.frames.filter((f) => typeof f.seq === 'number');
+    expect(events.filter((e) => e.type === 'user_message')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'done')).toHaveLength(1);
+    await ensureTwoWorkers();
+    ws.close();
+  });
+
+  it('kill -9 during execute_cmd: the call ends interrupted, is never re-run, and the command ran once', async () => {
+    const { api, ws, sessionId } = await open();
+    const m = `cmd-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        {
+          tool_calls: [
+            { name: 'execute_cmd', arguments: { command: 'echo ran | tee -a marker.txt; sleep 4', timeout: 30 } },
+          ],
+        },
+        { content: 'checked the state' },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `run it ${m}` });
+    await ws.waitForType('tool_start');
+    const driver = await driverOf(sessionId);
+    await new Promise((r) => setTimeout(r, 1000));
+    driver.child.kill('SIGKILL');
+    const done = await ws.waitFor((f) => f.type === 'done', LEASE_TTL_MS + 20_000);
+    expect(done.content).toBe('checked the state');
+    const calls: Array<{ status: string; name: string }> = await db.query(
+      `SELECT status, name FROM tool_calls WHERE session_id = $1`,
+      [sessionId],
+    );
+    expect(calls).toEqual([{ status: 'interrupted', name: 'execute_cmd' }]);
+    // The model was told the command may or may not have run.
+    const second = (await sim.requests({ contains: m }))[1].body as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
+    expect(JSON.stringify(second.messages.find((x) => x.role === 'tool')?.content)).toContain(
+      'interrupted by a restart after it started',
+    );
+    // Let the command finish on the tool runner, then count its side effect.
+    await new Promise((r) => setTimeout(r, 5000));
+    const marker = readFileSync(path.join(stack.env.SKALD_WORKSPACES, api.user!.id, 'marker.txt'), 'utf8');
+    expect(marker).toBe('ran\n');
+    await ensureTwoWorkers();
+    ws.close();
+  });
+
+  it('SIGSTOP past the lease: another replica takes over; after SIGCONT the stale worker writes nothing and stops driving', async () => {
+    const { ws, sessionId } = await open();
+    const m = `stop-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { content: 'stale answer', latency: { firstByteMs: 2500 } },
+        { content: 'fresh answer', latency: { firstByteMs: 200 } },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `go ${m}` });
+    await ws.waitForType('user_message');
+    const driver = await driverOf(sessionId);
+    // Stop it only once its LLM request is out (it takes the first, slow reply).
+    await sim.waitForRequest((r) => JSON.stringify(r.body).includes(m), { timeoutMs: 10_000 });
+    driver.child.kill('SIGSTOP');
+    let done;
+    try {
+      done = await ws.waitFor((f) => f.type === 'done', LEASE_TTL_MS + 20_000);
+    } finally {
+      driver.child.kill('SIGCONT');
+    }
+    expect(done.content).toBe('fresh answer');
+    // The stale worker's stream completes now; its commit must be fenced.
+    await new Promise((r) => setTimeout(r, 4000));
+    expect(driver.logs.some((l) => l.includes(sessionId) && l.includes('lease lost'))).toBe(true);
+    const rows: Array<{ role: string; content: string; epoch: string }> = await db.query(
+      `SELECT role, content, epoch FROM chat_history WHERE session_id = $1 ORDER BY ord`,
+      [sessionId],
+    );
+    expect(rows.map((r) => [r.role, r.content])).toEqual([
+      ['user', `go ${m}`],
+      ['assistant', 'fresh answer'],
+    ]);
+    expect(Number(rows[1].epoch)).toBeGreaterThan(Number(rows[0].epoch));
+    expect(ws.frames.filter((f) => f.type === 'done')).toHaveLength(1);
+    ws.close();
+  });
+
+  it('SIGTERM: the worker finishes its turn within the grace period, releases its lease and exits 0', async () => {
+    const { ws, sessionId } = await open();
+    const m = `term-${randomUUID()}`;
+    await sim.script({ match: m, replies: [{ content: 'finished before leaving', latency: { firstByteMs: 2000 } }] });
+    ws.send({ type: 'message', client_message_id: m, content: `go ${m}` });
+    await ws.waitForType('user_message');
+    const driver = await driverOf(sessionId);
+    const exited = new Promise<number | null>((resolve) => driver.child.once('exit', (code) => resolve(code)));
+    driver.child.kill('SIGTERM');
+    const done = await ws.waitFor((f) => f.type === 'done', 20_000);
+    expect(done.content).toBe('finished before leaving');
+    expect(await exited).toBe(0);
+    const lease: Array<{ owner: string | null }> = await db.query(
+      `SELECT owner FROM session_leases WHERE session_id = $1`,
+      [sessionId],
+    );
+    expect(lease[0].owner).toBeNull();
+    // A new message is driven by the remaining replica.
+    const n = `after-${randomUUID()}`;
+    await sim.script({ match: n, replies: [{ content: 'still here' }] });
+    ws.send({ type: 'message', client_message_id: n, content: `again ${n}` });
+    await ws.waitFor((f) => f.type === 'done' && f.content === 'still here', 20_000).catch((e: Error) => {
+      throw new Error(`${e.message}\n${JSON.stringify(ws.frames.filter((f) => f.type === 'error'))}`);
+    });
+    await ensureTwoWorkers();
+    ws.close();
+  });
+});

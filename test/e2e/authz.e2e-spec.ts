@@ -3,7 +3,8 @@ import pino from 'pino';
 import { Actor } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { ApiClient, Stack, WsTestClient } from '@skald/testing';
-import { ROOT } from '../support/db';
+import { ROOT, testDb } from '../support/db';
+import { assertInvariants } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -81,6 +82,12 @@ describe('authorization matrix and approvals through the gateway', () => {
     aliceCli?.close();
     await bus?.drain();
     await stack?.stop();
+    const db = await testDb();
+    try {
+      await assertInvariants(db);
+    } finally {
+      await db.destroy();
+    }
   });
 
   /** Per route template that takes an id: the id of alice's that it names, and a valid body. */

@@ -215,9 +215,11 @@ describe('session worker faults', () => {
     const n = `after-${randomUUID()}`;
     await sim.script({ match: n, replies: [{ content: 'still here' }] });
     ws.send({ type: 'message', client_message_id: n, content: `again ${n}` });
-    await ws.waitFor((f) => f.type === 'done' && f.content === 'still here', 20_000).catch((e: Error) => {
-      throw new Error(`${e.message}\n${JSON.stringify(ws.frames.filter((f) => f.type === 'error'))}`);
-    });
+    await ws
+      .waitFor((f) => f.type === 'done' && f.content === 'still here', 20_000)
+      .catch((e: Error) => {
+        throw new Error(`${e.message}\n${JSON.stringify(ws.frames.filter((f) => f.type === 'error'))}`);
+      });
     await ensureTwoWorkers();
     ws.close();
   });

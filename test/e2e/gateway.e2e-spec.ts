@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiClient, Stack, UpgradeRefused, WsTestClient } from '@skald/testing';
-import { ROOT } from '../support/db';
+import { ROOT, testDb } from '../support/db';
+import { assertInvariants } from '../support/invariants';
 
 jest.setTimeout(120_000);
 
@@ -14,6 +15,12 @@ describe('gateway: identity, errors and the WebSocket edge', () => {
   });
   afterAll(async () => {
     await stack?.stop();
+    const db = await testDb();
+    try {
+      await assertInvariants(db);
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('logs in the bootstrapped admin and refuses a wrong password with 401', async () => {

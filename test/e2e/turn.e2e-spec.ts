@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
+import { assertInvariants } from '../support/invariants';
 
 jest.setTimeout(120_000);
 
@@ -41,6 +42,7 @@ describe('one turn end to end: five apps and llm-sim as separate processes', () 
   });
 
   afterAll(async () => {
+    if (db) await assertInvariants(db);
     await db?.destroy();
     await stack?.stop();
   });
@@ -192,6 +194,7 @@ describe('two session-worker replicas, many sessions', () => {
   });
 
   afterAll(async () => {
+    if (db) await assertInvariants(db);
     await db?.destroy();
     await stack?.stop();
   });

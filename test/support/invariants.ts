@@ -60,12 +60,14 @@ export async function invariantViolations(db: DataSource, opts: { stuckAfterMs?:
     out.push(`I7: inbox row ${r.id} names a user other than its session's`);
   }
 
-  let sandboxes = '';
-  try {
-    sandboxes = execFileSync('pgrep', ['-a', '-x', 'bwrap'], { encoding: 'utf8' }).trim();
-  } catch {
-    sandboxes = '';
-  }
+  // Live sandboxes only: a zombie (state Z) has already exited and holds nothing but its pid entry.
+  const sandboxes = execFileSync('ps', ['-eo', 'pid=,stat=,comm=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => {
+      const [, stat, comm] = l.trim().split(/\s+/);
+      return comm === 'bwrap' && !stat?.startsWith('Z');
+    })
+    .join('\n');
   if (sandboxes) out.push(`I6: sandbox processes still running:\n${sandboxes}`);
   return out;
 }

@@ -4,6 +4,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './free-port';
+import { PrivateNats } from './private-services';
+import { stopProcess } from './process';
+
+export { stopProcess } from './process';
 
 const SCRIPTS = {
   'approval-service': 'apps/approval-service/dist/main.js',
@@ -47,6 +51,7 @@ export class Stack {
   readonly admin: { email: string; password: string };
   readonly env: Record<string, string>;
   simUrl = '';
+  private nats: PrivateNats | null = null;
 
   private constructor(private readonly options: StackOptions) {
     this.admin = options.admin ?? {
@@ -71,6 +76,12 @@ export class Stack {
   static async start(options: StackOptions): Promise<Stack> {
     const stack = new Stack(options);
     try {
+      // A NATS server of its own unless the test names one: queue groups of two stacks on one
+      // server would answer each other's requests.
+      if (!options.env?.NATS_URL) {
+        stack.nats = await PrivateNats.start();
+        stack.env.NATS_URL = stack.nats.url;
+      }
       await stack.boot();
     } catch (e) {
       await stack.stop();
@@ -160,6 +171,7 @@ export class Stack {
   /** SIGTERM every process and wait for it (SIGKILL after the grace period). */
   async stop(): Promise<void> {
     await Promise.all(this.processes.map((p) => stopProcess(p.child, 'SIGTERM', 10_000)));
+    await this.nats?.destroy();
   }
 
   /** The process of an app whose log has a line containing every one of `needles`. */
@@ -171,16 +183,4 @@ export class Stack {
   dumpLogs(last = 30): string {
     return this.processes.map((p) => `--- ${p.instance}\n${p.logs.slice(-last).join('\n')}`).join('\n');
   }
-}
-
-export function stopProcess(child: ChildProcess, signal: NodeJS.Signals, graceMs: number): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill(signal);
-  });
 }

@@ -1,0 +1,159 @@
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort } from './free-port';
+import { stopProcess } from './process';
+
+const PG_BIN = process.env.SKALD_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+
+async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} not ready after ${timeoutMs} ms`);
+}
+
+function asPostgres(args: string[]): string[] {
+  // Postgres refuses to run as root: run its binaries as the postgres user when we are root.
+  return process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...args] : args;
+}
+
+function run(args: string[]): string {
+  const [cmd, ...rest] = asPostgres(args);
+  return execFileSync(cmd, rest, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/**
+ * A throwaway PostgreSQL server on a spare loopback port, for fault tests that restart or stop
+ * it without touching the machine's shared server.
+ */
+export class PrivatePostgres {
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<PrivatePostgres> {
+    const port = await freePort();
+    const dir = mkdtempSync(path.join(tmpdir(), 'skald-pg-'));
+    chmodSync(dir, 0o700);
+    if (process.getuid?.() === 0) {
+      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+      chownSync(dir, uid, gid);
+    }
+    run([`${PG_BIN}/initdb`, '-D', `${dir}/data`, '-U', 'postgres', '-A', 'trust', '--no-sync']);
+    const pg = new PrivatePostgres(port, dir);
+    pg.start();
+    await pg.ready();
+    return pg;
+  }
+
+  url(database = 'postgres'): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  private start(): void {
+    run([
+      `${PG_BIN}/pg_ctl`,
+      '-D',
+      `${this.dir}/data`,
+      '-l',
+      `${this.dir}/log`,
+      '-w',
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`,
+      'start',
+    ]);
+  }
+
+  private async ready(): Promise<void> {
+    await waitFor(() => {
+      try {
+        run([`${PG_BIN}/pg_isready`, '-h', '127.0.0.1', '-p', String(this.port)]);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'private postgres');
+  }
+
+  /** Stops it (fast: every connection is terminated), then starts it again after `downMs`. */
+  async restart(downMs = 0): Promise<void> {
+    await this.stop();
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    this.start();
+    await this.ready();
+  }
+
+  async stop(): Promise<void> {
+    try {
+      run([`${PG_BIN}/pg_ctl`, '-D', `${this.dir}/data`, '-m', 'fast', '-w', 'stop']);
+    } catch {
+      /* already stopped */
+    }
+    return Promise.resolve();
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A throwaway NATS server (JetStream on) on a spare loopback port, killable and restartable on the same port. */
+export class PrivateNats {
+  private child: ChildProcess | null = null;
+
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<PrivateNats> {
+    const nats = new PrivateNats(await freePort(), mkdtempSync(path.join(tmpdir(), 'skald-nats-')));
+    await nats.start();
+    return nats;
+  }
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.child = spawn(
+      process.env.SKALD_NATS_BIN ?? '/usr/sbin/nats-server',
+      ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const net = await import('node:net');
+    await waitFor(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const s = net.connect({ host: '127.0.0.1', port: this.port });
+          s.once('connect', () => {
+            s.destroy();
+            resolve(true);
+          });
+          s.once('error', () => resolve(false));
+        }),
+      'private nats',
+    );
+  }
+
+  /** kill -9, as a crash would. */
+  async kill(): Promise<void> {
+    if (this.child) await stopProcess(this.child, 'SIGKILL', 1000);
+    this.child = null;
+  }
+
+  async destroy(): Promise<void> {
+    if (this.child) await stopProcess(this.child, 'SIGTERM', 5000);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

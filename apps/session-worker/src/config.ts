@@ -5,9 +5,9 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3101),
   HOST: z.string().default('127.0.0.1'),
   /** Lease time to live; renewed by heartbeat every third of it. */
-  SKALD_LEASE_TTL_MS: z.coerce.number().int().min(1000).default(10_000),
+  SKALD_LEASE_TTL_MS: z.coerce.number().int().min(1000).default(4_000),
   /** How often each worker looks for sessions that have work and no live driver. */
-  SKALD_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(5_000),
+  SKALD_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(1_000),
   SKALD_MAX_TOOL_ROUNDS: z.coerce.number().int().min(1).max(500).default(50),
   SKALD_MAX_HISTORY_MESSAGES: z.coerce.number().int().min(2).default(200),
   SKALD_MAX_TOOL_RESULT_CHARS: z.coerce.number().int().min(100).optional(),

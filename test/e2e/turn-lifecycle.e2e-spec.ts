@@ -66,6 +66,48 @@ describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', ()
     ws.close();
   });
 
+  it('a stop racing a completion, 50 times with random delays, ends each turn exactly once', async () => {
+    const { ws, sessionId } = await user();
+    const m = `race-${randomUUID()}`;
+    await sim.script({ match: m, replies: [{ content: 'raced', latency: { firstByteMs: 30 } }], repeatLast: true });
+    const endings: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const from = ws.frames.length;
+      ws.send({ type: 'message', client_message_id: `${m}-${i}`, content: `go ${m} ${i}` });
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 80)));
+      ws.send({ type: 'cancel' });
+      const end = await ws.waitFor(
+        (f) => f.session_id === sessionId && (f.type === 'done' || f.type === 'error'),
+        20_000,
+        from,
+      );
+      endings.push(end.type);
+      // Wait until the session is idle again, so the next message starts a fresh turn.
+      for (let k = 0; k < 100; k++) {
+        const rows: Array<{ turn_state: string; stop: boolean }> = await db.query(
+          `SELECT turn_state, stop_requested_at IS NOT NULL AS stop FROM sessions WHERE id = $1`,
+          [sessionId],
+        );
+        if (rows[0].turn_state === 'finished' && !rows[0].stop) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      const terminal = ws.frames
+        .slice(from)
+        .filter((f) => f.session_id === sessionId && (f.type === 'done' || f.type === 'error'));
+      expect(terminal).toHaveLength(1);
+    }
+    // Every turn ended exactly once in the table too: one terminal event per user message.
+    const rows: Array<{ users: number; terminals: number }> = await db.query(
+      `SELECT (SELECT count(*)::int FROM chat_history WHERE session_id = $1 AND role = 'user') AS users,
+              (SELECT count(*)::int FROM session_events WHERE session_id = $1 AND type IN ('done', 'error')) AS terminals`,
+      [sessionId],
+    );
+    expect(rows[0]).toEqual({ users: 50, terminals: 50 });
+    expect(endings.length).toBe(50);
+    ws.close();
+  });
+
   it('steer enters at the next round boundary; queue waits for the next turn; interrupt stops the turn and starts its own', async () => {
     const { ws, sessionId } = await user();
     const m = randomUUID();

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -152,6 +153,39 @@ describe('session worker faults', () => {
     const marker = readFileSync(path.join(stack.env.SKALD_WORKSPACES, api.user!.id, 'marker.txt'), 'utf8');
     expect(marker).toBe('ran\n');
     await ensureTwoWorkers();
+    ws.close();
+  });
+
+  it('/stop kills a running command: tool_cancelled, the process is gone, the turn ends interrupted', async () => {
+    const { ws, sessionId } = await open();
+    const m = `kill-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: `sleep 31 && echo ${m}`, timeout: 60 } }] },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `sleep ${m}` });
+    await ws.waitForType('tool_start');
+    await new Promise((r) => setTimeout(r, 1000));
+    const running = (): boolean => {
+      try {
+        return execFileSync('pgrep', ['-f', 'sleep 31'], { encoding: 'utf8' }).trim().length > 0;
+      } catch {
+        return false;
+      }
+    };
+    expect(running()).toBe(true);
+    ws.send({ type: 'cancel' });
+    await ws.waitForType('tool_cancelled');
+    const err = await ws.waitFor((f) => f.type === 'error' && f.code === 'interrupted');
+    expect(err.session_id).toBe(sessionId);
+    for (let i = 0; i < 50 && running(); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(running()).toBe(false);
+    const calls: Array<{ status: string }> = await db.query(`SELECT status FROM tool_calls WHERE session_id = $1`, [
+      sessionId,
+    ]);
+    expect(calls).toEqual([{ status: 'cancelled' }]);
     ws.close();
   });
 

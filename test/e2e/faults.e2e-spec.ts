@@ -41,6 +41,10 @@ describe('session worker faults', () => {
       `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_cmd', $2, 'allow', 1, 'faults test')`,
       [randomUUID(), SOURCE],
     );
+    await db.query(
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_task', $2, 'allow', 1, 'faults test')`,
+      [randomUUID(), SOURCE],
+    );
   });
   // A failed test must not leave the next one with fewer than two workers.
   beforeEach(async () => {
@@ -186,6 +190,108 @@ describe('session worker faults', () => {
       sessionId,
     ]);
     expect(calls).toEqual([{ status: 'cancelled' }]);
+    ws.close();
+  });
+
+  it('kill -9 inside a sub-agent: the child is recovered as its own agent, its answer reaches the parent, each frame closes once', async () => {
+    const { ws, sessionId } = await open();
+    const root = `root-${randomUUID()}`;
+    const child = `child-${randomUUID()}`;
+    await sim.script({
+      match: root,
+      matchIn: 'last_user',
+      replies: [
+        {
+          tool_calls: [
+            { name: 'execute_task', arguments: { agent_id: 'generalist', prompt: `count the files ${child}` } },
+          ],
+        },
+        { content: 'the child said three' },
+      ],
+    });
+    await sim.script({
+      match: child,
+      matchIn: 'last_user',
+      replies: [
+        { content: 'slow '.repeat(200), chunkSize: 5, latency: { betweenChunksMs: 100 } },
+        { content: 'three' },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: root, content: `delegate ${root}` });
+    await ws.waitForType('agent_start');
+    await ws.waitForType('token_delta');
+    (await driverOf(sessionId)).child.kill('SIGKILL');
+    const done = await ws.waitFor((f) => f.type === 'done', LEASE_TTL_MS + 20_000);
+    expect(done.content).toBe('the child said three');
+    const frames: Array<{ depth: number; agent_id: string; status: string }> = await db.query(
+      `SELECT depth, agent_id, status FROM stack_frames WHERE session_id = $1 ORDER BY ord`,
+      [sessionId],
+    );
+    expect(frames).toEqual([
+      { depth: 0, agent_id: 'main', status: 'active' },
+      { depth: 1, agent_id: 'generalist', status: 'closed' },
+    ]);
+    const calls: Array<{ name: string; status: string; result: string }> = await db.query(
+      `SELECT name, status, result FROM tool_calls WHERE session_id = $1`,
+      [sessionId],
+    );
+    expect(calls).toEqual([{ name: 'execute_task', status: 'done', result: 'three' }]);
+    // The child was asked twice (killed, then recovered), both times as itself (the generalist's prompt).
+    const childRequests = (await sim.requests({ contains: child })).filter((r) =>
+      JSON.stringify((r.body as { messages: unknown[] }).messages[0]).includes('careful generalist'),
+    );
+    expect(childRequests).toHaveLength(2);
+    ws.close();
+  });
+
+  it('kill -9 during a parallel sub-agent batch: the batch is reaped (calls failed, frames closed) and the parent answers', async () => {
+    const { ws, sessionId } = await open();
+    const root = `proot-${randomUUID()}`;
+    const a = `pa-${randomUUID()}`;
+    const b = `pb-${randomUUID()}`;
+    await sim.script({
+      match: root,
+      matchIn: 'last_user',
+      replies: [
+        {
+          tool_calls: [
+            { name: 'execute_task', arguments: { agent_id: 'generalist', prompt: `first ${a}` } },
+            { name: 'execute_task', arguments: { agent_id: 'generalist', prompt: `second ${b}` } },
+          ],
+        },
+        { content: 'both were lost, sorry' },
+      ],
+    });
+    for (const k of [a, b]) {
+      await sim.script({
+        match: k,
+        matchIn: 'last_user',
+        replies: [{ content: 'slow '.repeat(200), chunkSize: 5, latency: { betweenChunksMs: 100 } }],
+      });
+    }
+    ws.send({ type: 'message', client_message_id: root, content: `fan out ${root}` });
+    await ws.waitFor((f) => f.type === 'agent_start' && ws.frames.filter((x) => x.type === 'agent_start').length >= 2);
+    await ws.waitForType('token_delta');
+    (await driverOf(sessionId)).child.kill('SIGKILL');
+    const done = await ws.waitFor((f) => f.type === 'done', LEASE_TTL_MS + 20_000);
+    expect(done.content).toBe('both were lost, sorry');
+    const frames: Array<{ depth: number; status: string }> = await db.query(
+      `SELECT depth, status FROM stack_frames WHERE session_id = $1 ORDER BY ord`,
+      [sessionId],
+    );
+    expect(frames).toEqual([
+      { depth: 0, status: 'active' },
+      { depth: 1, status: 'closed' },
+      { depth: 1, status: 'closed' },
+    ]);
+    const calls: Array<{ name: string; status: string }> = await db.query(
+      `SELECT name, status FROM tool_calls WHERE session_id = $1 ORDER BY ord`,
+      [sessionId],
+    );
+    expect(calls).toEqual([
+      { name: 'execute_task', status: 'failed' },
+      { name: 'execute_task', status: 'failed' },
+    ]);
     ws.close();
   });
 

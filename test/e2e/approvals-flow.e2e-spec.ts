@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
@@ -87,6 +87,45 @@ describe('approvals through the whole stack', () => {
     ws.close();
   });
 
+  it('a file edited by hand after the preview is not overwritten: approving re-asks with a fresh diff, the second approval writes it', async () => {
+    const { api, ws } = await open();
+    const file = path.join(stack.env.SKALD_WORKSPACES, api.user!.id, 'notes.md');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, 'alpha\nbeta\n');
+    const m = `s-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'edit_file', arguments: { path: 'notes.md', old: 'beta', new: 'BETA' } }] },
+        { content: 'edited' },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `edit the notes ${m}` });
+    const card = await ws.waitForType('pending_write');
+    expect(card).toMatchObject({
+      path: '/workspace/notes.md',
+      old_content: 'alpha\nbeta\n',
+      new_content: 'alpha\nBETA\n',
+    });
+
+    writeFileSync(file, 'alpha\nbeta\ngamma\n'); // the concurrent edit
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    const fresh = await ws.waitFor((f) => f.type === 'pending_write' && f.request_id !== card.request_id);
+    expect(fresh).toMatchObject({
+      tool_call_id: card.tool_call_id,
+      old_content: 'alpha\nbeta\ngamma\n',
+      new_content: 'alpha\nBETA\ngamma\n',
+    });
+    expect(fileOf(api, 'notes.md')).toBe('alpha\nbeta\ngamma\n');
+
+    ws.send({ type: 'approve_tool', request_id: fresh.request_id });
+    const done = await ws.waitForType('tool_done');
+    expect(done.tool_call_id).toBe(card.tool_call_id);
+    await ws.waitFor((f) => f.type === 'done' && f.content === 'edited');
+    expect(fileOf(api, 'notes.md')).toBe(fresh.new_content);
+    ws.close();
+  });
+
   it('a turn waiting for a human parks (lease released), reports running with waiting, and resumes on an answer by tool call id from another gateway', async () => {
     const { api, ws, sessionId } = await open();
     const m = `p-${randomUUID()}`;
@@ -157,5 +196,68 @@ describe('approvals through the whole stack', () => {
     expect(requests[0].n).toBe(1);
     await stack.addReplica('session-worker');
     ws.close();
+  });
+
+  it('a parked turn: steer waits for the answer, interrupt stops the turn (approval cancelled) and starts its own', async () => {
+    const { ws, sessionId } = await open();
+    const m = `pi-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      matchIn: 'last_user',
+      replies: [{ tool_calls: [{ name: 'write_file', arguments: { path: 'never.txt', content: 'x' } }] }],
+    });
+    await sim.script({ match: `int-${m}`, matchIn: 'last_user', replies: [{ content: 'the interrupt is answered' }] });
+    ws.send({ type: 'message', client_message_id: m, content: `park ${m}` });
+    const card = await ws.waitForType('pending_write');
+    for (let i = 0; i < 100; i++) {
+      const rows: Array<{ turn_state: string }> = await db.query(`SELECT turn_state FROM sessions WHERE id = $1`, [
+        sessionId,
+      ]);
+      if (rows[0].turn_state === 'parked') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    ws.send({ type: 'message', client_message_id: `steer-${m}`, content: `meanwhile ${m}-steer`, delivery: 'steer' });
+    await ws.waitFor((f) => f.type === 'ack' && f.client_message_id === `steer-${m}`);
+    await new Promise((r) => setTimeout(r, 1500));
+    // Still parked, the steer message not entered.
+    expect(ws.frames.some((f) => f.type === 'user_message' && String(f.content).includes('-steer'))).toBe(false);
+    ws.send({ type: 'message', client_message_id: `int-${m}`, content: `int-${m}`, delivery: 'interrupt' });
+    await ws.waitFor((f) => f.type === 'done' && f.content === 'the interrupt is answered', 20_000);
+    const call: Array<{ status: string }> = await db.query(`SELECT status FROM tool_calls WHERE session_id = $1`, [
+      sessionId,
+    ]);
+    expect(call).toEqual([{ status: 'cancelled' }]);
+    const request: Array<{ status: string }> = await db.query(`SELECT status FROM approval_requests WHERE id = $1`, [
+      card.request_id,
+    ]);
+    expect(request).toEqual([{ status: 'cancelled' }]);
+    // The steer message was kept out by the stop: discarded and announced, never entered.
+    const discarded = ws.frames.find((f) => f.type === 'message_discarded');
+    expect(discarded).toMatchObject({ client_message_id: `steer-${m}` });
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    expect((await ws.waitFor((f) => f.type === 'error' && f.request_id === card.request_id)).code).toBe('conflict');
+    ws.close();
+  });
+
+  it("shared memory is written only from an admin's session: a user's write is denied, an admin's asks", async () => {
+    const m = `sm-${randomUUID()}`;
+    const write = {
+      tool_calls: [{ name: 'write_file', arguments: { path: 'shared-memory/policy.md', content: 'be kind' } }],
+    };
+    await sim.script({ match: `u-${m}`, replies: [write, { content: 'ok' }] });
+    await sim.script({ match: `a-${m}`, replies: [write, { content: 'ok' }] });
+    const { ws } = await open();
+    ws.send({ type: 'message', client_message_id: `u-${m}`, content: `share u-${m}` });
+    const rejected = await ws.waitForType('tool_rejected');
+    expect(String(rejected.reason)).toMatch(/admin/i);
+    ws.close();
+    const adminWs = await WsTestClient.connect(stack.gatewayUrl, { token: admin.token, source: 'adminchat' });
+    await adminWs.waitForType('hello');
+    adminWs.send({ type: 'message', client_message_id: `a-${m}`, content: `share a-${m}` });
+    const card = await adminWs.waitForType('pending_write');
+    expect(card.path).toBe('shared-memory/policy.md');
+    adminWs.send({ type: 'approve_tool', request_id: card.request_id });
+    await adminWs.waitForType('tool_done');
+    adminWs.close();
   });
 });

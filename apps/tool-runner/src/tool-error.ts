@@ -15,7 +15,9 @@ export type ToolErrorCode =
   | 'timed_out'
   | 'stopped'
   | 'unavailable'
-  | 'io';
+  | 'io'
+  /** The file changed since the preview the human approved: nothing was written (`status: stale`). */
+  | 'stale';
 
 export class ToolError extends Error {
   constructor(
@@ -24,5 +26,13 @@ export class ToolError extends Error {
   ) {
     super(message);
     this.name = 'ToolError';
+  }
+}
+
+/** A write approved on a preview whose file has changed since: answered `stale`, nothing written. */
+export class StalePreview extends ToolError {
+  constructor(virtual: string) {
+    super('stale', `${virtual} changed since the preview that was approved; nothing was written`);
+    this.name = 'StalePreview';
   }
 }

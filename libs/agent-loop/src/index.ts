@@ -34,6 +34,7 @@ export type {
   ToolInvocation,
   ToolProgress,
   ToolResult,
+  ToolRunOptions,
   ToolSetPort,
   ToolSpec,
 } from './ports';

@@ -134,6 +134,12 @@ export interface ApprovalPreview {
   path: string;
   oldContent?: string;
   newContent: string;
+  /**
+   * Opaque hash of the file the preview was computed from. Kept on the call row (`previewHash`)
+   * and handed to `run()` once approved: a file that changed meanwhile makes the run answer
+   * `stale` (nothing written) and the human is asked again with a fresh preview.
+   */
+  baseHash?: string;
 }
 
 export type HumanRequest =
@@ -194,7 +200,14 @@ export type ToolResult =
       /** Files the call wrote (emitted as `file_changed`). */
       changedPaths?: string[];
     }
-  | { ok: false; error: string };
+  /** `stale`: the run was refused because its file changed since the approved preview
+   *  (`ToolRunOptions.expectedBaseHash`); nothing was written. */
+  | { ok: false; error: string; stale?: true };
+
+export interface ToolRunOptions {
+  /** The `baseHash` of the preview the human approved; absent when the call was not previewed. */
+  expectedBaseHash?: string;
+}
 
 export interface ToolProgress {
   stream: 'stdout' | 'stderr';
@@ -208,7 +221,7 @@ export interface ToolExecution {
   /** What recovery does with a call found `running`: run it again or mark it `interrupted`. */
   readonly restartHint: RestartHint;
   /** Run the call. Throwing counts as a failure with the error's message. */
-  run(signal: AbortSignal, onProgress: (progress: ToolProgress) => void): Promise<ToolResult>;
+  run(signal: AbortSignal, onProgress: (progress: ToolProgress) => void, options?: ToolRunOptions): Promise<ToolResult>;
   /** Abort a running call now (kill the process tree). Called when the turn's signal aborts. */
   stop(): void;
   /** Diff preview for an approval card (`pending_write`); null → `approval_required`. */

@@ -10,7 +10,7 @@ import { parseArguments } from './json';
 import { isLoopTool } from './loop-tools';
 import { injectWorkingDirectory } from './paths';
 import { activateTools, listAgents, taskCompletedStub, updateScratchpad, writeTodos } from './plumbing';
-import type { HumanAnswer, RestartHint, ToolContext, ToolExecution, ToolResult } from './ports';
+import type { HumanAnswer, RestartHint, ToolContext, ToolExecution, ToolProgress, ToolResult } from './ports';
 import { cancelledRecord, doneRecord, failedRecord, interruptedRecord, rejectedRecord } from './records';
 import { ABORTED, raceAbort } from './signals';
 import { AUTO_DENY_REASON, INTERRUPTED_DELEGATION_ERROR, rejectionMessage } from './texts';
@@ -102,19 +102,34 @@ export async function runCall(
   }
 }
 
-async function askApproval(fctx: FrameContext, call: PreparedCall, preset?: HumanAnswer): Promise<CallEnd> {
+/**
+ * Ask the human to approve a call. `fresh`: the approved preview went stale, so ask under a new
+ * request id even though the row has one.
+ */
+async function askApproval(
+  fctx: FrameContext,
+  call: PreparedCall,
+  preset?: HumanAnswer,
+  fresh = false,
+): Promise<CallEnd> {
   const { row, args } = call;
   const { session, deps } = fctx.turn;
   if (session.autoDenyApprovals) return { flow: 'continue', record: rejectedRecord(row, AUTO_DENY_REASON) };
-  const requestId = row.requestId ?? deps.ids.newId();
+  const newRequest = fresh || row.requestId === null;
+  const requestId = newRequest ? deps.ids.newId() : (row.requestId ?? deps.ids.newId());
+  // The file hash the answer is about. A re-ask under the same request id keeps the stored one
+  // (the request registered under that id shows that preview); a new request takes its own.
+  let previewHash = row.previewHash ?? null;
   let answer: HumanAnswer;
   if (preset) {
     answer = preset;
   } else {
     const preview = call.exec?.preview ? await call.exec.preview().catch(() => null) : null;
+    if (newRequest) previewHash = preview?.baseHash ?? null;
+    const hashPatch = previewHash !== (row.previewHash ?? null) ? { previewHash } : {};
     await commit(
       fctx.turn,
-      [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId } }],
+      [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId, ...hashPatch } }],
       [approvalEvent(row, requestId, args, preview)],
     );
     answer = await waitForHuman(fctx, {
@@ -131,7 +146,7 @@ async function askApproval(fctx: FrameContext, call: PreparedCall, preset?: Huma
   }
   switch (answer.kind) {
     case 'approved':
-      return execute(fctx, { ...call, row: { ...row, requestId } });
+      return execute(fctx, { ...call, row: { ...row, requestId, previewHash } });
     case 'rejected':
       return { flow: 'continue', record: rejectedRecord(row, rejectionMessage(answer.note)) };
     case 'answered':
@@ -226,8 +241,13 @@ async function execute(fctx: FrameContext, call: PreparedCall): Promise<CallEnd>
     }
   }
   await commit(fctx.turn, [{ kind: 'updateToolCall', id: row.id, patch: { status: 'running' } }], []);
-  const result = await runExecution(fctx, row, call.exec);
+  const result = await runExecution(fctx, row, call.exec, row.previewHash ?? undefined);
   if (result === ABORTED) return { flow: 'cancelled', record: cancelledRecord(row) };
+  if (!result.ok && result.stale) {
+    // The file changed after the preview the human approved: nothing was written. Ask again with
+    // a fresh preview under a new request id (the approved one is spent).
+    return askApproval(fctx, call, undefined, true);
+  }
   return result.ok
     ? {
         flow: 'continue',
@@ -244,25 +264,28 @@ async function runExecution(
   fctx: FrameContext,
   row: ToolCallRow,
   exec: ToolExecution,
+  expectedBaseHash: string | undefined,
 ): Promise<ToolResult | typeof ABORTED> {
   const { deps, session } = fctx.turn;
   const onAbort = (): void => exec.stop();
   fctx.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    const running = exec
-      .run(fctx.signal, (p) =>
-        deps.events.ephemeral({
-          type: 'tool_progress',
-          session_id: session.id,
-          tool_call_id: row.id,
-          stream: p.stream,
-          chunk: p.chunk,
-        }),
-      )
-      .catch((error: unknown): ToolResult => ({
-        ok: false,
-        error: error instanceof Error ? error.message : String(error),
-      }));
+    const onProgress = (p: ToolProgress): void =>
+      deps.events.ephemeral({
+        type: 'tool_progress',
+        session_id: session.id,
+        tool_call_id: row.id,
+        stream: p.stream,
+        chunk: p.chunk,
+      });
+    const running = (
+      expectedBaseHash !== undefined
+        ? exec.run(fctx.signal, onProgress, { expectedBaseHash })
+        : exec.run(fctx.signal, onProgress)
+    ).catch((error: unknown): ToolResult => ({
+      ok: false,
+      error: error instanceof Error ? error.message : String(error),
+    }));
     return await raceAbort(running, fctx.signal);
   } finally {
     fctx.signal.removeEventListener('abort', onAbort);

@@ -79,6 +79,9 @@ export interface ToolCallRow {
   requestId: string | null;
   /** For a sync delegation (execute_task / execute_subtask): the child frame it opened. */
   childFrameId: string | null;
+  /** `baseHash` of the preview shown with the current approval request (null / absent: none).
+   *  An approved run must still find its file with this hash. */
+  previewHash?: string | null;
 }
 
 export type FrameStatus = 'active' | 'closed';
@@ -176,6 +179,7 @@ export interface ToolCallPatch {
   resultType?: string | null;
   requestId?: string | null;
   childFrameId?: string | null;
+  previewHash?: string | null;
 }
 
 export type Mutation =

@@ -94,6 +94,8 @@ export const ApprovalPreview = z.object({
   base_hash: z.string().optional(),
 });
 export type ApprovalPreview = z.infer<typeof ApprovalPreview>;
+/** `expected_base_hash` of a write previewed while its file did not exist (a preview without `base_hash`). */
+export const ABSENT_FILE_HASH = 'absent';
 
 /**
  * Registers a human request (approval or clarification) for a tool call. Idempotent by
@@ -158,6 +160,11 @@ export const ToolExecRequest = z.object({
   tool_call_id: Id,
   name: z.string(),
   arguments: z.record(z.string(), z.unknown()),
+  /**
+   * A write approved on a preview: the preview's `base_hash` (`ABSENT_FILE_HASH` for a new file).
+   * When the file's hash differs at write time, nothing is written and the reply is `stale`.
+   */
+  expected_base_hash: z.string().optional(),
 });
 export const ToolExecReply = z.discriminatedUnion('status', [
   z.object({
@@ -168,10 +175,12 @@ export const ToolExecReply = z.discriminatedUnion('status', [
   }),
   z.object({ status: z.literal('failed'), error: z.string() }),
   z.object({ status: z.literal('cancelled') }),
+  /** The file changed since the preview the human approved (`expected_base_hash`): nothing was written. */
+  z.object({ status: z.literal('stale'), error: z.string() }),
 ]);
 export const ToolCancel = z.object({ tool_call_id: Id });
 /** The diff an approval card shows, computed by the tool runner from the user's workspace exactly as the tool would write. */
-export const ToolPreviewRequest = ToolExecRequest;
+export const ToolPreviewRequest = ToolExecRequest.omit({ expected_base_hash: true });
 export const ToolPreviewReply = z.object({ preview: ApprovalPreview.nullable() });
 
 /**

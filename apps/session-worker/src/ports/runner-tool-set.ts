@@ -5,10 +5,11 @@ import type {
   ToolInvocation,
   ToolProgress,
   ToolResult,
+  ToolRunOptions,
   ToolSetPort,
   ToolSpec,
 } from '@skald/agent-loop';
-import { BUILTIN_TOOLS, BUILTIN_TOOLS_BY_NAME, TOPICS } from '@skald/contracts';
+import { ABSENT_FILE_HASH, BUILTIN_TOOLS, BUILTIN_TOOLS_BY_NAME, TOPICS } from '@skald/contracts';
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
 
 const EXEC_MARGIN_MS = 15_000;
@@ -73,7 +74,11 @@ export class RunnerToolSet implements ToolSetPort {
     return {
       concurrencySafe: spec?.concurrencySafe ?? false,
       restartHint: spec?.restartHint ?? 'markInterrupted',
-      async run(signal: AbortSignal, _onProgress: (p: ToolProgress) => void): Promise<ToolResult> {
+      async run(
+        signal: AbortSignal,
+        _onProgress: (p: ToolProgress) => void,
+        options?: ToolRunOptions,
+      ): Promise<ToolResult> {
         if (!spec) return { ok: false, error: `unknown tool ${call.name}` };
         if (!args) return { ok: false, error: `invalid arguments for ${call.name}: expected a JSON object` };
         if (signal.aborted) return { ok: false, error: 'cancelled' };
@@ -86,6 +91,7 @@ export class RunnerToolSet implements ToolSetPort {
               tool_call_id: call.toolCallId,
               name: call.name,
               arguments: args,
+              ...(options?.expectedBaseHash !== undefined ? { expected_base_hash: options.expectedBaseHash } : {}),
             },
             { timeoutMs: Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
           );
@@ -101,6 +107,8 @@ export class RunnerToolSet implements ToolSetPort {
               return { ok: false, error: reply.error };
             case 'cancelled':
               return { ok: false, error: 'cancelled' };
+            case 'stale':
+              return { ok: false, error: reply.error, stale: true };
             default: {
               const never: never = reply;
               return { ok: false, error: `unexpected reply ${JSON.stringify(never)}` };
@@ -124,7 +132,13 @@ export class RunnerToolSet implements ToolSetPort {
             arguments: args,
           });
           return r.preview
-            ? { path: r.preview.path, oldContent: r.preview.old_content, newContent: r.preview.new_content }
+            ? {
+                path: r.preview.path,
+                oldContent: r.preview.old_content,
+                newContent: r.preview.new_content,
+                // No `base_hash`: computed while the file did not exist.
+                baseHash: r.preview.base_hash ?? ABSENT_FILE_HASH,
+              }
             : null;
         } catch {
           // No preview is better than a wrong one: the card falls back to approval_required.

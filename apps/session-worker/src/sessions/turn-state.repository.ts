@@ -13,6 +13,23 @@ export interface AwaitingCall {
 export class TurnStateRepository {
   constructor(private readonly ds: DataSource) {}
 
+  /**
+   * The role of the session's owner as of their latest message: the gate and the tool runner judge
+   * admin-only actions (shared-memory writes) by it.
+   */
+  async ownerRole(sessionId: string): Promise<'user' | 'admin'> {
+    const rows = await queryRows<{ owner_role: 'user' | 'admin' }>(
+      this.ds,
+      `SELECT owner_role FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
+    return rows[0]?.owner_role ?? 'user';
+  }
+
+  async recordOwnerRole(sessionId: string, role: 'user' | 'admin'): Promise<void> {
+    await this.ds.query(`UPDATE sessions SET owner_role = $2 WHERE id = $1 AND owner_role <> $2`, [sessionId, role]);
+  }
+
   async stopRequested(sessionId: string): Promise<boolean> {
     const rows = await queryRows<{ stop: boolean }>(
       this.ds,

@@ -233,8 +233,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       const c = m.call;
       await tx.query(
         `INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
-                                 result_type, request_id, child_frame_id, epoch)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+                                 result_type, request_id, child_frame_id, preview_hash, epoch)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
         [
           c.id,
           c.sessionId,
@@ -249,6 +249,7 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
           c.resultType,
           c.requestId,
           c.childFrameId,
+          c.previewHash ?? null,
           epoch,
         ],
       );
@@ -262,6 +263,7 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
             result_type = CASE WHEN $5::boolean THEN $6 ELSE result_type END,
             request_id = CASE WHEN $7::boolean THEN $8::uuid ELSE request_id END,
             child_frame_id = CASE WHEN $9::boolean THEN $10::uuid ELSE child_frame_id END,
+            preview_hash = CASE WHEN $12::boolean THEN $13 ELSE preview_hash END,
             started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN now() ELSE started_at END,
             finished_at = CASE WHEN $2 IN ('done', 'failed', 'rejected', 'cancelled', 'interrupted') THEN now() ELSE finished_at END,
             epoch = $11
@@ -278,6 +280,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
           p.childFrameId !== undefined,
           p.childFrameId ?? null,
           epoch,
+          p.previewHash !== undefined,
+          p.previewHash ?? null,
         ],
       );
       return;
@@ -419,6 +423,7 @@ export function toToolCall(r: Row): ToolCallRow {
     resultType: (r.result_type as string | null) ?? null,
     requestId: (r.request_id as string | null) ?? null,
     childFrameId: (r.child_frame_id as string | null) ?? null,
+    previewHash: (r.preview_hash as string | null) ?? null,
   };
 }
 

@@ -35,6 +35,7 @@ export class SubmitService {
     s: Submission,
   ): Promise<{ session_id: string; message_id: string; client_message_id: string; duplicate: boolean }> {
     const { id: sessionId } = await this.sessions.active({ userId: s.actor.userId, source: s.source });
+    await this.turnState.recordOwnerRole(sessionId, s.actor.role);
     const stored = await this.inbox.store({
       userId: s.actor.userId,
       sessionId,

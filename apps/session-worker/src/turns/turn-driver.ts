@@ -141,7 +141,8 @@ export class TurnDriver implements OnApplicationShutdown {
         if (session.turnState === 'finished') await this.turnState.clearStop(sessionId);
         else d.turn.abort();
       }
-      const deps = this.deps(store, session.userId);
+      const role = await this.turnState.ownerRole(sessionId);
+      const deps = this.deps(store, session.userId, role);
       const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
       const log = this.log.child({ sessionId, userId: session.userId, turnId: randomUUID(), epoch: d.lease.epoch });
       let outcome: TurnOutcome;
@@ -153,7 +154,7 @@ export class TurnDriver implements OnApplicationShutdown {
           log.info({}, 'stopping a parked turn');
           outcome = await recoverTurn(deps, { sessionId, signal });
         } else {
-          const answered = await this.firstAnswered(sessionId, session.userId);
+          const answered = await this.firstAnswered(sessionId, session.userId, role);
           if (!answered) return false;
           log.info({ toolCallId: answered.toolCallId }, 'a human answered a parked turn');
           try {
@@ -182,7 +183,7 @@ export class TurnDriver implements OnApplicationShutdown {
       if (outcome.kind === 'cancelled') {
         await this.bus
           .call('approval.cancel_session', {
-            actor: { userId: session.userId, role: 'user' },
+            actor: { userId: session.userId, role },
             session_id: sessionId,
             reason: 'stop',
           })
@@ -194,12 +195,12 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   /** The first awaiting call of a parked session whose human request has been answered. */
-  private async firstAnswered(sessionId: string, userId: string) {
+  private async firstAnswered(sessionId: string, userId: string, role: 'user' | 'admin') {
     for (const call of await this.turnState.awaitingCalls(sessionId)) {
       if (!call.requestId) continue;
       try {
         const state = await this.bus.call('approval.get', {
-          actor: { userId, role: 'user' },
+          actor: { userId, role },
           request_id: call.requestId,
         });
         const answer = answerOf(state);
@@ -211,16 +212,16 @@ export class TurnDriver implements OnApplicationShutdown {
     return null;
   }
 
-  private deps(store: PgSessionStore, userId: string): LoopDeps {
+  private deps(store: PgSessionStore, userId: string, role: 'user' | 'admin'): LoopDeps {
     return {
       store,
-      gate: new NatsGate(this.bus, 'user'),
-      human: new NatsHumanWait(this.bus, 'user', {
+      gate: new NatsGate(this.bus, role),
+      human: new NatsHumanWait(this.bus, role, {
         parkAfterMs: this.config.SKALD_PARK_AFTER * 1000,
         pollMs: this.config.SKALD_HUMAN_POLL_MS,
         draining: () => this.draining,
       }),
-      tools: new RunnerToolSet(this.bus, 'user'),
+      tools: new RunnerToolSet(this.bus, role),
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,

@@ -31,8 +31,16 @@ export class CallResults<T> {
     private readonly sizeOf: (value: T) => number,
   ) {}
 
-  /** `owner` identifies the call (user + tool); a different owner for a known id is a conflict. */
-  async run(id: string, owner: string, work: () => Promise<T>): Promise<{ value: T; replayed: boolean }> {
+  /**
+   * `owner` identifies the call (user + tool); a different owner for a known id is a conflict.
+   * `keep` says whether a result is kept for duplicates (a result that did nothing may be re-run).
+   */
+  async run(
+    id: string,
+    owner: string,
+    work: () => Promise<T>,
+    keep: (value: T) => boolean = () => true,
+  ): Promise<{ value: T; replayed: boolean }> {
     const done = this.finished.get(id);
     if (done) {
       if (done.owner !== owner) throw new CallConflict(id);
@@ -49,7 +57,7 @@ export class CallResults<T> {
     this.running.set(id, { owner, promise });
     try {
       const value = await promise;
-      this.remember(id, owner, value);
+      if (keep(value)) this.remember(id, owner, value);
       return { value, replayed: false };
     } finally {
       this.running.delete(id);

@@ -32,6 +32,8 @@ export abstract class ToolCallRecords {
   /** Takes over an abandoned call (compare-and-set on its runner); false if someone else did. */
   abstract takeOver(toolCallId: string, from: string, to: string): Promise<boolean>;
   abstract finish(toolCallId: string, runner: string, reply: ToolReply): Promise<void>;
+  /** Forgets a call this runner claimed that did nothing (a stale preview), so it can run later. */
+  abstract release(toolCallId: string, runner: string): Promise<void>;
   /** Refreshes the heartbeat of the calls this runner runs. */
   abstract heartbeat(runner: string, toolCallIds: string[]): Promise<void>;
   /** Deletes finished records older than `days`; returns how many. */
@@ -93,6 +95,13 @@ export class PgToolCallRecords extends ToolCallRecords {
     );
   }
 
+  async release(toolCallId: string, runner: string): Promise<void> {
+    await this.db.query(
+      `DELETE FROM tool_call_results WHERE tool_call_id = $1 AND runner = $2 AND status = 'running'`,
+      [toolCallId, runner],
+    );
+  }
+
   async heartbeat(runner: string, toolCallIds: string[]): Promise<void> {
     if (toolCallIds.length === 0) return;
     await this.db.query(
@@ -145,6 +154,12 @@ export class InMemoryToolCallRecords extends ToolCallRecords {
       row.reply = reply;
       row.finishedAt = Date.now();
     }
+    return Promise.resolve();
+  }
+
+  release(toolCallId: string, runner: string): Promise<void> {
+    const row = this.rows.get(toolCallId);
+    if (row && row.runner === runner && !row.reply) this.rows.delete(toolCallId);
     return Promise.resolve();
   }
 

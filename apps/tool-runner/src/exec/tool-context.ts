@@ -9,6 +9,8 @@ export interface ToolContext {
   workdir: string;
   /** Aborted by `tools.cancel.<toolCallId>` (or shutdown). */
   signal: AbortSignal;
+  /** A write approved on a preview: the hash its file must still have (`tools.exec` `expected_base_hash`). */
+  expectedBaseHash?: string;
 }
 
 /** A finished call: the text the model reads, and the workspace path a write changed. */

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } fro
 import { BUILTIN_TOOLS_BY_NAME, ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
 import { Logger } from '@skald/service-kit';
 import { LOGGER } from '../config';
-import { ToolError } from '../tool-error';
+import { StalePreview, ToolError } from '../tool-error';
 import { resolveWorkspacePath, WORKSPACE } from '../workspace/workspace-path';
 import { CommandRunner } from '../command/command-runner';
 import { CallConflict, CallResults } from './call-results';
@@ -103,11 +103,17 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
 
   async exec(req: ToolExecRequest): Promise<ToolReply> {
     const owner = `${req.actor.userId}:${req.name}`;
-    const { value, replayed } = await this.results.run(req.tool_call_id, owner, () => {
-      // Not started, so safe for the caller to retry on another replica.
-      if (this.draining) throw new RunnerDraining();
-      return this.runDurably(req);
-    });
+    const { value, replayed } = await this.results.run(
+      req.tool_call_id,
+      owner,
+      () => {
+        // Not started, so safe for the caller to retry on another replica.
+        if (this.draining) throw new RunnerDraining();
+        return this.runDurably(req);
+      },
+      // A stale preview wrote nothing: the call runs again after a fresh approval.
+      (reply) => reply.status !== 'stale',
+    );
     if (replayed) {
       this.metrics.replayed();
       this.log.info(
@@ -185,6 +191,16 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
     this.mine.add(call.toolCallId);
     try {
       const reply = await this.runOnce(req);
+      if (reply.status === 'stale') {
+        // Nothing happened: the call runs again once the human approves a fresh preview.
+        await this.records.release(call.toolCallId, this.instance).catch((e: unknown) => {
+          this.log.error(
+            { ...ids, err: e instanceof Error ? e.message : String(e) },
+            'could not release the record of a stale tool call',
+          );
+        });
+        return reply;
+      }
       await this.records.finish(call.toolCallId, this.instance, reply).catch((e: unknown) => {
         this.log.error(
           { ...ids, err: e instanceof Error ? e.message : String(e) },
@@ -209,6 +225,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         toolCallId: req.tool_call_id,
         workdir: sessionWorkdir(req.arguments.workdir),
         signal,
+        ...(req.expected_base_hash !== undefined ? { expectedBaseHash: req.expected_base_hash } : {}),
       };
       if (signal.aborted) throw new ToolCancelled();
       const out = await this.router.route(req.name, ctx, req.arguments);
@@ -220,6 +237,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
       };
     } catch (e) {
       if (e instanceof ToolCancelled) reply = { status: 'cancelled' };
+      else if (e instanceof StalePreview) reply = { status: 'stale', error: e.message };
       else if (e instanceof ToolError) reply = { status: 'failed', error: e.message };
       else {
         this.log.error(
@@ -263,6 +281,8 @@ function replySize(reply: ToolReply): number {
       return reply.error.length * 2 + 128;
     case 'cancelled':
       return 64;
+    case 'stale':
+      return reply.error.length * 2 + 128;
   }
 }
 

@@ -2,10 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
-import { ToolError } from '../tool-error';
+import { StalePreview, ToolError } from '../tool-error';
 import { ioError, Jail } from '../workspace/jail';
 import { childPath, isMemoryPath, resolveWorkspacePath, WorkspacePath } from '../workspace/workspace-path';
 import { formatBytes, WorkspacesService } from '../workspace/workspaces.service';
+import { assertPreviewBase } from './content-hash';
 import { applyAppend, applyEdit, applyInsert, applyReplaceLines, EditError, EditResult } from './edit-ops';
 import {
   AppendFileArgs,
@@ -336,21 +337,33 @@ export class FileToolsService {
     opts: { create: boolean; mustBeText: boolean },
     compute: (current: string, existed: boolean) => EditResult,
   ): Promise<ToolOutput> {
+    const expected = ctx.expectedBaseHash;
     return this.workspaces.exclusive(ctx.userId, async () => {
       const jail = await this.workspaces.jail(ctx.userId);
-      const target = await jail.openWrite(p, { create: opts.create });
+      let target;
+      try {
+        target = await jail.openWrite(p, { create: opts.create });
+      } catch (e) {
+        // Approved on a preview of a file that is gone now.
+        if (expected !== undefined && e instanceof ToolError && e.code === 'not_found')
+          throw new StalePreview(p.virtual);
+        throw e;
+      }
       let written = false;
       try {
         const { handle, size, created } = target;
+        // A preview is never computed from a file this large: it grew since.
+        if (expected !== undefined && size > FILE_LIMITS.editMaxBytes) throw new StalePreview(p.virtual);
         if (size > FILE_LIMITS.editMaxBytes && opts.mustBeText) {
           throw new ToolError(
             'too_large',
             `${tool}: ${p.virtual} is too large to edit (${formatBytes(size)}; the limit is ${formatBytes(FILE_LIMITS.editMaxBytes)})`,
           );
         }
+        const buf = (opts.mustBeText || expected !== undefined) && size > 0 ? await readUpTo(handle, size) : null;
+        assertPreviewBase(expected, created ? null : (buf ?? Buffer.alloc(0)), p.virtual);
         let current = '';
-        if (opts.mustBeText && size > 0) {
-          const buf = await readUpTo(handle, size);
+        if (opts.mustBeText && buf) {
           if (looksBinary(buf))
             throw new ToolError('binary', `${tool}: ${p.virtual} is a binary file; only text files can be edited`);
           current = buf.toString('utf8');

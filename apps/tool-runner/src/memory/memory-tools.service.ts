@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { ToolContext, ToolOutput } from '../exec/tool-context';
+import { assertPreviewBase } from '../files/content-hash';
 import { applyAppend, applyEdit, applyInsert, applyReplaceLines, EditError, EditResult } from '../files/edit-ops';
 import {
   AppendFileArgs,
@@ -162,6 +163,8 @@ export class MemoryToolsService {
     const p = this.document(path);
     this.assertWritable(ctx, p);
     const edit = await this.repo.modify({ userId: ctx.userId, scope: p.scope, key: p.key }, ctx.userId, (current) => {
+      // Under the row lock of the write: approved on a preview of another version → nothing written.
+      assertPreviewBase(ctx.expectedBaseHash, current, p.virtual);
       if (current === null && !create) throw new ToolError('not_found', `no such memory document: ${p.virtual}`);
       let result: EditResult;
       try {

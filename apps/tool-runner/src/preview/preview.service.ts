@@ -1,9 +1,9 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ApprovalPreview, ParsedRequestOf } from '@skald/contracts';
 import { ToolContext } from '../exec/tool-context';
 import { sessionWorkdir } from '../exec/tool-exec.service';
+import { contentHash } from '../files/content-hash';
 import { applyAppend, applyEdit, applyInsert, applyReplaceLines, EditError } from '../files/edit-ops';
 import {
   AppendFileArgs,
@@ -104,7 +104,7 @@ export class PreviewService {
       return {
         virtual: doc.path.virtual,
         text: doc.content,
-        hash: doc.content === null ? null : sha256(Buffer.from(doc.content)),
+        hash: doc.content === null ? null : contentHash(doc.content),
       };
     }
     const p = resolveWorkspacePath(path, sessionWorkdir(req.arguments.workdir));
@@ -127,13 +127,9 @@ export class PreviewService {
       }
       const bytes = buf.subarray(0, read);
       if (looksBinary(bytes)) return null;
-      return { virtual: p.virtual, text: bytes.toString('utf8'), hash: sha256(bytes) };
+      return { virtual: p.virtual, text: bytes.toString('utf8'), hash: contentHash(bytes) };
     } finally {
       await opened.handle.close();
     }
   }
-}
-
-function sha256(b: Buffer): string {
-  return createHash('sha256').update(b).digest('hex');
 }

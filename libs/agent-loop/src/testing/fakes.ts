@@ -20,6 +20,7 @@ import type {
   ToolInvocation,
   ToolProgress,
   ToolResult,
+  ToolRunOptions,
   ToolSetPort,
   ToolSpec,
 } from '../ports';
@@ -106,6 +107,7 @@ export interface FakeToolDefinition {
     signal: AbortSignal,
     progress: (p: ToolProgress) => void,
     call: ToolInvocation,
+    options: ToolRunOptions,
   ) => Promise<ToolResult>;
   preview?: (args: unknown) => Promise<ApprovalPreview | null>;
 }
@@ -114,6 +116,8 @@ export interface ToolRunRecord {
   toolCallId: string;
   name: string;
   arguments: unknown;
+  /** The approved preview's hash handed to `run()`, when there was one. */
+  expectedBaseHash?: string;
 }
 
 /** A tool set from plain functions; records runs (start / end / stop) per durable call id. */
@@ -163,9 +167,14 @@ export class FakeToolSet implements ToolSetPort {
     return {
       concurrencySafe: tool.concurrencySafe ?? false,
       restartHint: tool.restartHint ?? 'reExecute',
-      async run(signal, onProgress) {
-        started.push({ toolCallId: call.toolCallId, name: call.name, arguments: structuredClone(call.arguments) });
-        const result = await tool.run(call.arguments, signal, onProgress, call);
+      async run(signal, onProgress, options = {}) {
+        started.push({
+          toolCallId: call.toolCallId,
+          name: call.name,
+          arguments: structuredClone(call.arguments),
+          ...(options.expectedBaseHash !== undefined ? { expectedBaseHash: options.expectedBaseHash } : {}),
+        });
+        const result = await tool.run(call.arguments, signal, onProgress, call, options);
         finished.push(call.toolCallId);
         return result;
       },

@@ -48,6 +48,7 @@ export class InitialSchema1764460800000 implements MigrationInterface {
         user_id uuid NOT NULL,
         source text NOT NULL,
         agent_id text NOT NULL DEFAULT 'main',
+        owner_role text NOT NULL DEFAULT 'user' CHECK (owner_role IN ('user', 'admin')),
         is_interactive boolean NOT NULL DEFAULT true,
         is_ephemeral boolean NOT NULL DEFAULT false,
         auto_deny_approvals boolean NOT NULL DEFAULT false,

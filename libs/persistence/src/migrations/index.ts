@@ -2,6 +2,7 @@ import { InitialSchema1764460800000 } from './1764460800000-initial-schema';
 import { DefaultApprovalRules1764460800001 } from './1764460800001-default-approval-rules';
 import { Approvals1764460800100 } from './1764460800100-approvals';
 import { ToolRunner1764460800200 } from './1764460800200-tool-runner';
+import { PreviewHash1764460800300 } from './1764460800300-preview-hash';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -9,5 +10,6 @@ export const MIGRATIONS = [
   DefaultApprovalRules1764460800001,
   Approvals1764460800100,
   ToolRunner1764460800200,
+  PreviewHash1764460800300,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -15,6 +15,6 @@ mkdir -p test-results
 rm -f test-results/jest-*.json test-results/lint.failed
 echo "Linting…"
 npm run --silent lint || touch test-results/lint.failed
-npx jest --selectProjects unit integration --coverage --json --outputFile=test-results/jest-main.json "$@"
-npx jest --selectProjects e2e --runInBand --json --outputFile=test-results/jest-e2e.json "$@"
+npx jest --selectProjects unit integration --coverage --forceExit --json --outputFile=test-results/jest-main.json "$@"
+npx jest --selectProjects e2e --runInBand --forceExit --json --outputFile=test-results/jest-e2e.json "$@"
 node scripts/test-summary.js test-results/jest-main.json test-results/jest-e2e.json

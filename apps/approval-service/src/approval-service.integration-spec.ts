@@ -7,10 +7,10 @@ import { DataSource } from 'typeorm';
 import { Actor, HumanRequestState, TOPICS, UserEvent } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
+import { PrivateNats } from '@skald/testing';
 import { AppModule } from './app.module';
 import { ApprovalConfigSchema } from './config';
 
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test';
 
 const user = (): Actor => ({ userId: randomUUID(), role: 'user' });
@@ -33,6 +33,10 @@ describe('approval service over NATS and Postgres', () => {
   let client: Bus;
   let db: DataSource;
   const published: Array<{ subject: string; data: unknown }> = [];
+  // A NATS server of its own: another process in the `approval-service` queue group on a shared
+  // server would answer this test's requests.
+  let nats: PrivateNats;
+  let NATS_URL = '';
 
   const boot = async (i: number) => {
     const config = loadConfig(ApprovalConfigSchema, {
@@ -49,6 +53,8 @@ describe('approval service over NATS and Postgres', () => {
   };
 
   beforeAll(async () => {
+    nats = await PrivateNats.start();
+    NATS_URL = nats.url;
     // two replicas: requests are load-balanced between them, so every test also crosses replicas
     apps = [await boot(0), await boot(1)];
     client = await Bus.connect({ servers: NATS_URL, name: `approval-it-client-${process.pid}` }, log);
@@ -63,6 +69,7 @@ describe('approval service over NATS and Postgres', () => {
     await client?.drain();
     for (const app of apps) await app.close();
     await db?.destroy();
+    await nats?.destroy();
   });
 
   const register = (

@@ -182,6 +182,12 @@ export interface HumanWaitPort {
    * event are already committed) and wait for the answer. When `signal` aborts, resolve with
    * `cancelled` promptly.
    */
+  /**
+   * Optional: register the request durably BEFORE its card (the awaiting_human row and the
+   * approval / question event) is committed, so that an answer sent the instant the card is seen
+   * finds the request. Idempotent by `requestId`; `awaitHuman` is still called afterwards.
+   */
+  prepare?(request: HumanRequest): Promise<void>;
   awaitHuman(request: HumanRequest, signal: AbortSignal): Promise<HumanAnswer>;
 }
 

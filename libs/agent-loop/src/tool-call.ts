@@ -10,7 +10,15 @@ import { parseArguments } from './json';
 import { isLoopTool } from './loop-tools';
 import { injectWorkingDirectory } from './paths';
 import { activateTools, listAgents, taskCompletedStub, updateScratchpad, writeTodos } from './plumbing';
-import type { HumanAnswer, RestartHint, ToolContext, ToolExecution, ToolProgress, ToolResult } from './ports';
+import type {
+  HumanAnswer,
+  HumanRequest,
+  RestartHint,
+  ToolContext,
+  ToolExecution,
+  ToolProgress,
+  ToolResult,
+} from './ports';
 import { cancelledRecord, doneRecord, failedRecord, interruptedRecord, rejectedRecord } from './records';
 import { ABORTED, raceAbort } from './signals';
 import { AUTO_DENY_REASON, INTERRUPTED_DELEGATION_ERROR, rejectionMessage } from './texts';
@@ -127,12 +135,7 @@ async function askApproval(
     const preview = call.exec?.preview ? await call.exec.preview().catch(() => null) : null;
     if (newRequest) previewHash = preview?.baseHash ?? null;
     const hashPatch = previewHash !== (row.previewHash ?? null) ? { previewHash } : {};
-    await commit(
-      fctx.turn,
-      [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId, ...hashPatch } }],
-      [approvalEvent(row, requestId, args, preview)],
-    );
-    answer = await waitForHuman(fctx, {
+    const request: HumanRequest = {
       kind: 'approval',
       requestId,
       sessionId: session.id,
@@ -142,7 +145,14 @@ async function askApproval(
       toolName: row.name,
       arguments: args,
       preview,
-    });
+    };
+    await deps.human.prepare?.(request);
+    await commit(
+      fctx.turn,
+      [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId, ...hashPatch } }],
+      [approvalEvent(row, requestId, args, preview)],
+    );
+    answer = await waitForHuman(fctx, request);
   }
   switch (answer.kind) {
     case 'approved':
@@ -175,6 +185,18 @@ async function askQuestion(fctx: FrameContext, call: PreparedCall, preset?: Huma
   if (preset) {
     answer = preset;
   } else {
+    const request: HumanRequest = {
+      kind: 'question',
+      requestId,
+      sessionId: session.id,
+      userId: session.userId,
+      source: session.source,
+      toolCallId: row.id,
+      title: q.title,
+      question: q.question,
+      suggestedAnswers: q.suggestedAnswers,
+    };
+    await deps.human.prepare?.(request);
     await commit(
       fctx.turn,
       [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId } }],
@@ -189,17 +211,7 @@ async function askQuestion(fctx: FrameContext, call: PreparedCall, preset?: Huma
         },
       ],
     );
-    answer = await waitForHuman(fctx, {
-      kind: 'question',
-      requestId,
-      sessionId: session.id,
-      userId: session.userId,
-      source: session.source,
-      toolCallId: row.id,
-      title: q.title,
-      question: q.question,
-      suggestedAnswers: q.suggestedAnswers,
-    });
+    answer = await waitForHuman(fctx, request);
   }
   switch (answer.kind) {
     case 'answered':

@@ -43,9 +43,14 @@ export class NatsHumanWait implements HumanWaitPort {
     private readonly options: HumanWaitOptions,
   ) {}
 
-  async awaitHuman(request: HumanRequest, signal: AbortSignal): Promise<HumanAnswer> {
+  /** Registers the request before its card is committed (idempotent by request id). */
+  async prepare(request: HumanRequest): Promise<void> {
+    await this.register(request);
+  }
+
+  private register(request: HumanRequest): Promise<HumanRequestState> {
     const actor = { userId: request.userId, role: this.role };
-    const state = await this.bus.call('approval.register', {
+    return this.bus.call('approval.register', {
       actor,
       request_id: request.requestId,
       kind: request.kind === 'approval' ? 'approval' : 'clarification',
@@ -60,6 +65,7 @@ export class NatsHumanWait implements HumanWaitPort {
               path: request.preview.path,
               old_content: request.preview.oldContent,
               new_content: request.preview.newContent,
+              ...(request.preview.baseHash ? { base_hash: request.preview.baseHash } : {}),
             },
           }
         : {}),
@@ -69,6 +75,11 @@ export class NatsHumanWait implements HumanWaitPort {
           }
         : {}),
     });
+  }
+
+  async awaitHuman(request: HumanRequest, signal: AbortSignal): Promise<HumanAnswer> {
+    const actor = { userId: request.userId, role: this.role };
+    const state = await this.register(request);
     const immediate = answerOf(state);
     if (immediate) return immediate;
     if (signal.aborted) return { kind: 'cancelled' };

@@ -3,6 +3,9 @@ import { INestApplication, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'pino';
+import { z } from 'zod';
+import { ConfigError, loadConfig } from './config';
+import { createLogger, instanceName } from './logger';
 import { Readiness } from './ops';
 
 /** Nest's own log lines, as JSON through pino. */
@@ -87,4 +90,51 @@ export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApp
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
   return app;
+}
+
+/** The settings every app's configuration schema has (BaseConfigSchema plus PORT and HOST). */
+export interface ServiceSettings {
+  LOG_LEVEL: string;
+  SKALD_INSTANCE?: string;
+  SKALD_SHUTDOWN_GRACE_MS: number;
+  PORT: number;
+  HOST: string;
+}
+
+export interface RunServiceOptions<C extends ServiceSettings> {
+  service: string;
+  schema: z.ZodType<C>;
+  /** The app's root module, built from its validated configuration. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  module: (config: C, log: Logger, instance: string) => any;
+  drain?: (app: INestApplication, config: C) => Promise<void>;
+  configure?: (app: INestApplication, config: C, log: Logger) => Promise<void> | void;
+}
+
+/**
+ * An app's `main`: validate the environment (a bad value is named and the process exits 1),
+ * create the logger with the instance name, start the app, drain on SIGTERM.
+ */
+export function runService<C extends ServiceSettings>(opts: RunServiceOptions<C>): void {
+  const start = async (): Promise<void> => {
+    const config = loadConfig(opts.schema);
+    const instance = instanceName(opts.service, config.SKALD_INSTANCE);
+    const log = createLogger(opts.service, config.LOG_LEVEL, instance);
+    await bootstrapService({
+      service: opts.service,
+      module: opts.module(config, log, instance),
+      port: config.PORT,
+      host: config.HOST,
+      log,
+      graceMs: config.SKALD_SHUTDOWN_GRACE_MS,
+      drain: opts.drain ? (app) => (opts.drain as NonNullable<typeof opts.drain>)(app, config) : undefined,
+      configure: opts.configure
+        ? (app) => (opts.configure as NonNullable<typeof opts.configure>)(app, config, log)
+        : undefined,
+    });
+  };
+  start().catch((e: unknown) => {
+    console.error(e instanceof ConfigError ? e.message : e);
+    process.exit(1);
+  });
 }

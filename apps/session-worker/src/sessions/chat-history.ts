@@ -1,16 +1,7 @@
 import { ChatMessageDto, ToolCallStatus } from '@skald/contracts';
+import { iso, parseToolArguments } from './row-format';
 
 type Row = Record<string, unknown>;
-const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
-
-function parseArgs(text: string): Record<string, unknown> | string {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : text;
-  } catch {
-    return text;
-  }
-}
 
 /** Chat rows for the UI: users and the assistant, each assistant row with its tool calls. */
 export function toChatMessage(m: Row, calls: Row[]): ChatMessageDto {
@@ -26,7 +17,7 @@ export function toChatMessage(m: Row, calls: Row[]): ChatMessageDto {
           tool_calls: calls.map((c) => ({
             id: String(c.id),
             name: String(c.name),
-            arguments: parseArgs(String(c.arguments)),
+            arguments: parseToolArguments(String(c.arguments)),
             status: c.status as ToolCallStatus,
             result: (c.result as string | null) ?? null,
           })),

@@ -1,7 +1,7 @@
 import { DebugRow, SessionDetail, SessionSummary } from '@skald/contracts';
+import { iso, parseToolArguments } from './row-format';
 
 type Row = Record<string, unknown>;
-const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
 const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 export function toSessionSummary(r: Row): SessionSummary {
@@ -15,15 +15,6 @@ export function toSessionSummary(r: Row): SessionSummary {
     message_count: Number(r.message_count ?? 0),
     last_message_at: r.last_message_at ? iso(r.last_message_at) : null,
   };
-}
-
-function parseArgs(text: string): Record<string, unknown> | string {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : text;
-  } catch {
-    return text;
-  }
 }
 
 /**
@@ -74,7 +65,7 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
             kind: 'tool',
             id: String(c.id),
             name: String(c.name),
-            arguments: parseArgs(String(c.arguments)),
+            arguments: parseToolArguments(String(c.arguments)),
             status: c.status as 'done',
             result: (c.result as string | null) ?? null,
             is_synthetic: synthetic,

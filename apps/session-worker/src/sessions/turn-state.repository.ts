@@ -14,16 +14,17 @@ export class TurnStateRepository {
   constructor(private readonly ds: DataSource) {}
 
   /**
-   * The role of the session's owner as of their latest message: the gate and the tool runner judge
-   * admin-only actions (shared-memory writes) by it.
+   * What the driver needs before each turn, in one read: a pending /stop, and the role of the
+   * session's owner as of their latest message (the gate and the tool runner judge admin-only
+   * actions, such as shared-memory writes, by it).
    */
-  async ownerRole(sessionId: string): Promise<'user' | 'admin'> {
-    const rows = await queryRows<{ owner_role: 'user' | 'admin' }>(
+  async turnControl(sessionId: string): Promise<{ stop: boolean; role: 'user' | 'admin' }> {
+    const rows = await queryRows<{ stop: boolean; owner_role: 'user' | 'admin' }>(
       this.ds,
-      `SELECT owner_role FROM sessions WHERE id = $1`,
+      `SELECT stop_requested_at IS NOT NULL AS stop, owner_role FROM sessions WHERE id = $1`,
       [sessionId],
     );
-    return rows[0]?.owner_role ?? 'user';
+    return { stop: rows[0]?.stop ?? false, role: rows[0]?.owner_role ?? 'user' };
   }
 
   async recordOwnerRole(sessionId: string, role: 'user' | 'admin'): Promise<void> {

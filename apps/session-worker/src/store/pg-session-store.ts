@@ -16,6 +16,7 @@ import {
   ToolCallRow,
 } from '@skald/agent-loop';
 import { DataSource, EntityManager } from 'typeorm';
+import { iso } from '../sessions/row-format';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
 export interface Fence {
@@ -33,7 +34,6 @@ export interface CommittedEvent {
 
 type Row = Record<string, unknown>;
 
-const iso = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /**

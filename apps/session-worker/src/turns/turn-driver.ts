@@ -137,11 +137,11 @@ export class TurnDriver implements OnApplicationShutdown {
       );
       const session = await store.getSession(sessionId);
       d.turn = new AbortController();
-      if (await this.turnState.stopRequested(sessionId)) {
+      const { stop, role } = await this.turnState.turnControl(sessionId);
+      if (stop) {
         if (session.turnState === 'finished') await this.turnState.clearStop(sessionId);
         else d.turn.abort();
       }
-      const role = await this.turnState.ownerRole(sessionId);
       const deps = this.deps(store, session.userId, role);
       const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
       const log = this.log.child({ sessionId, userId: session.userId, turnId: randomUUID(), epoch: d.lease.epoch });

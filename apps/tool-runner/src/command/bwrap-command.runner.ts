@@ -226,16 +226,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
 
       const stdout = child.stdout as NonNullable<ChildProcess['stdout']>;
       const stderr = child.stderr as NonNullable<ChildProcess['stderr']>;
-      for (const [name, stream] of [
-        ['stdout', stdout],
-        ['stderr', stderr],
-      ] as const) {
-        stream.on('data', (chunk: Buffer) => {
-          capture.push(chunk);
-          req.onOutput?.(name, chunk);
-        });
-        stream.on('error', () => undefined);
-      }
+      capture.follow(stdout, stderr, req.onOutput);
 
       let settled = false;
       const finish = (exitCode: number | null, signal: string | null): void => {

@@ -11,6 +11,24 @@ export class OutputCapture {
 
   constructor(private readonly maxBytes = 100 * 1024) {}
 
+  /** Captures a command's stdout and stderr as they are read, passing each chunk on to `onOutput`. */
+  follow(
+    stdout: NodeJS.ReadableStream,
+    stderr: NodeJS.ReadableStream,
+    onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void,
+  ): void {
+    for (const [name, stream] of [
+      ['stdout', stdout],
+      ['stderr', stderr],
+    ] as const) {
+      stream.on('data', (chunk: Buffer) => {
+        this.push(chunk);
+        onOutput?.(name, chunk);
+      });
+      stream.on('error', () => undefined);
+    }
+  }
+
   push(chunk: Buffer): void {
     const half = Math.floor(this.maxBytes / 2);
     if (this.headBytes < half) {

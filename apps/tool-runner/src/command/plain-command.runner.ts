@@ -64,16 +64,7 @@ export class PlainCommandRunner extends CommandRunner implements OnApplicationSh
       if (req.signal.aborted) end('cancelled');
       if (pid !== undefined) this.groups.set(pid, () => end('stopped'));
 
-      for (const [name, stream] of [
-        ['stdout', child.stdout],
-        ['stderr', child.stderr],
-      ] as const) {
-        stream.on('data', (chunk: Buffer) => {
-          capture.push(chunk);
-          req.onOutput?.(name, chunk);
-        });
-        stream.on('error', () => undefined);
-      }
+      capture.follow(child.stdout, child.stderr, req.onOutput);
 
       let settled = false;
       const finish = (exitCode: number | null, signal: string | null): void => {

@@ -24,40 +24,35 @@ export interface StoredAudit extends AuditEntry {
   at: Date;
 }
 
-const COLS = 13;
-
 @Injectable()
 export class AuditRepository {
   constructor(private readonly ds: DataSource) {}
 
-  /** One multi-row INSERT for a batch. */
+  /** One INSERT for a batch, its columns sent as arrays (a fixed 13 parameters whatever the batch size). */
   async insert(entries: readonly AuditEntry[], db: Queryable = this.ds): Promise<void> {
     if (entries.length === 0) return;
-    const params: unknown[] = [];
-    const values = entries.map((e, i) => {
-      params.push(
-        randomUUID(),
-        e.userId,
-        e.sessionId,
-        e.toolCallId,
-        e.requestId,
-        e.toolName,
-        e.argsDigest,
-        e.decision,
-        e.by,
-        e.actorUserId,
-        e.ruleId,
-        e.note,
-        e.at ?? null,
-      );
-      const p = Array.from({ length: COLS }, (_, k) => `$${i * COLS + k + 1}`);
-      return `(${p.slice(0, -1).join(', ')}, COALESCE(${p[COLS - 1]}::timestamptz, now()))`;
-    });
+    const now = new Date();
+    const column = <T>(pick: (e: AuditEntry) => T): T[] => entries.map(pick);
     await queryRows(
       db,
       `INSERT INTO approval_audit (id, user_id, session_id, tool_call_id, request_id, tool_name, args_digest, decision, by, actor_user_id, rule_id, note, at)
-       VALUES ${values.join(', ')}`,
-      params,
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[],
+                            $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::timestamptz[])`,
+      [
+        entries.map(() => randomUUID()),
+        column((e) => e.userId),
+        column((e) => e.sessionId),
+        column((e) => e.toolCallId),
+        column((e) => e.requestId),
+        column((e) => e.toolName),
+        column((e) => e.argsDigest),
+        column((e) => e.decision),
+        column((e) => e.by),
+        column((e) => e.actorUserId),
+        column((e) => e.ruleId),
+        column((e) => e.note),
+        column((e) => e.at ?? now),
+      ],
     );
   }
 

@@ -45,6 +45,12 @@ interface Row {
 export class RulesRepository {
   constructor(private readonly ds: DataSource) {}
 
+  /** Bumped by a trigger on every change of `approval_rules` (read it before the rules it vouches for). */
+  async version(): Promise<string> {
+    const rows = await queryRows<{ version: string }>(this.ds, `SELECT version FROM approval_rules_version`);
+    return rows[0]?.version ?? '0';
+  }
+
   async listAll(): Promise<StoredRule[]> {
     const rows = await queryRows<Row>(this.ds, `SELECT * FROM approval_rules ORDER BY priority, ord`);
     return rows.map(toRule);

@@ -6,19 +6,28 @@ import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
 import { RuleCompileError, RuleSet, validateRule } from './rule-engine';
 import { RuleFields, RulesRepository, StoredRule } from './rules.repository';
 
-/** Fresh for this long; then refreshed in the background until MAX_AGE, after which a check waits. */
+/** Trusted for this long; then re-validated in the background until MAX_AGE, after which a check waits. */
 const FRESH_MS = 700;
 const MAX_AGE_MS = 1000;
+
+interface CachedRules {
+  set: RuleSet;
+  version: string;
+  /** When the version was last confirmed against Postgres. */
+  checkedAt: number;
+}
 
 /**
  * The rule set, compiled and cached so that `approval.check` does not touch Postgres: a change
  * reaches every replica at once through the `approval.rules.changed` broadcast, and within 1 s by
- * the cache age even if that broadcast is lost.
+ * the cache age even if that broadcast is lost (or the change was made in SQL). Re-validating reads
+ * one version row that a trigger bumps on every change; the rules are read and compiled again only
+ * when it moved, so a thousand rules cost nothing between changes.
  */
 @Injectable()
 export class RulesService implements OnModuleInit {
-  private cache: { set: RuleSet; at: number } | null = null;
-  private loading: Promise<RuleSet> | null = null;
+  private cache: CachedRules | null = null;
+  private refreshing: { gen: number; done: Promise<RuleSet> } | null = null;
   private generation = 0;
 
   constructor(
@@ -39,30 +48,35 @@ export class RulesService implements OnModuleInit {
   }
 
   async ruleSet(): Promise<RuleSet> {
-    const age = this.cache ? Date.now() - this.cache.at : Infinity;
+    const age = this.cache ? Date.now() - this.cache.checkedAt : Infinity;
     if (this.cache && age < FRESH_MS) return this.cache.set;
     if (this.cache && age < MAX_AGE_MS) {
-      this.load().catch(() => undefined);
+      this.refresh().catch(() => undefined);
       return this.cache.set;
     }
-    return this.load();
+    return this.refresh();
   }
 
-  private load(): Promise<RuleSet> {
-    if (this.loading) return this.loading;
+  private refresh(): Promise<RuleSet> {
+    // A refresh that started before an invalidation may read the old rules: do not share it.
+    if (this.refreshing && this.refreshing.gen === this.generation) return this.refreshing.done;
     const gen = this.generation;
     const started = Date.now();
-    this.loading = this.repo
-      .listAll()
-      .then((rows) => {
-        const set = new RuleSet(rows);
-        if (gen === this.generation) this.cache = { set, at: started };
-        return set;
-      })
-      .finally(() => {
-        this.loading = null;
-      });
-    return this.loading;
+    const done = (async () => {
+      const version = await this.repo.version();
+      const cached = this.cache;
+      if (cached && cached.version === version) {
+        if (gen === this.generation) cached.checkedAt = started;
+        return cached.set;
+      }
+      const set = new RuleSet(await this.repo.listAll());
+      if (gen === this.generation) this.cache = { set, version, checkedAt: started };
+      return set;
+    })().finally(() => {
+      if (this.refreshing?.done === done) this.refreshing = null;
+    });
+    this.refreshing = { gen, done };
+    return done;
   }
 
   async list(): Promise<ApprovalRuleDto[]> {

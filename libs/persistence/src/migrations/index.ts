@@ -3,6 +3,7 @@ import { DefaultApprovalRules1764460800001 } from './1764460800001-default-appro
 import { Approvals1764460800100 } from './1764460800100-approvals';
 import { ToolRunner1764460800200 } from './1764460800200-tool-runner';
 import { PreviewHash1764460800300 } from './1764460800300-preview-hash';
+import { RulesVersion1764460800400 } from './1764460800400-rules-version';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -11,5 +12,6 @@ export const MIGRATIONS = [
   Approvals1764460800100,
   ToolRunner1764460800200,
   PreviewHash1764460800300,
+  RulesVersion1764460800400,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

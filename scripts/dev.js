@@ -56,6 +56,8 @@ async function main() {
   env.REDIS_URL ||= 'redis://127.0.0.1:6379';
   env.SKALD_WORKSPACES ||= path.join(STATE, 'workspaces');
   env.SKALD_JWT_SECRET ||= persistent('jwt-secret', () => crypto.randomBytes(48).toString('base64url'));
+  // Seals MCP credentials at rest; losing it makes stored credentials unreadable (re-enter them).
+  env.SKALD_SECRETS_KEY ||= persistent('secrets-key', () => crypto.randomBytes(32).toString('base64'));
   let adminSource = 'SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD from your environment';
   if (!env.SKALD_ADMIN_EMAIL || !env.SKALD_ADMIN_PASSWORD) {
     env.SKALD_ADMIN_EMAIL ||= 'admin@skald.local';

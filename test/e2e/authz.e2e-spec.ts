@@ -76,6 +76,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     ids.request = approval.request_id;
     ids.toolCall = approval.tool_call_id;
     ids.question = (await register({ userId: alice.user!.id, role: 'user' }, aliceSession, 'clarification')).request_id;
+    const mcp = await alice.post('/api/mcp/servers', { name: 'alice-tools', transport: 'stdio', command: 'true' });
+    expect(mcp.status).toBe(201);
   });
   afterAll(async () => {
     aliceWs?.close();
@@ -98,6 +100,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     'post /api/inbox/approvals/{id}/resolve': { id: () => ids.request, body: { action: 'approve', bypass_secs: 0 } },
     'post /api/inbox/clarifications/{id}/resolve': { id: () => ids.question, body: { answer: 'dev' } },
     'delete /api/approval/bypasses/{id}': { id: () => ids.bypass },
+    // MCP servers are named per user: bob's request names alice's server, which he does not have
+    'delete /api/mcp/servers/{name}': { id: () => 'alice-tools' },
   };
 
   const routes = () =>
@@ -116,6 +120,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(bypasses.body.items.map((b) => b.id)).toContain(ids.bypass);
     const tokens = await alice.get<{ items: Array<{ id: string }> }>('/api/auth/tokens');
     expect(tokens.body.items.map((t) => t.id)).toContain(ids.token);
+    const mcp = await alice.get<{ items: Array<{ name: string }> }>('/api/mcp/servers');
+    expect(mcp.body.items.map((m) => m.name)).toContain('alice-tools');
   }
 
   it("every user route that takes an id answers another user's id with 404 and changes nothing", async () => {
@@ -126,7 +132,7 @@ describe('authorization matrix and approvals through the gateway', () => {
       const key = `${r.method} ${r.path}`;
       const fx = FIXTURES[key];
       if (!fx) throw new Error(`no authorization fixture for ${key}: add one to FIXTURES`);
-      const url = r.path.replace('{id}', fx.id());
+      const url = r.path.replace(/\{(?!source\})[^}]+\}/, fx.id());
       const res = await bob.request(r.method.toUpperCase(), url, fx.body);
       results.push(`${key} → ${res.status}`);
     }
@@ -141,6 +147,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     const bp = await bob.get<{ items: unknown[] }>(`/api/approval/bypasses?session_id=${aliceSession}`);
     expect(bp.body.items).toEqual([]);
     expect((await bob.get<{ approvals: unknown[] }>('/api/inbox')).body.approvals).toEqual([]);
+    expect((await bob.get<{ items: unknown[] }>('/api/mcp/servers')).body.items).toEqual([]);
     await aliceUnchanged();
   });
 

@@ -27,6 +27,8 @@ const TABLES = [
   'known_tools',
   'memory_documents',
   'tool_call_results',
+  'approval_rules_version',
+  'mcp_servers',
 ];
 
 async function tables(): Promise<string[]> {

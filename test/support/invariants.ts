@@ -60,13 +60,25 @@ export async function invariantViolations(db: DataSource, opts: { stuckAfterMs?:
     out.push(`I7: inbox row ${r.id} names a user other than its session's`);
   }
 
-  // Live sandboxes only: a zombie (state Z) has already exited and holds nothing but its pid entry.
-  const sandboxes = execFileSync('ps', ['-eo', 'pid=,stat=,comm=,args='], { encoding: 'utf8' })
+  // Live sandboxes of this test process's stacks (its descendants), and orphans (reparented to
+  // init): a zombie (state Z) has already exited and holds nothing but its pid entry. Sandboxes of
+  // other test runs on the machine are theirs to check.
+  const procs = execFileSync('ps', ['-eo', 'pid=,ppid=,stat=,comm=,args='], { encoding: 'utf8' })
     .split('\n')
-    .filter((l) => {
-      const [, stat, comm] = l.trim().split(/\s+/);
-      return comm === 'bwrap' && !stat?.startsWith('Z');
-    })
+    .filter((l) => l.trim() !== '')
+    .map((l) => {
+      const [pid, ppid, stat, comm] = l.trim().split(/\s+/);
+      return { pid: Number(pid), ppid: Number(ppid), stat: stat ?? '', comm: comm ?? '', line: l.trim() };
+    });
+  const parentOf = new Map(procs.map((p) => [p.pid, p.ppid]));
+  const ours = (pid: number): boolean => {
+    for (let p = parentOf.get(pid), hops = 0; p !== undefined && p > 1 && hops < 64; p = parentOf.get(p), hops++)
+      if (p === process.pid) return true;
+    return parentOf.get(pid) === 1;
+  };
+  const sandboxes = procs
+    .filter((p) => p.comm === 'bwrap' && !p.stat.startsWith('Z') && ours(p.pid))
+    .map((p) => p.line)
     .join('\n');
   if (sandboxes) out.push(`I6: sandbox processes still running:\n${sandboxes}`);
   return out;

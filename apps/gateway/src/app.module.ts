@@ -14,6 +14,7 @@ import { UsersRepository } from './auth/users.repository';
 import { GATEWAY_CONFIG, GatewayConfig } from './config';
 import { ErrorFilter } from './http/error.filter';
 import { OpenApiController } from './http/openapi.controller';
+import { McpController } from './mcp/mcp.controller';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionsGateway } from './sessions/sessions.gateway';
 import { GATEWAY_LOGGER } from './tokens';
@@ -52,6 +53,7 @@ export class AppModule {
         SessionsController,
         ApprovalsController,
         ApprovalConsoleController,
+        McpController,
         OpenApiController,
       ],
       providers: [

@@ -12,6 +12,10 @@ import { PgToolCallRecords, ToolCallRecords } from './exec/tool-call-records';
 import { DURABILITY_OPTIONS, RUNNER_INSTANCE, ToolExecService } from './exec/tool-exec.service';
 import { MemoryRepository } from './memory/memory.repository';
 import { MemoryToolsService } from './memory/memory-tools.service';
+import { McpHandler } from './mcp/mcp.handler';
+import { McpLauncher } from './mcp/mcp-launcher';
+import { McpServersRepository } from './mcp/mcp-servers.repository';
+import { McpService } from './mcp/mcp.service';
 import { PreviewHandler } from './preview/preview.handler';
 import { PreviewService } from './preview/preview.service';
 import { ToolMetrics } from './exec/tool-metrics';
@@ -67,6 +71,10 @@ export class AppModule {
         { provide: ToolCallRecords, useClass: PgToolCallRecords },
         MemoryRepository,
         MemoryToolsService,
+        McpServersRepository,
+        McpLauncher,
+        McpService,
+        McpHandler,
         ToolExecService,
         ToolsExecHandler,
         PreviewService,

@@ -51,6 +51,29 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
         .map((p) => p.trim())
         .filter((p) => p !== ''),
     ),
+  /**
+   * Key sealing MCP credentials at rest (AES-256-GCM): 32 bytes as 64 hex digits or base64. Without
+   * it, MCP servers with `env` or `headers` are refused (servers without credentials still work).
+   */
+  SKALD_SECRETS_KEY: z.string().optional(),
+  /** Host names, addresses and CIDR ranges MCP HTTP servers may use although private (comma-separated). */
+  SKALD_MCP_ALLOW_HOSTS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== ''),
+    ),
+  /** MCP servers one user may configure. */
+  SKALD_MCP_MAX_SERVERS: z.coerce.number().int().min(1).max(200).default(20),
+  /** An MCP connection unused this long is closed (its stdio server stopped); the next use reconnects. */
+  SKALD_MCP_IDLE_SECS: z.coerce.number().int().min(5).default(600),
+  /** Connecting to an MCP server (start, handshake, first tool list) may take this long. */
+  SKALD_MCP_CONNECT_TIMEOUT_SECS: z.coerce.number().int().min(1).max(300).default(30),
+  /** One MCP tool call may take this long (progress notifications extend it). */
+  SKALD_MCP_CALL_TIMEOUT_SECS: z.coerce.number().int().min(1).max(3600).default(300),
   /** Days finished tool results are kept for duplicate calls (0 keeps them forever). */
   SKALD_TOOL_RESULT_RETENTION_DAYS: z.coerce.number().int().min(0).default(7),
 });

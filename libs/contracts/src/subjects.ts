@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Actor, Attachment, Delivery, ErrorBody, Id, Source } from './common';
 import { ChatMessages, SessionDetail, SessionList } from './rest';
 import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
+import * as M from './mcp';
 import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws';
 import * as A from './approvals';
 
@@ -211,6 +212,14 @@ export const SUBJECTS = {
   'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
   'tools.preview': { request: ToolPreviewRequest, reply: replyOf(ToolPreviewReply), queue: 'tool-runner' },
   'tools.memory_context': { request: MemoryContextRequest, reply: replyOf(MemoryContextReply), queue: 'tool-runner' },
+  'mcp.servers.list': { request: M.McpServersListRequest, reply: replyOf(M.McpServerList), queue: 'tool-runner' },
+  'mcp.servers.create': { request: M.McpServersCreateRequest, reply: replyOf(M.McpServerDto), queue: 'tool-runner' },
+  'mcp.servers.delete': {
+    request: M.McpServersDeleteRequest,
+    reply: replyOf(M.McpServersDeleteReply),
+    queue: 'tool-runner',
+  },
+  'mcp.catalog': { request: M.McpCatalogRequest, reply: replyOf(M.McpCatalogReply), queue: 'tool-runner' },
   'approval.reset_session': {
     request: A.ResetSessionRequest,
     reply: replyOf(A.ResetSessionReply),
@@ -278,6 +287,12 @@ export const TOPICS = {
     pattern: 'user.*.events',
     subject: (userId: string) => `user.${userId}.events`,
     message: UserEventSchema,
+  },
+  /** `mcp.servers.changed.<userId>`: a user's MCP server was added or removed; every runner drops its connection. */
+  mcpServersChanged: {
+    pattern: 'mcp.servers.changed.*',
+    subject: (userId: string) => `mcp.servers.changed.${userId}`,
+    message: z.object({ user_id: Id, name: z.string() }),
   },
   /** `gateway.user.revoked`: a user's credentials changed (disabled, role, password): close their sockets. */
   userRevoked: {

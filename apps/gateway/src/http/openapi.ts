@@ -14,6 +14,9 @@ import {
   SessionList,
   TokenDto,
   WsTicketResponse,
+  McpServerDto,
+  McpServerInput,
+  McpServerList,
 } from '@skald/contracts';
 import {
   ApprovalRuleDto,
@@ -252,6 +255,27 @@ export const ROUTES: Route[] = [
     path: '/api/approval/bypasses/{id}',
     summary: 'Revoke a session bypass',
     params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 204 },
+  },
+  {
+    method: 'get',
+    path: '/api/mcp/servers',
+    summary: "The caller's MCP servers with their status (credentials listed by key only)",
+    ok: { status: 200, schema: McpServerList },
+  },
+  {
+    method: 'post',
+    path: '/api/mcp/servers',
+    summary:
+      'Add an MCP server (stdio, run in a sandbox of its own; or streamable HTTP, refused on loopback, private or link-local addresses unless allow-listed)',
+    body: McpServerInput,
+    ok: { status: 201, schema: McpServerDto },
+  },
+  {
+    method: 'delete',
+    path: '/api/mcp/servers/{name}',
+    summary: 'Remove an MCP server (its connections close on every tool runner)',
+    params: [{ name: 'name', in: 'path', required: true }],
     ok: { status: 204 },
   },
 ];

@@ -9,47 +9,84 @@ import type {
   ToolSetPort,
   ToolSpec,
 } from '@skald/agent-loop';
-import { ABSENT_FILE_HASH, BUILTIN_TOOLS, BUILTIN_TOOLS_BY_NAME, TOPICS } from '@skald/contracts';
+import { ABSENT_FILE_HASH, BUILTIN_TOOLS, BUILTIN_TOOLS_BY_NAME, McpToolDef, TOPICS } from '@skald/contracts';
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
 
 const EXEC_MARGIN_MS = 15_000;
 
-/** Built-in tools executed by the tool runner over NATS (`tools.exec`, killed by `tools.cancel.<id>`). */
+/** MCP calls are bounded by the tool runner (`SKALD_MCP_CALL_TIMEOUT_SECS`) and by `/stop`; this only ends a lost request. */
+const MCP_REQUEST_MS = 3_600_000;
+
+/**
+ * Built-in and MCP tools executed by the tool runner over NATS (`tools.exec`, killed by
+ * `tools.cancel.<id>`). One instance per turn: it remembers the MCP tools it offered, so that a
+ * call knows whether its tool is read-only (safe to run beside others) or idempotent (safe to run
+ * again after a crash).
+ */
 export class RunnerToolSet implements ToolSetPort {
+  private readonly mcpTools = new Map<string, McpToolDef>();
+
   constructor(
     private readonly bus: Bus,
     private readonly role: 'user' | 'admin',
   ) {}
 
   /**
-   * The built-in tools, less those an unconditional Deny hides from this agent (asked of the
-   * approval service each round, which also records every offered name in the tool catalog).
+   * The built-in tools and the tools of the MCP servers granted to this scope (`activate_tools`),
+   * less those an unconditional Deny hides from this agent (asked of the approval service each
+   * round, which also records every offered name in the tool catalog).
    */
   async definitions(ctx: ToolContext): Promise<ToolSpec[]> {
+    const actor = { userId: ctx.userId, role: this.role };
+    const mcp = ctx.grants.length > 0 ? await this.mcpCatalog(ctx, ctx.grants) : [];
+    for (const t of mcp) this.mcpTools.set(t.name, t);
+    const offered = [
+      ...BUILTIN_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+      ...mcp,
+    ];
     let visible: Set<string> | null = null;
     try {
       const r = await this.bus.call('approval.visible_tools', {
-        actor: { userId: ctx.userId, role: this.role },
+        actor,
         session_id: ctx.sessionId,
         agent_id: ctx.agentId,
         source: ctx.source,
-        tools: BUILTIN_TOOLS.map((t) => t.name),
+        tools: offered.map((t) => t.name),
       });
       visible = new Set(r.visible);
     } catch {
       // The gate still decides every call; hiding is a courtesy to the model.
       visible = null;
     }
-    return BUILTIN_TOOLS.filter((t) => !visible || visible.has(t.name)).map((t) => ({
-      definition: {
-        type: 'function',
-        function: { name: t.name, description: t.description, parameters: t.parameters },
-      },
-    }));
+    return offered
+      .filter((t) => !visible || visible.has(t.name))
+      .map((t) => ({
+        definition: {
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.parameters },
+        },
+      }));
   }
 
-  groups(): Promise<string[]> {
-    return Promise.resolve([]);
+  /** The user's enabled MCP servers: what `activate_tools` may grant. */
+  async groups(ctx: ToolContext): Promise<string[]> {
+    const r = await this.bus
+      .call('mcp.catalog', { actor: { userId: ctx.userId, role: this.role }, session_id: ctx.sessionId, granted: [] })
+      .catch(() => null);
+    return r?.groups ?? [];
+  }
+
+  private async mcpCatalog(ctx: ToolContext, granted: string[]): Promise<McpToolDef[]> {
+    try {
+      const r = await this.bus.call('mcp.catalog', {
+        actor: { userId: ctx.userId, role: this.role },
+        session_id: ctx.sessionId,
+        granted: granted.slice(0, 64),
+      });
+      return r.tools;
+    } catch {
+      return []; // the runner is unreachable: this round offers no MCP tools
+    }
   }
 
   label(name: string, args: unknown): { short: string; full: string; path?: string } {
@@ -64,6 +101,8 @@ export class RunnerToolSet implements ToolSetPort {
 
   build(call: ToolInvocation, ctx: ToolContext): ToolExecution {
     const spec = BUILTIN_TOOLS_BY_NAME.get(call.name);
+    const isMcp = call.name.startsWith('mcp__');
+    const mcp = this.mcpTools.get(call.name);
     const bus = this.bus;
     const role = this.role;
     const args =
@@ -72,14 +111,16 @@ export class RunnerToolSet implements ToolSetPort {
         : null;
     const timeoutSecs = typeof args?.timeout === 'number' ? args.timeout : 120;
     return {
-      concurrencySafe: spec?.concurrencySafe ?? false,
-      restartHint: spec?.restartHint ?? 'markInterrupted',
+      concurrencySafe: spec?.concurrencySafe ?? mcp?.read_only ?? false,
+      // ARCHITECTURE.md: an MCP call is marked interrupted after a crash unless its tool is annotated
+      // read-only or idempotent (unknown after a restart, before the first round: interrupted).
+      restartHint: spec?.restartHint ?? (mcp && (mcp.read_only || mcp.idempotent) ? 'reExecute' : 'markInterrupted'),
       async run(
         signal: AbortSignal,
         _onProgress: (p: ToolProgress) => void,
         options?: ToolRunOptions,
       ): Promise<ToolResult> {
-        if (!spec) return { ok: false, error: `unknown tool ${call.name}` };
+        if (!spec && !isMcp) return { ok: false, error: `unknown tool ${call.name}` };
         if (!args) return { ok: false, error: `invalid arguments for ${call.name}: expected a JSON object` };
         if (signal.aborted) return { ok: false, error: 'cancelled' };
         try {
@@ -93,7 +134,7 @@ export class RunnerToolSet implements ToolSetPort {
               arguments: args,
               ...(options?.expectedBaseHash !== undefined ? { expected_base_hash: options.expectedBaseHash } : {}),
             },
-            { timeoutMs: Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
+            { timeoutMs: isMcp ? MCP_REQUEST_MS : Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
           );
           switch (reply.status) {
             case 'done':

@@ -272,7 +272,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
 }
 
 /** An executable by absolute path, or looked up on PATH; a clear error when missing. */
-async function resolveExecutable(name: string): Promise<string> {
+export async function resolveExecutable(name: string): Promise<string> {
   const candidates = isAbsolute(name)
     ? [name]
     : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin')

@@ -70,7 +70,7 @@ describe('ToolExecService', () => {
     expect(await tools.exec(request('nope', {}))).toEqual({ status: 'failed', error: 'unknown tool: nope' });
     expect(await tools.exec(request('mcp__gh__search', {}))).toEqual({
       status: 'failed',
-      error: 'MCP tools are not available on this tool runner yet (mcp__gh__search)',
+      error: 'MCP tools are not available on this tool runner (mcp__gh__search)',
     });
   });
 

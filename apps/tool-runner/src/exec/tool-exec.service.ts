@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
-import { BUILTIN_TOOLS_BY_NAME, ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
+import { ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
 import { Logger } from '@skald/service-kit';
 import { LOGGER } from '../config';
 import { StalePreview, ToolError } from '../tool-error';
@@ -174,7 +174,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         continue;
       }
       // Abandoned by a runner that died while running it.
-      if (restartHint(call.toolName) === 'markInterrupted') {
+      if (this.router.restartHint(call.toolName, call.userId) === 'markInterrupted') {
         const reply: ToolReply = { status: 'failed', error: INTERRUPTED_AFTER_START };
         if (await this.records.takeOver(call.toolCallId, claim.runner, this.instance)) {
           await this.records.finish(call.toolCallId, this.instance, reply);
@@ -288,12 +288,6 @@ function replySize(reply: ToolReply): number {
 
 /** Tools without side effects: never recorded, a duplicate simply reads again. */
 const READ_ONLY = new Set(['list_files', 'read_file', 'search_file', 'grep_files', 'memory_search']);
-
-/** What recovery does with a call of this tool found started: MCP and unknown tools are never re-run. */
-function restartHint(name: string): 'reExecute' | 'markInterrupted' {
-  if (name === 'memory_search') return 'reExecute';
-  return BUILTIN_TOOLS_BY_NAME.get(name)?.restartHint ?? 'markInterrupted';
-}
 
 /** The start of a call could not be recorded: it did not run; the caller retries. */
 export class RecordUnavailable extends Error {

@@ -1,5 +1,6 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { z } from 'zod';
+import { BUILTIN_TOOLS_BY_NAME } from '@skald/contracts';
 import { ExecuteCmdService } from '../command/execute-cmd.service';
 import {
   AppendFileArgs,
@@ -16,6 +17,7 @@ import {
 } from '../files/file-tool-args';
 import { FileToolsService } from '../files/file-tools.service';
 import { MemoryToolsService } from '../memory/memory-tools.service';
+import { McpService } from '../mcp/mcp.service';
 import { ToolError } from '../tool-error';
 import { isMemoryPath } from '../workspace/workspace-path';
 import { ToolContext, ToolOutput } from './tool-context';
@@ -34,7 +36,12 @@ export const MemorySearchArgs = z.object({ query: z.string().min(1).max(4000) })
 export class ToolRouter {
   private readonly routes: ReadonlyMap<string, Route>;
 
-  constructor(files: FileToolsService, commands: ExecuteCmdService, @Optional() memory?: MemoryToolsService) {
+  constructor(
+    files: FileToolsService,
+    commands: ExecuteCmdService,
+    @Optional() memory?: MemoryToolsService,
+    @Optional() private readonly mcp?: McpService,
+  ) {
     const mem = (): MemoryToolsService => {
       if (!memory) throw new ToolError('unavailable', MEMORY_UNAVAILABLE);
       return memory;
@@ -151,8 +158,17 @@ export class ToolRouter {
   async route(name: string, ctx: ToolContext, args: Record<string, unknown>): Promise<ToolOutput> {
     const route = this.routes.get(name);
     if (route) return route(ctx, args);
-    if (name.startsWith('mcp__'))
-      throw new ToolError('unavailable', `MCP tools are not available on this tool runner yet (${name})`);
+    if (name.startsWith('mcp__')) {
+      if (!this.mcp) throw new ToolError('unavailable', `MCP tools are not available on this tool runner (${name})`);
+      return this.mcp.call(ctx, name, args);
+    }
     throw new ToolError('invalid_argument', `unknown tool: ${name}`);
+  }
+
+  /** What recovery does with a call of this tool found started by a runner that died. */
+  restartHint(name: string, userId: string): 'reExecute' | 'markInterrupted' {
+    if (name === 'memory_search') return 'reExecute';
+    if (name.startsWith('mcp__')) return this.mcp?.restartHint(userId, name) ?? 'markInterrupted';
+    return BUILTIN_TOOLS_BY_NAME.get(name)?.restartHint ?? 'markInterrupted';
   }
 }

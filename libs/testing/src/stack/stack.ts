@@ -65,6 +65,7 @@ export class Stack {
       DATABASE_POOL_SIZE: '3',
       LOG_LEVEL: 'info',
       SKALD_JWT_SECRET: randomBytes(48).toString('base64url'),
+      SKALD_SECRETS_KEY: randomBytes(32).toString('base64'),
       SKALD_ADMIN_EMAIL: this.admin.email,
       SKALD_ADMIN_PASSWORD: this.admin.password,
       SKALD_WORKSPACES: mkdtempSync(path.join(tmpdir(), 'skald-ws-')),

@@ -1,0 +1,137 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { queryRows } from '@skald/persistence';
+
+export type McpStatus = 'starting' | 'ready' | 'error' | 'disabled';
+
+/** One user's MCP server as stored; `secrets` is the sealed `{env, headers}` document. */
+export interface StoredMcpServer {
+  id: string;
+  userId: string;
+  name: string;
+  transport: 'stdio' | 'http';
+  command: string | null;
+  args: string[];
+  url: string | null;
+  network: boolean;
+  enabled: boolean;
+  envKeys: string[];
+  headerKeys: string[];
+  secrets: string | null;
+  status: McpStatus;
+  error: string | null;
+  toolsCount: number;
+  updatedAt: Date;
+}
+
+export type NewMcpServer = Omit<StoredMcpServer, 'id' | 'status' | 'error' | 'toolsCount' | 'enabled' | 'updatedAt'>;
+
+interface Row {
+  id: string;
+  user_id: string;
+  name: string;
+  transport: 'stdio' | 'http';
+  command: string | null;
+  args: string[];
+  url: string | null;
+  network: boolean;
+  enabled: boolean;
+  env_keys: string[];
+  header_keys: string[];
+  secrets: string | null;
+  status: McpStatus;
+  error: string | null;
+  tools_count: number;
+  updated_at: Date;
+}
+
+/** `mcp_servers`: every query is scoped by the owner. */
+@Injectable()
+export class McpServersRepository {
+  constructor(private readonly db: DataSource) {}
+
+  async list(userId: string): Promise<StoredMcpServer[]> {
+    const rows = await queryRows<Row>(this.db, `SELECT * FROM mcp_servers WHERE user_id = $1 ORDER BY name`, [userId]);
+    return rows.map(toServer);
+  }
+
+  async find(userId: string, name: string): Promise<StoredMcpServer | null> {
+    const rows = await queryRows<Row>(this.db, `SELECT * FROM mcp_servers WHERE user_id = $1 AND name = $2`, [
+      userId,
+      name,
+    ]);
+    return rows[0] ? toServer(rows[0]) : null;
+  }
+
+  async count(userId: string): Promise<number> {
+    const [row] = await queryRows<{ n: number }>(
+      this.db,
+      `SELECT count(*)::int AS n FROM mcp_servers WHERE user_id = $1`,
+      [userId],
+    );
+    return row?.n ?? 0;
+  }
+
+  /** Null when the user already has a server of that name. */
+  async create(s: NewMcpServer): Promise<StoredMcpServer | null> {
+    const rows = await queryRows<Row>(
+      this.db,
+      `INSERT INTO mcp_servers (id, user_id, name, transport, command, args, url, network, env_keys, header_keys, secrets)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11)
+       ON CONFLICT (user_id, name) DO NOTHING RETURNING *`,
+      [
+        randomUUID(),
+        s.userId,
+        s.name,
+        s.transport,
+        s.command,
+        JSON.stringify(s.args),
+        s.url,
+        s.network,
+        s.envKeys,
+        s.headerKeys,
+        s.secrets,
+      ],
+    );
+    return rows[0] ? toServer(rows[0]) : null;
+  }
+
+  async delete(userId: string, name: string): Promise<boolean> {
+    const rows = await queryRows(this.db, `DELETE FROM mcp_servers WHERE user_id = $1 AND name = $2 RETURNING id`, [
+      userId,
+      name,
+    ]);
+    return rows.length > 0;
+  }
+
+  /** The last outcome of connecting (any replica); only for the row that was connected (same id). */
+  async setStatus(id: string, status: McpStatus, error: string | null, toolsCount: number): Promise<void> {
+    await queryRows(
+      this.db,
+      `UPDATE mcp_servers SET status = $2, error = $3, tools_count = $4, updated_at = now() WHERE id = $1`,
+      [id, status, error, toolsCount],
+    );
+  }
+}
+
+function toServer(r: Row): StoredMcpServer {
+  return {
+    id: r.id,
+    userId: r.user_id,
+    name: r.name,
+    transport: r.transport,
+    command: r.command,
+    args: r.args,
+    url: r.url,
+    network: r.network,
+    enabled: r.enabled,
+    envKeys: r.env_keys,
+    headerKeys: r.header_keys,
+    secrets: r.secrets,
+    status: r.status,
+    error: r.error,
+    toolsCount: r.tools_count,
+    updatedAt: r.updated_at,
+  };
+}

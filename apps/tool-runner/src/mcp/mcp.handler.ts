@@ -1,0 +1,22 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Bus } from '@skald/messaging';
+import { McpService } from './mcp.service';
+
+/** NATS edge of MCP: the gateway's `mcp.servers.*` (the caller's own servers) and the worker's `mcp.catalog`. */
+@Injectable()
+export class McpHandler implements OnModuleInit {
+  constructor(
+    private readonly bus: Bus,
+    private readonly mcp: McpService,
+  ) {}
+
+  onModuleInit(): void {
+    this.bus.handle('mcp.servers.list', async (req) => ({ items: await this.mcp.list(req.actor) }));
+    this.bus.handle('mcp.servers.create', (req) => this.mcp.create(req.actor, req.server));
+    this.bus.handle('mcp.servers.delete', async (req) => {
+      await this.mcp.delete(req.actor, req.name);
+      return { deleted: true as const };
+    });
+    this.bus.handle('mcp.catalog', (req) => this.mcp.catalog(req.actor, req.granted));
+  }
+}

@@ -1,0 +1,317 @@
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Actor, McpServerDto, McpServerInput, McpToolDef, TOPICS } from '@skald/contracts';
+import { Bus, RemoteError } from '@skald/messaging';
+import { Logger } from '@skald/service-kit';
+import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
+import { OUTPUT_MAX_BYTES } from '../command/plain-command.runner';
+import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
+import { ToolError } from '../tool-error';
+import { AddressPolicy, BlockedAddressError } from './address-guard';
+import { McpConnection, McpServerTarget } from './mcp-connections';
+import { McpLauncher } from './mcp-launcher';
+import { McpServersRepository, StoredMcpServer } from './mcp-servers.repository';
+import { SecretBox } from './secret-box';
+
+interface Secrets {
+  env: Record<string, string>;
+  headers: Record<string, string>;
+}
+
+/**
+ * Each user's MCP servers (configs in Postgres, credentials sealed) and this runner's connections
+ * to them, opened on first use and shared by that user's sessions, closed when idle, when the
+ * server is removed (on every replica, by `mcp.servers.changed.<user>`) or when the server exits.
+ * Every replica may serve any call: a connection is opened where the call lands.
+ */
+@Injectable()
+export class McpService implements OnModuleInit, OnApplicationShutdown {
+  private readonly live = new Map<string, Promise<McpConnection>>();
+  private readonly secretBox: SecretBox | null;
+  private readonly policy: AddressPolicy;
+  private sweep?: NodeJS.Timeout;
+
+  constructor(
+    private readonly repo: McpServersRepository,
+    private readonly launcher: McpLauncher,
+    private readonly bus: Bus,
+    @Inject(TOOL_RUNNER_CONFIG) private readonly config: ToolRunnerConfig,
+    @Inject(LOGGER) private readonly log: Logger,
+  ) {
+    this.secretBox = SecretBox.fromConfig(config.SKALD_SECRETS_KEY);
+    this.policy = new AddressPolicy(config.SKALD_MCP_ALLOW_HOSTS);
+  }
+
+  onModuleInit(): void {
+    this.bus.subscribe(TOPICS.mcpServersChanged.pattern, TOPICS.mcpServersChanged.message, (m) =>
+      this.drop(m.user_id, m.name),
+    );
+    const idleMs = this.config.SKALD_MCP_IDLE_SECS * 1000;
+    this.sweep = setInterval(() => void this.closeIdle(idleMs), Math.min(60_000, idleMs));
+    this.sweep.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.sweep) clearInterval(this.sweep);
+    const all = [...this.live.values()];
+    this.live.clear();
+    await Promise.allSettled(all.map(async (p) => (await p).close()));
+  }
+
+  async list(actor: Actor): Promise<McpServerDto[]> {
+    return (await this.repo.list(actor.userId)).map(toDto);
+  }
+
+  async create(actor: Actor, input: McpServerInput): Promise<McpServerDto> {
+    const hasSecrets = Object.keys(input.env ?? {}).length + Object.keys(input.headers ?? {}).length > 0;
+    if (hasSecrets && !this.secretBox)
+      throw invalid(
+        input.env ? 'env' : 'headers',
+        'credentials cannot be stored: the operator has not configured SKALD_SECRETS_KEY',
+      );
+    if (input.url) {
+      try {
+        await this.policy.checkUrl(new URL(input.url));
+      } catch (e) {
+        if (e instanceof BlockedAddressError) throw invalid('url', e.message);
+        throw invalid('url', `cannot resolve ${new URL(input.url).hostname}: ${errorText(e)}`);
+      }
+    }
+    if ((await this.repo.count(actor.userId)) >= this.config.SKALD_MCP_MAX_SERVERS)
+      throw new RemoteError({
+        code: 'conflict',
+        message: `at most ${this.config.SKALD_MCP_MAX_SERVERS} MCP servers per user`,
+      });
+    const secrets: Secrets = { env: input.env ?? {}, headers: input.headers ?? {} };
+    const stored = await this.repo.create({
+      userId: actor.userId,
+      name: input.name,
+      transport: input.transport,
+      command: input.command ?? null,
+      args: input.args ?? [],
+      url: input.url ?? null,
+      network: input.network ?? true,
+      envKeys: Object.keys(secrets.env).sort(),
+      headerKeys: Object.keys(secrets.headers).sort(),
+      secrets: hasSecrets ? this.secretBox!.seal(JSON.stringify(secrets), actor.userId) : null,
+    });
+    if (!stored)
+      throw new RemoteError({ code: 'conflict', message: `an MCP server named ${input.name} exists`, field: 'name' });
+    this.changed(actor.userId, input.name);
+    // Connect now so that the list shows ready or the error soon; a failure is recorded, not thrown.
+    void this.connection(stored).catch(() => undefined);
+    return toDto(stored);
+  }
+
+  async delete(actor: Actor, name: string): Promise<void> {
+    if (!(await this.repo.delete(actor.userId, name)))
+      throw new RemoteError({ code: 'not_found', message: `no MCP server named ${name}` });
+    await this.drop(actor.userId, name);
+    this.changed(actor.userId, name);
+  }
+
+  /** Groups `activate_tools` may grant (the user's enabled servers) and the tools of the granted ones. */
+  async catalog(actor: Actor, granted: readonly string[]): Promise<{ groups: string[]; tools: McpToolDef[] }> {
+    const servers = (await this.repo.list(actor.userId)).filter((s) => s.enabled);
+    const wanted = servers.filter((s) => granted.includes(s.name));
+    const lists = await Promise.all(
+      wanted.map(async (s) => {
+        try {
+          return (await (await this.connection(s)).list()).map((t) => t.def);
+        } catch {
+          return []; // recorded as the server's status; the model simply does not see its tools
+        }
+      }),
+    );
+    return { groups: servers.map((s) => s.name), tools: lists.flat() };
+  }
+
+  /** `mcp__<server>__<tool>`: one call, aborted by the call's signal (`/stop`). */
+  async call(ctx: ToolContext, wireName: string, args: Record<string, unknown>): Promise<ToolOutput> {
+    const servers = await this.repo.list(ctx.userId);
+    const server = servers.find((s) => wireName.startsWith(`mcp__${s.name}__`));
+    if (!server || !server.enabled)
+      throw new ToolError('not_found', `${wireName}: no enabled MCP server of yours provides this tool`);
+    let conn: McpConnection;
+    try {
+      conn = await this.connection(server);
+    } catch (e) {
+      throw new ToolError('unavailable', `MCP server ${server.name} is not available: ${errorText(e)}`);
+    }
+    const tool = await conn.find(wireName);
+    if (!tool) throw new ToolError('not_found', `MCP server ${server.name} has no tool ${wireName} (any more)`);
+    if (ctx.signal.aborted) throw new ToolCancelled();
+    let result: CallToolResult;
+    try {
+      result = await conn.call(tool.tool, args, ctx.signal, this.config.SKALD_MCP_CALL_TIMEOUT_SECS * 1000);
+    } catch (e) {
+      if (ctx.signal.aborted) throw new ToolCancelled();
+      throw new ToolError('io', `${wireName} failed: ${conn.describe(e)}`);
+    }
+    const text = resultText(result);
+    if (result.isError) throw new ToolError('io', `${wireName} returned an error: ${text}`);
+    return { result: text };
+  }
+
+  /** Read-only or idempotent MCP tools may run again after a crash; any other is marked interrupted. */
+  restartHint(userId: string, wireName: string): 'reExecute' | 'markInterrupted' {
+    for (const [key, p] of this.live) {
+      if (!key.startsWith(`${userId}/`)) continue;
+      const tool = settled.get(p)?.cached(wireName);
+      if (tool) return tool.def.read_only || tool.def.idempotent ? 'reExecute' : 'markInterrupted';
+    }
+    return 'markInterrupted';
+  }
+
+  private connection(s: StoredMcpServer): Promise<McpConnection> {
+    const key = `${s.userId}/${s.name}`;
+    const existing = this.live.get(key);
+    if (existing) {
+      const conn = settled.get(existing);
+      // A server re-created under the same name is another server.
+      if (!conn || (!conn.closed && conn.target.id === s.id)) return existing;
+      this.live.delete(key);
+      void conn.close();
+    }
+    const opening = this.open(s).then(
+      (conn) => {
+        settled.set(opening, conn);
+        return conn;
+      },
+      (e: unknown) => {
+        if (this.live.get(key) === opening) this.live.delete(key);
+        throw e;
+      },
+    );
+    this.live.set(key, opening);
+    return opening;
+  }
+
+  private async open(s: StoredMcpServer): Promise<McpConnection> {
+    const ids = { userId: s.userId, server: s.name, transport: s.transport };
+    try {
+      const conn = await McpConnection.open(this.target(s), {
+        launcher: this.launcher,
+        policy: this.policy,
+        timeoutMs: this.config.SKALD_MCP_CONNECT_TIMEOUT_SECS * 1000,
+        onClosed: (c) => {
+          const key = `${c.target.userId}/${c.target.name}`;
+          const p = this.live.get(key);
+          if (p && settled.get(p) === c) this.live.delete(key);
+        },
+      });
+      const count = (await conn.list()).length;
+      await this.repo.setStatus(s.id, 'ready', null, count).catch(() => undefined);
+      this.log.info({ ...ids, tools: count }, 'MCP server connected');
+      return conn;
+    } catch (e) {
+      const message = errorText(e);
+      await this.repo.setStatus(s.id, 'error', message, 0).catch(() => undefined);
+      this.log.warn({ ...ids, err: message }, 'MCP server failed to connect');
+      throw e;
+    }
+  }
+
+  private target(s: StoredMcpServer): McpServerTarget {
+    let secrets: Secrets = { env: {}, headers: {} };
+    if (s.secrets) {
+      if (!this.secretBox) throw new Error('its credentials cannot be opened: SKALD_SECRETS_KEY is not configured');
+      try {
+        secrets = JSON.parse(this.secretBox.open(s.secrets, s.userId)) as Secrets;
+      } catch {
+        throw new Error('its credentials cannot be opened with the configured SKALD_SECRETS_KEY');
+      }
+    }
+    return {
+      id: s.id,
+      userId: s.userId,
+      name: s.name,
+      transport: s.transport,
+      command: s.command,
+      args: s.args,
+      url: s.url,
+      network: s.network,
+      env: secrets.env,
+      headers: secrets.headers,
+    };
+  }
+
+  private async drop(userId: string, name: string): Promise<void> {
+    const key = `${userId}/${name}`;
+    const p = this.live.get(key);
+    if (!p) return;
+    this.live.delete(key);
+    const conn = await p.catch(() => null);
+    await conn?.close();
+  }
+
+  private async closeIdle(idleMs: number): Promise<void> {
+    const now = Date.now();
+    for (const [key, p] of this.live) {
+      const conn = settled.get(p);
+      if (conn && now - conn.lastUsed > idleMs) {
+        this.live.delete(key);
+        await conn.close();
+      }
+    }
+  }
+
+  private changed(userId: string, name: string): void {
+    this.bus.publish(TOPICS.mcpServersChanged.subject(userId), TOPICS.mcpServersChanged.message, {
+      user_id: userId,
+      name,
+    });
+  }
+}
+
+/** Connections by their opening promise, once open (so that sync code can read them). */
+const settled = new WeakMap<Promise<McpConnection>, McpConnection>();
+
+function toDto(s: StoredMcpServer): McpServerDto {
+  return {
+    name: s.name,
+    transport: s.transport,
+    ...(s.command !== null ? { command: s.command, args: s.args, network: s.network } : {}),
+    ...(s.url !== null ? { url: s.url } : {}),
+    enabled: s.enabled,
+    status: s.enabled ? s.status : 'disabled',
+    ...(s.error ? { error: s.error } : {}),
+    tools_count: s.toolsCount,
+    ...(s.transport === 'stdio' ? { env_keys: s.envKeys } : { header_keys: s.headerKeys }),
+  };
+}
+
+function invalid(field: string, message: string): RemoteError {
+  return new RemoteError({ code: 'invalid_input', message, field });
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** What the model reads of an MCP result: its text, with other content named, capped like command output. */
+export function resultText(r: CallToolResult): string {
+  const parts: string[] = [];
+  for (const c of r.content ?? []) {
+    switch (c.type) {
+      case 'text':
+        parts.push(c.text);
+        break;
+      case 'image':
+      case 'audio':
+        parts.push(`[${c.type} ${c.mimeType}, ${Math.floor((c.data.length * 3) / 4)} bytes]`);
+        break;
+      case 'resource':
+        parts.push('text' in c.resource ? c.resource.text : `[resource ${c.resource.uri}]`);
+        break;
+      case 'resource_link':
+        parts.push(`[resource link ${c.uri}${c.name ? ` (${c.name})` : ''}]`);
+        break;
+    }
+  }
+  if (parts.length === 0 && r.structuredContent) parts.push(JSON.stringify(r.structuredContent));
+  const text = parts.join('\n');
+  if (Buffer.byteLength(text) <= OUTPUT_MAX_BYTES) return text;
+  const cut = Buffer.from(text).subarray(0, OUTPUT_MAX_BYTES).toString('utf8');
+  return `${cut}\n[output truncated: the result was ${Buffer.byteLength(text)} bytes, the first ${OUTPUT_MAX_BYTES} are shown]`;
+}

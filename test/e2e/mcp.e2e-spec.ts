@@ -1,0 +1,159 @@
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
+import { ROOT, testDb } from '../support/db';
+import { assertInvariants } from '../support/invariants';
+
+jest.setTimeout(180_000);
+
+const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+
+interface SimBody {
+  messages: Array<{ role: string; content: unknown }>;
+  tools?: Array<{ function: { name: string } }>;
+}
+
+/** A user's MCP server from REST to a tool call in a turn: granted, approved, bypassed, stopped. */
+describe('MCP through the whole stack', () => {
+  let stack: Stack;
+  let sim: LlmSimAdminClient;
+  let admin: ApiClient;
+  let db: DataSource;
+  const TOKEN = `mcp-secret-${randomBytes(8).toString('hex')}`;
+
+  beforeAll(async () => {
+    stack = await Stack.start({
+      root: ROOT,
+      perApp: { 'tool-runner': { SKALD_SANDBOX_RO_BINDS: path.join(ROOT, 'node_modules') } },
+    });
+    sim = new LlmSimAdminClient(stack.simUrl);
+    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+    db = await testDb();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    if (db) {
+      try {
+        await assertInvariants(db);
+      } finally {
+        await db.destroy();
+      }
+    }
+  });
+
+  async function userWithServer(): Promise<{ api: ApiClient; ws: WsTestClient }> {
+    const api = await admin.createUser(`m-${randomUUID()}@skald.test`, 'correct horse battery');
+    const created = await api.post('/api/mcp/servers', {
+      name: 'everything',
+      transport: 'stdio',
+      command: 'node',
+      args: [EVERYTHING, 'stdio'],
+      env: { EVERYTHING_TOKEN: TOKEN },
+    });
+    expect(created.status).toBe(201);
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: api.token });
+    await ws.waitForType('hello');
+    return { api, ws };
+  }
+
+  it('REST: a bad configuration is a 400 naming the field; a private address is refused; credentials are write-only', async () => {
+    const api = await admin.createUser(`r-${randomUUID()}@skald.test`, 'correct horse battery');
+    const bad = await api.post<{ error: { code: string; field?: string } }>('/api/mcp/servers', {
+      name: 'Not Valid',
+      transport: 'stdio',
+      command: 'x',
+    });
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'name' } } });
+    const noUrl = await api.post<{ error: { field?: string } }>('/api/mcp/servers', { name: 'web', transport: 'http' });
+    expect(noUrl).toMatchObject({ status: 400, body: { error: { field: 'url' } } });
+    const loopback = await api.post<{ error: { code: string; field?: string; message: string } }>('/api/mcp/servers', {
+      name: 'web',
+      transport: 'http',
+      url: 'http://127.0.0.1:6379/mcp',
+    });
+    expect(loopback).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'url' } } });
+    expect(loopback.body.error.message).toContain('127.0.0.1');
+    const ok = await api.post('/api/mcp/servers', {
+      name: 'remote',
+      transport: 'http',
+      url: 'https://93.184.215.14/mcp',
+      headers: { Authorization: `Bearer ${TOKEN}` },
+    });
+    expect(ok.status).toBe(201);
+    const listed = await api.get<{ items: Array<Record<string, unknown>> }>('/api/mcp/servers');
+    expect(listed.body.items).toEqual([expect.objectContaining({ name: 'remote', header_keys: ['Authorization'] })]);
+    expect(JSON.stringify(listed.body)).not.toContain(TOKEN);
+    expect((await api.request('DELETE', '/api/mcp/servers/remote')).status).toBe(204);
+    expect((await api.request('DELETE', '/api/mcp/servers/remote')).status).toBe(404);
+  });
+
+  it('activate_tools grants a server, its tools appear next round, a call asks, approving with a server bypass runs it and the next without asking', async () => {
+    const { ws } = await userWithServer();
+    const m = `mcp-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'activate_tools', arguments: { groups: ['everything'] } }] },
+        { tool_calls: [{ name: 'mcp__everything__get-sum', arguments: { a: 19, b: 23 } }] },
+        { tool_calls: [{ name: 'mcp__everything__echo', arguments: { message: 'no card for me' } }] },
+        { content: `the sum is 42 ${m}` },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `add with MCP ${m}` });
+    const card = await ws.waitForType('approval_required');
+    expect(card).toMatchObject({ tool_name: 'mcp__everything__get-sum', arguments: { a: 19, b: 23 } });
+    ws.send({
+      type: 'approve_tool',
+      request_id: card.request_id,
+      bypass_secs: 0,
+      bypass_scope: { mcp_server: 'everything' },
+    });
+    const sum = await ws.waitFor((f) => f.type === 'tool_done' && f.tool_call_id === card.tool_call_id);
+    expect(String(sum.result)).toContain('42');
+    const echo = await ws.waitFor((f) => f.type === 'tool_done' && String(f.result).includes('no card for me'));
+    expect(echo).toBeTruthy();
+    await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(m));
+    expect(ws.frames.filter((f) => f.type === 'approval_required')).toHaveLength(1);
+
+    const bodies = (await sim.requests({ contains: m })).map((r) => r.body as SimBody);
+    const toolNames = (b: SimBody) => (b.tools ?? []).map((t) => t.function.name);
+    expect(toolNames(bodies[0])).not.toContain('mcp__everything__get-sum');
+    expect(toolNames(bodies[1])).toEqual(expect.arrayContaining(['mcp__everything__get-sum', 'mcp__everything__echo']));
+    // the server's credentials reach neither the model nor the client
+    expect(JSON.stringify(bodies)).not.toContain(TOKEN);
+    expect(JSON.stringify(ws.frames)).not.toContain(TOKEN);
+    ws.close();
+  });
+
+  it('/stop cancels an MCP call in flight and the turn ends interrupted', async () => {
+    const { ws } = await userWithServer();
+    const m = `mcp-stop-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'activate_tools', arguments: { groups: ['everything'] } }] },
+        {
+          tool_calls: [
+            { name: 'mcp__everything__trigger-long-running-operation', arguments: { duration: 60, steps: 60 } },
+          ],
+        },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `long MCP job ${m}` });
+    const card = await ws.waitForType('approval_required');
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    await ws.waitFor((f) => f.type === 'tool_start' && f.tool_call_id === card.tool_call_id);
+    await new Promise((r) => setTimeout(r, 1500));
+    const stoppedAt = Date.now();
+    ws.send({ type: 'cancel' });
+    await ws.waitFor((f) => f.type === 'tool_cancelled' && f.tool_call_id === card.tool_call_id);
+    await ws.waitFor((f) => f.type === 'error' && f.code === 'interrupted');
+    expect(Date.now() - stoppedAt).toBeLessThan(30_000);
+    const [row] = await db.query<Array<{ status: string }>>(`SELECT status FROM tool_calls WHERE id = $1`, [
+      card.tool_call_id,
+    ]);
+    expect(row.status).toBe('cancelled');
+    ws.close();
+  });
+});

@@ -27,6 +27,8 @@ const TABLES = [
   'known_tools',
   'memory_documents',
   'tool_call_results',
+  'llm_usage',
+  'llm_client_pins',
 ];
 
 async function tables(): Promise<string[]> {

@@ -14,6 +14,8 @@ import { UsersRepository } from './auth/users.repository';
 import { GATEWAY_CONFIG, GatewayConfig } from './config';
 import { ErrorFilter } from './http/error.filter';
 import { OpenApiController } from './http/openapi.controller';
+import { LlmController } from './llm/llm.controller';
+import { LlmGateway } from './llm/llm.gateway';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionsGateway } from './sessions/sessions.gateway';
 import { GATEWAY_LOGGER } from './tokens';
@@ -53,6 +55,7 @@ export class AppModule {
         ApprovalsController,
         ApprovalConsoleController,
         OpenApiController,
+        LlmController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: config },
@@ -63,6 +66,7 @@ export class AppModule {
         AuthService,
         SessionsGateway,
         ApprovalsGateway,
+        LlmGateway,
         WsServer,
         { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
       ],

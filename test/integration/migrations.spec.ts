@@ -21,14 +21,16 @@ const TABLES = [
   'tool_grants',
   'compaction_summaries',
   'approval_rules',
+  'approval_rules_version',
   'approval_requests',
   'approval_bypasses',
   'approval_audit',
   'known_tools',
   'memory_documents',
   'tool_call_results',
-  'approval_rules_version',
   'mcp_servers',
+  'llm_usage',
+  'llm_client_pins',
 ];
 
 async function tables(): Promise<string[]> {

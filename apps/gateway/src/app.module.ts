@@ -15,6 +15,8 @@ import { GATEWAY_CONFIG, GatewayConfig } from './config';
 import { ErrorFilter } from './http/error.filter';
 import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
+import { LlmController } from './llm/llm.controller';
+import { LlmGateway } from './llm/llm.gateway';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionsGateway } from './sessions/sessions.gateway';
 import { GATEWAY_LOGGER } from './tokens';
@@ -55,6 +57,7 @@ export class AppModule {
         ApprovalConsoleController,
         McpController,
         OpenApiController,
+        LlmController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: config },
@@ -65,6 +68,7 @@ export class AppModule {
         AuthService,
         SessionsGateway,
         ApprovalsGateway,
+        LlmGateway,
         WsServer,
         { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
       ],

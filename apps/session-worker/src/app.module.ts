@@ -1,10 +1,13 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, Module, OnApplicationShutdown } from '@nestjs/common';
 import { LlmManager } from '@skald/llm';
 import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule, SESSION_ENTITIES } from '@skald/persistence';
 import { Logger, OpsModule, Readiness } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from './config';
 import { LeaseRepository } from './lease/lease.repository';
+import { LlmHandler } from './llm/llm.handler';
+import { LlmService } from './llm/llm.service';
+import { LlmUsageRepository } from './llm/llm-usage.repository';
 import { SessionsHandler } from './sessions/sessions.handler';
 import { SessionsRepository } from './sessions/sessions.repository';
 import { SessionsService } from './sessions/sessions.service';
@@ -16,9 +19,23 @@ import { TurnDriver } from './turns/turn-driver';
 import { TurnMetrics } from './turns/turn-metrics';
 import { TurnStateRepository } from './sessions/turn-state.repository';
 
+/** Closes what main() opened for the LLM manager (the shared health store's Redis connection). */
+class LlmResources implements OnApplicationShutdown {
+  constructor(private readonly close: () => Promise<void>) {}
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
+  }
+}
+
 @Module({})
 export class AppModule {
-  static register(config: WorkerConfig, log: Logger, instance: string, llm: LlmManager): DynamicModule {
+  static register(
+    config: WorkerConfig,
+    log: Logger,
+    instance: string,
+    llm: LlmManager,
+    closeLlm: () => Promise<void> = () => Promise.resolve(),
+  ): DynamicModule {
     const readiness = new Readiness();
     return {
       module: AppModule,
@@ -46,6 +63,10 @@ export class AppModule {
         { provide: WORKER_LOGGER, useValue: log },
         { provide: WORKER_INSTANCE, useValue: instance },
         { provide: LlmManager, useValue: llm },
+        { provide: LlmResources, useFactory: () => new LlmResources(closeLlm) },
+        LlmUsageRepository,
+        LlmService,
+        LlmHandler,
         LeaseRepository,
         TurnStateRepository,
         TurnMetrics,

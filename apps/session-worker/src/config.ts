@@ -15,6 +15,12 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   SKALD_PARK_AFTER: z.coerce.number().min(0).default(30),
   /** How often a waiting turn re-reads its request, in case an answer's doorbell was lost. */
   SKALD_HUMAN_POLL_MS: z.coerce.number().int().min(100).default(2_000),
+  /** Tokens (input + output) a user may spend a UTC day across all sessions; 0 = unlimited. */
+  SKALD_USER_DAILY_TOKENS: z.coerce.number().int().min(0).default(0),
+  /** Prefix of the Redis keys holding the LLM clients' shared health. */
+  SKALD_LLM_HEALTH_PREFIX: z.string().default('skald:llm:health:'),
+  /** A client with no outcome for this long is forgotten (healthy again). */
+  SKALD_LLM_HEALTH_TTL_S: z.coerce.number().int().min(10).default(86_400),
   /** IANA zone shown to the model (default: the process's zone). */
   SKALD_TIMEZONE: z.string().optional(),
 });

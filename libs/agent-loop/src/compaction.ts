@@ -47,7 +47,21 @@ export async function maybeCompact(fctx: FrameContext): Promise<'ok' | 'cancelle
   const rows = await deps.store.listMessages(fctx.frame.id, { afterMessageId: existing?.boundaryMessageId ?? null });
   if (rows.length <= cfg.keepRecent) return 'ok';
   const folded = rows.slice(0, rows.length - cfg.keepRecent);
-  const client = await deps.llm.nextClient({ agentId: fctx.agent.id, pinned: null, strength: cfg.strength, tried: [] });
+  const who = {
+    sessionId: fctx.turn.session.id,
+    userId: fctx.turn.session.userId,
+    agentId: fctx.agent.id,
+    frameId: fctx.frame.id,
+  };
+  // A refused user (e.g. budget used up) gets no summary either; the round then says why.
+  if (deps.llm.admit && (await deps.llm.admit(who))) return 'ok';
+  const client = await deps.llm.nextClient({
+    agentId: fctx.agent.id,
+    scope: null,
+    pinned: null,
+    strength: cfg.strength,
+    tried: [],
+  });
   if (!client) return 'ok';
   const calls = await deps.store.listToolCalls(fctx.frame.id);
   const user = [
@@ -68,6 +82,7 @@ export async function maybeCompact(fctx: FrameContext): Promise<'ok' | 'cancelle
         },
         fctx.signal,
         () => undefined,
+        { ...who, messageId: null, purpose: 'compaction' },
       ),
       fctx.signal,
     );

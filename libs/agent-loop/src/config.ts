@@ -3,6 +3,7 @@ import type { LoopConfig } from './ports';
 /** Defaults of the loop's configuration (spec 000 AgentRunConfig, ARCHITECTURE.md). */
 export const DEFAULT_LOOP_CONFIG: LoopConfig = {
   maxToolRounds: 25,
+  maxLlmAttempts: 3,
   maxParallelCalls: 4,
   maxHistoryMessages: 100,
   maxToolResultChars: null,

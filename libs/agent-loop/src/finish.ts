@@ -39,9 +39,13 @@ export async function finishTurn(turn: TurnContext, outcome: FrameOutcome): Prom
       await commit(
         turn,
         [finished],
-        [{ type: 'error', code: 'llm_failed', message: `The model failed: ${outcome.error}` }],
+        [
+          outcome.code
+            ? { type: 'error', code: outcome.code, message: outcome.error }
+            : { type: 'error', code: 'llm_failed', message: `The model failed: ${outcome.error}` },
+        ],
       );
-      return { kind: 'failed', error: outcome.error };
+      return { kind: 'failed', error: outcome.error, ...(outcome.code ? { code: outcome.code } : {}) };
     case 'parked':
       await commit(turn, [{ kind: 'setTurnState', sessionId, state: 'parked' }], []);
       return { kind: 'parked', toolCallId: outcome.toolCallId, requestId: outcome.requestId };

@@ -14,7 +14,7 @@ export async function runFrame(fctx: FrameContext): Promise<FrameOutcome> {
       case 'cancelled':
         return { kind: 'cancelled' };
       case 'failed':
-        return { kind: 'failed', error: result.error };
+        return { kind: 'failed', error: result.error, ...(result.code ? { code: result.code } : {}) };
       case 'parked':
         return { kind: 'parked', toolCallId: result.toolCallId, requestId: result.requestId };
     }

@@ -93,4 +93,70 @@ describe('model fallback', () => {
     });
     expect(await h.run('hi')).toEqual({ kind: 'failed', error: 'socket hang up' });
   });
+
+  it('makes at most maxLlmAttempts calls a round, then llm_failed names the clients tried', async () => {
+    const h = new LoopHarness({
+      clients: ['a', 'b', 'c', 'd'].map((name) => ({ name, cacheControl: false })),
+      script: [
+        { error: new LlmError('HTTP 503', true) },
+        { error: new LlmError('HTTP 429', true) },
+        { error: new LlmError('timed out', true) },
+        { content: 'never reached' },
+      ],
+    });
+    expect(await h.run('hi')).toEqual({ kind: 'failed', error: 'timed out' });
+    expect(h.model.calls.map((c) => c.client)).toEqual(['a', 'b', 'c']);
+    expect(h.eventsOf('model_fallback').map((e) => [e.from, e.to])).toEqual([
+      ['a', 'b'],
+      ['b', 'c'],
+    ]);
+    expect(h.eventsOf('llm_failed')).toEqual([
+      expect.objectContaining({ tried: ['a', 'b', 'c'], last_error: 'timed out' }),
+    ]);
+  });
+
+  it('a refusal of the port (a used-up budget) ends the turn with its own error code, calling no model', async () => {
+    const h = new LoopHarness({ script: [{ content: 'never' }] });
+    h.model.refusal = { code: 'exhausted', message: 'Daily token budget of 1000 tokens used up.' };
+    const outcome = await h.run('hi');
+    expect(outcome).toEqual({ kind: 'failed', error: 'Daily token budget of 1000 tokens used up.', code: 'exhausted' });
+    expect(h.model.calls).toHaveLength(0);
+    expect(h.eventsOf('llm_failed')).toHaveLength(0);
+    expect(h.eventsOf('error')).toEqual([
+      expect.objectContaining({ code: 'exhausted', message: 'Daily token budget of 1000 tokens used up.' }),
+    ]);
+    expect(h.model.admitted[0]).toMatchObject({ sessionId: h.sessionId, userId: 'user-1', agentId: 'main' });
+  });
+
+  it('stores the usage, cost, client and model of the answer with the assistant message', async () => {
+    const h = new LoopHarness({
+      clients: [{ name: 'alpha', cacheControl: false }],
+      script: [
+        {
+          content: 'answer',
+          model: 'gpt-x',
+          usage: { inputTokens: 120, outputTokens: 30, costUsd: 0.00042, estimated: true },
+        },
+      ],
+    });
+    await h.run('hi');
+    const assistant = h.store.view().messages.find((m) => m.role === 'assistant');
+    expect(assistant).toMatchObject({
+      inputTokens: 120,
+      outputTokens: 30,
+      costUsd: 0.00042,
+      tokensEstimated: true,
+      llmClient: 'alpha',
+      llmModel: 'gpt-x',
+    });
+    expect(h.model.calls[0].context).toMatchObject({ purpose: 'round', messageId: assistant?.id, userId: 'user-1' });
+    expect(h.eventsOf('done')[0]).toMatchObject({ input_tokens: 120, output_tokens: 30 });
+  });
+
+  it("passes the agent's scope to client selection", async () => {
+    const h = new LoopHarness({ agents: [], script: [{ content: 'ok' }] });
+    h.catalog.add(agent({ id: 'main', type: 'chat', scope: 'coding', strength: 'high' }));
+    await h.run('hi');
+    expect(h.model.selections[0]).toMatchObject({ scope: 'coding', strength: 'high' });
+  });
 });

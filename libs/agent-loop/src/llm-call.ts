@@ -1,9 +1,11 @@
 /**
  * One model call for a round, with the loop-owned fallback: on a retriable error ask the port
  * for the next client (`model_fallback`), rebuild the messages when the caching mode changes;
- * when nothing is left or the error is not retriable, `llm_failed`.
+ * when nothing is left, the round's attempts (`maxLlmAttempts`) are spent, or the error is not
+ * retriable, `llm_failed`. A refusal of the port (`admit`, e.g. a used-up budget) fails the
+ * round before any client is tried, with the refusal's code.
  */
-import { LlmError, type LlmClientDescriptor, type LlmResponse } from './ports';
+import { LlmError, type LlmCallContext, type LlmClientDescriptor, type LlmResponse } from './ports';
 import { ABORTED, raceAbort } from './signals';
 import { commit, type FrameContext } from './turn-context';
 import type { WireMessage, WireTool } from './types';
@@ -11,7 +13,7 @@ import type { WireMessage, WireTool } from './types';
 export type ModelCall =
   | { kind: 'response'; response: LlmResponse; client: LlmClientDescriptor }
   | { kind: 'cancelled' }
-  | { kind: 'failed'; error: string };
+  | { kind: 'failed'; error: string; code?: string };
 
 export function clientPin(fctx: FrameContext): string | null {
   if (fctx.frame.parentToolCallId === null) return fctx.turn.session.pinnedClient ?? fctx.agent.client;
@@ -25,10 +27,16 @@ export async function callModel(
   messageId: string,
 ): Promise<ModelCall> {
   const { deps, session } = fctx.turn;
+  const who = { sessionId: session.id, userId: session.userId, agentId: fctx.agent.id, frameId: fctx.frame.id };
+  const refusal = deps.llm.admit ? await deps.llm.admit(who) : null;
+  if (refusal) return { kind: 'failed', error: refusal.message, code: refusal.code };
+  const context: LlmCallContext = { ...who, messageId, purpose: 'round' };
+  const maxAttempts = Math.max(1, deps.config.maxLlmAttempts);
   const tried: string[] = [];
   const select = async (): Promise<LlmClientDescriptor | null> =>
     deps.llm.nextClient({
       agentId: fctx.agent.id,
+      scope: fctx.agent.scope ?? null,
       pinned: clientPin(fctx),
       strength: fctx.agent.strength,
       tried: [...tried],
@@ -44,14 +52,19 @@ export async function callModel(
     if (fctx.signal.aborted) return { kind: 'cancelled' };
     try {
       const response = await raceAbort(
-        deps.llm.stream(client, { messages, tools }, fctx.signal, (d) =>
-          deps.events.ephemeral({
-            type: 'token_delta',
-            session_id: session.id,
-            message_id: messageId,
-            kind: d.kind,
-            delta: d.delta,
-          }),
+        deps.llm.stream(
+          client,
+          { messages, tools },
+          fctx.signal,
+          (d) =>
+            deps.events.ephemeral({
+              type: 'token_delta',
+              session_id: session.id,
+              message_id: messageId,
+              kind: d.kind,
+              delta: d.delta,
+            }),
+          context,
         ),
         fctx.signal,
       );
@@ -62,7 +75,7 @@ export async function callModel(
       const message = error instanceof Error ? error.message : String(error);
       const retriable = error instanceof LlmError && error.retriable;
       tried.push(client.name);
-      const next = retriable ? await select() : null;
+      const next = retriable && tried.length < maxAttempts ? await select() : null;
       if (!next) {
         await commit(fctx.turn, [], [{ type: 'llm_failed', tried: [...tried], last_error: message }]);
         return { kind: 'failed', error: message };

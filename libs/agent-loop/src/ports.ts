@@ -316,11 +316,23 @@ export interface LlmToolCall {
   argumentsText: string;
 }
 
+/** Tokens and cost of one call, stored with the assistant message it produced. */
+export interface LlmUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** The provider reported nothing: the counts are the port's estimate. */
+  estimated?: boolean;
+  /** USD at the client's prices; null / absent when unknown. */
+  costUsd?: number | null;
+}
+
 export interface LlmResponse {
   content: string;
   reasoningContent: string | null;
   toolCalls: LlmToolCall[];
-  usage: { inputTokens: number; outputTokens: number } | null;
+  usage: LlmUsage | null;
+  /** The model the client called (for the message's record); absent when unknown. */
+  model?: string;
   /** `stop`, `tool_calls`, `length` (→ `truncated`), `content_filter`, … */
   finishReason: string;
 }
@@ -342,6 +354,8 @@ export class LlmError extends Error {
 
 export interface ClientSelection {
   agentId: string;
+  /** The agent's scope (e.g. `coding`) for AUTO selection; null / absent: any. */
+  scope?: string | null;
   /** Explicit client: session pin (root), `client` argument (child), or the agent's client. */
   pinned: string | null;
   /** Agent strength for AUTO selection. */
@@ -350,9 +364,33 @@ export interface ClientSelection {
   tried: string[];
 }
 
+/** Who a call is for (the port may meter it, e.g. against a user's daily budget). */
+export interface LlmCallContext {
+  sessionId: string;
+  userId: string;
+  agentId: string;
+  frameId: string;
+  /** The assistant message the call produces (a round); null for a compaction summary. */
+  messageId: string | null;
+  purpose: 'round' | 'compaction';
+}
+
+/** Why the port refuses to call any model for this user now (e.g. `exhausted`: budget used up). */
+export interface LlmRefusal {
+  /** The `error` event's code. */
+  code: string;
+  /** The sentence the user sees. */
+  message: string;
+}
+
 export interface LlmPort {
   /** Which client next; null when none is left. */
   nextClient(selection: ClientSelection): Promise<LlmClientDescriptor | null> | LlmClientDescriptor | null;
+  /**
+   * Optional: asked before each round's model call. A refusal ends the frame as failed with the
+   * refusal's code and message (the turn's `error` event), without trying any client.
+   */
+  admit?(context: Omit<LlmCallContext, 'messageId' | 'purpose'>): Promise<LlmRefusal | null>;
   /**
    * One streaming chat completion. Abort on `signal`. Errors must be `LlmError` (anything else
    * is treated as non-retriable).
@@ -362,6 +400,7 @@ export interface LlmPort {
     request: { messages: WireMessage[]; tools: WireTool[] },
     signal: AbortSignal,
     onDelta: (delta: LlmDelta) => void,
+    context?: LlmCallContext,
   ): Promise<LlmResponse>;
 }
 
@@ -379,6 +418,8 @@ export interface AgentDefinition {
   /** Explicit client name; null → AUTO by strength. */
   client: string | null;
   strength: string | null;
+  /** Scope for AUTO selection (clients serving it are preferred); null / absent: any. */
+  scope?: string | null;
   /** Tool name filters (`prefix*` or exact); deny wins. Empty allow list = everything. */
   tools: { allow: string[]; deny: string[] };
   /** `__KEY__` → value substitutions applied to the prompt. */
@@ -416,6 +457,8 @@ export interface CompactionConfig {
 
 export interface LoopConfig {
   maxToolRounds: number;
+  /** Model calls a round may make (the first and its fallbacks) before `llm_failed`. */
+  maxLlmAttempts: number;
   /** Concurrency bound for an all-`concurrencySafe` batch (1 = sequential). */
   maxParallelCalls: number;
   /** History rows kept when compaction is off. */

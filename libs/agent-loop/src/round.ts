@@ -17,7 +17,7 @@ export type RoundResult =
   | { kind: 'final'; outcome: Extract<FrameOutcome, { kind: 'final' }> }
   | { kind: 'again' }
   | { kind: 'cancelled' }
-  | { kind: 'failed'; error: string }
+  | { kind: 'failed'; error: string; code?: string }
   | { kind: 'parked'; toolCallId: string; requestId: string };
 
 export async function runRound(fctx: FrameContext): Promise<RoundResult> {
@@ -33,7 +33,7 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
     case 'cancelled':
       return { kind: 'cancelled' };
     case 'failed':
-      return { kind: 'failed', error: call.error };
+      return { kind: 'failed', error: call.error, ...(call.code ? { code: call.code } : {}) };
     case 'response':
       break;
   }
@@ -50,6 +50,10 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
     clientMessageId: null,
     inputTokens: res.usage?.inputTokens ?? null,
     outputTokens: res.usage?.outputTokens ?? null,
+    costUsd: res.usage?.costUsd ?? null,
+    tokensEstimated: res.usage?.estimated ?? false,
+    llmClient: call.client.name,
+    llmModel: res.model ?? null,
     createdAt: nowIso(fctx.turn),
   };
   const usage = res.usage ? { input_tokens: res.usage.inputTokens, output_tokens: res.usage.outputTokens } : {};

@@ -18,7 +18,7 @@ export type FrameOutcome =
     }
   | { kind: 'cancelled' }
   | { kind: 'exhausted'; rounds: number }
-  | { kind: 'failed'; error: string }
+  | { kind: 'failed'; error: string; code?: string }
   | { kind: 'parked'; toolCallId: string; requestId: string }
   /** Nothing to do (an empty frame). */
   | { kind: 'idle' };

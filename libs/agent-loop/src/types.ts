@@ -38,6 +38,13 @@ export interface MessageRow {
   clientMessageId: string | null;
   inputTokens: number | null;
   outputTokens: number | null;
+  /** Assistant rows: USD of the call at the client's prices (null / absent: unknown). */
+  costUsd?: number | null;
+  /** Assistant rows: the token counts are an estimate (the provider reported no usage). */
+  tokensEstimated?: boolean;
+  /** Assistant rows: the client that answered, and its model. */
+  llmClient?: string | null;
+  llmModel?: string | null;
   /** ISO 8601 UTC, from the clock port. */
   createdAt: string;
 }
@@ -367,8 +374,8 @@ export type TurnOutcome =
   | { kind: 'cancelled' }
   /** `maxToolRounds` rounds without a final answer. */
   | { kind: 'exhausted'; rounds: number }
-  /** Every LLM client failed (or a non-retriable error). */
-  | { kind: 'failed'; error: string }
+  /** Every LLM client failed (or a non-retriable error), or the LLM port refused (`code`, e.g. `exhausted`). */
+  | { kind: 'failed'; error: string; code?: string }
   /** The human-wait port asked to park: the call stays `awaiting_human`, no terminal event was
    *  written; `resolvePendingCall` continues the turn later. */
   | { kind: 'parked'; toolCallId: string; requestId: string }

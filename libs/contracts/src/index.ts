@@ -6,3 +6,4 @@ export * from './approvals';
 export * from './tools';
 export * from './tool-runner';
 export * from './mcp';
+export * from './llm';

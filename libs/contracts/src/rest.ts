@@ -48,7 +48,17 @@ export const SessionList = z.object({
 });
 export type SessionList = z.infer<typeof SessionList>;
 
-const Tokens = { input_tokens: z.number().int().nullable(), output_tokens: z.number().int().nullable() };
+const Tokens = {
+  input_tokens: z.number().int().nullable(),
+  output_tokens: z.number().int().nullable(),
+  /** USD at the answering client's prices (null: no prices configured). */
+  cost_usd: z.number().nullable().optional(),
+  /** The provider reported no usage: the counts are estimated. */
+  tokens_estimated: z.boolean().optional(),
+  /** The client that answered, and its model. */
+  client: z.string().nullable().optional(),
+  model: z.string().nullable().optional(),
+};
 export const DebugRow = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('user'),

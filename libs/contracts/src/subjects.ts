@@ -5,6 +5,7 @@ import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
 import * as M from './mcp';
 import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws';
 import * as A from './approvals';
+import * as L from './llm';
 
 /**
  * Every NATS request is answered with this envelope: the owning service never throws across the
@@ -196,6 +197,9 @@ export const SUBJECTS = {
   'session.messages': { request: MessagesRequest, reply: replyOf(ChatMessages), queue: 'session-worker' },
   'session.replay': { request: ReplayRequest, reply: replyOf(ReplayReply), queue: 'session-worker' },
   'session.cancel': { request: CancelRequest, reply: replyOf(CancelReply), queue: 'session-worker' },
+  'llm.clients': { request: L.LlmClientsRequest, reply: replyOf(L.LlmClientList), queue: 'session-worker' },
+  'llm.pin': { request: L.LlmPinRequest, reply: replyOf(L.LlmPinReply), queue: 'session-worker' },
+  'llm.command': { request: L.LlmCommandRequest, reply: replyOf(L.LlmCommandReply), queue: 'session-worker' },
   'approval.check': { request: ApprovalCheckRequest, reply: replyOf(ApprovalCheckReply), queue: 'approval-service' },
   'approval.register': {
     request: ApprovalRegisterRequest,

@@ -6,7 +6,10 @@ export {
   DEFAULT_LLM_TIMEOUT_MS,
   type LlmClientConfig,
   type LlmClientDefinition,
+  type LlmPricing,
 } from './llm-client-config';
+export { CHARS_PER_TOKEN, costOf, estimateInputTokens, estimateOutputTokens, meterCall } from './llm-metering';
+export { ResilientLlmHealthStore, type ResilientHealthOptions } from './llm-health-resilient';
 export {
   loadLlmConfigFromEnv,
   DEFAULT_CLIENT_NAME,
@@ -18,6 +21,7 @@ export { LlmCallError, type LlmErrorKind } from './llm-call.error';
 export {
   InMemoryLlmHealthStore,
   healthStateFor,
+  initialHealth,
   DEGRADED_AFTER_FAILURES,
   DOWN_AFTER_FAILURES,
   type LlmHealth,
@@ -38,6 +42,7 @@ export type {
   LlmDelta,
   LlmFinishReason,
   LlmImagePart,
+  LlmMeteredUsage,
   LlmTextPart,
   LlmToolCall,
   LlmToolDefinition,

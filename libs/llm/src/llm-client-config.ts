@@ -28,6 +28,19 @@ export interface LlmClientConfig {
   timeoutMs?: number;
   /** Longest silence allowed between two stream events (and before the first). Default 300 000 ms. */
   idleTimeoutMs?: number;
+  /** Price of a million input (prompt) tokens, in USD; with `outputCostPerMillion` it makes the cost of each call. */
+  inputCostPerMillion?: number;
+  /** Price of a million output (completion) tokens, in USD. */
+  outputCostPerMillion?: number;
+  /** Price of a million input tokens served from the provider's cache; default: the input price. */
+  cachedInputCostPerMillion?: number;
+}
+
+/** USD per million tokens. */
+export interface LlmPricing {
+  inputPerMillion: number;
+  outputPerMillion: number;
+  cachedInputPerMillion: number;
 }
 
 /** A validated client with its key resolved. Holds the secret: never log it or send it anywhere. */
@@ -44,6 +57,8 @@ export interface LlmClientDefinition {
   headers: Record<string, string>;
   timeoutMs: number;
   idleTimeoutMs: number;
+  /** null when the operator gave no prices: the cost of its calls is unknown (shown as such). */
+  pricing: LlmPricing | null;
 }
 
 export const DEFAULT_LLM_PRIORITY = 100;
@@ -62,6 +77,9 @@ const ALIASES: Record<string, keyof LlmClientConfig> = {
   cache_control: 'cacheControl',
   timeout_ms: 'timeoutMs',
   idle_timeout_ms: 'idleTimeoutMs',
+  input_cost_per_million: 'inputCostPerMillion',
+  output_cost_per_million: 'outputCostPerMillion',
+  cached_input_cost_per_million: 'cachedInputCostPerMillion',
 };
 const KEYS = new Set<string>([
   'name',
@@ -77,6 +95,9 @@ const KEYS = new Set<string>([
   'headers',
   'timeoutMs',
   'idleTimeoutMs',
+  'inputCostPerMillion',
+  'outputCostPerMillion',
+  'cachedInputCostPerMillion',
 ]);
 
 /**
@@ -142,6 +163,18 @@ function resolveOne(item: unknown, env: NodeJS.ProcessEnv, problem: (msg: string
     if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0))
       bad(`${label}.${key}: expected a number of milliseconds > 0`);
   }
+  for (const key of ['inputCostPerMillion', 'outputCostPerMillion', 'cachedInputCostPerMillion'] as const) {
+    const value = c[key];
+    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value >= 0))
+      bad(`${label}.${key}: expected a price in USD per million tokens (a number >= 0)`);
+  }
+  const priced = c.inputCostPerMillion !== undefined || c.outputCostPerMillion !== undefined;
+  if (priced && (c.inputCostPerMillion === undefined || c.outputCostPerMillion === undefined))
+    bad(
+      `${label}.${c.inputCostPerMillion === undefined ? 'inputCostPerMillion' : 'outputCostPerMillion'}: give both prices, input and output`,
+    );
+  if (!priced && c.cachedInputCostPerMillion !== undefined)
+    bad(`${label}.cachedInputCostPerMillion: give inputCostPerMillion and outputCostPerMillion too`);
   const apiKey = resolveKey(c.apiKey, c.apiKeyEnv, env, (msg) => bad(`${label}${msg}`));
   if (failed) return null;
   return {
@@ -157,6 +190,13 @@ function resolveOne(item: unknown, env: NodeJS.ProcessEnv, problem: (msg: string
     headers: { ...((c.headers as Record<string, string> | undefined) ?? {}) },
     timeoutMs: (c.timeoutMs as number | undefined) ?? DEFAULT_LLM_TIMEOUT_MS,
     idleTimeoutMs: (c.idleTimeoutMs as number | undefined) ?? DEFAULT_LLM_IDLE_TIMEOUT_MS,
+    pricing: priced
+      ? {
+          inputPerMillion: c.inputCostPerMillion as number,
+          outputPerMillion: c.outputCostPerMillion as number,
+          cachedInputPerMillion: (c.cachedInputCostPerMillion ?? c.inputCostPerMillion) as number,
+        }
+      : null,
   };
 }
 

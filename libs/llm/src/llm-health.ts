@@ -1,4 +1,4 @@
-/** Health of LLM clients, from consecutive failures. In-process for now; the interface is async so a Redis-backed store shared by all replicas can replace it. */
+/** Health of LLM clients, from consecutive failures. The in-memory store is one process's view; the session worker shares health through Redis (see ResilientLlmHealthStore). */
 
 export type LlmHealthState = 'healthy' | 'degraded' | 'down';
 
@@ -17,6 +17,8 @@ export interface LlmHealthStore {
   recordFailure(clientName: string, error: string): Promise<void>;
   /** Health of each named client; a client never seen is healthy. */
   read(clientNames: readonly string[]): Promise<Map<string, LlmHealth>>;
+  /** `shared` when the health is that of every replica, `local` when it is this process's only. */
+  mode?(): 'shared' | 'local';
 }
 
 export const DEGRADED_AFTER_FAILURES = 3;

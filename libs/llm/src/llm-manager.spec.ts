@@ -57,6 +57,7 @@ describe('LlmManager against llm-sim', () => {
       reasoning: 'Thinking it over.',
       toolCalls: [],
       usage: { inputTokens: 30, outputTokens: 9, cachedInputTokens: 0, reasoningTokens: expect.any(Number) },
+      metered: { inputTokens: 30, outputTokens: 9, cachedInputTokens: 0, estimated: false, costUsd: null },
       finishReason: 'stop',
     });
     expect(deltas.filter((d) => d.kind === 'content').map((d) => d.delta)).toEqual(['The ', 'answer ', 'is ', '42.']);

@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import type { LlmClientDefinition } from './llm-client-config';
+import type { LlmClientDefinition, LlmPricing } from './llm-client-config';
 import { LlmCallError } from './llm-call.error';
 import { LlmConfigError } from './llm-config.error';
 import { loadLlmConfigFromEnv } from './llm-config-from-env';
@@ -17,6 +17,8 @@ export interface LlmClientStatus extends LlmClientDescriptor {
   lastSuccessAt: string | null;
   lastFailureAt: string | null;
   lastError: string | null;
+  /** USD per million tokens; null when not configured. */
+  pricing: LlmPricing | null;
 }
 
 export type LlmSelectedClient = LlmClientDescriptor & { reason: LlmSelectReason };
@@ -72,8 +74,14 @@ export class LlmManager {
         lastSuccessAt: h.lastSuccessAt,
         lastFailureAt: h.lastFailureAt,
         lastError: h.lastError,
+        pricing: client.pricing ? { ...client.pricing } : null,
       };
     });
+  }
+
+  /** Whether the health in {@link list} and {@link select} is shared by every replica or this process's own. */
+  healthMode(): 'shared' | 'local' {
+    return this.health.mode?.() ?? 'local';
   }
 
   /**

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type OpenAI from 'openai';
 import { LlmCallError, toLlmCallError } from './llm-call.error';
 import type { LlmClientDefinition } from './llm-client-config';
+import { meterCall } from './llm-metering';
 import type { LlmChatRequest, LlmChatResult, LlmFinishReason, LlmToolCall, LlmUsage } from './llm-wire.types';
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
@@ -53,7 +54,7 @@ export async function streamChat(
     }
     // The SDK ends the iteration quietly when the request is aborted.
     if (controller.signal.aborted) throw new Error('stream ended by abort');
-    return acc.result(client);
+    return acc.result(client, request);
   } catch (err) {
     if (err instanceof DeltaHandlerError) {
       controller.abort();
@@ -146,7 +147,7 @@ class Accumulator {
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
   }
 
-  result(client: LlmClientDefinition): LlmChatResult {
+  result(client: LlmClientDefinition, request: LlmChatRequest): LlmChatResult {
     if (this.finishReason === null) {
       throw new LlmCallError('invalid_response', client.name, 'the stream ended without a finish_reason');
     }
@@ -161,13 +162,12 @@ class Accumulator {
           argumentsText: call.argumentsText,
         };
       });
+    const answer = { content: this.content, reasoning: this.reasoning, toolCalls, usage: this.usage };
     return {
       clientName: client.name,
       model: client.model,
-      content: this.content,
-      reasoning: this.reasoning,
-      toolCalls,
-      usage: this.usage,
+      ...answer,
+      metered: meterCall(client, request, answer),
       finishReason: normaliseFinishReason(this.finishReason),
     };
   }

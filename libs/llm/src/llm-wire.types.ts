@@ -62,6 +62,17 @@ export interface LlmUsage {
   reasoningTokens?: number;
 }
 
+/** What one call consumed, always known: the provider's numbers or an estimate. */
+export interface LlmMeteredUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  /** True when the provider reported no usage and the counts are estimated (characters / 4). */
+  estimated: boolean;
+  /** USD at the client's configured prices; null when the client has none. */
+  costUsd: number | null;
+}
+
 export type LlmFinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'other';
 
 export interface LlmChatResult {
@@ -72,5 +83,7 @@ export interface LlmChatResult {
   toolCalls: LlmToolCall[];
   /** null when the provider sent no usage (the caller estimates). */
   usage: LlmUsage | null;
+  /** Tokens and cost of the call (from `usage`, or estimated when it is null). */
+  metered: LlmMeteredUsage;
   finishReason: LlmFinishReason;
 }

@@ -35,6 +35,7 @@ import {
   RuleTestInput,
   RuleTestResult,
 } from '@skald/contracts';
+import { LlmClientList } from '@skald/contracts';
 
 interface Route {
   method: 'get' | 'post' | 'patch' | 'delete';
@@ -277,6 +278,13 @@ export const ROUTES: Route[] = [
     summary: 'Remove an MCP server (its connections close on every tool runner)',
     params: [{ name: 'name', in: 'path', required: true }],
     ok: { status: 204 },
+  },
+  {
+    method: 'get',
+    path: '/api/llm/clients',
+    summary: "Configured LLM clients with their health across every worker replica, and the caller's pin for `source`",
+    params: [{ name: 'source', in: 'query', description: 'mark the client pinned for this source' }],
+    ok: { status: 200, schema: LlmClientList },
   },
 ];
 

@@ -74,6 +74,11 @@ export class SessionsGateway {
     return this.call(() => this.bus.call('session.replay', { actor, session_id: sessionId, after_seq: afterSeq }));
   }
 
+  /** `/models`, `/model`, `/cost`: answered by a session worker as text. */
+  async llmCommand(actor: Actor, source: string, command: '/models' | '/model' | '/cost', args: string) {
+    return (await this.call(() => this.bus.call('llm.command', { actor, source, command, args }))).content;
+  }
+
   /** No worker answering → 503 with Retry-After; the client retries with the same ids. */
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     try {

@@ -6,7 +6,10 @@ export const HELP_TEXT = [
   '  /stop     stop the running turn',
   '  /new      start a new conversation',
   '  /help     this list',
-  'More commands (/compact, /model, /models, /context, /cost, /clear, /resettools, /sethome) arrive with the agents and models work.',
+  '  /models   the models, their health, and which one is pinned here',
+  '  /model    /model <number|name|auto>: pin a model for this conversation source (auto clears)',
+  "  /cost     tokens and cost of this conversation, and today's budget",
+  'More commands (/compact, /context, /clear, /resettools, /sethome) arrive with the agents work.',
 ].join('\n');
 
 /**
@@ -28,6 +31,12 @@ export async function handleSlashCommand(
     case '/new': {
       const id = await sessions.newSession(actor, source);
       return { command_result: { command, content: 'Started a new conversation.' }, session_id: id };
+    }
+    case '/models':
+    case '/model':
+    case '/cost': {
+      const args = content.trim().slice(command.length).trim();
+      return { command_result: { command, content: await sessions.llmCommand(actor, source, command, args) } };
     }
     default:
       return {

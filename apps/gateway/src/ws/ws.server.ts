@@ -226,8 +226,11 @@ export class WsServer implements OnApplicationShutdown {
           answer: frame.answer,
         });
         return;
-      case 'select_client':
-        throw new ApiError('unavailable', 'choosing a model arrives with the LLM manager');
+      case 'select_client': {
+        const r = await this.bus.call('llm.pin', { actor, source: conn.source, client: frame.client });
+        conn.send({ type: 'client_selected', client: r.client });
+        return;
+      }
       default: {
         const never: never = frame;
         throw new ApiError('invalid_input', `unknown frame ${JSON.stringify(never)}`);

@@ -1,26 +1,41 @@
 import { LlmError } from '@skald/agent-loop';
 import type {
   ClientSelection,
+  LlmCallContext,
   LlmClientDescriptor,
   LlmDelta,
   LlmPort,
+  LlmRefusal,
   LlmResponse,
   WireMessage,
   WireTool,
 } from '@skald/agent-loop';
 import { isLlmStrength, LlmCallError, LlmManager } from '@skald/llm';
+import type { LlmAccounting } from '../llm/llm.service';
 
-/** The loop's LLM port on the LLM manager: which client next, and one streaming call. */
+/**
+ * The loop's LLM port on the LLM manager: which client next, the budget gate, and one streaming
+ * call whose usage (the provider's, or estimated) is written to the ledger before the loop sees
+ * the answer, so it is counted before anything about it is announced.
+ */
 export class LlmAdapter implements LlmPort {
-  constructor(private readonly manager: LlmManager) {}
+  constructor(
+    private readonly manager: LlmManager,
+    private readonly accounting: LlmAccounting | null = null,
+  ) {}
 
   async nextClient(s: ClientSelection): Promise<LlmClientDescriptor | null> {
     const selected = await this.manager.select({
       pinned: s.pinned,
       tried: s.tried,
       requiredStrength: s.strength && isLlmStrength(s.strength) ? s.strength : undefined,
+      scope: s.scope ?? undefined,
     });
     return selected ? { name: selected.name, cacheControl: selected.cacheControl } : null;
+  }
+
+  admit(context: Omit<LlmCallContext, 'messageId' | 'purpose'>): Promise<LlmRefusal | null> {
+    return this.accounting ? this.accounting.admit(context.userId) : Promise.resolve(null);
   }
 
   async stream(
@@ -28,6 +43,7 @@ export class LlmAdapter implements LlmPort {
     request: { messages: WireMessage[]; tools: WireTool[] },
     signal: AbortSignal,
     onDelta: (delta: LlmDelta) => void,
+    context?: LlmCallContext,
   ): Promise<LlmResponse> {
     try {
       const r = await this.manager.streamChat(client.name, {
@@ -36,11 +52,18 @@ export class LlmAdapter implements LlmPort {
         signal,
         onDelta,
       });
+      if (context && this.accounting) await this.accounting.record(context, r.clientName, r.model, r.metered);
       return {
         content: r.content,
         reasoningContent: r.reasoning.length > 0 ? r.reasoning : null,
         toolCalls: r.toolCalls.map((c) => ({ id: c.id, name: c.name, argumentsText: c.argumentsText })),
-        usage: r.usage ? { inputTokens: r.usage.inputTokens, outputTokens: r.usage.outputTokens } : null,
+        usage: {
+          inputTokens: r.metered.inputTokens,
+          outputTokens: r.metered.outputTokens,
+          estimated: r.metered.estimated,
+          costUsd: r.metered.costUsd,
+        },
+        model: r.model,
         finishReason: r.finishReason,
       };
     } catch (e) {

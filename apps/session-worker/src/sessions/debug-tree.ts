@@ -59,6 +59,10 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
           created_at: iso(m.created_at),
           input_tokens: intOrNull(m.input_tokens),
           output_tokens: intOrNull(m.output_tokens),
+          cost_usd: m.cost_usd === null || m.cost_usd === undefined ? null : Number(m.cost_usd),
+          tokens_estimated: Boolean(m.tokens_estimated),
+          client: (m.llm_client as string | null) ?? null,
+          model: (m.llm_model as string | null) ?? null,
         });
         for (const c of calls) {
           out.push({

@@ -50,7 +50,14 @@ export class PgSessionStore implements SessionStore {
   ) {}
 
   async getSession(sessionId: string): Promise<SessionInfo> {
-    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM sessions WHERE id = $1`, [sessionId]);
+    // The user's pin for the session's source (`/model`, `select_client`) is the session's pin.
+    const rows: Row[] = await queryRows(
+      this.ds,
+      `SELECT s.*, p.client AS user_pin FROM sessions s
+         LEFT JOIN llm_client_pins p ON p.user_id = s.user_id AND p.source = s.source
+        WHERE s.id = $1`,
+      [sessionId],
+    );
     const r = rows[0];
     if (!r) throw new Error(`session ${sessionId} not found`);
     return toSessionInfo(r);
@@ -199,8 +206,9 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       }
       await tx.query(
         `INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
-                                   client_message_id, input_tokens, output_tokens, epoch, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+                                   client_message_id, input_tokens, output_tokens, epoch, created_at,
+                                   cost_usd, tokens_estimated, llm_client, llm_model)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
         [
           msg.id,
           msg.sessionId,
@@ -216,6 +224,10 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
           msg.outputTokens,
           epoch,
           msg.createdAt,
+          msg.costUsd ?? null,
+          msg.tokensEstimated ?? false,
+          msg.llmClient ?? null,
+          msg.llmModel ?? null,
         ],
       );
       return;
@@ -371,7 +383,7 @@ export function toSessionInfo(r: Row): SessionInfo {
     autoDenyApprovals: Boolean(r.auto_deny_approvals),
     scratchpadSessionId: String(r.scratchpad_session_id ?? r.id),
     runContext: { workingDirectory: rc.working_directory ?? null, systemPrompt: rc.system_prompt ?? [] },
-    pinnedClient: (r.client_pin as string | null) ?? null,
+    pinnedClient: (r.user_pin as string | null) ?? (r.client_pin as string | null) ?? null,
     turnState: r.turn_state as SessionInfo['turnState'],
   };
 }
@@ -404,6 +416,10 @@ export function toMessage(r: Row): MessageRow {
     clientMessageId: (r.client_message_id as string | null) ?? null,
     inputTokens: num(r.input_tokens),
     outputTokens: num(r.output_tokens),
+    costUsd: r.cost_usd === null || r.cost_usd === undefined ? null : Number(r.cost_usd),
+    tokensEstimated: Boolean(r.tokens_estimated),
+    llmClient: (r.llm_client as string | null) ?? null,
+    llmModel: (r.llm_model as string | null) ?? null,
     createdAt: iso(r.created_at),
   };
 }

@@ -19,6 +19,7 @@ import type { Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { BuiltinCatalog } from '../ports/builtin-catalog';
+import { LlmService } from '../llm/llm.service';
 import { LlmAdapter } from '../ports/llm-adapter';
 import { NatsGate } from '../ports/nats-gate';
 import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
@@ -58,11 +59,12 @@ export class TurnDriver implements OnApplicationShutdown {
     private readonly announcer: EventAnnouncer,
     private readonly metrics: TurnMetrics,
     llmManager: LlmManager,
+    llmService: LlmService,
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_INSTANCE) private readonly instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
   ) {
-    this.llm = new LlmAdapter(llmManager);
+    this.llm = new LlmAdapter(llmManager, llmService);
   }
 
   get activeCount(): number {

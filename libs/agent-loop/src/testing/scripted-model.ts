@@ -1,5 +1,14 @@
 import { LlmError } from '../ports';
-import type { ClientSelection, LlmClientDescriptor, LlmDelta, LlmPort, LlmResponse } from '../ports';
+import type {
+  ClientSelection,
+  LlmCallContext,
+  LlmClientDescriptor,
+  LlmDelta,
+  LlmPort,
+  LlmRefusal,
+  LlmResponse,
+  LlmUsage,
+} from '../ports';
 import type { WireMessage, WireTool } from '../types';
 
 /** One scripted model reply. */
@@ -9,7 +18,8 @@ export interface ScriptStep {
   /** `arguments`: an object (serialised) or the raw text. `id` defaults to `call_<n>`. */
   toolCalls?: { name: string; arguments?: Record<string, unknown> | string; id?: string }[];
   finishReason?: string;
-  usage?: { inputTokens: number; outputTokens: number };
+  usage?: LlmUsage;
+  model?: string;
   /** Streamed as content deltas before the reply. */
   deltas?: string[];
   /** Throw this instead of answering. */
@@ -24,6 +34,7 @@ export interface RecordedLlmCall {
   client: string;
   messages: WireMessage[];
   tools: WireTool[];
+  context?: LlmCallContext;
 }
 
 export type Responder = (request: RecordedLlmCall) => ScriptStep;
@@ -54,6 +65,15 @@ export class ScriptedModel implements LlmPort {
     this.steps.push(...steps);
   }
 
+  /** When set, `admit` refuses every call with it (e.g. a used-up budget). */
+  refusal: LlmRefusal | null = null;
+  readonly admitted: Array<Omit<LlmCallContext, 'messageId' | 'purpose'>> = [];
+
+  admit(context: Omit<LlmCallContext, 'messageId' | 'purpose'>): Promise<LlmRefusal | null> {
+    this.admitted.push(context);
+    return Promise.resolve(this.refusal);
+  }
+
   get remaining(): number {
     return this.steps.length;
   }
@@ -70,11 +90,13 @@ export class ScriptedModel implements LlmPort {
     request: { messages: WireMessage[]; tools: WireTool[] },
     signal: AbortSignal,
     onDelta: (delta: LlmDelta) => void,
+    context?: LlmCallContext,
   ): Promise<LlmResponse> {
     const recorded: RecordedLlmCall = {
       client: client.name,
       messages: structuredClone(request.messages),
       tools: structuredClone(request.tools),
+      ...(context ? { context } : {}),
     };
     this.calls.push(recorded);
     const step = this.responder ? this.responder(recorded) : this.steps.shift();
@@ -99,6 +121,7 @@ export class ScriptedModel implements LlmPort {
       reasoningContent: step.reasoning ?? null,
       toolCalls,
       usage: step.usage ?? null,
+      ...(step.model ? { model: step.model } : {}),
       finishReason: step.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
     };
   }

@@ -5,6 +5,7 @@ import { ToolRunner1764460800200 } from './1764460800200-tool-runner';
 import { PreviewHash1764460800300 } from './1764460800300-preview-hash';
 import { RulesVersion1764460800400 } from './1764460800400-rules-version';
 import { McpServers1764460800500 } from './1764460800500-mcp-servers';
+import { LlmUsage1764460800600 } from './1764460800600-llm-usage';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -15,5 +16,6 @@ export const MIGRATIONS = [
   PreviewHash1764460800300,
   RulesVersion1764460800400,
   McpServers1764460800500,
+  LlmUsage1764460800600,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -21,8 +21,9 @@ export interface ResolvedCompletion {
   reasoning: string | null;
   toolCalls: ResolvedToolCall[];
   finishReason: SimFinishReason;
-  usage: WireUsage;
+  usage: WireUsage | null;
   chunkSize: number | null;
+  reasoningField: 'reasoning_content' | 'reasoning';
 }
 
 export interface CompletionIdentity {
@@ -58,13 +59,16 @@ export function resolveCompletion(
     reasoning,
     toolCalls,
     finishReason: reply.finish_reason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
-    usage: {
-      prompt_tokens: promptTokens,
-      completion_tokens: completionTokens,
-      total_tokens: promptTokens + completionTokens,
-      prompt_tokens_details: { cached_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: reasoningTokens },
-    },
+    usage: reply.omitUsage
+      ? null
+      : {
+          prompt_tokens: promptTokens,
+          completion_tokens: completionTokens,
+          total_tokens: promptTokens + completionTokens,
+          prompt_tokens_details: { cached_tokens: 0 },
+          completion_tokens_details: { reasoning_tokens: reasoningTokens },
+        },
+    reasoningField: reply.reasoningField ?? 'reasoning_content',
     chunkSize: reply.chunkSize !== undefined && reply.chunkSize >= 1 ? Math.floor(reply.chunkSize) : null,
   };
 }
@@ -76,7 +80,7 @@ export function estimateTokens(text: string): number {
 /** The non-streaming `chat.completion` object. */
 export function completionObject(resolved: ResolvedCompletion, identity: CompletionIdentity): Record<string, unknown> {
   const message: Record<string, unknown> = { role: 'assistant', content: resolved.content, refusal: null };
-  if (resolved.reasoning !== null) message.reasoning_content = resolved.reasoning;
+  if (resolved.reasoning !== null) message[resolved.reasoningField] = resolved.reasoning;
   if (resolved.toolCalls.length > 0) {
     message.tool_calls = resolved.toolCalls.map((call) => ({
       id: call.id,
@@ -91,7 +95,7 @@ export function completionObject(resolved: ResolvedCompletion, identity: Complet
     model: identity.model,
     system_fingerprint: SYSTEM_FINGERPRINT,
     choices: [{ index: 0, message, logprobs: null, finish_reason: resolved.finishReason }],
-    usage: resolved.usage,
+    ...(resolved.usage ? { usage: resolved.usage } : {}),
   };
 }
 
@@ -115,7 +119,7 @@ export function streamChunks(
   });
   const chunks = [chunk({ role: 'assistant', content: resolved.content === null ? null : '' })];
   for (const piece of splitText(resolved.reasoning ?? '', resolved.chunkSize)) {
-    chunks.push(chunk({ reasoning_content: piece }));
+    chunks.push(chunk({ [resolved.reasoningField]: piece }));
   }
   for (const piece of splitText(resolved.content ?? '', resolved.chunkSize)) {
     chunks.push(chunk({ content: piece }));
@@ -129,7 +133,7 @@ export function streamChunks(
     }
   });
   chunks.push(chunk({}, resolved.finishReason));
-  if (includeUsage) {
+  if (includeUsage && resolved.usage) {
     chunks.push({
       id: identity.id,
       object: 'chat.completion.chunk',

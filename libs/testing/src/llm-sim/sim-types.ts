@@ -30,8 +30,12 @@ export interface SimUsage {
 /** A successful assistant answer, streamed or not depending on the request. */
 export interface SimCompletionReply {
   content?: string;
-  /** Sent as `reasoning_content` (deltas when streaming, a message field when not). */
+  /** Sent as `reasoning_content` (deltas when streaming, a message field when not); see `reasoningField`. */
   reasoning?: string;
+  /** The field the reasoning travels in: `reasoning_content` (default: DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama). */
+  reasoningField?: 'reasoning_content' | 'reasoning';
+  /** Send no usage at all, even when the request asks for it (as some local servers do). */
+  omitUsage?: boolean;
   tool_calls?: SimToolCall[];
   /** Defaults to `tool_calls` when the reply has tool calls, `stop` otherwise. */
   finish_reason?: SimFinishReason;

@@ -157,3 +157,52 @@ export class PrivateNats {
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/** A throwaway Redis server (no persistence) on a spare loopback port, killable and restartable on the same port. */
+export class PrivateRedis {
+  private child: ChildProcess | null = null;
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort());
+    await redis.start();
+    return redis;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.child = spawn(
+      process.env.SKALD_REDIS_BIN ?? '/usr/bin/redis-server',
+      ['--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
+    const net = await import('node:net');
+    await waitFor(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const s = net.connect({ host: '127.0.0.1', port: this.port });
+          s.once('connect', () => {
+            s.destroy();
+            resolve(true);
+          });
+          s.once('error', () => resolve(false));
+        }),
+      'private redis',
+    );
+  }
+
+  /** kill -9, as a crash would (its data is gone: it keeps none). */
+  async kill(): Promise<void> {
+    if (this.child) await stopProcess(this.child, 'SIGKILL', 1000);
+    this.child = null;
+  }
+
+  async destroy(): Promise<void> {
+    if (this.child) await stopProcess(this.child, 'SIGTERM', 5000);
+    this.child = null;
+  }
+}

@@ -39,6 +39,8 @@ export interface StackOptions {
   perApp?: Partial<Record<Exclude<AppName, 'llm-sim'>, Record<string, string>>>;
   /** Admin account bootstrapped by the gateway. */
   admin?: { email: string; password: string };
+  /** LLM clients (`SKALD_LLM_CLIENTS`) built from the llm-sim base URL; default: one client `default` on the sim. */
+  llmClients?: (simUrl: string) => unknown[];
 }
 
 /**
@@ -70,6 +72,8 @@ export class Stack {
       SKALD_ADMIN_PASSWORD: this.admin.password,
       SKALD_WORKSPACES: mkdtempSync(path.join(tmpdir(), 'skald-ws-')),
       SKALD_SHUTDOWN_GRACE_MS: '5000',
+      // Stacks share the Redis server: each keeps its LLM health apart.
+      SKALD_LLM_HEALTH_PREFIX: `skald-test-${randomBytes(6).toString('hex')}:llm:health:`,
       ...options.env,
     };
   }
@@ -106,6 +110,7 @@ export class Stack {
       OPENAI_BASE_URL: this.simUrl,
       OPENAI_API_KEY: 'sk-test-sim',
       SKALD_LLM_MODEL: 'sim-model',
+      ...(this.options.llmClients ? { SKALD_LLM_CLIENTS: JSON.stringify(this.options.llmClients(this.simUrl)) } : {}),
     });
     const r = this.options.replicas ?? {};
     const started: Array<Promise<StackProcess>> = [];

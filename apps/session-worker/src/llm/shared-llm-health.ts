@@ -1,0 +1,44 @@
+import Redis from 'ioredis';
+import { ResilientLlmHealthStore } from '@skald/llm';
+import type { Logger } from '@skald/service-kit';
+import type { WorkerConfig } from '../config';
+import { RedisLlmHealthStore } from './redis-llm-health.store';
+
+/**
+ * LLM health shared by the worker replicas through Redis, falling back to this process's own
+ * record while Redis is unreachable (logged once each way). Redis is optional for the worker:
+ * it starts, stays ready and runs turns without it.
+ */
+export function sharedLlmHealth(
+  config: WorkerConfig,
+  log: Logger,
+): { health: ResilientLlmHealthStore; close: () => Promise<void> } {
+  const redis = new Redis(config.REDIS_URL, {
+    lazyConnect: false,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    // Keep trying to reconnect (capped at 2 s apart): health goes back to shared by itself.
+    retryStrategy: (times) => Math.min(2_000, 100 * times),
+  });
+  redis.on('error', () => undefined);
+  const health = new ResilientLlmHealthStore(
+    new RedisLlmHealthStore(redis, config.SKALD_LLM_HEALTH_PREFIX, config.SKALD_LLM_HEALTH_TTL_S),
+    {
+      timeoutMs: 500,
+      retryAfterMs: 5_000,
+      onModeChange: (mode, reason) =>
+        mode === 'local'
+          ? log.warn({ reason }, "LLM health store (Redis) unavailable: judging clients on this worker's own calls")
+          : log.info({}, 'LLM health store (Redis) reachable again: health is shared'),
+    },
+  );
+  return {
+    health,
+    close: () =>
+      redis.quit().then(
+        () => undefined,
+        () => redis.disconnect(),
+      ),
+  };
+}

@@ -48,7 +48,7 @@ async function main() {
   }
   if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
     run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
-  run('npx', ['tsc', '-b', 'tsconfig.build.json'], 'Building');
+  run('npm', ['run', 'build'], 'Building');
 
   const env = { ...process.env };
   env.DATABASE_URL ||= 'postgres://postgres@127.0.0.1:5432/skald';

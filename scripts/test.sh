@@ -8,13 +8,13 @@ cd "$(dirname "$0")/.."
 node scripts/check-services.js || exit 1
 [ -d node_modules ] || npm ci --no-audit --no-fund || exit 1
 echo "Building…"
-npx tsc -b tsconfig.build.json || { echo "0 passed, 1 failed"; exit 1; }
+npm run build || { echo "0 passed, 1 failed"; exit 1; }
 
 export SKALD_TEST_SKIP_BUILD=1
 mkdir -p test-results
 rm -f test-results/jest-*.json test-results/lint.failed
 echo "Linting…"
-npm run --silent lint || touch test-results/lint.failed
+{ npm run --silent lint && npx tsc -p apps/web/tsconfig.json; } || touch test-results/lint.failed
 npx jest --selectProjects unit integration --coverage --forceExit --json --outputFile=test-results/jest-main.json "$@"
 npx jest --selectProjects e2e --runInBand --forceExit --json --outputFile=test-results/jest-e2e.json "$@"
 node scripts/test-summary.js test-results/jest-main.json test-results/jest-e2e.json

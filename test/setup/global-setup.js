@@ -25,10 +25,7 @@ module.exports = async function globalSetup() {
   }
   // SKALD_TEST_SKIP_BUILD=1 when the caller has just built (scripts/test.sh does).
   if (process.env.SKALD_TEST_SKIP_BUILD !== '1') {
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], {
-      cwd: ROOT,
-      stdio: 'inherit',
-    });
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
   }
   const base = new URL(
     process.env.SKALD_TEST_DATABASE_URL || `postgres://postgres@127.0.0.1:5432/skald_test_${process.pid}`,

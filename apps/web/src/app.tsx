@@ -1,0 +1,94 @@
+import { useEffect, useMemo, useState } from 'react';
+import { Api, ApiError, forget, login, savedAuth, type Auth } from './api';
+import { Chat } from './chat';
+import { Inbox } from './inbox';
+
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash || '#chat');
+  useEffect(() => {
+    const on = () => setHash(location.hash || '#chat');
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return hash;
+}
+
+export function App() {
+  const [auth, setAuth] = useState<Auth | null>(savedAuth);
+  const api = useMemo(() => (auth ? new Api(auth) : null), [auth]);
+  const hash = useHash();
+  if (!api || !auth) return <Login onIn={setAuth} />;
+  return (
+    <div className="shell">
+      <header className="top">
+        <h1>Skald</h1>
+        <nav aria-label="main">
+          <a href="#chat" aria-current={hash === '#chat' ? 'page' : undefined}>
+            Chat
+          </a>
+          <a href="#inbox" aria-current={hash === '#inbox' ? 'page' : undefined}>
+            Inbox
+          </a>
+        </nav>
+        <span className="who">{auth.user.email}</span>
+        <button
+          type="button"
+          onClick={() => {
+            forget();
+            setAuth(null);
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      {hash === '#inbox' ? <Inbox api={api} /> : <Chat api={api} source="web" />}
+    </div>
+  );
+}
+
+function Login({ onIn }: { onIn: (a: Auth) => void }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState('');
+  return (
+    <main className="login">
+      <h1>Skald</h1>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          setError('');
+          login(email, password).then(onIn, (err: unknown) =>
+            setError(
+              err instanceof ApiError && err.status === 401
+                ? 'Wrong email or password.'
+                : String((err as Error).message),
+            ),
+          );
+        }}
+      >
+        <label>
+          Email
+          <input
+            type="email"
+            autoComplete="username"
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+            required
+          />
+        </label>
+        <label>
+          Password
+          <input
+            type="password"
+            autoComplete="current-password"
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+            required
+          />
+        </label>
+        {error ? <p role="alert">{error}</p> : null}
+        <button type="submit">Sign in</button>
+      </form>
+    </main>
+  );
+}

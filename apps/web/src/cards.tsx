@@ -1,0 +1,139 @@
+import { useState } from 'react';
+import type { Item } from './chat-state';
+import { lineDiff } from './diff';
+import { renderMarkdown } from './markdown';
+
+type Approval = Extract<Item, { kind: 'approval' }>;
+type Question = Extract<Item, { kind: 'question' }>;
+
+export interface Answerer {
+  approve(requestId: string, forSession: boolean): void;
+  reject(requestId: string, note: string): void;
+  answer(requestId: string, answer: string): void;
+}
+
+export function Markdown({ text }: { text: string }) {
+  return <div className="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+}
+
+export function Diff({ oldText, newText }: { oldText: string; newText: string }) {
+  const lines = lineDiff(oldText, newText);
+  return (
+    <pre className="diff" aria-label="proposed change">
+      {lines.map((l, n) => (
+        <div key={n} className={l.op === '+' ? 'add' : l.op === '-' ? 'del' : 'same'}>
+          <span aria-hidden="true">{l.op} </span>
+          {l.op === '+' ? <ins>{l.text}</ins> : l.op === '-' ? <del>{l.text}</del> : l.text}
+        </div>
+      ))}
+    </pre>
+  );
+}
+
+/** An approval: the diff of a write, the command of execute_cmd, the arguments of anything else. */
+export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
+  const [note, setNote] = useState('');
+  const [busy, setBusy] = useState(false);
+  const title =
+    card.toolName === 'execute_cmd'
+      ? 'Run this command?'
+      : card.path
+        ? `Write ${card.path}?`
+        : `Allow ${card.toolName}?`;
+  return (
+    <section className="card approval" aria-label={`approval: ${title}`}>
+      <h3>{title}</h3>
+      {card.toolName === 'execute_cmd' ? (
+        <pre className="command">{card.newContent}</pre>
+      ) : card.path ? (
+        <Diff oldText={card.oldContent ?? ''} newText={card.newContent ?? ''} />
+      ) : (
+        <pre className="args">{JSON.stringify(card.args, null, 2)}</pre>
+      )}
+      {card.resolved ? (
+        <p className={`verdict ${card.resolved}`}>
+          {card.resolved === 'approved' ? 'Approved' : card.resolved === 'rejected' ? 'Rejected' : 'Cancelled'}
+        </p>
+      ) : (
+        <div className="actions">
+          <button type="button" disabled={busy} onClick={() => (setBusy(true), on.approve(card.requestId, false))}>
+            Approve
+          </button>
+          <button type="button" disabled={busy} onClick={() => (setBusy(true), on.approve(card.requestId, true))}>
+            Approve for this session
+          </button>
+          <label className="note">
+            <span>Note</span>
+            <input value={note} onChange={(e) => setNote(e.target.value)} placeholder="why not (the agent reads it)" />
+          </label>
+          <button
+            type="button"
+            className="danger"
+            disabled={busy}
+            onClick={() => (setBusy(true), on.reject(card.requestId, note))}
+          >
+            Reject
+          </button>
+        </div>
+      )}
+    </section>
+  );
+}
+
+export function QuestionCard({ card, on }: { card: Question; on: Answerer }) {
+  const [answer, setAnswer] = useState('');
+  return (
+    <section className="card question" aria-label={`question: ${card.title}`}>
+      <h3>{card.title}</h3>
+      <p>{card.question}</p>
+      {card.answered ? (
+        <p className="verdict approved">Answered</p>
+      ) : (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (answer.trim()) on.answer(card.requestId, answer.trim());
+          }}
+        >
+          <div className="suggested">
+            {card.suggested.map((s) => (
+              <button type="button" key={s} onClick={() => on.answer(card.requestId, s)}>
+                {s}
+              </button>
+            ))}
+          </div>
+          <label>
+            <span className="sr-only">Your answer</span>
+            <input value={answer} onChange={(e) => setAnswer(e.target.value)} placeholder="Your answer" />
+          </label>
+          <button type="submit">Answer</button>
+        </form>
+      )}
+    </section>
+  );
+}
+
+const STATUS_TEXT: Record<Extract<Item, { kind: 'tool' }>['status'], string> = {
+  running: 'running',
+  awaiting: 'waiting for approval',
+  done: 'done',
+  error: 'failed',
+  cancelled: 'cancelled',
+  rejected: 'rejected',
+};
+
+export function ToolCard({ tool }: { tool: Extract<Item, { kind: 'tool' }> }) {
+  const text = tool.status === 'running' || tool.status === 'awaiting' ? tool.output : tool.result || tool.output;
+  return (
+    <details
+      className={`card tool ${tool.status}`}
+      style={{ marginLeft: `${tool.depth * 1.25}rem` }}
+      open={tool.status === 'running' && tool.output !== ''}
+    >
+      <summary>
+        <span className="tool-label">{tool.label}</span> <span className="status">{STATUS_TEXT[tool.status]}</span>
+      </summary>
+      {text ? <pre className="output">{text}</pre> : null}
+    </details>
+  );
+}

@@ -1,0 +1,310 @@
+import type { Frame } from './socket';
+
+export type ToolStatus = 'running' | 'awaiting' | 'done' | 'error' | 'cancelled' | 'rejected';
+
+export type Item =
+  | { kind: 'user'; key: string; content: string }
+  | { kind: 'assistant'; key: string; content: string; reasoning: string; streaming: boolean; depth: number }
+  | {
+      kind: 'tool';
+      key: string;
+      name: string;
+      label: string;
+      args: unknown;
+      status: ToolStatus;
+      output: string;
+      result: string;
+      depth: number;
+    }
+  | {
+      kind: 'approval';
+      key: string;
+      requestId: string;
+      toolCallId: string;
+      toolName: string;
+      path?: string;
+      oldContent?: string;
+      newContent?: string;
+      args?: unknown;
+      resolved?: 'approved' | 'rejected' | 'cancelled';
+    }
+  | {
+      kind: 'question';
+      key: string;
+      requestId: string;
+      title: string;
+      question: string;
+      suggested: string[];
+      answered?: boolean;
+    }
+  | { kind: 'agent'; key: string; agentId: string; depth: number; prompt: string; result?: string }
+  | { kind: 'notice'; key: string; text: string; level: 'info' | 'error' };
+
+export interface ChatState {
+  sessionId: string | null;
+  items: Item[];
+  running: boolean;
+  waiting: 'approval' | 'clarification' | null;
+  depth: number;
+}
+
+export const initialChat: ChatState = { sessionId: null, items: [], running: false, waiting: null, depth: 0 };
+
+const s = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+const OUTPUT_KEEP = 20_000;
+
+function upsert(items: Item[], key: string, make: () => Item, change: (i: Item) => Item): Item[] {
+  const at = items.findIndex((i) => i.key === key);
+  if (at < 0) return [...items, make()];
+  const next = items.slice();
+  next[at] = change(items[at]!);
+  return next;
+}
+
+function patchTool(items: Item[], id: string, patch: Partial<Extract<Item, { kind: 'tool' }>>): Item[] {
+  return items.map((i) => (i.kind === 'tool' && i.key === `tool:${id}` ? { ...i, ...patch } : i));
+}
+
+function resolveCards(items: Item[], requestId: string, how: 'approved' | 'rejected' | 'cancelled'): Item[] {
+  return items.map((i) =>
+    i.kind === 'approval' && i.requestId === requestId && !i.resolved
+      ? { ...i, resolved: how }
+      : i.kind === 'question' && i.requestId === requestId
+        ? { ...i, answered: true }
+        : i,
+  );
+}
+
+/** Every server frame of the chat socket folded into what the screen shows. */
+export function chatReducer(st: ChatState, f: Frame): ChatState {
+  switch (f.type) {
+    case 'hello':
+    case 'new_session':
+      return f.session_id === st.sessionId ? st : { ...initialChat, sessionId: s(f.session_id) };
+    case 'turn_running': {
+      // Sent after the replay: `approval_resolved` is not a session event, so a card left open by
+      // the replay is settled from what the turn is doing now (the inbox is the truth of what waits).
+      const running = f.running === true;
+      const waiting = (f.waiting as ChatState['waiting']) ?? null;
+      const open = st.items.filter((i) => i.kind === 'approval' && !i.resolved);
+      const stillAsked = waiting === 'approval' ? open.at(-1)?.key : undefined;
+      const items = st.items.map((i) =>
+        i.kind === 'approval' && !i.resolved && i.key !== stillAsked
+          ? { ...i, resolved: running ? ('approved' as const) : ('cancelled' as const) }
+          : i,
+      );
+      return { ...st, running, waiting, items };
+    }
+    case 'user_message':
+      return {
+        ...st,
+        running: true,
+        items: [...st.items, { kind: 'user', key: `user:${s(f.message_id)}`, content: s(f.content) }],
+      };
+    case 'token_delta': {
+      const key = `msg:${s(f.message_id)}`;
+      const add = s(f.delta);
+      const reasoning = f.kind === 'reasoning';
+      return {
+        ...st,
+        running: true,
+        items: upsert(
+          st.items,
+          key,
+          () => ({
+            kind: 'assistant',
+            key,
+            content: reasoning ? '' : add,
+            reasoning: reasoning ? add : '',
+            streaming: true,
+            depth: st.depth,
+          }),
+          (i) =>
+            i.kind === 'assistant'
+              ? {
+                  ...i,
+                  content: reasoning ? i.content : i.content + add,
+                  reasoning: reasoning ? i.reasoning + add : i.reasoning,
+                }
+              : i,
+        ),
+      };
+    }
+    case 'thinking':
+    case 'done': {
+      const key = `msg:${s(f.message_id)}`;
+      const content = s(f.content);
+      const reasoning = s(f.reasoning_content);
+      const items = upsert(
+        st.items,
+        key,
+        () => ({ kind: 'assistant', key, content, reasoning, streaming: false, depth: st.depth }),
+        (i) => (i.kind === 'assistant' ? { ...i, content, reasoning: reasoning || i.reasoning, streaming: false } : i),
+      );
+      const dropEmpty = items.filter((i) => !(i.kind === 'assistant' && i.key === key && !i.content && !i.reasoning));
+      return f.type === 'done'
+        ? { ...st, items: dropEmpty, running: false, waiting: null, depth: 0 }
+        : { ...st, items: dropEmpty };
+    }
+    case 'tool_start': {
+      const id = s(f.tool_call_id);
+      const item: Item = {
+        kind: 'tool',
+        key: `tool:${id}`,
+        name: s(f.name),
+        label: s(f.label_short) || s(f.name),
+        args: f.arguments,
+        status: 'running',
+        output: '',
+        result: '',
+        depth: st.depth,
+      };
+      return {
+        ...st,
+        items: upsert(
+          st.items,
+          item.key,
+          () => item,
+          (i) => i,
+        ),
+      };
+    }
+    case 'tool_progress':
+      return {
+        ...st,
+        items: st.items.map((i) =>
+          i.kind === 'tool' && i.key === `tool:${s(f.tool_call_id)}`
+            ? { ...i, output: (i.output + s(f.chunk)).slice(-OUTPUT_KEEP) }
+            : i,
+        ),
+      };
+    case 'tool_done':
+      return settle(st, f, 'approved', { status: 'done', result: s(f.result) });
+    case 'tool_error':
+      return settle(st, f, 'approved', { status: 'error', result: s(f.error) });
+    case 'tool_cancelled':
+      return settle(st, f, 'cancelled', { status: 'cancelled' });
+    case 'tool_rejected':
+      return settle(st, f, 'rejected', { status: 'rejected', result: s(f.reason) });
+    case 'pending_write':
+    case 'approval_required': {
+      const requestId = s(f.request_id);
+      const card: Item = {
+        kind: 'approval',
+        key: `req:${requestId}`,
+        requestId,
+        toolCallId: s(f.tool_call_id),
+        toolName:
+          f.type === 'pending_write' ? (s(f.path) === '$ execute_cmd' ? 'execute_cmd' : 'write') : s(f.tool_name),
+        ...(f.type === 'pending_write'
+          ? { path: s(f.path), oldContent: s(f.old_content), newContent: s(f.new_content) }
+          : { args: f.arguments }),
+      };
+      const items = patchTool(st.items, s(f.tool_call_id), { status: 'awaiting' });
+      return {
+        ...st,
+        waiting: 'approval',
+        items: upsert(
+          items,
+          card.key,
+          () => card,
+          (i) => i,
+        ),
+      };
+    }
+    case 'agent_question': {
+      const requestId = s(f.request_id);
+      const card: Item = {
+        kind: 'question',
+        key: `req:${requestId}`,
+        requestId,
+        title: s(f.title),
+        question: s(f.question),
+        suggested: Array.isArray(f.suggested_answers) ? f.suggested_answers.map(s) : [],
+      };
+      return {
+        ...st,
+        waiting: 'clarification',
+        items: upsert(
+          st.items,
+          card.key,
+          () => card,
+          (i) => i,
+        ),
+      };
+    }
+    case 'approval_resolved': {
+      const how = f.cancelled ? 'cancelled' : f.approved ? 'approved' : 'rejected';
+      const toolKey = `tool:${s(f.tool_call_id)}`;
+      // an approved call runs now (its tool card leaves "waiting for approval")
+      const items = resolveCards(st.items, s(f.request_id), how).map((i) =>
+        how === 'approved' && i.kind === 'tool' && i.key === toolKey && i.status === 'awaiting'
+          ? { ...i, status: 'running' as const }
+          : i,
+      );
+      return { ...st, waiting: null, items };
+    }
+    case 'clarification_resolved':
+      return { ...st, waiting: null, items: resolveCards(st.items, s(f.request_id), 'approved') };
+    case 'agent_start':
+      return {
+        ...st,
+        depth: st.depth + 1,
+        items: [
+          ...st.items,
+          {
+            kind: 'agent',
+            key: `agent:${s(f.stack_id)}`,
+            agentId: s(f.agent_id),
+            depth: st.depth,
+            prompt: s(f.prompt_preview),
+          },
+        ],
+      };
+    case 'agent_done':
+      return {
+        ...st,
+        depth: Math.max(0, st.depth - 1),
+        items: st.items.map((i) =>
+          i.kind === 'agent' && i.key === `agent:${s(f.stack_id)}` ? { ...i, result: s(f.result_preview) } : i,
+        ),
+      };
+    case 'model_fallback':
+      return notice(st, f, `Model ${s(f.from)} failed (${s(f.reason)}); using ${s(f.to)}.`, 'info');
+    case 'llm_failed':
+      return notice(st, f, `No model answered: ${s(f.last_error)}`, 'error');
+    case 'command_result':
+      return notice(st, f, s(f.content), 'info');
+    case 'message_discarded':
+      return notice(st, f, 'A message was discarded by the stop.', 'info');
+    case 'error': {
+      const next = notice(st, f, s(f.message), 'error');
+      return f.code === 'interrupted' || f.code === 'llm_failed' || f.code === 'exhausted'
+        ? { ...next, running: false, waiting: null, depth: 0 }
+        : next;
+    }
+    default:
+      return st;
+  }
+}
+
+/** A tool call ended: its card, and an approval card of it still open, show how. */
+function settle(
+  st: ChatState,
+  f: Frame,
+  how: 'approved' | 'rejected' | 'cancelled',
+  patch: Partial<Extract<Item, { kind: 'tool' }>>,
+): ChatState {
+  const id = s(f.tool_call_id);
+  const items = patchTool(st.items, id, patch).map((i) =>
+    i.kind === 'approval' && i.toolCallId === id && !i.resolved ? { ...i, resolved: how } : i,
+  );
+  return { ...st, items };
+}
+
+let noticeCounter = 0;
+function notice(st: ChatState, f: Frame, text: string, level: 'info' | 'error'): ChatState {
+  const key = typeof f.seq === 'number' ? `seq:${f.seq}` : `notice:${++noticeCounter}`;
+  if (st.items.some((i) => i.key === key)) return st;
+  return { ...st, items: [...st.items, { kind: 'notice', key, text, level }] };
+}

@@ -1,0 +1,153 @@
+import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
+import type { Api } from './api';
+import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
+import { chatReducer, initialChat } from './chat-state';
+import { ChatSocket, type SocketState } from './socket';
+
+type Delivery = 'steer' | 'queue' | 'interrupt';
+
+/** The conversation of one source: stream, tool cards, inline approvals, stop, steer/queue/interrupt. */
+export function Chat({ api, source }: { api: Api; source: string }) {
+  const [state, dispatch] = useReducer(chatReducer, initialChat);
+  const [conn, setConn] = useState<SocketState>('connecting');
+  const [draft, setDraft] = useState('');
+  const [delivery, setDelivery] = useState<Delivery>('steer');
+  const socket = useRef<ChatSocket | null>(null);
+  const end = useRef<HTMLDivElement | null>(null);
+
+  useEffect(() => {
+    const s = new ChatSocket(api, source, dispatch, setConn);
+    socket.current = s;
+    s.start();
+    return () => s.stop();
+  }, [api, source]);
+
+  useEffect(() => {
+    end.current?.scrollIntoView?.({ block: 'end' });
+  }, [state.items.length]);
+
+  const answer: Answerer = useMemo(
+    () => ({
+      approve: (requestId, forSession) =>
+        socket.current?.send(
+          forSession
+            ? { type: 'approve_tool', request_id: requestId, bypass_secs: 0 }
+            : { type: 'approve_tool', request_id: requestId },
+        ),
+      reject: (requestId, note) =>
+        socket.current?.send(
+          note ? { type: 'reject_tool', request_id: requestId, note } : { type: 'reject_tool', request_id: requestId },
+        ),
+      answer: (requestId, text) =>
+        socket.current?.send({ type: 'answer_question', request_id: requestId, answer: text }),
+    }),
+    [],
+  );
+
+  const send = () => {
+    const content = draft.trim();
+    if (!content) return;
+    const frame = {
+      type: 'message' as const,
+      client_message_id: crypto.randomUUID(),
+      content,
+      ...(state.running && !content.startsWith('/') ? { delivery } : {}),
+    };
+    if (socket.current?.send(frame)) setDraft('');
+  };
+
+  return (
+    <main className="chat" aria-busy={state.running}>
+      <div className="status-bar" role="status">
+        <span className={`conn ${conn}`}>
+          {conn === 'open' ? 'connected' : conn === 'connecting' ? 'connecting…' : 'offline, reconnecting…'}
+        </span>
+        {state.running ? (
+          <span className="running">{state.waiting ? `waiting for ${state.waiting}` : 'working…'}</span>
+        ) : null}
+      </div>
+      <ol className="timeline" aria-live="polite">
+        {state.items.map((i) => (
+          <li key={i.key} className={`item ${i.kind}`}>
+            {i.kind === 'user' ? (
+              <div className="bubble user-bubble">{i.content}</div>
+            ) : i.kind === 'assistant' ? (
+              <div className="bubble assistant-bubble" style={{ marginLeft: `${i.depth * 1.25}rem` }}>
+                {i.reasoning ? (
+                  <details className="reasoning">
+                    <summary>Reasoning</summary>
+                    <p>{i.reasoning}</p>
+                  </details>
+                ) : null}
+                <Markdown text={i.content} />
+              </div>
+            ) : i.kind === 'tool' ? (
+              <ToolCard tool={i} />
+            ) : i.kind === 'approval' ? (
+              <ApprovalCard card={i} on={answer} />
+            ) : i.kind === 'question' ? (
+              <QuestionCard card={i} on={answer} />
+            ) : i.kind === 'agent' ? (
+              <div className="agent" style={{ marginLeft: `${i.depth * 1.25}rem` }}>
+                <strong>{i.agentId}</strong> {i.result === undefined ? 'working on' : 'finished'}:{' '}
+                {i.result ?? i.prompt}
+              </div>
+            ) : (
+              <p className={`notice ${i.level}`} role={i.level === 'error' ? 'alert' : undefined}>
+                {i.text}
+              </p>
+            )}
+          </li>
+        ))}
+      </ol>
+      <div ref={end} />
+      <form
+        className="composer"
+        onSubmit={(e) => {
+          e.preventDefault();
+          send();
+        }}
+      >
+        <label className="sr-only" htmlFor="composer-input">
+          Message
+        </label>
+        <textarea
+          id="composer-input"
+          value={draft}
+          rows={2}
+          placeholder="Message Skald — / for commands"
+          onChange={(e) => setDraft(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey) {
+              e.preventDefault();
+              send();
+            }
+          }}
+        />
+        {state.running ? (
+          <fieldset className="delivery">
+            <legend className="sr-only">While the agent works</legend>
+            {(['steer', 'queue', 'interrupt'] as const).map((d) => (
+              <label key={d}>
+                <input
+                  type="radio"
+                  name="delivery"
+                  value={d}
+                  checked={delivery === d}
+                  onChange={() => setDelivery(d)}
+                />
+                {d}
+              </label>
+            ))}
+          </fieldset>
+        ) : null}
+        <button type="submit">Send</button>
+        {state.running ? (
+          <button type="button" className="danger stop" onClick={() => socket.current?.send({ type: 'cancel' })}>
+            Stop
+          </button>
+        ) : null}
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,83 @@
+import { useCallback, useEffect, useState } from 'react';
+import type { InboxDto } from '@skald/contracts';
+import type { Api } from './api';
+
+/** Approvals and questions waiting across all the user's sessions; answered by REST. */
+export function Inbox({ api }: { api: Api }) {
+  const [inbox, setInbox] = useState<InboxDto | null>(null);
+  const [error, setError] = useState('');
+  const [notes, setNotes] = useState<Record<string, string>>({});
+  const load = useCallback(() => {
+    api.get<InboxDto>('/api/inbox').then(setInbox, (e: Error) => setError(e.message));
+  }, [api]);
+  useEffect(() => {
+    load();
+    const t = setInterval(load, 3000);
+    return () => clearInterval(t);
+  }, [load]);
+  const act = (p: Promise<unknown>): void => void p.then(load, (e: Error) => setError(e.message));
+  if (!inbox) return <main className="inbox">{error ? <p role="alert">{error}</p> : <p>Loading…</p>}</main>;
+  return (
+    <main className="inbox">
+      <h2>Agent inbox</h2>
+      {error ? <p role="alert">{error}</p> : null}
+      {inbox.approvals.length + inbox.clarifications.length === 0 ? <p>Nothing is waiting for you.</p> : null}
+      <ul>
+        {inbox.approvals.map((a) => (
+          <li key={a.request_id} className="card approval">
+            <h3>
+              {a.tool_name} <small>({a.source})</small>
+            </h3>
+            <pre className="args">{JSON.stringify(a.arguments, null, 2)}</pre>
+            <div className="actions">
+              <button
+                type="button"
+                onClick={() => act(api.post(`/api/inbox/approvals/${a.request_id}/resolve`, { action: 'approve' }))}
+              >
+                Approve
+              </button>
+              <label className="note">
+                <span>Note</span>
+                <input
+                  value={notes[a.request_id] ?? ''}
+                  onChange={(e) => setNotes({ ...notes, [a.request_id]: e.target.value })}
+                />
+              </label>
+              <button
+                type="button"
+                className="danger"
+                onClick={() =>
+                  act(
+                    api.post(`/api/inbox/approvals/${a.request_id}/resolve`, {
+                      action: 'reject',
+                      ...(notes[a.request_id] ? { note: notes[a.request_id] } : {}),
+                    }),
+                  )
+                }
+              >
+                Reject
+              </button>
+            </div>
+          </li>
+        ))}
+        {inbox.clarifications.map((c) => (
+          <li key={c.request_id} className="card question">
+            <h3>{c.title}</h3>
+            <p>{c.question}</p>
+            <div className="suggested">
+              {c.suggested_answers.map((s) => (
+                <button
+                  type="button"
+                  key={s}
+                  onClick={() => act(api.post(`/api/inbox/clarifications/${c.request_id}/resolve`, { answer: s }))}
+                >
+                  {s}
+                </button>
+              ))}
+            </div>
+          </li>
+        ))}
+      </ul>
+    </main>
+  );
+}

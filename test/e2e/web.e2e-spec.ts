@@ -1,0 +1,266 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { DataSource } from 'typeorm';
+import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
+import { ROOT, testDb } from '../support/db';
+import { assertInvariants } from '../support/invariants';
+
+jest.setTimeout(180_000);
+
+const CHROMIUM = process.env.SKALD_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = path.join(ROOT, 'test-results/screenshots');
+/** What a closed network needs: no background traffic Chromium would otherwise attempt. */
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+const PASSWORD = 'correct horse battery';
+
+/** The web client in headless Chromium against the whole stack. */
+describe('web client in a real browser', () => {
+  let stack: Stack;
+  let sim: LlmSimAdminClient;
+  let admin: ApiClient;
+  let db: DataSource;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    expect(existsSync(CHROMIUM)).toBe(true);
+    mkdirSync(SHOTS, { recursive: true });
+    stack = await Stack.start({ root: ROOT });
+    sim = new LlmSimAdminClient(stack.simUrl);
+    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+    db = await testDb();
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+    if (db) {
+      try {
+        await assertInvariants(db);
+      } finally {
+        await db.destroy();
+      }
+    }
+  });
+
+  async function signedIn(viewport = { width: 1280, height: 900 }): Promise<{
+    api: ApiClient;
+    ctx: BrowserContext;
+    page: Page;
+  }> {
+    const email = `w-${randomUUID()}@skald.test`;
+    const api = await admin.createUser(email, PASSWORD);
+    const ctx = await browser.newContext({ viewport });
+    const page = await ctx.newPage();
+    await page.goto(stack.gatewayUrl);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('connected', { exact: true }).waitFor();
+    return { api, ctx, page };
+  }
+
+  const send = async (page: Page, text: string) => {
+    await page.getByLabel('Message').fill(text);
+    await page.getByRole('button', { name: 'Send' }).click();
+  };
+  const fileOf = (api: ApiClient, name: string): string =>
+    readFileSync(path.join(stack.env.SKALD_WORKSPACES, api.user!.id, name), 'utf8');
+
+  it('serves the client under a strict Content-Security-Policy', async () => {
+    const res = await fetch(stack.gatewayUrl);
+    expect(res.status).toBe(200);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it('log in, watch the stream, approve a write from its diff (keyboard only) and see the file changed', async () => {
+    const { api, ctx, page } = await signedIn();
+    await page.screenshot({ path: path.join(SHOTS, 'chat-empty.png') });
+    const m = `web-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'plan.md', content: '# Plan\nship it\n' } }] },
+        { content: `**Written** the plan ${m}` },
+      ],
+    });
+    await send(page, `write the plan ${m}`);
+    const card = page.getByRole('region', { name: /approval: Write \/workspace\/plan\.md/ });
+    await card.waitFor();
+    await expect(card.getByLabel('proposed change').innerText()).resolves.toContain('ship it');
+    await page.screenshot({ path: path.join(SHOTS, 'approval-diff.png') });
+    // keyboard alone: focus the first action of the card and press Enter
+    await card.getByRole('button', { name: 'Approve', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByText('Approved').waitFor();
+    await page.locator('.assistant-bubble strong', { hasText: 'Written' }).waitFor();
+    expect(fileOf(api, 'plan.md')).toBe('# Plan\nship it\n');
+    await page.screenshot({ path: path.join(SHOTS, 'chat-done.png') });
+    await ctx.close();
+  });
+
+  it('reject with a note: the agent answers to the note', async () => {
+    const { api, ctx, page } = await signedIn();
+    const m = `rej-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'x.md', content: 'nope' } }] },
+        { content: `OK, I will keep x.md as it is ${m}` },
+      ],
+    });
+    await send(page, `overwrite x ${m}`);
+    const card = page.getByRole('region', { name: /approval:/ });
+    await card.waitFor();
+    await card.getByLabel('Note').fill('keep my file');
+    await card.getByRole('button', { name: 'Reject' }).click();
+    await page.getByText(`OK, I will keep x.md as it is ${m}`).waitFor();
+    const bodies = (await sim.requests({ contains: m })).map((r) => JSON.stringify(r.body));
+    expect(bodies[1]).toContain('User rejected this tool call. Reason: keep my file');
+    expect(existsSync(path.join(stack.env.SKALD_WORKSPACES, api.user!.id, 'x.md'))).toBe(false);
+    await ctx.close();
+  });
+
+  it('model text and tool output are untrusted: no planted script runs, no javascript: link survives', async () => {
+    const { api, ctx, page } = await signedIn();
+    const ws = path.join(stack.env.SKALD_WORKSPACES, api.user!.id);
+    mkdirSync(ws, { recursive: true });
+    writeFileSync(
+      path.join(ws, 'evil.html'),
+      "<img src=x onerror=\"window.__pwned='tool'\"><script>window.__pwned='tool2'</script>",
+    );
+    const m = `xss-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'read_file', arguments: { path: 'evil.html' } }] },
+        {
+          content:
+            `Here ${m} <img src=x onerror="window.__pwned='model'"> <script>window.__pwned='model2'</script> ` +
+            `[click me](javascript:window.__pwned='link') [safe](https://example.com/)`,
+        },
+      ],
+    });
+    await send(page, `show evil ${m}`);
+    await page.getByRole('link', { name: 'safe' }).waitFor();
+    await page.locator('.tool summary').first().click();
+    await page.getByText('onerror', { exact: false }).first().waitFor(); // the tool output is shown as text
+    expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
+    expect(await page.locator('.timeline img, .timeline script').count()).toBe(0);
+    const hrefs = await page.locator('.timeline a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    expect(hrefs).toEqual([null, 'https://example.com/']);
+    await ctx.close();
+  });
+
+  it('stop during a long command; reload mid-turn and lose nothing', async () => {
+    const { ctx, page } = await signedIn();
+    const m = `stop-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: `echo started-${m}; sleep 60`, timeout: 90 } }] },
+      ],
+    });
+    await sim.script({ match: `run-${m}`, replies: [{ content: 'unused' }] });
+    // execute_cmd asks first: approve it, then reload while the command runs
+    await send(page, `long ${m}`);
+    const card = page.getByRole('region', { name: /approval: Run this command/ });
+    await card.waitFor();
+    await card.getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.getByText('running', { exact: true }).waitFor();
+    await page.reload();
+    await page.getByText('connected', { exact: true }).waitFor();
+    // after the reload the conversation is all there once, and the stop button is back
+    await page.getByText(`long ${m}`).waitFor();
+    expect(await page.getByText(`long ${m}`).count()).toBe(1);
+    expect(await page.locator('section.approval').count()).toBe(1);
+    await page.getByText('Approved').waitFor();
+    const stop = page.getByRole('button', { name: 'Stop' });
+    await stop.waitFor();
+    await page.screenshot({ path: path.join(SHOTS, 'running-after-reload.png') });
+    await stop.click();
+    await page.getByText('cancelled', { exact: true }).waitFor();
+    await stop.waitFor({ state: 'detached' });
+    await ctx.close();
+  });
+
+  it('resolve from the inbox in a second tab; phone width; axe finds no serious violation', async () => {
+    const { ctx, page } = await signedIn({ width: 375, height: 740 });
+    const m = `inbox-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: `echo from-inbox-${m}` } }] },
+        { content: `ran it ${m}` },
+      ],
+    });
+    await send(page, `run ${m}`);
+    await page.getByRole('region', { name: /approval: Run this command/ }).waitFor();
+    await page.screenshot({ path: path.join(SHOTS, 'phone-approval.png') });
+    const tab = await ctx.newPage();
+    await tab.goto(`${stack.gatewayUrl}/#inbox`);
+    await tab.getByRole('heading', { name: 'Agent inbox' }).waitFor();
+    await tab.screenshot({ path: path.join(SHOTS, 'inbox.png') });
+    await tab.getByRole('button', { name: 'Approve' }).click();
+    await page.getByText(`ran it ${m}`).waitFor();
+    await page.getByText('Approved').waitFor();
+
+    // accessibility: axe-core on the chat and the inbox (CSP bypassed only to inject axe itself)
+    const axeCtx = await browser.newContext({ bypassCSP: true, viewport: { width: 375, height: 740 } });
+    const axePage = await axeCtx.newPage();
+    for (const screen of ['', '#inbox']) {
+      await axePage.goto(`${stack.gatewayUrl}/${screen}`);
+      if (screen === '') {
+        // the login screen first, then signed in (the token is shared through localStorage)
+        await expectNoSeriousViolations(axePage, 'login');
+        const token = await page.evaluate(() => {
+          const store = (globalThis as unknown as BrowserGlobals).localStorage;
+          return [store.getItem('skald.token') ?? '', store.getItem('skald.user') ?? ''];
+        });
+        await axePage.evaluate(([t, u]) => {
+          const store = (globalThis as unknown as BrowserGlobals).localStorage;
+          store.setItem('skald.token', t);
+          store.setItem('skald.user', u);
+        }, token);
+        await axePage.reload();
+        await axePage.getByText('connected', { exact: true }).waitFor();
+        await expectNoSeriousViolations(axePage, 'chat');
+      } else {
+        await axePage.getByRole('heading', { name: 'Agent inbox' }).waitFor();
+        await expectNoSeriousViolations(axePage, 'inbox');
+      }
+    }
+    await axeCtx.close();
+    await ctx.close();
+  });
+});
+
+/** What the tests touch in the page (the test project compiles without the DOM library). */
+interface BrowserGlobals {
+  localStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void };
+  axe: { run(): Promise<{ violations: Array<{ id: string; impact: string }> }> };
+}
+
+async function expectNoSeriousViolations(page: Page, screen: string): Promise<void> {
+  await page.addScriptTag({ path: path.join(ROOT, 'node_modules/axe-core/axe.min.js') });
+  const violations = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as BrowserGlobals).axe;
+    const r = await axe.run();
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
+  });
+  expect({ screen, violations }).toEqual({ screen, violations: [] });
+}

@@ -139,6 +139,14 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     );
   });
 
+  it('runs multi-line and long commands exactly as sent', async () => {
+    const heredoc = await cmd("printf '%s|' 'a  b'\ncat <<'EOF'\n  x \\ y\t\nEOF\n");
+    expect(text(heredoc)).toBe('a  b|  x \\ y\t\n[exit code: 0]');
+    // Longer than what the launcher reads from stdin: passed as an argument.
+    const long = await cmd(`: ${'x'.repeat(5000)}\necho long-ok`);
+    expect(text(long)).toBe('long-ok\n[exit code: 0]');
+  });
+
   it("cannot read another user's workspace", async () => {
     const reply = await cmd(
       `cat ../${otherId}/secret.txt; cat /workspace/../${otherId}/secret.txt; ls / ; grep -rs skald-secret /workspace /tmp /etc /usr/local 2>/dev/null | head -3`,

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 
 export type Controller = 'pids' | 'memory' | 'cpu';
-const POOL_SIZE = 2;
 const CONTROLLERS: readonly Controller[] = ['pids', 'memory', 'cpu'];
 
 export interface CgroupLimits {
@@ -97,31 +96,8 @@ export class Cgroups {
     return this.parents.has(c);
   }
 
-  private readonly ready: CallCgroup[] = [];
-  private filling: Promise<void> | null = null;
-
-  /**
-   * A fresh call cgroup. Creating one costs a few ms (mkdir in three hierarchies, limit writes), so
-   * a small pool is kept ready and refilled in the background, off the command's start path.
-   */
-  async acquire(): Promise<CallCgroup> {
-    const ready = this.ready.shift();
-    this.refill();
-    return ready ?? this.create(randomUUID());
-  }
-
-  private refill(): void {
-    if (this.filling || this.ready.length >= POOL_SIZE) return;
-    this.filling = (async () => {
-      while (this.ready.length < POOL_SIZE) this.ready.push(await this.create(randomUUID()));
-    })()
-      .catch(() => undefined)
-      .finally(() => {
-        this.filling = null;
-      });
-  }
-
-  async create(callId: string): Promise<CallCgroup> {
+  /** A call's cgroups, limits written (a few mkdir and writes: done before the call, see `Launchers`). */
+  async create(callId: string = randomUUID()): Promise<CallCgroup> {
     const dirs: { c: Controller; dir: string }[] = [];
     const name = callId.replace(/[^a-zA-Z0-9-]/g, '');
     try {
@@ -172,8 +148,6 @@ export class Cgroups {
 
   /** Removes the runner's parent directories (at shutdown, once the call cgroups are gone). */
   async dispose(): Promise<void> {
-    await this.filling;
-    for (const c of this.ready.splice(0)) await c.destroy();
     await Promise.allSettled([...this.pending]);
     for (const parent of this.parents.values()) await rmdir(parent).catch(() => undefined);
   }

@@ -242,7 +242,8 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         stdout.destroy();
         stderr.destroy();
         void (async () => {
-          const ooms = (await cgroup?.oomKills()) ?? 0;
+          // The call's cgroups are emptied (whatever its init left behind) while their OOM count is read.
+          const [ooms] = await Promise.all([cgroup?.oomKills() ?? 0, cgroup?.destroy()]);
           if (ooms > 0) {
             capture.push(
               Buffer.from(

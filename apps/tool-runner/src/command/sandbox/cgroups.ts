@@ -18,8 +18,8 @@ export interface CallCgroup {
   /** How many times the memory limit killed a process of the call. */
   oomKills(): Promise<number>;
   /**
-   * SIGKILLs whatever is still in the cgroups (resolved once no process of the call is left
-   * running), then removes them in the background (retrying while the kernel reaps them).
+   * SIGKILLs whatever is still in the cgroups, then removes them in the background (retrying while
+   * the kernel reaps them). Once: later calls return the first one's promise.
    */
   destroy(): Promise<void>;
 }
@@ -125,6 +125,7 @@ export class Cgroups {
       throw e;
     }
     const memory = dirs.find((d) => d.c === 'memory')?.dir;
+    let destroyed: Promise<void> | undefined;
     return {
       procsFiles: dirs.map((d) => join(d.dir, 'cgroup.procs')),
       oomKills: async () => {
@@ -133,15 +134,18 @@ export class Cgroups {
         const m = /^oom_kill (\d+)$/m.exec(text);
         return m ? Number(m[1]) : 0;
       },
-      destroy: async () => {
-        const paths = dirs.map((d) => d.dir);
-        // Every process of the call is in each of its cgroups: one list to read.
-        if (paths.length > 0) await killMembers(paths[0]);
-        // Removing the directories waits for the kernel to reap; nobody needs to wait for that.
-        const removal: Promise<void> = destroyDirs(paths).finally(() => {
-          this.pending.delete(removal);
-        });
-        this.pending.add(removal);
+      destroy: () => {
+        destroyed ??= (async () => {
+          const paths = dirs.map((d) => d.dir);
+          // Every process of the call is in each of its cgroups: one list to read.
+          if (paths.length > 0) await killMembers(paths[0]);
+          // Removing the directories waits for the kernel to reap; nobody needs to wait for that.
+          const removal: Promise<void> = destroyDirs(paths).finally(() => {
+            this.pending.delete(removal);
+          });
+          this.pending.add(removal);
+        })();
+        return destroyed;
       },
     };
   }

@@ -167,6 +167,14 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     expect(await readFile(join(outside, 'victim.txt'), 'utf8')).toBe('host file\n');
   });
 
+  it("sees copies of the host's TLS roots and dynamic-linker files, nothing only root may read", async () => {
+    const reply = await cmd(
+      'test -s /etc/ssl/certs/ca-certificates.crt && echo tls; test -s /etc/ld.so.cache && echo ld; ls -d /etc/ssl/private 2>&1; ls /etc',
+    );
+    expect(text(reply)).toMatch(/^tls\nld\nls: cannot access '\/etc\/ssl\/private': No such file or directory\n/);
+    expect(text(reply)).not.toMatch(/shadow|sudoers|ssh/);
+  });
+
   it('a symlink made by a command points into the sandbox, and the file tools refuse to follow it out', async () => {
     const victim = join(outside, 'victim.txt');
     const reply = await cmd(`ln -s ${victim} out.txt; ln -s /etc/shadow shadow; cat out.txt; cat shadow; echo end`);

@@ -174,7 +174,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
     try {
       return await this.supervise(req, launcher, inline, () => launchers.refill());
     } finally {
-      await launcher.cgroup?.destroy();
+      launcher.cgroup?.destroy();
     }
   }
 
@@ -241,19 +241,18 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         child.stdin?.destroy();
         stdout.destroy();
         stderr.destroy();
-        void (async () => {
-          // The call's cgroups are emptied (whatever its init left behind) while their OOM count is read.
-          const [ooms] = await Promise.all([cgroup?.oomKills() ?? 0, cgroup?.destroy()]);
-          if (ooms > 0) {
-            capture.push(
-              Buffer.from(
-                `\n[memory limit of ${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} reached: the kernel killed ${ooms} process${ooms === 1 ? '' : 'es'} of this command]\n`,
-              ),
-            );
-          }
-          const output = capture.text();
-          resolve(ended === null ? { kind: 'exited', exitCode, signal, output } : { kind: ended, output });
-        })();
+        const ooms = cgroup?.oomKills() ?? 0;
+        // Whatever the sandbox's init left behind dies with the call.
+        cgroup?.destroy();
+        if (ooms > 0) {
+          capture.push(
+            Buffer.from(
+              `\n[memory limit of ${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} reached: the kernel killed ${ooms} process${ooms === 1 ? '' : 'es'} of this command]\n`,
+            ),
+          );
+        }
+        const output = capture.text();
+        resolve(ended === null ? { kind: 'exited', exitCode, signal, output } : { kind: ended, output });
       };
       const failed = (e: Error): void => {
         capture.push(Buffer.from(`failed to start the sandbox: ${e.message}\n`));

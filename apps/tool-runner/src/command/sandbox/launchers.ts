@@ -116,6 +116,6 @@ export class Launchers {
     l.child.stdout?.destroy();
     l.child.stderr?.destroy();
     if (l.child.pid !== undefined) await l.exited;
-    await l.cgroup?.destroy();
+    l.cgroup?.destroy();
   }
 }

@@ -1,6 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { ChildProcess, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
 import { access, constants as FS, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
@@ -10,8 +9,9 @@ import { Logger } from '@skald/service-kit';
 import { CommandOutcome, CommandRequest, CommandRunner, SandboxStatus } from './command-runner';
 import { OutputCapture } from './output-capture';
 import { OUTPUT_MAX_BYTES } from './plain-command.runner';
-import { bwrapArgs, launcherArgs, SandboxLayout } from './sandbox/bwrap-args';
-import { CallCgroup, Cgroups } from './sandbox/cgroups';
+import { bwrapOptions, launcherInput, SandboxLayout, STDIN_COMMAND_MAX } from './sandbox/bwrap-args';
+import { Cgroups } from './sandbox/cgroups';
+import { Launcher, Launchers } from './sandbox/launchers';
 import { detectLayout } from './sandbox/sandbox-layout';
 
 /** After the sandbox exits, how long to wait for its pipes to close. */
@@ -48,6 +48,10 @@ interface Running {
  * Killing bwrap (the pid namespace's init) takes every process of the command with it, `setsid`
  * and `nohup` ones included; the call's cgroups are then emptied and removed, so no process of a
  * call outlives it. `init()` runs a self-test; until it passes, commands are refused (fail closed).
+ *
+ * The launcher of a call (a shell that joins the call's cgroups, sets its rlimits and becomes
+ * bwrap) is spawned before the call and waits for it (`Launchers`), so a command's start costs
+ * bwrap alone.
  */
 @Injectable()
 export class BwrapCommandRunner extends CommandRunner implements OnApplicationShutdown {
@@ -55,10 +59,11 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   private layout?: SandboxLayout;
   private disposeLayout?: () => Promise<void>;
   private cgroups?: Cgroups;
-  private bwrapPath = '';
+  private launchers?: Launchers;
   private readonly running = new Set<Running>();
   private readonly onExit = (): void => {
     for (const r of this.running) r.stop();
+    this.launchers?.killWaiting();
   };
 
   constructor(
@@ -80,13 +85,8 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
 
   async run(req: CommandRequest): Promise<CommandOutcome> {
     const status = await this.init();
-    if (!status.available || !this.layout || !this.cgroups) throw new Error(status.summary);
-    const cgroup = this.cgroups.controllers.length > 0 ? await this.cgroups.acquire() : null;
-    try {
-      return await this.supervise(req, cgroup);
-    } finally {
-      await cgroup?.destroy();
-    }
+    if (!status.available || !this.layout || !this.launchers) throw new Error(status.summary);
+    return this.runIn(this.launchers, req);
   }
 
   stopAll(): void {
@@ -97,12 +97,13 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
     this.stopAll();
     await Promise.allSettled([...this.running].map((r) => r.done));
     process.removeListener('exit', this.onExit);
+    await this.launchers?.dispose();
     await this.cgroups?.dispose();
     await this.disposeLayout?.();
   }
 
   private async start(): Promise<SandboxStatus> {
-    this.bwrapPath = await resolveExecutable(this.config.SKALD_SANDBOX_BWRAP);
+    const bwrap = await resolveExecutable(this.config.SKALD_SANDBOX_BWRAP);
     const network = this.config.SKALD_SANDBOX_NET === 'on';
     const detected = await detectLayout({ network, extraRo: this.config.SKALD_SANDBOX_RO_BINDS });
     this.layout = detected.layout;
@@ -115,7 +116,8 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
             cpus: this.config.SKALD_SANDBOX_CPUS,
           })
         : Cgroups.none();
-    const startMs = await this.selfTest();
+    this.launchers = new Launchers(bwrap, this.cgroups);
+    const startMs = await this.selfTest(this.launchers);
     const limits = [
       this.cgroups.has('pids')
         ? `${this.config.SKALD_SANDBOX_PIDS} processes (pids cgroup)`
@@ -132,36 +134,26 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
       available: true,
       kind: 'bwrap',
       summary:
-        `bubblewrap sandbox ready (${this.bwrapPath}; start-up self-test ${startMs.toFixed(1)} ms; ` +
+        `bubblewrap sandbox ready (${bwrap}; start-up self-test ${startMs.toFixed(1)} ms; ` +
         `network ${network ? 'ON (SKALD_SANDBOX_NET=on)' : 'off'}; limits: ${limits.join(', ')})`,
     };
   }
 
   /** Runs `echo` in a throw-away workspace; returns the median start-to-exit time in ms. */
-  private async selfTest(): Promise<number> {
+  private async selfTest(launchers: Launchers): Promise<number> {
     const dir = await mkdtemp(join(tmpdir(), 'skald-sandbox-selftest-'));
-    const cgroups = this.cgroups as Cgroups;
     try {
       const times: number[] = [];
       for (let i = 0; i < 3; i++) {
         const started = performance.now();
-        const cgroup = cgroups.controllers.length > 0 ? await cgroups.create(randomUUID()) : null;
-        let outcome: CommandOutcome;
-        try {
-          outcome = await this.supervise(
-            {
-              command: 'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow',
-              cwd: dir,
-              virtualCwd: '/workspace',
-              home: dir,
-              timeoutSec: 20,
-              signal: new AbortController().signal,
-            },
-            cgroup,
-          );
-        } finally {
-          await cgroup?.destroy();
-        }
+        const outcome = await this.runIn(launchers, {
+          command: 'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow',
+          cwd: dir,
+          virtualCwd: '/workspace',
+          home: dir,
+          timeoutSec: 20,
+          signal: new AbortController().signal,
+        });
         times.push(performance.now() - started);
         if (outcome.kind !== 'exited' || outcome.exitCode !== 0 || !outcome.output.includes('skald-sandbox-ok')) {
           const detail = outcome.output.trim().split('\n').slice(-3).join(' / ') || outcome.kind;
@@ -174,36 +166,47 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
     }
   }
 
-  private supervise(req: CommandRequest, cgroup: CallCgroup | null): Promise<CommandOutcome> {
-    const layout = this.layout as SandboxLayout;
-    const haveMemoryCgroup = this.cgroups?.has('memory') ?? false;
-    const argv = launcherArgs(
-      this.bwrapPath,
-      bwrapArgs({
-        layout,
+  /** One command through a launcher of `launchers`; the call's cgroups are emptied afterwards. */
+  private async runIn(launchers: Launchers, req: CommandRequest): Promise<CommandOutcome> {
+    // A long command travels as an argument, never a byte at a time through the shell's `read`.
+    const inline = Buffer.byteLength(req.command) > STDIN_COMMAND_MAX || req.command.includes('\0');
+    const launcher = await launchers.take(inline ? req.command : undefined);
+    try {
+      return await this.supervise(req, launcher, inline, () => launchers.refill());
+    } finally {
+      launcher.cgroup?.destroy();
+    }
+  }
+
+  /**
+   * Hands the call to its launcher (limits, command, bwrap's options on stdin) and follows it: output
+   * captured and capped while read, SIGKILL on timeout, cancel or shutdown.
+   */
+  private supervise(
+    req: CommandRequest,
+    launcher: Launcher,
+    inline: boolean,
+    started: () => void,
+  ): Promise<CommandOutcome> {
+    const { child, cgroup } = launcher;
+    const input = launcherInput(
+      {
+        cpuSeconds: req.timeoutSec,
+        fileSizeBytes: req.maxFileBytes ?? DEFAULT_MAX_FILE,
+        addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+      },
+      inline ? null : req.command,
+      bwrapOptions({
+        layout: this.layout as SandboxLayout,
         workspace: req.home,
         cwd: req.virtualCwd,
         network: this.config.SKALD_SANDBOX_NET === 'on',
         tmpSizeBytes: this.config.SKALD_SANDBOX_TMP_SIZE,
-        command: req.command,
       }),
-      cgroup?.procsFiles ?? [],
-      {
-        cpuSeconds: req.timeoutSec,
-        fileSizeBytes: req.maxFileBytes ?? DEFAULT_MAX_FILE,
-        addressSpaceBytes: haveMemoryCgroup ? undefined : this.config.SKALD_SANDBOX_MEMORY,
-      },
     );
     let entry!: Running;
     const done = new Promise<CommandOutcome>((resolve) => {
       const capture = new OutputCapture(OUTPUT_MAX_BYTES);
-      // Nothing of the service's environment: bwrap itself (pid 1 inside) keeps this one.
-      const child: ChildProcess = spawn('/bin/sh', argv, {
-        cwd: '/',
-        env: { PATH: '/usr/bin:/bin' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
-      });
       let ended: 'timed_out' | 'cancelled' | 'stopped' | null = null;
       const kill = (): void => {
         if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
@@ -235,26 +238,29 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         clearTimeout(timer);
         req.signal.removeEventListener('abort', onAbort);
         this.running.delete(entry);
+        child.stdin?.destroy();
         stdout.destroy();
         stderr.destroy();
-        void (async () => {
-          const ooms = (await cgroup?.oomKills()) ?? 0;
-          if (ooms > 0) {
-            capture.push(
-              Buffer.from(
-                `\n[memory limit of ${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} reached: the kernel killed ${ooms} process${ooms === 1 ? '' : 'es'} of this command]\n`,
-              ),
-            );
-          }
-          const output = capture.text();
-          resolve(ended === null ? { kind: 'exited', exitCode, signal, output } : { kind: ended, output });
-        })();
+        const ooms = cgroup?.oomKills() ?? 0;
+        // Whatever the sandbox's init left behind dies with the call.
+        cgroup?.destroy();
+        if (ooms > 0) {
+          capture.push(
+            Buffer.from(
+              `\n[memory limit of ${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} reached: the kernel killed ${ooms} process${ooms === 1 ? '' : 'es'} of this command]\n`,
+            ),
+          );
+        }
+        const output = capture.text();
+        resolve(ended === null ? { kind: 'exited', exitCode, signal, output } : { kind: ended, output });
       };
-      child.once('error', (e) => {
+      const failed = (e: Error): void => {
         capture.push(Buffer.from(`failed to start the sandbox: ${e.message}\n`));
         finish(127, null);
-      });
-      child.once('exit', (code, signal) => {
+      };
+      if (launcher.error) failed(launcher.error);
+      else child.once('error', failed);
+      void launcher.exited.then(({ code, signal }) => {
         let open = 2;
         const closed = (): void => {
           if (--open === 0) finish(code, signal);
@@ -265,6 +271,9 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         }
         setTimeout(() => finish(code, signal), DRAIN_MS).unref();
       });
+      if (ended === null) child.stdin?.end(input);
+      // The next call's launcher is spawned while this sandbox starts.
+      started();
     });
     entry.done = done;
     return done;

@@ -139,6 +139,14 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     );
   });
 
+  it('runs multi-line and long commands exactly as sent', async () => {
+    const heredoc = await cmd("printf '%s|' 'a  b'\ncat <<'EOF'\n  x \\ y\t\nEOF\n");
+    expect(text(heredoc)).toBe('a  b|  x \\ y\t\n[exit code: 0]');
+    // Longer than what the launcher reads from stdin: passed as an argument.
+    const long = await cmd(`: ${'x'.repeat(5000)}\necho long-ok`);
+    expect(text(long)).toBe('long-ok\n[exit code: 0]');
+  });
+
   it("cannot read another user's workspace", async () => {
     const reply = await cmd(
       `cat ../${otherId}/secret.txt; cat /workspace/../${otherId}/secret.txt; ls / ; grep -rs skald-secret /workspace /tmp /etc /usr/local 2>/dev/null | head -3`,
@@ -157,6 +165,14 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     await expect(stat('/etc/skald-evil')).rejects.toThrow(/ENOENT/);
     await expect(stat('/evil')).rejects.toThrow(/ENOENT/);
     expect(await readFile(join(outside, 'victim.txt'), 'utf8')).toBe('host file\n');
+  });
+
+  it("sees copies of the host's TLS roots and dynamic-linker files, nothing only root may read", async () => {
+    const reply = await cmd(
+      'test -s /etc/ssl/certs/ca-certificates.crt && echo tls; test -s /etc/ld.so.cache && echo ld; ls -d /etc/ssl/private 2>&1; ls /etc',
+    );
+    expect(text(reply)).toMatch(/^tls\nld\nls: cannot access '\/etc\/ssl\/private': No such file or directory\n/);
+    expect(text(reply)).not.toMatch(/shadow|sudoers|ssh/);
   });
 
   it('a symlink made by a command points into the sandbox, and the file tools refuse to follow it out', async () => {

@@ -1,4 +1,4 @@
-import { bwrapArgs, launcherArgs, SandboxLayout } from './bwrap-args';
+import { bwrapArgs, bwrapOptions, LAUNCHER_SCRIPT, launcherArgs, launcherInput, SandboxLayout } from './bwrap-args';
 
 const layout: SandboxLayout = {
   roDirs: ['/usr'],
@@ -34,42 +34,36 @@ describe('bwrapArgs', () => {
   });
 });
 
-describe('launcherArgs', () => {
-  it('passes cgroup files and limits as positional arguments and execs bwrap', () => {
-    const argv = launcherArgs(
-      '/usr/bin/bwrap',
-      ['--unshare-all', '--', '/bin/sh', '-c', 'x'],
-      ['/cg/pids/c/cgroup.procs'],
-      {
-        cpuSeconds: 2.5,
-        fileSizeBytes: 1024 * 1024,
-      },
-    );
-    expect(argv[0]).toBe('-c');
-    expect(argv[1]).toContain('echo $$ > "$1"');
-    expect(argv[1]).toContain('ulimit -t "$2" && ulimit -f "$3"');
-    expect(argv[1]).not.toContain('ulimit -v');
-    expect(argv[1]).toContain('shift 4');
-    expect(argv.slice(2)).toEqual([
-      'sh',
-      '/cg/pids/c/cgroup.procs',
-      '3',
-      '2048',
-      '0',
-      '/usr/bin/bwrap',
-      '--unshare-all',
-      '--',
-      '/bin/sh',
+describe('launcher', () => {
+  it('passes bwrap, an inline command and the cgroup files as positional arguments, never as code', () => {
+    expect(launcherArgs('/usr/bin/bwrap', ['/cg/pids/c/cgroup.procs'])).toEqual([
       '-c',
-      'x',
+      LAUNCHER_SCRIPT,
+      'sh',
+      '/usr/bin/bwrap',
+      '',
+      '/cg/pids/c/cgroup.procs',
     ]);
+    expect(launcherArgs('bwrap', [], 'echo "$x"')).toEqual(['-c', LAUNCHER_SCRIPT, 'sh', 'bwrap', 'echo "$x"']);
+    expect(LAUNCHER_SCRIPT).toContain('echo $$ > "$f" || exit 125');
+    expect(LAUNCHER_SCRIPT).toContain('ulimit -t "$cpu" && ulimit -f "$fsize" || exit 125');
+    expect(LAUNCHER_SCRIPT).toContain('exec "$b" --args 3 -- /bin/sh -c "$c" 3<&0 0</dev/null');
   });
 
-  it('adds RLIMIT_AS when no memory cgroup bounds the tree', () => {
-    const argv = launcherArgs('bwrap', [], [], { cpuSeconds: 1, fileSizeBytes: 0, addressSpaceBytes: 2048 * 1024 });
-    expect(argv[1]).toContain('ulimit -v "$3"');
-    expect(argv[1]).toContain('shift 3');
-    expect(argv.slice(2, 6)).toEqual(['sh', '1', '0', '2048']);
+  it('sends the limits, the command line by line and the NUL-separated options on stdin', () => {
+    const input = launcherInput({ cpuSeconds: 2.5, fileSizeBytes: 1024 * 1024 }, 'a\n b\\\n', ['--x', 'y z']);
+    expect(input.toString()).toBe('3 2048 - 3\na\n b\\\n\n--x\0y z\0');
+  });
+
+  it('adds RLIMIT_AS when no memory cgroup bounds the tree, and no lines for an inline command', () => {
+    const input = launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, addressSpaceBytes: 2048 * 1024 }, null, []);
+    expect(input.toString()).toBe('1 0 2048 -\n');
+  });
+
+  it('bwrap reads the options alone; the command follows them', () => {
+    const spec = { layout, workspace: '/w', cwd: '/workspace', network: false, tmpSizeBytes: 1 };
+    expect(bwrapArgs({ ...spec, command: 'x' })).toEqual([...bwrapOptions(spec), '--', '/bin/sh', '-c', 'x']);
+    expect(bwrapOptions(spec)).not.toContain('--');
   });
 });
 

@@ -26,13 +26,13 @@ export const SANDBOX_UID = 1000;
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /**
- * The bubblewrap command line for one command: every namespace new (user, pid, net unless allowed,
- * ipc, uts, cgroup), no capabilities, no nested user namespaces, a fresh session (no TIOCSTI), dies
- * with the runner, an environment of exactly PATH/HOME/LANG/TERM/USER/TMPDIR, system directories
+ * The bubblewrap options for one command: every namespace new (user, pid, net unless allowed, ipc,
+ * uts, cgroup), no capabilities, no nested user namespaces, a fresh session (no TIOCSTI), dies with
+ * the runner, an environment of exactly PATH/HOME/LANG/TERM/USER/TMPDIR, system directories
  * read-only, a private size-bounded `/tmp`, and the workspace read-write at `/workspace`.
- * Pure: the runner adds limits around it.
+ * Everything but the command, which `bwrapArgs` and the launcher put after `--`.
  */
-export function bwrapArgs(spec: SandboxSpec): string[] {
+export function bwrapOptions(spec: Omit<SandboxSpec, 'command'>): string[] {
   const a: string[] = ['--unshare-all', '--unshare-user'];
   if (spec.network) a.push('--share-net');
   a.push(
@@ -85,15 +85,16 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
     '/workspace',
     '--chdir',
     spec.cwd,
-    '--',
-    '/bin/sh',
-    '-c',
-    spec.command,
   );
   return a;
 }
 
-/** Per-process limits applied by the launcher shell (`ulimit`) before it becomes bwrap. */
+/** The whole bubblewrap command line for one command: the options, then `-- /bin/sh -c <command>`. */
+export function bwrapArgs(spec: SandboxSpec): string[] {
+  return [...bwrapOptions(spec), '--', '/bin/sh', '-c', spec.command];
+}
+
+/** Per-process limits the launcher shell sets (`ulimit`) before it becomes bwrap. */
 export interface ShellLimits {
   cpuSeconds: number;
   fileSizeBytes: number;
@@ -102,28 +103,56 @@ export interface ShellLimits {
 }
 
 /**
- * The launcher: `/bin/sh -c <script> sh <bwrap> <args…>`. The shell puts itself into the call's
- * cgroups (so every process bwrap creates is counted from the first fork), lowers its rlimits and
- * `exec`s bwrap. Paths and numbers are passed as positional arguments, never spliced into code.
+ * The launcher, `/bin/sh -c <script> sh <bwrap> <command or ''> <cgroup.procs files…>`: it puts
+ * itself into the call's cgroups (so every process bwrap creates is counted from the first fork),
+ * then waits on stdin for its call (`launcherInput`): it lowers its rlimits, reads the command
+ * (unless it came as an argument) and `exec`s bwrap, which reads its options from fd 3 (`--args`,
+ * the rest of stdin); the command's stdin is /dev/null. Spawned ahead of its call, it takes the
+ * fork of the service, the shell's start and the cgroup moves off the command's start path; when
+ * the runner dies first, stdin ends and it exits. Nothing is spliced into code: paths, numbers and
+ * the command are data.
  */
-export function launcherArgs(bwrap: string, bwrapArgv: string[], cgroupProcs: string[], limits: ShellLimits): string[] {
-  const lines: string[] = [];
-  cgroupProcs.forEach((_, i) => lines.push(`echo $$ > "$${i + 1}" || exit 125`));
-  const n = cgroupProcs.length;
-  lines.push(`ulimit -t "$${n + 1}" && ulimit -f "$${n + 2}" || exit 125`);
-  if (limits.addressSpaceBytes !== undefined) lines.push(`ulimit -v "$${n + 3}" || exit 125`);
-  const shift = n + 3;
-  lines.push(`shift ${shift}`, 'exec "$@"');
-  return [
-    '-c',
-    lines.join('\n'),
-    'sh',
-    ...cgroupProcs,
-    String(Math.max(1, Math.ceil(limits.cpuSeconds))),
-    // ulimit -f counts 512-byte blocks.
-    String(Math.max(0, Math.floor(limits.fileSizeBytes / 512))),
-    String(limits.addressSpaceBytes !== undefined ? Math.floor(limits.addressSpaceBytes / 1024) : 0),
-    bwrap,
-    ...bwrapArgv,
-  ];
+export const LAUNCHER_SCRIPT = [
+  'b=$1 c=$2',
+  'shift 2',
+  'for f do echo $$ > "$f" || exit 125; done',
+  'read -r cpu fsize vmem lines || exit 125',
+  'ulimit -t "$cpu" && ulimit -f "$fsize" || exit 125',
+  '[ "$vmem" = - ] || ulimit -v "$vmem" || exit 125',
+  'if [ "$lines" != - ]; then',
+  '  IFS= read -r c || exit 125',
+  '  while [ "$lines" -gt 1 ]; do',
+  '    IFS= read -r l || exit 125',
+  '    c="$c',
+  '$l"',
+  '    lines=$((lines - 1))',
+  '  done',
+  'fi',
+  'exec "$b" --args 3 -- /bin/sh -c "$c" 3<&0 0</dev/null',
+].join('\n');
+
+/**
+ * Commands up to this size are sent on the launcher's stdin (the shell reads them a byte at a time,
+ * about 0.4 ms a KiB); a longer one is given to a launcher spawned for it, as an argument.
+ */
+export const STDIN_COMMAND_MAX = 4096;
+
+/** Argv of a launcher; `command` only for one spawned for a long command (see `STDIN_COMMAND_MAX`). */
+export function launcherArgs(bwrap: string, cgroupProcs: string[], command?: string): string[] {
+  return ['-c', LAUNCHER_SCRIPT, 'sh', bwrap, command ?? '', ...cgroupProcs];
+}
+
+/**
+ * What a launcher reads on stdin: a line of limits and the command's line count (`-` when the
+ * command came as an argument), the command's lines, then bwrap's options NUL-separated (`--args`).
+ */
+export function launcherInput(limits: ShellLimits, command: string | null, options: string[]): Buffer {
+  const cpu = Math.max(1, Math.ceil(limits.cpuSeconds));
+  // ulimit -f counts 512-byte blocks, ulimit -v KiB.
+  const fsize = Math.max(0, Math.floor(limits.fileSizeBytes / 512));
+  const vmem = limits.addressSpaceBytes !== undefined ? String(Math.floor(limits.addressSpaceBytes / 1024)) : '-';
+  const lines = command === null ? null : command.split('\n');
+  const head = `${cpu} ${fsize} ${vmem} ${lines === null ? '-' : lines.length}\n`;
+  const body = lines === null ? '' : lines.map((l) => `${l}\n`).join('');
+  return Buffer.concat([Buffer.from(head + body), Buffer.from(options.map((o) => `${o}\0`).join(''))]);
 }

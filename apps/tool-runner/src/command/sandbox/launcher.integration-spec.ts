@@ -1,0 +1,114 @@
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launcherArgs, launcherInput, ShellLimits } from './bwrap-args';
+
+/**
+ * The launcher script under the real /bin/sh, with a stand-in for bwrap that reports what it was
+ * given: its argv, the options it would read from `--args 3`, its rlimits and its stdin.
+ */
+describe('launcher script', () => {
+  let dir: string;
+  let fakeBwrap: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'skald-launcher-'));
+    fakeBwrap = join(dir, 'bwrap');
+    await writeFile(
+      fakeBwrap,
+      [
+        '#!/bin/sh',
+        'printf "%s\\0" "$@"',
+        'printf "OPTIONS\\0"',
+        'cat <&3',
+        'printf "LIMITS\\0%s %s %s\\0" "$(ulimit -t)" "$(ulimit -f)" "$(ulimit -v)"',
+        'printf "STDIN\\0%s\\0" "$(readlink /proc/$$/fd/0)"',
+      ].join('\n'),
+    );
+    await chmod(fakeBwrap, 0o755);
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Runs a launcher like the runner does; `inline` passes the command as an argument instead. */
+  async function launch(command: string, limits: ShellLimits, options: string[], inline = false) {
+    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, [], inline ? command : undefined), {
+      env: { PATH: '/usr/bin:/bin' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    // Spawned ahead of its call: the input comes later.
+    await new Promise((r) => setTimeout(r, 50));
+    child.stdin.end(launcherInput(limits, inline ? null : command, options));
+    const code = await new Promise<number | null>((r) => child.once('close', r));
+    const fields = Buffer.concat(out).toString().split('\0');
+    const at = (name: string) => fields.indexOf(name);
+    return {
+      code,
+      stderr: Buffer.concat(err).toString(),
+      argv: fields.slice(0, at('OPTIONS')),
+      options: fields.slice(at('OPTIONS') + 1, at('LIMITS')),
+      limits: fields[at('LIMITS') + 1],
+      stdin: fields[at('STDIN') + 1],
+    };
+  }
+
+  const limits = { cpuSeconds: 7, fileSizeBytes: 512 * 100 };
+  const commands = [
+    'true',
+    'echo "$HOME" \\\n  && printf "%s\\n" \'a  b\'',
+    '  leading and trailing spaces\t ',
+    "cat <<'EOF'\nline with \\ backslash\n\n\tindented\nEOF\n",
+    'ends with two newlines\n\n',
+    '\n',
+    'ünïcödé → ✓; $(echo sub) `echo tick` ${x:-y}',
+  ];
+
+  it.each(commands)('hands the command to the sandbox shell byte for byte: %j', async (command) => {
+    const r = await launch(command, limits, ['--unshare-all', '--bind', '/a b', '/workspace']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.argv).toEqual(['--args', '3', '--', '/bin/sh', '-c', command]);
+    expect(r.options).toEqual(['--unshare-all', '--bind', '/a b', '/workspace']);
+  });
+
+  it('passes a long command as an argument', async () => {
+    const command = `echo ${'x'.repeat(10_000)}\necho done`;
+    const r = await launch(command, limits, ['--unshare-all'], true);
+    expect(r.code).toBe(0);
+    expect(r.argv).toEqual(['--args', '3', '--', '/bin/sh', '-c', command]);
+  });
+
+  it('lowers the rlimits and gives the command /dev/null as stdin', async () => {
+    const r = await launch('true', { cpuSeconds: 7, fileSizeBytes: 512 * 100, addressSpaceBytes: 64 * 1024 ** 2 }, []);
+    expect(r.limits).toBe(`7 100 ${64 * 1024}`);
+    expect(r.stdin).toBe('/dev/null');
+  });
+
+  it('exits without running anything when the runner goes away before the call', async () => {
+    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, []), { stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stdin.end();
+    expect(await new Promise((r) => child.once('close', r))).toBe(125);
+    expect(Buffer.concat(out).length).toBe(0);
+  });
+
+  it('refuses to run when it cannot join its cgroup', async () => {
+    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, [join(dir, 'missing', 'cgroup.procs')]), {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(launcherInput(limits, 'true', []));
+    expect(await new Promise((r) => child.once('close', r))).toBe(125);
+    expect(Buffer.concat(out).length).toBe(0);
+  });
+});

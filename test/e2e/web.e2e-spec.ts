@@ -198,6 +198,71 @@ describe('web client in a real browser', () => {
     await ctx.close();
   });
 
+  it("an admin's rule change in the console takes effect; a non-admin cannot reach admin pages or APIs", async () => {
+    // the admin signs in and adds a Deny for a marker command with the console
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await ctx.newPage();
+    await page.goto(stack.gatewayUrl);
+    await page.getByLabel('Email').fill(stack.admin.email);
+    await page.getByLabel('Password').fill(stack.admin.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('connected', { exact: true }).waitFor();
+    await page.getByRole('link', { name: 'Admin' }).click();
+    const marker = `forbidden-${randomUUID().slice(0, 8)}`;
+    const form = page.getByRole('form', { name: 'new rule' });
+    await form.getByLabel('Tool pattern').fill('execute_cmd');
+    await form.getByLabel('Command pattern').fill(`${marker}*`);
+    await form.getByLabel('Action').selectOption('deny');
+    await form.getByLabel('Priority').fill('1');
+    await form.getByRole('button', { name: 'Add rule' }).click();
+    await page.getByRole('cell', { name: `${marker}*` }).waitFor();
+    const tester = page.getByRole('form', { name: 'rule tester' });
+    await tester.getByLabel('Arguments (JSON)').fill(JSON.stringify({ command: `${marker} now` }));
+    await tester.getByRole('button', { name: 'Test' }).click();
+    await tester.getByText(/^deny/).waitFor();
+    await page.screenshot({ path: path.join(SHOTS, 'admin-rules.png') });
+    for (const tab of ['Tools', 'Audit', 'Users']) {
+      await page.getByRole('tab', { name: tab }).click();
+      await page.getByRole('table').first().waitFor();
+      await page.screenshot({ path: path.join(SHOTS, `admin-${tab.toLowerCase()}.png`) });
+    }
+    await ctx.close();
+
+    // a user's agent now cannot run that command: the gate denies it without asking
+    const user = await signedIn();
+    const m = `deny-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: `${marker} now` } }] },
+        { content: `denied ${m}` },
+      ],
+    });
+    await send(user.page, `try ${m}`);
+    await user.page.getByText(`denied ${m}`).waitFor();
+    expect(await user.page.locator('section.approval').count()).toBe(0);
+    await user.page.locator('.tool summary').first().click();
+    await expect(user.page.locator('.tool').first().innerText()).resolves.toMatch(/rejected|failed|denied/i);
+    // the non-admin: no Admin link, the page refuses, the API answers 403
+    expect(await user.page.getByRole('link', { name: 'Admin' }).count()).toBe(0);
+    await user.page.goto(`${stack.gatewayUrl}/#admin`);
+    await user.page.getByText('Only administrators may open the admin console.').waitFor();
+    expect((await user.api.get('/api/approval/rules')).status).toBe(403);
+    expect(
+      (await user.api.post('/api/approval/rules', { tool_pattern: 'x', action: 'allow', priority: 1 })).status,
+    ).toBe(403);
+    // the other screens of a user, for the record
+    await user.page.goto(`${stack.gatewayUrl}/#mcp`);
+    await user.page.getByRole('heading', { name: 'MCP servers' }).waitFor();
+    await user.page.screenshot({ path: path.join(SHOTS, 'mcp.png') });
+    await user.page.goto(`${stack.gatewayUrl}/#chat`);
+    await user.page.getByRole('link', { name: 'session details' }).click();
+    await user.page.getByRole('button', { name: 'Back' }).waitFor();
+    await user.page.getByText(`try ${m}`).waitFor();
+    await user.page.screenshot({ path: path.join(SHOTS, 'session-debug.png') });
+    await user.ctx.close();
+  });
+
   it('resolve from the inbox in a second tab; phone width; axe finds no serious violation', async () => {
     const { ctx, page } = await signedIn({ width: 375, height: 740 });
     const m = `inbox-${randomUUID()}`;
@@ -222,7 +287,7 @@ describe('web client in a real browser', () => {
     // accessibility: axe-core on the chat and the inbox (CSP bypassed only to inject axe itself)
     const axeCtx = await browser.newContext({ bypassCSP: true, viewport: { width: 375, height: 740 } });
     const axePage = await axeCtx.newPage();
-    for (const screen of ['', '#inbox']) {
+    for (const screen of ['', '#inbox', '#mcp']) {
       await axePage.goto(`${stack.gatewayUrl}/${screen}`);
       if (screen === '') {
         // the login screen first, then signed in (the token is shared through localStorage)
@@ -240,8 +305,8 @@ describe('web client in a real browser', () => {
         await axePage.getByText('connected', { exact: true }).waitFor();
         await expectNoSeriousViolations(axePage, 'chat');
       } else {
-        await axePage.getByRole('heading', { name: 'Agent inbox' }).waitFor();
-        await expectNoSeriousViolations(axePage, 'inbox');
+        await axePage.getByRole('heading', { name: screen === '#inbox' ? 'Agent inbox' : 'MCP servers' }).waitFor();
+        await expectNoSeriousViolations(axePage, screen.slice(1));
       }
     }
     await axeCtx.close();

@@ -1,7 +1,10 @@
 import { useEffect, useMemo, useState } from 'react';
 import { Api, ApiError, forget, login, savedAuth, type Auth } from './api';
 import { Chat } from './chat';
+import { Admin } from './admin';
 import { Inbox } from './inbox';
+import { McpServers } from './mcp';
+import { SessionView } from './session-view';
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#chat');
@@ -29,6 +32,14 @@ export function App() {
           <a href="#inbox" aria-current={hash === '#inbox' ? 'page' : undefined}>
             Inbox
           </a>
+          <a href="#mcp" aria-current={hash === '#mcp' ? 'page' : undefined}>
+            MCP
+          </a>
+          {auth.user.role === 'admin' ? (
+            <a href="#admin" aria-current={hash === '#admin' ? 'page' : undefined}>
+              Admin
+            </a>
+          ) : null}
         </nav>
         <span className="who">{auth.user.email}</span>
         <button
@@ -41,7 +52,17 @@ export function App() {
           Sign out
         </button>
       </header>
-      {hash === '#inbox' ? <Inbox api={api} /> : <Chat api={api} source="web" />}
+      {hash === '#inbox' ? (
+        <Inbox api={api} />
+      ) : hash === '#mcp' ? (
+        <McpServers api={api} />
+      ) : hash === '#admin' ? (
+        <Admin api={api} />
+      ) : hash.startsWith('#session/') ? (
+        <SessionView api={api} id={hash.slice('#session/'.length)} />
+      ) : (
+        <Chat api={api} source="web" />
+      )}
     </div>
   );
 }

@@ -62,6 +62,7 @@ export function Chat({ api, source }: { api: Api; source: string }) {
         <span className={`conn ${conn}`}>
           {conn === 'open' ? 'connected' : conn === 'connecting' ? 'connecting…' : 'offline, reconnecting…'}
         </span>
+        {state.sessionId ? <a href={`#session/${state.sessionId}`}>session details</a> : null}
         {state.running ? (
           <span className="running">{state.waiting ? `waiting for ${state.waiting}` : 'working…'}</span>
         ) : null}

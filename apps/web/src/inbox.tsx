@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import type { InboxDto } from '@skald/contracts';
+import type { BypassDto, InboxDto } from '@skald/contracts';
 import type { Api } from './api';
 
 /** Approvals and questions waiting across all the user's sessions; answered by REST. */
@@ -15,6 +15,17 @@ export function Inbox({ api }: { api: Api }) {
     const t = setInterval(load, 3000);
     return () => clearInterval(t);
   }, [load]);
+  const [bypasses, setBypasses] = useState<BypassDto[]>([]);
+  useEffect(() => {
+    const loadBypasses = () =>
+      void api.get<{ items: BypassDto[] }>('/api/approval/bypasses').then(
+        (r) => setBypasses(r.items),
+        () => undefined,
+      );
+    loadBypasses();
+    const t = setInterval(loadBypasses, 3000);
+    return () => clearInterval(t);
+  }, [api]);
   const act = (p: Promise<unknown>): void => void p.then(load, (e: Error) => setError(e.message));
   if (!inbox) return <main className="inbox">{error ? <p role="alert">{error}</p> : <p>Loading…</p>}</main>;
   return (
@@ -75,6 +86,26 @@ export function Inbox({ api }: { api: Api }) {
                 </button>
               ))}
             </div>
+          </li>
+        ))}
+      </ul>
+      <h2>Session bypasses</h2>
+      {bypasses.length === 0 ? <p>No session runs without asking.</p> : null}
+      <ul>
+        {bypasses.map((b) => (
+          <li key={b.id} className="card">
+            <p>
+              Session <a href={`#session/${b.session_id}`}>{b.session_id.slice(0, 8)}</a>:{' '}
+              {typeof b.scope === 'string'
+                ? 'every tool'
+                : 'category' in b.scope
+                  ? `category ${b.scope.category}`
+                  : `MCP server ${b.scope.mcp_server}`}
+              {b.expires_at ? ` until ${new Date(b.expires_at).toLocaleTimeString()}` : ' for the whole session'}
+            </p>
+            <button type="button" className="danger" onClick={() => act(api.delete(`/api/approval/bypasses/${b.id}`))}>
+              Revoke
+            </button>
           </li>
         ))}
       </ul>

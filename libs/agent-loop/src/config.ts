@@ -7,6 +7,7 @@ export const DEFAULT_LOOP_CONFIG: LoopConfig = {
   maxHistoryMessages: 100,
   maxToolResultChars: null,
   compaction: null,
+  contextBudgetTokens: null,
   maxDepth: 5,
   os: 'Linux',
 };

@@ -31,6 +31,7 @@ export async function callModel(
       agentId: fctx.agent.id,
       pinned: clientPin(fctx),
       strength: fctx.agent.strength,
+      scope: fctx.agent.scope ?? null,
       tried: [...tried],
     });
   let client = await select();

@@ -346,6 +346,8 @@ export interface ClientSelection {
   pinned: string | null;
   /** Agent strength for AUTO selection. */
   strength: string | null;
+  /** The agent's scope (e.g. `coding`): AUTO prefers clients that serve it. */
+  scope?: string | null;
   /** Names already tried in this round (in order). */
   tried: string[];
 }
@@ -379,6 +381,8 @@ export interface AgentDefinition {
   /** Explicit client name; null → AUTO by strength. */
   client: string | null;
   strength: string | null;
+  /** Scope for AUTO selection (e.g. `coding`); null or absent = any client. */
+  scope?: string | null;
   /** Tool name filters (`prefix*` or exact); deny wins. Empty allow list = everything. */
   tools: { allow: string[]; deny: string[] };
   /** `__KEY__` → value substitutions applied to the prompt. */
@@ -406,9 +410,10 @@ export interface AgentCatalogPort {
 // ---------------------------------------------------------------------------------------------
 
 export interface CompactionConfig {
-  /** Compact when the projected context exceeds this many (estimated) tokens. */
+  /** Compact at turn start when the projected context exceeds this many (estimated) tokens. */
   thresholdTokens: number;
-  /** Message rows kept verbatim after the boundary. */
+  /** Message rows kept verbatim after the boundary (at least; the kept part starts at a user row
+   *  when one is near). */
   keepRecent: number;
   /** Strength of the summarising model (AUTO selection). */
   strength: string | null;
@@ -424,6 +429,12 @@ export interface LoopConfig {
   maxToolResultChars: number | null;
   /** null = compaction off. */
   compaction: CompactionConfig | null;
+  /**
+   * The model's usable context, in estimated tokens (4 characters a token); null = unlimited.
+   * When the projected messages would exceed it, the largest tool results are cut (with a notice)
+   * until they fit, so one huge result cannot overflow the model's window.
+   */
+  contextBudgetTokens: number | null;
   /** Deepest sub-agent depth (root = 0). */
   maxDepth: number;
   /** Shown in the dynamic tail. */

@@ -4,7 +4,15 @@ import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule, SESSION_ENTITIES } from '@skald/persistence';
 import { Logger, OpsModule, Readiness } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from './config';
+import { AGENT_FILES, AgentCatalogService } from './agents/agent-catalog.service';
+import { defaultAgentsDir, loadAgentFiles } from './agents/agent-files';
+import { AgentsHandler } from './agents/agents.handler';
+import { MCP_DIRECTORY, NoMcpServers } from './agents/mcp-directory';
+import { UserAgentsRepository } from './agents/user-agents.repository';
+import { CommandsHandler } from './commands/commands.handler';
+import { SessionCommandsService } from './commands/session-commands.service';
 import { LeaseRepository } from './lease/lease.repository';
+import { UserSettingsRepository } from './settings/user-settings.repository';
 import { SessionsHandler } from './sessions/sessions.handler';
 import { SessionsRepository } from './sessions/sessions.repository';
 import { SessionsService } from './sessions/sessions.service';
@@ -46,6 +54,14 @@ export class AppModule {
         { provide: WORKER_LOGGER, useValue: log },
         { provide: WORKER_INSTANCE, useValue: instance },
         { provide: LlmManager, useValue: llm },
+        { provide: AGENT_FILES, useValue: loadAgentFiles(defaultAgentsDir(config.SKALD_AGENTS_DIR)) },
+        { provide: MCP_DIRECTORY, useValue: new NoMcpServers() },
+        UserAgentsRepository,
+        AgentCatalogService,
+        AgentsHandler,
+        UserSettingsRepository,
+        SessionCommandsService,
+        CommandsHandler,
         LeaseRepository,
         TurnStateRepository,
         TurnMetrics,

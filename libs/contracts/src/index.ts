@@ -5,3 +5,4 @@ export * from './subjects';
 export * from './approvals';
 export * from './tools';
 export * from './tool-runner';
+export * from './agents';

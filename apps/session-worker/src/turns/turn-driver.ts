@@ -18,9 +18,11 @@ import { queryRows } from '@skald/persistence';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
-import { BuiltinCatalog } from '../ports/builtin-catalog';
+import { AgentCatalogService } from '../agents/agent-catalog.service';
 import { LlmAdapter } from '../ports/llm-adapter';
 import { NatsGate } from '../ports/nats-gate';
+import { NatsMemory } from '../ports/nats-memory';
+import { osInfo } from '../ports/os-info';
 import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
@@ -28,7 +30,7 @@ import { PgSessionStore } from '../store/pg-session-store';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
-const OS = `${process.platform} ${process.arch}`;
+const OS = osInfo();
 
 interface Driving {
   lease: Lease;
@@ -47,7 +49,6 @@ interface Driving {
 export class TurnDriver implements OnApplicationShutdown {
   private readonly driving = new Map<string, Driving>();
   private readonly llm: LlmAdapter;
-  private readonly catalog = new BuiltinCatalog();
   private draining = false;
 
   constructor(
@@ -57,6 +58,7 @@ export class TurnDriver implements OnApplicationShutdown {
     private readonly turnState: TurnStateRepository,
     private readonly announcer: EventAnnouncer,
     private readonly metrics: TurnMetrics,
+    private readonly catalog: AgentCatalogService,
     llmManager: LlmManager,
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_INSTANCE) private readonly instance: string,
@@ -212,7 +214,37 @@ export class TurnDriver implements OnApplicationShutdown {
     return null;
   }
 
-  private deps(store: PgSessionStore, userId: string, role: 'user' | 'admin'): LoopDeps {
+  /**
+   * Runs `fn` holding the session's lease, for a command that writes the conversation (/compact,
+   * /clear): no turn can start meanwhile, every write is fenced. Null when another driver holds
+   * the lease. Input that arrived meanwhile is driven afterwards.
+   */
+  async withLease<T>(
+    sessionId: string,
+    fn: (store: PgSessionStore, signal: AbortSignal, role: 'user' | 'admin') => Promise<T>,
+  ): Promise<T | null> {
+    if (this.draining || this.driving.has(sessionId)) return null;
+    const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
+    if (!lease) return null;
+    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController() };
+    this.driving.set(sessionId, d);
+    const heartbeat = this.startHeartbeat(d);
+    try {
+      const store = new PgSessionStore(this.ds, { owner: lease.owner, epoch: lease.epoch }, (ev) =>
+        this.announcer.announce(ev),
+      );
+      const { role } = await this.turnState.turnControl(sessionId);
+      return await fn(store, AbortSignal.any([d.turn.signal, d.lost.signal]), role);
+    } finally {
+      clearInterval(heartbeat);
+      this.driving.delete(sessionId);
+      await this.leases.release(lease).catch(() => undefined);
+      if (!this.draining && (await this.hasWork(sessionId))) setImmediate(() => void this.drive(sessionId));
+    }
+  }
+
+  /** The loop's ports for one session's owner (turns, and the /context and /compact commands). */
+  deps(store: PgSessionStore, userId: string, role: 'user' | 'admin'): LoopDeps {
     return {
       store,
       gate: new NatsGate(this.bus, role),
@@ -225,6 +257,7 @@ export class TurnDriver implements OnApplicationShutdown {
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,
+      memory: new NatsMemory(this.bus, userId, role),
       clock: {
         now: () => new Date(),
         timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
@@ -234,6 +267,14 @@ export class TurnDriver implements OnApplicationShutdown {
         maxToolRounds: this.config.SKALD_MAX_TOOL_ROUNDS,
         maxHistoryMessages: this.config.SKALD_MAX_HISTORY_MESSAGES,
         maxToolResultChars: this.config.SKALD_MAX_TOOL_RESULT_CHARS ?? null,
+        compaction: this.config.SKALD_COMPACTION_THRESHOLD_TOKENS
+          ? {
+              thresholdTokens: this.config.SKALD_COMPACTION_THRESHOLD_TOKENS,
+              keepRecent: this.config.SKALD_COMPACTION_KEEP_RECENT,
+              strength: this.config.SKALD_COMPACTION_STRENGTH ?? null,
+            }
+          : null,
+        contextBudgetTokens: this.config.SKALD_CONTEXT_BUDGET_TOKENS ?? null,
         os: OS,
       }),
     };

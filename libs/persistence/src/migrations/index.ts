@@ -4,6 +4,7 @@ import { Approvals1764460800100 } from './1764460800100-approvals';
 import { ToolRunner1764460800200 } from './1764460800200-tool-runner';
 import { PreviewHash1764460800300 } from './1764460800300-preview-hash';
 import { RulesVersion1764460800400 } from './1764460800400-rules-version';
+import { AgentsCatalog1764460800700 } from './1764460800700-agents-catalog';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -13,5 +14,6 @@ export const MIGRATIONS = [
   ToolRunner1764460800200,
   PreviewHash1764460800300,
   RulesVersion1764460800400,
+  AgentsCatalog1764460800700,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -28,7 +28,7 @@ describe('authorization matrix and approvals through the gateway', () => {
   let aliceWs: WsTestClient;
   let aliceCli: WsTestClient;
   let aliceSession: string;
-  const ids = { session: '', token: '', bypass: '', toolCall: '', request: '', question: '' };
+  const ids = { session: '', token: '', bypass: '', toolCall: '', request: '', question: '', agent: '' };
 
   const register = async (actor: Actor, sessionId: string, kind: 'approval' | 'clarification') => {
     const r = {
@@ -76,6 +76,13 @@ describe('authorization matrix and approvals through the gateway', () => {
     ids.request = approval.request_id;
     ids.toolCall = approval.tool_call_id;
     ids.question = (await register({ userId: alice.user!.id, role: 'user' }, aliceSession, 'clarification')).request_id;
+    // an agent of alice's own (agent ids are per user only for users' own agents)
+    ids.agent = `alice-agent-${randomUUID().slice(0, 8)}`;
+    const agent = await alice.request('PUT', `/api/agents/${ids.agent}`, {
+      prompt: 'You are alice’s agent.',
+      meta: { name: 'Alice agent', type: 'task' },
+    });
+    expect(agent.status).toBe(200);
   });
   afterAll(async () => {
     aliceWs?.close();
@@ -98,6 +105,9 @@ describe('authorization matrix and approvals through the gateway', () => {
     'post /api/inbox/approvals/{id}/resolve': { id: () => ids.request, body: { action: 'approve', bypass_secs: 0 } },
     'post /api/inbox/clarifications/{id}/resolve': { id: () => ids.question, body: { answer: 'dev' } },
     'delete /api/approval/bypasses/{id}': { id: () => ids.bypass },
+    'get /api/agents/{id}': { id: () => ids.agent },
+    'put /api/agents/{id}': { id: () => ids.agent, body: { prompt: 'bob was here' } },
+    'delete /api/agents/{id}/override': { id: () => ids.agent },
   };
 
   const routes = () =>
@@ -116,6 +126,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(bypasses.body.items.map((b) => b.id)).toContain(ids.bypass);
     const tokens = await alice.get<{ items: Array<{ id: string }> }>('/api/auth/tokens');
     expect(tokens.body.items.map((t) => t.id)).toContain(ids.token);
+    const agent = await alice.get<{ prompt: string }>(`/api/agents/${ids.agent}`);
+    expect(agent).toMatchObject({ status: 200, body: { prompt: 'You are alice’s agent.' } });
   }
 
   it("every user route that takes an id answers another user's id with 404 and changes nothing", async () => {

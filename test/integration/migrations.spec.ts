@@ -27,6 +27,8 @@ const TABLES = [
   'known_tools',
   'memory_documents',
   'tool_call_results',
+  'user_agents',
+  'user_settings',
 ];
 
 async function tables(): Promise<string[]> {

@@ -10,6 +10,7 @@ export const DEFAULT_LOOP_CONFIG: LoopConfig = {
   contextBudgetTokens: null,
   maxDepth: 5,
   os: 'Linux',
+  defaultWorkingDirectory: null,
 };
 
 /** Fill a partial configuration with the defaults. */

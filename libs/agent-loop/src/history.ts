@@ -53,7 +53,7 @@ export async function buildFrameContext(
       now: deps.clock.now(),
       timeZone: deps.clock.timeZone(),
       os: config.os,
-      workingDirectory: session.runContext.workingDirectory,
+      workingDirectory: session.runContext.workingDirectory ?? config.defaultWorkingDirectory,
     }),
     tailReminder: fctx.agent.tailReminder,
   });

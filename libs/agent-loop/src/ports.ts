@@ -439,6 +439,9 @@ export interface LoopConfig {
   maxDepth: number;
   /** Shown in the dynamic tail. */
   os: string;
+  /** The working directory shown in the dynamic tail when the session sets none (relative paths
+   *  resolve against it); null = no line. */
+  defaultWorkingDirectory: string | null;
 }
 
 export interface LoopDeps {

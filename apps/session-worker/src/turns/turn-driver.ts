@@ -18,7 +18,7 @@ import { queryRows } from '@skald/persistence';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
-import { AgentCatalogService } from '../agents/agent-catalog.service';
+import { AgentCatalogService, WORKSPACE_ROOT } from '../agents/agent-catalog.service';
 import { LlmAdapter } from '../ports/llm-adapter';
 import { NatsGate } from '../ports/nats-gate';
 import { NatsMemory } from '../ports/nats-memory';
@@ -276,6 +276,7 @@ export class TurnDriver implements OnApplicationShutdown {
           : null,
         contextBudgetTokens: this.config.SKALD_CONTEXT_BUDGET_TOKENS ?? null,
         os: OS,
+        defaultWorkingDirectory: WORKSPACE_ROOT,
       }),
     };
   }

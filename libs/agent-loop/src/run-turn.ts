@@ -145,8 +145,10 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
     }
     if (!message.isSynthetic) events.push(userMessageEvent(message));
     mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'running' });
-    await commit(turn, mutations, events);
+    // The agent is loaded before the input is committed and echoed, so that the first round's
+    // boundary (where steered input enters) follows the echo at once.
     const fctx = await frameContext(turn, root);
+    await commit(turn, mutations, events);
     if ((await compactAtTurnStart(fctx)).kind === 'cancelled') return finishTurn(turn, { kind: 'cancelled' });
     return finishTurn(turn, await runFrame(fctx));
   });

@@ -2,6 +2,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import pino from 'pino';
+import { Bus } from '@skald/messaging';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariants } from '../support/invariants';
@@ -354,6 +356,19 @@ describe('agents catalog, context building, compaction and slash commands end to
       [alice.user!.id],
     );
     expect(rows).toEqual([{ home_source: 'phone' }]);
+    // what the notification senders ask (web until /sethome names another)
+    const bus = await Bus.connect(
+      { servers: stack.env.NATS_URL, name: `home-${process.pid}` },
+      pino({ level: 'silent' }),
+    );
+    try {
+      const home = (user: ApiClient) =>
+        bus.call('session.home_source', { actor: { userId: user.user!.id, role: 'user' } });
+      expect(await home(alice)).toEqual({ source: 'phone' });
+      expect(await home(bob)).toEqual({ source: 'web' });
+    } finally {
+      await bus.drain();
+    }
 
     expect(await command(alice, 'phone', '/resettools')).toBe('No tool groups were active in this conversation.');
     const [{ id: sessionId }] = await db.query<Array<{ id: string }>>(

@@ -21,6 +21,7 @@ const TABLES = [
   'tool_grants',
   'compaction_summaries',
   'approval_rules',
+  'approval_rules_version',
   'approval_requests',
   'approval_bypasses',
   'approval_audit',

@@ -31,6 +31,8 @@ import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
 const OS = osInfo();
+/** How long a command waits for a driver that is letting go of a finished session. */
+const COMMAND_LEASE_WAIT_MS = 5_000;
 
 interface Driving {
   lease: Lease;
@@ -223,8 +225,7 @@ export class TurnDriver implements OnApplicationShutdown {
     sessionId: string,
     fn: (store: PgSessionStore, signal: AbortSignal, role: 'user' | 'admin') => Promise<T>,
   ): Promise<T | null> {
-    if (this.draining || this.driving.has(sessionId)) return null;
-    const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
+    const lease = await this.acquireForCommand(sessionId);
     if (!lease) return null;
     const d: Driving = { lease, turn: new AbortController(), lost: new AbortController() };
     this.driving.set(sessionId, d);
@@ -240,6 +241,24 @@ export class TurnDriver implements OnApplicationShutdown {
       this.driving.delete(sessionId);
       await this.leases.release(lease).catch(() => undefined);
       if (!this.draining && (await this.hasWork(sessionId))) setImmediate(() => void this.drive(sessionId));
+    }
+  }
+
+  /**
+   * The lease for a command. A driver that has just finished a turn still holds the lease for a
+   * moment (it looks at the inbox once more), so while the session's turn is finished the command
+   * waits up to `COMMAND_LEASE_WAIT_MS` for it; a running or parked turn answers null at once.
+   */
+  private async acquireForCommand(sessionId: string): Promise<Lease | null> {
+    const deadline = Date.now() + COMMAND_LEASE_WAIT_MS;
+    for (;;) {
+      if (this.draining) return null;
+      if (!this.driving.has(sessionId)) {
+        const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
+        if (lease) return lease;
+      }
+      if (Date.now() >= deadline || (await this.turnState.turnState(sessionId)) !== 'finished') return null;
+      await new Promise((r) => setTimeout(r, 100));
     }
   }
 

@@ -28,7 +28,7 @@ describe('authorization matrix and approvals through the gateway', () => {
   let aliceWs: WsTestClient;
   let aliceCli: WsTestClient;
   let aliceSession: string;
-  const ids = { session: '', token: '', bypass: '', toolCall: '', request: '', question: '' };
+  const ids = { session: '', token: '', bypass: '', toolCall: '', request: '', question: '', agent: '' };
 
   const register = async (actor: Actor, sessionId: string, kind: 'approval' | 'clarification') => {
     const r = {
@@ -78,6 +78,13 @@ describe('authorization matrix and approvals through the gateway', () => {
     ids.question = (await register({ userId: alice.user!.id, role: 'user' }, aliceSession, 'clarification')).request_id;
     const mcp = await alice.post('/api/mcp/servers', { name: 'alice-tools', transport: 'stdio', command: 'true' });
     expect(mcp.status).toBe(201);
+    // an agent of alice's own (agent ids are per user only for users' own agents)
+    ids.agent = `alice-agent-${randomUUID().slice(0, 8)}`;
+    const agent = await alice.request('PUT', `/api/agents/${ids.agent}`, {
+      prompt: 'You are alice’s agent.',
+      meta: { name: 'Alice agent', type: 'task' },
+    });
+    expect(agent.status).toBe(200);
   });
   afterAll(async () => {
     aliceWs?.close();
@@ -102,6 +109,9 @@ describe('authorization matrix and approvals through the gateway', () => {
     'delete /api/approval/bypasses/{id}': { id: () => ids.bypass },
     // MCP servers are named per user: bob's request names alice's server, which he does not have
     'delete /api/mcp/servers/{name}': { id: () => 'alice-tools' },
+    'get /api/agents/{id}': { id: () => ids.agent },
+    'put /api/agents/{id}': { id: () => ids.agent, body: { prompt: 'bob was here' } },
+    'delete /api/agents/{id}/override': { id: () => ids.agent },
   };
 
   const routes = () =>
@@ -122,6 +132,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(tokens.body.items.map((t) => t.id)).toContain(ids.token);
     const mcp = await alice.get<{ items: Array<{ name: string }> }>('/api/mcp/servers');
     expect(mcp.body.items.map((m) => m.name)).toContain('alice-tools');
+    const agent = await alice.get<{ prompt: string }>(`/api/agents/${ids.agent}`);
+    expect(agent).toMatchObject({ status: 200, body: { prompt: 'You are alice’s agent.' } });
   }
 
   it("every user route that takes an id answers another user's id with 404 and changes nothing", async () => {

@@ -31,6 +31,8 @@ const TABLES = [
   'mcp_servers',
   'llm_usage',
   'llm_client_pins',
+  'user_agents',
+  'user_settings',
 ];
 
 async function tables(): Promise<string[]> {

@@ -16,8 +16,8 @@ function projectDirs(): string[] {
 }
 
 describe('the repository', () => {
-  it('has the twelve projects to check', () => {
-    expect(projectDirs()).toHaveLength(12);
+  it('has the thirteen projects to check (six apps with the web client, seven libs)', () => {
+    expect(projectDirs()).toHaveLength(13);
   });
 
   it.each(projectDirs().map((dir) => [dir.slice(repoRoot.length + 1, -'/src'.length), dir]))(

@@ -4,6 +4,7 @@ import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule, IDENTITY_ENTITIES } from '@skald/persistence';
 import { Logger, OpsModule, Readiness } from '@skald/service-kit';
 import { AdminUsersController } from './admin/admin-users.controller';
+import { AgentsController } from './agents/agents.controller';
 import { ApprovalConsoleController } from './approvals/approval-console.controller';
 import { ApprovalsController } from './approvals/approvals.controller';
 import { ApprovalsGateway } from './approvals/approvals.gateway';
@@ -60,6 +61,7 @@ export class AppModule {
         WebController,
         OpenApiController,
         LlmController,
+        AgentsController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: config },

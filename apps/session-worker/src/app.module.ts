@@ -1,13 +1,21 @@
 import { DynamicModule, Module, OnApplicationShutdown } from '@nestjs/common';
 import { LlmManager } from '@skald/llm';
-import { MessagingModule } from '@skald/messaging';
+import { Bus, MessagingModule } from '@skald/messaging';
 import { DatabaseModule, SESSION_ENTITIES } from '@skald/persistence';
 import { Logger, OpsModule, Readiness } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from './config';
+import { AGENT_FILES, AgentCatalogService } from './agents/agent-catalog.service';
+import { defaultAgentsDir, loadAgentFiles } from './agents/agent-files';
+import { AgentsHandler } from './agents/agents.handler';
+import { MCP_DIRECTORY, NatsMcpDirectory } from './agents/mcp-directory';
+import { UserAgentsRepository } from './agents/user-agents.repository';
+import { CommandsHandler } from './commands/commands.handler';
+import { SessionCommandsService } from './commands/session-commands.service';
 import { LeaseRepository } from './lease/lease.repository';
 import { LlmHandler } from './llm/llm.handler';
 import { LlmService } from './llm/llm.service';
 import { LlmUsageRepository } from './llm/llm-usage.repository';
+import { UserSettingsRepository } from './settings/user-settings.repository';
 import { SessionsHandler } from './sessions/sessions.handler';
 import { SessionsRepository } from './sessions/sessions.repository';
 import { SessionsService } from './sessions/sessions.service';
@@ -67,6 +75,14 @@ export class AppModule {
         LlmUsageRepository,
         LlmService,
         LlmHandler,
+        { provide: AGENT_FILES, useValue: loadAgentFiles(defaultAgentsDir(config.SKALD_AGENTS_DIR)) },
+        { provide: MCP_DIRECTORY, useFactory: (bus: Bus) => new NatsMcpDirectory(bus), inject: [Bus] },
+        UserAgentsRepository,
+        AgentCatalogService,
+        AgentsHandler,
+        UserSettingsRepository,
+        SessionCommandsService,
+        CommandsHandler,
         LeaseRepository,
         TurnStateRepository,
         TurnMetrics,

@@ -22,7 +22,42 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   /** A client with no outcome for this long is forgotten (healthy again). */
   SKALD_LLM_HEALTH_TTL_S: z.coerce.number().int().min(10).default(86_400),
   /** IANA zone shown to the model (default: the process's zone). */
-  SKALD_TIMEZONE: z.string().optional(),
+  SKALD_TIMEZONE: z
+    .string()
+    .refine((tz) => {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: tz });
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'not an IANA time zone (e.g. Europe/Rome)')
+    .optional(),
+  /** The built-in agents (`<id>/AGENT.md` + `meta.json`); default `agents/` of the repository. */
+  SKALD_AGENTS_DIR: z.string().optional(),
+  /** `__KEY__` substitutions for every agent prompt, as a JSON object of strings (e.g. {"COMPANY":"Acme"}). */
+  SKALD_PROMPT_VARS: z
+    .string()
+    .default('{}')
+    .transform((text, ctx) => {
+      try {
+        const v: unknown = JSON.parse(text);
+        if (v && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string'))
+          return v as Record<string, string>;
+      } catch {
+        /* reported below */
+      }
+      ctx.addIssue({ code: 'custom', message: 'expected a JSON object of strings' });
+      return z.NEVER;
+    }),
+  /** Compaction is on when set: summarise older history at turn start above this many estimated tokens. */
+  SKALD_COMPACTION_THRESHOLD_TOKENS: z.coerce.number().int().min(500).optional(),
+  /** Message rows compaction keeps verbatim. */
+  SKALD_COMPACTION_KEEP_RECENT: z.coerce.number().int().min(1).max(1000).default(6),
+  /** Strength of the summarising model (AUTO selection). */
+  SKALD_COMPACTION_STRENGTH: z.enum(['very_low', 'low', 'medium', 'high', 'very_high']).optional(),
+  /** The model's usable context in estimated tokens: larger tool results are cut to fit (default: none). */
+  SKALD_CONTEXT_BUDGET_TOKENS: z.coerce.number().int().min(1000).optional(),
 });
 export type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 export const WORKER_CONFIG = Symbol('WORKER_CONFIG');

@@ -1,28 +1,48 @@
 /**
- * Opt-in compaction: when the projected context passes the threshold, fold every row but the
- * most recent ones into the frame's summary (updating the existing summary, never nesting one
- * in another) and move the boundary; later projections load only rows after it.
+ * Opt-in compaction (spec 000 "Context Building" 3): at turn start, when the projected context
+ * passes the threshold, fold every row but the most recent ones into the frame's summary — the
+ * existing summary is updated, never nested in the new one — and move the boundary; later
+ * projections load only rows after it. `/compact` forces it. Never for ephemeral sessions or
+ * sub-agents.
  */
-import { buildFrameMessages } from './history';
-import { toolResultContent } from './projection';
+import { buildFrameContext } from './history';
+import { COMPACTION_SUMMARY_HEADER, flattenContext, toolResultContent } from './projection';
 import { ABORTED, raceAbort } from './signals';
-import { commit, type FrameContext } from './turn-context';
-import type { MessageRow, ToolCallRow, WireMessage } from './types';
+import { estimateTokens } from './tokens';
+import { commit, isRoot, type FrameContext } from './turn-context';
+import type { MessageRow, ToolCallRow } from './types';
 
-export const COMPACTION_PROMPT =
-  'You maintain the running summary of a conversation between a user and an AI agent. Merge the new messages into the existing summary and return ONE updated summary (facts, decisions, open tasks, file paths, results). Do not mention that you are summarising. Reply with the summary text only.';
+/** The fixed sections of every summary, in order. */
+export const SUMMARY_SECTIONS = [
+  'Goal',
+  'Key facts and decisions',
+  'Files and resources',
+  'Progress',
+  'Open items',
+] as const;
 
-/** Rough token estimate (4 characters a token). */
-export function estimateTokens(messages: WireMessage[]): number {
-  let chars = 0;
-  for (const m of messages) {
-    if (typeof m.content === 'string') chars += m.content.length;
-    else if (Array.isArray(m.content)) for (const p of m.content) chars += p.text.length;
-    if (m.role === 'assistant' && m.tool_calls) {
-      for (const c of m.tool_calls) chars += c.function.name.length + c.function.arguments.length;
+export const COMPACTION_PROMPT = [
+  'You keep the running summary of a conversation between a user and an AI agent, so that the agent can go on with the work after the older messages are removed from its context.',
+  'You get the current summary (possibly empty) and the messages to fold into it. Return the updated summary: the current one with the new information merged in. Do not summarise the summary, do not quote the current summary inside the new one, and do not mention that you are summarising.',
+  'Use exactly these sections, in this order, each heading on a line of its own:',
+  ...SUMMARY_SECTIONS.map((s) => `## ${s}`),
+  'Under each heading write short bullet points ("- "); write "- (none)" when a section has nothing. Keep names, paths, commands, numbers, ids and the user\'s own requirements verbatim. Drop small talk and details that later messages made obsolete. Write nothing before the first heading or after the last section.',
+].join('\n');
+
+/** Longest tool result quoted to the summariser (the rest is elided). */
+const TRANSCRIPT_RESULT_CHARS = 2_000;
+
+export type CompactionResult =
+  | { kind: 'compacted'; folded: number; kept: number; summary: string }
+  | {
+      kind: 'skipped';
+      reason:
+        'off' | 'ephemeral' | 'sub_agent' | 'under_threshold' | 'too_few_rows' | 'refused' | 'no_client' | 'failed';
     }
-  }
-  return Math.ceil(chars / 4);
+  | { kind: 'cancelled' };
+
+function elide(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}… [${text.length - max} more chars]` : text;
 }
 
 export function transcript(rows: MessageRow[], calls: ToolCallRow[]): string {
@@ -30,23 +50,73 @@ export function transcript(rows: MessageRow[], calls: ToolCallRow[]): string {
   for (const row of rows) {
     lines.push(`[${row.role}] ${row.content}`);
     for (const c of calls.filter((x) => x.messageId === row.id).sort((a, b) => a.index - b.index)) {
-      lines.push(`[tool ${c.name}] ${c.argumentsText} → ${toolResultContent(c)}`);
+      lines.push(`[tool ${c.name}] ${c.argumentsText} → ${elide(toolResultContent(c), TRANSCRIPT_RESULT_CHARS)}`);
     }
   }
   return lines.join('\n');
 }
 
-/** Returns `cancelled` if /stop hit the summarising call, `ok` otherwise (failures skip). */
-export async function maybeCompact(fctx: FrameContext): Promise<'ok' | 'cancelled'> {
-  const { deps } = fctx.turn;
+/**
+ * Brings the model's answer into the fixed template: every section present once, in order
+ * ("- (none)" when empty); text outside a known section goes to "Key facts and decisions"; an
+ * echoed summary header is dropped, so a summary never nests in another.
+ */
+export function normaliseSummary(text: string): string {
+  const bodies = new Map<string, string[]>(SUMMARY_SECTIONS.map((s) => [s, []]));
+  const fallback = 'Key facts and decisions';
+  let current: string = fallback;
+  for (const raw of text.split('\n')) {
+    const line = raw.trimEnd();
+    if (line.trim() === COMPACTION_SUMMARY_HEADER) continue;
+    const heading = /^\s*#{1,6}\s*(.+?)\s*:?\s*$/.exec(line);
+    if (heading) {
+      const name = SUMMARY_SECTIONS.find((s) => s.toLowerCase() === heading[1].toLowerCase());
+      if (name) {
+        current = name;
+        continue;
+      }
+    }
+    if (line.trim() === '' || /^-\s*\(none\)$/i.test(line.trim())) continue;
+    bodies.get(current)?.push(line);
+  }
+  return SUMMARY_SECTIONS.map((s) => {
+    const body = bodies.get(s) ?? [];
+    return `## ${s}\n${body.length > 0 ? body.join('\n') : '- (none)'}`;
+  }).join('\n\n');
+}
+
+/**
+ * Where to cut: keep at least `keepRecent` rows; move the cut back so the kept part starts with a
+ * user (or agent) row when there is one before it, so a turn is never split from its question.
+ * Returns how many rows to fold (0: nothing to fold).
+ */
+export function foldCount(rows: MessageRow[], keepRecent: number): number {
+  const cut = rows.length - keepRecent;
+  if (cut <= 0) return 0;
+  for (let i = cut; i > 0; i--) if (rows[i].role !== 'assistant') return i;
+  return cut;
+}
+
+/** Compaction at the start of a root turn: only over the threshold. */
+export async function compactAtTurnStart(fctx: FrameContext): Promise<CompactionResult> {
+  return compactFrame(fctx, { force: false });
+}
+
+export async function compactFrame(fctx: FrameContext, options: { force: boolean }): Promise<CompactionResult> {
+  const { deps, session } = fctx.turn;
   const cfg = deps.config.compaction;
-  if (!cfg) return 'ok';
-  const current = await buildFrameMessages(fctx, false);
-  if (estimateTokens(current) <= cfg.thresholdTokens) return 'ok';
+  if (!cfg) return { kind: 'skipped', reason: 'off' };
+  if (session.isEphemeral) return { kind: 'skipped', reason: 'ephemeral' };
+  if (!isRoot(fctx)) return { kind: 'skipped', reason: 'sub_agent' };
+  if (!options.force) {
+    const current = flattenContext(await buildFrameContext(fctx, { cacheControl: false, withMemory: false }));
+    if (estimateTokens(current) <= cfg.thresholdTokens) return { kind: 'skipped', reason: 'under_threshold' };
+  }
   const existing = await deps.store.getCompaction(fctx.frame.id);
   const rows = await deps.store.listMessages(fctx.frame.id, { afterMessageId: existing?.boundaryMessageId ?? null });
-  if (rows.length <= cfg.keepRecent) return 'ok';
-  const folded = rows.slice(0, rows.length - cfg.keepRecent);
+  const n = foldCount(rows, cfg.keepRecent);
+  if (n === 0) return { kind: 'skipped', reason: 'too_few_rows' };
+  const folded = rows.slice(0, n);
   const who = {
     sessionId: fctx.turn.session.id,
     userId: fctx.turn.session.userId,
@@ -54,7 +124,7 @@ export async function maybeCompact(fctx: FrameContext): Promise<'ok' | 'cancelle
     frameId: fctx.frame.id,
   };
   // A refused user (e.g. budget used up) gets no summary either; the round then says why.
-  if (deps.llm.admit && (await deps.llm.admit(who))) return 'ok';
+  if (deps.llm.admit && (await deps.llm.admit(who))) return { kind: 'skipped', reason: 'refused' };
   const client = await deps.llm.nextClient({
     agentId: fctx.agent.id,
     scope: null,
@@ -62,11 +132,11 @@ export async function maybeCompact(fctx: FrameContext): Promise<'ok' | 'cancelle
     strength: cfg.strength,
     tried: [],
   });
-  if (!client) return 'ok';
+  if (!client) return { kind: 'skipped', reason: 'no_client' };
   const calls = await deps.store.listToolCalls(fctx.frame.id);
   const user = [
-    existing ? `Existing summary:\n${existing.summary}` : 'Existing summary: (none)',
-    `New messages:\n${transcript(folded, calls)}`,
+    `Current summary:\n${existing ? existing.summary : '(none yet)'}`,
+    `Messages to fold into it (oldest first):\n${transcript(folded, calls)}`,
   ].join('\n\n');
   let summary: string;
   try {
@@ -86,12 +156,12 @@ export async function maybeCompact(fctx: FrameContext): Promise<'ok' | 'cancelle
       ),
       fctx.signal,
     );
-    if (res === ABORTED) return 'cancelled';
-    summary = res.content.trim();
+    if (res === ABORTED) return { kind: 'cancelled' };
+    if (res.content.trim() === '') return { kind: 'skipped', reason: 'failed' };
+    summary = normaliseSummary(res.content);
   } catch {
-    return fctx.signal.aborted ? 'cancelled' : 'ok';
+    return fctx.signal.aborted ? { kind: 'cancelled' } : { kind: 'skipped', reason: 'failed' };
   }
-  if (summary === '') return 'ok';
   await commit(
     fctx.turn,
     [
@@ -102,5 +172,5 @@ export async function maybeCompact(fctx: FrameContext): Promise<'ok' | 'cancelle
     ],
     [],
   );
-  return 'ok';
+  return { kind: 'compacted', folded: folded.length, kept: rows.length - folded.length, summary };
 }

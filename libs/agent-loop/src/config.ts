@@ -8,8 +8,10 @@ export const DEFAULT_LOOP_CONFIG: LoopConfig = {
   maxHistoryMessages: 100,
   maxToolResultChars: null,
   compaction: null,
+  contextBudgetTokens: null,
   maxDepth: 5,
   os: 'Linux',
+  defaultWorkingDirectory: null,
 };
 
 /** Fill a partial configuration with the defaults. */

@@ -315,3 +315,30 @@ describe('sub-agents', () => {
     ]);
   });
 });
+
+describe('who can be a sub-agent', () => {
+  it('only task agents: the chat and system agents are refused with a sentence, and the scope reaches client selection', async () => {
+    const h = new LoopHarness({
+      agents: [
+        agent({ id: 'tic', type: 'system' }),
+        agent({ id: 'software-engineer', scope: 'coding', prompt: 'You code.' }),
+      ],
+      script: [
+        { toolCalls: [{ name: 'execute_task', arguments: { agent_id: 'main', prompt: 'x' } }] },
+        { toolCalls: [{ name: 'execute_task', arguments: { agent_id: 'tic', prompt: 'x' } }] },
+        { toolCalls: [{ name: 'execute_task', arguments: { agent_id: 'software-engineer', prompt: 'fix' } }] },
+        { content: 'fixed' },
+        { content: 'all done' },
+      ],
+    });
+    await h.run('go');
+    const [toMain, toTic, toEngineer] = h.toolCalls();
+    expect(toMain).toMatchObject({
+      status: 'failed',
+      result: '`main` is not a task agent and cannot run as a sub-agent. Call list_agents for the task agents.',
+    });
+    expect(toTic).toMatchObject({ status: 'failed' });
+    expect(toEngineer).toMatchObject({ status: 'done', result: 'fixed' });
+    expect(h.model.selections.map((s) => s.scope)).toEqual([null, null, null, 'coding', null]);
+  });
+});

@@ -10,6 +10,13 @@ import { preview } from './texts';
 import { commit, nowIso, type FrameContext, type FrameOutcome } from './turn-context';
 import type { FrameRow, SessionEventDraft, ToolCallRow } from './types';
 
+/** Only task agents can be delegated to (list_agents lists exactly those). */
+function unknownAgent(agentId: string, exists: boolean): string {
+  return exists
+    ? `\`${agentId}\` is not a task agent and cannot run as a sub-agent. Call list_agents for the task agents.`
+    : `Unknown agent \`${agentId}\`. Call list_agents.`;
+}
+
 export function isAsyncTask(name: string, args: unknown): boolean {
   return name === 'execute_task' && stringArg(args, 'mode') === 'async';
 }
@@ -23,7 +30,9 @@ export async function submitAsyncTask(fctx: FrameContext, row: ToolCallRow, args
   if (!deps.tasks)
     return { flow: 'continue', record: failedRecord(row, 'Async tasks are not available here; use mode sync.') };
   const agent = await deps.catalog.getAgent(agentId, session.userId);
-  if (!agent) return { flow: 'continue', record: failedRecord(row, `Unknown agent \`${agentId}\`. Call list_agents.`) };
+  if (!agent || agent.type !== 'task') {
+    return { flow: 'continue', record: failedRecord(row, unknownAgent(agentId, agent !== null)) };
+  }
   const receipt = await deps.tasks.submitAsync({
     idempotencyKey: row.id,
     sessionId: session.id,
@@ -61,7 +70,9 @@ export async function runSyncDelegation(fctx: FrameContext, row: ToolCallRow, ar
     };
   }
   const agent = await deps.catalog.getAgent(agentId, session.userId);
-  if (!agent) return { flow: 'continue', record: failedRecord(row, `Unknown agent \`${agentId}\`. Call list_agents.`) };
+  if (!agent || agent.type !== 'task') {
+    return { flow: 'continue', record: failedRecord(row, unknownAgent(agentId, agent !== null)) };
+  }
 
   const child: FrameRow = {
     id: deps.ids.newId(),

@@ -9,39 +9,51 @@ import {
   UPDATE_SCRATCHPAD,
   WRITE_TODOS,
 } from './loop-tools';
-import { dynamicTail, projectMessages } from './projection';
+import { dynamicTail, flattenContext, projectContext, type ContextParts } from './projection';
 import type { AgentDefinition } from './ports';
 import { isRoot, toolContext, type FrameContext } from './turn-context';
 import type { WireMessage, WireTool } from './types';
 
 export async function buildFrameMessages(fctx: FrameContext, cacheControl: boolean): Promise<WireMessage[]> {
+  return flattenContext(await buildFrameContext(fctx, { cacheControl, withMemory: true }));
+}
+
+/**
+ * The frame's context in the spec's order. `withMemory: false` skips the memory query (a size
+ * estimate before compaction does not need it).
+ */
+export async function buildFrameContext(
+  fctx: FrameContext,
+  options: { cacheControl: boolean; withMemory: boolean },
+): Promise<ContextParts> {
   const { deps, session } = fctx.turn;
   const { store, config } = deps;
   const compaction = config.compaction ? await store.getCompaction(fctx.frame.id) : null;
   const messages = await store.listMessages(fctx.frame.id, { afterMessageId: compaction?.boundaryMessageId ?? null });
   const root = isRoot(fctx);
   let memoryContext: string | null = null;
-  if (root && deps.memory) {
+  if (root && deps.memory && options.withMemory) {
     const lastUser = [...messages].reverse().find((m) => m.role !== 'assistant');
     memoryContext = await deps.memory.queryContext(session.id, lastUser?.content ?? '');
   }
-  return projectMessages({
+  return projectContext({
     systemPrompt: fctx.agent.prompt,
     substitutions: fctx.agent.substitutions,
-    cacheControl,
+    cacheControl: options.cacheControl,
     scratchpad: await store.getScratchpad(session.scratchpadSessionId),
     compactionSummary: compaction?.summary ?? null,
     messages,
     toolCalls: await store.listToolCalls(fctx.frame.id),
     maxHistoryMessages: config.compaction ? null : config.maxHistoryMessages,
     maxToolResultChars: config.maxToolResultChars,
+    contextBudgetTokens: config.contextBudgetTokens,
     dynamicTail: dynamicTail({
       memoryContext,
       extraPrompts: root ? session.runContext.systemPrompt : [],
       now: deps.clock.now(),
       timeZone: deps.clock.timeZone(),
       os: config.os,
-      workingDirectory: session.runContext.workingDirectory,
+      workingDirectory: session.runContext.workingDirectory ?? config.defaultWorkingDirectory,
     }),
     tailReminder: fctx.agent.tailReminder,
   });

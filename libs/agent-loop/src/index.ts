@@ -1,4 +1,13 @@
 export { runTurn, recoverTurn, resolvePendingCall } from './run-turn';
+export {
+  compactSession,
+  describeContext,
+  type CompactSessionResult,
+  type ContextPartName,
+  type ContextReport,
+} from './maintenance';
+export { COMPACTION_PROMPT, SUMMARY_SECTIONS, normaliseSummary, type CompactionResult } from './compaction';
+export { estimateTokens, estimateToolTokens } from './tokens';
 export type { TurnInput, RunTurnRequest, RecoverTurnRequest, ResolvePendingCallRequest } from './run-turn';
 export { LeaseLostError, LlmError } from './ports';
 export type {
@@ -46,6 +55,11 @@ export { CallNotAwaitingHumanError, LoopInvariantError } from './errors';
 export { DEFAULT_LOOP_CONFIG, resolveLoopConfig } from './config';
 export {
   projectMessages,
+  projectContext,
+  flattenContext,
+  applySubstitutions,
+  COMPACTION_SUMMARY_HEADER,
+  type ContextParts,
   dynamicTail,
   toolResultContent,
   type ProjectionInput,
@@ -57,6 +71,7 @@ export {
   INTERRUPTED_BEFORE_START,
   rejectionMessage,
   hiddenToolResult,
+  cutToolResult,
 } from './texts';
 export { LOOP_TOOL_NAMES, isLoopTool } from './loop-tools';
 export { injectWorkingDirectory } from './paths';

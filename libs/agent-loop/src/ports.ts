@@ -447,9 +447,10 @@ export interface AgentCatalogPort {
 // ---------------------------------------------------------------------------------------------
 
 export interface CompactionConfig {
-  /** Compact when the projected context exceeds this many (estimated) tokens. */
+  /** Compact at turn start when the projected context exceeds this many (estimated) tokens. */
   thresholdTokens: number;
-  /** Message rows kept verbatim after the boundary. */
+  /** Message rows kept verbatim after the boundary (at least; the kept part starts at a user row
+   *  when one is near). */
   keepRecent: number;
   /** Strength of the summarising model (AUTO selection). */
   strength: string | null;
@@ -467,10 +468,19 @@ export interface LoopConfig {
   maxToolResultChars: number | null;
   /** null = compaction off. */
   compaction: CompactionConfig | null;
+  /**
+   * The model's usable context, in estimated tokens (4 characters a token); null = unlimited.
+   * When the projected messages would exceed it, the largest tool results are cut (with a notice)
+   * until they fit, so one huge result cannot overflow the model's window.
+   */
+  contextBudgetTokens: number | null;
   /** Deepest sub-agent depth (root = 0). */
   maxDepth: number;
   /** Shown in the dynamic tail. */
   os: string;
+  /** The working directory shown in the dynamic tail when the session sets none (relative paths
+   *  resolve against it); null = no line. */
+  defaultWorkingDirectory: string | null;
 }
 
 export interface LoopDeps {

@@ -136,6 +136,14 @@ describe('projection', () => {
     expect(tail).toContain('Working directory: /workspace/p');
   });
 
+  it('shows the default working directory when the session sets none', async () => {
+    const h = new LoopHarness({ config: { defaultWorkingDirectory: '/workspace' }, script: [{ content: 'ok' }] });
+    await h.run('hello');
+    expect(h.model.calls[0].messages.at(-1)?.content).toContain(
+      'Working directory: /workspace (filesystem tools and execute_cmd resolve relative paths against it; no need to cd)',
+    );
+  });
+
   it('truncates history to maxHistoryMessages (oldest first) only when compaction is off', () => {
     const rows = [row('user', 'u1'), row('assistant', 'a1'), row('user', 'u2'), row('assistant', 'a2')];
     const truncated = projectMessages(input({ messages: rows, maxHistoryMessages: 2 }));

@@ -4,7 +4,8 @@
  * tail → tail reminder. Pure: everything it needs is handed in.
  */
 import { formatZonedDateTime } from './datetime';
-import { hiddenToolResult, INTERRUPTED_AFTER_START, INTERRUPTED_BEFORE_START } from './texts';
+import { cutToolResult, hiddenToolResult, INTERRUPTED_AFTER_START, INTERRUPTED_BEFORE_START } from './texts';
+import { CHARS_PER_TOKEN, estimateTokens } from './tokens';
 import type { Attachment, MessageRow, ScratchpadNote, ToolCallRow, WireMessage } from './types';
 
 export interface ProjectionInput {
@@ -24,7 +25,23 @@ export interface ProjectionInput {
   maxToolResultChars: number | null;
   dynamicTail: string | null;
   tailReminder: string | null;
+  /** Cut the largest tool results (with a notice) until the messages fit; null = no limit. */
+  contextBudgetTokens?: number | null;
 }
+
+/** The context in the spec's order, part by part (what `/context` reports). */
+export interface ContextParts {
+  /** AGENT.md + inject_memory files + MCP list, substitutions applied (cacheable). */
+  system: WireMessage;
+  scratchpad: WireMessage | null;
+  summary: WireMessage | null;
+  history: WireMessage[];
+  dynamicTail: WireMessage | null;
+  tailReminder: WireMessage | null;
+}
+
+/** A tool result is never cut below this many characters. */
+export const MIN_CUT_RESULT_CHARS = 500;
 
 export function applySubstitutions(text: string, substitutions: Record<string, string>): string {
   let out = text;
@@ -72,18 +89,24 @@ function userContent(row: MessageRow): string {
 }
 
 export function projectMessages(input: ProjectionInput): WireMessage[] {
-  const out: WireMessage[] = [];
+  return flattenContext(projectContext(input));
+}
+
+export function flattenContext(parts: ContextParts): WireMessage[] {
+  const out: WireMessage[] = [parts.system];
+  if (parts.scratchpad) out.push(parts.scratchpad);
+  if (parts.summary) out.push(parts.summary);
+  out.push(...parts.history);
+  if (parts.dynamicTail) out.push(parts.dynamicTail);
+  if (parts.tailReminder) out.push(parts.tailReminder);
+  return out;
+}
+
+export function projectContext(input: ProjectionInput): ContextParts {
   const staticText = applySubstitutions(input.systemPrompt, input.substitutions);
-  out.push({
-    role: 'system',
-    content: input.cacheControl
-      ? [{ type: 'text', text: staticText, cache_control: { type: 'ephemeral' } }]
-      : staticText,
-  });
-  if (input.scratchpad.length > 0) out.push({ role: 'system', content: scratchpadMessage(input.scratchpad) });
-  if (input.compactionSummary) {
-    out.push({ role: 'system', content: `${COMPACTION_SUMMARY_HEADER}\n${input.compactionSummary}` });
-  }
+  const history: WireMessage[] = [];
+  /** Tool name of each `tool` message in `history`, by index (for the budget notice). */
+  const toolNames = new Map<number, string>();
 
   let rows = input.messages.filter((m) => m.status === 'ok');
   if (input.maxHistoryMessages !== null && rows.length > input.maxHistoryMessages) {
@@ -104,7 +127,7 @@ export function projectMessages(input: ProjectionInput): WireMessage[] {
 
   let pendingUser: string[] = [];
   const flushUser = (): void => {
-    if (pendingUser.length > 0) out.push({ role: 'user', content: pendingUser.join('\n\n') });
+    if (pendingUser.length > 0) history.push({ role: 'user', content: pendingUser.join('\n\n') });
     pendingUser = [];
   };
   rows.forEach((row, i) => {
@@ -115,10 +138,10 @@ export function projectMessages(input: ProjectionInput): WireMessage[] {
     flushUser();
     const calls = callsByMessage.get(row.id) ?? [];
     if (calls.length === 0) {
-      out.push({ role: 'assistant', content: row.content });
+      history.push({ role: 'assistant', content: row.content });
       return;
     }
-    out.push({
+    history.push({
       role: 'assistant',
       content: row.content === '' ? null : row.content,
       tool_calls: calls.map((c) => ({
@@ -134,14 +157,54 @@ export function projectMessages(input: ProjectionInput): WireMessage[] {
       if (previousTurn && limit !== null && content.length > limit) {
         content = hiddenToolResult(call.name, content.length, limit);
       }
-      out.push({ role: 'tool', tool_call_id: call.llmCallId, content });
+      toolNames.set(history.length, call.name);
+      history.push({ role: 'tool', tool_call_id: call.llmCallId, content });
     }
   });
   flushUser();
 
-  if (input.dynamicTail) out.push({ role: 'system', content: input.dynamicTail });
-  if (input.tailReminder) out.push({ role: 'system', content: input.tailReminder });
-  return out;
+  const parts: ContextParts = {
+    system: {
+      role: 'system',
+      content: input.cacheControl
+        ? [{ type: 'text', text: staticText, cache_control: { type: 'ephemeral' } }]
+        : staticText,
+    },
+    scratchpad: input.scratchpad.length > 0 ? { role: 'system', content: scratchpadMessage(input.scratchpad) } : null,
+    summary: input.compactionSummary
+      ? { role: 'system', content: `${COMPACTION_SUMMARY_HEADER}\n${input.compactionSummary}` }
+      : null,
+    history,
+    dynamicTail: input.dynamicTail ? { role: 'system', content: input.dynamicTail } : null,
+    tailReminder: input.tailReminder ? { role: 'system', content: input.tailReminder } : null,
+  };
+  if (input.contextBudgetTokens != null) fitBudget(parts, input.contextBudgetTokens, toolNames);
+  return parts;
+}
+
+/**
+ * Cuts the largest tool results, each with a notice, until the messages fit the budget (a result
+ * keeps at least `MIN_CUT_RESULT_CHARS`). Nothing else is touched: if the rest alone is too big,
+ * that is compaction's job.
+ */
+function fitBudget(parts: ContextParts, budgetTokens: number, toolNames: Map<number, string>): void {
+  let over = (estimateTokens(flattenContext(parts)) - budgetTokens) * CHARS_PER_TOKEN;
+  if (over <= 0) return;
+  const tools = [...toolNames.keys()].sort(
+    (a, b) => (parts.history[b].content as string).length - (parts.history[a].content as string).length,
+  );
+  for (const i of tools) {
+    if (over <= 0) return;
+    const message = parts.history[i] as Extract<WireMessage, { role: 'tool' }>;
+    const length = message.content.length;
+    const name = toolNames.get(i) as string;
+    const noticeChars = cutToolResult(name, length, length, budgetTokens).length + 1;
+    const keep = Math.max(MIN_CUT_RESULT_CHARS, length - over - noticeChars);
+    if (keep + noticeChars >= length) continue;
+    const content = `${message.content.slice(0, keep)}\n${cutToolResult(name, length, keep, budgetTokens)}`;
+    over -= length - content.length;
+    parts.history[i] = { ...message, content };
+  }
 }
 
 export interface DynamicTailInput {

@@ -1,9 +1,8 @@
 /**
- * One round of a frame: boundary checks (cancellation, mid-turn injection, compaction) → one
+ * One round of a frame: boundary checks (cancellation, mid-turn injection) → one
  * model call → either the final answer, or the assistant message with its calls (rows written
  * `pending` in call order, announced by `tool_start`) and the batch run.
  */
-import { maybeCompact } from './compaction';
 import { runBatch } from './fan-out';
 import { buildFrameMessages, roundTools } from './history';
 import { drainSteer } from './injection';
@@ -25,7 +24,6 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
   if (fctx.signal.aborted) return { kind: 'cancelled' };
   const root = isRoot(fctx);
   if (root) await drainSteer(fctx);
-  if ((await maybeCompact(fctx)) === 'cancelled') return { kind: 'cancelled' };
   const tools = await roundTools(fctx);
   const messageId = deps.ids.newId();
   const call = await callModel(fctx, (cc) => buildFrameMessages(fctx, cc), tools, messageId);

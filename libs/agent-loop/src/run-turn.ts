@@ -3,6 +3,7 @@
  * must hold the session's lease. A `LeaseLostError` (or any other store failure) from a commit
  * aborts every in-flight branch, nothing more is written, and the error is rethrown.
  */
+import { compactAtTurnStart } from './compaction';
 import { CallNotAwaitingHumanError } from './errors';
 import { finishTurn } from './finish';
 import { runFrame } from './frame';
@@ -47,7 +48,7 @@ export interface ResolvePendingCallRequest {
   signal?: AbortSignal;
 }
 
-async function startTurn(deps: LoopDeps, sessionId: string, signal?: AbortSignal): Promise<TurnContext> {
+export async function startTurn(deps: LoopDeps, sessionId: string, signal?: AbortSignal): Promise<TurnContext> {
   const abort = childController(signal ?? new AbortController().signal);
   return {
     deps,
@@ -79,7 +80,8 @@ async function markRunning(turn: TurnContext): Promise<void> {
 /**
  * New input: first continue any unfinished turn of the session (so the new input never orphans
  * earlier input; if that ends cancelled or parked, the input is NOT entered and that outcome is
- * returned), mark orphaned trailing user rows failed, enter the input, run the root frame.
+ * returned), mark orphaned trailing user rows failed, enter the input, compact the history if it
+ * passed the threshold, run the root frame.
  * An inbox input that is no longer pending returns `idle`.
  */
 export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<TurnOutcome> {
@@ -143,8 +145,11 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
     }
     if (!message.isSynthetic) events.push(userMessageEvent(message));
     mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'running' });
-    await commit(turn, mutations, events);
+    // The agent is loaded before the input is committed and echoed, so that the first round's
+    // boundary (where steered input enters) follows the echo at once.
     const fctx = await frameContext(turn, root);
+    await commit(turn, mutations, events);
+    if ((await compactAtTurnStart(fctx)).kind === 'cancelled') return finishTurn(turn, { kind: 'cancelled' });
     return finishTurn(turn, await runFrame(fctx));
   });
 }

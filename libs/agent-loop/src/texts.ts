@@ -22,6 +22,11 @@ export function hiddenToolResult(name: string, length: number, limit: number): s
   return `[Tool response for \`${name}\` hidden: response was ${length} chars, exceeding the ${limit}-char limit. Call the tool again if you need this information.]`;
 }
 
+/** The notice after a tool result cut to fit the context budget. */
+export function cutToolResult(name: string, length: number, kept: number, budgetTokens: number): string {
+  return `[Tool result of \`${name}\` cut: it was ${length} chars, more than fits in the context budget of ${budgetTokens} tokens; only the first ${kept} chars are shown. Ask for less at a time (a line range, a narrower search) if you need the rest.]`;
+}
+
 export const INTERRUPTED_BY_USER = 'interrupted by user';
 
 export function exhaustedMessage(rounds: number): string {

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { Actor, Attachment, Delivery, ErrorBody, Id, Source } from './common';
+import { AGENT_SUBJECTS } from './agents';
+import { Actor, Attachment, Delivery, Id, Source } from './common';
+import { replyOf } from './reply';
 import { ChatMessages, SessionDetail, SessionList } from './rest';
 import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
 import * as M from './mcp';
@@ -7,15 +9,7 @@ import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws'
 import * as A from './approvals';
 import * as L from './llm';
 
-/**
- * Every NATS request is answered with this envelope: the owning service never throws across the
- * wire; `not_found` is also the answer for an id that belongs to somebody else.
- */
-export const replyOf = <T extends z.ZodType>(data: T) =>
-  z.discriminatedUnion('ok', [
-    z.object({ ok: z.literal(true), data }),
-    z.object({ ok: z.literal(false), error: ErrorBody }),
-  ]);
+export { replyOf } from './reply';
 
 // ---------------------------------------------------------------- session worker
 
@@ -190,6 +184,7 @@ export const ToolPreviewReply = z.object({ preview: ApprovalPreview.nullable() }
  * have `message`. Subjects with a `<…>` part are built by the helpers below.
  */
 export const SUBJECTS = {
+  ...AGENT_SUBJECTS,
   'session.submit': { request: SubmitMessage, reply: replyOf(SubmitMessageReply), queue: 'session-worker' },
   'session.active': { request: ActiveSessionRequest, reply: replyOf(ActiveSessionReply), queue: 'session-worker' },
   'session.get': { request: GetSessionRequest, reply: replyOf(SessionDetail), queue: 'session-worker' },

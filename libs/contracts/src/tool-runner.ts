@@ -15,3 +15,16 @@ export const MemoryContextRequest = z.object({
   max_chars: z.number().int().min(200).max(20_000).optional(),
 });
 export const MemoryContextReply = z.object({ context: z.string().nullable() });
+
+/**
+ * `tools.memory_read` (queue `tool-runner`): the content of memory documents by path, for the
+ * agents' `inject_memory` files. A missing document (or a path that is not a memory path) has
+ * `content: null`; the actor scopes `user-memory/…`.
+ */
+export const MemoryReadRequest = z.object({
+  actor: Actor,
+  paths: z.array(z.string().max(600)).max(20),
+});
+export const MemoryReadReply = z.object({
+  documents: z.array(z.object({ path: z.string(), content: z.string().nullable() })),
+});

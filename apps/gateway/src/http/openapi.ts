@@ -18,6 +18,7 @@ import {
   McpServerInput,
   McpServerList,
 } from '@skald/contracts';
+import { AgentDetail, AgentList, PutAgentRequest } from '@skald/contracts';
 import {
   ApprovalRuleDto,
   ApprovalRuleInput,
@@ -38,7 +39,7 @@ import {
 import { LlmClientList } from '@skald/contracts';
 
 interface Route {
-  method: 'get' | 'post' | 'patch' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   path: string;
   summary: string;
   auth?: 'public' | 'user' | 'admin';
@@ -286,7 +287,44 @@ export const ROUTES: Route[] = [
     params: [{ name: 'source', in: 'query', description: 'mark the client pinned for this source' }],
     ok: { status: 200, schema: LlmClientList },
   },
+  ...agentRoutes(),
 ];
+
+/** The agents catalog (issue 7). */
+function agentRoutes(): Route[] {
+  const id = [{ name: 'id', in: 'path' as const, required: true, description: 'agent id' }];
+  return [
+    {
+      method: 'get',
+      path: '/api/agents',
+      summary: 'Task agents (what list_agents returns), with the caller’s overrides and own agents',
+      ok: { status: 200, schema: AgentList },
+    },
+    {
+      method: 'get',
+      path: '/api/agents/{id}',
+      summary: 'One agent as the caller sees it (AGENT.md text and meta, with the caller’s override)',
+      params: id,
+      ok: { status: 200, schema: AgentDetail },
+    },
+    {
+      method: 'put',
+      path: '/api/agents/{id}',
+      summary:
+        'Override a built-in agent’s prompt and / or meta fields for the caller, change the caller’s own agent, or create one (prompt + meta with name and type)',
+      params: id,
+      body: PutAgentRequest,
+      ok: { status: 200, schema: AgentDetail },
+    },
+    {
+      method: 'delete',
+      path: '/api/agents/{id}/override',
+      summary: 'Remove the caller’s override (the built-in agent is back to its files) or the caller’s own agent',
+      params: id,
+      ok: { status: 204 },
+    },
+  ];
+}
 
 const schema = (s: z.ZodType): unknown => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
 

@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { Actor, ChatMessages, PostMessageRequest, SessionDetail, SessionList } from '@skald/contracts';
+import { Actor, ChatMessages, PostMessageRequest, SessionDetail, SessionList, WORKER_COMMANDS } from '@skald/contracts';
 import { Bus, BusRequestError } from '@skald/messaging';
 import { ApiError } from '../http/api-error';
 import { handleSlashCommand } from './slash-commands';
 
 type Message = z.infer<typeof PostMessageRequest>;
+type WorkerCommand = (typeof WORKER_COMMANDS)[number];
 
 /**
  * The gateway's side of sessions: turns client input into NATS requests to the session workers.
@@ -68,6 +69,11 @@ export class SessionsGateway {
 
   async cancelActive(actor: Actor, source: string): Promise<{ cancelled: boolean }> {
     return this.cancel(actor, await this.activeSession(actor, source));
+  }
+
+  /** A slash command the session worker answers (/context, /compact, /resettools, /clear, /sethome). */
+  workerCommand(actor: Actor, source: string, command: WorkerCommand, args: string) {
+    return this.call(() => this.bus.call('session.command', { actor, source, command, args }));
   }
 
   async replay(actor: Actor, sessionId: string, afterSeq: number | undefined) {

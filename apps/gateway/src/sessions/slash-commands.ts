@@ -1,20 +1,28 @@
-import { Actor } from '@skald/contracts';
+import { Actor, WORKER_COMMANDS } from '@skald/contracts';
 import type { SessionsGateway } from './sessions.gateway';
 
 export const HELP_TEXT = [
   'Commands:',
-  '  /stop     stop the running turn',
-  '  /new      start a new conversation',
-  '  /help     this list',
-  '  /models   the models, their health, and which one is pinned here',
-  '  /model    /model <number|name|auto>: pin a model for this conversation source (auto clears)',
-  "  /cost     tokens and cost of this conversation, and today's budget",
-  'More commands (/compact, /context, /clear, /resettools, /sethome) arrive with the agents work.',
+  '  /stop        stop the running turn',
+  '  /new         start a new conversation (new session)',
+  '  /clear       clear this conversation: the agent and the chat start empty (scratchpad and tools kept)',
+  '  /compact     fold the older messages into the conversation summary now',
+  '  /context     what the context sent to the model holds, with token estimates',
+  '  /resettools  deactivate the tool groups the agent activated (activate_tools)',
+  '  /sethome     send notifications to this source',
+  '  /models      the models, their health, and which one is pinned here',
+  '  /model N     pin a model for this source by number or name (/model auto: automatic choice)',
+  "  /cost        tokens and cost of this conversation, and today's budget",
+  '  /help        this list',
 ].join('\n');
 
+const isWorkerCommand = (c: string): c is (typeof WORKER_COMMANDS)[number] =>
+  (WORKER_COMMANDS as readonly string[]).includes(c);
+
 /**
- * Slash commands are answered with `command_result` and never reach the LLM. This is the minimal
- * set the skeleton needs (/stop, /new, /help); issue 7 moves the full set into the session worker.
+ * Slash commands are answered with `command_result` and never reach the LLM. The gateway answers
+ * /stop, /new and /help; the commands on a session's state go to the session worker, which owns it.
+ * An unknown command gets the help text.
  */
 export async function handleSlashCommand(
   sessions: SessionsGateway,
@@ -22,7 +30,11 @@ export async function handleSlashCommand(
   source: string,
   content: string,
 ): Promise<{ command_result: { command: string; content: string }; session_id?: string }> {
-  const command = content.trim().split(/\s+/)[0]?.toLowerCase() ?? '/help';
+  const [word, ...rest] = content.trim().split(/\s+/);
+  const command = word?.toLowerCase() ?? '/help';
+  if (isWorkerCommand(command)) {
+    return { command_result: await sessions.workerCommand(actor, source, command, rest.join(' ')) };
+  }
   switch (command) {
     case '/stop': {
       const r = await sessions.cancelActive(actor, source);

@@ -95,7 +95,7 @@ export class SessionsRepository {
 
   /**
    * A page of the root conversation of the (user, source) active session, newest page first but
-   * returned oldest first; synthetic and failed rows excluded.
+   * returned oldest first; synthetic and failed rows excluded, and what /clear closed.
    */
   async chatPage(scope: {
     userId: string;
@@ -112,7 +112,7 @@ export class SessionsRepository {
     const rows = await queryRows<Row>(
       this.ds,
       `SELECT h.* FROM chat_history h JOIN stack_frames f ON f.id = h.frame_id
-        WHERE h.session_id = $1 AND f.depth = 0 AND NOT h.is_synthetic AND h.status = 'ok' ${before}
+        WHERE h.session_id = $1 AND f.depth = 0 AND f.status = 'active' AND NOT h.is_synthetic AND h.status = 'ok' ${before}
         ORDER BY h.ord DESC LIMIT $2`,
       params,
     );

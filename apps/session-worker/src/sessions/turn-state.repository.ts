@@ -31,6 +31,15 @@ export class TurnStateRepository {
     await this.ds.query(`UPDATE sessions SET owner_role = $2 WHERE id = $1 AND owner_role <> $2`, [sessionId, role]);
   }
 
+  async turnState(sessionId: string): Promise<'running' | 'parked' | 'finished' | null> {
+    const rows = await queryRows<{ turn_state: 'running' | 'parked' | 'finished' }>(
+      this.ds,
+      `SELECT turn_state FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
+    return rows[0]?.turn_state ?? null;
+  }
+
   async stopRequested(sessionId: string): Promise<boolean> {
     const rows = await queryRows<{ stop: boolean }>(
       this.ds,

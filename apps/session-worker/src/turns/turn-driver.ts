@@ -18,10 +18,12 @@ import { queryRows } from '@skald/persistence';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
-import { BuiltinCatalog } from '../ports/builtin-catalog';
 import { LlmService } from '../llm/llm.service';
+import { AgentCatalogService, WORKSPACE_ROOT } from '../agents/agent-catalog.service';
 import { LlmAdapter } from '../ports/llm-adapter';
 import { NatsGate } from '../ports/nats-gate';
+import { NatsMemory } from '../ports/nats-memory';
+import { osInfo } from '../ports/os-info';
 import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
@@ -29,7 +31,9 @@ import { PgSessionStore } from '../store/pg-session-store';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
-const OS = `${process.platform} ${process.arch}`;
+const OS = osInfo();
+/** How long a command waits for a driver that is letting go of a finished session. */
+const COMMAND_LEASE_WAIT_MS = 5_000;
 
 interface Driving {
   lease: Lease;
@@ -48,7 +52,6 @@ interface Driving {
 export class TurnDriver implements OnApplicationShutdown {
   private readonly driving = new Map<string, Driving>();
   private readonly llm: LlmAdapter;
-  private readonly catalog = new BuiltinCatalog();
   private draining = false;
 
   constructor(
@@ -58,6 +61,7 @@ export class TurnDriver implements OnApplicationShutdown {
     private readonly turnState: TurnStateRepository,
     private readonly announcer: EventAnnouncer,
     private readonly metrics: TurnMetrics,
+    private readonly catalog: AgentCatalogService,
     llmManager: LlmManager,
     llmService: LlmService,
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
@@ -214,7 +218,54 @@ export class TurnDriver implements OnApplicationShutdown {
     return null;
   }
 
-  private deps(store: PgSessionStore, userId: string, role: 'user' | 'admin'): LoopDeps {
+  /**
+   * Runs `fn` holding the session's lease, for a command that writes the conversation (/compact,
+   * /clear): no turn can start meanwhile, every write is fenced. Null when another driver holds
+   * the lease. Input that arrived meanwhile is driven afterwards.
+   */
+  async withLease<T>(
+    sessionId: string,
+    fn: (store: PgSessionStore, signal: AbortSignal, role: 'user' | 'admin') => Promise<T>,
+  ): Promise<T | null> {
+    const lease = await this.acquireForCommand(sessionId);
+    if (!lease) return null;
+    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController() };
+    this.driving.set(sessionId, d);
+    const heartbeat = this.startHeartbeat(d);
+    try {
+      const store = new PgSessionStore(this.ds, { owner: lease.owner, epoch: lease.epoch }, (ev) =>
+        this.announcer.announce(ev),
+      );
+      const { role } = await this.turnState.turnControl(sessionId);
+      return await fn(store, AbortSignal.any([d.turn.signal, d.lost.signal]), role);
+    } finally {
+      clearInterval(heartbeat);
+      this.driving.delete(sessionId);
+      await this.leases.release(lease).catch(() => undefined);
+      if (!this.draining && (await this.hasWork(sessionId))) setImmediate(() => void this.drive(sessionId));
+    }
+  }
+
+  /**
+   * The lease for a command. A driver that has just finished a turn still holds the lease for a
+   * moment (it looks at the inbox once more), so while the session's turn is finished the command
+   * waits up to `COMMAND_LEASE_WAIT_MS` for it; a running or parked turn answers null at once.
+   */
+  private async acquireForCommand(sessionId: string): Promise<Lease | null> {
+    const deadline = Date.now() + COMMAND_LEASE_WAIT_MS;
+    for (;;) {
+      if (this.draining) return null;
+      if (!this.driving.has(sessionId)) {
+        const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
+        if (lease) return lease;
+      }
+      if (Date.now() >= deadline || (await this.turnState.turnState(sessionId)) !== 'finished') return null;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** The loop's ports for one session's owner (turns, and the /context and /compact commands). */
+  deps(store: PgSessionStore, userId: string, role: 'user' | 'admin'): LoopDeps {
     return {
       store,
       gate: new NatsGate(this.bus, role),
@@ -227,6 +278,7 @@ export class TurnDriver implements OnApplicationShutdown {
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,
+      memory: new NatsMemory(this.bus, userId, role),
       clock: {
         now: () => new Date(),
         timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
@@ -236,7 +288,16 @@ export class TurnDriver implements OnApplicationShutdown {
         maxToolRounds: this.config.SKALD_MAX_TOOL_ROUNDS,
         maxHistoryMessages: this.config.SKALD_MAX_HISTORY_MESSAGES,
         maxToolResultChars: this.config.SKALD_MAX_TOOL_RESULT_CHARS ?? null,
+        compaction: this.config.SKALD_COMPACTION_THRESHOLD_TOKENS
+          ? {
+              thresholdTokens: this.config.SKALD_COMPACTION_THRESHOLD_TOKENS,
+              keepRecent: this.config.SKALD_COMPACTION_KEEP_RECENT,
+              strength: this.config.SKALD_COMPACTION_STRENGTH ?? null,
+            }
+          : null,
+        contextBudgetTokens: this.config.SKALD_CONTEXT_BUDGET_TOKENS ?? null,
         os: OS,
+        defaultWorkingDirectory: WORKSPACE_ROOT,
       }),
     };
   }

@@ -190,6 +190,21 @@ describe('tool-runner: memory documents, durable results, previews, fail closed'
         },
       );
     });
+    it("answers tools.memory_read with the caller's and the shared documents by path, null for the rest", async () => {
+      const r = await client.call('tools.memory_read', {
+        actor: alice,
+        paths: ['user-memory/prefs.md', 'user-memory/nope.md', 'notes.txt', 'user-memory/../x'],
+      });
+      expect(r.documents[0].path).toBe('user-memory/prefs.md');
+      expect(r.documents[0].content).toContain('jasmine tea');
+      expect(r.documents.slice(1)).toEqual([
+        { path: 'user-memory/nope.md', content: null },
+        { path: 'notes.txt', content: null },
+        { path: 'user-memory/../x', content: null },
+      ]);
+      const asBob = await client.call('tools.memory_read', { actor: bob, paths: ['user-memory/prefs.md'] });
+      expect(asBob.documents).toEqual([{ path: 'user-memory/prefs.md', content: null }]);
+    });
   });
 
   describe('durable results keyed by tool call id', () => {

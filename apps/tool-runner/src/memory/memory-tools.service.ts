@@ -126,6 +126,25 @@ export class MemoryToolsService {
     return text;
   }
 
+  /**
+   * Documents by path for the agents' `inject_memory` files: the caller's `user-memory/…` and the
+   * shared ones; a missing document or a path that is not a memory document reads as null.
+   */
+  async readDocuments(userId: string, paths: string[]): Promise<Array<{ path: string; content: string | null }>> {
+    const out: Array<{ path: string; content: string | null }> = [];
+    for (const path of paths) {
+      let p: MemoryPath;
+      try {
+        p = this.document(path);
+      } catch {
+        out.push({ path, content: null });
+        continue;
+      }
+      out.push({ path, content: await this.repo.get({ userId, scope: p.scope, key: p.key }) });
+    }
+    return out;
+  }
+
   /** The current content of a document, for previews; null when it does not exist. */
   async current(ctx: ToolContext, path: string): Promise<{ path: MemoryPath; content: string | null }> {
     const p = this.document(path);

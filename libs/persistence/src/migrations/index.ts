@@ -6,6 +6,7 @@ import { PreviewHash1764460800300 } from './1764460800300-preview-hash';
 import { RulesVersion1764460800400 } from './1764460800400-rules-version';
 import { McpServers1764460800500 } from './1764460800500-mcp-servers';
 import { LlmUsage1764460800600 } from './1764460800600-llm-usage';
+import { AgentsCatalog1764460800700 } from './1764460800700-agents-catalog';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -17,5 +18,6 @@ export const MIGRATIONS = [
   RulesVersion1764460800400,
   McpServers1764460800500,
   LlmUsage1764460800600,
+  AgentsCatalog1764460800700,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

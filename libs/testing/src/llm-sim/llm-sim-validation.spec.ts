@@ -137,6 +137,52 @@ describe('llm-sim rejects malformed requests with 400 and an OpenAI error body',
       /stream_options/,
     ],
     [
+      'an unknown field on a message (a leaked reasoning_content)',
+      {
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: 'a', reasoning_content: 'thought' },
+        ],
+      },
+      /Additional properties are not allowed \('reasoning_content' was unexpected\) - 'messages\[1\]'/,
+    ],
+    [
+      'a tool message with a name',
+      {
+        model: 'm',
+        messages: [
+          { role: 'assistant', content: null, tool_calls: [call('c')] },
+          { role: 'tool', tool_call_id: 'c', content: 'r', name: 'read_file' },
+        ],
+      },
+      /'name' was unexpected/,
+    ],
+    [
+      'a text part with an unknown key',
+      { model: 'm', messages: [{ role: 'system', content: [{ type: 'text', text: 's', cached: true }] }] },
+      /messages\[0\]\.content\[0\]/,
+    ],
+    [
+      'a cache_control that is not ephemeral',
+      {
+        model: 'm',
+        messages: [{ role: 'system', content: [{ type: 'text', text: 's', cache_control: { type: 'forever' } }] }],
+      },
+      /cache_control/,
+    ],
+    [
+      'a tool call with an extra field',
+      {
+        model: 'm',
+        messages: [
+          { role: 'assistant', content: null, tool_calls: [{ ...call('c'), index: 0 }] },
+          { role: 'tool', tool_call_id: 'c', content: 'r' },
+        ],
+      },
+      /'index'/,
+    ],
+    [
       'a temperature out of range',
       { model: 'm', messages: [{ role: 'user', content: 'x' }], temperature: 3 },
       /temperature/,
@@ -171,7 +217,10 @@ describe('llm-sim rejects malformed requests with 400 and an OpenAI error body',
       model: 'm',
       temperature: 0.2,
       messages: [
-        { role: 'system', content: [{ type: 'text', text: 'static prompt' }] },
+        {
+          role: 'system',
+          content: [{ type: 'text', text: 'static prompt', ...({ cache_control: { type: 'ephemeral' } } as object) }],
+        },
         { role: 'developer', content: 'dev' },
         { role: 'user', content: [{ type: 'text', text: 'read two files' }] },
         { role: 'assistant', content: 'reading', tool_calls: [call('call_a'), call('call_b', 'list_dir')] },

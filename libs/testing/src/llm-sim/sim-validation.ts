@@ -15,6 +15,16 @@ export type SimValidationResult = { ok: true; request: SimChatRequest } | { ok: 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const USER_PART_TYPES = new Set(['text', 'image_url', 'input_audio', 'file']);
+/** Fields a message of each role may have: anything else is a 400, as OpenAI answers it. */
+const MESSAGE_FIELDS: Record<string, Set<string>> = {
+  system: new Set(['role', 'content', 'name']),
+  developer: new Set(['role', 'content', 'name']),
+  user: new Set(['role', 'content', 'name']),
+  assistant: new Set(['role', 'content', 'name', 'tool_calls', 'refusal', 'audio', 'function_call']),
+  tool: new Set(['role', 'content', 'tool_call_id']),
+};
+/** A text part may carry `cache_control` (the prompt-caching extension of the providers that take it). */
+const TEXT_PART_FIELDS = new Set(['type', 'text', 'cache_control']);
 
 class Invalid extends Error {
   constructor(
@@ -177,6 +187,13 @@ function checkMessage(message: unknown, i: number): void {
       `${param}.role`,
     );
   }
+  const unknown = Object.keys(message).filter((k) => !MESSAGE_FIELDS[message.role as string].has(k));
+  if (unknown.length > 0) {
+    throw new Invalid(
+      `Additional properties are not allowed ('${unknown.join("', '")}' ${unknown.length === 1 ? 'was' : 'were'} unexpected) - '${param}' (role ${message.role}).`,
+      `${param}.${unknown[0]}`,
+    );
+  }
   if (message.name !== undefined && typeof message.name !== 'string') {
     throw new Invalid(`Invalid type for '${param}.name': expected a string.`, `${param}.name`);
   }
@@ -234,6 +251,18 @@ function checkAssistant(message: Record<string, unknown>, param: string): void {
     if (call.type !== 'function') throw new Invalid(`Invalid value for '${p}.type': expected 'function'.`, `${p}.type`);
     const fn = call.function;
     if (!isObject(fn)) throw new Invalid(`Missing required parameter: '${p}.function'.`, `${p}.function`);
+    const extra = [
+      ...Object.keys(call).filter((k) => !['id', 'type', 'function'].includes(k)),
+      ...Object.keys(fn)
+        .filter((k) => !['name', 'arguments'].includes(k))
+        .map((k) => `function.${k}`),
+    ];
+    if (extra.length > 0) {
+      throw new Invalid(
+        `Additional properties are not allowed ('${extra.join("', '")}') - '${p}'.`,
+        `${p}.${extra[0]}`,
+      );
+    }
     if (typeof fn.name !== 'string' || !TOOL_NAME.test(fn.name)) {
       throw new Invalid(
         `Invalid '${p}.function.name': expected a string matching '^[a-zA-Z0-9_-]{1,64}$', got ${JSON.stringify(fn.name)}.`,
@@ -278,6 +307,22 @@ function checkContent(content: unknown, param: string, partTypes: Set<string>): 
     }
     if (part.type === 'text' && typeof part.text !== 'string') {
       throw new Invalid(`Missing required parameter: '${p}.text'.`, `${p}.text`);
+    }
+    if (part.type === 'text') {
+      const extra = Object.keys(part).filter((k) => !TEXT_PART_FIELDS.has(k));
+      if (extra.length > 0) {
+        throw new Invalid(
+          `Additional properties are not allowed ('${extra.join("', '")}') - '${p}'.`,
+          `${p}.${extra[0]}`,
+        );
+      }
+      const cc = part.cache_control;
+      if (cc !== undefined && !(isObject(cc) && cc.type === 'ephemeral' && Object.keys(cc).length === 1)) {
+        throw new Invalid(
+          `Invalid value for '${p}.cache_control': expected {"type": "ephemeral"}.`,
+          `${p}.cache_control`,
+        );
+      }
     }
   });
 }

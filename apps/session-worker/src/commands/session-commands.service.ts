@@ -1,0 +1,178 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { compactSession, CompactSessionResult, ContextReport, describeContext } from '@skald/agent-loop';
+import { Actor } from '@skald/contracts';
+import { queryRows } from '@skald/persistence';
+import { SessionsRepository } from '../sessions/sessions.repository';
+import { UserSettingsRepository } from '../settings/user-settings.repository';
+import { PgSessionStore } from '../store/pg-session-store';
+import { TurnDriver } from '../turns/turn-driver';
+
+const BUSY = 'A turn is running in this conversation. Try again when it has finished, or /stop it first.';
+
+const n = (x: number): string => x.toLocaleString('en-US');
+
+/**
+ * The slash commands that act on the session worker's state: /context, /compact, /resettools,
+ * /clear, /sethome. Each acts on the caller's active session of the source; whatever it changes is
+ * committed before the answer goes back.
+ */
+@Injectable()
+export class SessionCommandsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly sessions: SessionsRepository,
+    private readonly settings: UserSettingsRepository,
+    private readonly driver: TurnDriver,
+  ) {}
+
+  async run(
+    actor: Actor,
+    source: string,
+    command: string,
+    _args: string,
+  ): Promise<{ command: string; content: string }> {
+    const content = await this.dispatch(actor, source, command);
+    return { command, content };
+  }
+
+  private async dispatch(actor: Actor, source: string, command: string): Promise<string> {
+    switch (command) {
+      case '/sethome':
+        await this.settings.setHomeSource({ userId: actor.userId }, source);
+        return `Notifications now go to this source (${source}).`;
+      case '/resettools':
+        return this.resetTools(actor, source);
+      case '/context':
+        return this.context(actor, source);
+      case '/compact':
+        return this.compact(actor, source);
+      case '/clear':
+        return this.clear(actor, source);
+      default:
+        return `Unknown command ${command}.`;
+    }
+  }
+
+  private async sessionId(actor: Actor, source: string): Promise<string> {
+    return (await this.sessions.active({ userId: actor.userId, source })).id;
+  }
+
+  /** Drops every `activate_tools` grant of the session (root and sub-agent frames). */
+  private async resetTools(actor: Actor, source: string): Promise<string> {
+    const sessionId = await this.sessionId(actor, source);
+    const rows = await queryRows<{ group_name: string }>(
+      this.ds,
+      `DELETE FROM tool_grants WHERE session_id = $1 RETURNING group_name`,
+      [sessionId],
+    );
+    const groups = [...new Set(rows.map((r) => r.group_name))].sort();
+    if (groups.length === 0) return 'No tool groups were active in this conversation.';
+    return `Deactivated ${groups.length} tool group${groups.length === 1 ? '' : 's'}: ${groups.join(', ')}. The agent can activate them again with activate_tools.`;
+  }
+
+  private async context(actor: Actor, source: string): Promise<string> {
+    const sessionId = await this.sessionId(actor, source);
+    const store = new PgSessionStore(this.ds, { owner: '', epoch: 0 }, () => undefined);
+    return formatContext(await describeContext(this.driver.deps(store, actor.userId, actor.role), { sessionId }));
+  }
+
+  private async compact(actor: Actor, source: string): Promise<string> {
+    const sessionId = await this.sessionId(actor, source);
+    const r = await this.driver.withLease(sessionId, (store, signal, role) =>
+      compactSession(this.driver.deps(store, actor.userId, role), { sessionId, signal }),
+    );
+    return r === null ? BUSY : formatCompaction(r);
+  }
+
+  /**
+   * Closes the conversation's root frame: the chat view and the model start empty, in the same
+   * session (scratchpad, RunContext and tool grants stay; /new starts a new session). The rows stay
+   * in the debug tree.
+   */
+  private async clear(actor: Actor, source: string): Promise<string> {
+    const sessionId = await this.sessionId(actor, source);
+    const r = await this.driver.withLease(sessionId, async (store) => {
+      const session = await store.getSession(sessionId);
+      if (session.turnState !== 'finished') return null;
+      const root = (await store.listActiveFrames(sessionId)).find((f) => f.depth === 0);
+      if (!root) return 0;
+      const shown = (await store.listMessages(root.id)).filter((m) => !m.isSynthetic).length;
+      await store.commit(sessionId, [{ kind: 'closeFrame', frameId: root.id }], []);
+      return shown;
+    });
+    if (r === null) return BUSY;
+    if (r === 0) return 'The conversation is already empty.';
+    return `Cleared the conversation (${r} message${r === 1 ? '' : 's'}): the agent starts fresh from your next message. The scratchpad and activated tools are kept; /new starts a new session.`;
+  }
+}
+
+const PART_LABELS: Record<ContextReport['parts'][number]['part'], string> = {
+  system: 'System prompt (AGENT.md, memory files, MCP list)',
+  scratchpad: 'Scratchpad',
+  summary: 'Compaction summary',
+  history: 'Conversation history',
+  dynamic_tail: 'Dynamic tail (memory, date/time, OS, working directory)',
+  tail_reminder: 'Tail reminder',
+};
+
+export function formatContext(r: ContextReport): string {
+  const rows: Array<[string, number, string]> = r.parts.map((p) => [
+    PART_LABELS[p.part],
+    p.tokens,
+    p.part === 'history'
+      ? `${p.messages} message${p.messages === 1 ? '' : 's'} from ${r.historyRows} stored row${r.historyRows === 1 ? '' : 's'}`
+      : p.messages === 0
+        ? 'none'
+        : '',
+  ]);
+  rows.push(['Tool definitions', r.tools.tokens, `${r.tools.count} tools`]);
+  const width = Math.max(...rows.map(([label]) => label.length));
+  const numWidth = Math.max(...rows.map(([, t]) => n(t).length), n(r.totalTokens).length);
+  const line = (label: string, tokens: number, note: string): string =>
+    `${label.padEnd(width)}  ${n(tokens).padStart(numWidth)}${note ? `  (${note})` : ''}`;
+  const out = [
+    `Context of this conversation (agent ${r.agentId}), in estimated tokens:`,
+    ...rows.map(([l, t, note]) => line(l, t, note)),
+    line('Total', r.totalTokens, ''),
+  ];
+  out.push(
+    r.compaction
+      ? `Compaction: above ${n(r.compaction.thresholdTokens)} tokens at the start of a turn, keeping the last ${r.compaction.keepRecent} messages; /compact runs it now.`
+      : 'Compaction: off.',
+  );
+  if (r.contextBudgetTokens !== null) {
+    out.push(`Context budget: ${n(r.contextBudgetTokens)} tokens (larger tool results are cut to fit).`);
+  }
+  return out.join('\n');
+}
+
+export function formatCompaction(r: CompactSessionResult): string {
+  switch (r.kind) {
+    case 'compacted':
+      return `Compacted: ${r.folded} older message${r.folded === 1 ? '' : 's'} folded into the summary; the last ${r.kept} are kept as they are.`;
+    case 'cancelled':
+      return 'Compaction was stopped.';
+    case 'skipped':
+      switch (r.reason) {
+        case 'off':
+          return 'Compaction is not configured on this server (SKALD_COMPACTION_THRESHOLD_TOKENS).';
+        case 'ephemeral':
+          return 'This conversation is ephemeral; it is not compacted.';
+        case 'busy':
+          return BUSY;
+        case 'empty':
+        case 'too_few_rows':
+          return 'Nothing to compact: the conversation is shorter than the part that is always kept.';
+        case 'no_client':
+          return 'No LLM client is available to write the summary; nothing was changed.';
+        case 'failed':
+          return 'The summary could not be written (the model failed); nothing was changed.';
+        case 'refused':
+          return 'The summary was not written: your daily token budget is used up.';
+        case 'sub_agent':
+        case 'under_threshold':
+          return 'Nothing to compact.';
+      }
+  }
+}

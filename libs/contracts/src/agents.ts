@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { Actor, Source } from './common';
+import { replyOf } from './reply';
+import { MemoryReadReply, MemoryReadRequest } from './tool-runner';
+
+/**
+ * The agents catalog (owned by the session worker): built-in agents are files in the repository
+ * (`agents/<id>/AGENT.md` + `meta.json`); a user may override one (prompt and / or meta) or add
+ * agents of their own. Slash commands the session worker answers, and the user's home source.
+ */
+
+/** An agent id: lower-case letters, digits, `-` and `_`, starting with a letter or digit. */
+export const AgentId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,47}$/, 'agent id must match [a-z0-9][a-z0-9_-]{0,47}');
+export const AgentType = z.enum(['chat', 'task', 'system']);
+export const AgentStrength = z.enum(['very_low', 'low', 'medium', 'high', 'very_high']);
+const ToolFilter = z.strictObject({
+  allow: z.array(z.string().min(1).max(128)).max(200).default([]),
+  deny: z.array(z.string().min(1).max(128)).max(200).default([]),
+});
+/** A memory document path (`user-memory/…` or `shared-memory/…`). */
+export const MemoryDocPath = z
+  .string()
+  .max(600)
+  .regex(/^(user-memory|shared-memory)\/[^\0]+$/, 'must be a memory path: user-memory/… or shared-memory/…');
+
+/** `meta.json` of an agent. */
+export const AgentMeta = z.strictObject({
+  name: z.string().min(1).max(100),
+  description: z.string().max(2000).nullable().default(null),
+  type: AgentType,
+  /** An LLM client name; null → AUTO selection by strength (and scope). */
+  client: z.string().min(1).max(100).nullable().default(null),
+  /** Scope for AUTO selection (e.g. `coding`); null → any client. */
+  scope: z.string().min(1).max(100).nullable().default(null),
+  strength: AgentStrength.nullable().default(null),
+  /** Memory documents appended to the static system prompt, in order (missing ones are skipped). */
+  inject_memory: z.array(MemoryDocPath).max(20).default([]),
+  /** A short reminder sent as the last system message of every request (never cached). */
+  instructions: z.string().max(4000).nullable().default(null),
+  /** Tool name filters (`prefix*` or exact); deny wins; an empty allow list allows everything. */
+  tools: ToolFilter.default({ allow: [], deny: [] }),
+});
+export type AgentMeta = z.infer<typeof AgentMeta>;
+/** What `PUT /api/agents/{id}` may change in `meta`: any field, the others are kept. */
+export const AgentMetaPatch = AgentMeta.partial();
+
+export const PutAgentRequest = z
+  .strictObject({
+    /** The AGENT.md text (directives allowed). */
+    prompt: z
+      .string()
+      .min(1)
+      .max(256 * 1024)
+      .optional(),
+    meta: z
+      .strictObject({
+        name: z.string().min(1).max(100).optional(),
+        description: z.string().max(2000).nullable().optional(),
+        type: AgentType.optional(),
+        client: z.string().min(1).max(100).nullable().optional(),
+        scope: z.string().min(1).max(100).nullable().optional(),
+        strength: AgentStrength.nullable().optional(),
+        inject_memory: z.array(MemoryDocPath).max(20).optional(),
+        instructions: z.string().max(4000).nullable().optional(),
+        tools: ToolFilter.optional(),
+      })
+      .optional(),
+  })
+  .refine((r) => r.prompt !== undefined || r.meta !== undefined, 'send prompt, meta or both');
+
+/** `GET /api/agents` item (task agents only: what `list_agents` returns). */
+export const AgentSummaryDto = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  strength: z.string().nullable().optional(),
+});
+export const AgentList = z.object({ items: z.array(AgentSummaryDto) });
+export type AgentList = z.infer<typeof AgentList>;
+/** `GET /api/agents/{id}`: the agent as the caller sees it (with the caller's override). */
+export const AgentDetail = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  type: AgentType,
+  client: z.string().nullable(),
+  scope: z.string().nullable(),
+  strength: z.string().nullable(),
+  inject_memory: z.array(z.string()),
+  instructions: z.string().nullable(),
+  tools: z.object({ allow: z.array(z.string()), deny: z.array(z.string()) }),
+  /** The AGENT.md text in effect (directives unresolved). */
+  prompt: z.string(),
+  /** `builtin`: from the repository; `custom`: the caller's own agent. */
+  origin: z.enum(['builtin', 'custom']),
+  /** The caller has an override of this built-in agent. */
+  overridden: z.boolean(),
+  updated_at: z.string().nullable(),
+});
+export type AgentDetail = z.infer<typeof AgentDetail>;
+
+export const AgentsListRequest = z.object({ actor: Actor });
+export const AgentGetRequest = z.object({ actor: Actor, agent_id: AgentId });
+export const AgentPutRequest = z.object({
+  actor: Actor,
+  agent_id: AgentId,
+  prompt: z.string().optional(),
+  meta: z.record(z.string(), z.unknown()).optional(),
+});
+export const AgentDeleteOverrideRequest = z.object({ actor: Actor, agent_id: AgentId });
+export const AgentDeleteOverrideReply = z.object({ deleted: z.boolean() });
+
+/** Slash commands answered by the session worker (the gateway answers /stop, /new, /help). */
+export const WORKER_COMMANDS = ['/context', '/compact', '/resettools', '/clear', '/sethome'] as const;
+export const SessionCommandRequest = z.object({
+  actor: Actor,
+  source: Source,
+  command: z.enum(WORKER_COMMANDS),
+  /** Whatever followed the command word. */
+  args: z.string().max(4000).default(''),
+});
+export const SessionCommandReply = z.object({ command: z.string(), content: z.string() });
+/** The source that gets the user's notifications (`web` until `/sethome` names another). */
+export const HomeSourceRequest = z.object({ actor: Actor });
+export const HomeSourceReply = z.object({ source: z.string() });
+
+/** Spread into `SUBJECTS` (subjects.ts). */
+export const AGENT_SUBJECTS = {
+  'agents.list': { request: AgentsListRequest, reply: replyOf(AgentList), queue: 'session-worker' },
+  'agents.get': { request: AgentGetRequest, reply: replyOf(AgentDetail), queue: 'session-worker' },
+  'agents.put': { request: AgentPutRequest, reply: replyOf(AgentDetail), queue: 'session-worker' },
+  'agents.delete_override': {
+    request: AgentDeleteOverrideRequest,
+    reply: replyOf(AgentDeleteOverrideReply),
+    queue: 'session-worker',
+  },
+  'session.command': { request: SessionCommandRequest, reply: replyOf(SessionCommandReply), queue: 'session-worker' },
+  'session.home_source': { request: HomeSourceRequest, reply: replyOf(HomeSourceReply), queue: 'session-worker' },
+  'tools.memory_read': { request: MemoryReadRequest, reply: replyOf(MemoryReadReply), queue: 'tool-runner' },
+} as const;

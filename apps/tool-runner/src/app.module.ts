@@ -23,6 +23,7 @@ import { ToolRouter } from './exec/tool-router';
 import { ToolsExecHandler } from './exec/tools-exec.handler';
 import { FileToolsService } from './files/file-tools.service';
 import { RegexSearch } from './files/regex-search';
+import { PgWorkspaceLock, WorkspaceLock } from './workspace/workspace-lock';
 import { WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from './workspace/workspaces.service';
 
 @Module({})
@@ -60,6 +61,7 @@ export class AppModule {
           useClass: config.SKALD_SANDBOX === 'none' ? PlainCommandRunner : BwrapCommandRunner,
         },
         ProgressSink,
+        { provide: WorkspaceLock, useClass: PgWorkspaceLock },
         WorkspacesService,
         RegexSearch,
         FileToolsService,

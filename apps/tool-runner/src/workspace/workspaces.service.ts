@@ -6,6 +6,7 @@ import { ToolError } from '../tool-error';
 import { diskUsage } from './disk-usage';
 import { Jail } from './jail';
 import { KeyedMutex } from './keyed-mutex';
+import { WorkspaceLock } from './workspace-lock';
 
 export const WORKSPACE_OPTIONS = Symbol('WORKSPACE_OPTIONS');
 export interface WorkspaceOptions {
@@ -32,6 +33,7 @@ export class WorkspacesService implements OnModuleInit {
   constructor(
     @Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions,
     @Optional() private readonly readiness?: Readiness,
+    @Optional() private readonly replicas?: WorkspaceLock,
   ) {
     this.usageTtlMs = options.usageTtlMs ?? 30_000;
   }
@@ -63,9 +65,15 @@ export class WorkspacesService implements OnModuleInit {
     return join(this.options.root, userId);
   }
 
-  /** Runs a write of one user's workspace with the workspace's writes serialised (quota accounting). */
+  /**
+   * Runs a write of one user's workspace with the workspace's writes serialised (quota accounting):
+   * in this process by a mutex, across replicas by the workspace lock (a Postgres advisory lock)
+   * when one is configured. Measured usage is cached per replica, so another replica's writes are
+   * seen within `usageTtlMs`.
+   */
   async exclusive<T>(userId: string, task: () => Promise<T>): Promise<T> {
-    return this.writes.run(userId, task);
+    const replicas = this.replicas;
+    return this.writes.run(userId, () => (replicas ? replicas.run(userId, task) : task()));
   }
 
   /**

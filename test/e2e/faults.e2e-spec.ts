@@ -238,7 +238,7 @@ describe('session worker faults', () => {
     expect(calls).toEqual([{ name: 'execute_task', status: 'done', result: 'three' }]);
     // The child was asked twice (killed, then recovered), both times as itself (the generalist's prompt).
     const childRequests = (await sim.requests({ contains: child })).filter((r) =>
-      JSON.stringify((r.body as { messages: unknown[] }).messages[0]).includes('careful generalist'),
+      JSON.stringify((r.body as { messages: unknown[] }).messages[0]).includes('You are a generalist task agent'),
     );
     expect(childRequests).toHaveLength(2);
     ws.close();

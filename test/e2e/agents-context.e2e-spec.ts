@@ -460,6 +460,42 @@ describe('agents catalog, context building, compaction and slash commands end to
     ]);
   });
 
+  it('compaction runs by itself at the start of a turn once the history passes the threshold', async () => {
+    const ws = await connect(alice, 'auto');
+    const marks = Array.from({ length: 5 }, (_, i) => `ac${i}-${randomUUID()}`);
+    // the summariser's answer, whenever the worker decides to fold the oldest fact (no /compact is sent)
+    await sim.script({
+      match: `[user] fact 0 ${marks[0]}`,
+      replies: [{ content: '## Goal\n- keep the facts\n\n## Progress\n- fact 0 recorded' }],
+    });
+    // five long exchanges: about 10,000 estimated tokens, well over the 6,000 threshold
+    for (const [i, mk] of marks.entries()) {
+      await sim.script({ match: mk, matchIn: 'last_user', replies: [{ content: `noted ${i}` }] });
+      await say(ws, `fact ${i} ${mk} ${'lorem ipsum dolor sit amet '.repeat(290)}`);
+    }
+    const next = `ac5-${randomUUID()}`;
+    await sim.script({ match: next, matchIn: 'last_user', replies: [{ content: 'still here' }] });
+    await say(ws, `and now ${next}`);
+    // a summary was written before a round, from the rows that are not kept, and stored once
+    const summaryCalls = await sim.requests({ contains: `[user] fact 0 ${marks[0]}` });
+    expect(summaryCalls.length).toBeGreaterThanOrEqual(1);
+    const [req] = await requestsWith(next);
+    expect(req.messages[1]).toEqual({
+      role: 'system',
+      content: expect.stringContaining(
+        'Summary of the earlier conversation (older messages were compacted):\n## Goal\n- keep the facts',
+      ),
+    });
+    expect(JSON.stringify(req.messages)).not.toContain(marks[0]);
+    expect(JSON.stringify(req.messages)).toContain(marks[4]);
+    const stored = await db.query<Array<{ n: number }>>(
+      `SELECT count(*)::int AS n FROM compaction_summaries c JOIN sessions s ON s.id = c.session_id WHERE s.user_id = $1 AND s.source = 'auto'`,
+      [alice.user!.id],
+    );
+    expect(stored).toEqual([{ n: 1 }]);
+    ws.close();
+  });
+
   it('a tool result larger than the context budget reaches the model cut, with a notice', async () => {
     const dir = path.join(stack.env.SKALD_WORKSPACES, alice.user!.id);
     mkdirSync(dir, { recursive: true, mode: 0o700 });

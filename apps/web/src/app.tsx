@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'react';
 import { Api, ApiError, forget, login, savedAuth, type Auth } from './api';
 import { Chat } from './chat';
+import { CronJobs, Tic } from './cron';
 import { Admin } from './admin';
 import { Inbox } from './inbox';
 import { McpServers } from './mcp';
@@ -32,8 +33,14 @@ export function App() {
           <a href="#inbox" aria-current={hash === '#inbox' ? 'page' : undefined}>
             Inbox
           </a>
+          <a href="#cron" aria-current={hash === '#cron' ? 'page' : undefined}>
+            Jobs
+          </a>
           <a href="#mcp" aria-current={hash === '#mcp' ? 'page' : undefined}>
             MCP
+          </a>
+          <a href="#tic" aria-current={hash === '#tic' ? 'page' : undefined}>
+            TIC
           </a>
           {auth.user.role === 'admin' ? (
             <a href="#admin" aria-current={hash === '#admin' ? 'page' : undefined}>
@@ -54,6 +61,10 @@ export function App() {
       </header>
       {hash === '#inbox' ? (
         <Inbox api={api} />
+      ) : hash === '#cron' ? (
+        <CronJobs api={api} />
+      ) : hash === '#tic' ? (
+        <Tic api={api} />
       ) : hash === '#mcp' ? (
         <McpServers api={api} />
       ) : hash === '#admin' ? (

@@ -273,6 +273,8 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
       return notice(st, f, `Model ${s(f.from)} failed (${s(f.reason)}); using ${s(f.to)}.`, 'info');
     case 'llm_failed':
       return notice(st, f, `No model answered: ${s(f.last_error)}`, 'error');
+    case 'notification':
+      return notice(st, f, s(f.summary), 'info');
     case 'command_result':
       return notice(st, f, s(f.content), 'info');
     case 'message_discarded':

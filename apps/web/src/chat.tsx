@@ -2,7 +2,8 @@ import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
-import { ChatSocket, type SocketState } from './socket';
+import { ChatSocket, type Frame, type SocketState } from './socket';
+import { TaskStrip, useTasks } from './tasks';
 
 type Delivery = 'steer' | 'queue' | 'interrupt';
 
@@ -15,12 +16,18 @@ export function Chat({ api, source }: { api: Api; source: string }) {
   const socket = useRef<ChatSocket | null>(null);
   const end = useRef<HTMLDivElement | null>(null);
 
+  const [tasks, onTaskFrame] = useTasks(api, source);
+
   useEffect(() => {
-    const s = new ChatSocket(api, source, dispatch, setConn);
+    const onFrame = (f: Frame) => {
+      dispatch(f);
+      onTaskFrame(f);
+    };
+    const s = new ChatSocket(api, source, onFrame, setConn);
     socket.current = s;
     s.start();
     return () => s.stop();
-  }, [api, source]);
+  }, [api, source, onTaskFrame]);
 
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: 'end' });
@@ -67,6 +74,7 @@ export function Chat({ api, source }: { api: Api; source: string }) {
           <span className="running">{state.waiting ? `waiting for ${state.waiting}` : 'working…'}</span>
         ) : null}
       </div>
+      <TaskStrip tasks={tasks} />
       <ol className="timeline" aria-live="polite">
         {state.items.map((i) => (
           <li key={i.key} className={`item ${i.kind}`}>

@@ -1,0 +1,141 @@
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
+import { ROOT, testDb } from '../support/db';
+import { assertInvariants } from '../support/invariants';
+
+jest.setTimeout(180_000);
+
+const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+const planted = (kind: string) => `${kind}-${randomBytes(12).toString('hex')}`;
+
+/**
+ * Secrets never leave where they belong: an LLM API key, MCP credentials, a user's password, the JWT
+ * and sealing keys are planted, a whole session is run (login, a failed login, a turn with commands
+ * and an MCP call, REST listings), and the logs of all five apps, every API response and every WS
+ * frame are scanned for them.
+ */
+describe('secrets stay out of logs, API responses and events', () => {
+  const SECRETS = {
+    llmKey: planted('sk-llm'),
+    mcpEnv: planted('mcp-env'),
+    mcpHeader: planted('mcp-hdr'),
+    password: planted('pw'),
+    wrongPassword: planted('pw-wrong'),
+  };
+  let stack: Stack;
+  let sim: LlmSimAdminClient;
+  let db: DataSource;
+  const seen: string[] = [];
+
+  beforeAll(async () => {
+    stack = await Stack.start({
+      root: ROOT,
+      env: { LOG_LEVEL: 'info', PLANTED_LLM_KEY: SECRETS.llmKey },
+      perApp: { 'tool-runner': { SKALD_SANDBOX_RO_BINDS: path.join(ROOT, 'node_modules') } },
+      llmClients: (simUrl) => [{ name: 'main', baseUrl: simUrl, model: 'sim-model', apiKeyEnv: 'PLANTED_LLM_KEY' }],
+    });
+    sim = new LlmSimAdminClient(stack.simUrl);
+    db = await testDb();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    if (db) {
+      try {
+        await assertInvariants(db);
+      } finally {
+        await db.destroy();
+      }
+    }
+  });
+
+  it('a whole session leaves no planted secret in any log, response or frame', async () => {
+    const record = <T extends { status: number; body: unknown }>(r: T): T => {
+      seen.push(JSON.stringify(r.body));
+      return r;
+    };
+    const admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+    const email = `s-${randomUUID()}@skald.test`;
+    record(await admin.post('/api/admin/users', { email, password: SECRETS.password }));
+    record(await new ApiClient(stack.gatewayUrl).post('/api/auth/login', { email, password: SECRETS.wrongPassword }));
+    const user = await ApiClient.login(stack.gatewayUrl, email, SECRETS.password);
+    record(
+      await user.post('/api/mcp/servers', {
+        name: 'everything',
+        transport: 'stdio',
+        command: 'node',
+        args: [EVERYTHING, 'stdio'],
+        env: { SERVICE_TOKEN: SECRETS.mcpEnv },
+      }),
+    );
+    record(
+      await user.post('/api/mcp/servers', {
+        name: 'remote',
+        transport: 'http',
+        url: 'https://93.184.215.14/mcp',
+        headers: { Authorization: `Bearer ${SECRETS.mcpHeader}` },
+      }),
+    );
+    for (const p of ['/api/mcp/servers', '/api/admin/users', '/api/llm/clients', '/api/auth/tokens'])
+      record(await (p === '/api/admin/users' ? admin : user).get(p));
+
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: user.token, source: 'web' });
+    await ws.waitForType('hello');
+    const m = `sec-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        // what a sandboxed command can see of the service's environment
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: 'env; cat /proc/1/environ | tr "\\0" "\\n"' } }] },
+        { tool_calls: [{ name: 'activate_tools', arguments: { groups: ['everything'] } }] },
+        { tool_calls: [{ name: 'mcp__everything__echo', arguments: { message: 'hello' } }] },
+        { content: `all done ${m}` },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `check ${m}` });
+    // approve every card (the command, the MCP call) until the answer
+    const answered = new Set<string>();
+    const isDone = (f: Frame) => f.type === 'done' && String(f.content).includes(m);
+    for (;;) {
+      const next = await ws.waitFor(
+        (f: Frame) =>
+          isDone(f) ||
+          ((f.type === 'pending_write' || f.type === 'approval_required') && !answered.has(String(f.request_id))),
+        60_000,
+      );
+      if (isDone(next)) break;
+      answered.add(String(next.request_id));
+      ws.send({ type: 'approve_tool', request_id: next.request_id });
+    }
+    expect(answered.size).toBe(2);
+    const cmd = ws.frames.find((f) => f.type === 'tool_done' && String(f.result).includes('PATH='));
+    expect(cmd).toBeDefined(); // the command really printed its environment
+    seen.push(JSON.stringify(ws.frames));
+    ws.close();
+    const models = (await sim.requests({ contains: m })).map((r) => JSON.stringify(r.body));
+    expect(models.length).toBeGreaterThanOrEqual(4);
+
+    // Everything we saw, everything the model saw, everything every app logged.
+    const haystacks: Array<[string, string]> = [
+      ['API responses and WS frames', seen.join('\n')],
+      ['requests to the model', models.join('\n')],
+      ...stack.processes
+        .filter((p) => p.name !== 'llm-sim')
+        .map((p): [string, string] => [`${p.instance} log`, p.logs.join('\n')]),
+    ];
+    const secrets: Record<string, string> = {
+      ...SECRETS,
+      jwtSecret: stack.env.SKALD_JWT_SECRET,
+      sealingKey: stack.env.SKALD_SECRETS_KEY,
+      adminPassword: stack.admin.password,
+    };
+    const leaks: string[] = [];
+    for (const [where, text] of haystacks)
+      for (const [name, value] of Object.entries(secrets)) if (text.includes(value)) leaks.push(`${name} in ${where}`);
+    expect(leaks).toEqual([]);
+    // the logs are not empty: the scan looked at something (info level, JSON lines with ids)
+    const workerLog = stack.byName('session-worker')[0].logs.join('\n');
+    expect(workerLog).toContain(user.user!.id);
+  });
+});

@@ -12,6 +12,7 @@ import { KnownToolsRepository } from './catalog/known-tools.repository';
 import { ApprovalConfig } from './config';
 import { ApprovalEventsPublisher } from './events/approval-events.publisher';
 import { GateHandler } from './gate/gate.handler';
+import { ApprovalMetrics } from './approval-metrics';
 import { GateService } from './gate/gate.service';
 import { RequestsHandler } from './requests/requests.handler';
 import { RequestsRepository } from './requests/requests.repository';
@@ -56,6 +57,7 @@ export class AppModule {
         KnownToolsRepository,
         CatalogService,
         RequestsRepository,
+        ApprovalMetrics,
         RequestsService,
         GateService,
         GateHandler,

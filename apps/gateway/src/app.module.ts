@@ -22,6 +22,7 @@ import { LlmGateway } from './llm/llm.gateway';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionsGateway } from './sessions/sessions.gateway';
 import { GATEWAY_LOGGER } from './tokens';
+import { GatewayMetrics } from './ws/gateway-metrics';
 import { WsServer } from './ws/ws.server';
 import { metricsGuard } from './http/metrics-guard';
 
@@ -73,6 +74,7 @@ export class AppModule {
         SessionsGateway,
         ApprovalsGateway,
         LlmGateway,
+        GatewayMetrics,
         WsServer,
         { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
       ],

@@ -54,6 +54,13 @@ export interface BusLogger {
 }
 
 const TRACE_HEADER = 'x-skald-trace-id';
+const SENT_AT_HEADER = 'x-skald-sent-at';
+
+/** What a subscriber learns about a published message besides its body. */
+export interface MessageMeta {
+  /** When the publisher sent it (ms since the epoch, the publisher's clock), or null when unknown. */
+  sentAt: number | null;
+}
 
 /**
  * Typed request / publish / subscribe over NATS. Every subject and payload comes from
@@ -164,16 +171,18 @@ export class Bus {
     this.subs.push(sub);
   }
 
-  /** Publishes a message validated by its schema. */
+  /** Publishes a message validated by its schema, stamped with the time it was sent (for latency metrics). */
   publish<T>(subject: string, schema: z.ZodType<T>, message: T): void {
-    this.nc.publish(subject, encode(schema.parse(message)));
+    const h = natsHeaders();
+    h.set(SENT_AT_HEADER, String(Date.now()));
+    this.nc.publish(subject, encode(schema.parse(message)), { headers: h });
   }
 
   /** Subscribes to a (wildcard) subject; each message parsed with the schema, invalid ones dropped with a warning. */
   subscribe<T>(
     pattern: string,
     schema: z.ZodType<T>,
-    onMessage: (message: T, subject: string) => void | Promise<void>,
+    onMessage: (message: T, subject: string, meta: MessageMeta) => void | Promise<void>,
     queue?: string,
   ): Subscription {
     const sub = this.nc.subscribe(pattern, {
@@ -188,7 +197,8 @@ export class Bus {
           );
           return;
         }
-        const r = onMessage(parsed.data, msg.subject);
+        const sent = Number(msg.headers?.get(SENT_AT_HEADER));
+        const r = onMessage(parsed.data, msg.subject, { sentAt: Number.isFinite(sent) && sent > 0 ? sent : null });
         if (r instanceof Promise)
           this.track(
             r.catch((e: unknown) => this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed')),

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
+import { ApprovalMetrics } from '../approval-metrics';
 import { ParsedRequestOf } from '@skald/contracts';
 import { argsDigest, AuditService } from '../audit/audit.service';
 import { BypassesService } from '../bypasses/bypasses.service';
@@ -21,11 +22,13 @@ export class GateService {
     private readonly bypasses: BypassesService,
     private readonly audit: AuditService,
     private readonly catalog: CatalogService,
+    @Optional() private readonly metrics?: ApprovalMetrics,
   ) {}
 
   async check(req: CheckRequest): Promise<GateResult> {
     const input = toInput(req);
     const result = await this.decide(input, req.session_id);
+    this.metrics?.decisions.inc({ decision: result.decision, by: result.by });
     this.audit.record({
       userId: req.actor.userId,
       sessionId: req.session_id,

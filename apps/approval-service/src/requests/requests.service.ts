@@ -1,10 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { Actor, HumanRequestState, HumanRequestStatus, InboxDto, ParsedRequestOf, UserEvent } from '@skald/contracts';
 import { AuditRepository } from '../audit/audit.repository';
 import { argsDigest } from '../audit/audit.service';
 import { BypassesRepository } from '../bypasses/bypasses.repository';
 import { BypassesService, ownerScope } from '../bypasses/bypasses.service';
 import { ApprovalError, requestNotFound } from '../errors';
+import { ApprovalMetrics } from '../approval-metrics';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
 import { RequestsRepository, StoredRequest } from './requests.repository';
 
@@ -23,6 +24,7 @@ export class RequestsService {
     private readonly bypasses: BypassesRepository,
     private readonly bypassService: BypassesService,
     private readonly events: ApprovalEventsPublisher,
+    @Optional() private readonly metrics?: ApprovalMetrics,
   ) {}
 
   /** Idempotent by request id: a recovery re-asking gets the same request (and its answer, if any). */
@@ -104,6 +106,7 @@ export class RequestsService {
       return updated;
     });
     if (!resolved) throw conflict((await this.repo.findById(owner, row.id)) ?? row);
+    this.metrics?.humanWait.observe({ action: req.action }, Math.max(0, Date.now() - row.createdAt.getTime()) / 1000);
     if (opensBypass) this.bypassService.opened(resolved.sessionId);
     this.announce(resolved);
     this.events.wake(resolved.sessionId);

@@ -22,6 +22,7 @@ import { AuthService, Principal } from '../auth/auth.service';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { ApiError } from '../http/api-error';
 import { SessionsGateway } from '../sessions/sessions.gateway';
+import { GatewayMetrics } from './gateway-metrics';
 import { WsConnection } from './ws-connection';
 import { GATEWAY_LOGGER } from '../tokens';
 
@@ -46,6 +47,7 @@ export class WsServer implements OnApplicationShutdown {
     private readonly bus: Bus,
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     @Inject(GATEWAY_LOGGER) private readonly log: Logger,
+    private readonly metrics: GatewayMetrics,
   ) {
     const own = config.SKALD_PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`;
     this.allowedOrigins = new Set(
@@ -252,12 +254,15 @@ export class WsServer implements OnApplicationShutdown {
       this.subscribeUser(conn.userId);
     }
     set.add(conn);
+    this.metrics.wsConnections.inc();
   }
 
   private unregister(conn: WsConnection): void {
     conn.dispose();
     const set = this.byUser.get(conn.userId);
-    if (!set?.delete(conn) || set.size > 0) return;
+    if (!set?.delete(conn)) return;
+    this.metrics.wsConnections.dec();
+    if (set.size > 0) return;
     this.byUser.delete(conn.userId);
     for (const s of this.userSubs.get(conn.userId) ?? []) s.unsubscribe();
     this.userSubs.delete(conn.userId);
@@ -267,13 +272,16 @@ export class WsServer implements OnApplicationShutdown {
   private subscribeUser(userId: string): void {
     const conns = (): Set<WsConnection> => this.byUser.get(userId) ?? new Set();
     this.userSubs.set(userId, [
-      this.bus.subscribe(`events.${userId}.*`, SessionEventSchema, (e: SessionEvent) => {
+      this.bus.subscribe(`events.${userId}.*`, SessionEventSchema, (e: SessionEvent, _s, meta) => {
         for (const c of conns()) c.deliverLive(e);
+        this.metrics.fannedOut('session', meta.sentAt);
       }),
-      this.bus.subscribe(`ephemeral.${userId}.*`, EphemeralEventSchema, (e) => {
+      this.bus.subscribe(`ephemeral.${userId}.*`, EphemeralEventSchema, (e, _s, meta) => {
         for (const c of conns()) if (c.sessionId === e.session_id) c.send(e);
+        this.metrics.fannedOut('ephemeral', meta.sentAt);
       }),
-      this.bus.subscribe(TOPICS.userEvents.subject(userId), UserEventSchema, (e) => {
+      this.bus.subscribe(TOPICS.userEvents.subject(userId), UserEventSchema, (e, _s, meta) => {
+        this.metrics.fannedOut('user', meta.sentAt);
         for (const c of conns()) {
           if (e.type === 'new_session') {
             if (c.source === e.source && c.sessionId !== e.session_id) this.switchSession(c, e.session_id);

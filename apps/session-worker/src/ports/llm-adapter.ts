@@ -12,6 +12,7 @@ import type {
 } from '@skald/agent-loop';
 import { isLlmStrength, LlmCallError, LlmManager } from '@skald/llm';
 import type { LlmAccounting } from '../llm/llm.service';
+import type { TurnMetrics } from '../turns/turn-metrics';
 
 /**
  * The loop's LLM port on the LLM manager: which client next, the budget gate, and one streaming
@@ -22,6 +23,7 @@ export class LlmAdapter implements LlmPort {
   constructor(
     private readonly manager: LlmManager,
     private readonly accounting: LlmAccounting | null = null,
+    private readonly metrics: TurnMetrics | null = null,
   ) {}
 
   async nextClient(s: ClientSelection): Promise<LlmClientDescriptor | null> {
@@ -45,6 +47,9 @@ export class LlmAdapter implements LlmPort {
     onDelta: (delta: LlmDelta) => void,
     context?: LlmCallContext,
   ): Promise<LlmResponse> {
+    const started = performance.now();
+    const observe = (outcome: string) =>
+      this.metrics?.llmSeconds.observe({ client: client.name, outcome }, (performance.now() - started) / 1000);
     try {
       const r = await this.manager.streamChat(client.name, {
         messages: request.messages,
@@ -52,6 +57,10 @@ export class LlmAdapter implements LlmPort {
         signal,
         onDelta,
       });
+      observe('ok');
+      if (context?.purpose === 'round') this.metrics?.rounds.inc();
+      this.metrics?.llmTokens.inc({ client: r.clientName, kind: 'input' }, r.metered.inputTokens);
+      this.metrics?.llmTokens.inc({ client: r.clientName, kind: 'output' }, r.metered.outputTokens);
       if (context && this.accounting) await this.accounting.record(context, r.clientName, r.model, r.metered);
       return {
         content: r.content,
@@ -67,6 +76,7 @@ export class LlmAdapter implements LlmPort {
         finishReason: r.finishReason,
       };
     } catch (e) {
+      observe(signal.aborted ? 'cancelled' : 'error');
       if (e instanceof LlmCallError) throw new LlmError(e.message, e.retriable);
       throw e;
     }

@@ -83,6 +83,15 @@ export class SessionsRepository {
   }
 
   /** Running turns whose lease expired more than `graceMs` ago: nobody recovered them. */
+  /** Inbox items stored and not yet taken into a conversation (the partial index makes this cheap). */
+  async inboxPending(): Promise<number> {
+    const [row] = await queryRows<{ n: number }>(
+      this.ds,
+      `SELECT count(*)::int AS n FROM session_inbox WHERE status = 'queued'`,
+    );
+    return row?.n ?? 0;
+  }
+
   async stuck(graceMs: number): Promise<string[]> {
     const rows = await queryRows<{ id: string }>(
       this.ds,

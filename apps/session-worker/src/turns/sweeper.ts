@@ -40,6 +40,7 @@ export class Sweeper implements OnApplicationBootstrap, OnApplicationShutdown {
       for (const id of await this.sessions.parked(10)) if (!this.driver.isDriving(id)) void this.driver.drive(id);
       const stuck = await this.sessions.stuck(2 * this.config.SKALD_SWEEP_INTERVAL_MS + this.config.SKALD_LEASE_TTL_MS);
       this.metrics.stuckTurns.set(stuck.length);
+      this.metrics.inboxPending.set(await this.sessions.inboxPending());
       if (stuck.length > 0)
         this.log.error(
           { sessions: stuck.slice(0, 20), count: stuck.length },

@@ -68,7 +68,7 @@ export class TurnDriver implements OnApplicationShutdown {
     @Inject(WORKER_INSTANCE) private readonly instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
   ) {
-    this.llm = new LlmAdapter(llmManager, llmService);
+    this.llm = new LlmAdapter(llmManager, llmService, metrics);
   }
 
   get activeCount(): number {

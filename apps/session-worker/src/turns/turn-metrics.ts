@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { METRICS_REGISTRY } from '@skald/service-kit';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Prometheus metrics of the session worker. */
 @Injectable()
@@ -10,6 +10,14 @@ export class TurnMetrics {
   readonly leaseTakeovers: Counter;
   /** Running turns whose lease expired and that no sweep recovered within two intervals. */
   readonly stuckTurns: Gauge;
+  /** Model rounds: answered LLM calls of a turn's rounds (compaction calls not counted). */
+  readonly rounds: Counter;
+  /** Turns that started waiting for a human, by kind (approval, clarification). */
+  readonly humanWaits: Counter<'kind'>;
+  readonly llmSeconds: Histogram<'client' | 'outcome'>;
+  readonly llmTokens: Counter<'client' | 'kind'>;
+  /** Inbox items not yet taken into a conversation (all sessions). */
+  readonly inboxPending: Gauge;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.turnsStarted = new Counter({
@@ -26,6 +34,35 @@ export class TurnMetrics {
     this.leaseTakeovers = new Counter({
       name: 'skald_lease_takeovers_total',
       help: 'Leases taken from an earlier owner (epoch > 1)',
+      registers: [registry],
+    });
+    this.rounds = new Counter({
+      name: 'skald_rounds_total',
+      help: 'Model rounds answered (LLM calls of turn rounds, not compaction)',
+      registers: [registry],
+    });
+    this.humanWaits = new Counter({
+      name: 'skald_human_waits_total',
+      help: 'Times a turn started waiting for a human, by kind',
+      labelNames: ['kind'],
+      registers: [registry],
+    });
+    this.llmSeconds = new Histogram({
+      name: 'skald_llm_request_seconds',
+      help: 'Streaming LLM calls, start to last token, by client and outcome',
+      labelNames: ['client', 'outcome'],
+      buckets: [0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160],
+      registers: [registry],
+    });
+    this.llmTokens = new Counter({
+      name: 'skald_llm_tokens_total',
+      help: 'Tokens of answered LLM calls (provider usage, or estimated), by client and kind (input, output)',
+      labelNames: ['client', 'kind'],
+      registers: [registry],
+    });
+    this.inboxPending = new Gauge({
+      name: 'skald_inbox_pending',
+      help: 'Messages and deliveries stored in session inboxes and not yet taken into a conversation',
       registers: [registry],
     });
     this.stuckTurns = new Gauge({

@@ -16,7 +16,7 @@ const planted = (kind: string) => `${kind}-${randomBytes(12).toString('hex')}`;
  * and an MCP call, REST listings), and the logs of all five apps, every API response and every WS
  * frame are scanned for them.
  */
-describe('secrets stay out of logs, API responses and events', () => {
+describe('operations: secrets stay out of logs, responses and events; metrics show the work', () => {
   const SECRETS = {
     llmKey: planted('sk-llm'),
     mcpEnv: planted('mcp-env'),
@@ -137,5 +137,40 @@ describe('secrets stay out of logs, API responses and events', () => {
     // the logs are not empty: the scan looked at something (info level, JSON lines with ids)
     const workerLog = stack.byName('session-worker')[0].logs.join('\n');
     expect(workerLog).toContain(user.user!.id);
+  });
+
+  it("the same session shows on every app's /metrics: sockets, fan-out, rounds, waits, model calls, decisions, tools", async () => {
+    const scrape = async (app: 'gateway' | 'session-worker' | 'approval-service' | 'tool-runner' | 'scheduler') => {
+      const res = await fetch(`${stack.byName(app)[0].url}/metrics`);
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    /** The value of one sample (the sum over the series matching every given label). */
+    const value = (text: string, name: string, labels: Record<string, string> = {}): number =>
+      text
+        .split('\n')
+        .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+        .filter((l) => Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)))
+        .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    const gateway = await scrape('gateway');
+    expect(value(gateway, 'skald_event_fanout_seconds_count', { kind: 'session' })).toBeGreaterThan(5);
+    expect(value(gateway, 'skald_event_fanout_seconds_count', { kind: 'ephemeral' })).toBeGreaterThan(0);
+    expect(gateway).toMatch(/^skald_ws_connections(\{[^}]*\})? \d+$/m);
+    const worker = await scrape('session-worker');
+    expect(value(worker, 'skald_turns_started_total')).toBeGreaterThanOrEqual(1);
+    expect(value(worker, 'skald_turns_finished_total')).toBeGreaterThanOrEqual(1);
+    expect(value(worker, 'skald_rounds_total')).toBeGreaterThanOrEqual(4);
+    expect(value(worker, 'skald_human_waits_total', { kind: 'approval' })).toBeGreaterThanOrEqual(2);
+    expect(value(worker, 'skald_llm_request_seconds_count', { client: 'main', outcome: 'ok' })).toBeGreaterThanOrEqual(
+      4,
+    );
+    expect(value(worker, 'skald_llm_tokens_total', { client: 'main', kind: 'input' })).toBeGreaterThan(0);
+    expect(worker).toMatch(/^skald_inbox_pending(\{[^}]*\})? \d+$/m);
+    const approvals = await scrape('approval-service');
+    expect(value(approvals, 'skald_approval_decisions_total', { decision: 'require' })).toBeGreaterThanOrEqual(2);
+    expect(value(approvals, 'skald_approval_wait_seconds_count', { action: 'approve' })).toBeGreaterThanOrEqual(2);
+    const runner = await scrape('tool-runner');
+    expect(value(runner, 'skald_tool_calls_total', { tool: 'execute_cmd' })).toBeGreaterThanOrEqual(1);
+    expect(await scrape('scheduler')).toContain('process_cpu_seconds_total');
   });
 });

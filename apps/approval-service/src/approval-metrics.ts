@@ -1,0 +1,28 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { METRICS_REGISTRY } from '@skald/service-kit';
+import { Counter, Histogram, Registry } from 'prom-client';
+
+/** Prometheus metrics of the approval service. */
+@Injectable()
+export class ApprovalMetrics {
+  /** `approval.check` answers, by decision and by what decided (rule, bypass, run_context…). */
+  readonly decisions: Counter<'decision' | 'by'>;
+  /** How long a human took to answer, by answer (approve, reject, answer). */
+  readonly humanWait: Histogram<'action'>;
+
+  constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
+    this.decisions = new Counter({
+      name: 'skald_approval_decisions_total',
+      help: 'Gate decisions by decision and source of the decision',
+      labelNames: ['decision', 'by'],
+      registers: [registry],
+    });
+    this.humanWait = new Histogram({
+      name: 'skald_approval_wait_seconds',
+      help: 'Time from a human request (approval or question) to its answer',
+      labelNames: ['action'],
+      buckets: [1, 5, 15, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600],
+      registers: [registry],
+    });
+  }
+}

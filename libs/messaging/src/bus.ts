@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { connect, ErrorCode, headers as natsHeaders, NatsConnection, NatsError, Subscription } from 'nats';
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type TextMapGetter,
+  type TextMapSetter,
+} from '@opentelemetry/api';
+import { connect, ErrorCode, headers as natsHeaders, MsgHdrs, NatsConnection, NatsError, Subscription } from 'nats';
 import { z } from 'zod';
 import {
   describeZodError,
@@ -53,6 +63,18 @@ export interface BusLogger {
   error(obj: object, msg: string): void;
 }
 
+/**
+ * Asked for at each use, not once at load: a tracer taken before the service registers its provider
+ * (from another copy of the API package) would stay a no-op.
+ */
+const tracer = () => trace.getTracer('@skald/messaging');
+/** W3C trace context (`traceparent`, `tracestate`) in NATS headers. */
+const headerSetter: TextMapSetter<MsgHdrs> = { set: (h, k, v) => h.set(k, v) };
+const headerGetter: TextMapGetter<MsgHdrs> = {
+  get: (h, k) => h.get(k) || undefined,
+  keys: (h) => h.keys(),
+};
+
 const TRACE_HEADER = 'x-skald-trace-id';
 const SENT_AT_HEADER = 'x-skald-sent-at';
 
@@ -104,6 +126,11 @@ export class Bus {
     const body = spec.request.parse(payload);
     const h = natsHeaders();
     h.set(TRACE_HEADER, opts.traceId ?? randomUUID());
+    const span = tracer().startSpan(`${subject} request`, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+    });
+    propagation.inject(trace.setSpan(context.active(), span), h, headerSetter);
     let raw;
     try {
       raw = await this.nc.request(subject, encode(body), {
@@ -111,8 +138,11 @@ export class Bus {
         headers: h,
       });
     } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: String(err) });
+      span.end();
       throw toBusError(subject, err);
     }
+    span.end();
     const parsed = spec.reply.safeParse(decode(raw.data));
     if (!parsed.success) {
       throw new BusRequestError(
@@ -149,7 +179,13 @@ export class Bus {
           return;
         }
         const traceId = msg.headers?.get(TRACE_HEADER) || randomUUID();
-        const work = (async () => {
+        const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
+        const span = tracer().startSpan(
+          `${subject} handle`,
+          { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
+          parent,
+        );
+        const work = context.with(trace.setSpan(parent, span), async () => {
           let reply: unknown;
           const parsed = spec.request.safeParse(safeDecode(msg.data));
           if (!parsed.success) {
@@ -160,11 +196,15 @@ export class Bus {
               reply = { ok: true, data: await handler(parsed.data as ParsedRequestOf<S>, { traceId }) };
             } catch (e) {
               reply = { ok: false, error: toErrorBody(e) };
-              if (!(e instanceof RemoteError)) this.log.error({ subject, traceId, err: String(e) }, 'handler failed');
+              if (!(e instanceof RemoteError)) {
+                this.log.error({ subject, traceId, err: String(e) }, 'handler failed');
+                span.setStatus({ code: SpanStatusCode.ERROR, message: String(e) });
+              }
             }
           }
           if (msg.reply) msg.respond(encode(reply));
-        })();
+          span.end();
+        });
         this.track(work);
       },
     });
@@ -175,6 +215,7 @@ export class Bus {
   publish<T>(subject: string, schema: z.ZodType<T>, message: T): void {
     const h = natsHeaders();
     h.set(SENT_AT_HEADER, String(Date.now()));
+    propagation.inject(context.active(), h, headerSetter);
     this.nc.publish(subject, encode(schema.parse(message)), { headers: h });
   }
 
@@ -198,7 +239,11 @@ export class Bus {
           return;
         }
         const sent = Number(msg.headers?.get(SENT_AT_HEADER));
-        const r = onMessage(parsed.data, msg.subject, { sentAt: Number.isFinite(sent) && sent > 0 ? sent : null });
+        const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
+        // the publisher's trace continues in what this message starts (a wake drives a turn)
+        const r = context.with(parent, () =>
+          onMessage(parsed.data, msg.subject, { sentAt: Number.isFinite(sent) && sent > 0 ? sent : null }),
+        );
         if (r instanceof Promise)
           this.track(
             r.catch((e: unknown) => this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed')),

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ConfigError, loadConfig } from './config';
 import { createLogger, instanceName } from './logger';
 import { Readiness } from './ops';
+import { startTracing, TracingHandle } from './tracing';
 
 /** Nest's own log lines, as JSON through pino. */
 export class PinoNestLogger implements LoggerService {
@@ -38,6 +39,8 @@ export interface ServiceBootstrap {
   graceMs: number;
   /** Called before Nest closes: stop taking work, finish or hand back what runs. */
   drain?: (app: INestApplication) => Promise<void>;
+  /** Exported traces to flush before exiting. */
+  tracing?: TracingHandle | null;
   /** Extra wiring on the HTTP server (the gateway's WebSocket upgrade). */
   configure?: (app: INestApplication) => Promise<void> | void;
 }
@@ -80,6 +83,7 @@ export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApp
     try {
       await opts.drain?.(app);
       await app.close();
+      await opts.tracing?.shutdown().catch(() => undefined);
       log.info({}, 'stopped');
       process.exit(0);
     } catch (e) {
@@ -97,6 +101,7 @@ export interface ServiceSettings {
   LOG_LEVEL: string;
   SKALD_INSTANCE?: string;
   SKALD_SHUTDOWN_GRACE_MS: number;
+  SKALD_OTLP_ENDPOINT?: string;
   PORT: number;
   HOST: string;
 }
@@ -120,7 +125,9 @@ export function runService<C extends ServiceSettings>(opts: RunServiceOptions<C>
     const config = loadConfig(opts.schema);
     const instance = instanceName(opts.service, config.SKALD_INSTANCE);
     const log = createLogger(opts.service, config.LOG_LEVEL, instance);
+    const tracing = startTracing(opts.service, instance, config.SKALD_OTLP_ENDPOINT, log);
     await bootstrapService({
+      tracing,
       service: opts.service,
       module: opts.module(config, log, instance),
       port: config.PORT,

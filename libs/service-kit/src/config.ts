@@ -15,6 +15,8 @@ export const BaseConfigSchema = z.object({
   SKALD_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   /** Instance name in logs and NATS connection names; defaults to host + pid. */
   SKALD_INSTANCE: z.string().optional(),
+  /** OTLP/HTTP collector base URL (e.g. http://otel-collector:4318); unset: no traces are exported. */
+  SKALD_OTLP_ENDPOINT: z.string().url().optional(),
 });
 export type BaseConfig = z.infer<typeof BaseConfigSchema>;
 

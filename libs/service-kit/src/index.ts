@@ -2,3 +2,4 @@ export * from './config';
 export * from './logger';
 export * from './ops';
 export * from './bootstrap';
+export * from './tracing';

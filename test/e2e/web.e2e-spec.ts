@@ -113,6 +113,17 @@ describe('web client in a real browser', () => {
     await ctx.close();
   });
 
+  it('slash commands answer inline and never reach the model', async () => {
+    const { ctx, page } = await signedIn();
+    const before = (await sim.requests()).length;
+    await send(page, '/help');
+    await page.getByText(/\/compact\s+fold the older messages/).waitFor();
+    await send(page, '/nonsense');
+    await page.getByText('Unknown command /nonsense.', { exact: false }).waitFor();
+    expect((await sim.requests()).length).toBe(before);
+    await ctx.close();
+  });
+
   it('reject with a note: the agent answers to the note', async () => {
     const { api, ctx, page } = await signedIn();
     const m = `rej-${randomUUID()}`;

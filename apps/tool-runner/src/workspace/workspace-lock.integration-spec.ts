@@ -30,7 +30,7 @@ describe('workspace writes across replicas', () => {
     new WorkspacesService({ root: base, quota: 1024 ** 2 }, undefined, new PgWorkspaceLock(ds));
 
   it('never runs two writes of one workspace at once, whichever replica they land on', async () => {
-    const [a, b] = [replica(pools[0]!), replica(pools[1]!)];
+    const [a, b] = [replica(pools[0]), replica(pools[1])];
     const user = randomUUID();
     let inside = 0;
     let most = 0;
@@ -47,11 +47,11 @@ describe('workspace writes across replicas', () => {
     await Promise.all([write(a, 'a1'), write(b, 'b1'), write(a, 'a2'), write(b, 'b2'), write(b, 'b3')]);
     expect(most).toBe(1);
     expect(order).toHaveLength(10);
-    for (let i = 0; i < order.length; i += 2) expect(order[i]!.slice(0, -1)).toBe(order[i + 1]!.slice(0, -1));
+    for (let i = 0; i < order.length; i += 2) expect(order[i].slice(0, -1)).toBe(order[i + 1].slice(0, -1));
   });
 
   it("another user's workspace is not held up, and a failed write releases the lock", async () => {
-    const [a, b] = [replica(pools[0]!), replica(pools[1]!)];
+    const [a, b] = [replica(pools[0]), replica(pools[1])];
     const [u1, u2] = [randomUUID(), randomUUID()];
     let u2Done = 0;
     const slow = a.exclusive(u1, () => sleep(3000));

@@ -480,6 +480,19 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
       expect(source).toMatch(/user namespace/);
     });
 
+    it('is given no credential it does not use (it runs what the model asks for)', () => {
+      const c = appContainer(objects, 'tool-runner');
+      const secretKeys = (c.env ?? []).flatMap((e) =>
+        e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.key] : [],
+      );
+
+      expect(secretKeys.sort()).toEqual(['NATS_PASSWORD', 'POSTGRES_PASSWORD', 'SKALD_SECRETS_KEY']);
+      expect(c.envFrom?.some((f) => f.secretRef)).toBeFalsy();
+      expect(podSpecOf(runner()) as PodSpec & { automountServiceAccountToken?: boolean }).toMatchObject({
+        automountServiceAccountToken: false,
+      });
+    });
+
     it('mounts the workspaces volume at SKALD_WORKSPACES in every replica', () => {
       const pod = podSpecOf(runner());
       const c = appContainer(objects, 'tool-runner');

@@ -525,6 +525,27 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     );
   });
 
+  it("applies the migration Job and all it needs before any app: `kubectl apply -l 'app.kubernetes.io/component!=app'`", () => {
+    const first = objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] !== 'app');
+    const has = (kind: string, name: string): boolean => first.some((o) => o.kind === kind && o.metadata.name === name);
+    const job = podSpecOf(find(objects, 'Job', 'skald-migrate')).containers[0];
+    const secretNames = (job?.env ?? []).flatMap((e) =>
+      e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.name] : [],
+    );
+
+    expect(has('Job', 'skald-migrate')).toBe(true);
+    expect(has('StatefulSet', 'postgres') && has('Service', 'postgres')).toBe(true);
+    for (const f of job?.envFrom ?? []) if (f.configMapRef) expect(has('ConfigMap', f.configMapRef.name)).toBe(true);
+    if (overlay === 'prod') for (const name of secretNames) expect(has('Secret', name)).toBe(true);
+    // No app starts before the migration: every app Deployment is left for the second apply.
+    expect(first.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name)).toEqual([]);
+    for (const file of ['docs/operations.md', 'k8s/overlays/prod/kustomization.yaml']) {
+      expect(readFileSync(join(repoRoot, file), 'utf8')).toContain(
+        "kubectl apply -k k8s/overlays/prod -l 'app.kubernetes.io/component!=app'",
+      );
+    }
+  });
+
   it('runs redis with the noeviction policy BullMQ needs', () => {
     const redis = podSpecOf(find(objects, 'StatefulSet', 'redis')).containers[0];
 

@@ -70,6 +70,7 @@ interface Container {
   name: string;
   image: string;
   command?: string[];
+  args?: string[];
   ports?: { name?: string; containerPort: number }[];
   env?: EnvVar[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
@@ -547,6 +548,25 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
       expect(readFileSync(join(repoRoot, file), 'utf8')).toContain(
         "kubectl apply -k k8s/overlays/prod -l 'app.kubernetes.io/component!=app'",
       );
+    }
+  });
+
+  it("runs NATS with a password that every app has (sandboxes that reach NATS cannot publish in a user's name)", () => {
+    const config = String((find(objects, 'ConfigMap', 'nats-config').data as Record<string, string>)['nats.conf']);
+    const nats = podSpecOf(find(objects, 'StatefulSet', 'nats')).containers[0];
+    const user = /authorization\s*\{[^}]*\buser:\s*(\S+)[^}]*\bpassword:\s*\$NATS_PASSWORD\b/.exec(config)?.[1];
+    const passwordRef = (c: Container | undefined): { key: string; optional?: boolean } | undefined =>
+      c?.env?.find((e) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef;
+
+    expect(nats?.args).toEqual(['-c', '/etc/nats/nats.conf']);
+    expect(user).toBe('skald');
+    expect(passwordRef(nats)).toMatchObject({ key: 'NATS_PASSWORD' });
+    expect(passwordRef(nats)?.optional).toBeFalsy();
+    for (const app of APP_NAMES) {
+      const c = appContainer(objects, app);
+      expect(effectiveEnv(objects, c, 'NATS_USER')).toBe(user);
+      expect(passwordRef(c)).toMatchObject({ key: 'NATS_PASSWORD' });
+      expect(passwordRef(c)?.optional).toBeFalsy();
     }
   });
 

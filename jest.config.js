@@ -32,7 +32,10 @@ module.exports = {
       ...base,
       displayName: 'unit',
       collectCoverageFrom,
-      testMatch: ['<rootDir>/{apps,libs}/*/src/**/*.spec.ts', '<rootDir>/test/{lint,compose,unit}/**/*.spec.ts'],
+      testMatch: [
+        '<rootDir>/{apps,libs}/*/src/**/*.spec.ts',
+        '<rootDir>/test/{lint,compose,unit,k8s,docs}/**/*.spec.ts',
+      ],
     },
     {
       ...base,

@@ -1,0 +1,290 @@
+#!/usr/bin/env node
+// The configuration reference of docs/operations.md, generated from the apps' zod config schemas.
+//
+//   npm run build && node scripts/gen-config-reference.js          # rewrite the section in docs/operations.md
+//   node scripts/gen-config-reference.js --check                   # exit 1 when the section is out of date
+//
+// Names, defaults and allowed values come from the schemas the apps validate their environment with
+// (apps/<app>/dist/config.js, libs/service-kit/dist/config.js); descriptions from the schema field's `.describe()`,
+// else the doc comment above the field in the schema's source, else DESCRIPTIONS below. A variable with none of
+// them stops the generator, so a new variable cannot land undocumented (test/docs/operations.spec.ts runs this).
+'use strict';
+
+const { readFileSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+
+const ROOT = join(__dirname, '..');
+const OPERATIONS_MD = join(ROOT, 'docs', 'operations.md');
+const BEGIN = '<!-- BEGIN GENERATED: config reference (scripts/gen-config-reference.js) -->';
+const END = '<!-- END GENERATED: config reference -->';
+
+/** The apps, their schema's export name and the source files whose doc comments describe it. */
+const APPS = [
+  { name: 'gateway', schema: 'GatewayConfigSchema' },
+  { name: 'session-worker', schema: 'WorkerConfigSchema' },
+  { name: 'approval-service', schema: 'ApprovalConfigSchema' },
+  { name: 'tool-runner', schema: 'ToolRunnerConfigSchema' },
+  { name: 'scheduler', schema: 'SchedulerConfigSchema' },
+];
+const BASE_SOURCE = 'libs/service-kit/src/config.ts';
+const appSource = (app) => `apps/${app}/src/config.ts`;
+
+/** Descriptions of the fields that have no doc comment in their schema. */
+const DESCRIPTIONS = {
+  NODE_ENV: '`production` in deployments.',
+  LOG_LEVEL: 'pino log level of the JSON logs.',
+  DATABASE_URL:
+    'Postgres connection URL (also read by the migration CLI `node libs/persistence/dist/cli.js up`). The database is created by the migration when missing.',
+  DATABASE_POOL_SIZE:
+    'Postgres connections per process. Keep (replicas of every app) × this below Postgres `max_connections`.',
+  NATS_URL: 'NATS server(s), comma-separated. JetStream must be enabled.',
+  NATS_USER: 'NATS user, when the server requires authentication.',
+  NATS_PASSWORD: 'NATS password of `NATS_USER`.',
+  NATS_REQUEST_TIMEOUT_MS: 'How long a NATS request waits for an answer before it fails.',
+  REDIS_URL: 'Redis connection URL (`redis://:password@host:6379`). Redis must run with `maxmemory-policy noeviction`.',
+  PORT: 'HTTP port: `/healthz`, `/readyz`, `/metrics` (and the API on the gateway).',
+  HOST: 'Address the HTTP server binds; `0.0.0.0` in containers.',
+  SKALD_TOKEN_TTL_SECS: 'Lifetime of the session JWTs the gateway issues at login.',
+  SKALD_ADMIN_EMAIL:
+    'With `SKALD_ADMIN_PASSWORD`: the admin account the gateway creates at start when no user has this e-mail.',
+  SKALD_ADMIN_PASSWORD: 'Password of that admin account (at least 8 characters); used only to create it.',
+  SKALD_MAX_TOOL_ROUNDS: 'Model rounds one turn may take before it ends `exhausted`.',
+  SKALD_MAX_HISTORY_MESSAGES: 'History rows sent to the model when compaction is off (older ones are left out).',
+  SKALD_MAX_TOOL_RESULT_CHARS:
+    "Previous turns' tool results longer than this are hidden from the model (default: never).",
+};
+
+/** Variables the apps read outside their schema, with where they are read. */
+const OUTSIDE_SCHEMA = {
+  gateway: [
+    {
+      name: 'SKALD_WEB_DIST',
+      default: 'the `@skald/web` workspace’s `dist`',
+      description: 'Directory of the built web client served at `/`.',
+    },
+  ],
+  'session-worker': [
+    {
+      name: 'SKALD_LLM_CLIENTS',
+      default: 'unset',
+      description:
+        '**Secret** when it holds keys. JSON array of named OpenAI-compatible clients (strength, scope, priority, prices; keys best given by `apiKeyEnv`, the name of another variable). When set it is the whole LLM configuration (docs/llm.md). Read by libs/llm.',
+    },
+    {
+      name: 'OPENAI_BASE_URL',
+      default: '`https://api.openai.com/v1` when a key or model is set',
+      description: 'Endpoint of the single client `default`, used when `SKALD_LLM_CLIENTS` is unset. Read by libs/llm.',
+    },
+    {
+      name: 'OPENAI_API_KEY',
+      default: 'unset',
+      description: '**Secret.** API key of the client `default`. Read by libs/llm.',
+    },
+    {
+      name: 'SKALD_LLM_MODEL',
+      default: 'unset',
+      description:
+        'Model of the client `default`; required with `OPENAI_BASE_URL` / `OPENAI_API_KEY`. With no LLM variable at all the worker has no client. Read by libs/llm.',
+    },
+  ],
+};
+
+const SECRET_NAME = /(PASSWORD|SECRET|_KEY$)/;
+
+// -------------------------------------------------------------------------------------------------------------
+// Doc comments from the schema sources.
+
+/** `{ NAME: 'doc comment text' }` for every UPPER_CASE property with a /** *\/ comment in the file. */
+function docCommentsOf(file) {
+  const ts = require('typescript');
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const docs = {};
+  const visit = (node) => {
+    if (ts.isPropertyAssignment(node) && ts.isIdentifier(node.name) && /^[A-Z][A-Z0-9_]*$/.test(node.name.text)) {
+      const comments = ts
+        .getJSDocCommentsAndTags(node)
+        .map((d) => ts.getTextOfJSDocComment(d.comment) ?? '')
+        .filter((c) => c.trim() !== '');
+      if (comments.length > 0) docs[node.name.text] = comments.join(' ').replace(/\s+/g, ' ').trim();
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return docs;
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Reading a zod (v4) field.
+
+/** `{ default?, required, values? }` of one field: unwraps pipes (transforms), defaults and optionals. */
+function describeField(field) {
+  const out = { required: true, hasDefault: false, default: undefined, values: undefined, type: undefined };
+  let node = field;
+  for (let depth = 0; node && depth < 20; depth++) {
+    const def = node._zod.def;
+    if (def.type === 'pipe') node = def.in;
+    else if (def.type === 'default' || def.type === 'prefault') {
+      out.hasDefault = true;
+      out.required = false;
+      out.default = def.defaultValue;
+      node = def.innerType;
+    } else if (def.type === 'optional' || def.type === 'nullable') {
+      out.required = false;
+      node = def.innerType;
+    } else {
+      out.type = def.type;
+      if (def.type === 'enum') out.values = Object.values(def.entries);
+      break;
+    }
+  }
+  return out;
+}
+
+function formatDefault(info) {
+  if (info.required) return '**required**';
+  if (!info.hasDefault) return 'unset';
+  let value = info.default;
+  if (typeof value === 'string') {
+    if (value === '') return 'empty';
+    // A default computed from the working directory (SKALD_WORKSPACES) is shown relative to it.
+    const cwd = process.cwd();
+    if (value === cwd || value.startsWith(`${cwd}/`)) value = `<working directory>${value.slice(cwd.length)}`;
+    return `\`${value}\``;
+  }
+  return `\`${JSON.stringify(value)}\``;
+}
+
+function cell(text) {
+  return String(text).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Rendering.
+
+/**
+ * The markdown between the markers.
+ * @param {{ base: { shape: Record<string, unknown> }, apps: Record<string, { shape: Record<string, unknown> }> }} schemas
+ */
+function renderReference(schemas) {
+  const baseDocs = docCommentsOf(BASE_SOURCE);
+  const missing = [];
+  const describe = (name, field, docs, where) => {
+    const fromSchema = field.description;
+    const text = fromSchema ?? docs[name] ?? baseDocs[name] ?? DESCRIPTIONS[name];
+    if (!text) {
+      missing.push(`${name} (${where})`);
+      return '';
+    }
+    const info = describeField(field);
+    const values = info.values ? ` One of ${info.values.map((v) => `\`${v}\``).join(', ')}.` : '';
+    const secret = SECRET_NAME.test(name) && !/^\*\*Secret/.test(text) ? '**Secret.** ' : '';
+    return `${secret}${text}${values}`;
+  };
+  const row = (name, def, description) => `| \`${name}\` | ${cell(def)} | ${cell(description)} |`;
+  const header = ['| Variable | Default | Description |', '| --- | --- | --- |'];
+
+  const lines = [
+    BEGIN,
+    '<!-- Do not edit by hand: `npm run build && node scripts/gen-config-reference.js`. -->',
+    '',
+    '### Every app',
+    '',
+    'Read by all five apps (libs/service-kit `BaseConfigSchema`).',
+    '',
+    ...header,
+  ];
+  const baseShape = schemas.base.shape;
+  for (const [name, field] of Object.entries(baseShape)) {
+    lines.push(row(name, formatDefault(describeField(field)), describe(name, field, baseDocs, BASE_SOURCE)));
+  }
+
+  for (const app of APPS) {
+    const schema = schemas.apps[app.name];
+    if (!schema) throw new Error(`no config schema for ${app.name}`);
+    const docs = docCommentsOf(appSource(app.name));
+    lines.push('', `### ${app.name}`, '', `\`${appSource(app.name)}\` (\`${app.schema}\`).`, '', ...header);
+    for (const [name, field] of Object.entries(schema.shape)) {
+      const inBase = Object.prototype.hasOwnProperty.call(baseShape, name);
+      if (inBase && formatDefault(describeField(field)) === formatDefault(describeField(baseShape[name]))) continue;
+      lines.push(row(name, formatDefault(describeField(field)), describe(name, field, docs, appSource(app.name))));
+    }
+    for (const extra of OUTSIDE_SCHEMA[app.name] ?? []) lines.push(row(extra.name, extra.default, extra.description));
+  }
+  lines.push(END);
+
+  if (missing.length > 0) {
+    throw new Error(
+      `undocumented configuration: ${missing.join(', ')}. Add a /** doc comment */ above the field in its schema ` +
+        '(or .describe()), then run `node scripts/gen-config-reference.js`.',
+    );
+  }
+  return lines.join('\n');
+}
+
+/** The schemas of the built apps (`npm run build` first). */
+function loadBuiltSchemas() {
+  const load = (path, exportName) => {
+    let mod;
+    try {
+      mod = require(join(ROOT, path));
+    } catch (e) {
+      throw new Error(`cannot load ${path} (${e.message}): run \`npx tsc -b tsconfig.build.json\` first`);
+    }
+    if (!mod[exportName]) throw new Error(`${path} exports no ${exportName}`);
+    return mod[exportName];
+  };
+  const apps = {};
+  for (const app of APPS) apps[app.name] = load(`apps/${app.name}/dist/config.js`, app.schema);
+  return { base: load('libs/service-kit/dist/config.js', 'BaseConfigSchema'), apps };
+}
+
+/** `markdown` with the generated section replaced by `section`. */
+function replaceSection(markdown, section) {
+  const start = markdown.indexOf(BEGIN);
+  const end = markdown.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`docs/operations.md has no "${BEGIN}" … "${END}" section`);
+  return markdown.slice(0, start) + section + markdown.slice(end + END.length);
+}
+
+/**
+ * docs/operations.md as it should be: `markdown` with a fresh section, formatted by Prettier like the repo's files.
+ * Prettier runs in a child process: its API is asynchronous and loads plugins with dynamic imports.
+ */
+function expectedDocument(markdown, section) {
+  const { execFileSync } = require('node:child_process');
+  const bin = join(require.resolve('prettier/package.json', { paths: [ROOT] }), '..', 'bin', 'prettier.cjs');
+  return execFileSync(process.execPath, [bin, '--stdin-filepath', OPERATIONS_MD], {
+    cwd: ROOT,
+    input: replaceSection(markdown, section),
+    encoding: 'utf8',
+  });
+}
+
+function main() {
+  const check = process.argv.includes('--check');
+  const section = renderReference(loadBuiltSchemas());
+  const markdown = readFileSync(OPERATIONS_MD, 'utf8');
+  const next = expectedDocument(markdown, section);
+  if (check) {
+    if (next !== markdown) {
+      console.error('docs/operations.md is out of date: run `node scripts/gen-config-reference.js`');
+      process.exit(1);
+    }
+    console.log('docs/operations.md is up to date');
+    return;
+  }
+  if (next !== markdown) writeFileSync(OPERATIONS_MD, next);
+  console.log(next === markdown ? 'docs/operations.md is up to date' : 'docs/operations.md updated');
+}
+
+module.exports = { OPERATIONS_MD, OUTSIDE_SCHEMA, renderReference, loadBuiltSchemas, expectedDocument };
+
+if (require.main === module) {
+  try {
+    main();
+  } catch (e) {
+    console.error(e.message);
+    process.exit(1);
+  }
+}

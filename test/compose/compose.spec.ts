@@ -227,6 +227,8 @@ describe('what users of docker-compose.yml rely on', () => {
 
       expect(env.DATABASE_URL).toBe('postgres://skald:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}@postgres:5432/skald');
       expect(env.NATS_URL).toBe('nats://nats:4222');
+      expect(env.NATS_USER).toBe('skald');
+      expect(env.NATS_PASSWORD).toBe('${NATS_PASSWORD:?set NATS_PASSWORD}');
       expect(env.REDIS_URL).toBe('redis://:${REDIS_PASSWORD:?set REDIS_PASSWORD}@redis:6379');
     });
 
@@ -288,6 +290,16 @@ describe('what users of docker-compose.yml rely on', () => {
     }
 
     expect(problems).toEqual([]);
+  });
+
+  it('NATS admits only with the password the apps are given; the tool runner can seal MCP credentials', () => {
+    const command = service('nats').command as string[];
+    expect(command).toEqual(
+      expect.arrayContaining(['--user', 'skald', '--pass', '${NATS_PASSWORD:?set NATS_PASSWORD}']),
+    );
+    expect(service('tool-runner').environment?.SKALD_SECRETS_KEY).toMatch(/^\$\{SKALD_SECRETS_KEY:\?/);
+    const example = readFileSync(join(repoRoot, 'deploy/compose.env.example'), 'utf8');
+    for (const required of ['NATS_PASSWORD=', 'SKALD_SECRETS_KEY=']) expect(example).toContain(`\n${required}\n`);
   });
 
   it('gives the tool runner the shared workspaces volume and what bubblewrap needs, without privileges', () => {

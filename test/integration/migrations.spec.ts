@@ -31,6 +31,8 @@ const TABLES = [
   'mcp_servers',
   'llm_usage',
   'llm_client_pins',
+  'scheduled_jobs',
+  'job_runs',
 ];
 
 async function tables(): Promise<string[]> {

@@ -7,3 +7,4 @@ export * from './tools';
 export * from './tool-runner';
 export * from './mcp';
 export * from './llm';
+export * from './scheduler';

@@ -6,6 +6,7 @@ import { PreviewHash1764460800300 } from './1764460800300-preview-hash';
 import { RulesVersion1764460800400 } from './1764460800400-rules-version';
 import { McpServers1764460800500 } from './1764460800500-mcp-servers';
 import { LlmUsage1764460800600 } from './1764460800600-llm-usage';
+import { Scheduler1764460800800 } from './1764460800800-scheduler';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -17,5 +18,6 @@ export const MIGRATIONS = [
   RulesVersion1764460800400,
   McpServers1764460800500,
   LlmUsage1764460800600,
+  Scheduler1764460800800,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

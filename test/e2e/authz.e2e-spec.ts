@@ -28,7 +28,7 @@ describe('authorization matrix and approvals through the gateway', () => {
   let aliceWs: WsTestClient;
   let aliceCli: WsTestClient;
   let aliceSession: string;
-  const ids = { session: '', token: '', bypass: '', toolCall: '', request: '', question: '' };
+  const ids = { session: '', token: '', bypass: '', toolCall: '', request: '', question: '', cronJob: '' };
 
   const register = async (actor: Actor, sessionId: string, kind: 'approval' | 'clarification') => {
     const r = {
@@ -78,6 +78,14 @@ describe('authorization matrix and approvals through the gateway', () => {
     ids.question = (await register({ userId: alice.user!.id, role: 'user' }, aliceSession, 'clarification')).request_id;
     const mcp = await alice.post('/api/mcp/servers', { name: 'alice-tools', transport: 'stdio', command: 'true' });
     expect(mcp.status).toBe(201);
+    const cron = await alice.post<{ id: string }>('/api/cron/jobs', {
+      title: 'alice morning',
+      prompt: 'summarise my inbox',
+      cron: '0 7 * * *',
+      enabled: false,
+    });
+    expect(cron.status).toBe(201);
+    ids.cronJob = cron.body.id;
   });
   afterAll(async () => {
     aliceWs?.close();
@@ -102,6 +110,11 @@ describe('authorization matrix and approvals through the gateway', () => {
     'delete /api/approval/bypasses/{id}': { id: () => ids.bypass },
     // MCP servers are named per user: bob's request names alice's server, which he does not have
     'delete /api/mcp/servers/{name}': { id: () => 'alice-tools' },
+    'patch /api/cron/jobs/{id}': { id: () => ids.cronJob, body: { title: 'bob was here' } },
+    'delete /api/cron/jobs/{id}': { id: () => ids.cronJob },
+    'post /api/cron/jobs/{id}/toggle': { id: () => ids.cronJob },
+    'post /api/cron/jobs/{id}/run': { id: () => ids.cronJob },
+    'post /api/cron/jobs/{id}/kill': { id: () => ids.cronJob },
   };
 
   const routes = () =>
@@ -122,6 +135,11 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(tokens.body.items.map((t) => t.id)).toContain(ids.token);
     const mcp = await alice.get<{ items: Array<{ name: string }> }>('/api/mcp/servers');
     expect(mcp.body.items.map((m) => m.name)).toContain('alice-tools');
+    const cron = await alice.get<{ items: Array<{ id: string; title: string; enabled: boolean }> }>('/api/cron/jobs');
+    expect(cron.body.items).toEqual([
+      expect.objectContaining({ id: ids.cronJob, title: 'alice morning', enabled: false }),
+    ]);
+    expect((await alice.get<{ items: unknown[] }>(`/api/cron/runs?job_id=${ids.cronJob}`)).body.items).toEqual([]);
   }
 
   it("every user route that takes an id answers another user's id with 404 and changes nothing", async () => {
@@ -148,6 +166,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(bp.body.items).toEqual([]);
     expect((await bob.get<{ approvals: unknown[] }>('/api/inbox')).body.approvals).toEqual([]);
     expect((await bob.get<{ items: unknown[] }>('/api/mcp/servers')).body.items).toEqual([]);
+    expect((await bob.get<{ items: unknown[] }>('/api/cron/jobs')).body.items).toEqual([]);
+    expect((await bob.get<{ items: unknown[] }>(`/api/cron/runs?job_id=${ids.cronJob}`)).body.items).toEqual([]);
     await aliceUnchanged();
   });
 

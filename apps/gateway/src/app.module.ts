@@ -15,6 +15,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from './config';
 import { ErrorFilter } from './http/error.filter';
 import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
+import { CronController } from './cron/cron.controller';
 import { LlmController } from './llm/llm.controller';
 import { LlmGateway } from './llm/llm.gateway';
 import { SessionsController } from './sessions/sessions.controller';
@@ -56,6 +57,7 @@ export class AppModule {
         ApprovalsController,
         ApprovalConsoleController,
         McpController,
+        CronController,
         OpenApiController,
         LlmController,
       ],

@@ -1,0 +1,76 @@
+import { LoopHarness } from './testing';
+import type { InboxDelivery } from './types';
+
+/** An async task's ending (or a notification) delivered through the inbox as a completed call. */
+function deliver(h: LoopHarness, result: string, delivery: InboxDelivery = 'steer'): string {
+  const id = h.ids.newId();
+  h.store.addInbox({
+    id,
+    sessionId: h.sessionId,
+    clientMessageId: `job:${id}`,
+    content: '',
+    attachments: null,
+    delivery,
+    createdAt: h.clock.now().toISOString(),
+    toolResult: {
+      toolName: 'task_completed',
+      argumentsText: JSON.stringify({ task_id: 'job-1', title: 'Research' }),
+      result,
+    },
+  });
+  return id;
+}
+
+describe('task_completed delivery', () => {
+  it('an idle conversation resumes with a synthetic assistant message carrying a completed task_completed call', async () => {
+    const h = new LoopHarness({ script: [{ content: 'started it' }, { content: 'The research found 3 papers.' }] });
+    await h.run('research this in the background');
+    const inboxId = deliver(h, 'Found 3 papers.');
+    const outcome = await h.run({ kind: 'inbox', inboxId });
+    expect(outcome.kind).toBe('final');
+    const sent = h.model.calls[1].messages.filter((m) => m.role !== 'system');
+    expect(sent.map((m) => m.role)).toEqual(['user', 'assistant', 'assistant', 'tool']);
+    const tail = sent.slice(-2);
+    expect(tail[0]).toMatchObject({
+      role: 'assistant',
+      tool_calls: [{ type: 'function', function: { name: 'task_completed' } }],
+    });
+    expect(
+      JSON.parse(
+        (tail[0] as { tool_calls: Array<{ function: { arguments: string } }> }).tool_calls[0].function.arguments,
+      ),
+    ).toEqual({
+      task_id: 'job-1',
+      title: 'Research',
+    });
+    expect(tail[1]).toMatchObject({ role: 'tool', content: 'Found 3 papers.' });
+    const synthetic = h.messages().find((m) => m.id === inboxId);
+    expect(synthetic).toMatchObject({ role: 'assistant', isSynthetic: true });
+    expect(h.toolCalls().find((c) => c.messageId === inboxId)).toMatchObject({
+      name: 'task_completed',
+      status: 'done',
+    });
+    // never echoed as a user message
+    expect(h.eventsOf('user_message')).toHaveLength(1);
+    expect(await h.store.listInbox(h.sessionId)).toEqual([]);
+  });
+
+  it('a running conversation takes it at the next round boundary, after the tool results of that round', async () => {
+    const h: LoopHarness = new LoopHarness({
+      tools: [
+        {
+          name: 'ping',
+          run: async () => {
+            deliver(h, 'The task "Research" failed: boom. It produced no output before it ended.');
+            return { ok: true, content: 'pong' };
+          },
+        },
+      ],
+      script: [{ toolCalls: [{ name: 'ping' }] }, { content: 'The background research failed; I will retry.' }],
+    });
+    expect((await h.run('go')).kind).toBe('final');
+    const sent = h.model.calls[1].messages.filter((m) => m.role !== 'system');
+    expect(sent.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(sent[4]).toMatchObject({ content: expect.stringContaining('failed: boom') });
+  });
+});

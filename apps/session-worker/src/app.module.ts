@@ -9,6 +9,9 @@ import { LlmHandler } from './llm/llm.handler';
 import { LlmService } from './llm/llm.service';
 import { LlmUsageRepository } from './llm/llm-usage.repository';
 import { SessionsHandler } from './sessions/sessions.handler';
+import { JobSessionsHandler } from './jobs/job-sessions.handler';
+import { JobSessionsRepository } from './jobs/job-sessions.repository';
+import { JobSessionsService } from './jobs/job-sessions.service';
 import { SessionsRepository } from './sessions/sessions.repository';
 import { SessionsService } from './sessions/sessions.service';
 import { InboxRepository } from './submit/inbox.repository';
@@ -77,6 +80,9 @@ export class AppModule {
         EventAnnouncer,
         TurnDriver,
         SessionsHandler,
+        JobSessionsRepository,
+        JobSessionsService,
+        JobSessionsHandler,
         Sweeper,
       ],
     };

@@ -1,4 +1,4 @@
-import { LoopHarness } from './testing';
+import { agent, LoopHarness } from './testing';
 import type { InboxDelivery } from './types';
 
 /** An async task's ending (or a notification) delivered through the inbox as a completed call. */
@@ -72,5 +72,25 @@ describe('task_completed delivery', () => {
     const sent = h.model.calls[1].messages.filter((m) => m.role !== 'system');
     expect(sent.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
     expect(sent[4]).toMatchObject({ content: expect.stringContaining('failed: boom') });
+  });
+});
+
+describe('execute_task mode async refused by the scheduler', () => {
+  it('the refusal (the per-user cap) is the call failure the model reads, and the turn goes on', async () => {
+    const h = new LoopHarness({
+      agents: [agent({ id: 'bg' })],
+      script: [
+        { toolCalls: [{ name: 'execute_task', arguments: { agent_id: 'bg', prompt: 'x', mode: 'async' } }] },
+        { content: 'I will wait for the others.' },
+      ],
+    });
+    h.deps.tasks = {
+      submitAsync: () => Promise.reject(new Error('You already have 5 background tasks running (the limit is 5).')),
+    };
+    expect((await h.run('go')).kind).toBe('final');
+    expect(h.toolCalls()[0]).toMatchObject({
+      status: 'failed',
+      result: 'You already have 5 background tasks running (the limit is 5).',
+    });
   });
 });

@@ -10,6 +10,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   keeps one open run per job (a fire while the previous run still runs is skipped).
  *   `delivered_at` is set after the ending reached its destination, so a crash between the
  *   terminal update and the delivery is retried by the sweep (the delivery is idempotent).
+ * - `session_inbox.tool_result`: a system delivery into a conversation (`task_completed`,
+ *   `read_notification`), `{tool_name, arguments_text, result}`.
  */
 export class Scheduler1764460800800 implements MigrationInterface {
   name = 'Scheduler1764460800800';
@@ -73,9 +75,13 @@ export class Scheduler1764460800800 implements MigrationInterface {
       `CREATE INDEX job_runs_undelivered_idx ON job_runs (completed_at) WHERE delivered_at IS NULL AND completed_at IS NOT NULL`,
     );
     await q.query(`CREATE INDEX job_runs_job_idx ON job_runs (job_id, started_at DESC)`);
+    // Session worker: a system delivery (an async task's ending, a notification) waits in the
+    // inbox like a message and enters as a synthetic assistant message with one completed call.
+    await q.query(`ALTER TABLE session_inbox ADD COLUMN tool_result jsonb`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE session_inbox DROP COLUMN tool_result`);
     await q.query(`DROP TABLE job_runs`);
     await q.query(`DROP TABLE scheduled_jobs`);
   }

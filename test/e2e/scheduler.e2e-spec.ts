@@ -268,13 +268,13 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
       const r = await runsOf(body.id);
       return r[0]?.session_id ? r : null;
     });
-    (await processOf('scheduler', run!.runner)).child.kill('SIGKILL');
+    (await processOf('scheduler', run.runner)).child.kill('SIGKILL');
     const [done] = await until('the run to be reported', async () => {
       const r = await runsOf(body.id);
       return r[0]?.delivered_at ? r : null;
     });
-    expect(done).toMatchObject({ status: 'succeeded', session_id: run!.session_id });
-    expect(done!.runner).not.toBe(run!.runner);
+    expect(done).toMatchObject({ status: 'succeeded', session_id: run.session_id });
+    expect(done.runner).not.toBe(run.runner);
     const sessions = await db.query<unknown[]>(`SELECT id FROM sessions WHERE user_id = $1 AND source = 'cron'`, [
       api.user!.id,
     ]);

@@ -94,3 +94,25 @@ describe('execute_task mode async refused by the scheduler', () => {
     });
   });
 });
+
+describe('tools offered to a job session', () => {
+  const offered = async (session: { isInteractive: boolean; autoDenyApprovals: boolean }) => {
+    const h = new LoopHarness({ session, script: [{ content: 'ok' }] });
+    await h.run('go');
+    return h.model.calls[0].tools.map((t) => t.function.name);
+  };
+
+  it('a cron session (auto-deny, background) gets execute_subtask only and no ask_user_clarification', async () => {
+    const names = await offered({ isInteractive: false, autoDenyApprovals: true });
+    expect(names).toContain('execute_subtask');
+    expect(names).not.toContain('execute_task');
+    expect(names).not.toContain('ask_user_clarification');
+  });
+
+  it('an async task session may ask the user; an interactive chat keeps execute_task', async () => {
+    expect(await offered({ isInteractive: false, autoDenyApprovals: false })).toContain('ask_user_clarification');
+    const chat = await offered({ isInteractive: true, autoDenyApprovals: false });
+    expect(chat).toContain('execute_task');
+    expect(chat).not.toContain('execute_subtask');
+  });
+});

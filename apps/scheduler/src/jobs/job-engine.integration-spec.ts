@@ -290,6 +290,8 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     const first = await submit('call-1');
     expect(await submit('call-2')).toMatchObject({ duplicate: false });
     await expect(submit('call-3')).rejects.toThrow(/already have 2 background tasks running \(the limit is 2\)/);
+    // a repeated submit of a running task (a retried tool call) is not refused by the cap
+    expect(await submit('call-1')).toEqual({ job_id: first.job_id, duplicate: true });
     await sleep(1_000);
     const strip = await service.tasks(actor, parent);
     expect(strip.items.map((t) => t.state)).toEqual(['running', 'running']);
@@ -310,6 +312,33 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
       state: 'failed',
       error: 'the LLM failed',
     });
+  }, 30_000);
+
+  it('parallel async submits cannot pass the per-user cap together', async () => {
+    const sessions = new RecordingSessions();
+    sessions.defaultEnding = null;
+    const actor: Actor = { userId: randomUUID(), role: 'user' };
+    const e = await engine(sessions, 'p-0');
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 3 });
+    const parent = randomUUID();
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) =>
+        service.submitAsync(actor, {
+          idempotencyKey: `par-${i}`,
+          parentSessionId: parent,
+          parentToolCallId: `par-${i}`,
+          source: 'web',
+          scratchpadSessionId: parent,
+          agentId: 'researcher',
+          prompt: 'in parallel',
+          title: null,
+          description: null,
+          client: null,
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(5);
   }, 30_000);
 
   it('refuses a Redis whose eviction policy is not noeviction', async () => {

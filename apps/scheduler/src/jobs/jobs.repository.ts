@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { JobRunContext } from '@skald/contracts';
-import { queryRows } from '@skald/persistence';
+import { Queryable, queryRows } from '@skald/persistence';
 import type { JobEnding } from './job-ending';
 
 export type JobKind = 'cron' | 'async' | 'tic';
@@ -91,55 +91,65 @@ export class JobsRepository {
     return id;
   }
 
-  /** An async task, idempotent by (user, idempotency key = the spawning tool call id). */
-  async createAsync(o: {
-    userId: string;
-    role: 'user' | 'admin';
-    idempotencyKey: string;
-    title: string;
-    agentId: string;
-    prompt: string;
-    parentSessionId: string;
-    parentToolCallId: string;
-    parentSource: string;
-    scratchpadSessionId: string;
-    client: string | null;
-  }): Promise<{ id: string; duplicate: boolean }> {
-    const inserted = await queryRows<{ id: string }>(
-      this.ds,
-      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, enabled, parent_session_id,
-         parent_tool_call_id, parent_source, scratchpad_session_id, client, idempotency_key)
-       VALUES ($1, $2, $3, 'async', $4, $5, $6, true, $7, $8, $9, $10, $11, $12)
-       ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-       RETURNING id`,
-      [
-        randomUUID(),
-        o.userId,
-        o.role,
-        o.title,
-        o.agentId,
-        o.prompt,
-        o.parentSessionId,
-        o.parentToolCallId,
-        o.parentSource,
-        o.scratchpadSessionId,
-        o.client,
-        o.idempotencyKey,
-      ],
-    );
-    if (inserted[0]) return { id: inserted[0].id, duplicate: false };
-    const [row] = await queryRows<{ id: string }>(
-      this.ds,
-      `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = $2`,
-      [o.userId, o.idempotencyKey],
-    );
-    return { id: row.id, duplicate: true };
+  /**
+   * An async task, idempotent by (user, idempotency key = the spawning tool call id), refused when
+   * the user already has `cap` open tasks. One transaction under a per-user lock, so parallel
+   * submits cannot pass the cap together; a repeated key returns the first job even at the cap.
+   */
+  async createAsync(
+    o: {
+      userId: string;
+      role: 'user' | 'admin';
+      idempotencyKey: string;
+      title: string;
+      agentId: string;
+      prompt: string;
+      parentSessionId: string;
+      parentToolCallId: string;
+      parentSource: string;
+      scratchpadSessionId: string;
+      client: string | null;
+    },
+    cap: number,
+  ): Promise<{ kind: 'created' | 'duplicate'; id: string } | { kind: 'capped'; open: number }> {
+    return this.ds.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`async-cap/${o.userId}`]);
+      const existing = await queryRows<{ id: string }>(
+        tx,
+        `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = $2`,
+        [o.userId, o.idempotencyKey],
+      );
+      if (existing[0]) return { kind: 'duplicate' as const, id: existing[0].id };
+      const open = await this.countOpenAsync(o.userId, tx);
+      if (open >= cap) return { kind: 'capped' as const, open };
+      const id = randomUUID();
+      await tx.query(
+        `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, enabled, parent_session_id,
+           parent_tool_call_id, parent_source, scratchpad_session_id, client, idempotency_key)
+         VALUES ($1, $2, $3, 'async', $4, $5, $6, true, $7, $8, $9, $10, $11, $12)`,
+        [
+          id,
+          o.userId,
+          o.role,
+          o.title,
+          o.agentId,
+          o.prompt,
+          o.parentSessionId,
+          o.parentToolCallId,
+          o.parentSource,
+          o.scratchpadSessionId,
+          o.client,
+          o.idempotencyKey,
+        ],
+      );
+      return { kind: 'created' as const, id };
+    });
   }
 
   /** Open async runs of a user (the per-user concurrency cap). */
-  async countOpenAsync(userId: string): Promise<number> {
+  async countOpenAsync(userId: string, db: Queryable = this.ds): Promise<number> {
     const [r] = await queryRows<{ n: string }>(
-      this.ds,
+      db,
       `SELECT count(*) AS n FROM scheduled_jobs j
         WHERE j.user_id = $1 AND j.kind = 'async'
           AND (NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id)

@@ -195,29 +195,30 @@ export class JobsService {
       client: string | null;
     },
   ): Promise<{ job_id: string; duplicate: boolean }> {
-    const open = await this.jobs.countOpenAsync(actor.userId);
-    if (open >= this.settings.maxAsyncPerUser) {
+    const title = r.title ?? (r.description ?? r.prompt).slice(0, 80);
+    const created = await this.jobs.createAsync(
+      {
+        userId: actor.userId,
+        role: actor.role,
+        idempotencyKey: r.idempotencyKey,
+        title,
+        agentId: r.agentId,
+        prompt: r.prompt,
+        parentSessionId: r.parentSessionId,
+        parentToolCallId: r.parentToolCallId,
+        parentSource: r.source,
+        scratchpadSessionId: r.scratchpadSessionId,
+        client: r.client,
+      },
+      this.settings.maxAsyncPerUser,
+    );
+    if (created.kind === 'capped')
       throw new RemoteError({
         code: 'rate_limited',
-        message: `You already have ${open} background tasks running (the limit is ${this.settings.maxAsyncPerUser}). Wait for one to finish, or run this one with mode sync.`,
+        message: `You already have ${created.open} background tasks running (the limit is ${this.settings.maxAsyncPerUser}). Wait for one to finish, or run this one with mode sync.`,
       });
-    }
-    const title = r.title ?? (r.description ?? r.prompt).slice(0, 80);
-    const created = await this.jobs.createAsync({
-      userId: actor.userId,
-      role: actor.role,
-      idempotencyKey: r.idempotencyKey,
-      title,
-      agentId: r.agentId,
-      prompt: r.prompt,
-      parentSessionId: r.parentSessionId,
-      parentToolCallId: r.parentToolCallId,
-      parentSource: r.source,
-      scratchpadSessionId: r.scratchpadSessionId,
-      client: r.client,
-    });
     const job = await this.jobs.jobById(created.id);
-    if (job && !created.duplicate) await this.engine.enqueue(job.id, job.created_at);
-    return { job_id: created.id, duplicate: created.duplicate };
+    if (job && created.kind === 'created') await this.engine.enqueue(job.id, job.created_at);
+    return { job_id: created.id, duplicate: created.kind === 'duplicate' };
   }
 }

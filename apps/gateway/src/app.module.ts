@@ -16,6 +16,7 @@ import { ErrorFilter } from './http/error.filter';
 import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
 import { CronController } from './cron/cron.controller';
+import { TicController } from './cron/tic.controller';
 import { LlmController } from './llm/llm.controller';
 import { LlmGateway } from './llm/llm.gateway';
 import { SessionsController } from './sessions/sessions.controller';
@@ -58,6 +59,7 @@ export class AppModule {
         ApprovalConsoleController,
         McpController,
         CronController,
+        TicController,
         OpenApiController,
         LlmController,
       ],

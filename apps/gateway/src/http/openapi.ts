@@ -348,6 +348,12 @@ export const ROUTES: Route[] = [
     ok: { status: 200, schema: JobRunList },
   },
   {
+    method: 'post',
+    path: '/api/tic/trigger',
+    summary: "Run the caller's periodic system tick now (the `tic` agent in an ephemeral session); 409 while one runs",
+    ok: { status: 202, schema: RunNowReply },
+  },
+  {
     method: 'get',
     path: '/api/{source}/tasks',
     summary: 'Running async tasks of the active session of a source, and failures of the last 30 minutes',

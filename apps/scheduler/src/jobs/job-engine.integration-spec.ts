@@ -22,6 +22,7 @@ const log = pino({ level: 'silent' });
  */
 class RecordingSessions implements JobSessionsPort {
   starts: string[] = [];
+  kinds = new Map<string, string>();
   deliveries: Array<{ deliveryId: string; toolName: string; result: string; sessionId?: string; source?: string }> = [];
   cancelled: string[] = [];
   endings = new Map<string, JobSessionStatusReply>();
@@ -30,6 +31,7 @@ class RecordingSessions implements JobSessionsPort {
 
   start(r: Parameters<JobSessionsPort['start']>[0]) {
     if (!this.starts.includes(r.runId)) this.starts.push(r.runId);
+    this.kinds.set(r.runId, r.kind);
     return Promise.resolve({ sessionId: r.runId });
   }
   status(_a: Actor, sessionId: string) {
@@ -339,6 +341,30 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     );
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
     expect(results.filter((r) => r.status === 'rejected')).toHaveLength(5);
+  }, 30_000);
+
+  it('tic: run now through the same job path, one at a time, reported to no chat', async () => {
+    const sessions = new RecordingSessions();
+    sessions.defaultEnding = null;
+    const actor: Actor = { userId: randomUUID(), role: 'admin' };
+    const e = await engine(sessions, 't-0');
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5 });
+    const { run_id } = await service.ticTrigger(actor);
+    expect(sessions.kinds.get(run_id)).toBe('tic');
+    await expect(service.ticTrigger(actor)).rejects.toThrow(/already running/);
+    sessions.endings.set(run_id, { state: 'ended', ending: 'final', final_text: 'nothing due' });
+    await sleep(1_000);
+    const [run] = await queryRows<{ status: string; delivered_at: Date | null }>(
+      ds,
+      `SELECT status, delivered_at FROM job_runs WHERE id = $1`,
+      [run_id],
+    );
+    expect(run).toMatchObject({ status: 'succeeded' });
+    expect(run.delivered_at).not.toBeNull();
+    expect(sessions.deliveries.filter((d) => d.deliveryId === run_id)).toEqual([]);
+    // the next tick is a new run of the same job
+    const next = await service.ticTrigger(actor);
+    expect(next.run_id).not.toBe(run_id);
   }, 30_000);
 
   it('refuses a Redis whose eviction policy is not noeviction', async () => {

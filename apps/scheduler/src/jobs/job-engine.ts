@@ -313,8 +313,10 @@ export class JobEngine {
               source: job.parent_source,
             });
           break;
-        case 'cron':
-        case 'tic': {
+        case 'tic':
+          // A tick reports to nobody's chat: its run and its session (source `tic`) are the record.
+          break;
+        case 'cron': {
           const source = await this.home.homeSource(job.user_id);
           const summary =
             ending.status === 'succeeded'

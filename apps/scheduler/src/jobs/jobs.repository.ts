@@ -146,6 +146,23 @@ export class JobsRepository {
     });
   }
 
+  /** The caller's tic job (the periodic system tick), created on first use. */
+  async ensureTic(o: { userId: string; role: 'user' | 'admin'; agentId: string; prompt: string }): Promise<string> {
+    await this.ds.query(
+      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, enabled, idempotency_key)
+       VALUES ($1, $2, $3, 'tic', 'System tick', $4, $5, false, 'tic')
+       ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
+      [randomUUID(), o.userId, o.role, o.agentId, o.prompt],
+    );
+    const [row] = await queryRows<{ id: string }>(
+      this.ds,
+      `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = 'tic' AND kind = 'tic'`,
+      [o.userId],
+    );
+    if (!row) throw new Error('tic job vanished');
+    return row.id;
+  }
+
   /** Open async runs of a user (the per-user concurrency cap). */
   async countOpenAsync(userId: string, db: Queryable = this.ds): Promise<number> {
     const [r] = await queryRows<{ n: string }>(

@@ -10,6 +10,10 @@ export interface JobsSettings {
   maxAsyncPerUser: number;
 }
 
+/** What the `tic` agent is asked on every tick. */
+export const TIC_PROMPT =
+  'System tick: check your notes, todos and pending work, do what is due now, and report briefly what you did.';
+
 const notFound = () => new RemoteError({ code: 'not_found', message: 'job not found' });
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
@@ -140,6 +144,22 @@ export class JobsService {
     if (!job) throw notFound();
     const runId = await this.engine.fire(jobId, new Date(), true);
     if (!runId) throw new RemoteError({ code: 'conflict', message: 'the job is already running' });
+    return { run_id: runId };
+  }
+
+  /**
+   * `POST /api/tic/trigger`: run the caller's system tick now, through the same job path (an
+   * ephemeral `tic` session of the `tic` agent, approvals auto-denied). 409 while one runs.
+   */
+  async ticTrigger(actor: Actor): Promise<{ run_id: string }> {
+    const jobId = await this.jobs.ensureTic({
+      userId: actor.userId,
+      role: actor.role,
+      agentId: 'tic',
+      prompt: TIC_PROMPT,
+    });
+    const runId = await this.engine.fire(jobId, new Date(), true);
+    if (!runId) throw new RemoteError({ code: 'conflict', message: 'a system tick is already running' });
     return { run_id: runId };
   }
 

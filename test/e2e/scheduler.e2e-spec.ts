@@ -148,6 +148,115 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
     ws.close();
   });
 
+  it('five parallel async tasks share the parent scratchpad (last writer wins) and each ends in the parent once', async () => {
+    const api = await user();
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: SOURCE });
+    const parent = (await ws.waitForType('hello')).session_id as string;
+    const m = randomUUID();
+    const n = [1, 2, 3, 4, 5];
+    await sim.script({
+      match: `[P5-${m}]`,
+      replies: [
+        {
+          content: 'Five at once.',
+          tool_calls: n.map((i) => ({
+            name: 'execute_task',
+            arguments: { agent_id: 'generalist', prompt: `Part ${i} [C${i}-${m}]`, title: `Part ${i}`, mode: 'async' },
+          })),
+        },
+        ...Array.from({ length: 8 }, () => ({ content: 'Noted.' })),
+      ],
+    });
+    for (const i of n)
+      await sim.script({
+        match: `[C${i}-${m}]`,
+        replies: [
+          {
+            content: '',
+            tool_calls: [
+              { name: 'update_scratchpad', arguments: { key: `part_${i}`, value: `result ${i}` } },
+              { name: 'update_scratchpad', arguments: { key: 'last', value: `part ${i}` } },
+            ],
+          },
+          { content: `Part ${i} done.` },
+        ],
+      });
+    ws.send({ type: 'message', client_message_id: `c-${m}`, content: `Split it [P5-${m}]` });
+    const tree = await until(
+      'five task_completed rows in the parent',
+      async () => {
+        const t = (await api.get<Tree>(`/api/sessions/${parent}`)).body;
+        return t.messages.filter((x) => x.name === 'task_completed').length >= 5 ? t : null;
+      },
+      120_000,
+    );
+    const results = tree.messages.filter((x) => x.name === 'task_completed').map((x) => x.result);
+    expect([...results].sort()).toEqual(n.map((i) => `Part ${i} done.`));
+    const pad = await db.query<Array<{ key: string; value: string }>>(
+      `SELECT key, value FROM session_scratchpad WHERE scratchpad_session_id = $1 ORDER BY key`,
+      [parent],
+    );
+    expect(pad.filter((p) => p.key.startsWith('part_'))).toEqual(
+      n.map((i) => ({ key: `part_${i}`, value: `result ${i}` })),
+    );
+    expect(n.map((i) => `part ${i}`)).toContain(pad.find((p) => p.key === 'last')?.value);
+    // each task is its own session; none of them has a pad of its own
+    const own = await db.query<unknown[]>(
+      `SELECT 1 FROM session_scratchpad p JOIN sessions s ON s.id = p.scratchpad_session_id
+        WHERE s.user_id = $1 AND s.source = 'task'`,
+      [api.user!.id],
+    );
+    expect(own).toEqual([]);
+    ws.close();
+  });
+
+  it("an approval inside an async task goes to the user's inbox; once approved the task finishes and reports", async () => {
+    const api = await user();
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: SOURCE });
+    const parent = (await ws.waitForType('hello')).session_id as string;
+    const m = randomUUID();
+    await sim.script({
+      match: `[PA-${m}]`,
+      replies: [
+        {
+          content: '',
+          tool_calls: [
+            {
+              name: 'execute_task',
+              arguments: { agent_id: 'generalist', prompt: `Write the plan [CA-${m}]`, title: 'Plan', mode: 'async' },
+            },
+          ],
+        },
+        { content: 'Working on it.' },
+        { content: 'The plan is written.' },
+      ],
+    });
+    await sim.script({
+      match: `[CA-${m}]`,
+      replies: [
+        { content: '', tool_calls: [{ name: 'write_file', arguments: { path: 'plan.md', content: '# Plan\n' } }] },
+        { content: 'Wrote plan.md.' },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: `c-${m}`, content: `Plan it [PA-${m}]` });
+    const requested = await ws.waitFor((f) => f.type === 'approval_requested', 60_000);
+    expect(requested.session_id).not.toBe(parent);
+    const inbox = await api.get<{ approvals: Array<{ request_id: string; session_id: string }> }>('/api/inbox');
+    expect(inbox.body.approvals).toEqual([
+      expect.objectContaining({ request_id: requested.request_id, session_id: requested.session_id }),
+    ]);
+    const resolved = await api.post(`/api/inbox/approvals/${String(requested.request_id)}/resolve`, {
+      action: 'approve',
+    });
+    expect(resolved.status).toBe(200);
+    await ws.waitFor((f) => f.type === 'done' && f.content === 'The plan is written.', 90_000);
+    const tree = (await api.get<Tree>(`/api/sessions/${parent}`)).body;
+    expect(tree.messages.filter((x) => x.name === 'task_completed')).toEqual([
+      expect.objectContaining({ result: 'Wrote plan.md.' }),
+    ]);
+    ws.close();
+  });
+
   it('a cron job over REST with three scheduler replicas: once per due time, each run its own ephemeral cron session, the result in the home source', async () => {
     const api = await user();
     const web = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: 'web' });

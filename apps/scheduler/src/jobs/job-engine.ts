@@ -241,7 +241,7 @@ export class JobEngine {
       const job = await this.jobs.jobById(run.job_id);
       if (!job) continue;
       if (run.status === 'starting' || !run.session_id) {
-        if ((run as RunRow & { kill_requested_at?: Date | null }).kill_requested_at) {
+        if (run.kill_requested_at) {
           await this.end(run, { kind: 'cancelled' });
           continue;
         }

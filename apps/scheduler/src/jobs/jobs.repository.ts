@@ -38,6 +38,7 @@ export interface RunRow {
   status: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled';
   session_id: string | null;
   runner: string | null;
+  kill_requested_at: Date | null;
   started_at: Date;
   completed_at: Date | null;
   final_response: string | null;

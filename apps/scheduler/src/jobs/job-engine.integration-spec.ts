@@ -240,6 +240,30 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     expect(sessions.starts.filter((s) => runs.some((r) => r.id === s))).toHaveLength(runs.length);
   }, 60_000);
 
+  it('Redis restarted empty: the reconnect alone rebuilds the mirror and the schedule fires again', async () => {
+    const own = await PrivateRedis.start();
+    try {
+      const sessions = new RecordingSessions();
+      const jobId = await newCron(randomUUID(), '*/2 * * * * *');
+      // no periodic reconcile within the test: only the reconnect can rebuild it
+      await engine(sessions, 'rc-0', { url: own.url, reconcileMs: 600_000 });
+      await sleep(3_000);
+      expect((await runsOf(jobId)).length).toBeGreaterThanOrEqual(1);
+      await own.kill();
+      await sleep(500);
+      await own.start();
+      const restartedAt = Date.now();
+      await sleep(7_000);
+      const runs = await runsOf(jobId);
+      expect(runs.filter((r) => r.due_at.getTime() > restartedAt).length).toBeGreaterThanOrEqual(2);
+      const dues = runs.map((r) => r.due_at.getTime());
+      expect(new Set(dues).size).toBe(dues.length);
+    } finally {
+      for (const e of engines.splice(0)) await e.stop();
+      await own.destroy();
+    }
+  }, 60_000);
+
   it('kill cancels the running session through /stop and records the partial output', async () => {
     const sessions = new RecordingSessions();
     sessions.defaultEnding = null;

@@ -318,6 +318,24 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
       return t.messages.filter((x) => x.name === 'read_notification').length === runs.length ? t : null;
     });
     expect(tree.messages.filter((x) => x.name === 'read_notification').every((x) => x.status === 'done')).toBe(true);
+    // the notification history is the truth behind the events, newest first, paged
+    const history = await api.get<{
+      items: Array<{ id: string; summary: string; refs: { job_id: string } }>;
+      has_more: boolean;
+    }>('/api/notifications?limit=1');
+    expect(history.body).toMatchObject({ has_more: runs.length > 1 });
+    expect(history.body.items).toEqual([
+      expect.objectContaining({
+        summary: `Cron job "Inbox" finished: 3 new mails [H-${m}]`,
+        refs: expect.objectContaining({ job_id: jobId }),
+      }),
+    ]);
+    const all = await api.get<{ items: Array<{ id: string }> }>('/api/notifications');
+    expect(all.body.items.map((i) => i.id).sort()).toEqual(runs.map((r) => r.id).sort());
+    const older = await api.get<{ items: Array<{ id: string }> }>(
+      `/api/notifications?before=${history.body.items[0].id}`,
+    );
+    expect(older.body.items).toHaveLength(runs.length - 1);
     const jobs = await api.get<{ items: Array<{ id: string; enabled: boolean; timezone: string }> }>('/api/cron/jobs');
     expect(jobs.body.items).toEqual([
       expect.objectContaining({ id: jobId, enabled: false, timezone: 'Europe/Berlin' }),

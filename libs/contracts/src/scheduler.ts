@@ -154,3 +154,22 @@ export const JobDeliverRequest = z.object({
   result: z.string(),
 });
 export const JobDeliverReply = z.object({ session_id: Id, duplicate: z.boolean() });
+
+// ---------------------------------------------------------------- notifications (the truth of `notification` events)
+
+export const NotificationsQuery = z.object({
+  before: Id.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+export const NotificationDto = z.object({
+  id: Id,
+  summary: z.string(),
+  refs: z.object({ job_id: Id.optional(), run_id: Id.optional(), session_id: Id.optional() }),
+  created_at: Timestamp,
+});
+export const NotificationList = z.object({ items: z.array(NotificationDto), has_more: z.boolean() });
+export const NotificationsListRequest = z.object({
+  actor: Actor,
+  before: Id.optional(),
+  limit: z.number().int().min(1).max(200).default(50),
+});

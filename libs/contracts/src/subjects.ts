@@ -265,6 +265,11 @@ export const SUBJECTS = {
   'tasks.list': { request: S.TasksListRequest, reply: replyOf(S.TaskList), queue: 'scheduler' },
   'tasks.submit_async': { request: S.SubmitAsyncRequest, reply: replyOf(S.SubmitAsyncReply), queue: 'scheduler' },
   'tic.trigger': { request: S.TicTriggerRequest, reply: replyOf(S.RunNowReply), queue: 'scheduler' },
+  'notifications.list': {
+    request: S.NotificationsListRequest,
+    reply: replyOf(S.NotificationList),
+    queue: 'scheduler',
+  },
   'session.job.start': {
     request: S.JobSessionStartRequest,
     reply: replyOf(S.JobSessionStartReply),

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { Actor, CronJobInput, CronJobPatch, Id, Source } from '@skald/contracts';
+import { Actor, CronJobInput, CronJobPatch, Id, NotificationsQuery, Source } from '@skald/contracts';
 import { Bus, BusRequestError } from '@skald/messaging';
 import { CurrentActor } from '../auth/actor.decorator';
 import { ApiError } from '../http/api-error';
@@ -65,6 +65,12 @@ export class CronController {
   runs(@CurrentActor() actor: Actor, @Query('job_id') job?: string) {
     const job_id = job === undefined ? undefined : jobId(job);
     return this.call(() => this.bus.call('cron.runs.list', { actor, job_id }));
+  }
+
+  @Get('notifications')
+  notifications(@CurrentActor() actor: Actor, @Query() query: unknown) {
+    const q = validate(NotificationsQuery, query);
+    return this.call(() => this.bus.call('notifications.list', { actor, before: q.before, limit: q.limit }));
   }
 
   @Get(':source/tasks')

@@ -44,6 +44,7 @@ import {
   JobCreated,
   JobRunList,
   KillReply,
+  NotificationList,
   RunNowReply,
   TaskList,
 } from '@skald/contracts';
@@ -346,6 +347,16 @@ export const ROUTES: Route[] = [
     summary: "Runs of the caller's cron jobs, newest first",
     params: [{ name: 'job_id', in: 'query' }],
     ok: { status: 200, schema: JobRunList },
+  },
+  {
+    method: 'get',
+    path: '/api/notifications',
+    summary: "The caller's notifications (cron run endings), newest first",
+    params: [
+      { name: 'before', in: 'query', description: 'a notification id: only older ones' },
+      { name: 'limit', in: 'query' },
+    ],
+    ok: { status: 200, schema: NotificationList },
   },
   {
     method: 'post',

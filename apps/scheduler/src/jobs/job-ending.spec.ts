@@ -1,4 +1,4 @@
-import { classifyEnding } from './job-ending';
+import { classifyEnding, endingInputOf, notificationSummary } from './job-ending';
 
 describe('classifyEnding (the one classification of a job run)', () => {
   it('a final answer succeeds and is the result the model reads', () => {
@@ -40,5 +40,26 @@ describe('classifyEnding (the one classification of a job run)', () => {
     const e = classifyEnding({ kind: 'failed', error: 'boom', partialOutput: 'x'.repeat(20_000) }, 'T');
     expect(e.resultText.length).toBeLessThan(9_000);
     expect(e.resultText).toContain('[partial output truncated]');
+  });
+});
+
+describe('notificationSummary', () => {
+  it('says how a cron run ended in one line', () => {
+    const s = (input: Parameters<typeof classifyEnding>[0]) =>
+      notificationSummary('Inbox', classifyEnding(input, 'Inbox'));
+    expect(s({ kind: 'final', finalText: '3 new\nmails' })).toBe('Cron job "Inbox" finished: 3 new mails');
+    expect(s({ kind: 'cancelled' })).toBe('Cron job "Inbox" was cancelled');
+    expect(s({ kind: 'failed', error: 'the model failed' })).toBe('Cron job "Inbox" failed: the model failed');
+    expect(s({ kind: 'final', finalText: 'x'.repeat(500) })).toHaveLength('Cron job "Inbox" finished: '.length + 201);
+  });
+
+  it('a stored run reads back as the ending it was classified from', () => {
+    const stored = { status: 'failed', final_response: null, partial_output: 'half', error: 'boom' };
+    expect(endingInputOf(stored)).toEqual({ kind: 'failed', error: 'boom', partialOutput: 'half' });
+    expect(endingInputOf({ ...stored, status: 'succeeded', final_response: 'ok' })).toEqual({
+      kind: 'final',
+      finalText: 'ok',
+    });
+    expect(endingInputOf({ ...stored, status: 'cancelled' })).toEqual({ kind: 'cancelled', partialOutput: 'half' });
   });
 });

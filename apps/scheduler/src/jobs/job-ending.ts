@@ -74,3 +74,29 @@ export function classifyEnding(input: JobEndingInput, title: string): JobEnding 
       };
   }
 }
+
+/** The one-line summary of a cron run's ending (the `notification` event and `GET /api/notifications`). */
+export function notificationSummary(title: string, e: Pick<JobEnding, 'status' | 'error' | 'resultText'>): string {
+  switch (e.status) {
+    case 'succeeded': {
+      const one = e.resultText.replace(/\s+/g, ' ').trim();
+      return `Cron job "${title}" finished: ${one.length > 200 ? `${one.slice(0, 200)}…` : one}`;
+    }
+    case 'cancelled':
+      return `Cron job "${title}" was cancelled`;
+    case 'failed':
+      return `Cron job "${title}" failed: ${e.error ?? ''}`;
+  }
+}
+
+/** A stored terminal run read back as the input it was classified from (for a re-delivery, the history). */
+export function endingInputOf(run: {
+  status: string;
+  final_response: string | null;
+  partial_output: string | null;
+  error: string | null;
+}): JobEndingInput {
+  if (run.status === 'succeeded') return { kind: 'final', finalText: run.final_response ?? '' };
+  if (run.status === 'cancelled') return { kind: 'cancelled', partialOutput: run.partial_output ?? undefined };
+  return { kind: 'failed', error: run.error ?? 'the task failed', partialOutput: run.partial_output ?? undefined };
+}

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import type { Actor } from '@skald/contracts';
 import type { Logger } from '@skald/service-kit';
 import { lastFireAtOrBefore, nextFire } from './cron-spec';
-import { classifyEnding, type JobEndingInput } from './job-ending';
+import { classifyEnding, endingInputOf, notificationSummary, type JobEndingInput } from './job-ending';
 import { HomeSourcePort, JobEventsPort, JobSessionsPort, JobStartRefused } from './job-ports';
 import { JobRow, JobsRepository, RunRow } from './jobs.repository';
 
@@ -283,14 +283,7 @@ export class JobEngine {
   private async deliver(run: RunRow, known?: JobRow): Promise<void> {
     const job = known ?? (await this.jobs.jobById(run.job_id));
     if (!job || run.status === 'starting' || run.status === 'running') return;
-    const ending = classifyEnding(
-      run.status === 'succeeded'
-        ? { kind: 'final', finalText: run.final_response ?? '' }
-        : run.status === 'cancelled'
-          ? { kind: 'cancelled', partialOutput: run.partial_output ?? undefined }
-          : { kind: 'failed', error: run.error ?? 'the task failed', partialOutput: run.partial_output ?? undefined },
-      job.title,
-    );
+    const ending = classifyEnding(endingInputOf(run), job.title);
     try {
       switch (job.kind) {
         case 'async':
@@ -318,10 +311,7 @@ export class JobEngine {
           break;
         case 'cron': {
           const source = await this.home.homeSource(job.user_id);
-          const summary =
-            ending.status === 'succeeded'
-              ? `Cron job "${job.title}" finished: ${preview(ending.resultText)}`
-              : `Cron job "${job.title}" ${ending.status === 'cancelled' ? 'was cancelled' : `failed: ${ending.error ?? ''}`}`;
+          const summary = notificationSummary(job.title, ending);
           await this.sessions.deliver({
             actor: this.actor(job),
             deliveryId: run.id,
@@ -347,9 +337,4 @@ export class JobEngine {
   private warn(msg: string, e: unknown, extra: Record<string, unknown> = {}): void {
     this.log.warn({ ...extra, err: e instanceof Error ? e.message : String(e) }, msg);
   }
-}
-
-function preview(s: string): string {
-  const one = s.replace(/\s+/g, ' ').trim();
-  return one.length > 200 ? `${one.slice(0, 200)}…` : one;
 }

@@ -13,6 +13,7 @@ export function registerJobHandlers(bus: Bus, jobs: JobsService, engine: JobEngi
   bus.handle('cron.jobs.run', (r) => jobs.runNow(r.actor, r.job_id));
   bus.handle('cron.jobs.kill', (r) => jobs.kill(r.actor, r.job_id));
   bus.handle('cron.runs.list', (r) => jobs.runs(r.actor, r.job_id));
+  bus.handle('notifications.list', (r) => jobs.notifications(r.actor, r.before, r.limit));
   bus.handle('tic.trigger', (r) => jobs.ticTrigger(r.actor));
   bus.handle('tasks.list', (r) => jobs.tasks(r.actor, r.session_id));
   bus.handle('tasks.submit_async', (r) =>

@@ -352,6 +352,23 @@ export class JobsRepository {
     );
   }
 
+  /** Ended cron runs of a user, newest first (the notification history), after the `before` run. */
+  async endedCronRuns(q: {
+    userId: string;
+    before?: string;
+    limit: number;
+  }): Promise<Array<RunRow & { title: string }>> {
+    return queryRows(
+      this.ds,
+      `SELECT r.*, j.title FROM job_runs r JOIN scheduled_jobs j ON j.id = r.job_id
+        WHERE r.user_id = $1 AND j.kind = 'cron' AND r.completed_at IS NOT NULL
+          AND ($2::uuid IS NULL OR (r.completed_at, r.id) <
+               (SELECT b.completed_at, b.id FROM job_runs b WHERE b.id = $2 AND b.user_id = $1))
+        ORDER BY r.completed_at DESC, r.id DESC LIMIT $3`,
+      [q.userId, q.before ?? null, q.limit],
+    );
+  }
+
   /** The task strip: running async tasks of a parent session + failures of the last 30 minutes. */
   async tasksOfParent(q: { userId: string; sessionId: string }): Promise<
     Array<{

@@ -1,6 +1,7 @@
 import type { Actor, CronJobDto, CronJobInput, CronJobPatch, JobRunDto } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 import { InvalidCronError, nextFire, validateCron } from './cron-spec';
+import { classifyEnding, endingInputOf, notificationSummary } from './job-ending';
 import type { JobEngine } from './job-engine';
 import type { JobSessionsPort } from './job-ports';
 import { JobRow, JobsRepository, RunRow } from './jobs.repository';
@@ -177,6 +178,23 @@ export class JobsService {
 
   async runs(actor: Actor, jobId?: string): Promise<{ items: JobRunDto[] }> {
     return { items: (await this.jobs.listRuns({ userId: actor.userId, jobId })).map(toRunDto) };
+  }
+
+  /** `GET /api/notifications`: the truth behind the `notification` events (cron run endings). */
+  async notifications(actor: Actor, before: string | undefined, limit: number) {
+    const rows = await this.jobs.endedCronRuns({ userId: actor.userId, before, limit: limit + 1 });
+    return {
+      items: rows.slice(0, limit).map((r) => {
+        const ending = classifyEnding(endingInputOf(r), r.title);
+        return {
+          id: r.id,
+          summary: notificationSummary(r.title, ending),
+          refs: { job_id: r.job_id, run_id: r.id, ...(r.session_id ? { session_id: r.session_id } : {}) },
+          created_at: new Date(r.completed_at ?? r.started_at).toISOString(),
+        };
+      }),
+      has_more: rows.length > limit,
+    };
   }
 
   async tasks(actor: Actor, sessionId: string) {

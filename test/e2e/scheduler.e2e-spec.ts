@@ -457,4 +457,56 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
     );
     expect(n).toBe(1);
   });
+  // Last: a failing model call may mark the stack's only LLM client unhealthy for a while.
+  it('an async task that fails reaches the parent as prose with its partial output; the strip shows the failure', async () => {
+    const api = await user();
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: SOURCE });
+    const parent = (await ws.waitForType('hello')).session_id as string;
+    const m = randomUUID();
+    await sim.script({
+      match: `[PF-${m}]`,
+      replies: [
+        {
+          content: '',
+          tool_calls: [
+            {
+              name: 'execute_task',
+              arguments: { agent_id: 'generalist', prompt: `Doomed work [CF-${m}]`, title: 'Doomed', mode: 'async' },
+            },
+          ],
+        },
+        { content: 'Started.' },
+        { content: 'The task failed; I will tell you what it found.' },
+      ],
+    });
+    await sim.script({
+      match: `[CF-${m}]`,
+      replies: [
+        {
+          content: 'Found one clue.',
+          tool_calls: [{ name: 'update_scratchpad', arguments: { key: 'clue', value: 'the butler' } }],
+        },
+        { fail: { kind: 'http_error', status: 400, message: 'the request was malformed' } },
+      ],
+      repeatLast: true,
+    });
+    ws.send({ type: 'message', client_message_id: `c-${m}`, content: `Investigate [PF-${m}]` });
+    const failed = await ws.waitFor((f) => f.type === 'task_update' && f.state === 'failed', 120_000);
+    expect(failed).toMatchObject({ title: 'Doomed', source: SOURCE });
+    await ws.waitFor(
+      (f) => f.type === 'done' && f.content === 'The task failed; I will tell you what it found.',
+      60_000,
+    );
+    const tree = (await api.get<Tree>(`/api/sessions/${parent}`)).body;
+    const [delivered] = tree.messages.filter((x) => x.name === 'task_completed');
+    expect(delivered?.result).toMatch(/^The task "Doomed" failed: .+\. Partial output before it ended:\n/s);
+    expect(delivered?.result).toContain('Found one clue.');
+    const strip = await api.get<{ items: Array<{ title: string; state: string; error?: string }> }>(
+      `/api/${SOURCE}/tasks`,
+    );
+    expect(strip.body.items).toEqual([
+      expect.objectContaining({ title: 'Doomed', state: 'failed', error: expect.any(String) }),
+    ]);
+    ws.close();
+  });
 });

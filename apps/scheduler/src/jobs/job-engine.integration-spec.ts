@@ -16,6 +16,16 @@ const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = pino({ level: 'silent' });
 
+async function until<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await sleep(200);
+  }
+}
+
 /**
  * The session workers, as the scheduler sees them: every start and every delivery is recorded, so
  * a test can count how many agent sessions a fire started. A session ends when the test says so.
@@ -62,7 +72,7 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
   const engine = async (
     sessions: JobSessionsPort,
     runner: string,
-    opts: Partial<{ staleMs: number; reconcileMs: number; url: string }> = {},
+    opts: Partial<{ staleMs: number; reconcileMs: number; url: string; lockDurationMs: number }> = {},
   ) => {
     const e = new JobEngine(
       repo,
@@ -82,6 +92,7 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
         staleMs: opts.staleMs ?? 60_000,
         reconcileMs: opts.reconcileMs ?? 60_000,
         concurrency: 4,
+        lockDurationMs: opts.lockDurationMs,
       },
       log,
     );
@@ -173,6 +184,38 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     expect(await b.fire(jobId, new Date('2027-01-02T00:00:00Z'), true)).toBeNull();
     expect((await runsOf(jobId)).length).toBe(1);
   }, 30_000);
+
+  it('a scheduler killed while BullMQ still holds the fire: the stalled-job retry starts no second session', async () => {
+    // The dying replica fences the fire, then hangs before its session starts and dies with the
+    // BullMQ job still active; the survivor's stalled-job check hands the job out again.
+    const hanging: JobSessionsPort = {
+      start: () => new Promise(() => undefined),
+      status: () => Promise.resolve({ state: 'running' }),
+      deliver: () => Promise.resolve(),
+      cancel: () => Promise.resolve(),
+    };
+    const sessions = new RecordingSessions();
+    const jobId = await newCron(randomUUID(), '0 0 1 1 *', null);
+    const dying = await engine(hanging, 'dying', { staleMs: 1_500, lockDurationMs: 1_500 });
+    const due = new Date('2027-01-01T00:00:00Z');
+    await dying.enqueue(jobId, due, true);
+    const [fenced] = await until(async () => {
+      const r = await runsOf(jobId);
+      return r.length > 0 ? r : null;
+    });
+    expect(fenced).toMatchObject({ runner: 'dying', status: 'starting' });
+    await dying.abandon();
+    const survivor = await engine(sessions, 'survivor-2', { staleMs: 1_500, lockDurationMs: 1_500 });
+    const retried = jest.fn();
+    (survivor as unknown as { worker: { on(e: string, f: () => void): void } }).worker.on('completed', retried);
+    await until(() => Promise.resolve(retried.mock.calls.length > 0));
+    await until(async () => (await runsOf(jobId))[0]?.delivered_at ?? null);
+    const runs = await runsOf(jobId);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ id: fenced.id, status: 'succeeded', runner: 'survivor-2' });
+    // the adopter (re)started the same idempotent session once; the retried fire started nothing
+    expect(sessions.starts).toEqual([fenced.id]);
+  }, 90_000);
 
   it('a run whose scheduler died is adopted by another replica and delivered once', async () => {
     const sessions = new RecordingSessions();

@@ -18,6 +18,8 @@ export interface EngineOptions {
   staleMs: number;
   reconcileMs: number;
   concurrency: number;
+  /** BullMQ's lock of an active job (a dead worker's job is retried after it); default 30 s. */
+  lockDurationMs?: number;
 }
 
 interface FireData {
@@ -70,6 +72,8 @@ export class JobEngine {
       concurrency: this.opts.concurrency,
       // The fence makes a retry harmless; a stalled job is retried, never failed for good.
       maxStalledCount: 1_000,
+      lockDuration: this.opts.lockDurationMs ?? 30_000,
+      stalledInterval: this.opts.lockDurationMs ?? 30_000,
     });
     this.worker.on('error', (e) => this.log.warn({ err: String(e) }, 'worker error'));
     await this.reconcile();
@@ -87,6 +91,14 @@ export class JobEngine {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
     await this.worker?.close().catch(() => undefined);
+    await this.queue?.close().catch(() => undefined);
+  }
+
+  /** Stops at once without draining or releasing anything, as a kill -9 would (crash tests). */
+  async abandon(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.worker?.close(true).catch(() => undefined);
     await this.queue?.close().catch(() => undefined);
   }
 

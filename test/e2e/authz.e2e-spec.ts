@@ -28,7 +28,16 @@ describe('authorization matrix and approvals through the gateway', () => {
   let aliceWs: WsTestClient;
   let aliceCli: WsTestClient;
   let aliceSession: string;
-  const ids = { session: '', token: '', bypass: '', toolCall: '', request: '', question: '', agent: '' };
+  const ids = {
+    session: '',
+    token: '',
+    bypass: '',
+    toolCall: '',
+    request: '',
+    question: '',
+    agent: '',
+    cronJob: '',
+  };
 
   const register = async (actor: Actor, sessionId: string, kind: 'approval' | 'clarification') => {
     const r = {
@@ -85,6 +94,14 @@ describe('authorization matrix and approvals through the gateway', () => {
       meta: { name: 'Alice agent', type: 'task' },
     });
     expect(agent.status).toBe(200);
+    const cron = await alice.post<{ id: string }>('/api/cron/jobs', {
+      title: 'alice morning',
+      prompt: 'summarise my inbox',
+      cron: '0 7 * * *',
+      enabled: false,
+    });
+    expect(cron.status).toBe(201);
+    ids.cronJob = cron.body.id;
   });
   afterAll(async () => {
     aliceWs?.close();
@@ -112,6 +129,11 @@ describe('authorization matrix and approvals through the gateway', () => {
     'get /api/agents/{id}': { id: () => ids.agent },
     'put /api/agents/{id}': { id: () => ids.agent, body: { prompt: 'bob was here' } },
     'delete /api/agents/{id}/override': { id: () => ids.agent },
+    'patch /api/cron/jobs/{id}': { id: () => ids.cronJob, body: { title: 'bob was here' } },
+    'delete /api/cron/jobs/{id}': { id: () => ids.cronJob },
+    'post /api/cron/jobs/{id}/toggle': { id: () => ids.cronJob },
+    'post /api/cron/jobs/{id}/run': { id: () => ids.cronJob },
+    'post /api/cron/jobs/{id}/kill': { id: () => ids.cronJob },
   };
 
   const routes = () =>
@@ -134,6 +156,11 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(mcp.body.items.map((m) => m.name)).toContain('alice-tools');
     const agent = await alice.get<{ prompt: string }>(`/api/agents/${ids.agent}`);
     expect(agent).toMatchObject({ status: 200, body: { prompt: 'You are alice’s agent.' } });
+    const cron = await alice.get<{ items: Array<{ id: string; title: string; enabled: boolean }> }>('/api/cron/jobs');
+    expect(cron.body.items).toEqual([
+      expect.objectContaining({ id: ids.cronJob, title: 'alice morning', enabled: false }),
+    ]);
+    expect((await alice.get<{ items: unknown[] }>(`/api/cron/runs?job_id=${ids.cronJob}`)).body.items).toEqual([]);
   }
 
   it("every user route that takes an id answers another user's id with 404 and changes nothing", async () => {
@@ -160,6 +187,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(bp.body.items).toEqual([]);
     expect((await bob.get<{ approvals: unknown[] }>('/api/inbox')).body.approvals).toEqual([]);
     expect((await bob.get<{ items: unknown[] }>('/api/mcp/servers')).body.items).toEqual([]);
+    expect((await bob.get<{ items: unknown[] }>('/api/cron/jobs')).body.items).toEqual([]);
+    expect((await bob.get<{ items: unknown[] }>(`/api/cron/runs?job_id=${ids.cronJob}`)).body.items).toEqual([]);
     await aliceUnchanged();
   });
 

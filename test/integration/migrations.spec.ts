@@ -33,6 +33,8 @@ const TABLES = [
   'llm_client_pins',
   'user_agents',
   'user_settings',
+  'scheduled_jobs',
+  'job_runs',
 ];
 
 async function tables(): Promise<string[]> {

@@ -17,6 +17,8 @@ import { ErrorFilter } from './http/error.filter';
 import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
 import { WebController } from './web/web.controller';
+import { CronController } from './cron/cron.controller';
+import { TicController } from './cron/tic.controller';
 import { LlmController } from './llm/llm.controller';
 import { LlmGateway } from './llm/llm.gateway';
 import { SessionsController } from './sessions/sessions.controller';
@@ -60,6 +62,8 @@ export class AppModule {
         ApprovalConsoleController,
         McpController,
         WebController,
+        CronController,
+        TicController,
         OpenApiController,
         LlmController,
         AgentsController,

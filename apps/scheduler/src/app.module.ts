@@ -3,6 +3,7 @@ import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule } from '@skald/persistence';
 import { Logger, OpsModule, Readiness } from '@skald/service-kit';
 import { SchedulerConfig } from './config';
+import { SCHEDULER_CONFIG, SCHEDULER_INSTANCE, SCHEDULER_LOGGER, SchedulerRuntime } from './jobs/scheduler-runtime';
 import { RedisConnection } from './redis.provider';
 
 @Module({})
@@ -32,7 +33,13 @@ export class AppModule {
           readiness,
         }),
       ],
-      providers: [{ provide: RedisConnection, useValue: redis }],
+      providers: [
+        { provide: RedisConnection, useValue: redis },
+        { provide: SCHEDULER_CONFIG, useValue: config },
+        { provide: SCHEDULER_LOGGER, useValue: log },
+        { provide: SCHEDULER_INSTANCE, useValue: instance },
+        SchedulerRuntime,
+      ],
     };
   }
 }

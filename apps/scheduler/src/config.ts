@@ -4,5 +4,19 @@ import { BaseConfigSchema } from '@skald/service-kit';
 export const SchedulerConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3104),
   HOST: z.string().default('127.0.0.1'),
+  /** BullMQ key prefix: one per deployment (tests use one per run so they never collide). */
+  SKALD_BULL_PREFIX: z.string().min(1).default('skald'),
+  /** Minimum seconds between two fires of a cron job. */
+  SKALD_CRON_MIN_INTERVAL_S: z.coerce.number().int().min(1).default(60),
+  /** Async tasks a user may have open at once; one more is refused with a clear error. */
+  SKALD_MAX_ASYNC_TASKS_PER_USER: z.coerce.number().int().min(1).default(5),
+  /** How often open runs are checked (the `turn_ended` doorbell makes it sooner). */
+  SKALD_JOB_POLL_MS: z.coerce.number().int().min(50).default(1_000),
+  /** A run whose runner has not heartbeaten for this long is adopted by another replica. */
+  SKALD_JOB_STALE_MS: z.coerce.number().int().min(500).default(15_000),
+  /** How often BullMQ's schedulers are reconciled from the table (also on every Redis reconnect). */
+  SKALD_JOB_RECONCILE_MS: z.coerce.number().int().min(200).default(15_000),
+  /** Fires this replica's BullMQ worker handles at once (each only starts a session and waits). */
+  SKALD_JOB_CONCURRENCY: z.coerce.number().int().min(1).default(8),
 });
 export type SchedulerConfig = z.infer<typeof SchedulerConfigSchema>;

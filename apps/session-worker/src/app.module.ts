@@ -17,6 +17,9 @@ import { LlmService } from './llm/llm.service';
 import { LlmUsageRepository } from './llm/llm-usage.repository';
 import { UserSettingsRepository } from './settings/user-settings.repository';
 import { SessionsHandler } from './sessions/sessions.handler';
+import { JobSessionsHandler } from './jobs/job-sessions.handler';
+import { JobSessionsRepository } from './jobs/job-sessions.repository';
+import { JobSessionsService } from './jobs/job-sessions.service';
 import { SessionsRepository } from './sessions/sessions.repository';
 import { SessionsService } from './sessions/sessions.service';
 import { InboxRepository } from './submit/inbox.repository';
@@ -93,6 +96,9 @@ export class AppModule {
         EventAnnouncer,
         TurnDriver,
         SessionsHandler,
+        JobSessionsRepository,
+        JobSessionsService,
+        JobSessionsHandler,
         Sweeper,
       ],
     };

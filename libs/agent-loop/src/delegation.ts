@@ -33,19 +33,25 @@ export async function submitAsyncTask(fctx: FrameContext, row: ToolCallRow, args
   if (!agent || agent.type !== 'task') {
     return { flow: 'continue', record: failedRecord(row, unknownAgent(agentId, agent !== null)) };
   }
-  const receipt = await deps.tasks.submitAsync({
-    idempotencyKey: row.id,
-    sessionId: session.id,
-    userId: session.userId,
-    source: session.source,
-    parentToolCallId: row.id,
-    scratchpadSessionId: session.scratchpadSessionId,
-    agentId,
-    prompt,
-    title: stringArg(args, 'title'),
-    description: stringArg(args, 'description'),
-    client: stringArg(args, 'client'),
-  });
+  let receipt: { jobId: string };
+  try {
+    receipt = await deps.tasks.submitAsync({
+      idempotencyKey: row.id,
+      sessionId: session.id,
+      userId: session.userId,
+      source: session.source,
+      parentToolCallId: row.id,
+      scratchpadSessionId: session.scratchpadSessionId,
+      agentId,
+      prompt,
+      title: stringArg(args, 'title'),
+      description: stringArg(args, 'description'),
+      client: stringArg(args, 'client'),
+    });
+  } catch (e) {
+    // A refusal (the per-user cap, no scheduler) is the call's failure, in words the model can act on.
+    return { flow: 'continue', record: failedRecord(row, e instanceof Error ? e.message : String(e)) };
+  }
   return {
     flow: 'continue',
     record: doneRecord(

@@ -82,7 +82,10 @@ export async function roundTools(fctx: FrameContext): Promise<WireTool[]> {
     .filter((s) => (root ? !s.subAgentsOnly : !s.rootAgentOnly))
     .map((s) => s.definition);
   const own: WireTool[] = [UPDATE_SCRATCHPAD, WRITE_TODOS, ACTIVATE_TOOLS, LIST_AGENTS];
-  if (fctx.agent.type !== 'system') own.push(ASK_USER_CLARIFICATION);
-  if (fctx.frame.depth < deps.config.maxDepth) own.push(root ? EXECUTE_TASK : EXECUTE_SUBTASK);
+  const session = fctx.turn.session;
+  // Nobody can answer a session that auto-denies (cron, tic): it is not offered the question.
+  if (fctx.agent.type !== 'system' && !session.autoDenyApprovals) own.push(ASK_USER_CLARIFICATION);
+  // Background sessions (jobs) delegate synchronously only: `execute_subtask`, never async tasks.
+  if (fctx.frame.depth < deps.config.maxDepth) own.push(root && session.isInteractive ? EXECUTE_TASK : EXECUTE_SUBTASK);
   return [...external, ...own].filter((t) => agentAllows(fctx.agent, t.function.name));
 }

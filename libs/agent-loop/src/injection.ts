@@ -1,6 +1,6 @@
 /** Mid-turn injection and the inbox side of /stop. */
 import { commit, nowIso, type FrameContext, type TurnContext } from './turn-context';
-import type { InboxItem, Mutation, NewMessage, SessionEventDraft } from './types';
+import type { InboxItem, Mutation, NewMessage, NewToolCall, SessionEventDraft } from './types';
 
 export function inboxMessage(turn: TurnContext, frameId: string, item: InboxItem): NewMessage {
   return {
@@ -29,6 +29,59 @@ export function userMessageEvent(message: NewMessage): SessionEventDraft {
   };
 }
 
+/**
+ * The rows an inbox item becomes when it enters the conversation: a user message with its echo,
+ * or — for a system delivery — a synthetic assistant message carrying one completed call of the
+ * injected tool (`task_completed`, `read_notification`), which the model reads as any tool result.
+ * Synthetic rows are not echoed.
+ */
+export function inboxEntry(
+  turn: TurnContext,
+  frameId: string,
+  item: InboxItem,
+): { message: NewMessage; mutations: Mutation[]; events: SessionEventDraft[] } {
+  const tr = item.toolResult;
+  if (!tr) {
+    const message = inboxMessage(turn, frameId, item);
+    return {
+      message,
+      mutations: [{ kind: 'enterInbox', inboxId: item.id, message }],
+      events: [userMessageEvent(message)],
+    };
+  }
+  const message: NewMessage = {
+    ...inboxMessage(turn, frameId, item),
+    role: 'assistant',
+    content: '',
+    isSynthetic: true,
+    attachments: null,
+  };
+  const callId = turn.deps.ids.newId();
+  const call: NewToolCall = {
+    id: callId,
+    sessionId: turn.session.id,
+    frameId,
+    messageId: message.id,
+    index: 0,
+    llmCallId: `call_${callId.replace(/-/g, '').slice(0, 24)}`,
+    name: tr.toolName,
+    argumentsText: tr.argumentsText,
+    status: 'done',
+    result: tr.result,
+    resultType: 'text',
+    requestId: null,
+    childFrameId: null,
+  };
+  return {
+    message,
+    mutations: [
+      { kind: 'enterInbox', inboxId: item.id, message },
+      { kind: 'createToolCall', call },
+    ],
+    events: [],
+  };
+}
+
 /** At a round boundary of the root frame: every waiting `steer` item enters as its own row,
  *  with its echo. `queue` items wait for the next turn. */
 export async function drainSteer(fctx: FrameContext): Promise<void> {
@@ -37,9 +90,9 @@ export async function drainSteer(fctx: FrameContext): Promise<void> {
   const mutations: Mutation[] = [];
   const events: SessionEventDraft[] = [];
   for (const item of items) {
-    const message = inboxMessage(fctx.turn, fctx.frame.id, item);
-    mutations.push({ kind: 'enterInbox', inboxId: item.id, message });
-    events.push(userMessageEvent(message));
+    const entry = inboxEntry(fctx.turn, fctx.frame.id, item);
+    mutations.push(...entry.mutations);
+    events.push(...entry.events);
   }
   await commit(fctx.turn, mutations, events);
 }

@@ -7,7 +7,7 @@ import { compactAtTurnStart } from './compaction';
 import { CallNotAwaitingHumanError } from './errors';
 import { finishTurn } from './finish';
 import { runFrame } from './frame';
-import { inboxMessage, userMessageEvent } from './injection';
+import { inboxEntry, userMessageEvent } from './injection';
 import type { HumanAnswer, LoopDeps } from './ports';
 import { continueSession, frameContext, resumeChild } from './recovery';
 import { childController } from './signals';
@@ -123,8 +123,9 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
       const inboxId = request.input.inboxId;
       const item = (await store.listInbox(session.id)).find((i) => i.id === inboxId);
       if (!item) return { kind: 'idle' };
-      message = inboxMessage(turn, root.id, item);
-      mutations.push({ kind: 'enterInbox', inboxId: item.id, message });
+      const entry = inboxEntry(turn, root.id, item);
+      message = entry.message;
+      mutations.push(...entry.mutations);
     } else {
       const input = request.input;
       message = {

@@ -119,6 +119,17 @@ export interface InboxItem {
   attachments: Attachment[] | null;
   delivery: InboxDelivery;
   createdAt: string;
+  /** A system delivery (an async task's ending, a notification): it enters as a synthetic
+   *  assistant message carrying one completed call of this tool, not as a user message. */
+  toolResult?: SyntheticToolResult | null;
+}
+
+/** A completed system-injected call (`task_completed`, `read_notification`). */
+export interface SyntheticToolResult {
+  toolName: string;
+  /** JSON text of the call's arguments. */
+  argumentsText: string;
+  result: string;
 }
 
 export interface ScratchpadNote {

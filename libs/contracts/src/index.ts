@@ -8,3 +8,4 @@ export * from './tool-runner';
 export * from './mcp';
 export * from './llm';
 export * from './agents';
+export * from './scheduler';

@@ -8,6 +8,7 @@ import * as M from './mcp';
 import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws';
 import * as A from './approvals';
 import * as L from './llm';
+import * as S from './scheduler';
 
 export { replyOf } from './reply';
 
@@ -248,6 +249,33 @@ export const SUBJECTS = {
   'approval.bypasses.list': { request: A.BypassListRequest, reply: replyOf(A.BypassList), queue: 'approval-service' },
   'approval.bypasses.create': { request: A.BypassCreateRequest, reply: replyOf(A.Created), queue: 'approval-service' },
   'approval.bypasses.delete': { request: A.BypassDeleteRequest, reply: replyOf(A.Deleted), queue: 'approval-service' },
+  'cron.jobs.list': { request: S.CronListRequest, reply: replyOf(S.CronJobList), queue: 'scheduler' },
+  'cron.jobs.create': { request: S.CronCreateRequest, reply: replyOf(S.JobCreated), queue: 'scheduler' },
+  'cron.jobs.update': { request: S.CronUpdateRequest, reply: replyOf(S.CronJobDto), queue: 'scheduler' },
+  'cron.jobs.delete': { request: S.CronJobRequest, reply: replyOf(S.JobDone), queue: 'scheduler' },
+  'cron.jobs.toggle': { request: S.CronJobRequest, reply: replyOf(S.CronJobDto), queue: 'scheduler' },
+  'cron.jobs.run': { request: S.CronJobRequest, reply: replyOf(S.RunNowReply), queue: 'scheduler' },
+  'cron.jobs.kill': { request: S.CronJobRequest, reply: replyOf(S.KillReply), queue: 'scheduler' },
+  'cron.runs.list': { request: S.CronRunsRequest, reply: replyOf(S.JobRunList), queue: 'scheduler' },
+  'tasks.list': { request: S.TasksListRequest, reply: replyOf(S.TaskList), queue: 'scheduler' },
+  'tasks.submit_async': { request: S.SubmitAsyncRequest, reply: replyOf(S.SubmitAsyncReply), queue: 'scheduler' },
+  'tic.trigger': { request: S.TicTriggerRequest, reply: replyOf(S.RunNowReply), queue: 'scheduler' },
+  'notifications.list': {
+    request: S.NotificationsListRequest,
+    reply: replyOf(S.NotificationList),
+    queue: 'scheduler',
+  },
+  'session.job.start': {
+    request: S.JobSessionStartRequest,
+    reply: replyOf(S.JobSessionStartReply),
+    queue: 'session-worker',
+  },
+  'session.job.status': {
+    request: S.JobSessionStatusRequest,
+    reply: replyOf(S.JobSessionStatusReply),
+    queue: 'session-worker',
+  },
+  'session.job.deliver': { request: S.JobDeliverRequest, reply: replyOf(S.JobDeliverReply), queue: 'session-worker' },
 } as const;
 export type RequestSubject = keyof typeof SUBJECTS;
 export type RequestOf<S extends RequestSubject> = z.input<(typeof SUBJECTS)[S]['request']>;
@@ -280,6 +308,12 @@ export const TOPICS = {
     pattern: 'ephemeral.*.*',
     subject: (userId: string, sessionId: string) => `ephemeral.${userId}.${sessionId}`,
     message: EphemeralEventSchema,
+  },
+  /** `session.<id>.turn_ended` (issue 8): a turn of the session ended (its rows say how); the scheduler's doorbell for job sessions. */
+  sessionTurnEnded: {
+    pattern: 'session.*.turn_ended',
+    subject: (sessionId: string) => `session.${sessionId}.turn_ended`,
+    message: WakeSession,
   },
   /** `user.<userId>.events`: inbox lifecycle, task updates, notifications. */
   userEvents: {

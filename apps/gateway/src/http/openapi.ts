@@ -37,6 +37,18 @@ import {
   RuleTestResult,
 } from '@skald/contracts';
 import { LlmClientList } from '@skald/contracts';
+import {
+  CronJobDto,
+  CronJobInput,
+  CronJobList,
+  CronJobPatch,
+  JobCreated,
+  JobRunList,
+  KillReply,
+  NotificationList,
+  RunNowReply,
+  TaskList,
+} from '@skald/contracts';
 
 interface Route {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -279,6 +291,86 @@ export const ROUTES: Route[] = [
     summary: 'Remove an MCP server (its connections close on every tool runner)',
     params: [{ name: 'name', in: 'path', required: true }],
     ok: { status: 204 },
+  },
+  {
+    method: 'get',
+    path: '/api/cron/jobs',
+    summary: "The caller's cron jobs with their next fire and the session of a running run",
+    ok: { status: 200, schema: CronJobList },
+  },
+  {
+    method: 'post',
+    path: '/api/cron/jobs',
+    summary:
+      'Schedule an agent (cron: five fields, or six with seconds first; timezone an IANA name; a minimum interval applies)',
+    body: CronJobInput,
+    ok: { status: 201, schema: JobCreated },
+  },
+  {
+    method: 'patch',
+    path: '/api/cron/jobs/{id}',
+    summary: 'Change a cron job',
+    params: [{ name: 'id', in: 'path', required: true }],
+    body: CronJobPatch,
+    ok: { status: 200, schema: CronJobDto },
+  },
+  {
+    method: 'delete',
+    path: '/api/cron/jobs/{id}',
+    summary: 'Delete a cron job (a running run is cancelled)',
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 204 },
+  },
+  {
+    method: 'post',
+    path: '/api/cron/jobs/{id}/toggle',
+    summary: 'Enable or disable a cron job',
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 200, schema: CronJobDto },
+  },
+  {
+    method: 'post',
+    path: '/api/cron/jobs/{id}/run',
+    summary: 'Run a cron job now (also when disabled); 409 while a run is open',
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 202, schema: RunNowReply },
+  },
+  {
+    method: 'post',
+    path: '/api/cron/jobs/{id}/kill',
+    summary: "Kill a job's running run: its session is cancelled through the same path as /stop",
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 202, schema: KillReply },
+  },
+  {
+    method: 'get',
+    path: '/api/cron/runs',
+    summary: "Runs of the caller's cron jobs, newest first",
+    params: [{ name: 'job_id', in: 'query' }],
+    ok: { status: 200, schema: JobRunList },
+  },
+  {
+    method: 'get',
+    path: '/api/notifications',
+    summary: "The caller's notifications (cron run endings), newest first",
+    params: [
+      { name: 'before', in: 'query', description: 'a notification id: only older ones' },
+      { name: 'limit', in: 'query' },
+    ],
+    ok: { status: 200, schema: NotificationList },
+  },
+  {
+    method: 'post',
+    path: '/api/tic/trigger',
+    summary: "Run the caller's periodic system tick now (the `tic` agent in an ephemeral session); 409 while one runs",
+    ok: { status: 202, schema: RunNowReply },
+  },
+  {
+    method: 'get',
+    path: '/api/{source}/tasks',
+    summary: 'Running async tasks of the active session of a source, and failures of the last 30 minutes',
+    params: [{ name: 'source', in: 'path', required: true }],
+    ok: { status: 200, schema: TaskList },
   },
   {
     method: 'get',

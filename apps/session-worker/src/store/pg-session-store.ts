@@ -452,5 +452,12 @@ function toInboxItem(r: Row): InboxItem {
     attachments: (r.attachments as InboxItem['attachments']) ?? null,
     delivery: r.delivery as InboxItem['delivery'],
     createdAt: iso(r.created_at),
+    ...(r.tool_result ? { toolResult: toolResultOf(r.tool_result) } : {}),
   };
+}
+
+/** `session_inbox.tool_result` (issue 8): a system delivery entering as a completed call. */
+function toolResultOf(v: unknown): InboxItem['toolResult'] {
+  const t = v as { tool_name: string; arguments_text: string; result: string };
+  return { toolName: t.tool_name, argumentsText: t.arguments_text, result: t.result };
 }

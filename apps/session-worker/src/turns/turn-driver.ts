@@ -28,6 +28,7 @@ import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { PgSessionStore } from '../store/pg-session-store';
+import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
@@ -186,6 +187,12 @@ export class TurnDriver implements OnApplicationShutdown {
       log.info({ outcome: outcome.kind }, 'turn ended');
       this.metrics.turnsFinished.inc({ outcome: outcome.kind });
       if (outcome.kind !== 'parked') await this.turnState.clearStop(sessionId);
+      // The scheduler's doorbell for job sessions (it reads the ending from the session's rows).
+      if (outcome.kind !== 'parked')
+        this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {
+          session_id: sessionId,
+          reason: outcome.kind,
+        });
       if (outcome.kind === 'cancelled') {
         await this.bus
           .call('approval.cancel_session', {
@@ -275,6 +282,7 @@ export class TurnDriver implements OnApplicationShutdown {
         draining: () => this.draining,
       }),
       tools: new RunnerToolSet(this.bus, role),
+      tasks: new NatsAsyncTasks(this.bus, role),
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,

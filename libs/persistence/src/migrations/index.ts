@@ -7,6 +7,7 @@ import { RulesVersion1764460800400 } from './1764460800400-rules-version';
 import { McpServers1764460800500 } from './1764460800500-mcp-servers';
 import { LlmUsage1764460800600 } from './1764460800600-llm-usage';
 import { AgentsCatalog1764460800700 } from './1764460800700-agents-catalog';
+import { Scheduler1764460800800 } from './1764460800800-scheduler';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -19,5 +20,6 @@ export const MIGRATIONS = [
   McpServers1764460800500,
   LlmUsage1764460800600,
   AgentsCatalog1764460800700,
+  Scheduler1764460800800,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -74,6 +74,8 @@ export class Stack {
       SKALD_SHUTDOWN_GRACE_MS: '5000',
       // Stacks share the Redis server: each keeps its LLM health apart.
       SKALD_LLM_HEALTH_PREFIX: `skald-test-${randomBytes(6).toString('hex')}:llm:health:`,
+      // ... and their BullMQ queues (a scheduler of another stack would take this stack's fires).
+      SKALD_BULL_PREFIX: `skald-test-${randomBytes(6).toString('hex')}`,
       ...options.env,
     };
   }

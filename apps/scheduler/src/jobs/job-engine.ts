@@ -1,0 +1,352 @@
+import { Job, Queue, Worker } from 'bullmq';
+import type Redis from 'ioredis';
+import type { Actor } from '@skald/contracts';
+import type { Logger } from '@skald/service-kit';
+import { lastFireAtOrBefore, nextFire } from './cron-spec';
+import { classifyEnding, endingInputOf, notificationSummary, type JobEndingInput } from './job-ending';
+import { HomeSourcePort, JobEventsPort, JobSessionsPort, JobStartRefused } from './job-ports';
+import { JobRow, JobsRepository, RunRow } from './jobs.repository';
+
+export const QUEUE_NAME = 'skald-jobs';
+const FIRE = 'fire';
+
+export interface EngineOptions {
+  /** BullMQ key prefix (one per deployment; tests use one per run). */
+  prefix: string;
+  runner: string;
+  pollMs: number;
+  staleMs: number;
+  reconcileMs: number;
+  concurrency: number;
+  /** BullMQ's lock of an active job (a dead worker's job is retried after it); default 30 s. */
+  lockDurationMs?: number;
+}
+
+interface FireData {
+  job_id: string;
+  /** Set for run-now, catch-up and async fires; a scheduler's fire takes its due time from BullMQ. */
+  due_at?: string;
+  manual?: boolean;
+}
+
+const schedulerId = (jobId: string) => `job-${jobId}`;
+
+/**
+ * BullMQ mirrors `scheduled_jobs`; `job_runs` is the truth of every fire.
+ * - Mirror: one job scheduler per enabled cron / tic job (pattern + timezone), reconciled from the
+ *   table on start, on every Redis (re)connect and periodically (so a flushed Redis is rebuilt).
+ * - Runner: a BullMQ worker that fences the fire in Postgres (UNIQUE job_id, due_at) before it
+ *   starts the job's session on a session worker — a second delivery of the same fire, from a
+ *   stalled-job retry or another replica, finds the row and starts nothing.
+ * - Watcher: waits for each open run's ending (read from the session worker, which reads its own
+ *   rows; NATS `turn_ended` is only the doorbell), classifies it once, writes the terminal status
+ *   conditionally, and delivers it. Runs of a silent runner are adopted after `staleMs`.
+ */
+export class JobEngine {
+  private queue!: Queue;
+  private worker!: Worker;
+  private timers: NodeJS.Timeout[] = [];
+  private ticking = false;
+  private tickAgain = false;
+  private stopped = false;
+
+  constructor(
+    private readonly jobs: JobsRepository,
+    private readonly sessions: JobSessionsPort,
+    private readonly events: JobEventsPort,
+    private readonly home: HomeSourcePort,
+    private readonly connect: () => Redis,
+    private readonly opts: EngineOptions,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const queueConn = this.connect();
+    this.queue = new Queue(QUEUE_NAME, { connection: queueConn, prefix: this.opts.prefix });
+    this.queue.on('error', (e) => this.log.warn({ err: String(e) }, 'queue error'));
+    // A reconnect may follow a Redis restart or flush: rebuild the mirror from the table.
+    queueConn.on('ready', () => void this.reconcile().catch((e: unknown) => this.warn('reconcile failed', e)));
+    this.worker = new Worker(QUEUE_NAME, (job: Job<FireData>) => this.process(job), {
+      connection: this.connect(),
+      prefix: this.opts.prefix,
+      concurrency: this.opts.concurrency,
+      // The fence makes a retry harmless; a stalled job is retried, never failed for good.
+      maxStalledCount: 1_000,
+      lockDuration: this.opts.lockDurationMs ?? 30_000,
+      stalledInterval: this.opts.lockDurationMs ?? 30_000,
+    });
+    this.worker.on('error', (e) => this.log.warn({ err: String(e) }, 'worker error'));
+    await this.reconcile();
+    this.timers.push(setInterval(() => void this.tick(), this.opts.pollMs));
+    this.timers.push(
+      setInterval(
+        () => void this.reconcile().catch((e: unknown) => this.warn('reconcile failed', e)),
+        this.opts.reconcileMs,
+      ),
+    );
+    for (const t of this.timers) t.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.worker?.close().catch(() => undefined);
+    await this.queue?.close().catch(() => undefined);
+  }
+
+  /** Stops at once without draining or releasing anything, as a kill -9 would (crash tests). */
+  async abandon(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.worker?.close(true).catch(() => undefined);
+    await this.queue?.close().catch(() => undefined);
+  }
+
+  /** The doorbell: a job session's turn ended; look now instead of at the next poll. */
+  ring(): void {
+    void this.tick();
+  }
+
+  // ------------------------------------------------------------------ mirror
+
+  /** Makes BullMQ's job schedulers equal the enabled schedules of the table; runs missed fires once. */
+  async reconcile(): Promise<void> {
+    if (this.stopped) return;
+    const schedules = await this.jobs.enabledSchedules();
+    const wanted = new Set<string>();
+    for (const job of schedules) {
+      if (!job.cron) continue;
+      wanted.add(schedulerId(job.id));
+      await this.queue.upsertJobScheduler(
+        schedulerId(job.id),
+        { pattern: job.cron, tz: job.timezone ?? 'UTC' },
+        { name: FIRE, data: { job_id: job.id }, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+      );
+      await this.catchUp(job);
+    }
+    for (const s of await this.queue.getJobSchedulers(0, -1)) {
+      const key = s?.key ?? s?.id;
+      if (key && !wanted.has(key)) await this.queue.removeJobScheduler(key);
+    }
+  }
+
+  /**
+   * A fire missed during downtime (or while Redis was gone) runs once afterwards — the last
+   * missed due time only, never a burst; the fence dedups it against a late BullMQ fire.
+   */
+  private async catchUp(job: JobRow): Promise<void> {
+    if (!job.cron || !job.next_run_at) return;
+    const now = new Date();
+    if (job.next_run_at.getTime() > now.getTime() - 2_000) return;
+    const due = lastFireAtOrBefore(job.cron, job.timezone ?? 'UTC', now);
+    if (due && due.getTime() >= job.next_run_at.getTime()) {
+      this.log.info({ jobId: job.id, dueAt: due.toISOString() }, 'running a fire missed during downtime once');
+      await this.enqueue(job.id, due);
+    }
+    await this.jobs.advanceNextRun(job.id, nextFire(job.cron, job.timezone ?? 'UTC', now));
+  }
+
+  /** Removes a job's scheduler (disabled, deleted) and adds / updates it (created, edited). */
+  async sync(job: JobRow | null, jobId: string): Promise<void> {
+    if (!job || !job.enabled || !job.cron) {
+      await this.queue.removeJobScheduler(schedulerId(jobId));
+      return;
+    }
+    await this.queue.upsertJobScheduler(
+      schedulerId(job.id),
+      { pattern: job.cron, tz: job.timezone ?? 'UTC' },
+      { name: FIRE, data: { job_id: job.id }, opts: { removeOnComplete: 100, removeOnFail: 100 } },
+    );
+  }
+
+  /** A one-off fire (run now, catch-up, async task). Deterministic BullMQ id per due time. */
+  async enqueue(jobId: string, dueAt: Date, manual = false): Promise<void> {
+    await this.queue.add(FIRE, { job_id: jobId, due_at: dueAt.toISOString(), manual } satisfies FireData, {
+      jobId: `once-${jobId}-${dueAt.getTime()}`,
+      removeOnComplete: 100,
+      removeOnFail: 100,
+    });
+  }
+
+  // ------------------------------------------------------------------ runner
+
+  private async process(job: Job<FireData>): Promise<void> {
+    const due = job.data.due_at ? new Date(job.data.due_at) : new Date(job.opts.prevMillis ?? job.timestamp);
+    await this.fire(job.data.job_id, due, job.data.manual === true);
+  }
+
+  /** Fences the fire in Postgres, then starts the job's session. Safe to call twice for one fire. */
+  async fire(jobId: string, dueAt: Date, manual = false): Promise<string | null> {
+    const job = await this.jobs.jobById(jobId);
+    if (!job) return null;
+    if (job.kind !== 'async' && !job.enabled && !manual) return null;
+    if (job.cron && !manual) await this.jobs.advanceNextRun(job.id, nextFire(job.cron, job.timezone ?? 'UTC', dueAt));
+    const fence = await this.jobs.fenceRun({ jobId, userId: job.user_id, dueAt, runner: this.opts.runner });
+    if (fence.kind !== 'started') {
+      this.log.info({ jobId, dueAt: dueAt.toISOString(), fence: fence.kind }, 'fire not started');
+      return null;
+    }
+    this.log.info({ jobId, runId: fence.runId, userId: job.user_id, dueAt: dueAt.toISOString() }, 'job run fenced');
+    const run = await this.jobs.runById(fence.runId);
+    if (run) await this.startSession(job, run);
+    return fence.runId;
+  }
+
+  private actor(job: JobRow): Actor {
+    return { userId: job.user_id, role: job.owner_role };
+  }
+
+  private async startSession(job: JobRow, run: RunRow): Promise<void> {
+    try {
+      const { sessionId } = await this.sessions.start({
+        actor: this.actor(job),
+        runId: run.id,
+        kind: job.kind,
+        agentId: job.agent_id,
+        prompt: job.prompt,
+        runContext: job.run_context ?? {},
+        scratchpadSessionId: job.scratchpad_session_id,
+        client: job.client,
+      });
+      await this.jobs.markRunning(run.id, sessionId);
+      if (job.kind === 'async' && job.parent_source)
+        this.events.taskUpdate(job.user_id, {
+          job_id: job.id,
+          title: job.title,
+          agent_id: job.agent_id,
+          session_id: sessionId,
+          state: 'running',
+          source: job.parent_source,
+        });
+    } catch (e) {
+      if (e instanceof JobStartRefused) await this.end(run, { kind: 'start_failed', error: e.message });
+      // Otherwise (no worker answering): the run stays `starting`; the watcher retries the
+      // (idempotent) start.
+      else this.warn('could not start a job session; will retry', e, { runId: run.id });
+    }
+  }
+
+  // ------------------------------------------------------------------ watcher
+
+  async tick(): Promise<void> {
+    if (this.ticking) {
+      this.tickAgain = true;
+      return;
+    }
+    this.ticking = true;
+    try {
+      do {
+        this.tickAgain = false;
+        await this.sweep();
+      } while (this.tickAgain && !this.stopped);
+    } catch (e) {
+      this.warn('sweep failed', e);
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private async sweep(): Promise<void> {
+    if (this.stopped) return;
+    await this.jobs.heartbeatAndAdopt(this.opts.runner, this.opts.staleMs);
+    for (const run of await this.jobs.openRunsOf(this.opts.runner)) {
+      const job = await this.jobs.jobById(run.job_id);
+      if (!job) continue;
+      if (run.status === 'starting' || !run.session_id) {
+        if (run.kill_requested_at) {
+          await this.end(run, { kind: 'cancelled' });
+          continue;
+        }
+        await this.startSession(job, run);
+        continue;
+      }
+      let status;
+      try {
+        status = await this.sessions.status(this.actor(job), run.session_id);
+      } catch (e) {
+        this.warn('could not read a job session', e, { runId: run.id });
+        continue;
+      }
+      if (status.state !== 'ended') continue;
+      const input: JobEndingInput =
+        status.ending === 'final'
+          ? { kind: 'final', finalText: status.final_text ?? '' }
+          : status.ending === 'cancelled'
+            ? { kind: 'cancelled', partialOutput: status.partial_output }
+            : { kind: 'failed', error: status.error ?? 'the task failed', partialOutput: status.partial_output };
+      await this.end(run, input);
+    }
+    for (const run of await this.jobs.undelivered()) await this.deliver(run);
+    for (const job of await this.jobs.asyncWithoutRun(5_000)) await this.enqueue(job.id, job.created_at);
+  }
+
+  /** One classification, one conditional terminal write, then the one delivery site. */
+  private async end(run: RunRow, input: JobEndingInput): Promise<void> {
+    const job = await this.jobs.jobById(run.job_id);
+    if (!job) return;
+    const ending = classifyEnding(input, job.title);
+    if (!(await this.jobs.finishRun(run.id, ending))) return;
+    this.log.info({ runId: run.id, jobId: job.id, userId: job.user_id, status: ending.status }, 'job run ended');
+    const ended = await this.jobs.runById(run.id);
+    if (ended) await this.deliver(ended, job);
+  }
+
+  /** The one delivery site, chosen by the job's kind alone. Idempotent (keyed by the run id). */
+  private async deliver(run: RunRow, known?: JobRow): Promise<void> {
+    const job = known ?? (await this.jobs.jobById(run.job_id));
+    if (!job || run.status === 'starting' || run.status === 'running') return;
+    const ending = classifyEnding(endingInputOf(run), job.title);
+    try {
+      switch (job.kind) {
+        case 'async':
+          await this.sessions.deliver({
+            actor: this.actor(job),
+            deliveryId: run.id,
+            sessionId: job.parent_session_id ?? undefined,
+            toolName: 'task_completed',
+            arguments: { task_id: job.id, title: job.title },
+            result: ending.resultText,
+          });
+          if (job.parent_source)
+            this.events.taskUpdate(job.user_id, {
+              job_id: job.id,
+              title: job.title,
+              agent_id: job.agent_id,
+              ...(run.session_id ? { session_id: run.session_id } : {}),
+              state: ending.taskState,
+              ...(ending.error ? { error: ending.error } : {}),
+              source: job.parent_source,
+            });
+          break;
+        case 'tic':
+          // A tick reports to nobody's chat: its run and its session (source `tic`) are the record.
+          break;
+        case 'cron': {
+          const source = await this.home.homeSource(job.user_id);
+          const summary = notificationSummary(job.title, ending);
+          await this.sessions.deliver({
+            actor: this.actor(job),
+            deliveryId: run.id,
+            source,
+            toolName: 'read_notification',
+            arguments: { job_id: job.id, run_id: run.id, title: job.title },
+            result: ending.resultText,
+          });
+          this.events.notification(job.user_id, {
+            summary,
+            refs: { job_id: job.id, run_id: run.id, ...(run.session_id ? { session_id: run.session_id } : {}) },
+            source,
+          });
+          break;
+        }
+      }
+      await this.jobs.markDelivered(run.id);
+    } catch (e) {
+      this.warn('delivery failed; the sweep retries it', e, { runId: run.id });
+    }
+  }
+
+  private warn(msg: string, e: unknown, extra: Record<string, unknown> = {}): void {
+    this.log.warn({ ...extra, err: e instanceof Error ? e.message : String(e) }, msg);
+  }
+}

@@ -1,0 +1,66 @@
+import type { Actor, JobRunContext, JobSessionStatusReply } from '@skald/contracts';
+
+/** What the scheduler asks of the session workers (NATS in production; swappable in tests). */
+export interface JobSessionsPort {
+  /** Idempotent: the run id is the session id. Throws `JobStartRefused` when the session cannot start. */
+  start(r: {
+    actor: Actor;
+    runId: string;
+    kind: 'cron' | 'async' | 'tic';
+    agentId: string;
+    prompt: string;
+    runContext: JobRunContext;
+    scratchpadSessionId: string | null;
+    client: string | null;
+  }): Promise<{ sessionId: string }>;
+  status(actor: Actor, sessionId: string): Promise<JobSessionStatusReply>;
+  /** Idempotent on `deliveryId`. */
+  deliver(r: {
+    actor: Actor;
+    deliveryId: string;
+    sessionId?: string;
+    source?: string;
+    toolName: 'task_completed' | 'read_notification';
+    arguments: Record<string, unknown>;
+    result: string;
+  }): Promise<void>;
+  /** The same path as `/stop`. */
+  cancel(actor: Actor, sessionId: string): Promise<void>;
+}
+
+/** Client events (user events on NATS): never the only copy of anything. */
+export interface JobEventsPort {
+  taskUpdate(
+    userId: string,
+    e: {
+      job_id: string;
+      title: string;
+      agent_id: string;
+      session_id?: string;
+      state: 'running' | 'completed' | 'failed' | 'cancelled';
+      error?: string;
+      source: string;
+    },
+  ): void;
+  notification(
+    userId: string,
+    e: { summary: string; refs: { job_id?: string; run_id?: string; session_id?: string }; source: string },
+  ): void;
+}
+
+/** The worker refused to start the session (unknown agent, …): an ending, not a retry. */
+export class JobStartRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JobStartRefused';
+  }
+}
+
+/**
+ * The user's home source (`/sethome`). The durable per-user home source is being added by another
+ * engineer; until it lands every user's home is `web` (PROTOCOL.md: "`web` until `/sethome` names
+ * another"). Replace this with the lookup when it exists.
+ */
+export interface HomeSourcePort {
+  homeSource(userId: string): Promise<string>;
+}

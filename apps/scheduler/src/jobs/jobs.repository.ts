@@ -1,0 +1,421 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { JobRunContext } from '@skald/contracts';
+import { Queryable, queryRows } from '@skald/persistence';
+import type { JobEnding } from './job-ending';
+
+export type JobKind = 'cron' | 'async' | 'tic';
+
+export interface JobRow {
+  id: string;
+  user_id: string;
+  owner_role: 'user' | 'admin';
+  kind: JobKind;
+  title: string;
+  agent_id: string;
+  prompt: string;
+  cron: string | null;
+  timezone: string | null;
+  enabled: boolean;
+  run_context: JobRunContext;
+  next_run_at: Date | null;
+  last_run_at: Date | null;
+  parent_session_id: string | null;
+  parent_tool_call_id: string | null;
+  parent_source: string | null;
+  scratchpad_session_id: string | null;
+  client: string | null;
+  created_at: Date;
+}
+
+export interface RunRow {
+  id: string;
+  job_id: string;
+  user_id: string;
+  due_at: Date;
+  attempt: number;
+  status: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  session_id: string | null;
+  runner: string | null;
+  kill_requested_at: Date | null;
+  started_at: Date;
+  completed_at: Date | null;
+  final_response: string | null;
+  partial_output: string | null;
+  error: string | null;
+  delivered_at: Date | null;
+}
+
+export type FenceResult = { kind: 'started'; runId: string } | { kind: 'duplicate' } | { kind: 'busy' };
+
+const JOB_COLS = `id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, run_context,
+  next_run_at, last_run_at, parent_session_id, parent_tool_call_id, parent_source, scratchpad_session_id, client, created_at`;
+
+/** Scheduled jobs and their runs. Every user-facing method takes the owner. */
+@Injectable()
+export class JobsRepository {
+  constructor(private readonly ds: DataSource) {}
+
+  async createCron(o: {
+    userId: string;
+    role: 'user' | 'admin';
+    title: string;
+    prompt: string;
+    agentId: string;
+    cron: string;
+    timezone: string;
+    enabled: boolean;
+    runContext: JobRunContext;
+    nextRunAt: Date | null;
+    kind?: 'cron' | 'tic';
+  }): Promise<string> {
+    const id = randomUUID();
+    await this.ds.query(
+      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, run_context, next_run_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [
+        id,
+        o.userId,
+        o.role,
+        o.kind ?? 'cron',
+        o.title,
+        o.agentId,
+        o.prompt,
+        o.cron,
+        o.timezone,
+        o.enabled,
+        JSON.stringify(o.runContext),
+        o.nextRunAt,
+      ],
+    );
+    return id;
+  }
+
+  /**
+   * An async task, idempotent by (user, idempotency key = the spawning tool call id), refused when
+   * the user already has `cap` open tasks. One transaction under a per-user lock, so parallel
+   * submits cannot pass the cap together; a repeated key returns the first job even at the cap.
+   */
+  async createAsync(
+    o: {
+      userId: string;
+      role: 'user' | 'admin';
+      idempotencyKey: string;
+      title: string;
+      agentId: string;
+      prompt: string;
+      parentSessionId: string;
+      parentToolCallId: string;
+      parentSource: string;
+      scratchpadSessionId: string;
+      client: string | null;
+    },
+    cap: number,
+  ): Promise<{ kind: 'created' | 'duplicate'; id: string } | { kind: 'capped'; open: number }> {
+    return this.ds.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`async-cap/${o.userId}`]);
+      const existing = await queryRows<{ id: string }>(
+        tx,
+        `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = $2`,
+        [o.userId, o.idempotencyKey],
+      );
+      if (existing[0]) return { kind: 'duplicate' as const, id: existing[0].id };
+      const open = await this.countOpenAsync(o.userId, tx);
+      if (open >= cap) return { kind: 'capped' as const, open };
+      const id = randomUUID();
+      await tx.query(
+        `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, enabled, parent_session_id,
+           parent_tool_call_id, parent_source, scratchpad_session_id, client, idempotency_key)
+         VALUES ($1, $2, $3, 'async', $4, $5, $6, true, $7, $8, $9, $10, $11, $12)`,
+        [
+          id,
+          o.userId,
+          o.role,
+          o.title,
+          o.agentId,
+          o.prompt,
+          o.parentSessionId,
+          o.parentToolCallId,
+          o.parentSource,
+          o.scratchpadSessionId,
+          o.client,
+          o.idempotencyKey,
+        ],
+      );
+      return { kind: 'created' as const, id };
+    });
+  }
+
+  /** The caller's tic job (the periodic system tick), created on first use. */
+  async ensureTic(o: { userId: string; role: 'user' | 'admin'; agentId: string; prompt: string }): Promise<string> {
+    await this.ds.query(
+      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, enabled, idempotency_key)
+       VALUES ($1, $2, $3, 'tic', 'System tick', $4, $5, false, 'tic')
+       ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
+      [randomUUID(), o.userId, o.role, o.agentId, o.prompt],
+    );
+    const [row] = await queryRows<{ id: string }>(
+      this.ds,
+      `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = 'tic' AND kind = 'tic'`,
+      [o.userId],
+    );
+    if (!row) throw new Error('tic job vanished');
+    return row.id;
+  }
+
+  /** Open async runs of a user (the per-user concurrency cap). */
+  async countOpenAsync(userId: string, db: Queryable = this.ds): Promise<number> {
+    const [r] = await queryRows<{ n: string }>(
+      db,
+      `SELECT count(*) AS n FROM scheduled_jobs j
+        WHERE j.user_id = $1 AND j.kind = 'async'
+          AND (NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id)
+               OR EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.status IN ('starting', 'running')))`,
+      [userId],
+    );
+    return Number(r?.n ?? 0);
+  }
+
+  async findJob(q: { userId: string; jobId: string; kind?: JobKind }): Promise<JobRow | null> {
+    const rows = await queryRows<JobRow>(
+      this.ds,
+      `SELECT ${JOB_COLS} FROM scheduled_jobs WHERE id = $1 AND user_id = $2 AND ($3::text IS NULL OR kind = $3)`,
+      [q.jobId, q.userId, q.kind ?? null],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** System: a job by id (the runner and the sweeper act for every user). */
+  async jobById(jobId: string): Promise<JobRow | null> {
+    const rows = await queryRows<JobRow>(this.ds, `SELECT ${JOB_COLS} FROM scheduled_jobs WHERE id = $1`, [jobId]);
+    return rows[0] ?? null;
+  }
+
+  async listCron(userId: string): Promise<Array<JobRow & { running_session_id: string | null }>> {
+    return queryRows(
+      this.ds,
+      `SELECT ${JOB_COLS.split(',')
+        .map((c) => `j.${c.trim()}`)
+        .join(', ')},
+              (SELECT r.session_id FROM job_runs r WHERE r.job_id = j.id AND r.status IN ('starting', 'running') LIMIT 1) AS running_session_id
+         FROM scheduled_jobs j WHERE j.user_id = $1 AND j.kind = 'cron' ORDER BY j.created_at`,
+      [userId],
+    );
+  }
+
+  async updateCron(
+    q: { userId: string; jobId: string },
+    patch: Partial<{
+      title: string;
+      prompt: string;
+      agent_id: string;
+      cron: string;
+      timezone: string;
+      enabled: boolean;
+      run_context: JobRunContext;
+      next_run_at: Date | null;
+    }>,
+  ): Promise<boolean> {
+    const sets: string[] = [];
+    const params: unknown[] = [q.jobId, q.userId];
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === undefined) continue;
+      params.push(k === 'run_context' ? JSON.stringify(v) : v);
+      sets.push(`${k} = $${params.length}`);
+    }
+    sets.push('updated_at = now()');
+    const rows = await queryRows(
+      this.ds,
+      `UPDATE scheduled_jobs SET ${sets.join(', ')} WHERE id = $1 AND user_id = $2 AND kind = 'cron' RETURNING id`,
+      params,
+    );
+    return rows.length > 0;
+  }
+
+  async deleteJob(q: { userId: string; jobId: string }): Promise<boolean> {
+    const rows = await queryRows(
+      this.ds,
+      `DELETE FROM scheduled_jobs WHERE id = $1 AND user_id = $2 AND kind = 'cron' RETURNING id`,
+      [q.jobId, q.userId],
+    );
+    return rows.length > 0;
+  }
+
+  /** System: every enabled schedule (cron and tic), what BullMQ must mirror. */
+  async enabledSchedules(): Promise<JobRow[]> {
+    return queryRows<JobRow>(
+      this.ds,
+      `SELECT ${JOB_COLS} FROM scheduled_jobs WHERE kind IN ('cron', 'tic') AND enabled ORDER BY created_at`,
+    );
+  }
+
+  /** Moves `next_run_at` forward only (replicas racing write the same or a later value). */
+  async advanceNextRun(jobId: string, next: Date | null): Promise<void> {
+    await this.ds.query(
+      `UPDATE scheduled_jobs SET next_run_at = $2
+        WHERE id = $1 AND (next_run_at IS NULL OR $2::timestamptz IS NULL OR next_run_at < $2)`,
+      [jobId, next],
+    );
+  }
+
+  /**
+   * The fence: one run per (job, due time), and one open run per job. Whatever BullMQ does (a
+   * stalled-job retry, a flushed Redis, three replicas), only the caller that inserted the row
+   * starts a session.
+   */
+  async fenceRun(o: { jobId: string; userId: string; dueAt: Date; runner: string }): Promise<FenceResult> {
+    const id = randomUUID();
+    try {
+      const rows = await queryRows<{ id: string }>(
+        this.ds,
+        `INSERT INTO job_runs (id, job_id, user_id, due_at, status, runner, heartbeat_at)
+         VALUES ($1, $2, $3, $4, 'starting', $5, now())
+         ON CONFLICT (job_id, due_at) DO NOTHING RETURNING id`,
+        [id, o.jobId, o.userId, o.dueAt, o.runner],
+      );
+      if (!rows[0]) return { kind: 'duplicate' };
+    } catch (e) {
+      if ((e as { code?: string }).code === '23505') return { kind: 'busy' };
+      if ((e as { code?: string }).code === '23503') return { kind: 'duplicate' }; // the job was deleted
+      throw e;
+    }
+    await this.ds.query(`UPDATE scheduled_jobs SET last_run_at = now() WHERE id = $1`, [o.jobId]);
+    return { kind: 'started', runId: id };
+  }
+
+  async markRunning(runId: string, sessionId: string): Promise<void> {
+    await this.ds.query(
+      `UPDATE job_runs SET status = 'running', session_id = $2 WHERE id = $1 AND status IN ('starting', 'running')`,
+      [runId, sessionId],
+    );
+  }
+
+  /** Heartbeat of this runner's open runs; then adopt the open runs whose runner went silent. */
+  async heartbeatAndAdopt(runner: string, staleMs: number): Promise<void> {
+    await this.ds.query(
+      `UPDATE job_runs SET heartbeat_at = now() WHERE runner = $1 AND status IN ('starting', 'running')`,
+      [runner],
+    );
+    await this.ds.query(
+      `UPDATE job_runs SET runner = $1, heartbeat_at = now(), attempt = attempt + 1
+        WHERE status IN ('starting', 'running') AND heartbeat_at < now() - ($2::int * interval '1 millisecond')`,
+      [runner, staleMs],
+    );
+  }
+
+  async openRunsOf(runner: string): Promise<RunRow[]> {
+    return queryRows<RunRow>(
+      this.ds,
+      `SELECT * FROM job_runs WHERE runner = $1 AND status IN ('starting', 'running') ORDER BY started_at`,
+      [runner],
+    );
+  }
+
+  async runById(runId: string): Promise<RunRow | null> {
+    const rows = await queryRows<RunRow>(this.ds, `SELECT * FROM job_runs WHERE id = $1`, [runId]);
+    return rows[0] ?? null;
+  }
+
+  /** The terminal write: conditional, so an ending is recorded (and then delivered) once. */
+  async finishRun(runId: string, e: JobEnding): Promise<boolean> {
+    const rows = await queryRows(
+      this.ds,
+      `UPDATE job_runs SET status = $2, final_response = $3, partial_output = $4, error = $5, completed_at = now()
+        WHERE id = $1 AND status IN ('starting', 'running') RETURNING id`,
+      [runId, e.status, e.finalResponse, e.partialOutput, e.error],
+    );
+    return rows.length > 0;
+  }
+
+  async markDelivered(runId: string): Promise<void> {
+    await this.ds.query(`UPDATE job_runs SET delivered_at = now() WHERE id = $1`, [runId]);
+  }
+
+  /** Ended runs whose delivery did not happen (a crash between the terminal write and the submit). */
+  async undelivered(limit = 20): Promise<RunRow[]> {
+    return queryRows<RunRow>(
+      this.ds,
+      `SELECT * FROM job_runs WHERE delivered_at IS NULL AND completed_at IS NOT NULL
+          AND completed_at < now() - interval '2 seconds' ORDER BY completed_at LIMIT $1`,
+      [limit],
+    );
+  }
+
+  async listRuns(q: { userId: string; jobId?: string }): Promise<RunRow[]> {
+    return queryRows<RunRow>(
+      this.ds,
+      `SELECT r.* FROM job_runs r JOIN scheduled_jobs j ON j.id = r.job_id
+        WHERE r.user_id = $1 AND j.kind = 'cron' AND ($2::uuid IS NULL OR r.job_id = $2)
+        ORDER BY r.started_at DESC LIMIT 100`,
+      [q.userId, q.jobId ?? null],
+    );
+  }
+
+  /** Ended cron runs of a user, newest first (the notification history), after the `before` run. */
+  async endedCronRuns(q: {
+    userId: string;
+    before?: string;
+    limit: number;
+  }): Promise<Array<RunRow & { title: string }>> {
+    return queryRows(
+      this.ds,
+      `SELECT r.*, j.title FROM job_runs r JOIN scheduled_jobs j ON j.id = r.job_id
+        WHERE r.user_id = $1 AND j.kind = 'cron' AND r.completed_at IS NOT NULL
+          AND ($2::uuid IS NULL OR (r.completed_at, r.id) <
+               (SELECT b.completed_at, b.id FROM job_runs b WHERE b.id = $2 AND b.user_id = $1))
+        ORDER BY r.completed_at DESC, r.id DESC LIMIT $3`,
+      [q.userId, q.before ?? null, q.limit],
+    );
+  }
+
+  /** The task strip: running async tasks of a parent session + failures of the last 30 minutes. */
+  async tasksOfParent(q: { userId: string; sessionId: string }): Promise<
+    Array<{
+      job_id: string;
+      title: string;
+      agent_id: string;
+      session_id: string | null;
+      status: string | null;
+      started_at: Date;
+      error: string | null;
+    }>
+  > {
+    return queryRows(
+      this.ds,
+      `SELECT j.id AS job_id, j.title, j.agent_id, r.session_id, r.status, coalesce(r.started_at, j.created_at) AS started_at, r.error
+         FROM scheduled_jobs j
+         LEFT JOIN LATERAL (SELECT * FROM job_runs x WHERE x.job_id = j.id ORDER BY x.started_at DESC LIMIT 1) r ON true
+        WHERE j.user_id = $1 AND j.kind = 'async' AND j.parent_session_id = $2
+          AND (r.id IS NULL OR r.status IN ('starting', 'running')
+               OR (r.status IN ('failed', 'cancelled') AND r.completed_at > now() - interval '30 minutes'))
+        ORDER BY j.created_at`,
+      [q.userId, q.sessionId],
+    );
+  }
+
+  /** Async jobs that never got a run (the scheduler died between the insert and the enqueue). */
+  async asyncWithoutRun(olderThanMs: number): Promise<JobRow[]> {
+    return queryRows<JobRow>(
+      this.ds,
+      `SELECT ${JOB_COLS} FROM scheduled_jobs j WHERE j.kind = 'async'
+          AND j.created_at < now() - ($1::int * interval '1 millisecond')
+          AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id) LIMIT 50`,
+      [olderThanMs],
+    );
+  }
+
+  /** The open run of a job (for kill). */
+  async openRunOf(q: { userId: string; jobId: string }): Promise<RunRow | null> {
+    const rows = await queryRows<RunRow>(
+      this.ds,
+      `SELECT * FROM job_runs WHERE job_id = $1 AND user_id = $2 AND status IN ('starting', 'running')`,
+      [q.jobId, q.userId],
+    );
+    return rows[0] ?? null;
+  }
+
+  async requestKill(runId: string): Promise<void> {
+    await this.ds.query(`UPDATE job_runs SET kill_requested_at = now() WHERE id = $1`, [runId]);
+  }
+}

@@ -1,0 +1,65 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Bus } from '@skald/messaging';
+import type { Logger } from '@skald/service-kit';
+import type { SchedulerConfig } from '../config';
+import { assertNoEviction, RedisConnection } from '../redis.provider';
+import { JobEngine } from './job-engine';
+import { registerJobHandlers } from './jobs.handler';
+import { JobsRepository } from './jobs.repository';
+import { JobsService } from './jobs.service';
+import { NatsHomeSource, NatsJobEvents, NatsJobSessions } from './nats-job-ports';
+
+export const SCHEDULER_CONFIG = Symbol('SCHEDULER_CONFIG');
+export const SCHEDULER_LOGGER = Symbol('SCHEDULER_LOGGER');
+export const SCHEDULER_INSTANCE = Symbol('SCHEDULER_INSTANCE');
+
+/**
+ * Wires the scheduler: refuses a Redis that may evict, starts the engine (mirror, runner,
+ * watcher) and the NATS handlers; on shutdown closes BullMQ's worker first (drain, then close).
+ */
+@Injectable()
+export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationShutdown {
+  engine!: JobEngine;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly bus: Bus,
+    private readonly redis: RedisConnection,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    @Inject(SCHEDULER_LOGGER) private readonly log: Logger,
+    @Inject(SCHEDULER_INSTANCE) private readonly instance: string,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await assertNoEviction(this.redis.client);
+    const repo = new JobsRepository(this.ds);
+    const sessions = new NatsJobSessions(this.bus);
+    this.engine = new JobEngine(
+      repo,
+      sessions,
+      new NatsJobEvents(this.bus),
+      new NatsHomeSource(this.bus),
+      () => this.redis.bullConnection(),
+      {
+        prefix: this.config.SKALD_BULL_PREFIX,
+        runner: this.instance,
+        pollMs: this.config.SKALD_JOB_POLL_MS,
+        staleMs: this.config.SKALD_JOB_STALE_MS,
+        reconcileMs: this.config.SKALD_JOB_RECONCILE_MS,
+        concurrency: this.config.SKALD_JOB_CONCURRENCY,
+      },
+      this.log,
+    );
+    const service = new JobsService(repo, this.engine, sessions, {
+      minIntervalS: this.config.SKALD_CRON_MIN_INTERVAL_S,
+      maxAsyncPerUser: this.config.SKALD_MAX_ASYNC_TASKS_PER_USER,
+    });
+    registerJobHandlers(this.bus, service, this.engine);
+    await this.engine.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.engine?.stop();
+  }
+}

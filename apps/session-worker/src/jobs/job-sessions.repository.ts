@@ -1,0 +1,132 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { JobRunContext } from '@skald/contracts';
+import { queryRows } from '@skald/persistence';
+
+type Row = Record<string, unknown>;
+
+/** The session worker's side of scheduler jobs: their ephemeral sessions and system deliveries. */
+@Injectable()
+export class JobSessionsRepository {
+  constructor(private readonly ds: DataSource) {}
+
+  /**
+   * A job's ephemeral session (its id is the run id: idempotent) with the prompt in its inbox.
+   * Never the active session of a source; an async task reads and writes its parent's scratchpad.
+   */
+  async createJobSession(o: {
+    userId: string;
+    role: 'user' | 'admin';
+    runId: string;
+    source: string;
+    agentId: string;
+    prompt: string;
+    runContext: JobRunContext;
+    autoDeny: boolean;
+    scratchpadSessionId: string | null;
+    clientPin: string | null;
+  }): Promise<{ created: boolean }> {
+    return this.ds.transaction(async (tx) => {
+      const rc: Record<string, unknown> = {};
+      if (o.runContext.working_directory) rc.working_directory = o.runContext.working_directory;
+      if (o.runContext.system_prompt) rc.system_prompt = o.runContext.system_prompt;
+      if (o.runContext.allow_fs_reads) rc.allow_fs_reads = o.runContext.allow_fs_reads;
+      if (o.runContext.allow_fs_writes) rc.allow_fs_writes = o.runContext.allow_fs_writes;
+      const inserted = await queryRows(
+        tx,
+        `INSERT INTO sessions (id, user_id, source, agent_id, owner_role, is_interactive, is_ephemeral, auto_deny_approvals,
+                               is_active, scratchpad_session_id, security_group, run_context, client_pin)
+         VALUES ($1, $2, $3, $4, $5, false, true, $6, false, coalesce($7::uuid, $1), $8, $9, $10)
+         ON CONFLICT (id) DO NOTHING RETURNING id`,
+        [
+          o.runId,
+          o.userId,
+          o.source,
+          o.agentId,
+          o.role,
+          o.autoDeny,
+          o.scratchpadSessionId,
+          o.runContext.security_group ?? null,
+          JSON.stringify(rc),
+          o.clientPin,
+        ],
+      );
+      if (inserted.length === 0) return { created: false };
+      await tx.query(
+        `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic)
+         VALUES ($1, $1, $2, $3, $4, 'queue', false)`,
+        [o.runId, o.userId, `job-prompt:${o.runId}`, o.prompt],
+      );
+      return { created: true };
+    });
+  }
+
+  async session(q: { userId: string; sessionId: string }): Promise<Row | null> {
+    const rows = await queryRows(this.ds, `SELECT * FROM sessions WHERE id = $1 AND user_id = $2`, [
+      q.sessionId,
+      q.userId,
+    ]);
+    return rows[0] ?? null;
+  }
+
+  async hasQueuedInput(sessionId: string): Promise<boolean> {
+    const rows = await queryRows(
+      this.ds,
+      `SELECT 1 FROM session_inbox WHERE session_id = $1 AND status = 'queued' LIMIT 1`,
+      [sessionId],
+    );
+    return rows.length > 0;
+  }
+
+  /** The last turn ending the session recorded (`done`, or an `error` event of the turn's end). */
+  async lastEnding(sessionId: string): Promise<{ type: string; payload: Record<string, unknown> } | null> {
+    const rows = await queryRows<{ type: string; payload: Record<string, unknown> }>(
+      this.ds,
+      `SELECT type, payload FROM session_events WHERE session_id = $1 AND type IN ('done', 'error')
+        ORDER BY seq DESC LIMIT 1`,
+      [sessionId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** What the run produced so far: the assistant texts and the last tool results (for a failure or a kill). */
+  async partialOutput(sessionId: string, max = 8_000): Promise<string> {
+    const rows = await queryRows<{ text: string }>(
+      this.ds,
+      `SELECT text FROM (
+         SELECT h.created_at AS at, h.content AS text FROM chat_history h
+          WHERE h.session_id = $1 AND h.role = 'assistant' AND h.content <> ''
+         UNION ALL
+         SELECT t.created_at, t.name || ': ' || t.result FROM tool_calls t
+          WHERE t.session_id = $1 AND t.status = 'done' AND t.result IS NOT NULL
+       ) x ORDER BY at`,
+      [sessionId],
+    );
+    const all = rows.map((r) => r.text).join('\n');
+    return all.length > max ? all.slice(all.length - max) : all;
+  }
+
+  /** A system delivery into a session's inbox, idempotent on the delivery id. */
+  async deliver(o: {
+    userId: string;
+    sessionId: string;
+    deliveryId: string;
+    toolName: string;
+    argumentsText: string;
+    result: string;
+  }): Promise<{ duplicate: boolean }> {
+    const rows = await queryRows(
+      this.ds,
+      `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic, tool_result)
+       VALUES (gen_random_uuid(), $1, $2, $3, '', 'steer', true, $4)
+       ON CONFLICT (user_id, client_message_id) DO NOTHING RETURNING id`,
+      [
+        o.sessionId,
+        o.userId,
+        `job-delivery:${o.deliveryId}`,
+        JSON.stringify({ tool_name: o.toolName, arguments_text: o.argumentsText, result: o.result }),
+      ],
+    );
+    return { duplicate: rows.length === 0 };
+  }
+}

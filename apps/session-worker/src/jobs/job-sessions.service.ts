@@ -1,0 +1,100 @@
+import { Injectable } from '@nestjs/common';
+import type { Actor, JobRunContext, JobSessionStatusReply } from '@skald/contracts';
+import { RemoteError } from '@skald/messaging';
+import { AgentCatalogService } from '../agents/agent-catalog.service';
+import { SessionsRepository } from '../sessions/sessions.repository';
+import { SubmitService } from '../submit/submit.service';
+import { JobSessionsRepository } from './job-sessions.repository';
+
+const SOURCE_OF_KIND = { cron: 'cron', tic: 'tic', async: 'task' } as const;
+
+/**
+ * What the scheduler asks of the session workers: start a job's ephemeral session, say how its
+ * turn ended (read from the session's own rows), and deliver an ending into a conversation.
+ */
+@Injectable()
+export class JobSessionsService {
+  constructor(
+    private readonly catalog: AgentCatalogService,
+    private readonly repo: JobSessionsRepository,
+    private readonly sessions: SessionsRepository,
+    private readonly submit: SubmitService,
+  ) {}
+
+  async start(r: {
+    actor: Actor;
+    runId: string;
+    kind: 'cron' | 'async' | 'tic';
+    agentId: string;
+    prompt: string;
+    runContext: JobRunContext;
+    scratchpadSessionId: string | null;
+    client: string | null;
+  }): Promise<{ session_id: string; created: boolean }> {
+    const agent = await this.catalog.getAgent(r.agentId, r.actor.userId);
+    if (!agent)
+      throw new RemoteError({ code: 'invalid_input', message: `unknown agent \`${r.agentId}\``, field: 'agent_id' });
+    const { created } = await this.repo.createJobSession({
+      userId: r.actor.userId,
+      role: r.actor.role,
+      runId: r.runId,
+      source: SOURCE_OF_KIND[r.kind],
+      agentId: r.agentId,
+      prompt: r.prompt,
+      runContext: r.runContext,
+      // Nobody is there to answer a cron or tic run: approvals are auto-denied unless its
+      // RunContext allows them. An async task's approvals go to the user's inbox like any other.
+      autoDeny: r.kind !== 'async' && r.runContext.allow_approvals !== true,
+      scratchpadSessionId: r.kind === 'async' ? r.scratchpadSessionId : null,
+      clientPin: r.client,
+    });
+    this.submit.wake(r.runId);
+    return { session_id: r.runId, created };
+  }
+
+  async status(actor: Actor, sessionId: string): Promise<JobSessionStatusReply> {
+    const s = await this.repo.session({ userId: actor.userId, sessionId });
+    if (!s) throw new RemoteError({ code: 'not_found', message: 'session not found' });
+    if (s.turn_state !== 'finished' || (await this.repo.hasQueuedInput(sessionId))) {
+      // Not ended; nudge it in case nobody drives it (a lost doorbell).
+      if (s.turn_state === 'finished') this.submit.wake(sessionId);
+      return { state: 'running' };
+    }
+    const last = await this.repo.lastEnding(sessionId);
+    const text = (v: unknown) => (typeof v === 'string' ? v : '');
+    if (!last) return { state: 'running' };
+    if (last.type === 'done') return { state: 'ended', ending: 'final', final_text: text(last.payload.content) };
+    const partial = await this.repo.partialOutput(sessionId);
+    const code = text(last.payload.code);
+    if (code === 'interrupted') return { state: 'ended', ending: 'cancelled', partial_output: partial };
+    return { state: 'ended', ending: 'failed', error: text(last.payload.message) || code, partial_output: partial };
+  }
+
+  async deliver(r: {
+    actor: Actor;
+    deliveryId: string;
+    sessionId?: string;
+    source?: string;
+    toolName: string;
+    arguments: Record<string, unknown>;
+    result: string;
+  }): Promise<{ session_id: string; duplicate: boolean }> {
+    let sessionId = r.sessionId;
+    if (sessionId) {
+      if (!(await this.repo.session({ userId: r.actor.userId, sessionId })))
+        throw new RemoteError({ code: 'not_found', message: 'session not found' });
+    } else {
+      sessionId = (await this.sessions.active({ userId: r.actor.userId, source: r.source ?? 'web' })).id;
+    }
+    const { duplicate } = await this.repo.deliver({
+      userId: r.actor.userId,
+      sessionId,
+      deliveryId: r.deliveryId,
+      toolName: r.toolName,
+      argumentsText: JSON.stringify(r.arguments),
+      result: r.result,
+    });
+    if (!duplicate) this.submit.wake(sessionId);
+    return { session_id: sessionId, duplicate };
+  }
+}

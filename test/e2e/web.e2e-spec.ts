@@ -274,6 +274,61 @@ describe('web client in a real browser', () => {
     await user.ctx.close();
   });
 
+  it('jobs page: add a cron job, run it now and see its run and result; a background task shows on the strip until it reports', async () => {
+    const { ctx, page } = await signedIn();
+    const m = `cronweb-${randomUUID()}`;
+    await sim.script({ match: `[J-${m}]`, replies: [{ content: `Inbox summary ${m}` }] });
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    const form = page.getByRole('form', { name: 'new job' });
+    await form.getByLabel('Title').fill(`Morning ${m.slice(-6)}`);
+    await form.getByLabel('Schedule (cron)').fill('0 7 * * *');
+    await form.getByLabel('Time zone').fill('Europe/Oslo');
+    await form.getByLabel('What the agent should do').fill(`Summarise my inbox [J-${m}]`);
+    await form.getByRole('button', { name: 'Add job' }).click();
+    await page
+      .getByRole('cell', { name: `Morning ${m.slice(-6)}`, exact: true })
+      .first()
+      .waitFor();
+    await page.getByRole('button', { name: `Run now Morning ${m.slice(-6)}` }).click();
+    await page.getByRole('cell', { name: `Inbox summary ${m}` }).waitFor({ timeout: 60_000 });
+    await page.getByRole('link', { name: 'succeeded' }).first().waitFor();
+    await page.screenshot({ path: path.join(SHOTS, 'cron.png') });
+    await page.getByRole('link', { name: 'TIC' }).click();
+    await page.getByRole('button', { name: 'Run the tick now' }).waitFor();
+    await page.screenshot({ path: path.join(SHOTS, 'tic.png') });
+
+    // back in the chat: a background task on the strip while it runs
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await page.getByText('connected', { exact: true }).waitFor();
+    const t = `task-${randomUUID()}`;
+    await sim.script({
+      match: `[P-${t}]`,
+      replies: [
+        {
+          tool_calls: [
+            {
+              name: 'execute_task',
+              arguments: { agent_id: 'generalist', prompt: `Dig [C-${t}]`, title: 'Dig deep', mode: 'async' },
+            },
+          ],
+        },
+        { content: 'Started it in the background.' },
+        { content: `The task found it ${t}` },
+      ],
+    });
+    await sim.script({ match: `[C-${t}]`, replies: [{ content: 'found', latency: { firstByteMs: 4000 } }] });
+    await send(page, `research [P-${t}]`);
+    // delegating needs approval by the default rules
+    const ask = page.getByRole('region', { name: /approval: Allow execute_task/ });
+    await ask.getByRole('button', { name: 'Approve', exact: true }).click();
+    const strip = page.getByRole('list', { name: 'background tasks' });
+    await strip.getByText('Dig deep').waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: path.join(SHOTS, 'task-strip.png') });
+    await page.getByText(`The task found it ${t}`).waitFor({ timeout: 60_000 });
+    await strip.waitFor({ state: 'detached' });
+    await ctx.close();
+  });
+
   it('resolve from the inbox in a second tab; phone width; axe finds no serious violation', async () => {
     const { ctx, page } = await signedIn({ width: 375, height: 740 });
     const m = `inbox-${randomUUID()}`;

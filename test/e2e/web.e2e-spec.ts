@@ -113,6 +113,21 @@ describe('web client in a real browser', () => {
     await ctx.close();
   });
 
+  it('the answer streams in: its first words are on screen before its last ones arrive', async () => {
+    const { ctx, page } = await signedIn();
+    const m = `stream-${randomUUID()}`;
+    const words = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
+    await sim.script({
+      match: m,
+      replies: [{ content: `${words} END-${m}`, chunkSize: 6, latency: { betweenChunksMs: 120 } }],
+    });
+    await send(page, `stream ${m}`);
+    await page.getByText('w0 w1 w2', { exact: false }).waitFor();
+    expect(await page.getByText(`END-${m}`).count()).toBe(0);
+    await page.getByText(`END-${m}`, { exact: false }).waitFor();
+    await ctx.close();
+  });
+
   it('slash commands answer inline and never reach the model', async () => {
     const { ctx, page } = await signedIn();
     const before = (await sim.requests()).length;
@@ -376,6 +391,47 @@ describe('web client in a real browser', () => {
       }
     }
     await axeCtx.close();
+    await ctx.close();
+  });
+
+  it('every screen, seen by an admin on a desktop: axe finds no serious violation', async () => {
+    const ctx = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
+    const page = await ctx.newPage();
+    await page.goto(stack.gatewayUrl);
+    await page.getByLabel('Email').fill(stack.admin.email);
+    await page.getByLabel('Password').fill(stack.admin.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('connected', { exact: true }).waitFor();
+    // a chat with a tool card and an open approval card on it
+    const m = `axe-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [{ tool_calls: [{ name: 'execute_cmd', arguments: { command: 'echo hi' } }] }, { content: 'ok' }],
+    });
+    await send(page, `run ${m}`);
+    await page.getByRole('region', { name: /approval: Run this command/ }).waitFor();
+    await expectNoSeriousViolations(page, 'chat with an approval');
+    const screens: Array<[string, string]> = [
+      ['#inbox', 'Agent inbox'],
+      ['#cron', 'Scheduled jobs'],
+      ['#tic', 'TIC'],
+      ['#mcp', 'MCP servers'],
+      ['#admin', 'Admin'],
+    ];
+    for (const [hash, heading] of screens) {
+      await page.goto(`${stack.gatewayUrl}/${hash}`);
+      await page.getByRole('heading', { name: heading, exact: true }).waitFor();
+      await expectNoSeriousViolations(page, hash);
+    }
+    for (const tab of ['Tools', 'Audit', 'Users']) {
+      await page.getByRole('tab', { name: tab }).click();
+      await page.getByRole('table').first().waitFor();
+      await expectNoSeriousViolations(page, `#admin ${tab}`);
+    }
+    await page.goto(`${stack.gatewayUrl}/#chat`);
+    await page.getByRole('link', { name: 'session details' }).click();
+    await page.getByRole('button', { name: 'Back' }).waitFor();
+    await expectNoSeriousViolations(page, '#session');
     await ctx.close();
   });
 });

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Logger } from '@skald/service-kit';
 import { CommandRunner } from '../command/command-runner';
 import { resolveExecutable } from '../command/bwrap-command.runner';
-import { SANDBOX_PATH, SANDBOX_UID, SandboxLayout } from '../command/sandbox/bwrap-args';
+import { bwrapOptions, SANDBOX_PATH, SandboxLayout } from '../command/sandbox/bwrap-args';
 import { detectLayout } from '../command/sandbox/sandbox-layout';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { ToolError } from '../tool-error';
@@ -66,7 +66,7 @@ export class McpLauncher implements OnApplicationShutdown {
     return {
       command: bwrap,
       args: [
-        ...mcpBwrapArgs(layout, { workspace, network: spec.network, tmpSizeBytes: this.config.SKALD_SANDBOX_TMP_SIZE }),
+        ...mcpBwrapArgs(layout, workspace, spec.network, this.config.SKALD_SANDBOX_TMP_SIZE),
         '--',
         spec.command,
         ...spec.args,
@@ -96,55 +96,9 @@ export class McpLauncher implements OnApplicationShutdown {
 /** The bubblewrap options for one stdio MCP server (the command follows `--`). Pure. */
 export function mcpBwrapArgs(
   layout: SandboxLayout,
-  o: { workspace: string; network: boolean; tmpSizeBytes: number },
+  workspace: string,
+  network: boolean,
+  tmpSizeBytes: number,
 ): string[] {
-  const a = ['--unshare-all', '--unshare-user'];
-  if (o.network) a.push('--share-net');
-  a.push(
-    '--uid',
-    String(SANDBOX_UID),
-    '--gid',
-    String(SANDBOX_UID),
-    '--disable-userns',
-    '--cap-drop',
-    'ALL',
-    '--die-with-parent',
-    '--new-session',
-    '--hostname',
-    'sandbox',
-    // The environment bwrap inherits is already the server's; these name the sandbox user.
-    '--setenv',
-    'HOME',
-    '/workspace',
-    '--setenv',
-    'USER',
-    'sandbox',
-    '--setenv',
-    'TMPDIR',
-    '/tmp',
-    '--unsetenv',
-    'LOGNAME',
-    '--unsetenv',
-    'SHELL',
-  );
-  for (const dir of layout.roDirs) a.push('--ro-bind', dir, dir);
-  for (const link of layout.symlinks) a.push('--symlink', link.target, link.at);
-  for (const g of layout.generated) a.push('--ro-bind', g.src, g.dest);
-  for (const file of layout.roFiles) a.push('--ro-bind', file, file);
-  a.push(
-    '--proc',
-    '/proc',
-    '--dev',
-    '/dev',
-    '--size',
-    String(o.tmpSizeBytes),
-    '--tmpfs',
-    '/tmp',
-    '--bind',
-    o.workspace,
-    '/workspace',
-    '--chdir',
-    '/workspace',
-  );
-  return a;
+  return bwrapOptions({ layout, workspace, cwd: '/workspace', network, tmpSizeBytes }, 'inherited');
 }

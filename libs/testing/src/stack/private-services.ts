@@ -131,19 +131,7 @@ export class PrivateNats {
         stdio: 'ignore',
       },
     );
-    const net = await import('node:net');
-    await waitFor(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const s = net.connect({ host: '127.0.0.1', port: this.port });
-          s.once('connect', () => {
-            s.destroy();
-            resolve(true);
-          });
-          s.once('error', () => resolve(false));
-        }),
-      'private nats',
-    );
+    await waitForPort(this.port, 'private nats');
   }
 
   /** kill -9, as a crash would. */
@@ -156,6 +144,23 @@ export class PrivateNats {
     if (this.child) await stopProcess(this.child, 'SIGTERM', 5000);
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Until something accepts TCP connections on the loopback port. */
+async function waitForPort(port: number, what: string): Promise<void> {
+  const net = await import('node:net');
+  await waitFor(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const s = net.connect({ host: '127.0.0.1', port });
+        s.once('connect', () => {
+          s.destroy();
+          resolve(true);
+        });
+        s.once('error', () => resolve(false));
+      }),
+    what,
+  );
 }
 
 /** A throwaway Redis server (no persistence) on a spare loopback port, killable and restartable on the same port. */
@@ -180,19 +185,7 @@ export class PrivateRedis {
       ['--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'no'],
       { stdio: 'ignore' },
     );
-    const net = await import('node:net');
-    await waitFor(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const s = net.connect({ host: '127.0.0.1', port: this.port });
-          s.once('connect', () => {
-            s.destroy();
-            resolve(true);
-          });
-          s.once('error', () => resolve(false));
-        }),
-      'private redis',
-    );
+    await waitForPort(this.port, 'private redis');
   }
 
   /** kill -9, as a crash would (its data is gone: it keeps none). */

@@ -31,8 +31,12 @@ export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
  * the runner, an environment of exactly PATH/HOME/LANG/TERM/USER/TMPDIR, system directories
  * read-only, a private size-bounded `/tmp`, and the workspace read-write at `/workspace`.
  * Everything but the command, which `bwrapArgs` and the launcher put after `--`.
+ *
+ * `env: 'inherited'` (MCP stdio servers) keeps the environment bwrap was started with — the
+ * server's own configured variables, which must never appear on a command line — and only names
+ * the sandbox user in it.
  */
-export function bwrapOptions(spec: Omit<SandboxSpec, 'command'>): string[] {
+export function bwrapOptions(spec: Omit<SandboxSpec, 'command'>, env: 'cleared' | 'inherited' = 'cleared'): string[] {
   const a: string[] = ['--unshare-all', '--unshare-user'];
   if (spec.network) a.push('--share-net');
   a.push(
@@ -47,26 +51,11 @@ export function bwrapOptions(spec: Omit<SandboxSpec, 'command'>): string[] {
     '--new-session',
     '--hostname',
     'sandbox',
-    '--clearenv',
-    '--setenv',
-    'PATH',
-    SANDBOX_PATH,
-    '--setenv',
-    'HOME',
-    '/workspace',
-    '--setenv',
-    'LANG',
-    'C.UTF-8',
-    '--setenv',
-    'TERM',
-    'dumb',
-    '--setenv',
-    'USER',
-    'sandbox',
-    '--setenv',
-    'TMPDIR',
-    '/tmp',
   );
+  if (env === 'cleared')
+    a.push('--clearenv', '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'LANG', 'C.UTF-8', '--setenv', 'TERM', 'dumb');
+  else a.push('--unsetenv', 'LOGNAME', '--unsetenv', 'SHELL');
+  a.push('--setenv', 'HOME', '/workspace', '--setenv', 'USER', 'sandbox', '--setenv', 'TMPDIR', '/tmp');
   for (const dir of spec.layout.roDirs) a.push('--ro-bind', dir, dir);
   for (const link of spec.layout.symlinks) a.push('--symlink', link.target, link.at);
   for (const g of spec.layout.generated) a.push('--ro-bind', g.src, g.dest);

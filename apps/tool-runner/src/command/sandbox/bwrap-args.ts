@@ -59,22 +59,11 @@ export function bwrapOptions(spec: Omit<SandboxSpec, 'command'>, env: 'cleared' 
   for (const dir of spec.layout.roDirs) a.push('--ro-bind', dir, dir);
   for (const link of spec.layout.symlinks) a.push('--symlink', link.target, link.at);
   for (const g of spec.layout.generated) a.push('--ro-bind', g.src, g.dest);
+  // The private /tmp before the read-only binds: a bind of a host path under /tmp (an operator's
+  // SKALD_SANDBOX_RO_BINDS) must land on top of it, not be hidden by it.
+  a.push('--proc', '/proc', '--dev', '/dev', '--size', String(spec.tmpSizeBytes), '--tmpfs', '/tmp');
   for (const file of spec.layout.roFiles) a.push('--ro-bind', file, file);
-  a.push(
-    '--proc',
-    '/proc',
-    '--dev',
-    '/dev',
-    '--size',
-    String(spec.tmpSizeBytes),
-    '--tmpfs',
-    '/tmp',
-    '--bind',
-    spec.workspace,
-    '/workspace',
-    '--chdir',
-    spec.cwd,
-  );
+  a.push('--bind', spec.workspace, '/workspace', '--chdir', spec.cwd);
   return a;
 }
 

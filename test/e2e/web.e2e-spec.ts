@@ -309,8 +309,16 @@ describe('web client in a real browser', () => {
     await page.getByRole('link', { name: 'succeeded' }).first().waitFor();
     await page.screenshot({ path: path.join(SHOTS, 'cron.png') });
     await page.getByRole('link', { name: 'TIC' }).click();
-    await page.getByRole('button', { name: 'Run the tick now' }).waitFor();
+    await page.getByRole('button', { name: 'Run the tick now' }).click();
+    await page.getByText(/^Started/).waitFor();
+    // the tick's session is listed and opens its debug view
+    const ticRow = page.getByRole('table', { name: 'TIC sessions' }).getByRole('link').first();
+    await ticRow.waitFor({ timeout: 30_000 });
     await page.screenshot({ path: path.join(SHOTS, 'tic.png') });
+    await ticRow.click();
+    await page.getByRole('button', { name: 'Back' }).waitFor();
+    await page.getByRole('button', { name: 'Back' }).click();
+    await page.getByRole('table', { name: 'TIC sessions' }).waitFor();
 
     // back in the chat: a background task on the strip while it runs
     await page.getByRole('link', { name: 'Chat' }).click();

@@ -160,18 +160,40 @@ export function CronJobs({ api }: { api: Api }) {
   );
 }
 
-/** `#tic`: run the periodic system tick now. */
+interface SessionRow {
+  id: string;
+  created_at: string;
+  message_count: number;
+  last_message_at: string | null;
+}
+
+/** `#tic`: the system tick's sessions (each opens its debug view), and running a tick now. */
 export function Tic({ api }: { api: Api }) {
   const [status, setStatus] = useState('');
+  const [sessions, setSessions] = useState<SessionRow[]>([]);
+  const load = useCallback(() => {
+    void api.get<{ items: SessionRow[] }>('/api/sessions?source=tic&page=1&per_page=20').then(
+      (r) => setSessions(r.items),
+      () => undefined,
+    );
+  }, [api]);
+  useEffect(() => {
+    load();
+    const t = setInterval(load, 3000);
+    return () => clearInterval(t);
+  }, [load]);
   return (
     <main className="cron">
       <h2>TIC</h2>
-      <p>The system agent&apos;s periodic tick looks after your scheduled work and memory. It also runs by itself.</p>
+      <p>The system agent&apos;s tick looks after your scheduled work and memory, in sessions of its own.</p>
       <button
         type="button"
         onClick={() =>
           void api.post<{ run_id?: string }>('/api/tic/trigger').then(
-            (r) => setStatus(`Started${r?.run_id ? ` (run ${r.run_id.slice(0, 8)})` : ''}.`),
+            (r) => {
+              setStatus(`Started${r?.run_id ? ` (run ${r.run_id.slice(0, 8)})` : ''}.`);
+              load();
+            },
             (e: unknown) => setStatus(e instanceof ApiError ? e.message : String(e)),
           )
         }
@@ -179,6 +201,27 @@ export function Tic({ api }: { api: Api }) {
         Run the tick now
       </button>
       <p role="status">{status}</p>
+      <table>
+        <caption>TIC sessions</caption>
+        <thead>
+          <tr>
+            <th scope="col">Started</th>
+            <th scope="col">Messages</th>
+            <th scope="col">Last message</th>
+          </tr>
+        </thead>
+        <tbody>
+          {sessions.map((t) => (
+            <tr key={t.id}>
+              <td>
+                <a href={`#session/${t.id}`}>{when(t.created_at)}</a>
+              </td>
+              <td>{t.message_count}</td>
+              <td>{when(t.last_message_at)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </main>
   );
 }

@@ -34,6 +34,11 @@ export const Source = z
   .regex(/^[a-z0-9-]{1,32}$/, 'source must match [a-z0-9-]{1,32}')
   .refine((s) => !(RESERVED_SOURCES as readonly string[]).includes(s), 'source is a reserved word');
 export type Source = z.infer<typeof Source>;
+/**
+ * A source to filter by: any client surface, and also the background ones the system writes
+ * (`cron`, `tic`, `task`) — `GET /api/sessions?source=tic` lists the tick's sessions.
+ */
+export const SourceFilter = z.string().regex(/^[a-z0-9-]{1,32}$/, 'source must match [a-z0-9-]{1,32}');
 
 export const ErrorCode = z.enum([
   'invalid_input',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Attachment, Delivery, Id, Role, Source, Timestamp, ToolCallStatus } from './common';
+import { Attachment, Delivery, Id, Role, Source, SourceFilter, Timestamp, ToolCallStatus } from './common';
 
 export const LoginRequest = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) });
 export type LoginRequest = z.infer<typeof LoginRequest>;
@@ -35,7 +35,7 @@ export const SessionSummary = z.object({
 });
 export type SessionSummary = z.infer<typeof SessionSummary>;
 export const SessionListQuery = z.object({
-  source: Source.optional(),
+  source: SourceFilter.optional(),
   page: z.coerce.number().int().min(1).default(1),
   per_page: z.coerce.number().int().min(1).max(100).default(20),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AGENT_SUBJECTS } from './agents';
-import { Actor, Attachment, Delivery, Id, Source } from './common';
+import { Actor, Attachment, Delivery, Id, Source, SourceFilter } from './common';
 import { replyOf } from './reply';
 import { ChatMessages, SessionDetail, SessionList } from './rest';
 import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
@@ -34,7 +34,7 @@ export const ActiveSessionReply = z.object({ session_id: Id, created: z.boolean(
 export const GetSessionRequest = z.object({ actor: Actor, session_id: Id });
 export const ListSessionsRequest = z.object({
   actor: Actor,
-  source: Source.optional(),
+  source: SourceFilter.optional(),
   page: z.number().int().min(1),
   per_page: z.number().int().min(1).max(100),
 });

@@ -133,7 +133,7 @@ describe('three replicas under load', () => {
     // One LLM call per answer: nothing was driven twice.
     const answers = rows.reduce((n, r) => n + r.assistants, 0);
     expect(await sim.requests({ contains: batch })).toHaveLength(answers);
-    // Each replica drove some of it (from its own metrics).
+    // The replicas shared the driving (from their own metrics).
     const perWorker = await Promise.all(
       stack.byName('session-worker').map(async (w) => {
         const text = await (await fetch(`${w.url}/metrics`)).text();
@@ -144,7 +144,9 @@ describe('three replicas under load', () => {
       `load: 200 sessions, 600 messages, ${answers} answers in ${elapsed} ms; turns started per worker: ${perWorker.join(', ')}`,
     );
     expect(perWorker.reduce((a, b) => a + b, 0)).toBe(answers);
-    for (const n of perWorker) expect(n).toBeGreaterThan(0);
+    // Replicas race for each session's lease, so the split is uneven (seen: 1 / 75 / 124, and once
+    // 83 / 0 / 117 on a loaded 2-core machine): the work is shared, but no replica is owed a part.
+    expect(perWorker.filter((n) => n > 0).length).toBeGreaterThanOrEqual(2);
     for (const s of sessions) for (const ws of s.sockets) ws.close();
   });
 });

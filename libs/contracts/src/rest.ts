@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Attachment, Delivery, Id, Role, Source, SourceFilter, Timestamp, ToolCallStatus } from './common';
+import { Attachment, Delivery, Id, Role, SourceFilter, Timestamp, ToolCallStatus } from './common';
 
 export const LoginRequest = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) });
 export type LoginRequest = z.infer<typeof LoginRequest>;

@@ -147,7 +147,7 @@ async function main() {
     [
       '',
       '────────────────────────────────────────────────────────────────────────',
-      `  Skald is running:  http://127.0.0.1:${port}   (API under /api, OpenAPI at /api/docs)`,
+      `  Skald is running:  http://127.0.0.1:${port}   (the web client; API under /api, OpenAPI at /api/docs)`,
       `  Admin login:       ${adminSource}`,
       `  ${llmBanner}`,
       '  Ctrl-C stops everything.',

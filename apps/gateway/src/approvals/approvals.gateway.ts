@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Actor, BypassScope, RequestOf } from '@skald/contracts';
-import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
-import { ApiError } from '../http/api-error';
+import { Bus, RemoteError } from '@skald/messaging';
+import { ApiError, callService } from '../http/api-error';
 
 /**
  * The gateway's side of approvals: every call carries the verified actor; the approval service
@@ -73,13 +73,7 @@ export class ApprovalsGateway {
   }
 
   /** No approval service answering → 503 with Retry-After. */
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof BusRequestError)
-        throw new ApiError('unavailable', 'the approval service is not available; retry shortly', undefined, 2);
-      throw e;
-    }
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return callService('the approval service is not available; retry shortly', fn);
   }
 }

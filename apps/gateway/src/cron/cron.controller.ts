@@ -1,8 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { Actor, CronJobInput, CronJobPatch, Id, NotificationsQuery, Source } from '@skald/contracts';
-import { Bus, BusRequestError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
 import { CurrentActor } from '../auth/actor.decorator';
-import { ApiError } from '../http/api-error';
+import { ApiError, callService } from '../http/api-error';
 import { validate } from '../http/validate';
 import { SessionsGateway } from '../sessions/sessions.gateway';
 
@@ -81,13 +81,7 @@ export class CronController {
   }
 
   /** No scheduler answering → 503 with Retry-After. */
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof BusRequestError)
-        throw new ApiError('unavailable', 'the scheduler is not available; retry shortly', undefined, 2);
-      throw e;
-    }
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return callService('the scheduler is not available; retry shortly', fn);
   }
 }

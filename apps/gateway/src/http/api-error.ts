@@ -1,3 +1,4 @@
+import { BusRequestError } from '@skald/messaging';
 import { ErrorCode } from '@skald/contracts';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -31,3 +32,17 @@ export class ApiError extends Error {
 }
 
 export const notFound = (what: string): ApiError => new ApiError('not_found', `${what} not found`);
+
+/**
+ * Runs a request to another service; when no instance of it answers (a `BusRequestError`), the
+ * client gets 503 `unavailable` with Retry-After, in words naming the service. Any other error
+ * (a typed answer such as `not_found`) goes through unchanged.
+ */
+export async function callService<T>(unavailable: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof BusRequestError) throw new ApiError('unavailable', unavailable, undefined, 2);
+    throw e;
+  }
+}

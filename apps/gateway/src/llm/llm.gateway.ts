@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Actor } from '@skald/contracts';
-import { Bus, BusRequestError } from '@skald/messaging';
-import { ApiError } from '../http/api-error';
+import { Bus } from '@skald/messaging';
+import { callService } from '../http/api-error';
 
 /** The gateway's side of the LLM features, answered by the session workers (`llm.*` subjects). */
 @Injectable()
@@ -17,13 +17,7 @@ export class LlmGateway {
     return (await this.call(() => this.bus.call('llm.pin', { actor, source, client }))).client;
   }
 
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof BusRequestError)
-        throw new ApiError('unavailable', 'no session worker is available; retry shortly', undefined, 2);
-      throw e;
-    }
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return callService('no session worker is available; retry shortly', fn);
   }
 }

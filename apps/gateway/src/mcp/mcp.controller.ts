@@ -1,8 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { Actor, McpServerInput, McpServerName } from '@skald/contracts';
-import { Bus, BusRequestError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
 import { CurrentActor } from '../auth/actor.decorator';
-import { ApiError, notFound } from '../http/api-error';
+import { callService, notFound } from '../http/api-error';
 import { validate } from '../http/validate';
 
 /**
@@ -33,13 +33,7 @@ export class McpController {
   }
 
   /** No tool runner answering → 503 with Retry-After. */
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof BusRequestError)
-        throw new ApiError('unavailable', 'the tool runner is not available; retry shortly', undefined, 2);
-      throw e;
-    }
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return callService('the tool runner is not available; retry shortly', fn);
   }
 }

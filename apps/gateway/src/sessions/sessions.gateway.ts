@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { Actor, ChatMessages, PostMessageRequest, SessionDetail, SessionList, WORKER_COMMANDS } from '@skald/contracts';
-import { Bus, BusRequestError } from '@skald/messaging';
-import { ApiError } from '../http/api-error';
+import { Bus } from '@skald/messaging';
+import { callService } from '../http/api-error';
 import { handleSlashCommand } from './slash-commands';
 
 type Message = z.infer<typeof PostMessageRequest>;
@@ -86,13 +86,7 @@ export class SessionsGateway {
   }
 
   /** No worker answering → 503 with Retry-After; the client retries with the same ids. */
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof BusRequestError)
-        throw new ApiError('unavailable', 'no session worker is available; retry shortly', undefined, 2);
-      throw e;
-    }
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return callService('no session worker is available; retry shortly', fn);
   }
 }

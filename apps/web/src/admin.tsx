@@ -6,7 +6,7 @@ interface KnownTool {
   category: string;
   origin: string;
 }
-import { ApiError, type Api } from './api';
+import { errorText, type Api } from './api';
 
 type Tab = 'rules' | 'tools' | 'audit' | 'users';
 
@@ -53,10 +53,7 @@ export function Admin({ api }: { api: Api }) {
 function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void, (e: unknown) => void] {
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState('');
-  const fail = useCallback(
-    (e: unknown) => setError(e instanceof ApiError ? `${e.message}${e.field ? ` (${e.field})` : ''}` : String(e)),
-    [],
-  );
+  const fail = useCallback((e: unknown) => setError(errorText(e)), []);
   const reload = useCallback(() => {
     load().then((d) => {
       setData(d);

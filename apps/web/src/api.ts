@@ -55,6 +55,12 @@ async function call<T>(method: string, path: string, token: string | null, body?
   return data as T;
 }
 
+/** What a screen shows for a failed request: the server's message, and the field it names. */
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) return e.field ? `${e.message} (${e.field})` : e.message;
+  return e instanceof Error ? e.message : String(e);
+}
+
 export async function login(email: string, password: string): Promise<Auth> {
   const r = await call<{ token: string; user: UserDto }>('POST', '/api/auth/login', null, { email, password });
   localStorage.setItem(TOKEN_KEY, r.token);

@@ -1,5 +1,6 @@
-import { useCallback, useEffect, useState } from 'react';
-import { ApiError, type Api } from './api';
+import { useCallback, useState } from 'react';
+import { errorText, type Api } from './api';
+import { usePolling } from './poll';
 
 interface CronJob {
   id: string;
@@ -38,17 +39,12 @@ export function CronJobs({ api }: { api: Api }) {
     cron: '0 7 * * *',
     timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
   });
-  const fail = (e: unknown) =>
-    setError(e instanceof ApiError ? `${e.message}${e.field ? ` (${e.field})` : ''}` : String(e));
+  const fail = (e: unknown) => setError(errorText(e));
   const load = useCallback(() => {
     void api.get<{ items: CronJob[] }>('/api/cron/jobs').then((r) => setJobs(r.items), fail);
     void api.get<{ items: JobRun[] }>('/api/cron/runs').then((r) => setRuns(r.items), fail);
   }, [api]);
-  useEffect(() => {
-    load();
-    const t = setInterval(load, 3000);
-    return () => clearInterval(t);
-  }, [load]);
+  usePolling(load, 3000);
   const act = (p: Promise<unknown>) => void p.then(load, fail);
   return (
     <main className="cron">
@@ -177,11 +173,7 @@ export function Tic({ api }: { api: Api }) {
       () => undefined,
     );
   }, [api]);
-  useEffect(() => {
-    load();
-    const t = setInterval(load, 3000);
-    return () => clearInterval(t);
-  }, [load]);
+  usePolling(load, 3000);
   return (
     <main className="cron">
       <h2>TIC</h2>
@@ -194,7 +186,7 @@ export function Tic({ api }: { api: Api }) {
               setStatus(`Started${r?.run_id ? ` (run ${r.run_id.slice(0, 8)})` : ''}.`);
               load();
             },
-            (e: unknown) => setStatus(e instanceof ApiError ? e.message : String(e)),
+            (e: unknown) => setStatus(errorText(e)),
           )
         }
       >

@@ -1,5 +1,6 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import type { BypassDto, InboxDto } from '@skald/contracts';
+import { usePolling } from './poll';
 import type { Api } from './api';
 
 /** Approvals and questions waiting across all the user's sessions; answered by REST. */
@@ -7,25 +8,15 @@ export function Inbox({ api }: { api: Api }) {
   const [inbox, setInbox] = useState<InboxDto | null>(null);
   const [error, setError] = useState('');
   const [notes, setNotes] = useState<Record<string, string>>({});
+  const [bypasses, setBypasses] = useState<BypassDto[]>([]);
   const load = useCallback(() => {
     api.get<InboxDto>('/api/inbox').then(setInbox, (e: Error) => setError(e.message));
+    api.get<{ items: BypassDto[] }>('/api/approval/bypasses').then(
+      (r) => setBypasses(r.items),
+      () => undefined,
+    );
   }, [api]);
-  useEffect(() => {
-    load();
-    const t = setInterval(load, 3000);
-    return () => clearInterval(t);
-  }, [load]);
-  const [bypasses, setBypasses] = useState<BypassDto[]>([]);
-  useEffect(() => {
-    const loadBypasses = () =>
-      void api.get<{ items: BypassDto[] }>('/api/approval/bypasses').then(
-        (r) => setBypasses(r.items),
-        () => undefined,
-      );
-    loadBypasses();
-    const t = setInterval(loadBypasses, 3000);
-    return () => clearInterval(t);
-  }, [api]);
+  usePolling(load, 3000);
   const act = (p: Promise<unknown>): void => void p.then(load, (e: Error) => setError(e.message));
   if (!inbox) return <main className="inbox">{error ? <p role="alert">{error}</p> : <p>Loading…</p>}</main>;
   return (

@@ -1,22 +1,18 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import type { McpServerDto } from '@skald/contracts';
-import { ApiError, type Api } from './api';
+import { errorText, type Api } from './api';
+import { usePolling } from './poll';
 
 /** The caller's MCP servers: status, tools, credentials listed by key only. */
 export function McpServers({ api }: { api: Api }) {
   const [servers, setServers] = useState<McpServerDto[]>([]);
   const [error, setError] = useState('');
   const [form, setForm] = useState({ name: '', transport: 'stdio', command: '', args: '', url: '', secrets: '' });
-  const fail = (e: unknown) =>
-    setError(e instanceof ApiError ? `${e.message}${e.field ? ` (${e.field})` : ''}` : String(e));
+  const fail = (e: unknown) => setError(errorText(e));
   const load = useCallback(() => {
     api.get<{ items: McpServerDto[] }>('/api/mcp/servers').then((r) => setServers(r.items), fail);
   }, [api]);
-  useEffect(() => {
-    load();
-    const t = setInterval(load, 3000);
-    return () => clearInterval(t);
-  }, [load]);
+  usePolling(load, 3000);
   const create = () => {
     const pairs = Object.fromEntries(
       form.secrets

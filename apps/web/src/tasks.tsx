@@ -1,4 +1,5 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
+import { usePolling } from './poll';
 import type { Api } from './api';
 import type { Frame } from './socket';
 
@@ -23,11 +24,7 @@ export function useTasks(api: Api, source: string): [Task[], (f: Frame) => void]
       () => undefined,
     );
   }, [api, source]);
-  useEffect(() => {
-    load();
-    const t = setInterval(load, 15_000);
-    return () => clearInterval(t);
-  }, [load]);
+  usePolling(load, 15_000);
   const onFrame = useCallback((f: Frame) => {
     if (f.type !== 'task_update') return;
     const next: Task = {

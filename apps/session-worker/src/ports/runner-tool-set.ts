@@ -38,7 +38,7 @@ export class RunnerToolSet implements ToolSetPort {
    */
   async definitions(ctx: ToolContext): Promise<ToolSpec[]> {
     const actor = { userId: ctx.userId, role: this.role };
-    const mcp = ctx.grants.length > 0 ? await this.mcpCatalog(ctx, ctx.grants) : [];
+    const mcp = ctx.grants.length > 0 ? (await this.mcpCatalog(ctx, ctx.grants)).tools : [];
     for (const t of mcp) this.mcpTools.set(t.name, t);
     const offered = [
       ...BUILTIN_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
@@ -70,22 +70,19 @@ export class RunnerToolSet implements ToolSetPort {
 
   /** The user's enabled MCP servers: what `activate_tools` may grant. */
   async groups(ctx: ToolContext): Promise<string[]> {
-    const r = await this.bus
-      .call('mcp.catalog', { actor: { userId: ctx.userId, role: this.role }, session_id: ctx.sessionId, granted: [] })
-      .catch(() => null);
-    return r?.groups ?? [];
+    return (await this.mcpCatalog(ctx, [])).groups;
   }
 
-  private async mcpCatalog(ctx: ToolContext, granted: string[]): Promise<McpToolDef[]> {
+  /** The user's MCP groups and the tools of the granted ones; none while the runner is unreachable. */
+  private async mcpCatalog(ctx: ToolContext, granted: string[]): Promise<{ groups: string[]; tools: McpToolDef[] }> {
     try {
-      const r = await this.bus.call('mcp.catalog', {
+      return await this.bus.call('mcp.catalog', {
         actor: { userId: ctx.userId, role: this.role },
         session_id: ctx.sessionId,
         granted: granted.slice(0, 64),
       });
-      return r.tools;
     } catch {
-      return []; // the runner is unreachable: this round offers no MCP tools
+      return { groups: [], tools: [] };
     }
   }
 

@@ -63,7 +63,7 @@ export class AddressPolicy {
 
   /** Throws {@link BlockedAddressError} when `address` (what `host` resolved to) may not be reached. */
   check(host: string, address: string): void {
-    const name = host.toLowerCase().replace(/^\[|\]$/g, '');
+    const name = bareHost(host).toLowerCase();
     if (this.hosts.has(name)) return;
     const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
     const ip = mapped ?? address;
@@ -74,7 +74,7 @@ export class AddressPolicy {
 
   /** Resolves `url`'s host and checks every address (the check at creation; connections check again). */
   async checkUrl(url: URL): Promise<void> {
-    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const host = bareHost(url.hostname);
     const addresses = isIP(host) ? [{ address: host }] : await resolveAll(host);
     for (const a of addresses) this.check(host, a.address);
   }
@@ -107,7 +107,7 @@ export class AddressPolicy {
     // Literal IP hosts skip DNS: check them before connecting.
     return async (input: string | URL | Request, init?: RequestInit) => {
       const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
-      const host = url.hostname.replace(/^\[|\]$/g, '');
+      const host = bareHost(url.hostname);
       if (isIP(host)) this.check(host, host);
       return undiciFetch(input, {
         ...init,
@@ -118,6 +118,9 @@ export class AddressPolicy {
     };
   }
 }
+
+/** A URL's host without the brackets of an IPv6 literal. */
+const bareHost = (host: string): string => host.replace(/^\[|\]$/g, '');
 
 function resolveAll(host: string): Promise<LookupAddress[]> {
   return new Promise((resolve, reject) =>

@@ -17,30 +17,16 @@ const arg = (name, dflt) => {
 const CHECKS = arg('checks', 5000);
 const RULES = arg('rules', 1000);
 const NATS_URL = process.env.NATS_URL || 'nats://127.0.0.1:4222';
-const base = new URL(process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/skald');
-const BENCH_URL = new URL('/skald_bench', base).toString();
 
 const { DataSource } = require(path.join(ROOT, 'node_modules/typeorm'));
-const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));
+const { freshDatabase } = require('./bench-db');
 const { Bus } = require(path.join(ROOT, 'libs/messaging/dist'));
 
 const quiet = { warn() {}, error() {} };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function freshDatabase() {
-  const admin = new DataSource({ type: 'postgres', url: new URL('/postgres', base).toString(), extra: { max: 1 } });
-  await admin.initialize();
-  await admin.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'skald_bench' AND pid <> pg_backend_pid()`,
-  );
-  await admin.query('DROP DATABASE IF EXISTS skald_bench');
-  await admin.query('CREATE DATABASE skald_bench');
-  await admin.destroy();
-  await migrateUp(BENCH_URL);
-}
-
 /** 1,000 rules of every kind, none of which decides the common calls early (the worst case is a long scan). */
-async function seedRules(n) {
+async function seedRules(BENCH_URL, n) {
   const ds = new DataSource({ type: 'postgres', url: BENCH_URL, extra: { max: 1 } });
   await ds.initialize();
   const kinds = [
@@ -70,7 +56,7 @@ async function seedRules(n) {
   return count;
 }
 
-function startService() {
+function startService(BENCH_URL) {
   const child = spawn(process.execPath, [path.join(ROOT, 'apps/approval-service/dist/main.js')], {
     cwd: ROOT,
     env: {
@@ -142,9 +128,9 @@ const CALLS = [
 ];
 
 async function main() {
-  await freshDatabase();
-  const rules = await seedRules(RULES);
-  const child = startService();
+  const BENCH_URL = await freshDatabase('skald_bench');
+  const rules = await seedRules(BENCH_URL, RULES);
+  const child = startService(BENCH_URL);
   const bus = await Bus.connect(
     { servers: NATS_URL, name: `bench-client-${process.pid}`, requestTimeoutMs: 5000 },
     quiet,

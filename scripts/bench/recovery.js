@@ -15,21 +15,11 @@ const TRIALS = i > 0 ? Number(process.argv[i + 1]) : 5;
 const base = new URL(process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/skald');
 const URL_ = new URL('/skald_bench_recovery', base).toString();
 
-const { DataSource } = require(path.join(ROOT, 'node_modules/typeorm'));
-const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));
+const { freshDatabase } = require('./bench-db');
 const { Stack, ApiClient, WsTestClient, LlmSimAdminClient } = require(path.join(ROOT, 'libs/testing/dist'));
 
-async function freshDatabase() {
-  const admin = new DataSource({ type: 'postgres', url: new URL('/postgres', base).toString(), extra: { max: 1 } });
-  await admin.initialize();
-  await admin.query(`DROP DATABASE IF EXISTS skald_bench_recovery WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE skald_bench_recovery`);
-  await admin.destroy();
-  await migrateUp(URL_);
-}
-
 async function main() {
-  await freshDatabase();
+  await freshDatabase('skald_bench_recovery');
   const stack = await Stack.start({
     root: ROOT,
     replicas: { 'session-worker': 2 },

@@ -24,24 +24,11 @@ const READS = arg('reads', 2000);
 const base = new URL(process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/skald');
 const BENCH_URL = new URL('/skald_bench_tools', base).toString();
 
-const { DataSource } = require(path.join(ROOT, 'node_modules/typeorm'));
-const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));
+const { freshDatabase } = require('./bench-db');
 const { Bus } = require(path.join(ROOT, 'libs/messaging/dist'));
 
 const quiet = { warn() {}, error() {} };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function freshDatabase() {
-  const admin = new DataSource({ type: 'postgres', url: new URL('/postgres', base).toString(), extra: { max: 1 } });
-  await admin.initialize();
-  await admin.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'skald_bench_tools' AND pid <> pg_backend_pid()`,
-  );
-  await admin.query('DROP DATABASE IF EXISTS skald_bench_tools');
-  await admin.query('CREATE DATABASE skald_bench_tools');
-  await admin.destroy();
-  await migrateUp(BENCH_URL);
-}
 
 const portOpen = (port) =>
   new Promise((resolve) => {
@@ -81,7 +68,7 @@ function quantiles(ms) {
 }
 
 async function main() {
-  await freshDatabase();
+  await freshDatabase('skald_bench_tools');
   const nats = await privateNats();
   const NATS_URL = nats ? nats.url : process.env.NATS_URL || 'nats://127.0.0.1:4222';
   const workspaces = mkdtempSync(path.join(os.tmpdir(), 'skald-bench-ws-'));

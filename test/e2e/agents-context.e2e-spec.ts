@@ -358,7 +358,7 @@ describe('agents catalog, context building, compaction and slash commands end to
     expect(rows).toEqual([{ home_source: 'phone' }]);
     // what the notification senders ask (web until /sethome names another)
     const bus = await Bus.connect(
-      { servers: stack.env.NATS_URL, name: `home-${process.pid}` },
+      { ...stack.natsClient, name: `home-${process.pid}` },
       pino({ level: 'silent' }),
     );
     try {

@@ -63,7 +63,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     alice = await admin.createUser(`alice-${randomUUID()}@skald.test`, 'correct horse battery');
     bob = await admin.createUser(`bob-${randomUUID()}@skald.test`, 'correct horse battery');
     bus = await Bus.connect(
-      { servers: stack.env.NATS_URL, name: `authz-e2e-${process.pid}` },
+      { ...stack.natsClient, name: `authz-e2e-${process.pid}` },
       pino({ level: 'silent' }),
     );
     doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as OpenApiDoc;

@@ -22,14 +22,15 @@ describe('backing services restarted mid-turn', () => {
 
   beforeAll(async () => {
     pg = await PrivatePostgres.start();
-    nats = await PrivateNats.start();
+    nats = await PrivateNats.start({ serviceUsers: true });
     const url = pg.url('skald_restarts');
     await ensureDatabase(url);
     await migrateUp(url);
     stack = await Stack.start({
       root: ROOT,
       replicas: { 'session-worker': 2 },
-      env: { DATABASE_URL: url, NATS_URL: nats.url, SKALD_LEASE_TTL_MS: '3000', SKALD_SWEEP_INTERVAL_MS: '1000' },
+      nats,
+      env: { DATABASE_URL: url, SKALD_LEASE_TTL_MS: '3000', SKALD_SWEEP_INTERVAL_MS: '1000' },
     });
     db = new DataSource({ type: 'postgres', url, extra: { max: 1 } });
     await db.initialize();

@@ -9,3 +9,4 @@ export * from './mcp';
 export * from './llm';
 export * from './agents';
 export * from './scheduler';
+export * from './access';

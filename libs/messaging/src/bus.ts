@@ -9,7 +9,7 @@ import {
   type TextMapGetter,
   type TextMapSetter,
 } from '@opentelemetry/api';
-import { connect, ErrorCode, headers as natsHeaders, MsgHdrs, NatsConnection, NatsError, Subscription } from 'nats';
+import { connect, ErrorCode, Events, headers as natsHeaders, MsgHdrs, NatsConnection, NatsError, Subscription } from 'nats';
 import { z } from 'zod';
 import {
   describeZodError,
@@ -105,11 +105,29 @@ export class Bus {
       name: options.name,
       user: options.user,
       pass: options.pass,
+      // A service's NATS user may subscribe only to its own inbox (`_INBOX.<user>.>`, contracts/access.ts).
+      inboxPrefix: options.user ? `_INBOX.${options.user}` : undefined,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       timeout: 3000,
     });
+    void Bus.watchPermissions(nc, log);
     return new Bus(nc, options.requestTimeoutMs ?? 10_000, log);
+  }
+
+  /**
+   * A subject outside the user's permissions is refused by the server asynchronously (a publish
+   * simply vanishes): say so at error level, naming the operation and subject, so a missing grant
+   * shows up in the logs rather than as a silent gap.
+   */
+  private static async watchPermissions(nc: NatsConnection, log: BusLogger): Promise<void> {
+    for await (const s of nc.status()) {
+      if (s.type !== Events.Error || !s.permissionContext) continue;
+      log.error(
+        { operation: s.permissionContext.operation, subject: s.permissionContext.subject },
+        'NATS permissions violation',
+      );
+    }
   }
 
   get connected(): boolean {

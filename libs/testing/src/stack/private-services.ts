@@ -1,7 +1,9 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { natsAuthorizationBlock, SKALD_SERVICES, SkaldService } from '@skald/contracts';
 import { freePort } from './free-port';
 import { stopProcess } from './process';
 
@@ -104,17 +106,36 @@ export class PrivatePostgres {
   }
 }
 
+/** Options of a private NATS server. */
+export interface PrivateNatsOptions {
+  /**
+   * One NATS user per service with the permissions of `@skald/contracts` (access.ts), plus an
+   * all-powerful `skald-test` user for the test's own clients; anonymous connections are refused.
+   */
+  serviceUsers?: boolean;
+}
+
 /** A throwaway NATS server (JetStream on) on a spare loopback port, killable and restartable on the same port. */
 export class PrivateNats {
   private child: ChildProcess | null = null;
+  /** Passwords of the service users (when started with `serviceUsers`). */
+  private readonly passwords = new Map<SkaldService, string>();
+  /** Credentials of the test's own all-powerful user, or null when the server takes anonymous clients. */
+  readonly testUser: { user: string; pass: string } | null;
 
   private constructor(
     readonly port: number,
     private readonly dir: string,
-  ) {}
+    options: PrivateNatsOptions,
+  ) {
+    this.testUser = options.serviceUsers ? { user: 'skald-test', pass: randomBytes(18).toString('base64url') } : null;
+    if (options.serviceUsers)
+      for (const s of SKALD_SERVICES) this.passwords.set(s, randomBytes(18).toString('base64url'));
+  }
 
-  static async start(): Promise<PrivateNats> {
-    const nats = new PrivateNats(await freePort(), mkdtempSync(path.join(tmpdir(), 'skald-nats-')));
+  static async start(options: PrivateNatsOptions = {}): Promise<PrivateNats> {
+    const nats = new PrivateNats(await freePort(), mkdtempSync(path.join(tmpdir(), 'skald-nats-')), options);
+    nats.writeConfig();
     await nats.start();
     return nats;
   }
@@ -123,14 +144,32 @@ export class PrivateNats {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** `NATS_USER` / `NATS_PASSWORD` for a service (empty when the server has no users). */
+  serviceEnv(service: SkaldService): Record<string, string> {
+    const password = this.passwords.get(service);
+    return password ? { NATS_USER: service, NATS_PASSWORD: password } : {};
+  }
+
+  private get configFile(): string {
+    return path.join(this.dir, 'nats.conf');
+  }
+
+  private writeConfig(): void {
+    const lines = [`listen: "127.0.0.1:${this.port}"`, `jetstream { store_dir: ${JSON.stringify(this.dir)} }`];
+    if (this.testUser)
+      lines.push(
+        natsAuthorizationBlock(
+          (s) => this.passwords.get(s) ?? '',
+          [{ user: this.testUser.user, password: this.testUser.pass }],
+        ),
+      );
+    writeFileSync(this.configFile, lines.join('\n') + '\n', { mode: 0o600 });
+  }
+
   async start(): Promise<void> {
-    this.child = spawn(
-      process.env.SKALD_NATS_BIN ?? '/usr/sbin/nats-server',
-      ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir],
-      {
-        stdio: 'ignore',
-      },
-    );
+    this.child = spawn(process.env.SKALD_NATS_BIN ?? '/usr/sbin/nats-server', ['-c', this.configFile], {
+      stdio: 'ignore',
+    });
     await waitForPort(this.port, 'private nats');
   }
 

@@ -4,6 +4,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './free-port';
+import { REDIS_SERVICES, redisAclRules } from '@skald/contracts';
+import Redis from 'ioredis';
 import { PrivateNats } from './private-services';
 import { stopProcess } from './process';
 
@@ -39,6 +41,11 @@ export interface StackOptions {
   perApp?: Partial<Record<Exclude<AppName, 'llm-sim'>, Record<string, string>>>;
   /** Admin account bootstrapped by the gateway. */
   admin?: { email: string; password: string };
+  /**
+   * A NATS server the test started (to kill it); default: one of the stack's own. Either way its
+   * service users are used when it has them (`PrivateNats.start({ serviceUsers: true })`).
+   */
+  nats?: PrivateNats;
   /** LLM clients (`SKALD_LLM_CLIENTS`) built from the llm-sim base URL; default: one client `default` on the sim. */
   llmClients?: (simUrl: string) => unknown[];
 }
@@ -53,7 +60,11 @@ export class Stack {
   readonly admin: { email: string; password: string };
   readonly env: Record<string, string>;
   simUrl = '';
-  private nats: PrivateNats | null = null;
+  /** The NATS server the apps use, unless the test named one by `env.NATS_URL`. */
+  nats: PrivateNats | null = null;
+  private ownsNats = false;
+  private readonly redisUserPrefix = `skald-test-${randomBytes(4).toString('hex')}-`;
+  private readonly redisEnv: Partial<Record<AppName, Record<string, string>>> = {};
 
   private constructor(private readonly options: StackOptions) {
     this.admin = options.admin ?? {
@@ -84,17 +95,64 @@ export class Stack {
     const stack = new Stack(options);
     try {
       // A NATS server of its own unless the test names one: queue groups of two stacks on one
-      // server would answer each other's requests.
-      if (!options.env?.NATS_URL) {
-        stack.nats = await PrivateNats.start();
-        stack.env.NATS_URL = stack.nats.url;
+      // server would answer each other's requests. Each app logs in as its own NATS user, with
+      // only the subjects contracts/access.ts grants it, as in production.
+      if (options.nats) stack.nats = options.nats;
+      else if (!options.env?.NATS_URL) {
+        stack.nats = await PrivateNats.start({ serviceUsers: true });
+        stack.ownsNats = true;
       }
+      if (stack.nats) stack.env.NATS_URL = stack.nats.url;
+      if (!options.env?.REDIS_URL) await stack.createRedisUsers();
       await stack.boot();
     } catch (e) {
       await stack.stop();
       throw e;
     }
     return stack;
+  }
+
+  /**
+   * The session worker and the scheduler log in to Redis as users of their own that reach only
+   * their keys (contracts/access.ts), as in production; per-stack names, so that stacks sharing
+   * the Redis server never collide. The other apps get no Redis credentials.
+   */
+  private async createRedisUsers(): Promise<void> {
+    const admin = new Redis(this.env.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      const prefixes = {
+        bullPrefix: this.env.SKALD_BULL_PREFIX,
+        llmHealthPrefix: this.env.SKALD_LLM_HEALTH_PREFIX,
+      };
+      for (const service of REDIS_SERVICES) {
+        const user = `${this.redisUserPrefix}${service}`;
+        const password = randomBytes(18).toString('base64url');
+        await admin.call('ACL', 'SETUSER', user, 'reset', ...redisAclRules(service, password, prefixes));
+        const url = new URL(this.env.REDIS_URL);
+        url.username = user;
+        url.password = password;
+        this.redisEnv[service] = { REDIS_URL: url.toString() };
+      }
+    } finally {
+      admin.disconnect();
+    }
+  }
+
+  private async dropRedisUsers(): Promise<void> {
+    if (Object.keys(this.redisEnv).length === 0) return;
+    const admin = new Redis(this.env.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await admin.call('ACL', 'DELUSER', ...REDIS_SERVICES.map((s) => `${this.redisUserPrefix}${s}`));
+    } catch {
+      /* the server is gone: so are its users */
+    } finally {
+      admin.disconnect();
+    }
+  }
+
+  /** Connection options for the test's own NATS client (all subjects). */
+  get natsClient(): { servers: string; user?: string; pass?: string } {
+    return { servers: this.env.NATS_URL, ...(this.nats?.testUser ?? {}) };
   }
 
   get gatewayUrl(): string {
@@ -140,6 +198,8 @@ export class Stack {
       env: {
         ...process.env,
         ...this.env,
+        ...(name !== 'llm-sim' ? this.nats?.serviceEnv(name) : {}),
+        ...this.redisEnv[name],
         ...(this.options.perApp?.[name as Exclude<AppName, 'llm-sim'>] ?? {}),
         ...extraEnv,
         PORT: String(port),
@@ -179,7 +239,23 @@ export class Stack {
   /** SIGTERM every process and wait for it (SIGKILL after the grace period). */
   async stop(): Promise<void> {
     await Promise.all(this.processes.map((p) => stopProcess(p.child, 'SIGTERM', 10_000)));
-    await this.nats?.destroy();
+    if (this.ownsNats) await this.nats?.destroy();
+    await this.dropRedisUsers();
+    const refused = this.permissionErrors();
+    if (refused.length > 0)
+      throw new Error(`apps were refused by NATS or Redis permissions (contracts/access.ts):\n${refused.join('\n')}`);
+  }
+
+  /**
+   * Log lines where NATS or Redis refused an app for want of a permission: a grant missing from
+   * contracts/access.ts, which would break that path in production. `stop()` fails on any.
+   */
+  permissionErrors(): string[] {
+    return this.processes.flatMap((p) =>
+      p.logs
+        .filter((l) => l.includes('NATS permissions violation') || l.includes('NOPERM'))
+        .map((l) => `${p.instance}: ${l}`),
+    );
   }
 
   /** The process of an app whose log has a line containing every one of `needles`. */

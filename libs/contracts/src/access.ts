@@ -1,0 +1,207 @@
+import { APPROVAL_TOPICS } from './approvals';
+import { RequestSubject, SUBJECTS, TOPICS } from './subjects';
+
+/**
+ * What each service may do on NATS and Redis: the one source of truth that the NATS server
+ * configuration (deploy/nats/nats.conf, k8s, the test stack, `npm start`) and the Redis ACL users
+ * are rendered from. Postgres roles have their own map in `@skald/persistence`.
+ *
+ * A service may answer the requests whose `queue` is its own (SUBJECTS), call the requests listed
+ * in `calls`, publish and subscribe to the topics listed, and receive replies only on its own inbox
+ * prefix (`_INBOX.<service>.`), so no service can read another's replies.
+ */
+export const SKALD_SERVICES = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'] as const;
+export type SkaldService = (typeof SKALD_SERVICES)[number];
+
+interface NatsGrant {
+  /** Requests the service sends (answered by another service). */
+  calls: readonly RequestSubject[];
+  /** Topics it publishes (patterns: `*` is one token). */
+  publishes: readonly string[];
+  /** Topics it subscribes to. */
+  subscribes: readonly string[];
+}
+
+const requestsOf = (service: SkaldService): RequestSubject[] =>
+  (Object.keys(SUBJECTS) as RequestSubject[]).filter((s) => SUBJECTS[s].queue === service);
+
+export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
+  gateway: {
+    calls: [
+      ...requestsOf('scheduler').filter((s) => s !== 'tasks.submit_async'),
+      ...requestsOf('session-worker').filter((s) => !s.startsWith('session.job.') && s !== 'session.home_source'),
+      'approval.resolve',
+      'approval.tools',
+      'approval.inbox',
+      'approval.audit',
+      'approval.rules.list',
+      'approval.rules.create',
+      'approval.rules.update',
+      'approval.rules.delete',
+      'approval.rules.test',
+      'approval.bypasses.list',
+      'approval.bypasses.create',
+      'approval.bypasses.delete',
+      'mcp.servers.list',
+      'mcp.servers.create',
+      'mcp.servers.delete',
+    ],
+    publishes: [TOPICS.userRevoked.pattern],
+    subscribes: [
+      TOPICS.userRevoked.pattern,
+      TOPICS.sessionEvents.pattern,
+      TOPICS.ephemeralEvents.pattern,
+      TOPICS.userEvents.pattern,
+    ],
+  },
+  'session-worker': {
+    calls: [
+      'approval.check',
+      'approval.register',
+      'approval.get',
+      'approval.cancel_session',
+      'approval.reset_session',
+      'approval.visible_tools',
+      'tools.exec',
+      'tools.preview',
+      'tools.memory_context',
+      'tools.memory_read',
+      'mcp.servers.list',
+      'mcp.catalog',
+      'tasks.submit_async',
+    ],
+    publishes: [
+      TOPICS.sessionWake.pattern,
+      TOPICS.sessionCancel.pattern,
+      TOPICS.sessionTurnEnded.pattern,
+      TOPICS.sessionEvents.pattern,
+      TOPICS.ephemeralEvents.pattern,
+      TOPICS.userEvents.pattern,
+      TOPICS.toolCancel.pattern,
+    ],
+    subscribes: [TOPICS.sessionWake.pattern, TOPICS.sessionCancel.pattern, TOPICS.approvalResolved.pattern],
+  },
+  'approval-service': {
+    calls: [],
+    publishes: [
+      TOPICS.userEvents.pattern,
+      TOPICS.approvalResolved.pattern,
+      TOPICS.sessionWake.pattern,
+      APPROVAL_TOPICS.rulesChanged.pattern,
+      APPROVAL_TOPICS.bypassOpened.pattern,
+    ],
+    subscribes: [APPROVAL_TOPICS.rulesChanged.pattern, APPROVAL_TOPICS.bypassOpened.pattern],
+  },
+  'tool-runner': {
+    calls: [],
+    publishes: [TOPICS.ephemeralEvents.pattern, TOPICS.mcpServersChanged.pattern],
+    subscribes: [TOPICS.toolCancel.pattern, TOPICS.mcpServersChanged.pattern],
+  },
+  scheduler: {
+    calls: ['session.home_source', 'session.cancel', 'session.job.start', 'session.job.status', 'session.job.deliver'],
+    publishes: [TOPICS.userEvents.pattern],
+    subscribes: [TOPICS.sessionTurnEnded.pattern],
+  },
+};
+
+/** The inbox prefix a service's requests wait for replies on (`_INBOX.<service>`). */
+export function natsInboxPrefix(service: SkaldService): string {
+  return `_INBOX.${service}`;
+}
+
+export interface NatsPermissions {
+  publish: string[];
+  subscribe: string[];
+}
+
+/** The subjects a service may publish to and subscribe on (replies to requests it received are allowed besides). */
+export function natsPermissions(service: SkaldService): NatsPermissions {
+  const g = NATS_GRANTS[service];
+  return {
+    publish: [...new Set([...g.calls, ...g.publishes])],
+    subscribe: [...new Set([...requestsOf(service), ...g.subscribes, `${natsInboxPrefix(service)}.>`])],
+  };
+}
+
+/** A NATS user besides the services (operators' tools, tests): full permissions. */
+export interface NatsExtraUser {
+  user: string;
+  password: string;
+}
+
+/**
+ * The `authorization` block of a nats-server configuration: one user per service with its
+ * permissions. `password(service)` gives the literal or a `$VARIABLE` the server reads from its
+ * environment (deploy/nats/nats.conf uses `$NATS_PASSWORD_GATEWAY`, …).
+ */
+export function natsAuthorizationBlock(
+  password: (service: SkaldService) => string,
+  extra: NatsExtraUser[] = [],
+): string {
+  const list = (xs: string[]): string => `[${xs.map((x) => JSON.stringify(x)).join(', ')}]`;
+  const value = (p: string): string => (p.startsWith('$') ? p : JSON.stringify(p));
+  const users = SKALD_SERVICES.map((service) => {
+    const p = natsPermissions(service);
+    return [
+      `    {`,
+      `      user: ${JSON.stringify(service)}`,
+      `      password: ${value(password(service))}`,
+      `      permissions: {`,
+      `        publish: { allow: ${list(p.publish)} }`,
+      `        subscribe: { allow: ${list(p.subscribe)} }`,
+      `        allow_responses: true`,
+      `      }`,
+      `    }`,
+    ].join('\n');
+  });
+  for (const u of extra) {
+    users.push(`    { user: ${JSON.stringify(u.user)}, password: ${value(u.password)} }`);
+  }
+  return ['authorization {', '  users: [', users.join('\n'), '  ]', '}', ''].join('\n');
+}
+
+/** The environment variable holding a service's secret, e.g. `NATS_PASSWORD_SESSION_WORKER`. */
+export function serviceSecretVar(prefix: string, service: SkaldService): string {
+  return `${prefix}_${service.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/** Services that use Redis, and for what. The others get no Redis credentials at all. */
+export const REDIS_SERVICES = ['session-worker', 'scheduler'] as const;
+export type RedisService = (typeof REDIS_SERVICES)[number];
+
+export interface RedisKeyPrefixes {
+  /** `SKALD_BULL_PREFIX` (scheduler; BullMQ keys are `<prefix>:<queue>:…`). */
+  bullPrefix: string;
+  /** `SKALD_LLM_HEALTH_PREFIX` (session worker). */
+  llmHealthPrefix: string;
+}
+
+/** The BullMQ queue the scheduler owns (apps/scheduler). */
+export const SCHEDULER_QUEUE = 'skald-jobs';
+
+/**
+ * One Redis ACL rule per service (`ACL SETUSER <name> <rules…>` or `user <name> <rules…>` in a
+ * config file): its own keys only, no admin or dangerous commands, except `INFO` (the client's ready
+ * check), `CLIENT SETNAME` and, for the scheduler, `CONFIG GET` (its eviction-policy check).
+ */
+export function redisAclRules(service: RedisService, password: string, prefixes: RedisKeyPrefixes): string[] {
+  const common = ['on', 'resetkeys', 'resetchannels', 'nocommands', '+@all', '-@admin', '-@dangerous'];
+  const secret = `>${password}`;
+  if (service === 'scheduler')
+    return [
+      ...common,
+      '+info',
+      '+config|get',
+      '+client|setname',
+      '+client|getname',
+      '+client|id',
+      `~${prefixes.bullPrefix}:${SCHEDULER_QUEUE}:*`,
+      secret,
+    ];
+  return [...common, '+info', '+client|setname', `~${prefixes.llmHealthPrefix}*`, secret];
+}
+
+/** The Redis user name of a service. */
+export function redisUser(service: RedisService): string {
+  return `skald-${service}`;
+}

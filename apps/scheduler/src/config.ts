@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 
 export const SchedulerConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3104),
   HOST: z.string().default('127.0.0.1'),
   /** BullMQ key prefix: one per deployment (tests use one per run so they never collide). */
-  SKALD_BULL_PREFIX: z.string().min(1).default('skald'),
+  SKALD_BULL_PREFIX: z.string().min(1).default(DEFAULT_REDIS_PREFIXES.bullPrefix),
   /** Minimum seconds between two fires of a cron job. */
   SKALD_CRON_MIN_INTERVAL_S: z.coerce.number().int().min(1).default(60),
   /** Async tasks a user may have open at once; one more is refused with a clear error. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 
 export const WorkerConfigSchema = BaseConfigSchema.extend({
@@ -18,7 +19,7 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   /** Tokens (input + output) a user may spend a UTC day across all sessions; 0 = unlimited. */
   SKALD_USER_DAILY_TOKENS: z.coerce.number().int().min(0).default(0),
   /** Prefix of the Redis keys holding the LLM clients' shared health. */
-  SKALD_LLM_HEALTH_PREFIX: z.string().default('skald:llm:health:'),
+  SKALD_LLM_HEALTH_PREFIX: z.string().default(DEFAULT_REDIS_PREFIXES.llmHealthPrefix),
   /** A client with no outcome for this long is forgotten (healthy again). */
   SKALD_LLM_HEALTH_TTL_S: z.coerce.number().int().min(10).default(86_400),
   /** IANA zone shown to the model (default: the process's zone). */

@@ -1,13 +1,13 @@
 import { Job, Queue, Worker } from 'bullmq';
 import type Redis from 'ioredis';
-import type { Actor } from '@skald/contracts';
+import { SCHEDULER_QUEUE, type Actor } from '@skald/contracts';
 import type { Logger } from '@skald/service-kit';
 import { lastFireAtOrBefore, nextFire } from './cron-spec';
 import { classifyEnding, endingInputOf, notificationSummary, type JobEndingInput } from './job-ending';
 import { HomeSourcePort, JobEventsPort, JobSessionsPort, JobStartRefused } from './job-ports';
 import { JobRow, JobsRepository, RunRow } from './jobs.repository';
 
-export const QUEUE_NAME = 'skald-jobs';
+export const QUEUE_NAME = SCHEDULER_QUEUE;
 const FIRE = 'fire';
 
 export interface EngineOptions {

@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+// The NATS server configuration of Compose and Kubernetes (k8s/base/infra/nats.conf), generated from the
+// per-service permissions in libs/contracts/src/access.ts.
+//
+//   npm run build && node scripts/gen-service-auth.js     # rewrite the file
+//   node scripts/gen-service-auth.js --check              # exit 1 when it is out of date (test/k8s runs this)
+'use strict';
+
+const { readFileSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+
+const ROOT = join(__dirname, '..');
+const NATS_CONF = join(ROOT, 'k8s', 'base', 'infra', 'nats.conf');
+
+function natsConf() {
+  return require(join(ROOT, 'libs', 'contracts', 'dist')).natsServerConfig();
+}
+
+if (require.main === module) {
+  const want = natsConf();
+  if (process.argv.includes('--check')) {
+    const have = readFileSync(NATS_CONF, 'utf8');
+    if (have !== want) {
+      console.error(`${NATS_CONF} is out of date: npm run build && node scripts/gen-service-auth.js`);
+      process.exit(1);
+    }
+  } else {
+    writeFileSync(NATS_CONF, want);
+    console.log(`wrote ${NATS_CONF}`);
+  }
+}
+
+module.exports = { natsConf, NATS_CONF };

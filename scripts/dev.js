@@ -7,6 +7,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { unreachableServices } = require('./lib-services');
+const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
 
 const ROOT = path.resolve(__dirname, '..');
 const STATE = path.join(ROOT, '.skald');
@@ -39,11 +40,23 @@ function persistent(file, make) {
 }
 
 async function main() {
-  const down = await unreachableServices();
+  // Without NATS_URL, npm start runs a NATS server of its own: its users are the five apps, each
+  // allowed only its subjects (as in production); the machine's NATS needs no configuration for it.
+  const ownNats = !process.env.NATS_URL;
+  const down = (await unreachableServices()).filter((s) => !(ownNats && s.env === 'NATS_URL'));
   if (down.length > 0) {
     for (const s of down) {
       console.error(`[skald] ${s.name} is not reachable at ${s.where} (${s.env}). Start it with:\n    ${s.start}`);
     }
+    process.exit(1);
+  }
+  const natsBin = ownNats ? natsBinary(process.env) : null;
+  if (ownNats && !natsBin) {
+    console.error(
+      '[skald] nats-server is not installed (npm start runs its own, with a user per app). Install it with:\n' +
+        '    apt-get install nats-server\n' +
+        '  or set SKALD_NATS_BIN, or NATS_URL to a NATS server you run (users: k8s/base/infra/nats.conf).',
+    );
     process.exit(1);
   }
   if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
@@ -52,7 +65,6 @@ async function main() {
 
   const env = { ...process.env };
   env.DATABASE_URL ||= 'postgres://postgres@127.0.0.1:5432/skald';
-  env.NATS_URL ||= 'nats://127.0.0.1:4222';
   env.REDIS_URL ||= 'redis://127.0.0.1:6379';
   env.SKALD_WORKSPACES ||= path.join(STATE, 'workspaces');
   env.SKALD_JWT_SECRET ||= persistent('jwt-secret', () => crypto.randomBytes(48).toString('base64url'));
@@ -67,7 +79,76 @@ async function main() {
   const port = Number(env.PORT_GATEWAY || 8080);
   run('node', ['libs/persistence/dist/cli.js', 'up'], 'Migrating the database');
 
+  // Per-app credentials: NATS users, Redis ACL users (the session worker and the scheduler; the
+  // other apps get no Redis credentials).
+  const appEnv = {};
+  const apps = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'];
+  for (const a of apps) appEnv[a] = {};
   const children = [];
+  let nats = null;
+  let stopping = false;
+  const shutdown = (code) => {
+    if (stopping) return;
+    stopping = true;
+    say('stopping…');
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    const deadline = setTimeout(() => {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    }, 25_000);
+    Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(
+      async () => {
+        clearTimeout(deadline);
+        // NATS last: the apps drain through it.
+        if (nats && nats.child.exitCode === null) {
+          nats.child.kill('SIGTERM');
+          await new Promise((r) => nats.child.once('exit', r));
+        }
+        say('stopped.');
+        process.exit(code);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown(0));
+  process.on('SIGTERM', () => shutdown(0));
+  let natsBanner;
+  if (ownNats) {
+    const natsPort = Number(env.SKALD_NATS_PORT || 4223);
+    nats = await startLocalNats({
+      bin: natsBin,
+      port: natsPort,
+      state: STATE,
+      onLine: (l) => console.log(paint('llm-sim', '[nats]'.padEnd(19)), l),
+    });
+    env.NATS_URL = nats.url;
+    nats.child.on('exit', (code, signal) => {
+      console.log(paint('llm-sim', '[nats]'.padEnd(19)), `exited (${signal || code})`);
+      if (!stopping) shutdown(1);
+    });
+    process.on('exit', () => nats.child.exitCode === null && nats.child.kill('SIGKILL'));
+    for (const a of apps) Object.assign(appEnv[a], nats.env[a]);
+    natsBanner = `NATS:              ${nats.url} (npm start's own; a user per app; \`nats\` CLI: --user skald-ops --password "$(cat .skald/nats-ops-password)")`;
+  } else {
+    const creds = externalNatsEnv(env);
+    if (creds) for (const a of apps) Object.assign(appEnv[a], creds[a]);
+    natsBanner = creds
+      ? `NATS:              ${env.NATS_URL} (a user per app, passwords from NATS_PASSWORD_<APP>)`
+      : `NATS:              ${env.NATS_URL} — WARNING: anonymous; set NATS_PASSWORD_<APP> for per-app users (docs/operations.md)`;
+  }
+  let redisBanner;
+  try {
+    const redis = await provisionRedisUsers({
+      adminUrl: env.REDIS_URL,
+      state: STATE,
+      env,
+    });
+    for (const [a, e] of Object.entries(redis)) Object.assign(appEnv[a], e);
+    redisBanner = 'Redis:             ACL users skald-session-worker and skald-scheduler, each reaching only its keys';
+  } catch (e) {
+    for (const a of ['session-worker', 'scheduler']) appEnv[a].REDIS_URL = env.REDIS_URL;
+    redisBanner = `Redis:             WARNING: could not create ACL users (${e.message}); the apps use REDIS_URL as given`;
+  }
+  delete env.REDIS_URL;
+
   const start = (name, script, extraEnv) => {
     const child = spawn(process.execPath, [script], {
       cwd: ROOT,
@@ -108,29 +189,11 @@ async function main() {
     llmBanner = `LLM: ${env.SKALD_LLM_CLIENTS ? 'clients from SKALD_LLM_CLIENTS' : `${env.SKALD_LLM_MODEL || '(default model)'} at ${env.OPENAI_BASE_URL}`}`;
   }
 
-  start('approval-service', 'apps/approval-service/dist/main.js', { PORT: '3102' });
-  start('tool-runner', 'apps/tool-runner/dist/main.js', { PORT: '3103' });
-  start('session-worker', 'apps/session-worker/dist/main.js', { PORT: '3101' });
-  start('scheduler', 'apps/scheduler/dist/main.js', { PORT: '3104' });
-  start('gateway', 'apps/gateway/dist/main.js', { PORT: String(port) });
-
-  let stopping = false;
-  const shutdown = (code) => {
-    if (stopping) return;
-    stopping = true;
-    say('stopping…');
-    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-    const deadline = setTimeout(() => {
-      for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-    }, 25_000);
-    Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(() => {
-      clearTimeout(deadline);
-      say('stopped.');
-      process.exit(code);
-    });
-  };
-  process.on('SIGINT', () => shutdown(0));
-  process.on('SIGTERM', () => shutdown(0));
+  start('approval-service', 'apps/approval-service/dist/main.js', { ...appEnv['approval-service'], PORT: '3102' });
+  start('tool-runner', 'apps/tool-runner/dist/main.js', { ...appEnv['tool-runner'], PORT: '3103' });
+  start('session-worker', 'apps/session-worker/dist/main.js', { ...appEnv['session-worker'], PORT: '3101' });
+  start('scheduler', 'apps/scheduler/dist/main.js', { ...appEnv.scheduler, PORT: '3104' });
+  start('gateway', 'apps/gateway/dist/main.js', { ...appEnv.gateway, PORT: String(port) });
 
   // Banner once the gateway answers.
   for (let i = 0; i < 120 && !stopping; i++) {
@@ -149,6 +212,8 @@ async function main() {
       '────────────────────────────────────────────────────────────────────────',
       `  Skald is running:  http://127.0.0.1:${port}   (the web client; API under /api, OpenAPI at /api/docs)`,
       `  Admin login:       ${adminSource}`,
+      `  ${natsBanner}`,
+      `  ${redisBanner}`,
       `  ${llmBanner}`,
       '  Ctrl-C stops everything.',
       '────────────────────────────────────────────────────────────────────────',

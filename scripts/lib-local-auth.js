@@ -1,0 +1,111 @@
+'use strict';
+// Per-service credentials for `npm start`, as in production (libs/contracts/src/access.ts): a NATS server of
+// its own whose users are the five apps, and Redis ACL users for the two apps that use Redis.
+// (Postgres roles: `node libs/persistence/dist/cli.js roles`.)
+const { spawn } = require('node:child_process');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const { tcpReachable } = require('./lib-services');
+
+const ROOT = path.resolve(__dirname, '..');
+const contracts = () => require(path.join(ROOT, 'libs', 'contracts', 'dist'));
+const secret = () => crypto.randomBytes(18).toString('base64url');
+
+/** The nats-server binary: SKALD_NATS_BIN, else the first nats-server on PATH or in /usr/sbin. */
+function natsBinary(env) {
+  if (env.SKALD_NATS_BIN) return fs.existsSync(env.SKALD_NATS_BIN) ? env.SKALD_NATS_BIN : null;
+  const dirs = [...(env.PATH || '').split(path.delimiter), '/usr/sbin', '/usr/local/bin'];
+  return dirs.map((d) => path.join(d, 'nats-server')).find((p) => fs.existsSync(p)) || null;
+}
+
+/**
+ * Starts nats-server on 127.0.0.1:`port` with one user per app (fresh passwords each start) and an operator user
+ * `skald-ops` for the `nats` CLI (password kept in `<state>/nats-ops-password`). Resolves to the child process and
+ * each app's NATS_USER / NATS_PASSWORD.
+ */
+async function startLocalNats({ bin, port, state, onLine }) {
+  const { SKALD_SERVICES, natsAuthorizationBlock } = contracts();
+  const passwords = Object.fromEntries(SKALD_SERVICES.map((s) => [s, secret()]));
+  const opsFile = path.join(state, 'nats-ops-password');
+  if (!fs.existsSync(opsFile)) fs.writeFileSync(opsFile, secret(), { mode: 0o600 });
+  const ops = fs.readFileSync(opsFile, 'utf8').trim();
+  const dir = path.join(state, 'nats');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const conf = path.join(dir, 'nats.conf');
+  fs.writeFileSync(
+    conf,
+    [
+      `listen: "127.0.0.1:${port}"`,
+      `jetstream { store_dir: ${JSON.stringify(path.join(dir, 'data'))} }`,
+      natsAuthorizationBlock((s) => passwords[s], [{ user: 'skald-ops', password: ops }]),
+    ].join('\n'),
+    { mode: 0o600 },
+  );
+  const child = spawn(bin, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const stream of [child.stdout, child.stderr]) {
+    let buf = '';
+    stream.on('data', (d) => {
+      buf += d;
+      const lines = buf.split('\n');
+      buf = lines.pop();
+      for (const l of lines) if (/\[(ERR|WRN|FTL)\]/.test(l) && !/Plaintext passwords/.test(l)) onLine(l);
+    });
+  }
+  for (let i = 0; i < 100 && child.exitCode === null; i++) {
+    if (await tcpReachable('127.0.0.1', port, 500)) {
+      const env = Object.fromEntries(SKALD_SERVICES.map((s) => [s, { NATS_USER: s, NATS_PASSWORD: passwords[s] }]));
+      return { child, env, url: `nats://127.0.0.1:${port}` };
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`nats-server did not start on 127.0.0.1:${port} (is the port taken? set SKALD_NATS_PORT)`);
+}
+
+/**
+ * Each app's NATS credentials on a NATS server the operator runs (NATS_URL set): the users of
+ * k8s/base/infra/nats.conf, passwords from NATS_PASSWORD_<APP>. Null when none is set (anonymous).
+ */
+function externalNatsEnv(env) {
+  const { SKALD_SERVICES, serviceSecretVar } = contracts();
+  const vars = SKALD_SERVICES.map((s) => [s, env[serviceSecretVar('NATS_PASSWORD', s)]]);
+  if (vars.every(([, p]) => !p)) return null;
+  const missing = vars.filter(([, p]) => !p).map(([s]) => serviceSecretVar('NATS_PASSWORD', s));
+  if (missing.length > 0) throw new Error(`set every NATS_PASSWORD_<APP> or none; missing: ${missing.join(', ')}`);
+  return Object.fromEntries(vars.map(([s, p]) => [s, { NATS_USER: s, NATS_PASSWORD: p }]));
+}
+
+/**
+ * Creates (or resets) the Redis ACL users of the session worker and the scheduler through the admin connection
+ * REDIS_URL, with passwords kept in `<state>/redis-passwords.json`; returns each one's REDIS_URL.
+ */
+async function provisionRedisUsers({ adminUrl, state, env }) {
+  const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
+  const { DEFAULT_REDIS_PREFIXES, REDIS_SERVICES, redisAclRules, redisUser } = contracts();
+  const prefixes = {
+    bullPrefix: env.SKALD_BULL_PREFIX || DEFAULT_REDIS_PREFIXES.bullPrefix,
+    llmHealthPrefix: env.SKALD_LLM_HEALTH_PREFIX || DEFAULT_REDIS_PREFIXES.llmHealthPrefix,
+  };
+  const file = path.join(state, 'redis-passwords.json');
+  const saved = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
+  for (const s of REDIS_SERVICES) saved[s] ||= secret();
+  fs.writeFileSync(file, JSON.stringify(saved), { mode: 0o600 });
+  const admin = new Redis(adminUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await admin.connect();
+    const out = {};
+    for (const s of REDIS_SERVICES) {
+      await admin.call('ACL', 'SETUSER', redisUser(s), 'reset', ...redisAclRules(s, saved[s], prefixes));
+      const u = new URL(adminUrl);
+      u.username = redisUser(s);
+      u.password = saved[s];
+      out[s] = { REDIS_URL: u.toString() };
+    }
+    return out;
+  } finally {
+    admin.disconnect();
+  }
+}
+
+module.exports = { natsBinary, startLocalNats, externalNatsEnv, provisionRedisUsers };

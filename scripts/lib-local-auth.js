@@ -78,11 +78,13 @@ function externalNatsEnv(env) {
 
 /**
  * Creates (or resets) the Redis ACL users of the session worker and the scheduler through the admin connection
- * REDIS_URL, with passwords kept in `<state>/redis-passwords.json`; returns each one's REDIS_URL.
+ * REDIS_URL, with passwords kept in `<state>/redis-passwords.json`; returns each one's REDIS_URL. (`userName`
+ * renames the users, for tests sharing a Redis server with a running `npm start`.)
  */
-async function provisionRedisUsers({ adminUrl, state, env }) {
+async function provisionRedisUsers({ adminUrl, state, env, userName }) {
   const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
   const { DEFAULT_REDIS_PREFIXES, REDIS_SERVICES, redisAclRules, redisUser } = contracts();
+  const nameOf = userName || redisUser;
   const prefixes = {
     bullPrefix: env.SKALD_BULL_PREFIX || DEFAULT_REDIS_PREFIXES.bullPrefix,
     llmHealthPrefix: env.SKALD_LLM_HEALTH_PREFIX || DEFAULT_REDIS_PREFIXES.llmHealthPrefix,
@@ -96,9 +98,9 @@ async function provisionRedisUsers({ adminUrl, state, env }) {
     await admin.connect();
     const out = {};
     for (const s of REDIS_SERVICES) {
-      await admin.call('ACL', 'SETUSER', redisUser(s), 'reset', ...redisAclRules(s, saved[s], prefixes));
+      await admin.call('ACL', 'SETUSER', nameOf(s), 'reset', ...redisAclRules(s, saved[s], prefixes));
       const u = new URL(adminUrl);
-      u.username = redisUser(s);
+      u.username = nameOf(s);
       u.password = saved[s];
       out[s] = { REDIS_URL: u.toString() };
     }

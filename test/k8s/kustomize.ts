@@ -2,13 +2,13 @@
 //
 // `kubectl kustomize` is used when it is installed (CI machines have it). Without it, `buildKustomization` resolves
 // the subset of kustomize that k8s/ uses (resources, components, namespace, labels, images, replicas, strategic
-// merge patches, secretGenerator from env files) and refuses anything else by name, so a manifest change that
+// merge patches, secretGenerator from env files, configMapGenerator from files) and refuses anything else by name, so a manifest change that
 // needs more of kustomize fails here instead of being rendered wrongly. The spec compares both renderings when
 // kubectl is present.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
+import { basename, delimiter, join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
 export type K8sObject = {
@@ -72,6 +72,7 @@ const SUPPORTED_FIELDS = new Set([
   'replicas',
   'patches',
   'secretGenerator',
+  'configMapGenerator',
 ]);
 
 interface Kustomization {
@@ -84,6 +85,13 @@ interface Kustomization {
   replicas?: { name: string; count: number }[];
   patches?: { path?: string; patch?: string; target?: unknown }[];
   secretGenerator?: { name: string; envs?: string[]; literals?: string[]; files?: string[]; type?: string }[];
+  configMapGenerator?: {
+    name: string;
+    files?: string[];
+    envs?: string[];
+    literals?: string[];
+    options?: { labels?: Record<string, string>; [key: string]: unknown };
+  }[];
 }
 
 function isMap(v: Json): v is JsonMap {
@@ -191,6 +199,29 @@ function renameSecretRefs(pod: JsonMap, from: string, to: string): void {
   }
 }
 
+/** The name reference fields of a pod spec that point at a ConfigMap. */
+function renameConfigMapRefs(pod: JsonMap, from: string, to: string): void {
+  for (const c of containersOf(pod)) {
+    for (const e of (c.env as JsonMap[] | undefined) ?? []) {
+      const ref = (e.valueFrom as JsonMap | undefined)?.configMapKeyRef as JsonMap | undefined;
+      if (ref?.name === from) ref.name = to;
+    }
+    for (const e of (c.envFrom as JsonMap[] | undefined) ?? []) {
+      const ref = e.configMapRef as JsonMap | undefined;
+      if (ref?.name === from) ref.name = to;
+    }
+  }
+  for (const v of (pod.volumes as JsonMap[] | undefined) ?? []) {
+    const m = v.configMap as JsonMap | undefined;
+    if (m?.name === from) m.name = to;
+  }
+}
+
+/** A generated object's name: kustomize appends a hash of the content (computed differently here: the spec compares without it). */
+function hashedName(name: string, content: JsonMap): string {
+  return `${name}-${createHash('sha256').update(JSON.stringify(content)).digest('hex').slice(0, 10)}`;
+}
+
 function loadResource(base: string, entry: string): K8sObject[] {
   const path = resolve(base, entry);
   if (statSync(path).isDirectory()) return buildKustomization(path);
@@ -214,13 +245,23 @@ function applyKustomization(dir: string, k: Kustomization, objects: K8sObject[])
       for (const [key, value] of parseEnvFile(resolve(dir, env))) data[key] = Buffer.from(value).toString('base64');
     }
     const type = gen.type ?? 'Opaque';
-    const hash = createHash('sha256')
-      .update(JSON.stringify({ data, kind: 'Secret', name: gen.name, type }))
-      .digest('hex')
-      .slice(0, 10);
-    const name = `${gen.name}-${hash}`;
+    const name = hashedName(gen.name, { data, kind: 'Secret', name: gen.name, type });
     out.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name }, type, data });
     for (const obj of out) for (const pod of podSpecs(obj)) renameSecretRefs(pod, gen.name, name);
+  }
+
+  for (const gen of k.configMapGenerator ?? []) {
+    if (gen.envs || gen.literals) throw new Error(`${dir}: configMapGenerator supports files only here`);
+    const { labels, ...rest } = gen.options ?? {};
+    if (Object.keys(rest).length > 0) throw new Error(`${dir}: configMapGenerator options other than labels`);
+    const data: Record<string, string> = {};
+    for (const file of gen.files ?? []) {
+      if (file.includes('=')) throw new Error(`${dir}: configMapGenerator "key=path" files are not supported here`);
+      data[basename(file)] = readFileSync(resolve(dir, file), 'utf8');
+    }
+    const name = hashedName(gen.name, { data, kind: 'ConfigMap', name: gen.name });
+    out.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(labels ? { labels } : {}) }, data });
+    for (const obj of out) for (const pod of podSpecs(obj)) renameConfigMapRefs(pod, gen.name, name);
   }
 
   for (const p of k.patches ?? []) {

@@ -38,10 +38,12 @@ const DESCRIPTIONS = {
   DATABASE_POOL_SIZE:
     'Postgres connections per process. Keep (replicas of every app) × this below Postgres `max_connections`.',
   NATS_URL: 'NATS server(s), comma-separated. JetStream must be enabled.',
-  NATS_USER: 'NATS user, when the server requires authentication.',
-  NATS_PASSWORD: 'NATS password of `NATS_USER`.',
+  NATS_USER:
+    "The app's NATS user: its own name (`gateway`, `session-worker`, …), whose subjects `k8s/base/infra/nats.conf` grants; its replies arrive on `_INBOX.<user>.`.",
+  NATS_PASSWORD: 'NATS password of `NATS_USER` (`NATS_PASSWORD_<APP>` in the Secret).',
   NATS_REQUEST_TIMEOUT_MS: 'How long a NATS request waits for an answer before it fails.',
-  REDIS_URL: 'Redis connection URL (`redis://:password@host:6379`). Redis must run with `maxmemory-policy noeviction`.',
+  REDIS_URL:
+    "Redis connection URL with the app's own ACL user (`redis://skald-<app>:password@host:6379`). Redis must run with `maxmemory-policy noeviction`.",
   PORT: 'HTTP port: `/healthz`, `/readyz`, `/metrics` (and the API on the gateway).',
   HOST: 'Address the HTTP server binds; `0.0.0.0` in containers.',
   SKALD_TOKEN_TTL_SECS: 'Lifetime of the session JWTs the gateway issues at login.',

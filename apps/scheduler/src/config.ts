@@ -3,6 +3,7 @@ import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 
 export const SchedulerConfigSchema = BaseConfigSchema.extend({
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3104),
   HOST: z.string().default('127.0.0.1'),
   /** BullMQ key prefix: one per deployment (tests use one per run so they never collide). */

@@ -3,7 +3,7 @@ import { RequestSubject, SUBJECTS, TOPICS } from './subjects';
 
 /**
  * What each service may do on NATS and Redis: the one source of truth that the NATS server
- * configuration (deploy/nats/nats.conf, k8s, the test stack, `npm start`) and the Redis ACL users
+ * configuration (k8s/base/infra/nats.conf, which Compose mounts too; the test stack; `npm start`) and the Redis ACL users
  * are rendered from. Postgres roles have their own map in `@skald/persistence`.
  *
  * A service may answer the requests whose `queue` is its own (SUBJECTS), call the requests listed
@@ -132,7 +132,7 @@ export interface NatsExtraUser {
 /**
  * The `authorization` block of a nats-server configuration: one user per service with its
  * permissions. `password(service)` gives the literal or a `$VARIABLE` the server reads from its
- * environment (deploy/nats/nats.conf uses `$NATS_PASSWORD_GATEWAY`, …).
+ * environment (k8s/base/infra/nats.conf uses `$NATS_PASSWORD_GATEWAY`, …).
  */
 export function natsAuthorizationBlock(
   password: (service: SkaldService) => string,

@@ -10,7 +10,6 @@ export const BaseConfigSchema = z.object({
   NATS_USER: z.string().optional(),
   NATS_PASSWORD: z.string().optional(),
   NATS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
   /** Grace period for draining on SIGTERM. */
   SKALD_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   /** Instance name in logs and NATS connection names; defaults to host + pid. */

@@ -66,6 +66,19 @@ async function main() {
   }
   const port = Number(env.PORT_GATEWAY || 8080);
   run('node', ['libs/persistence/dist/cli.js', 'up'], 'Migrating the database');
+  // Each app connects as its own Postgres role, granted only its tables (issue 10): the admin URL
+  // above migrates and provisions; passwords come from SKALD_DB_PASSWORD_* when set (trust
+  // authentication on a developer machine needs none). No app sees the admin URL or another's password.
+  run('node', ['libs/persistence/dist/cli.js', 'roles'], "Provisioning the services' database roles");
+  const { serviceDatabaseUrl, servicePasswordEnv, SKALD_SERVICES } = require(
+    path.join(ROOT, 'libs/persistence/dist/service-roles'),
+  );
+  const roleUrls = {};
+  for (const service of SKALD_SERVICES) {
+    roleUrls[service] = serviceDatabaseUrl(env.DATABASE_URL, service, env[servicePasswordEnv(service)]);
+    delete env[servicePasswordEnv(service)];
+  }
+  const asRole = (service) => ({ DATABASE_URL: roleUrls[service] });
 
   const children = [];
   const start = (name, script, extraEnv) => {
@@ -108,11 +121,11 @@ async function main() {
     llmBanner = `LLM: ${env.SKALD_LLM_CLIENTS ? 'clients from SKALD_LLM_CLIENTS' : `${env.SKALD_LLM_MODEL || '(default model)'} at ${env.OPENAI_BASE_URL}`}`;
   }
 
-  start('approval-service', 'apps/approval-service/dist/main.js', { PORT: '3102' });
-  start('tool-runner', 'apps/tool-runner/dist/main.js', { PORT: '3103' });
-  start('session-worker', 'apps/session-worker/dist/main.js', { PORT: '3101' });
-  start('scheduler', 'apps/scheduler/dist/main.js', { PORT: '3104' });
-  start('gateway', 'apps/gateway/dist/main.js', { PORT: String(port) });
+  start('approval-service', 'apps/approval-service/dist/main.js', { PORT: '3102', ...asRole('approval-service') });
+  start('tool-runner', 'apps/tool-runner/dist/main.js', { PORT: '3103', ...asRole('tool-runner') });
+  start('session-worker', 'apps/session-worker/dist/main.js', { PORT: '3101', ...asRole('session-worker') });
+  start('scheduler', 'apps/scheduler/dist/main.js', { PORT: '3104', ...asRole('scheduler') });
+  start('gateway', 'apps/gateway/dist/main.js', { PORT: String(port), ...asRole('gateway') });
 
   let stopping = false;
   const shutdown = (code) => {

@@ -78,12 +78,25 @@ async function main() {
   }
   const port = Number(env.PORT_GATEWAY || 8080);
   run('node', ['libs/persistence/dist/cli.js', 'up'], 'Migrating the database');
+  // Each app connects as its own Postgres role, granted only its tables (issue 10): the admin URL
+  // above migrates and provisions; passwords come from SKALD_DB_PASSWORD_* when set (trust
+  // authentication on a developer machine needs none). No app sees the admin URL or another's password.
+  run('node', ['libs/persistence/dist/cli.js', 'roles'], "Provisioning the services' database roles");
+  const { serviceDatabaseUrl, servicePasswordEnv, SKALD_SERVICES } = require(
+    path.join(ROOT, 'libs/persistence/dist/service-roles'),
+  );
+  const roleUrls = {};
+  for (const service of SKALD_SERVICES) {
+    roleUrls[service] = serviceDatabaseUrl(env.DATABASE_URL, service, env[servicePasswordEnv(service)]);
+    delete env[servicePasswordEnv(service)];
+  }
+  const asRole = (service) => ({ DATABASE_URL: roleUrls[service] });
 
   // Per-app credentials: NATS users, Redis ACL users (the session worker and the scheduler; the
   // other apps get no Redis credentials).
   const appEnv = {};
   const apps = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'];
-  for (const a of apps) appEnv[a] = {};
+  for (const a of apps) appEnv[a] = asRole(a);
   const children = [];
   let nats = null;
   let stopping = false;

@@ -34,7 +34,7 @@ const DESCRIPTIONS = {
   NODE_ENV: '`production` in deployments.',
   LOG_LEVEL: 'pino log level of the JSON logs.',
   DATABASE_URL:
-    'Postgres connection URL (also read by the migration CLI `node libs/persistence/dist/cli.js up`). The database is created by the migration when missing.',
+    "Postgres connection URL. An app's names its own role (`skald_<app>`, see Database roles); the migration CLI's (`node libs/persistence/dist/cli.js up`, then `roles`) names the admin. The database is created by the migration when missing.",
   DATABASE_POOL_SIZE:
     'Postgres connections per process. Keep (replicas of every app) × this below Postgres `max_connections`.',
   NATS_URL: 'NATS server(s), comma-separated. JetStream must be enabled.',

@@ -6,3 +6,4 @@ export * from './entities/approval.entity';
 export * from './entities/tool-runner.entity';
 export * from './database.module';
 export * from './query-rows';
+export * from './service-roles';

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { provisionServiceRoles, serviceDatabaseUrl } from '@skald/persistence';
 import { freePort } from './free-port';
 import { REDIS_SERVICES, redisAclRules } from '@skald/contracts';
 import Redis from 'ioredis';
@@ -164,6 +165,7 @@ export class Stack {
   }
 
   private async boot(): Promise<void> {
+    await provisionServiceRoles(this.env.DATABASE_URL);
     const sim = await this.spawn('llm-sim', 'libs/testing/dist/llm-sim/main.js', 0);
     this.simUrl = `${sim.url}/v1`;
     Object.assign(this.env, {
@@ -200,6 +202,7 @@ export class Stack {
         ...this.env,
         ...(name !== 'llm-sim' ? this.nats?.serviceEnv(name) : {}),
         ...this.redisEnv[name],
+        ...this.serviceRoleEnv(name),
         ...(this.options.perApp?.[name as Exclude<AppName, 'llm-sim'>] ?? {}),
         ...extraEnv,
         PORT: String(port),
@@ -261,6 +264,13 @@ export class Stack {
   /** The process of an app whose log has a line containing every one of `needles`. */
   findByLog(name: AppName, ...needles: string[]): StackProcess | undefined {
     return this.byName(name).find((p) => p.logs.some((l) => needles.every((n) => l.includes(n))));
+  }
+
+  // ---- Postgres roles (issue 10): every app connects as its own role, provisioned by `boot` on the
+  // admin URL, which `env.DATABASE_URL` stays (tests query with it). A DATABASE_URL in `perApp` or
+  // in `addReplica`'s env wins.
+  private serviceRoleEnv(name: AppName): Record<string, string> {
+    return name === 'llm-sim' ? {} : { DATABASE_URL: serviceDatabaseUrl(this.env.DATABASE_URL, name) };
   }
 
   /** Logs of every process, for a failure message. */

@@ -1,0 +1,248 @@
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+
+/** The five apps, each connecting to Postgres as a role of its own (issue 10). */
+export const SKALD_SERVICES = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'] as const;
+export type SkaldService = (typeof SKALD_SERVICES)[number];
+
+export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
+
+/**
+ * The single source of truth of who may touch which table, read off the code of each app: its
+ * TypeORM entities and every raw SQL statement. `UPDATE` is also what `ON CONFLICT DO UPDATE` and
+ * `SELECT … FOR UPDATE / FOR SHARE` need; every statement with a `WHERE` or `RETURNING` needs
+ * `SELECT`. A table named nowhere here is reachable by no service (only by the migration admin).
+ */
+export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, Readonly<Record<string, readonly TablePrivilege[]>>>> =
+  {
+    gateway: {
+      users: ['SELECT', 'INSERT', 'UPDATE'],
+      api_tokens: ['SELECT', 'INSERT', 'UPDATE'],
+      // Expired tickets are deleted when a new one is issued.
+      ws_tickets: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    },
+    'session-worker': {
+      sessions: ['SELECT', 'INSERT', 'UPDATE'],
+      // Taken with ON CONFLICT DO UPDATE; checked with FOR SHARE in every turn write.
+      session_leases: ['SELECT', 'INSERT', 'UPDATE'],
+      stack_frames: ['SELECT', 'INSERT', 'UPDATE'],
+      chat_history: ['SELECT', 'INSERT', 'UPDATE'],
+      tool_calls: ['SELECT', 'INSERT', 'UPDATE'],
+      session_inbox: ['SELECT', 'INSERT', 'UPDATE'],
+      session_events: ['SELECT', 'INSERT'],
+      session_scratchpad: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+      session_todos: ['SELECT', 'INSERT', 'UPDATE'],
+      // Granted with ON CONFLICT DO NOTHING; a session reset deletes them.
+      tool_grants: ['SELECT', 'INSERT', 'DELETE'],
+      compaction_summaries: ['SELECT', 'INSERT', 'UPDATE'],
+      // A ledger: appended, summed, never changed.
+      llm_usage: ['SELECT', 'INSERT'],
+      llm_client_pins: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+      user_agents: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+      user_settings: ['SELECT', 'INSERT', 'UPDATE'],
+    },
+    'approval-service': {
+      approval_rules: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+      // Bumped by the statement trigger on approval_rules, which runs as the role that changed the rules.
+      approval_rules_version: ['SELECT', 'UPDATE'],
+      approval_requests: ['SELECT', 'INSERT', 'UPDATE'],
+      approval_bypasses: ['SELECT', 'INSERT', 'UPDATE'],
+      // An audit trail: appended, never changed.
+      approval_audit: ['SELECT', 'INSERT'],
+      known_tools: ['SELECT', 'INSERT', 'UPDATE'],
+    },
+    'tool-runner': {
+      // Written under SELECT … FOR UPDATE; documents are never deleted.
+      memory_documents: ['SELECT', 'INSERT', 'UPDATE'],
+      tool_call_results: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+      mcp_servers: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    },
+    scheduler: {
+      scheduled_jobs: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+      // Deleted only by the cascade of a deleted job, which runs as the table owner.
+      job_runs: ['SELECT', 'INSERT', 'UPDATE'],
+    },
+  };
+
+/** Tables deliberately reachable by no service: the migration admin's own. */
+export const ADMIN_ONLY_TABLES: readonly string[] = ['skald_migrations'];
+
+/** `skald_session_worker` for `session-worker`. */
+export function serviceRoleName(service: SkaldService): string {
+  return `skald_${service.replace(/-/g, '_')}`;
+}
+
+/** `SKALD_DB_PASSWORD_SESSION_WORKER` for `session-worker`: the env var holding the role's password. */
+export function servicePasswordEnv(service: SkaldService): string {
+  return `SKALD_DB_PASSWORD_${service.replace(/-/g, '_').toUpperCase()}`;
+}
+
+/** The role passwords named by `SKALD_DB_PASSWORD_*` in `env` (a service without one is left out). */
+export function servicePasswordsFromEnv(env: NodeJS.ProcessEnv): Partial<Record<SkaldService, string>> {
+  const out: Partial<Record<SkaldService, string>> = {};
+  for (const s of SKALD_SERVICES) {
+    const pw = env[servicePasswordEnv(s)];
+    if (pw) out[s] = pw;
+  }
+  return out;
+}
+
+/** The admin URL with its user (and password) replaced by the service's role. */
+export function serviceDatabaseUrl(adminUrl: string, service: SkaldService, password?: string): string {
+  const u = new URL(adminUrl);
+  u.username = serviceRoleName(service);
+  // Never carry the admin's password over; pg decodes the percent-encoding.
+  u.password = password ? encodeURIComponent(password) : '';
+  return u.toString();
+}
+
+/**
+ * A SCRAM-SHA-256 verifier as Postgres stores it (what psql's `\password` sends), so a password
+ * never reaches the server, its statement log or `pg_stat_activity` in clear.
+ */
+export function scramVerifier(password: string, salt: Buffer = randomBytes(16), iterations = 4096): string {
+  const salted = pbkdf2Sync(Buffer.from(password.normalize('NFKC'), 'utf8'), salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
+}
+
+export interface ProvisionResult {
+  /** Roles this call created. */
+  created: string[];
+  /** Roles whose password this call set. */
+  passwordsSet: string[];
+  /** Roles that got no password from this call (an existing password is left as it is). */
+  withoutPassword: string[];
+}
+
+type Log = (msg: string, fields?: Record<string, unknown>) => void;
+
+const IDENT = /^[a-z_][a-z0-9_]*$/;
+const LOCK_KEY = 'skald:service-roles';
+
+function ident(name: string): string {
+  if (!IDENT.test(name)) throw new Error(`"${name}" is not a plain identifier`);
+  return `"${name}"`;
+}
+
+function sqlState(e: unknown): string | undefined {
+  return typeof e === 'object' && e !== null && 'code' in e ? String(e.code) : undefined;
+}
+
+/**
+ * Creates the five service roles when missing (LOGIN, nothing else) and sets the passwords given,
+ * then, in the database of `adminUrl`, takes every privilege on schema `public` away from them and
+ * grants exactly `SERVICE_TABLE_GRANTS`. Idempotent, and safe to run from two processes at once.
+ * Re-run it after every migration: a new table is reachable by nobody until it is in the map.
+ */
+export async function provisionServiceRoles(
+  adminUrl: string,
+  passwords: Partial<Record<SkaldService, string>> = {},
+  log: Log = () => undefined,
+): Promise<ProvisionResult> {
+  const db = new Client({ connectionString: adminUrl, application_name: 'skald-roles' });
+  await db.connect();
+  try {
+    const result: ProvisionResult = { created: [], passwordsSet: [], withoutPassword: [] };
+    for (const service of SKALD_SERVICES) {
+      const role = serviceRoleName(service);
+      if (await ensureRole(db, role)) result.created.push(role);
+      const password = passwords[service];
+      if (password) {
+        // A literal: ALTER ROLE takes no parameters. The verifier is no secret worth the name.
+        await retryConcurrentUpdate(() => db.query(`ALTER ROLE ${ident(role)} PASSWORD '${scramVerifier(password)}'`));
+        result.passwordsSet.push(role);
+      } else result.withoutPassword.push(role);
+    }
+    await retryConcurrentUpdate(() => grantAll(db));
+    log('service roles provisioned', { ...result, database: new URL(adminUrl).pathname.slice(1) });
+    return result;
+  } finally {
+    await db.end();
+  }
+}
+
+/** Creates the role unless it exists (another process may be creating it right now); true if created. */
+async function ensureRole(db: Client, role: string): Promise<boolean> {
+  const attrs = 'LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS';
+  const { rows } = await db.query<{ ok: boolean }>(
+    `SELECT rolcanlogin AND NOT rolsuper AND NOT rolcreatedb AND NOT rolcreaterole AND NOT rolinherit
+            AND NOT rolreplication AND NOT rolbypassrls AS ok
+       FROM pg_roles WHERE rolname = $1`,
+    [role],
+  );
+  if (rows.length === 0) {
+    try {
+      await db.query(`CREATE ROLE ${ident(role)} ${attrs}`);
+      return true;
+    } catch (e) {
+      // duplicate_object, or the unique index of pg_authid when both inserts got that far.
+      if (sqlState(e) !== '42710' && sqlState(e) !== '23505') throw e;
+      return false;
+    }
+  }
+  if (!rows[0].ok) await retryConcurrentUpdate(() => db.query(`ALTER ROLE ${ident(role)} ${attrs}`));
+  return false;
+}
+
+/** One transaction, so a running app never sees its privileges missing between REVOKE and GRANT. */
+async function grantAll(db: Client): Promise<void> {
+  await db.query('BEGIN');
+  try {
+    // Advisory locks are per database: this serialises provisioning of this database only.
+    await db.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [LOCK_KEY]);
+    const { rows: dbRows } = await db.query<{ name: string }>(`SELECT current_database() AS name`);
+    const database = `"${dbRows[0].name.replace(/"/g, '""')}"`;
+    const named = SKALD_SERVICES.flatMap((s) => Object.keys(SERVICE_TABLE_GRANTS[s]));
+    const { rows: missing } = await db.query<{ t: string }>(
+      `SELECT t FROM unnest($1::text[]) AS t WHERE to_regclass('public.' || quote_ident(t)) IS NULL`,
+      [named],
+    );
+    if (missing.length > 0)
+      throw new Error(`tables ${missing.map((m) => m.t).join(', ')} do not exist: migrate the database first`);
+    // A database from before Postgres 15 lets PUBLIC create in `public`: no role may.
+    await db.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
+    for (const service of SKALD_SERVICES) {
+      const role = ident(serviceRoleName(service));
+      await db.query(`REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${role}`);
+      await db.query(`REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM ${role}`);
+      await db.query(`REVOKE CREATE ON SCHEMA public FROM ${role}`);
+      await db.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
+      await db.query(`GRANT CONNECT ON DATABASE ${database} TO ${role}`);
+      for (const [table, privileges] of Object.entries(SERVICE_TABLE_GRANTS[service])) {
+        await db.query(`GRANT ${privileges.join(', ')} ON TABLE public.${ident(table)} TO ${role}`);
+        if (!privileges.includes('INSERT')) continue;
+        // Sequences the table owns (serial, identity): inserting draws from them.
+        const { rows: seqs } = await db.query<{ seq: string }>(
+          `SELECT s.relname AS seq FROM pg_depend d
+             JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+            WHERE d.refobjid = $1::regclass AND d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')`,
+          [`public.${table}`],
+        );
+        for (const { seq } of seqs) await db.query(`GRANT USAGE, SELECT ON SEQUENCE public.${ident(seq)} TO ${role}`);
+      }
+    }
+    await db.query('COMMIT');
+  } catch (e) {
+    await db.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
+/**
+ * Two processes changing one catalog row (a role's password, in two databases) can fail with
+ * "tuple concurrently updated" (XX000): the later one retries.
+ */
+async function retryConcurrentUpdate<T>(work: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await work();
+    } catch (e) {
+      const concurrent = sqlState(e) === 'XX000' && /concurrently/.test(String(e));
+      if (!concurrent || i >= attempts) throw e;
+      await new Promise((r) => setTimeout(r, 50 * i));
+    }
+  }
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env node
+// The "Database roles" table of docs/operations.md, generated from SERVICE_TABLE_GRANTS
+// (libs/persistence/src/service-roles.ts), the map `cli.js roles` grants.
+//
+//   npx tsc -b libs/persistence && node scripts/gen-db-roles-reference.js    # rewrite the section
+//   node scripts/gen-db-roles-reference.js --check                          # exit 1 when it is out of date
+//
+// The table is padded the way Prettier pads markdown tables, so the page stays Prettier-clean without running
+// Prettier on it (test/docs/db-roles.spec.ts checks both).
+'use strict';
+
+const { readFileSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+
+const ROOT = join(__dirname, '..');
+const OPERATIONS_MD = join(ROOT, 'docs', 'operations.md');
+const BEGIN = '<!-- BEGIN GENERATED: database roles (scripts/gen-db-roles-reference.js) -->';
+const END = '<!-- END GENERATED: database roles -->';
+
+/** A markdown table with every column padded to its widest cell. */
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, 3, ...rows.map((r) => r[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+}
+
+/**
+ * The markdown between the markers.
+ * @param {{ SKALD_SERVICES: readonly string[], SERVICE_TABLE_GRANTS: Record<string, Record<string, readonly string[]>>, serviceRoleName(s: string): string, servicePasswordEnv(s: string): string }} roles
+ */
+function renderRoles(roles) {
+  const rows = [];
+  for (const service of roles.SKALD_SERVICES) {
+    for (const [tableName, privileges] of Object.entries(roles.SERVICE_TABLE_GRANTS[service])) {
+      rows.push([
+        `\`${roles.serviceRoleName(service)}\``,
+        service,
+        `\`${roles.servicePasswordEnv(service)}\``,
+        `\`${tableName}\``,
+        privileges.join(', '),
+      ]);
+    }
+  }
+  return [
+    BEGIN,
+    '<!-- Do not edit by hand: `npx tsc -b libs/persistence && node scripts/gen-db-roles-reference.js`. -->',
+    '',
+    ...table(['Role', 'App', 'Password variable', 'Table', 'Privileges'], rows),
+    '',
+    END,
+  ].join('\n');
+}
+
+/** `markdown` with the generated section replaced by `section`. */
+function replaceSection(markdown, section) {
+  const start = markdown.indexOf(BEGIN);
+  const end = markdown.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`docs/operations.md has no "${BEGIN}" … "${END}" section`);
+  return markdown.slice(0, start) + section + markdown.slice(end + END.length);
+}
+
+module.exports = { OPERATIONS_MD, renderRoles, replaceSection };
+
+if (require.main === module) {
+  let roles;
+  try {
+    roles = require(join(ROOT, 'libs/persistence/dist/service-roles.js'));
+  } catch (e) {
+    console.error(
+      `cannot load libs/persistence/dist/service-roles.js (${e.message}): run \`npx tsc -b libs/persistence\``,
+    );
+    process.exit(1);
+  }
+  const page = readFileSync(OPERATIONS_MD, 'utf8');
+  const next = replaceSection(page, renderRoles(roles));
+  if (process.argv.includes('--check')) {
+    if (next !== page) {
+      console.error(
+        'docs/operations.md: the database roles are out of date; run node scripts/gen-db-roles-reference.js',
+      );
+      process.exit(1);
+    }
+  } else if (next !== page) {
+    writeFileSync(OPERATIONS_MD, next);
+    console.log('docs/operations.md: database roles regenerated');
+  }
+}

@@ -28,6 +28,8 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
   let sim: LlmSimAdminClient;
   let db: DataSource;
   const seen: string[] = [];
+  /** The turn of the first test, as its user saw it: the WS frames, the user, the message. */
+  let turn: { frames: Frame[]; userId: string; marker: string } | undefined;
 
   beforeAll(async () => {
     stack = await Stack.start({
@@ -112,6 +114,7 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
     const cmd = ws.frames.find((f) => f.type === 'tool_done' && String(f.result).includes('PATH='));
     expect(cmd).toBeDefined(); // the command really printed its environment
     seen.push(JSON.stringify(ws.frames));
+    turn = { frames: [...ws.frames], userId: user.user!.id, marker: m };
     ws.close();
     const models = (await sim.requests({ contains: m })).map((r) => JSON.stringify(r.body));
     expect(models.length).toBeGreaterThanOrEqual(4);
@@ -137,6 +140,70 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
     // the logs are not empty: the scan looked at something (info level, JSON lines with ids)
     const workerLog = stack.byName('session-worker')[0].logs.join('\n');
     expect(workerLog).toContain(user.user!.id);
+  });
+
+  it("the turn's log lines in the worker, the tool runner and the approval service name its user, session, turn and tool calls", async () => {
+    const { frames, userId, marker } = turn!;
+    // the ids as the public API shows them: the session (hello), the turn (the id of the message
+    // that started it, echoed as user_message), the command's tool call (tool_start)
+    const sessionId = String(frames.find((f) => f.type === 'hello')?.session_id);
+    const turnId = String(frames.find((f) => f.type === 'user_message' && f.content === `check ${marker}`)?.message_id);
+    const starts = frames.filter((f) => f.type === 'tool_start');
+    const cmdCallId = String(starts.find((f) => f.name === 'execute_cmd')?.tool_call_id);
+    const mcpCallId = String(starts.find((f) => f.name === 'mcp__everything__echo')?.tool_call_id);
+    expect([sessionId, turnId, cmdCallId, mcpCallId].every((id) => /^[0-9a-f-]{36}$/.test(id))).toBe(true);
+    const linesOf = (app: 'session-worker' | 'tool-runner' | 'approval-service') =>
+      stack.byName(app)[0].logs.flatMap((l): Array<Record<string, unknown>> => {
+        try {
+          return [JSON.parse(l) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      });
+    const ofTurn = { userId, sessionId, turnId };
+
+    // session worker: the turn's start and end, and each step of the command's call
+    const worker = linesOf('session-worker');
+    expect(worker).toEqual(expect.arrayContaining([expect.objectContaining({ ...ofTurn, msg: 'turn started' })]));
+    expect(worker).toEqual(
+      expect.arrayContaining([expect.objectContaining({ ...ofTurn, outcome: 'final', msg: 'turn ended' })]),
+    );
+    const workerCmd = worker.filter((l) => l.toolCallId === cmdCallId);
+    expect(workerCmd.map((l) => l.msg)).toEqual(
+      expect.arrayContaining(['tool call started', 'tool call awaits approval', 'tool call ended']),
+    );
+    expect(workerCmd.every((l) => l.turnId === turnId && l.sessionId === sessionId && l.userId === userId)).toBe(true);
+
+    // tool runner: both calls of the turn, every line naming a call names the turn
+    const runner = linesOf('tool-runner');
+    for (const [toolCallId, tool] of [
+      [cmdCallId, 'execute_cmd'],
+      [mcpCallId, 'mcp__everything__echo'],
+    ])
+      expect(runner).toEqual(
+        expect.arrayContaining([expect.objectContaining({ ...ofTurn, toolCallId, tool, msg: 'tool call finished' })]),
+      );
+    const runnerCalls = runner.filter((l) => l.toolCallId === cmdCallId || l.toolCallId === mcpCallId);
+    expect(runnerCalls.every((l) => l.turnId === turnId && l.sessionId === sessionId)).toBe(true);
+
+    // approval service: the gate's check and the human request of the command, then the answer
+    const approvals = linesOf('approval-service').filter((l) => l.sessionId === sessionId);
+    for (const msg of ['tool call checked', 'human request registered'])
+      expect(approvals).toEqual(
+        expect.arrayContaining([expect.objectContaining({ ...ofTurn, toolCallId: cmdCallId, msg })]),
+      );
+    expect(approvals).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ userId, toolCallId: cmdCallId, status: 'approved', msg: 'human request resolved' }),
+      ]),
+    );
+
+    // no message body at info level: neither the user's message, the command, nor the model's answer
+    const logs = ['session-worker', 'tool-runner', 'approval-service', 'gateway'] as const;
+    for (const app of logs) {
+      const text = stack.byName(app)[0].logs.join('\n');
+      expect([`check ${marker}`, '/proc/1/environ', `all done ${marker}`].filter((b) => text.includes(b))).toEqual([]);
+    }
   });
 
   it("the same session shows on every app's /metrics: sockets, fan-out, rounds, waits, model calls, decisions, tools", async () => {
@@ -171,6 +238,10 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
     expect(value(approvals, 'skald_approval_wait_seconds_count', { action: 'approve' })).toBeGreaterThanOrEqual(2);
     const runner = await scrape('tool-runner');
     expect(value(runner, 'skald_tool_calls_total', { tool: 'execute_cmd' })).toBeGreaterThanOrEqual(1);
-    expect(await scrape('scheduler')).toContain('process_cpu_seconds_total');
+    const scheduler = await scrape('scheduler');
+    expect(scheduler).toContain('process_cpu_seconds_total');
+    // the BullMQ queue's depth, read from Redis at the scrape: every state, even when empty
+    for (const state of ['waiting', 'active', 'delayed', 'failed'])
+      expect(scheduler).toMatch(new RegExp(`^skald_scheduler_queue_jobs\\{[^}]*state="${state}"[^}]*\\} \\d+$`, 'm'));
   });
 });

@@ -8,3 +8,4 @@ export const ApprovalConfigSchema = BaseConfigSchema.extend({
   SKALD_AUDIT_FLUSH_MS: z.coerce.number().int().min(10).max(60_000).default(200),
 });
 export type ApprovalConfig = z.infer<typeof ApprovalConfigSchema>;
+export const APPROVAL_LOGGER = Symbol('APPROVAL_LOGGER');

@@ -26,6 +26,17 @@ describe('runTurn: the simple path', () => {
     expect((await h.store.getSession(h.sessionId)).turnState).toBe('finished');
   });
 
+  it("a turn's id is the id of the message that started it, kept after the turn ends and replaced by the next turn", async () => {
+    const h = new LoopHarness({ script: [{ content: 'one' }, { content: 'two' }] });
+    await h.run('first');
+    await h.run('second');
+    const [first, , second] = h.messages();
+    expect(first.id).not.toBe(second.id);
+    const echoes = h.eventsOf('user_message').map((e) => e.message_id);
+    expect(echoes).toEqual([first.id, second.id]);
+    expect((await h.store.getSession(h.sessionId)).turnId).toBe(second.id);
+  });
+
   it('one tool call goes gate allow → execute → record and the next round sees the result', async () => {
     const h = new LoopHarness({
       tools: [echoTool],

@@ -145,7 +145,7 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
       mutations.push({ kind: 'appendMessage', message });
     }
     if (!message.isSynthetic) events.push(userMessageEvent(message));
-    mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'running' });
+    mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'running', turnId: message.id });
     // The agent is loaded before the input is committed and echoed, so that the first round's
     // boundary (where steered input enters) follows the echo at once.
     const fctx = await frameContext(turn, root);

@@ -178,6 +178,9 @@ export interface SessionInfo {
   /** The session's current turn: written by the loop in the same commits as the input entering
    *  (`running`), a park (`parked`) and the terminal event (`finished`). */
   turnState: TurnState;
+  /** The id of the message that started the session's current (or last) turn; null before the
+   *  first turn. Written with `running` when new input starts a turn. */
+  turnId?: string | null;
 }
 
 /** `finished` also for a session that never ran a turn. */
@@ -222,8 +225,8 @@ export type Mutation =
   | { kind: 'grantTools'; scope: GrantScope; groups: string[] }
   /** Replace the frame's compaction summary and boundary. */
   | { kind: 'setCompaction'; summary: CompactionSummary }
-  /** Set the session's turn state. */
-  | { kind: 'setTurnState'; sessionId: string; state: TurnState };
+  /** Set the session's turn state; a new turn also names its id (the message that started it). */
+  | { kind: 'setTurnState'; sessionId: string; state: TurnState; turnId?: string };
 
 // ---------------------------------------------------------------------------------------------
 // Events (PROTOCOL.md "Server → client"), snake_case, without session_id / seq

@@ -65,6 +65,9 @@ export const WakeSession = z.object({ session_id: Id, reason: z.string() });
 export const ApprovalCheckRequest = z.object({
   actor: Actor,
   session_id: Id,
+  /** The call being checked and its turn (the id of the message that started it): for logs and the audit. */
+  tool_call_id: Id.optional(),
+  turn_id: Id.optional(),
   agent_id: z.string(),
   source: z.string(),
   security_group: z.string().optional(),
@@ -105,6 +108,8 @@ export const ApprovalRegisterRequest = z.object({
   kind: z.enum(['approval', 'clarification']),
   tool_call_id: Id,
   session_id: Id,
+  /** The turn that asks (the id of the message that started it): for logs. */
+  turn_id: Id.optional(),
   source: z.string(),
   tool_name: z.string(),
   arguments: z.unknown(),
@@ -155,6 +160,8 @@ export const ToolExecRequest = z.object({
   actor: Actor,
   session_id: Id,
   tool_call_id: Id,
+  /** The turn that runs the call (the id of the message that started it): for logs. */
+  turn_id: Id.optional(),
   name: z.string(),
   arguments: z.record(z.string(), z.unknown()),
   /**

@@ -1,5 +1,6 @@
 export * from './config';
 export * from './logger';
+export * from './log-context';
 export * from './ops';
 export * from './bootstrap';
 export * from './tracing';

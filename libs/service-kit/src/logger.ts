@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
-import pino, { Logger } from 'pino';
+import pino, { DestinationStream, Logger } from 'pino';
+import { currentLogIds } from './log-context';
 
 export type { Logger } from 'pino';
 
@@ -27,13 +28,23 @@ export function instanceName(service: string, configured?: string): string {
   return configured ?? `${service}-${hostname()}-${process.pid}`;
 }
 
-/** JSON logs (pino) with the service and instance on every line. */
-export function createLogger(service: string, level: string, instance: string): Logger {
-  return pino({
+/**
+ * JSON logs (pino) with the service and instance on every line, and the user, session, turn and
+ * tool call ids of the context the line is written in (`withLogIds`).
+ */
+export function createLogger(
+  service: string,
+  level: string,
+  instance: string,
+  destination?: DestinationStream,
+): Logger {
+  const options = {
     level,
     base: { service, instance },
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-  });
+    formatters: { level: (label: string) => ({ level: label }) },
+    mixin: () => ({ ...currentLogIds() }),
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

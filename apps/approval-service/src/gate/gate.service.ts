@@ -1,9 +1,11 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import type { Logger } from '@skald/service-kit';
 import { ApprovalMetrics } from '../approval-metrics';
 import { ParsedRequestOf } from '@skald/contracts';
 import { argsDigest, AuditService } from '../audit/audit.service';
 import { BypassesService } from '../bypasses/bypasses.service';
 import { CatalogService } from '../catalog/catalog.service';
+import { APPROVAL_LOGGER } from '../config';
 import { ApprovalError } from '../errors';
 import { decideByRules, GateInput, GateResult, isVisible, relax } from '../rules/rule-engine';
 import { RulesService } from '../rules/rules.service';
@@ -22,6 +24,7 @@ export class GateService {
     private readonly bypasses: BypassesService,
     private readonly audit: AuditService,
     private readonly catalog: CatalogService,
+    @Inject(APPROVAL_LOGGER) private readonly log: Logger,
     @Optional() private readonly metrics?: ApprovalMetrics,
   ) {}
 
@@ -29,10 +32,14 @@ export class GateService {
     const input = toInput(req);
     const result = await this.decide(input, req.session_id);
     this.metrics?.decisions.inc({ decision: result.decision, by: result.by });
+    this.log.info(
+      { tool: req.tool_name, decision: result.decision, by: result.by, ruleId: result.ruleId },
+      'tool call checked',
+    );
     this.audit.record({
       userId: req.actor.userId,
       sessionId: req.session_id,
-      toolCallId: null,
+      toolCallId: req.tool_call_id ?? null,
       requestId: null,
       toolName: req.tool_name,
       argsDigest: argsDigest(req.arguments),

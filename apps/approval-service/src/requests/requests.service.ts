@@ -1,9 +1,11 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import type { Logger } from '@skald/service-kit';
 import { Actor, HumanRequestState, HumanRequestStatus, InboxDto, ParsedRequestOf, UserEvent } from '@skald/contracts';
 import { AuditRepository } from '../audit/audit.repository';
 import { argsDigest } from '../audit/audit.service';
 import { BypassesRepository } from '../bypasses/bypasses.repository';
 import { BypassesService, ownerScope } from '../bypasses/bypasses.service';
+import { APPROVAL_LOGGER } from '../config';
 import { ApprovalError, requestNotFound } from '../errors';
 import { ApprovalMetrics } from '../approval-metrics';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
@@ -24,6 +26,7 @@ export class RequestsService {
     private readonly bypasses: BypassesRepository,
     private readonly bypassService: BypassesService,
     private readonly events: ApprovalEventsPublisher,
+    @Inject(APPROVAL_LOGGER) private readonly log: Logger,
     @Optional() private readonly metrics?: ApprovalMetrics,
   ) {}
 
@@ -44,6 +47,7 @@ export class RequestsService {
       question: req.question,
     });
     if (!r) throw new ApprovalError('conflict', 'this request id belongs to another request');
+    if (r.created) this.log.info({ requestId: r.row.id, kind: r.row.kind, tool: r.row.toolName }, 'human request registered');
     if (r.row.status === 'pending') this.events.userEvent(r.row.userId, requestedEvent(r.row));
     return toState(r.row);
   }
@@ -108,6 +112,17 @@ export class RequestsService {
     if (!resolved) throw conflict((await this.repo.findById(owner, row.id)) ?? row);
     this.metrics?.humanWait.observe({ action: req.action }, Math.max(0, Date.now() - row.createdAt.getTime()) / 1000);
     if (opensBypass) this.bypassService.opened(resolved.sessionId);
+    this.log.info(
+      {
+        userId: resolved.userId,
+        sessionId: resolved.sessionId,
+        toolCallId: resolved.toolCallId,
+        requestId: resolved.id,
+        status: resolved.status,
+        actorUserId: req.actor.userId,
+      },
+      'human request resolved',
+    );
     this.announce(resolved);
     this.events.wake(resolved.sessionId);
     return toState(resolved);
@@ -116,6 +131,7 @@ export class RequestsService {
   /** /stop, interrupt, job kill: every pending request of the session ends as cancelled. */
   async cancelSession(actor: Actor, sessionId: string, reason: string): Promise<string[]> {
     const rows = await this.repo.cancelSession({ userId: ownerScope(actor) }, sessionId, reason, actor.userId);
+    if (rows.length > 0) this.log.info({ cancelled: rows.length, reason }, 'pending human requests cancelled');
     for (const r of rows) this.announce(r);
     return rows.map((r) => r.id);
   }

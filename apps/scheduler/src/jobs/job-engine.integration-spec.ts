@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
 import type { Actor, JobSessionStatusReply } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
 import { PrivateRedis } from '@skald/testing';
 import { assertNoEviction, RedisEvictionPolicyError } from '../redis.provider';
-import { JobEngine } from './job-engine';
+import { JobEngine, QUEUE_NAME } from './job-engine';
 import { HomeSourcePort, JobEventsPort, JobSessionsPort } from './job-ports';
 import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
+import { SchedulerMetrics } from './scheduler-metrics';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -432,6 +434,27 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     // the next tick is a new run of the same job
     const next = await service.ticTrigger(actor);
     expect(next.run_id).not.toBe(run_id);
+  }, 30_000);
+
+  it("/metrics shows a schedule's next fire as a delayed job of the queue, and drops it when the schedule is disabled", async () => {
+    const e = await engine(new RecordingSessions(), 'm-0');
+    const registry = new Registry();
+    new SchedulerMetrics(registry).observeQueue(QUEUE_NAME, () => e.jobCounts());
+    const sample = async (state: string) => {
+      const line = (await registry.metrics())
+        .split('\n')
+        .find((l) => l.startsWith(`skald_scheduler_queue_jobs{queue="${QUEUE_NAME}",state="${state}"} `));
+      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    const before = await sample('delayed');
+    expect(before).toEqual(expect.any(Number));
+    expect(await sample('waiting')).toEqual(expect.any(Number));
+    const jobId = await newCron(randomUUID(), '0 0 1 1 *', null);
+    await e.reconcile();
+    expect(await sample('delayed')).toBe(before! + 1);
+    await ds.query(`UPDATE scheduled_jobs SET enabled = false WHERE id = $1`, [jobId]);
+    await e.reconcile();
+    expect(await sample('delayed')).toBe(before);
   }, 30_000);
 
   it('refuses a Redis whose eviction policy is not noeviction', async () => {

@@ -6,6 +6,7 @@ import { lastFireAtOrBefore, nextFire } from './cron-spec';
 import { classifyEnding, endingInputOf, notificationSummary, type JobEndingInput } from './job-ending';
 import { HomeSourcePort, JobEventsPort, JobSessionsPort, JobStartRefused } from './job-ports';
 import { JobRow, JobsRepository, RunRow } from './jobs.repository';
+import { QUEUE_STATES, type QueueCounts } from './scheduler-metrics';
 
 export const QUEUE_NAME = SCHEDULER_QUEUE;
 const FIRE = 'fire';
@@ -100,6 +101,12 @@ export class JobEngine {
     for (const t of this.timers) clearInterval(t);
     await this.worker?.close(true).catch(() => undefined);
     await this.queue?.close().catch(() => undefined);
+  }
+
+  /** How many jobs the queue holds by state (the scheduler's queue-depth gauge). */
+  async jobCounts(): Promise<QueueCounts> {
+    const c = await this.queue.getJobCounts(...QUEUE_STATES);
+    return { waiting: c.waiting ?? 0, active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0 };
   }
 
   /** The doorbell: a job session's turn ended; look now instead of at the next poll. */

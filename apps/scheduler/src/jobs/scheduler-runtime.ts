@@ -1,14 +1,16 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Bus } from '@skald/messaging';
-import type { Logger } from '@skald/service-kit';
+import { METRICS_REGISTRY, type Logger } from '@skald/service-kit';
+import { Registry } from 'prom-client';
 import type { SchedulerConfig } from '../config';
 import { assertNoEviction, RedisConnection } from '../redis.provider';
-import { JobEngine } from './job-engine';
+import { JobEngine, QUEUE_NAME } from './job-engine';
 import { registerJobHandlers } from './jobs.handler';
 import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
 import { NatsHomeSource, NatsJobEvents, NatsJobSessions } from './nats-job-ports';
+import { SchedulerMetrics } from './scheduler-metrics';
 
 export const SCHEDULER_CONFIG = Symbol('SCHEDULER_CONFIG');
 export const SCHEDULER_LOGGER = Symbol('SCHEDULER_LOGGER');
@@ -29,6 +31,7 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
     @Inject(SCHEDULER_LOGGER) private readonly log: Logger,
     @Inject(SCHEDULER_INSTANCE) private readonly instance: string,
+    @Inject(METRICS_REGISTRY) private readonly registry: Registry,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -56,6 +59,8 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
       maxAsyncPerUser: this.config.SKALD_MAX_ASYNC_TASKS_PER_USER,
     });
     registerJobHandlers(this.bus, service, this.engine);
+    const engine = this.engine;
+    new SchedulerMetrics(this.registry).observeQueue(QUEUE_NAME, () => engine.jobCounts());
     await this.engine.start();
   }
 

@@ -6,6 +6,8 @@ export class NatsGate implements GatePort {
   constructor(
     private readonly bus: Bus,
     private readonly role: 'user' | 'admin',
+    /** The turn that asks (logged by the approval service). */
+    private readonly turnId?: string,
   ) {}
 
   async check(req: GateRequest): Promise<GateDecision> {
@@ -16,6 +18,8 @@ export class NatsGate implements GatePort {
     const r = await this.bus.call('approval.check', {
       actor: { userId: req.userId, role: this.role },
       session_id: req.sessionId,
+      tool_call_id: req.toolCallId,
+      turn_id: this.turnId,
       agent_id: req.agentId,
       source: req.source,
       tool_name: req.name,

@@ -29,6 +29,8 @@ export interface HumanWaitOptions {
   pollMs: number;
   /** True while the worker drains for shutdown: a waiting turn parks at once. */
   draining: () => boolean;
+  /** The turn that asks (logged by the approval service). */
+  turnId?: string;
 }
 
 /**
@@ -56,6 +58,7 @@ export class NatsHumanWait implements HumanWaitPort {
       kind: request.kind === 'approval' ? 'approval' : 'clarification',
       tool_call_id: request.toolCallId,
       session_id: request.sessionId,
+      turn_id: this.options.turnId,
       source: request.source,
       tool_name: request.kind === 'approval' ? request.toolName : 'ask_user_clarification',
       arguments: request.kind === 'approval' ? request.arguments : { title: request.title, question: request.question },

@@ -29,6 +29,8 @@ export class RunnerToolSet implements ToolSetPort {
   constructor(
     private readonly bus: Bus,
     private readonly role: 'user' | 'admin',
+    /** The turn whose calls these are (logged by the tool runner). */
+    private readonly turnId?: string,
   ) {}
 
   /**
@@ -102,6 +104,7 @@ export class RunnerToolSet implements ToolSetPort {
     const mcp = this.mcpTools.get(call.name);
     const bus = this.bus;
     const role = this.role;
+    const turnId = this.turnId;
     const args =
       call.arguments && typeof call.arguments === 'object' && !Array.isArray(call.arguments)
         ? (call.arguments as Record<string, unknown>)
@@ -127,6 +130,7 @@ export class RunnerToolSet implements ToolSetPort {
               actor: { userId: ctx.userId, role },
               session_id: ctx.sessionId,
               tool_call_id: call.toolCallId,
+              turn_id: turnId,
               name: call.name,
               arguments: args,
               ...(options?.expectedBaseHash !== undefined ? { expected_base_hash: options.expectedBaseHash } : {}),
@@ -166,6 +170,7 @@ export class RunnerToolSet implements ToolSetPort {
             actor: { userId: ctx.userId, role },
             session_id: ctx.sessionId,
             tool_call_id: call.toolCallId,
+            turn_id: turnId,
             name: call.name,
             arguments: args,
           });

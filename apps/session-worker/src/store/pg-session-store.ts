@@ -362,7 +362,10 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       return;
     }
     case 'setTurnState':
-      await tx.query(`UPDATE sessions SET turn_state = $2, updated_at = now() WHERE id = $1`, [m.sessionId, m.state]);
+      await tx.query(
+        `UPDATE sessions SET turn_state = $2, turn_id = COALESCE($3, turn_id), updated_at = now() WHERE id = $1`,
+        [m.sessionId, m.state, m.turnId ?? null],
+      );
       return;
     default: {
       const never: never = m;
@@ -385,6 +388,7 @@ export function toSessionInfo(r: Row): SessionInfo {
     runContext: { workingDirectory: rc.working_directory ?? null, systemPrompt: rc.system_prompt ?? [] },
     pinnedClient: (r.user_pin as string | null) ?? (r.client_pin as string | null) ?? null,
     turnState: r.turn_state as SessionInfo['turnState'],
+    turnId: (r.turn_id as string | null) ?? null,
   };
 }
 

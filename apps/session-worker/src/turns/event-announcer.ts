@@ -1,11 +1,52 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import type { EphemeralEvent, EventSink } from '@skald/agent-loop';
+import type { EphemeralEvent, EventSink, SessionEventDraft } from '@skald/agent-loop';
 import { EphemeralEventSchema, SessionEvent, SessionEventSchema, TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_LOGGER } from '../config';
 import type { CommittedEvent } from '../store/pg-session-store';
 import { TurnMetrics } from './turn-metrics';
+
+/**
+ * The log line of a tool call's step (started, waiting for a human, ended): its id, tool and
+ * status — never its arguments, result or the human's words. Written in the turn's log context,
+ * so it names the user, session and turn too.
+ */
+export function toolCallLine(ev: SessionEventDraft): { fields: Record<string, string>; msg: string } | null {
+  switch (ev.type) {
+    case 'tool_start':
+      return { fields: { toolCallId: ev.tool_call_id, tool: ev.name }, msg: 'tool call started' };
+    case 'approval_required':
+    case 'pending_write':
+      return { fields: { toolCallId: ev.tool_call_id, requestId: ev.request_id }, msg: 'tool call awaits approval' };
+    case 'agent_question':
+      return { fields: { toolCallId: ev.tool_call_id, requestId: ev.request_id }, msg: 'tool call awaits an answer' };
+    case 'tool_done':
+      return { fields: { toolCallId: ev.tool_call_id, status: 'done' }, msg: 'tool call ended' };
+    case 'tool_error':
+      return { fields: { toolCallId: ev.tool_call_id, status: 'failed' }, msg: 'tool call ended' };
+    case 'tool_cancelled':
+      return { fields: { toolCallId: ev.tool_call_id, status: 'cancelled' }, msg: 'tool call ended' };
+    case 'tool_rejected':
+      return { fields: { toolCallId: ev.tool_call_id, status: 'rejected' }, msg: 'tool call ended' };
+    case 'user_message':
+    case 'message_discarded':
+    case 'thinking':
+    case 'agent_start':
+    case 'agent_done':
+    case 'file_changed':
+    case 'model_fallback':
+    case 'llm_failed':
+    case 'done':
+    case 'truncated':
+    case 'error':
+      return null;
+    default: {
+      const never: never = ev;
+      return never;
+    }
+  }
+}
 
 /**
  * Rings the doorbell for committed session events (`events.<userId>.<sessionId>`) and carries
@@ -22,6 +63,8 @@ export class EventAnnouncer {
   announce(events: CommittedEvent[]): void {
     for (const e of events) {
       this.count(e.event.type);
+      const line = toolCallLine(e.event);
+      if (line) this.log.info(line.fields, line.msg);
       const wire = { ...e.event, session_id: e.sessionId, seq: e.seq } as SessionEvent;
       try {
         this.bus.publish(TOPICS.sessionEvents.subject(e.userId, e.sessionId), SessionEventSchema, wire);

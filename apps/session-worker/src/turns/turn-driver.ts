@@ -9,13 +9,14 @@ import {
   resolveLoopConfig,
   resolvePendingCall,
   runTurn,
+  SessionInfo,
   TurnOutcome,
 } from '@skald/agent-loop';
 import { TOPICS } from '@skald/contracts';
 import { LlmManager } from '@skald/llm';
 import { Bus } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
-import type { Logger } from '@skald/service-kit';
+import { LogIds, withLogIds, type Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { LlmService } from '../llm/llm.service';
@@ -42,6 +43,8 @@ interface Driving {
   turn: AbortController;
   /** Aborted when the lease is lost: stop driving, write nothing more. */
   lost: AbortController;
+  /** The user, session and turn of the current turn, for the lines logged outside it (failure, heartbeat). */
+  ids: LogIds;
 }
 
 /**
@@ -97,7 +100,7 @@ export class TurnDriver implements OnApplicationShutdown {
     const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
     if (!lease) return;
     if (lease.epoch > 1) this.metrics.leaseTakeovers.inc();
-    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController() };
+    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController(), ids: { sessionId } };
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
     let again = false;
@@ -106,11 +109,11 @@ export class TurnDriver implements OnApplicationShutdown {
       again = await this.runUntilIdle(d);
     } catch (e) {
       failed = true;
-      if (e instanceof LeaseLostError) this.log.warn({ sessionId, epoch: lease.epoch }, 'lease lost; stopped driving');
+      if (e instanceof LeaseLostError) this.log.warn({ ...d.ids, epoch: lease.epoch }, 'lease lost; stopped driving');
       else
         this.log.error(
           {
-            sessionId,
+            ...d.ids,
             err: e instanceof Error ? e.message : String(e),
             stack: e instanceof Error ? e.stack : undefined,
           },
@@ -139,6 +142,7 @@ export class TurnDriver implements OnApplicationShutdown {
     const sessionId = d.lease.sessionId;
     for (let turns = 0; turns < 100; turns++) {
       if (d.lost.signal.aborted || this.draining) return false;
+      d.ids = { sessionId };
       const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) =>
         this.announcer.announce(ev),
       );
@@ -149,62 +153,81 @@ export class TurnDriver implements OnApplicationShutdown {
         if (session.turnState === 'finished') await this.turnState.clearStop(sessionId);
         else d.turn.abort();
       }
-      const deps = this.deps(store, session.userId, role);
-      const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
-      const log = this.log.child({ sessionId, userId: session.userId, turnId: randomUUID(), epoch: d.lease.epoch });
-      let outcome: TurnOutcome;
-      if (session.turnState === 'running') {
-        log.info({}, 'recovering an unfinished turn');
-        outcome = await recoverTurn(deps, { sessionId, signal });
-      } else if (session.turnState === 'parked') {
-        if (d.turn.signal.aborted) {
-          log.info({}, 'stopping a parked turn');
-          outcome = await recoverTurn(deps, { sessionId, signal });
-        } else {
-          const answered = await this.firstAnswered(sessionId, session.userId, role);
-          if (!answered) return false;
-          log.info({ toolCallId: answered.toolCallId }, 'a human answered a parked turn');
-          try {
-            outcome = await resolvePendingCall(deps, {
-              sessionId,
-              toolCallId: answered.toolCallId,
-              answer: answered.answer,
-              signal,
-            });
-          } catch (e) {
-            if (!(e instanceof CallNotAwaitingHumanError)) throw e;
-            continue;
-          }
-        }
-      } else {
-        const next = (await store.listInbox(sessionId))[0];
-        if (!next) return false;
-        log.info({ messageId: next.id }, 'turn started');
-        this.metrics.turnsStarted.inc();
-        outcome = await runTurn(deps, { sessionId, input: { kind: 'inbox', inboxId: next.id }, signal });
-      }
-      if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);
-      log.info({ outcome: outcome.kind }, 'turn ended');
-      this.metrics.turnsFinished.inc({ outcome: outcome.kind });
-      if (outcome.kind !== 'parked') await this.turnState.clearStop(sessionId);
-      // The scheduler's doorbell for job sessions (it reads the ending from the session's rows).
-      if (outcome.kind !== 'parked')
-        this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {
-          session_id: sessionId,
-          reason: outcome.kind,
-        });
-      if (outcome.kind === 'cancelled') {
-        await this.bus
-          .call('approval.cancel_session', {
-            actor: { userId: session.userId, role },
-            session_id: sessionId,
-            reason: 'stop',
-          })
-          .catch((e: unknown) => log.warn({ err: String(e) }, "could not cancel the session's pending requests"));
-      }
-      if (outcome.kind === 'parked') return false;
+      const next = session.turnState === 'finished' ? (await store.listInbox(sessionId))[0] : undefined;
+      if (session.turnState === 'finished' && !next) return false;
+      // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
+      d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
+      const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id));
+      if (step === 'stop') return false;
     }
     return true;
+  }
+
+  /**
+   * One turn of the session: recovers an unfinished one, resumes a parked one a human answered, or
+   * starts one from the inbox item `inboxId`. `stop` when the session has nothing more to do now.
+   */
+  private async runTurnOnce(
+    d: Driving,
+    store: PgSessionStore,
+    session: SessionInfo,
+    role: 'user' | 'admin',
+    inboxId: string | undefined,
+  ): Promise<'stop' | 'next'> {
+    const sessionId = session.id;
+    const deps = this.deps(store, session.userId, role, d.ids.turnId);
+    const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
+    const log = this.log.child({ epoch: d.lease.epoch });
+    let outcome: TurnOutcome;
+    if (session.turnState === 'running') {
+      log.info({}, 'recovering an unfinished turn');
+      outcome = await recoverTurn(deps, { sessionId, signal });
+    } else if (session.turnState === 'parked') {
+      if (d.turn.signal.aborted) {
+        log.info({}, 'stopping a parked turn');
+        outcome = await recoverTurn(deps, { sessionId, signal });
+      } else {
+        const answered = await this.firstAnswered(sessionId, session.userId, role);
+        if (!answered) return 'stop';
+        log.info({ toolCallId: answered.toolCallId }, 'a human answered a parked turn');
+        try {
+          outcome = await resolvePendingCall(deps, {
+            sessionId,
+            toolCallId: answered.toolCallId,
+            answer: answered.answer,
+            signal,
+          });
+        } catch (e) {
+          if (!(e instanceof CallNotAwaitingHumanError)) throw e;
+          return 'next';
+        }
+      }
+    } else {
+      if (!inboxId) return 'stop';
+      log.info({}, 'turn started');
+      this.metrics.turnsStarted.inc();
+      outcome = await runTurn(deps, { sessionId, input: { kind: 'inbox', inboxId }, signal });
+    }
+    if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);
+    log.info({ outcome: outcome.kind }, 'turn ended');
+    this.metrics.turnsFinished.inc({ outcome: outcome.kind });
+    if (outcome.kind !== 'parked') await this.turnState.clearStop(sessionId);
+    // The scheduler's doorbell for job sessions (it reads the ending from the session's rows).
+    if (outcome.kind !== 'parked')
+      this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {
+        session_id: sessionId,
+        reason: outcome.kind,
+      });
+    if (outcome.kind === 'cancelled') {
+      await this.bus
+        .call('approval.cancel_session', {
+          actor: { userId: session.userId, role },
+          session_id: sessionId,
+          reason: 'stop',
+        })
+        .catch((e: unknown) => log.warn({ err: String(e) }, "could not cancel the session's pending requests"));
+    }
+    return outcome.kind === 'parked' ? 'stop' : 'next';
   }
 
   /** The first awaiting call of a parked session whose human request has been answered. */
@@ -236,7 +259,7 @@ export class TurnDriver implements OnApplicationShutdown {
   ): Promise<T | null> {
     const lease = await this.acquireForCommand(sessionId);
     if (!lease) return null;
-    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController() };
+    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController(), ids: { sessionId } };
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
     try {
@@ -272,16 +295,17 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   /** The loop's ports for one session's owner (turns, and the /context and /compact commands). */
-  deps(store: PgSessionStore, userId: string, role: 'user' | 'admin'): LoopDeps {
+  deps(store: PgSessionStore, userId: string, role: 'user' | 'admin', turnId?: string): LoopDeps {
     return {
       store,
-      gate: new NatsGate(this.bus, role),
+      gate: new NatsGate(this.bus, role, turnId),
       human: new NatsHumanWait(this.bus, role, {
         parkAfterMs: this.config.SKALD_PARK_AFTER * 1000,
         pollMs: this.config.SKALD_HUMAN_POLL_MS,
         draining: () => this.draining,
+        turnId,
       }),
-      tools: new RunnerToolSet(this.bus, role),
+      tools: new RunnerToolSet(this.bus, role, turnId),
       tasks: new NatsAsyncTasks(this.bus, role),
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
@@ -318,13 +342,13 @@ export class TurnDriver implements OnApplicationShutdown {
       void (async () => {
         try {
           if (!(await this.leases.renew(lease, this.config.SKALD_LEASE_TTL_MS))) {
-            this.log.warn({ sessionId: lease.sessionId, epoch: lease.epoch }, 'lease not renewed; aborting the turn');
+            this.log.warn({ ...d.ids, epoch: lease.epoch }, 'lease not renewed; aborting the turn');
             d.lost.abort();
             return;
           }
           if (!d.turn.signal.aborted && (await this.turnState.stopRequested(lease.sessionId))) d.turn.abort();
         } catch (e) {
-          this.log.warn({ sessionId: lease.sessionId, err: String(e) }, 'lease renewal failed');
+          this.log.warn({ ...d.ids, err: String(e) }, 'lease renewal failed');
         }
       })();
     }, every);

@@ -116,10 +116,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
     );
     if (replayed) {
       this.metrics.replayed();
-      this.log.info(
-        { userId: req.actor.userId, sessionId: req.session_id, toolCallId: req.tool_call_id, tool: req.name },
-        'duplicate tool call answered with its result',
-      );
+      this.log.info({ tool: req.name }, 'duplicate tool call answered with its result');
     }
     return value;
   }
@@ -158,7 +155,8 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
       sessionId: req.session_id,
       toolName: req.name,
     };
-    const ids = { userId: call.userId, sessionId: call.sessionId, toolCallId: call.toolCallId, tool: call.toolName };
+    // The user, session, turn and call ids come from the request's log context (tools-exec.handler).
+    const ids = { tool: call.toolName };
     for (;;) {
       const claim = await this.records.claim(call, this.instance, this.durability.staleAfterMs).catch((e: unknown) => {
         throw new RecordUnavailable(e);
@@ -241,7 +239,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
       else if (e instanceof ToolError) reply = { status: 'failed', error: e.message };
       else {
         this.log.error(
-          { toolCallId: req.tool_call_id, tool: req.name, err: e instanceof Error ? e.message : String(e) },
+          { tool: req.name, err: e instanceof Error ? e.message : String(e) },
           'tool call failed unexpectedly',
         );
         reply = { status: 'failed', error: `${req.name} failed with an internal error` };
@@ -251,17 +249,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
     }
     const ms = performance.now() - started;
     this.metrics.finished(req.name, reply.status, ms / 1000);
-    this.log.info(
-      {
-        userId: req.actor.userId,
-        sessionId: req.session_id,
-        toolCallId: req.tool_call_id,
-        tool: req.name,
-        status: reply.status,
-        ms: Math.round(ms),
-      },
-      'tool call finished',
-    );
+    this.log.info({ tool: req.name, status: reply.status, ms: Math.round(ms) }, 'tool call finished');
     return reply;
   }
 }

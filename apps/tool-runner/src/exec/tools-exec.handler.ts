@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
+import { withRequestLogIds } from '@skald/service-kit';
 import { ToolExecService } from './tool-exec.service';
 
 /** NATS edge: `tools.exec` (queue group `tool-runner`) → one tool call; `tools.cancel.<id>` (every replica) → abort it. */
@@ -12,7 +13,7 @@ export class ToolsExecHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('tools.exec', (req) => this.tools.exec(req));
+    this.bus.handle('tools.exec', (req) => withRequestLogIds(req, () => this.tools.exec(req)));
     this.bus.subscribe(TOPICS.toolCancel.pattern, TOPICS.toolCancel.message, (m) => this.tools.cancel(m.tool_call_id));
   }
 }

@@ -1,5 +1,6 @@
 import { Injectable, OnModuleInit, Optional } from '@nestjs/common';
 import { Bus } from '@skald/messaging';
+import { withRequestLogIds } from '@skald/service-kit';
 import { MemoryToolsService } from '../memory/memory-tools.service';
 import { PreviewService } from './preview.service';
 
@@ -14,7 +15,9 @@ export class PreviewHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('tools.preview', async (req) => ({ preview: await this.previews.preview(req) }));
+    this.bus.handle('tools.preview', (req) =>
+      withRequestLogIds(req, async () => ({ preview: await this.previews.preview(req) })),
+    );
     this.bus.handle('tools.memory_context', async (req) => ({
       context: this.memory ? await this.memory.context(req.actor.userId, req.query, req.max_chars) : null,
     }));

@@ -307,7 +307,9 @@ export class InMemoryStore implements SessionStore {
         return;
       }
       case 'setTurnState': {
-        this.mustSession(s, m.sessionId).turnState = m.state;
+        const session = this.mustSession(s, m.sessionId);
+        session.turnState = m.state;
+        if (m.turnId) session.turnId = m.turnId;
         return;
       }
     }

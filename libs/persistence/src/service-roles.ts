@@ -1,9 +1,9 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { serviceSecretVar, SKALD_SERVICES, type SkaldService } from '@skald/contracts';
 
-/** The five apps, each connecting to Postgres as a role of its own (issue 10). */
-export const SKALD_SERVICES = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'] as const;
-export type SkaldService = (typeof SKALD_SERVICES)[number];
+// The five apps, each connecting to Postgres as a role of its own (issue 10).
+export { SKALD_SERVICES, type SkaldService };
 
 export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
 
@@ -74,7 +74,7 @@ export function serviceRoleName(service: SkaldService): string {
 
 /** `SKALD_DB_PASSWORD_SESSION_WORKER` for `session-worker`: the env var holding the role's password. */
 export function servicePasswordEnv(service: SkaldService): string {
-  return `SKALD_DB_PASSWORD_${service.replace(/-/g, '_').toUpperCase()}`;
+  return serviceSecretVar('SKALD_DB_PASSWORD', service);
 }
 
 /** The role passwords named by `SKALD_DB_PASSWORD_*` in `env` (a service without one is left out). */

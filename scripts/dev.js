@@ -6,7 +6,7 @@ const { spawn, spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const { unreachableServices } = require('./lib-services');
+const { forEachLine, unreachableServices } = require('./lib-services');
 const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -169,15 +169,7 @@ async function main() {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const prefix = paint(name, `[${name}]`.padEnd(19));
-    for (const stream of [child.stdout, child.stderr]) {
-      let buf = '';
-      stream.on('data', (d) => {
-        buf += d;
-        const lines = buf.split('\n');
-        buf = lines.pop();
-        for (const l of lines) console.log(prefix, l);
-      });
-    }
+    for (const stream of [child.stdout, child.stderr]) forEachLine(stream, (l) => console.log(prefix, l));
     child.on('exit', (code, signal) => {
       console.log(prefix, `exited (${signal || code})`);
       if (!stopping) shutdown(1);

@@ -12,6 +12,7 @@
 
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
+const { replaceSection: replaceDocSection } = require('./lib-doc-section');
 
 const ROOT = join(__dirname, '..');
 const OPERATIONS_MD = join(ROOT, 'docs', 'operations.md');
@@ -243,10 +244,7 @@ function loadBuiltSchemas() {
 
 /** `markdown` with the generated section replaced by `section`. */
 function replaceSection(markdown, section) {
-  const start = markdown.indexOf(BEGIN);
-  const end = markdown.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`docs/operations.md has no "${BEGIN}" … "${END}" section`);
-  return markdown.slice(0, start) + section + markdown.slice(end + END.length);
+  return replaceDocSection(markdown, BEGIN, END, section);
 }
 
 /**

@@ -6,7 +6,7 @@ const { spawn } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const { tcpReachable } = require('./lib-services');
+const { forEachLine, tcpReachable } = require('./lib-services');
 
 const ROOT = path.resolve(__dirname, '..');
 const contracts = () => require(path.join(ROOT, 'libs', 'contracts', 'dist'));
@@ -43,15 +43,8 @@ async function startLocalNats({ bin, port, state, onLine }) {
     { mode: 0o600 },
   );
   const child = spawn(bin, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
-  for (const stream of [child.stdout, child.stderr]) {
-    let buf = '';
-    stream.on('data', (d) => {
-      buf += d;
-      const lines = buf.split('\n');
-      buf = lines.pop();
-      for (const l of lines) if (/\[(ERR|WRN|FTL)\]/.test(l) && !/Plaintext passwords/.test(l)) onLine(l);
-    });
-  }
+  for (const stream of [child.stdout, child.stderr])
+    forEachLine(stream, (l) => /\[(ERR|WRN|FTL)\]/.test(l) && !/Plaintext passwords/.test(l) && onLine(l));
   for (let i = 0; i < 100 && child.exitCode === null; i++) {
     if (await tcpReachable('127.0.0.1', port, 500)) {
       const env = Object.fromEntries(SKALD_SERVICES.map((s) => [s, { NATS_USER: s, NATS_PASSWORD: passwords[s] }]));

@@ -51,4 +51,15 @@ async function unreachableServices(env = process.env) {
   return down;
 }
 
-module.exports = { SERVICES, unreachableServices, tcpReachable };
+/** Calls `onLine` with each complete line a child process writes to `stream`. */
+function forEachLine(stream, onLine) {
+  let buf = '';
+  stream.on('data', (d) => {
+    buf += d;
+    const lines = buf.split('\n');
+    buf = lines.pop();
+    for (const l of lines) onLine(l);
+  });
+}
+
+module.exports = { SERVICES, unreachableServices, tcpReachable, forEachLine };

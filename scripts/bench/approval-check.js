@@ -20,6 +20,7 @@ const NATS_URL = process.env.NATS_URL || 'nats://127.0.0.1:4222';
 
 const { DataSource } = require(path.join(ROOT, 'node_modules/typeorm'));
 const { freshDatabase } = require('./bench-db');
+const { freePort } = require(path.join(ROOT, 'libs/testing/dist'));
 const { Bus } = require(path.join(ROOT, 'libs/messaging/dist'));
 
 const quiet = { warn() {}, error() {} };
@@ -56,14 +57,14 @@ async function seedRules(BENCH_URL, n) {
   return count;
 }
 
-function startService(BENCH_URL) {
+function startService(BENCH_URL, port) {
   const child = spawn(process.execPath, [path.join(ROOT, 'apps/approval-service/dist/main.js')], {
     cwd: ROOT,
     env: {
       ...process.env,
       DATABASE_URL: BENCH_URL,
       NATS_URL,
-      PORT: '0',
+      PORT: String(port),
       LOG_LEVEL: 'warn',
       SKALD_INSTANCE: `bench-${process.pid}`,
     },
@@ -109,6 +110,24 @@ async function natsFloor(bus, payload) {
   }
 }
 
+/** The cumulative buckets of `skald_approval_check_seconds` (le → count) from the service's /metrics. */
+async function gateHistogram(port) {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const buckets = new Map();
+  for (const m of text.matchAll(/^skald_approval_check_seconds_bucket\{[^}]*le="([^"]+)"[^}]*\} (\d+)/gm))
+    buckets.set(m[1], Number(m[2]));
+  return buckets;
+}
+
+/** Upper bounds of p50 and p99 from the difference of two histogram readings. */
+function histogramPercentiles(before, after) {
+  const rows = [...after].map(([le, n]) => [le, n - (before.get(le) ?? 0)]);
+  const total = rows.find(([le]) => le === '+Inf')?.[1] ?? 0;
+  const bound = (p) => rows.find(([, n]) => n >= p * total)?.[0];
+  const ms = (le) => (le === '+Inf' || le === undefined ? 'over the last bucket' : `≤ ${Number(le) * 1000} ms`);
+  return { n: total, p50: ms(bound(0.5)), p99: ms(bound(0.99)) };
+}
+
 function percentiles(ms) {
   ms.sort((a, b) => a - b);
   const q = (p) => ms[Math.min(ms.length - 1, Math.floor((p / 100) * ms.length))];
@@ -130,7 +149,8 @@ const CALLS = [
 async function main() {
   const BENCH_URL = await freshDatabase('skald_bench');
   const rules = await seedRules(BENCH_URL, RULES);
-  const child = startService(BENCH_URL);
+  const port = await freePort();
+  const child = startService(BENCH_URL, port);
   const bus = await Bus.connect(
     { servers: NATS_URL, name: `bench-client-${process.pid}`, requestTimeoutMs: 5000 },
     quiet,
@@ -157,6 +177,7 @@ async function main() {
       }
     }
     for (let i = 0; i < 1000; i++) await check(i); // warm-up (JIT, rule cache, pool)
+    const gateBefore = await gateHistogram(port);
     const ms = [];
     for (let i = 0; i < CHECKS; i++) {
       const t = process.hrtime.bigint();
@@ -164,10 +185,14 @@ async function main() {
       ms.push(Number(process.hrtime.bigint() - t) / 1e6);
     }
     const r = percentiles(ms);
+    const gate = histogramPercentiles(gateBefore, await gateHistogram(port));
     console.log(
       `approval.check over NATS, ${rules} rules, ${CHECKS} sequential checks: ` +
         `p50 ${r.p50.toFixed(3)} ms, p90 ${r.p90.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms, max ${r.max.toFixed(3)} ms ` +
         `(target p99 ≤ 2 ms: ${r.p99 <= 2 ? 'met' : 'NOT met'})`,
+    );
+    console.log(
+      `  the gate's own work (skald_approval_check_seconds, NATS excluded, ${gate.n} checks): p50 ${gate.p50}, p99 ${gate.p99}`,
     );
     const floor = await natsFloor(bus, {
       actor,

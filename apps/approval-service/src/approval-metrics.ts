@@ -9,6 +9,8 @@ export class ApprovalMetrics {
   readonly decisions: Counter<'decision' | 'by'>;
   /** How long a human took to answer, by answer (approve, reject, answer). */
   readonly humanWait: Histogram<'action'>;
+  /** The gate's own time for an `approval.check` (from the parsed request to the decision; NATS excluded). */
+  readonly checkSeconds: Histogram;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.decisions = new Counter({
@@ -22,6 +24,12 @@ export class ApprovalMetrics {
       help: 'Time from a human request (approval or question) to its answer',
       labelNames: ['action'],
       buckets: [1, 5, 15, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600],
+      registers: [registry],
+    });
+    this.checkSeconds = new Histogram({
+      name: 'skald_approval_check_seconds',
+      help: "The gate's own time for approval.check, NATS excluded",
+      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.25],
       registers: [registry],
     });
   }

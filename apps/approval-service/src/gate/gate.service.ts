@@ -29,8 +29,10 @@ export class GateService {
   ) {}
 
   async check(req: CheckRequest): Promise<GateResult> {
+    const started = performance.now();
     const input = toInput(req);
     const result = await this.decide(input, req.session_id);
+    this.metrics?.checkSeconds.observe((performance.now() - started) / 1000);
     this.metrics?.decisions.inc({ decision: result.decision, by: result.by });
     this.log.info(
       { tool: req.tool_name, decision: result.decision, by: result.by, ruleId: result.ruleId },

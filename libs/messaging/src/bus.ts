@@ -142,18 +142,19 @@ export class Bus {
   ): Promise<ReplyOf<S>> {
     const spec = SUBJECTS[subject];
     const body = spec.request.parse(payload);
-    const h = natsHeaders();
-    h.set(TRACE_HEADER, opts.traceId ?? randomUUID());
     const span = tracer().startSpan(`${subject} request`, {
       kind: SpanKind.CLIENT,
       attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
     });
-    propagation.inject(trace.setSpan(context.active(), span), h, headerSetter);
+    // Headers only when there is something to carry (a trace context, a caller's trace id): without
+    // them a request is a plain MSG, smaller and cheaper for both ends to encode and parse.
+    const carrier: Record<string, string> = opts.traceId ? { [TRACE_HEADER]: opts.traceId } : {};
+    propagation.inject(trace.setSpan(context.active(), span), carrier);
     let raw;
     try {
       raw = await this.nc.request(subject, encode(body), {
         timeout: opts.timeoutMs ?? this.requestTimeoutMs,
-        headers: h,
+        headers: toHeaders(carrier),
       });
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: String(err) });
@@ -283,6 +284,14 @@ export class Bus {
     this.inflight.add(p);
     void p.finally(() => this.inflight.delete(p));
   }
+}
+
+function toHeaders(carrier: Record<string, string>): MsgHdrs | undefined {
+  const keys = Object.keys(carrier);
+  if (keys.length === 0) return undefined;
+  const h = natsHeaders();
+  for (const k of keys) h.set(k, carrier[k]);
+  return h;
 }
 
 const encoder = new TextEncoder();

@@ -132,7 +132,11 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
       jwtSecret: stack.env.SKALD_JWT_SECRET,
       sealingKey: stack.env.SKALD_SECRETS_KEY,
       adminPassword: stack.admin.password,
+      // each app's own NATS and Redis password
+      ...stack.serviceSecrets(),
     };
+    // five NATS passwords and the two Redis ones were planted too
+    expect(Object.keys(stack.serviceSecrets())).toHaveLength(7);
     const leaks: string[] = [];
     for (const [where, text] of haystacks)
       for (const [name, value] of Object.entries(secrets)) if (text.includes(value)) leaks.push(`${name} in ${where}`);

@@ -269,6 +269,19 @@ export class Stack {
   // ---- Postgres roles (issue 10): every app connects as its own role, provisioned by `boot` on the
   // admin URL, which `env.DATABASE_URL` stays (tests query with it). A DATABASE_URL in `perApp` or
   // in `addReplica`'s env wins.
+  /** The credentials the apps were given (NATS and Redis passwords), by name: what a secrets scan looks for. */
+  serviceSecrets(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const p of this.processes) {
+      if (p.name === 'llm-sim') continue;
+      const nats = this.nats?.serviceEnv(p.name).NATS_PASSWORD;
+      if (nats) out[`${p.name} NATS password`] = nats;
+      const redis = this.redisEnv[p.name]?.REDIS_URL;
+      if (redis) out[`${p.name} Redis password`] = decodeURIComponent(new URL(redis).password);
+    }
+    return out;
+  }
+
   private serviceRoleEnv(name: AppName): Record<string, string> {
     return name === 'llm-sim' ? {} : { DATABASE_URL: serviceDatabaseUrl(this.env.DATABASE_URL, name) };
   }

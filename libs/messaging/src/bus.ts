@@ -107,6 +107,9 @@ export class Bus {
       pass: options.pass,
       // A service's NATS user may subscribe only to its own inbox (`_INBOX.<user>.>`, contracts/access.ts).
       inboxPrefix: options.user ? `_INBOX.${options.user}` : undefined,
+      // nats.js would capture a stack (new Error()) for every request and timer, in case it fails;
+      // Bus turns failures into its own errors, and those captures were the client's largest cost.
+      noAsyncTraces: true,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       timeout: 3000,

@@ -82,21 +82,16 @@ async function main() {
   // above migrates and provisions; passwords come from SKALD_DB_PASSWORD_* when set (trust
   // authentication on a developer machine needs none). No app sees the admin URL or another's password.
   run('node', ['libs/persistence/dist/cli.js', 'roles'], "Provisioning the services' database roles");
-  const { serviceDatabaseUrl, servicePasswordEnv, SKALD_SERVICES } = require(
-    path.join(ROOT, 'libs/persistence/dist/service-roles'),
-  );
-  const roleUrls = {};
-  for (const service of SKALD_SERVICES) {
-    roleUrls[service] = serviceDatabaseUrl(env.DATABASE_URL, service, env[servicePasswordEnv(service)]);
-    delete env[servicePasswordEnv(service)];
-  }
-  const asRole = (service) => ({ DATABASE_URL: roleUrls[service] });
+  const { serviceDatabaseUrl, servicePasswordEnv } = require(path.join(ROOT, 'libs/persistence/dist/service-roles'));
+  const { SKALD_SERVICES: apps, REDIS_SERVICES } = require(path.join(ROOT, 'libs/contracts/dist'));
 
-  // Per-app credentials: NATS users, Redis ACL users (the session worker and the scheduler; the
-  // other apps get no Redis credentials).
+  // Per-app credentials: its Postgres role, its NATS user, and Redis ACL users for the session
+  // worker and the scheduler (the other apps get no Redis credentials).
   const appEnv = {};
-  const apps = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'];
-  for (const a of apps) appEnv[a] = asRole(a);
+  for (const a of apps) {
+    appEnv[a] = { DATABASE_URL: serviceDatabaseUrl(env.DATABASE_URL, a, env[servicePasswordEnv(a)]) };
+    delete env[servicePasswordEnv(a)];
+  }
   const children = [];
   let nats = null;
   let stopping = false;
@@ -157,7 +152,7 @@ async function main() {
     for (const [a, e] of Object.entries(redis)) Object.assign(appEnv[a], e);
     redisBanner = 'Redis:             ACL users skald-session-worker and skald-scheduler, each reaching only its keys';
   } catch (e) {
-    for (const a of ['session-worker', 'scheduler']) appEnv[a].REDIS_URL = env.REDIS_URL;
+    for (const a of REDIS_SERVICES) appEnv[a].REDIS_URL = env.REDIS_URL;
     redisBanner = `Redis:             WARNING: could not create ACL users (${e.message}); the apps use REDIS_URL as given`;
   }
   delete env.REDIS_URL;

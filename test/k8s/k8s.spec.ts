@@ -11,14 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import {
-  natsServerConfig,
-  REDIS_SERVICES,
-  redisServerUserArgs,
-  redisUser,
-  serviceSecretVar,
-  type RedisService,
-} from '@skald/contracts';
+import { natsServerConfig, REDIS_SERVICES, redisServerUserArgs, redisUser, serviceSecretVar } from '@skald/contracts';
 import Ajv from 'ajv';
 import { ApprovalConfigSchema } from '../../apps/approval-service/src/config';
 import { GatewayConfigSchema } from '../../apps/gateway/src/config';
@@ -35,16 +28,7 @@ import {
   repoRoot,
   type K8sObject,
 } from './kustomize';
-
-const APPS = {
-  gateway: 8080,
-  'session-worker': 3101,
-  'approval-service': 3102,
-  'tool-runner': 3103,
-  scheduler: 3104,
-} as const;
-type AppName = keyof typeof APPS;
-const APP_NAMES = Object.keys(APPS) as AppName[];
+import { APP_NAMES, APPS, type AppName, shellSteps, usesRedis } from '../support/deployment';
 
 /** Env vars each app reads: its config schema, plus what libs/llm reads in the session worker. */
 const APP_ENV: Record<AppName, Set<string>> = {
@@ -62,7 +46,6 @@ const APP_ENV: Record<AppName, Set<string>> = {
 };
 /** Set only to build other variables with $(VAR) (DATABASE_URL, REDIS_URL). */
 const HELPER_ENV = new Set(['SKALD_DB_PASSWORD', 'REDIS_PASSWORD']);
-const usesRedis = (app: AppName): app is RedisService => (REDIS_SERVICES as readonly string[]).includes(app);
 
 type Json = Record<string, unknown>;
 interface EnvVar {
@@ -616,11 +599,10 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     expect([shell, flag]).toEqual(['sh', '-c']);
     // `roles` runs only after `up` succeeded (the roles are granted the tables `up` creates), and its failure fails
     // the Job.
-    expect(
-      String(script)
-        .split('&&')
-        .map((step) => step.trim().replace(/^exec /, '')),
-    ).toEqual(['node libs/persistence/dist/cli.js up', 'node libs/persistence/dist/cli.js roles']);
+    expect(shellSteps(script)).toEqual([
+      'node libs/persistence/dist/cli.js up',
+      'node libs/persistence/dist/cli.js roles',
+    ]);
     expect(c?.image).toBe(appContainer(objects, 'gateway').image);
     expect(['OnFailure', 'Never']).toContain(pod.restartPolicy);
     // The same database as the apps, as its owner.

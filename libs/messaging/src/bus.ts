@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import {
   context,
+  isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
   SpanKind,
@@ -9,7 +9,16 @@ import {
   type TextMapGetter,
   type TextMapSetter,
 } from '@opentelemetry/api';
-import { connect, ErrorCode, Events, headers as natsHeaders, MsgHdrs, NatsConnection, NatsError, Subscription } from 'nats';
+import {
+  connect,
+  ErrorCode,
+  Events,
+  headers as natsHeaders,
+  MsgHdrs,
+  NatsConnection,
+  NatsError,
+  Subscription,
+} from 'nats';
 import { z } from 'zod';
 import {
   describeZodError,
@@ -53,10 +62,7 @@ export class RemoteError extends Error {
   }
 }
 
-export type Handler<S extends RequestSubject> = (
-  request: ParsedRequestOf<S>,
-  meta: { traceId: string },
-) => Promise<ReplyDataOf<S>>;
+export type Handler<S extends RequestSubject> = (request: ParsedRequestOf<S>) => Promise<ReplyDataOf<S>>;
 
 export interface BusLogger {
   warn(obj: object, msg: string): void;
@@ -75,7 +81,6 @@ const headerGetter: TextMapGetter<MsgHdrs> = {
   keys: (h) => h.keys(),
 };
 
-const TRACE_HEADER = 'x-skald-trace-id';
 const SENT_AT_HEADER = 'x-skald-sent-at';
 
 /** What a subscriber learns about a published message besides its body. */
@@ -141,7 +146,7 @@ export class Bus {
   async request<S extends RequestSubject>(
     subject: S,
     payload: RequestOf<S>,
-    opts: { timeoutMs?: number; traceId?: string } = {},
+    opts: { timeoutMs?: number } = {},
   ): Promise<ReplyOf<S>> {
     const spec = SUBJECTS[subject];
     const body = spec.request.parse(payload);
@@ -149,9 +154,9 @@ export class Bus {
       kind: SpanKind.CLIENT,
       attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
     });
-    // Headers only when there is something to carry (a trace context, a caller's trace id): without
-    // them a request is a plain MSG, smaller and cheaper for both ends to encode and parse.
-    const carrier: Record<string, string> = opts.traceId ? { [TRACE_HEADER]: opts.traceId } : {};
+    // Headers only when there is a trace context to carry: without them a request is a plain MSG,
+    // smaller and cheaper for both ends to encode and parse.
+    const carrier: Record<string, string> = {};
     propagation.inject(trace.setSpan(context.active(), span), carrier);
     let raw;
     try {
@@ -180,7 +185,7 @@ export class Bus {
   async call<S extends RequestSubject>(
     subject: S,
     payload: RequestOf<S>,
-    opts: { timeoutMs?: number; traceId?: string } = {},
+    opts: { timeoutMs?: number } = {},
   ): Promise<ReplyDataOf<S>> {
     const reply = await this.request(subject, payload, opts);
     if (reply.ok) return reply.data;
@@ -200,7 +205,6 @@ export class Bus {
           this.log.error({ subject, err: err.message }, 'subscription error');
           return;
         }
-        const traceId = msg.headers?.get(TRACE_HEADER) || randomUUID();
         const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
         const span = tracer().startSpan(
           `${subject} handle`,
@@ -215,11 +219,15 @@ export class Bus {
             reply = { ok: false, error: { code: 'invalid_input', message, field } };
           } else {
             try {
-              reply = { ok: true, data: await handler(parsed.data as ParsedRequestOf<S>, { traceId }) };
+              reply = { ok: true, data: await handler(parsed.data as ParsedRequestOf<S>) };
             } catch (e) {
               reply = { ok: false, error: toErrorBody(e) };
               if (!(e instanceof RemoteError)) {
-                this.log.error({ subject, traceId, err: String(e) }, 'handler failed');
+                const { traceId } = span.spanContext();
+                this.log.error(
+                  { subject, err: String(e), ...(isSpanContextValid(span.spanContext()) ? { traceId } : {}) },
+                  'handler failed',
+                );
                 span.setStatus({ code: SpanStatusCode.ERROR, message: String(e) });
               }
             }

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { Bus } from '@skald/messaging';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -113,8 +113,7 @@ describe('agents catalog, context building, compaction and slash commands end to
 
   afterAll(async () => {
     for (const ws of sockets) ws.close();
-    if (db) await assertInvariants(db);
-    await db?.destroy();
+    await assertInvariantsAndClose(db);
     await stack?.stop();
   });
 
@@ -357,10 +356,7 @@ describe('agents catalog, context building, compaction and slash commands end to
     );
     expect(rows).toEqual([{ home_source: 'phone' }]);
     // what the notification senders ask (web until /sethome names another)
-    const bus = await Bus.connect(
-      { ...stack.natsClient, name: `home-${process.pid}` },
-      pino({ level: 'silent' }),
-    );
+    const bus = await Bus.connect({ ...stack.natsClient, name: `home-${process.pid}` }, pino({ level: 'silent' }));
     try {
       const home = (user: ApiClient) =>
         bus.call('session.home_source', { actor: { userId: user.user!.id, role: 'user' } });

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, StackProcess, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -29,10 +29,7 @@ describe('approvals through the whole stack', () => {
     db = await testDb();
   });
   afterAll(async () => {
-    if (db) {
-      await assertInvariants(db);
-      await db.destroy();
-    }
+    await assertInvariantsAndClose(db);
     await stack?.stop();
   });
 

@@ -4,7 +4,7 @@ import { Actor } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { ApiClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -62,10 +62,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     alice = await admin.createUser(`alice-${randomUUID()}@skald.test`, 'correct horse battery');
     bob = await admin.createUser(`bob-${randomUUID()}@skald.test`, 'correct horse battery');
-    bus = await Bus.connect(
-      { ...stack.natsClient, name: `authz-e2e-${process.pid}` },
-      pino({ level: 'silent' }),
-    );
+    bus = await Bus.connect({ ...stack.natsClient, name: `authz-e2e-${process.pid}` }, pino({ level: 'silent' }));
     doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as OpenApiDoc;
 
     aliceWs = await WsTestClient.connect(stack.gatewayUrl, { token: alice.token, source: 'web' });
@@ -108,12 +105,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     aliceCli?.close();
     await bus?.drain();
     await stack?.stop();
-    const db = await testDb();
-    try {
-      await assertInvariants(db);
-    } finally {
-      await db.destroy();
-    }
+    await assertInvariantsAndClose(await testDb());
   });
 
   /** Per route template that takes an id: the id of alice's that it names, and a valid body. */

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack, StackProcess, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -54,8 +54,7 @@ describe('session worker faults', () => {
   afterAll(async () => {
     if (db) {
       await db.query(`DELETE FROM approval_rules WHERE note = 'faults test'`);
-      await assertInvariants(db);
-      await db.destroy();
+      await assertInvariantsAndClose(db);
     }
     await stack?.stop();
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiClient, Stack, UpgradeRefused, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(120_000);
 
@@ -15,12 +15,7 @@ describe('gateway: identity, errors and the WebSocket edge', () => {
   });
   afterAll(async () => {
     await stack?.stop();
-    const db = await testDb();
-    try {
-      await assertInvariants(db);
-    } finally {
-      await db.destroy();
-    }
+    await assertInvariantsAndClose(await testDb());
   });
 
   it('logs in the bootstrapped admin and refuses a wrong password with 401', async () => {

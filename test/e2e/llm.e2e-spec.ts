@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, Frame, LlmSimAdminClient, PrivateRedis, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(240_000);
 
@@ -69,8 +69,7 @@ describe('LLM clients through the gateway: fallback, shared health, pins, cost, 
   });
 
   afterAll(async () => {
-    if (db) await assertInvariants(db);
-    await db?.destroy();
+    await assertInvariantsAndClose(db);
     await stack?.stop();
   });
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(600_000);
 
@@ -27,10 +27,7 @@ describe('three replicas under load', () => {
     db = await testDb();
   });
   afterAll(async () => {
-    if (db) {
-      await assertInvariants(db);
-      await db.destroy();
-    }
+    await assertInvariantsAndClose(db);
     await stack?.stop();
   });
 

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -33,13 +33,7 @@ describe('MCP through the whole stack', () => {
   });
   afterAll(async () => {
     await stack?.stop();
-    if (db) {
-      try {
-        await assertInvariants(db);
-      } finally {
-        await db.destroy();
-      }
-    }
+    await assertInvariantsAndClose(db);
   });
 
   async function userWithServer(): Promise<{ api: ApiClient; ws: WsTestClient }> {

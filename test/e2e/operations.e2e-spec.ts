@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -43,13 +43,7 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
   });
   afterAll(async () => {
     await stack?.stop();
-    if (db) {
-      try {
-        await assertInvariants(db);
-      } finally {
-        await db.destroy();
-      }
-    }
+    await assertInvariantsAndClose(db);
   });
 
   it('a whole session leaves no planted secret in any log, response or frame', async () => {

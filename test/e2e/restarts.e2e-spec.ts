@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { ensureDatabase, migrateUp } from '@skald/persistence';
 import { ApiClient, LlmSimAdminClient, PrivateNats, PrivatePostgres, Stack, WsTestClient } from '@skald/testing';
 import { ROOT } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(240_000);
 
@@ -39,8 +39,7 @@ describe('backing services restarted mid-turn', () => {
   });
   afterAll(async () => {
     if (db?.isInitialized) {
-      await assertInvariants(db);
-      await db.destroy();
+      await assertInvariantsAndClose(db);
     }
     await stack?.stop();
     await nats?.destroy();

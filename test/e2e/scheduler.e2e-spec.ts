@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack, StackProcess, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -65,8 +65,7 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
     if (db) {
       await db.query(`DELETE FROM approval_rules WHERE note = 'scheduler test'`);
       await db.query(`UPDATE scheduled_jobs SET enabled = false`);
-      await assertInvariants(db);
-      await db.destroy();
+      await assertInvariantsAndClose(db);
     }
     await stack?.stop();
   });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -27,8 +27,7 @@ describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', ()
     db = await testDb();
   });
   afterAll(async () => {
-    if (db) await assertInvariants(db);
-    await db?.destroy();
+    await assertInvariantsAndClose(db);
     await stack?.stop();
   });
 

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(120_000);
 
@@ -42,8 +42,7 @@ describe('one turn end to end: five apps and llm-sim as separate processes', () 
   });
 
   afterAll(async () => {
-    if (db) await assertInvariants(db);
-    await db?.destroy();
+    await assertInvariantsAndClose(db);
     await stack?.stop();
   });
 
@@ -194,8 +193,7 @@ describe('two session-worker replicas, many sessions', () => {
   });
 
   afterAll(async () => {
-    if (db) await assertInvariants(db);
-    await db?.destroy();
+    await assertInvariantsAndClose(db);
     await stack?.stop();
   });
 

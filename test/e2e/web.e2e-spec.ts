@@ -5,7 +5,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { assertInvariants } from '../support/invariants';
+import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
 
@@ -44,13 +44,7 @@ describe('web client in a real browser', () => {
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
-    if (db) {
-      try {
-        await assertInvariants(db);
-      } finally {
-        await db.destroy();
-      }
-    }
+    await assertInvariantsAndClose(db);
   });
 
   async function signedIn(viewport = { width: 1280, height: 900 }): Promise<{

@@ -89,3 +89,13 @@ export async function assertInvariants(db: DataSource, opts?: { stuckAfterMs?: n
   const violations = await invariantViolations(db, opts);
   if (violations.length > 0) throw new Error(`invariants violated:\n  ${violations.join('\n  ')}`);
 }
+
+/** The end of an e2e file: the invariants hold, and the connection is closed either way. */
+export async function assertInvariantsAndClose(db: DataSource | undefined): Promise<void> {
+  if (!db) return;
+  try {
+    await assertInvariants(db);
+  } finally {
+    await db.destroy();
+  }
+}

@@ -40,11 +40,35 @@ function summarize(files) {
   return { passed, failed, problems };
 }
 
+/**
+ * The attack suite's figures: every hostile test writes `attack-suite-<name>.json` (an object of
+ * counts) beside the Jest reports; they are printed as one line so a run shows how much was tried.
+ */
+function attackFigures(dir) {
+  if (!fs.existsSync(dir)) return null;
+  const files = fs.readdirSync(dir).filter((f) => /^attack-suite-[a-z0-9-]+\.json$/.test(f)).sort();
+  if (files.length === 0) return null;
+  const parts = [];
+  for (const f of files) {
+    try {
+      const figures = JSON.parse(fs.readFileSync(require('node:path').join(dir, f), 'utf8'));
+      const name = f.slice('attack-suite-'.length, -'.json'.length);
+      parts.push(`${name}: ${Object.entries(figures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    } catch {
+      parts.push(`${f}: unreadable`);
+    }
+  }
+  return `attack suite: ${parts.join('; ')}`;
+}
+
 if (require.main === module) {
-  const { passed, failed, problems } = summarize(process.argv.slice(2));
+  const files = process.argv.slice(2);
+  const { passed, failed, problems } = summarize(files);
+  const attack = attackFigures(require('node:path').dirname(files[0] || 'test-results/x'));
+  if (attack) console.log(attack);
   for (const p of problems) console.log(`  ! ${p}`);
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed > 0 ? 1 : 0);
 }
 
-module.exports = { summarize };
+module.exports = { summarize, attackFigures };

@@ -63,6 +63,13 @@ interface Route {
 /** Every REST route the gateway serves. A route added to a controller is added here. */
 export const ROUTES: Route[] = [
   {
+    method: 'get',
+    path: '/api/docs',
+    summary: 'This document: the REST contract as OpenAPI 3.1',
+    auth: 'public',
+    ok: { status: 200 },
+  },
+  {
     method: 'post',
     path: '/api/auth/login',
     summary: 'Log in with email and password',

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { Actor } from '@skald/contracts';
 import { PUBLIC_ROUTE } from '@skald/service-kit';
 import { ApiError } from '../http/api-error';
-import { AuthService } from './auth.service';
+import { AuthService, Principal } from './auth.service';
 
 export { Public } from '@skald/service-kit';
 export const ADMIN_ONLY = 'skald:admin';
@@ -13,6 +13,7 @@ export const AdminOnly = (): MethodDecorator & ClassDecorator => SetMetadata(ADM
 export interface AuthedRequest {
   headers: Record<string, string | string[] | undefined>;
   actor?: Actor;
+  principal?: Principal;
 }
 
 /**
@@ -37,6 +38,7 @@ export class AuthGuard implements CanActivate {
     if (!m?.[1]) throw new ApiError('unauthorized', 'missing bearer token');
     const principal = await this.auth.authenticate(m[1]);
     req.actor = principal.actor;
+    req.principal = principal;
     if (this.reflector.getAllAndOverride<boolean>(ADMIN_ONLY, targets) && principal.actor.role !== 'admin') {
       throw new ApiError('forbidden', 'admin only');
     }

@@ -18,8 +18,8 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
   SKALD_ALLOWED_ORIGINS: z.string().optional(),
   /** Public base URL, e.g. https://skald.example.com (default http://HOST:PORT). */
   SKALD_PUBLIC_URL: z.string().url().optional(),
-  /** Redis holding the failed-login counters that every gateway replica shares (the gateway's own ACL user). */
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** Prefix of the Redis keys holding the failed-login counters that every gateway replica shares. */
   SKALD_LOGIN_LIMIT_PREFIX: z.string().min(1).default(DEFAULT_REDIS_PREFIXES.loginLimitPrefix),
   /** Failed logins (or wrong current passwords) allowed per account within the window; then 429 until it ends. */
   SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(5),

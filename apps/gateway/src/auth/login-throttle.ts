@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import Redis from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Logger } from '@skald/service-kit';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { ApiError } from '../http/api-error';
 import { GATEWAY_LOGGER } from '../tokens';
+
+const CONNECT_WAIT_MS = 3_000;
 
 /** Who is trying: the account named (by email) and the client address. */
 export interface LoginAttempt {
@@ -22,16 +24,18 @@ export interface LoginAttempt {
  * throttling weakens to per-replica but never switches off and logins keep working.
  */
 @Injectable()
-export class LoginThrottle implements OnApplicationShutdown {
+export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
   private readonly redis: Redis;
   private readonly account: RateLimiterRedis;
   private readonly address: RateLimiterRedis;
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig, @Inject(GATEWAY_LOGGER) log: Logger) {
     this.redis = new Redis(config.REDIS_URL, {
+      lazyConnect: true,
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
       connectionName: 'skald-gateway-login-throttle',
+      disconnectTimeout: 200,
     });
     let warned = false;
     this.redis.on('error', (e: Error) => {
@@ -51,6 +55,16 @@ export class LoginThrottle implements OnApplicationShutdown {
       });
     this.account = limiter('account', config.SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT);
     this.address = limiter('address', config.SKALD_LOGIN_MAX_FAILURES_PER_ADDRESS);
+  }
+
+  /** Connects before the gateway takes logins (so the first ones are counted in Redis), waiting at most 3 s. */
+  async onModuleInit(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.redis.connect().catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, CONNECT_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Throws 429 (Retry-After: the rest of the window) when the account or the address has no failures left. */

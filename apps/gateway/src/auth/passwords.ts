@@ -37,7 +37,10 @@ export async function verifyPassword(password: string, stored: string): Promise<
     const ok = await argon2Verify(stored, password).catch(() => false);
     return { ok, needsRehash: ok && weakerArgon2(stored) };
   }
-  if (stored.startsWith('scrypt$')) return { ok: await verifyScrypt(password, stored), needsRehash: true };
+  if (stored.startsWith('scrypt$')) {
+    const ok = await verifyScrypt(password, stored);
+    return { ok, needsRehash: ok };
+  }
   return { ok: false, needsRehash: false };
 }
 

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID, scryptSync } from 'node:crypto';
+import { SignJWT } from 'jose';
 import { DataSource } from 'typeorm';
 import { ApiClient, Stack, UpgradeRefused, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
@@ -247,6 +248,26 @@ describe('credentials across gateway replicas', () => {
       expect(h.sockets['ticket (from A) on B'].closeCode).toBeNull();
       for (const ws of Object.values(h.sockets)) ws.close();
     });
+  });
+
+  it('a socket opened with a ticket ends when the JWT that asked for the ticket expires', async () => {
+    const { user } = await newUser();
+    const [{ token_version: tv }] = await db.query<Array<{ token_version: number }>>(
+      `SELECT token_version FROM users WHERE id = $1`,
+      [user.user!.id],
+    );
+    // a session JWT as the gateway signs it, expiring in 2 s
+    const shortJwt = await new SignJWT({ role: 'user', tv })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(user.user!.id)
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + 2)
+      .setIssuer('skald')
+      .sign(new TextEncoder().encode(stack.env.SKALD_JWT_SECRET));
+    const ticket = (await new ApiClient(b, shortJwt).post<{ ticket: string }>('/api/auth/ws-ticket')).body.ticket;
+    const ws = await WsTestClient.connect(a, { ticket });
+    await ws.waitForType('turn_running');
+    expect(await ws.closed(4_000)).toBe(4401);
   });
 
   it('a revocation whose broadcast was lost is caught by the periodic re-validation (SKALD_WS_REVALIDATE_SECS)', async () => {

@@ -78,15 +78,9 @@ export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
       exhausted(address, this.address.points) ? address : null,
     ].filter((r): r is RateLimiterRes => r !== null);
     if (blocked.length === 0) return;
-    const ms = Math.max(...blocked.map((r) => r.msBeforeNext));
-    throw new ApiError(
-      'rate_limited',
-      exhausted(account, this.account.points)
-        ? 'too many failed logins for this account; retry after the time in Retry-After'
-        : 'too many failed logins from this address; retry after the time in Retry-After',
-      undefined,
-      Math.max(1, Math.ceil(ms / 1000)),
-    );
+    const secs = Math.max(1, Math.ceil(Math.max(...blocked.map((r) => r.msBeforeNext)) / 1000));
+    const who = exhausted(account, this.account.points) ? 'this account' : 'this address';
+    throw new ApiError('rate_limited', `too many failed logins for ${who}; try again in ${secs} s`, undefined, secs);
   }
 
   /** Counts a failure against both the account and the address. */

@@ -104,6 +104,12 @@ describe('credentials across gateway replicas', () => {
       const { email, password } = await newUser();
       const client = await ApiClient.login(a, email, password);
       const from = address();
+      // malformed: named, and not counted as a failure
+      const short = await client.request('PUT', '/api/auth/password', {
+        current_password: password,
+        new_password: 'short',
+      });
+      expect(short).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'new_password' } } });
       for (let i = 0; i < MAX_PER_ACCOUNT; i++) {
         const r = await client.request(
           'PUT',

@@ -153,9 +153,7 @@ export class UsersRepository {
   }
 
   /** Consumes a single-use ticket: the first use wins, an expired one never works. */
-  async consumeTicket(
-    ticketHash: string,
-  ): Promise<{
+  async consumeTicket(ticketHash: string): Promise<{
     userId: string;
     tokenVersion: number | null;
     credentialExpiresAt: Date | null;

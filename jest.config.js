@@ -15,11 +15,14 @@ const transform = {
     },
   ],
 };
+// jose ships ES modules only; Jest's CommonJS runtime gets it compiled (tests that boot the gateway in-process).
+transform['/node_modules/jose/.+\\.js$'] = ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }];
+const transformIgnorePatterns = ['/node_modules/(?!jose/)'];
 const moduleNameMapper = {
   '^@skald/agent-loop/testing$': '<rootDir>/libs/agent-loop/src/testing/index.ts',
   '^@skald/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
 };
-const base = { rootDir: __dirname, transform, moduleNameMapper, testEnvironment: 'node' };
+const base = { rootDir: __dirname, transform, transformIgnorePatterns, moduleNameMapper, testEnvironment: 'node' };
 // Coverage is measured for the loop library (issue 3: ≥ 90 % of lines, no exclusions).
 const collectCoverageFrom = ['<rootDir>/libs/agent-loop/src/**/*.ts', '!<rootDir>/libs/agent-loop/src/**/*.spec.ts'];
 

@@ -150,7 +150,9 @@ async function main() {
       env,
     });
     for (const [a, e] of Object.entries(redis)) Object.assign(appEnv[a], e);
-    redisBanner = 'Redis:             ACL users skald-session-worker and skald-scheduler, each reaching only its keys';
+    redisBanner = `Redis:             ACL users ${Object.keys(redis)
+      .map((a) => `skald-${a}`)
+      .join(', ')}, each reaching only its keys`;
   } catch (e) {
     for (const a of REDIS_SERVICES) appEnv[a].REDIS_URL = env.REDIS_URL;
     redisBanner = `Redis:             WARNING: could not create ACL users (${e.message}); the apps use REDIS_URL as given`;

@@ -70,7 +70,7 @@ function externalNatsEnv(env) {
 }
 
 /**
- * Creates (or resets) the Redis ACL users of the session worker and the scheduler through the admin connection
+ * Creates (or resets) the Redis ACL users of the apps that use Redis (REDIS_SERVICES) through the admin connection
  * REDIS_URL, with passwords kept in `<state>/redis-passwords.json`; returns each one's REDIS_URL. (`userName`
  * renames the users, for tests sharing a Redis server with a running `npm start`.)
  */
@@ -81,6 +81,7 @@ async function provisionRedisUsers({ adminUrl, state, env, userName }) {
   const prefixes = {
     bullPrefix: env.SKALD_BULL_PREFIX || DEFAULT_REDIS_PREFIXES.bullPrefix,
     llmHealthPrefix: env.SKALD_LLM_HEALTH_PREFIX || DEFAULT_REDIS_PREFIXES.llmHealthPrefix,
+    loginLimitPrefix: env.SKALD_LOGIN_LIMIT_PREFIX || DEFAULT_REDIS_PREFIXES.loginLimitPrefix,
   };
   const file = path.join(state, 'redis-passwords.json');
   const saved = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import pino from 'pino';
 import { Actor } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
@@ -207,6 +208,65 @@ describe('authorization matrix and approvals through the gateway', () => {
     );
     ws.close();
     await aliceUnchanged();
+  });
+
+  it('the running gateway process: another spelling of an admin route is no way in (the full matrix: test/integration/gateway-route-auth.spec.ts)', async () => {
+    const count = async () => (await db.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM users`))[0].n;
+    const db = await testDb();
+    try {
+      const before = await count();
+      const raw = (method: string, path: string, token?: string) =>
+        new Promise<number>((resolve, reject) => {
+          const body =
+            method === 'POST'
+              ? JSON.stringify({ email: `x-${randomUUID()}@evil.test`, password: 'attacker pw 1', role: 'admin' })
+              : '';
+          const url = new URL(stack.gatewayUrl);
+          const req = httpRequest(
+            {
+              host: url.hostname,
+              port: url.port,
+              method,
+              path,
+              headers: {
+                'content-type': 'application/json',
+                'content-length': Buffer.byteLength(body),
+                ...(token ? { authorization: `Bearer ${token}` } : {}),
+              },
+            },
+            (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode ?? 0));
+            },
+          );
+          req.on('error', reject);
+          req.end(body);
+        });
+      const results: string[] = [];
+      for (const path of [
+        '/API/admin/users',
+        '/Api/Admin/Users',
+        '//api/admin/users',
+        '/api/./admin/users',
+        '/api/%61dmin/users',
+        '/api/admin/users/',
+        '/api/admin/users;x',
+      ]) {
+        for (const method of ['GET', 'POST']) {
+          for (const token of [undefined, bob.token]) {
+            const status = await raw(method, path, token);
+            if (![401, 403, 404].includes(status))
+              results.push(`${method} ${path} ${token ? 'bob' : 'anonymous'} → ${status}`);
+          }
+        }
+      }
+      expect(results).toEqual([]);
+      expect(await raw('GET', '/api/admin/users')).toBe(401);
+      expect(await raw('GET', '/api/admin/users', bob.token)).toBe(403);
+      expect(await count()).toBe(before);
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('a non-admin gets 403 on every admin route', async () => {

@@ -136,10 +136,14 @@ describe('NATS users per service', () => {
 describe('Redis users per service', () => {
   const admin = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true });
   const tag = randomBytes(4).toString('hex');
-  const prefixes = { bullPrefix: `perm-${tag}`, llmHealthPrefix: `perm-${tag}:llm:health:` };
+  const prefixes = {
+    bullPrefix: `perm-${tag}`,
+    llmHealthPrefix: `perm-${tag}:llm:health:`,
+    loginLimitPrefix: `perm-${tag}:login:`,
+  };
   const clients: Redis[] = [];
 
-  async function as(service: 'scheduler' | 'session-worker'): Promise<Redis> {
+  async function as(service: 'scheduler' | 'session-worker' | 'gateway'): Promise<Redis> {
     const user = `perm-${tag}-${service}`;
     const password = randomBytes(12).toString('hex');
     await admin.call('ACL', 'SETUSER', user, 'reset', ...redisAclRules(service, password, prefixes));
@@ -158,7 +162,7 @@ describe('Redis users per service', () => {
 
   afterAll(async () => {
     for (const c of clients) c.disconnect();
-    await admin.call('ACL', 'DELUSER', `perm-${tag}-scheduler`, `perm-${tag}-session-worker`);
+    await admin.call('ACL', 'DELUSER', `perm-${tag}-scheduler`, `perm-${tag}-session-worker`, `perm-${tag}-gateway`);
     const keys = await admin.keys(`perm-${tag}*`);
     if (keys.length) await admin.del(...keys);
     admin.disconnect();
@@ -184,5 +188,18 @@ describe('Redis users per service', () => {
     await expect(scheduler.flushall()).rejects.toThrow(/NOPERM/);
     await expect(worker.keys('*')).rejects.toThrow(/NOPERM/);
     await expect(worker.config('SET', 'maxmemory-policy', 'allkeys-lru')).rejects.toThrow(/NOPERM/);
+  });
+
+  it('gives the gateway its login counters (and the scripts the throttle runs on them), nothing else', async () => {
+    const gateway = await as('gateway');
+    const key = `${prefixes.loginLimitPrefix}account:x`;
+    // the shape of rate-limiter-flexible's Redis script: INCR with expiry, then read back the TTL
+    const script = `local c = redis.call('incr', KEYS[1]) if c == 1 then redis.call('pexpire', KEYS[1], ARGV[1]) end return {c, redis.call('pttl', KEYS[1])}`;
+    expect(await gateway.eval(script, 1, key, '60000')).toEqual([1, expect.any(Number)]);
+    expect(await gateway.del(key)).toBe(1);
+    await expect(gateway.get(`${prefixes.llmHealthPrefix}default`)).rejects.toThrow(/NOPERM/);
+    await expect(gateway.get(`${prefixes.bullPrefix}:skald-jobs:meta`)).rejects.toThrow(/NOPERM/);
+    await expect(gateway.eval(script, 1, 'elsewhere', '60000')).rejects.toThrow(/NOPERM/);
+    await expect(gateway.flushall()).rejects.toThrow(/NOPERM/);
   });
 });

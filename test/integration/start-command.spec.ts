@@ -79,26 +79,34 @@ describe("the start command's per-app credentials (scripts/lib-local-auth.js)", 
     }
   });
 
-  it('creates Redis users for the session worker and the scheduler that reach only their keys', async () => {
+  it('creates Redis users for the gateway, the session worker and the scheduler that reach only their keys', async () => {
     const tag = `start-${process.pid}`;
-    const env = { SKALD_BULL_PREFIX: tag, SKALD_LLM_HEALTH_PREFIX: `${tag}:llm:health:` };
+    const env = {
+      SKALD_BULL_PREFIX: tag,
+      SKALD_LLM_HEALTH_PREFIX: `${tag}:llm:health:`,
+      SKALD_LOGIN_LIMIT_PREFIX: `${tag}:login:`,
+    };
     const adminUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
     const userName = (s: string) => `${tag}-${s}`;
     const urls = await auth.provisionRedisUsers({ adminUrl, state, env, userName });
-    expect(Object.keys(urls).sort()).toEqual(['scheduler', 'session-worker']);
+    expect(Object.keys(urls).sort()).toEqual(['gateway', 'scheduler', 'session-worker']);
     const scheduler = new Redis(urls.scheduler.REDIS_URL, { maxRetriesPerRequest: 1 });
+    const gateway = new Redis(urls.gateway.REDIS_URL, { maxRetriesPerRequest: 1 });
     const admin = new Redis(adminUrl);
     try {
       await scheduler.set(`${tag}:skald-jobs:probe`, '1');
       await expect(scheduler.set(`${tag}:llm:health:x`, '1')).rejects.toThrow(/NOPERM/);
+      await gateway.set(`${tag}:login:probe`, '1');
+      await expect(gateway.set(`${tag}:skald-jobs:probe`, '1')).rejects.toThrow(/NOPERM/);
       // a second start keeps the passwords (other clients of the same Redis keep working)
       const again = await auth.provisionRedisUsers({ adminUrl, state, env, userName });
       expect(again).toEqual(urls);
       expect(JSON.parse(readFileSync(path.join(state, 'redis-passwords.json'), 'utf8'))).toHaveProperty('scheduler');
     } finally {
       scheduler.disconnect();
-      await admin.del(`${tag}:skald-jobs:probe`);
-      await admin.call('ACL', 'DELUSER', userName('scheduler'), userName('session-worker'));
+      gateway.disconnect();
+      await admin.del(`${tag}:skald-jobs:probe`, `${tag}:login:probe`);
+      await admin.call('ACL', 'DELUSER', userName('scheduler'), userName('session-worker'), userName('gateway'));
       admin.disconnect();
     }
   });

@@ -78,6 +78,15 @@ describe('NATS grants (contracts/access.ts) against what each app does', () => {
     });
   });
 
+  it('lets only the gateway announce and hear credential revocations (every replica re-checks its sockets)', () => {
+    const subject = TOPICS.userRevoked.subject();
+    const grants = (verb: 'publish' | 'subscribe') =>
+      SKALD_SERVICES.filter((s) => natsPermissions(s)[verb].some((p) => matches(p, subject)));
+    expect(grants('publish')).toEqual(['gateway']);
+    expect(grants('subscribe')).toEqual(['gateway']);
+    // that it reaches every replica (no queue group): test/e2e/credentials.e2e-spec.ts, sockets on both close
+  });
+
   it('lets only the session worker run tools', () => {
     const runs = SKALD_SERVICES.filter((s) => natsPermissions(s).publish.includes('tools.exec'));
     expect(runs).toEqual(['session-worker']);

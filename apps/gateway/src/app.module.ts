@@ -11,6 +11,7 @@ import { ApprovalsGateway } from './approvals/approvals.gateway';
 import { AuthController } from './auth/auth.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { AuthService } from './auth/auth.service';
+import { LoginThrottle } from './auth/login-throttle';
 import { UsersRepository } from './auth/users.repository';
 import { GATEWAY_CONFIG, GatewayConfig } from './config';
 import { ErrorFilter } from './http/error.filter';
@@ -74,6 +75,7 @@ export class AppModule {
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_FILTER, useFactory: () => new ErrorFilter(log) },
         UsersRepository,
+        LoginThrottle,
         AuthService,
         SessionsGateway,
         ApprovalsGateway,

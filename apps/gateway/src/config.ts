@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 
 export const GatewayConfigSchema = BaseConfigSchema.extend({
@@ -17,6 +18,23 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
   SKALD_ALLOWED_ORIGINS: z.string().optional(),
   /** Public base URL, e.g. https://skald.example.com (default http://HOST:PORT). */
   SKALD_PUBLIC_URL: z.string().url().optional(),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** Prefix of the Redis keys holding the failed-login counters that every gateway replica shares. */
+  SKALD_LOGIN_LIMIT_PREFIX: z.string().min(1).default(DEFAULT_REDIS_PREFIXES.loginLimitPrefix),
+  /** Failed logins (or wrong current passwords) allowed per account within the window; then 429 until it ends. */
+  SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(5),
+  /** Failed logins allowed per client address within the window, whatever the accounts. */
+  SKALD_LOGIN_MAX_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20),
+  /** The window of both counters, from the first failure; a locked account or address is free again after it. */
+  SKALD_LOGIN_WINDOW_SECS: z.coerce.number().int().min(1).max(86_400).default(900),
+  /**
+   * Express's `trust proxy` for the client address behind a reverse proxy (e.g. `loopback`, `1`,
+   * `10.0.0.0/8`); unset: the TCP peer is the client. Only proxies you run may be trusted, or
+   * anyone can pick their address with X-Forwarded-For.
+   */
+  SKALD_TRUST_PROXY: z.string().min(1).optional(),
+  /** How often every open WebSocket re-checks its credential against the database (a lost revocation broadcast ends within this). */
+  SKALD_WS_REVALIDATE_SECS: z.coerce.number().min(0.2).max(3600).default(30),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 

@@ -165,8 +165,12 @@ export function serviceSecretVar(prefix: string, service: SkaldService): string 
   return `${prefix}_${service.toUpperCase().replace(/-/g, '_')}`;
 }
 
-/** Services that use Redis, and for what. The others get no Redis credentials at all. */
-export const REDIS_SERVICES = ['session-worker', 'scheduler'] as const;
+/**
+ * Services that use Redis, and for what: the gateway (login throttling counters shared by its
+ * replicas), the session worker (LLM health), the scheduler (BullMQ). The others get no Redis
+ * credentials at all.
+ */
+export const REDIS_SERVICES = ['gateway', 'session-worker', 'scheduler'] as const;
 export type RedisService = (typeof REDIS_SERVICES)[number];
 
 export interface RedisKeyPrefixes {
@@ -174,6 +178,8 @@ export interface RedisKeyPrefixes {
   bullPrefix: string;
   /** `SKALD_LLM_HEALTH_PREFIX` (session worker). */
   llmHealthPrefix: string;
+  /** `SKALD_LOGIN_LIMIT_PREFIX` (gateway; failed-login counters per account and per address). */
+  loginLimitPrefix: string;
 }
 
 /** The BullMQ queue the scheduler owns (apps/scheduler). */
@@ -198,6 +204,7 @@ export function redisAclRules(service: RedisService, password: string, prefixes:
       `~${prefixes.bullPrefix}:${SCHEDULER_QUEUE}:*`,
       secret,
     ];
+  if (service === 'gateway') return [...common, '+info', '+client|setname', `~${prefixes.loginLimitPrefix}*`, secret];
   return [...common, '+info', '+client|setname', `~${prefixes.llmHealthPrefix}*`, secret];
 }
 
@@ -206,8 +213,12 @@ export function redisUser(service: RedisService): string {
   return `skald-${service}`;
 }
 
-/** The key prefixes when `SKALD_BULL_PREFIX` and `SKALD_LLM_HEALTH_PREFIX` are not set (the apps' config defaults). */
-export const DEFAULT_REDIS_PREFIXES: RedisKeyPrefixes = { bullPrefix: 'skald', llmHealthPrefix: 'skald:llm:health:' };
+/** The key prefixes when `SKALD_BULL_PREFIX`, `SKALD_LLM_HEALTH_PREFIX` and `SKALD_LOGIN_LIMIT_PREFIX` are not set (the apps' config defaults). */
+export const DEFAULT_REDIS_PREFIXES: RedisKeyPrefixes = {
+  bullPrefix: 'skald',
+  llmHealthPrefix: 'skald:llm:health:',
+  loginLimitPrefix: 'skald:login:',
+};
 
 /**
  * The `--user …` arguments of `redis-server` for every Redis service, as a POSIX shell fragment

@@ -9,9 +9,17 @@ export const LoginResponse = z.object({ token: z.string(), expires_at: Timestamp
 export type LoginResponse = z.infer<typeof LoginResponse>;
 export const WsTicketResponse = z.object({ ticket: z.string() });
 
+/** A password a user sets: 8 to 1024 characters (the same bounds wherever one is set). */
+export const NewPassword = z.string().min(8).max(1024);
+/** `PUT /api/auth/password`: the caller changes their own password, proving the current one. */
+export const ChangePasswordRequest = z.object({
+  current_password: z.string().min(1).max(1024),
+  new_password: NewPassword,
+});
+export type ChangePasswordRequest = z.infer<typeof ChangePasswordRequest>;
 export const CreateUserRequest = z.object({
   email: z.email().max(320),
-  password: z.string().min(8).max(1024),
+  password: NewPassword,
   role: Role.default('user'),
 });
 export const CreateTokenRequest = z.object({ name: z.string().min(1).max(100) });

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { INestApplication, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'pino';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config';
@@ -46,6 +46,33 @@ export interface ServiceBootstrap {
 }
 
 /**
+ * The Nest app on Express as every service serves it. Routing is case-sensitive and strict: a
+ * route matches only its own spelling (`/API/x`, `/api/x/`, `/api//x` are 404), so that no
+ * variant of a path reaches a handler by another name. Authentication never depends on it: each
+ * app's guard decides by the route's metadata (`@Public()`).
+ */
+export async function createHttpApp(
+  module: Parameters<typeof NestFactory.create>[0],
+  log: Logger,
+): Promise<NestExpressApplication> {
+  // Express (a dependency of @nestjs/platform-express) ships no types here; these settings must be
+  // made before the adapter exists, because the adapter's first middleware creates the router.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const express = require('express') as () => { set(setting: string, value: boolean): unknown };
+  const server = express();
+  server.set('case sensitive routing', true);
+  server.set('strict routing', true);
+  const app = await NestFactory.create<NestExpressApplication>(module, new ExpressAdapter(server), {
+    logger: new PinoNestLogger(log),
+    bodyParser: false,
+    abortOnError: false,
+  });
+  app.useBodyParser('json', { limit: '1mb' });
+  app.disable('x-powered-by');
+  return app;
+}
+
+/**
  * Starts a Nest app on its port, and on SIGTERM / SIGINT: marks it not ready, drains within the
  * grace period, closes, exits 0. A failure at start-up exits 1 with the reason in the log.
  */
@@ -53,13 +80,7 @@ export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApp
   const { log } = opts;
   let app: INestApplication;
   try {
-    app = await NestFactory.create<NestExpressApplication>(opts.module, {
-      logger: new PinoNestLogger(log),
-      bodyParser: false,
-      abortOnError: false,
-    });
-    (app as NestExpressApplication).useBodyParser('json', { limit: '1mb' });
-    (app as NestExpressApplication).disable('x-powered-by');
+    app = await createHttpApp(opts.module, log);
     await opts.configure?.(app);
     await app.listen(opts.port, opts.host);
   } catch (e) {

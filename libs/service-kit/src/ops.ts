@@ -1,5 +1,6 @@
 import { Controller, Get, Header, HttpException, Inject, Injectable, Module, DynamicModule, Req } from '@nestjs/common';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Public } from './public-route';
 
 export type ReadinessCheck = () => Promise<void> | void;
 
@@ -60,11 +61,13 @@ export class OpsController {
     @Inject(OPS_OPTIONS) private readonly options: OpsOptions,
   ) {}
 
+  @Public()
   @Get('healthz')
   healthz(): { status: 'ok'; service: string } {
     return { status: 'ok', service: this.options.service };
   }
 
+  @Public()
   @Get('readyz')
   async readyz(): Promise<unknown> {
     const report = await this.readiness.report();
@@ -72,6 +75,8 @@ export class OpsController {
     return { status: 'ready', ...report };
   }
 
+  /** Public to the app's auth guard: `metricsGuard` decides who may read it. */
+  @Public()
   @Get('metrics')
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   async metrics(

@@ -1,16 +1,15 @@
 import { Body, Controller, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { z } from 'zod';
-import { CreateUserRequest, Id, Role, TOPICS } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { CreateUserRequest, Id, NewPassword, Role } from '@skald/contracts';
 import { AdminOnly } from '../auth/auth.guard';
-import { toUserDto } from '../auth/auth.service';
+import { AuthService, toUserDto } from '../auth/auth.service';
 import { hashPassword } from '../auth/passwords';
 import { UsersRepository } from '../auth/users.repository';
 import { ApiError } from '../http/api-error';
 import { validate } from '../http/validate';
 
 const PatchUser = z
-  .object({ role: Role.optional(), disabled: z.boolean().optional(), password: z.string().min(8).max(1024).optional() })
+  .object({ role: Role.optional(), disabled: z.boolean().optional(), password: NewPassword.optional() })
   .refine((v) => v.role !== undefined || v.disabled !== undefined || v.password !== undefined, 'nothing to change');
 
 @AdminOnly()
@@ -18,7 +17,7 @@ const PatchUser = z
 export class AdminUsersController {
   constructor(
     private readonly users: UsersRepository,
-    private readonly bus: Bus,
+    private readonly auth: AuthService,
   ) {}
 
   @Post()
@@ -42,7 +41,7 @@ export class AdminUsersController {
     };
   }
 
-  /** A change of role, password or the disabled flag ends the user's tokens and sockets. */
+  /** A change of role, password or the disabled flag ends the user's tokens, tickets and sockets on every replica. */
   @Patch(':id')
   async update(@Param('id') id: string, @Body() body: unknown) {
     if (!Id.safeParse(id).success) throw new ApiError('not_found', 'user not found');
@@ -53,7 +52,7 @@ export class AdminUsersController {
       passwordHash: req.password ? await hashPassword(req.password) : undefined,
     });
     if (!user) throw new ApiError('not_found', 'user not found');
-    this.bus.publish(TOPICS.userRevoked.subject(), TOPICS.userRevoked.message, { user_id: user.id });
+    this.auth.announceRevoked(user.id);
     return { ...toUserDto(user), disabled: user.disabled };
   }
 }

@@ -1,10 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { Actor, CreateTokenRequest, Id, LoginRequest } from '@skald/contracts';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Actor, ChangePasswordRequest, CreateTokenRequest, Id, LoginRequest } from '@skald/contracts';
 import { ApiError } from '../http/api-error';
 import { validate } from '../http/validate';
-import { CurrentActor } from './actor.decorator';
+import { ClientAddress, CurrentActor, CurrentPrincipal } from './actor.decorator';
 import { Public } from './auth.guard';
-import { AuthService } from './auth.service';
+import { AuthService, Principal } from './auth.service';
 import { UsersRepository } from './users.repository';
 
 @Controller('api/auth')
@@ -17,15 +17,27 @@ export class AuthController {
   @Public()
   @Post('login')
   @HttpCode(200)
-  login(@Body() body: unknown) {
+  login(@Body() body: unknown, @ClientAddress() address: string) {
     const { email, password } = validate(LoginRequest, body);
-    return this.auth.login(email, password);
+    return this.auth.login(email, password, address);
+  }
+
+  /** The caller's own password; every credential of theirs ends (204, log in again). */
+  @Put('password')
+  @HttpCode(204)
+  async changePassword(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: unknown,
+    @ClientAddress() address: string,
+  ): Promise<void> {
+    const req = validate(ChangePasswordRequest, body);
+    await this.auth.changePassword(principal, { current: req.current_password, next: req.new_password }, address);
   }
 
   @Post('ws-ticket')
   @HttpCode(200)
-  async wsTicket(@CurrentActor() actor: Actor) {
-    return { ticket: await this.auth.issueWsTicket(actor) };
+  async wsTicket(@CurrentPrincipal() principal: Principal) {
+    return { ticket: await this.auth.issueWsTicket(principal) };
   }
 
   @Get('tokens')
@@ -46,11 +58,13 @@ export class AuthController {
     return this.auth.createApiToken(actor, validate(CreateTokenRequest, body).name);
   }
 
+  /** Revokes one of the caller's API tokens; sockets opened with it close on every replica. */
   @Delete('tokens/:id')
   @HttpCode(204)
   async revokeToken(@CurrentActor() actor: Actor, @Param('id') id: string): Promise<void> {
     if (!Id.safeParse(id).success || !(await this.users.revokeToken({ userId: actor.userId, tokenId: id }))) {
       throw new ApiError('not_found', 'token not found');
     }
+    this.auth.announceRevoked(actor.userId);
   }
 }

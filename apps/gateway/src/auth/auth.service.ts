@@ -1,22 +1,26 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { jwtVerify, SignJWT } from 'jose';
-import { Actor, LoginResponse, UserDto } from '@skald/contracts';
+import { Actor, LoginResponse, TOPICS, UserDto } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
 import { UserEntity } from '@skald/persistence';
 import { ApiError } from '../http/api-error';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
+import { LoginAttempt, LoginThrottle } from './login-throttle';
 import { hashPassword, newSecret, sha256, verifyPassword } from './passwords';
 import { UsersRepository } from './users.repository';
 
+/** A verified credential: who, until when, and what it was issued under. */
 export interface Principal {
   actor: Actor;
-  /** When the credential stops being valid (JWT expiry); null for API tokens. */
+  /** When the credential stops being valid (JWT expiry, or that of the JWT a ticket was issued with); null for API tokens. */
   expiresAt: Date | null;
+  /** The user's token version the credential was issued under; any role, password or disable change moves it on. */
   tokenVersion: number;
+  /** The API token behind the credential (itself, or the one a ticket was issued with). */
+  apiTokenId: string | null;
 }
 
 const TICKET_TTL_SECS = 30;
-// A fixed hash to compare against when the email is unknown, so both paths take the same time.
-const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
 
 export function toUserDto(u: UserEntity): UserDto {
   return { id: u.id, email: u.email, role: u.role };
@@ -25,9 +29,13 @@ export function toUserDto(u: UserEntity): UserDto {
 @Injectable()
 export class AuthService {
   private readonly key: Uint8Array;
+  /** A hash of a random password, checked when the email is unknown, so both paths cost the same. */
+  private dummyHash: Promise<string> | null = null;
 
   constructor(
     private readonly users: UsersRepository,
+    private readonly throttle: LoginThrottle,
+    private readonly bus: Bus,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {
     this.key = new TextEncoder().encode(config.SKALD_JWT_SECRET);
@@ -42,10 +50,22 @@ export class AuthService {
     return created ? 'created' : 'exists';
   }
 
-  async login(email: string, password: string): Promise<LoginResponse> {
+  /** Throttled per account and per address (429 before any password check); a weak stored hash is upgraded. */
+  async login(email: string, password: string, address: string): Promise<LoginResponse> {
+    const attempt: LoginAttempt = { email, address };
+    await this.throttle.check(attempt);
     const user = await this.users.findByEmail(email);
-    const ok = await verifyPassword(password, user?.passwordHash ?? DUMMY_HASH);
-    if (!user || !ok || user.disabled) throw new ApiError('unauthorized', 'wrong email or password');
+    if (!user) {
+      await verifyPassword(password, await this.dummy());
+      await this.throttle.failed(attempt);
+      throw new ApiError('unauthorized', 'wrong email or password');
+    }
+    const ok = await this.checkPassword(user, password);
+    if (!ok || user.disabled) {
+      await this.throttle.failed(attempt);
+      throw new ApiError('unauthorized', 'wrong email or password');
+    }
+    await this.throttle.succeeded(attempt);
     const expiresAt = new Date(Date.now() + this.config.SKALD_TOKEN_TTL_SECS * 1000);
     const token = await new SignJWT({ role: user.role, tv: user.tokenVersion })
       .setProtectedHeader({ alg: 'HS256' })
@@ -57,12 +77,62 @@ export class AuthService {
     return { token, expires_at: expiresAt.toISOString(), user: toUserDto(user) };
   }
 
+  /**
+   * The caller changes their own password, proving the current one (throttled like a login).
+   * Every credential of theirs ends, on every replica: log in again with the new password.
+   */
+  async changePassword(
+    principal: Principal,
+    change: { current: string; next: string },
+    address: string,
+  ): Promise<void> {
+    const user = await this.users.findById(principal.actor.userId);
+    if (!user || user.disabled) throw new ApiError('unauthorized', 'invalid or expired token');
+    const attempt: LoginAttempt = { email: user.email, address };
+    await this.throttle.check(attempt);
+    if (!(await this.checkPassword(user, change.current))) {
+      await this.throttle.failed(attempt);
+      throw new ApiError('forbidden', 'the current password is wrong', 'current_password');
+    }
+    await this.throttle.succeeded(attempt);
+    await this.users.update(user.id, { passwordHash: await hashPassword(change.next) });
+    this.announceRevoked(user.id);
+  }
+
+  /** Tells every gateway replica to re-check this user's sockets now (the periodic check catches a lost one). */
+  announceRevoked(userId: string): void {
+    this.bus.publish(TOPICS.userRevoked.subject(), TOPICS.userRevoked.message, { user_id: userId });
+  }
+
+  private async checkPassword(user: UserEntity, password: string): Promise<boolean> {
+    const check = await verifyPassword(password, user.passwordHash);
+    if (check.ok && check.needsRehash) {
+      await this.users.upgradePasswordHash({
+        userId: user.id,
+        from: user.passwordHash,
+        to: await hashPassword(password),
+      });
+    }
+    return check.ok;
+  }
+
+  private dummy(): Promise<string> {
+    this.dummyHash ??= hashPassword(newSecret('dummy'));
+    return this.dummyHash;
+  }
+
   /** A bearer credential: a session JWT or an API token (`skt_…`). The user is re-read each time. */
   async authenticate(bearer: string): Promise<Principal> {
     if (bearer.startsWith('skt_')) {
-      const user = await this.users.userByTokenHash(sha256(bearer));
-      if (!user || user.disabled) throw new ApiError('unauthorized', 'invalid or revoked API token');
-      return { actor: { userId: user.id, role: user.role }, expiresAt: null, tokenVersion: user.tokenVersion };
+      const found = await this.users.userByTokenHash(sha256(bearer));
+      if (!found || found.user.disabled) throw new ApiError('unauthorized', 'invalid or revoked API token');
+      const { user, tokenId } = found;
+      return {
+        actor: { userId: user.id, role: user.role },
+        expiresAt: null,
+        tokenVersion: user.tokenVersion,
+        apiTokenId: tokenId,
+      };
     }
     let sub: string | undefined;
     let tv: unknown;
@@ -82,27 +152,59 @@ export class AuthService {
       actor: { userId: user.id, role: user.role },
       expiresAt: exp ? new Date(exp * 1000) : null,
       tokenVersion: user.tokenVersion,
+      apiTokenId: null,
     };
   }
 
-  /** Is this principal still valid (not disabled, role/password unchanged)? Sockets re-check it. */
-  async stillValid(p: Principal): Promise<boolean> {
-    if (p.expiresAt && p.expiresAt.getTime() <= Date.now()) return false;
-    const user = await this.users.findById(p.actor.userId);
-    return !!user && !user.disabled && user.tokenVersion === p.tokenVersion && user.role === p.actor.role;
+  /** Which of these principals are still valid (not expired or disabled, role/password unchanged, API token live)? */
+  async stillValid(principals: readonly Principal[]): Promise<boolean[]> {
+    const users = new Map(
+      (await this.users.findByIds([...new Set(principals.map((p) => p.actor.userId))])).map((u) => [u.id, u]),
+    );
+    const tokenIds = principals.map((p) => p.apiTokenId).filter((t): t is string => t !== null);
+    const liveTokens = await this.users.liveTokenIds([...new Set(tokenIds)]);
+    const now = Date.now();
+    return principals.map((p) => {
+      const user = users.get(p.actor.userId);
+      return (
+        (!p.expiresAt || p.expiresAt.getTime() > now) &&
+        !!user &&
+        !user.disabled &&
+        user.tokenVersion === p.tokenVersion &&
+        user.role === p.actor.role &&
+        (p.apiTokenId === null || liveTokens.has(p.apiTokenId))
+      );
+    });
   }
 
-  async issueWsTicket(actor: Actor): Promise<string> {
+  /** A single-use ticket standing for the credential that asked for it (same expiry, version, API token). */
+  async issueWsTicket(principal: Principal): Promise<string> {
     const ticket = newSecret('wst');
-    await this.users.createTicket(actor.userId, sha256(ticket), TICKET_TTL_SECS);
+    await this.users.createTicket({
+      userId: principal.actor.userId,
+      ticketHash: sha256(ticket),
+      ttlSecs: TICKET_TTL_SECS,
+      tokenVersion: principal.tokenVersion,
+      credentialExpiresAt: principal.expiresAt,
+      apiTokenId: principal.apiTokenId,
+    });
     return ticket;
   }
 
   async redeemWsTicket(ticket: string): Promise<Principal> {
-    const userId = await this.users.consumeTicket(sha256(ticket));
-    const user = userId ? await this.users.findById(userId) : null;
-    if (!user || user.disabled) throw new ApiError('unauthorized', 'invalid, used or expired ticket');
-    return { actor: { userId: user.id, role: user.role }, expiresAt: null, tokenVersion: user.tokenVersion };
+    const row = await this.users.consumeTicket(sha256(ticket));
+    const user = row ? await this.users.findById(row.userId) : null;
+    if (!row || !user || row.tokenVersion === null)
+      throw new ApiError('unauthorized', 'invalid, used or expired ticket');
+    const principal: Principal = {
+      actor: { userId: user.id, role: user.role },
+      expiresAt: row.credentialExpiresAt,
+      tokenVersion: row.tokenVersion,
+      apiTokenId: row.apiTokenId,
+    };
+    const [valid] = await this.stillValid([principal]);
+    if (!valid) throw new ApiError('unauthorized', 'invalid, used or expired ticket');
+    return principal;
   }
 
   async createApiToken(actor: Actor, name: string): Promise<{ id: string; name: string; token: string }> {

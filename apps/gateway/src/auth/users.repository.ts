@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, In } from 'typeorm';
 import { ApiTokenEntity, UserEntity, queryRows } from '@skald/persistence';
 
 /** Users, API tokens and WS tickets: the gateway's own tables. */
@@ -35,19 +35,42 @@ export class UsersRepository {
     return rows.length > 0 ? this.findById(id) : null;
   }
 
-  /** Applies a change; a role, password or disable change bumps the token version (ending tokens). */
+  /**
+   * Applies a role, password or disabled change and, in the same transaction, ends every
+   * credential the user holds: the token version moves on (session JWTs and sockets opened with
+   * them), every API token is revoked, every unredeemed WS ticket is deleted.
+   */
   async update(
     id: string,
     patch: { role?: 'user' | 'admin'; disabled?: boolean; passwordHash?: string },
   ): Promise<UserEntity | null> {
+    const changed = await this.ds.transaction(async (tx) => {
+      const rows: unknown[] = await queryRows(
+        tx,
+        `UPDATE users SET role = COALESCE($2, role), disabled = COALESCE($3, disabled), password_hash = COALESCE($4, password_hash),
+                token_version = token_version + 1, updated_at = now()
+          WHERE id = $1 RETURNING id`,
+        [id, patch.role ?? null, patch.disabled ?? null, patch.passwordHash ?? null],
+      );
+      if (rows.length === 0) return false;
+      await tx.query(`UPDATE api_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, [id]);
+      await tx.query(`DELETE FROM ws_tickets WHERE user_id = $1 AND used_at IS NULL`, [id]);
+      return true;
+    });
+    return changed ? this.findById(id) : null;
+  }
+
+  /**
+   * Replaces a password hash by a stronger hash of the same password (no credential ends): only
+   * if the row still holds the hash that was checked, so a concurrent password change wins.
+   */
+  async upgradePasswordHash(scope: { userId: string; from: string; to: string }): Promise<boolean> {
     const rows: unknown[] = await queryRows(
       this.ds,
-      `UPDATE users SET role = COALESCE($2, role), disabled = COALESCE($3, disabled), password_hash = COALESCE($4, password_hash),
-              token_version = token_version + 1, updated_at = now()
-        WHERE id = $1 RETURNING id`,
-      [id, patch.role ?? null, patch.disabled ?? null, patch.passwordHash ?? null],
+      `UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2 RETURNING id`,
+      [scope.userId, scope.from, scope.to],
     );
-    return rows.length > 0 ? this.findById(id) : null;
+    return rows.length > 0;
   }
 
   async createToken(userId: string, name: string, tokenHash: string): Promise<ApiTokenEntity> {
@@ -77,32 +100,84 @@ export class UsersRepository {
     return rows.length > 0;
   }
 
-  /** The live token's user, touching `last_used_at` at most once a minute. */
-  async userByTokenHash(tokenHash: string): Promise<UserEntity | null> {
-    const rows: Array<{ user_id: string }> = await queryRows(
+  /** The live token's user and its id, touching `last_used_at` at most once a minute. */
+  async userByTokenHash(tokenHash: string): Promise<{ user: UserEntity; tokenId: string } | null> {
+    const rows: Array<{ id: string; user_id: string }> = await queryRows(
       this.ds,
       `UPDATE api_tokens SET last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < now() - interval '1 minute' THEN now() ELSE last_used_at END
-        WHERE token_hash = $1 AND revoked_at IS NULL RETURNING user_id`,
+        WHERE token_hash = $1 AND revoked_at IS NULL RETURNING id, user_id`,
       [tokenHash],
     );
-    return rows[0] ? this.findById(rows[0].user_id) : null;
+    const user = rows[0] ? await this.findById(rows[0].user_id) : null;
+    return user && rows[0] ? { user, tokenId: rows[0].id } : null;
   }
 
-  async createTicket(userId: string, ticketHash: string, ttlSecs: number): Promise<void> {
+  /** Of these API token ids, the ones not revoked. */
+  async liveTokenIds(tokenIds: string[]): Promise<Set<string>> {
+    if (tokenIds.length === 0) return new Set();
+    const rows: Array<{ id: string }> = await queryRows(
+      this.ds,
+      `SELECT id FROM api_tokens WHERE id = ANY($1::uuid[]) AND revoked_at IS NULL`,
+      [tokenIds],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
+  findByIds(ids: string[]): Promise<UserEntity[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.ds.getRepository(UserEntity).findBy({ id: In(ids) });
+  }
+
+  /** A ticket carries the credential it was issued with (its token version, expiry and API token). */
+  async createTicket(ticket: {
+    userId: string;
+    ticketHash: string;
+    ttlSecs: number;
+    tokenVersion: number;
+    credentialExpiresAt: Date | null;
+    apiTokenId: string | null;
+  }): Promise<void> {
     await this.ds.query(`DELETE FROM ws_tickets WHERE expires_at < now() - interval '1 hour'`);
     await this.ds.query(
-      `INSERT INTO ws_tickets (ticket_hash, user_id, expires_at) VALUES ($1, $2, now() + $3 * interval '1 second')`,
-      [ticketHash, userId, ttlSecs],
+      `INSERT INTO ws_tickets (ticket_hash, user_id, expires_at, token_version, credential_expires_at, api_token_id)
+       VALUES ($1, $2, now() + $3 * interval '1 second', $4, $5, $6)`,
+      [
+        ticket.ticketHash,
+        ticket.userId,
+        ticket.ttlSecs,
+        ticket.tokenVersion,
+        ticket.credentialExpiresAt,
+        ticket.apiTokenId,
+      ],
     );
   }
 
   /** Consumes a single-use ticket: the first use wins, an expired one never works. */
-  async consumeTicket(ticketHash: string): Promise<string | null> {
-    const rows: Array<{ user_id: string }> = await queryRows(
+  async consumeTicket(ticketHash: string): Promise<{
+    userId: string;
+    tokenVersion: number | null;
+    credentialExpiresAt: Date | null;
+    apiTokenId: string | null;
+  } | null> {
+    const rows: Array<{
+      user_id: string;
+      token_version: number | null;
+      credential_expires_at: Date | null;
+      api_token_id: string | null;
+    }> = await queryRows(
       this.ds,
-      `UPDATE ws_tickets SET used_at = now() WHERE ticket_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING user_id`,
+      `UPDATE ws_tickets SET used_at = now() WHERE ticket_hash = $1 AND used_at IS NULL AND expires_at > now()
+        RETURNING user_id, token_version, credential_expires_at, api_token_id`,
       [ticketHash],
     );
-    return rows[0]?.user_id ?? null;
+    const r = rows[0];
+    return r
+      ? {
+          userId: r.user_id,
+          tokenVersion: r.token_version,
+          credentialExpiresAt: r.credential_expires_at,
+          apiTokenId: r.api_token_id,
+        }
+      : null;
   }
 }

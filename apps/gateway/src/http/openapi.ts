@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  ChangePasswordRequest,
   ChatMessages,
   CreateSessionResponse,
   CreateTokenRequest,
@@ -57,18 +58,38 @@ interface Route {
   auth?: 'public' | 'user' | 'admin';
   params?: Array<{ name: string; in: 'path' | 'query'; required?: boolean; description?: string }>;
   body?: z.ZodType;
+  /** Answers 429 with Retry-After after too many failed password checks for the account or the address. */
+  throttled?: boolean;
   ok: { status: number; schema?: z.ZodType };
 }
 
 /** Every REST route the gateway serves. A route added to a controller is added here. */
 export const ROUTES: Route[] = [
   {
+    method: 'get',
+    path: '/api/docs',
+    summary: 'This document: the REST contract as OpenAPI 3.1',
+    auth: 'public',
+    ok: { status: 200 },
+  },
+  {
     method: 'post',
     path: '/api/auth/login',
-    summary: 'Log in with email and password',
+    summary:
+      'Log in with email and password (failed logins are throttled per account and per client address: 429 with Retry-After)',
     auth: 'public',
+    throttled: true,
     body: LoginRequest,
     ok: { status: 200, schema: LoginResponse },
+  },
+  {
+    method: 'put',
+    path: '/api/auth/password',
+    summary:
+      'Change the caller’s own password, proving the current one (403 if wrong; throttled like a login). Every token, ticket and socket of the caller ends: log in again',
+    body: ChangePasswordRequest,
+    throttled: true,
+    ok: { status: 204 },
   },
   {
     method: 'post',
@@ -433,6 +454,12 @@ export function buildOpenApiDocument(): unknown {
     };
     if (r.auth !== 'public') responses['401'] = { description: 'unauthorized', content: errorContent };
     if (r.auth === 'admin') responses['403'] = { description: 'admin only', content: errorContent };
+    if (r.throttled)
+      responses['429'] = {
+        description: 'too many failed password checks for this account or address; retry after Retry-After seconds',
+        headers: { 'Retry-After': { schema: { type: 'integer' } } },
+        content: errorContent,
+      };
     if (r.path.includes('{id}'))
       responses['404'] = { description: "not found (also another user's id)", content: errorContent };
     responses['503'] = { description: 'a dependency is down; retry after Retry-After', content: errorContent };

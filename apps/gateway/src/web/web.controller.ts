@@ -1,4 +1,5 @@
 import { Controller, Get, Param, Res } from '@nestjs/common';
+import { Public } from '@skald/service-kit';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 
@@ -48,7 +49,8 @@ export function webDist(): string | null {
   }
 }
 
-/** Serves the web client (`apps/web`, built by Vite) at `/`. */
+/** Serves the web client (`apps/web`, built by Vite) at `/`: public, it holds no user data. */
+@Public()
 @Controller()
 export class WebController {
   private readonly dist = webDist();

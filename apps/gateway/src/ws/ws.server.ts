@@ -28,6 +28,8 @@ import { GATEWAY_LOGGER } from '../tokens';
 
 const MAX_FRAME_BYTES = 1024 * 1024;
 const SERVER_VERSION = '0.1.0';
+/** Sockets whose credentials one revalidation query checks. */
+const REVALIDATE_BATCH = 500;
 
 /**
  * The WebSocket edge at `/api/ws?source=`. Authenticates before the upgrade (401 / 403 answered
@@ -40,6 +42,8 @@ export class WsServer implements OnApplicationShutdown {
   private readonly byUser = new Map<string, Set<WsConnection>>();
   private readonly userSubs = new Map<string, Subscription[]>();
   private readonly allowedOrigins: Set<string>;
+  private readonly revalidateTimer: NodeJS.Timeout;
+  private revalidating = false;
 
   constructor(
     private readonly auth: AuthService,
@@ -57,6 +61,8 @@ export class WsServer implements OnApplicationShutdown {
         .filter(Boolean),
     );
     this.bus.subscribe(TOPICS.userRevoked.pattern, TOPICS.userRevoked.message, (m) => this.recheckUser(m.user_id));
+    this.revalidateTimer = setInterval(() => void this.revalidateAll(), config.SKALD_WS_REVALIDATE_SECS * 1000);
+    this.revalidateTimer.unref();
   }
 
   get connectionCount(): number {
@@ -294,12 +300,37 @@ export class WsServer implements OnApplicationShutdown {
   }
 
   private async recheckUser(userId: string): Promise<void> {
-    for (const c of this.byUser.get(userId) ?? []) {
-      if (!(await this.auth.stillValid(c.principal))) c.ws.close(4401, 'credentials changed');
+    await this.revalidate([...(this.byUser.get(userId) ?? [])]);
+  }
+
+  /**
+   * Every socket of this replica re-checks its credential against the database: a revocation
+   * whose broadcast was lost still ends its sockets within one interval. Batched, one run at a time.
+   */
+  private async revalidateAll(): Promise<void> {
+    if (this.revalidating) return;
+    this.revalidating = true;
+    try {
+      const all = [...this.byUser.values()].flatMap((set) => [...set]);
+      for (let i = 0; i < all.length; i += REVALIDATE_BATCH) await this.revalidate(all.slice(i, i + REVALIDATE_BATCH));
+    } catch (e) {
+      this.log.warn({ err: String(e) }, 'socket revalidation failed; retrying at the next interval');
+    } finally {
+      this.revalidating = false;
     }
   }
 
+  /** Closes (4401) the sockets whose credential expired or was revoked. */
+  private async revalidate(conns: WsConnection[]): Promise<void> {
+    if (conns.length === 0) return;
+    const valid = await this.auth.stillValid(conns.map((c) => c.principal));
+    conns.forEach((c, i) => {
+      if (!valid[i]) c.ws.close(4401, 'credentials changed');
+    });
+  }
+
   onApplicationShutdown(): void {
+    clearInterval(this.revalidateTimer);
     for (const set of this.byUser.values()) for (const c of set) c.ws.close(1001, 'server shutting down');
     this.wss.close();
   }

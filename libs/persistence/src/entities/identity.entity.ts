@@ -30,6 +30,9 @@ export class WsTicketEntity {
   @Column('uuid', { name: 'user_id' }) userId!: string;
   @Column('timestamptz', { name: 'expires_at' }) expiresAt!: Date;
   @Column('timestamptz', { name: 'used_at', nullable: true }) usedAt!: Date | null;
+  @Column('integer', { name: 'token_version', nullable: true }) tokenVersion!: number | null;
+  @Column('timestamptz', { name: 'credential_expires_at', nullable: true }) credentialExpiresAt!: Date | null;
+  @Column('uuid', { name: 'api_token_id', nullable: true }) apiTokenId!: string | null;
 }
 
 export const IDENTITY_ENTITIES = [UserEntity, ApiTokenEntity, WsTicketEntity];

@@ -88,6 +88,8 @@ export class Stack {
       SKALD_LLM_HEALTH_PREFIX: `skald-test-${randomBytes(6).toString('hex')}:llm:health:`,
       // ... and their BullMQ queues (a scheduler of another stack would take this stack's fires).
       SKALD_BULL_PREFIX: `skald-test-${randomBytes(6).toString('hex')}`,
+      // ... and their login-throttling counters.
+      SKALD_LOGIN_LIMIT_PREFIX: `skald-test-${randomBytes(6).toString('hex')}:login:`,
       ...options.env,
     };
   }
@@ -114,9 +116,10 @@ export class Stack {
   }
 
   /**
-   * The session worker and the scheduler log in to Redis as users of their own that reach only
-   * their keys (contracts/access.ts), as in production; per-stack names, so that stacks sharing
-   * the Redis server never collide. The other apps get no Redis credentials.
+   * The apps that use Redis (the gateway, the session worker, the scheduler) log in to it as users
+   * of their own that reach only their keys (contracts/access.ts), as in production; per-stack
+   * names, so that stacks sharing the Redis server never collide. The other apps get no Redis
+   * credentials.
    */
   private async createRedisUsers(): Promise<void> {
     const admin = new Redis(this.env.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -124,6 +127,7 @@ export class Stack {
       const prefixes = {
         bullPrefix: this.env.SKALD_BULL_PREFIX,
         llmHealthPrefix: this.env.SKALD_LLM_HEALTH_PREFIX,
+        loginLimitPrefix: this.env.SKALD_LOGIN_LIMIT_PREFIX,
       };
       for (const service of REDIS_SERVICES) {
         const user = `${this.redisUserPrefix}${service}`;

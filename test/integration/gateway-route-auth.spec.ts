@@ -1,0 +1,302 @@
+import 'reflect-metadata';
+import { request as httpRequest } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { ModulesContainer, Reflector } from '@nestjs/core';
+import { DataSource } from 'typeorm';
+import { PUBLIC_ROUTE } from '@skald/service-kit';
+import { PrivateNats } from '@skald/testing';
+import { ADMIN_ONLY } from '../../apps/gateway/src/auth/auth.guard';
+import { ROUTES } from '../../apps/gateway/src/http/openapi';
+import { testDb } from '../support/db';
+import { gatewayEnv, InProcessGateway, startGateway } from '../support/gateway-app';
+
+jest.setTimeout(120_000);
+
+type Auth = 'public' | 'user' | 'admin';
+interface RouteEntry {
+  method: string;
+  /** Express path, e.g. `/api/admin/users/:id`. */
+  path: string;
+  controller: string;
+  auth: Auth;
+}
+
+/**
+ * Every route of the running app, read from Nest's own metadata (controllers of every module,
+ * their handlers' path and method) and checked against the live Express router's stack, so a
+ * route added anywhere is attacked without editing this file.
+ */
+function routeTable(gw: InProcessGateway): { routes: RouteEntry[]; controllers: string[] } {
+  const reflector = gw.app.get(Reflector);
+  const routes: RouteEntry[] = [];
+  const controllers: string[] = [];
+  for (const mod of gw.app.get(ModulesContainer).values()) {
+    for (const wrapper of mod.controllers.values()) {
+      const ctrl = wrapper.metatype as (new (...a: unknown[]) => unknown) | null;
+      if (!ctrl) continue;
+      controllers.push(ctrl.name);
+      const base = String(Reflect.getMetadata(PATH_METADATA, ctrl) ?? '');
+      const proto = ctrl.prototype as Record<string, unknown>;
+      for (const key of Object.getOwnPropertyNames(proto)) {
+        const handler = proto[key];
+        if (key === 'constructor' || typeof handler !== 'function') continue;
+        const sub = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
+        const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
+        if (sub === undefined || method === undefined) continue;
+        const path = `/${[base, sub]
+          .map((s) => s.replace(/^\/|\/$/g, ''))
+          .filter(Boolean)
+          .join('/')}`;
+        const targets = [handler as () => void, ctrl];
+        const auth: Auth = reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)
+          ? 'public'
+          : reflector.getAllAndOverride<boolean>(ADMIN_ONLY, targets)
+            ? 'admin'
+            : 'user';
+        routes.push({ method: RequestMethod[method].toLowerCase(), path, controller: ctrl.name, auth });
+      }
+    }
+  }
+  return { routes, controllers };
+}
+
+/** The routes Express actually serves: `method path` for every route layer of its router. */
+function expressRoutes(gw: InProcessGateway): Set<string> {
+  const server = gw.app.getHttpAdapter().getInstance() as {
+    router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> };
+  };
+  const out = new Set<string>();
+  for (const layer of server.router.stack) {
+    if (!layer.route) continue;
+    for (const m of Object.keys(layer.route.methods)) out.add(`${m} ${layer.route.path}`);
+  }
+  return out;
+}
+
+/** Spellings of one concrete path that a lax router, proxy or guard might treat as the same route. */
+function variants(path: string): Array<{ name: string; path: string }> {
+  const segs = path.split('/').slice(1);
+  const first = segs[0];
+  const rest = segs.slice(1).join('/');
+  const encodeFirstLetter = (s: string) => s.replace(/[a-z]/i, (c) => `%${c.charCodeAt(0).toString(16)}`);
+  const encodeAll = (s: string) => s.replace(/[a-z]/gi, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  const mixed = (s: string) => s.replace(/[a-z]/gi, (c, i: number) => (i % 2 ? c.toUpperCase() : c.toLowerCase()));
+  const capital = (s: string) => s.replace(/(^|\/)([a-z])/g, (_m, p: string, c: string) => p + c.toUpperCase());
+  const v = [
+    { name: 'canonical', path },
+    { name: 'upper case', path: path.toUpperCase() },
+    { name: 'mixed case', path: mixed(path) },
+    { name: 'capitalised segments', path: capital(path) },
+    { name: 'leading double slash', path: `/${path}` },
+    { name: 'inner double slash', path: rest ? `/${first}//${rest}` : `${path}//` },
+    { name: 'dot segment', path: `/./${path.slice(1)}` },
+    { name: 'inner dot segment', path: rest ? `/${first}/./${rest}` : `${path}/.` },
+    { name: 'dot-dot segment', path: `/x/../${path.slice(1)}` },
+    { name: 'encoded dot-dot', path: `/x/%2e%2e/${path.slice(1)}` },
+    { name: 'percent-encoded letter', path: path.split('/').map(encodeFirstLetter).join('/') },
+    { name: 'percent-encoded word', path: `/${encodeAll(first)}${rest ? `/${rest}` : ''}` },
+    { name: 'encoded slash', path: rest ? `/${first}%2f${rest}` : `${path}%2f` },
+    { name: 'trailing slash', path: `${path}/` },
+    { name: 'matrix parameter', path: `${path};x=1` },
+    { name: 'matrix parameter inside', path: rest ? `/${first};x=1/${rest}` : `${path};` },
+    { name: 'upper case, doubled slash and trailing slash', path: `/${path.toUpperCase()}/` },
+  ];
+  return v.filter((x) => x.path.length > 0);
+}
+
+/** One raw HTTP request: the path goes on the wire exactly as written (no URL normalisation). */
+function send(
+  base: string,
+  method: string,
+  path: string,
+  token: string | null,
+  body: unknown,
+): Promise<{ status: number; text: string }> {
+  const url = new URL(base);
+  const payload = method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path,
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+describe('gateway routes: authentication by route metadata, whatever the spelling of the path', () => {
+  let nats: PrivateNats;
+  let gw: InProcessGateway;
+  let db: DataSource;
+  let userToken = '';
+  let victimId = '';
+  const admin = { email: `admin-${randomUUID()}@skald.test`, password: 'admin password 123' };
+
+  /** Everything an unauthorised request could change in the gateway's tables. */
+  async function snapshot(): Promise<unknown> {
+    const [users] = await db.query<Array<Record<string, unknown>>>(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE role = 'admin')::int AS admins,
+              md5(string_agg(id || role || disabled::text || token_version::text || password_hash || email, ',' ORDER BY id)) AS digest
+         FROM users`,
+    );
+    const [tokens] = await db.query<Array<Record<string, unknown>>>(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE revoked_at IS NOT NULL)::int AS revoked FROM api_tokens`,
+    );
+    const [tickets] = await db.query<Array<Record<string, unknown>>>(`SELECT count(*)::int AS n FROM ws_tickets`);
+    return { users, tokens, tickets };
+  }
+
+  beforeAll(async () => {
+    nats = await PrivateNats.start();
+    db = await testDb();
+    gw = await startGateway(
+      gatewayEnv({ NATS_URL: nats.url, SKALD_ADMIN_EMAIL: admin.email, SKALD_ADMIN_PASSWORD: admin.password }),
+      `gw-route-auth-${process.pid}`,
+    );
+    const login = async (email: string, password: string) => {
+      const r = await send(gw.url, 'POST', '/api/auth/login', null, { email, password });
+      expect(r.status).toBe(200);
+      return JSON.parse(r.text) as { token: string; user: { id: string } };
+    };
+    const adminToken = (await login(admin.email, admin.password)).token;
+    const email = `user-${randomUUID()}@skald.test`;
+    const created = await send(gw.url, 'POST', '/api/admin/users', adminToken, {
+      email,
+      password: 'user password 123',
+      role: 'user',
+    });
+    expect(created.status).toBe(201);
+    const user = await login(email, 'user password 123');
+    userToken = user.token;
+    victimId = user.user.id;
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await db?.destroy();
+    await nats?.destroy();
+  });
+
+  it('the route table is derived from the app, complete, and the OpenAPI document states the same auth for every /api route', () => {
+    const { routes, controllers } = routeTable(gw);
+    const live = expressRoutes(gw);
+    expect(routes.length).toBeGreaterThan(40);
+    // every controller of the app has routes in the table, and Express serves every one of them
+    expect(new Set(routes.map((r) => r.controller))).toEqual(new Set(controllers));
+    expect(controllers).toEqual(expect.arrayContaining(['AdminUsersController', 'AuthController', 'OpsController']));
+    expect(new Set(routes.map((r) => `${r.method} ${r.path}`))).toEqual(live);
+    const documented = new Map(ROUTES.map((r) => [`${r.method} ${r.path}`, r.auth ?? 'user']));
+    const served = new Map(
+      routes
+        .filter((r) => r.path.startsWith('/api/'))
+        .map((r) => [`${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`, r.auth]),
+    );
+    expect(Object.fromEntries(served)).toEqual(Object.fromEntries(documented));
+    // exactly these are public: login, the API document, the web client and the ops endpoints
+    expect(
+      routes
+        .filter((r) => r.auth === 'public')
+        .map((r) => `${r.method} ${r.path}`)
+        .sort(),
+    ).toEqual(
+      [
+        'post /api/auth/login',
+        'get /api/docs',
+        'get /',
+        'get /assets/:file',
+        'get /healthz',
+        'get /readyz',
+        'get /metrics',
+      ].sort(),
+    );
+  });
+
+  it('every protected route × every path variant: 401/403/404 with no token, a bad token, or (admin routes) a user token, and nothing changes', async () => {
+    const { routes } = routeTable(gw);
+    const before = await snapshot();
+    const body = {
+      email: `attacker-${randomUUID()}@evil.test`,
+      password: 'attacker password',
+      role: 'admin',
+      disabled: true,
+      name: 'attacker',
+      current_password: 'x',
+      new_password: 'attacker password 2',
+    };
+    const credentials: Array<{ name: string; token: string | null; for: Auth[] }> = [
+      { name: 'no token', token: null, for: ['user', 'admin'] },
+      { name: 'bad token', token: 'not-a-token', for: ['user', 'admin'] },
+      { name: 'forged API token', token: `skt_${'A'.repeat(43)}`, for: ['user', 'admin'] },
+      { name: 'user token', token: userToken, for: ['admin'] },
+    ];
+    const failures: string[] = [];
+    let tried = 0;
+    const attacked = routes.filter((r) => r.auth !== 'public');
+    expect(attacked.some((r) => r.auth === 'admin')).toBe(true);
+    const cases = attacked.flatMap((r) =>
+      variants(r.path.replace(/:\w+/g, victimId)).flatMap((v) =>
+        credentials.filter((c) => c.for.includes(r.auth)).map((c) => ({ r, v, c })),
+      ),
+    );
+    // a few requests in flight at a time (bounded), in a fixed order of cases
+    let next = 0;
+    const worker = async () => {
+      while (next < cases.length) {
+        const { r, v, c } = cases[next++];
+        tried++;
+        const res = await send(gw.url, r.method.toUpperCase(), v.path, c.token, body);
+        const allowed = c.name === 'user token' ? [401, 403, 404] : [401, 404];
+        if (!allowed.includes(res.status))
+          failures.push(
+            `${r.method.toUpperCase()} ${v.path} (${v.name}, ${c.name}) → ${res.status} ${res.text.slice(0, 120)}`,
+          );
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    console.log(
+      `route auth: ${attacked.length} protected routes × ${variants('/a/b').length} path variants × credentials = ${tried} requests, ${failures.length} let through`,
+    );
+    expect(failures).toEqual([]);
+    expect(await snapshot()).toEqual(before);
+    const [{ n }] = await db.query<Array<{ n: number }>>(
+      `SELECT count(*)::int AS n FROM users WHERE email LIKE 'attacker-%'`,
+    );
+    expect(n).toBe(0);
+  });
+
+  it('the reported attack, exactly: GET and POST /API/admin/users without a token', async () => {
+    const before = await snapshot();
+    expect((await send(gw.url, 'GET', '/API/admin/users', null, undefined)).status).toBe(404);
+    const post = await send(gw.url, 'POST', '/API/admin/users', null, {
+      email: `attacker-${randomUUID()}@evil.test`,
+      password: 'attacker password',
+      role: 'admin',
+    });
+    expect(post.status).toBe(404);
+    expect((await send(gw.url, 'GET', '/api/admin/users', null, undefined)).status).toBe(401);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('public routes stay reachable at their own spelling', async () => {
+    expect((await send(gw.url, 'GET', '/healthz', null, undefined)).status).toBe(200);
+    expect((await send(gw.url, 'GET', '/readyz', null, undefined)).status).toBe(200);
+    expect((await send(gw.url, 'GET', '/api/docs', null, undefined)).status).toBe(200);
+    // /metrics answers loopback (its own guard), the in-process test is on loopback
+    expect((await send(gw.url, 'GET', '/metrics', null, undefined)).status).toBe(200);
+  });
+});

@@ -89,7 +89,12 @@ describe('the shared tool path resolver', () => {
 
   const segment = fc.constantFrom('a', 'b', 'sub', '.', '..', '', 'user-memory', 'shared-memory', 'x y', '\u00a0', 'ü');
   const relPath = fc.array(segment, { maxLength: 8 }).map((s) => s.join('/'));
-  const anyPath = fc.oneof(relPath, relPath.map((p) => `/${p}`), relPath.map((p) => `/workspace/${p}`), fc.string());
+  const anyPath = fc.oneof(
+    relPath,
+    relPath.map((p) => `/${p}`),
+    relPath.map((p) => `/workspace/${p}`),
+    fc.string(),
+  );
 
   it('normalises like POSIX path.normalize (differential, generated)', () => {
     fc.assert(
@@ -104,8 +109,17 @@ describe('the shared tool path resolver', () => {
   });
 
   it('never throws, stays inside the workspace or memory, and agrees with isMemoryPath (generated)', () => {
-    const wd = fc.oneof(fc.constant(null), relPath.map((p) => `/workspace/${p}`), relPath);
-    const workdir = fc.oneof(fc.constant(undefined), relPath, relPath.map((p) => `/workspace/${p}`), fc.string());
+    const wd = fc.oneof(
+      fc.constant(null),
+      relPath.map((p) => `/workspace/${p}`),
+      relPath,
+    );
+    const workdir = fc.oneof(
+      fc.constant(undefined),
+      relPath,
+      relPath.map((p) => `/workspace/${p}`),
+      fc.string(),
+    );
     fc.assert(
       fc.property(anyPath, workdir, wd, (p, w, s) => {
         const r = resolveToolPath(p, { workdir: w }, s);

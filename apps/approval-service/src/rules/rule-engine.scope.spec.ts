@@ -139,9 +139,38 @@ describe('narrow session approvals', () => {
 });
 
 describe('what a bypass can never do (generated)', () => {
-  const words = fc.constantFrom('git', 'status', 'push', 'ls', '-la', 'rm', '-rf', 'x', '/bin/rm', 'sh', '-c', '$(id)', '"', ';', '&&', '|', '#', "'", '\\', '\n', 'X=1');
+  const words = fc.constantFrom(
+    'git',
+    'status',
+    'push',
+    'ls',
+    '-la',
+    'rm',
+    '-rf',
+    'x',
+    '/bin/rm',
+    'sh',
+    '-c',
+    '$(id)',
+    '"',
+    ';',
+    '&&',
+    '|',
+    '#',
+    "'",
+    '\\',
+    '\n',
+    'X=1',
+  );
   const line = fc.array(words, { minLength: 1, maxLength: 8 }).map((w) => w.join(' '));
-  const pathArb = fc.constantFrom('a.txt', 'src/a.ts', 'user-memory/n.md', 'shared-memory/t.md', '../../etc/x', '/workspace/src/b');
+  const pathArb = fc.constantFrom(
+    'a.txt',
+    'src/a.ts',
+    'user-memory/n.md',
+    'shared-memory/t.md',
+    '../../etc/x',
+    '/workspace/src/b',
+  );
   const toolArb = fc.constantFrom('execute_cmd', 'write_file', 'read_file', 'edit_file', 'mcp__gh__x', 'restart');
   const ruleArb = fc.record({
     toolPattern: fc.constantFrom('*', 'execute_cmd', '@fs_write', '@fs_read', 'mcp__*'),
@@ -153,8 +182,15 @@ describe('what a bypass can never do (generated)', () => {
   const scopeArb: fc.Arbitrary<BypassScope> = fc.oneof(
     fc.constant('all' as const),
     fc.constantFrom('shell', 'filesystem', 'mcp').map((category) => ({ category })),
-    fc.record({ tool: toolArb, program: fc.constantFrom('git', 'rm', 'ls'), subcommand: fc.constantFrom(null, 'status', 'x') }),
-    fc.record({ tool: toolArb, directory: fc.constantFrom('/workspace', '/workspace/src', 'user-memory', 'shared-memory') }),
+    fc.record({
+      tool: toolArb,
+      program: fc.constantFrom('git', 'rm', 'ls'),
+      subcommand: fc.constantFrom(null, 'status', 'x'),
+    }),
+    fc.record({
+      tool: toolArb,
+      directory: fc.constantFrom('/workspace', '/workspace/src', 'user-memory', 'shared-memory'),
+    }),
   );
 
   it('never turns a Deny into anything else, and never allows a line without a readable parse', () => {
@@ -168,7 +204,10 @@ describe('what a bypass can never do (generated)', () => {
         fc.array(scopeArb, { minLength: 1, maxLength: 3 }),
         fc.boolean(),
         (rows, tool, l, path, bypasses, isAdmin) => {
-          const set = new RuleSet([...rows.map((r) => rule(r)), rule({ toolPattern: '*', action: 'require', priority: 999999 })]);
+          const set = new RuleSet([
+            ...rows.map((r) => rule(r)),
+            rule({ toolPattern: '*', action: 'require', priority: 999999 }),
+          ]);
           const args = tool === 'execute_cmd' ? { command: l } : { path, content: 'x' };
           const without = evaluate(set, call(tool, args, { isAdmin }));
           const withB = evaluate(set, call(tool, args, { isAdmin, bypasses }));
@@ -225,15 +264,25 @@ describe("the gate's paths are the shared resolver's (the runner's) paths", () =
   it('callPaths = effectiveCallPaths for generated calls', () => {
     const seg = fc.constantFrom('a', '..', '.', '', 'user-memory', 'shared-memory', 'src');
     const rel = fc.array(seg, { maxLength: 6 }).map((s) => s.join('/'));
-    const p = fc.oneof(rel, rel.map((x) => `/workspace/${x}`), fc.string());
+    const p = fc.oneof(
+      rel,
+      rel.map((x) => `/workspace/${x}`),
+      fc.string(),
+    );
     const tool = fc.constantFrom('read_file', 'write_file', 'list_files', 'grep_files', 'execute_cmd', 'append_file');
     fc.assert(
-      fc.property(tool, p, fc.option(rel, { nil: undefined }), fc.option(rel, { nil: undefined }), (t, path, workdir, wd) => {
-        const args = { path, ...(workdir === undefined ? {} : { workdir }), command: 'ls' };
-        const gate = callPaths(call(t, args, { runContext: { workingDirectory: wd } }));
-        const shared = effectiveCallPaths(t, args, wd).map((r) => (r.ok ? r.value.virtual : null));
-        expect(gate).toEqual(shared);
-      }),
+      fc.property(
+        tool,
+        p,
+        fc.option(rel, { nil: undefined }),
+        fc.option(rel, { nil: undefined }),
+        (t, path, workdir, wd) => {
+          const args = { path, ...(workdir === undefined ? {} : { workdir }), command: 'ls' };
+          const gate = callPaths(call(t, args, { runContext: { workingDirectory: wd } }));
+          const shared = effectiveCallPaths(t, args, wd).map((r) => (r.ok ? r.value.virtual : null));
+          expect(gate).toEqual(shared);
+        },
+      ),
       { seed: SEED, numRuns: 3000 },
     );
   });

@@ -90,8 +90,16 @@ describe('gate path = runner path', () => {
 
   const segment = fc.constantFrom('a', 'b', 'sub', '.', '..', '', 'user-memory', 'shared-memory', 'x y', 'ü');
   const dirPart = fc.array(segment, { maxLength: 6 }).map((s) => s.join('/'));
-  const wdArb = fc.oneof(fc.constant(null), dirPart.map((p) => `/workspace/${p}`), dirPart);
-  const workdirArb = fc.oneof(fc.constant(undefined), dirPart, dirPart.map((p) => `/workspace/${p}`));
+  const wdArb = fc.oneof(
+    fc.constant(null),
+    dirPart.map((p) => `/workspace/${p}`),
+    dirPart,
+  );
+  const workdirArb = fc.oneof(
+    fc.constant(undefined),
+    dirPart,
+    dirPart.map((p) => `/workspace/${p}`),
+  );
 
   it('write_file: generated paths, workdirs and session directories agree (kernel differential)', async () => {
     let runs = 0;
@@ -135,7 +143,11 @@ describe('gate path = runner path', () => {
   }, 30_000);
 
   it('the loop recognises memory paths exactly as the resolver does (no working-directory rewrite of memory)', () => {
-    const any = fc.oneof(dirPart, dirPart.map((p) => `./${p}`), fc.string());
+    const any = fc.oneof(
+      dirPart,
+      dirPart.map((p) => `./${p}`),
+      fc.string(),
+    );
     fc.assert(
       fc.property(any, (p) => {
         if (p.includes('\0')) return;

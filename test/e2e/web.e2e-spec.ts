@@ -238,8 +238,8 @@ describe('web client in a real browser', () => {
     await session.waitFor();
     // the scope and the expiry are spelled out on the card
     const scope = await first.locator('.session-scope').innerText();
-    expect(scope).toMatch(/until \d\d:\d\d/);
-    expect(scope).toContain('execute_cmd: git status');
+    expect(scope).toMatch(/Until \d\d:\d\d/);
+    expect(scope).toContain('git status with any arguments (execute_cmd)');
     await page.screenshot({ path: path.join(SHOTS, 'approval-session-scope.png') });
     await session.click();
     // the second git status ran without a card; git push asks

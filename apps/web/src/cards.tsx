@@ -87,7 +87,7 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
           ) : null}
           {session ? (
             <p className="session-scope" id={`scope-${card.requestId}`}>
-              Without asking again in this session until {expiryFromNow(session.secs)}:{' '}
+              Until {expiryFromNow(session.secs)} this session runs without asking:{' '}
               {session.scopes.map(describeScope).join('; ')}. Wider approvals are in the inbox.
             </p>
           ) : null}

@@ -9,8 +9,8 @@ export function describeScope(scope: BypassScope): string {
   if ('mcp_server' in scope) return `every tool of the MCP server ${scope.mcp_server}`;
   if (scope.program !== undefined)
     return scope.subcommand
-      ? `${scope.tool}: ${scope.program} ${scope.subcommand} …`
-      : `${scope.tool}: ${scope.program} with options only`;
+      ? `${scope.program} ${scope.subcommand} with any arguments (${scope.tool})`
+      : `${scope.program} with options only (${scope.tool})`;
   if (scope.directory !== undefined) return `${scope.tool} on files directly in ${scope.directory}`;
   return scope.tool;
 }

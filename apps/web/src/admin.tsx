@@ -114,8 +114,7 @@ function Rules({ api }: { api: Api }) {
       {error ? <p role="alert">{error}</p> : null}
       <table>
         <caption>
-          Rules, in the order the gate reads them (first match wins); built-in rules are part of the gate and come
-          first
+          Rules, in the order the gate reads them (first match wins); built-in rules are part of the gate and come first
         </caption>
         <thead>
           <tr>

@@ -122,8 +122,7 @@ export function Inbox({ api }: { api: Api }) {
         {bypasses.map((b) => (
           <li key={b.id} className="card">
             <p>
-              Session <a href={`#session/${b.session_id}`}>{b.session_id.slice(0, 8)}</a>:{' '}
-              {describeScope(b.scope)}
+              Session <a href={`#session/${b.session_id}`}>{b.session_id.slice(0, 8)}</a>: {describeScope(b.scope)}
               {b.expires_at ? ` until ${new Date(b.expires_at).toLocaleTimeString()}` : ' for the whole session'}
             </p>
             <button type="button" className="danger" onClick={() => act(api.delete(`/api/approval/bypasses/${b.id}`))}>
@@ -140,7 +139,7 @@ export function Inbox({ api }: { api: Api }) {
  * A wider session approval is a deliberate choice: behind a disclosure, each option spelled out,
  * and a second click to confirm.
  */
-function WiderApproval({ category, onApprove }: { category?: string; onApprove(scope: BypassScope): void }) {
+function WiderApproval({ category, onApprove }: { category?: string; onApprove: (scope: BypassScope) => void }) {
   const [picked, setPicked] = useState<number | null>(null);
   const options: BypassScope[] = [...(category && category !== 'dynamic' ? [{ category }] : []), 'all'];
   const chosen = picked === null ? null : (options[picked] ?? null);

@@ -11,7 +11,6 @@ import {
 } from './tool-paths';
 
 const SEED = Number(process.env.SKALD_FC_SEED ?? Date.now() % 2 ** 31);
-// eslint-disable-next-line no-console
 console.log(`tool-paths properties: seed ${SEED} (SKALD_FC_SEED=${SEED} replays)`);
 
 const virtualOf = (path: string, args: { workdir?: unknown } = {}, wd: string | null = null) => {

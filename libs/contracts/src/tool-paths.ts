@@ -114,12 +114,16 @@ export function resolveSessionDirectory(workingDirectory: string | null | undefi
  * `workdir` argument (absolute, or relative to the session's working directory), else the
  * session's working directory.
  */
-export function resolveCallBase(workdir: unknown, sessionWorkingDirectory: string | null | undefined): Resolved<WorkspaceTarget> {
+export function resolveCallBase(
+  workdir: unknown,
+  sessionWorkingDirectory: string | null | undefined,
+): Resolved<WorkspaceTarget> {
   const session = resolveSessionDirectory(sessionWorkingDirectory);
   if (!session.ok) return session;
   if (workdir === undefined || workdir === null || workdir === '') return session;
   if (typeof workdir !== 'string') return fail('invalid_argument', 'workdir must be a string');
-  if (workdir.includes('\0')) return fail('invalid_argument', `workdir contains a NUL byte: ${JSON.stringify(workdir)}`);
+  if (workdir.includes('\0'))
+    return fail('invalid_argument', `workdir contains a NUL byte: ${JSON.stringify(workdir)}`);
   if (isMemoryPath(workdir)) return fail('invalid_argument', `workdir is a memory path, not a directory: ${workdir}`);
   const joined = workdir.startsWith('/') ? workdir : `${session.value.virtual}/${workdir}`;
   return workspaceTarget(normalizeLexical(joined), workdir, 'workdir');

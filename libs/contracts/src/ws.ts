@@ -38,7 +38,10 @@ export const BypassScope = z.union([
       directory: z.string().min(1).max(4096).optional(),
     })
     .strict()
-    .refine((s) => !(s.program !== undefined && s.directory !== undefined), 'a scope names a program or a directory, not both'),
+    .refine(
+      (s) => !(s.program !== undefined && s.directory !== undefined),
+      'a scope names a program or a directory, not both',
+    ),
 ]);
 export type BypassScope = z.infer<typeof BypassScope>;
 /**

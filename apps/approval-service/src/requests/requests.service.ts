@@ -29,7 +29,9 @@ export class RequestsService {
     private readonly events: ApprovalEventsPublisher,
     @Inject(APPROVAL_LOGGER) private readonly log: Logger,
     @Optional() private readonly metrics?: ApprovalMetrics,
-    @Optional() @Inject(SESSION_APPROVAL_SECS) private readonly sessionApprovalSecs: number = DEFAULT_SESSION_APPROVAL_SECS,
+    @Optional()
+    @Inject(SESSION_APPROVAL_SECS)
+    private readonly sessionApprovalSecs: number = DEFAULT_SESSION_APPROVAL_SECS,
   ) {}
 
   /** Idempotent by request id: a recovery re-asking gets the same request (and its answer, if any). */
@@ -49,7 +51,8 @@ export class RequestsService {
       question: req.question,
     });
     if (!r) throw new ApprovalError('conflict', 'this request id belongs to another request');
-    if (r.created) this.log.info({ requestId: r.row.id, kind: r.row.kind, tool: r.row.toolName }, 'human request registered');
+    if (r.created)
+      this.log.info({ requestId: r.row.id, kind: r.row.kind, tool: r.row.toolName }, 'human request registered');
     if (r.row.status === 'pending') this.events.userEvent(r.row.userId, requestedEvent(r.row));
     return toState(r.row);
   }

@@ -16,7 +16,6 @@ import {
 /** Session approvals (narrow scopes, what no bypass relaxes), built-in rules, and the gate's paths. */
 
 const SEED = Number(process.env.SKALD_FC_SEED ?? Date.now() % 2 ** 31);
-// eslint-disable-next-line no-console
 console.log(`gate scope properties: seed ${SEED} (SKALD_FC_SEED=${SEED} replays)`);
 
 let seq = 0;

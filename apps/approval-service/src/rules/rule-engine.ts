@@ -509,7 +509,12 @@ export function decideBuiltIn(input: GateInput): GateResult | null {
   if (paths.length === 0) return null;
   const inRoot = (p: string | null, root: string) => p !== null && (p === root || p.startsWith(`${root}/`));
   if (!input.isAdmin && paths.some((p) => inRoot(p, 'shared-memory')))
-    return { decision: 'deny', ruleId: SHARED_MEMORY_ADMIN_ONLY.id, reason: SHARED_MEMORY_ADMIN_ONLY.note, by: 'policy' };
+    return {
+      decision: 'deny',
+      ruleId: SHARED_MEMORY_ADMIN_ONLY.id,
+      reason: SHARED_MEMORY_ADMIN_ONLY.note,
+      by: 'policy',
+    };
   if (paths.every((p) => inRoot(p, 'user-memory')))
     return { decision: 'allow', ruleId: USER_MEMORY_WRITES.id, reason: USER_MEMORY_WRITES.note, by: 'policy' };
   return null;

@@ -7,8 +7,7 @@ import { parseShell, unallowableReason } from './shell-parser';
  * (wrappers, `sh -c`, expansions that can run code) is never covered by a bypass.
  */
 export type CommandLine =
-  | { readable: true; commands: ReadonlyArray<{ argv: readonly string[] }> }
-  | { readable: false; reason: string };
+  { readable: true; commands: ReadonlyArray<{ argv: readonly string[] }> } | { readable: false; reason: string };
 
 export function readCommandLine(line: unknown): CommandLine {
   if (typeof line !== 'string') return { readable: false, reason: 'no command' };

@@ -198,7 +198,8 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/api/approval/rules',
-    summary: 'Approval rules in evaluation order: the built-in rules (`built_in: true`, code, read-only) first, then the stored ones',
+    summary:
+      'Approval rules in evaluation order: the built-in rules (`built_in: true`, code, read-only) first, then the stored ones',
     auth: 'admin',
     ok: { status: 200, schema: ApprovalRuleList },
   },

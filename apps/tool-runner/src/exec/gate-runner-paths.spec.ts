@@ -18,7 +18,6 @@ import { MEMORY_UNAVAILABLE, ToolRouter } from './tool-router';
  * (the kernel resolves the host path of the gate's answer and finds this call's bytes there).
  */
 const SEED = Number(process.env.SKALD_FC_SEED ?? Date.now() % 2 ** 31);
-// eslint-disable-next-line no-console
 console.log(`gate/runner path differential: seed ${SEED} (SKALD_FC_SEED=${SEED} replays)`);
 
 describe('gate path = runner path', () => {

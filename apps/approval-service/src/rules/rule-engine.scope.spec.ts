@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { effectiveCallPaths } from '@skald/contracts';
+import { BypassScope as BypassScopeSchema, effectiveCallPaths } from '@skald/contracts';
 import {
   BUILT_IN_RULES,
   BypassScope,
@@ -80,8 +80,12 @@ describe('narrow session approvals', () => {
     expect(narrowScopes('execute_cmd', { command: line }, null)).toEqual([]);
   });
 
-  it('offers none for a path the runner refuses', () => {
+  it('offers none for a path the runner refuses, or for anything the wire schema would refuse', () => {
     expect(narrowScopes('write_file', { path: '../../etc/passwd', content: '' }, null)).toEqual([]);
+    expect(narrowScopes('execute_cmd', { command: `cat ${'a'.repeat(300)}` }, null)).toEqual([]);
+    expect(narrowScopes('execute_cmd', { command: `git status; "" x` }, null)).toEqual([]);
+    expect(narrowScopes('made up tool!', {}, null)).toEqual([]);
+    expect(narrowScopes('write_file', { path: `${'d/'.repeat(2100)}a`, content: '' }, null)).toEqual([]);
   });
 
   const gitStatus: BypassScope = { tool: 'execute_cmd', program: 'git', subcommand: 'status' };
@@ -223,6 +227,19 @@ describe('what a bypass can never do (generated)', () => {
     );
     // the property would hold vacuously if no bypass ever applied
     expect(relaxed).toBeGreaterThan(0);
+  });
+});
+
+describe('derived scopes are always valid wire scopes (the inbox lists them)', () => {
+  it('for generated tools, lines and paths', () => {
+    const tool = fc.oneof(fc.constantFrom('execute_cmd', 'write_file', 'list_files', 'mcp__a__b'), fc.string());
+    fc.assert(
+      fc.property(tool, fc.string({ maxLength: 400 }), fc.string({ maxLength: 300 }), (t, line, path) => {
+        for (const sc of narrowScopes(t, { command: line, path }, null))
+          expect(BypassScopeSchema.safeParse(sc).success).toBe(true);
+      }),
+      { seed: SEED, numRuns: 3000 },
+    );
   });
 });
 

@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import {
+  BypassScope as BypassScopeSchema,
   BypassScope as ContractBypassScope,
   effectiveCallPaths,
   parentDirectory,
@@ -334,6 +335,17 @@ export function commandKey(argv: readonly string[]): { program: string; subcomma
  * no session approval is offered.
  */
 export function narrowScopes(
+  toolName: string,
+  args: Readonly<Record<string, unknown>>,
+  workingDirectory: string | null | undefined,
+): BypassScope[] {
+  // Every scope must be a valid wire scope (the inbox lists them): a call with a word or a name
+  // the schema refuses (over-long, empty, odd characters) offers no session approval at all.
+  const scopes = deriveScopes(toolName, args, workingDirectory);
+  return scopes.every((sc) => BypassScopeSchema.safeParse(sc).success) ? scopes : [];
+}
+
+function deriveScopes(
   toolName: string,
   args: Readonly<Record<string, unknown>>,
   workingDirectory: string | null | undefined,

@@ -286,6 +286,13 @@ describe('web client in a real browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('connected', { exact: true }).waitFor();
     await page.getByRole('link', { name: 'Admin' }).click();
+    // the built-in memory rules come first, read-only: no Delete button on their rows
+    const builtIn = page.locator('tr.built-in');
+    await builtIn.first().waitFor();
+    expect(await builtIn.count()).toBe(2);
+    await expect(builtIn.first().innerText()).resolves.toContain('shared-memory/*');
+    expect(await builtIn.getByRole('button').count()).toBe(0);
+    expect(await builtIn.getByText('read-only').count()).toBe(2);
     const marker = `forbidden-${randomUUID().slice(0, 8)}`;
     const form = page.getByRole('form', { name: 'new rule' });
     await form.getByLabel('Tool pattern').fill('execute_cmd');

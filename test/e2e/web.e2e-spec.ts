@@ -218,6 +218,64 @@ describe('web client in a real browser', () => {
     await ctx.close();
   });
 
+  it('"approve for this session" on the card opens only this command for an hour: git status runs again unasked, git push asks, expired it asks again', async () => {
+    const { api, ctx, page } = await signedIn();
+    const m = `scope-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: 'git status' } }] },
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: 'git status --short' } }] },
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: 'git push' } }] },
+        { content: `pushed or not ${m}` },
+      ],
+    });
+    await send(page, `check ${m}`);
+    const cards = page.locator('section.approval');
+    const first = cards.first();
+    await first.waitFor();
+    const session = first.getByRole('button', { name: /Approve for this session \(1 h\)/ });
+    await session.waitFor();
+    // the scope and the expiry are spelled out on the card
+    const scope = await first.locator('.session-scope').innerText();
+    expect(scope).toMatch(/Until \d\d:\d\d/);
+    expect(scope).toContain('git status with any arguments (execute_cmd)');
+    await page.screenshot({ path: path.join(SHOTS, 'approval-session-scope.png') });
+    await session.click();
+    // the second git status ran without a card; git push asks
+    await cards.nth(1).waitFor();
+    await expect(cards.nth(1).locator('pre.command').innerText()).resolves.toContain('git push');
+    expect(await cards.count()).toBe(2);
+    await cards.nth(1).getByRole('button', { name: 'Reject' }).click();
+    await page.getByText(`pushed or not ${m}`).waitFor();
+    const bypasses = await api.get<{
+      items: Array<{ id: string; scope: unknown; expires_at?: string; created_at: string }>;
+    }>('/api/approval/bypasses');
+    expect(bypasses.body.items).toHaveLength(1);
+    expect(bypasses.body.items[0].scope).toEqual({ tool: 'execute_cmd', program: 'git', subcommand: 'status' });
+    const life = Date.parse(bypasses.body.items[0].expires_at ?? '') - Date.parse(bypasses.body.items[0].created_at);
+    expect(Math.abs(life - 3600_000)).toBeLessThan(10_000);
+
+    // an hour later (the database clock is moved by expiring the row): git status asks again
+    await db.query(`UPDATE approval_bypasses SET expires_at = now() - interval '1 second' WHERE id = $1`, [
+      bypasses.body.items[0].id,
+    ]);
+    const m2 = `expired-${randomUUID()}`;
+    await sim.script({
+      match: m2,
+      replies: [
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: 'git status' } }] },
+        { content: `again ${m2}` },
+      ],
+    });
+    await send(page, `check ${m2}`);
+    await cards.nth(2).waitFor();
+    await expect(cards.nth(2).locator('pre.command').innerText()).resolves.toContain('git status');
+    await cards.nth(2).getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.getByText(`again ${m2}`).waitFor();
+    await ctx.close();
+  });
+
   it("an admin's rule change in the console takes effect; a non-admin cannot reach admin pages or APIs", async () => {
     // the admin signs in and adds a Deny for a marker command with the console
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -228,6 +286,13 @@ describe('web client in a real browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('connected', { exact: true }).waitFor();
     await page.getByRole('link', { name: 'Admin' }).click();
+    // the built-in memory rules come first, read-only: no Delete button on their rows
+    const builtIn = page.locator('tr.built-in');
+    await builtIn.first().waitFor();
+    expect(await builtIn.count()).toBe(2);
+    await expect(builtIn.first().innerText()).resolves.toContain('shared-memory/*');
+    expect(await builtIn.getByRole('button').count()).toBe(0);
+    expect(await builtIn.getByText('read-only').count()).toBe(2);
     const marker = `forbidden-${randomUUID().slice(0, 8)}`;
     const form = page.getByRole('form', { name: 'new rule' });
     await form.getByLabel('Tool pattern').fill('execute_cmd');
@@ -363,7 +428,7 @@ describe('web client in a real browser', () => {
     await tab.goto(`${stack.gatewayUrl}/#inbox`);
     await tab.getByRole('heading', { name: 'Agent inbox' }).waitFor();
     await tab.screenshot({ path: path.join(SHOTS, 'inbox.png') });
-    await tab.getByRole('button', { name: 'Approve' }).click();
+    await tab.getByRole('button', { name: 'Approve', exact: true }).click();
     await page.getByText(`ran it ${m}`).waitFor();
     await page.getByText('Approved').waitFor();
 

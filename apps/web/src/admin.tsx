@@ -113,7 +113,9 @@ function Rules({ api }: { api: Api }) {
     <section aria-label="rules">
       {error ? <p role="alert">{error}</p> : null}
       <table>
-        <caption>Rules, in the order the gate reads them (first match wins)</caption>
+        <caption>
+          Rules, in the order the gate reads them (first match wins); built-in rules are part of the gate and come first
+        </caption>
         <thead>
           <tr>
             <th scope="col">Priority</th>
@@ -129,22 +131,31 @@ function Rules({ api }: { api: Api }) {
         </thead>
         <tbody>
           {(rules?.items ?? []).map((r) => (
-            <tr key={r.id}>
-              <td>{r.priority}</td>
+            <tr key={r.id} className={r.built_in ? 'built-in' : undefined}>
+              <td>{r.built_in ? 'built-in' : r.priority}</td>
               <td>{r.tool_pattern}</td>
               <td>{r.path_pattern ?? ''}</td>
               <td>{r.command_pattern ?? ''}</td>
               <td className={`action ${r.action}`}>{r.action}</td>
-              <td>{r.note ?? ''}</td>
               <td>
-                <button
-                  type="button"
-                  className="danger"
-                  aria-label={`delete rule ${r.tool_pattern} ${r.priority}`}
-                  onClick={() => void api.delete(`/api/approval/rules/${r.id}`).then(reload, fail)}
-                >
-                  Delete
-                </button>
+                {r.note ?? ''}
+                {r.built_in && r.applies ? ` (${r.applies})` : ''}
+              </td>
+              <td>
+                {r.built_in ? (
+                  <span className="read-only" title="part of the gate: evaluated before every rule, cannot be changed">
+                    read-only
+                  </span>
+                ) : (
+                  <button
+                    type="button"
+                    className="danger"
+                    aria-label={`delete rule ${r.tool_pattern} ${r.priority}`}
+                    onClick={() => void api.delete(`/api/approval/rules/${r.id}`).then(reload, fail)}
+                  >
+                    Delete
+                  </button>
+                )}
               </td>
             </tr>
           ))}

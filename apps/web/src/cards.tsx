@@ -1,5 +1,6 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import type { Item } from './chat-state';
+import { describeScope, describeSecs, expiryFromNow, type SessionApproval } from './scopes';
 import { lineDiff } from './diff';
 import { renderMarkdown } from './markdown';
 
@@ -7,7 +8,10 @@ type Approval = Extract<Item, { kind: 'approval' }>;
 type Question = Extract<Item, { kind: 'question' }>;
 
 export interface Answerer {
-  approve(requestId: string, forSession: boolean): void;
+  /** `session`: also approve this call's narrow scope (`bypass_scope: "call"`) for that many seconds. */
+  approve(requestId: string, session: { secs: number } | null): void;
+  /** What "approve for this session" would open for this request (null: nothing can be narrowed). */
+  sessionApproval(requestId: string): Promise<SessionApproval | null>;
   reject(requestId: string, note: string): void;
   answer(requestId: string, answer: string): void;
 }
@@ -34,6 +38,18 @@ export function Diff({ oldText, newText }: { oldText: string; newText: string })
 export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
   const [note, setNote] = useState('');
   const [busy, setBusy] = useState(false);
+  const [session, setSession] = useState<SessionApproval | null>(null);
+  useEffect(() => {
+    if (card.resolved) return;
+    let live = true;
+    on.sessionApproval(card.requestId).then(
+      (s) => live && setSession(s),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, [on, card.requestId, card.resolved]);
   const title =
     card.toolName === 'execute_cmd'
       ? 'Run this command?'
@@ -56,12 +72,25 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
         </p>
       ) : (
         <div className="actions">
-          <button type="button" disabled={busy} onClick={() => (setBusy(true), on.approve(card.requestId, false))}>
+          <button type="button" disabled={busy} onClick={() => (setBusy(true), on.approve(card.requestId, null))}>
             Approve
           </button>
-          <button type="button" disabled={busy} onClick={() => (setBusy(true), on.approve(card.requestId, true))}>
-            Approve for this session
-          </button>
+          {session ? (
+            <button
+              type="button"
+              disabled={busy}
+              aria-describedby={`scope-${card.requestId}`}
+              onClick={() => (setBusy(true), on.approve(card.requestId, { secs: session.secs }))}
+            >
+              Approve for this session ({describeSecs(session.secs)})
+            </button>
+          ) : null}
+          {session ? (
+            <p className="session-scope" id={`scope-${card.requestId}`}>
+              Until {expiryFromNow(session.secs)} this session runs without asking:{' '}
+              {session.scopes.map(describeScope).join('; ')}. Wider approvals are in the inbox.
+            </p>
+          ) : null}
           <label className="note">
             <span>Note</span>
             <input value={note} onChange={(e) => setNote(e.target.value)} placeholder="why not (the agent reads it)" />

@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
+import type { InboxDto } from '@skald/contracts';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
@@ -35,12 +36,22 @@ export function Chat({ api, source }: { api: Api; source: string }) {
 
   const answer: Answerer = useMemo(
     () => ({
-      approve: (requestId, forSession) =>
+      approve: (requestId, session) =>
         socket.current?.send(
-          forSession
-            ? { type: 'approve_tool', request_id: requestId, bypass_secs: 0 }
+          session
+            ? { type: 'approve_tool', request_id: requestId, bypass_scope: 'call', bypass_secs: session.secs }
             : { type: 'approve_tool', request_id: requestId },
         ),
+      // The card can arrive before the request is registered: look a few times, then give up.
+      sessionApproval: async (requestId) => {
+        for (let attempt = 0; attempt < 6; attempt++) {
+          const inbox = await api.get<InboxDto>('/api/inbox');
+          const item = inbox.approvals.find((a) => a.request_id === requestId);
+          if (item) return item.session_approval ?? null;
+          await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+        }
+        return null;
+      },
       reject: (requestId, note) =>
         socket.current?.send(
           note ? { type: 'reject_tool', request_id: requestId, note } : { type: 'reject_tool', request_id: requestId },
@@ -48,7 +59,7 @@ export function Chat({ api, source }: { api: Api; source: string }) {
       answer: (requestId, text) =>
         socket.current?.send({ type: 'answer_question', request_id: requestId, answer: text }),
     }),
-    [],
+    [api],
   );
 
   const send = () => {

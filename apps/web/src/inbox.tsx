@@ -1,5 +1,6 @@
 import { useCallback, useState } from 'react';
-import type { BypassDto, InboxDto } from '@skald/contracts';
+import type { BypassDto, BypassScope, InboxDto } from '@skald/contracts';
+import { describeScope, describeSecs } from './scopes';
 import { usePolling } from './poll';
 import type { Api } from './api';
 
@@ -9,7 +10,12 @@ export function Inbox({ api }: { api: Api }) {
   const [error, setError] = useState('');
   const [notes, setNotes] = useState<Record<string, string>>({});
   const [bypasses, setBypasses] = useState<BypassDto[]>([]);
+  const [categories, setCategories] = useState<Record<string, string>>({});
   const load = useCallback(() => {
+    api.get<{ items: Array<{ name: string; category: string }> }>('/api/approval/tools').then(
+      (r) => setCategories(Object.fromEntries(r.items.map((t) => [t.name, t.category]))),
+      () => undefined,
+    );
     api.get<InboxDto>('/api/inbox').then(setInbox, (e: Error) => setError(e.message));
     api.get<{ items: BypassDto[] }>('/api/approval/bypasses').then(
       (r) => setBypasses(r.items),
@@ -38,6 +44,36 @@ export function Inbox({ api }: { api: Api }) {
               >
                 Approve
               </button>
+              {a.session_approval ? (
+                <button
+                  type="button"
+                  title={a.session_approval.scopes.map(describeScope).join('; ')}
+                  onClick={() =>
+                    act(
+                      api.post(`/api/inbox/approvals/${a.request_id}/resolve`, {
+                        action: 'approve',
+                        bypass_scope: 'call',
+                        bypass_secs: a.session_approval?.secs,
+                      }),
+                    )
+                  }
+                >
+                  Approve for this session ({describeSecs(a.session_approval.secs)}):{' '}
+                  {a.session_approval.scopes.map(describeScope).join('; ')}
+                </button>
+              ) : null}
+              <WiderApproval
+                category={categories[a.tool_name]}
+                onApprove={(scope) =>
+                  act(
+                    api.post(`/api/inbox/approvals/${a.request_id}/resolve`, {
+                      action: 'approve',
+                      bypass_scope: scope,
+                      bypass_secs: a.session_approval?.secs ?? 3600,
+                    }),
+                  )
+                }
+              />
               <label className="note">
                 <span>Note</span>
                 <input
@@ -86,12 +122,7 @@ export function Inbox({ api }: { api: Api }) {
         {bypasses.map((b) => (
           <li key={b.id} className="card">
             <p>
-              Session <a href={`#session/${b.session_id}`}>{b.session_id.slice(0, 8)}</a>:{' '}
-              {typeof b.scope === 'string'
-                ? 'every tool'
-                : 'category' in b.scope
-                  ? `category ${b.scope.category}`
-                  : `MCP server ${b.scope.mcp_server}`}
+              Session <a href={`#session/${b.session_id}`}>{b.session_id.slice(0, 8)}</a>: {describeScope(b.scope)}
               {b.expires_at ? ` until ${new Date(b.expires_at).toLocaleTimeString()}` : ' for the whole session'}
             </p>
             <button type="button" className="danger" onClick={() => act(api.delete(`/api/approval/bypasses/${b.id}`))}>
@@ -101,5 +132,29 @@ export function Inbox({ api }: { api: Api }) {
         ))}
       </ul>
     </main>
+  );
+}
+
+/**
+ * A wider session approval is a deliberate choice: behind a disclosure, each option spelled out,
+ * and a second click to confirm.
+ */
+function WiderApproval({ category, onApprove }: { category?: string; onApprove: (scope: BypassScope) => void }) {
+  const [picked, setPicked] = useState<number | null>(null);
+  const options: BypassScope[] = [...(category && category !== 'dynamic' ? [{ category }] : []), 'all'];
+  const chosen = picked === null ? null : (options[picked] ?? null);
+  return (
+    <details className="wider">
+      <summary>Wider session approval…</summary>
+      {options.map((scope, i) => (
+        <label key={JSON.stringify(scope)}>
+          <input type="radio" checked={picked === i} onChange={() => setPicked(i)} />
+          {describeScope(scope)} in this session, without asking (a Deny still holds)
+        </label>
+      ))}
+      <button type="button" className="danger" disabled={chosen === null} onClick={() => chosen && onApprove(chosen)}>
+        Approve {chosen ? describeScope(chosen) : '…'} for this session
+      </button>
+    </details>
   );
 }

@@ -74,4 +74,4 @@ export {
   cutToolResult,
 } from './texts';
 export { LOOP_TOOL_NAMES, isLoopTool } from './loop-tools';
-export { injectWorkingDirectory } from './paths';
+export { injectWorkingDirectory, isMemoryPath as isLoopMemoryPath } from './paths';

@@ -19,8 +19,17 @@ export function normalizePosix(path: string): string {
   return absolute ? `/${joined}` : joined || '.';
 }
 
-function isMemoryPath(path: string): boolean {
-  return MEMORY_PREFIXES.some((p) => path === p.slice(0, -1) || path.startsWith(p));
+/**
+ * A memory document, named as the shared path resolver (`@skald/contracts` tool-paths) names one:
+ * a relative path that starts in, or normalises into, `user-memory` / `shared-memory`
+ * (`./user-memory/x` included). The loop may not import contracts; tool-paths.spec.ts checks
+ * that both agree.
+ */
+export function isMemoryPath(path: string): boolean {
+  if (path.startsWith('/')) return false;
+  const starts = (p: string) => MEMORY_PREFIXES.some((m) => p === m.slice(0, -1) || p.startsWith(m));
+  const first = path.split('/').find((s) => s !== '' && s !== '.') ?? '';
+  return starts(first) || starts(normalizePosix(path));
 }
 
 /**

@@ -13,6 +13,7 @@ import type {
   InboxItem,
   MessageRow,
   Mutation,
+  RunContext,
   ScratchpadNote,
   SessionEventDraft,
   SessionInfo,
@@ -117,6 +118,10 @@ export interface GateRequest {
   name: string;
   /** Effective arguments (after working-directory injection); raw string if not JSON. */
   arguments: unknown;
+  /** The session's RunContext (working directory, pre-authorised paths): the gate's fast path. */
+  runContext: RunContext;
+  /** The session's security group (null: the default rules only). */
+  securityGroup: string | null;
 }
 
 export type GateDecision =
@@ -244,6 +249,8 @@ export interface ToolContext {
   /** Granted tool groups visible this round (MCP server names, `config`). */
   grants: string[];
   runContext: SessionInfo['runContext'];
+  /** The session's security group (null: the default rules only). */
+  securityGroup?: string | null;
 }
 
 export interface ToolSpec {

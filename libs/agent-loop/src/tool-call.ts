@@ -99,6 +99,8 @@ export async function runCall(
     toolCallId: row.id,
     name: row.name,
     arguments: call.args,
+    runContext: session.runContext,
+    securityGroup: session.securityGroup ?? null,
   });
   switch (decision.kind) {
     case 'allow':

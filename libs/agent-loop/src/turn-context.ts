@@ -96,6 +96,7 @@ export async function toolContext(fctx: FrameContext): Promise<ToolContext> {
     depth: fctx.frame.depth,
     grants: await deps.store.getGrants(grantScope(fctx)),
     runContext: session.runContext,
+    securityGroup: session.securityGroup ?? null,
   };
 }
 

@@ -158,6 +158,10 @@ export interface RunContext {
   workingDirectory: string | null;
   /** Extra system prompt fragments, appended to the dynamic tail. */
   systemPrompt: string[];
+  /** Pre-authorised paths (the gate's fast path): reads inside them need no human. */
+  allowFsReads?: string[];
+  /** Pre-authorised paths for writes (and reads). */
+  allowFsWrites?: string[];
 }
 
 export type AgentType = 'chat' | 'task' | 'system';
@@ -173,6 +177,8 @@ export interface SessionInfo {
   /** The session whose scratchpad this session reads and writes (the parent's for async tasks). */
   scratchpadSessionId: string;
   runContext: RunContext;
+  /** The session's security group: its rules are evaluated before the default ones. */
+  securityGroup?: string | null;
   /** Client pinned by `select_client` for the root agent; null → AUTO. */
   pinnedClient: string | null;
   /** The session's current turn: written by the loop in the same commits as the input entering

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Actor, Id, Timestamp } from './common';
-import { BypassScope } from './ws';
+import { BypassScope, SessionApprovalScope } from './ws';
 
 /**
  * Approval service: REST bodies of PROTOCOL.md "Approvals and inbox" and the NATS payloads behind
@@ -47,6 +47,13 @@ export const ApprovalRuleDto = z.object({
   priority: z.number().int(),
   note: z.string().nullable(),
   is_seed: z.boolean(),
+  /**
+   * **(new)** A rule that is code (the `user-memory/` write exception, `shared-memory/` for admin
+   * sessions only): evaluated before every stored rule, read-only (PATCH / DELETE answer 409).
+   */
+  built_in: z.boolean().optional(),
+  /** For a built-in rule: whose sessions it applies to. */
+  applies: z.string().optional(),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -81,7 +88,7 @@ export const ResolveApprovalInput = ResolveToolInput.extend({
     .nonnegative()
     .max(30 * 24 * 3600)
     .optional(),
-  bypass_scope: BypassScope.optional(),
+  bypass_scope: SessionApprovalScope.optional(),
 });
 export const ResolveClarificationInput = z.object({ answer: z.string().max(64 * 1024) });
 
@@ -93,6 +100,12 @@ export const InboxApproval = z.object({
   tool_name: z.string(),
   arguments: z.unknown(),
   preview: PreviewShape.optional(),
+  /**
+   * **(new)** What "approve for this session" opens for this call (`bypass_scope: "call"`): its
+   * narrow scopes and the default lifetime in seconds. Absent when the call cannot be narrowed
+   * (a command line the gate cannot read): then only a plain approval is offered.
+   */
+  session_approval: z.object({ scopes: z.array(BypassScope).min(1), secs: z.number().int().positive() }).optional(),
   created_at: Timestamp,
 });
 export const InboxClarification = z.object({

@@ -10,3 +10,4 @@ export * from './llm';
 export * from './agents';
 export * from './scheduler';
 export * from './access';
+export * from './tool-paths';

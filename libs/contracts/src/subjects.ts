@@ -5,7 +5,7 @@ import { replyOf } from './reply';
 import { ChatMessages, SessionDetail, SessionList } from './rest';
 import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
 import * as M from './mcp';
-import { EphemeralEventSchema, SessionEventSchema, UserEventSchema } from './ws';
+import { EphemeralEventSchema, SessionApprovalScope, SessionEventSchema, UserEventSchema } from './ws';
 import * as A from './approvals';
 import * as L from './llm';
 import * as S from './scheduler';
@@ -73,12 +73,16 @@ export const ApprovalCheckRequest = z.object({
   security_group: z.string().optional(),
   tool_name: z.string(),
   arguments: z.record(z.string(), z.unknown()),
-  /** The session's RunContext: pre-authorised paths relax Require to Allow (never Deny). */
+  /**
+   * The session's RunContext: its working directory is the base of relative paths (the shared
+   * resolver, as in the tool runner) and its pre-authorised paths relax Require to Allow (never
+   * Deny). The session worker sends it on every check.
+   */
   run_context: z
     .object({
-      working_directory: z.string().nullable().optional(),
-      allow_fs_reads: z.array(z.string()).optional(),
-      allow_fs_writes: z.array(z.string()).optional(),
+      working_directory: z.string().max(4096).nullable().optional(),
+      allow_fs_reads: z.array(z.string().max(4096)).max(256).optional(),
+      allow_fs_writes: z.array(z.string().max(4096)).max(256).optional(),
     })
     .optional(),
 });
@@ -145,9 +149,7 @@ export const ApprovalResolveRequest = z
       .max(64 * 1024)
       .optional(),
     bypass_secs: z.number().int().nonnegative().optional(),
-    bypass_scope: z
-      .union([z.literal('all'), z.object({ category: z.string() }), z.object({ mcp_server: z.string() })])
-      .optional(),
+    bypass_scope: SessionApprovalScope.optional(),
   })
   .refine((r) => !!r.request_id !== !!r.tool_call_id, 'exactly one of request_id and tool_call_id');
 /** Ends every pending request of a session as cancelled (/stop, interrupt, job kill, session reset). */
@@ -164,6 +166,8 @@ export const ToolExecRequest = z.object({
   turn_id: Id.optional(),
   name: z.string(),
   arguments: z.record(z.string(), z.unknown()),
+  /** The session's working directory (RunContext): the base of relative paths when the call has no `workdir`. */
+  working_directory: z.string().max(4096).nullish(),
   /**
    * A write approved on a preview: the preview's `base_hash` (`ABSENT_FILE_HASH` for a new file).
    * When the file's hash differs at write time, nothing is written and the reply is `stale`.

@@ -19,12 +19,38 @@ export const ResumeFrame = z.object({
   session_id: Id.optional(),
   last_seq: z.number().int().nonnegative().optional(),
 });
+/**
+ * What a session bypass lets run without asking. Wide: `all`, a tool category, an MCP server —
+ * a deliberate choice in the inbox. Narrow **(new)**: one tool, and for `execute_cmd` one
+ * program and subcommand (`{tool: "execute_cmd", program: "git", subcommand: "status"}`; a null
+ * subcommand: the program with options only), for a file tool one directory (`{tool:
+ * "write_file", directory: "/workspace/src"}`: files directly in it).
+ */
 export const BypassScope = z.union([
   z.literal('all'),
-  z.object({ category: z.string().min(1).max(64) }),
-  z.object({ mcp_server: z.string().regex(/^[a-z0-9_-]{1,24}$/) }),
+  z.object({ category: z.string().min(1).max(64) }).strict(),
+  z.object({ mcp_server: z.string().regex(/^[a-z0-9_-]{1,24}$/) }).strict(),
+  z
+    .object({
+      tool: z.string().regex(/^[A-Za-z0-9_.:-]{1,256}$/),
+      program: z.string().min(1).max(256).optional(),
+      subcommand: z.string().min(1).max(256).nullable().optional(),
+      directory: z.string().min(1).max(4096).optional(),
+    })
+    .strict()
+    .refine(
+      (s) => !(s.program !== undefined && s.directory !== undefined),
+      'a scope names a program or a directory, not both',
+    ),
 ]);
 export type BypassScope = z.infer<typeof BypassScope>;
+/**
+ * The scope of a session approval given with an answer: `call` **(new)** is this call's narrow
+ * scope, derived by the approval service from the call (what the card shows); the default when
+ * `bypass_secs` comes without a scope.
+ */
+export const SessionApprovalScope = z.union([z.literal('call'), BypassScope]);
+export type SessionApprovalScope = z.infer<typeof SessionApprovalScope>;
 export const ApproveToolFrame = z.object({
   type: z.literal('approve_tool'),
   request_id: Id,
@@ -34,7 +60,7 @@ export const ApproveToolFrame = z.object({
     .nonnegative()
     .max(30 * 24 * 3600)
     .optional(),
-  bypass_scope: BypassScope.optional(),
+  bypass_scope: SessionApprovalScope.optional(),
 });
 export const RejectToolFrame = z.object({
   type: z.literal('reject_tool'),

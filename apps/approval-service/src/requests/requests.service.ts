@@ -5,7 +5,8 @@ import { AuditRepository } from '../audit/audit.repository';
 import { argsDigest } from '../audit/audit.service';
 import { BypassesRepository } from '../bypasses/bypasses.repository';
 import { BypassesService, ownerScope } from '../bypasses/bypasses.service';
-import { APPROVAL_LOGGER } from '../config';
+import { APPROVAL_LOGGER, DEFAULT_SESSION_APPROVAL_SECS, SESSION_APPROVAL_SECS } from '../config';
+import { BypassScope, narrowScopes } from '../rules/rule-engine';
 import { ApprovalError, requestNotFound } from '../errors';
 import { ApprovalMetrics } from '../approval-metrics';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
@@ -28,6 +29,9 @@ export class RequestsService {
     private readonly events: ApprovalEventsPublisher,
     @Inject(APPROVAL_LOGGER) private readonly log: Logger,
     @Optional() private readonly metrics?: ApprovalMetrics,
+    @Optional()
+    @Inject(SESSION_APPROVAL_SECS)
+    private readonly sessionApprovalSecs: number = DEFAULT_SESSION_APPROVAL_SECS,
   ) {}
 
   /** Idempotent by request id: a recovery re-asking gets the same request (and its answer, if any). */
@@ -47,7 +51,8 @@ export class RequestsService {
       question: req.question,
     });
     if (!r) throw new ApprovalError('conflict', 'this request id belongs to another request');
-    if (r.created) this.log.info({ requestId: r.row.id, kind: r.row.kind, tool: r.row.toolName }, 'human request registered');
+    if (r.created)
+      this.log.info({ requestId: r.row.id, kind: r.row.kind, tool: r.row.toolName }, 'human request registered');
     if (r.row.status === 'pending') this.events.userEvent(r.row.userId, requestedEvent(r.row));
     return toState(r.row);
   }
@@ -96,17 +101,16 @@ export class RequestsService {
         ],
         db,
       );
-      if (opensBypass)
-        await this.bypasses.create(
-          {
-            sessionId: updated.sessionId,
-            userId: updated.userId,
-            createdBy: req.actor.userId,
-            scope: req.bypass_scope ?? 'all',
-            secs: req.bypass_secs,
-          },
-          db,
-        );
+      if (opensBypass) {
+        const scope = req.bypass_scope ?? 'call';
+        const scopes = scope === 'call' ? callScopes(updated) : [scope];
+        const secs = req.bypass_secs ?? (scope === 'call' ? this.sessionApprovalSecs : undefined);
+        for (const s of scopes)
+          await this.bypasses.create(
+            { sessionId: updated.sessionId, userId: updated.userId, createdBy: req.actor.userId, scope: s, secs },
+            db,
+          );
+      }
       return updated;
     });
     if (!resolved) throw conflict((await this.repo.findById(owner, row.id)) ?? row);
@@ -160,6 +164,7 @@ export class RequestsService {
           tool_name: r.toolName,
           arguments: parseArgs(r.arguments),
           ...(r.preview ? { preview: r.preview as InboxDto['approvals'][number]['preview'] } : {}),
+          ...sessionApproval(callScopes(r), this.sessionApprovalSecs),
         });
     }
     return inbox;
@@ -213,6 +218,23 @@ function requestedEvent(r: StoredRequest): UserEvent {
   return r.kind === 'clarification'
     ? { type: 'clarification_requested', ...base, title: r.question?.title ?? '' }
     : { type: 'approval_requested', ...base, tool_name: r.toolName };
+}
+
+/**
+ * The narrow scopes "approve for this session" opens for a stored request. The stored arguments
+ * are the effective ones (working directory injected), so no session working directory is needed.
+ */
+function callScopes(r: StoredRequest): BypassScope[] {
+  const args = parseArgs(r.arguments);
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return [];
+  return narrowScopes(r.toolName, args as Record<string, unknown>, null);
+}
+
+function sessionApproval(
+  scopes: BypassScope[],
+  secs: number,
+): { session_approval?: { scopes: BypassScope[]; secs: number } } {
+  return scopes.length > 0 ? { session_approval: { scopes, secs } } : {};
 }
 
 function resolvedEvent(r: StoredRequest): UserEvent {

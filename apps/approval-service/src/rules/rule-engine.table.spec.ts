@@ -143,7 +143,7 @@ const CASES: Case[] = [
   { name: 'MCP tool asks', rules: 'SEED', tool: 'mcp__github__create_issue', expect: 'require' },
   { name: 'unknown tool asks (catch-all)', rules: 'SEED', tool: 'brand_new_tool', expect: 'require' },
   { name: 'working directory resolves relative paths', rules: 'SEED', tool: 'read_file', args: { path: 'x.txt' }, call: { runContext: { workingDirectory: '/workspace/proj' } }, expect: 'allow' },
-  { name: 'working directory outside the workspace is ignored', rules: 'SEED', tool: 'read_file', args: { path: 'passwd' }, call: { runContext: { workingDirectory: '/etc' } }, expect: 'allow' },
+  { name: 'working directory outside the workspace: the runner refuses, the gate asks', rules: 'SEED', tool: 'read_file', args: { path: 'passwd' }, call: { runContext: { workingDirectory: '/etc' } }, expect: 'require' },
 
   // ---- shared memory
   { name: 'non-admin write to shared memory is denied', rules: 'SEED', tool: 'write_file', args: { path: 'shared-memory/team.md', content: 'x' }, expect: 'deny', by: 'policy' },
@@ -198,13 +198,13 @@ const CASES: Case[] = [
   { name: 'bypass category filesystem covers writes', rules: 'SEED', tool: 'write_file', args: { path: 'a', content: '' }, bypasses: [{ category: 'Filesystem' }], expect: 'allow' },
   { name: 'bypass mcp_server covers its tools', rules: 'SEED', tool: 'mcp__github__x', bypasses: [{ mcp_server: 'github' }], expect: 'allow' },
   { name: 'bypass mcp_server does not cover another server', rules: 'SEED', tool: 'mcp__gitlab__x', bypasses: [{ mcp_server: 'github' }], expect: 'require' },
-  { name: 'bypass on an unparsable line still allows (human chose)', rules: 'SEED', tool: 'execute_cmd', args: sh('echo "x'), bypasses: ['all'], expect: 'allow' },
+  { name: 'bypass never covers an unparsable line', rules: 'SEED', tool: 'execute_cmd', args: sh('echo "x'), bypasses: ['all'], expect: 'require' },
 
   // ---- RunContext fast path
   { name: 'fast path: pre-authorised write', rules: 'SEED', tool: 'write_file', args: { path: 'out/a.txt', content: '' }, call: RC([], ['/workspace/out']), expect: 'allow', by: 'run_context' },
   { name: 'fast path: write outside the authorised dir', rules: 'SEED', tool: 'write_file', args: { path: 'other/a.txt', content: '' }, call: RC([], ['/workspace/out']), expect: 'require' },
   { name: 'fast path: read-only authorisation does not allow writes', rules: 'SEED', tool: 'write_file', args: { path: 'out/a.txt', content: '' }, call: RC(['/workspace/out'], []), expect: 'require' },
-  { name: 'fast path: read outside the workspace pre-authorised', rules: 'SEED', tool: 'read_file', args: { path: '/data/x.csv' }, call: RC(['/data'], []), expect: 'allow', by: 'run_context' },
+  { name: 'fast path: a path outside the workspace is never pre-authorised (the runner refuses it)', rules: 'SEED', tool: 'read_file', args: { path: '/data/x.csv' }, call: RC(['/data'], []), expect: 'require' },
   { name: 'fast path: relative entry anchors at /workspace', rules: 'SEED', tool: 'write_file', args: { path: 'out/a.txt', content: '' }, call: RC([], ['out']), expect: 'allow' },
   { name: 'fast path: .. out of an authorised dir', rules: 'SEED', tool: 'write_file', args: { path: 'out/../../etc/x', content: '' }, call: RC([], ['/workspace/out']), expect: 'require' },
   { name: 'fast path never covers execute_cmd', rules: 'SEED', tool: 'execute_cmd', args: sh('ls'), call: RC(['/workspace'], ['/workspace']), expect: 'require' },

@@ -1,4 +1,13 @@
 import { posix } from 'node:path';
+import {
+  BypassScope as BypassScopeSchema,
+  BypassScope as ContractBypassScope,
+  effectiveCallPaths,
+  parentDirectory,
+  PATH_TOOLS,
+  resolveToolPath,
+} from '@skald/contracts';
+import { readCommandLine } from './shell-commands';
 import { parseShell, ShellCommand, unallowableReason } from './shell-parser';
 
 /**
@@ -26,9 +35,11 @@ export interface RuleRow {
   ord: number;
 }
 
-export type BypassScope = 'all' | { category: string } | { mcp_server: string };
+/** A session bypass's scope (contracts `BypassScope`): wide (`all`, a category, an MCP server) or narrow (one tool's command or directory). */
+export type BypassScope = ContractBypassScope;
 
 export interface RunContext {
+  /** The base of relative paths (with the call's `workdir` argument), as in the tool runner. */
   workingDirectory?: string | null;
   allowFsReads?: readonly string[];
   allowFsWrites?: readonly string[];
@@ -255,38 +266,37 @@ export function isMemoryPath(p: string): boolean {
 }
 
 /**
- * The lexically normalised path a call's argument names: memory paths stay relative
- * (`user-memory/notes.md`), everything else becomes absolute under the working directory. A memory
- * path that climbs out of its root with `..` is invalid (null) and matches no path rule.
- * Symlinks are not followed here: the tool runner's jail is what stops an escape.
+ * The lexically normalised path a path argument names, by the shared resolver the tool runner
+ * uses (`@skald/contracts` tool-paths): memory paths stay relative (`user-memory/notes.md`),
+ * everything else is absolute inside `/workspace`. Null for a path the runner refuses (outside the
+ * workspace, a memory root climbed out of, NUL): it matches no path rule.
  */
 export function normalisePath(raw: string, workingDirectory: string = WORKSPACE): string | null {
-  if (raw.includes('\0')) return null;
-  const trimmed = raw.replace(/^(\.\/)+/, '');
-  const root = MEMORY_ROOTS.find((r) => trimmed === r || trimmed.startsWith(`${r}/`));
-  if (root) {
-    const n = posix.normalize(trimmed).replace(/\/+$/, '');
-    return n === root || n.startsWith(`${root}/`) ? n : null;
-  }
-  if (raw.startsWith('/')) return posix.normalize(raw).replace(/(.)\/+$/, '$1');
-  return posix.resolve(workingDirectory, raw);
+  const r = resolveToolPath(raw, {}, workingDirectory);
+  return r.ok ? r.value.virtual : null;
 }
 
-/** The session's working directory, if it is inside the workspace; else the workspace. */
-export function effectiveWorkingDirectory(rc: RunContext | undefined): string {
-  const wd = rc?.workingDirectory;
-  if (!wd) return WORKSPACE;
-  const n = posix.resolve(WORKSPACE, wd);
-  return n === WORKSPACE || n.startsWith(`${WORKSPACE}/`) ? n : WORKSPACE;
-}
-
-/** The normalised paths a call touches (null entries are invalid paths); none for a tool without one. */
+/**
+ * The effective paths of a call, exactly as the tool runner resolves them: file tools' `path`
+ * against the `workdir` argument or the session's working directory, `execute_cmd`'s working
+ * directory. Any other tool with a string `path` argument is judged by that path resolved the
+ * same way. Null entries are paths the runner refuses.
+ */
 export function callPaths(input: GateInput): Array<string | null> {
-  const wd = effectiveWorkingDirectory(input.runContext);
-  const raw = input.arguments.path;
-  if (typeof raw === 'string' && raw.length > 0) return [normalisePath(raw, wd)];
-  if (input.toolName === 'list_files') return [wd];
-  return [];
+  const wd = input.runContext?.workingDirectory ?? null;
+  const args = input.arguments;
+  const known = PATH_TOOLS.includes(input.toolName) || input.toolName === 'execute_cmd';
+  const resolved = known
+    ? effectiveCallPaths(input.toolName, args, wd)
+    : typeof args.path === 'string' && args.path.length > 0
+      ? [resolveToolPath(args.path, args, wd)]
+      : [];
+  return resolved.map((r) => (r.ok ? r.value.virtual : null));
+}
+
+/** The file tools' targets (not `execute_cmd`'s directory): what path rules and the fast path judge. */
+function filePaths(input: GateInput): Array<string | null> {
+  return input.toolName === 'execute_cmd' ? [] : callPaths(input);
 }
 
 // ---------------------------------------------------------------- categories
@@ -311,10 +321,86 @@ export function mcpServerOf(name: string): string | null {
   return m ? m[1] : null;
 }
 
-export function bypassCovers(scope: BypassScope, toolName: string): boolean {
+/** The program and subcommand a narrow session approval names: argv[0] and the first word after it that is not an option. */
+export function commandKey(argv: readonly string[]): { program: string; subcommand: string | null } {
+  const sub = argv.slice(1).find((w) => !w.startsWith('-'));
+  return { program: argv[0] ?? '', subcommand: sub ?? null };
+}
+
+/**
+ * The narrow scopes a human's "approve for this session" opens for this call: `execute_cmd` →
+ * this tool with each command's program and subcommand (`git status` → {execute_cmd, git,
+ * status}); a file tool → this tool in this file's directory; any other tool → this tool. Empty
+ * when the call cannot be narrowed (a line the gate cannot read, a path the runner refuses): then
+ * no session approval is offered.
+ */
+export function narrowScopes(
+  toolName: string,
+  args: Readonly<Record<string, unknown>>,
+  workingDirectory: string | null | undefined,
+): BypassScope[] {
+  // Every scope must be a valid wire scope (the inbox lists them): a call with a word or a name
+  // the schema refuses (over-long, empty, odd characters) offers no session approval at all.
+  const scopes = deriveScopes(toolName, args, workingDirectory);
+  return scopes.every((sc) => BypassScopeSchema.safeParse(sc).success) ? scopes : [];
+}
+
+function deriveScopes(
+  toolName: string,
+  args: Readonly<Record<string, unknown>>,
+  workingDirectory: string | null | undefined,
+): BypassScope[] {
+  if (toolName === 'execute_cmd') {
+    const line = readCommandLine(args.command);
+    if (!line.readable) return [];
+    const seen = new Map<string, BypassScope>();
+    for (const c of line.commands) {
+      const k = commandKey(c.argv);
+      seen.set(JSON.stringify([k.program, k.subcommand]), { tool: toolName, ...k });
+    }
+    return [...seen.values()];
+  }
+  if (PATH_TOOLS.includes(toolName)) {
+    const paths = effectiveCallPaths(toolName, args, workingDirectory);
+    if (paths.length === 0 || !paths.every((p) => p.ok)) return [];
+    const dirs = new Set(paths.map((p) => (p.ok ? parentDirectory(p.value) : '')));
+    return [...dirs].map((directory) => ({ tool: toolName, directory }));
+  }
+  return [{ tool: toolName }];
+}
+
+/** A narrow scope covers a call of its own tool: every command's program and subcommand, or every path's directory. */
+function narrowCovers(scope: Extract<BypassScope, { tool: string }>, input: GateInput): boolean {
+  if (scope.tool !== input.toolName) return false;
+  if (input.toolName === 'execute_cmd') {
+    if (scope.program === undefined) return false;
+    const line = readCommandLine(input.arguments.command);
+    return (
+      line.readable &&
+      line.commands.every((c) => {
+        const k = commandKey(c.argv);
+        return k.program === scope.program && k.subcommand === (scope.subcommand ?? null);
+      })
+    );
+  }
+  if (PATH_TOOLS.includes(input.toolName)) {
+    if (scope.directory === undefined) return false;
+    const paths = effectiveCallPaths(input.toolName, input.arguments, input.runContext?.workingDirectory);
+    return paths.length > 0 && paths.every((p) => p.ok && parentDirectory(p.value) === scope.directory);
+  }
+  return scope.program === undefined && scope.directory === undefined;
+}
+
+/**
+ * Whether a session bypass covers a call. A shell line the gate cannot read (see
+ * `readCommandLine`) is covered by none, not even `all`.
+ */
+export function bypassCovers(scope: BypassScope, input: GateInput): boolean {
+  if (input.toolName === 'execute_cmd' && !readCommandLine(input.arguments.command).readable) return false;
   if (scope === 'all') return true;
-  if ('category' in scope) return scope.category.toLowerCase() === toolCategory(toolName);
-  return mcpServerOf(toolName) === scope.mcp_server;
+  if ('category' in scope) return scope.category.toLowerCase() === toolCategory(input.toolName);
+  if ('mcp_server' in scope) return mcpServerOf(input.toolName) === scope.mcp_server;
+  return narrowCovers(scope, input);
 }
 
 // ---------------------------------------------------------------- deciding
@@ -395,17 +481,63 @@ function decideShell(rules: readonly CompiledRule[], input: GateInput): GateResu
   return worst as GateResult;
 }
 
-/** Only the rules (and the shared-memory policy): what a Require could then be relaxed from. */
-export function decideByRules(rules: RuleSet, input: GateInput): GateResult {
-  const paths = callPaths(input);
-  if (!input.isAdmin && FS_WRITE_TOOLS.includes(input.toolName) && paths.some((p) => p?.startsWith('shared-memory')))
+/**
+ * Rules that are code, not rows: evaluated before every stored rule, shown read-only by the rules
+ * console, never deleted or shadowed by an admin's rule (spec: the memory write exception comes
+ * first). `applies` says for whom.
+ */
+export const BUILT_IN_RULES = [
+  {
+    id: '00000000-0000-4000-8000-0000000000b1',
+    toolPattern: '@fs_write',
+    pathPattern: 'shared-memory/*',
+    action: 'deny',
+    applies: 'sessions of non-admins',
+    note: 'shared memory is writable only from an admin session',
+  },
+  {
+    id: '00000000-0000-4000-8000-0000000000b2',
+    toolPattern: '@fs_write',
+    pathPattern: 'user-memory/*',
+    action: 'allow',
+    applies: 'every session',
+    note: "writes to the user's own memory documents are always allowed",
+  },
+] as const satisfies ReadonlyArray<{
+  id: string;
+  toolPattern: string;
+  pathPattern: string;
+  action: RuleAction;
+  applies: string;
+  note: string;
+}>;
+const [SHARED_MEMORY_ADMIN_ONLY, USER_MEMORY_WRITES] = BUILT_IN_RULES;
+export const BUILT_IN_RULE_IDS: ReadonlySet<string> = new Set(BUILT_IN_RULES.map((r) => r.id));
+
+/** The built-in rules' decision for a call, or null when none applies. */
+export function decideBuiltIn(input: GateInput): GateResult | null {
+  if (!FS_WRITE_TOOLS.includes(input.toolName)) return null;
+  const paths = filePaths(input);
+  if (paths.length === 0) return null;
+  const inRoot = (p: string | null, root: string) => p !== null && (p === root || p.startsWith(`${root}/`));
+  if (!input.isAdmin && paths.some((p) => inRoot(p, 'shared-memory')))
     return {
       decision: 'deny',
-      reason: 'shared memory is writable only from an admin session',
+      ruleId: SHARED_MEMORY_ADMIN_ONLY.id,
+      reason: SHARED_MEMORY_ADMIN_ONLY.note,
       by: 'policy',
     };
+  if (paths.every((p) => inRoot(p, 'user-memory')))
+    return { decision: 'allow', ruleId: USER_MEMORY_WRITES.id, reason: USER_MEMORY_WRITES.note, by: 'policy' };
+  return null;
+}
+
+/** The built-in rules, then the stored rules: what a Require could then be relaxed from. */
+export function decideByRules(rules: RuleSet, input: GateInput): GateResult {
+  const builtIn = decideBuiltIn(input);
+  if (builtIn) return builtIn;
   const ordered = rules.ordered(input.securityGroup);
-  return input.toolName === 'execute_cmd' ? decideShell(ordered, input) : firstMatch(ordered, input, paths);
+  return input.toolName === 'execute_cmd' ? decideShell(ordered, input) : firstMatch(ordered, input, filePaths(input));
 }
 
 function under(path: string, roots: readonly string[]): boolean {
@@ -422,7 +554,7 @@ export function fastPathAllows(input: GateInput): boolean {
   const reads = FS_READ_TOOLS.includes(input.toolName);
   const writes = FS_WRITE_TOOLS.includes(input.toolName);
   if (!reads && !writes) return false;
-  const paths = callPaths(input);
+  const paths = filePaths(input);
   if (paths.length === 0) return false;
   const roots = writes ? (rc.allowFsWrites ?? []) : [...(rc.allowFsReads ?? []), ...(rc.allowFsWrites ?? [])];
   return roots.length > 0 && paths.every((p) => p !== null && under(p, roots));
@@ -433,7 +565,7 @@ export function relax(result: GateResult, input: GateInput): GateResult {
   if (result.decision !== 'require') return result;
   if (fastPathAllows(input))
     return { decision: 'allow', ruleId: result.ruleId, reason: 'pre-authorised by the run context', by: 'run_context' };
-  const bypass = (input.bypasses ?? []).find((b) => bypassCovers(b, input.toolName));
+  const bypass = (input.bypasses ?? []).find((b) => bypassCovers(b, input));
   if (bypass)
     return {
       decision: 'allow',

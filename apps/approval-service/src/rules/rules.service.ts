@@ -3,7 +3,7 @@ import { APPROVAL_TOPICS, ApprovalRuleDto, ApprovalRuleInput, ApprovalRulePatch 
 import { Bus } from '@skald/messaging';
 import { ApprovalError } from '../errors';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
-import { RuleCompileError, RuleSet, validateRule } from './rule-engine';
+import { BUILT_IN_RULE_IDS, BUILT_IN_RULES, RuleCompileError, RuleSet, validateRule } from './rule-engine';
 import { RuleFields, RulesRepository, StoredRule } from './rules.repository';
 
 /** Trusted for this long; then re-validated in the background until MAX_AGE, after which a check waits. */
@@ -79,8 +79,9 @@ export class RulesService implements OnModuleInit {
     return done;
   }
 
+  /** The built-in rules (code, read-only) first, then the stored ones in evaluation order. */
   async list(): Promise<ApprovalRuleDto[]> {
-    return (await this.repo.listAll()).map(toRuleDto);
+    return [...BUILT_IN_RULE_DTOS, ...(await this.repo.listAll()).map(toRuleDto)];
   }
 
   async create(input: ApprovalRuleInput): Promise<ApprovalRuleDto> {
@@ -92,6 +93,7 @@ export class RulesService implements OnModuleInit {
   }
 
   async update(id: string, patch: ApprovalRulePatch): Promise<ApprovalRuleDto> {
+    refuseBuiltIn(id);
     const current = await this.repo.find(id);
     if (!current) throw new ApprovalError('not_found', 'no such rule');
     const fields = toFields({ ...fromRule(current), ...patch });
@@ -103,6 +105,7 @@ export class RulesService implements OnModuleInit {
   }
 
   async delete(id: string): Promise<void> {
+    refuseBuiltIn(id);
     if (!(await this.repo.delete(id))) throw new ApprovalError('not_found', 'no such rule');
     this.changed();
   }
@@ -112,6 +115,32 @@ export class RulesService implements OnModuleInit {
     this.events.rulesChanged();
   }
 }
+
+/** Built-in rules are code: the console shows them, nobody edits or deletes them. */
+function refuseBuiltIn(id: string): void {
+  if (BUILT_IN_RULE_IDS.has(id))
+    throw new ApprovalError('conflict', 'built-in rule: it is part of the gate and cannot be changed or deleted');
+}
+
+/** When the built-in rules took over from their seed rows (a fixed date: they have no row). */
+const BUILT_IN_SINCE = '2025-12-01T00:00:00.000Z';
+const BUILT_IN_RULE_DTOS: readonly ApprovalRuleDto[] = BUILT_IN_RULES.map((r) => ({
+  id: r.id,
+  tool_pattern: r.toolPattern,
+  path_pattern: r.pathPattern,
+  command_pattern: null,
+  agent_id: null,
+  source: null,
+  security_group: null,
+  action: r.action,
+  priority: -1,
+  note: r.note,
+  is_seed: false,
+  built_in: true,
+  applies: r.applies,
+  created_at: BUILT_IN_SINCE,
+  updated_at: BUILT_IN_SINCE,
+}));
 
 function checkRule(f: RuleFields): void {
   try {

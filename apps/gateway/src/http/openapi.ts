@@ -202,7 +202,8 @@ export const ROUTES: Route[] = [
   {
     method: 'post',
     path: '/api/inbox/approvals/{id}/resolve',
-    summary: 'Approve (optionally opening a session bypass) or reject by request id; 409 if already answered',
+    summary:
+      'Approve or reject by request id; 409 if already answered. `bypass_secs` / `bypass_scope` open a session bypass: `call` (the default) is the narrow scope the inbox item lists under `session_approval`, wide scopes (`all`, a category) are explicit',
     params: [{ name: 'id', in: 'path', required: true, description: 'request id' }],
     body: ResolveApprovalInput,
     ok: { status: 200, schema: HumanRequestState },
@@ -218,7 +219,8 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/api/approval/rules',
-    summary: 'Approval rules in evaluation order',
+    summary:
+      'Approval rules in evaluation order: the built-in rules (`built_in: true`, code, read-only) first, then the stored ones',
     auth: 'admin',
     ok: { status: 200, schema: ApprovalRuleList },
   },
@@ -233,7 +235,7 @@ export const ROUTES: Route[] = [
   {
     method: 'patch',
     path: '/api/approval/rules/{id}',
-    summary: 'Change an approval rule (every replica within 1 s)',
+    summary: 'Change an approval rule (every replica within 1 s); 409 for a built-in rule',
     auth: 'admin',
     params: [{ name: 'id', in: 'path', required: true }],
     body: ApprovalRulePatch,
@@ -242,7 +244,7 @@ export const ROUTES: Route[] = [
   {
     method: 'delete',
     path: '/api/approval/rules/{id}',
-    summary: 'Delete an approval rule',
+    summary: 'Delete an approval rule; 409 for a built-in rule',
     auth: 'admin',
     params: [{ name: 'id', in: 'path', required: true }],
     ok: { status: 204 },
@@ -281,7 +283,8 @@ export const ROUTES: Route[] = [
   {
     method: 'post',
     path: '/api/approval/bypasses',
-    summary: "Open a session bypass on one of the caller's sessions (a human only; Deny is never bypassed)",
+    summary:
+      "Open a session bypass on one of the caller's sessions (a human only): wide (`all`, a category, an MCP server) or narrow (one tool's program and subcommand, or directory). Deny and command lines the gate cannot read are never bypassed",
     body: CreateBypassInput,
     ok: { status: 201, schema: z.object({ id: z.string() }) },
   },

@@ -1,5 +1,35 @@
 import type { GateDecision, GatePort, GateRequest } from '@skald/agent-loop';
+import type { RequestOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
+
+/** The `approval.check` payload of a call: with the session's RunContext and security group, always. */
+export function checkRequestOf(
+  req: GateRequest,
+  role: 'user' | 'admin',
+  turnId: string | undefined,
+): RequestOf<'approval.check'> {
+  const args =
+    req.arguments && typeof req.arguments === 'object' && !Array.isArray(req.arguments)
+      ? (req.arguments as Record<string, unknown>)
+      : {};
+  const rc = req.runContext;
+  return {
+    actor: { userId: req.userId, role },
+    session_id: req.sessionId,
+    tool_call_id: req.toolCallId,
+    turn_id: turnId,
+    agent_id: req.agentId,
+    source: req.source,
+    ...(req.securityGroup ? { security_group: req.securityGroup } : {}),
+    tool_name: req.name,
+    arguments: args,
+    run_context: {
+      working_directory: rc.workingDirectory,
+      allow_fs_reads: rc.allowFsReads ?? [],
+      allow_fs_writes: rc.allowFsWrites ?? [],
+    },
+  };
+}
 
 /** "May this call run?" answered by the approval service over NATS. */
 export class NatsGate implements GatePort {
@@ -11,20 +41,7 @@ export class NatsGate implements GatePort {
   ) {}
 
   async check(req: GateRequest): Promise<GateDecision> {
-    const args =
-      req.arguments && typeof req.arguments === 'object' && !Array.isArray(req.arguments)
-        ? (req.arguments as Record<string, unknown>)
-        : {};
-    const r = await this.bus.call('approval.check', {
-      actor: { userId: req.userId, role: this.role },
-      session_id: req.sessionId,
-      tool_call_id: req.toolCallId,
-      turn_id: this.turnId,
-      agent_id: req.agentId,
-      source: req.source,
-      tool_name: req.name,
-      arguments: args,
-    });
+    const r = await this.bus.call('approval.check', checkRequestOf(req, this.role, this.turnId));
     switch (r.decision) {
       case 'allow':
         return { kind: 'allow' };

@@ -53,6 +53,7 @@ export class RunnerToolSet implements ToolSetPort {
         session_id: ctx.sessionId,
         agent_id: ctx.agentId,
         source: ctx.source,
+        ...(ctx.securityGroup ? { security_group: ctx.securityGroup } : {}),
         tools: offered.map((t) => t.name),
       });
       visible = new Set(r.visible);
@@ -133,6 +134,7 @@ export class RunnerToolSet implements ToolSetPort {
               turn_id: turnId,
               name: call.name,
               arguments: args,
+              working_directory: ctx.runContext.workingDirectory,
               ...(options?.expectedBaseHash !== undefined ? { expected_base_hash: options.expectedBaseHash } : {}),
             },
             { timeoutMs: isMcp ? MCP_REQUEST_MS : Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
@@ -173,6 +175,7 @@ export class RunnerToolSet implements ToolSetPort {
             turn_id: turnId,
             name: call.name,
             arguments: args,
+            working_directory: ctx.runContext.workingDirectory,
           });
           return r.preview
             ? {

@@ -375,7 +375,12 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
 }
 
 export function toSessionInfo(r: Row): SessionInfo {
-  const rc = (r.run_context ?? {}) as { working_directory?: string; system_prompt?: string[] };
+  const rc = (r.run_context ?? {}) as {
+    working_directory?: string;
+    system_prompt?: string[];
+    allow_fs_reads?: string[];
+    allow_fs_writes?: string[];
+  };
   return {
     id: String(r.id),
     userId: String(r.user_id),
@@ -385,11 +390,22 @@ export function toSessionInfo(r: Row): SessionInfo {
     isEphemeral: Boolean(r.is_ephemeral),
     autoDenyApprovals: Boolean(r.auto_deny_approvals),
     scratchpadSessionId: String(r.scratchpad_session_id ?? r.id),
-    runContext: { workingDirectory: rc.working_directory ?? null, systemPrompt: rc.system_prompt ?? [] },
+    runContext: {
+      workingDirectory: rc.working_directory ?? null,
+      systemPrompt: rc.system_prompt ?? [],
+      allowFsReads: stringList(rc.allow_fs_reads),
+      allowFsWrites: stringList(rc.allow_fs_writes),
+    },
+    securityGroup: typeof r.security_group === 'string' && r.security_group !== '' ? r.security_group : null,
     pinnedClient: (r.user_pin as string | null) ?? (r.client_pin as string | null) ?? null,
     turnState: r.turn_state as SessionInfo['turnState'],
     turnId: (r.turn_id as string | null) ?? null,
   };
+}
+
+/** A stored list of paths; anything else (an old or hand-edited row) counts as none. */
+function stringList(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }
 
 function toFrame(r: Row): FrameRow {

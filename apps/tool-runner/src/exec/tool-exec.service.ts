@@ -3,7 +3,7 @@ import { ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
 import { Logger } from '@skald/service-kit';
 import { LOGGER } from '../config';
 import { StalePreview, ToolError } from '../tool-error';
-import { resolveWorkspacePath, WORKSPACE } from '../workspace/workspace-path';
+import { callBase } from '../workspace/workspace-path';
 import { CommandRunner } from '../command/command-runner';
 import { CallConflict, CallResults } from './call-results';
 import { InMemoryToolCallRecords, ToolCallRecords } from './tool-call-records';
@@ -221,7 +221,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         role: req.actor.role,
         sessionId: req.session_id,
         toolCallId: req.tool_call_id,
-        workdir: sessionWorkdir(req.arguments.workdir),
+        workdir: sessionWorkdir(req.arguments.workdir, req.working_directory),
         signal,
         ...(req.expected_base_hash !== undefined ? { expectedBaseHash: req.expected_base_hash } : {}),
       };
@@ -254,11 +254,13 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
-/** The session's working directory from the `workdir` argument; relative values resolve against /workspace. */
-export function sessionWorkdir(workdir: unknown): string {
-  if (workdir === undefined || workdir === null || workdir === '') return WORKSPACE;
-  if (typeof workdir !== 'string') throw new ToolError('invalid_argument', 'workdir must be a string');
-  return resolveWorkspacePath(workdir, WORKSPACE, 'workdir').virtual;
+/**
+ * The call's base directory: its `workdir` argument (absolute, or relative to the session's
+ * working directory), else the session's working directory, else /workspace — the shared resolver,
+ * the one the approval gate judges with.
+ */
+export function sessionWorkdir(workdir: unknown, sessionWorkingDirectory?: string | null): string {
+  return callBase(workdir, sessionWorkingDirectory);
 }
 
 function replySize(reply: ToolReply): number {

@@ -19,6 +19,7 @@ import { FileToolsService } from '../files/file-tools.service';
 import { MemoryToolsService } from '../memory/memory-tools.service';
 import { McpService } from '../mcp/mcp.service';
 import { ToolError } from '../tool-error';
+import { parseMemoryPath } from '../memory/memory-path';
 import { isMemoryPath } from '../workspace/workspace-path';
 import { ToolContext, ToolOutput } from './tool-context';
 
@@ -56,7 +57,9 @@ export class ToolRouter {
       ): Route =>
       (c, a) => {
         const args = parseArgs(name, schema, a);
-        return isMemoryPath(args.path) ? onMemory(mem(), c, args) : onFiles(c, args);
+        if (!isMemoryPath(args.path)) return onFiles(c, args);
+        parseMemoryPath(args.path); // a memory path the resolver refuses is refused here, memory store or not
+        return onMemory(mem(), c, args);
       };
     this.routes = new Map<string, Route>([
       [

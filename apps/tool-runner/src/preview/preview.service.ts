@@ -107,7 +107,7 @@ export class PreviewService {
         hash: doc.content === null ? null : contentHash(doc.content),
       };
     }
-    const p = resolveWorkspacePath(path, sessionWorkdir(req.arguments.workdir));
+    const p = resolveWorkspacePath(path, sessionWorkdir(req.arguments.workdir, req.working_directory));
     const jail = await this.workspaces.jail(req.actor.userId);
     let opened;
     try {

@@ -1,8 +1,17 @@
-import { posix } from 'node:path';
+import {
+  isMemoryPath as isMemoryPathShared,
+  normalizeLexical,
+  PathTarget,
+  resolveCallBase,
+  resolvePathAgainst,
+  Resolved,
+  WORKSPACE_ROOT,
+  WorkspaceTarget,
+} from '@skald/contracts';
 import { ToolError } from '../tool-error';
 
 /** The workspace as the model sees it. */
-export const WORKSPACE = '/workspace';
+export const WORKSPACE = WORKSPACE_ROOT;
 
 /** A path inside the user's workspace: how the model names it, and its segments below the root. */
 export interface WorkspacePath {
@@ -12,44 +21,54 @@ export interface WorkspacePath {
   readonly segments: readonly string[];
 }
 
-const MEMORY_PATH = /^(user-memory|shared-memory)(\/|$)/;
-
-/** `user-memory/…` and `shared-memory/…` are memory documents, never workspace files. */
+/**
+ * Memory documents (`user-memory/…`, `shared-memory/…`, also `./user-memory/…`) are never
+ * workspace files. The rule lives in the shared resolver (`@skald/contracts` tool-paths), which
+ * the approval gate uses too: the gate judges exactly what this runner touches.
+ */
 export function isMemoryPath(path: string): boolean {
-  return MEMORY_PATH.test(path);
+  return isMemoryPathShared(path);
 }
 
+/** The outcome of the shared resolver as a value, or the ToolError naming what is wrong. */
+export function orThrow<T>(r: Resolved<T>): T {
+  if (!r.ok) throw new ToolError(r.code, r.message);
+  return r.value;
+}
+
+const toWorkspacePath = (t: WorkspaceTarget): WorkspacePath => ({ virtual: t.virtual, segments: t.segments });
+
 /**
- * Resolves a path the model sent against the session's working directory, lexically. Relative paths
- * resolve against `workdir` (default `/workspace`); absolute ones must lie inside `/workspace`.
- * Anything else — a `..` escape, an absolute path outside, a NUL byte — is an error naming the path.
- * Symlinks are the jail's business (see `jail.ts`): this function never touches the disk.
+ * Resolves a workspace path the model sent against the call's base directory (see the shared
+ * resolver). A memory path here is an error: memory documents are routed elsewhere.
  */
 export function resolveWorkspacePath(path: string, workdir: string = WORKSPACE, field = 'path'): WorkspacePath {
   const base = resolveWorkdir(workdir);
-  if (path.includes('\0'))
-    throw new ToolError('invalid_argument', `${field} contains a NUL byte: ${JSON.stringify(path)}`);
-  const joined = posix.isAbsolute(path) ? posix.normalize(path) : posix.join(base.virtual, path === '' ? '.' : path);
-  return inside(joined, path, field);
+  const target: PathTarget = orThrow(resolvePathAgainst(path, { kind: 'workspace', ...base }, field));
+  if (target.kind === 'memory')
+    throw new ToolError('invalid_argument', `${path} is a memory document, not a workspace file`);
+  return toWorkspacePath(target);
 }
 
-/** Validates the session's working directory (an absolute path inside `/workspace`). */
+/** Validates an already resolved base directory (an absolute path inside `/workspace`). */
 export function resolveWorkdir(workdir: string): WorkspacePath {
   if (workdir.includes('\0'))
     throw new ToolError('invalid_argument', `workdir contains a NUL byte: ${JSON.stringify(workdir)}`);
-  if (!posix.isAbsolute(workdir)) {
+  if (!workdir.startsWith('/')) {
     throw new ToolError('invalid_argument', `workdir must be an absolute path inside ${WORKSPACE}: ${workdir}`);
   }
-  return inside(posix.normalize(workdir), workdir, 'workdir');
+  const n = normalizeLexical(workdir);
+  if (n !== WORKSPACE && !n.startsWith(`${WORKSPACE}/`))
+    throw new ToolError('outside_workspace', `workdir is outside the workspace (${WORKSPACE}): ${workdir}`);
+  return { virtual: n, segments: n === WORKSPACE ? [] : n.slice(WORKSPACE.length + 1).split('/') };
 }
 
-function inside(normalized: string, original: string, field: string): WorkspacePath {
-  const trimmed = normalized.length > 1 ? normalized.replace(/\/+$/, '') : normalized;
-  if (trimmed !== WORKSPACE && !trimmed.startsWith(`${WORKSPACE}/`)) {
-    throw new ToolError('outside_workspace', `${field} is outside the workspace (${WORKSPACE}): ${original}`);
-  }
-  const segments = trimmed === WORKSPACE ? [] : trimmed.slice(WORKSPACE.length + 1).split('/');
-  return { virtual: trimmed, segments };
+/**
+ * A call's base directory from its `workdir` argument and the session's working directory — the
+ * same function the gate applies.
+ */
+export function callBase(workdir: unknown, sessionWorkingDirectory: string | null | undefined): string {
+  return orThrow(resolveCallBase(workdir, sessionWorkingDirectory)).virtual;
 }
 
 /** The workspace path of a child entry, for walks. */

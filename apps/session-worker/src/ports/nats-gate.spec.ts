@@ -1,0 +1,59 @@
+import { SUBJECTS } from '@skald/contracts';
+import { checkRequestOf } from './nats-gate';
+
+const base = {
+  sessionId: '00000000-0000-4000-8000-0000000000aa',
+  userId: '00000000-0000-4000-8000-0000000000bb',
+  source: 'cron',
+  agentId: 'main',
+  depth: 0,
+  toolCallId: '00000000-0000-4000-8000-0000000000cc',
+  name: 'write_file',
+  arguments: { path: '/workspace/reports/r.txt', content: 'x' },
+};
+const noContext = { workingDirectory: null, systemPrompt: [] };
+
+describe('NatsGate: the approval.check payload', () => {
+  it("always carries the session's RunContext and, when it has one, its security group", () => {
+    const req = checkRequestOf(
+      {
+        ...base,
+        runContext: {
+          workingDirectory: '/workspace/reports',
+          systemPrompt: ['not for the gate'],
+          allowFsReads: ['/workspace/data'],
+          allowFsWrites: ['/workspace/reports'],
+        },
+        securityGroup: 'nightly',
+      },
+      'user',
+      undefined,
+    );
+    const parsed = SUBJECTS['approval.check'].request.parse(req);
+    expect(parsed).toMatchObject({
+      security_group: 'nightly',
+      run_context: {
+        working_directory: '/workspace/reports',
+        allow_fs_reads: ['/workspace/data'],
+        allow_fs_writes: ['/workspace/reports'],
+      },
+    });
+    expect(JSON.stringify(parsed)).not.toContain('not for the gate');
+  });
+
+  it('a session without a group or pre-authorised paths still sends its (empty) RunContext', () => {
+    const parsed = SUBJECTS['approval.check'].request.parse(
+      checkRequestOf({ ...base, runContext: noContext, securityGroup: null }, 'admin', undefined),
+    );
+    expect(parsed.security_group).toBeUndefined();
+    expect(parsed.run_context).toEqual({ working_directory: null, allow_fs_reads: [], allow_fs_writes: [] });
+    expect(parsed.actor).toEqual({ userId: base.userId, role: 'admin' });
+  });
+
+  it('a non-object argument (invalid JSON from the model) is checked as no arguments', () => {
+    const parsed = SUBJECTS['approval.check'].request.parse(
+      checkRequestOf({ ...base, arguments: '{oops', runContext: noContext, securityGroup: null }, 'user', undefined),
+    );
+    expect(parsed.arguments).toEqual({});
+  });
+});

@@ -1,0 +1,30 @@
+import type { BypassScope, InboxDto } from '@skald/contracts';
+
+export type SessionApproval = NonNullable<InboxDto['approvals'][number]['session_approval']>;
+
+/** A bypass scope in words, as the card, the inbox and the bypass list spell it out. */
+export function describeScope(scope: BypassScope): string {
+  if (scope === 'all') return 'every tool';
+  if ('category' in scope) return `every ${scope.category} tool`;
+  if ('mcp_server' in scope) return `every tool of the MCP server ${scope.mcp_server}`;
+  if (scope.program !== undefined)
+    return scope.subcommand
+      ? `${scope.program} ${scope.subcommand} with any arguments (${scope.tool})`
+      : `${scope.program} with options only (${scope.tool})`;
+  if (scope.directory !== undefined) return `${scope.tool} on files directly in ${scope.directory}`;
+  return scope.tool;
+}
+
+/** "1 h", "30 min", "2 d": a lifetime as the card shows it. */
+export function describeSecs(secs: number): string {
+  if (secs === 0) return 'the whole session';
+  if (secs % 86400 === 0) return `${secs / 86400} d`;
+  if (secs % 3600 === 0) return `${secs / 3600} h`;
+  if (secs % 60 === 0) return `${secs / 60} min`;
+  return `${secs} s`;
+}
+
+/** When a session approval opened now would end, in the viewer's clock. */
+export function expiryFromNow(secs: number, now: Date = new Date()): string {
+  return new Date(now.getTime() + secs * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+}

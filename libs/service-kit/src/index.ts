@@ -4,3 +4,4 @@ export * from './log-context';
 export * from './ops';
 export * from './bootstrap';
 export * from './tracing';
+export * from './bounded-json';

@@ -5,3 +5,4 @@ export * from './ops';
 export * from './bootstrap';
 export * from './tracing';
 export * from './bounded-json';
+export * from './json-body';

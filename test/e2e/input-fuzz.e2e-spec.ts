@@ -5,6 +5,7 @@
 // FC_SEED=<seed> replays a run; the seed is printed.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
 import { ClientFrame, ErrorCode } from '@skald/contracts';
@@ -67,6 +68,31 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     await ws.waitFor((f) => f.type === 'turn_running', 20_000, ws.frames.indexOf(err));
     expect(ws.closeCode).toBeNull();
     ws.close();
+    await expectGatewayAlive();
+  });
+
+  it('survives clients that reset the connection while their upgrade is being authenticated', async () => {
+    const { port } = new URL(stack.gatewayUrl);
+    await Promise.all(
+      Array.from(
+        { length: 60 },
+        (_, i) =>
+          new Promise<void>((resolve) => {
+            const c = net.connect(Number(port), '127.0.0.1', () => {
+              c.write(
+                'GET /api/ws?source=web HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+                  'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n' +
+                  `Authorization: Bearer ${i % 3 ? user.token : 'not-a-token'}\r\n\r\n`,
+              );
+              // while the token is being checked (a database read), or just before the answer
+              setTimeout(() => c.resetAndDestroy(), i % 12);
+            });
+            c.on('error', () => undefined);
+            c.on('close', () => resolve());
+          }),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 500));
     await expectGatewayAlive();
   });
 

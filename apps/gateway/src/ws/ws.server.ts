@@ -71,6 +71,9 @@ export class WsServer implements OnApplicationShutdown {
 
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // Node leaves an upgrading socket without an error listener: a client that resets it while
+      // it is being authenticated would raise an uncaught exception.
+      socket.on('error', () => socket.destroy());
       void this.upgrade(req, socket, head);
     });
   }

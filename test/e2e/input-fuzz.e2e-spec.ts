@@ -11,7 +11,16 @@ import fc from 'fast-check';
 import { ClientFrame, ErrorCode } from '@skald/contracts';
 import { ApiClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
-import { Hostile, hostileObject, hostileString, LIMITS, notJson, toHostile, tree, veryDeep } from '../support/hostile-json';
+import {
+  Hostile,
+  hostileObject,
+  hostileString,
+  LIMITS,
+  notJson,
+  toHostile,
+  tree,
+  veryDeep,
+} from '../support/hostile-json';
 import { assertInvariantsAndClose } from '../support/invariants';
 
 jest.setTimeout(180_000);
@@ -107,7 +116,10 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     const frameArb: fc.Arbitrary<Hostile & { binary: boolean }> = fc
       .tuple(
         fc.oneof(
-          { weight: 12, arbitrary: typeNode.chain((type) => hostileObject(frameFields, { type })).map((n) => toHostile(n, 'frame')) },
+          {
+            weight: 12,
+            arbitrary: typeNode.chain((type) => hostileObject(frameFields, { type })).map((n) => toHostile(n, 'frame')),
+          },
           { weight: 2, arbitrary: tree(frameFields).map((n) => toHostile(n, 'tree')) },
           { weight: 2, arbitrary: notJson },
           { weight: 1, arbitrary: veryDeep(frameFields) },
@@ -145,7 +157,10 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
           for (const h of batch) ws.ws.send(h.bytes, { binary: h.binary });
           await ws.waitFor(() => ws.frames.length >= before + batch.length, 30_000, before).catch(() => undefined);
           const answers = ws.frames.slice(before, before + batch.length);
-          expect({ closeCode: ws.closeCode, answered: answers.length }).toEqual({ closeCode: null, answered: batch.length });
+          expect({ closeCode: ws.closeCode, answered: answers.length }).toEqual({
+            closeCode: null,
+            answered: batch.length,
+          });
           answers.forEach((a, i) => {
             const h = batch[i];
             const sent = h.bytes.subarray(0, 120).toString('utf8');
@@ -182,7 +197,12 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     }
     totals.frames += valid.length;
     totals.validFrames = valid.length;
-    const structural = ws.frames.filter((f) => f.type === 'error' && String(f.message).startsWith('frame '));
+    // no frame the oracle calls clean was refused for its structure (a differential check of the scanner)
+    const structural = ws.frames.filter(
+      (f) =>
+        f.type === 'error' &&
+        /duplicate key|is not allowed|nesting deeper|keys$|not valid UTF-8|not valid JSON/.test(String(f.message)),
+    );
     expect(structural).toEqual([]);
     expect(ws.frames.filter((f) => f.type === 'error' && !CODES.has(String(f.code)))).toEqual([]);
     expect(ws.closeCode).toBeNull();
@@ -208,24 +228,36 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     const routes = Object.entries(doc.paths).flatMap(([p, ops]) =>
       Object.entries(ops)
         .filter(([m]) => ['post', 'put', 'patch'].includes(m))
-        .map(([method, op]) => ({ method: method.toUpperCase(), path: p, fields: fieldsOf(op.requestBody?.content['application/json']?.schema) })),
+        .map(([method, op]) => ({
+          method: method.toUpperCase(),
+          path: p,
+          fields: fieldsOf(op.requestBody?.content['application/json']?.schema),
+        })),
     );
     expect(routes.length).toBeGreaterThan(20);
     expect(routes.filter((r) => r.fields.length > 0).length).toBeGreaterThan(10);
 
-    const bodyArb = fc.integer({ min: 0, max: routes.length - 1 }).chain((i) =>
-      fc
-        .tuple(
-          fc.oneof(
-            { weight: 12, arbitrary: hostileObject(routes[i].fields).map((n) => toHostile(n, 'body')) },
-            { weight: 2, arbitrary: tree(routes[i].fields).map((n) => toHostile(n, 'tree')) },
-            { weight: 2, arbitrary: notJson },
-            { weight: 1, arbitrary: veryDeep(routes[i].fields) },
-          ),
-          fc.constantFrom('application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded'),
-        )
-        .map(([h, contentType]) => ({ route: routes[i], h, contentType })),
-    );
+    const bodyArb = fc
+      .integer({ min: 0, max: routes.length - 1 })
+      .chain((i) =>
+        fc
+          .tuple(
+            fc.oneof(
+              { weight: 12, arbitrary: hostileObject(routes[i].fields).map((n) => toHostile(n, 'body')) },
+              { weight: 2, arbitrary: tree(routes[i].fields).map((n) => toHostile(n, 'tree')) },
+              { weight: 2, arbitrary: notJson },
+              { weight: 1, arbitrary: veryDeep(routes[i].fields) },
+            ),
+            fc.constantFrom(
+              'application/json',
+              'application/json',
+              'application/json; charset=utf-8',
+              'text/plain',
+              'application/x-www-form-urlencoded',
+            ),
+          )
+          .map(([h, contentType]) => ({ route: routes[i], h, contentType })),
+      );
     const generated = fc.sample(bodyArb, { seed: SEED, numRuns: BODIES });
     const fill = (p: string): string => p.replace(/\{source\}/g, 'fuzz').replace(/\{[^}]+\}/g, () => randomUUID());
 
@@ -258,14 +290,18 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
           continue;
         }
         const json = contentType.startsWith('application/json');
-        if (json && h.tooLarge && res.status !== 413) failures.push(`${route.method} ${route.path}: ${res.status} for a body over 1 MiB`);
+        if (json && h.tooLarge && res.status !== 413)
+          failures.push(`${route.method} ${route.path}: ${res.status} for a body over 1 MiB`);
         if (json && h.structurallyBad && !h.tooLarge && !h.empty && res.status !== 400)
           failures.push(`${route.method} ${route.path}: ${res.status} for a structurally bad body ← ${sent}`);
         if (res.status >= 400) {
           const body = JSON.parse(text) as { error?: { code?: string; message?: string } };
           if (!CODES.has(String(body.error?.code)) || typeof body.error?.message !== 'string')
-            failures.push(`${route.method} ${route.path}: ${res.status} without {error:{code,message}}: ${text.slice(0, 200)}`);
-          if (/\bat .*\.(js|ts):\d+/.test(text)) failures.push(`${route.method} ${route.path}: stack trace in ${text.slice(0, 200)}`);
+            failures.push(
+              `${route.method} ${route.path}: ${res.status} without {error:{code,message}}: ${text.slice(0, 200)}`,
+            );
+          if (/\bat .*\.(js|ts):\d+/.test(text))
+            failures.push(`${route.method} ${route.path}: stack trace in ${text.slice(0, 200)}`);
         }
       }
     };
@@ -295,6 +331,31 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     expect(dup).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'role' } } });
     const users = await admin.get<{ items: Array<{ email: string }> }>('/api/admin/users');
     expect(users.body.items.map((u) => u.email)).not.toContain(email);
+  });
+
+  it('answers a malformed percent-encoding in a path with 400, and a body in another charset or invalid UTF-8 with 400', async () => {
+    for (const p of ['/api/sessions/%E0%A4%A', '/api/%ZZ/messages', '/api/sessions/%']) {
+      const r = await admin.get<{ error: { code: string } }>(p);
+      expect({ p, status: r.status }).toEqual({ p, status: 400 });
+      expect(r.body.error.code).toBe('invalid_input');
+    }
+    const latin1 = await admin.request(
+      'POST',
+      '/api/auth/tokens',
+      Buffer.from('{"name":"caf\xe9"}', 'latin1').toString('latin1'),
+      {
+        'content-type': 'application/json; charset=iso-8859-1',
+      },
+    );
+    expect(latin1.status).toBeGreaterThanOrEqual(400);
+    expect(latin1.status).toBeLessThan(500);
+    const res = await fetch(new URL('/api/auth/tokens', stack.gatewayUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${admin.token}` },
+      body: Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: { code: 'invalid_input', message: 'request body is not valid UTF-8' } });
   });
 });
 

@@ -83,21 +83,45 @@ function hasRaw(n: Node): boolean {
   return false;
 }
 
-const EDGE = ['\u0000', '\ud800', '\udfff', '\u00a0', '\u2028', '\u2029', '\ufeff', '\u202e', '\u2066', '\u200f', '\u0085'];
+const EDGE = [
+  '\u0000',
+  '\ud800',
+  '\udfff',
+  '\u00a0',
+  '\u2028',
+  '\u2029',
+  '\ufeff',
+  '\u202e',
+  '\u2066',
+  '\u200f',
+  '\u0085',
+];
 
 /** Strings an attacker tries: control characters, lone surrogates, NBSP, line separators, BOM, bidi. */
 export const hostileString: fc.Arbitrary<string> = fc.oneof(
   fc.string({ maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: fc.constantFrom(...EDGE, 'a', '"', '\\', '{', '['), maxLength: 30 }),
-  fc.constantFrom('', '__proto__', 'constructor', '../../etc/passwd', '/workspace/../..', 'web', 'auto', '%00', '$(id)'),
+  fc.constantFrom(
+    '',
+    '__proto__',
+    'constructor',
+    '../../etc/passwd',
+    '/workspace/../..',
+    'web',
+    'auto',
+    '%00',
+    '$(id)',
+  ),
 );
 
 const hugeLength = fc.constantFrom(64 * 1024, 512 * 1024, 512 * 1024 + 1, LIMITS.maxBytes - 256);
 
 const scalar: fc.Arbitrary<Node> = fc.oneof(
   hostileString.map((v) => ({ k: 'val' as const, v })),
-  fc.oneof(fc.integer(), fc.double(), fc.constantFrom(-0, 2 ** 53 + 1, -1, 1e308)).map((v) => ({ k: 'val' as const, v })),
+  fc
+    .oneof(fc.integer(), fc.double(), fc.constantFrom(-0, 2 ** 53 + 1, -1, 1e308))
+    .map((v) => ({ k: 'val' as const, v })),
   fc.constantFrom(true, false, null).map((v) => ({ k: 'val' as const, v })),
   fc.constantFrom('1e999', '-1e999', '00', '0x10', 'NaN', 'undefined', "'x'", '"\\x41"').map((text) => ({
     k: 'raw' as const,
@@ -116,7 +140,12 @@ export function tree(keys: readonly string[]): fc.Arbitrary<Node> {
     node: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
       { weight: 5, arbitrary: scalar },
-      { weight: 2, arbitrary: fc.array(fc.tuple(key, tie('node')), { maxLength: 6 }).map((entries) => ({ k: 'obj' as const, entries })) },
+      {
+        weight: 2,
+        arbitrary: fc
+          .array(fc.tuple(key, tie('node')), { maxLength: 6 })
+          .map((entries) => ({ k: 'obj' as const, entries })),
+      },
       { weight: 1, arbitrary: fc.array(tie('node'), { maxLength: 4 }).map((items) => ({ k: 'arr' as const, items })) },
       {
         weight: 1,
@@ -136,10 +165,7 @@ export function hostileObject(keys: readonly string[], fixed: Record<string, Nod
   return fc
     .tuple(
       fc.array(fc.tuple(k, t), { maxLength: 6 }),
-      fc.oneof(
-        { weight: 59, arbitrary: fc.constant(null) },
-        { weight: 1, arbitrary: fc.tuple(k, hugeLength) },
-      ),
+      fc.oneof({ weight: 59, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.tuple(k, hugeLength) }),
       Object.keys(fixed).length > 0
         ? fc.option(fc.constantFrom(...Object.keys(fixed)), { nil: undefined })
         : fc.constant(undefined),
@@ -167,26 +193,31 @@ export function veryDeep(keys: readonly string[]): fc.Arbitrary<Hostile> {
 }
 
 /** Bytes that are not JSON: text, invalid UTF-8 (an encoded surrogate, a lone continuation byte, overlong forms). */
-export const notJson: fc.Arbitrary<Hostile> = fc.oneof(
-  fc.string({ unit: 'binary', maxLength: 80 }).map((s) => ({ s, bytes: Buffer.from(s, 'utf8') })),
-  fc
-    .tuple(
-      fc.string({ maxLength: 20 }),
-      fc.constantFrom([0xff], [0xc3, 0x28], [0xed, 0xa0, 0x80], [0x80], [0xc0, 0xaf], [0xf4, 0x90, 0x80, 0x80]),
-    )
-    .map(([s, bad]) => ({ s, bytes: Buffer.concat([Buffer.from(`{"type":"${s.replace(/["\\]/g, '')}`), Buffer.from(bad), Buffer.from('"}')]) })),
-).map(({ bytes }) => {
-  let value: unknown;
-  let parses = false;
-  try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
-    parses = true;
-  } catch {
-    /* not JSON, or not UTF-8 */
-  }
-  // an empty body is no body (REST); an empty frame is not JSON
-  return { bytes, structurallyBad: !parses, empty: bytes.length === 0, tooLarge: false, value, label: 'not-json' };
-});
+export const notJson: fc.Arbitrary<Hostile> = fc
+  .oneof(
+    fc.string({ unit: 'binary', maxLength: 80 }).map((s) => ({ s, bytes: Buffer.from(s, 'utf8') })),
+    fc
+      .tuple(
+        fc.string({ maxLength: 20 }),
+        fc.constantFrom([0xff], [0xc3, 0x28], [0xed, 0xa0, 0x80], [0x80], [0xc0, 0xaf], [0xf4, 0x90, 0x80, 0x80]),
+      )
+      .map(([s, bad]) => ({
+        s,
+        bytes: Buffer.concat([Buffer.from(`{"type":"${s.replace(/["\\]/g, '')}`), Buffer.from(bad), Buffer.from('"}')]),
+      })),
+  )
+  .map(({ bytes }) => {
+    let value: unknown;
+    let parses = false;
+    try {
+      value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+      parses = true;
+    } catch {
+      /* not JSON, or not UTF-8 */
+    }
+    // an empty body is no body (REST); an empty frame is not JSON
+    return { bytes, structurallyBad: !parses, empty: bytes.length === 0, tooLarge: false, value, label: 'not-json' };
+  });
 
 /** A generated tree as bytes, with the oracle's verdict. */
 export function toHostile(n: Node, label: string): Hostile {

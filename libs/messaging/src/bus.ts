@@ -270,7 +270,8 @@ export class Bus {
         }
         const sent = Number(msg.headers?.get(SENT_AT_HEADER));
         const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
-        const failed = (e: unknown): void => this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed');
+        const failed = (e: unknown): void =>
+          this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed');
         // A handler that throws, at once or later, is logged; it never reaches the NATS client's read loop.
         let r: void | Promise<void>;
         try {

@@ -29,7 +29,8 @@ describe('bounded JSON: structure scan before JSON.parse', () => {
       fc.property(fc.jsonValue({ maxDepth: 8 }), fc.boolean(), (v, pretty) => {
         const text = JSON.stringify(v, null, pretty ? 2 : undefined);
         const r = parseBoundedJson(text);
-        if (hasForbiddenKey(JSON.parse(text))) expect(r).toMatchObject({ ok: false, problem: { kind: 'forbidden_key' } });
+        if (hasForbiddenKey(JSON.parse(text)))
+          expect(r).toMatchObject({ ok: false, problem: { kind: 'forbidden_key' } });
         else expect(r).toEqual({ ok: true, value: JSON.parse(text) });
       }),
       params,

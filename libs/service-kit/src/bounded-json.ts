@@ -21,7 +21,8 @@ export const JSON_LIMITS: Readonly<JsonLimits> = Object.freeze({
   maxKeys: 1000,
 });
 
-export type JsonProblemKind = 'too_large' | 'too_deep' | 'too_many_keys' | 'duplicate_key' | 'forbidden_key' | 'not_json';
+export type JsonProblemKind =
+  'too_large' | 'too_deep' | 'too_many_keys' | 'duplicate_key' | 'forbidden_key' | 'not_json';
 
 export interface JsonProblem {
   kind: JsonProblemKind;
@@ -50,9 +51,7 @@ const MAX_FIELD_CHARS = 256;
 /** A path for messages: each segment and the whole cut short, so a hostile key is never echoed in full. */
 export function formatJsonPath(path: readonly string[]): string | undefined {
   if (path.length === 0) return undefined;
-  const joined = path
-    .map(cut)
-    .join('.');
+  const joined = path.map(cut).join('.');
   return joined.length > MAX_FIELD_CHARS ? `${joined.slice(0, MAX_FIELD_CHARS)}…` : joined;
 }
 

@@ -26,5 +26,6 @@ export function verifyJsonBody(_req: IncomingMessage, _res: ServerResponse, buf:
   const text = decodeUtf8Strict(buf);
   if (text === null) throw new JsonBodyError('request body is not valid UTF-8');
   const problem = scanJsonStructure(text, JSON_LIMITS);
-  if (problem) throw new JsonBodyError(`request body ${problem.message}`, problem.field);
+  if (problem)
+    throw new JsonBodyError(problem.field ? problem.message : `request body ${problem.message}`, problem.field);
 }

@@ -48,7 +48,10 @@ export class ErrorFilter implements ExceptionFilter {
       };
     }
     if (e instanceof JsonBodyError)
-      return { status: 400, body: { code: 'invalid_input', message: e.message, ...(e.field ? { field: e.field } : {}) } };
+      return {
+        status: 400,
+        body: { code: 'invalid_input', message: e.message, ...(e.field ? { field: e.field } : {}) },
+      };
     if (e instanceof HttpException) {
       const status = e.getStatus();
       const r = e.getResponse() as { message?: unknown; error?: unknown; type?: string };

@@ -11,7 +11,10 @@ describe('parseClientFrame: a frame’s bytes → a client frame or its error ev
   it('answers a `type` nested 10,000 deep with invalid_input naming type (it used to crash the gateway)', () => {
     const deep = `{"type":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`;
     const r = parseClientFrame(frame(deep));
-    expect(r).toMatchObject({ ok: false, error: { code: 'invalid_input', field: expect.stringMatching(/^type\.a\./) } });
+    expect(r).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_input', field: expect.stringMatching(/^type\.a\./) },
+    });
     expect(JSON.stringify(r).length).toBeLessThan(1000);
   });
 
@@ -22,7 +25,7 @@ describe('parseClientFrame: a frame’s bytes → a client frame or its error ev
     ['{"type":{"a":1}}', expect.stringContaining('type: expected a string'), 'type'],
     ['{"type":"nope"}', 'unknown frame type "nope"', 'type'],
     ['{"type":"message","content":"x"}', expect.stringContaining('client_message_id'), 'client_message_id'],
-    ['{"type":"cancel","type":"message"}', 'frame type: duplicate key "type"', 'type'],
+    ['{"type":"cancel","type":"message"}', 'type: duplicate key "type"', 'type'],
     ['{"type":"cancel","__proto__":{"x":1}}', expect.stringContaining('__proto__'), '__proto__'],
     ['{"type":"resume","last_seq":-1}', expect.stringContaining('last_seq'), 'last_seq'],
   ])('%s → invalid_input: %s (field %s)', (text, message, field) => {
@@ -38,7 +41,9 @@ describe('parseClientFrame: a frame’s bytes → a client frame or its error ev
       error: { code: 'invalid_input', message: 'frame is not valid UTF-8' },
     });
     const odd = '\u0000\ud800\u00a0\u2028\ufeff\u202e';
-    const r = parseClientFrame(frame(`\ufeff${JSON.stringify({ type: 'message', client_message_id: 'a', content: odd })}`));
+    const r = parseClientFrame(
+      frame(`\ufeff${JSON.stringify({ type: 'message', client_message_id: 'a', content: odd })}`),
+    );
     expect(r).toEqual({ ok: true, frame: { type: 'message', client_message_id: 'a', content: odd } });
     expect(parseClientFrame([frame('{"type":'), frame('"cancel"}')])).toEqual({ ok: true, frame: { type: 'cancel' } });
   });

@@ -41,7 +41,8 @@ export function parseClientFrame(data: WebSocket.RawData): ParsedFrame {
   const json = parseBoundedJson(text);
   if (!json.ok) {
     if (json.problem.kind === 'not_json') return invalid('frame is not valid JSON');
-    return invalid(`frame ${json.problem.message}`, json.problem.field);
+    const { message, field } = json.problem;
+    return invalid(field ? message : `frame ${message}`, field);
   }
   const value = json.value;
   if (value === null || typeof value !== 'object' || Array.isArray(value))

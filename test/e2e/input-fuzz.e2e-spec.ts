@@ -263,6 +263,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
 
     const failures: string[] = [];
     const started = Date.now();
+    const perRoute: Record<string, { n: number; ms: number }> = {};
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < generated.length) {
@@ -270,6 +271,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
         const sent = h.bytes.subarray(0, 100).toString('utf8');
         let res: Response;
         let text: string;
+        const t0 = Date.now();
         try {
           res = await fetch(new URL(fill(route.path), stack.gatewayUrl), {
             method: route.method,
@@ -284,6 +286,10 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
           continue;
         }
         totals.bodies++;
+        const key = `${route.method} ${route.path}`;
+        const t = (perRoute[key] ??= { n: 0, ms: 0 });
+        t.n++;
+        t.ms += Date.now() - t0;
         if (res.status >= 500) {
           totals.fivexx++;
           failures.push(`${route.method} ${route.path} ${res.status} ${text.slice(0, 200)} ← ${sent}`);
@@ -307,6 +313,13 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     };
     await Promise.all(Array.from({ length: 12 }, worker));
     console.log(`bodies: ${generated.length} in ${Date.now() - started} ms over ${routes.length} routes`);
+    console.log(
+      Object.entries(perRoute)
+        .sort((a, b) => b[1].ms - a[1].ms)
+        .slice(0, 6)
+        .map(([k, v]) => `${k}: ${v.n} in ${v.ms} ms`)
+        .join('\n'),
+    );
     expect(failures.slice(0, 20)).toEqual([]);
     expect(totals.fivexx).toBe(0);
     // a prototype key never made an admin: the fuzzed user is still a user

@@ -31,7 +31,13 @@ const BODIES = 5000;
 /** Close codes PROTOCOL.md gives a socket. */
 const PROTOCOL_CLOSE_CODES = [1000, 1001, 1008, 1009, 1011, 1013, 4401];
 const CODES = new Set<string>(ErrorCode.options);
-const CRASH_LINES = ['uncaught exception', 'unhandled promise rejection', 'frame failed', 'unhandled error'];
+const CRASH_LINES = [
+  'uncaught exception',
+  'unhandled promise rejection',
+  'frame failed',
+  'upgrade failed',
+  'unhandled error',
+];
 
 describe('attack suite: hostile WS frames and REST bodies against a live gateway', () => {
   let stack: Stack;
@@ -102,6 +108,26 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
       ),
     );
     await new Promise((r) => setTimeout(r, 500));
+    await expectGatewayAlive();
+  });
+
+  it('answers an upgrade with a malformed request target with 400, before any credential is checked', async () => {
+    const { port } = new URL(stack.gatewayUrl);
+    for (const target of ['http://[', 'http://a:99999/api/ws', '//[::1', 'http://%zz/api/ws']) {
+      const head = await new Promise<string>((resolve) => {
+        let got = '';
+        const c = net.connect(Number(port), '127.0.0.1', () =>
+          c.write(
+            `GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+              'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+          ),
+        );
+        c.on('data', (d: Buffer) => (got += d.toString()));
+        c.on('error', () => undefined);
+        c.on('close', () => resolve(got));
+      });
+      expect({ target, status: head.split('\r\n')[0] }).toEqual({ target, status: 'HTTP/1.1 400 Bad Request' });
+    }
     await expectGatewayAlive();
   });
 

@@ -74,12 +74,20 @@ export class WsServer implements OnApplicationShutdown {
       // Node leaves an upgrading socket without an error listener: a client that resets it while
       // it is being authenticated would raise an uncaught exception.
       socket.on('error', () => socket.destroy());
-      void this.upgrade(req, socket, head);
+      this.upgrade(req, socket, head).catch((e: unknown) => {
+        this.log.error({ err: String(e) }, 'upgrade failed');
+        refuse(socket, 500, 'internal', 'internal error');
+      });
     });
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://gateway');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://gateway');
+    } catch {
+      return refuse(socket, 400, 'invalid_input', 'malformed request target');
+    }
     if (url.pathname !== '/api/ws') return refuse(socket, 404, 'not_found', 'no such endpoint');
     const origin = req.headers.origin;
     if (origin && !this.allowedOrigins.has(origin.replace(/\/$/, '')))
@@ -300,9 +308,14 @@ export class WsServer implements OnApplicationShutdown {
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
   const reason =
-    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[
-      status
-    ] ?? 'Error';
+    {
+      400: 'Bad Request',
+      401: 'Unauthorized',
+      403: 'Forbidden',
+      404: 'Not Found',
+      500: 'Internal Server Error',
+      503: 'Service Unavailable',
+    }[status] ?? 'Error';
   socket.write(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

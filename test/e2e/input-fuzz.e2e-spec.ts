@@ -127,6 +127,20 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
         c.on('close', () => resolve(got));
       });
       expect({ target, status: head.split('\r\n')[0] }).toEqual({ target, status: 'HTTP/1.1 400 Bad Request' });
+      // the same target on a plain request: a 4xx, never a 5xx
+      const plain = await new Promise<string>((resolve) => {
+        let got = '';
+        const c = net.connect(Number(port), '127.0.0.1', () =>
+          c.write(`POST ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`),
+        );
+        c.on('data', (d: Buffer) => (got += d.toString()));
+        c.on('error', () => undefined);
+        c.on('close', () => resolve(got));
+      });
+      expect({ target, status: plain.split('\r\n')[0] }).toEqual({
+        target,
+        status: expect.stringMatching(/^HTTP\/1\.1 4\d\d /),
+      });
     }
     await expectGatewayAlive();
   });

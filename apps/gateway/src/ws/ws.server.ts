@@ -106,7 +106,12 @@ export class WsServer implements OnApplicationShutdown {
       if (e instanceof ApiError) return refuse(socket, e.status, e.code, e.message);
       return refuse(socket, 503, 'unavailable', 'authentication unavailable');
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => void this.open(new WsConnection(ws, principal, source.data)));
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.open(new WsConnection(ws, principal, source.data)).catch((e: unknown) => {
+        this.log.error({ userId: principal.actor.userId, err: String(e) }, 'socket setup failed');
+        ws.close(1011, 'session service unavailable; retry');
+      });
+    });
   }
 
   private async open(conn: WsConnection): Promise<void> {

@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
+import { gzipSync } from 'node:zlib';
 import path from 'node:path';
 import fc from 'fast-check';
 import { ClientFrame, ErrorCode } from '@skald/contracts';
@@ -390,7 +391,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     expect(users.body.items.map((u) => u.email)).not.toContain(email);
   });
 
-  it('answers a malformed percent-encoding in a path with 400, and a body in another charset or invalid UTF-8 with 400', async () => {
+  it('answers a malformed percent-encoding with 400, a non-UTF-8 body with 400, a gzip bomb with 413', async () => {
     for (const p of ['/api/sessions/%E0%A4%A', '/api/%ZZ/messages', '/api/sessions/%']) {
       const r = await admin.get<{ error: { code: string } }>(p);
       expect({ p, status: r.status }).toEqual({ p, status: 400 });
@@ -413,6 +414,20 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: { code: 'invalid_input', message: 'request body is not valid UTF-8' } });
+    // a compressed body is held to the limit once inflated: 64 MiB of spaces in 64 kB of gzip
+    const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
+    expect(bomb.length).toBeLessThan(128 * 1024);
+    const inflated = await fetch(new URL('/api/auth/tokens', stack.gatewayUrl), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+        authorization: `Bearer ${admin.token}`,
+      },
+      body: bomb,
+    });
+    expect(inflated.status).toBe(413);
+    await expectGatewayAlive();
   });
 });
 

@@ -270,14 +270,20 @@ export class Bus {
         }
         const sent = Number(msg.headers?.get(SENT_AT_HEADER));
         const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
-        // the publisher's trace continues in what this message starts (a wake drives a turn)
-        const r = context.with(parent, () =>
-          onMessage(parsed.data, msg.subject, { sentAt: Number.isFinite(sent) && sent > 0 ? sent : null }),
-        );
-        if (r instanceof Promise)
-          this.track(
-            r.catch((e: unknown) => this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed')),
+        const failed = (e: unknown): void =>
+          this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed');
+        // A handler that throws, at once or later, is logged; it never reaches the NATS client's read loop.
+        let r: void | Promise<void>;
+        try {
+          // the publisher's trace continues in what this message starts (a wake drives a turn)
+          r = context.with(parent, () =>
+            onMessage(parsed.data, msg.subject, { sentAt: Number.isFinite(sent) && sent > 0 ? sent : null }),
           );
+        } catch (e) {
+          failed(e);
+          return;
+        }
+        if (r instanceof Promise) this.track(r.catch(failed));
       },
     });
     this.subs.push(sub);
@@ -291,9 +297,14 @@ export class Bus {
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
   }
 
+  /** Keeps a handler's promise for `drain`; its rejection (if any) is settled here, never unhandled. */
   private track(p: Promise<unknown>): void {
     this.inflight.add(p);
-    void p.finally(() => this.inflight.delete(p));
+    const done = (): void => void this.inflight.delete(p);
+    p.then(done, (e: unknown) => {
+      done();
+      this.log.error({ err: String(e) }, 'handler failed');
+    });
   }
 }
 

@@ -6,6 +6,8 @@ import { Logger } from 'pino';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config';
 import { createLogger, instanceName } from './logger';
+import { JSON_LIMITS } from './bounded-json';
+import { verifyJsonBody } from './json-body';
 import { Readiness } from './ops';
 import { startTracing, TracingHandle } from './tracing';
 
@@ -67,7 +69,7 @@ export async function createHttpApp(
     bodyParser: false,
     abortOnError: false,
   });
-  app.useBodyParser('json', { limit: '1mb' });
+  app.useBodyParser('json', { limit: JSON_LIMITS.maxBytes, verify: verifyJsonBody });
   app.disable('x-powered-by');
   return app;
 }
@@ -78,6 +80,7 @@ export async function createHttpApp(
  */
 export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApplication> {
   const { log } = opts;
+  guardProcess(log);
   let app: INestApplication;
   try {
     app = await createHttpApp(opts.module, log);
@@ -115,6 +118,24 @@ export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApp
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
   return app;
+}
+
+let guarded = false;
+
+/**
+ * A promise rejection nobody handled is a bug in one request's or message's handler: it is logged
+ * at error level and the process serves on. An uncaught exception leaves the process in an unknown
+ * state: it is logged (fatal) and Node's default (exit 1, the orchestrator restarts) stands.
+ */
+export function guardProcess(log: Logger): void {
+  if (guarded) return;
+  guarded = true;
+  process.on('unhandledRejection', (reason) => {
+    log.error({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled promise rejection');
+  });
+  process.on('uncaughtExceptionMonitor', (err) => {
+    log.fatal({ err: err.message }, 'uncaught exception');
+  });
 }
 
 /** The settings every app's configuration schema has (BaseConfigSchema plus PORT and HOST). */

@@ -5,3 +5,5 @@ export * from './ops';
 export * from './public-route';
 export * from './bootstrap';
 export * from './tracing';
+export * from './bounded-json';
+export * from './json-body';

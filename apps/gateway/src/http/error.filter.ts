@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import { BusRequestError, RemoteError } from '@skald/messaging';
-import type { Logger } from '@skald/service-kit';
+import { JsonBodyError, type Logger } from '@skald/service-kit';
+import type { ErrorCode } from '@skald/contracts';
 import { ApiError } from './api-error';
 
 interface Res {
@@ -46,6 +47,11 @@ export class ErrorFilter implements ExceptionFilter {
         retryAfter: 2,
       };
     }
+    if (e instanceof JsonBodyError)
+      return {
+        status: 400,
+        body: { code: 'invalid_input', message: e.message, ...(e.field ? { field: e.field } : {}) },
+      };
     if (e instanceof HttpException) {
       const status = e.getStatus();
       const r = e.getResponse() as { message?: unknown; error?: unknown; type?: string };
@@ -69,7 +75,29 @@ export class ErrorFilter implements ExceptionFilter {
       return { status: 413, body: { code: 'too_large', message: 'request body exceeds 1 MiB' } };
     if (bodyParser && bodyParser.type === 'entity.parse.failed')
       return { status: 400, body: { code: 'invalid_input', message: 'request body is not valid JSON' } };
+    // Any other client error raised below Nest (the router's URI decoding, body-parser's charset or
+    // encoding checks) keeps its 4xx status; only what is left is a server error.
+    const status = typeof bodyParser?.status === 'number' ? bodyParser.status : 0;
+    if (status >= 400 && status < 500) return { status, body: clientError(status) };
     this.log.error({ err: e instanceof Error ? e.message : String(e) }, 'unhandled error');
     return { status: 500, body: { code: 'internal', message: 'internal error' } };
+  }
+}
+
+/** The body of a client error that came without one of ours, by its status. */
+function clientError(status: number): { code: ErrorCode; message: string } {
+  switch (status) {
+    case 401:
+      return { code: 'unauthorized', message: 'unauthorized' };
+    case 403:
+      return { code: 'forbidden', message: 'forbidden' };
+    case 404:
+      return { code: 'not_found', message: 'no such route' };
+    case 413:
+      return { code: 'too_large', message: 'request body exceeds 1 MiB' };
+    case 429:
+      return { code: 'rate_limited', message: 'too many requests' };
+    default:
+      return { code: 'invalid_input', message: 'invalid request' };
   }
 }

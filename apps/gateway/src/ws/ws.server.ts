@@ -5,7 +5,6 @@ import WebSocket, { WebSocketServer } from 'ws';
 import {
   Actor,
   ClientFrame,
-  CLIENT_FRAME_TYPES,
   describeZodError,
   EphemeralEventSchema,
   PROTOCOL_VERSION,
@@ -15,8 +14,8 @@ import {
   TOPICS,
   UserEventSchema,
 } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
-import type { Logger } from '@skald/service-kit';
+import { Bus } from '@skald/messaging';
+import { JSON_LIMITS, type Logger } from '@skald/service-kit';
 import type { Subscription } from 'nats';
 import { AuthService, Principal } from '../auth/auth.service';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
@@ -24,9 +23,9 @@ import { ApiError } from '../http/api-error';
 import { SessionsGateway } from '../sessions/sessions.gateway';
 import { GatewayMetrics } from './gateway-metrics';
 import { WsConnection } from './ws-connection';
+import { frameErrorOf, parseClientFrame } from './client-frame';
 import { GATEWAY_LOGGER } from '../tokens';
 
-const MAX_FRAME_BYTES = 1024 * 1024;
 const SERVER_VERSION = '0.1.0';
 /** Sockets whose credentials one revalidation query checks. */
 const REVALIDATE_BATCH = 500;
@@ -38,7 +37,12 @@ const REVALIDATE_BATCH = 500;
  */
 @Injectable()
 export class WsServer implements OnApplicationShutdown {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+  // UTF-8 is checked by parseClientFrame, so invalid bytes get an `error` event like any bad frame.
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: JSON_LIMITS.maxBytes,
+    skipUTF8Validation: true,
+  });
   private readonly byUser = new Map<string, Set<WsConnection>>();
   private readonly userSubs = new Map<string, Subscription[]>();
   private readonly allowedOrigins: Set<string>;
@@ -73,12 +77,23 @@ export class WsServer implements OnApplicationShutdown {
 
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      void this.upgrade(req, socket, head);
+      // Node leaves an upgrading socket without an error listener: a client that resets it while
+      // it is being authenticated would raise an uncaught exception.
+      socket.on('error', () => socket.destroy());
+      this.upgrade(req, socket, head).catch((e: unknown) => {
+        this.log.error({ err: String(e) }, 'upgrade failed');
+        refuse(socket, 500, 'internal', 'internal error');
+      });
     });
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://gateway');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://gateway');
+    } catch {
+      return refuse(socket, 400, 'invalid_input', 'malformed request target');
+    }
     if (url.pathname !== '/api/ws') return refuse(socket, 404, 'not_found', 'no such endpoint');
     const origin = req.headers.origin;
     if (origin && !this.allowedOrigins.has(origin.replace(/\/$/, '')))
@@ -97,7 +112,12 @@ export class WsServer implements OnApplicationShutdown {
       if (e instanceof ApiError) return refuse(socket, e.status, e.code, e.message);
       return refuse(socket, 503, 'unavailable', 'authentication unavailable');
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => void this.open(new WsConnection(ws, principal, source.data)));
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.open(new WsConnection(ws, principal, source.data)).catch((e: unknown) => {
+        this.log.error({ userId: principal.actor.userId, err: String(e) }, 'socket setup failed');
+        ws.close(1011, 'session service unavailable; retry');
+      });
+    });
   }
 
   private async open(conn: WsConnection): Promise<void> {
@@ -125,47 +145,32 @@ export class WsServer implements OnApplicationShutdown {
     }
   }
 
+  /**
+   * The one error boundary of a frame: whatever the bytes and whatever the handler does, the client
+   * gets an `error` event (or a PROTOCOL.md close code) and the process goes on. Never rejects.
+   */
   private async onFrame(conn: WsConnection, data: WebSocket.RawData): Promise<void> {
-    if (!conn.countFrame()) {
-      conn.ws.close(1008, 'too many frames');
-      return;
-    }
-    let json: unknown;
+    let requestId: string | undefined;
     try {
-      json = JSON.parse(rawText(data));
-    } catch {
-      conn.send({ type: 'error', code: 'invalid_input', message: 'frame is not valid JSON' });
-      return;
-    }
-    const type = (json as { type?: unknown } | null)?.type;
-    if (typeof type !== 'string' || !CLIENT_FRAME_TYPES.includes(type as never)) {
-      conn.send({
-        type: 'error',
-        code: 'invalid_input',
-        message: `unknown frame type ${JSON.stringify(type ?? null)}`,
-        field: 'type',
-      });
-      return;
-    }
-    const parsed = ClientFrame.safeParse(json);
-    if (!parsed.success) {
-      const { field, message } = describeZodError(parsed.error);
-      conn.send({ type: 'error', code: 'invalid_input', message, field });
-      return;
-    }
-    try {
-      await this.dispatch(conn, parsed.data);
+      if (!conn.countFrame()) {
+        conn.ws.close(1008, 'too many frames');
+        return;
+      }
+      const parsed = parseClientFrame(data);
+      if (!parsed.ok) {
+        conn.send({ type: 'error', ...parsed.error });
+        return;
+      }
+      requestId = 'request_id' in parsed.frame ? parsed.frame.request_id : undefined;
+      await this.dispatch(conn, parsed.frame);
     } catch (e) {
-      const err =
-        e instanceof ApiError
-          ? { code: e.code, message: e.message, field: e.field }
-          : e instanceof RemoteError
-            ? e.body
-            : { code: 'internal', message: 'internal error' };
-      if (!(e instanceof ApiError) && !(e instanceof RemoteError))
-        this.log.error({ userId: conn.userId, err: String(e) }, 'frame failed');
-      const requestId = 'request_id' in parsed.data ? parsed.data.request_id : undefined;
-      conn.send({ type: 'error', ...err, ...(requestId ? { request_id: requestId } : {}) });
+      const { error, unexpected } = frameErrorOf(e);
+      if (unexpected) this.log.error({ userId: conn.userId, err: String(e) }, 'frame failed');
+      try {
+        conn.send({ type: 'error', ...error, ...(requestId ? { request_id: requestId } : {}) });
+      } catch (sendFailed) {
+        this.log.warn({ userId: conn.userId, err: String(sendFailed) }, 'could not answer a failed frame');
+      }
     }
   }
 
@@ -336,18 +341,17 @@ export class WsServer implements OnApplicationShutdown {
   }
 }
 
-/** The text of a frame, whatever shape `ws` delivered it in. */
-function rawText(data: WebSocket.RawData): string {
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data as ArrayBuffer).toString('utf8');
-}
-
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
   const reason =
-    { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[
-      status
-    ] ?? 'Error';
+    {
+      400: 'Bad Request',
+      401: 'Unauthorized',
+      403: 'Forbidden',
+      404: 'Not Found',
+      500: 'Internal Server Error',
+      503: 'Service Unavailable',
+    }[status] ?? 'Error';
   socket.write(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

@@ -1,0 +1,63 @@
+import type { ArgumentsHost } from '@nestjs/common';
+import { JsonBodyError, verifyJsonBody } from '@skald/service-kit';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorFilter } from './error.filter';
+
+function answer(e: unknown): { status: number; body: unknown } {
+  const out = { status: 0, body: undefined as unknown };
+  const res = {
+    status(code: number) {
+      out.status = code;
+      return res;
+    },
+    setHeader() {},
+    json(body: unknown) {
+      out.body = body;
+    },
+  };
+  const host = { switchToHttp: () => ({ getResponse: () => res }) } as unknown as ArgumentsHost;
+  new ErrorFilter({ error: () => undefined, warn: () => undefined } as never).catch(e, host);
+  return out;
+}
+
+const verify = (text: string | Buffer, encoding = 'utf-8'): void =>
+  verifyJsonBody(
+    {} as IncomingMessage,
+    {} as ServerResponse,
+    Buffer.isBuffer(text) ? text : Buffer.from(text),
+    encoding,
+  );
+
+describe('REST error boundary', () => {
+  it('answers a body refused before parsing with 400 naming the field', () => {
+    expect(() => verify('{"a":{"__proto__":{}}}')).toThrow(JsonBodyError);
+    let thrown: unknown;
+    try {
+      verify('{"role":"user","role":"admin"}');
+    } catch (e) {
+      thrown = e;
+    }
+    expect(answer(thrown)).toEqual({
+      status: 400,
+      body: { error: { code: 'invalid_input', message: 'role: duplicate key "role"', field: 'role' } },
+    });
+    expect(() => verify(Buffer.from([0x7b, 0xff, 0x7d]))).toThrow('request body is not valid UTF-8');
+    expect(() => verify('{}', 'utf-16le')).toThrow('request body must be UTF-8');
+    expect(() => verify(`${'['.repeat(100_000)}${']'.repeat(100_000)}`)).toThrow(': nesting deeper than 64 levels');
+    expect(() => verify('{"constructor":1,"prototype":2}')).not.toThrow();
+  });
+
+  it('keeps the 4xx status of a client error raised below Nest; only the rest is a 500', () => {
+    expect(answer(Object.assign(new URIError('URI malformed'), { status: 400 }))).toEqual({
+      status: 400,
+      body: { error: { code: 'invalid_input', message: 'invalid request' } },
+    });
+    expect(
+      answer(Object.assign(new Error('unsupported charset'), { status: 415, type: 'charset.unsupported' })).status,
+    ).toBe(415);
+    expect(answer(new RangeError('Maximum call stack size exceeded'))).toEqual({
+      status: 500,
+      body: { error: { code: 'internal', message: 'internal error' } },
+    });
+  });
+});

@@ -79,7 +79,22 @@ export class PreviewService {
         ...(current.hash !== null ? { base_hash: current.hash } : {}),
       };
     } catch (e) {
+      if (e instanceof ToolError && e.code === 'outside_workspace') throw e;
       if (e instanceof EditError || e instanceof ToolError) return null;
+      throw e;
+    }
+  }
+
+  /**
+   * The `tools.preview` reply. A path that resolves outside the workspace (lexically, or through a
+   * symlink, dangling ones too) is `refused` with the jail's sentence: such a write can never run,
+   * so no human is asked about it.
+   */
+  async reply(req: PreviewRequest): Promise<{ preview: ApprovalPreview | null; refused?: string }> {
+    try {
+      return { preview: await this.preview(req) };
+    } catch (e) {
+      if (e instanceof ToolError && e.code === 'outside_workspace') return { preview: null, refused: e.message };
       throw e;
     }
   }
@@ -114,6 +129,7 @@ export class PreviewService {
       opened = await jail.openRead(p);
     } catch (e) {
       if (e instanceof ToolError && e.code === 'not_found') return { virtual: p.virtual, text: null, hash: null };
+      if (e instanceof ToolError && e.code === 'outside_workspace') throw e;
       return null;
     }
     try {

@@ -8,6 +8,7 @@ import { McpServers1764460800500 } from './1764460800500-mcp-servers';
 import { LlmUsage1764460800600 } from './1764460800600-llm-usage';
 import { AgentsCatalog1764460800700 } from './1764460800700-agents-catalog';
 import { Scheduler1764460800800 } from './1764460800800-scheduler';
+import { PoisonSafe1764460800900 } from './1764460800900-poison-safe';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -21,5 +22,6 @@ export const MIGRATIONS = [
   LlmUsage1764460800600,
   AgentsCatalog1764460800700,
   Scheduler1764460800800,
+  PoisonSafe1764460800900,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -1,7 +1,7 @@
 import { constants as C, Dirent } from 'node:fs';
 import { FileHandle, lstat, mkdir, open, readdir, readlink, realpath, unlink } from 'node:fs/promises';
 import { posix } from 'node:path';
-import { ToolError } from '../tool-error';
+import { DanglingSymlink, ToolError } from '../tool-error';
 import { WorkspacePath } from './workspace-path';
 
 const DIR_NOFOLLOW = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
@@ -214,7 +214,7 @@ export class Jail {
       if (code === 'ENOENT') {
         // A dangling link: where it points decides (a write must never create a file outside).
         if (!(await this.danglingTargetInside(link))) throw escape(p);
-        throw new ToolError('not_found', `${p.virtual} leads through a symlink whose target does not exist`);
+        throw new DanglingSymlink(p.virtual);
       }
       throw ioError(e, p);
     }

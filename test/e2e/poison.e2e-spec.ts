@@ -47,7 +47,9 @@ function modelCases(): PoisonCase[] {
         replies: () => [{ tool_calls: [{ name: `read${p}file`, arguments: {} }] }, { content: 'ok' }],
         check: (fr) => {
           expect(fr.find((f) => f.type === 'tool_start')?.name).toBe(`read${p}file`);
-          expect(toolEnds(fr)).toEqual([expect.objectContaining({ type: 'tool_error', error: expect.stringContaining('is not a valid tool name') })]);
+          expect(toolEnds(fr)).toEqual([
+            expect.objectContaining({ type: 'tool_error', error: expect.stringContaining('is not a valid tool name') }),
+          ]);
         },
       },
       {
@@ -68,7 +70,9 @@ function modelCases(): PoisonCase[] {
         replies: () => [{ tool_calls: [{ name: 'read_file', arguments: `{"path": "x${p}` }] }, { content: 'ok' }],
         check: (fr) => {
           expect(fr.find((f) => f.type === 'tool_start')?.arguments).toBe(`{"path": "x${p}`);
-          expect(toolEnds(fr)).toEqual([expect.objectContaining({ type: 'tool_error', error: expect.stringContaining('invalid arguments') })]);
+          expect(toolEnds(fr)).toEqual([
+            expect.objectContaining({ type: 'tool_error', error: expect.stringContaining('invalid arguments') }),
+          ]);
         },
       },
     );
@@ -76,11 +80,16 @@ function modelCases(): PoisonCase[] {
   out.push({
     label: '10 MB of tool arguments',
     replies: () => [
-      { tool_calls: [{ name: 'write_file', arguments: { path: 'big.txt', content: 'x'.repeat(10 * 1024 * 1024) } }], chunkSize: 1 << 20 },
+      {
+        tool_calls: [{ name: 'write_file', arguments: { path: 'big.txt', content: 'x'.repeat(10 * 1024 * 1024) } }],
+        chunkSize: 1 << 20,
+      },
       { content: 'ok' },
     ],
     check: (fr) =>
-      expect(toolEnds(fr)).toEqual([expect.objectContaining({ type: 'tool_error', error: expect.stringContaining('the limit is') })]),
+      expect(toolEnds(fr)).toEqual([
+        expect.objectContaining({ type: 'tool_error', error: expect.stringContaining('the limit is') }),
+      ]),
   });
   return out;
 }
@@ -129,7 +138,11 @@ describe('poison through the whole stack', () => {
   }
 
   /** Sends one message whose turn the sim answers with `replies`; the frames of that turn once it ended. */
-  async function turn(ws: WsTestClient, replies: SimCompletionReply[], opts: { content?: string; approve?: boolean } = {}) {
+  async function turn(
+    ws: WsTestClient,
+    replies: SimCompletionReply[],
+    opts: { content?: string; approve?: boolean } = {},
+  ) {
     const m = `m-${randomUUID()}`;
     await sim.script({ match: m, matchIn: 'last_user', replies });
     const from = ws.frames.length;
@@ -202,7 +215,10 @@ describe('poison through the whole stack', () => {
     expect(done?.result).toContain('a\u0000b\ufffdc');
     const write = await turn(
       ws,
-      [{ tool_calls: [{ name: 'write_file', arguments: { path: 'nul.txt', content: 'x\u0000y' } }] }, { content: 'wrote' }],
+      [
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'nul.txt', content: 'x\u0000y' } }] },
+        { content: 'wrote' },
+      ],
       { approve: true },
     );
     expect(write.frames.find((f) => f.type === 'pending_write')?.new_content).toBe('x\u0000y');
@@ -225,7 +241,11 @@ describe('poison through the whole stack', () => {
     );
     const { ws, sessionId } = await open();
     const m = `b-${randomUUID()}`;
-    await sim.script({ match: m, matchIn: 'last_user', replies: Array.from({ length: 10 }, () => ({ content: 'REFUSE-THIS-ROW' })) });
+    await sim.script({
+      match: m,
+      matchIn: 'last_user',
+      replies: Array.from({ length: 10 }, () => ({ content: 'REFUSE-THIS-ROW' })),
+    });
     ws.send({ type: 'message', client_message_id: m, content: `go ${m}` });
     const error = await ws.waitFor((f) => f.type === 'error' && f.code === 'internal', 30_000);
     poisonCases++;
@@ -249,7 +269,10 @@ describe('poison through the whole stack', () => {
   });
 
   it.each([
-    ['a dangling symlink out of the workspace', (home: string) => symlinkSync('/tmp/skald-nowhere-' + randomUUID(), path.join(home, 'link.txt'))],
+    [
+      'a dangling symlink out of the workspace',
+      (home: string) => symlinkSync('/tmp/skald-nowhere-' + randomUUID(), path.join(home, 'link.txt')),
+    ],
     ['a symlink to a file outside', (home: string) => symlinkSync('/etc/hostname', path.join(home, 'link.txt'))],
   ])('%s: the write fails before any card, naming the path', async (_label, setup) => {
     const { api, ws, sessionId } = await open();
@@ -262,7 +285,10 @@ describe('poison through the whole stack', () => {
     ]);
     expect(frames.filter((f) => f.type === 'pending_write' || f.type === 'approval_required')).toEqual([]);
     expect(toolEnds(frames)).toEqual([
-      expect.objectContaining({ type: 'tool_error', error: '/workspace/link.txt resolves outside the workspace (through a symlink); access refused' }),
+      expect.objectContaining({
+        type: 'tool_error',
+        error: '/workspace/link.txt resolves outside the workspace (through a symlink); access refused',
+      }),
     ]);
     const asked = await db.query(`SELECT count(*)::int AS n FROM approval_requests WHERE session_id = $1`, [sessionId]);
     expect(asked[0].n).toBe(0);
@@ -280,16 +306,24 @@ describe('poison through the whole stack', () => {
     try {
       const { frames } = await turn(
         ws,
-        [{ tool_calls: [{ name: 'write_file', arguments: { path: 'restless.txt', content: 'mine' } }] }, { content: 'gave up' }],
+        [
+          { tool_calls: [{ name: 'write_file', arguments: { path: 'restless.txt', content: 'mine' } }] },
+          { content: 'gave up' },
+        ],
         { approve: true },
       );
       const cards = frames.filter((f) => f.type === 'pending_write');
       expect(cards).toHaveLength(2);
       expect(new Set(cards.map((c) => c.request_id)).size).toBe(2);
       expect(toolEnds(frames)).toEqual([
-        expect.objectContaining({ type: 'tool_error', error: expect.stringMatching(/changed since the preview.*could not be reproduced after 2 approvals/) }),
+        expect.objectContaining({
+          type: 'tool_error',
+          error: expect.stringMatching(/changed since the preview.*could not be reproduced after 2 approvals/),
+        }),
       ]);
-      const asked = await db.query(`SELECT count(*)::int AS n FROM approval_requests WHERE session_id = $1`, [sessionId]);
+      const asked = await db.query(`SELECT count(*)::int AS n FROM approval_requests WHERE session_id = $1`, [
+        sessionId,
+      ]);
       expect(asked[0].n).toBe(2);
       const row = await db.query(`SELECT status, stale_reasks FROM tool_calls WHERE session_id = $1`, [sessionId]);
       expect(row[0]).toEqual({ status: 'failed', stale_reasks: 1 });

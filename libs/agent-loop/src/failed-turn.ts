@@ -15,7 +15,8 @@ export const MAX_COMMIT_FAILURES = 3;
 
 export const TURN_FAILED_MESSAGE = `This turn was stopped: its progress could not be saved (${MAX_COMMIT_FAILURES} attempts in a row failed at the same step). Nothing more will be retried; send a new message to go on.`;
 
-export const CALL_ENDED_BY_FAILED_TURN = 'the turn was stopped because its progress could not be saved; this call did not finish';
+export const CALL_ENDED_BY_FAILED_TURN =
+  'the turn was stopped because its progress could not be saved; this call did not finish';
 
 export interface FailedStep {
   /** The turn (or, before it started, the inbox item) that failed. */

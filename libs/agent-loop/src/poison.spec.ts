@@ -5,7 +5,14 @@
  * preview that cannot be reproduced is re-asked a bounded number of times.
  */
 import fc from 'fast-check';
-import { CALL_ENDED_BY_FAILED_TURN, endFailedTurn, failureKey, MAX_COMMIT_FAILURES, nextFailureCount, TURN_FAILED_MESSAGE } from './failed-turn';
+import {
+  CALL_ENDED_BY_FAILED_TURN,
+  endFailedTurn,
+  failureKey,
+  MAX_COMMIT_FAILURES,
+  nextFailureCount,
+  TURN_FAILED_MESSAGE,
+} from './failed-turn';
 import { INVALID_TOOL_NAME, MAX_TOOL_ARGUMENTS_CHARS, TOOL_NAME_PATTERN } from './call-checks';
 import { FakeGate, FakeHuman, InMemoryStore, LoopHarness, RejectedCommit, type FakeToolDefinition } from './testing';
 import { MAX_STALE_REASKS } from './tool-call';
@@ -152,7 +159,11 @@ describe('re-asking a human has a bound', () => {
         tool.reads++;
         return { path: 'log.txt', oldContent: `v${tool.reads}`, newContent: 'new', baseHash: `h${tool.reads}` };
       },
-      run: async () => ({ ok: false as const, stale: true as const, error: '/workspace/log.txt changed since the preview that was approved; nothing was written' }),
+      run: async () => ({
+        ok: false as const,
+        stale: true as const,
+        error: '/workspace/log.txt changed since the preview that was approved; nothing was written',
+      }),
     };
     return tool;
   }
@@ -164,14 +175,19 @@ describe('re-asking a human has a bound', () => {
       gate: new FakeGate({ write_file: { kind: 'require' } }),
       human,
       tools: [tool],
-      script: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'log.txt', content: 'new' } }] }, { content: 'gave up' }],
+      script: [
+        { toolCalls: [{ name: 'write_file', arguments: { path: 'log.txt', content: 'new' } }] },
+        { content: 'gave up' },
+      ],
     });
     expect(await h.run('go')).toMatchObject({ kind: 'final', content: 'gave up' });
     expect(h.eventsOf('pending_write')).toHaveLength(1 + MAX_STALE_REASKS);
     expect(human.requests).toHaveLength(1 + MAX_STALE_REASKS);
     const [call] = h.toolCalls();
     expect(call.status).toBe('failed');
-    expect(h.eventsOf('tool_error')[0].error).toMatch(/changed since the preview.*could not be reproduced after 2 approvals/);
+    expect(h.eventsOf('tool_error')[0].error).toMatch(
+      /changed since the preview.*could not be reproduced after 2 approvals/,
+    );
   });
 
   it('the bound holds across a park and a restart (the count is stored on the call)', async () => {
@@ -211,7 +227,9 @@ describe('re-asking a human has a bound', () => {
     const human = new FakeHuman(() => ({ kind: 'approved' }));
     const refusing = {
       name: 'write_file',
-      preview: async () => ({ refused: '/workspace/link resolves outside the workspace (through a symlink); access refused' }),
+      preview: async () => ({
+        refused: '/workspace/link resolves outside the workspace (through a symlink); access refused',
+      }),
       run: async () => ({ ok: true as const, content: 'never' }),
     } as unknown as FakeToolDefinition;
     const h = new LoopHarness({

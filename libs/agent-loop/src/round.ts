@@ -139,7 +139,7 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
 /** `tool_start` carries the model's own arguments (before working-directory injection). */
 function toolStartEvent(fctx: FrameContext, row: ToolCallRow): SessionEventDraft {
   const args = argumentsTooLarge(row.argumentsText)
-    ? JSON.parse(projectedArguments(row.argumentsText))
+    ? (JSON.parse(projectedArguments(row.argumentsText)) as unknown)
     : parseArguments(row.argumentsText);
   const label = fctx.turn.deps.tools.label?.(row.name, args);
   const path = label?.path ?? stringArg(args, 'path');

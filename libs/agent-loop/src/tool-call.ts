@@ -284,7 +284,8 @@ async function execute(fctx: FrameContext, call: PreparedCall): Promise<CallEnd>
     // The file changed after the preview the human approved: nothing was written. Ask again with
     // a fresh preview under a new request id (the approved one is spent), a bounded number of times.
     const reasks = row.staleReasks ?? 0;
-    if (reasks >= MAX_STALE_REASKS) return { flow: 'continue', record: failedRecord(row, staleLimitMessage(result.error)) };
+    if (reasks >= MAX_STALE_REASKS)
+      return { flow: 'continue', record: failedRecord(row, staleLimitMessage(result.error)) };
     return askApproval(fctx, { ...call, row: { ...row, staleReasks: reasks + 1 } }, undefined, true);
   }
   return result.ok

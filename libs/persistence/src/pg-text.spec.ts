@@ -1,5 +1,13 @@
 import fc from 'fast-check';
-import { decodeRow, deepFromPgText, deepToPgText, fromPgText, hasPoisonCodeUnits, PG_TEXT_MARK, toPgText } from './pg-text';
+import {
+  decodeRow,
+  deepFromPgText,
+  deepToPgText,
+  fromPgText,
+  hasPoisonCodeUnits,
+  PG_TEXT_MARK,
+  toPgText,
+} from './pg-text';
 
 /** Strings as a model, a tool or a user may send them: any UTF-16 code units, poison included. */
 export const poisonString = (): fc.Arbitrary<string> =>

@@ -29,7 +29,7 @@ export function fromPgText(s: string): string;
 export function fromPgText(s: unknown): string | null;
 export function fromPgText(s: unknown): string | null {
   if (s === null || s === undefined) return null;
-  const text = String(s);
+  const text = typeof s === 'string' ? s : JSON.stringify(s);
   if (!text.startsWith(PG_TEXT_MARK)) return text;
   try {
     const v = JSON.parse(text.slice(PG_TEXT_MARK.length)) as unknown;
@@ -68,7 +68,12 @@ function mapStrings(value: unknown, f: (s: string) => string): unknown {
   if (isPlainObject(value)) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value))
-      Object.defineProperty(out, f(k), { value: mapStrings(v, f), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, f(k), {
+        value: mapStrings(v, f),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return out;
   }
   return value;
@@ -83,7 +88,11 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 /** Query parameters with every string through {@link toPgText} (arrays of strings too). */
 export function pgParams(params: readonly unknown[]): unknown[] {
   return params.map((p) =>
-    typeof p === 'string' ? toPgText(p) : Array.isArray(p) ? p.map((x) => (typeof x === 'string' ? toPgText(x) : x)) : p,
+    typeof p === 'string'
+      ? toPgText(p)
+      : Array.isArray(p)
+        ? p.map((x: unknown) => (typeof x === 'string' ? toPgText(x) : x))
+        : p,
   );
 }
 

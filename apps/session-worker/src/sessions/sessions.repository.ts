@@ -138,19 +138,19 @@ export class SessionsRepository {
   }
 
   async frames(sessionId: string): Promise<Row[]> {
-    return (await queryRows<Row>(this.ds, `SELECT * FROM stack_frames WHERE session_id = $1 ORDER BY ord`, [sessionId])).map(
-      decodeRow,
-    );
+    return (
+      await queryRows<Row>(this.ds, `SELECT * FROM stack_frames WHERE session_id = $1 ORDER BY ord`, [sessionId])
+    ).map(decodeRow);
   }
   async messages(sessionId: string): Promise<Row[]> {
-    return (await queryRows<Row>(this.ds, `SELECT * FROM chat_history WHERE session_id = $1 ORDER BY ord`, [sessionId])).map(
-      decodeRow,
-    );
+    return (
+      await queryRows<Row>(this.ds, `SELECT * FROM chat_history WHERE session_id = $1 ORDER BY ord`, [sessionId])
+    ).map(decodeRow);
   }
   async toolCalls(sessionId: string): Promise<Row[]> {
-    return (await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE session_id = $1 ORDER BY ord`, [sessionId])).map(
-      decodeRow,
-    );
+    return (
+      await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE session_id = $1 ORDER BY ord`, [sessionId])
+    ).map(decodeRow);
   }
 
   async eventsAfter(sessionId: string, afterSeq: number, limit = 10_000): Promise<Row[]> {

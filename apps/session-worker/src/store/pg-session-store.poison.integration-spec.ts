@@ -117,7 +117,15 @@ describe('PgSessionStore: poison strings', () => {
           };
           const events: SessionEventDraft[] = [
             { type: 'thinking', message_id: messageId, content: v.content, reasoning_content: v.reasoning },
-            { type: 'tool_start', tool_call_id: callId, message_id: messageId, name: v.name, arguments: { [v.note]: v.args }, label_short: v.name, label_full: v.name },
+            {
+              type: 'tool_start',
+              tool_call_id: callId,
+              message_id: messageId,
+              name: v.name,
+              arguments: { [v.note]: v.args },
+              label_short: v.name,
+              label_full: v.name,
+            },
           ];
           const mutations: Mutation[] = [
             { kind: 'appendMessage', message },
@@ -126,7 +134,9 @@ describe('PgSessionStore: poison strings', () => {
             { kind: 'setScratchpad', scratchpadSessionId: sessionId, key: v.note, value: v.todo },
             { kind: 'setTodos', sessionId, frameId, todos: [{ content: v.todo, status: 'pending' }] },
           ];
-          const before = Number((await ds.query(`SELECT last_seq FROM sessions WHERE id = $1`, [sessionId]))[0].last_seq);
+          const before = Number(
+            (await ds.query(`SELECT last_seq FROM sessions WHERE id = $1`, [sessionId]))[0].last_seq,
+          );
           await store.commit(sessionId, mutations, events);
 
           const m = (await store.listMessages(frameId)).find((x) => x.id === messageId);

@@ -224,7 +224,8 @@ export async function appendEvents(
     seq: first + i,
     event,
   }));
-  await exec(tx, 
+  await exec(
+    tx,
     `INSERT INTO session_events (session_id, seq, type, payload)
      SELECT $1, s, t, p FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(s, t, p)`,
     [sessionId, out.map((e) => e.seq), out.map((e) => e.event.type), out.map((e) => JSON.stringify(e.event))],
@@ -245,7 +246,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
         );
         if (r.length === 0) throw new Error(`inbox item ${m.inboxId} already settled`);
       }
-      await exec(tx, 
+      await exec(
+        tx,
         `INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
                                    client_message_id, input_tokens, output_tokens, epoch, created_at,
                                    cost_usd, tokens_estimated, llm_client, llm_model)
@@ -277,14 +279,16 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       await exec(tx, `UPDATE chat_history SET status = 'failed' WHERE id = $1`, [m.messageId]);
       return;
     case 'discardInbox':
-      await exec(tx, 
+      await exec(
+        tx,
         `UPDATE session_inbox SET status = 'discarded', settled_at = now() WHERE id = $1 AND status = 'queued'`,
         [m.inboxId],
       );
       return;
     case 'createToolCall': {
       const c = m.call;
-      await exec(tx, 
+      await exec(
+        tx,
         `INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
                                  result_type, request_id, child_frame_id, preview_hash, epoch)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
@@ -310,7 +314,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     }
     case 'updateToolCall': {
       const p = m.patch;
-      await exec(tx, 
+      await exec(
+        tx,
         `UPDATE tool_calls SET status = $2,
             result = CASE WHEN $3::boolean THEN $4 ELSE result END,
             result_type = CASE WHEN $5::boolean THEN $6 ELSE result_type END,
@@ -343,7 +348,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     }
     case 'openFrame': {
       const f = m.frame;
-      await exec(tx, 
+      await exec(
+        tx,
         `INSERT INTO stack_frames (id, session_id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [f.id, f.sessionId, f.parentFrameId, f.parentToolCallId, f.agentId, f.depth, f.status, f.clientPin, epoch],
@@ -366,7 +372,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
           m.key,
         ]);
       } else {
-        await exec(tx, 
+        await exec(
+          tx,
           `INSERT INTO session_scratchpad (scratchpad_session_id, key, value) VALUES ($1, $2, $3)
            ON CONFLICT (scratchpad_session_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
           [m.scratchpadSessionId, m.key, m.value],
@@ -374,7 +381,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       }
       return;
     case 'setTodos':
-      await exec(tx, 
+      await exec(
+        tx,
         `INSERT INTO session_todos (session_id, frame_id, todos) VALUES ($1, $2, $3)
          ON CONFLICT (session_id, frame_id) DO UPDATE SET todos = EXCLUDED.todos, updated_at = now()`,
         [m.sessionId, m.frameId, JSON.stringify(deepToPgText(m.todos))],
@@ -384,7 +392,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       const sessionId = m.scope.kind === 'session' ? m.scope.sessionId : null;
       const frameId = m.scope.kind === 'frame' ? m.scope.frameId : null;
       for (const g of m.groups) {
-        await exec(tx, 
+        await exec(
+          tx,
           `INSERT INTO tool_grants (session_id, frame_id, group_name)
            VALUES (COALESCE($1::uuid, (SELECT session_id FROM stack_frames WHERE id = $2::uuid)), $2::uuid, $3)
            ON CONFLICT DO NOTHING`,
@@ -395,7 +404,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     }
     case 'setCompaction': {
       const s = m.summary;
-      await exec(tx, 
+      await exec(
+        tx,
         `INSERT INTO compaction_summaries (session_id, frame_id, summary, boundary_message_id)
          SELECT session_id, id, $2, $3 FROM stack_frames WHERE id = $1
          ON CONFLICT (session_id, frame_id) DO UPDATE SET summary = EXCLUDED.summary,
@@ -405,7 +415,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       return;
     }
     case 'setTurnState':
-      await exec(tx, 
+      await exec(
+        tx,
         `UPDATE sessions SET turn_state = $2, turn_id = COALESCE($3, turn_id), updated_at = now() WHERE id = $1`,
         [m.sessionId, m.state, m.turnId ?? null],
       );

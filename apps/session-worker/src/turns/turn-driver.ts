@@ -171,7 +171,11 @@ export class TurnDriver implements OnApplicationShutdown {
       'turn ended: the same step failed to commit too many times in a row',
     );
     await this.bus
-      .call('approval.cancel_session', { actor: { userId: session.userId, role }, session_id: sessionId, reason: 'stop' })
+      .call('approval.cancel_session', {
+        actor: { userId: session.userId, role },
+        session_id: sessionId,
+        reason: 'stop',
+      })
       .catch((err: unknown) => this.log.warn({ err: String(err) }, "could not cancel the session's pending requests"));
     this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {
       session_id: sessionId,

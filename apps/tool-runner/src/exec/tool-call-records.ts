@@ -74,7 +74,8 @@ export class PgToolCallRecords extends ToolCallRecords {
     );
     if (!row) return this.claim(call, runner, staleAfterMs); // pruned meanwhile
     const who = { userId: row.user_id, toolName: row.tool_name };
-    if (row.status !== 'running' && row.reply) return { kind: 'finished', ...who, reply: fromJsonText<ToolReply>(row.reply) };
+    if (row.status !== 'running' && row.reply)
+      return { kind: 'finished', ...who, reply: fromJsonText<ToolReply>(row.reply) };
     return { kind: row.stale ? 'abandoned' : 'running', ...who, runner: row.runner };
   }
 

@@ -35,9 +35,21 @@ describe('tools.preview: paths outside the workspace', () => {
   });
 
   it.each([
-    ['a link to a file outside', async () => symlink(join(outside, 'secret.txt'), join(fx.home, 'link.txt')), 'link.txt'],
-    ['a dangling link pointing outside', async () => symlink(join(outside, 'missing.txt'), join(fx.home, 'link.txt')), 'link.txt'],
-    ['a relative dangling link climbing out', async () => symlink('../../../../../../tmp/skald-nowhere/x', join(fx.home, 'link.txt')), 'link.txt'],
+    [
+      'a link to a file outside',
+      async () => symlink(join(outside, 'secret.txt'), join(fx.home, 'link.txt')),
+      'link.txt',
+    ],
+    [
+      'a dangling link pointing outside',
+      async () => symlink(join(outside, 'missing.txt'), join(fx.home, 'link.txt')),
+      'link.txt',
+    ],
+    [
+      'a relative dangling link climbing out',
+      async () => symlink('../../../../../../tmp/skald-nowhere/x', join(fx.home, 'link.txt')),
+      'link.txt',
+    ],
     ['a linked directory outside', async () => symlink(outside, join(fx.home, 'dir')), 'dir/new.txt'],
     ['a lexical escape', async () => undefined, '../../etc/passwd'],
   ])('%s: refused, naming the path', async (_label, setup, path) => {

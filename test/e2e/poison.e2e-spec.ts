@@ -66,6 +66,14 @@ function modelCases(): PoisonCase[] {
         },
       },
       {
+        label: `${kind} in a command the gate must judge`,
+        replies: () => [
+          { tool_calls: [{ name: 'execute_cmd', arguments: { command: `echo a${p}b` } }] },
+          { content: 'ok' },
+        ],
+        check: (fr) => expect(toolEnds(fr)).toHaveLength(1),
+      },
+      {
         label: `${kind} in raw (invalid JSON) tool arguments`,
         replies: () => [{ tool_calls: [{ name: 'read_file', arguments: `{"path": "x${p}` }] }, { content: 'ok' }],
         check: (fr) => {

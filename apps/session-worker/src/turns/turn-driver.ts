@@ -30,12 +30,14 @@ import { osInfo } from '../ports/os-info';
 import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { CommitRejectedError, PgSessionStore } from '../store/pg-session-store';
+import { PgSessionStore } from '../store/pg-session-store';
+import { refusedStep } from './refused-step';
 import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
 const OS = osInfo();
+
 /** How long a command waits for a driver that is letting go of a finished session. */
 const COMMAND_LEASE_WAIT_MS = 5_000;
 
@@ -121,8 +123,9 @@ export class TurnDriver implements OnApplicationShutdown {
           },
           'turn failed',
         );
-        if (e instanceof CommitRejectedError && !d.lost.signal.aborted)
-          await this.countRejectedCommit(d, e).catch((err: unknown) =>
+        const sqlState = refusedStep(e);
+        if (sqlState !== null && !d.lost.signal.aborted)
+          await this.countRefusedStep(d, e, sqlState).catch((err: unknown) =>
             this.log.warn({ ...d.ids, err: String(err) }, 'could not record a failed commit'),
           );
       }
@@ -145,15 +148,16 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   /**
-   * The retry budget: a commit Postgres rejects is counted on the session row, per step; the sweep
-   * drives the session again later. After `MAX_COMMIT_FAILURES` in a row the turn is ended (its
-   * open calls failed, an `error` event) so that the sweep has nothing left to re-drive.
+   * The retry budget: a step refused for what it carries (see `refusedStep`) is counted on the
+   * session row, per step; the sweep drives the session again later. After `MAX_COMMIT_FAILURES`
+   * in a row the turn is ended (its open calls failed, an `error` event) so that the sweep has
+   * nothing left to re-drive.
    */
-  private async countRejectedCommit(d: Driving, e: CommitRejectedError): Promise<void> {
+  private async countRefusedStep(d: Driving, e: unknown, sqlState: string): Promise<void> {
     const sessionId = d.lease.sessionId;
     const failures = await this.turnState.recordCommitFailure(sessionId, d.ids.turnId ?? null);
     if (failures < MAX_COMMIT_FAILURES) {
-      this.log.warn({ ...d.ids, failures, sqlState: e.sqlState }, 'commit rejected; the sweep retries the turn later');
+      this.log.warn({ ...d.ids, failures, sqlState }, 'step refused; the sweep retries the turn later');
       return;
     }
     const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) =>
@@ -167,7 +171,7 @@ export class TurnDriver implements OnApplicationShutdown {
     });
     await this.turnState.clearCommitFailures(sessionId);
     this.log.error(
-      { ...d.ids, failures, sqlState: e.sqlState, err: e.message, ...ended },
+      { ...d.ids, failures, sqlState, err: e instanceof Error ? e.message : String(e), ...ended },
       'turn ended: the same step failed to commit too many times in a row',
     );
     await this.bus

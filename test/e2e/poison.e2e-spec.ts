@@ -267,7 +267,7 @@ describe('poison through the whole stack', () => {
     const logged = stack
       .byName('session-worker')
       .flatMap((w) => w.logs)
-      .find((l) => l.includes('turn ended: the same step failed to commit') && l.includes(sessionId));
+      .find((l) => l.includes('turn ended: the same step failed too many times') && l.includes(sessionId));
     expect(logged).toBeDefined();
     expect(logged).toContain('"turnId"');
     // The session works on.

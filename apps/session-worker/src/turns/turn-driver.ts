@@ -172,7 +172,7 @@ export class TurnDriver implements OnApplicationShutdown {
     await this.turnState.clearCommitFailures(sessionId);
     this.log.error(
       { ...d.ids, failures, sqlState, err: e instanceof Error ? e.message : String(e), ...ended },
-      'turn ended: the same step failed to commit too many times in a row',
+      'turn ended: the same step failed too many times in a row',
     );
     await this.bus
       .call('approval.cancel_session', {

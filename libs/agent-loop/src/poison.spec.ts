@@ -245,4 +245,42 @@ describe('re-asking a human has a bound', () => {
     expect(h.eventsOf('tool_error')[0].error).toContain('resolves outside the workspace');
     expect(h.tools.started).toEqual([]);
   });
+
+  it('a recovery re-ask of a registered request is not cut short by a refusal (its card stays answerable)', async () => {
+    let refuse = false;
+    const tool = {
+      name: 'write_file',
+      preview: async () =>
+        refuse
+          ? { refused: '/workspace/a resolves outside the workspace' }
+          : { path: 'a', newContent: 'x', baseHash: 'h' },
+      run: async () => ({ ok: false as const, error: '/workspace/a resolves outside the workspace' }),
+    } as unknown as FakeToolDefinition;
+    const h = new LoopHarness({
+      gate: new FakeGate({ write_file: { kind: 'require' } }),
+      human: new FakeHuman(['wait']),
+      tools: [tool],
+      script: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'a', content: 'x' } }] }],
+    });
+    const abort = new AbortController();
+    const first = h.run('go', abort.signal);
+    await new Promise((r) => setTimeout(r, 10));
+    const snapshot = h.store.snapshot();
+    abort.abort();
+    await first;
+    refuse = true; // the path became a link out while the worker was down
+    const human = new FakeHuman([{ kind: 'approved' }]);
+    const r = new LoopHarness({
+      store: InMemoryStore.fromSnapshot(snapshot),
+      idPrefix: 'b',
+      gate: new FakeGate({ write_file: { kind: 'require' } }),
+      human,
+      tools: [tool],
+      script: [{ content: 'ok' }],
+    });
+    expect(await r.recover()).toMatchObject({ kind: 'final', content: 'ok' });
+    const requestId = (JSON.parse(snapshot) as { toolCalls: Array<{ requestId: string }> }).toolCalls[0].requestId;
+    expect(human.requests.map((q) => q.requestId)).toEqual([requestId]);
+    expect(r.toolCalls()[0]).toMatchObject({ status: 'failed', result: '/workspace/a resolves outside the workspace' });
+  });
 });

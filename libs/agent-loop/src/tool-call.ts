@@ -149,8 +149,11 @@ async function askApproval(
     answer = preset;
   } else {
     const computed = call.exec?.preview ? await call.exec.preview().catch(() => null) : null;
-    if (isPreviewRefusal(computed)) return { flow: 'continue', record: failedRecord(row, computed.refused) };
-    const preview = computed;
+    // A refused write asks nobody. A re-ask under a request already registered goes on (that card
+    // is live, the write itself refuses the path later), so no request is left unanswered.
+    if (isPreviewRefusal(computed) && newRequest)
+      return { flow: 'continue', record: failedRecord(row, computed.refused) };
+    const preview = isPreviewRefusal(computed) ? null : computed;
     if (newRequest) previewHash = preview?.baseHash ?? null;
     const hashPatch = previewHash !== (row.previewHash ?? null) ? { previewHash } : {};
     const reaskPatch = row.staleReasks ? { staleReasks: row.staleReasks } : {};

@@ -36,3 +36,11 @@ export class StalePreview extends ToolError {
     this.name = 'StalePreview';
   }
 }
+
+/** A path through a symlink whose target does not exist: nothing can be read, and no write creates it. */
+export class DanglingSymlink extends ToolError {
+  constructor(virtual: string) {
+    super('not_found', `${virtual} leads through a symlink whose target does not exist`);
+    this.name = 'DanglingSymlink';
+  }
+}

@@ -15,6 +15,7 @@ export type {
   AgentDefinition,
   AgentSummary,
   ApprovalPreview,
+  PreviewRefusal,
   AsyncTaskPort,
   ClientSelection,
   ClockPort,
@@ -75,3 +76,22 @@ export {
 } from './texts';
 export { LOOP_TOOL_NAMES, isLoopTool } from './loop-tools';
 export { injectWorkingDirectory, isMemoryPath as isLoopMemoryPath } from './paths';
+export {
+  MAX_COMMIT_FAILURES,
+  TURN_FAILED_MESSAGE,
+  CALL_ENDED_BY_FAILED_TURN,
+  endFailedTurn,
+  failureKey,
+  nextFailureCount,
+  type EndFailedTurnRequest,
+  type FailedStep,
+} from './failed-turn';
+export {
+  MAX_TOOL_ARGUMENTS_CHARS,
+  TOOL_NAME_PATTERN,
+  INVALID_TOOL_NAME,
+  callRefusal,
+  isValidToolName,
+} from './call-checks';
+export { MAX_STALE_REASKS, staleLimitMessage } from './tool-call';
+export { isPreviewRefusal } from './ports';

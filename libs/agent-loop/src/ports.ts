@@ -147,6 +147,15 @@ export interface ApprovalPreview {
   baseHash?: string;
 }
 
+/** A write the tool set will not preview, and so no human is asked about: `refused` names why. */
+export interface PreviewRefusal {
+  refused: string;
+}
+
+export function isPreviewRefusal(p: ApprovalPreview | PreviewRefusal | null): p is PreviewRefusal {
+  return p !== null && 'refused' in p;
+}
+
 export type HumanRequest =
   | {
       kind: 'approval';
@@ -235,8 +244,11 @@ export interface ToolExecution {
   run(signal: AbortSignal, onProgress: (progress: ToolProgress) => void, options?: ToolRunOptions): Promise<ToolResult>;
   /** Abort a running call now (kill the process tree). Called when the turn's signal aborts. */
   stop(): void;
-  /** Diff preview for an approval card (`pending_write`); null → `approval_required`. */
-  preview?(): Promise<ApprovalPreview | null>;
+  /**
+   * Diff preview for an approval card (`pending_write`); null → `approval_required`. A refusal
+   * (the path resolves outside the workspace) ends the call as `tool_error` before any card.
+   */
+  preview?(): Promise<ApprovalPreview | PreviewRefusal | null>;
 }
 
 export interface ToolContext {

@@ -3,6 +3,7 @@
  * "Context Building"): static system → scratchpad → compaction summary → history → dynamic
  * tail → tail reminder. Pure: everything it needs is handed in.
  */
+import { projectedArguments, projectedToolName } from './call-checks';
 import { formatZonedDateTime } from './datetime';
 import { cutToolResult, hiddenToolResult, INTERRUPTED_AFTER_START, INTERRUPTED_BEFORE_START } from './texts';
 import { CHARS_PER_TOKEN, estimateTokens } from './tokens';
@@ -147,7 +148,7 @@ export function projectContext(input: ProjectionInput): ContextParts {
       tool_calls: calls.map((c) => ({
         id: c.llmCallId,
         type: 'function',
-        function: { name: c.name, arguments: c.argumentsText },
+        function: { name: projectedToolName(c.name), arguments: projectedArguments(c.argumentsText) },
       })),
     });
     const previousTurn = i < currentTurnStart;

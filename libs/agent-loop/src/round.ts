@@ -3,6 +3,7 @@
  * model call → either the final answer, or the assistant message with its calls (rows written
  * `pending` in call order, announced by `tool_start`) and the batch run.
  */
+import { argumentsTooLarge, projectedArguments } from './call-checks';
 import { runBatch } from './fan-out';
 import { buildFrameMessages, roundTools } from './history';
 import { drainSteer } from './injection';
@@ -137,7 +138,9 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
 
 /** `tool_start` carries the model's own arguments (before working-directory injection). */
 function toolStartEvent(fctx: FrameContext, row: ToolCallRow): SessionEventDraft {
-  const args = parseArguments(row.argumentsText);
+  const args = argumentsTooLarge(row.argumentsText)
+    ? (JSON.parse(projectedArguments(row.argumentsText)) as unknown)
+    : parseArguments(row.argumentsText);
   const label = fctx.turn.deps.tools.label?.(row.name, args);
   const path = label?.path ?? stringArg(args, 'path');
   return {

@@ -4,12 +4,14 @@
  * (`pending`, announced by `tool_start`); recovery enters here with the row's stored status.
  */
 import type { CallEnd } from './call-end';
+import { callRefusal } from './call-checks';
 import { delegationEnd, isAsyncTask, runSyncDelegation, submitAsyncTask } from './delegation';
 import { approvalEvent, questionArgs, waitForHuman } from './human';
 import { parseArguments } from './json';
 import { isLoopTool } from './loop-tools';
 import { injectWorkingDirectory } from './paths';
 import { activateTools, listAgents, taskCompletedStub, updateScratchpad, writeTodos } from './plumbing';
+import { isPreviewRefusal } from './ports';
 import type {
   HumanAnswer,
   HumanRequest,
@@ -24,6 +26,18 @@ import { ABORTED, raceAbort } from './signals';
 import { AUTO_DENY_REASON, INTERRUPTED_DELEGATION_ERROR, rejectionMessage } from './texts';
 import { commit, type FrameContext } from './turn-context';
 import type { ToolCallRow } from './types';
+
+/**
+ * How often a call is asked again when the preview its human approved cannot be reproduced at
+ * write time (the file changed). At most this many re-asks — one card plus this many per call —
+ * then the call ends as `tool_error` naming the reason: a file that changes on every read cannot
+ * spin approval cards.
+ */
+export const MAX_STALE_REASKS = 1;
+
+export function staleLimitMessage(reason: string): string {
+  return `${reason}; the preview could not be reproduced after ${MAX_STALE_REASKS + 1} approvals (the file keeps changing), so nothing was written and the user is not asked again`;
+}
 
 export interface PreparedCall {
   row: ToolCallRow;
@@ -72,6 +86,8 @@ export async function runCall(
   presetCallId?: string,
 ): Promise<CallEnd> {
   const { row } = call;
+  const refusal = callRefusal(row);
+  if (refusal !== null) return { flow: 'continue', record: failedRecord(row, refusal) };
   if (row.status === 'awaiting_human') {
     return row.name === 'ask_user_clarification' ? askQuestion(fctx, call, preset) : askApproval(fctx, call, preset);
   }
@@ -134,9 +150,15 @@ async function askApproval(
   if (preset) {
     answer = preset;
   } else {
-    const preview = call.exec?.preview ? await call.exec.preview().catch(() => null) : null;
+    const computed = call.exec?.preview ? await call.exec.preview().catch(() => null) : null;
+    // A refused write asks nobody. A re-ask under a request already registered goes on (that card
+    // is live, the write itself refuses the path later), so no request is left unanswered.
+    if (isPreviewRefusal(computed) && newRequest)
+      return { flow: 'continue', record: failedRecord(row, computed.refused) };
+    const preview = isPreviewRefusal(computed) ? null : computed;
     if (newRequest) previewHash = preview?.baseHash ?? null;
     const hashPatch = previewHash !== (row.previewHash ?? null) ? { previewHash } : {};
+    const reaskPatch = row.staleReasks ? { staleReasks: row.staleReasks } : {};
     const request: HumanRequest = {
       kind: 'approval',
       requestId,
@@ -151,7 +173,13 @@ async function askApproval(
     await deps.human.prepare?.(request);
     await commit(
       fctx.turn,
-      [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId, ...hashPatch } }],
+      [
+        {
+          kind: 'updateToolCall',
+          id: row.id,
+          patch: { status: 'awaiting_human', requestId, ...hashPatch, ...reaskPatch },
+        },
+      ],
       [approvalEvent(row, requestId, args, preview)],
     );
     answer = await waitForHuman(fctx, request);
@@ -259,8 +287,11 @@ async function execute(fctx: FrameContext, call: PreparedCall): Promise<CallEnd>
   if (result === ABORTED) return { flow: 'cancelled', record: cancelledRecord(row) };
   if (!result.ok && result.stale) {
     // The file changed after the preview the human approved: nothing was written. Ask again with
-    // a fresh preview under a new request id (the approved one is spent).
-    return askApproval(fctx, call, undefined, true);
+    // a fresh preview under a new request id (the approved one is spent), a bounded number of times.
+    const reasks = row.staleReasks ?? 0;
+    if (reasks >= MAX_STALE_REASKS)
+      return { flow: 'continue', record: failedRecord(row, staleLimitMessage(result.error)) };
+    return askApproval(fctx, { ...call, row: { ...row, staleReasks: reasks + 1 } }, undefined, true);
   }
   return result.ok
     ? {

@@ -89,6 +89,8 @@ export interface ToolCallRow {
   /** `baseHash` of the preview shown with the current approval request (null / absent: none).
    *  An approved run must still find its file with this hash. */
   previewHash?: string | null;
+  /** Times the human was asked again because an approved preview could not be reproduced. */
+  staleReasks?: number;
 }
 
 export type FrameStatus = 'active' | 'closed';
@@ -207,6 +209,7 @@ export interface ToolCallPatch {
   requestId?: string | null;
   childFrameId?: string | null;
   previewHash?: string | null;
+  staleReasks?: number;
 }
 
 export type Mutation =

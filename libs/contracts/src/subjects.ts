@@ -189,7 +189,11 @@ export const ToolExecReply = z.discriminatedUnion('status', [
 export const ToolCancel = z.object({ tool_call_id: Id });
 /** The diff an approval card shows, computed by the tool runner from the user's workspace exactly as the tool would write. */
 export const ToolPreviewRequest = ToolExecRequest.omit({ expected_base_hash: true });
-export const ToolPreviewReply = z.object({ preview: ApprovalPreview.nullable() });
+/**
+ * `refused`: the write can never run as asked (its path resolves outside the workspace, through a
+ * symlink too): no human is asked, the call ends as a tool error with this sentence.
+ */
+export const ToolPreviewReply = z.object({ preview: ApprovalPreview.nullable(), refused: z.string().optional() });
 
 /**
  * The one map from subject to payload. Requests have `request` and `reply`; published subjects

@@ -7,3 +7,4 @@ export * from './entities/tool-runner.entity';
 export * from './database.module';
 export * from './query-rows';
 export * from './service-roles';
+export * from './pg-text';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { HumanRequestStatus } from '@skald/contracts';
-import { Queryable, queryRows } from '@skald/persistence';
+import { fromJsonText, fromPgText, Queryable, queryRows, toJsonText, toPgText } from '@skald/persistence';
 
 export interface StoredRequest {
   id: string;
@@ -53,7 +53,7 @@ export class RequestsRepository {
     const inserted = await queryRows<Record<string, unknown>>(
       this.ds,
       `INSERT INTO approval_requests (id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
        ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`,
       [
         r.id,
@@ -62,10 +62,10 @@ export class RequestsRepository {
         r.sessionId,
         r.userId,
         r.source,
-        r.toolName,
-        r.arguments,
-        r.preview === undefined ? null : JSON.stringify(r.preview),
-        r.question === undefined ? null : JSON.stringify(r.question),
+        toPgText(r.toolName),
+        toPgText(r.arguments),
+        r.preview === undefined ? null : toJsonText(r.preview),
+        r.question === undefined ? null : toJsonText(r.question),
       ],
     );
     if (inserted[0]) return { row: toRequest(inserted[0]), created: true };
@@ -102,7 +102,7 @@ export class RequestsRepository {
       db,
       `UPDATE approval_requests SET status = $2, note = $3, answer = $4, actor_user_id = $5, resolved_at = now()
        WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`,
-      [r.id, r.status, r.note, r.answer, r.actorUserId],
+      [r.id, r.status, toPgText(r.note), toPgText(r.answer), r.actorUserId],
     );
     return rows[0] ? toRequest(rows[0]) : null;
   }
@@ -139,13 +139,13 @@ function toRequest(r: Record<string, unknown>): StoredRequest {
     sessionId: r.session_id as string,
     userId: r.user_id as string,
     source: r.source as string,
-    toolName: r.tool_name as string,
-    arguments: r.arguments as string,
-    preview: r.preview as StoredRequest['preview'],
-    question: r.question as StoredRequest['question'],
+    toolName: fromPgText(r.tool_name as string),
+    arguments: fromPgText(r.arguments as string),
+    preview: r.preview === null ? null : fromJsonText<StoredRequest['preview']>(r.preview),
+    question: r.question === null ? null : fromJsonText<StoredRequest['question']>(r.question),
     status: r.status as HumanRequestStatus,
-    note: r.note as string | null,
-    answer: r.answer as string | null,
+    note: fromPgText(r.note),
+    answer: fromPgText(r.answer),
     actorUserId: r.actor_user_id as string | null,
     cancelReason: r.cancel_reason as string | null,
     createdAt: r.created_at as Date,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { JobRunContext } from '@skald/contracts';
-import { queryRows } from '@skald/persistence';
+import { decodeRow, deepToPgText, fromJsonText, fromPgText, queryRows } from '@skald/persistence';
 
 type Row = Record<string, unknown>;
 
@@ -80,29 +80,32 @@ export class JobSessionsRepository {
 
   /** The last turn ending the session recorded (`done`, or an `error` event of the turn's end). */
   async lastEnding(sessionId: string): Promise<{ type: string; payload: Record<string, unknown> } | null> {
-    const rows = await queryRows<{ type: string; payload: Record<string, unknown> }>(
+    const rows = await queryRows<{ type: string; payload: unknown }>(
       this.ds,
       `SELECT type, payload FROM session_events WHERE session_id = $1 AND type IN ('done', 'error')
         ORDER BY seq DESC LIMIT 1`,
       [sessionId],
     );
-    return rows[0] ?? null;
+    const r = rows[0];
+    return r ? { type: r.type, payload: decodeRow(fromJsonText<Record<string, unknown>>(r.payload)) } : null;
   }
 
   /** What the run produced so far: the assistant texts and the last tool results (for a failure or a kill). */
   async partialOutput(sessionId: string, max = 8_000): Promise<string> {
-    const rows = await queryRows<{ text: string }>(
+    const rows = await queryRows<{ name: string | null; text: string }>(
       this.ds,
-      `SELECT text FROM (
-         SELECT h.created_at AS at, h.content AS text FROM chat_history h
+      `SELECT name, text FROM (
+         SELECT h.created_at AS at, NULL AS name, h.content AS text FROM chat_history h
           WHERE h.session_id = $1 AND h.role = 'assistant' AND h.content <> ''
          UNION ALL
-         SELECT t.created_at, t.name || ': ' || t.result FROM tool_calls t
+         SELECT t.created_at, t.name, t.result FROM tool_calls t
           WHERE t.session_id = $1 AND t.status = 'done' AND t.result IS NOT NULL
        ) x ORDER BY at`,
       [sessionId],
     );
-    const all = rows.map((r) => r.text).join('\n');
+    const all = rows
+      .map((r) => (r.name === null ? fromPgText(r.text) : `${fromPgText(r.name)}: ${fromPgText(r.text)}`))
+      .join('\n');
     return all.length > max ? all.slice(all.length - max) : all;
   }
 
@@ -124,7 +127,7 @@ export class JobSessionsRepository {
         o.sessionId,
         o.userId,
         `job-delivery:${o.deliveryId}`,
-        JSON.stringify({ tool_name: o.toolName, arguments_text: o.argumentsText, result: o.result }),
+        JSON.stringify(deepToPgText({ tool_name: o.toolName, arguments_text: o.argumentsText, result: o.result })),
       ],
     );
     return { duplicate: rows.length === 0 };

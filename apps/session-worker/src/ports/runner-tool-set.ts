@@ -1,5 +1,6 @@
 import type {
   ApprovalPreview,
+  PreviewRefusal,
   ToolContext,
   ToolExecution,
   ToolInvocation,
@@ -165,7 +166,7 @@ export class RunnerToolSet implements ToolSetPort {
         }
       },
       /** The diff for the approval card, computed by the tool runner from the user's workspace. */
-      async preview(): Promise<ApprovalPreview | null> {
+      async preview(): Promise<ApprovalPreview | PreviewRefusal | null> {
         if (!spec?.writesFile || !args) return null;
         try {
           const r = await bus.call('tools.preview', {
@@ -177,6 +178,7 @@ export class RunnerToolSet implements ToolSetPort {
             arguments: args,
             working_directory: ctx.runContext.workingDirectory,
           });
+          if (r.refused !== undefined) return { refused: r.refused };
           return r.preview
             ? {
                 path: r.preview.path,

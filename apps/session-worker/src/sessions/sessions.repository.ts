@@ -1,4 +1,4 @@
-import { queryRows } from '@skald/persistence';
+import { decodeRow, fromJsonText, queryRows } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -126,7 +126,7 @@ export class SessionsRepository {
       params,
     );
     const hasMore = rows.length > scope.limit;
-    const page = rows.slice(0, scope.limit).reverse();
+    const page = rows.slice(0, scope.limit).reverse().map(decodeRow);
     const ids = page.filter((r) => r.role === 'assistant').map((r) => String(r.id));
     const calls =
       ids.length === 0
@@ -134,24 +134,32 @@ export class SessionsRepository {
         : await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE message_id = ANY($1::uuid[]) ORDER BY ord`, [
             ids,
           ]);
-    return { rows: page, calls, hasMore };
+    return { rows: page, calls: calls.map(decodeRow), hasMore };
   }
 
   async frames(sessionId: string): Promise<Row[]> {
-    return this.ds.query(`SELECT * FROM stack_frames WHERE session_id = $1 ORDER BY ord`, [sessionId]);
+    return (
+      await queryRows<Row>(this.ds, `SELECT * FROM stack_frames WHERE session_id = $1 ORDER BY ord`, [sessionId])
+    ).map(decodeRow);
   }
   async messages(sessionId: string): Promise<Row[]> {
-    return this.ds.query(`SELECT * FROM chat_history WHERE session_id = $1 ORDER BY ord`, [sessionId]);
+    return (
+      await queryRows<Row>(this.ds, `SELECT * FROM chat_history WHERE session_id = $1 ORDER BY ord`, [sessionId])
+    ).map(decodeRow);
   }
   async toolCalls(sessionId: string): Promise<Row[]> {
-    return this.ds.query(`SELECT * FROM tool_calls WHERE session_id = $1 ORDER BY ord`, [sessionId]);
+    return (
+      await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE session_id = $1 ORDER BY ord`, [sessionId])
+    ).map(decodeRow);
   }
 
   async eventsAfter(sessionId: string, afterSeq: number, limit = 10_000): Promise<Row[]> {
-    return this.ds.query(
+    const rows = await queryRows<Row>(
+      this.ds,
       `SELECT seq, payload FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
       [sessionId, afterSeq, limit],
     );
+    return rows.map((r) => ({ seq: r.seq, payload: fromJsonText(r.payload) }));
   }
 
   /** Sessions that have work and no live driver: queued input, or a running turn whose lease expired. */

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { failureKey, nextFailureCount } from '@skald/agent-loop';
 import { queryRows } from '@skald/persistence';
 import { DataSource } from 'typeorm';
 
@@ -25,6 +26,36 @@ export class TurnStateRepository {
       [sessionId],
     );
     return { stop: rows[0]?.stop ?? false, role: rows[0]?.owner_role ?? 'user' };
+  }
+
+  /**
+   * One more failed commit of the session's current step (the turn `turnId`, at the session's last
+   * committed seq); returns how many failed in a row. The count lives on the session row, so it
+   * survives restarts and is shared by every replica.
+   */
+  async recordCommitFailure(sessionId: string, turnId: string | null): Promise<number> {
+    const rows = await queryRows<{ last_seq: string; commit_failures: number; commit_failure_key: string | null }>(
+      this.ds,
+      `SELECT last_seq, commit_failures, commit_failure_key FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
+    const r = rows[0];
+    if (!r) return 0;
+    const step = { turnId, lastSeq: Number(r.last_seq) };
+    const count = nextFailureCount({ key: r.commit_failure_key, count: r.commit_failures }, step);
+    await this.ds.query(`UPDATE sessions SET commit_failures = $2, commit_failure_key = $3 WHERE id = $1`, [
+      sessionId,
+      count,
+      failureKey(step),
+    ]);
+    return count;
+  }
+
+  async clearCommitFailures(sessionId: string): Promise<void> {
+    await this.ds.query(
+      `UPDATE sessions SET commit_failures = 0, commit_failure_key = NULL WHERE id = $1 AND commit_failures <> 0`,
+      [sessionId],
+    );
   }
 
   async recordOwnerRole(sessionId: string, role: 'user' | 'admin'): Promise<void> {

@@ -1,4 +1,4 @@
-import { queryRows } from '@skald/persistence';
+import { decodeRow, deepToPgText, pgParams, Queryable, queryRows as rawQueryRows } from '@skald/persistence';
 import {
   CompactionSummary,
   FrameRow,
@@ -24,6 +24,30 @@ export interface Fence {
   epoch: number;
 }
 
+/**
+ * A commit Postgres refused because of what it holds (SQLSTATE class 22 data exception, 23
+ * integrity, 42 syntax or access, 54 program limit): retrying the same step gives the same answer.
+ * Connection losses and lease losses are not this.
+ */
+export class CommitRejectedError extends Error {
+  constructor(
+    readonly sqlState: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CommitRejectedError';
+  }
+}
+
+const REJECTING_SQLSTATE = /^(22|23|42|54)/;
+
+function rejected(e: unknown): unknown {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && REJECTING_SQLSTATE.test(code)
+    ? new CommitRejectedError(code, e instanceof Error ? e.message : String(e))
+    : e;
+}
+
 /** A committed session event, ready to announce. */
 export interface CommittedEvent {
   userId: string;
@@ -33,6 +57,18 @@ export interface CommittedEvent {
 }
 
 type Row = Record<string, unknown>;
+
+/**
+ * Every read and write of this store goes through the text codec of `@skald/persistence`: a string
+ * holding NUL or a lone surrogate (from a model, a tool or a user) is stored losslessly.
+ */
+async function queryRows<T = Row>(db: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await rawQueryRows<T>(db, sql, pgParams(params))).map(decodeRow);
+}
+
+async function exec(db: Queryable, sql: string, params: unknown[]): Promise<void> {
+  await db.query(sql, pgParams(params));
+}
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
@@ -118,11 +154,12 @@ export class PgSessionStore implements SessionStore {
   async getGrants(scope: GrantScope): Promise<string[]> {
     const rows: Row[] =
       scope.kind === 'session'
-        ? await this.ds.query(
+        ? await queryRows(
+            this.ds,
             `SELECT group_name FROM tool_grants WHERE session_id = $1 AND frame_id IS NULL ORDER BY created_at`,
             [scope.sessionId],
           )
-        : await this.ds.query(`SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at`, [
+        : await queryRows(this.ds, `SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at`, [
             scope.frameId,
           ]);
     return rows.map((r) => String(r.group_name));
@@ -155,8 +192,12 @@ export class PgSessionStore implements SessionStore {
       );
       if (lease.length === 0)
         throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
-      for (const m of mutations) await applyMutation(tx, m, this.fence.epoch);
-      return appendEvents(tx, sessionId, events);
+      try {
+        for (const m of mutations) await applyMutation(tx, m, this.fence.epoch);
+        return await appendEvents(tx, sessionId, events);
+      } catch (e) {
+        throw rejected(e);
+      }
     });
     if (committed.length > 0) this.announce(committed);
   }
@@ -183,9 +224,10 @@ export async function appendEvents(
     seq: first + i,
     event,
   }));
-  await tx.query(
+  await exec(
+    tx,
     `INSERT INTO session_events (session_id, seq, type, payload)
-     SELECT $1, s, t, p FROM unnest($2::bigint[], $3::text[], $4::jsonb[]) AS u(s, t, p)`,
+     SELECT $1, s, t, p FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(s, t, p)`,
     [sessionId, out.map((e) => e.seq), out.map((e) => e.event.type), out.map((e) => JSON.stringify(e.event))],
   );
   return out;
@@ -204,7 +246,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
         );
         if (r.length === 0) throw new Error(`inbox item ${m.inboxId} already settled`);
       }
-      await tx.query(
+      await exec(
+        tx,
         `INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
                                    client_message_id, input_tokens, output_tokens, epoch, created_at,
                                    cost_usd, tokens_estimated, llm_client, llm_model)
@@ -218,7 +261,7 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
           msg.reasoningContent,
           msg.isSynthetic,
           msg.status ?? 'ok',
-          msg.attachments ? JSON.stringify({ attachments: msg.attachments }) : null,
+          msg.attachments ? JSON.stringify(deepToPgText({ attachments: msg.attachments })) : null,
           msg.clientMessageId,
           msg.inputTokens,
           msg.outputTokens,
@@ -233,17 +276,19 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       return;
     }
     case 'markMessageFailed':
-      await tx.query(`UPDATE chat_history SET status = 'failed' WHERE id = $1`, [m.messageId]);
+      await exec(tx, `UPDATE chat_history SET status = 'failed' WHERE id = $1`, [m.messageId]);
       return;
     case 'discardInbox':
-      await tx.query(
+      await exec(
+        tx,
         `UPDATE session_inbox SET status = 'discarded', settled_at = now() WHERE id = $1 AND status = 'queued'`,
         [m.inboxId],
       );
       return;
     case 'createToolCall': {
       const c = m.call;
-      await tx.query(
+      await exec(
+        tx,
         `INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
                                  result_type, request_id, child_frame_id, preview_hash, epoch)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
@@ -269,13 +314,15 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     }
     case 'updateToolCall': {
       const p = m.patch;
-      await tx.query(
+      await exec(
+        tx,
         `UPDATE tool_calls SET status = $2,
             result = CASE WHEN $3::boolean THEN $4 ELSE result END,
             result_type = CASE WHEN $5::boolean THEN $6 ELSE result_type END,
             request_id = CASE WHEN $7::boolean THEN $8::uuid ELSE request_id END,
             child_frame_id = CASE WHEN $9::boolean THEN $10::uuid ELSE child_frame_id END,
             preview_hash = CASE WHEN $12::boolean THEN $13 ELSE preview_hash END,
+            stale_reasks = COALESCE($14::integer, stale_reasks),
             started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN now() ELSE started_at END,
             finished_at = CASE WHEN $2 IN ('done', 'failed', 'rejected', 'cancelled', 'interrupted') THEN now() ELSE finished_at END,
             epoch = $11
@@ -294,13 +341,15 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
           epoch,
           p.previewHash !== undefined,
           p.previewHash ?? null,
+          p.staleReasks ?? null,
         ],
       );
       return;
     }
     case 'openFrame': {
       const f = m.frame;
-      await tx.query(
+      await exec(
+        tx,
         `INSERT INTO stack_frames (id, session_id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [f.id, f.sessionId, f.parentFrameId, f.parentToolCallId, f.agentId, f.depth, f.status, f.clientPin, epoch],
@@ -318,12 +367,13 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     }
     case 'setScratchpad':
       if (m.value === null) {
-        await tx.query(`DELETE FROM session_scratchpad WHERE scratchpad_session_id = $1 AND key = $2`, [
+        await exec(tx, `DELETE FROM session_scratchpad WHERE scratchpad_session_id = $1 AND key = $2`, [
           m.scratchpadSessionId,
           m.key,
         ]);
       } else {
-        await tx.query(
+        await exec(
+          tx,
           `INSERT INTO session_scratchpad (scratchpad_session_id, key, value) VALUES ($1, $2, $3)
            ON CONFLICT (scratchpad_session_id, key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
           [m.scratchpadSessionId, m.key, m.value],
@@ -331,17 +381,19 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       }
       return;
     case 'setTodos':
-      await tx.query(
+      await exec(
+        tx,
         `INSERT INTO session_todos (session_id, frame_id, todos) VALUES ($1, $2, $3)
          ON CONFLICT (session_id, frame_id) DO UPDATE SET todos = EXCLUDED.todos, updated_at = now()`,
-        [m.sessionId, m.frameId, JSON.stringify(m.todos)],
+        [m.sessionId, m.frameId, JSON.stringify(deepToPgText(m.todos))],
       );
       return;
     case 'grantTools': {
       const sessionId = m.scope.kind === 'session' ? m.scope.sessionId : null;
       const frameId = m.scope.kind === 'frame' ? m.scope.frameId : null;
       for (const g of m.groups) {
-        await tx.query(
+        await exec(
+          tx,
           `INSERT INTO tool_grants (session_id, frame_id, group_name)
            VALUES (COALESCE($1::uuid, (SELECT session_id FROM stack_frames WHERE id = $2::uuid)), $2::uuid, $3)
            ON CONFLICT DO NOTHING`,
@@ -352,7 +404,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     }
     case 'setCompaction': {
       const s = m.summary;
-      await tx.query(
+      await exec(
+        tx,
         `INSERT INTO compaction_summaries (session_id, frame_id, summary, boundary_message_id)
          SELECT session_id, id, $2, $3 FROM stack_frames WHERE id = $1
          ON CONFLICT (session_id, frame_id) DO UPDATE SET summary = EXCLUDED.summary,
@@ -362,7 +415,8 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
       return;
     }
     case 'setTurnState':
-      await tx.query(
+      await exec(
+        tx,
         `UPDATE sessions SET turn_state = $2, turn_id = COALESCE($3, turn_id), updated_at = now() WHERE id = $1`,
         [m.sessionId, m.state, m.turnId ?? null],
       );
@@ -460,6 +514,7 @@ export function toToolCall(r: Row): ToolCallRow {
     requestId: (r.request_id as string | null) ?? null,
     childFrameId: (r.child_frame_id as string | null) ?? null,
     previewHash: (r.preview_hash as string | null) ?? null,
+    ...(r.stale_reasks ? { staleReasks: Number(r.stale_reasks) } : {}),
   };
 }
 

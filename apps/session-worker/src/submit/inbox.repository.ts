@@ -1,4 +1,4 @@
-import { queryRows } from '@skald/persistence';
+import { deepToPgText, queryRows, toPgText } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -35,9 +35,9 @@ export class InboxRepository {
         id,
         item.sessionId,
         item.userId,
-        item.clientMessageId,
-        item.content,
-        item.attachments ? JSON.stringify(item.attachments) : null,
+        toPgText(item.clientMessageId),
+        toPgText(item.content),
+        item.attachments ? JSON.stringify(deepToPgText(item.attachments)) : null,
         item.delivery,
         item.isSynthetic,
       ],
@@ -46,7 +46,7 @@ export class InboxRepository {
     const existing: Array<{ id: string; session_id: string }> = await queryRows(
       this.ds,
       `SELECT id, session_id FROM session_inbox WHERE user_id = $1 AND client_message_id = $2`,
-      [item.userId, item.clientMessageId],
+      [item.userId, toPgText(item.clientMessageId)],
     );
     const row = existing[0];
     if (!row) throw new Error('inbox row vanished after a conflict');

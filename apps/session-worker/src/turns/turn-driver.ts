@@ -3,7 +3,9 @@ import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import {
   CallNotAwaitingHumanError,
+  endFailedTurn,
   LeaseLostError,
+  MAX_COMMIT_FAILURES,
   LoopDeps,
   recoverTurn,
   resolveLoopConfig,
@@ -29,11 +31,13 @@ import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { PgSessionStore } from '../store/pg-session-store';
+import { refusedStep } from './refused-step';
 import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
 const OS = osInfo();
+
 /** How long a command waits for a driver that is letting go of a finished session. */
 const COMMAND_LEASE_WAIT_MS = 5_000;
 
@@ -110,7 +114,7 @@ export class TurnDriver implements OnApplicationShutdown {
     } catch (e) {
       failed = true;
       if (e instanceof LeaseLostError) this.log.warn({ ...d.ids, epoch: lease.epoch }, 'lease lost; stopped driving');
-      else
+      else {
         this.log.error(
           {
             ...d.ids,
@@ -119,6 +123,12 @@ export class TurnDriver implements OnApplicationShutdown {
           },
           'turn failed',
         );
+        const sqlState = refusedStep(e);
+        if (sqlState !== null && !d.lost.signal.aborted)
+          await this.countRefusedStep(d, e, sqlState).catch((err: unknown) =>
+            this.log.warn({ ...d.ids, err: String(err) }, 'could not record a failed commit'),
+          );
+      }
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
@@ -135,6 +145,46 @@ export class TurnDriver implements OnApplicationShutdown {
     // Input that arrived while we held the lease but after our last look: take it now. After a
     // failure the sweep retries later instead, so a poisoned session cannot spin a worker.
     if (!failed && (again || (await this.hasWork(sessionId)))) setImmediate(() => void this.drive(sessionId));
+  }
+
+  /**
+   * The retry budget: a step refused for what it carries (see `refusedStep`) is counted on the
+   * session row, per step; the sweep drives the session again later. After `MAX_COMMIT_FAILURES`
+   * in a row the turn is ended (its open calls failed, an `error` event) so that the sweep has
+   * nothing left to re-drive.
+   */
+  private async countRefusedStep(d: Driving, e: unknown, sqlState: string): Promise<void> {
+    const sessionId = d.lease.sessionId;
+    const failures = await this.turnState.recordCommitFailure(sessionId, d.ids.turnId ?? null);
+    if (failures < MAX_COMMIT_FAILURES) {
+      this.log.warn({ ...d.ids, failures, sqlState }, 'step refused; the sweep retries the turn later');
+      return;
+    }
+    const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) =>
+      this.announcer.announce(ev),
+    );
+    const session = await store.getSession(sessionId);
+    const { role } = await this.turnState.turnControl(sessionId);
+    const ended = await endFailedTurn(this.deps(store, session.userId, role, d.ids.turnId), {
+      sessionId,
+      ...(d.ids.turnId ? { inboxId: d.ids.turnId } : {}),
+    });
+    await this.turnState.clearCommitFailures(sessionId);
+    this.log.error(
+      { ...d.ids, failures, sqlState, err: e instanceof Error ? e.message : String(e), ...ended },
+      'turn ended: the same step failed too many times in a row',
+    );
+    await this.bus
+      .call('approval.cancel_session', {
+        actor: { userId: session.userId, role },
+        session_id: sessionId,
+        reason: 'stop',
+      })
+      .catch((err: unknown) => this.log.warn({ err: String(err) }, "could not cancel the session's pending requests"));
+    this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {
+      session_id: sessionId,
+      reason: 'failed',
+    });
   }
 
   /** Runs turns while there is work; true when more work may have arrived meanwhile. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ReplyDataOf } from '@skald/contracts';
-import { queryRows } from '@skald/persistence';
+import { fromJsonText, queryRows } from '@skald/persistence';
 
 export type ToolReply = ReplyDataOf<'tools.exec'>;
 
@@ -44,7 +44,8 @@ interface Row {
   user_id: string;
   tool_name: string;
   status: 'running' | 'done' | 'failed' | 'cancelled';
-  reply: ToolReply | null;
+  /** JSON text of the reply. */
+  reply: string | null;
   runner: string;
   stale: boolean;
 }
@@ -73,7 +74,8 @@ export class PgToolCallRecords extends ToolCallRecords {
     );
     if (!row) return this.claim(call, runner, staleAfterMs); // pruned meanwhile
     const who = { userId: row.user_id, toolName: row.tool_name };
-    if (row.status !== 'running' && row.reply) return { kind: 'finished', ...who, reply: row.reply };
+    if (row.status !== 'running' && row.reply)
+      return { kind: 'finished', ...who, reply: fromJsonText<ToolReply>(row.reply) };
     return { kind: row.stale ? 'abandoned' : 'running', ...who, runner: row.runner };
   }
 
@@ -89,7 +91,7 @@ export class PgToolCallRecords extends ToolCallRecords {
 
   async finish(toolCallId: string, runner: string, reply: ToolReply): Promise<void> {
     await this.db.query(
-      `UPDATE tool_call_results SET status = $3, reply = $4::jsonb, finished_at = now()
+      `UPDATE tool_call_results SET status = $3, reply = $4, finished_at = now()
         WHERE tool_call_id = $1 AND runner = $2 AND status = 'running'`,
       [toolCallId, runner, reply.status, JSON.stringify(reply)],
     );

@@ -256,7 +256,7 @@ describe('tool-runner: memory documents, durable results, previews, fail closed'
       });
       await expect(readFile(join(base, 'workspaces', alice.userId, 'ran.txt'))).rejects.toThrow(/ENOENT/);
       const [row] = await db.query<Array<{ status: string; reply: unknown }>>(
-        `SELECT status, reply FROM tool_call_results WHERE tool_call_id = $1`,
+        `SELECT status, reply::jsonb AS reply FROM tool_call_results WHERE tool_call_id = $1`,
         [id],
       );
       expect(row).toEqual({ status: 'failed', reply: { status: 'failed', error: INTERRUPTED_AFTER_START } });
@@ -346,7 +346,11 @@ describe('tool-runner: memory documents, durable results, previews, fail closed'
       expect(await preview(alice, 'edit_file', { path: 'missing.txt', old: 'a', new: 'b' })).toEqual({ preview: null });
       expect(await preview(alice, 'edit_file', { path: 'p.txt', old: 'absent', new: 'b' })).toEqual({ preview: null });
       expect(await preview(alice, 'read_file', { path: 'p.txt' })).toEqual({ preview: null });
-      expect(await preview(alice, 'write_file', { path: '/etc/passwd', content: 'x' })).toEqual({ preview: null });
+      // Outside the workspace: refused (no human is asked about a write that cannot run).
+      expect(await preview(alice, 'write_file', { path: '/etc/passwd', content: 'x' })).toEqual({
+        preview: null,
+        refused: 'path is outside the workspace (/workspace): /etc/passwd',
+      });
       // Another user's file is not the caller's: the preview is of the caller's own (missing) path.
       expect(await preview(bob, 'edit_file', { path: 'p.txt', old: 'one', new: 'x' })).toEqual({ preview: null });
     });

@@ -15,9 +15,7 @@ export class PreviewHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('tools.preview', (req) =>
-      withRequestLogIds(req, async () => ({ preview: await this.previews.preview(req) })),
-    );
+    this.bus.handle('tools.preview', (req) => withRequestLogIds(req, () => this.previews.reply(req)));
     this.bus.handle('tools.memory_context', async (req) => ({
       context: this.memory ? await this.memory.context(req.actor.userId, req.query, req.max_chars) : null,
     }));

@@ -15,9 +15,14 @@ import {
 import { FILE_LIMITS } from '../files/file-limits.constants';
 import { looksBinary } from '../files/text';
 import { MemoryToolsService } from '../memory/memory-tools.service';
-import { ToolError } from '../tool-error';
+import { DanglingSymlink, ToolError } from '../tool-error';
 import { isMemoryPath, resolveWorkspacePath } from '../workspace/workspace-path';
 import { WorkspacesService } from '../workspace/workspaces.service';
+
+/** Errors that make a write impossible whatever the human answers. */
+function refusal(e: unknown): e is ToolError {
+  return (e instanceof ToolError && e.code === 'outside_workspace') || e instanceof DanglingSymlink;
+}
 
 export type PreviewRequest = ParsedRequestOf<'tools.preview'>;
 
@@ -63,7 +68,7 @@ export class PreviewService {
   ) {}
 
   async preview(req: PreviewRequest): Promise<ApprovalPreview | null> {
-    const spec = WRITES[req.name];
+    const spec = Object.hasOwn(WRITES, req.name) ? WRITES[req.name] : undefined;
     if (!spec) return null;
     const parsed = spec.schema.safeParse(req.arguments);
     if (!parsed.success) return null;
@@ -79,7 +84,22 @@ export class PreviewService {
         ...(current.hash !== null ? { base_hash: current.hash } : {}),
       };
     } catch (e) {
+      if (refusal(e)) throw e;
       if (e instanceof EditError || e instanceof ToolError) return null;
+      throw e;
+    }
+  }
+
+  /**
+   * The `tools.preview` reply. A path that resolves outside the workspace (lexically, or through a
+   * symlink, dangling ones too) or through a dangling symlink is `refused` with the jail's
+   * sentence: such a write can never run as previewed, so no human is asked about it.
+   */
+  async reply(req: PreviewRequest): Promise<{ preview: ApprovalPreview | null; refused?: string }> {
+    try {
+      return { preview: await this.preview(req) };
+    } catch (e) {
+      if (refusal(e)) return { preview: null, refused: e.message };
       throw e;
     }
   }
@@ -113,6 +133,7 @@ export class PreviewService {
     try {
       opened = await jail.openRead(p);
     } catch (e) {
+      if (refusal(e)) throw e;
       if (e instanceof ToolError && e.code === 'not_found') return { virtual: p.virtual, text: null, hash: null };
       return null;
     }

@@ -48,7 +48,8 @@ describe('Jail: file tools stay inside the user workspace', () => {
   it('refuses a dangling symlink pointing out (no file is created outside)', async () => {
     await symlink(join(outside, 'new.txt'), join(fx.home, 'dangling'));
     const e = await refused(fx.files.writeFile(fx.ctx(), { path: 'dangling', content: 'x' }));
-    expect(e.code).toBe('not_found');
+    expect(e.code).toBe('outside_workspace');
+    expect(e.message).toBe('/workspace/dangling resolves outside the workspace (through a symlink); access refused');
     await expect(stat(join(outside, 'new.txt'))).rejects.toThrow(/ENOENT/);
   });
 

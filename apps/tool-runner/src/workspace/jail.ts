@@ -1,6 +1,7 @@
 import { constants as C, Dirent } from 'node:fs';
-import { FileHandle, lstat, mkdir, open, readdir, realpath, unlink } from 'node:fs/promises';
-import { ToolError } from '../tool-error';
+import { FileHandle, lstat, mkdir, open, readdir, readlink, realpath, unlink } from 'node:fs/promises';
+import { posix } from 'node:path';
+import { DanglingSymlink, ToolError } from '../tool-error';
 import { WorkspacePath } from './workspace-path';
 
 const DIR_NOFOLLOW = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
@@ -210,11 +211,25 @@ export class Jail {
       target = await realpath(link);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT')
-        throw new ToolError('not_found', `${p.virtual} leads through a symlink whose target does not exist`);
+      if (code === 'ENOENT') {
+        // A dangling link: where it points decides (a write must never create a file outside).
+        if (!(await this.danglingTargetInside(link))) throw escape(p);
+        throw new DanglingSymlink(p.virtual);
+      }
       throw ioError(e, p);
     }
     if (!this.contains(target)) throw escape(p);
+  }
+
+  /** Whether a dangling symlink's target, resolved lexically against the link's real directory, lies inside. */
+  private async danglingTargetInside(link: string): Promise<boolean> {
+    try {
+      const target = await readlink(link);
+      const dir = await realpath(posix.dirname(link));
+      return this.contains(posix.resolve(dir, target));
+    } catch {
+      return false;
+    }
   }
 
   /** After opening: the descriptor's real path must lie inside the root. */

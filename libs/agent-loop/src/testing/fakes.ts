@@ -67,7 +67,7 @@ export class FakeGate implements GatePort {
   async check(request: GateRequest): Promise<GateDecision> {
     this.checks.push(structuredClone(request));
     if (typeof this.rules === 'function') return this.rules(request);
-    return this.rules[request.name] ?? { kind: 'allow' };
+    return Object.hasOwn(this.rules, request.name) ? this.rules[request.name] : { kind: 'allow' };
   }
 }
 

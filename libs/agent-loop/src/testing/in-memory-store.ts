@@ -40,6 +40,14 @@ export class SimulatedCrash extends Error {
   }
 }
 
+/** Thrown by a commit the store refuses for what it holds (as Postgres refuses a value): nothing applied. */
+export class RejectedCommit extends Error {
+  constructor(readonly commitNumber: number) {
+    super(`commit #${commitNumber} rejected by the store`);
+    this.name = 'RejectedCommit';
+  }
+}
+
 function emptyState(): StoreState {
   return {
     sessions: [],
@@ -106,6 +114,13 @@ export class InMemoryStore implements SessionStore {
   }
 
   private crashPredicate: ((mutations: Mutation[], events: SessionEventDraft[]) => boolean) | null = null;
+
+  /** Commits matching the predicate throw `RejectedCommit` (every time); others apply. */
+  rejectWhen(predicate: ((mutations: Mutation[], events: SessionEventDraft[]) => boolean) | null): void {
+    this.rejectPredicate = predicate;
+  }
+
+  private rejectPredicate: ((mutations: Mutation[], events: SessionEventDraft[]) => boolean) | null = null;
 
   /** Every later commit throws `LeaseLostError`. */
   loseLease(): void {
@@ -213,6 +228,7 @@ export class InMemoryStore implements SessionStore {
       this.crashed = true;
       throw new SimulatedCrash(this.commitCount + 1);
     }
+    if (this.rejectPredicate?.(mutations, events)) throw new RejectedCommit(this.commitCount + 1);
     const next = clone(this.state);
     this.mustSession(next, sessionId);
     for (const m of mutations) this.apply(next, sessionId, clone(m));

@@ -1,6 +1,7 @@
 export {
   InMemoryStore,
   SimulatedCrash,
+  RejectedCommit,
   type StoreState,
   type StoredEvent,
   type StoredInboxItem,

@@ -29,8 +29,8 @@ export class ApprovalRequestEntity {
   @Column('text') source!: string;
   @Column('text', { name: 'tool_name' }) toolName!: string;
   @Column('text') arguments!: string;
-  @Column('jsonb', { nullable: true }) preview!: Record<string, unknown> | null;
-  @Column('jsonb', { nullable: true }) question!: Record<string, unknown> | null;
+  @Column('text', { nullable: true }) preview!: string | null;
+  @Column('text', { nullable: true }) question!: string | null;
   @Column('text') status!: 'pending' | 'approved' | 'rejected' | 'answered' | 'cancelled';
   @Column('text', { nullable: true }) note!: string | null;
   @Column('text', { nullable: true }) answer!: string | null;

@@ -113,7 +113,7 @@ export class SessionEventEntity {
   @PrimaryColumn('uuid', { name: 'session_id' }) sessionId!: string;
   @PrimaryColumn('bigint') seq!: string;
   @Column('text') type!: string;
-  @Column('jsonb') payload!: Record<string, unknown>;
+  @Column('text') payload!: string;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
 }
 

@@ -21,7 +21,7 @@ export class ToolCallResultEntity {
   @Column('uuid', { name: 'session_id' }) sessionId!: string;
   @Column('text', { name: 'tool_name' }) toolName!: string;
   @Column('text') status!: 'running' | 'done' | 'failed' | 'cancelled';
-  @Column('jsonb', { nullable: true }) reply!: Record<string, unknown> | null;
+  @Column('text', { nullable: true }) reply!: string | null;
   @Column('text') runner!: string;
   @Column('timestamptz', { name: 'started_at' }) startedAt!: Date;
   @Column('timestamptz', { name: 'heartbeat_at' }) heartbeatAt!: Date;

@@ -9,6 +9,7 @@ import { LlmUsage1764460800600 } from './1764460800600-llm-usage';
 import { AgentsCatalog1764460800700 } from './1764460800700-agents-catalog';
 import { Scheduler1764460800800 } from './1764460800800-scheduler';
 import { WsTicketCredential1764460800900 } from './1764460800900-ws-ticket-credential';
+import { PoisonSafe1764460801000 } from './1764460801000-poison-safe';
 import { BuiltInApprovalRules1764460802170 } from './1764460802170-built-in-approval-rules';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
@@ -24,6 +25,7 @@ export const MIGRATIONS = [
   AgentsCatalog1764460800700,
   Scheduler1764460800800,
   WsTicketCredential1764460800900,
+  PoisonSafe1764460801000,
   BuiltInApprovalRules1764460802170,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

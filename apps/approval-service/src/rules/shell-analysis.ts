@@ -93,9 +93,10 @@ const RESERVED = new Set([
   'while',
 ]);
 /** Unquoted word characters with no meaning to either shell (no glob, tilde, brace, history, comment). */
-const PLAIN_WORD = /^(?:[A-Za-z0-9_.\/:@%+,=-]|\\[\x21-\x7e])+$/;
+const PLAIN_WORD = /^(?:[A-Za-z0-9_.\/:@%+,=-]|\\[\x20-\x7e])+$/;
 const DIGITS = /^[0-9]+$/;
-const BLANKS = /^(?:[ \t\n]|\\\n)*$/;
+/** A line continuation counts as a blank only after a blank: `a\\<newline>b` is the one word `ab`. */
+const BLANKS = /^(?:[ \t\n]|[ \t]\\\n)*$/;
 const OPERATORS = new Set([';', '&&', '||', '|']);
 const REDIRECT_OPS = new Set(['>', '>>', '<', '>|', '>&', '<&']);
 
@@ -169,14 +170,24 @@ class TreeReader {
         return;
       case 'redirected_statement': {
         const body = node.childForFieldName('body');
-        const redirs: Redirection[] = [];
+        const redirs: Array<Redirection & { extra: string[] }> = [];
+        let touching = -1;
         for (const c of node.children) {
-          if (!c || c === body || c.id === body?.id) continue;
+          if (!c) continue;
+          if (c.startIndex === touching && c.firstChild?.type === 'file_descriptor')
+            throw new NotSimple('a descriptor number joined to a word');
+          touching = c.endIndex;
+          if (c.id === body?.id) continue;
           if (c.type === 'file_redirect') redirs.push(this.redirect(c));
           else throw new NotSimple(notAllowed(c));
         }
         if (!body || body.type !== 'command') throw new NotSimple('a redirection of a compound command');
-        this.commands.push(this.command(body, redirs));
+        const cmd = this.command(body, []);
+        for (const r of redirs) {
+          cmd.argv.push(...r.extra);
+          cmd.redirections.push({ op: r.op, fd: r.fd, target: r.target });
+        }
+        this.commands.push(cmd);
         return;
       }
       case 'list':
@@ -200,8 +211,14 @@ class TreeReader {
 
   private command(node: TsNode, redirections: Redirection[]): SimpleCommand {
     const cmd: SimpleCommand = { argv: [], assignments: [], redirections };
+    let lastEnd = -1;
+    let touching = -1;
     for (const c of node.children) {
       if (!c) continue;
+      // a node glued to an assignment or a redirection belongs to it in the shell's reading
+      if (c.startIndex === touching && lastEnd === -1) throw new NotSimple('words joined to an assignment or a redirection');
+      if (c.type === 'file_redirect' && c.startIndex === touching && c.firstChild?.type === 'file_descriptor')
+        throw new NotSimple('a descriptor number joined to a word');
       switch (c.type) {
         case 'variable_assignment':
           if (cmd.argv.length > 0) throw new NotSimple('an assignment after the command name');
@@ -215,13 +232,26 @@ class TreeReader {
           cmd.argv.push(name);
           break;
         }
-        case 'file_redirect':
-          cmd.redirections.push(this.redirect(c));
+        case 'file_redirect': {
+          const r = this.redirect(c);
+          if (r.extra.length > 0 && cmd.argv.length === 0) throw new NotSimple('a redirection before the command name');
+          cmd.argv.push(...r.extra);
+          cmd.redirections.push({ op: r.op, fd: r.fd, target: r.target });
           break;
-        default:
+        }
+        default: {
           if (cmd.argv.length === 0) throw new NotSimple(notAllowed(c));
-          cmd.argv.push(this.word(c));
+          const w = this.word(c);
+          // nodes with nothing between them are one word to the shell
+          if (c.startIndex === lastEnd) {
+            cmd.argv[cmd.argv.length - 1] += w;
+            if (cmd.argv.length === 1 && RESERVED.has(cmd.argv[0]))
+              throw new NotSimple(`the shell word ${cmd.argv[0]} needs a human`);
+          } else cmd.argv.push(w);
+        }
       }
+      lastEnd = c.type === 'command_name' || c.type === 'word' || !['file_redirect', 'variable_assignment'].includes(c.type) ? c.endIndex : -1;
+      touching = c.endIndex;
     }
     if (cmd.argv.length === 0) throw new NotSimple('an assignment without a command changes the shell');
     return cmd;
@@ -239,7 +269,8 @@ class TreeReader {
     return `${name.text}=${this.word(kids[2])}`;
   }
 
-  private redirect(node: TsNode): Redirection {
+  /** A redirection, and the words after its target that tree-sitter files under it (`>f a` → argument a). */
+  private redirect(node: TsNode): Redirection & { extra: string[] } {
     const kids = node.children.filter((x) => x !== null);
     let i = 0;
     let fd: string | null = null;
@@ -254,11 +285,18 @@ class TreeReader {
       throw new NotSimple(`the redirection ${JSON.stringify(op?.type ?? node.text)} needs a human`);
     this.cover(op);
     const dest = kids[i + 1];
-    if (!dest || kids.length !== i + 2) throw new NotSimple(notAllowed(node));
+    if (!dest) throw new NotSimple(notAllowed(node));
     const target = this.word(dest);
     if ((op.type === '>&' || op.type === '<&') && !DIGITS.test(target))
       throw new NotSimple(`the redirection ${op.type}${target} needs a human`);
-    return { op: op.type, fd, target };
+    const extra: string[] = [];
+    let end = dest.endIndex;
+    for (const k of kids.slice(i + 2)) {
+      if (k.startIndex === end) throw new NotSimple('words joined to a redirection');
+      extra.push(this.word(k));
+      end = k.endIndex;
+    }
+    return { op: op.type, fd, target, extra };
   }
 
   /** The literal value of a word-like node; anything that expands needs a human. */
@@ -279,21 +317,15 @@ class TreeReader {
         return t.slice(1, -1);
       }
       case 'string': {
-        let out = '';
-        const kids = node.children.filter((x) => x !== null);
-        if (kids.length < 2 || kids[0].type !== '"' || kids[kids.length - 1].type !== '"')
-          throw new NotSimple(notAllowed(node));
-        this.cover(kids[0]);
-        this.cover(kids[kids.length - 1]);
-        for (const k of kids.slice(1, -1)) {
-          if (k.type !== 'string_content') throw new NotSimple(`${notAllowed(k)} inside double quotes`);
-          const t = k.text;
-          if (/(^|[^\\])(\\\\)*[$`]/.test(t)) throw new NotSimple('an expansion inside double quotes');
-          this.cover(k);
-          out += t.replace(/\\([$`"\\\n])/g, (_m, ch: string) => (ch === '\n' ? '' : ch));
-        }
-        // the quotes and contents must tile the string exactly
-        return out;
+        // the children may skip blank content, so the text between the quotes is read here
+        const t = node.text;
+        if (t.length < 2 || t[0] !== '"' || t[t.length - 1] !== '"') throw new NotSimple(notAllowed(node));
+        for (const k of node.namedChildren)
+          if (k && k.type !== 'string_content') throw new NotSimple(`${notAllowed(k)} inside double quotes`);
+        const body = t.slice(1, -1);
+        if (/(^|[^\\])(\\\\)*[$`"]/.test(body)) throw new NotSimple('an expansion inside double quotes');
+        this.cover(node);
+        return body.replace(/\\([$`"\\\n])/g, (_m, ch: string) => (ch === '\n' ? '' : ch));
       }
       case 'concatenation': {
         let out = '';

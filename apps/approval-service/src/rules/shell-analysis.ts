@@ -408,8 +408,9 @@ function gapReason(gap: string): string {
 
 // ---------------------------------------------------------------- token scan
 
-const SCAN_SEPARATORS = /[;&|()<>`{}\n]+/;
-const SCAN_BLANKS = /[\s\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]+/;
+const SCAN_SEPARATORS = /[;&|()<>`\n]+/;
+/** Blanks to some shell, plus brace-expansion punctuation (`{rm,-rf,x}` runs rm -rf x in bash). */
+const SCAN_BLANKS = /[\s{},\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]+/;
 
 /**
  * A line that cannot be read as simple commands, cut into candidate commands by every character

@@ -115,9 +115,9 @@ export const READ_ONLY_CATALOGUE: readonly CatalogueEntry[] = [
   },
   {
     programs: ['rg'],
-    when: '`--pre`',
-    effect: 'runs a preprocessor program on every file',
-    test: (a) => hasOption(a, '--pre'),
+    when: '`--pre`, `--hostname-bin`, `-z`, `--search-zip`',
+    effect: 'runs a preprocessor, a program or decompressors on every file',
+    test: (a) => hasOption(a, '--pre', '--hostname-bin', '--search-zip') || hasWord(a, '-z'),
   },
   {
     programs: ['uniq'],

@@ -36,8 +36,12 @@ export type ShellAnalysis =
 
 /** The largest line the gate parses; a longer one needs a human. */
 export const MAX_LINE_BYTES = 64 * 1024;
-/** Parse time budget: a parse still running after it is cancelled and the line needs a human. */
+/**
+ * Parse budget: a parse that has used this much CPU time (this process's, so a busy machine does
+ * not cancel honest lines), or four times as much wall time, is cancelled and the line needs a human.
+ */
 export const PARSE_BUDGET_MS = 40;
+const WALL_CAP_MS = 4 * PARSE_BUDGET_MS;
 
 let parser: TsParser | null = null;
 let loading: Promise<void> | null = null;
@@ -114,13 +118,17 @@ export function analyzeCommand(line: string): ShellAnalysis {
   if (line.trim() === '') return needs('empty command line');
   const p = parser;
   if (!p) return needs('the shell parser is not loaded yet');
-  const deadline = performance.now() + PARSE_BUDGET_MS;
+  const wallDeadline = performance.now() + WALL_CAP_MS;
+  const cpuStart = process.cpuUsage();
+  const overBudget = (): boolean => {
+    if (performance.now() > wallDeadline) return true;
+    const used = process.cpuUsage(cpuStart);
+    return (used.user + used.system) / 1000 > PARSE_BUDGET_MS;
+  };
   let tree;
   try {
     p.reset();
-    tree = p.parse(line, null, {
-      progressCallback: (() => performance.now() > deadline) as unknown as () => void,
-    });
+    tree = p.parse(line, null, { progressCallback: overBudget as unknown as () => void });
   } catch {
     return needs('the command line cannot be parsed');
   }

@@ -153,7 +153,9 @@ const CALLS = [
 async function parserBench() {
   const shell = require(path.join(ROOT, 'apps/approval-service/dist/rules/shell-analysis'));
   await shell.initShellParser();
-  const line = Array.from({ length: 200 }, (_, i) => `tool${i} --flag 'quoted arg' "two words" path/to/file${i}`).join(' && ');
+  const line = Array.from({ length: 200 }, (_, i) => `tool${i} --flag 'quoted arg' "two words" path/to/file${i}`).join(
+    ' && ',
+  );
   const ms = [];
   for (let i = 0; i < 300; i++) {
     const t = process.hrtime.bigint();

@@ -40,7 +40,7 @@ const REGRESSIONS = [
   'c1 a\\\nb',
   'c1 \\\n -x',
   'c1 a#b #c',
-  "c1 'a'\"b\"c \"d\\\"e\"",
+  'c1 \'a\'"b"c "d\\"e"',
   'c1 >f 2>&1 <f2',
   'c1 &>f c2',
   'c1 |& c2',
@@ -54,7 +54,31 @@ const REGRESSIONS = [
 const ident = fc.constantFrom('X', 'U', 'PATH', 'IFS', 'a_1');
 const plainChars = fc.constantFrom(...'abcxyz019-._/=:,+%@'.split(''));
 const oddChars = fc.constantFrom(
-  ...['*', '?', '[', ']', '~', '{', '}', '#', '!', '^', '\\', '$', '`', '(', ')', ';', '&', '|', '<', '>', '\r', '\n', '\t'],
+  ...[
+    '*',
+    '?',
+    '[',
+    ']',
+    '~',
+    '{',
+    '}',
+    '#',
+    '!',
+    '^',
+    '\\',
+    '$',
+    '`',
+    '(',
+    ')',
+    ';',
+    '&',
+    '|',
+    '<',
+    '>',
+    '\r',
+    '\n',
+    '\t',
+  ],
   ...['\u00a0', '\u000b', '\f', '\u2028', '\ufeff', '\u3000', 'é', ' '],
 );
 const literal = fc.stringMatching(/^[a-z0-9._/=:,+%@-]{1,6}$/);
@@ -64,7 +88,10 @@ const piece: fc.Arbitrary<string> = fc.oneof(
   { weight: 30, arbitrary: literal },
   { weight: 3, arbitrary: literal.map((s) => `'${s} ${s}'`) },
   { weight: 3, arbitrary: literal.map((s) => `"${s} x"`) },
-  { weight: 1, arbitrary: fc.constantFrom('"a\\"b"', '"a\\\\b"', '"a\\$b"', '"a\\`b"', "'a\"b'", '"a\'b"', '"x\\\ny"') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('"a\\"b"', '"a\\\\b"', '"a\\$b"', '"a\\`b"', "'a\"b'", '"a\'b"', '"x\\\ny"'),
+  },
   { weight: 1, arbitrary: plainChars.map((c) => `\\${c}`) },
   { weight: 1, arbitrary: oddChars },
   { weight: 1, arbitrary: oddChars.map((c) => `'${c}'`) },
@@ -100,7 +127,12 @@ const redirection = fc.oneof(
   literal.map((f) => `< ${f}`),
   literal.map((f) => `2>${f}`),
   fc.constantFrom('2>&1', '>&2', '>/dev/null', '&>f', '>&f', '<>f', '>|f', '<<<x', '3>&-'),
-  fc.constantFrom("<<'EOF'\nbody $(c2)\nEOF\n", '<<EOF\nbody $(c2)\nEOF\n', '<<EOF\r\nx\nEOF\r\nc2\nEOF\n', '<<-EOF\n\tx\n\tEOF\n'),
+  fc.constantFrom(
+    "<<'EOF'\nbody $(c2)\nEOF\n",
+    '<<EOF\nbody $(c2)\nEOF\n',
+    '<<EOF\r\nx\nEOF\r\nc2\nEOF\n',
+    '<<-EOF\n\tx\n\tEOF\n',
+  ),
 );
 const blank = fc.oneof(
   { weight: 60, arbitrary: fc.constant(' ') },
@@ -109,14 +141,19 @@ const blank = fc.oneof(
 );
 const simpleCommand = fc
   .tuple(
-    fc.option(ident.map((v) => `${v}=x `), { freq: 10 }),
+    fc.option(
+      ident.map((v) => `${v}=x `),
+      { freq: 10 },
+    ),
     cmdName,
     fc.array(fc.tuple(blank, fc.oneof({ weight: 6, arbitrary: word }, { weight: 1, arbitrary: redirection })), {
       maxLength: 4,
     }),
     fc.option(fc.constantFrom(' # note', ' #; c2', '#c2'), { freq: 8 }),
   )
-  .map(([assign, name, args, comment]) => `${assign ?? ''}${name}${args.map(([b, w]) => b + w).join('')}${comment ?? ''}`);
+  .map(
+    ([assign, name, args, comment]) => `${assign ?? ''}${name}${args.map(([b, w]) => b + w).join('')}${comment ?? ''}`,
+  );
 const compound = fc.oneof(
   { weight: 20, arbitrary: simpleCommand },
   {
@@ -181,7 +218,11 @@ function parseLog(buf: Buffer): Map<number, string[][]> {
   return out;
 }
 
-async function runUnder(shell: 'dash' | 'bash', dir: string, lines: readonly string[]): Promise<Map<number, string[][]>> {
+async function runUnder(
+  shell: 'dash' | 'bash',
+  dir: string,
+  lines: readonly string[],
+): Promise<Map<number, string[][]>> {
   const work = join(dir, shell);
   mkdirSync(work);
   writeFileSync(join(work, 'driver.sh'), driver(lines));
@@ -216,7 +257,8 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
     for (const l of all) {
       const a = analyzeCommand(l);
       if (a.kind === 'simple') simple.push({ line: l, seen: a.commands.flatMap((c) => effectiveCommands(c.argv)) });
-      else if (process.env.SKALD_SHELL_DIFF_REASONS) reasons.set(a.reason.replace(/".*"/, '…'), (reasons.get(a.reason.replace(/".*"/, '…')) ?? 0) + 1);
+      else if (process.env.SKALD_SHELL_DIFF_REASONS)
+        reasons.set(a.reason.replace(/".*"/, '…'), (reasons.get(a.reason.replace(/".*"/, '…')) ?? 0) + 1);
     }
     const dir = mkdtempSync(join(tmpdir(), 'skald-shell-diff-'));
     try {
@@ -231,7 +273,9 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
       const divergences: string[] = [];
       let executed = 0;
       let logged = 0;
-      const runs = await Promise.all((['dash', 'bash'] as const).map(async (shell) => [shell, await runUnder(shell, dir, lines)] as const));
+      const runs = await Promise.all(
+        (['dash', 'bash'] as const).map(async (shell) => [shell, await runUnder(shell, dir, lines)] as const),
+      );
       for (const [shell, ran] of runs) {
         simple.forEach((s, i) => {
           const programs = ran.get(i) ?? [];
@@ -241,7 +285,9 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
             const key = JSON.stringify([baseName(argv[0]), ...argv.slice(1)]);
             const ok = s.seen.some((g) => JSON.stringify([baseName(g[0]), ...g.slice(1)]) === key);
             if (!ok)
-              divergences.push(`${shell} ran ${key} for ${JSON.stringify(s.line)}; the gate saw ${JSON.stringify(s.seen)}`);
+              divergences.push(
+                `${shell} ran ${key} for ${JSON.stringify(s.line)}; the gate saw ${JSON.stringify(s.seen)}`,
+              );
           }
         });
       }

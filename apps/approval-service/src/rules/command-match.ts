@@ -86,7 +86,10 @@ const WRAPPERS: Record<string, WrapperSpec> = {
   xargs: {
     valued: ['-I', '-L', '-n', '-P', '-s', '-d', '-E', '-a', '--max-args', '--max-procs', '--delimiter', '--arg-file'],
   },
-  sudo: { valued: ['-u', '-g', '-C', '-D', '-h', '-p', '-r', '-t', '-U', '-T', '--user', '--group'], assignments: true },
+  sudo: {
+    valued: ['-u', '-g', '-C', '-D', '-h', '-p', '-r', '-t', '-U', '-T', '--user', '--group'],
+    assignments: true,
+  },
   doas: { valued: ['-u', '-C'] },
   ionice: { valued: ['-c', '-n', '-p', '--class', '--classdata'] },
   setsid: { valued: [] },
@@ -301,7 +304,10 @@ export function compileCommandWords(words: readonly string[]): CommandPattern {
     exact: (argv) => prefixMatch(exact, argv),
     normalised: (argv) => {
       const n = normaliseArgv(argv);
-      if (programMatcher !== null && !(typeof programMatcher === 'string' ? n.program === programMatcher : programMatcher.test(n.program)))
+      if (
+        programMatcher !== null &&
+        !(typeof programMatcher === 'string' ? n.program === programMatcher : programMatcher.test(n.program))
+      )
         return false;
       for (const f of norm.flags) if (!n.flags.has(f)) return false;
       return prefixMatch(positional, n.positional);
@@ -318,7 +324,11 @@ export function matchesWhatRuns(pattern: CommandPattern, argv: readonly string[]
  * Deny/require matching over a line that cannot be read: every token that could be the pattern's
  * program starts a candidate command running to the end of its segment.
  */
-export function scanMatches(pattern: CommandPattern, segments: readonly string[][], maxStarts = 64): boolean | 'too_many' {
+export function scanMatches(
+  pattern: CommandPattern,
+  segments: readonly string[][],
+  maxStarts = 64,
+): boolean | 'too_many' {
   let starts = 0;
   for (const seg of segments) {
     for (let i = 0; i < seg.length; i++) {

@@ -148,7 +148,13 @@ describe('deny rules match what runs (evasion table)', () => {
   it.each(['rm -i x', 'rm x', 'rm -r x', 'ls -rf', 'echo rm -rf x', 'git push origin main'])(
     '%j is not denied by rm -rf * / git push --force',
     (line) => {
-      const r = evaluate(RULES, { toolName: 'execute_cmd', arguments: { command: line }, agentId: 'main', source: 'web', isAdmin: false });
+      const r = evaluate(RULES, {
+        toolName: 'execute_cmd',
+        arguments: { command: line },
+        agentId: 'main',
+        source: 'web',
+        isAdmin: false,
+      });
       expect(r.decision).not.toBe('deny');
     },
   );

@@ -1,4 +1,4 @@
-import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
+import { evaluate, RuleRow, RuleSet } from './rule-engine';
 import { initShellParser } from './shell-analysis';
 import { writesOrRuns } from './read-only-catalogue';
 
@@ -15,11 +15,43 @@ const allow = (commandPattern: string): RuleRow => ({
   priority: 50,
   ord,
 });
-const PROGRAMS = ['find', 'git', 'sed', 'sort', 'tee', 'awk', 'less', 'tar', 'rg', 'uniq', 'tree', 'curl', 'wget', 'date', 'dd', 'unzip', 'yq', 'ls', 'cat', 'grep', 'head', 'wc'];
-const RULES = new RuleSet([...PROGRAMS.map((p) => allow(`${p} *`)), { ...allow('*'), toolPattern: '*', commandPattern: null, action: 'require', priority: 999999 }]);
+const PROGRAMS = [
+  'find',
+  'git',
+  'sed',
+  'sort',
+  'tee',
+  'awk',
+  'less',
+  'tar',
+  'rg',
+  'uniq',
+  'tree',
+  'curl',
+  'wget',
+  'date',
+  'dd',
+  'unzip',
+  'yq',
+  'ls',
+  'cat',
+  'grep',
+  'head',
+  'wc',
+];
+const RULES = new RuleSet([
+  ...PROGRAMS.map((p) => allow(`${p} *`)),
+  { ...allow('*'), toolPattern: '*', commandPattern: null, action: 'require', priority: 999999 },
+]);
 
 const check = (line: string) =>
-  evaluate(RULES, { toolName: 'execute_cmd', arguments: { command: line }, agentId: 'main', source: 'web', isAdmin: false } as GateInput);
+  evaluate(RULES, {
+    toolName: 'execute_cmd',
+    arguments: { command: line },
+    agentId: 'main',
+    source: 'web',
+    isAdmin: false,
+  });
 
 describe('read-only catalogue: an allow rule on a writing or executing invocation asks', () => {
   beforeAll(() => initShellParser());
@@ -51,9 +83,9 @@ describe('read-only catalogue: an allow rule on a writing or executing invocatio
     'sort --output=out in',
     'sort --compress-program=sh in',
     'tee out',
-    "awk '{system(\"id\")}' f",
-    "awk '{print > \"out\"}' f",
-    "awk '{print | \"sh\"}' f",
+    'awk \'{system("id")}\' f',
+    'awk \'{print > "out"}\' f',
+    'awk \'{print | "sh"}\' f',
     'awk -f prog.awk f',
     'less f',
     'tar -xf a.tar',

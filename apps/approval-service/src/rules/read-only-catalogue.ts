@@ -105,7 +105,16 @@ export const READ_ONLY_CATALOGUE: readonly CatalogueEntry[] = [
     when: 'anything but listing (`t`, `--list`), and `--to-command`, `-I`, `--use-compress-program`, `--checkpoint-action`, `-F`, `--info-script`',
     effect: 'extracts or writes archives; runs programs',
     test: (a) => {
-      if (hasOption(a, '--to-command', '--use-compress-program', '--checkpoint-action', '--info-script', '--new-volume-script'))
+      if (
+        hasOption(
+          a,
+          '--to-command',
+          '--use-compress-program',
+          '--checkpoint-action',
+          '--info-script',
+          '--new-volume-script',
+        )
+      )
         return true;
       if (hasWord(a, '-I', '-F')) return true;
       const first = a[1] ?? '';
@@ -136,7 +145,22 @@ export const READ_ONLY_CATALOGUE: readonly CatalogueEntry[] = [
     when: '`-o`, `-O`, `--output`, `--remote-name`, `-D`, `--dump-header`, `-c`, `--cookie-jar`, `--trace`, `-K`, `--config`',
     effect: 'writes files; reads options (and output paths) from a file',
     test: (a) =>
-      hasOption(a, '-o', '-O', '--output', '--remote-name', '-D', '--dump-header', '-c', '--cookie-jar', '--trace', '--trace-ascii', '-K', '--config', '--libcurl'),
+      hasOption(
+        a,
+        '-o',
+        '-O',
+        '--output',
+        '--remote-name',
+        '-D',
+        '--dump-header',
+        '-c',
+        '--cookie-jar',
+        '--trace',
+        '--trace-ascii',
+        '-K',
+        '--config',
+        '--libcurl',
+      ),
   },
   {
     programs: ['wget'],
@@ -178,11 +202,16 @@ export function writesOrRuns(argv: readonly string[]): string | null {
   const program = baseName(argv[0] ?? '');
   const entry = BY_PROGRAM.get(program);
   if (!entry || !entry.test(argv)) return null;
-  return `${program} ${entry.when === 'every invocation' ? '' : `with ${entry.when} `}${entry.effect}`.replace(/`/g, '');
+  return `${program} ${entry.when === 'every invocation' ? '' : `with ${entry.when} `}${entry.effect}`.replace(
+    /`/g,
+    '',
+  );
 }
 
 /** The docs table (docs/approval.md, between the catalogue markers). */
 export function catalogueMarkdown(): string {
-  const rows = READ_ONLY_CATALOGUE.map((e) => `| ${e.programs.map((p) => `\`${p}\``).join(', ')} | ${e.when} | ${e.effect} |`);
+  const rows = READ_ONLY_CATALOGUE.map(
+    (e) => `| ${e.programs.map((p) => `\`${p}\``).join(', ')} | ${e.when} | ${e.effect} |`,
+  );
   return ['| program | invocations that are not read-only | what they do |', '| --- | --- | --- |', ...rows].join('\n');
 }

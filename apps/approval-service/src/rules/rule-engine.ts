@@ -155,7 +155,8 @@ export function compilePathPattern(pattern: string): (path: string) => boolean {
  */
 export function compileCommandPattern(pattern: string): CommandPattern {
   const words = patternWords(pattern);
-  if (typeof words === 'string') throw new RuleCompileError('command_pattern', `command pattern does not parse: ${words}`);
+  if (typeof words === 'string')
+    throw new RuleCompileError('command_pattern', `command pattern does not parse: ${words}`);
   return compileCommandWords(words);
 }
 
@@ -365,7 +366,12 @@ function decideOne(rules: readonly CompiledRule[], input: GateInput, cmd: Simple
       if (unallowable) continue;
       const caveat = writesOrRuns(cmd.argv);
       if (caveat)
-        return { decision: 'require', ruleId: rule.id, reason: `${text}: ${caveat}; ${describe(rule)} asks`, by: 'rule' };
+        return {
+          decision: 'require',
+          ruleId: rule.id,
+          reason: `${text}: ${caveat}; ${describe(rule)} asks`,
+          by: 'rule',
+        };
     } else if (rule.command && !matchesWhatRuns(rule.command, cmd.argv)) continue;
     return { decision: rule.action, ruleId: rule.id, reason: `${text}: ${describe(rule)}`, by: 'rule' };
   }
@@ -443,7 +449,12 @@ export function relax(result: GateResult, input: GateInput): GateResult {
   if (result.decision !== 'require') return result;
   if (result.needsHuman) {
     if (!input.autoDeny) return result;
-    return { ...result, decision: 'deny', reason: `${result.reason}; the session cannot ask a human (auto-deny)`, by: 'auto_deny' };
+    return {
+      ...result,
+      decision: 'deny',
+      reason: `${result.reason}; the session cannot ask a human (auto-deny)`,
+      by: 'auto_deny',
+    };
   }
   if (fastPathAllows(input))
     return { decision: 'allow', ruleId: result.ruleId, reason: 'pre-authorised by the run context', by: 'run_context' };

@@ -22,7 +22,7 @@ describe('shell analysis (tree-sitter-bash, whitelist)', () => {
     ['ls # ; make', [['ls']]],
     ['c1 >f a 2>&1 b', [['c1', 'a', 'b']]],
     ['"ls" -la', [['ls', '-la']]],
-    ["echo 'héllo' \"ü\"", [['echo', 'héllo', 'ü']]],
+    ['echo \'héllo\' "ü"', [['echo', 'héllo', 'ü']]],
   ])('reads %j', (line, expected) => {
     expect(argvs(line)).toEqual(expected);
   });
@@ -100,7 +100,13 @@ describe('shell analysis (tree-sitter-bash, whitelist)', () => {
   });
 
   it('answers any line up to 64 KB within the parse budget (plus margin)', () => {
-    const worst = ['a '.repeat(32_000), '"'.repeat(65_000), '$('.repeat(30_000), '{ '.repeat(30_000), "'a' ".repeat(16_000)];
+    const worst = [
+      'a '.repeat(32_000),
+      '"'.repeat(65_000),
+      '$('.repeat(30_000),
+      '{ '.repeat(30_000),
+      "'a' ".repeat(16_000),
+    ];
     for (const line of worst) {
       const started = performance.now();
       analyzeCommand(line);

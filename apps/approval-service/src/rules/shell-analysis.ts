@@ -30,9 +30,7 @@ export interface SimpleCommand {
   redirections: Redirection[];
 }
 
-export type ShellAnalysis =
-  | { kind: 'simple'; commands: SimpleCommand[] }
-  | { kind: 'needs_human'; reason: string };
+export type ShellAnalysis = { kind: 'simple'; commands: SimpleCommand[] } | { kind: 'needs_human'; reason: string };
 
 /** The largest line the gate parses; a longer one needs a human. */
 export const MAX_LINE_BYTES = 64 * 1024;
@@ -97,7 +95,7 @@ const RESERVED = new Set([
   'while',
 ]);
 /** Unquoted word characters with no meaning to either shell (no glob, tilde, brace, history, comment). */
-const PLAIN_WORD = /^(?:[A-Za-z0-9_.\/:@%+,=-]|\\[\x20-\x7e])+$/;
+const PLAIN_WORD = /^(?:[A-Za-z0-9_./:@%+,=-]|\\[\x20-\x7e])+$/;
 const DIGITS = /^[0-9]+$/;
 /** A line continuation counts as a blank only after a blank: `a\\<newline>b` is the one word `ab`. */
 const BLANKS = /^(?:[ \t\n]|[ \t]\\\n)*$/;
@@ -224,7 +222,8 @@ class TreeReader {
     for (const c of node.children) {
       if (!c) continue;
       // a node glued to an assignment or a redirection belongs to it in the shell's reading
-      if (c.startIndex === touching && lastEnd === -1) throw new NotSimple('words joined to an assignment or a redirection');
+      if (c.startIndex === touching && lastEnd === -1)
+        throw new NotSimple('words joined to an assignment or a redirection');
       if (c.type === 'file_redirect' && c.startIndex === touching && c.firstChild?.type === 'file_descriptor')
         throw new NotSimple('a descriptor number joined to a word');
       switch (c.type) {
@@ -258,7 +257,10 @@ class TreeReader {
           } else cmd.argv.push(w);
         }
       }
-      lastEnd = c.type === 'command_name' || c.type === 'word' || !['file_redirect', 'variable_assignment'].includes(c.type) ? c.endIndex : -1;
+      lastEnd =
+        c.type === 'command_name' || c.type === 'word' || !['file_redirect', 'variable_assignment'].includes(c.type)
+          ? c.endIndex
+          : -1;
       touching = c.endIndex;
     }
     if (cmd.argv.length === 0) throw new NotSimple('an assignment without a command changes the shell');

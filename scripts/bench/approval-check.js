@@ -156,16 +156,20 @@ async function parserBench() {
   const line = Array.from({ length: 200 }, (_, i) => `tool${i} --flag 'quoted arg' "two words" path/to/file${i}`).join(
     ' && ',
   );
+  for (let i = 0; i < 50; i++) shell.analyzeCommand(line); // warm-up (JIT)
   const ms = [];
+  let overBudget = 0;
   for (let i = 0; i < 300; i++) {
     const t = process.hrtime.bigint();
     const r = shell.analyzeCommand(line);
     ms.push(Number(process.hrtime.bigint() - t) / 1e6);
-    if (r.kind !== 'simple' || r.commands.length !== 200) throw new Error('the 200-command line did not parse');
+    if (r.kind !== 'simple') overBudget++;
+    else if (r.commands.length !== 200) throw new Error('the 200-command line was misread');
   }
   const p = percentiles(ms);
   console.log(
-    `shell parser alone, one line of 200 commands (${line.length} bytes): p50 ${p.p50.toFixed(3)} ms, p99 ${p.p99.toFixed(3)} ms`,
+    `shell parser alone, one line of 200 commands (${line.length} bytes): p50 ${p.p50.toFixed(3)} ms, p99 ${p.p99.toFixed(3)} ms` +
+      (overBudget > 0 ? ` (${overBudget} of 300 over the parse budget: asked a human)` : ''),
   );
   const K = shell.MAX_LINE_BYTES;
   const fill = (unit) => unit.repeat(Math.floor(K / Buffer.byteLength(unit)));

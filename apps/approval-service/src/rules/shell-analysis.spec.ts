@@ -73,6 +73,12 @@ describe('shell analysis (tree-sitter-bash, whitelist)', () => {
     ['echo a#b', ''],
     ['   ', 'empty'],
     ['ls\0x', 'NUL'],
+    ["let 'x[$(id)]'", 'builtin let'],
+    ['alias ls=id\nls', 'builtin alias'],
+    ["trap 'id' EXIT", 'builtin trap'],
+    ["unset 'a[$(id)]'", 'unset'],
+    ["read 'a[`id`]'", 'builtin read'],
+    ["PS4='$(id)' set -x", 'assignment'],
   ])('%j needs a human', (line, why) => {
     const r = analyzeCommand(line);
     expect(r.kind).toBe('needs_human');

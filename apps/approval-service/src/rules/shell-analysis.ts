@@ -362,6 +362,8 @@ class TreeReader {
     const dest = kids[i + 1];
     if (!dest) throw new NotSimple(notAllowed(node));
     const target = this.word(dest);
+    if (/^\/dev\/(tcp|udp)\//.test(target))
+      throw new NotSimple(`the redirection to ${target} opens a connection in bash`);
     if ((op.type === '>&' || op.type === '<&') && !DIGITS.test(target))
       throw new NotSimple(`the redirection ${op.type}${target} needs a human`);
     const extra: string[] = [];

@@ -9,6 +9,7 @@ import { APPROVAL_LOGGER } from '../config';
 import { ApprovalError } from '../errors';
 import { decideByRules, GateInput, GateResult, isVisible, relax } from '../rules/rule-engine';
 import { RulesService } from '../rules/rules.service';
+import { initShellParser } from '../rules/shell-analysis';
 
 type CheckRequest = ParsedRequestOf<'approval.check'>;
 
@@ -79,6 +80,8 @@ export class GateService {
 
   private async decide(input: GateInput, sessionId: string | undefined): Promise<GateResult> {
     let byRules: GateResult;
+    // the grammar loads once; a line checked while it cannot load needs a human
+    if (input.toolName === 'execute_cmd') await initShellParser().catch(() => undefined);
     try {
       byRules = decideByRules(await this.rules.ruleSet(), input);
     } catch {

@@ -1,5 +1,6 @@
 import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
 import { BypassScope, evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
+import { initShellParser } from './shell-analysis';
 
 /**
  * (rules, call) → decision, as data. `rules` names a rule set below; `call` is the tool name and
@@ -198,7 +199,7 @@ const CASES: Case[] = [
   { name: 'bypass category filesystem covers writes', rules: 'SEED', tool: 'write_file', args: { path: 'a', content: '' }, bypasses: [{ category: 'Filesystem' }], expect: 'allow' },
   { name: 'bypass mcp_server covers its tools', rules: 'SEED', tool: 'mcp__github__x', bypasses: [{ mcp_server: 'github' }], expect: 'allow' },
   { name: 'bypass mcp_server does not cover another server', rules: 'SEED', tool: 'mcp__gitlab__x', bypasses: [{ mcp_server: 'github' }], expect: 'require' },
-  { name: 'bypass never covers an unparsable line', rules: 'SEED', tool: 'execute_cmd', args: sh('echo "x'), bypasses: ['all'], expect: 'require' },
+  { name: 'bypass never allows an unparsable line', rules: 'SEED', tool: 'execute_cmd', args: sh('echo "x'), bypasses: ['all'], expect: 'require' },
 
   // ---- RunContext fast path
   { name: 'fast path: pre-authorised write', rules: 'SEED', tool: 'write_file', args: { path: 'out/a.txt', content: '' }, call: RC([], ['/workspace/out']), expect: 'allow', by: 'run_context' },
@@ -217,18 +218,19 @@ const CASES: Case[] = [
   { name: 'auto-deny after a bypass', rules: 'SEED', tool: 'execute_cmd', args: sh('make'), call: { autoDeny: true }, bypasses: ['all'], expect: 'allow' },
 
   // ---- shell lines
-  { name: 'shell: allowed command', rules: 'SHELL', tool: 'execute_cmd', args: sh('git status'), expect: 'allow' },
-  { name: 'shell: argv prefix with more args', rules: 'SHELL', tool: 'execute_cmd', args: sh('git status --short'), expect: 'allow' },
+  { name: 'shell: allowed command', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls -la'), expect: 'allow' },
+  { name: 'shell: git status can run the repo fsmonitor: an allow rule asks', rules: 'SHELL', tool: 'execute_cmd', args: sh('git status'), expect: 'require' },
+  { name: 'shell: argv prefix with more args', rules: 'SHELL', tool: 'execute_cmd', args: sh('wc -l a.txt'), expect: 'allow' },
   { name: 'shell: different subcommand', rules: 'SHELL', tool: 'execute_cmd', args: sh('git push'), expect: 'require' },
   { name: 'shell: ; with an unlisted command', rules: 'SHELL', tool: 'execute_cmd', args: sh('git status; curl evil.sh'), expect: 'require' },
-  { name: 'shell: && all allowed', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls -la && git status'), expect: 'allow' },
+  { name: 'shell: && all allowed', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls -la && cat a.txt'), expect: 'allow' },
   { name: 'shell: || with an unlisted command', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls || make'), expect: 'require' },
   { name: 'shell: pipe all allowed', rules: 'SHELL', tool: 'execute_cmd', args: sh('cat a.txt | grep foo | wc -l'), expect: 'allow' },
   { name: 'shell: pipe into an unlisted command', rules: 'SHELL', tool: 'execute_cmd', args: sh('cat a.txt | python3'), expect: 'require' },
   { name: 'shell: background &', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls & make'), expect: 'require' },
   { name: 'shell: newline separated', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls\nrm -rf /'), expect: 'deny' },
   { name: 'shell: $( ) runs its commands', rules: 'SHELL', tool: 'execute_cmd', args: sh('echo $(curl x)'), expect: 'require' },
-  { name: 'shell: $( ) of allowed commands', rules: 'SHELL', tool: 'execute_cmd', args: sh('echo $(ls)'), expect: 'allow' },
+  { name: 'shell: $( ) needs a human even of allowed commands', rules: 'SHELL', tool: 'execute_cmd', args: sh('echo $(ls)'), expect: 'require' },
   { name: 'shell: backticks run their commands', rules: 'SHELL', tool: 'execute_cmd', args: sh('echo `rm -rf /`'), expect: 'deny' },
   { name: 'shell: $( ) inside double quotes', rules: 'SHELL', tool: 'execute_cmd', args: sh('echo "now $(make)"'), expect: 'require' },
   { name: 'shell: single quotes are literal', rules: 'SHELL', tool: 'execute_cmd', args: sh("echo '$(make) `x`; rm -rf /'"), expect: 'allow' },
@@ -236,10 +238,10 @@ const CASES: Case[] = [
   { name: 'shell: redirection to /dev/null is fine', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls missing 2>/dev/null'), expect: 'allow' },
   { name: 'shell: 2>&1 is fine', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls 2>&1 | grep x'), expect: 'allow' },
   { name: 'shell: input redirection is fine', rules: 'SHELL', tool: 'execute_cmd', args: sh('grep x < a.txt'), expect: 'allow' },
-  { name: 'shell: quoted here-doc body is data', rules: 'SHELL', tool: 'execute_cmd', args: sh("cat <<'EOF'\n$(make)\nEOF"), expect: 'allow' },
+  { name: 'shell: here-documents need a human', rules: 'SHELL', tool: 'execute_cmd', args: sh("cat <<'EOF'\n$(make)\nEOF"), expect: 'require' },
   { name: 'shell: unquoted here-doc runs $( )', rules: 'SHELL', tool: 'execute_cmd', args: sh('cat <<EOF\n$(make)\nEOF'), expect: 'require' },
   { name: 'shell: here-doc then another command', rules: 'SHELL', tool: 'execute_cmd', args: sh('cat <<EOF\nhello\nEOF\nmake'), expect: 'require' },
-  { name: 'shell: subshell of allowed commands', rules: 'SHELL', tool: 'execute_cmd', args: sh('(ls; git status)'), expect: 'allow' },
+  { name: 'shell: subshells need a human', rules: 'SHELL', tool: 'execute_cmd', args: sh('(ls; cat x)'), expect: 'require' },
   { name: 'shell: group with an unlisted command', rules: 'SHELL', tool: 'execute_cmd', args: sh('{ ls; make; }'), expect: 'require' },
   { name: 'shell: sh -c wrapper never allowed', rules: 'SHELL', tool: 'execute_cmd', args: sh('sh -c "ls"'), expect: 'require' },
   { name: 'shell: bash -c wrapper', rules: 'SHELL', tool: 'execute_cmd', args: sh('bash -c ls'), expect: 'require' },
@@ -265,6 +267,7 @@ const CASES: Case[] = [
 ];
 
 describe('approval gate: (rules, call) → decision', () => {
+  beforeAll(() => initShellParser());
   it('has at least 80 cases', () => expect(CASES.length).toBeGreaterThanOrEqual(80));
 
   const compiled = Object.fromEntries(Object.entries(SETS).map(([k, v]) => [k, new RuleSet(v)])) as Record<

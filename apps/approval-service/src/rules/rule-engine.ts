@@ -7,8 +7,17 @@ import {
   PATH_TOOLS,
   resolveToolPath,
 } from '@skald/contracts';
+import {
+  CommandPattern,
+  compileCommandWords,
+  matchesWhatRuns,
+  patternWords,
+  scanMatches,
+  unallowableReason,
+} from './command-match';
+import { writesOrRuns } from './read-only-catalogue';
 import { readCommandLine } from './shell-commands';
-import { parseShell, ShellCommand, unallowableReason } from './shell-parser';
+import { analyzeCommand, scanSegments, SimpleCommand } from './shell-analysis';
 
 /**
  * The approval gate as a pure function: rules (ordered by priority, then insertion; the session's
@@ -65,6 +74,8 @@ export interface GateResult {
   ruleId?: string;
   reason: string;
   by: GateBy;
+  /** The shell line could not be read as simple commands: only a human may allow it (no bypass). */
+  needsHuman?: boolean;
 }
 
 export const FS_READ_TOOLS: readonly string[] = [
@@ -98,7 +109,7 @@ export interface CompiledRule {
   source: string | null;
   tool: (name: string) => boolean;
   path: ((p: string) => boolean) | null;
-  command: ((argv: readonly string[]) => boolean) | null;
+  command: CommandPattern | null;
   /** Why the rule failed to load: it then means Require wherever it could apply. */
   broken: string | null;
 }
@@ -151,28 +162,13 @@ export function compilePathPattern(pattern: string): (path: string) => boolean {
 /**
  * `git status` matches every command whose argv starts with `git status`; a `*` word matches any
  * one word, or as the last word any rest; a word with `*` inside is a glob within that word.
+ * Deny and require rules also match through wrappers, by base name, with flags normalised.
  */
-export function compileCommandPattern(pattern: string): (argv: readonly string[]) => boolean {
-  const parsed = parseShell(pattern);
-  if (!parsed.ok) throw new RuleCompileError('command_pattern', `command pattern does not parse: ${parsed.reason}`);
-  if (parsed.commands.length !== 1 || parsed.commands[0].argv.length === 0)
-    throw new RuleCompileError('command_pattern', 'a command pattern names exactly one command');
-  const want = parsed.commands[0].argv;
-  const words = want.map((w) => (w === '*' ? null : w.includes('*') ? globRegex(w, '.*') : w));
-  return (argv) => {
-    for (let i = 0; i < words.length; i++) {
-      const w = words[i];
-      if (w === null) {
-        if (i === words.length - 1) return true;
-        if (argv[i] === undefined) return false;
-        continue;
-      }
-      const a = argv[i];
-      if (a === undefined) return false;
-      if (typeof w === 'string' ? a !== w : !w.test(a)) return false;
-    }
-    return true;
-  };
+export function compileCommandPattern(pattern: string): CommandPattern {
+  const words = patternWords(pattern);
+  if (typeof words === 'string')
+    throw new RuleCompileError('command_pattern', `command pattern does not parse: ${words}`);
+  return compileCommandWords(words);
 }
 
 function globRegex(pattern: string, star: string): RegExp {
@@ -438,42 +434,62 @@ function firstMatch(rules: readonly CompiledRule[], input: GateInput, paths: Arr
   return { decision: 'require', reason: 'no rule matched (default closed)', by: 'rule' };
 }
 
-/** The decision for one command of a shell line: its first matching rule; wrappers skip every allow. */
-function decideOne(rules: readonly CompiledRule[], input: GateInput, cmd: ShellCommand): GateResult {
+/**
+ * The decision for one command of a shell line: its first matching rule. Allow rules match the
+ * command as written and never one that runs other commands; an allow rule matching an invocation
+ * that writes or runs programs (the read-only catalogue) asks instead. Deny and require rules
+ * match what runs.
+ */
+function decideOne(rules: readonly CompiledRule[], input: GateInput, cmd: SimpleCommand): GateResult {
   const unallowable = unallowableReason(cmd);
+  const text = cmd.argv.join(' ');
   for (const rule of rules) {
     if (!appliesTo(rule, input)) continue;
     if (rule.broken) return { decision: 'require', ruleId: rule.id, reason: describe(rule), by: 'rule' };
     if (rule.path) continue;
-    if (rule.command && !rule.command(cmd.argv)) continue;
-    if (rule.action === 'allow' && unallowable) continue;
-    return { decision: rule.action, ruleId: rule.id, reason: `${cmd.argv.join(' ')}: ${describe(rule)}`, by: 'rule' };
+    if (rule.action === 'allow') {
+      if (rule.command && !rule.command.exact(cmd.argv)) continue;
+      if (unallowable) continue;
+      const caveat = writesOrRuns(cmd.argv);
+      if (caveat)
+        return {
+          decision: 'require',
+          ruleId: rule.id,
+          reason: `${text}: ${caveat}; ${describe(rule)} asks`,
+          by: 'rule',
+        };
+    } else if (rule.command && !matchesWhatRuns(rule.command, cmd.argv)) continue;
+    return { decision: rule.action, ruleId: rule.id, reason: `${text}: ${describe(rule)}`, by: 'rule' };
   }
   return {
     decision: 'require',
-    reason: `${cmd.argv.join(' ') || 'command'}: ${unallowable ?? 'no rule matched (default closed)'}`,
+    reason: `${text || 'command'}: ${unallowable ?? 'no rule matched (default closed)'}`,
     by: 'rule',
   };
+}
+
+/**
+ * A line that cannot be read as simple commands: a deny rule whose command could be anywhere in
+ * it denies; otherwise it asks a human, whatever the allow rules say.
+ */
+function decideUnreadable(rules: readonly CompiledRule[], input: GateInput, line: string, why: string): GateResult {
+  const segments = scanSegments(line);
+  for (const rule of rules) {
+    if (!appliesTo(rule, input) || rule.broken || rule.path || rule.action !== 'deny') continue;
+    if (!rule.command || scanMatches(rule.command, segments) === true)
+      return { decision: 'deny', ruleId: rule.id, reason: `${describe(rule)}; ${why}`, by: 'rule', needsHuman: true };
+  }
+  return { decision: 'require', reason: why, by: 'rule', needsHuman: true };
 }
 
 /** `execute_cmd`: every command of the parsed line is decided; the most restrictive answer wins. */
 function decideShell(rules: readonly CompiledRule[], input: GateInput): GateResult {
   const line = input.arguments.command;
-  const parsed = typeof line === 'string' ? parseShell(line) : ({ ok: false, reason: 'no command' } as const);
-  if (!parsed.ok || parsed.commands.length === 0) {
-    // Only unconditional rules can judge a line we cannot read, and none of them may allow it.
-    const why = parsed.ok ? 'empty command line' : `the command line cannot be parsed (${parsed.reason})`;
-    for (const rule of rules) {
-      if (!appliesTo(rule, input)) continue;
-      if (rule.broken) return { decision: 'require', ruleId: rule.id, reason: describe(rule), by: 'rule' };
-      if (rule.path || rule.command) continue;
-      if (rule.action === 'deny') return { decision: 'deny', ruleId: rule.id, reason: describe(rule), by: 'rule' };
-      return { decision: 'require', ruleId: rule.id, reason: why, by: 'rule' };
-    }
-    return { decision: 'require', reason: why, by: 'rule' };
-  }
+  if (typeof line !== 'string') return { decision: 'require', reason: 'no command', by: 'rule', needsHuman: true };
+  const analysis = analyzeCommand(line);
+  if (analysis.kind === 'needs_human') return decideUnreadable(rules, input, line, analysis.reason);
   let worst: GateResult | null = null;
-  for (const cmd of parsed.commands) {
+  for (const cmd of analysis.commands) {
     const d = decideOne(rules, input, cmd);
     if (!worst || RANK[d.decision] > RANK[worst.decision]) worst = d;
     if (d.decision === 'deny') break;
@@ -563,6 +579,15 @@ export function fastPathAllows(input: GateInput): boolean {
 /** A Require relaxed by the RunContext or a bypass, or auto-denied; Allow and Deny pass unchanged. */
 export function relax(result: GateResult, input: GateInput): GateResult {
   if (result.decision !== 'require') return result;
+  if (result.needsHuman) {
+    if (!input.autoDeny) return result;
+    return {
+      ...result,
+      decision: 'deny',
+      reason: `${result.reason}; the session cannot ask a human (auto-deny)`,
+      by: 'auto_deny',
+    };
+  }
   if (fastPathAllows(input))
     return { decision: 'allow', ruleId: result.ruleId, reason: 'pre-authorised by the run context', by: 'run_context' };
   const bypass = (input.bypasses ?? []).find((b) => bypassCovers(b, input));

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { initShellParser } from './shell-analysis';
 import { BypassScope as BypassScopeSchema, effectiveCallPaths } from '@skald/contracts';
 import {
   BUILT_IN_RULES,
@@ -43,6 +44,8 @@ const call = (toolName: string, args: Record<string, unknown>, over: Partial<Gat
 });
 const sh = (command: string, over: Partial<GateInput> = {}) => call('execute_cmd', { command }, over);
 const ASK_ALL = new RuleSet([rule({ toolPattern: '*', action: 'require', priority: 999999 })]);
+
+beforeAll(() => initShellParser());
 
 describe('narrow session approvals', () => {
   it('names program and subcommand: the first word after the program that is not an option', () => {

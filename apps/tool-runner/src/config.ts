@@ -66,6 +66,30 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
         .map((p) => p.trim())
         .filter((p) => p !== ''),
     ),
+  /**
+   * `on` lets a stdio MCP server whose configuration says `network: true` reach the network; `off`
+   * (default): every stdio server runs without a network, whatever its configuration says.
+   */
+  SKALD_MCP_NETWORK: z.enum(['on', 'off']).default('off'),
+  /** stdio MCP servers running at once on this runner (all users), and per user. */
+  SKALD_MCP_MAX_RUNNING: z.coerce.number().int().min(1).max(10_000).default(50),
+  SKALD_MCP_MAX_RUNNING_PER_USER: z.coerce.number().int().min(1).max(200).default(5),
+  /** A connection (a stdio server's process) lives at most this long; the next use starts it again. */
+  SKALD_MCP_LIFETIME_SECS: z.coerce.number().int().min(10).default(4 * 3600),
+  /** Largest MCP message (a tool list page, a result) read from a server; a longer one ends the connection. */
+  SKALD_MCP_MAX_MESSAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .default(4 * 1024 ** 2),
+  /** Pages of `tools/list` read from one server, tools kept per server, and the size of one tool's input schema. */
+  SKALD_MCP_MAX_TOOL_PAGES: z.coerce.number().int().min(1).max(1000).default(20),
+  SKALD_MCP_MAX_TOOLS: z.coerce.number().int().min(1).max(10_000).default(200),
+  SKALD_MCP_MAX_SCHEMA_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024),
   /** MCP servers one user may configure. */
   SKALD_MCP_MAX_SERVERS: z.coerce.number().int().min(1).max(200).default(20),
   /** An MCP connection unused this long is closed (its stdio server stopped); the next use reconnects. */

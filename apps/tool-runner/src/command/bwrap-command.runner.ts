@@ -9,9 +9,10 @@ import { Logger } from '@skald/service-kit';
 import { CommandOutcome, CommandRequest, CommandRunner, SandboxStatus } from './command-runner';
 import { OutputCapture } from './output-capture';
 import { OUTPUT_MAX_BYTES } from './plain-command.runner';
-import { bwrapOptions, launcherInput, SandboxLayout, STDIN_COMMAND_MAX } from './sandbox/bwrap-args';
+import { bwrapOptions, launcherInput, SandboxLayout } from './sandbox/bwrap-args';
 import { Cgroups } from './sandbox/cgroups';
 import { Launcher, Launchers } from './sandbox/launchers';
+import type { StdioProcess } from '../mcp/bounded-stdio-transport';
 import { detectLayout } from './sandbox/sandbox-layout';
 
 /** After the sandbox exits, how long to wait for its pipes to close. */
@@ -29,6 +30,7 @@ export type BwrapConfig = Pick<
   | 'SKALD_SANDBOX_TMP_SIZE'
   | 'SKALD_SANDBOX_CGROUPS'
   | 'SKALD_SANDBOX_RO_BINDS'
+  | 'SKALD_MCP_NETWORK'
 >;
 
 interface Running {
@@ -60,6 +62,8 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   private disposeLayout?: () => Promise<void>;
   private cgroups?: Cgroups;
   private launchers?: Launchers;
+  /** The syscall filter's BPF file, when the architecture has one. */
+  private seccompFile: string | null = null;
   private readonly running = new Set<Running>();
   private readonly onExit = (): void => {
     for (const r of this.running) r.stop();
@@ -89,6 +93,40 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
     return this.runIn(this.launchers, req);
   }
 
+  /**
+   * A long-lived program talking on stdin/stdout (a stdio MCP server) in a sandbox exactly like a
+   * command's: the same options, uid, filesystem view, syscall filter and limits (cgroups of its own;
+   * CPU seconds bounded by `cpuSeconds`). `script` is its launch script (`execScript`).
+   */
+  async spawnServer(spec: {
+    workspace: string;
+    network: boolean;
+    script: string;
+    cpuSeconds: number;
+    maxFileBytes: number;
+  }): Promise<StdioProcess> {
+    const status = await this.init();
+    if (!status.available || !this.layout || !this.launchers) throw new Error(status.summary);
+    const launcher = await this.launchers.spawnInteractive();
+    const input = launcherInput(
+      {
+        cpuSeconds: spec.cpuSeconds,
+        fileSizeBytes: spec.maxFileBytes,
+        addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+      },
+      this.sandboxOptions(spec.workspace, '/workspace', spec.network),
+    );
+    const entry: Running = { stop: () => launcher.kill(), done: launcher.exited };
+    this.running.add(entry);
+    void launcher.exited.then(() => {
+      this.running.delete(entry);
+      launcher.cgroup?.destroy();
+    });
+    if (launcher.error) throw launcher.error;
+    launcher.start(input, spec.script);
+    return { child: launcher.child, kill: () => launcher.kill(), exited: launcher.exited };
+  }
+
   stopAll(): void {
     for (const r of this.running) r.stop();
   }
@@ -105,7 +143,11 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   private async start(): Promise<SandboxStatus> {
     const bwrap = await resolveExecutable(this.config.SKALD_SANDBOX_BWRAP);
     const network = this.config.SKALD_SANDBOX_NET === 'on';
-    const detected = await detectLayout({ network, extraRo: this.config.SKALD_SANDBOX_RO_BINDS });
+    // resolv.conf only where some sandbox may have the network (commands, or MCP servers allowed it).
+    const detected = await detectLayout({
+      network: network || this.config.SKALD_MCP_NETWORK === 'on',
+      extraRo: this.config.SKALD_SANDBOX_RO_BINDS,
+    });
     this.layout = detected.layout;
     this.disposeLayout = () => detected.dispose();
     this.cgroups =
@@ -116,7 +158,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
             cpus: this.config.SKALD_SANDBOX_CPUS,
           })
         : Cgroups.none();
-    this.launchers = new Launchers(bwrap, this.cgroups);
+    this.launchers = new Launchers(bwrap, this.seccompFile, this.cgroups);
     const startMs = await this.selfTest(this.launchers);
     const limits = [
       this.cgroups.has('pids')
@@ -168,26 +210,33 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
 
   /** One command through a launcher of `launchers`; the call's cgroups are emptied afterwards. */
   private async runIn(launchers: Launchers, req: CommandRequest): Promise<CommandOutcome> {
-    // A long command travels as an argument, never a byte at a time through the shell's `read`.
-    const inline = Buffer.byteLength(req.command) > STDIN_COMMAND_MAX || req.command.includes('\0');
-    const launcher = await launchers.take(inline ? req.command : undefined);
+    if (req.command.includes('\0'))
+      return { kind: 'exited', exitCode: 2, signal: null, output: 'sh: the command contains a NUL byte\n' };
+    const launcher = await launchers.take();
     try {
-      return await this.supervise(req, launcher, inline, () => launchers.refill());
+      return await this.supervise(req, launcher, () => launchers.refill());
     } finally {
       launcher.cgroup?.destroy();
     }
+  }
+
+  /** The options of a sandbox with this runner's layout, network setting and filter. */
+  sandboxOptions(workspace: string, cwd: string, network: boolean): string[] {
+    return bwrapOptions({
+      layout: this.layout as SandboxLayout,
+      workspace,
+      cwd,
+      network,
+      tmpSizeBytes: this.config.SKALD_SANDBOX_TMP_SIZE,
+      seccomp: this.seccompFile !== null,
+    });
   }
 
   /**
    * Hands the call to its launcher (limits, command, bwrap's options on stdin) and follows it: output
    * captured and capped while read, SIGKILL on timeout, cancel or shutdown.
    */
-  private supervise(
-    req: CommandRequest,
-    launcher: Launcher,
-    inline: boolean,
-    started: () => void,
-  ): Promise<CommandOutcome> {
+  private supervise(req: CommandRequest, launcher: Launcher, started: () => void): Promise<CommandOutcome> {
     const { child, cgroup } = launcher;
     const input = launcherInput(
       {
@@ -195,14 +244,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         fileSizeBytes: req.maxFileBytes ?? DEFAULT_MAX_FILE,
         addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
       },
-      inline ? null : req.command,
-      bwrapOptions({
-        layout: this.layout as SandboxLayout,
-        workspace: req.home,
-        cwd: req.virtualCwd,
-        network: this.config.SKALD_SANDBOX_NET === 'on',
-        tmpSizeBytes: this.config.SKALD_SANDBOX_TMP_SIZE,
-      }),
+      this.sandboxOptions(req.home, req.virtualCwd, this.config.SKALD_SANDBOX_NET === 'on'),
     );
     let entry!: Running;
     const done = new Promise<CommandOutcome>((resolve) => {
@@ -238,9 +280,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         clearTimeout(timer);
         req.signal.removeEventListener('abort', onAbort);
         this.running.delete(entry);
-        child.stdin?.destroy();
-        stdout.destroy();
-        stderr.destroy();
+        launcher.destroyPipes();
         const ooms = cgroup?.oomKills() ?? 0;
         // Whatever the sandbox's init left behind dies with the call.
         cgroup?.destroy();
@@ -271,7 +311,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         }
         setTimeout(() => finish(code, signal), DRAIN_MS).unref();
       });
-      if (ended === null) child.stdin?.end(input);
+      if (ended === null) launcher.start(input, req.command);
       // The next call's launcher is spawned while this sandbox starts.
       started();
     });

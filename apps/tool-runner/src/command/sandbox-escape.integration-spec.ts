@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
@@ -34,6 +35,27 @@ function leftovers(marker: string): string[] {
     .split('\n')
     .filter((l) => l.includes(marker) && !l.includes('ps -eo'))
     .map((l) => l.trim());
+}
+
+/**
+ * Processes in the host's own pid namespace (the runner's side of every sandbox: launchers, bwrap)
+ * whose argv, environment or working directory contains `token`.
+ */
+export function hostProcessesWith(token: string): string[] {
+  const hostNs = readlinkSync('/proc/self/ns/pid');
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (readlinkSync(`/proc/${pid}/ns/pid`) !== hostNs || pid === String(process.pid)) continue;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+      const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      if ([cmdline, environ, cwd].some((x) => x.includes(token))) found.push(`${pid}: ${cmdline.replaceAll('\0', ' ')}`);
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return found;
 }
 
 async function portOpen(port: number): Promise<boolean> {
@@ -311,6 +333,27 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     expect(text(reply)).not.toContain(SECRET);
     expect(text(reply)).not.toContain('DATABASE_URL');
     expect(text(reply)).not.toContain('NATS_URL');
+  });
+
+  it("no host process has the model's command, workdir or output in its argv, environment or cwd", async () => {
+    const token = `tok${randomUUID().replaceAll('-', '')}`;
+    await cmd(`mkdir -p 'dir ${token}'`);
+    const running = exec('execute_cmd', {
+      command: `: ${marker}; echo ${token}; sleep 1.5; echo "$(printf '%s' ${token} | rev)"`,
+      workdir: `/workspace/dir ${token}`,
+    });
+    await new Promise((r) => setTimeout(r, 700));
+    const seen = hostProcessesWith(token);
+    const reply = await running;
+    expect(text(reply)).toContain(token);
+    expect(seen).toEqual([]);
+    // The sandbox's own processes run the fixed entry point and read the command inside.
+    const inside = await cmd('tr "\\0" " " < /proc/$$/cmdline; echo; cat /.skald-launch | head -c 200');
+    expect(text(inside)).toContain('/bin/sh -c . /.skald-launch');
+  });
+
+  it('a command with a NUL byte is refused, never split', async () => {
+    expect(text(await cmd('echo a\0--bind / /workspace'))).toContain('NUL byte');
   });
 
   it('bounds /tmp and file sizes (quota)', async () => {

@@ -47,7 +47,11 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       this.drop(m.user_id, m.name),
     );
     const idleMs = this.config.SKALD_MCP_IDLE_SECS * 1000;
-    this.sweep = setInterval(() => void this.closeIdle(idleMs), Math.min(60_000, idleMs));
+    const lifetimeMs = this.config.SKALD_MCP_LIFETIME_SECS * 1000;
+    this.sweep = setInterval(
+      () => void this.closeIdle(idleMs, lifetimeMs),
+      Math.max(1000, Math.min(60_000, idleMs / 2, lifetimeMs / 2)),
+    );
     this.sweep.unref();
   }
 
@@ -90,7 +94,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       command: input.command ?? null,
       args: input.args ?? [],
       url: input.url ?? null,
-      network: input.network ?? true,
+      network: input.network ?? false,
       envKeys: Object.keys(secrets.env).sort(),
       headerKeys: Object.keys(secrets.headers).sort(),
       secrets: hasSecrets ? this.secretBox!.seal(JSON.stringify(secrets), actor.userId) : null,
@@ -194,6 +198,12 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
         launcher: this.launcher,
         policy: this.policy,
         timeoutMs: this.config.SKALD_MCP_CONNECT_TIMEOUT_SECS * 1000,
+        bounds: {
+          maxMessageBytes: this.config.SKALD_MCP_MAX_MESSAGE_BYTES,
+          maxToolPages: this.config.SKALD_MCP_MAX_TOOL_PAGES,
+          maxTools: this.config.SKALD_MCP_MAX_TOOLS,
+          maxSchemaBytes: this.config.SKALD_MCP_MAX_SCHEMA_BYTES,
+        },
         onClosed: (c) => {
           const key = `${c.target.userId}/${c.target.name}`;
           const p = this.live.get(key);
@@ -245,11 +255,12 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     await conn?.close();
   }
 
-  private async closeIdle(idleMs: number): Promise<void> {
+  /** Closes connections unused for `idleMs` or open for `lifetimeMs` (the next use starts the server again). */
+  private async closeIdle(idleMs: number, lifetimeMs: number): Promise<void> {
     const now = Date.now();
     for (const [key, p] of this.live) {
       const conn = settled.get(p);
-      if (conn && now - conn.lastUsed > idleMs) {
+      if (conn && (now - conn.lastUsed > idleMs || now - conn.openedAt > lifetimeMs)) {
         this.live.delete(key);
         await conn.close();
       }

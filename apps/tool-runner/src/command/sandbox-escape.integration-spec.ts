@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
@@ -14,6 +13,7 @@ import { Bus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
+import { hostProcessesWith } from '../testing-fixtures/host-processes';
 import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
 
 const SECRET = `skald-secret-${randomUUID()}`;
@@ -35,27 +35,6 @@ function leftovers(marker: string): string[] {
     .split('\n')
     .filter((l) => l.includes(marker) && !l.includes('ps -eo'))
     .map((l) => l.trim());
-}
-
-/**
- * Processes in the host's own pid namespace (the runner's side of every sandbox: launchers, bwrap)
- * whose argv, environment or working directory contains `token`.
- */
-export function hostProcessesWith(token: string): string[] {
-  const hostNs = readlinkSync('/proc/self/ns/pid');
-  const found: string[] = [];
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      if (readlinkSync(`/proc/${pid}/ns/pid`) !== hostNs || pid === String(process.pid)) continue;
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
-      const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
-      const cwd = readlinkSync(`/proc/${pid}/cwd`);
-      if ([cmdline, environ, cwd].some((x) => x.includes(token))) found.push(`${pid}: ${cmdline.replaceAll('\0', ' ')}`);
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return found;
 }
 
 async function portOpen(port: number): Promise<boolean> {

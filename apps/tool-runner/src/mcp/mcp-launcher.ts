@@ -9,7 +9,7 @@ import { execScript, SANDBOX_PATH } from '../command/sandbox/bwrap-args';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { ToolError } from '../tool-error';
 import { WorkspacesService } from '../workspace/workspaces.service';
-import { BoundedStdioTransport } from './bounded-stdio-transport';
+import { BoundedStdioTransport, StdioProcess } from './bounded-stdio-transport';
 
 export interface StdioServerSpec {
   userId: string;
@@ -59,10 +59,30 @@ export class McpLauncher {
       );
     if (this.total >= this.config.SKALD_MCP_MAX_RUNNING)
       throw new ToolError('unavailable', 'this tool runner runs as many stdio MCP servers as it may; retry later');
+    // The slot is taken before the first await: concurrent starts count against each other.
+    this.running.set(spec.userId, perUser + 1);
+    this.total++;
+    let release = (): void => {
+      release = () => undefined;
+      this.total--;
+      const n = (this.running.get(spec.userId) ?? 1) - 1;
+      if (n > 0) this.running.set(spec.userId, n);
+      else this.running.delete(spec.userId);
+    };
+    try {
+      const proc = await this.spawn(spec);
+      void proc.exited.then(() => release());
+      return new BoundedStdioTransport(proc, this.config.SKALD_MCP_MAX_MESSAGE_BYTES);
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+
+  private async spawn(spec: StdioServerSpec): Promise<StdioProcess> {
     await this.workspaces.jail(spec.userId); // creates the workspace on first use
     const workspace = this.workspaces.hostDir(spec.userId);
     const script = execScript(spec.env, [spec.command, ...spec.args]);
-    let proc;
     if (this.config.SKALD_SANDBOX === 'none') {
       const child = spawn('/bin/sh', ['-c', '. /dev/fd/3'], {
         cwd: workspace,
@@ -71,30 +91,19 @@ export class McpLauncher {
       });
       (child.stdio[3] as Writable).on('error', () => undefined).end(script);
       const exited = new Promise((r) => child.once('close', r));
-      proc = { child, exited, kill: () => child.kill('SIGKILL') };
-    } else {
-      if (!(this.commands instanceof BwrapCommandRunner))
-        throw new ToolError('unavailable', 'MCP stdio servers need the bubblewrap sandbox');
-      const status = await this.commands.init();
-      if (!status.available)
-        throw new ToolError('unavailable', `MCP stdio servers need the sandbox: ${status.summary}`);
-      proc = await this.commands.spawnServer({
-        workspace,
-        network: spec.network && this.config.SKALD_MCP_NETWORK === 'on',
-        script,
-        cpuSeconds: this.config.SKALD_MCP_LIFETIME_SECS,
-        maxFileBytes: this.config.SKALD_WORKSPACE_QUOTA,
-      });
+      return { child, exited, kill: () => child.kill('SIGKILL') };
     }
-    this.running.set(spec.userId, perUser + 1);
-    this.total++;
-    void proc.exited.then(() => {
-      this.total--;
-      const n = (this.running.get(spec.userId) ?? 1) - 1;
-      if (n > 0) this.running.set(spec.userId, n);
-      else this.running.delete(spec.userId);
+    if (!(this.commands instanceof BwrapCommandRunner))
+      throw new ToolError('unavailable', 'MCP stdio servers need the bubblewrap sandbox');
+    const status = await this.commands.init();
+    if (!status.available) throw new ToolError('unavailable', `MCP stdio servers need the sandbox: ${status.summary}`);
+    return this.commands.spawnServer({
+      workspace,
+      network: spec.network && this.config.SKALD_MCP_NETWORK === 'on',
+      script,
+      cpuSeconds: this.config.SKALD_MCP_LIFETIME_SECS,
+      maxFileBytes: this.config.SKALD_WORKSPACE_QUOTA,
     });
-    return new BoundedStdioTransport(proc, this.config.SKALD_MCP_MAX_MESSAGE_BYTES);
   }
 
   /** Servers running on this runner (for `/readyz` and tests). */

@@ -44,7 +44,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
 
   onModuleInit(): void {
     this.bus.subscribe(TOPICS.mcpServersChanged.pattern, TOPICS.mcpServersChanged.message, (m) =>
-      this.drop(m.user_id, m.name),
+      this.changedElsewhere(m.user_id, m.name),
     );
     const idleMs = this.config.SKALD_MCP_IDLE_SECS * 1000;
     const lifetimeMs = this.config.SKALD_MCP_LIFETIME_SECS * 1000;
@@ -188,6 +188,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       },
     );
     this.live.set(key, opening);
+    openingIds.set(opening, s.id);
     return opening;
   }
 
@@ -246,6 +247,19 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
+  /**
+   * A server was created, changed or removed (on any replica): a connection to what is no longer the
+   * stored server (another id, or none) is closed; one to the stored server itself (this replica's
+   * own creation) is kept.
+   */
+  private async changedElsewhere(userId: string, name: string): Promise<void> {
+    const p = this.live.get(`${userId}/${name}`);
+    if (!p) return;
+    const stored = await this.repo.find(userId, name).catch(() => null);
+    if (stored && openingIds.get(p) === stored.id) return;
+    await this.drop(userId, name);
+  }
+
   private async drop(userId: string, name: string): Promise<void> {
     const key = `${userId}/${name}`;
     const p = this.live.get(key);
@@ -277,6 +291,8 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
 
 /** Connections by their opening promise, once open (so that sync code can read them). */
 const settled = new WeakMap<Promise<McpConnection>, McpConnection>();
+/** The stored server id each connection was opened for. */
+const openingIds = new WeakMap<Promise<McpConnection>, string>();
 
 function toDto(s: StoredMcpServer): McpServerDto {
   return {

@@ -41,6 +41,12 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .default(256 * 1024 ** 2),
   /** `auto`: per-call cgroup v1 pids/memory/cpu limits when the runner may create them; `off`: rlimits only. */
   SKALD_SANDBOX_CGROUPS: z.enum(['auto', 'off']).default('auto'),
+  /**
+   * `on` (default): every sandbox loads the checked-in syscall filter of this architecture
+   * (`seccomp/<arch>.bpf`; x86_64 and aarch64), and without one the sandbox is unavailable (fail
+   * closed); `off` runs sandboxes without a filter, stated on `/readyz`.
+   */
+  SKALD_SANDBOX_SECCOMP: z.enum(['on', 'off']).default('on'),
   /** Extra host paths bound read-only into the sandbox at the same place (comma-separated). */
   SKALD_SANDBOX_RO_BINDS: z
     .string()

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { ChildProcess } from 'node:child_process';
 import { access, constants as FS, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { basename, delimiter, isAbsolute, join, resolve } from 'node:path';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { formatBytes } from '../workspace/workspaces.service';
 import { Logger } from '@skald/service-kit';
@@ -31,7 +31,26 @@ export type BwrapConfig = Pick<
   | 'SKALD_SANDBOX_CGROUPS'
   | 'SKALD_SANDBOX_RO_BINDS'
   | 'SKALD_MCP_NETWORK'
+  | 'SKALD_SANDBOX_SECCOMP'
 >;
+
+/** The checked-in syscall filters (`seccomp/generate.c`), by Node's name of the architecture. */
+const SECCOMP_DIR = resolve(__dirname, '../../seccomp');
+const SECCOMP_ARCH: Partial<Record<string, string>> = { x64: 'x86_64', arm64: 'aarch64' };
+
+/** The filter of this architecture, or why there is none. */
+export async function seccompFilter(arch: string = process.arch): Promise<string> {
+  const name = SECCOMP_ARCH[arch];
+  if (!name)
+    throw new Error(
+      `no syscall filter for the ${arch} architecture (only x86_64 and aarch64 have one); set SKALD_SANDBOX_SECCOMP=off to run sandboxes without one`,
+    );
+  const file = join(SECCOMP_DIR, `${name}.bpf`);
+  await access(file, FS.R_OK).catch(() => {
+    throw new Error(`the syscall filter ${file} is missing; set SKALD_SANDBOX_SECCOMP=off to run sandboxes without one`);
+  });
+  return file;
+}
 
 interface Running {
   stop(): void;
@@ -158,6 +177,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
             cpus: this.config.SKALD_SANDBOX_CPUS,
           })
         : Cgroups.none();
+    this.seccompFile = this.config.SKALD_SANDBOX_SECCOMP === 'on' ? await seccompFilter() : null;
     this.launchers = new Launchers(bwrap, this.seccompFile, this.cgroups);
     const startMs = await this.selfTest(this.launchers);
     const limits = [
@@ -177,7 +197,9 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
       kind: 'bwrap',
       summary:
         `bubblewrap sandbox ready (${bwrap}; start-up self-test ${startMs.toFixed(1)} ms; ` +
-        `network ${network ? 'ON (SKALD_SANDBOX_NET=on)' : 'off'}; limits: ${limits.join(', ')})`,
+        `network ${network ? 'ON (SKALD_SANDBOX_NET=on)' : 'off'}; ` +
+        `syscall filter ${this.seccompFile ? basename(this.seccompFile) : 'OFF (SKALD_SANDBOX_SECCOMP=off)'}; ` +
+        `limits: ${limits.join(', ')})`,
     };
   }
 
@@ -189,7 +211,10 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
       for (let i = 0; i < 3; i++) {
         const started = performance.now();
         const outcome = await this.runIn(launchers, {
-          command: 'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow',
+          command:
+            'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow' +
+            // The filter is in force (seccomp mode 2 = filter).
+            (this.seccompFile ? " && grep -q '^Seccomp:[[:space:]]*2' /proc/self/status" : ''),
           cwd: dir,
           virtualCwd: '/workspace',
           home: dir,

@@ -201,6 +201,7 @@ __attribute__((constructor)) static void evil(void) {
       seccomp: string;
     };
     expect(seen.uid).toBe(1000);
+    expect(seen.seccomp).toBe('2'); // the command sandbox's syscall filter
     expect(seen.env.PROBE_TOKEN).toBe(token);
     expect(seen.env.HOME).toBe('/workspace');
     for (const leaked of ['DATABASE_URL', 'NATS_URL', 'SKALD_SECRETS_KEY']) expect(seen.env[leaked]).toBeUndefined();

@@ -81,7 +81,11 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   SKALD_MCP_MAX_RUNNING: z.coerce.number().int().min(1).max(10_000).default(50),
   SKALD_MCP_MAX_RUNNING_PER_USER: z.coerce.number().int().min(1).max(200).default(5),
   /** A connection (a stdio server's process) lives at most this long; the next use starts it again. */
-  SKALD_MCP_LIFETIME_SECS: z.coerce.number().int().min(10).default(4 * 3600),
+  SKALD_MCP_LIFETIME_SECS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .default(4 * 3600),
   /** Largest MCP message (a tool list page, a result) read from a server; a longer one ends the connection. */
   SKALD_MCP_MAX_MESSAGE_BYTES: z.coerce
     .number()

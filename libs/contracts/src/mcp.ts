@@ -64,7 +64,11 @@ const SANDBOX_NAMES = ['PATH', 'HOME', 'USER', 'LANG', 'TERM'];
 export function refusedEnvName(name: string): string | null {
   const upper = name.toUpperCase();
   if (SANDBOX_NAMES.includes(upper)) return `${name} is set by the sandbox and cannot be configured`;
-  if (GLIBC_UNSECURE.includes(upper) || INTERPRETER_HOOKS.includes(upper) || REFUSED_PREFIXES.some((p) => upper.startsWith(p)))
+  if (
+    GLIBC_UNSECURE.includes(upper) ||
+    INTERPRETER_HOOKS.includes(upper) ||
+    REFUSED_PREFIXES.some((p) => upper.startsWith(p))
+  )
     return `${name} is refused: the dynamic loader, libc or an interpreter acts on it before the program runs`;
   return null;
 }

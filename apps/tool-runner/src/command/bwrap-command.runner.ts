@@ -47,7 +47,9 @@ export async function seccompFilter(arch: string = process.arch): Promise<string
     );
   const file = join(SECCOMP_DIR, `${name}.bpf`);
   await access(file, FS.R_OK).catch(() => {
-    throw new Error(`the syscall filter ${file} is missing; set SKALD_SANDBOX_SECCOMP=off to run sandboxes without one`);
+    throw new Error(
+      `the syscall filter ${file} is missing; set SKALD_SANDBOX_SECCOMP=off to run sandboxes without one`,
+    );
   });
   return file;
 }

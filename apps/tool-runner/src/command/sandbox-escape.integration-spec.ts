@@ -346,7 +346,9 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     // Differential: on the host (no filter) the same calls that worked there…
     const host = parse(execFileSync(probe, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
     const worked = Object.keys(host).filter((k) => host[k] === 0 && k !== 'fork');
-    expect(worked).toEqual(expect.arrayContaining(['io_uring_setup', 'keyctl', 'add_key', 'perf_event_open', 'ptrace']));
+    expect(worked).toEqual(
+      expect.arrayContaining(['io_uring_setup', 'keyctl', 'add_key', 'perf_event_open', 'ptrace']),
+    );
     // …fail with EPERM inside, as does every other denied call; clone3 answers ENOSYS (libc falls back to clone).
     const EPERM = 1;
     const ENOSYS = 38;
@@ -362,8 +364,8 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     const reply = await cmd(
       [
         'git init -q repo && cd repo && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m one && git log --oneline | wc -l',
-        'node -e "require(\'child_process\').execFileSync(\'true\'); const {Worker}=require(\'worker_threads\'); new Worker(\'process.exit(0)\',{eval:true}).on(\'exit\',c=>console.log(\'node\',c))"',
-        'python3 -c "import threading, subprocess; t = threading.Thread(target=lambda: None); t.start(); t.join(); print(\'python\', subprocess.run([\'true\']).returncode)"',
+        "node -e \"require('child_process').execFileSync('true'); const {Worker}=require('worker_threads'); new Worker('process.exit(0)',{eval:true}).on('exit',c=>console.log('node',c))\"",
+        "python3 -c \"import threading, subprocess; t = threading.Thread(target=lambda: None); t.start(); t.join(); print('python', subprocess.run(['true']).returncode)\"",
         'cd .. && rm -rf repo',
       ].join('\n'),
     );

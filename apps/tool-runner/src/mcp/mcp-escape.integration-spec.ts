@@ -11,7 +11,7 @@ import { connect } from 'nats';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { Actor, McpServerDto } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
 import { hostProcessesWith } from '../testing-fixtures/host-processes';
@@ -24,16 +24,6 @@ const HOSTILE = join(FIXTURES, 'mcp-hostile-server.mjs');
 const MAX_MESSAGE = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 jest.setTimeout(60_000);
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'ok';
-  } catch (e) {
-    if (e instanceof RemoteError) return `${e.body.code}${e.body.field ? `:${e.body.field}` : ''}`;
-    throw e;
-  }
-}
 
 /**
  * The escape suite for what a tenant controls in a stdio MCP server: its variables (a shared
@@ -157,21 +147,32 @@ __attribute__((constructor)) static void evil(void) {
     ['BASH_ENV', () => evil],
     ['PYTHONPATH', () => '/workspace'],
     ['PATH', () => '/workspace'],
-  ])('refuses a server configured with %s, naming the variable (the runner checks what the gateway checks)', async (name, value) => {
-    // Sent raw, past the client's own schema check: the runner's edge refuses it too.
-    const nc = await connect({ servers: nats.url });
-    try {
-      const server = { name: 'v', transport: 'stdio', command: 'node', args: [HOSTILE, 'probe'], env: { [name]: value() } };
-      const raw = await nc.request('mcp.servers.create', JSON.stringify({ actor: alice, server }), { timeout: 10_000 });
-      expect(JSON.parse(raw.string())).toMatchObject({
-        ok: false,
-        error: { code: 'invalid_input', field: `server.env.${name}`, message: expect.stringContaining(name) },
-      });
-    } finally {
-      await nc.close();
-    }
-    expect((await list(alice)).map((s) => s.name)).not.toContain('v');
-  });
+  ])(
+    'refuses a server configured with %s, naming the variable (the runner checks what the gateway checks)',
+    async (name, value) => {
+      // Sent raw, past the client's own schema check: the runner's edge refuses it too.
+      const nc = await connect({ servers: nats.url });
+      try {
+        const server = {
+          name: 'v',
+          transport: 'stdio',
+          command: 'node',
+          args: [HOSTILE, 'probe'],
+          env: { [name]: value() },
+        };
+        const raw = await nc.request('mcp.servers.create', JSON.stringify({ actor: alice, server }), {
+          timeout: 10_000,
+        });
+        expect(JSON.parse(raw.string())).toMatchObject({
+          ok: false,
+          error: { code: 'invalid_input', field: `server.env.${name}`, message: expect.stringContaining(name) },
+        });
+      } finally {
+        await nc.close();
+      }
+      expect((await list(alice)).map((s) => s.name)).not.toContain('v');
+    },
+  );
 
   it('a stored configuration with LD_PRELOAD (written around the checks) is never started', async () => {
     const sealed = SecretBox.fromConfig(secretsKey)!.seal(

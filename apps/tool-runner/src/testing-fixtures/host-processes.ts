@@ -13,7 +13,8 @@ export function hostProcessesWith(token: string): string[] {
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
       const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
       const cwd = readlinkSync(`/proc/${pid}/cwd`);
-      if ([cmdline, environ, cwd].some((x) => x.includes(token))) found.push(`${pid}: ${cmdline.replaceAll('\0', ' ')}`);
+      if ([cmdline, environ, cwd].some((x) => x.includes(token)))
+        found.push(`${pid}: ${cmdline.replaceAll('\0', ' ')}`);
     } catch {
       /* gone meanwhile */
     }

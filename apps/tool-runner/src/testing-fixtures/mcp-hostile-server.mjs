@@ -17,8 +17,10 @@ const tool = (name, inputSchema = { type: 'object', properties: {} }) => ({ name
 
 function list(id) {
   pages++;
-  if (mode === 'endless-cursor') return send({ jsonrpc: '2.0', id, result: { tools: [tool(`t${pages}`)], nextCursor: `c${pages}` } });
-  if (mode === 'same-cursor') return send({ jsonrpc: '2.0', id, result: { tools: [tool(`t${pages}`)], nextCursor: 'again' } });
+  if (mode === 'endless-cursor')
+    return send({ jsonrpc: '2.0', id, result: { tools: [tool(`t${pages}`)], nextCursor: `c${pages}` } });
+  if (mode === 'same-cursor')
+    return send({ jsonrpc: '2.0', id, result: { tools: [tool(`t${pages}`)], nextCursor: 'again' } });
   if (mode === 'many-tools')
     return send({ jsonrpc: '2.0', id, result: { tools: Array.from({ length: 5_000 }, (_, i) => tool(`t${i}`)) } });
   if (mode === 'huge-schema') {
@@ -69,9 +71,14 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     return send({
       jsonrpc: '2.0',
       id: m.id,
-      result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'hostile', version: '1' } },
+      result: {
+        protocolVersion: m.params.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: 'hostile', version: '1' },
+      },
     });
   if (m.method === 'tools/list') return list(m.id);
-  if (m.method === 'tools/call') return m.params.name === 'huge' || mode === 'huge-result' ? hugeLine(m.id) : probe(m.id);
+  if (m.method === 'tools/call')
+    return m.params.name === 'huge' || mode === 'huge-result' ? hugeLine(m.id) : probe(m.id);
   send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no such method' } });
 });

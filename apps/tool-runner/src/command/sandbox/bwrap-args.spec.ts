@@ -59,19 +59,50 @@ function randomWords(seed: number, n: number): string[] {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  const alphabet = ["'", '"', '\\', '$', '`', '\n', ' ', '\t', '*', '?', '~', '-', '=', '(', ')', ';', '&', '|', '!', '#', 'a', 'Z', 'é', '→', '\u2028', '\ufeff', '\u202e', '\ud83d\ude00'];
+  const alphabet = [
+    "'",
+    '"',
+    '\\',
+    '$',
+    '`',
+    '\n',
+    ' ',
+    '\t',
+    '*',
+    '?',
+    '~',
+    '-',
+    '=',
+    '(',
+    ')',
+    ';',
+    '&',
+    '|',
+    '!',
+    '#',
+    'a',
+    'Z',
+    'é',
+    '→',
+    '\u2028',
+    '\ufeff',
+    '\u202e',
+    '\ud83d\ude00',
+  ];
   return Array.from({ length: n }, () => {
     const len = Math.floor(next() * 24);
     let w = '';
     for (let i = 0; i < len; i++)
-      w += next() < 0.7 ? alphabet[Math.floor(next() * alphabet.length)] : String.fromCharCode(1 + Math.floor(next() * 0x2fff));
+      w +=
+        next() < 0.7
+          ? alphabet[Math.floor(next() * alphabet.length)]
+          : String.fromCharCode(1 + Math.floor(next() * 0x2fff));
     return w;
   });
 }
 
 describe('launch scripts', () => {
   const seed = Date.now() ^ 0x5eed;
-  // eslint-disable-next-line no-console
   console.log(`launch script property seed: ${seed}`);
 
   it('shellQuote round-trips any word through the real /bin/sh (differential, generated)', () => {

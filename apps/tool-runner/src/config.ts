@@ -77,8 +77,9 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
    * (default): every stdio server runs without a network, whatever its configuration says.
    */
   SKALD_MCP_NETWORK: z.enum(['on', 'off']).default('off'),
-  /** stdio MCP servers running at once on this runner (all users), and per user. */
+  /** stdio MCP servers running at once on this runner, all users together (a start beyond it is refused). */
   SKALD_MCP_MAX_RUNNING: z.coerce.number().int().min(1).max(10_000).default(50),
+  /** stdio MCP servers of one user running at once on this runner (a start beyond it is refused). */
   SKALD_MCP_MAX_RUNNING_PER_USER: z.coerce.number().int().min(1).max(200).default(5),
   /** A connection (a stdio server's process) lives at most this long; the next use starts it again. */
   SKALD_MCP_LIFETIME_SECS: z.coerce
@@ -92,9 +93,11 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .int()
     .min(64 * 1024)
     .default(4 * 1024 ** 2),
-  /** Pages of `tools/list` read from one server, tools kept per server, and the size of one tool's input schema. */
+  /** Pages of `tools/list` read from one server (a server paging on past them, or repeating a cursor, gets what was read). */
   SKALD_MCP_MAX_TOOL_PAGES: z.coerce.number().int().min(1).max(1000).default(20),
+  /** Tools kept per MCP server; the rest of its list is ignored. */
   SKALD_MCP_MAX_TOOLS: z.coerce.number().int().min(1).max(10_000).default(200),
+  /** Largest input schema of one MCP tool (JSON bytes); a tool with a larger one is left out. */
   SKALD_MCP_MAX_SCHEMA_BYTES: z.coerce
     .number()
     .int()

@@ -32,6 +32,7 @@ export type BwrapConfig = Pick<
   | 'SKALD_SANDBOX_RO_BINDS'
   | 'SKALD_MCP_NETWORK'
   | 'SKALD_SANDBOX_SECCOMP'
+  | 'SKALD_SANDBOX_UNBOUNDED'
 >;
 
 /** The checked-in syscall filters (`seccomp/generate.c`), by Node's name of the architecture. */
@@ -179,6 +180,13 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
             cpus: this.config.SKALD_SANDBOX_CPUS,
           })
         : Cgroups.none();
+    if (!this.cgroups.has('pids') && this.config.SKALD_SANDBOX_UNBOUNDED !== 'allow')
+      throw new Error(
+        'no bound on the number of processes of a sandbox: no writable pids cgroup (v1, or a delegated v2 subtree), ' +
+          "and RLIMIT_NPROC cannot count per sandbox (every sandbox has the runner's uid outside); commands and " +
+          'stdio MCP servers are refused. Give the runner a delegated cgroup, or set SKALD_SANDBOX_UNBOUNDED=allow ' +
+          'to run them with rlimits only (one fork bomb can then exhaust the node)',
+      );
     this.seccompFile = this.config.SKALD_SANDBOX_SECCOMP === 'on' ? await seccompFilter() : null;
     this.launchers = new Launchers(bwrap, this.seccompFile, this.cgroups);
     const startMs = await this.selfTest(this.launchers);
@@ -201,7 +209,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         `bubblewrap sandbox ready (${bwrap}; start-up self-test ${startMs.toFixed(1)} ms; ` +
         `network ${network ? 'ON (SKALD_SANDBOX_NET=on)' : 'off'}; ` +
         `syscall filter ${this.seccompFile ? basename(this.seccompFile) : 'OFF (SKALD_SANDBOX_SECCOMP=off)'}; ` +
-        `limits: ${limits.join(', ')})`,
+        `limits (${this.cgroups.version > 0 ? `cgroup v${this.cgroups.version}` : 'rlimits only, no cgroup'}): ${limits.join(', ')})`,
     };
   }
 

@@ -136,7 +136,7 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     });
     const ready = (await (await fetch(`${url}/readyz`)).json()) as { notes: Record<string, string> };
     expect(ready.notes.sandbox).toMatch(
-      /^bubblewrap sandbox ready .*network off; syscall filter x86_64\.bpf; limits: 64 processes \(pids cgroup\)/,
+      /^bubblewrap sandbox ready .*network off; syscall filter x86_64\.bpf; limits \(cgroup v1\): 64 processes \(pids cgroup\)/,
     );
   });
 

@@ -87,11 +87,14 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   SKALD_MCP_MAX_RUNNING: z.coerce.number().int().min(1).max(10_000).default(50),
   /** stdio MCP servers of one user running at once on this runner (a start beyond it is refused). */
   SKALD_MCP_MAX_RUNNING_PER_USER: z.coerce.number().int().min(1).max(200).default(5),
-  /** A connection (a stdio server's process) lives at most this long; the next use starts it again. */
+  /**
+   * An MCP connection (a stdio server's process) lives at most this long, busy or not; the next use
+   * starts it again. Also the server's CPU seconds (RLIMIT_CPU).
+   */
   SKALD_MCP_LIFETIME_SECS: z.coerce
     .number()
     .int()
-    .min(10)
+    .min(1)
     .default(4 * 3600),
   /** Largest MCP message (a tool list page, a result) read from a server; a longer one ends the connection. */
   SKALD_MCP_MAX_MESSAGE_BYTES: z.coerce

@@ -17,6 +17,7 @@ import { AppModule } from '../app.module';
 import { hostProcessesWith } from '../testing-fixtures/host-processes';
 import { ToolRunnerConfigSchema } from '../config';
 import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
+import { McpLauncher } from './mcp-launcher';
 import { SecretBox } from './secret-box';
 
 const FIXTURES = resolve(__dirname, '../testing-fixtures');
@@ -255,5 +256,79 @@ __attribute__((constructor)) static void evil(void) {
     // Another user is unaffected.
     await hostile(alice, 'other', 'probe');
     expect((await settledStatus(alice, 'other')).status).toBe('ready');
+  });
+});
+
+describe('stdio MCP servers: lifetime and the runner-wide cap', () => {
+  const log = pino({ level: 'silent' });
+  let nats: PrivateNats;
+  let app: INestApplication;
+  let client: Bus;
+  let base: string;
+
+  beforeAll(async () => {
+    nats = await startPrivateNats();
+    base = await mkdtemp(join(tmpdir(), 'skald-mcp-life-'));
+    const config = loadConfig(ToolRunnerConfigSchema, {
+      DATABASE_URL: process.env.DATABASE_URL,
+      DATABASE_POOL_SIZE: '2',
+      NATS_URL: nats.url,
+      SKALD_WORKSPACES: join(base, 'workspaces'),
+      SKALD_SANDBOX: 'bwrap',
+      SKALD_SANDBOX_RO_BINDS: FIXTURES,
+      SKALD_MCP_LIFETIME_SECS: '2',
+      SKALD_MCP_MAX_RUNNING: '2',
+    });
+    app = await NestFactory.create(AppModule.register(config, log, `mcp-life-${process.pid}`), { logger: false });
+    await app.init();
+    client = await Bus.connect({ servers: nats.url, name: `mcp-life-client-${process.pid}` }, log);
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.drain();
+    await app?.close();
+    await nats?.stop();
+    await rm(base, { recursive: true, force: true });
+  });
+
+  const probe = (actor: Actor, name: string) =>
+    client.call(
+      'mcp.servers.create',
+      { actor, server: { name, transport: 'stdio', command: 'node', args: [HOSTILE, 'probe'] } },
+      { timeoutMs: 20_000 },
+    );
+  const status = async (actor: Actor, name: string) => {
+    for (let i = 0; i < 300; i++) {
+      const s = (await client.call('mcp.servers.list', { actor })).items.find((x) => x.name === name);
+      if (s && s.status !== 'starting') return s;
+      await sleep(100);
+    }
+    throw new Error(`${name} never left starting`);
+  };
+  const running = () => app.get(McpLauncher).runningCount;
+
+  it('runs at most SKALD_MCP_MAX_RUNNING servers on the runner, all users together', async () => {
+    const users: Actor[] = [1, 2, 3].map(() => ({ userId: randomUUID(), role: 'user' as const }));
+    // Three users' servers start at once: the runner-wide cap of 2 refuses exactly one.
+    await Promise.all(users.map((u, i) => probe(u, `s${i}`)));
+    const seen = await Promise.all(users.map((u, i) => status(u, `s${i}`)));
+    expect(seen.map((s) => s.status).sort()).toEqual(['error', 'ready', 'ready']);
+    expect(seen.find((s) => s.status === 'error')?.error).toContain('runs as many stdio MCP servers as it may');
+  });
+
+  it('a server lives at most SKALD_MCP_LIFETIME_SECS, busy or not; the next use starts it again', async () => {
+    for (let i = 0; i < 50 && running() > 0; i++) await sleep(100);
+    const actor: Actor = { userId: randomUUID(), role: 'user' };
+    await probe(actor, 'short');
+    expect((await status(actor, 'short')).status).toBe('ready');
+    expect(running()).toBe(1);
+    for (let i = 0; i < 50 && running() > 0; i++) await sleep(100);
+    expect(running()).toBe(0);
+    const again = await client.call(
+      'tools.exec',
+      { actor, session_id: randomUUID(), tool_call_id: randomUUID(), name: 'mcp__short__probe', arguments: {} },
+      { timeoutMs: 30_000 },
+    );
+    expect(again.status).toBe('done');
   });
 });

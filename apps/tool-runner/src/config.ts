@@ -39,7 +39,7 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .int()
     .min(1024 ** 2)
     .default(256 * 1024 ** 2),
-  /** `auto`: per-call cgroup (v1, or v2 in a delegated subtree) pids/memory/cpu limits when the runner may create them; `off`: rlimits only. */
+  /** `auto`: per-call cgroup (v1, or v2 at the root of a writable cgroup namespace) pids/memory/cpu limits when the runner may create them; `off`: rlimits only. */
   SKALD_SANDBOX_CGROUPS: z.enum(['auto', 'off']).default('auto'),
   /**
    * `on` (default): every sandbox loads the checked-in syscall filter of this architecture
@@ -48,7 +48,7 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
    */
   SKALD_SANDBOX_SECCOMP: z.enum(['on', 'off']).default('on'),
   /**
-   * `refuse` (default): without a pids cgroup (v1, or a delegated v2 subtree) nothing bounds a
+   * `refuse` (default): without a pids cgroup (v1, or v2 in a writable cgroup namespace) nothing bounds a
    * sandbox's process count, so commands and stdio MCP servers are refused; `allow` runs them with
    * rlimits only (memory per process, CPU seconds, file size), stated on `/readyz`.
    */

@@ -182,9 +182,9 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         : Cgroups.none();
     if (!this.cgroups.has('pids') && this.config.SKALD_SANDBOX_UNBOUNDED !== 'allow')
       throw new Error(
-        'no bound on the number of processes of a sandbox: no writable pids cgroup (v1, or a delegated v2 subtree), ' +
+        'no bound on the number of processes of a sandbox: no writable pids cgroup (v1, or v2 at the root of a writable cgroup namespace), ' +
           "and RLIMIT_NPROC cannot count per sandbox (every sandbox has the runner's uid outside); commands and " +
-          'stdio MCP servers are refused. Give the runner a delegated cgroup, or set SKALD_SANDBOX_UNBOUNDED=allow ' +
+          'stdio MCP servers are refused. Give the runner a writable cgroup, or set SKALD_SANDBOX_UNBOUNDED=allow ' +
           'to run them with rlimits only (one fork bomb can then exhaust the node)',
       );
     this.seccompFile = this.config.SKALD_SANDBOX_SECCOMP === 'on' ? await seccompFilter() : null;

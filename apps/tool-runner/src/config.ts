@@ -39,8 +39,20 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .int()
     .min(1024 ** 2)
     .default(256 * 1024 ** 2),
-  /** `auto`: per-call cgroup v1 pids/memory/cpu limits when the runner may create them; `off`: rlimits only. */
+  /** `auto`: per-call cgroup (v1, or v2 at the root of a writable cgroup namespace) pids/memory/cpu limits when the runner may create them; `off`: rlimits only. */
   SKALD_SANDBOX_CGROUPS: z.enum(['auto', 'off']).default('auto'),
+  /**
+   * `on` (default): every sandbox loads the checked-in syscall filter of this architecture
+   * (`seccomp/<arch>.bpf`; x86_64 and aarch64), and without one the sandbox is unavailable (fail
+   * closed); `off` runs sandboxes without a filter, stated on `/readyz`.
+   */
+  SKALD_SANDBOX_SECCOMP: z.enum(['on', 'off']).default('on'),
+  /**
+   * `refuse` (default): without a pids cgroup (v1, or v2 in a writable cgroup namespace) nothing bounds a
+   * sandbox's process count, so commands and stdio MCP servers are refused; `allow` runs them with
+   * rlimits only (memory per process, CPU seconds, file size), stated on `/readyz`.
+   */
+  SKALD_SANDBOX_UNBOUNDED: z.enum(['refuse', 'allow']).default('refuse'),
   /** Extra host paths bound read-only into the sandbox at the same place (comma-separated). */
   SKALD_SANDBOX_RO_BINDS: z
     .string()
@@ -66,6 +78,40 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
         .map((p) => p.trim())
         .filter((p) => p !== ''),
     ),
+  /**
+   * `on` lets a stdio MCP server whose configuration says `network: true` reach the network; `off`
+   * (default): every stdio server runs without a network, whatever its configuration says.
+   */
+  SKALD_MCP_NETWORK: z.enum(['on', 'off']).default('off'),
+  /** stdio MCP servers running at once on this runner, all users together (a start beyond it is refused). */
+  SKALD_MCP_MAX_RUNNING: z.coerce.number().int().min(1).max(10_000).default(50),
+  /** stdio MCP servers of one user running at once on this runner (a start beyond it is refused). */
+  SKALD_MCP_MAX_RUNNING_PER_USER: z.coerce.number().int().min(1).max(200).default(5),
+  /**
+   * An MCP connection (a stdio server's process) lives at most this long, busy or not; the next use
+   * starts it again. Also the server's CPU seconds (RLIMIT_CPU).
+   */
+  SKALD_MCP_LIFETIME_SECS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(4 * 3600),
+  /** Largest MCP message (a tool list page, a result) read from a server; a longer one ends the connection. */
+  SKALD_MCP_MAX_MESSAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .default(4 * 1024 ** 2),
+  /** Pages of `tools/list` read from one server (a server paging on past them, or repeating a cursor, gets what was read). */
+  SKALD_MCP_MAX_TOOL_PAGES: z.coerce.number().int().min(1).max(1000).default(20),
+  /** Tools kept per MCP server; the rest of its list is ignored. */
+  SKALD_MCP_MAX_TOOLS: z.coerce.number().int().min(1).max(10_000).default(200),
+  /** Largest input schema of one MCP tool (JSON bytes); a tool with a larger one is left out. */
+  SKALD_MCP_MAX_SCHEMA_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024),
   /** MCP servers one user may configure. */
   SKALD_MCP_MAX_SERVERS: z.coerce.number().int().min(1).max(200).default(20),
   /** An MCP connection unused this long is closed (its stdio server stopped); the next use reconnects. */

@@ -11,6 +11,67 @@ export const McpServerName = z
   );
 
 const EnvKey = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name');
+
+/**
+ * What glibc removes from the environment of a setuid program (`UNSECURE_ENVVARS`,
+ * sysdeps/generic/unsecvars.h): names that make the dynamic loader or libc load code or files of
+ * the caller's choosing (its `MALLOC_*` names are refused by prefix).
+ */
+const GLIBC_UNSECURE = [
+  'GCONV_PATH',
+  'GETCONF_DIR',
+  'GLIBC_TUNABLES',
+  'HOSTALIASES',
+  'LOCALDOMAIN',
+  'LOCPATH',
+  'NIS_PATH',
+  'NLSPATH',
+  'RESOLV_HOST_CONF',
+  'RES_OPTIONS',
+  'TMPDIR',
+  'TZDIR',
+];
+/** Startup hooks of the shells and interpreters on the runner's image: code run before the program's own. */
+const INTERPRETER_HOOKS = [
+  'BASH_ENV',
+  'ENV',
+  'SHELLOPTS',
+  'BASHOPTS',
+  'PS4',
+  'PROMPT_COMMAND',
+  'IFS',
+  'CDPATH',
+  'NODE_OPTIONS',
+  'NODE_PATH',
+  'NODE_REPL_EXTERNAL_MODULE',
+  'PERLLIB',
+  'RUBYOPT',
+  'RUBYLIB',
+  'JAVA_TOOL_OPTIONS',
+  '_JAVA_OPTIONS',
+  'JDK_JAVA_OPTIONS',
+];
+/** Name prefixes of the same kinds: the loader's `LD_*`, exported bash functions, Python's and Perl's switches. */
+const REFUSED_PREFIXES = ['LD_', 'BASH_FUNC_', 'PYTHON', 'PERL5', 'MALLOC_'];
+/** Set by the sandbox itself for every program in it. */
+const SANDBOX_NAMES = ['PATH', 'HOME', 'USER', 'LANG', 'TERM'];
+
+/**
+ * Why an MCP server may not be configured with this environment variable, or null when it may: the
+ * names the dynamic loader, libc or an interpreter act on before the program's own code runs
+ * (compared case-insensitively: `ld_preload` is refused too), and the names the sandbox sets.
+ */
+export function refusedEnvName(name: string): string | null {
+  const upper = name.toUpperCase();
+  if (SANDBOX_NAMES.includes(upper)) return `${name} is set by the sandbox and cannot be configured`;
+  if (
+    GLIBC_UNSECURE.includes(upper) ||
+    INTERPRETER_HOOKS.includes(upper) ||
+    REFUSED_PREFIXES.some((p) => upper.startsWith(p))
+  )
+    return `${name} is refused: the dynamic loader, libc or an interpreter acts on it before the program runs`;
+  return null;
+}
 const HeaderKey = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name');
 const SecretValue = z.string().max(8192);
 
@@ -42,6 +103,16 @@ export const McpServerInput = z
         if (s[f] !== undefined) misplaced(f, 'only a stdio server has this field');
     }
     if (s.env && Object.keys(s.env).length > 64) misplaced('env', 'at most 64 variables');
+    for (const name of Object.keys(s.env ?? {})) {
+      const why = refusedEnvName(name);
+      if (why) ctx.addIssue({ code: 'custom', path: ['env', name], message: why });
+    }
+    for (const [field, words] of [
+      ['command', [s.command ?? '']],
+      ['args', s.args ?? []],
+      ['env', Object.values(s.env ?? {})],
+    ] as const)
+      if (words.some((w) => w.includes('\0'))) misplaced(field, 'must not contain a NUL byte');
     if (s.headers && Object.keys(s.headers).length > 64) misplaced('headers', 'at most 64 headers');
   });
 export type McpServerInput = z.infer<typeof McpServerInput>;

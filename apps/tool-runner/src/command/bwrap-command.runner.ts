@@ -2,16 +2,17 @@ import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { ChildProcess } from 'node:child_process';
 import { access, constants as FS, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { basename, delimiter, isAbsolute, join, resolve } from 'node:path';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { formatBytes } from '../workspace/workspaces.service';
 import { Logger } from '@skald/service-kit';
 import { CommandOutcome, CommandRequest, CommandRunner, SandboxStatus } from './command-runner';
 import { OutputCapture } from './output-capture';
 import { OUTPUT_MAX_BYTES } from './plain-command.runner';
-import { bwrapOptions, launcherInput, SandboxLayout, STDIN_COMMAND_MAX } from './sandbox/bwrap-args';
+import { bwrapOptions, launcherInput, SandboxLayout } from './sandbox/bwrap-args';
 import { Cgroups } from './sandbox/cgroups';
 import { Launcher, Launchers } from './sandbox/launchers';
+import type { StdioProcess } from '../mcp/bounded-stdio-transport';
 import { detectLayout } from './sandbox/sandbox-layout';
 
 /** After the sandbox exits, how long to wait for its pipes to close. */
@@ -29,7 +30,30 @@ export type BwrapConfig = Pick<
   | 'SKALD_SANDBOX_TMP_SIZE'
   | 'SKALD_SANDBOX_CGROUPS'
   | 'SKALD_SANDBOX_RO_BINDS'
+  | 'SKALD_MCP_NETWORK'
+  | 'SKALD_SANDBOX_SECCOMP'
+  | 'SKALD_SANDBOX_UNBOUNDED'
 >;
+
+/** The checked-in syscall filters (`seccomp/generate.c`), by Node's name of the architecture. */
+const SECCOMP_DIR = resolve(__dirname, '../../seccomp');
+const SECCOMP_ARCH: Partial<Record<string, string>> = { x64: 'x86_64', arm64: 'aarch64' };
+
+/** The filter of this architecture, or why there is none. */
+export async function seccompFilter(arch: string = process.arch): Promise<string> {
+  const name = SECCOMP_ARCH[arch];
+  if (!name)
+    throw new Error(
+      `no syscall filter for the ${arch} architecture (only x86_64 and aarch64 have one); set SKALD_SANDBOX_SECCOMP=off to run sandboxes without one`,
+    );
+  const file = join(SECCOMP_DIR, `${name}.bpf`);
+  await access(file, FS.R_OK).catch(() => {
+    throw new Error(
+      `the syscall filter ${file} is missing; set SKALD_SANDBOX_SECCOMP=off to run sandboxes without one`,
+    );
+  });
+  return file;
+}
 
 interface Running {
   stop(): void;
@@ -60,6 +84,8 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   private disposeLayout?: () => Promise<void>;
   private cgroups?: Cgroups;
   private launchers?: Launchers;
+  /** The syscall filter's BPF file, when the architecture has one. */
+  private seccompFile: string | null = null;
   private readonly running = new Set<Running>();
   private readonly onExit = (): void => {
     for (const r of this.running) r.stop();
@@ -89,6 +115,40 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
     return this.runIn(this.launchers, req);
   }
 
+  /**
+   * A long-lived program talking on stdin/stdout (a stdio MCP server) in a sandbox exactly like a
+   * command's: the same options, uid, filesystem view, syscall filter and limits (cgroups of its own;
+   * CPU seconds bounded by `cpuSeconds`). `script` is its launch script (`execScript`).
+   */
+  async spawnServer(spec: {
+    workspace: string;
+    network: boolean;
+    script: string;
+    cpuSeconds: number;
+    maxFileBytes: number;
+  }): Promise<StdioProcess> {
+    const status = await this.init();
+    if (!status.available || !this.layout || !this.launchers) throw new Error(status.summary);
+    const launcher = await this.launchers.spawnInteractive();
+    const input = launcherInput(
+      {
+        cpuSeconds: spec.cpuSeconds,
+        fileSizeBytes: spec.maxFileBytes,
+        addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+      },
+      this.sandboxOptions(spec.workspace, '/workspace', spec.network),
+    );
+    const entry: Running = { stop: () => launcher.kill(), done: launcher.exited };
+    this.running.add(entry);
+    void launcher.exited.then(() => {
+      this.running.delete(entry);
+      launcher.cgroup?.destroy();
+    });
+    if (launcher.error) throw launcher.error;
+    launcher.start(input, spec.script);
+    return { child: launcher.child, kill: () => launcher.kill(), exited: launcher.exited };
+  }
+
   stopAll(): void {
     for (const r of this.running) r.stop();
   }
@@ -105,7 +165,11 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   private async start(): Promise<SandboxStatus> {
     const bwrap = await resolveExecutable(this.config.SKALD_SANDBOX_BWRAP);
     const network = this.config.SKALD_SANDBOX_NET === 'on';
-    const detected = await detectLayout({ network, extraRo: this.config.SKALD_SANDBOX_RO_BINDS });
+    // resolv.conf only where some sandbox may have the network (commands, or MCP servers allowed it).
+    const detected = await detectLayout({
+      network: network || this.config.SKALD_MCP_NETWORK === 'on',
+      extraRo: this.config.SKALD_SANDBOX_RO_BINDS,
+    });
     this.layout = detected.layout;
     this.disposeLayout = () => detected.dispose();
     this.cgroups =
@@ -116,7 +180,15 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
             cpus: this.config.SKALD_SANDBOX_CPUS,
           })
         : Cgroups.none();
-    this.launchers = new Launchers(bwrap, this.cgroups);
+    if (!this.cgroups.has('pids') && this.config.SKALD_SANDBOX_UNBOUNDED !== 'allow')
+      throw new Error(
+        'no bound on the number of processes of a sandbox: no writable pids cgroup (v1, or v2 at the root of a writable cgroup namespace), ' +
+          "and RLIMIT_NPROC cannot count per sandbox (every sandbox has the runner's uid outside); commands and " +
+          'stdio MCP servers are refused. Give the runner a writable cgroup, or set SKALD_SANDBOX_UNBOUNDED=allow ' +
+          'to run them with rlimits only (one fork bomb can then exhaust the node)',
+      );
+    this.seccompFile = this.config.SKALD_SANDBOX_SECCOMP === 'on' ? await seccompFilter() : null;
+    this.launchers = new Launchers(bwrap, this.seccompFile, this.cgroups);
     const startMs = await this.selfTest(this.launchers);
     const limits = [
       this.cgroups.has('pids')
@@ -135,7 +207,9 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
       kind: 'bwrap',
       summary:
         `bubblewrap sandbox ready (${bwrap}; start-up self-test ${startMs.toFixed(1)} ms; ` +
-        `network ${network ? 'ON (SKALD_SANDBOX_NET=on)' : 'off'}; limits: ${limits.join(', ')})`,
+        `network ${network ? 'ON (SKALD_SANDBOX_NET=on)' : 'off'}; ` +
+        `syscall filter ${this.seccompFile ? basename(this.seccompFile) : 'OFF (SKALD_SANDBOX_SECCOMP=off)'}; ` +
+        `limits (${this.cgroups.version > 0 ? `cgroup v${this.cgroups.version}` : 'rlimits only, no cgroup'}): ${limits.join(', ')})`,
     };
   }
 
@@ -147,7 +221,10 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
       for (let i = 0; i < 3; i++) {
         const started = performance.now();
         const outcome = await this.runIn(launchers, {
-          command: 'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow',
+          command:
+            'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow' +
+            // The filter is in force (seccomp mode 2 = filter).
+            (this.seccompFile ? " && grep -q '^Seccomp:[[:space:]]*2' /proc/self/status" : ''),
           cwd: dir,
           virtualCwd: '/workspace',
           home: dir,
@@ -168,26 +245,33 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
 
   /** One command through a launcher of `launchers`; the call's cgroups are emptied afterwards. */
   private async runIn(launchers: Launchers, req: CommandRequest): Promise<CommandOutcome> {
-    // A long command travels as an argument, never a byte at a time through the shell's `read`.
-    const inline = Buffer.byteLength(req.command) > STDIN_COMMAND_MAX || req.command.includes('\0');
-    const launcher = await launchers.take(inline ? req.command : undefined);
+    if (req.command.includes('\0'))
+      return { kind: 'exited', exitCode: 2, signal: null, output: 'sh: the command contains a NUL byte\n' };
+    const launcher = await launchers.take();
     try {
-      return await this.supervise(req, launcher, inline, () => launchers.refill());
+      return await this.supervise(req, launcher, () => launchers.refill());
     } finally {
       launcher.cgroup?.destroy();
     }
+  }
+
+  /** The options of a sandbox with this runner's layout, network setting and filter. */
+  sandboxOptions(workspace: string, cwd: string, network: boolean): string[] {
+    return bwrapOptions({
+      layout: this.layout as SandboxLayout,
+      workspace,
+      cwd,
+      network,
+      tmpSizeBytes: this.config.SKALD_SANDBOX_TMP_SIZE,
+      seccomp: this.seccompFile !== null,
+    });
   }
 
   /**
    * Hands the call to its launcher (limits, command, bwrap's options on stdin) and follows it: output
    * captured and capped while read, SIGKILL on timeout, cancel or shutdown.
    */
-  private supervise(
-    req: CommandRequest,
-    launcher: Launcher,
-    inline: boolean,
-    started: () => void,
-  ): Promise<CommandOutcome> {
+  private supervise(req: CommandRequest, launcher: Launcher, started: () => void): Promise<CommandOutcome> {
     const { child, cgroup } = launcher;
     const input = launcherInput(
       {
@@ -195,14 +279,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         fileSizeBytes: req.maxFileBytes ?? DEFAULT_MAX_FILE,
         addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
       },
-      inline ? null : req.command,
-      bwrapOptions({
-        layout: this.layout as SandboxLayout,
-        workspace: req.home,
-        cwd: req.virtualCwd,
-        network: this.config.SKALD_SANDBOX_NET === 'on',
-        tmpSizeBytes: this.config.SKALD_SANDBOX_TMP_SIZE,
-      }),
+      this.sandboxOptions(req.home, req.virtualCwd, this.config.SKALD_SANDBOX_NET === 'on'),
     );
     let entry!: Running;
     const done = new Promise<CommandOutcome>((resolve) => {
@@ -238,9 +315,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         clearTimeout(timer);
         req.signal.removeEventListener('abort', onAbort);
         this.running.delete(entry);
-        child.stdin?.destroy();
-        stdout.destroy();
-        stderr.destroy();
+        launcher.destroyPipes();
         const ooms = cgroup?.oomKills() ?? 0;
         // Whatever the sandbox's init left behind dies with the call.
         cgroup?.destroy();
@@ -271,7 +346,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         }
         setTimeout(() => finish(code, signal), DRAIN_MS).unref();
       });
-      if (ended === null) child.stdin?.end(input);
+      if (ended === null) launcher.start(input, req.command);
       // The next call's launcher is spawned while this sandbox starts.
       started();
     });

@@ -13,6 +13,7 @@ import { Bus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
+import { hostProcessesWith } from '../testing-fixtures/host-processes';
 import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
 
 const SECRET = `skald-secret-${randomUUID()}`;
@@ -135,7 +136,7 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     });
     const ready = (await (await fetch(`${url}/readyz`)).json()) as { notes: Record<string, string> };
     expect(ready.notes.sandbox).toMatch(
-      /^bubblewrap sandbox ready .*network off; limits: 64 processes \(pids cgroup\)/,
+      /^bubblewrap sandbox ready .*network off; syscall filter x86_64\.bpf; limits \(cgroup v1\): 64 processes \(pids cgroup\)/,
     );
   });
 
@@ -311,6 +312,68 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     expect(text(reply)).not.toContain(SECRET);
     expect(text(reply)).not.toContain('DATABASE_URL');
     expect(text(reply)).not.toContain('NATS_URL');
+  });
+
+  it("no host process has the model's command, workdir or output in its argv, environment or cwd", async () => {
+    const token = `tok${randomUUID().replaceAll('-', '')}`;
+    await cmd(`mkdir -p 'dir ${token}'`);
+    const running = exec('execute_cmd', {
+      command: `: ${marker}; echo ${token}; sleep 1.5; echo "$(printf '%s' ${token} | rev)"`,
+      workdir: `/workspace/dir ${token}`,
+    });
+    await new Promise((r) => setTimeout(r, 700));
+    const seen = hostProcessesWith(token);
+    const reply = await running;
+    expect(text(reply)).toContain(token);
+    expect(seen).toEqual([]);
+    // The sandbox's own processes run the fixed entry point and read the command inside.
+    const inside = await cmd('tr "\\0" " " < /proc/$$/cmdline; echo; cat /.skald-launch | head -c 200');
+    expect(text(inside)).toContain('/bin/sh -c . /.skald-launch');
+  });
+
+  it('the syscall filter denies what Docker denies (EPERM), and only what works without it', async () => {
+    const probe = join(home, 'probe');
+    execFileSync('gcc', ['-O0', '-o', probe, join(__dirname, '../testing-fixtures/seccomp-probe.c')]);
+    const parse = (out: string) =>
+      Object.fromEntries(
+        out
+          .split('\n')
+          .map((l) => /^(.+) (\d+)$/.exec(l))
+          .filter((m): m is RegExpExecArray => m !== null)
+          .map((m) => [m[1], Number(m[2])]),
+      );
+    const inside = parse(text(await cmd('./probe </dev/null')));
+    // Differential: on the host (no filter) the same calls that worked there…
+    const host = parse(execFileSync(probe, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+    const worked = Object.keys(host).filter((k) => host[k] === 0 && k !== 'fork');
+    expect(worked).toEqual(
+      expect.arrayContaining(['io_uring_setup', 'keyctl', 'add_key', 'perf_event_open', 'ptrace']),
+    );
+    // …fail with EPERM inside, as does every other denied call; clone3 answers ENOSYS (libc falls back to clone).
+    const EPERM = 1;
+    const ENOSYS = 38;
+    const { clone3, fork, ...denied } = inside;
+    expect(Object.keys(denied).length).toBeGreaterThanOrEqual(22);
+    for (const [name, errno] of Object.entries(denied)) expect(`${name} ${errno}`).toBe(`${name} ${EPERM}`);
+    expect(clone3).toBe(ENOSYS);
+    expect(fork).toBe(0);
+    await cmd('rm -f probe');
+  });
+
+  it('git, node and python3 (threads, subprocesses) still work under the filter', async () => {
+    const reply = await cmd(
+      [
+        'git init -q repo && cd repo && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m one && git log --oneline | wc -l',
+        "node -e \"require('child_process').execFileSync('true'); const {Worker}=require('worker_threads'); new Worker('process.exit(0)',{eval:true}).on('exit',c=>console.log('node',c))\"",
+        "python3 -c \"import threading, subprocess; t = threading.Thread(target=lambda: None); t.start(); t.join(); print('python', subprocess.run(['true']).returncode)\"",
+        'cd .. && rm -rf repo',
+      ].join('\n'),
+    );
+    expect(text(reply)).toBe('1\nnode 0\npython 0\n[exit code: 0]');
+  });
+
+  it('a command with a NUL byte is refused, never split', async () => {
+    expect(text(await cmd('echo a\0--bind / /workspace'))).toContain('NUL byte');
   });
 
   it('bounds /tmp and file sizes (quota)', async () => {

@@ -1,5 +1,4 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResult, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -30,6 +29,14 @@ export interface McpTool {
 
 const STDERR_TAIL = 2048;
 
+/** What one connection may take from its server (see the `SKALD_MCP_MAX_*` settings). */
+export interface McpBounds {
+  maxMessageBytes: number;
+  maxToolPages: number;
+  maxTools: number;
+  maxSchemaBytes: number;
+}
+
 /**
  * One live MCP session of one user's server on this runner: the SDK client, the tool list (kept
  * until the server says `tools/list_changed`), and what a failure message may not contain.
@@ -40,38 +47,50 @@ export class McpConnection {
   private tools = new Map<string, McpTool>();
   private stderrTail = '';
   private refreshing: Promise<void> | null = null;
+  /** Set when the runner ended the connection (an oversized message): said in every later failure. */
+  private failure: () => string | null = () => null;
+  readonly openedAt = Date.now();
 
   private constructor(
     readonly target: McpServerTarget,
     private readonly client: Client,
+    private readonly bounds: McpBounds,
     private readonly onClosed: (c: McpConnection) => void,
   ) {}
 
   static async open(
     target: McpServerTarget,
-    deps: { launcher: McpLauncher; policy: AddressPolicy; timeoutMs: number; onClosed: (c: McpConnection) => void },
+    deps: {
+      launcher: McpLauncher;
+      policy: AddressPolicy;
+      timeoutMs: number;
+      bounds: McpBounds;
+      onClosed: (c: McpConnection) => void;
+    },
   ): Promise<McpConnection> {
     const client = new Client({ name: 'skald', version: '0.1.0' }, { capabilities: {} });
-    const conn = new McpConnection(target, client, deps.onClosed);
+    const conn = new McpConnection(target, client, deps.bounds, deps.onClosed);
     let transport: Transport;
     if (target.transport === 'stdio') {
-      const launch = await deps.launcher.stdio({
+      const stdio = await deps.launcher.stdio({
         userId: target.userId,
         command: target.command ?? '',
         args: target.args,
         env: target.env,
         network: target.network,
       });
-      const stdio = new StdioClientTransport({ ...launch, stderr: 'pipe' });
-      stdio.stderr?.on('data', (chunk: Buffer) => {
+      stdio.stderr.on('data', (chunk: Buffer) => {
         conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
       });
+      conn.failure = () => stdio.failure;
       transport = stdio;
     } else {
       const url = new URL(target.url ?? '');
       await deps.policy.checkUrl(url);
+      const limited = boundedFetch(deps.policy.guardedFetch(), deps.bounds.maxMessageBytes);
+      conn.failure = () => limited.failure;
       transport = new StreamableHTTPClientTransport(url, {
-        fetch: deps.policy.guardedFetch(),
+        fetch: limited.fetch,
         requestInit: { headers: target.headers },
       });
     }
@@ -124,7 +143,7 @@ export class McpConnection {
 
   /** A failure as the user may read it: stderr's tail with every credential value masked. */
   describe(e: unknown): string {
-    let text = e instanceof Error ? e.message : String(e);
+    let text = this.failure() ?? (e instanceof Error ? e.message : String(e));
     const tail = this.stderrTail.trim();
     if (tail) text += ` (stderr: ${tail.slice(-500)})`;
     for (const secret of [...Object.values(this.target.env), ...Object.values(this.target.headers)])
@@ -138,15 +157,23 @@ export class McpConnection {
     this.onClosed(this);
   }
 
+  /**
+   * Reads the tool list: at most `maxToolPages` pages and `maxTools` tools (a server that pages on
+   * past them, or repeats a cursor, gets the tools read so far); a tool whose input schema is over
+   * `maxSchemaBytes` is left out.
+   */
   private async loadTools(timeoutMs?: number): Promise<void> {
     const next = new Map<string, McpTool>();
+    const seen = new Set<string>();
     let cursor: string | undefined;
-    do {
+    for (let pages = 0; pages < this.bounds.maxToolPages; pages++) {
       const page = await this.client.listTools(
         cursor ? { cursor } : undefined,
         timeoutMs ? { timeout: timeoutMs } : {},
       );
       for (const t of page.tools) {
+        if (next.size >= this.bounds.maxTools) break;
+        if (Buffer.byteLength(JSON.stringify(t.inputSchema)) > this.bounds.maxSchemaBytes) continue;
         const name = mcpWireName(this.target.name, t.name);
         next.set(name, {
           tool: t.name,
@@ -161,7 +188,48 @@ export class McpConnection {
         });
       }
       cursor = page.nextCursor;
-    } while (cursor);
+      if (!cursor || seen.has(cursor) || next.size >= this.bounds.maxTools) break;
+      seen.add(cursor);
+    }
     this.tools = next;
   }
+}
+
+/**
+ * A fetch whose response bodies are read through a counter: past `maxBytes` the body errors (the
+ * request fails with a clear reason) and the rest is never read, so no response is held whole
+ * beyond the bound, JSON or an SSE stream alike.
+ */
+export function boundedFetch(
+  inner: typeof fetch,
+  maxBytes: number,
+): { fetch: typeof fetch; readonly failure: string | null } {
+  const state = { failure: null as string | null };
+  const limited: typeof fetch = async (input, init) => {
+    const res = await inner(input, init);
+    if (!res.body) return res;
+    let seen = 0;
+    const counter = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > maxBytes) {
+          state.failure = `the MCP server sent a response of more than ${maxBytes} bytes; it was cut off`;
+          controller.error(new Error(state.failure));
+          return;
+        }
+        controller.enqueue(chunk);
+      },
+    });
+    return new Response(res.body.pipeThrough(counter), {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
+  };
+  return {
+    fetch: limited,
+    get failure() {
+      return state.failure;
+    },
+  };
 }

@@ -1,46 +1,42 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
+import { refusedEnvName } from '@skald/contracts';
 import { Logger } from '@skald/service-kit';
+import { BwrapCommandRunner } from '../command/bwrap-command.runner';
 import { CommandRunner } from '../command/command-runner';
-import { resolveExecutable } from '../command/bwrap-command.runner';
-import { bwrapOptions, SANDBOX_PATH, SandboxLayout } from '../command/sandbox/bwrap-args';
-import { detectLayout } from '../command/sandbox/sandbox-layout';
+import { execScript, SANDBOX_PATH } from '../command/sandbox/bwrap-args';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { ToolError } from '../tool-error';
 import { WorkspacesService } from '../workspace/workspaces.service';
-
-/** How a stdio MCP server is started: what `StdioClientTransport` spawns. */
-export interface StdioLaunch {
-  command: string;
-  args: string[];
-  /** The whole environment of the spawned process (the SDK adds only PATH/HOME/TERM/USER-like names). */
-  env: Record<string, string>;
-  cwd: string;
-}
+import { BoundedStdioTransport, StdioProcess } from './bounded-stdio-transport';
 
 export interface StdioServerSpec {
   userId: string;
   command: string;
   args: string[];
-  /** The server's configured variables (its credentials): the only ones it sees besides PATH, HOME, LANG. */
+  /** The server's configured variables (its credentials), exported inside the sandbox only. */
   env: Record<string, string>;
+  /** What the server's configuration asks; it gets the network only when the operator allows it too. */
   network: boolean;
 }
 
 /**
- * Starts stdio MCP servers in a bubblewrap sandbox of their own: new user, pid, ipc, uts and cgroup
- * namespaces (and network unless the server's `network` is false), no capabilities, dies with the
- * runner, system directories read-only (so `command` resolves against what is installed
- * system-wide, plus the operator's `SKALD_SANDBOX_RO_BINDS`), a private `/tmp`, and the user's
- * workspace at `/workspace`. Its environment is PATH, HOME, LANG and exactly the variables
- * configured for that server: nothing of the runner's. The variables travel in the environment
- * of bwrap, never on a command line where `ps` would show them.
+ * Starts stdio MCP servers confined exactly like `execute_cmd`: the command runner's sandbox (same
+ * options, uid, filesystem view, syscall filter, cgroup limits and rlimits; CPU seconds bounded by
+ * the connection's lifetime), the network only when the server's configuration asks for it and
+ * `SKALD_MCP_NETWORK=on`. The server's command, arguments and variables are its launch script, read
+ * inside the sandbox: no host process has any of them in its argv, environment or working directory.
+ * At most `SKALD_MCP_MAX_RUNNING` servers run on this runner and `SKALD_MCP_MAX_RUNNING_PER_USER`
+ * per user. Every message a server sends is bounded (`SKALD_MCP_MAX_MESSAGE_BYTES`) while read.
  *
- * With `SKALD_SANDBOX=none` (development only, stated loudly at start) the server runs unsandboxed
- * with the same environment. When the sandbox is configured but broken, stdio servers are refused.
+ * With `SKALD_SANDBOX=none` (development only, stated loudly at start) the server runs unsandboxed,
+ * its launch script on a pipe. When the sandbox is configured but broken, stdio servers are refused.
  */
 @Injectable()
-export class McpLauncher implements OnApplicationShutdown {
-  private prepared?: Promise<{ bwrap: string; layout: SandboxLayout; dispose(): Promise<void> }>;
+export class McpLauncher {
+  private readonly running = new Map<string, number>();
+  private total = 0;
 
   constructor(
     @Inject(TOOL_RUNNER_CONFIG) private readonly config: ToolRunnerConfig,
@@ -49,56 +45,69 @@ export class McpLauncher implements OnApplicationShutdown {
     @Inject(LOGGER) private readonly log: Logger,
   ) {}
 
-  async stdio(spec: StdioServerSpec): Promise<StdioLaunch> {
+  async stdio(spec: StdioServerSpec): Promise<BoundedStdioTransport> {
+    // Re-checked here: a configuration stored before the rule, or written around the gateway.
+    for (const name of Object.keys(spec.env)) {
+      const why = refusedEnvName(name);
+      if (why) throw new ToolError('forbidden', `this MCP server's configuration cannot be started: ${why}`);
+    }
+    const perUser = this.running.get(spec.userId) ?? 0;
+    if (perUser >= this.config.SKALD_MCP_MAX_RUNNING_PER_USER)
+      throw new ToolError(
+        'unavailable',
+        `at most ${this.config.SKALD_MCP_MAX_RUNNING_PER_USER} of your stdio MCP servers run at once on this tool runner`,
+      );
+    if (this.total >= this.config.SKALD_MCP_MAX_RUNNING)
+      throw new ToolError('unavailable', 'this tool runner runs as many stdio MCP servers as it may; retry later');
+    // The slot is taken before the first await: concurrent starts count against each other.
+    this.running.set(spec.userId, perUser + 1);
+    this.total++;
+    let release = (): void => {
+      release = () => undefined;
+      this.total--;
+      const n = (this.running.get(spec.userId) ?? 1) - 1;
+      if (n > 0) this.running.set(spec.userId, n);
+      else this.running.delete(spec.userId);
+    };
+    try {
+      const proc = await this.spawn(spec);
+      void proc.exited.then(() => release());
+      return new BoundedStdioTransport(proc, this.config.SKALD_MCP_MAX_MESSAGE_BYTES);
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+
+  private async spawn(spec: StdioServerSpec): Promise<StdioProcess> {
     await this.workspaces.jail(spec.userId); // creates the workspace on first use
     const workspace = this.workspaces.hostDir(spec.userId);
-    const env: Record<string, string> = {
-      ...spec.env,
-      PATH: SANDBOX_PATH,
-      LANG: 'C.UTF-8',
-    };
+    const script = execScript(spec.env, [spec.command, ...spec.args]);
     if (this.config.SKALD_SANDBOX === 'none') {
-      return { command: spec.command, args: spec.args, env: { ...env, HOME: workspace }, cwd: workspace };
+      const child = spawn('/bin/sh', ['-c', '. /dev/fd/3'], {
+        cwd: workspace,
+        env: { PATH: SANDBOX_PATH, LANG: 'C.UTF-8', HOME: workspace },
+        stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      });
+      (child.stdio[3] as Writable).on('error', () => undefined).end(script);
+      const exited = new Promise((r) => child.once('close', r));
+      return { child, exited, kill: () => child.kill('SIGKILL') };
     }
+    if (!(this.commands instanceof BwrapCommandRunner))
+      throw new ToolError('unavailable', 'MCP stdio servers need the bubblewrap sandbox');
     const status = await this.commands.init();
     if (!status.available) throw new ToolError('unavailable', `MCP stdio servers need the sandbox: ${status.summary}`);
-    const { bwrap, layout } = await this.prepare();
-    return {
-      command: bwrap,
-      args: [
-        ...mcpBwrapArgs(layout, workspace, spec.network, this.config.SKALD_SANDBOX_TMP_SIZE),
-        '--',
-        spec.command,
-        ...spec.args,
-      ],
-      env,
-      cwd: '/',
-    };
+    return this.commands.spawnServer({
+      workspace,
+      network: spec.network && this.config.SKALD_MCP_NETWORK === 'on',
+      script,
+      cpuSeconds: this.config.SKALD_MCP_LIFETIME_SECS,
+      maxFileBytes: this.config.SKALD_WORKSPACE_QUOTA,
+    });
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    const p = await this.prepared?.catch(() => null);
-    await p?.dispose();
+  /** Servers running on this runner (for `/readyz` and tests). */
+  get runningCount(): number {
+    return this.total;
   }
-
-  private prepare() {
-    this.prepared ??= (async () => {
-      const bwrap = await resolveExecutable(this.config.SKALD_SANDBOX_BWRAP);
-      // resolv.conf included: a server with network on resolves names.
-      const detected = await detectLayout({ network: true, extraRo: this.config.SKALD_SANDBOX_RO_BINDS });
-      this.log.info({ bwrap }, 'MCP stdio servers run under bubblewrap');
-      return { bwrap, layout: detected.layout, dispose: () => detected.dispose() };
-    })();
-    return this.prepared;
-  }
-}
-
-/** The bubblewrap options for one stdio MCP server (the command follows `--`). Pure. */
-export function mcpBwrapArgs(
-  layout: SandboxLayout,
-  workspace: string,
-  network: boolean,
-  tmpSizeBytes: number,
-): string[] {
-  return bwrapOptions({ layout, workspace, cwd: '/workspace', network, tmpSizeBytes }, 'inherited');
 }

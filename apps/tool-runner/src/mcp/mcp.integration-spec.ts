@@ -84,7 +84,6 @@ describe('MCP servers through the tool runner', () => {
       NATS_URL: nats.url,
       SKALD_WORKSPACES: join(base, 'workspaces'),
       SKALD_SANDBOX: 'bwrap',
-      SKALD_SANDBOX_CGROUPS: 'off',
       SKALD_SANDBOX_RO_BINDS: `${MODULES},${FIXTURES}`,
       SKALD_SECRETS_KEY: secretsKey,
       // a host name the operator trusts although it is loopback; 127.0.0.1 itself is not allowed

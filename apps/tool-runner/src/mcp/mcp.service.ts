@@ -44,10 +44,14 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
 
   onModuleInit(): void {
     this.bus.subscribe(TOPICS.mcpServersChanged.pattern, TOPICS.mcpServersChanged.message, (m) =>
-      this.drop(m.user_id, m.name),
+      this.changedElsewhere(m.user_id, m.name),
     );
     const idleMs = this.config.SKALD_MCP_IDLE_SECS * 1000;
-    this.sweep = setInterval(() => void this.closeIdle(idleMs), Math.min(60_000, idleMs));
+    const lifetimeMs = this.config.SKALD_MCP_LIFETIME_SECS * 1000;
+    this.sweep = setInterval(
+      () => void this.closeIdle(idleMs, lifetimeMs),
+      Math.max(1000, Math.min(60_000, idleMs / 2, lifetimeMs / 2)),
+    );
     this.sweep.unref();
   }
 
@@ -90,7 +94,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       command: input.command ?? null,
       args: input.args ?? [],
       url: input.url ?? null,
-      network: input.network ?? true,
+      network: input.network ?? false,
       envKeys: Object.keys(secrets.env).sort(),
       headerKeys: Object.keys(secrets.headers).sort(),
       secrets: hasSecrets ? this.secretBox!.seal(JSON.stringify(secrets), actor.userId) : null,
@@ -184,6 +188,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       },
     );
     this.live.set(key, opening);
+    openingIds.set(opening, s.id);
     return opening;
   }
 
@@ -194,6 +199,12 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
         launcher: this.launcher,
         policy: this.policy,
         timeoutMs: this.config.SKALD_MCP_CONNECT_TIMEOUT_SECS * 1000,
+        bounds: {
+          maxMessageBytes: this.config.SKALD_MCP_MAX_MESSAGE_BYTES,
+          maxToolPages: this.config.SKALD_MCP_MAX_TOOL_PAGES,
+          maxTools: this.config.SKALD_MCP_MAX_TOOLS,
+          maxSchemaBytes: this.config.SKALD_MCP_MAX_SCHEMA_BYTES,
+        },
         onClosed: (c) => {
           const key = `${c.target.userId}/${c.target.name}`;
           const p = this.live.get(key);
@@ -236,6 +247,19 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
+  /**
+   * A server was created, changed or removed (on any replica): a connection to what is no longer the
+   * stored server (another id, or none) is closed; one to the stored server itself (this replica's
+   * own creation) is kept.
+   */
+  private async changedElsewhere(userId: string, name: string): Promise<void> {
+    const p = this.live.get(`${userId}/${name}`);
+    if (!p) return;
+    const stored = await this.repo.find(userId, name).catch(() => null);
+    if (stored && openingIds.get(p) === stored.id) return;
+    await this.drop(userId, name);
+  }
+
   private async drop(userId: string, name: string): Promise<void> {
     const key = `${userId}/${name}`;
     const p = this.live.get(key);
@@ -245,11 +269,12 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     await conn?.close();
   }
 
-  private async closeIdle(idleMs: number): Promise<void> {
+  /** Closes connections unused for `idleMs` or open for `lifetimeMs` (the next use starts the server again). */
+  private async closeIdle(idleMs: number, lifetimeMs: number): Promise<void> {
     const now = Date.now();
     for (const [key, p] of this.live) {
       const conn = settled.get(p);
-      if (conn && now - conn.lastUsed > idleMs) {
+      if (conn && (now - conn.lastUsed > idleMs || now - conn.openedAt > lifetimeMs)) {
         this.live.delete(key);
         await conn.close();
       }
@@ -266,6 +291,8 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
 
 /** Connections by their opening promise, once open (so that sync code can read them). */
 const settled = new WeakMap<Promise<McpConnection>, McpConnection>();
+/** The stored server id each connection was opened for. */
+const openingIds = new WeakMap<Promise<McpConnection>, string>();
 
 function toDto(s: StoredMcpServer): McpServerDto {
   return {

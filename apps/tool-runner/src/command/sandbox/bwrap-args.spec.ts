@@ -1,4 +1,14 @@
-import { bwrapArgs, bwrapOptions, LAUNCHER_SCRIPT, launcherArgs, launcherInput, SandboxLayout } from './bwrap-args';
+import { execFileSync } from 'node:child_process';
+import {
+  bwrapOptions,
+  execScript,
+  LAUNCH_FILE,
+  LAUNCHER_SCRIPT,
+  launcherArgs,
+  launcherInput,
+  SandboxLayout,
+  shellQuote,
+} from './bwrap-args';
 
 const layout: SandboxLayout = {
   roDirs: ['/usr'],
@@ -7,63 +17,141 @@ const layout: SandboxLayout = {
   generated: [{ src: '/tmp/g/passwd', dest: '/etc/passwd' }],
 };
 
-describe('bwrapArgs', () => {
-  const base = { layout, workspace: '/srv/ws/u1', cwd: '/workspace/sub', tmpSizeBytes: 1024, command: 'echo "$HOME"' };
+describe('bwrapOptions', () => {
+  const base = { layout, workspace: '/srv/ws/u1', cwd: '/workspace/sub', tmpSizeBytes: 1024, seccomp: true };
 
-  it('unshares everything, drops capabilities, clears the environment and binds the workspace rw', () => {
-    const a = bwrapArgs({ ...base, network: false });
+  it('unshares everything, drops capabilities, filters syscalls, clears the environment and binds the workspace rw', () => {
+    const a = bwrapOptions({ ...base, network: false });
     expect(a[0]).toBe('--unshare-all');
     expect(a).not.toContain('--share-net');
     for (const flag of ['--die-with-parent', '--new-session', '--clearenv', '--disable-userns'])
       expect(a).toContain(flag);
     expect(a.join(' ')).toContain('--cap-drop ALL');
+    expect(a.join(' ')).toContain('--seccomp 5');
     expect(a.join(' ')).toContain('--ro-bind /usr /usr');
     expect(a.join(' ')).toContain('--symlink usr/bin /bin');
     expect(a.join(' ')).toContain('--ro-bind /tmp/g/passwd /etc/passwd');
     expect(a.join(' ')).toContain('--size 1024 --tmpfs /tmp');
+    expect(a.join(' ')).toContain(`--perms 0444 --file 4 ${LAUNCH_FILE}`);
     expect(a.join(' ')).toContain('--bind /srv/ws/u1 /workspace --chdir /workspace/sub');
     // The environment is exactly the one set here.
     const envs = a.flatMap((x, i) => (x === '--setenv' ? [a[i + 1]] : []));
     expect(envs.sort()).toEqual(['HOME', 'LANG', 'PATH', 'TERM', 'TMPDIR', 'USER']);
-    // The command is one argv element after `--`, never parsed by anything but the sandbox's sh.
-    expect(a.slice(-4)).toEqual(['--', '/bin/sh', '-c', 'echo "$HOME"']);
+    expect(a).not.toContain('--');
+    expect(bwrapOptions({ ...base, seccomp: false, network: false })).not.toContain('--seccomp');
   });
 
   it('keeps the network only when allowed', () => {
-    expect(bwrapArgs({ ...base, network: true })).toContain('--share-net');
+    expect(bwrapOptions({ ...base, network: true })).toContain('--share-net');
+  });
+
+  it('refuses an option with a NUL byte (it would split into two options)', () => {
+    expect(() => bwrapOptions({ ...base, network: false, cwd: '/workspace/a\0--bind' })).toThrow(/NUL/);
+  });
+});
+
+/** Seeded words of every kind a shell might trip on: quotes, `$`, backslashes, newlines, unicode, lone surrogates. */
+function randomWords(seed: number, n: number): string[] {
+  let x = seed >>> 0;
+  const next = (): number => {
+    x = (x + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(x ^ (x >>> 15), 1 | x);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const alphabet = [
+    "'",
+    '"',
+    '\\',
+    '$',
+    '`',
+    '\n',
+    ' ',
+    '\t',
+    '*',
+    '?',
+    '~',
+    '-',
+    '=',
+    '(',
+    ')',
+    ';',
+    '&',
+    '|',
+    '!',
+    '#',
+    'a',
+    'Z',
+    'é',
+    '→',
+    '\u2028',
+    '\ufeff',
+    '\u202e',
+    '\ud83d\ude00',
+  ];
+  return Array.from({ length: n }, () => {
+    const len = Math.floor(next() * 24);
+    let w = '';
+    for (let i = 0; i < len; i++)
+      w +=
+        next() < 0.7
+          ? alphabet[Math.floor(next() * alphabet.length)]
+          : String.fromCharCode(1 + Math.floor(next() * 0x2fff));
+    return w;
+  });
+}
+
+describe('launch scripts', () => {
+  const seed = Date.now() ^ 0x5eed;
+  console.log(`launch script property seed: ${seed}`);
+
+  it('shellQuote round-trips any word through the real /bin/sh (differential, generated)', () => {
+    const words = randomWords(seed, 2000);
+    // One shell for all of them: each word printed NUL-terminated.
+    const script = words.map((w) => `printf '%s\\0' ${shellQuote(w)}`).join('\n');
+    const out = execFileSync('/bin/sh', ['-c', script], { env: {} });
+    expect(out.toString('utf8').split('\0').slice(0, -1)).toEqual(words);
+  });
+
+  it('exports the variables inside and execs the argv as words', () => {
+    const script = execScript({ TOKEN: "a'b $(x)\nc" }, ['node', '/srv/x.js', '--flag=$HOME']);
+    const out = execFileSync('/bin/sh', ['-c', `${script.replace(/^exec /m, 'printf "%s|" "$TOKEN" ')}`], {
+      env: { PATH: '/usr/bin:/bin' },
+    });
+    expect(out.toString()).toBe("a'b $(x)\nc|node|/srv/x.js|--flag=$HOME|");
+  });
+
+  it('refuses names that are not environment names and NUL bytes', () => {
+    expect(() => execScript({ 'A;rm -rf /': 'x' }, ['true'])).toThrow(/not an environment variable name/);
+    expect(() => execScript({}, ['a\0b'])).toThrow(/NUL/);
   });
 });
 
 describe('launcher', () => {
-  it('passes bwrap, an inline command and the cgroup files as positional arguments, never as code', () => {
-    expect(launcherArgs('/usr/bin/bwrap', ['/cg/pids/c/cgroup.procs'])).toEqual([
+  it('takes bwrap, the filter and the cgroup files as positional arguments, never as code; nothing of the call', () => {
+    expect(launcherArgs('/usr/bin/bwrap', '/srv/f.bpf', ['/cg/pids/c/cgroup.procs'])).toEqual([
       '-c',
       LAUNCHER_SCRIPT,
       'sh',
       '/usr/bin/bwrap',
-      '',
+      '/srv/f.bpf',
       '/cg/pids/c/cgroup.procs',
     ]);
-    expect(launcherArgs('bwrap', [], 'echo "$x"')).toEqual(['-c', LAUNCHER_SCRIPT, 'sh', 'bwrap', 'echo "$x"']);
+    expect(launcherArgs('bwrap', null, [])).toEqual(['-c', LAUNCHER_SCRIPT, 'sh', 'bwrap', '']);
     expect(LAUNCHER_SCRIPT).toContain('echo $$ > "$f" || exit 125');
     expect(LAUNCHER_SCRIPT).toContain('ulimit -t "$cpu" && ulimit -f "$fsize" || exit 125');
-    expect(LAUNCHER_SCRIPT).toContain('exec "$b" --args 3 -- /bin/sh -c "$c" 3<&0 0</dev/null');
+    expect(LAUNCHER_SCRIPT).toContain(`exec "$b" --args 3 -- /bin/sh -c '. ${LAUNCH_FILE}'`);
   });
 
-  it('sends the limits, the command line by line and the NUL-separated options on stdin', () => {
-    const input = launcherInput({ cpuSeconds: 2.5, fileSizeBytes: 1024 * 1024 }, 'a\n b\\\n', ['--x', 'y z']);
-    expect(input.toString()).toBe('3 2048 - 3\na\n b\\\n\n--x\0y z\0');
+  it('sends the limits, then the NUL-separated options on fd 3', () => {
+    expect(launcherInput({ cpuSeconds: 2.5, fileSizeBytes: 1024 * 1024 }, ['--x', 'y z']).toString()).toBe(
+      '3 2048 -\n--x\0y z\0',
+    );
   });
 
-  it('adds RLIMIT_AS when no memory cgroup bounds the tree, and no lines for an inline command', () => {
-    const input = launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, addressSpaceBytes: 2048 * 1024 }, null, []);
-    expect(input.toString()).toBe('1 0 2048 -\n');
-  });
-
-  it('bwrap reads the options alone; the command follows them', () => {
-    const spec = { layout, workspace: '/w', cwd: '/workspace', network: false, tmpSizeBytes: 1 };
-    expect(bwrapArgs({ ...spec, command: 'x' })).toEqual([...bwrapOptions(spec), '--', '/bin/sh', '-c', 'x']);
-    expect(bwrapOptions(spec)).not.toContain('--');
+  it('adds RLIMIT_AS when no memory cgroup bounds the tree', () => {
+    const input = launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, addressSpaceBytes: 2048 * 1024 }, []);
+    expect(input.toString()).toBe('1 0 2048\n');
   });
 });
 

@@ -18,7 +18,8 @@ export interface SandboxSpec {
   cwd: string;
   network: boolean;
   tmpSizeBytes: number;
-  command: string;
+  /** Load the syscall filter from fd `SECCOMP_FD` (the launcher opens it). */
+  seccomp: boolean;
 }
 
 /** Uid/gid of the sandbox user inside its user namespace (mapped to the runner's own uid outside). */
@@ -26,17 +27,29 @@ export const SANDBOX_UID = 1000;
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /**
- * The bubblewrap options for one command: every namespace new (user, pid, net unless allowed, ipc,
- * uts, cgroup), no capabilities, no nested user namespaces, a fresh session (no TIOCSTI), dies with
- * the runner, an environment of exactly PATH/HOME/LANG/TERM/USER/TMPDIR, system directories
- * read-only, a private size-bounded `/tmp`, and the workspace read-write at `/workspace`.
- * Everything but the command, which `bwrapArgs` and the launcher put after `--`.
- *
- * `env: 'inherited'` (MCP stdio servers) keeps the environment bwrap was started with — the
- * server's own configured variables, which must never appear on a command line — and only names
- * the sandbox user in it.
+ * The launch script inside the sandbox: bwrap copies it from `LAUNCH_FD` (`--file`) and the sandbox's
+ * own shell runs it (`SANDBOX_ENTRY`). It is the command of `execute_cmd`, or the variables and the
+ * argv of an MCP server (`execScript`): what a tenant or the model wrote is data read inside the
+ * sandbox, never an argument, an environment variable or a working directory of a host process.
  */
-export function bwrapOptions(spec: Omit<SandboxSpec, 'command'>, env: 'cleared' | 'inherited' = 'cleared'): string[] {
+export const LAUNCH_FILE = '/.skald-launch';
+/** The sandbox's argv after `--`: fixed. `.` keeps `sh -c` semantics (`$0`, one shell, no fork). */
+export const SANDBOX_ENTRY = ['/bin/sh', '-c', `. ${LAUNCH_FILE}`] as const;
+/** Launcher fds: 3 = limits line then bwrap's NUL-separated options (`--args`), 4 = launch script, 5 = seccomp BPF. */
+export const ARGS_FD = 3;
+export const LAUNCH_FD = 4;
+export const SECCOMP_FD = 5;
+
+/**
+ * The bubblewrap options for one sandbox (a command or a stdio MCP server): every namespace new
+ * (user, pid, net unless allowed, ipc, uts, cgroup), no capabilities, no nested user namespaces, a
+ * fresh session (no TIOCSTI), dies with the runner, the syscall filter, an environment of exactly
+ * PATH/HOME/LANG/TERM/USER/TMPDIR (an MCP server's own variables are exported by its launch script,
+ * inside), system directories read-only, a private size-bounded `/tmp`, the workspace read-write
+ * at `/workspace`, and the launch script at `LAUNCH_FILE`. Read by bwrap from a file descriptor
+ * (`--args`), never from its command line; no option may contain a NUL byte (it separates them).
+ */
+export function bwrapOptions(spec: SandboxSpec): string[] {
   const a: string[] = ['--unshare-all', '--unshare-user'];
   if (spec.network) a.push('--share-net');
   a.push(
@@ -52,9 +65,8 @@ export function bwrapOptions(spec: Omit<SandboxSpec, 'command'>, env: 'cleared' 
     '--hostname',
     'sandbox',
   );
-  if (env === 'cleared')
-    a.push('--clearenv', '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'LANG', 'C.UTF-8', '--setenv', 'TERM', 'dumb');
-  else a.push('--unsetenv', 'LOGNAME', '--unsetenv', 'SHELL');
+  if (spec.seccomp) a.push('--seccomp', String(SECCOMP_FD));
+  a.push('--clearenv', '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'LANG', 'C.UTF-8', '--setenv', 'TERM', 'dumb');
   a.push('--setenv', 'HOME', '/workspace', '--setenv', 'USER', 'sandbox', '--setenv', 'TMPDIR', '/tmp');
   for (const dir of spec.layout.roDirs) a.push('--ro-bind', dir, dir);
   for (const link of spec.layout.symlinks) a.push('--symlink', link.target, link.at);
@@ -63,14 +75,34 @@ export function bwrapOptions(spec: Omit<SandboxSpec, 'command'>, env: 'cleared' 
   // SKALD_SANDBOX_RO_BINDS) must land on top of it, not be hidden by it.
   a.push('--proc', '/proc', '--dev', '/dev', '--size', String(spec.tmpSizeBytes), '--tmpfs', '/tmp');
   for (const file of spec.layout.roFiles) a.push('--ro-bind', file, file);
+  a.push('--perms', '0444', '--file', String(LAUNCH_FD), LAUNCH_FILE);
   a.push('--bind', spec.workspace, '/workspace', '--chdir', spec.cwd);
+  for (const o of a) if (o.includes('\0')) throw new Error('a sandbox option contains a NUL byte');
   return a;
 }
 
-/** The whole bubblewrap command line for one command: the options, then `-- /bin/sh -c <command>`. */
-export function bwrapArgs(spec: SandboxSpec): string[] {
-  return [...bwrapOptions(spec), '--', '/bin/sh', '-c', spec.command];
+/** A word for the POSIX shell, exactly as given: single quotes, each `'` written as `'\''`. */
+export function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
 }
+
+/**
+ * The launch script of an MCP server: its variables exported, then its argv `exec`ed (looked up on
+ * the sandbox's PATH). Names must be environment names (`ENV_NAME`); NUL bytes cannot be passed.
+ */
+export function execScript(env: Record<string, string>, argv: readonly string[]): string {
+  const lines: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (!ENV_NAME.test(name)) throw new Error(`${JSON.stringify(name)} is not an environment variable name`);
+    lines.push(`export ${name}=${shellQuote(value)}`);
+  }
+  for (const w of [...Object.values(env), ...argv])
+    if (w.includes('\0')) throw new Error('an MCP server variable or argument contains a NUL byte');
+  lines.push(`exec ${argv.map(shellQuote).join(' ')}`);
+  return `${lines.join('\n')}\n`;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Per-process limits the launcher shell sets (`ulimit`) before it becomes bwrap. */
 export interface ShellLimits {
@@ -81,56 +113,36 @@ export interface ShellLimits {
 }
 
 /**
- * The launcher, `/bin/sh -c <script> sh <bwrap> <command or ''> <cgroup.procs files…>`: it puts
- * itself into the call's cgroups (so every process bwrap creates is counted from the first fork),
- * then waits on stdin for its call (`launcherInput`): it lowers its rlimits, reads the command
- * (unless it came as an argument) and `exec`s bwrap, which reads its options from fd 3 (`--args`,
- * the rest of stdin); the command's stdin is /dev/null. Spawned ahead of its call, it takes the
- * fork of the service, the shell's start and the cgroup moves off the command's start path; when
- * the runner dies first, stdin ends and it exits. Nothing is spliced into code: paths, numbers and
- * the command are data.
+ * The launcher, `/bin/sh -c <script> sh <bwrap> <seccomp BPF file or ''> <cgroup.procs files…>`,
+ * spawned with fd 3 and 4 as pipes: it puts itself into the call's cgroups (so every process bwrap
+ * creates is counted from the first fork), then waits on fd 3 for its call (`launcherInput`): it
+ * lowers its rlimits and `exec`s bwrap, which reads its options from the rest of fd 3 (`--args`)
+ * and the launch script from fd 4 (`--file`); the filter is opened on fd 5. Its argv, environment
+ * (PATH only) and working directory (`/`) are the runner's own constants: nothing of a call is in
+ * them. Spawned ahead of its call, it takes the fork of the service, the shell's start and the
+ * cgroup moves off the command's start path; when the runner dies first, fd 3 ends and it exits.
  */
 export const LAUNCHER_SCRIPT = [
-  'b=$1 c=$2',
+  'b=$1 s=$2',
   'shift 2',
   'for f do echo $$ > "$f" || exit 125; done',
-  'read -r cpu fsize vmem lines || exit 125',
+  'read -r cpu fsize vmem <&3 || exit 125',
   'ulimit -t "$cpu" && ulimit -f "$fsize" || exit 125',
   '[ "$vmem" = - ] || ulimit -v "$vmem" || exit 125',
-  'if [ "$lines" != - ]; then',
-  '  IFS= read -r c || exit 125',
-  '  while [ "$lines" -gt 1 ]; do',
-  '    IFS= read -r l || exit 125',
-  '    c="$c',
-  '$l"',
-  '    lines=$((lines - 1))',
-  '  done',
-  'fi',
-  'exec "$b" --args 3 -- /bin/sh -c "$c" 3<&0 0</dev/null',
+  `[ -z "$s" ] || exec "$b" --args ${ARGS_FD} -- ${SANDBOX_ENTRY.slice(0, 2).join(' ')} '${SANDBOX_ENTRY[2]}' ${SECCOMP_FD}<"$s"`,
+  `exec "$b" --args ${ARGS_FD} -- ${SANDBOX_ENTRY.slice(0, 2).join(' ')} '${SANDBOX_ENTRY[2]}'`,
 ].join('\n');
 
-/**
- * Commands up to this size are sent on the launcher's stdin (the shell reads them a byte at a time,
- * about 0.4 ms a KiB); a longer one is given to a launcher spawned for it, as an argument.
- */
-export const STDIN_COMMAND_MAX = 4096;
-
-/** Argv of a launcher; `command` only for one spawned for a long command (see `STDIN_COMMAND_MAX`). */
-export function launcherArgs(bwrap: string, cgroupProcs: string[], command?: string): string[] {
-  return ['-c', LAUNCHER_SCRIPT, 'sh', bwrap, command ?? '', ...cgroupProcs];
+/** Argv of a launcher. */
+export function launcherArgs(bwrap: string, seccompFile: string | null, cgroupProcs: string[]): string[] {
+  return ['-c', LAUNCHER_SCRIPT, 'sh', bwrap, seccompFile ?? '', ...cgroupProcs];
 }
 
-/**
- * What a launcher reads on stdin: a line of limits and the command's line count (`-` when the
- * command came as an argument), the command's lines, then bwrap's options NUL-separated (`--args`).
- */
-export function launcherInput(limits: ShellLimits, command: string | null, options: string[]): Buffer {
+/** What a launcher reads on fd 3: a line of limits, then bwrap's options NUL-separated (`--args`). */
+export function launcherInput(limits: ShellLimits, options: string[]): Buffer {
   const cpu = Math.max(1, Math.ceil(limits.cpuSeconds));
   // ulimit -f counts 512-byte blocks, ulimit -v KiB.
   const fsize = Math.max(0, Math.floor(limits.fileSizeBytes / 512));
   const vmem = limits.addressSpaceBytes !== undefined ? String(Math.floor(limits.addressSpaceBytes / 1024)) : '-';
-  const lines = command === null ? null : command.split('\n');
-  const head = `${cpu} ${fsize} ${vmem} ${lines === null ? '-' : lines.length}\n`;
-  const body = lines === null ? '' : lines.map((l) => `${l}\n`).join('');
-  return Buffer.concat([Buffer.from(head + body), Buffer.from(options.map((o) => `${o}\0`).join(''))]);
+  return Buffer.from(`${cpu} ${fsize} ${vmem}\n${options.map((o) => `${o}\0`).join('')}`);
 }

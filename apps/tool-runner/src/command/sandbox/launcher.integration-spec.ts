@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import { launcherArgs, launcherInput, ShellLimits } from './bwrap-args';
 
 /**
@@ -22,8 +23,15 @@ describe('launcher script', () => {
         'printf "%s\\0" "$@"',
         'printf "OPTIONS\\0"',
         'cat <&3',
+        'printf "SCRIPT\\0"',
+        'cat <&4',
+        'printf "\\0SECCOMP\\0"',
+        '[ -e /proc/$$/fd/5 ] && cat <&5',
+        'printf "\\0"',
         'printf "LIMITS\\0%s %s %s\\0" "$(ulimit -t)" "$(ulimit -f)" "$(ulimit -v)"',
         'printf "STDIN\\0%s\\0" "$(readlink /proc/$$/fd/0)"',
+        'printf "ENV\\0%s\\0" "$(env | sort | tr "\\n" " ")"',
+        'printf "CWD\\0%s\\0" "$PWD"',
       ].join('\n'),
     );
     await chmod(fakeBwrap, 0o755);
@@ -33,19 +41,21 @@ describe('launcher script', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** Runs a launcher like the runner does; `inline` passes the command as an argument instead. */
-  async function launch(command: string, limits: ShellLimits, options: string[], inline = false) {
-    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, [], inline ? command : undefined), {
+  /** Runs a launcher like the runner does. */
+  async function launch(command: string, limits: ShellLimits, options: string[], seccomp: string | null = null) {
+    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, seccomp, []), {
+      cwd: '/',
       env: { PATH: '/usr/bin:/bin' },
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.stdout?.on('data', (b: Buffer) => out.push(b));
+    child.stderr?.on('data', (b: Buffer) => err.push(b));
     // Spawned ahead of its call: the input comes later.
     await new Promise((r) => setTimeout(r, 50));
-    child.stdin.end(launcherInput(limits, inline ? null : command, options));
+    (child.stdio[3] as Writable).end(launcherInput(limits, options));
+    (child.stdio[4] as Writable).end(command);
     const code = await new Promise<number | null>((r) => child.once('close', r));
     const fields = Buffer.concat(out).toString().split('\0');
     const at = (name: string) => fields.indexOf(name);
@@ -53,9 +63,13 @@ describe('launcher script', () => {
       code,
       stderr: Buffer.concat(err).toString(),
       argv: fields.slice(0, at('OPTIONS')),
-      options: fields.slice(at('OPTIONS') + 1, at('LIMITS')),
+      options: fields.slice(at('OPTIONS') + 1, at('SCRIPT')),
+      script: fields[at('SCRIPT') + 1],
+      seccomp: fields[at('SECCOMP') + 1],
       limits: fields[at('LIMITS') + 1],
       stdin: fields[at('STDIN') + 1],
+      env: fields[at('ENV') + 1],
+      cwd: fields[at('CWD') + 1],
     };
   }
 
@@ -70,19 +84,25 @@ describe('launcher script', () => {
     'ünïcödé → ✓; $(echo sub) `echo tick` ${x:-y}',
   ];
 
-  it.each(commands)('hands the command to the sandbox shell byte for byte: %j', async (command) => {
-    const r = await launch(command, limits, ['--unshare-all', '--bind', '/a b', '/workspace']);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    expect(r.argv).toEqual(['--args', '3', '--', '/bin/sh', '-c', command]);
-    expect(r.options).toEqual(['--unshare-all', '--bind', '/a b', '/workspace']);
-  });
+  it.each([...commands, `echo ${'x'.repeat(200_000)}\necho done`])(
+    'hands command %# to bwrap as data, byte for byte; the argv, environment and cwd of bwrap are constants',
+    async (command) => {
+      const r = await launch(command, limits, ['--unshare-all', '--bind', '/a b', '/workspace']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.argv).toEqual(['--args', '3', '--', '/bin/sh', '-c', '. /.skald-launch']);
+      expect(r.options).toEqual(['--unshare-all', '--bind', '/a b', '/workspace']);
+      expect(r.script).toBe(command);
+      expect(r.env).toBe('PATH=/usr/bin:/bin PWD=/ ');
+      expect(r.cwd).toBe('/');
+    },
+  );
 
-  it('passes a long command as an argument', async () => {
-    const command = `echo ${'x'.repeat(10_000)}\necho done`;
-    const r = await launch(command, limits, ['--unshare-all'], true);
-    expect(r.code).toBe(0);
-    expect(r.argv).toEqual(['--args', '3', '--', '/bin/sh', '-c', command]);
+  it('opens the syscall filter on fd 5 when there is one', async () => {
+    const bpf = join(dir, 'filter.bpf');
+    await writeFile(bpf, 'BPF-BYTES');
+    expect((await launch('true', limits, [], bpf)).seccomp).toBe('BPF-BYTES');
+    expect((await launch('true', limits, [], null)).seccomp).toBe('');
   });
 
   it('lowers the rlimits and gives the command /dev/null as stdin', async () => {
@@ -92,22 +112,23 @@ describe('launcher script', () => {
   });
 
   it('exits without running anything when the runner goes away before the call', async () => {
-    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, []), { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, null, []), {
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stdin.end();
+    child.stdout?.on('data', (b: Buffer) => out.push(b));
+    (child.stdio[3] as Writable).end();
     expect(await new Promise((r) => child.once('close', r))).toBe(125);
     expect(Buffer.concat(out).length).toBe(0);
   });
 
   it('refuses to run when it cannot join its cgroup', async () => {
-    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, [join(dir, 'missing', 'cgroup.procs')]), {
-      stdio: ['pipe', 'pipe', 'pipe'],
+    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, null, [join(dir, 'missing', 'cgroup.procs')]), {
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
     const out: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(launcherInput(limits, 'true', []));
+    child.stdout?.on('data', (b: Buffer) => out.push(b));
+    (child.stdio[3] as Writable).on('error', () => undefined).end(launcherInput(limits, []));
     expect(await new Promise((r) => child.once('close', r))).toBe(125);
     expect(Buffer.concat(out).length).toBe(0);
   });

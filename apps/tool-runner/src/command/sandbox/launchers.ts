@@ -1,11 +1,15 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { launcherArgs } from './bwrap-args';
+import type { Writable } from 'node:stream';
+import { ARGS_FD, LAUNCH_FD, launcherArgs } from './bwrap-args';
 import { CallCgroup, Cgroups } from './cgroups';
 
 /** Launchers kept waiting for a call. */
 const WARM = 2;
 
-/** A launcher shell (`LAUNCHER_SCRIPT`) in its call's cgroups, waiting on stdin for its call. */
+/** The whole environment of every host-side process of the sandbox (launcher, bwrap): a constant. */
+export const HOST_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/bin:/bin' });
+
+/** A launcher shell (`LAUNCHER_SCRIPT`) in its call's cgroups, waiting on fd 3 for its call. */
 export class Launcher {
   private failure: Error | null = null;
   /** Resolves when the launcher (later bwrap) exits, however early. */
@@ -15,12 +19,37 @@ export class Launcher {
     readonly child: ChildProcess,
     readonly cgroup: CallCgroup | null,
   ) {
-    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    // A launcher that could not be spawned emits 'error' and never 'exit': it has exited all the same.
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('error', () => resolve({ code: null, signal: null }));
+    });
     child.once('error', (e) => {
       this.failure = e;
     });
     // A launcher that died before its call makes the write fail (EPIPE): its exit says what happened.
-    child.stdin?.on('error', () => undefined);
+    for (const s of [child.stdin, this.control, this.script]) s?.on('error', () => undefined);
+  }
+
+  /** fd 3: the limits line and bwrap's options. */
+  get control(): Writable | null {
+    return (this.child.stdio[ARGS_FD] as Writable | null | undefined) ?? null;
+  }
+
+  /** fd 4: the launch script. */
+  get script(): Writable | null {
+    return (this.child.stdio[LAUNCH_FD] as Writable | null | undefined) ?? null;
+  }
+
+  /** Hands the launcher its call: `input` on fd 3 (`launcherInput`), the launch script on fd 4. */
+  start(input: Buffer, script: string): void {
+    this.control?.end(input);
+    this.script?.end(script);
+  }
+
+  /** Closes every pipe of the runner's side. */
+  destroyPipes(): void {
+    for (const s of this.child.stdio) s?.destroy();
   }
 
   /** Why it could not be spawned, if it could not. */
@@ -61,18 +90,22 @@ export class Launchers {
 
   constructor(
     private readonly bwrap: string,
+    private readonly seccompFile: string | null,
     private readonly cgroups: Cgroups,
   ) {}
 
-  /** A launcher for one call: a waiting one, or one spawned now (with the command when it is given). */
-  async take(command?: string): Promise<Launcher> {
-    if (command === undefined) {
-      for (let l = this.ready.shift(); l; l = this.ready.shift()) {
-        if (l.waiting) return l;
-        void this.discard(l);
-      }
+  /** A launcher for one command: a waiting one, or one spawned now. */
+  async take(): Promise<Launcher> {
+    for (let l = this.ready.shift(); l; l = this.ready.shift()) {
+      if (l.waiting) return l;
+      void this.discard(l);
     }
-    return this.spawn(command);
+    return this.spawn();
+  }
+
+  /** A launcher for a long-lived program that talks on its stdin (a stdio MCP server), in cgroups of its own. */
+  async spawnInteractive(): Promise<Launcher> {
+    return this.spawn('pipe');
   }
 
   /** Spawns launchers in the background until `WARM` are waiting (call once a call has started). */
@@ -98,13 +131,13 @@ export class Launchers {
     await Promise.all(this.ready.splice(0).map((l) => this.discard(l)));
   }
 
-  private async spawn(command?: string): Promise<Launcher> {
+  private async spawn(stdin: 'ignore' | 'pipe' = 'ignore'): Promise<Launcher> {
     const cgroup = this.cgroups.controllers.length > 0 ? await this.cgroups.create() : null;
-    // Nothing of the service's environment: bwrap itself (pid 1 inside) keeps this one.
-    const child = spawn('/bin/sh', launcherArgs(this.bwrap, cgroup?.procsFiles ?? [], command), {
+    // Nothing of the service's environment nor of the call: bwrap itself (pid 1 inside) keeps this one.
+    const child = spawn('/bin/sh', launcherArgs(this.bwrap, this.seccompFile, cgroup?.procsFiles ?? []), {
       cwd: '/',
-      env: { PATH: '/usr/bin:/bin' },
-      stdio: ['pipe', 'pipe', 'pipe'],
+      env: HOST_ENV,
+      stdio: [stdin, 'pipe', 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
     return new Launcher(child, cgroup);
@@ -112,9 +145,7 @@ export class Launchers {
 
   private async discard(l: Launcher): Promise<void> {
     l.kill();
-    l.child.stdin?.destroy();
-    l.child.stdout?.destroy();
-    l.child.stderr?.destroy();
+    l.destroyPipes();
     if (l.child.pid !== undefined) await l.exited;
     l.cgroup?.destroy();
   }

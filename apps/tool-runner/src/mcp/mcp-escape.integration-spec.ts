@@ -1,0 +1,334 @@
+import 'reflect-metadata';
+import { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { execFileSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { connect } from 'nats';
+import pino from 'pino';
+import { DataSource } from 'typeorm';
+import { Actor, McpServerDto } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
+import { loadConfig } from '@skald/service-kit';
+import { AppModule } from '../app.module';
+import { hostProcessesWith } from '../testing-fixtures/host-processes';
+import { ToolRunnerConfigSchema } from '../config';
+import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
+import { McpLauncher } from './mcp-launcher';
+import { SecretBox } from './secret-box';
+
+const FIXTURES = resolve(__dirname, '../testing-fixtures');
+const HOSTILE = join(FIXTURES, 'mcp-hostile-server.mjs');
+const MAX_MESSAGE = 1024 * 1024;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+jest.setTimeout(60_000);
+
+/**
+ * The escape suite for what a tenant controls in a stdio MCP server: its variables (a shared
+ * object offered to the dynamic loader must never run on the host), its command's confinement
+ * (the command sandbox), and a server that breaks the protocol's size rules on purpose.
+ */
+describe('stdio MCP servers: the escape suite', () => {
+  const log = pino({ level: 'silent' });
+  let nats: PrivateNats;
+  let app: INestApplication;
+  let client: Bus;
+  let db: DataSource;
+  let base: string;
+  let markers: string;
+  let evil: string;
+  const secretsKey = randomBytes(32).toString('base64');
+  const alice: Actor = { userId: randomUUID(), role: 'user' };
+  const carol: Actor = { userId: randomUUID(), role: 'user' };
+  const erin: Actor = { userId: randomUUID(), role: 'user' };
+  const hostTmpMarker = `/tmp/skald-ld-marker-${process.pid}`;
+
+  beforeAll(async () => {
+    nats = await startPrivateNats();
+    base = await mkdtemp(join(tmpdir(), 'skald-mcp-escape-'));
+    markers = join(base, 'markers');
+    await mkdir(markers);
+    const config = loadConfig(ToolRunnerConfigSchema, {
+      DATABASE_URL: process.env.DATABASE_URL,
+      DATABASE_POOL_SIZE: '2',
+      NATS_URL: nats.url,
+      SKALD_WORKSPACES: join(base, 'workspaces'),
+      SKALD_SANDBOX: 'bwrap',
+      SKALD_SANDBOX_RO_BINDS: FIXTURES,
+      SKALD_SECRETS_KEY: secretsKey,
+      SKALD_MCP_MAX_MESSAGE_BYTES: String(MAX_MESSAGE),
+      SKALD_MCP_MAX_TOOL_PAGES: '5',
+      SKALD_MCP_MAX_TOOLS: '50',
+      SKALD_MCP_MAX_SCHEMA_BYTES: String(64 * 1024),
+      SKALD_MCP_MAX_RUNNING_PER_USER: '3',
+      SKALD_MCP_NETWORK: 'off',
+    });
+    app = await NestFactory.create(AppModule.register(config, log, `mcp-escape-${process.pid}`), { logger: false });
+    await app.init();
+    client = await Bus.connect({ servers: nats.url, name: `mcp-escape-client-${process.pid}` }, log);
+    db = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 1 } });
+    await db.initialize();
+
+    // A shared object whose constructor leaves a marker wherever it runs, in alice's workspace.
+    const ws = join(base, 'workspaces', alice.userId);
+    await mkdir(ws, { recursive: true });
+    const src = join(base, 'evil.c');
+    await writeFile(
+      src,
+      `#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void evil(void) {
+  char p[4096];
+  snprintf(p, sizeof p, "${markers}/ran-in-%d", (int)getpid());
+  FILE *f = fopen(p, "w"); if (f) fclose(f);
+  f = fopen("${hostTmpMarker}", "w"); if (f) fclose(f);
+}
+`,
+    );
+    evil = join(ws, 'evil.so');
+    execFileSync('gcc', ['-shared', '-fPIC', '-o', evil, src]);
+    // The same object under a library name bwrap loads, for LD_LIBRARY_PATH.
+    const libDir = join(ws, 'lib');
+    await mkdir(libDir);
+    for (const name of ['libselinux.so.1', 'libcap.so.2']) execFileSync('cp', [evil, join(libDir, name)]);
+    // It works: preloaded into a host program, it leaves its marker (so no marker below means it never ran).
+    execFileSync('/bin/true', { env: { LD_PRELOAD: evil } });
+    expect((await readdir(markers)).length).toBe(1);
+    await rm(markers, { recursive: true, force: true });
+    await rm(hostTmpMarker, { force: true });
+    await mkdir(markers);
+  }, 60_000);
+
+  afterEach(async () => {
+    // Wherever a test went, the shared object never ran on the host.
+    expect(await readdir(markers)).toEqual([]);
+    expect(existsSync(hostTmpMarker)).toBe(false);
+  });
+
+  afterAll(async () => {
+    await client?.drain();
+    await app?.close();
+    await db?.destroy();
+    await nats?.stop();
+    await rm(base, { recursive: true, force: true });
+    await rm(hostTmpMarker, { force: true });
+  });
+
+  const create = (actor: Actor, server: Record<string, unknown>) =>
+    client.call('mcp.servers.create', { actor, server: server as never }, { timeoutMs: 20_000 });
+  const list = async (actor: Actor) => (await client.call('mcp.servers.list', { actor })).items;
+  const exec = (actor: Actor, name: string, args: Record<string, unknown>) =>
+    client.call(
+      'tools.exec',
+      { actor, session_id: randomUUID(), tool_call_id: randomUUID(), name, arguments: args },
+      { timeoutMs: 60_000 },
+    );
+  const settledStatus = async (actor: Actor, name: string): Promise<McpServerDto> => {
+    for (let i = 0; i < 300; i++) {
+      const s = (await list(actor)).find((x) => x.name === name);
+      if (s && s.status !== 'starting') return s;
+      await sleep(100);
+    }
+    throw new Error(`${name} never left starting`);
+  };
+  const hostile = (actor: Actor, name: string, mode: string, more: Record<string, unknown> = {}) =>
+    create(actor, { name, transport: 'stdio', command: 'node', args: [HOSTILE, mode], ...more });
+
+  it.each([
+    ['LD_PRELOAD', () => evil],
+    ['LD_AUDIT', () => evil],
+    ['LD_LIBRARY_PATH', () => join(base, 'workspaces', alice.userId, 'lib')],
+    ['ld_preload', () => evil],
+    ['GCONV_PATH', () => join(base, 'workspaces', alice.userId)],
+    ['GLIBC_TUNABLES', () => 'glibc.malloc.check=3'],
+    ['NODE_OPTIONS', () => `--require ${evil}`],
+    ['BASH_ENV', () => evil],
+    ['PYTHONPATH', () => '/workspace'],
+    ['PATH', () => '/workspace'],
+  ])(
+    'refuses a server configured with %s, naming the variable (the runner checks what the gateway checks)',
+    async (name, value) => {
+      // Sent raw, past the client's own schema check: the runner's edge refuses it too.
+      const nc = await connect({ servers: nats.url });
+      try {
+        const server = {
+          name: 'v',
+          transport: 'stdio',
+          command: 'node',
+          args: [HOSTILE, 'probe'],
+          env: { [name]: value() },
+        };
+        const raw = await nc.request('mcp.servers.create', JSON.stringify({ actor: alice, server }), {
+          timeout: 10_000,
+        });
+        expect(JSON.parse(raw.string())).toMatchObject({
+          ok: false,
+          error: { code: 'invalid_input', field: `server.env.${name}`, message: expect.stringContaining(name) },
+        });
+      } finally {
+        await nc.close();
+      }
+      expect((await list(alice)).map((s) => s.name)).not.toContain('v');
+    },
+  );
+
+  it('a stored configuration with LD_PRELOAD (written around the checks) is never started', async () => {
+    const sealed = SecretBox.fromConfig(secretsKey)!.seal(
+      JSON.stringify({ env: { LD_PRELOAD: evil, LD_AUDIT: evil }, headers: {} }),
+      alice.userId,
+    );
+    await db.query(
+      `INSERT INTO mcp_servers (id, user_id, name, transport, command, args, url, network, env_keys, header_keys, secrets)
+       VALUES ($1, $2, 'legacy', 'stdio', 'node', $3::jsonb, NULL, false, $4, '{}', $5)`,
+      [randomUUID(), alice.userId, JSON.stringify([HOSTILE, 'probe']), ['LD_AUDIT', 'LD_PRELOAD'], sealed],
+    );
+    const reply = await exec(alice, 'mcp__legacy__probe', {});
+    expect(reply).toMatchObject({ status: 'failed', error: expect.stringMatching(/LD_PRELOAD is refused/) });
+    expect(hostProcessesWith(evil)).toEqual([]);
+  });
+
+  it("runs confined like a command: uid 1000, no network, its variables inside only, none on the host's side", async () => {
+    const token = `tok${randomUUID().replaceAll('-', '')}`;
+    await hostile(alice, 'probe', 'probe', { env: { PROBE_TOKEN: token }, network: true });
+    expect((await settledStatus(alice, 'probe')).status).toBe('ready');
+    const reply = await exec(alice, 'mcp__probe__probe', {});
+    expect(reply.status).toBe('done');
+    const seen = JSON.parse((reply as { result: string }).result) as {
+      uid: number;
+      env: Record<string, string>;
+      net: string;
+      seccomp: string;
+    };
+    expect(seen.uid).toBe(1000);
+    expect(seen.seccomp).toBe('2'); // the command sandbox's syscall filter
+    expect(seen.env.PROBE_TOKEN).toBe(token);
+    expect(seen.env.HOME).toBe('/workspace');
+    for (const leaked of ['DATABASE_URL', 'NATS_URL', 'SKALD_SECRETS_KEY']) expect(seen.env[leaked]).toBeUndefined();
+    // network: true, but the operator has not allowed it (SKALD_MCP_NETWORK=off): loopback only.
+    expect(seen.net.trim()).toBe('lo');
+    // The server is running now: no process on the host's side has its variable, argv or cwd.
+    expect(hostProcessesWith(token)).toEqual([]);
+    expect(hostProcessesWith(HOSTILE)).toEqual([]);
+  });
+
+  it('an endless or repeating nextCursor ends at the page bound', async () => {
+    await hostile(erin, 'endless', 'endless-cursor');
+    await hostile(erin, 'samecursor', 'same-cursor');
+    expect(await settledStatus(erin, 'endless')).toMatchObject({ status: 'ready', tools_count: 5 });
+    expect(await settledStatus(erin, 'samecursor')).toMatchObject({ status: 'ready', tools_count: 2 });
+  });
+
+  it('keeps at most SKALD_MCP_MAX_TOOLS tools, leaves out a tool with a huge schema', async () => {
+    await hostile(carol, 'many', 'many-tools');
+    expect(await settledStatus(carol, 'many')).toMatchObject({ status: 'ready', tools_count: 50 });
+    await hostile(carol, 'schema', 'huge-schema');
+    expect(await settledStatus(carol, 'schema')).toMatchObject({ status: 'ready', tools_count: 1 });
+  });
+
+  it('a 1 GB result is cut while read: the call fails with the reason, the runner never holds it', async () => {
+    await hostile(carol, 'huge', 'probe');
+    expect((await settledStatus(carol, 'huge')).status).toBe('ready');
+    const before = process.memoryUsage().rss;
+    const started = Date.now();
+    const reply = await exec(carol, 'mcp__huge__huge', {});
+    expect(reply).toEqual({
+      status: 'failed',
+      error: expect.stringContaining(`the MCP server sent a message of more than ${MAX_MESSAGE} bytes; it was stopped`),
+    });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(process.memoryUsage().rss - before).toBeLessThan(200 * 1024 ** 2);
+    // The next use starts it again.
+    expect((await exec(carol, 'mcp__huge__probe', {})).status).toBe('done');
+  });
+
+  it('runs at most SKALD_MCP_MAX_RUNNING_PER_USER servers of one user at once', async () => {
+    const dave: Actor = { userId: randomUUID(), role: 'user' };
+    for (const n of ['a', 'b', 'c']) await hostile(dave, n, 'probe');
+    for (const n of ['a', 'b', 'c']) expect((await settledStatus(dave, n)).status).toBe('ready');
+    await hostile(dave, 'd', 'probe');
+    expect(await settledStatus(dave, 'd')).toMatchObject({
+      status: 'error',
+      error: expect.stringContaining('at most 3 of your stdio MCP servers run at once'),
+    });
+    // Another user is unaffected.
+    await hostile(alice, 'other', 'probe');
+    expect((await settledStatus(alice, 'other')).status).toBe('ready');
+  });
+});
+
+describe('stdio MCP servers: lifetime and the runner-wide cap', () => {
+  const log = pino({ level: 'silent' });
+  let nats: PrivateNats;
+  let app: INestApplication;
+  let client: Bus;
+  let base: string;
+
+  beforeAll(async () => {
+    nats = await startPrivateNats();
+    base = await mkdtemp(join(tmpdir(), 'skald-mcp-life-'));
+    const config = loadConfig(ToolRunnerConfigSchema, {
+      DATABASE_URL: process.env.DATABASE_URL,
+      DATABASE_POOL_SIZE: '2',
+      NATS_URL: nats.url,
+      SKALD_WORKSPACES: join(base, 'workspaces'),
+      SKALD_SANDBOX: 'bwrap',
+      SKALD_SANDBOX_RO_BINDS: FIXTURES,
+      SKALD_MCP_LIFETIME_SECS: '2',
+      SKALD_MCP_MAX_RUNNING: '2',
+    });
+    app = await NestFactory.create(AppModule.register(config, log, `mcp-life-${process.pid}`), { logger: false });
+    await app.init();
+    client = await Bus.connect({ servers: nats.url, name: `mcp-life-client-${process.pid}` }, log);
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.drain();
+    await app?.close();
+    await nats?.stop();
+    await rm(base, { recursive: true, force: true });
+  });
+
+  const probe = (actor: Actor, name: string) =>
+    client.call(
+      'mcp.servers.create',
+      { actor, server: { name, transport: 'stdio', command: 'node', args: [HOSTILE, 'probe'] } },
+      { timeoutMs: 20_000 },
+    );
+  const status = async (actor: Actor, name: string) => {
+    for (let i = 0; i < 300; i++) {
+      const s = (await client.call('mcp.servers.list', { actor })).items.find((x) => x.name === name);
+      if (s && s.status !== 'starting') return s;
+      await sleep(100);
+    }
+    throw new Error(`${name} never left starting`);
+  };
+  const running = () => app.get(McpLauncher).runningCount;
+
+  it('runs at most SKALD_MCP_MAX_RUNNING servers on the runner, all users together', async () => {
+    const users: Actor[] = [1, 2, 3].map(() => ({ userId: randomUUID(), role: 'user' as const }));
+    // Three users' servers start at once: the runner-wide cap of 2 refuses exactly one.
+    await Promise.all(users.map((u, i) => probe(u, `s${i}`)));
+    const seen = await Promise.all(users.map((u, i) => status(u, `s${i}`)));
+    expect(seen.map((s) => s.status).sort()).toEqual(['error', 'ready', 'ready']);
+    expect(seen.find((s) => s.status === 'error')?.error).toContain('runs as many stdio MCP servers as it may');
+  });
+
+  it('a server lives at most SKALD_MCP_LIFETIME_SECS, busy or not; the next use starts it again', async () => {
+    for (let i = 0; i < 50 && running() > 0; i++) await sleep(100);
+    const actor: Actor = { userId: randomUUID(), role: 'user' };
+    await probe(actor, 'short');
+    expect((await status(actor, 'short')).status).toBe('ready');
+    expect(running()).toBe(1);
+    for (let i = 0; i < 50 && running() > 0; i++) await sleep(100);
+    expect(running()).toBe(0);
+    const again = await client.call(
+      'tools.exec',
+      { actor, session_id: randomUUID(), tool_call_id: randomUUID(), name: 'mcp__short__probe', arguments: {} },
+      { timeoutMs: 30_000 },
+    );
+    expect(again.status).toBe('done');
+  });
+});

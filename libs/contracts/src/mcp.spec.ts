@@ -1,0 +1,64 @@
+import { describeZodError } from './common';
+import { McpServerInput, refusedEnvName } from './mcp';
+
+const stdio = (env: Record<string, string>) => ({ name: 'srv', transport: 'stdio', command: 'node', env });
+
+/** Seeded variants of a name: every mix of upper and lower case. */
+function caseVariants(name: string, seed: number, n: number): string[] {
+  let x = seed >>> 0;
+  const next = (): number => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x / 4294967296;
+  };
+  return Array.from({ length: n }, () =>
+    [...name].map((c) => (next() < 0.5 ? c.toLowerCase() : c.toUpperCase())).join(''),
+  );
+}
+
+describe('MCP server variables', () => {
+  const seed = Date.now() % 100_000;
+  console.log(`env name variants seed: ${seed}`);
+
+  it.each([
+    'LD_PRELOAD',
+    'LD_AUDIT',
+    'LD_LIBRARY_PATH',
+    'LD_BIND_NOW',
+    'GCONV_PATH',
+    'GLIBC_TUNABLES',
+    'MALLOC_CHECK_',
+    'NODE_OPTIONS',
+    'BASH_ENV',
+    'ENV',
+    'BASH_FUNC_ls',
+    'PYTHONPATH',
+    'PYTHONSTARTUP',
+    'PERL5OPT',
+    'RUBYOPT',
+    'JAVA_TOOL_OPTIONS',
+    'PATH',
+    'HOME',
+  ])('refuses %s in every spelling, with a 400 naming it', (name) => {
+    for (const variant of [name, ...caseVariants(name, seed, 50)]) {
+      expect(refusedEnvName(variant)).toContain(variant);
+      const parsed = McpServerInput.safeParse(stdio({ [variant]: 'x' }));
+      expect(parsed.success).toBe(false);
+      if (!parsed.success) expect(describeZodError(parsed.error).field).toBe(`env.${variant}`);
+    }
+  });
+
+  it('accepts ordinary names (credentials, settings)', () => {
+    for (const name of ['API_TOKEN', 'GITHUB_TOKEN', 'LDAP_URL', 'NODE_ENV', 'MY_PYTHON_HOME_X', 'TZ', 'LANGUAGE_X'])
+      expect([name, refusedEnvName(name)]).toEqual([name, null]);
+    expect(McpServerInput.safeParse(stdio({ API_TOKEN: 'secret' })).success).toBe(true);
+  });
+
+  it('refuses NUL bytes in the command, arguments and values', () => {
+    for (const bad of [
+      { ...stdio({}), command: 'node\0--evil' },
+      { ...stdio({}), args: ['a\0b'] },
+      stdio({ TOKEN: 'a\0b' }),
+    ])
+      expect(McpServerInput.safeParse(bad).success).toBe(false);
+  });
+});

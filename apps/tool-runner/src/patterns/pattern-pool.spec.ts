@@ -1,0 +1,94 @@
+import { PatternFailure, PatternPool } from './pattern-pool';
+
+const bytes = (text: string): Uint8Array => {
+  const shared = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(text)));
+  shared.write(text);
+  return shared;
+};
+/** 40 MB that a 1,000-state expression walks for well over a second (re2js, this machine). */
+const SLOW = { source: '[a-z]{1000}[0-9]', text: `${'a'.repeat(2000)}\n`.repeat(20_000) };
+
+async function failure(p: Promise<unknown>): Promise<PatternFailure> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof PatternFailure) return e;
+    throw e;
+  }
+  throw new Error('the job did not fail');
+}
+
+describe('PatternPool', () => {
+  const pools: PatternPool[] = [];
+  const pool = (opts: ConstructorParameters<typeof PatternPool>[0] = {}): PatternPool => {
+    const p = new PatternPool(opts);
+    pools.push(p);
+    return p;
+  };
+  afterAll(() => Promise.all(pools.map((p) => p.onModuleDestroy())));
+
+  it('answers matching lines and subjects with RE2 semantics', async () => {
+    const p = pool();
+    expect(await p.matchingLines('u', 'b+', true, [bytes('a\nbb\r\nc\nb'), bytes(''), bytes('B\n')])).toEqual({
+      hits: [[1, 3], [], []],
+      truncated: false,
+    });
+    expect(await p.matchingLines('u', '^b$', false, [bytes('B\r\nb\n')])).toEqual({ hits: [[0, 1]], truncated: false });
+    // Pathological for a backtracking engine, linear here.
+    const evil = bytes(`${'a'.repeat(100_000)}!\n`.repeat(5));
+    for (const source of ['(a+)+$', '(a|aa)+$', '(.*a){20}$', '^(a?){30}a{30}$']) {
+      const t0 = performance.now();
+      expect(await p.matchingLines('u', source, true, [evil])).toEqual({ hits: [[]], truncated: false });
+      expect(performance.now() - t0).toBeLessThan(1000);
+    }
+    expect(await p.matchingSubjects('u', '^(?:.*/)?x$', ['x', 'a/x', 'a/y'])).toEqual([0, 1]);
+  });
+
+  it('answers a pattern outside RE2 as a syntax failure naming it', async () => {
+    const p = pool();
+    const e = await failure(p.matchingLines('u', '(a)\\1', true, [bytes('aa')]));
+    expect(e.kind).toBe('syntax');
+    expect(e.message).toMatch(/invalid escape sequence: `\\1`/);
+    expect((await failure(p.matchingLines('u', '(?=a)', true, []))).message).toMatch(/\(\?=/);
+    // The worker lives on.
+    expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
+  });
+
+  it('stops a job at its deadline, terminating the worker, and keeps serving', async () => {
+    const p = pool({ workers: 1, timeoutMs: 300 });
+    const t0 = performance.now();
+    const e = await failure(p.matchingLines('u', SLOW.source, true, [bytes(SLOW.text)]));
+    expect([e.kind, e.message]).toEqual(['timeout', 'the search took longer than 0.3 s and was stopped']);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
+  });
+
+  it("keeps one user's slow jobs from holding every worker, and bounds that user's queue", async () => {
+    const p = pool({ workers: 2, timeoutMs: 600, perUser: 1, queuedPerUser: 2 });
+    // Both workers started (a worker's start is not what is measured here).
+    await Promise.all(['x', 'y'].map((u) => p.matchingLines(u, 'a', true, [bytes('a')])));
+    const slow = () => failure(p.matchingLines('attacker', SLOW.source, true, [bytes(SLOW.text)]));
+    const flood = [slow(), slow(), slow()];
+    const refused = await failure(p.matchingLines('attacker', 'a', true, [bytes('a')]));
+    expect([refused.kind, refused.message]).toEqual([
+      'busy',
+      '2 searches of yours are already waiting for a free search worker; wait for them to finish',
+    ]);
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = performance.now();
+    expect(await p.matchingLines('victim', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
+    expect(performance.now() - t0).toBeLessThan(300);
+    // One of the attacker's jobs ran out of time; the two that waited ran out of time waiting.
+    const kinds = (await Promise.all(flood)).map((e) => e.kind).sort();
+    expect(kinds).toEqual(['busy', 'busy', 'timeout']);
+  });
+
+  it('cancels a running job on its signal', async () => {
+    const p = pool({ workers: 1, timeoutMs: 10_000 });
+    const ac = new AbortController();
+    const pending = failure(p.matchingLines('u', SLOW.source, true, [bytes(SLOW.text)], ac.signal));
+    setTimeout(() => ac.abort(), 100);
+    expect((await pending).kind).toBe('cancelled');
+    expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
+  });
+});

@@ -114,6 +114,11 @@ describe('tool-runner: hostile grep_files patterns (over NATS)', () => {
     }
 
     const slowCalls = answers.filter((a) => a.ms > 2000);
+    console.log(
+      `hostile grep_files: ${answers.length} calls, slowest ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms; ` +
+        `victim read_file: ${readTimes.length} reads, slowest ${Math.round(Math.max(...readTimes))} ms; ` +
+        `statuses ${JSON.stringify(answers.map((a) => (a.reply as { status: string }).status))}`,
+    );
     const slowReads = readTimes.filter((ms) => ms > 200);
     recordAttackSuite('patterns', 'grep-over-nats', { patterns: answers.length, over_bound: slowCalls.length + slowReads.length });
     expect(slowCalls.map((a) => ({ args: a.args, ms: Math.round(a.ms) }))).toEqual([]);
@@ -131,7 +136,7 @@ describe('tool-runner: hostile grep_files patterns (over NATS)', () => {
 
   it('finds what a plain search should find (the engine still answers correctly)', async () => {
     const r = await exec(attacker, 'grep_files', {
-      pattern: 'a{3000}!$',
+      pattern: 'a{1000}!$',
       glob: `${'**/'.repeat(50)}*.txt`,
       output_mode: 'count',
       case_sensitive: true,

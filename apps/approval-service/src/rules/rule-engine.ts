@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { anyCharsGlob, GlobTest, pathGlob, RULE_PATH_MAX_CHARS } from './rule-glob';
 import { parseShell, ShellCommand, unallowableReason } from './shell-parser';
 
 /**
@@ -164,12 +165,9 @@ export function compileCommandPattern(pattern: string): (argv: readonly string[]
   };
 }
 
-function globRegex(pattern: string, star: string): RegExp {
-  const parts = pattern.split(/(\*\*|\*)/);
-  const body = parts
-    .map((part) => (part === '**' ? '.*' : part === '*' ? star : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
-    .join('');
-  return new RegExp(`^${body}$`);
+/** A rule glob, matched in linear time (rule-glob.ts): `*` any characters, or within a path segment. */
+function globRegex(pattern: string, star: '.*' | '[^/]*'): GlobTest {
+  return star === '.*' ? anyCharsGlob(pattern) : pathGlob(pattern);
 }
 
 /** Never throws: a rule that fails to compile is kept, marked broken. */
@@ -256,12 +254,13 @@ export function isMemoryPath(p: string): boolean {
 
 /**
  * The lexically normalised path a call's argument names: memory paths stay relative
- * (`user-memory/notes.md`), everything else becomes absolute under the working directory. A memory
- * path that climbs out of its root with `..` is invalid (null) and matches no path rule.
+ * (`user-memory/notes.md`), everything else becomes absolute under the working directory. A path
+ * longer than PATH_MAX, or a memory path that climbs out of its root with `..`, is invalid (null)
+ * and matches no path rule.
  * Symlinks are not followed here: the tool runner's jail is what stops an escape.
  */
 export function normalisePath(raw: string, workingDirectory: string = WORKSPACE): string | null {
-  if (raw.includes('\0')) return null;
+  if (raw.includes('\0') || raw.length > RULE_PATH_MAX_CHARS) return null;
   const trimmed = raw.replace(/^(\.\/)+/, '');
   const root = MEMORY_ROOTS.find((r) => trimmed === r || trimmed.startsWith(`${r}/`));
   if (root) {

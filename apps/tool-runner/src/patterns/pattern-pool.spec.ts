@@ -1,4 +1,8 @@
+import fc from 'fast-check';
+import { recordAttackSuite } from '@skald/testing';
 import { PatternFailure, PatternPool } from './pattern-pool';
+
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
 const bytes = (text: string): Uint8Array => {
   const shared = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(text)));
@@ -82,6 +86,66 @@ describe('PatternPool', () => {
     const kinds = (await Promise.all(flood)).map((e) => e.kind).sort();
     expect(kinds).toEqual(['busy', 'busy', 'timeout']);
   });
+
+  it('agrees with JavaScript RegExp on generated regexes, and answers hostile ones within the bound', async () => {
+    console.log(`regex property seed ${SEED} (replay: FC_SEED=${SEED})`);
+    const p = pool();
+    const { regex } = fc.letrec<{ regex: string; atom: string }>((tie) => ({
+      atom: fc.oneof(
+        { weight: 5, arbitrary: fc.constantFrom('a', 'b', '.', '[ab]', '[^a]', '\\w') },
+        { weight: 1, arbitrary: tie('regex').map((r) => `(${r})`) },
+      ),
+      regex: fc
+        .array(
+          fc.tuple(tie('atom'), fc.constantFrom('', '', '*', '+', '?', '{1,3}', '{2}')).map(([a, q]) => a + q),
+          { minLength: 1, maxLength: 4 },
+        )
+        .chain((parts) =>
+          fc.constantFrom(parts.join(''), `${parts.join('')}$`, `^${parts.join('')}`, parts.join('|')),
+        ),
+    }));
+    const line = fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 12 }).map((a) => a.join(''));
+    let cases = 0;
+    await fc.assert(
+      fc.asyncProperty(regex, fc.array(line, { minLength: 1, maxLength: 10 }), async (r, lines) => {
+        cases += lines.length;
+        const js = new RegExp(r);
+        const want = lines.flatMap((l, i) => (js.test(l) ? [i] : []));
+        const got = await p.matchingLines('u', r, true, [bytes(lines.map((l) => `${l}\n`).join(''))]);
+        expect([r, got.hits[0]]).toEqual([r, want]);
+      }),
+      { seed: SEED, numRuns: 1000 },
+    );
+    expect(cases).toBeGreaterThan(2000);
+
+    // Nested quantifiers over long runs of one letter: exponential for a backtracking engine.
+    const hostile = fc
+      .array(fc.constantFrom('(a+)+', '(a|aa)+', '(.*a)', '(a*)*', 'a?', '(a|a)*', '{5}', '.*', '$'), {
+        minLength: 1,
+        maxLength: 30,
+      })
+      .map((a) => a.join(''));
+    const text = bytes(`${'a'.repeat(20_000)}!\n`.repeat(5));
+    let worst = 0;
+    let over = 0;
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(hostile, async (r) => {
+        runs++;
+        const t0 = performance.now();
+        await p.matchingLines('u', r, true, [text]).catch((e: unknown) => {
+          if (!(e instanceof PatternFailure) || e.kind !== 'syntax') throw e;
+        });
+        const ms = performance.now() - t0;
+        worst = Math.max(worst, ms);
+        if (ms > 2000) over++;
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+    console.log(`hostile regexes: ${runs} jobs, worst ${worst.toFixed(0)} ms`);
+    recordAttackSuite('patterns', 'regex-property', { patterns: runs + cases, over_bound: over });
+    expect(over).toBe(0);
+  }, 60_000);
 
   it('cancels a running job on its signal', async () => {
     const p = pool({ workers: 1, timeoutMs: 10_000 });

@@ -83,8 +83,12 @@ describe('rule globs (linear time)', () => {
       { seed: SEED, numRuns: 1000 },
     );
     const rules = new RuleSet([
-      ...hostile.slice(0, 500).map((g) => row({ toolPattern: 'execute_cmd', commandPattern: `echo ${g}b`, action: 'deny' })),
-      ...hostile.slice(500, 900).map((g) => row({ toolPattern: '@fs_read', pathPattern: `/workspace/${g}b`, action: 'deny' })),
+      ...hostile
+        .slice(0, 500)
+        .map((g) => row({ toolPattern: 'execute_cmd', commandPattern: `echo ${g}b`, action: 'deny' })),
+      ...hostile
+        .slice(500, 900)
+        .map((g) => row({ toolPattern: '@fs_read', pathPattern: `/workspace/${g}b`, action: 'deny' })),
       ...hostile.slice(900).map((g) => row({ toolPattern: `${g.replace(/\*\*/g, '*')}b`, action: 'deny' })),
       row({ toolPattern: '*', action: 'require', priority: 999_999 }),
     ]);

@@ -322,7 +322,9 @@ describe('FileToolsService', () => {
       expect((await error(grep({ pattern: '(' }))).message).toBe(
         `grep_files: unsupported or invalid regular expression /(/: error parsing regexp: missing closing ): \`(\`. ${RE2_SYNTAX_NOTE}`,
       );
-      expect((await error(grep({ pattern: '(a)\\1' }))).message).toMatch(/invalid escape sequence: `\\1`.*backreferences/);
+      expect((await error(grep({ pattern: '(a)\\1' }))).message).toMatch(
+        /invalid escape sequence: `\\1`.*backreferences/,
+      );
       expect((await error(grep({ pattern: 'a', glob: '[z-a]' }))).message).toBe(
         'grep_files: invalid glob [z-a]: error parsing regexp: invalid character class range: `z-a`',
       );

@@ -59,7 +59,9 @@ export function globToRe2(glob: string): CompiledGlob {
         if (negated) body = body.slice(1);
         // Inside a set every character is itself, except a `-` between two (a range).
         const set = [...body]
-          .map((ch, k, all) => (ch === '-' && k > 0 && k < all.length - 1 ? '-' : /[\\\]^[-]/.test(ch) ? `\\${ch}` : ch))
+          .map((ch, k, all) =>
+            ch === '-' && k > 0 && k < all.length - 1 ? '-' : /[\\\]^[-]/.test(ch) ? `\\${ch}` : ch,
+          )
           .join('');
         out += negated ? `[^/${set}]` : `[${set}]`;
         i = end;

@@ -100,9 +100,7 @@ describe('PatternPool', () => {
           fc.tuple(tie('atom'), fc.constantFrom('', '', '*', '+', '?', '{1,3}', '{2}')).map(([a, q]) => a + q),
           { minLength: 1, maxLength: 4 },
         )
-        .chain((parts) =>
-          fc.constantFrom(parts.join(''), `${parts.join('')}$`, `^${parts.join('')}`, parts.join('|')),
-        ),
+        .chain((parts) => fc.constantFrom(parts.join(''), `${parts.join('')}$`, `^${parts.join('')}`, parts.join('|'))),
     }));
     const line = fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 12 }).map((a) => a.join(''));
     let cases = 0;

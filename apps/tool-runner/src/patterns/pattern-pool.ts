@@ -112,9 +112,15 @@ export class PatternPool implements OnModuleDestroy {
     )) as LineHits;
   }
 
-  onModuleDestroy(): Promise<void> {
-    for (const p of [...this.queue]) this.fail(p, new PatternFailure('cancelled', 'the tool runner is shutting down'));
-    return Promise.all(this.slots.map((s) => s.worker?.terminate())).then(() => undefined);
+  async onModuleDestroy(): Promise<void> {
+    const stopping = new PatternFailure('cancelled', 'the tool runner is shutting down');
+    for (const p of [...this.queue]) this.fail(p, stopping);
+    const workers = this.slots.flatMap((s) => {
+      const worker = s.worker;
+      if (s.current) this.fail(s.current, stopping);
+      return worker ? [worker] : [];
+    });
+    await Promise.all(workers.map((w) => w.terminate()));
   }
 
   private submit(userId: string, job: Job, signal?: AbortSignal): Promise<unknown> {

@@ -120,16 +120,17 @@ describe('tool-runner: hostile grep_files patterns (over NATS)', () => {
         `statuses ${JSON.stringify(answers.map((a) => (a.reply as { status: string }).status))}`,
     );
     const slowReads = readTimes.filter((ms) => ms > 200);
-    recordAttackSuite('patterns', 'grep-over-nats', { patterns: answers.length, over_bound: slowCalls.length + slowReads.length });
+    recordAttackSuite('patterns', 'grep-over-nats', {
+      patterns: answers.length,
+      over_bound: slowCalls.length + slowReads.length,
+    });
     expect(slowCalls.map((a) => ({ args: a.args, ms: Math.round(a.ms) }))).toEqual([]);
     expect(slowReads).toEqual([]);
     expect(readTimes.length).toBeGreaterThan(5);
     for (const { reply } of answers) {
       // A result, or an error that names what went wrong: never a crash or a silent nothing.
-      expect(reply).toEqual(
-        expect.objectContaining({ status: expect.stringMatching(/^(done|failed)$/) as unknown as string }),
-      );
       const r = reply as { status: string; result?: string; error?: string };
+      expect(['done', 'failed']).toContain(r.status);
       if (r.status === 'failed') expect(r.error).toMatch(/^grep_files: /);
     }
   }, 60_000);
@@ -150,7 +151,9 @@ describe('tool-runner: hostile grep_files patterns (over NATS)', () => {
   it('rejects syntax RE2 does not accept with an error naming it', async () => {
     expect(await exec(attacker, 'grep_files', { pattern: '(a)\\1' })).toEqual({
       status: 'failed',
-      error: expect.stringMatching(/^grep_files: unsupported or invalid regular expression .*\\1.*RE2 syntax/) as unknown,
+      error: expect.stringMatching(
+        /^grep_files: unsupported or invalid regular expression .*\\1.*RE2 syntax/,
+      ) as unknown,
     });
     expect(await exec(attacker, 'grep_files', { pattern: '(?<=a)b' })).toEqual({
       status: 'failed',

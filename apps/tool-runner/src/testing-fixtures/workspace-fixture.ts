@@ -25,7 +25,8 @@ export async function workspaceFixture(opts: { quota?: number } = {}): Promise<W
   await workspaces.onModuleInit();
   const userId = randomUUID();
   const jail = await workspaces.jail(userId);
-  const files = new FileToolsService(workspaces, new PatternPool());
+  const patterns = new PatternPool();
+  const files = new FileToolsService(workspaces, patterns);
   return {
     base,
     userId,
@@ -41,6 +42,9 @@ export async function workspaceFixture(opts: { quota?: number } = {}): Promise<W
       signal: new AbortController().signal,
       ...over,
     }),
-    cleanup: () => rm(base, { recursive: true, force: true }),
+    cleanup: async () => {
+      await patterns.onModuleDestroy();
+      await rm(base, { recursive: true, force: true });
+    },
   };
 }

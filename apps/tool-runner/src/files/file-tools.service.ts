@@ -466,7 +466,7 @@ function patternFailure(e: unknown, what: string): never {
     case 'memory':
       throw new ToolError('too_large', `grep_files: ${e.message}; use a simpler pattern or a narrower path or glob`);
     case 'busy':
-      throw new ToolError('unavailable', `grep_files: ${e.message}; try again shortly`);
+      throw new ToolError('unavailable', `grep_files: ${e.message}`);
     case 'crashed':
       throw new ToolError('io', `grep_files: ${e.message}`);
     case 'cancelled':

@@ -151,7 +151,10 @@ export class PatternPool implements OnModuleDestroy {
             pending,
             ran >= this.opts.timeoutMs / 2
               ? new PatternFailure('timeout', `the search took longer than ${secs} and was stopped`)
-              : new PatternFailure('busy', `no search worker became free within ${secs} (the runner is busy)`),
+              : new PatternFailure(
+                  'busy',
+                  `no search worker became free within ${secs} (the runner is busy); try again shortly`,
+                ),
           );
         }, this.opts.timeoutMs),
         cleanup: () => signal?.removeEventListener('abort', onAbort),

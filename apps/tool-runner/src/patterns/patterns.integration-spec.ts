@@ -117,7 +117,7 @@ describe('tool-runner: hostile grep_files patterns (over NATS)', () => {
     console.log(
       `hostile grep_files: ${answers.length} calls, slowest ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms; ` +
         `victim read_file: ${readTimes.length} reads, slowest ${Math.round(Math.max(...readTimes))} ms; ` +
-        `statuses ${JSON.stringify(answers.map((a) => (a.reply as { status: string }).status))}`,
+        `failed: ${JSON.stringify(answers.flatMap((a) => ((a.reply as { error?: string }).error ?? []) as string[]))}`,
     );
     const slowReads = readTimes.filter((ms) => ms > 200);
     recordAttackSuite('patterns', 'grep-over-nats', {

@@ -187,7 +187,6 @@ export class PatternPool implements OnModuleDestroy {
       workerData: { re2js: require.resolve('re2js') },
       resourceLimits: { maxOldGenerationSizeMb: this.opts.memoryMb, maxYoungGenerationSizeMb: 16 },
     });
-    worker.unref();
     slot.worker = worker;
     // A terminated worker's late events are ignored: its slot may run another job by then.
     worker.on('message', (m: { id: number; result?: unknown; syntax?: string }) => {
@@ -216,6 +215,9 @@ export class PatternPool implements OnModuleDestroy {
       const p = slot.current;
       if (p) this.settle(p, () => p.reject(new PatternFailure('crashed', 'the search worker stopped')));
     });
+    // After the listeners: adding a 'message' listener refs the worker again. An idle pool keeps no
+    // process alive; a running job does, through its deadline timer.
+    worker.unref();
     return worker;
   }
 

@@ -145,6 +145,14 @@ describe('PatternPool', () => {
     expect(over).toBe(0);
   }, 60_000);
 
+  it('stops a job whose worker runs out of its heap, and keeps serving', async () => {
+    const p = pool({ workers: 1, memoryMb: 32, timeoutMs: 20_000 });
+    const subjects = Array.from({ length: 600_000 }, (_, i) => `${'x'.repeat(100)}${i}`);
+    const e = await failure(p.matchingSubjects('u', '^a', subjects));
+    expect([e.kind, e.message]).toEqual(['memory', 'the search needed more than 32 MiB and was stopped']);
+    expect(await p.matchingSubjects('u', 'x', ['x'])).toEqual([0]);
+  });
+
   it('cancels a running job on its signal', async () => {
     const p = pool({ workers: 1, timeoutMs: 10_000 });
     const ac = new AbortController();

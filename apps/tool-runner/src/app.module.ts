@@ -22,7 +22,7 @@ import { ToolMetrics } from './exec/tool-metrics';
 import { ToolRouter } from './exec/tool-router';
 import { ToolsExecHandler } from './exec/tools-exec.handler';
 import { FileToolsService } from './files/file-tools.service';
-import { RegexSearch } from './files/regex-search';
+import { PATTERN_POOL_OPTIONS, PatternPool } from './patterns/pattern-pool';
 import { PgWorkspaceLock, WorkspaceLock } from './workspace/workspace-lock';
 import { WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from './workspace/workspaces.service';
 
@@ -63,7 +63,16 @@ export class AppModule {
         ProgressSink,
         { provide: WorkspaceLock, useClass: PgWorkspaceLock },
         WorkspacesService,
-        RegexSearch,
+        {
+          provide: PATTERN_POOL_OPTIONS,
+          useValue: {
+            workers: config.SKALD_PATTERN_WORKERS,
+            timeoutMs: config.SKALD_PATTERN_TIMEOUT_MS,
+            memoryMb: config.SKALD_PATTERN_MEMORY_MB,
+            perUser: config.SKALD_PATTERN_PER_USER,
+          },
+        },
+        PatternPool,
         FileToolsService,
         ExecuteCmdService,
         ToolRouter,

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { BaseConfigSchema } from '@skald/service-kit';
+import { DEFAULT_PATTERN_POOL } from './patterns/pattern-pool';
 
 export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3103),
@@ -120,6 +121,14 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   SKALD_MCP_CONNECT_TIMEOUT_SECS: z.coerce.number().int().min(1).max(300).default(30),
   /** One MCP tool call may take this long (progress notifications extend it). */
   SKALD_MCP_CALL_TIMEOUT_SECS: z.coerce.number().int().min(1).max(3600).default(300),
+  /** Worker threads that run grep_files' regexes and globs (RE2 semantics, off the event loop). */
+  SKALD_PATTERN_WORKERS: z.coerce.number().int().min(1).max(64).default(DEFAULT_PATTERN_POOL.workers),
+  /** Deadline of one pattern job (waiting for a worker included); the worker is terminated past it. */
+  SKALD_PATTERN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_PATTERN_POOL.timeoutMs),
+  /** Heap limit of one pattern worker, in MiB. */
+  SKALD_PATTERN_MEMORY_MB: z.coerce.number().int().min(32).max(16_384).default(DEFAULT_PATTERN_POOL.memoryMb),
+  /** Pattern jobs of one user running at once (the user's other jobs wait). */
+  SKALD_PATTERN_PER_USER: z.coerce.number().int().min(1).max(64).default(DEFAULT_PATTERN_POOL.perUser),
   /** Days finished tool results are kept for duplicate calls (0 keeps them forever). */
   SKALD_TOOL_RESULT_RETENTION_DAYS: z.coerce.number().int().min(0).default(7),
 });

@@ -26,6 +26,13 @@ const str = (description: string) => ({ type: 'string', description });
 const int = (description: string) => ({ type: 'integer', description });
 const bool = (description: string) => ({ type: 'boolean', description });
 
+/**
+ * The regular-expression dialect of grep_files (RE2: linear-time matching), as the model is told it
+ * in the tool's description and in the error for a pattern outside it.
+ */
+export const RE2_SYNTAX_NOTE =
+  'Patterns use RE2 syntax (as in Go and ripgrep): no backreferences (\\1) and no lookaround ((?=…), (?!…), (?<=…), (?<!…)).';
+
 export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   {
     name: 'list_files',
@@ -136,13 +143,13 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   },
   {
     name: 'grep_files',
-    description: 'Search files under a path for a regular expression.',
+    description: `Search files under a path for a regular expression. ${RE2_SYNTAX_NOTE}`,
     parameters: obj(
       {
         path: str('Directory or file'),
-        pattern: str('Regular expression'),
+        pattern: str('Regular expression (RE2 syntax)'),
         case_sensitive: bool('Case sensitive (default true)'),
-        glob: str('Only files matching this glob'),
+        glob: str('Only files matching this glob: * ? [abc] [!abc] {a,b} within a name, ** across directories'),
         output_mode: { type: 'string', enum: ['content', 'files_only', 'count'] },
         context_lines: int('0–10'),
         limit: int('Maximum results (default 100)'),

@@ -1,2 +1,3 @@
 export * from './llm-sim';
 export * from './stack';
+export * from './attack-suite-report';

@@ -1,4 +1,5 @@
 import { scanSegments, SimpleCommand } from './shell-analysis';
+import { anyCharsGlob, GlobTest } from './rule-glob';
 
 /**
  * Matching rules against what a command line runs. Allow rules match the command as written
@@ -255,18 +256,12 @@ export function patternWords(pattern: string): string[] | string {
   return words;
 }
 
-type WordMatcher = string | RegExp | null;
+/** A literal word, a word glob (`*` = any characters, matched in linear time), or any one word. */
+type WordMatcher = string | GlobTest | null;
 
-function globRegex(pattern: string): RegExp {
-  const body = pattern
-    .split('*')
-    .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${body}$`);
-}
 
 function wordMatchers(words: readonly string[]): WordMatcher[] {
-  return words.map((w) => (w === '*' ? null : w.includes('*') ? globRegex(w) : w));
+  return words.map((w) => (w === '*' ? null : w.includes('*') ? anyCharsGlob(w) : w));
 }
 
 /** `*` alone matches any one word, or as the last word any rest (also none). */
@@ -332,7 +327,7 @@ export function scanMatches(
 ): boolean | 'too_many' {
   const tokens = segments.flat();
   const wantsProgram = pattern.program;
-  const programRe = wantsProgram.includes('*') ? globRegex(wantsProgram) : null;
+  const programRe = wantsProgram.includes('*') ? anyCharsGlob(wantsProgram) : null;
   let starts = 0;
   for (let i = 0; i < tokens.length; i++) {
     const candidate = baseName(tokens[i].replace(/^.*[=:+#%?!@~^,]/, '').replace(/^-+/, ''));

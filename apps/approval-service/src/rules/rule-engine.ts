@@ -18,6 +18,7 @@ import {
 import { writesOrRuns } from './read-only-catalogue';
 import { readCommandLine } from './shell-commands';
 import { analyzeCommand, scanSegments, SimpleCommand } from './shell-analysis';
+import { anyCharsGlob, GlobTest, pathGlob, RULE_PATH_MAX_CHARS } from './rule-glob';
 
 /**
  * The approval gate as a pure function: rules (ordered by priority, then insertion; the session's
@@ -171,12 +172,9 @@ export function compileCommandPattern(pattern: string): CommandPattern {
   return compileCommandWords(words);
 }
 
-function globRegex(pattern: string, star: string): RegExp {
-  const parts = pattern.split(/(\*\*|\*)/);
-  const body = parts
-    .map((part) => (part === '**' ? '.*' : part === '*' ? star : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
-    .join('');
-  return new RegExp(`^${body}$`);
+/** A rule glob, matched in linear time (rule-glob.ts): `*` any characters, or within a path segment. */
+function globRegex(pattern: string, star: '.*' | '[^/]*'): GlobTest {
+  return star === '.*' ? anyCharsGlob(pattern) : pathGlob(pattern);
 }
 
 /** Never throws: a rule that fails to compile is kept, marked broken. */
@@ -265,9 +263,10 @@ export function isMemoryPath(p: string): boolean {
  * The lexically normalised path a path argument names, by the shared resolver the tool runner
  * uses (`@skald/contracts` tool-paths): memory paths stay relative (`user-memory/notes.md`),
  * everything else is absolute inside `/workspace`. Null for a path the runner refuses (outside the
- * workspace, a memory root climbed out of, NUL): it matches no path rule.
+ * workspace, a memory root climbed out of, NUL, longer than PATH_MAX): it matches no path rule.
  */
 export function normalisePath(raw: string, workingDirectory: string = WORKSPACE): string | null {
+  if (raw.length > RULE_PATH_MAX_CHARS) return null;
   const r = resolveToolPath(raw, {}, workingDirectory);
   return r.ok ? r.value.virtual : null;
 }

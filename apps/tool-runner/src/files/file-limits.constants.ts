@@ -16,6 +16,8 @@ export const FILE_LIMITS = {
   grepMaxFileBytes: 10 * 1024 * 1024,
   grepMaxTotalBytes: 64 * 1024 * 1024,
   grepMaxFiles: 20_000,
+  /** grep_files looks at this many files below the path at most (before the glob). */
+  grepMaxCandidates: 200_000,
 } as const;
 
 /** Directories that walks (list_files below the top level, grep_files) do not descend into. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { describeZodError } from '@skald/contracts';
 import { ToolError } from '../tool-error';
+import { GLOB_MAX_CHARS } from '../patterns/glob';
 
 /** Models sometimes send numbers and booleans as strings; accept the obvious spellings. */
 const int = (min: number, max: number) =>
@@ -40,11 +41,13 @@ export const ReplaceLinesArgs = z.object({
 });
 export const AppendFileArgs = z.object({ path, content: text });
 export const SearchFileArgs = z.object({ path, query: z.string().min(1), context_lines: int(0, 10).default(0) });
+/** Longest grep_files pattern accepted (RE2's matching cost grows with the pattern's size). */
+export const PATTERN_MAX_CHARS = 4096;
 export const GrepFilesArgs = z.object({
   path: path.default('.'),
-  pattern: z.string().min(1),
+  pattern: z.string().min(1).max(PATTERN_MAX_CHARS),
   case_sensitive: bool.default(false),
-  glob: z.string().min(1).optional(),
+  glob: z.string().min(1).max(GLOB_MAX_CHARS).optional(),
   output_mode: z.enum(['content', 'files_only', 'count']).default('content'),
   context_lines: int(0, 10).default(0),
   limit: int(1, 1000).default(100),

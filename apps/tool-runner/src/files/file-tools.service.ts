@@ -20,8 +20,10 @@ import {
   WriteFileArgs,
 } from './file-tool-args';
 import { FILE_LIMITS, NOT_EXPANDED } from './file-limits.constants';
-import { RegexSearch } from './regex-search';
-import { displayLines, globMatcher, looksBinary, numbered } from './text';
+import { CompiledGlob, GlobError, globSubject, globToRe2 } from '../patterns/glob';
+import { MAX_LINE_HITS, PatternFailure, PatternPool } from '../patterns/pattern-pool';
+import { RE2_SYNTAX_NOTE } from '@skald/contracts';
+import { displayLines, looksBinary, numbered } from './text';
 
 type Args<S extends z.ZodType> = z.output<S>;
 
@@ -30,7 +32,7 @@ type Args<S extends z.ZodType> = z.output<S>;
 export class FileToolsService {
   constructor(
     private readonly workspaces: WorkspacesService,
-    private readonly regex: RegexSearch,
+    private readonly patterns: PatternPool,
   ) {}
 
   // ------------------------------------------------------------------ reads
@@ -119,8 +121,14 @@ export class FileToolsService {
   async grepFiles(ctx: ToolContext, args: Args<typeof GrepFilesArgs>): Promise<ToolOutput> {
     const p = this.resolve(ctx, args.path);
     const jail = await this.workspaces.jail(ctx.userId);
-    const matchGlob = args.glob ? globMatcher(args.glob) : () => true;
-    const files: { path: string; text: string }[] = [];
+    let glob: CompiledGlob | null = null;
+    try {
+      glob = args.glob === undefined ? null : globToRe2(args.glob);
+    } catch (e) {
+      if (e instanceof GlobError) throw new ToolError('invalid_argument', `grep_files: invalid glob: ${e.message}`);
+      throw e;
+    }
+    const files: { path: string; bytes: Buffer }[] = [];
     const skipped = { binary: 0, large: 0, truncated: false };
     let total = 0;
 
@@ -133,13 +141,15 @@ export class FileToolsService {
         skipped.truncated = true;
         return;
       }
-      const buf = await readUpTo(handle, size);
+      // Shared memory: the pattern worker reads these bytes without a copy.
+      const shared = Buffer.from(new SharedArrayBuffer(size));
+      const buf = shared.subarray(0, await readInto(handle, shared));
       if (looksBinary(buf)) {
         skipped.binary++;
         return;
       }
       total += buf.length;
-      files.push({ path: virtual, text: buf.toString('utf8') });
+      files.push({ path: virtual, bytes: buf });
     };
 
     let dir: FileHandle | null = null;
@@ -147,7 +157,7 @@ export class FileToolsService {
       dir = await jail.openDir(p);
     } catch (e) {
       if (!(e instanceof ToolError && e.code === 'not_a_directory')) throw ioError(e, p);
-      // A file: grep just that one.
+      // A file: grep just that one (the glob does not apply).
       const opened = await jail.openRead(p);
       try {
         await take(opened.handle, opened.size, p.virtual);
@@ -156,6 +166,8 @@ export class FileToolsService {
       }
     }
     if (dir) {
+      // The regular files below the path, then the glob over all of them in one job of the pool.
+      const candidates: { rel: string; at: WorkspacePath }[] = [];
       const walk = async (handle: FileHandle, at: WorkspacePath, rel: string): Promise<void> => {
         const entries = (await jail.entries(handle)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
         for (const entry of entries) {
@@ -170,14 +182,9 @@ export class FileToolsService {
             } finally {
               await child.close();
             }
-          } else if (entry.isFile() && matchGlob(relPath)) {
-            const opened = await jail.openChildFile(handle, entry.name);
-            if (!opened) continue;
-            try {
-              await take(opened.handle, opened.size, childPath(at, entry.name).virtual);
-            } finally {
-              await opened.handle.close();
-            }
+          } else if (entry.isFile()) {
+            if (candidates.length >= FILE_LIMITS.grepMaxCandidates) skipped.truncated = true;
+            else candidates.push({ rel: relPath, at: childPath(at, entry.name) });
           }
         }
       };
@@ -186,14 +193,44 @@ export class FileToolsService {
       } finally {
         await dir.close();
       }
+      if (ctx.signal.aborted) throw new ToolCancelled();
+      let selected = candidates;
+      if (glob && candidates.length > 0) {
+        const g = glob;
+        const idx = await this.patterns
+          .matchingSubjects(
+            ctx.userId,
+            g.source,
+            candidates.map((c) => globSubject(g, c.rel)),
+            ctx.signal,
+          )
+          .catch((e: unknown) => patternFailure(e, `glob ${args.glob}`));
+        selected = idx.map((i) => candidates[i]);
+      }
+      for (const c of selected) {
+        if (skipped.truncated || ctx.signal.aborted) break;
+        // Gone or swapped for something else since the walk: not part of the search.
+        const opened = await jail.openRead(c.at).catch(() => null);
+        if (!opened) continue;
+        try {
+          await take(opened.handle, opened.size, c.at.virtual);
+        } finally {
+          await opened.handle.close();
+        }
+      }
     }
     if (ctx.signal.aborted) throw new ToolCancelled();
 
-    const hits = await this.regex.matchingLines(
-      args.pattern,
-      args.case_sensitive,
-      files.map((f) => f.text),
-    );
+    const found = await this.patterns
+      .matchingLines(
+        ctx.userId,
+        args.pattern,
+        args.case_sensitive,
+        files.map((f) => f.bytes),
+        ctx.signal,
+      )
+      .catch((e: unknown) => patternFailure(e, `regular expression /${args.pattern}/`));
+    const hits = found.hits;
     const notes: string[] = [];
     if (skipped.binary > 0) notes.push(`${skipped.binary} binary file${skipped.binary === 1 ? '' : 's'} skipped`);
     if (skipped.large > 0)
@@ -201,6 +238,8 @@ export class FileToolsService {
         `${skipped.large} file${skipped.large === 1 ? '' : 's'} over ${formatBytes(FILE_LIMITS.grepMaxFileBytes)} skipped`,
       );
     if (skipped.truncated) notes.push('search stopped early: too much data; narrow the path or glob');
+    if (found.truncated)
+      notes.push(`search stopped after ${MAX_LINE_HITS.toLocaleString('en')} matching lines; narrow the pattern`);
     const footer = (shownFrom: number, shownTo: number, of: number, unit: string): string => {
       const parts = [...notes];
       if (shownTo < of || shownFrom > 0) {
@@ -241,7 +280,7 @@ export class FileToolsService {
         for (const f of matched) {
           const mine = page.filter((h) => h.f === f).map((h) => h.line);
           if (mine.length === 0) continue;
-          const lines = displayLines(f.text);
+          const lines = displayLines(f.bytes.toString('utf8'));
           blocks.push(
             contextBlocks(mine, lines, args.context_lines, (i, sep, l) => `${f.path}${sep}${i + 1}${sep}${l}`),
           );
@@ -397,13 +436,42 @@ export class FileToolsService {
 /** Reads at most `max` bytes from offset 0. */
 async function readUpTo(handle: FileHandle, max: number): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(max);
+  return buf.subarray(0, await readInto(handle, buf));
+}
+
+/** Fills `buf` from offset 0 (less at end of file); answers the bytes read. */
+async function readInto(handle: FileHandle, buf: Buffer): Promise<number> {
   let got = 0;
-  while (got < max) {
-    const { bytesRead } = await handle.read(buf, got, max - got, got);
+  while (got < buf.length) {
+    const { bytesRead } = await handle.read(buf, got, buf.length - got, got);
     if (bytesRead === 0) break;
     got += bytesRead;
   }
-  return buf.subarray(0, got);
+  return got;
+}
+
+/** A pattern job that did not answer, as the error the model reads (what failed, and what to do). */
+function patternFailure(e: unknown, what: string): never {
+  if (!(e instanceof PatternFailure)) throw e;
+  switch (e.kind) {
+    case 'syntax':
+      throw new ToolError(
+        'invalid_argument',
+        what.startsWith('glob')
+          ? `grep_files: invalid ${what}: ${e.message}`
+          : `grep_files: unsupported or invalid ${what}: ${e.message}. ${RE2_SYNTAX_NOTE}`,
+      );
+    case 'timeout':
+      throw new ToolError('timed_out', `grep_files: ${e.message}; use a simpler pattern or a narrower path or glob`);
+    case 'memory':
+      throw new ToolError('too_large', `grep_files: ${e.message}; use a simpler pattern or a narrower path or glob`);
+    case 'busy':
+      throw new ToolError('unavailable', `grep_files: ${e.message}`);
+    case 'crashed':
+      throw new ToolError('io', `grep_files: ${e.message}`);
+    case 'cancelled':
+      throw new ToolCancelled();
+  }
 }
 
 async function writeAllAt0(handle: FileHandle, data: Buffer): Promise<void> {

@@ -1,4 +1,4 @@
-import { displayLines, globMatcher, looksBinary, MAX_LINE_CHARS, numbered } from './text';
+import { displayLines, looksBinary, MAX_LINE_CHARS, numbered } from './text';
 
 describe('text helpers', () => {
   it('detects binary content by NUL bytes and control characters', () => {
@@ -15,20 +15,5 @@ describe('text helpers', () => {
     expect(displayLines('a\r\nb\n')).toEqual(['a', 'b']);
     expect(displayLines('a\n\n')).toEqual(['a', '']);
     expect(displayLines('')).toEqual([]);
-  });
-
-  it('matches globs on base names or relative paths', () => {
-    const ts = globMatcher('*.ts');
-    expect(ts('src/a.ts')).toBe(true);
-    expect(ts('a.tsx')).toBe(false);
-    expect(globMatcher('*.{ts,js}')('lib/x.js')).toBe(true);
-    expect(globMatcher('src/**/*.ts')('src/a/b/c.ts')).toBe(true);
-    expect(globMatcher('src/**/*.ts')('src/c.ts')).toBe(true);
-    expect(globMatcher('src/**/*.ts')('lib/c.ts')).toBe(false);
-    expect(globMatcher('src/*.ts')('src/a/b.ts')).toBe(false);
-    expect(globMatcher('file?.[ch]')('file1.c')).toBe(true);
-    expect(globMatcher('[!a]*')('bcd')).toBe(true);
-    expect(globMatcher('a.b')('aXb')).toBe(false);
-    expect(globMatcher('(x)+')('(x)+')).toBe(true);
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ToolContext } from '../exec/tool-context';
 import { FileToolsService } from '../files/file-tools.service';
-import { RegexSearch } from '../files/regex-search';
+import { PatternPool } from '../patterns/pattern-pool';
 import { WorkspacesService } from '../workspace/workspaces.service';
 
 /** A workspaces root in a temp dir, a user in it, and the file tools over it. */
@@ -25,7 +25,8 @@ export async function workspaceFixture(opts: { quota?: number } = {}): Promise<W
   await workspaces.onModuleInit();
   const userId = randomUUID();
   const jail = await workspaces.jail(userId);
-  const files = new FileToolsService(workspaces, new RegexSearch());
+  const patterns = new PatternPool();
+  const files = new FileToolsService(workspaces, patterns);
   return {
     base,
     userId,
@@ -41,6 +42,9 @@ export async function workspaceFixture(opts: { quota?: number } = {}): Promise<W
       signal: new AbortController().signal,
       ...over,
     }),
-    cleanup: () => rm(base, { recursive: true, force: true }),
+    cleanup: async () => {
+      await patterns.onModuleDestroy();
+      await rm(base, { recursive: true, force: true });
+    },
   };
 }

@@ -1,0 +1,164 @@
+import fc from 'fast-check';
+import { recordAttackSuite } from '@skald/testing';
+import { PatternFailure, PatternPool } from './pattern-pool';
+
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+
+const bytes = (text: string): Uint8Array => {
+  const shared = Buffer.from(new SharedArrayBuffer(Buffer.byteLength(text)));
+  shared.write(text);
+  return shared;
+};
+/** 40 MB that a 1,000-state expression walks for well over a second (re2js, this machine). */
+const SLOW = { source: '[a-z]{1000}[0-9]', text: `${'a'.repeat(2000)}\n`.repeat(20_000) };
+
+async function failure(p: Promise<unknown>): Promise<PatternFailure> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof PatternFailure) return e;
+    throw e;
+  }
+  throw new Error('the job did not fail');
+}
+
+describe('PatternPool', () => {
+  const pools: PatternPool[] = [];
+  const pool = (opts: ConstructorParameters<typeof PatternPool>[0] = {}): PatternPool => {
+    const p = new PatternPool(opts);
+    pools.push(p);
+    return p;
+  };
+  afterAll(() => Promise.all(pools.map((p) => p.onModuleDestroy())));
+
+  it('answers matching lines and subjects with RE2 semantics', async () => {
+    const p = pool();
+    expect(await p.matchingLines('u', 'b+', true, [bytes('a\nbb\r\nc\nb'), bytes(''), bytes('B\n')])).toEqual({
+      hits: [[1, 3], [], []],
+      truncated: false,
+    });
+    expect(await p.matchingLines('u', '^b$', false, [bytes('B\r\nb\n')])).toEqual({ hits: [[0, 1]], truncated: false });
+    // Pathological for a backtracking engine, linear here.
+    const evil = bytes(`${'a'.repeat(100_000)}!\n`.repeat(5));
+    for (const source of ['(a+)+$', '(a|aa)+$', '(.*a){20}$', '^(a?){30}a{30}$']) {
+      const t0 = performance.now();
+      expect(await p.matchingLines('u', source, true, [evil])).toEqual({ hits: [[]], truncated: false });
+      expect(performance.now() - t0).toBeLessThan(1000);
+    }
+    expect(await p.matchingSubjects('u', '^(?:.*/)?x$', ['x', 'a/x', 'a/y'])).toEqual([0, 1]);
+  });
+
+  it('answers a pattern outside RE2 as a syntax failure naming it', async () => {
+    const p = pool();
+    const e = await failure(p.matchingLines('u', '(a)\\1', true, [bytes('aa')]));
+    expect(e.kind).toBe('syntax');
+    expect(e.message).toMatch(/invalid escape sequence: `\\1`/);
+    expect((await failure(p.matchingLines('u', '(?=a)', true, []))).message).toMatch(/\(\?=/);
+    // The worker lives on.
+    expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
+  });
+
+  it('stops a job at its deadline, terminating the worker, and keeps serving', async () => {
+    const p = pool({ workers: 1, timeoutMs: 300 });
+    const t0 = performance.now();
+    const e = await failure(p.matchingLines('u', SLOW.source, true, [bytes(SLOW.text)]));
+    expect([e.kind, e.message]).toEqual(['timeout', 'the search took longer than 0.3 s and was stopped']);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
+  });
+
+  it("keeps one user's slow jobs from holding every worker, and bounds that user's queue", async () => {
+    const p = pool({ workers: 2, timeoutMs: 600, perUser: 1, queuedPerUser: 2 });
+    // Both workers started (a worker's start is not what is measured here).
+    await Promise.all(['x', 'y'].map((u) => p.matchingLines(u, 'a', true, [bytes('a')])));
+    const slow = () => failure(p.matchingLines('attacker', SLOW.source, true, [bytes(SLOW.text)]));
+    const flood = [slow(), slow(), slow()];
+    const refused = await failure(p.matchingLines('attacker', 'a', true, [bytes('a')]));
+    expect([refused.kind, refused.message]).toEqual([
+      'busy',
+      '2 searches of yours are already waiting for a free search worker; wait for them to finish',
+    ]);
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = performance.now();
+    expect(await p.matchingLines('victim', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
+    expect(performance.now() - t0).toBeLessThan(300);
+    // One of the attacker's jobs ran out of time; the two that waited ran out of time waiting.
+    const kinds = (await Promise.all(flood)).map((e) => e.kind).sort();
+    expect(kinds).toEqual(['busy', 'busy', 'timeout']);
+  });
+
+  it('agrees with JavaScript RegExp on generated regexes, and answers hostile ones within the bound', async () => {
+    console.log(`regex property seed ${SEED} (replay: FC_SEED=${SEED})`);
+    const p = pool();
+    const { regex } = fc.letrec<{ regex: string; atom: string }>((tie) => ({
+      atom: fc.oneof(
+        { weight: 5, arbitrary: fc.constantFrom('a', 'b', '.', '[ab]', '[^a]', '\\w') },
+        { weight: 1, arbitrary: tie('regex').map((r) => `(${r})`) },
+      ),
+      regex: fc
+        .array(
+          fc.tuple(tie('atom'), fc.constantFrom('', '', '*', '+', '?', '{1,3}', '{2}')).map(([a, q]) => a + q),
+          { minLength: 1, maxLength: 4 },
+        )
+        .chain((parts) => fc.constantFrom(parts.join(''), `${parts.join('')}$`, `^${parts.join('')}`, parts.join('|'))),
+    }));
+    const line = fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 12 }).map((a) => a.join(''));
+    let cases = 0;
+    await fc.assert(
+      fc.asyncProperty(regex, fc.array(line, { minLength: 1, maxLength: 10 }), async (r, lines) => {
+        cases += lines.length;
+        const js = new RegExp(r);
+        const want = lines.flatMap((l, i) => (js.test(l) ? [i] : []));
+        const got = await p.matchingLines('u', r, true, [bytes(lines.map((l) => `${l}\n`).join(''))]);
+        expect([r, got.hits[0]]).toEqual([r, want]);
+      }),
+      { seed: SEED, numRuns: 1000 },
+    );
+    expect(cases).toBeGreaterThan(2000);
+
+    // Nested quantifiers over long runs of one letter: exponential for a backtracking engine.
+    const hostile = fc
+      .array(fc.constantFrom('(a+)+', '(a|aa)+', '(.*a)', '(a*)*', 'a?', '(a|a)*', '{5}', '.*', '$'), {
+        minLength: 1,
+        maxLength: 30,
+      })
+      .map((a) => a.join(''));
+    const text = bytes(`${'a'.repeat(20_000)}!\n`.repeat(5));
+    let worst = 0;
+    let over = 0;
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(hostile, async (r) => {
+        runs++;
+        const t0 = performance.now();
+        await p.matchingLines('u', r, true, [text]).catch((e: unknown) => {
+          if (!(e instanceof PatternFailure) || e.kind !== 'syntax') throw e;
+        });
+        const ms = performance.now() - t0;
+        worst = Math.max(worst, ms);
+        if (ms > 2000) over++;
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+    console.log(`hostile regexes: ${runs} jobs, worst ${worst.toFixed(0)} ms`);
+    recordAttackSuite('patterns', 'regex-property', { patterns: runs + cases, over_bound: over });
+    expect(over).toBe(0);
+  }, 60_000);
+
+  it('stops a job whose worker runs out of its heap, and keeps serving', async () => {
+    const p = pool({ workers: 1, memoryMb: 32, timeoutMs: 20_000 });
+    const subjects = Array.from({ length: 600_000 }, (_, i) => `${'x'.repeat(100)}${i}`);
+    const e = await failure(p.matchingSubjects('u', '^a', subjects));
+    expect([e.kind, e.message]).toEqual(['memory', 'the search needed more than 32 MiB and was stopped']);
+    expect(await p.matchingSubjects('u', 'x', ['x'])).toEqual([0]);
+  });
+
+  it('cancels a running job on its signal', async () => {
+    const p = pool({ workers: 1, timeoutMs: 10_000 });
+    const ac = new AbortController();
+    const pending = failure(p.matchingLines('u', SLOW.source, true, [bytes(SLOW.text)], ac.signal));
+    setTimeout(() => ac.abort(), 100);
+    expect((await pending).kind).toBe('cancelled');
+    expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
+  });
+});

@@ -68,7 +68,7 @@ describe('PatternPool', () => {
   });
 
   it("keeps one user's slow jobs from holding every worker, and bounds that user's queue", async () => {
-    const p = pool({ workers: 2, timeoutMs: 600, perUser: 1, queuedPerUser: 2 });
+    const p = pool({ workers: 2, timeoutMs: 300, perUser: 1, queuedPerUser: 2 });
     // Both workers started (a worker's start is not what is measured here).
     await Promise.all(['x', 'y'].map((u) => p.matchingLines(u, 'a', true, [bytes('a')])));
     const slow = () => failure(p.matchingLines('attacker', SLOW.source, true, [bytes(SLOW.text)]));

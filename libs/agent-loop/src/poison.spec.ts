@@ -17,7 +17,7 @@ import { INVALID_TOOL_NAME, MAX_TOOL_ARGUMENTS_CHARS, TOOL_NAME_PATTERN } from '
 import { FakeGate, FakeHuman, InMemoryStore, LoopHarness, RejectedCommit, type FakeToolDefinition } from './testing';
 import { MAX_STALE_REASKS } from './tool-call';
 
-const SEED = Number(process.env.SEED ?? Date.now() % 2 ** 31);
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
 const poison = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 30 }),
@@ -30,7 +30,7 @@ const echo: FakeToolDefinition = {
 };
 
 describe('poison in the model response', () => {
-  beforeAll(() => console.log(`agent-loop poison: seed=${SEED} — reproduce with SEED=${SEED}`));
+  beforeAll(() => console.log(`agent-loop poison: seed=${SEED} — reproduce with FC_SEED=${SEED}`));
 
   it('any content, reasoning, tool name and arguments: the turn reaches its final answer, strings kept, history sendable', async () => {
     let cases = 0;

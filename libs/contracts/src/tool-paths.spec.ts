@@ -10,8 +10,8 @@ import {
   WORKSPACE_ROOT,
 } from './tool-paths';
 
-const SEED = Number(process.env.SKALD_FC_SEED ?? Date.now() % 2 ** 31);
-console.log(`tool-paths properties: seed ${SEED} (SKALD_FC_SEED=${SEED} replays)`);
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+console.log(`tool-paths properties: seed ${SEED} (FC_SEED=${SEED} replays)`);
 
 const virtualOf = (path: string, args: { workdir?: unknown } = {}, wd: string | null = null) => {
   const r = resolveToolPath(path, args, wd);

@@ -17,11 +17,11 @@ export const poisonString = (): fc.Arbitrary<string> =>
     fc.string({ unit: 'grapheme' }),
   );
 
-const SEED = Number(process.env.SEED ?? Date.now() % 2 ** 31);
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 const RUNS = 5_000;
 
 describe('pg-text codec', () => {
-  beforeAll(() => console.log(`pg-text: seed=${SEED} runs=${RUNS} — reproduce with SEED=${SEED}`));
+  beforeAll(() => console.log(`pg-text: seed=${SEED} runs=${RUNS} — reproduce with FC_SEED=${SEED}`));
 
   it('round-trips every string, and what it stores has no NUL and no lone surrogate', () => {
     fc.assert(

@@ -16,8 +16,8 @@ import {
 
 /** Session approvals (narrow scopes, what no bypass relaxes), built-in rules, and the gate's paths. */
 
-const SEED = Number(process.env.SKALD_FC_SEED ?? Date.now() % 2 ** 31);
-console.log(`gate scope properties: seed ${SEED} (SKALD_FC_SEED=${SEED} replays)`);
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+console.log(`gate scope properties: seed ${SEED} (FC_SEED=${SEED} replays)`);
 
 let seq = 0;
 const rule = (r: Partial<RuleRow> & { toolPattern: string; action: string }): RuleRow => {

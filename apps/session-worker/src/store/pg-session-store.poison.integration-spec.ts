@@ -7,7 +7,7 @@ import { CommitRejectedError, CommittedEvent, PgSessionStore } from './pg-sessio
 
 jest.setTimeout(60_000);
 
-const SEED = Number(process.env.SEED ?? Date.now() % 2 ** 31);
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 const RUNS = 150;
 
 /** Any UTF-16 string, with NUL, lone surrogates and the codec's own mark well represented. */
@@ -28,7 +28,7 @@ describe('PgSessionStore: poison strings', () => {
   beforeAll(async () => {
     ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 2 } });
     await ds.initialize();
-    console.log(`store poison: seed=${SEED} runs=${RUNS} — reproduce with SEED=${SEED}`);
+    console.log(`store poison: seed=${SEED} runs=${RUNS} — reproduce with FC_SEED=${SEED}`);
   });
   afterAll(async () => {
     await ds?.destroy();

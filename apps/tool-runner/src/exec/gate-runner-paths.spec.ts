@@ -17,8 +17,8 @@ import { MEMORY_UNAVAILABLE, ToolRouter } from './tool-router';
  * rule-engine.paths.spec.ts); this file proves the tool runner touches exactly that path, on disk
  * (the kernel resolves the host path of the gate's answer and finds this call's bytes there).
  */
-const SEED = Number(process.env.SKALD_FC_SEED ?? Date.now() % 2 ** 31);
-console.log(`gate/runner path differential: seed ${SEED} (SKALD_FC_SEED=${SEED} replays)`);
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+console.log(`gate/runner path differential: seed ${SEED} (FC_SEED=${SEED} replays)`);
 
 describe('gate path = runner path', () => {
   let fx: WorkspaceFixture;

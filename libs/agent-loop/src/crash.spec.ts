@@ -2,7 +2,7 @@
  * Randomized crash test (issue 3 point 3): scripted turns mixing tools, sub-agents, parallel
  * batches and approvals; crash after the k-th store commit for every k (which includes every
  * point between a tool's side effect and its record); recover in fresh objects from the
- * serialised snapshot; check the invariants. Reproduce with SEED=<n>.
+ * serialised snapshot; check the invariants. Reproduce with FC_SEED=<n>.
  */
 import { projectMessages } from './projection';
 import {
@@ -244,7 +244,7 @@ async function driveToOutcome(
 
 describe('crash test', () => {
   it('recovers from a crash after every commit of randomized turns, keeping every invariant', async () => {
-    const seed = process.env['SEED'] ? Number(process.env['SEED']) : Math.floor(Math.random() * 2 ** 31);
+    const seed = process.env['FC_SEED'] ? Number(process.env['FC_SEED']) : Math.floor(Math.random() * 2 ** 31);
     const rand = mulberry32(seed);
     const scenarios = Number(process.env['CRASH_SCENARIOS'] ?? 16);
     let crashPoints = 0;
@@ -283,7 +283,7 @@ describe('crash test', () => {
       }
     } finally {
       process.stdout.write(
-        `crash test: seed=${seed} scenarios=${scenarios} crash points tried=${crashPoints} (of which before a tool record: ${betweenEffectAndRecord}) — reproduce with SEED=${seed}\n`,
+        `crash test: seed=${seed} scenarios=${scenarios} crash points tried=${crashPoints} (of which before a tool record: ${betweenEffectAndRecord}) — reproduce with FC_SEED=${seed}\n`,
       );
     }
     expect(crashPoints).toBeGreaterThan(scenarios);

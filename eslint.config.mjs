@@ -18,7 +18,7 @@ const AGENT_LOOP_BANNED_MESSAGE =
   'libs/agent-loop knows nothing of Skald services: it must not import Nest, TypeORM, pg, NATS, Redis, BullMQ, ' +
   'the OpenAI SDK or zod. Add a port (store, gate, tool set, LLM client, event sink, clock) and implement it in the app.';
 
-const TEST_FILES = ['**/*.spec.ts', '**/*.integration-spec.ts', '**/*.e2e-spec.ts', 'test/**/*.ts'];
+const TEST_FILES = ['**/*.spec.ts', '**/*.integration-spec.ts', '**/*.serial-spec.ts', '**/*.e2e-spec.ts', 'test/**/*.ts'];
 
 export default tseslint.config(
   {

@@ -1,7 +1,10 @@
 // One Jest configuration, three projects:
 //   unit         *.spec.ts next to the code: no I/O, milliseconds each.
 //   integration  *.integration-spec.ts: real Postgres / Redis / NATS on loopback.
-//   e2e          test/e2e/**: the five apps as separate processes + llm-sim, public API only.
+//   e2e          test/e2e/**: the five apps as separate processes + llm-sim, public API only; and
+//                *.serial-spec.ts next to the code: integration tests whose bounds are wall-clock times
+//                (another user's call answered within N ms during an attack), run in the serial phase
+//                so that the parallel unit and integration workers do not eat their budget.
 const transform = {
   '^.+\\.ts$': [
     '@swc/jest',
@@ -50,7 +53,7 @@ module.exports = {
     {
       ...base,
       displayName: 'e2e',
-      testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
+      testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts', '<rootDir>/{apps,libs}/*/src/**/*.serial-spec.ts'],
       globalSetup: '<rootDir>/test/setup/global-setup.js',
       globalTeardown: '<rootDir>/test/setup/global-teardown.js',
     },

@@ -134,8 +134,11 @@ describe('session worker faults', () => {
     });
     ws.send({ type: 'message', client_message_id: m, content: `run it ${m}` });
     await ws.waitForType('tool_start');
+    // `tee` writes a file: the gate's read-only catalogue asks a human even under an allow rule.
+    const card = await ws.waitForType('pending_write');
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
     const driver = await driverOf(sessionId);
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 1500));
     driver.child.kill('SIGKILL');
     const done = await ws.waitFor((f) => f.type === 'done', LEASE_TTL_MS + 20_000);
     expect(done.content).toBe('checked the state');

@@ -12,7 +12,7 @@ npm run build || { echo "0 passed, 1 failed"; exit 1; }
 
 export SKALD_TEST_SKIP_BUILD=1
 mkdir -p test-results
-rm -f test-results/jest-*.json test-results/attack-suite-*.json test-results/lint.failed
+rm -rf test-results/jest-*.json test-results/attack-suite-* test-results/lint.failed
 echo "Linting…"
 { npm run --silent lint && npx tsc -p apps/web/tsconfig.json; } || touch test-results/lint.failed
 npx jest --selectProjects unit integration --coverage --forceExit --json --outputFile=test-results/jest-main.json "$@"

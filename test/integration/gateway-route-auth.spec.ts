@@ -6,7 +6,7 @@ import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { ModulesContainer, Reflector } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { PUBLIC_ROUTE } from '@skald/service-kit';
-import { PrivateNats } from '@skald/testing';
+import { PrivateNats, recordAttackSuite } from '@skald/testing';
 import { ADMIN_ONLY } from '../../apps/gateway/src/auth/auth.guard';
 import { ROUTES } from '../../apps/gateway/src/http/openapi';
 import { testDb } from '../support/db';
@@ -271,6 +271,12 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
     console.log(
       `route auth: ${attacked.length} protected routes × ${variants('/a/b').length} path variants × credentials = ${tried} requests, ${failures.length} let through`,
     );
+    recordAttackSuite('routes', 'gateway', {
+      routes: attacked.length,
+      spellings: variants('/a/b').length,
+      requests: tried,
+      let_through: failures.length,
+    });
     expect(failures).toEqual([]);
     expect(await snapshot()).toEqual(before);
     const [{ n }] = await db.query<Array<{ n: number }>>(

@@ -1,4 +1,5 @@
 import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
+import { recordAttackSuite } from '@skald/testing';
 import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
 import { initShellParser } from './shell-analysis';
 
@@ -131,7 +132,10 @@ const CASES: Array<[string, 'deny' | 'not_allow']> = [
 describe('deny rules match what runs (evasion table)', () => {
   beforeAll(() => initShellParser());
 
-  it('has at least 60 cases', () => expect(CASES.length).toBeGreaterThanOrEqual(60));
+  it('has at least 60 cases', () => {
+    expect(CASES.length).toBeGreaterThanOrEqual(60);
+    recordAttackSuite('deny-evasion', 'table', { lines: CASES.length });
+  });
 
   it.each(CASES)('%j → %s', (line, want) => {
     for (const bypasses of [undefined, ['all' as const]]) {

@@ -95,7 +95,14 @@ const BROKEN_TOOL_ONLY: RuleRow[] = [
   ...SEED,
 ];
 
-const SETS = { SEED, SHELL, PATTERNS, TIES, BROKEN, BROKEN_TOOL_ONLY };
+/** Command rules with a path condition: it judges the directory the command runs in. */
+const WORKDIR: RuleRow[] = [
+  ...SEED,
+  rule({ tool: 'execute_cmd', commandPattern: 'make *', pathPattern: '/workspace/proj/**', action: 'allow', priority: 50 }),
+  rule({ tool: 'execute_cmd', commandPattern: 'rm *', pathPattern: '/workspace/prod/**', action: 'deny', priority: 40 }),
+];
+
+const SETS = { SEED, SHELL, PATTERNS, TIES, BROKEN, BROKEN_TOOL_ONLY, WORKDIR };
 
 interface Case {
   name: string;
@@ -218,6 +225,19 @@ const CASES: Case[] = [
   { name: 'auto-deny after a bypass', rules: 'SEED', tool: 'execute_cmd', args: sh('make'), call: { autoDeny: true }, bypasses: ['all'], expect: 'allow' },
 
   // ---- shell lines
+  // ---- a command rule's path condition judges the command's working directory (runner's resolver)
+  { name: 'workdir: allow rule for proj, workdir proj', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'make test', workdir: 'proj' }, expect: 'allow' },
+  { name: 'workdir: allow rule for proj, nested workdir', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'make test', workdir: '/workspace/proj/sub' }, expect: 'allow' },
+  { name: 'workdir: allow rule for proj, model moves the workdir elsewhere', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'make test', workdir: 'other' }, expect: 'require' },
+  { name: 'workdir: allow rule for proj, workdir climbs out with ..', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'make test', workdir: 'proj/../other' }, expect: 'require' },
+  { name: 'workdir: allow rule for proj, the session directory is proj', rules: 'WORKDIR', tool: 'execute_cmd', args: sh('make test'), call: RC([], [], '/workspace/proj'), expect: 'allow' },
+  { name: 'workdir: allow rule for proj, no workdir at all', rules: 'WORKDIR', tool: 'execute_cmd', args: sh('make test'), expect: 'require' },
+  { name: 'workdir: allow rule for proj, workdir outside the workspace', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'make test', workdir: '/etc' }, expect: 'require' },
+  { name: 'workdir: deny rule for prod, workdir prod', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'rm -rf x', workdir: 'prod' }, expect: 'deny' },
+  { name: 'workdir: deny rule for prod, session directory prod', rules: 'WORKDIR', tool: 'execute_cmd', args: sh('/bin/rm x'), call: RC([], [], '/workspace/prod/app'), expect: 'deny' },
+  { name: 'workdir: deny rule for prod, unresolvable workdir', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'rm x', workdir: '/etc' }, expect: 'deny' },
+  { name: 'workdir: deny rule for prod, unreadable line in prod', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'rm $(echo x)', workdir: 'prod' }, expect: 'deny' },
+  { name: 'workdir: deny rule for prod, elsewhere only asks', rules: 'WORKDIR', tool: 'execute_cmd', args: { command: 'rm x', workdir: 'dev' }, expect: 'require' },
   { name: 'shell: allowed command', rules: 'SHELL', tool: 'execute_cmd', args: sh('ls -la'), expect: 'allow' },
   { name: 'shell: git status can run the repo fsmonitor: an allow rule asks', rules: 'SHELL', tool: 'execute_cmd', args: sh('git status'), expect: 'require' },
   { name: 'shell: argv prefix with more args', rules: 'SHELL', tool: 'execute_cmd', args: sh('wc -l a.txt'), expect: 'allow' },

@@ -421,6 +421,22 @@ function pathsMatch(rule: CompiledRule, paths: Array<string | null>): boolean {
   return paths.every((p) => p !== null && match(p));
 }
 
+/**
+ * A command rule's path condition judges the directory the command runs in (the `workdir`
+ * argument or the session's working directory, by the runner's resolver). An allow rule needs the
+ * directory to match; a deny or require rule also applies when the directory cannot be resolved,
+ * so that an unreadable `workdir` never slips past it.
+ */
+function workdirMatches(rule: CompiledRule, cwd: Array<string | null>): boolean {
+  if (!rule.path) return true;
+  if (rule.action !== 'allow' && cwd.some((p) => p === null)) return true;
+  const match = rule.path;
+  // The directory matches when the glob names it or the files directly in it (`proj/**`, `proj/*`).
+  return cwd.length > 0 && cwd.every((d) => d !== null && (match(d) || match(`${d === '/' ? '' : d}/${ENTRY}`)));
+}
+/** A name no glob of a rule spells out: stands for "a file in this directory". */
+const ENTRY = '\u0000entry';
+
 /** First matching rule for a non-shell call (or a shell call judged as a whole). */
 function firstMatch(rules: readonly CompiledRule[], input: GateInput, paths: Array<string | null>): GateResult {
   for (const rule of rules) {
@@ -442,10 +458,11 @@ function firstMatch(rules: readonly CompiledRule[], input: GateInput, paths: Arr
 function decideOne(rules: readonly CompiledRule[], input: GateInput, cmd: SimpleCommand): GateResult {
   const unallowable = unallowableReason(cmd);
   const text = cmd.argv.join(' ');
+  const cwd = callPaths(input);
   for (const rule of rules) {
     if (!appliesTo(rule, input)) continue;
     if (rule.broken) return { decision: 'require', ruleId: rule.id, reason: describe(rule), by: 'rule' };
-    if (rule.path) continue;
+    if (!workdirMatches(rule, cwd)) continue;
     if (rule.action === 'allow') {
       if (rule.command && !rule.command.exact(cmd.argv)) continue;
       if (unallowable) continue;
@@ -473,8 +490,9 @@ function decideOne(rules: readonly CompiledRule[], input: GateInput, cmd: Simple
  */
 function decideUnreadable(rules: readonly CompiledRule[], input: GateInput, line: string, why: string): GateResult {
   const segments = scanSegments(line);
+  const cwd = callPaths(input);
   for (const rule of rules) {
-    if (!appliesTo(rule, input) || rule.broken || rule.path || rule.action !== 'deny') continue;
+    if (!appliesTo(rule, input) || rule.broken || rule.action !== 'deny' || !workdirMatches(rule, cwd)) continue;
     if (!rule.command || scanMatches(rule.command, segments) === true)
       return { decision: 'deny', ruleId: rule.id, reason: `${describe(rule)}; ${why}`, by: 'rule', needsHuman: true };
   }

@@ -30,7 +30,11 @@ import { WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from './worksp
 export class AppModule {
   static register(config: ToolRunnerConfig, log: Logger, instance: string): DynamicModule {
     const readiness = new Readiness();
-    const workspaces: WorkspaceOptions = { root: config.SKALD_WORKSPACES, quota: config.SKALD_WORKSPACE_QUOTA };
+    const workspaces: WorkspaceOptions = {
+      root: config.SKALD_WORKSPACES,
+      quota: config.SKALD_WORKSPACE_QUOTA,
+      inodes: config.SKALD_WORKSPACE_INODES,
+    };
     return {
       module: AppModule,
       imports: [

@@ -34,6 +34,7 @@ export class AppModule {
       root: config.SKALD_WORKSPACES,
       quota: config.SKALD_WORKSPACE_QUOTA,
       inodes: config.SKALD_WORKSPACE_INODES,
+      sampleMs: config.SKALD_WORKSPACE_SAMPLE_MS,
     };
     return {
       module: AppModule,

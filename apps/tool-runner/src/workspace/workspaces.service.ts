@@ -24,7 +24,7 @@ export interface WorkspaceOptions {
 
 const USER_DIR = /^[0-9a-fA-F-]{1,64}$/;
 export const DEFAULT_INODE_QUOTA = 100_000;
-const DEFAULT_SAMPLE_MS = 250;
+export const DEFAULT_SAMPLE_MS = 250;
 
 /** A workspace's usage beside its quota, for the errors the model reads. */
 export function describeUsage(u: Usage, quota: { bytes: number; inodes: number }): string {

@@ -79,7 +79,7 @@ export class ExecuteCmdService implements OnModuleInit {
     // The real directory (a symlink inside the workspace may have led there), as the sandbox sees it.
     const virtualCwd = cwd === jail.root ? '/workspace' : `/workspace${cwd.slice(jail.root.length)}`;
     const limits = this.workspaces.limits;
-    const before = await this.workspaces.measure(ctx.userId);
+    const before = await this.workspaces.used(ctx.userId, jail);
     if (full(before, limits))
       throw new ToolError(
         'quota_exceeded',

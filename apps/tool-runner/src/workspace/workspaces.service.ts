@@ -56,7 +56,7 @@ interface Sampler {
  */
 @Injectable()
 export class WorkspacesService implements OnModuleInit {
-  private readonly usage = new Map<string, { bytes: number; inodes: number; at: number }>();
+  private readonly usage = new Map<string, Usage & { at: number }>();
   private readonly samplers = new Map<string, Sampler>();
   private readonly writes = new KeyedMutex();
   private readonly usageTtlMs: number;
@@ -147,15 +147,14 @@ export class WorkspacesService implements OnModuleInit {
     }
   }
 
-  /** Bytes the workspace may still grow by (0 when full or over quota). */
-  async room(userId: string, jail: Jail): Promise<number> {
-    return Math.max(0, this.options.quota - (await this.used(userId, jail)).bytes);
-  }
-
-  /** The usage of a workspace walked now (bounded: the walk stops once a quota is passed); cached. */
+  /**
+   * The usage of a workspace walked now (bounded: the walk stops once a quota is passed); cached
+   * unless the workspace was changed behind the file tools' back (`remeasureSoon`) meanwhile.
+   */
   async measure(userId: string): Promise<Usage> {
+    const generation = this.generations.get(userId) ?? 0;
     const u = await diskUsage(this.hostDir(userId), this.limits);
-    this.usage.set(userId, { bytes: u.bytes, inodes: u.inodes, at: Date.now() });
+    if ((this.generations.get(userId) ?? 0) === generation) this.usage.set(userId, { ...u, at: Date.now() });
     return u;
   }
 
@@ -200,28 +199,39 @@ export class WorkspacesService implements OnModuleInit {
     };
   }
 
-  private readonly measuring = new Set<string>();
+  /** Bumped when a command may have changed a workspace: walks started before do not fill the cache. */
+  private readonly generations = new Map<string, number>();
+  /** The walk after a command, awaited by the next check rather than walking twice. */
+  private readonly pending = new Map<string, Promise<Usage>>();
 
-  /** Walks the workspace again in the background (one walk per user at a time). */
+  /**
+   * Forgets the usage of a workspace a command changed, and walks it again in the background; the
+   * next check waits for that walk (the cache never answers with figures from before the command).
+   */
   remeasureSoon(userId: string): void {
-    if (this.measuring.has(userId)) return;
-    this.measuring.add(userId);
-    void this.remeasure(userId)
-      .catch(() => this.usage.delete(userId))
-      .finally(() => this.measuring.delete(userId));
-  }
-
-  /** Walks the workspace again (after a command, which changes it behind the file tools' back). */
-  async remeasure(userId: string): Promise<Usage> {
-    return this.measure(userId);
+    this.generations.set(userId, (this.generations.get(userId) ?? 0) + 1);
+    this.usage.delete(userId);
+    const walk = this.measure(userId);
+    this.pending.set(userId, walk);
+    void walk
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.pending.get(userId) === walk) this.pending.delete(userId);
+      });
   }
 
   /** Usage of the workspace, from the cache while it is fresh. */
-  async used(userId: string, jail: Jail): Promise<{ bytes: number; inodes: number; partial?: boolean }> {
+  async used(userId: string, jail: Jail): Promise<Usage> {
     const known = this.usage.get(userId);
     if (known && Date.now() - known.at < this.usageTtlMs) return known;
+    const pending = this.pending.get(userId);
+    if (pending) {
+      const u = await pending.catch(() => null);
+      if (u) return u;
+    }
+    const generation = this.generations.get(userId) ?? 0;
     const u = await diskUsage(jail.root, this.limits);
-    this.usage.set(userId, { bytes: u.bytes, inodes: u.inodes, at: Date.now() });
+    if ((this.generations.get(userId) ?? 0) === generation) this.usage.set(userId, { ...u, at: Date.now() });
     return u;
   }
 }

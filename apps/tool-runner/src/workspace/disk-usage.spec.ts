@@ -1,4 +1,6 @@
+import { transformFileSync } from '@swc/core';
 import fc from 'fast-check';
+import { writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -64,6 +66,40 @@ describe('diskUsage', () => {
     expect(await diskUsage(root, { bytes: 1e9, inodes: 3000 })).toEqual({ bytes: 0, inodes: 3000, partial: false });
     await writeFile(join(root, 'big'), Buffer.alloc(2000));
     expect((await diskUsage(root, { bytes: 1000, inodes: 1e6 })).partial).toBe(true);
+  });
+
+  it('a runner that is not root still counts what its owner hid with chmod 000 / 600', () => {
+    // The walk runs as uid 1000 (what a pod's runner is) over a tree that uid owns.
+    const root = join(base, 'hidden');
+    // This very module, compiled for a plain node (disk-usage.ts imports node's modules only).
+    const walker = join(base, 'disk-usage.js');
+    const { code } = transformFileSync(join(__dirname, 'disk-usage.ts'), {
+      jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+      module: { type: 'commonjs' },
+    });
+    writeFileSync(walker, code);
+    const script = `
+      const { mkdirSync, writeFileSync, chmodSync } = require('node:fs');
+      const { diskUsage } = require(${JSON.stringify(walker)});
+      const root = ${JSON.stringify(root)};
+      mkdirSync(root + '/a/b', { recursive: true });
+      mkdirSync(root + '/c');
+      writeFileSync(root + '/a/b/f', Buffer.alloc(1000));
+      writeFileSync(root + '/c/g', Buffer.alloc(500));
+      for (let i = 0; i < 20; i++) writeFileSync(root + '/a/b/e' + i, '');
+      chmodSync(root + '/a', 0o000);
+      chmodSync(root + '/c', 0o600);
+      diskUsage(root).then((u) => process.stdout.write(JSON.stringify(u)));
+    `;
+    execFileSync('mkdir', ['-p', root]);
+    execFileSync('chown', ['1000:1000', root]);
+    execFileSync('chmod', ['755', base]);
+    const out = execFileSync(
+      'setpriv',
+      ['--reuid=1000', '--regid=1000', '--clear-groups', '--inh-caps=-all', process.execPath, '-e', script],
+      { encoding: 'utf8', cwd: __dirname },
+    );
+    expect(JSON.parse(out)).toEqual({ bytes: 1500, inodes: 25, partial: false });
   });
 
   it('answers zero for a missing root', async () => {

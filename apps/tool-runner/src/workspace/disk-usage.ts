@@ -1,4 +1,4 @@
-import { lstat, opendir } from 'node:fs/promises';
+import { chmod, lstat, opendir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** What a workspace holds: bytes of its regular files and its inodes (every entry below the root). */
@@ -10,6 +10,23 @@ export interface Usage {
   /** The walk stopped early because a limit was passed: the figures are lower bounds. */
   partial: boolean;
 }
+
+/**
+ * A directory its owner made unreadable (`chmod 000 d`) would hide what is below it from a runner
+ * that is not root. Every entry of a workspace belongs to the runner's uid (the sandbox maps its uid
+ * 1000 onto it), so the walk gives the owner read and search back: only to a real directory (never
+ * through a symlink swapped in), and only the owner's bits.
+ */
+async function reopen(dir: string): Promise<boolean> {
+  const st = await lstat(dir).catch(() => null);
+  if (!st?.isDirectory() || (st.mode & 0o500) === 0o500) return false;
+  return chmod(dir, (st.mode & 0o7777) | 0o700).then(
+    () => true,
+    () => false,
+  );
+}
+
+const denied = (e: unknown): boolean => (e as NodeJS.ErrnoException).code === 'EACCES';
 
 /** Entries a directory stream reads ahead per call. */
 const DIR_BUFFER = 256;
@@ -27,18 +44,24 @@ export async function diskUsage(root: string, stopAbove?: { bytes: number; inode
   const over = (): boolean => stopAbove !== undefined && (inodes > stopAbove.inodes || bytes > stopAbove.bytes);
   while (stack.length > 0) {
     const dir = stack.pop() as string;
-    const handle = await opendir(dir, { bufferSize: DIR_BUFFER }).catch(() => null);
+    const open = () => opendir(dir, { bufferSize: DIR_BUFFER });
+    const handle = await open().catch(async (e: unknown) => (denied(e) && (await reopen(dir)) ? open() : null));
     if (!handle) continue;
+    let searchable = true;
     try {
       for await (const entry of handle) {
         inodes++;
         const path = join(dir, entry.name);
         if (entry.isDirectory()) stack.push(path);
-        else if (entry.isFile())
-          bytes += await lstat(path).then(
-            (s) => (s.isFile() ? s.size : 0),
-            () => 0,
-          );
+        else if (entry.isFile()) {
+          const size = () => lstat(path).then((s) => (s.isFile() ? s.size : 0));
+          bytes += await size().catch(async (e: unknown) => {
+            // Readable but not searchable (`chmod 600 d`): sizes need search permission.
+            if (!denied(e) || !searchable) return 0;
+            searchable = await reopen(dir);
+            return searchable ? size().catch(() => 0) : 0;
+          });
+        }
         if (over()) return { bytes, inodes, partial: true };
       }
     } catch {

@@ -30,6 +30,8 @@ const denied = (e: unknown): boolean => (e as NodeJS.ErrnoException).code === 'E
 
 /** Entries a directory stream reads ahead per call. */
 const DIR_BUFFER = 256;
+/** File sizes asked for at once (the thread pool works through them; one round trip per batch). */
+const STAT_BATCH = 64;
 
 /**
  * Walks a directory tree once. Symlinks are never followed (a link to a big file costs one inode),
@@ -47,26 +49,36 @@ export async function diskUsage(root: string, stopAbove?: { bytes: number; inode
     const open = () => opendir(dir, { bufferSize: DIR_BUFFER });
     const handle = await open().catch(async (e: unknown) => (denied(e) && (await reopen(dir)) ? open() : null));
     if (!handle) continue;
-    let searchable = true;
+    let reopened: Promise<boolean> | null = null;
+    const sizeOf = (path: string): Promise<number> => {
+      const size = () => lstat(path).then((st) => (st.isFile() ? st.size : 0));
+      return size().catch(async (e: unknown) => {
+        // Readable but not searchable (`chmod 600 d`): sizes need search permission.
+        if (!denied(e)) return 0;
+        reopened ??= reopen(dir);
+        return (await reopened) ? size().catch(() => 0) : 0;
+      });
+    };
+    let batch: string[] = [];
+    const flush = async (): Promise<void> => {
+      const sizes = await Promise.all(batch.map(sizeOf));
+      batch = [];
+      for (const n of sizes) bytes += n;
+    };
     try {
       for await (const entry of handle) {
         inodes++;
         const path = join(dir, entry.name);
         if (entry.isDirectory()) stack.push(path);
-        else if (entry.isFile()) {
-          const size = () => lstat(path).then((s) => (s.isFile() ? s.size : 0));
-          bytes += await size().catch(async (e: unknown) => {
-            // Readable but not searchable (`chmod 600 d`): sizes need search permission.
-            if (!denied(e) || !searchable) return 0;
-            searchable = await reopen(dir);
-            return searchable ? size().catch(() => 0) : 0;
-          });
-        }
+        else if (entry.isFile()) batch.push(path);
+        if (batch.length >= STAT_BATCH) await flush();
         if (over()) return { bytes, inodes, partial: true };
       }
     } catch {
       /* the directory vanished or became unreadable mid-walk: what was read counts */
     }
+    await flush();
+    if (over()) return { bytes, inodes, partial: true };
   }
   return { bytes, inodes, partial: false };
 }

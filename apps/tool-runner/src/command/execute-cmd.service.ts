@@ -137,7 +137,15 @@ export class ExecuteCmdService implements OnModuleInit {
         const status = outcome.signal
           ? `[killed by signal ${outcome.signal}]`
           : `[exit code: ${outcome.exitCode ?? 'unknown'}]`;
-        return { result: `${outcome.output === '' ? '(no output)\n' : withNewline(outcome.output)}${status}${quota}` };
+        const text = `${outcome.output === '' ? '(no output)\n' : withNewline(outcome.output)}${status}`;
+        // A write stopped at the quota (RLIMIT_FSIZE) leaves the workspace full: the call failed.
+        if (quota !== '')
+          throw new ToolError(
+            'quota_exceeded',
+            `workspace quota exceeded: a file write of the command was stopped at the ${formatBytes(room)} left of the ` +
+              `${formatBytes(this.workspaces.quota)} quota. Delete files to make room.\n${text}`,
+          );
+        return { result: text };
       }
       case 'timed_out':
         throw new ToolError(

@@ -159,11 +159,16 @@ describe('workspace quota while a command runs (bubblewrap)', () => {
     expect(text(await cmd(other, 'mkdir -p a/b && touch a/b/c && ls a/b'))).toBe('c\n[exit code: 0]');
   });
 
-  it('a tenant just below the quota runs commands and writes; one exactly at it is refused', async () => {
+  it('a big file is stopped at the quota (RLIMIT_FSIZE) with a tool_error; then the tenant is refused', async () => {
     const user = randomUUID();
-    // RLIMIT_FSIZE leaves room for the quota exactly: the file stops at it, the command is not killed.
-    const reply = await cmd(user, `head -c ${QUOTA + 1000} /dev/zero > big; echo "rc=$?"`);
-    expect(reply.status).toBe('done');
+    const started = performance.now();
+    // 10 GiB would take a while; the write stops at the 4 MiB left.
+    const reply = await cmd(user, `head -c 10000000000 /dev/zero > big; echo "rc=$?"`);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(reply.status).toBe('failed');
+    expect(text(reply)).toMatch(
+      /^workspace quota exceeded: a file write of the command was stopped at the 4\.0 MiB left of the 4\.0 MiB quota\. Delete files to make room\.\n/,
+    );
     expect(text(reply)).toMatch(/rc=1[0-9]{2}|File size limit exceeded/);
     expect((await usage(user)).bytes).toBe(QUOTA);
     await expectRefused(user);

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { diskUsage } from './disk-usage';
 
-const SEED = Number(process.env.SKALD_FC_SEED ?? Date.now() % 2 ** 31);
-console.log(`disk usage differential: seed ${SEED} (SKALD_FC_SEED=${SEED} replays)`);
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+console.log(`disk usage differential: seed ${SEED} (FC_SEED=${SEED} replays)`);
 
 /** One entry of a generated tree: a directory, a file of some size (sparse or not), or a symlink. */
 const entry = fc.oneof(
@@ -59,10 +59,7 @@ describe('diskUsage', () => {
     const root = join(base, 'many');
     await mkdir(root);
     await Promise.all(Array.from({ length: 3000 }, (_, i) => writeFile(join(root, `f${i}`), '')));
-    const started = performance.now();
-    const u = await diskUsage(root, { bytes: 1e9, inodes: 100 });
-    expect(performance.now() - started).toBeLessThan(1000);
-    expect(u).toEqual({ bytes: 0, inodes: 101, partial: true });
+    expect(await diskUsage(root, { bytes: 1e9, inodes: 100 })).toEqual({ bytes: 0, inodes: 101, partial: true });
     expect(await diskUsage(root, { bytes: 1e9, inodes: 3000 })).toEqual({ bytes: 0, inodes: 3000, partial: false });
     await writeFile(join(root, 'big'), Buffer.alloc(2000));
     expect((await diskUsage(root, { bytes: 1000, inodes: 1e6 })).partial).toBe(true);

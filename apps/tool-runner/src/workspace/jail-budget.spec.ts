@@ -6,8 +6,8 @@ import { diskUsage } from './disk-usage';
 import { Jail } from './jail';
 import { resolveWorkspacePath } from './workspace-path';
 
-const SEED = Number(process.env.SKALD_FC_SEED ?? Date.now() % 2 ** 31);
-console.log(`jail inode budget: seed ${SEED} (SKALD_FC_SEED=${SEED} replays)`);
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+console.log(`jail inode budget: seed ${SEED} (FC_SEED=${SEED} replays)`);
 
 class Full extends Error {}
 

@@ -30,7 +30,12 @@ import { WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from './worksp
 export class AppModule {
   static register(config: ToolRunnerConfig, log: Logger, instance: string): DynamicModule {
     const readiness = new Readiness();
-    const workspaces: WorkspaceOptions = { root: config.SKALD_WORKSPACES, quota: config.SKALD_WORKSPACE_QUOTA };
+    const workspaces: WorkspaceOptions = {
+      root: config.SKALD_WORKSPACES,
+      quota: config.SKALD_WORKSPACE_QUOTA,
+      inodes: config.SKALD_WORKSPACE_INODES,
+      sampleMs: config.SKALD_WORKSPACE_SAMPLE_MS,
+    };
     return {
       module: AppModule,
       imports: [

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { BaseConfigSchema } from '@skald/service-kit';
 import { DEFAULT_PATTERN_POOL } from './patterns/pattern-pool';
+import { DEFAULT_INODE_QUOTA, DEFAULT_SAMPLE_MS } from './workspace/workspaces.service';
 
 export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3103),
@@ -12,12 +13,22 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .min(1)
     .default(() => resolve(process.cwd(), '.skald/workspaces'))
     .transform((p) => resolve(p)),
-  /** Disk quota per workspace in bytes (default 1 GiB). */
+  /** Disk quota per workspace in bytes: the apparent size of its regular files (default 1 GiB). */
   SKALD_WORKSPACE_QUOTA: z.coerce
     .number()
     .int()
     .positive()
     .default(1024 ** 3),
+  /**
+   * Files, directories and symlinks per workspace (default 100000). Enforced with the byte quota while
+   * a command runs (the workspace is sampled every `SKALD_WORKSPACE_SAMPLE_MS`) and before every file-tool write.
+   */
+  SKALD_WORKSPACE_INODES: z.coerce.number().int().positive().default(DEFAULT_INODE_QUOTA),
+  /**
+   * How often the workspace of a running command is walked to enforce both quotas, in ms (default
+   * 250). A command may overshoot a quota by what it writes in about one interval before it is killed.
+   */
+  SKALD_WORKSPACE_SAMPLE_MS: z.coerce.number().int().min(20).max(10_000).default(DEFAULT_SAMPLE_MS),
   /** `bwrap` (default; fails closed) or `none` (commands run unsandboxed — development only). */
   SKALD_SANDBOX: z.enum(['bwrap', 'none']).default('bwrap'),
   /** `on` lets commands reach the network (the host's loopback stays unreachable only with `off`). */

@@ -9,7 +9,12 @@ runService({
   schema: ToolRunnerConfigSchema,
   module: (config, log, instance) => {
     log.info(
-      { workspaces: config.SKALD_WORKSPACES, quota: config.SKALD_WORKSPACE_QUOTA, sandbox: config.SKALD_SANDBOX },
+      {
+        workspaces: config.SKALD_WORKSPACES,
+        quota: config.SKALD_WORKSPACE_QUOTA,
+        inodes: config.SKALD_WORKSPACE_INODES,
+        sandbox: config.SKALD_SANDBOX,
+      },
       'tool-runner configuration',
     );
     return AppModule.register(config, log, instance);

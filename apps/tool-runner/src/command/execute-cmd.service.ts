@@ -8,7 +8,8 @@ import { ExecuteCmdArgs } from '../files/file-tool-args';
 import { ToolError } from '../tool-error';
 import { ioError } from '../workspace/jail';
 import { resolveWorkdir } from '../workspace/workspace-path';
-import { formatBytes, WorkspacesService } from '../workspace/workspaces.service';
+import { Usage } from '../workspace/disk-usage';
+import { describeUsage, formatBytes, full, over, WorkspacesService } from '../workspace/workspaces.service';
 import { CommandOutcome, CommandRunner, SandboxStatus } from './command-runner';
 import { ProgressCoalescer, ProgressSink } from './tool-progress';
 
@@ -18,8 +19,12 @@ export const SANDBOX_UNAVAILABLE = 'execute_cmd is unavailable on this tool runn
  * `execute_cmd`: runs `sh -c <command>` through the configured `CommandRunner` in the session's
  * working directory, with live `tool_progress`. Fails closed: when the sandbox failed its start-up
  * self-test, commands are refused with the reason; `SKALD_SANDBOX=none` (no sandbox at all) is
- * stated loudly at start and on `/readyz`. The workspace quota bounds the size of any file a
- * command writes (RLIMIT_FSIZE = what is left), and usage is measured again after every command.
+ * stated loudly at start and on `/readyz`.
+ *
+ * The workspace quota (bytes and inodes) holds while the command runs: a workspace at or over either
+ * quota runs no command; one file can grow no further than the bytes left (RLIMIT_FSIZE), and the
+ * workspace is sampled while the command runs (`WorkspacesService.watch`): once it passes either
+ * quota the command's whole sandbox is killed (the cancel path) and the call ends `quota_exceeded`.
  */
 @Injectable()
 export class ExecuteCmdService implements OnModuleInit {
@@ -73,7 +78,25 @@ export class ExecuteCmdService implements OnModuleInit {
     }
     // The real directory (a symlink inside the workspace may have led there), as the sandbox sees it.
     const virtualCwd = cwd === jail.root ? '/workspace' : `/workspace${cwd.slice(jail.root.length)}`;
-    const room = await this.workspaces.room(ctx.userId, jail);
+    const limits = this.workspaces.limits;
+    const before = await this.workspaces.used(ctx.userId, jail);
+    if (full(before, limits))
+      throw new ToolError(
+        'quota_exceeded',
+        `workspace quota exceeded: ${describeUsage(before, limits)}; the command was not run. ` +
+          'Delete files to make room.',
+      );
+    const room = Math.max(0, limits.bytes - before.bytes);
+    // The cancel path kills the sandbox when either the caller cancels or the workspace passes its quota.
+    const stop = new AbortController();
+    let exceeded: Usage | null = null;
+    const unwatch = this.workspaces.watch(ctx.userId, (u) => {
+      if (exceeded === null && over(u, limits)) {
+        exceeded = u;
+        stop.abort();
+      }
+    });
+    const signal = AbortSignal.any([ctx.signal, stop.signal]);
     const coalescer = new ProgressCoalescer((stream, chunk) =>
       this.progress?.publish(ctx.userId, {
         type: 'tool_progress',
@@ -91,22 +114,38 @@ export class ExecuteCmdService implements OnModuleInit {
         virtualCwd,
         home: jail.root,
         timeoutSec: args.timeout,
-        signal: ctx.signal,
+        signal,
         maxFileBytes: room,
         onOutput: (stream, chunk) => coalescer.push(stream, chunk),
       });
     } finally {
+      unwatch();
       coalescer.close();
     }
     // A command changes the workspace behind the file tools' back: measure it again, off the reply path.
     this.workspaces.remeasureSoon(ctx.userId);
+    const hit: Usage | null = exceeded;
+    if (hit !== null && !ctx.signal.aborted && outcome.kind === 'cancelled')
+      throw new ToolError(
+        'quota_exceeded',
+        `workspace quota exceeded: ${describeUsage(hit, limits)}; the command was killed. Delete files to make room.` +
+          (outcome.output ? `\n${outcome.output}` : ''),
+      );
     const quota = fileSizeHit(outcome) ? this.quotaNote(room) : '';
     switch (outcome.kind) {
       case 'exited': {
         const status = outcome.signal
           ? `[killed by signal ${outcome.signal}]`
           : `[exit code: ${outcome.exitCode ?? 'unknown'}]`;
-        return { result: `${outcome.output === '' ? '(no output)\n' : withNewline(outcome.output)}${status}${quota}` };
+        const text = `${outcome.output === '' ? '(no output)\n' : withNewline(outcome.output)}${status}`;
+        // A write stopped at the quota (RLIMIT_FSIZE) leaves the workspace full: the call failed.
+        if (quota !== '')
+          throw new ToolError(
+            'quota_exceeded',
+            `workspace quota exceeded: a file write of the command was stopped at the ${formatBytes(room)} left of the ` +
+              `${formatBytes(this.workspaces.quota)} quota. Delete files to make room.\n${text}`,
+          );
+        return { result: text };
       }
       case 'timed_out':
         throw new ToolError(

@@ -79,6 +79,8 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
       SKALD_SANDBOX_MEMORY: String(256 * 1024 ** 2),
       SKALD_SANDBOX_TMP_SIZE: String(8 * 1024 ** 2),
       SKALD_WORKSPACE_QUOTA: String(64 * 1024 ** 2),
+      SKALD_WORKSPACE_INODES: '5000',
+      SKALD_WORKSPACE_SAMPLE_MS: '100',
     });
     app = await NestFactory.create(AppModule.register(config, log, `tool-runner-escape-${process.pid}`), {
       logger: false,
@@ -374,6 +376,21 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
 
   it('a command with a NUL byte is refused, never split', async () => {
     expect(text(await cmd('echo a\0--bind / /workspace'))).toContain('NUL byte');
+  });
+
+  it('cannot fill the shared volume with many files or empty inodes: killed at the quota while running, then refused', async () => {
+    const hog = randomUUID();
+    const run = (command: string) => exec('execute_cmd', { command: `: ${marker}; ${command}`, timeout: 30 }, hog);
+    const started = performance.now();
+    const inodes = await run('i=0; while [ $i -lt 1000000 ]; do : > e$i; i=$((i+1)); done; echo finished');
+    expect(text(inodes)).toMatch(
+      /^workspace quota exceeded: .*files \(quota 64 MiB \/ 5000 files and directories\); the command was killed\./,
+    );
+    expect(performance.now() - started).toBeLessThan(15_000);
+    expect(text(await run('echo again'))).toMatch(/the command was not run/);
+    expect(text(await exec('write_file', { path: 'x.txt', content: 'x' }, hog))).toMatch(/^workspace quota exceeded/);
+    // The tenant of the rest of the suite is untouched.
+    expect(text(await cmd('echo still-fine'))).toBe('still-fine\n[exit code: 0]');
   });
 
   it('bounds /tmp and file sizes (quota)', async () => {

@@ -1,5 +1,5 @@
 import { RE2_SYNTAX_NOTE } from '@skald/contracts';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ToolCancelled } from '../exec/tool-context';
 import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';
@@ -219,6 +219,45 @@ describe('FileToolsService', () => {
         small.files.writeFile(small.ctx(), { path: 'q.txt', content: 'x'.repeat(60) }),
       ]);
       expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    });
+  });
+
+  describe('inode quota', () => {
+    let small: WorkspaceFixture;
+    beforeEach(async () => {
+      small = await workspaceFixture({ inodes: 5 });
+    });
+    afterEach(() => small.cleanup());
+
+    it('counts new files and the directories a write creates, refuses the one past the quota and leaves nothing behind', async () => {
+      // a/ and a/b/ and a/b/one.txt: 3 entries.
+      await small.files.writeFile(small.ctx(), { path: 'a/b/one.txt', content: '' });
+      await small.files.writeFile(small.ctx(), { path: 'two.txt', content: '' });
+      // c/ would be the 5th, c/d/ the 6th: refused before anything is made.
+      const e = await error(small.files.writeFile(small.ctx(), { path: 'c/d/three.txt', content: 'x' }));
+      expect(e.code).toBe('quota_exceeded');
+      expect(e.message).toBe(
+        'workspace quota exceeded: writing /workspace/c/d/three.txt creates new files or directories, but the workspace holds 4 of its 5 files and directories. Delete files to make room.',
+      );
+      await expect(stat(join(small.home, 'c'))).rejects.toThrow(/ENOENT/);
+      // The 5th entry fits; then nothing new, but existing files can still be rewritten and appended to.
+      await small.files.writeFile(small.ctx(), { path: 'three.txt', content: '' });
+      expect((await error(small.files.writeFile(small.ctx(), { path: 'four.txt', content: '' }))).code).toBe(
+        'quota_exceeded',
+      );
+      await expect(stat(join(small.home, 'four.txt'))).rejects.toThrow(/ENOENT/);
+      await small.files.writeFile(small.ctx(), { path: 'two.txt', content: 'rewritten' });
+      await small.files.appendFile(small.ctx(), { path: 'a/b/one.txt', content: 'more' });
+      expect(await readFile(join(small.home, 'two.txt'), 'utf8')).toBe('rewritten');
+    });
+    it('counts entries made by other means (commands): empty files, directories, symlinks', async () => {
+      await mkdir(join(small.home, 'd1/d2'), { recursive: true });
+      await writeFile(join(small.home, 'empty'), '');
+      await symlink('/nowhere', join(small.home, 'link'));
+      await writeFile(join(small.home, 'fifth'), '');
+      expect((await error(small.files.writeFile(small.ctx(), { path: 'x', content: '' }))).message).toContain(
+        'holds 5 of its 5 files and directories',
+      );
     });
   });
 

@@ -381,7 +381,12 @@ export class FileToolsService {
       const jail = await this.workspaces.jail(ctx.userId);
       let target;
       try {
-        target = await jail.openWrite(p, { create: opts.create });
+        const used = opts.create ? await this.workspaces.used(ctx.userId, jail) : { inodes: 0 };
+        const left = Math.max(0, this.workspaces.limits.inodes - used.inodes);
+        target = await jail.openWrite(p, {
+          create: opts.create,
+          budget: { left, full: () => this.workspaces.inodesFull(p.virtual, used) },
+        });
       } catch (e) {
         // Approved on a preview of a file that is gone now.
         if (expected !== undefined && e instanceof ToolError && e.code === 'not_found')
@@ -390,7 +395,7 @@ export class FileToolsService {
       }
       let written = false;
       try {
-        const { handle, size, created } = target;
+        const { handle, size, created, newInodes } = target;
         // A preview is never computed from a file this large: it grew since.
         if (expected !== undefined && size > FILE_LIMITS.editMaxBytes) throw new StalePreview(p.virtual);
         if (size > FILE_LIMITS.editMaxBytes && opts.mustBeText) {
@@ -420,7 +425,7 @@ export class FileToolsService {
         await writeAllAt0(handle, next);
         await handle.truncate(next.length);
         written = true;
-        this.workspaces.commit(ctx.userId, next.length - size);
+        this.workspaces.commit(ctx.userId, next.length - size, newInodes);
         return { result: edit.summary, fileChanged: p.virtual };
       } catch (e) {
         if (e instanceof ToolCancelled) throw e;

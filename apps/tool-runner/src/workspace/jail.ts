@@ -19,10 +19,18 @@ export interface WriteTarget {
   handle: FileHandle;
   size: number;
   created: boolean;
+  /** Entries this call created: the file and any parent directories. */
+  newInodes: number;
   discard(): Promise<void>;
   close(): Promise<void>;
 }
 export const DIR_MODE = 0o755;
+
+/** How many entries a write may create, and the error once it may create no more. */
+export interface InodeBudget {
+  left: number;
+  full(): Error;
+}
 
 /** A path relative to an open directory: on Linux `/proc/self/fd/<fd>/<name>` behaves like `openat(fd, name)`. */
 function at(dir: FileHandle, name: string): string {
@@ -73,11 +81,14 @@ export class Jail {
   /**
    * Opens a regular file for reading and writing, creating it (and its parent directories) when
    * missing and `create` is set. Nothing is truncated here: the caller writes at offset 0 and then
-   * truncates. `discard()` removes a file this call created (a write refused after opening).
+   * truncates. `discard()` removes a file this call created (a write refused after opening). With a
+   * `budget`, no more than `budget.left` entries (directories and the file) are created: a write that
+   * needs more throws `budget.full()` before anything is made.
    */
-  async openWrite(p: WorkspacePath, opts: { create: boolean }): Promise<WriteTarget> {
+  async openWrite(p: WorkspacePath, opts: { create: boolean; budget?: InodeBudget }): Promise<WriteTarget> {
     if (p.segments.length === 0) throw new ToolError('not_a_file', `${p.virtual} is a directory, not a file`);
-    const parent = await this.walk(p, p.segments.length - 1, opts.create);
+    const budget = opts.budget ? { ...opts.budget, start: opts.budget.left } : undefined;
+    const parent = await this.walk(p, p.segments.length - 1, opts.create, budget);
     const name = p.segments[p.segments.length - 1];
     try {
       let handle: FileHandle;
@@ -87,16 +98,19 @@ export class Jail {
       } catch (e) {
         if (!opts.create || !(e instanceof ToolError && e.code === 'not_found') || (await isSymlink(at(parent, name))))
           throw e;
+        if (budget && budget.left <= 0) throw budget.full();
         handle = await open(at(parent, name), CREATE_EXCL, FILE_MODE).catch((err: unknown) => {
           throw ioError(err, p);
         });
         created = true;
+        if (budget) budget.left--;
       }
       const size = await this.regularSize(handle, p);
       return {
         handle,
         size,
         created,
+        newInodes: budget ? budget.start - budget.left : created ? 1 : 0,
         discard: async () => {
           if (created) await unlink(at(parent, name)).catch(() => undefined);
         },
@@ -139,16 +153,29 @@ export class Jail {
   }
 
   /** Opens the root and then `count` segments of `p`, each verified; creates missing ones if asked. */
-  private async walk(p: WorkspacePath, count: number, create: boolean): Promise<FileHandle> {
+  private async walk(p: WorkspacePath, count: number, create: boolean, budget?: InodeBudget): Promise<FileHandle> {
     let current = await open(this.root, DIR_NOFOLLOW);
     try {
       for (let i = 0; i < count; i++) {
         const name = p.segments[i];
         const here = `/workspace/${p.segments.slice(0, i + 1).join('/')}`;
         if (create) {
-          await mkdir(at(current, name), DIR_MODE).catch((e: unknown) => {
-            if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(e, p, here);
-          });
+          const missing =
+            budget !== undefined &&
+            (await lstat(at(current, name)).then(
+              () => false,
+              (e: NodeJS.ErrnoException) => e.code === 'ENOENT',
+            ));
+          // Every component from here on is missing, and the file after them: all or nothing.
+          if (missing && budget && count - i + 1 > budget.left) throw budget.full();
+          const made = await mkdir(at(current, name), DIR_MODE).then(
+            () => true,
+            (e: unknown) => {
+              if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(e, p, here);
+              return false;
+            },
+          );
+          if (made && budget) budget.left--;
         }
         const next = await this.openDirStep(current, name, p, here);
         await current.close();

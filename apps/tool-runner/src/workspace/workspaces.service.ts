@@ -3,7 +3,7 @@ import { access, constants as FS, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readiness } from '@skald/service-kit';
 import { ToolError } from '../tool-error';
-import { diskUsage } from './disk-usage';
+import { diskUsage, Usage } from './disk-usage';
 import { Jail } from './jail';
 import { KeyedMutex } from './keyed-mutex';
 import { WorkspaceLock } from './workspace-lock';
@@ -12,13 +12,43 @@ export const WORKSPACE_OPTIONS = Symbol('WORKSPACE_OPTIONS');
 export interface WorkspaceOptions {
   /** Directory holding one workspace per user. */
   root: string;
-  /** Bytes per workspace. */
+  /** Bytes per workspace (apparent size of its regular files). */
   quota: number;
+  /** Inodes per workspace: files, directories, symlinks (default 100000). */
+  inodes?: number;
+  /** How often the usage of a workspace is sampled while a command runs in it, in ms (default 250). */
+  sampleMs?: number;
   /** How long a measured usage is trusted before the tree is walked again (commands change it too). */
   usageTtlMs?: number;
 }
 
 const USER_DIR = /^[0-9a-fA-F-]{1,64}$/;
+export const DEFAULT_INODE_QUOTA = 100_000;
+export const DEFAULT_SAMPLE_MS = 250;
+
+/** A workspace's usage beside its quota, for the errors the model reads. */
+export function describeUsage(u: Usage, quota: { bytes: number; inodes: number }): string {
+  const more = u.partial ? 'more than ' : '';
+  return (
+    `${more}${formatBytes(u.bytes)} / ${more}${u.inodes} files ` +
+    `(quota ${formatBytes(quota.bytes)} / ${quota.inodes} files and directories)`
+  );
+}
+
+/** Whether a usage is at or over either quota (nothing more fits). */
+export function full(u: Usage, quota: { bytes: number; inodes: number }): boolean {
+  return u.bytes >= quota.bytes || u.inodes >= quota.inodes;
+}
+
+/** Whether a usage has passed either quota. */
+export function over(u: Usage, quota: { bytes: number; inodes: number }): boolean {
+  return u.bytes > quota.bytes || u.inodes > quota.inodes;
+}
+
+interface Sampler {
+  listeners: Set<(u: Usage) => void>;
+  timer?: NodeJS.Timeout;
+}
 
 /**
  * Per-user workspaces `<root>/<userId>/` (mode 0700, created on first use), the jail that opens
@@ -26,7 +56,8 @@ const USER_DIR = /^[0-9a-fA-F-]{1,64}$/;
  */
 @Injectable()
 export class WorkspacesService implements OnModuleInit {
-  private readonly usage = new Map<string, { bytes: number; at: number }>();
+  private readonly usage = new Map<string, Usage & { at: number }>();
+  private readonly samplers = new Map<string, Sampler>();
   private readonly writes = new KeyedMutex();
   private readonly usageTtlMs: number;
 
@@ -40,6 +71,11 @@ export class WorkspacesService implements OnModuleInit {
 
   get quota(): number {
     return this.options.quota;
+  }
+
+  /** Both quotas of a workspace. */
+  get limits(): { bytes: number; inodes: number } {
+    return { bytes: this.options.quota, inodes: this.options.inodes ?? DEFAULT_INODE_QUOTA };
   }
 
   async onModuleInit(): Promise<void> {
@@ -78,55 +114,125 @@ export class WorkspacesService implements OnModuleInit {
 
   /**
    * Throws `quota_exceeded` unless growing the workspace by `delta` bytes stays within the quota.
-   * Shrinking is always allowed. Call inside `exclusive`, then `commit` once written.
+   * Shrinking is always allowed. Call inside `exclusive`, then `commit` once written. (New entries
+   * are bounded while the file is opened: `Jail.openWrite` with a budget from `inodesFull`.)
    */
   async ensureRoom(userId: string, jail: Jail, delta: number, path: string): Promise<void> {
     if (delta <= 0) return;
     const used = await this.used(userId, jail);
-    if (used + delta > this.options.quota) {
+    if (used.bytes + delta > this.options.quota) {
       throw new ToolError(
         'quota_exceeded',
         `workspace quota exceeded: writing ${path} needs ${formatBytes(delta)} more, but the workspace uses ` +
-          `${formatBytes(used)} of its ${formatBytes(this.options.quota)} quota. Delete files to make room.`,
+          `${formatBytes(used.bytes)} of its ${formatBytes(this.options.quota)} quota. Delete files to make room.`,
       );
     }
   }
 
-  /** Records a completed write of `delta` bytes. */
-  commit(userId: string, delta: number): void {
+  /** The error of a write that would create an entry (file or directory) past the inode quota. */
+  inodesFull(path: string, used: { inodes: number }): ToolError {
+    return new ToolError(
+      'quota_exceeded',
+      `workspace quota exceeded: writing ${path} creates new files or directories, but the workspace holds ` +
+        `${used.inodes} of its ${this.limits.inodes} files and directories. Delete files to make room.`,
+    );
+  }
+
+  /** Records a completed write of `delta` bytes that created `newInodes` entries. */
+  commit(userId: string, delta: number, newInodes = 0): void {
     const known = this.usage.get(userId);
-    if (known) known.bytes = Math.max(0, known.bytes + delta);
+    if (known) {
+      known.bytes = Math.max(0, known.bytes + delta);
+      known.inodes += newInodes;
+    }
   }
 
-  /** Bytes the workspace may still grow by (0 when full or over quota). */
-  async room(userId: string, jail: Jail): Promise<number> {
-    return Math.max(0, this.options.quota - (await this.used(userId, jail)));
+  /**
+   * The usage of a workspace walked now (bounded: the walk stops once a quota is passed); cached
+   * unless the workspace was changed behind the file tools' back (`remeasureSoon`) meanwhile.
+   */
+  async measure(userId: string): Promise<Usage> {
+    const generation = this.generations.get(userId) ?? 0;
+    const u = await diskUsage(this.hostDir(userId), this.limits);
+    if ((this.generations.get(userId) ?? 0) === generation) this.usage.set(userId, { ...u, at: Date.now() });
+    return u;
   }
 
-  private readonly measuring = new Set<string>();
+  /**
+   * Samples the workspace's usage while something outside the file tools writes it (a command):
+   * `listener` hears every sample. One sampler per workspace however many commands run in it; each
+   * walk is bounded by the quota, and the next starts `sampleMs` after the last ended, or twice the
+   * last walk's time when that is longer (the sampler spends at most a third of its time walking).
+   * The answer stops listening.
+   */
+  watch(userId: string, listener: (u: Usage) => void): () => void {
+    let s = this.samplers.get(userId);
+    if (!s) {
+      const sampler: Sampler = { listeners: new Set() };
+      this.samplers.set(userId, sampler);
+      const every = this.options.sampleMs ?? DEFAULT_SAMPLE_MS;
+      const tick = (): void => {
+        const started = Date.now();
+        void this.measure(userId)
+          .then(
+            (u) => {
+              for (const l of sampler.listeners) l(u);
+            },
+            () => undefined,
+          )
+          .finally(() => {
+            if (this.samplers.get(userId) !== sampler) return;
+            sampler.timer = setTimeout(tick, Math.max(every, 2 * (Date.now() - started)));
+          });
+      };
+      sampler.timer = setTimeout(tick, every);
+      s = sampler;
+    }
+    const sampler = s;
+    sampler.listeners.add(listener);
+    return () => {
+      sampler.listeners.delete(listener);
+      if (sampler.listeners.size === 0 && this.samplers.get(userId) === sampler) {
+        clearTimeout(sampler.timer);
+        this.samplers.delete(userId);
+      }
+    };
+  }
 
-  /** Walks the workspace again in the background (one walk per user at a time). */
+  /** Bumped when a command may have changed a workspace: walks started before do not fill the cache. */
+  private readonly generations = new Map<string, number>();
+  /** The walk after a command, awaited by the next check rather than walking twice. */
+  private readonly pending = new Map<string, Promise<Usage>>();
+
+  /**
+   * Forgets the usage of a workspace a command changed, and walks it again in the background; the
+   * next check waits for that walk (the cache never answers with figures from before the command).
+   */
   remeasureSoon(userId: string): void {
-    if (this.measuring.has(userId)) return;
-    this.measuring.add(userId);
-    void this.remeasure(userId)
-      .catch(() => this.usage.delete(userId))
-      .finally(() => this.measuring.delete(userId));
+    this.generations.set(userId, (this.generations.get(userId) ?? 0) + 1);
+    this.usage.delete(userId);
+    const walk = this.measure(userId);
+    this.pending.set(userId, walk);
+    void walk
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.pending.get(userId) === walk) this.pending.delete(userId);
+      });
   }
 
-  /** Walks the workspace again (after a command, which changes it behind the file tools' back). */
-  async remeasure(userId: string): Promise<{ used: number; quota: number }> {
-    const bytes = await diskUsage(this.hostDir(userId));
-    this.usage.set(userId, { bytes, at: Date.now() });
-    return { used: bytes, quota: this.options.quota };
-  }
-
-  private async used(userId: string, jail: Jail): Promise<number> {
+  /** Usage of the workspace, from the cache while it is fresh. */
+  async used(userId: string, jail: Jail): Promise<Usage> {
     const known = this.usage.get(userId);
-    if (known && Date.now() - known.at < this.usageTtlMs) return known.bytes;
-    const bytes = await diskUsage(jail.root);
-    this.usage.set(userId, { bytes, at: Date.now() });
-    return bytes;
+    if (known && Date.now() - known.at < this.usageTtlMs) return known;
+    const pending = this.pending.get(userId);
+    if (pending) {
+      const u = await pending.catch(() => null);
+      if (u) return u;
+    }
+    const generation = this.generations.get(userId) ?? 0;
+    const u = await diskUsage(jail.root, this.limits);
+    if ((this.generations.get(userId) ?? 0) === generation) this.usage.set(userId, { ...u, at: Date.now() });
+    return u;
   }
 }
 

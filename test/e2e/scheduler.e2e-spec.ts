@@ -3,21 +3,12 @@ import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack, StackProcess, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { until } from '../support/until';
 
 jest.setTimeout(180_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const LEASE_TTL_MS = 3000;
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 interface Tree {
   messages: Array<{ kind: string; name?: string; status?: string; result?: string | null; is_synthetic: boolean }>;

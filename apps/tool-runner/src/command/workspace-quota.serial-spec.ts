@@ -1,18 +1,10 @@
 import 'reflect-metadata';
-import { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { Bus } from '@skald/messaging';
-import { loadConfig } from '@skald/service-kit';
-import { AppModule } from '../app.module';
-import { ToolRunnerConfigSchema } from '../config';
 import { diskUsage } from '../workspace/disk-usage';
-import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
+import { RunnerOverNats, startRunnerOverNats } from '../testing-fixtures/runner-over-nats';
 
 jest.setTimeout(60_000);
 
@@ -27,22 +19,14 @@ const SAMPLE_MS = 50;
  */
 describe('workspace quota while a command runs (bubblewrap)', () => {
   let base: string;
-  let nats: PrivateNats;
-  let app: INestApplication;
   let client: Bus;
-  const log = pino({ level: 'silent' });
+  let runner: RunnerOverNats;
   const marker = `skald-quota-${process.pid}`;
 
   beforeAll(async () => {
     execFileSync('bwrap', ['--version'], { stdio: 'ignore' });
-    nats = await startPrivateNats();
-    base = await mkdtemp(join(tmpdir(), 'skald-quota-'));
-    const config = loadConfig(ToolRunnerConfigSchema, {
-      ...process.env,
-      NATS_URL: nats.url,
-      SKALD_WORKSPACES: join(base, 'workspaces'),
+    runner = await startRunnerOverNats('tool-runner-quota', {
       SKALD_SANDBOX: 'bwrap',
-      DATABASE_POOL_SIZE: '2',
       SKALD_SANDBOX_PIDS: '64',
       SKALD_SANDBOX_MEMORY: String(256 * 1024 ** 2),
       SKALD_SANDBOX_TMP_SIZE: String(8 * 1024 ** 2),
@@ -50,18 +34,11 @@ describe('workspace quota while a command runs (bubblewrap)', () => {
       SKALD_WORKSPACE_INODES: String(INODES),
       SKALD_WORKSPACE_SAMPLE_MS: String(SAMPLE_MS),
     });
-    app = await NestFactory.create(AppModule.register(config, log, `tool-runner-quota-${process.pid}`), {
-      logger: false,
-    });
-    await app.listen(0, '127.0.0.1');
-    client = await Bus.connect({ servers: nats.url, name: `quota-client-${process.pid}` }, log);
+    ({ client, base } = runner);
   }, 60_000);
 
   afterAll(async () => {
-    await client?.drain();
-    await app?.close();
-    await nats?.stop();
-    await rm(base, { recursive: true, force: true });
+    await runner?.stop();
   });
 
   function exec(user: string, name: string, args: Record<string, unknown>) {

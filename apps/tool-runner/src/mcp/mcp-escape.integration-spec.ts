@@ -1,22 +1,17 @@
 import 'reflect-metadata';
 import { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { connect } from 'nats';
-import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { Actor, McpServerDto } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
-import { loadConfig } from '@skald/service-kit';
-import { AppModule } from '../app.module';
 import { hostProcessesWith } from '../testing-fixtures/host-processes';
-import { ToolRunnerConfigSchema } from '../config';
-import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
+import { PrivateNats } from '../testing-fixtures/private-nats';
+import { RunnerOverNats, startRunnerOverNats } from '../testing-fixtures/runner-over-nats';
 import { McpLauncher } from './mcp-launcher';
 import { SecretBox } from './secret-box';
 
@@ -32,10 +27,9 @@ jest.setTimeout(60_000);
  * (the command sandbox), and a server that breaks the protocol's size rules on purpose.
  */
 describe('stdio MCP servers: the escape suite', () => {
-  const log = pino({ level: 'silent' });
   let nats: PrivateNats;
-  let app: INestApplication;
   let client: Bus;
+  let runner: RunnerOverNats;
   let db: DataSource;
   let base: string;
   let markers: string;
@@ -47,15 +41,7 @@ describe('stdio MCP servers: the escape suite', () => {
   const hostTmpMarker = `/tmp/skald-ld-marker-${process.pid}`;
 
   beforeAll(async () => {
-    nats = await startPrivateNats();
-    base = await mkdtemp(join(tmpdir(), 'skald-mcp-escape-'));
-    markers = join(base, 'markers');
-    await mkdir(markers);
-    const config = loadConfig(ToolRunnerConfigSchema, {
-      DATABASE_URL: process.env.DATABASE_URL,
-      DATABASE_POOL_SIZE: '2',
-      NATS_URL: nats.url,
-      SKALD_WORKSPACES: join(base, 'workspaces'),
+    runner = await startRunnerOverNats('mcp-escape', {
       SKALD_SANDBOX: 'bwrap',
       SKALD_SANDBOX_RO_BINDS: FIXTURES,
       SKALD_SECRETS_KEY: secretsKey,
@@ -66,9 +52,9 @@ describe('stdio MCP servers: the escape suite', () => {
       SKALD_MCP_MAX_RUNNING_PER_USER: '3',
       SKALD_MCP_NETWORK: 'off',
     });
-    app = await NestFactory.create(AppModule.register(config, log, `mcp-escape-${process.pid}`), { logger: false });
-    await app.init();
-    client = await Bus.connect({ servers: nats.url, name: `mcp-escape-client-${process.pid}` }, log);
+    ({ nats, client, base } = runner);
+    markers = join(base, 'markers');
+    await mkdir(markers);
     db = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 1 } });
     await db.initialize();
 
@@ -109,11 +95,8 @@ __attribute__((constructor)) static void evil(void) {
   });
 
   afterAll(async () => {
-    await client?.drain();
-    await app?.close();
     await db?.destroy();
-    await nats?.stop();
-    await rm(base, { recursive: true, force: true });
+    await runner?.stop();
     await rm(hostTmpMarker, { force: true });
   });
 
@@ -260,35 +243,22 @@ __attribute__((constructor)) static void evil(void) {
 });
 
 describe('stdio MCP servers: lifetime and the runner-wide cap', () => {
-  const log = pino({ level: 'silent' });
-  let nats: PrivateNats;
   let app: INestApplication;
   let client: Bus;
-  let base: string;
+  let runner: RunnerOverNats;
 
   beforeAll(async () => {
-    nats = await startPrivateNats();
-    base = await mkdtemp(join(tmpdir(), 'skald-mcp-life-'));
-    const config = loadConfig(ToolRunnerConfigSchema, {
-      DATABASE_URL: process.env.DATABASE_URL,
-      DATABASE_POOL_SIZE: '2',
-      NATS_URL: nats.url,
-      SKALD_WORKSPACES: join(base, 'workspaces'),
+    runner = await startRunnerOverNats('mcp-life', {
       SKALD_SANDBOX: 'bwrap',
       SKALD_SANDBOX_RO_BINDS: FIXTURES,
       SKALD_MCP_LIFETIME_SECS: '2',
       SKALD_MCP_MAX_RUNNING: '2',
     });
-    app = await NestFactory.create(AppModule.register(config, log, `mcp-life-${process.pid}`), { logger: false });
-    await app.init();
-    client = await Bus.connect({ servers: nats.url, name: `mcp-life-client-${process.pid}` }, log);
+    ({ app, client } = runner);
   }, 60_000);
 
   afterAll(async () => {
-    await client?.drain();
-    await app?.close();
-    await nats?.stop();
-    await rm(base, { recursive: true, force: true });
+    await runner?.stop();
   });
 
   const probe = (actor: Actor, name: string) =>

@@ -1,16 +1,9 @@
 import 'reflect-metadata';
-import { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import pino from 'pino';
 import { Bus } from '@skald/messaging';
-import { loadConfig } from '@skald/service-kit';
-import { AppModule } from '../app.module';
-import { ToolRunnerConfigSchema } from '../config';
-import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
+import { RunnerOverNats, startRunnerOverNats } from '../testing-fixtures/runner-over-nats';
 import { recordAttackSuite } from '@skald/testing';
 
 /**
@@ -20,28 +13,14 @@ import { recordAttackSuite } from '@skald/testing';
  */
 describe('tool-runner: hostile grep_files patterns (over NATS)', () => {
   let base: string;
-  let nats: PrivateNats;
-  let app: INestApplication;
   let client: Bus;
-  const log = pino({ level: 'silent' });
+  let runner: RunnerOverNats;
   const attacker = { userId: randomUUID(), role: 'user' as const };
   const victim = { userId: randomUUID(), role: 'user' as const };
 
   beforeAll(async () => {
-    nats = await startPrivateNats();
-    base = await mkdtemp(join(tmpdir(), 'skald-tr-patterns-'));
-    const config = loadConfig(ToolRunnerConfigSchema, {
-      DATABASE_URL: process.env.DATABASE_URL,
-      DATABASE_POOL_SIZE: '2',
-      NATS_URL: nats.url,
-      SKALD_WORKSPACES: join(base, 'workspaces'),
-      SKALD_SANDBOX: 'none',
-    });
-    app = await NestFactory.create(AppModule.register(config, log, `tool-runner-patterns-${process.pid}`), {
-      logger: false,
-    });
-    await app.init();
-    client = await Bus.connect({ servers: nats.url, name: `tool-runner-patterns-client-${process.pid}` }, log);
+    runner = await startRunnerOverNats('tool-runner-patterns', { SKALD_SANDBOX: 'none' });
+    ({ client, base } = runner);
 
     // The attacker's workspace: a deep tree whose paths and lines are what backtracking feeds on.
     const home = join(base, 'workspaces', attacker.userId);
@@ -56,10 +35,7 @@ describe('tool-runner: hostile grep_files patterns (over NATS)', () => {
     await writeFile(join(victimHome, 'notes.txt'), 'hello\n');
   }, 60_000);
   afterAll(async () => {
-    await client?.drain();
-    await app?.close();
-    await nats?.stop();
-    await rm(base, { recursive: true, force: true });
+    await runner?.stop();
   });
 
   const exec = (actor: typeof attacker, name: string, args: Record<string, unknown>) =>

@@ -455,10 +455,14 @@ function firstMatch(rules: readonly CompiledRule[], input: GateInput, paths: Arr
  * that writes or runs programs (the read-only catalogue) asks instead. Deny and require rules
  * match what runs.
  */
-function decideOne(rules: readonly CompiledRule[], input: GateInput, cmd: SimpleCommand): GateResult {
+function decideOne(
+  rules: readonly CompiledRule[],
+  input: GateInput,
+  cmd: SimpleCommand,
+  cwd: Array<string | null>,
+): GateResult {
   const unallowable = unallowableReason(cmd);
   const text = cmd.argv.join(' ');
-  const cwd = callPaths(input);
   for (const rule of rules) {
     if (!appliesTo(rule, input)) continue;
     if (rule.broken) return { decision: 'require', ruleId: rule.id, reason: describe(rule), by: 'rule' };
@@ -505,9 +509,10 @@ function decideShell(rules: readonly CompiledRule[], input: GateInput): GateResu
   if (typeof line !== 'string') return { decision: 'require', reason: 'no command', by: 'rule', needsHuman: true };
   const analysis = analyzeCommand(line);
   if (analysis.kind === 'needs_human') return decideUnreadable(rules, input, line, analysis.reason);
+  const cwd = callPaths(input);
   let worst: GateResult | null = null;
   for (const cmd of analysis.commands) {
-    const d = decideOne(rules, input, cmd);
+    const d = decideOne(rules, input, cmd, cwd);
     if (!worst || RANK[d.decision] > RANK[worst.decision]) worst = d;
     if (d.decision === 'deny') break;
   }

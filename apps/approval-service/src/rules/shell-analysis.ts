@@ -167,6 +167,16 @@ class NotSimple extends Error {}
  * MAX_LINE_BYTES and PARSE_BUDGET_MS.
  */
 export function analyzeCommand(line: string): ShellAnalysis {
+  // One check reads the same line several times (the rules, each open bypass, the scopes a card
+  // offers): the last line's analysis is kept. A needs-human answer of an unloaded parser is not.
+  if (last && last.line === line) return last.analysis;
+  const analysis = analyzeUncached(line);
+  if (parser) last = { line, analysis };
+  return analysis;
+}
+let last: { line: string; analysis: ShellAnalysis } | null = null;
+
+function analyzeUncached(line: string): ShellAnalysis {
   if (typeof line !== 'string') return needs('the command is not a string');
   if (Buffer.byteLength(line, 'utf8') > MAX_LINE_BYTES)
     return needs(`the command line is longer than ${MAX_LINE_BYTES} bytes`);

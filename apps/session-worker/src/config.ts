@@ -11,6 +11,10 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   /** How often each worker looks for sessions that have work and no live driver. */
   SKALD_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(1_000),
   SKALD_MAX_TOOL_ROUNDS: z.coerce.number().int().min(1).max(500).default(50),
+  /** Tries of a retriable LLM error (429, 5xx, timeout, reset) on one client before the next. */
+  SKALD_LLM_RETRY_TRIES: z.coerce.number().int().min(1).max(10).default(3),
+  /** Seconds one client's retries may wait in all (a longer Retry-After moves on at once). */
+  SKALD_LLM_RETRY_MAX_WAIT_S: z.coerce.number().min(0).max(600).default(60),
   SKALD_MAX_HISTORY_MESSAGES: z.coerce.number().int().min(2).default(200),
   SKALD_MAX_TOOL_RESULT_CHARS: z.coerce.number().int().min(100).optional(),
   /** Seconds a turn waits for a human in memory before it parks (lease released). */

@@ -1,9 +1,11 @@
+import { DEFAULT_LLM_RETRY } from './llm-retry';
 import type { LoopConfig } from './ports';
 
 /** Defaults of the loop's configuration (spec 000 AgentRunConfig, ARCHITECTURE.md). */
 export const DEFAULT_LOOP_CONFIG: LoopConfig = {
   maxToolRounds: 25,
   maxLlmAttempts: 3,
+  llmRetry: DEFAULT_LLM_RETRY,
   maxParallelCalls: 4,
   maxHistoryMessages: 100,
   maxToolResultChars: null,

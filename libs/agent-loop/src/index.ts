@@ -54,6 +54,7 @@ export type {
 export * from './types';
 export { CallNotAwaitingHumanError, LoopInvariantError } from './errors';
 export { DEFAULT_LOOP_CONFIG, resolveLoopConfig } from './config';
+export { DEFAULT_LLM_RETRY, retryDelayMs, type LlmRetryPolicy } from './llm-retry';
 export {
   projectMessages,
   projectContext,

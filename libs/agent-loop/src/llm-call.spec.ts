@@ -1,5 +1,9 @@
+import { DEFAULT_LLM_RETRY } from './llm-retry';
 import { LlmError } from './ports';
 import { agent, LoopHarness } from './testing';
+
+/** Fallback rules alone: each client is tried once. */
+const NO_RETRY = { llmRetry: { ...DEFAULT_LLM_RETRY, triesPerClient: 1 } };
 
 describe('model fallback', () => {
   it('falls back to the next client on a retriable error, announcing model_fallback', async () => {
@@ -9,6 +13,7 @@ describe('model fallback', () => {
         { name: 'beta', cacheControl: false },
       ],
       script: [{ error: new LlmError('503 overloaded', true) }, { content: 'from beta' }],
+      config: NO_RETRY,
     });
     const outcome = await h.run('hi');
     expect(outcome).toMatchObject({ kind: 'final', content: 'from beta' });
@@ -26,6 +31,7 @@ describe('model fallback', () => {
         { name: 'beta', cacheControl: false },
       ],
       script: [{ error: new LlmError('timeout', true) }, { error: new LlmError('timeout again', true) }],
+      config: NO_RETRY,
     });
     const outcome = await h.run('hi');
     expect(outcome).toEqual({ kind: 'failed', error: 'timeout again' });
@@ -63,6 +69,7 @@ describe('model fallback', () => {
         { name: 'plain', cacheControl: false },
       ],
       script: [{ error: new LlmError('rate limited', true) }, { content: 'ok' }],
+      config: NO_RETRY,
     });
     await h.run('hi');
     expect(h.model.calls[0].messages[0]).toEqual({
@@ -97,6 +104,7 @@ describe('model fallback', () => {
   it('makes at most maxLlmAttempts calls a round, then llm_failed names the clients tried', async () => {
     const h = new LoopHarness({
       clients: ['a', 'b', 'c', 'd'].map((name) => ({ name, cacheControl: false })),
+      config: NO_RETRY,
       script: [
         { error: new LlmError('HTTP 503', true) },
         { error: new LlmError('HTTP 429', true) },

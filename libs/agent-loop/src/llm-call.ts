@@ -1,10 +1,13 @@
 /**
- * One model call for a round, with the loop-owned fallback: on a retriable error ask the port
- * for the next client (`model_fallback`), rebuild the messages when the caching mode changes;
- * when nothing is left, the round's attempts (`maxLlmAttempts`) are spent, or the error is not
- * retriable, `llm_failed`. A refusal of the port (`admit`, e.g. a used-up budget) fails the
- * round before any client is tried, with the refusal's code.
+ * One model call for a round, with the loop-owned resilience: a retriable error is tried again
+ * on the same client after a backoff that honours `Retry-After` (`llmRetry`: tries and total
+ * wait bounded; each retry announced as a `model_fallback` to the same client); then the port
+ * names the next client (`model_fallback`), the messages are rebuilt when the caching mode
+ * changes; when no client is left, the round's clients (`maxLlmAttempts`) are spent, or the
+ * error is not retriable, `llm_failed`. A stop aborts a call and a wait alike. A refusal of the
+ * port (`admit`, e.g. a used-up budget) fails the round before any client is tried.
  */
+import { retryDelayMs, sleep } from './llm-retry';
 import { LlmError, type LlmCallContext, type LlmClientDescriptor, type LlmResponse } from './ports';
 import { ABORTED, raceAbort } from './signals';
 import { commit, type FrameContext } from './turn-context';
@@ -48,6 +51,9 @@ export async function callModel(
     return { kind: 'failed', error };
   }
   let messages = await build(client.cacheControl);
+  const wait = deps.clock.sleep ? deps.clock.sleep.bind(deps.clock) : sleep;
+  let triesOnClient = 1;
+  let waitedMs = 0;
   for (;;) {
     if (fctx.signal.aborted) return { kind: 'cancelled' };
     try {
@@ -74,6 +80,18 @@ export async function callModel(
       if (fctx.signal.aborted) return { kind: 'cancelled' };
       const message = error instanceof Error ? error.message : String(error);
       const retriable = error instanceof LlmError && error.retriable;
+      const delay = retriable
+        ? retryDelayMs(deps.config.llmRetry, triesOnClient, waitedMs, (error as LlmError).retryAfterMs)
+        : null;
+      if (delay !== null) {
+        triesOnClient += 1;
+        const reason = `${message}; try ${triesOnClient} of ${deps.config.llmRetry.triesPerClient} in ${formatSeconds(delay)}`;
+        await commit(fctx.turn, [], [{ type: 'model_fallback', from: client.name, to: client.name, reason }]);
+        await wait(delay, fctx.signal);
+        if (fctx.signal.aborted) return { kind: 'cancelled' };
+        waitedMs += delay;
+        continue;
+      }
       tried.push(client.name);
       const next = retriable && tried.length < maxAttempts ? await select() : null;
       if (!next) {
@@ -83,6 +101,12 @@ export async function callModel(
       await commit(fctx.turn, [], [{ type: 'model_fallback', from: client.name, to: next.name, reason: message }]);
       if (next.cacheControl !== client.cacheControl) messages = await build(next.cacheControl);
       client = next;
+      triesOnClient = 1;
+      waitedMs = 0;
     }
   }
+}
+
+function formatSeconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(1))} s`;
 }

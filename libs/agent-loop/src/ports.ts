@@ -22,6 +22,7 @@ import type {
   WireMessage,
   WireTool,
 } from './types';
+import type { LlmRetryPolicy } from './llm-retry';
 
 // ---------------------------------------------------------------------------------------------
 // Store
@@ -102,6 +103,8 @@ export interface ClockPort {
   now(): Date;
   /** The effective IANA time zone (e.g. `Europe/Rome`), shown to the model. */
   timeZone(): string;
+  /** Optional: wait `ms` or until `signal` aborts (a fake clock advances instead); default a timer. */
+  sleep?(ms: number, signal: AbortSignal): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,13 +364,16 @@ export interface LlmDelta {
   delta: string;
 }
 
-/** An LLM failure classified by the port: retriable errors make the loop fall back. */
+/** An LLM failure classified by the port: retriable errors are retried, then fall back. */
 export class LlmError extends Error {
   readonly retriable: boolean;
-  constructor(message: string, retriable: boolean) {
+  /** The provider's `Retry-After`, in ms, when it gave one. */
+  readonly retryAfterMs?: number;
+  constructor(message: string, retriable: boolean, retryAfterMs?: number) {
     super(message);
     this.name = 'LlmError';
     this.retriable = retriable;
+    if (retryAfterMs !== undefined) this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -477,8 +483,10 @@ export interface CompactionConfig {
 
 export interface LoopConfig {
   maxToolRounds: number;
-  /** Model calls a round may make (the first and its fallbacks) before `llm_failed`. */
+  /** Clients a round may try (the first and its fallbacks) before `llm_failed`. */
   maxLlmAttempts: number;
+  /** Retries of a retriable error on the same client before the next one. */
+  llmRetry: LlmRetryPolicy;
   /** Concurrency bound for an all-`concurrencySafe` batch (1 = sequential). */
   maxParallelCalls: number;
   /** History rows kept when compaction is off. */

@@ -53,7 +53,7 @@ export class LlmCallError extends Error {
     /** What the provider (or the network) said, already scrubbed of secrets. */
     readonly detail: string,
     readonly status?: number,
-    /** From a 429's `retry-after`, when given. */
+    /** From the response's `retry-after` (a 429 or a 5xx), when given. */
     readonly retryAfterMs?: number,
   ) {
     super(
@@ -107,7 +107,7 @@ export function toLlmCallError(err: unknown, ctx: ErrorContext): LlmCallError {
     const detail = scrub(providerMessage(apiError));
     const status = apiError.status;
     if (status === undefined) return new LlmCallError('server', ctx.clientName, detail || 'error event in the stream');
-    const retryAfterMs = status === 429 ? parseRetryAfter(apiError.headers?.get('retry-after') ?? null) : undefined;
+    const retryAfterMs = parseRetryAfter(apiError.headers?.get('retry-after') ?? null);
     return new LlmCallError(kindForStatus(status), ctx.clientName, detail, status, retryAfterMs);
   }
   if (err instanceof SyntaxError || isNamed(err, 'SyntaxError')) {

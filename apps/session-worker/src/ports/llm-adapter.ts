@@ -77,7 +77,7 @@ export class LlmAdapter implements LlmPort {
       };
     } catch (e) {
       observe(signal.aborted ? 'cancelled' : 'error');
-      if (e instanceof LlmCallError) throw new LlmError(e.message, e.retriable);
+      if (e instanceof LlmCallError) throw new LlmError(e.message, e.retriable, e.retryAfterMs);
       throw e;
     }
   }

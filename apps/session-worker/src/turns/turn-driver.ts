@@ -9,6 +9,7 @@ import {
   LoopDeps,
   recoverTurn,
   resolveLoopConfig,
+  DEFAULT_LLM_RETRY,
   resolvePendingCall,
   runTurn,
   SessionInfo,
@@ -368,6 +369,11 @@ export class TurnDriver implements OnApplicationShutdown {
       ids: { newId: () => randomUUID() },
       config: resolveLoopConfig({
         maxToolRounds: this.config.SKALD_MAX_TOOL_ROUNDS,
+        llmRetry: {
+          ...DEFAULT_LLM_RETRY,
+          triesPerClient: this.config.SKALD_LLM_RETRY_TRIES,
+          maxWaitMs: this.config.SKALD_LLM_RETRY_MAX_WAIT_S * 1000,
+        },
         maxHistoryMessages: this.config.SKALD_MAX_HISTORY_MESSAGES,
         maxToolResultChars: this.config.SKALD_MAX_TOOL_RESULT_CHARS ?? null,
         compaction: this.config.SKALD_COMPACTION_THRESHOLD_TOKENS

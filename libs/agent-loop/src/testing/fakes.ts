@@ -51,6 +51,16 @@ export class FixedClock implements ClockPort {
   advance(ms: number): void {
     this.date = new Date(this.date.getTime() + ms);
   }
+  /** Every wait asked for, in ms. A wait passes at once, advancing the clock (unless aborted). */
+  readonly sleeps: number[] = [];
+  /** Called when a wait starts (a test can abort the turn there). */
+  onSleep: ((ms: number) => void) | null = null;
+  sleep(ms: number, signal: AbortSignal): Promise<void> {
+    this.sleeps.push(ms);
+    this.onSleep?.(ms);
+    if (!signal.aborted) this.advance(ms);
+    return Promise.resolve();
+  }
 }
 
 export class RecordingSink implements EventSink {

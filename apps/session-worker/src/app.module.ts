@@ -20,6 +20,7 @@ import { SessionsHandler } from './sessions/sessions.handler';
 import { JobSessionsHandler } from './jobs/job-sessions.handler';
 import { JobSessionsRepository } from './jobs/job-sessions.repository';
 import { JobSessionsService } from './jobs/job-sessions.service';
+import { DeliveryRouting } from './jobs/delivery-routing.service';
 import { SessionsRepository } from './sessions/sessions.repository';
 import { SessionsService } from './sessions/sessions.service';
 import { InboxRepository } from './submit/inbox.repository';
@@ -98,6 +99,7 @@ export class AppModule {
         SessionsHandler,
         JobSessionsRepository,
         JobSessionsService,
+        DeliveryRouting,
         JobSessionsHandler,
         Sweeper,
       ],

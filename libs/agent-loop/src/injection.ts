@@ -82,6 +82,15 @@ export function inboxEntry(
   };
 }
 
+/**
+ * The inbox item that starts the next turn of a finished conversation: an `interrupt` first (the
+ * user stopped the turn to say it), else the oldest. Waiting `steer` items — a finished task's
+ * delivery kept by the stop among them — enter at that turn's first round boundary.
+ */
+export function nextTurnItem(items: readonly InboxItem[]): InboxItem | undefined {
+  return items.find((i) => i.delivery === 'interrupt') ?? items[0];
+}
+
 /** At a round boundary of the root frame: every waiting `steer` item enters as its own row,
  *  with its echo. `queue` items wait for the next turn. */
 export async function drainSteer(fctx: FrameContext): Promise<void> {
@@ -97,10 +106,15 @@ export async function drainSteer(fctx: FrameContext): Promise<void> {
   await commit(fctx.turn, mutations, events);
 }
 
-/** /stop: items that had not entered are discarded (kept, announced), except `interrupt`
- *  items, which start the next turn. */
+/**
+ * /stop: the user's messages that had not entered are discarded (kept, announced), except
+ * `interrupt` items, which start the next turn. System deliveries (a finished async task's
+ * `task_completed`, a notification) are never discarded: they stay queued and enter the next turn.
+ */
 export async function discardInbox(turn: TurnContext): Promise<{ mutations: Mutation[]; events: SessionEventDraft[] }> {
-  const items = (await turn.deps.store.listInbox(turn.session.id)).filter((i) => i.delivery !== 'interrupt');
+  const items = (await turn.deps.store.listInbox(turn.session.id)).filter(
+    (i) => i.delivery !== 'interrupt' && !i.toolResult,
+  );
   return {
     mutations: items.map((i): Mutation => ({ kind: 'discardInbox', inboxId: i.id })),
     events: items.map((i): SessionEventDraft => ({

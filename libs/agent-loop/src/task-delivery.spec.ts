@@ -1,3 +1,4 @@
+import { nextTurnItem } from './injection';
 import { agent, LoopHarness } from './testing';
 import type { InboxDelivery } from './types';
 
@@ -114,5 +115,71 @@ describe('tools offered to a job session', () => {
     const chat = await offered({ isInteractive: true, autoDenyApprovals: false });
     expect(chat).toContain('execute_task');
     expect(chat).not.toContain('execute_subtask');
+  });
+});
+
+describe('a finished task waiting in the inbox survives a stop', () => {
+  const hangThenStop = (stop: AbortController, during: () => void) => ({
+    hang: true as const,
+    before: () => {
+      during();
+      setTimeout(() => stop.abort(), 1);
+    },
+  });
+
+  it('/stop keeps the delivery queued (not discarded, not announced) and it enters the next turn', async () => {
+    const stop = new AbortController();
+    let delivery = '';
+    let steer = '';
+    const h: LoopHarness = new LoopHarness({
+      script: [
+        hangThenStop(stop, () => {
+          delivery = deliver(h, 'Found 3 papers.');
+          steer = h.enqueue('never mind', 'steer', 'c-s');
+        }),
+        { content: 'The research found 3 papers.' },
+      ],
+    });
+    expect(await h.run('start', stop.signal)).toEqual({ kind: 'cancelled' });
+    expect(h.store.inboxState(delivery)).toBe('pending');
+    expect(h.store.inboxState(steer)).toBe('discarded');
+    expect(h.eventsOf('message_discarded').map((e) => e.message_id)).toEqual([steer]);
+
+    const next = nextTurnItem(await h.store.listInbox(h.sessionId));
+    expect(next?.id).toBe(delivery);
+    expect(await h.run({ kind: 'inbox', inboxId: delivery })).toMatchObject({ kind: 'final' });
+    expect(h.toolCalls().find((c) => c.messageId === delivery)).toMatchObject({
+      name: 'task_completed',
+      status: 'done',
+      result: 'Found 3 papers.',
+    });
+  });
+
+  it('an interrupt starts the next turn, and the kept delivery enters that turn at its first round boundary', async () => {
+    const stop = new AbortController();
+    let delivery = '';
+    let interrupt = '';
+    const h: LoopHarness = new LoopHarness({
+      script: [
+        hangThenStop(stop, () => {
+          delivery = deliver(h, 'Found 3 papers.');
+          interrupt = h.enqueue('stop, do this instead', 'interrupt', 'c-i');
+        }),
+        { content: 'Doing that instead; the research also found 3 papers.' },
+      ],
+    });
+    expect(await h.run('start', stop.signal)).toEqual({ kind: 'cancelled' });
+    expect(h.store.inboxState(delivery)).toBe('pending');
+
+    const next = nextTurnItem(await h.store.listInbox(h.sessionId));
+    expect(next?.id).toBe(interrupt);
+    expect(await h.run({ kind: 'inbox', inboxId: interrupt })).toMatchObject({ kind: 'final' });
+    const sent = h.model.calls[1].messages.filter((m) => m.role !== 'system');
+    expect(sent.slice(-3)).toEqual([
+      expect.objectContaining({ role: 'user', content: 'stop, do this instead' }),
+      expect.objectContaining({ role: 'assistant', tool_calls: [expect.objectContaining({ type: 'function' })] }),
+      expect.objectContaining({ role: 'tool', content: 'Found 3 papers.' }),
+    ]);
+    expect(await h.store.listInbox(h.sessionId)).toEqual([]);
   });
 });

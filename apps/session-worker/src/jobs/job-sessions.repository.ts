@@ -109,7 +109,11 @@ export class JobSessionsRepository {
     return all.length > max ? all.slice(all.length - max) : all;
   }
 
-  /** A system delivery into a session's inbox, idempotent on the delivery id. */
+  /**
+   * A system delivery into a session's inbox, idempotent on the delivery id. `reset`: the session
+   * is no longer its source's active conversation (nothing stored). The session row is read
+   * `FOR SHARE`, so a concurrent `/new` (which updates it) orders before or after the insert.
+   */
   async deliver(o: {
     userId: string;
     sessionId: string;
@@ -117,19 +121,46 @@ export class JobSessionsRepository {
     toolName: string;
     argumentsText: string;
     result: string;
-  }): Promise<{ duplicate: boolean }> {
+  }): Promise<{ outcome: 'stored' | 'duplicate' | 'reset' | 'not_found' }> {
+    return this.ds.transaction(async (tx) => {
+      const [session] = await queryRows<{ live: boolean }>(
+        tx,
+        `SELECT (is_active OR is_ephemeral) AS live FROM sessions WHERE id = $1 AND user_id = $2 FOR SHARE`,
+        [o.sessionId, o.userId],
+      );
+      if (!session) return { outcome: 'not_found' as const };
+      const rows = await queryRows(
+        tx,
+        `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic, tool_result)
+         VALUES (gen_random_uuid(), $1, $2, $3, '', 'steer', true, $4)
+         ON CONFLICT (user_id, client_message_id) DO NOTHING RETURNING id`,
+        [
+          o.sessionId,
+          o.userId,
+          `job-delivery:${o.deliveryId}`,
+          JSON.stringify(deepToPgText({ tool_name: o.toolName, arguments_text: o.argumentsText, result: o.result })),
+        ],
+      );
+      if (rows.length === 0) return { outcome: 'duplicate' as const };
+      if (!session.live) throw new SessionWasReset();
+      return { outcome: 'stored' as const };
+    }).catch((e: unknown) => {
+      if (e instanceof SessionWasReset) return { outcome: 'reset' as const };
+      throw e;
+    });
+  }
+
+  /** System deliveries still queued in `fromSessionId` move to `toSessionId` (same user). */
+  async moveQueuedDeliveries(o: { userId: string; fromSessionId: string; toSessionId: string }): Promise<number> {
     const rows = await queryRows(
       this.ds,
-      `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic, tool_result)
-       VALUES (gen_random_uuid(), $1, $2, $3, '', 'steer', true, $4)
-       ON CONFLICT (user_id, client_message_id) DO NOTHING RETURNING id`,
-      [
-        o.sessionId,
-        o.userId,
-        `job-delivery:${o.deliveryId}`,
-        JSON.stringify(deepToPgText({ tool_name: o.toolName, arguments_text: o.argumentsText, result: o.result })),
-      ],
+      `UPDATE session_inbox SET session_id = $3
+        WHERE session_id = $2 AND user_id = $1 AND status = 'queued' AND tool_result IS NOT NULL RETURNING id`,
+      [o.userId, o.fromSessionId, o.toSessionId],
     );
-    return { duplicate: rows.length === 0 };
+    return rows.length;
   }
 }
+
+/** Rolls the delivery's insert back: its session was reset (the duplicate check comes first). */
+class SessionWasReset extends Error {}

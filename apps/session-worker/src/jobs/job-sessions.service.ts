@@ -4,6 +4,7 @@ import { RemoteError } from '@skald/messaging';
 import { AgentCatalogService } from '../agents/agent-catalog.service';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { SubmitService } from '../submit/submit.service';
+import { DeliveryRouting } from './delivery-routing.service';
 import { JobSessionsRepository } from './job-sessions.repository';
 
 const SOURCE_OF_KIND = { cron: 'cron', tic: 'tic', async: 'task' } as const;
@@ -19,6 +20,7 @@ export class JobSessionsService {
     private readonly repo: JobSessionsRepository,
     private readonly sessions: SessionsRepository,
     private readonly submit: SubmitService,
+    private readonly routing: DeliveryRouting,
   ) {}
 
   async start(r: {
@@ -79,21 +81,25 @@ export class JobSessionsService {
     arguments: Record<string, unknown>;
     result: string;
   }): Promise<{ session_id: string; duplicate: boolean }> {
-    let sessionId = r.sessionId;
-    if (sessionId) {
-      if (!(await this.repo.session({ userId: r.actor.userId, sessionId })))
-        throw new RemoteError({ code: 'not_found', message: 'session not found' });
-    } else {
-      sessionId = (await this.sessions.active({ userId: r.actor.userId, source: r.source ?? 'web' })).id;
+    let sessionId = r.sessionId ?? (await this.sessions.active({ userId: r.actor.userId, source: r.source ?? 'web' })).id;
+    // A reset conversation's deliveries go to the home source; bounded, as that can be reset too.
+    let stored: Awaited<ReturnType<JobSessionsRepository['deliver']>>['outcome'] = 'reset';
+    for (let attempt = 0; attempt < 3 && stored === 'reset'; attempt++) {
+      if (attempt > 0) sessionId = await this.routing.homeSession(r.actor.userId);
+      stored = (
+        await this.repo.deliver({
+          userId: r.actor.userId,
+          sessionId,
+          deliveryId: r.deliveryId,
+          toolName: r.toolName,
+          argumentsText: JSON.stringify(r.arguments),
+          result: r.result,
+        })
+      ).outcome;
+      if (stored === 'not_found') throw new RemoteError({ code: 'not_found', message: 'session not found' });
     }
-    const { duplicate } = await this.repo.deliver({
-      userId: r.actor.userId,
-      sessionId,
-      deliveryId: r.deliveryId,
-      toolName: r.toolName,
-      argumentsText: JSON.stringify(r.arguments),
-      result: r.result,
-    });
+    if (stored === 'reset') throw new RemoteError({ code: 'conflict', message: 'the home conversation keeps being reset' });
+    const duplicate = stored === 'duplicate';
     if (!duplicate) this.submit.wake(sessionId);
     return { session_id: sessionId, duplicate };
   }

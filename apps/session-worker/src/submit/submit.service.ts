@@ -4,6 +4,7 @@ import { Bus, RemoteError } from '@skald/messaging';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { TurnDriver } from '../turns/turn-driver';
+import { DeliveryRouting } from '../jobs/delivery-routing.service';
 import { InboxRepository } from './inbox.repository';
 
 export interface Submission {
@@ -29,6 +30,7 @@ export class SubmitService {
     private readonly driver: TurnDriver,
     private readonly bus: Bus,
     private readonly turnState: TurnStateRepository,
+    private readonly routing: DeliveryRouting,
   ) {}
 
   async submit(
@@ -60,14 +62,18 @@ export class SubmitService {
 
   /**
    * The active session of (user, source). `/new` starts a fresh one: the previous session's
-   * unfinished turn is stopped (a session reset ends its waits) and every socket of that source is
-   * told with `new_session`.
+   * unfinished turn is stopped (a session reset ends its waits), system deliveries still queued
+   * there move to the home source's conversation, and every socket of that source is told with
+   * `new_session`.
    */
   async activeSession(actor: Actor, source: string, createNew: boolean): Promise<{ id: string; created: boolean }> {
     const s = await this.sessions.active({ userId: actor.userId, source }, createNew);
     if (createNew && s.created) {
       if (s.previousId) {
         if (await this.stop(s.previousId)) this.wake(s.previousId);
+        // Finished tasks' results still waiting there go to the home conversation.
+        const home = await this.routing.rehomeQueued(actor.userId, s.previousId);
+        if (home) this.wake(home);
         // A session reset ends its bypasses and waiting requests.
         await this.bus.call('approval.reset_session', { actor, session_id: s.previousId }).catch(() => undefined);
       }

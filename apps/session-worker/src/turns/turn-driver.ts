@@ -6,6 +6,7 @@ import {
   endFailedTurn,
   LeaseLostError,
   MAX_COMMIT_FAILURES,
+  nextTurnItem,
   LoopDeps,
   recoverTurn,
   resolveLoopConfig,
@@ -204,7 +205,7 @@ export class TurnDriver implements OnApplicationShutdown {
         if (session.turnState === 'finished') await this.turnState.clearStop(sessionId);
         else d.turn.abort();
       }
-      const next = session.turnState === 'finished' ? (await store.listInbox(sessionId))[0] : undefined;
+      const next = session.turnState === 'finished' ? nextTurnItem(await store.listInbox(sessionId)) : undefined;
       if (session.turnState === 'finished' && !next) return false;
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };

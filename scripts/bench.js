@@ -4,7 +4,7 @@
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 
-const BENCHES = ['approval-check.js', 'tools.js', 'recovery.js'];
+const BENCHES = ['approval-check.js', 'tools.js', 'recovery.js', 'dependency-recovery.js'];
 let failed = 0;
 for (const b of BENCHES) {
   console.log(`\n=== ${b}`);

@@ -224,8 +224,9 @@ export type ToolResult =
       changedPaths?: string[];
     }
   /** `stale`: the run was refused because its file changed since the approved preview
-   *  (`ToolRunOptions.expectedBaseHash`); nothing was written. */
-  | { ok: false; error: string; stale?: true };
+   *  (`ToolRunOptions.expectedBaseHash`); nothing was written. `interrupted`: the executor was
+   *  lost after the call was handed over; it may or may not have taken effect (never re-run). */
+  | { ok: false; error: string; stale?: true; interrupted?: true };
 
 export interface ToolRunOptions {
   /** The `baseHash` of the preview the human approved; absent when the call was not previewed. */

@@ -77,8 +77,9 @@ export function toolResultContent(call: ToolCallRow): string {
     case 'awaiting_human':
       return INTERRUPTED_BEFORE_START;
     case 'running':
-    case 'interrupted':
       return INTERRUPTED_AFTER_START;
+    case 'interrupted':
+      return call.result ?? INTERRUPTED_AFTER_START;
   }
 }
 

@@ -78,9 +78,9 @@ export function cancelledRecord(
   );
 }
 
-export function interruptedRecord(row: ToolCallRow): CallRecord {
-  return record(row, 'interrupted', null, null, [
-    { type: 'tool_error', tool_call_id: row.id, error: INTERRUPTED_AFTER_START },
+export function interruptedRecord(row: ToolCallRow, error: string = INTERRUPTED_AFTER_START): CallRecord {
+  return record(row, 'interrupted', error === INTERRUPTED_AFTER_START ? null : error, null, [
+    { type: 'tool_error', tool_call_id: row.id, error },
   ]);
 }
 

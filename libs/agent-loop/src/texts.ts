@@ -29,6 +29,16 @@ export function cutToolResult(name: string, length: number, kept: number, budget
 
 export const INTERRUPTED_BY_USER = 'interrupted by user';
 
+/** A call the approval check could not be answered for: it did not run. */
+export function gateUnavailableMessage(detail: string): string {
+  return `The approval check did not answer (${detail}); the call was not run. Try again later.`;
+}
+
+/** A call whose approval request could not be registered: it did not run. */
+export function humanUnavailableMessage(detail: string): string {
+  return `The approval request could not be registered (${detail}); the call was not run. Try again later.`;
+}
+
 export function exhaustedMessage(rounds: number): string {
   return `Tool round limit reached (${rounds} rounds) without a final answer.`;
 }

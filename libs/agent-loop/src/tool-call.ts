@@ -11,8 +11,9 @@ import { parseArguments } from './json';
 import { isLoopTool } from './loop-tools';
 import { injectWorkingDirectory } from './paths';
 import { activateTools, listAgents, taskCompletedStub, updateScratchpad, writeTodos } from './plumbing';
-import { isPreviewRefusal } from './ports';
+import { isPreviewRefusal, LeaseLostError } from './ports';
 import type {
+  GateDecision,
   HumanAnswer,
   HumanRequest,
   RestartHint,
@@ -23,7 +24,13 @@ import type {
 } from './ports';
 import { cancelledRecord, doneRecord, failedRecord, interruptedRecord, rejectedRecord } from './records';
 import { ABORTED, raceAbort } from './signals';
-import { AUTO_DENY_REASON, INTERRUPTED_DELEGATION_ERROR, rejectionMessage } from './texts';
+import {
+  AUTO_DENY_REASON,
+  gateUnavailableMessage,
+  humanUnavailableMessage,
+  INTERRUPTED_DELEGATION_ERROR,
+  rejectionMessage,
+} from './texts';
 import { commit, type FrameContext } from './turn-context';
 import type { ToolCallRow } from './types';
 
@@ -106,18 +113,26 @@ export async function runCall(
   }
   if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
   const { session, deps } = fctx.turn;
-  const decision = await deps.gate.check({
-    sessionId: session.id,
-    userId: session.userId,
-    source: session.source,
-    agentId: fctx.agent.id,
-    depth: fctx.frame.depth,
-    toolCallId: row.id,
-    name: row.name,
-    arguments: call.args,
-    runContext: session.runContext,
-    securityGroup: session.securityGroup ?? null,
-  });
+  let decision: GateDecision;
+  try {
+    decision = await deps.gate.check({
+      sessionId: session.id,
+      userId: session.userId,
+      source: session.source,
+      agentId: fctx.agent.id,
+      depth: fctx.frame.depth,
+      toolCallId: row.id,
+      name: row.name,
+      arguments: call.args,
+      runContext: session.runContext,
+      securityGroup: session.securityGroup ?? null,
+    });
+  } catch (error) {
+    // The gate did not answer: the call was not run, and the turn goes on.
+    if (error instanceof LeaseLostError) throw error;
+    if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
+    return { flow: 'continue', record: failedRecord(row, gateUnavailableMessage(errorText(error))) };
+  }
   switch (decision.kind) {
     case 'allow':
       return execute(fctx, call);
@@ -170,7 +185,8 @@ async function askApproval(
       arguments: args,
       preview,
     };
-    await deps.human.prepare?.(request);
+    const unregistered = await prepareHuman(fctx, request);
+    if (unregistered !== null) return { flow: 'continue', record: failedRecord(row, unregistered) };
     await commit(
       fctx.turn,
       [
@@ -226,7 +242,8 @@ async function askQuestion(fctx: FrameContext, call: PreparedCall, preset?: Huma
       question: q.question,
       suggestedAnswers: q.suggestedAnswers,
     };
-    await deps.human.prepare?.(request);
+    const unregistered = await prepareHuman(fctx, request);
+    if (unregistered !== null) return { flow: 'continue', record: failedRecord(row, unregistered) };
     await commit(
       fctx.turn,
       [{ kind: 'updateToolCall', id: row.id, patch: { status: 'awaiting_human', requestId } }],
@@ -301,7 +318,25 @@ async function execute(fctx: FrameContext, call: PreparedCall): Promise<CallEnd>
           ...(result.changedPaths !== undefined ? { changedPaths: result.changedPaths } : {}),
         }),
       }
-    : { flow: 'continue', record: failedRecord(row, result.error) };
+    : {
+        flow: 'continue',
+        record: result.interrupted ? interruptedRecord(row, result.error) : failedRecord(row, result.error),
+      };
+}
+
+/** Registers a human request; the sentence the call fails with when that is impossible, else null. */
+async function prepareHuman(fctx: FrameContext, request: HumanRequest): Promise<string | null> {
+  try {
+    await fctx.turn.deps.human.prepare?.(request);
+    return null;
+  } catch (error) {
+    if (error instanceof LeaseLostError) throw error;
+    return humanUnavailableMessage(errorText(error));
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** Run an execution; on abort call `stop()` and return at once. A throw counts as a failure. */

@@ -79,7 +79,12 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       TOPICS.userEvents.pattern,
       TOPICS.toolCancel.pattern,
     ],
-    subscribes: [TOPICS.sessionWake.pattern, TOPICS.sessionCancel.pattern, TOPICS.approvalResolved.pattern],
+    subscribes: [
+      TOPICS.sessionWake.pattern,
+      TOPICS.sessionCancel.pattern,
+      TOPICS.approvalResolved.pattern,
+      TOPICS.toolAlive.pattern,
+    ],
   },
   'approval-service': {
     calls: [],
@@ -94,7 +99,7 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
   },
   'tool-runner': {
     calls: [],
-    publishes: [TOPICS.ephemeralEvents.pattern, TOPICS.mcpServersChanged.pattern],
+    publishes: [TOPICS.ephemeralEvents.pattern, TOPICS.mcpServersChanged.pattern, TOPICS.toolAlive.pattern],
     subscribes: [TOPICS.toolCancel.pattern, TOPICS.mcpServersChanged.pattern],
   },
   scheduler: {

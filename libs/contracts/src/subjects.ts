@@ -360,4 +360,20 @@ export const TOPICS = {
     subject: (toolCallId: string) => `tools.cancel.${toolCallId}`,
     message: ToolCancel,
   },
+  /**
+   * `tools.alive.<toolCallId>`: the tool runner answering a `tools.exec` is alive, sent on receipt
+   * and every `TOOL_ALIVE_INTERVAL_MS` until it replies; a caller that hears none for
+   * `TOOL_ALIVE_LOSS_MS` ends the call as interrupted.
+   */
+  toolAlive: {
+    pattern: 'tools.alive.*',
+    subject: (toolCallId: string) => `tools.alive.${toolCallId}`,
+    message: ToolCancel,
+  },
 } as const;
+
+/** How often a tool runner says it is still running a call (`TOPICS.toolAlive`). */
+export const TOOL_ALIVE_INTERVAL_MS = 1_000;
+/** Silence after which a caller gives a call up as lost with its runner (several intervals: core
+ *  NATS may drop a message while a client reconnects). */
+export const TOOL_ALIVE_LOSS_MS = 5_000;

@@ -84,7 +84,7 @@ describe('deliveries of a reset conversation go to the home source', () => {
     const userId = randomUUID();
     const active = (await sessions.active({ userId, source: 'web' })).id;
     expect(await deliver(userId, active, 'run-3')).toEqual({ session_id: active, duplicate: false });
-    await expect(deliver(randomUUID(), active, 'run-4')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(deliver(randomUUID(), active, 'run-4')).rejects.toMatchObject({ body: { code: 'not_found' } });
     expect(await queuedIn(active)).toEqual(['job-delivery:run-3']);
   });
 

@@ -31,6 +31,12 @@ export function checkRequestOf(
   };
 }
 
+/**
+ * How long a turn waits for the approval service to answer a check or register a request: past
+ * it the call fails (not run) and the turn goes on, rather than hanging on a dead service.
+ */
+export const APPROVAL_CALL_TIMEOUT_MS = 5_000;
+
 /** "May this call run?" answered by the approval service over NATS. */
 export class NatsGate implements GatePort {
   constructor(
@@ -41,7 +47,9 @@ export class NatsGate implements GatePort {
   ) {}
 
   async check(req: GateRequest): Promise<GateDecision> {
-    const r = await this.bus.call('approval.check', checkRequestOf(req, this.role, this.turnId));
+    const r = await this.bus.call('approval.check', checkRequestOf(req, this.role, this.turnId), {
+      timeoutMs: APPROVAL_CALL_TIMEOUT_MS,
+    });
     switch (r.decision) {
       case 'allow':
         return { kind: 'allow' };

@@ -1,6 +1,7 @@
 import type { HumanAnswer, HumanRequest, HumanWaitPort } from '@skald/agent-loop';
 import { HumanRequestState, TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
+import { APPROVAL_CALL_TIMEOUT_MS } from './nats-gate';
 
 /** Maps a stored request state to the loop's answer; null while it is still pending. */
 export function answerOf(state: HumanRequestState): HumanAnswer | null {
@@ -52,32 +53,41 @@ export class NatsHumanWait implements HumanWaitPort {
 
   private register(request: HumanRequest): Promise<HumanRequestState> {
     const actor = { userId: request.userId, role: this.role };
-    return this.bus.call('approval.register', {
-      actor,
-      request_id: request.requestId,
-      kind: request.kind === 'approval' ? 'approval' : 'clarification',
-      tool_call_id: request.toolCallId,
-      session_id: request.sessionId,
-      turn_id: this.options.turnId,
-      source: request.source,
-      tool_name: request.kind === 'approval' ? request.toolName : 'ask_user_clarification',
-      arguments: request.kind === 'approval' ? request.arguments : { title: request.title, question: request.question },
-      ...(request.kind === 'approval' && request.preview
-        ? {
-            preview: {
-              path: request.preview.path,
-              old_content: request.preview.oldContent,
-              new_content: request.preview.newContent,
-              ...(request.preview.baseHash ? { base_hash: request.preview.baseHash } : {}),
-            },
-          }
-        : {}),
-      ...(request.kind === 'question'
-        ? {
-            question: { title: request.title, question: request.question, suggested_answers: request.suggestedAnswers },
-          }
-        : {}),
-    });
+    return this.bus.call(
+      'approval.register',
+      {
+        actor,
+        request_id: request.requestId,
+        kind: request.kind === 'approval' ? 'approval' : 'clarification',
+        tool_call_id: request.toolCallId,
+        session_id: request.sessionId,
+        turn_id: this.options.turnId,
+        source: request.source,
+        tool_name: request.kind === 'approval' ? request.toolName : 'ask_user_clarification',
+        arguments:
+          request.kind === 'approval' ? request.arguments : { title: request.title, question: request.question },
+        ...(request.kind === 'approval' && request.preview
+          ? {
+              preview: {
+                path: request.preview.path,
+                old_content: request.preview.oldContent,
+                new_content: request.preview.newContent,
+                ...(request.preview.baseHash ? { base_hash: request.preview.baseHash } : {}),
+              },
+            }
+          : {}),
+        ...(request.kind === 'question'
+          ? {
+              question: {
+                title: request.title,
+                question: request.question,
+                suggested_answers: request.suggestedAnswers,
+              },
+            }
+          : {}),
+      },
+      { timeoutMs: APPROVAL_CALL_TIMEOUT_MS },
+    );
   }
 
   async awaitHuman(request: HumanRequest, signal: AbortSignal): Promise<HumanAnswer> {

@@ -10,8 +10,22 @@ import type {
   ToolSetPort,
   ToolSpec,
 } from '@skald/agent-loop';
-import { ABSENT_FILE_HASH, BUILTIN_TOOLS, BUILTIN_TOOLS_BY_NAME, McpToolDef, TOPICS } from '@skald/contracts';
+import {
+  ABSENT_FILE_HASH,
+  BUILTIN_TOOLS,
+  BUILTIN_TOOLS_BY_NAME,
+  McpToolDef,
+  TOOL_ALIVE_LOSS_MS,
+  TOPICS,
+} from '@skald/contracts';
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
+import { APPROVAL_CALL_TIMEOUT_MS } from './nats-gate';
+import { RUNNER_LOST, watchRunner } from './runner-watch';
+
+/** The sentence of a call whose runner went silent mid-call (a crash, a kill, a partition). */
+export function runnerLostMessage(lossMs: number): string {
+  return `the tool runner stopped answering while running this call (no sign of life for ${lossMs / 1000} s); it may or may not have taken effect. Check the current state before retrying.`;
+}
 
 const EXEC_MARGIN_MS = 15_000;
 
@@ -49,14 +63,18 @@ export class RunnerToolSet implements ToolSetPort {
     ];
     let visible: Set<string> | null = null;
     try {
-      const r = await this.bus.call('approval.visible_tools', {
-        actor,
-        session_id: ctx.sessionId,
-        agent_id: ctx.agentId,
-        source: ctx.source,
-        ...(ctx.securityGroup ? { security_group: ctx.securityGroup } : {}),
-        tools: offered.map((t) => t.name),
-      });
+      const r = await this.bus.call(
+        'approval.visible_tools',
+        {
+          actor,
+          session_id: ctx.sessionId,
+          agent_id: ctx.agentId,
+          source: ctx.source,
+          ...(ctx.securityGroup ? { security_group: ctx.securityGroup } : {}),
+          tools: offered.map((t) => t.name),
+        },
+        { timeoutMs: APPROVAL_CALL_TIMEOUT_MS },
+      );
       visible = new Set(r.visible);
     } catch {
       // The gate still decides every call; hiding is a courtesy to the model.
@@ -125,21 +143,32 @@ export class RunnerToolSet implements ToolSetPort {
         if (!spec && !isMcp) return { ok: false, error: `unknown tool ${call.name}` };
         if (!args) return { ok: false, error: `invalid arguments for ${call.name}: expected a JSON object` };
         if (signal.aborted) return { ok: false, error: 'cancelled' };
+        const watch = watchRunner(bus, call.toolCallId);
         try {
-          const reply = await bus.call(
-            'tools.exec',
-            {
-              actor: { userId: ctx.userId, role },
-              session_id: ctx.sessionId,
+          const reply = await Promise.race([
+            bus.call(
+              'tools.exec',
+              {
+                actor: { userId: ctx.userId, role },
+                session_id: ctx.sessionId,
+                tool_call_id: call.toolCallId,
+                turn_id: turnId,
+                name: call.name,
+                arguments: args,
+                working_directory: ctx.runContext.workingDirectory,
+                ...(options?.expectedBaseHash !== undefined ? { expected_base_hash: options.expectedBaseHash } : {}),
+              },
+              { timeoutMs: isMcp ? MCP_REQUEST_MS : Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
+            ),
+            watch.lost,
+          ]);
+          if (reply === RUNNER_LOST) {
+            // Kill it, should the runner be alive but cut off; the call is never run again.
+            bus.publish(TOPICS.toolCancel.subject(call.toolCallId), TOPICS.toolCancel.message, {
               tool_call_id: call.toolCallId,
-              turn_id: turnId,
-              name: call.name,
-              arguments: args,
-              working_directory: ctx.runContext.workingDirectory,
-              ...(options?.expectedBaseHash !== undefined ? { expected_base_hash: options.expectedBaseHash } : {}),
-            },
-            { timeoutMs: isMcp ? MCP_REQUEST_MS : Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
-          );
+            });
+            return { ok: false, interrupted: true, error: runnerLostMessage(TOOL_ALIVE_LOSS_MS) };
+          }
           switch (reply.status) {
             case 'done':
               return {
@@ -161,8 +190,19 @@ export class RunnerToolSet implements ToolSetPort {
           }
         } catch (e) {
           if (e instanceof RemoteError) return { ok: false, error: e.message };
-          if (e instanceof BusRequestError) return { ok: false, error: `tool runner unavailable: ${e.message}` };
+          if (e instanceof BusRequestError) {
+            // Nobody took the request: nothing ran. Otherwise it may have run: interrupted.
+            if (e.code === 'no_responders')
+              return { ok: false, error: `tool runner unavailable: ${e.message}; the call was not run` };
+            return {
+              ok: false,
+              interrupted: true,
+              error: `the tool runner did not answer (${e.message}); the call may or may not have taken effect. Check the current state before retrying.`,
+            };
+          }
           throw e;
+        } finally {
+          watch.close();
         }
       },
       /** The diff for the approval card, computed by the tool runner from the user's workspace. */

@@ -71,13 +71,18 @@ export class SessionsRepository {
   }
 
   /** Parked turns without a driver, least recently touched first: their answers may have lost a doorbell. */
-  async parked(limit: number): Promise<string[]> {
+  /**
+   * A page of parked sessions nobody drives, in id order after `after` (keyset paging: the sweep
+   * walks every parked turn, a page a sweep, then starts over).
+   */
+  async parked(limit: number, after: string = FIRST_ID): Promise<string[]> {
     const rows = await queryRows<{ id: string }>(
       this.ds,
       `SELECT s.id FROM sessions s LEFT JOIN session_leases l ON l.session_id = s.id
         WHERE s.turn_state = 'parked' AND (l.session_id IS NULL OR l.owner IS NULL OR l.expires_at <= now())
-        ORDER BY s.updated_at LIMIT $1`,
-      [limit],
+          AND s.id > $2::uuid
+        ORDER BY s.id LIMIT $1`,
+      [limit, after],
     );
     return rows.map((r) => r.id);
   }
@@ -163,7 +168,11 @@ export class SessionsRepository {
   }
 
   /** Sessions that have work and no live driver: queued input, or a running turn whose lease expired. */
-  async needingDriver(limit: number): Promise<string[]> {
+  /**
+   * A page of sessions with work and no live driver (a running turn whose lease expired, a stop
+   * for a parked turn, queued input of a finished one), in id order after `after` (keyset paging).
+   */
+  async needingDriver(limit: number, after: string = FIRST_ID): Promise<string[]> {
     const rows: Row[] = await queryRows(
       this.ds,
       `SELECT s.id FROM sessions s
@@ -173,10 +182,14 @@ export class SessionsRepository {
                OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
                OR (s.turn_state = 'finished'
                    AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))
-        ORDER BY s.updated_at
+          AND s.id > $2::uuid
+        ORDER BY s.id
         LIMIT $1`,
-      [limit],
+      [limit, after],
     );
     return rows.map((r) => String(r.id));
   }
 }
+
+/** Below every session id: the start of a keyset page. */
+export const FIRST_ID = '00000000-0000-0000-0000-000000000000';

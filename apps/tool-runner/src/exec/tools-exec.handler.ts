@@ -1,10 +1,14 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { TOPICS } from '@skald/contracts';
+import { TOOL_ALIVE_INTERVAL_MS, TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { withRequestLogIds } from '@skald/service-kit';
 import { ToolExecService } from './tool-exec.service';
 
-/** NATS edge: `tools.exec` (queue group `tool-runner`) → one tool call; `tools.cancel.<id>` (every replica) → abort it. */
+/**
+ * NATS edge: `tools.exec` (queue group `tool-runner`) → one tool call, with `tools.alive.<id>` on
+ * receipt and every `TOOL_ALIVE_INTERVAL_MS` until the reply (so a caller tells a dead runner from
+ * a long command); `tools.cancel.<id>` (every replica) → abort it.
+ */
 @Injectable()
 export class ToolsExecHandler implements OnModuleInit {
   constructor(
@@ -13,7 +17,26 @@ export class ToolsExecHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('tools.exec', (req) => withRequestLogIds(req, () => this.tools.exec(req)));
+    this.bus.handle('tools.exec', (req) =>
+      withRequestLogIds(req, () => this.alive(req.tool_call_id, () => this.tools.exec(req))),
+    );
     this.bus.subscribe(TOPICS.toolCancel.pattern, TOPICS.toolCancel.message, (m) => this.tools.cancel(m.tool_call_id));
+  }
+
+  private async alive<T>(toolCallId: string, work: () => Promise<T>): Promise<T> {
+    const beat = (): void => {
+      try {
+        this.bus.publish(TOPICS.toolAlive.subject(toolCallId), TOPICS.toolAlive.message, { tool_call_id: toolCallId });
+      } catch {
+        // A closed connection: the caller hears silence, which is the truth.
+      }
+    };
+    beat();
+    const timer = setInterval(beat, TOOL_ALIVE_INTERVAL_MS);
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+    }
   }
 }

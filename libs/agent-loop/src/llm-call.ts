@@ -80,9 +80,7 @@ export async function callModel(
       if (fctx.signal.aborted) return { kind: 'cancelled' };
       const message = error instanceof Error ? error.message : String(error);
       const retriable = error instanceof LlmError && error.retriable;
-      const delay = retriable
-        ? retryDelayMs(deps.config.llmRetry, triesOnClient, waitedMs, (error as LlmError).retryAfterMs)
-        : null;
+      const delay = retriable ? retryDelayMs(deps.config.llmRetry, triesOnClient, waitedMs, error.retryAfterMs) : null;
       if (delay !== null) {
         triesOnClient += 1;
         const reason = `${message}; try ${triesOnClient} of ${deps.config.llmRetry.triesPerClient} in ${formatSeconds(delay)}`;

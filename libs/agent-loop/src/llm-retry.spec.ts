@@ -79,7 +79,9 @@ describe('a round retries a retriable error on the same client (fake clock)', ()
     expect(await h.run('hi')).toEqual({ kind: 'failed', error: 'HTTP 503 still' });
     expect(h.model.calls).toHaveLength(3);
     expect(h.clock.sleeps).toEqual([1_000, 2_000]);
-    expect(h.eventsOf('llm_failed')).toEqual([expect.objectContaining({ tried: ['alpha'], last_error: 'HTTP 503 still' })]);
+    expect(h.eventsOf('llm_failed')).toEqual([
+      expect.objectContaining({ tried: ['alpha'], last_error: 'HTTP 503 still' }),
+    ]);
   });
 
   it('the tries and the wait are configurable', async () => {

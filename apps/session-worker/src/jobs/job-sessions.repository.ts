@@ -122,32 +122,34 @@ export class JobSessionsRepository {
     argumentsText: string;
     result: string;
   }): Promise<{ outcome: 'stored' | 'duplicate' | 'reset' | 'not_found' }> {
-    return this.ds.transaction(async (tx) => {
-      const [session] = await queryRows<{ live: boolean }>(
-        tx,
-        `SELECT (is_active OR is_ephemeral) AS live FROM sessions WHERE id = $1 AND user_id = $2 FOR SHARE`,
-        [o.sessionId, o.userId],
-      );
-      if (!session) return { outcome: 'not_found' as const };
-      const rows = await queryRows(
-        tx,
-        `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic, tool_result)
+    return this.ds
+      .transaction(async (tx) => {
+        const [session] = await queryRows<{ live: boolean }>(
+          tx,
+          `SELECT (is_active OR is_ephemeral) AS live FROM sessions WHERE id = $1 AND user_id = $2 FOR SHARE`,
+          [o.sessionId, o.userId],
+        );
+        if (!session) return { outcome: 'not_found' as const };
+        const rows = await queryRows(
+          tx,
+          `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic, tool_result)
          VALUES (gen_random_uuid(), $1, $2, $3, '', 'steer', true, $4)
          ON CONFLICT (user_id, client_message_id) DO NOTHING RETURNING id`,
-        [
-          o.sessionId,
-          o.userId,
-          `job-delivery:${o.deliveryId}`,
-          JSON.stringify(deepToPgText({ tool_name: o.toolName, arguments_text: o.argumentsText, result: o.result })),
-        ],
-      );
-      if (rows.length === 0) return { outcome: 'duplicate' as const };
-      if (!session.live) throw new SessionWasReset();
-      return { outcome: 'stored' as const };
-    }).catch((e: unknown) => {
-      if (e instanceof SessionWasReset) return { outcome: 'reset' as const };
-      throw e;
-    });
+          [
+            o.sessionId,
+            o.userId,
+            `job-delivery:${o.deliveryId}`,
+            JSON.stringify(deepToPgText({ tool_name: o.toolName, arguments_text: o.argumentsText, result: o.result })),
+          ],
+        );
+        if (rows.length === 0) return { outcome: 'duplicate' as const };
+        if (!session.live) throw new SessionWasReset();
+        return { outcome: 'stored' as const };
+      })
+      .catch((e: unknown) => {
+        if (e instanceof SessionWasReset) return { outcome: 'reset' as const };
+        throw e;
+      });
   }
 
   /** System deliveries still queued in `fromSessionId` move to `toSessionId` (same user). */

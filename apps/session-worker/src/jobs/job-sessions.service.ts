@@ -81,7 +81,8 @@ export class JobSessionsService {
     arguments: Record<string, unknown>;
     result: string;
   }): Promise<{ session_id: string; duplicate: boolean }> {
-    let sessionId = r.sessionId ?? (await this.sessions.active({ userId: r.actor.userId, source: r.source ?? 'web' })).id;
+    let sessionId =
+      r.sessionId ?? (await this.sessions.active({ userId: r.actor.userId, source: r.source ?? 'web' })).id;
     // A reset conversation's deliveries go to the home source; bounded, as that can be reset too.
     let stored: Awaited<ReturnType<JobSessionsRepository['deliver']>>['outcome'] = 'reset';
     for (let attempt = 0; attempt < 3 && stored === 'reset'; attempt++) {
@@ -98,7 +99,8 @@ export class JobSessionsService {
       ).outcome;
       if (stored === 'not_found') throw new RemoteError({ code: 'not_found', message: 'session not found' });
     }
-    if (stored === 'reset') throw new RemoteError({ code: 'conflict', message: 'the home conversation keeps being reset' });
+    if (stored === 'reset')
+      throw new RemoteError({ code: 'conflict', message: 'the home conversation keeps being reset' });
     const duplicate = stored === 'duplicate';
     if (!duplicate) this.submit.wake(sessionId);
     return { session_id: sessionId, duplicate };

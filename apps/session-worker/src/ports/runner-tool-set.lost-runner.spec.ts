@@ -1,0 +1,87 @@
+import type { ToolContext } from '@skald/agent-loop';
+import { TOOL_ALIVE_INTERVAL_MS, TOOL_ALIVE_LOSS_MS } from '@skald/contracts';
+import { Bus, BusRequestError } from '@skald/messaging';
+import { RunnerToolSet } from './runner-tool-set';
+
+/** A bus whose `tools.exec` never answers (or fails as told); signs of life are sent by hand. */
+function fakeBus(execOutcome: () => Promise<unknown> = () => new Promise(() => undefined)) {
+  const listeners = new Map<string, () => void>();
+  const published: Array<{ subject: string; message: unknown }> = [];
+  const bus = {
+    call: (subject: string) => (subject === 'tools.exec' ? execOutcome() : Promise.reject(new Error(subject))),
+    subscribe: (subject: string, _schema: unknown, cb: () => void) => {
+      listeners.set(subject, cb);
+      return { unsubscribe: () => listeners.delete(subject) };
+    },
+    publish: (subject: string, _schema: unknown, message: unknown) => published.push({ subject, message }),
+  };
+  return {
+    bus: bus as unknown as Bus,
+    beat: (id: string) => listeners.get(`tools.alive.${id}`)?.(),
+    watching: (id: string) => listeners.has(`tools.alive.${id}`),
+    published,
+  };
+}
+
+const ctx: ToolContext = {
+  sessionId: '11111111-1111-4111-8111-111111111111',
+  userId: '22222222-2222-4222-8222-222222222222',
+  source: 'web',
+  agentId: 'main',
+  frameId: 'f',
+  depth: 0,
+  grants: [],
+  runContext: { workingDirectory: null, systemPrompt: [] },
+};
+const ID = '33333333-3333-4333-8333-333333333333';
+const cmd = { toolCallId: ID, name: 'execute_cmd', arguments: { command: 'sleep 60' }, argumentsText: '{}' };
+
+describe('RunnerToolSet: a runner that dies or does not answer', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('a long command whose runner keeps saying it is alive is waited for', async () => {
+    const f = fakeBus();
+    let settled = false;
+    void new RunnerToolSet(f.bus, 'user')
+      .build(cmd, ctx)
+      .run(new AbortController().signal, () => undefined)
+      .then(() => {
+        settled = true;
+      });
+    for (let t = 0; t < 30_000; t += TOOL_ALIVE_INTERVAL_MS) {
+      f.beat(ID);
+      await jest.advanceTimersByTimeAsync(TOOL_ALIVE_INTERVAL_MS);
+    }
+    expect(settled).toBe(false);
+  });
+
+  it('silence for the loss window ends the call interrupted, sends the kill, and stops watching', async () => {
+    const f = fakeBus();
+    const run = new RunnerToolSet(f.bus, 'user').build(cmd, ctx).run(new AbortController().signal, () => undefined);
+    f.beat(ID);
+    await jest.advanceTimersByTimeAsync(2_000);
+    f.beat(ID);
+    await jest.advanceTimersByTimeAsync(TOOL_ALIVE_LOSS_MS);
+    await expect(run).resolves.toEqual({
+      ok: false,
+      interrupted: true,
+      error: expect.stringContaining('the tool runner stopped answering while running this call'),
+    });
+    expect(f.published).toEqual([{ subject: `tools.cancel.${ID}`, message: { tool_call_id: ID } }]);
+    expect(f.watching(ID)).toBe(false);
+  });
+
+  it('a request nobody took fails (not run); one that timed out or lost its connection may have run: interrupted', async () => {
+    const noOne = fakeBus(() => Promise.reject(new BusRequestError('no_responders', 'tools.exec', 'no responders')));
+    await expect(
+      new RunnerToolSet(noOne.bus, 'user').build(cmd, ctx).run(new AbortController().signal, () => undefined),
+    ).resolves.toEqual({ ok: false, error: expect.stringContaining('the call was not run') });
+    for (const code of ['timeout', 'disconnected'] as const) {
+      const lost = fakeBus(() => Promise.reject(new BusRequestError(code, 'tools.exec', code)));
+      await expect(
+        new RunnerToolSet(lost.bus, 'user').build(cmd, ctx).run(new AbortController().signal, () => undefined),
+      ).resolves.toMatchObject({ ok: false, interrupted: true });
+    }
+  });
+});

@@ -65,6 +65,21 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
    * rlimits only (memory per process, CPU seconds, file size), stated on `/readyz`.
    */
   SKALD_SANDBOX_UNBOUNDED: z.enum(['refuse', 'allow']).default('refuse'),
+  /**
+   * Where no pids cgroup is writable and the runner is root (with CAP_SETUID): each tenant's
+   * sandboxes run under a uid (and gid) of its own from `SKALD_SANDBOX_UID_BASE + 1` …
+   * `+ SKALD_SANDBOX_UID_COUNT - 1` (the base itself is the self-test's), which owns its workspace;
+   * root's processes are exempt from RLIMIT_NPROC. `SKALD_SANDBOX_UID_COUNT=0` turns it off. The
+   * defaults fit the 65536 uids of a `hostUsers: false` pod.
+   */
+  SKALD_SANDBOX_UID_BASE: z.coerce.number().int().min(1).max(4_000_000_000).default(10_000),
+  SKALD_SANDBOX_UID_COUNT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .refine((n) => n !== 1, 'must be 0 (off) or at least 2')
+    .default(50_000),
   /** Extra host paths bound read-only into the sandbox at the same place (comma-separated). */
   SKALD_SANDBOX_RO_BINDS: z
     .string()

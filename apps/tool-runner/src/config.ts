@@ -35,7 +35,7 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   SKALD_SANDBOX_NET: z.enum(['on', 'off']).default('off'),
   /** The bubblewrap binary (a name looked up on PATH, or an absolute path). */
   SKALD_SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
-  /** Memory of one command's process tree in bytes (memory cgroup; RLIMIT_AS per process without one). */
+  /** Memory of one command's process tree in bytes (memory cgroup; RLIMIT_DATA per process without one). */
   SKALD_SANDBOX_MEMORY: z.coerce
     .number()
     .int()

@@ -140,7 +140,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
       {
         cpuSeconds: spec.cpuSeconds,
         fileSizeBytes: spec.maxFileBytes,
-        addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+        dataBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
         processes: this.config.SKALD_SANDBOX_PIDS,
         uid,
       },
@@ -215,7 +215,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
           : 'processes NOT limited (no pids cgroup; the runner is root)',
       this.cgroups.has('memory')
         ? `${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} memory (memory cgroup)`
-        : `${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} address space per process (RLIMIT_AS; no memory cgroup)`,
+        : `${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} writable memory per process (RLIMIT_DATA; no memory cgroup)`,
       this.cgroups.has('cpu') ? `${this.config.SKALD_SANDBOX_CPUS} CPU (cpu cgroup)` : null,
       'CPU seconds = timeout (RLIMIT_CPU)',
       'file size ≤ the workspace quota left (RLIMIT_FSIZE)',
@@ -313,7 +313,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
       {
         cpuSeconds: req.timeoutSec,
         fileSizeBytes: req.maxFileBytes ?? DEFAULT_MAX_FILE,
-        addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+        dataBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
         processes: this.config.SKALD_SANDBOX_PIDS,
         uid,
       },

@@ -3,7 +3,7 @@ import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,6 +75,8 @@ describe(`execute_cmd sandbox: the escape suite (bubblewrap, ${CGROUPS ? 'cgroup
     nats = await startPrivateNats();
     NATS_URL = nats.url;
     base = await mkdtemp(join(tmpdir(), 'skald-escape-'));
+    // Searchable by the tenant uids of the rlimit mode (bwrap runs as one and binds by path).
+    await chmod(base, 0o711);
     const config = loadConfig(ToolRunnerConfigSchema, {
       ...process.env,
       NATS_URL,
@@ -181,7 +183,7 @@ describe(`execute_cmd sandbox: the escape suite (bubblewrap, ${CGROUPS ? 'cgroup
   it('no tmpfs without a size is writable: / and /dev are read-only, /tmp and /dev/shm are bounded', async () => {
     const reply = await cmd(
       'for f in /x /dev/x; do { echo x > $f; } 2>/dev/null && echo "wrote $f"; done; ' +
-        'head -c 20000000 /dev/zero > /dev/shm/big; echo "shm=$?"; head -c 20000000 /dev/zero > /tmp/big; echo "tmp=$?"; ' +
+        'head -c 20000000 /dev/zero > /dev/shm/big; echo "shm=$?"; head -c 20000000 /dev/zero > /tmp/big; echo "tmp=$?"; rm -f /dev/shm/big /tmp/big; ' +
         'python3 -c "import multiprocessing as m; l = m.Lock(); print(\'posix shm ok\')"',
     );
     expect(text(reply)).not.toContain('wrote');
@@ -262,7 +264,7 @@ describe(`execute_cmd sandbox: the escape suite (bubblewrap, ${CGROUPS ? 'cgroup
     );
     expect(text(reply)).not.toContain('allocated');
     expect(text(reply)).toMatch(
-      CGROUPS ? /memory limit of 256 MiB reached: the kernel killed/ : /out of memory|Allocation failed|RangeError/,
+      CGROUPS ? /memory limit of 256 MiB reached: the kernel killed/ : /out of memory|Allocation failed|RangeError|ERR_MEMORY_ALLOCATION_FAILED/,
     );
     expect(text(reply)).not.toContain('[exit code: 0]');
   }, 90_000);

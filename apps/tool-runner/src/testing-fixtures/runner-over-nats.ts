@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INestApplication } from '@nestjs/common';
@@ -29,6 +29,8 @@ export async function startRunnerOverNats(name: string, env: Record<string, stri
   const log = pino({ level: 'silent' });
   const nats = await startPrivateNats();
   const base = await mkdtemp(join(tmpdir(), `skald-${name}-`));
+  // Searchable by the tenant uids of the rlimit mode (bwrap runs as one and binds by path).
+  await chmod(base, 0o711);
   const workspaces = join(base, 'workspaces');
   const config = loadConfig(ToolRunnerConfigSchema, {
     DATABASE_URL: process.env.DATABASE_URL,

@@ -148,8 +148,8 @@ describe('launcher', () => {
     ).toBe('3 2048 - 64 -\n--x\0y z\0');
   });
 
-  it('adds RLIMIT_AS when no memory cgroup bounds the tree, and the tenant uid when there is one', () => {
-    const input = launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, addressSpaceBytes: 2048 * 1024, processes: 8 }, []);
+  it('adds RLIMIT_DATA when no memory cgroup bounds the tree, and the tenant uid when there is one', () => {
+    const input = launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, dataBytes: 2048 * 1024, processes: 8 }, []);
     expect(input.toString()).toBe('1 0 2048 8 -\n');
     expect(launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, processes: 8, uid: 10007 }, []).toString()).toBe(
       '1 0 - 8 10007\n',

@@ -113,8 +113,12 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export interface ShellLimits {
   cpuSeconds: number;
   fileSizeBytes: number;
-  /** RLIMIT_AS, only when no memory cgroup bounds the tree. */
-  addressSpaceBytes?: number;
+  /**
+   * RLIMIT_DATA (writable private memory: heap, anonymous mappings), only when no memory cgroup bounds
+   * the tree. Not RLIMIT_AS: runtimes reserve address space they never use (V8 reserves more than
+   * 1 GiB for a worker thread), data is what a process really takes.
+   */
+  dataBytes?: number;
   /**
    * RLIMIT_NPROC, set by the sandbox's own shell once bwrap has made the sandbox's user namespace:
    * the kernel counts a process against it at every user-namespace level (Linux ≥ 5.14), and at
@@ -143,9 +147,9 @@ export const LAUNCHER_SCRIPT = [
   'b=$1 u=$2 s=$3',
   'shift 3',
   'for f do echo $$ > "$f" || exit 125; done',
-  'read -r cpu fsize vmem nproc uid <&3 || exit 125',
+  'read -r cpu fsize mem nproc uid <&3 || exit 125',
   'ulimit -t "$cpu" && ulimit -f "$fsize" || exit 125',
-  '[ "$vmem" = - ] || ulimit -v "$vmem" || exit 125',
+  '[ "$mem" = - ] || ulimit -d "$mem" || exit 125',
   'if [ "$uid" = - ]; then set -- "$b"; else set -- "$u" --reuid="$uid" --regid="$uid" --clear-groups -- "$b"; fi',
   `[ -z "$s" ] || exec "$@" --args ${ARGS_FD} -- ${SANDBOX_ENTRY.slice(0, 2).join(' ')} "ulimit -p $nproc && ${SANDBOX_ENTRY[2]}" ${SECCOMP_FD}<"$s"`,
   `exec "$@" --args ${ARGS_FD} -- ${SANDBOX_ENTRY.slice(0, 2).join(' ')} "ulimit -p $nproc && ${SANDBOX_ENTRY[2]}"`,
@@ -164,10 +168,10 @@ export function launcherArgs(
 /** What a launcher reads on fd 3: a line of limits, then bwrap's options NUL-separated (`--args`). */
 export function launcherInput(limits: ShellLimits, options: string[]): Buffer {
   const cpu = Math.max(1, Math.ceil(limits.cpuSeconds));
-  // ulimit -f counts 512-byte blocks, ulimit -v KiB.
+  // ulimit -f counts 512-byte blocks, ulimit -d KiB.
   const fsize = Math.max(0, Math.floor(limits.fileSizeBytes / 512));
-  const vmem = limits.addressSpaceBytes !== undefined ? String(Math.floor(limits.addressSpaceBytes / 1024)) : '-';
+  const mem = limits.dataBytes !== undefined ? String(Math.floor(limits.dataBytes / 1024)) : '-';
   const nproc = Math.max(1, Math.floor(limits.processes));
   const uid = limits.uid !== undefined ? String(Math.floor(limits.uid)) : '-';
-  return Buffer.from(`${cpu} ${fsize} ${vmem} ${nproc} ${uid}\n${options.map((o) => `${o}\0`).join('')}`);
+  return Buffer.from(`${cpu} ${fsize} ${mem} ${nproc} ${uid}\n${options.map((o) => `${o}\0`).join('')}`);
 }

@@ -28,7 +28,7 @@ describe('launcher script', () => {
         'printf "\\0SECCOMP\\0"',
         '[ -e /proc/$$/fd/5 ] && cat <&5',
         'printf "\\0"',
-        'printf "LIMITS\\0%s %s %s\\0" "$(ulimit -t)" "$(ulimit -f)" "$(ulimit -v)"',
+        'printf "LIMITS\\0%s %s %s\\0" "$(ulimit -t)" "$(ulimit -f)" "$(ulimit -d)"',
         'printf "STDIN\\0%s\\0" "$(readlink /proc/$$/fd/0)"',
         'printf "ENV\\0%s\\0" "$(env | sort | tr "\\n" " ")"',
         'printf "CWD\\0%s\\0" "$PWD"',
@@ -118,7 +118,7 @@ describe('launcher script', () => {
   it('lowers the rlimits and gives the command /dev/null as stdin', async () => {
     const r = await launch(
       'true',
-      { cpuSeconds: 7, fileSizeBytes: 512 * 100, addressSpaceBytes: 64 * 1024 ** 2, processes: 64 },
+      { cpuSeconds: 7, fileSizeBytes: 512 * 100, dataBytes: 64 * 1024 ** 2, processes: 64 },
       [],
     );
     expect(r.limits).toBe(`7 100 ${64 * 1024}`);

@@ -61,7 +61,7 @@ describe('sandbox limits without cgroups', () => {
     const r = runner({ SKALD_SANDBOX_UNBOUNDED: 'allow', SKALD_SANDBOX_UID_COUNT: '0' });
     const status = await r.init();
     expect(status.summary).toMatch(/limits \(rlimits only, no cgroup, processes unbounded \(SKALD_SANDBOX_UNBOUNDED=allow\)\): processes NOT limited/);
-    expect(status.summary).toContain('256 MiB address space per process (RLIMIT_AS');
+    expect(status.summary).toContain('256 MiB writable memory per process (RLIMIT_DATA');
     const big = await r.run(
       req(
         'python3 -c "b = bytearray(600 * 1024 * 1024); print(\'allocated\')" 2>&1 | tail -1; head -c 32000000 /dev/zero > /tmp/x; echo "tmp=$?"',
@@ -134,7 +134,7 @@ describe('per-sandbox rlimits with tenant uids (no cgroup)', () => {
     const status = await r.init();
     expect(status.available).toBe(true);
     expect(status.summary).toMatch(
-      /limits \(rlimits per sandbox, no cgroup; sandboxes run as their tenant's uid \(61001-61499\)\): 32 processes per sandbox \(RLIMIT_NPROC in its user namespace\), 256 MiB address space per process/,
+      /limits \(rlimits per sandbox, no cgroup; sandboxes run as their tenant's uid \(61001-61499\)\): 32 processes per sandbox \(RLIMIT_NPROC in its user namespace\), 256 MiB writable memory per process/,
     );
   });
 

@@ -74,10 +74,7 @@ export class TenantUids {
       return owner;
     }
     await mkdir(claims, { recursive: true, mode: 0o700 });
-    // The workspaces' parent must be searchable (not listable) by the tenant uids: bwrap, running as
-    // one, binds the workspace by its path.
-    const parent = await lstat(dirname(workspace));
-    if ((parent.mode & 0o001) === 0) await chmod(dirname(workspace), (parent.mode & 0o7777) | 0o001);
+    await searchable(dirname(workspace));
     const slots = this.count - 1;
     const start = createHash('sha256').update(name).digest().readUInt32BE(0) % slots;
     for (let i = 0; i < slots; i++) {
@@ -101,6 +98,25 @@ export class TenantUids {
       return uid;
     }
     throw new Error(`no free sandbox uid in ${this.base + 1}…${this.base + this.count - 1} (SKALD_SANDBOX_UID_COUNT)`);
+  }
+}
+
+/**
+ * bwrap, running as a tenant uid, binds the workspace by its path, so the workspaces' directory and
+ * every directory above it must be searchable by others (`o+x`; listing is not needed). The
+ * workspaces' directory itself is the runner's and is made so (`0711`); a directory above it that
+ * is not is the operator's to change, and is named.
+ */
+async function searchable(root: string): Promise<void> {
+  const st = await lstat(root);
+  if ((st.mode & 0o001) === 0) await chmod(root, (st.mode & 0o7777) | 0o001);
+  for (let d = dirname(root); ; d = dirname(d)) {
+    if (((await lstat(d)).mode & 0o001) === 0)
+      throw new Error(
+        `${d} is not searchable by the sandbox uids (mode o+x), so the workspaces below it cannot be bound into a sandbox; ` +
+          `chmod o+x ${d}, or put SKALD_WORKSPACES elsewhere`,
+      );
+    if (d === '/') return;
   }
 }
 

@@ -37,6 +37,8 @@ export async function startRunnerOverNats(name: string, env: Record<string, stri
     DATABASE_POOL_SIZE: '2',
     NATS_URL: nats.url,
     SKALD_WORKSPACES: workspaces,
+    // The sandbox's limits mode of the environment (SKALD_SANDBOX_CGROUPS=off: the rlimit fallback).
+    ...(process.env.SKALD_SANDBOX_CGROUPS ? { SKALD_SANDBOX_CGROUPS: process.env.SKALD_SANDBOX_CGROUPS } : {}),
     ...env,
   });
   const app = await NestFactory.create(AppModule.register(config, log, `${name}-${process.pid}`), { logger: false });

@@ -41,17 +41,17 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .int()
     .min(16 * 1024 ** 2)
     .default(1024 ** 3),
-  /** Processes (and threads) of one command (pids cgroup). */
+  /** Processes (and threads) of one command (pids cgroup; without one RLIMIT_NPROC, counted in the sandbox's own user namespace). */
   SKALD_SANDBOX_PIDS: z.coerce.number().int().min(8).max(65536).default(256),
   /** CPU cores one command may use (cpu cgroup CFS quota). */
   SKALD_SANDBOX_CPUS: z.coerce.number().min(0.1).max(256).default(1),
-  /** Size of the private /tmp of a command in bytes (tmpfs, counted in its memory). */
+  /** Size of the private /tmp of a command in bytes, and of its /dev/shm (tmpfs each, counted in its memory cgroup). */
   SKALD_SANDBOX_TMP_SIZE: z.coerce
     .number()
     .int()
     .min(1024 ** 2)
     .default(256 * 1024 ** 2),
-  /** `auto`: per-call cgroup (v1, or v2 at the root of a writable cgroup namespace) pids/memory/cpu limits when the runner may create them; `off`: rlimits only. */
+  /** `auto`: per-call cgroup (v1, or v2 at the root of a writable cgroup namespace) pids/memory/cpu limits when the runner may create them, else per-sandbox rlimits; `off`: per-sandbox rlimits only. */
   SKALD_SANDBOX_CGROUPS: z.enum(['auto', 'off']).default('auto'),
   /**
    * `on` (default): every sandbox loads the checked-in syscall filter of this architecture
@@ -60,9 +60,10 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
    */
   SKALD_SANDBOX_SECCOMP: z.enum(['on', 'off']).default('on'),
   /**
-   * `refuse` (default): without a pids cgroup (v1, or v2 in a writable cgroup namespace) nothing bounds a
-   * sandbox's process count, so commands and stdio MCP servers are refused; `allow` runs them with
-   * rlimits only (memory per process, CPU seconds, file size), stated on `/readyz`.
+   * `refuse` (default): where neither a pids cgroup (v1, or v2 in a writable cgroup namespace) nor
+   * RLIMIT_NPROC bounds a sandbox's process count (a root runner that cannot run sandboxes under
+   * tenant uids: root is exempt from it), commands and stdio MCP servers are refused; `allow` runs
+   * them with rlimits only (memory per process, CPU seconds, file size), stated on `/readyz`.
    */
   SKALD_SANDBOX_UNBOUNDED: z.enum(['refuse', 'allow']).default('refuse'),
   /**
@@ -73,6 +74,7 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
    * defaults fit the 65536 uids of a `hostUsers: false` pod.
    */
   SKALD_SANDBOX_UID_BASE: z.coerce.number().int().min(1).max(4_000_000_000).default(10_000),
+  /** How many uids from `SKALD_SANDBOX_UID_BASE` tenants may be given (one each, never reused); `0` turns tenant uids off. */
   SKALD_SANDBOX_UID_COUNT: z.coerce
     .number()
     .int()

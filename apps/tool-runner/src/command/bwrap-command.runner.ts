@@ -200,7 +200,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
     if (!this.cgroups.has('pids') && !nprocPerSandbox && this.config.SKALD_SANDBOX_UNBOUNDED !== 'allow')
       throw new Error(
         'no bound on the number of processes of a sandbox: no writable pids cgroup (v1, or v2 at the root of a writable cgroup namespace), ' +
-          "and RLIMIT_NPROC cannot count per sandbox (the runner is root, whose processes it exempts, and cannot run sandboxes under tenant uids: it needs CAP_SETUID, CAP_SETGID, CAP_CHOWN, setpriv and SKALD_SANDBOX_UID_COUNT > 0); commands and " +
+          'and RLIMIT_NPROC cannot count per sandbox (the runner is root, whose processes it exempts, and cannot run sandboxes under tenant uids: it needs CAP_SETUID, CAP_SETGID, CAP_CHOWN, setpriv and SKALD_SANDBOX_UID_COUNT > 0); commands and ' +
           'stdio MCP servers are refused. Give the runner a writable cgroup, run it as root with those capabilities or as an unprivileged uid, or set SKALD_SANDBOX_UNBOUNDED=allow ' +
           'to run them with rlimits only (one fork bomb can then exhaust the node)',
       );
@@ -250,17 +250,21 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
       for (let i = 0; i < 3; i++) {
         const started = performance.now();
         // Its workspace is a temporary directory (never a tenant's), run as the reserved uid.
-        const outcome = await this.runIn(launchers, {
-          command:
-            'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow' +
-            // The filter is in force (seccomp mode 2 = filter).
-            (this.seccompFile ? " && grep -q '^Seccomp:[[:space:]]*2' /proc/self/status" : ''),
-          cwd: dir,
-          virtualCwd: '/workspace',
-          home: dir,
-          timeoutSec: 20,
-          signal: new AbortController().signal,
-        }, this.tenantUids?.selfTestUid);
+        const outcome = await this.runIn(
+          launchers,
+          {
+            command:
+              'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow' +
+              // The filter is in force (seccomp mode 2 = filter).
+              (this.seccompFile ? " && grep -q '^Seccomp:[[:space:]]*2' /proc/self/status" : ''),
+            cwd: dir,
+            virtualCwd: '/workspace',
+            home: dir,
+            timeoutSec: 20,
+            signal: new AbortController().signal,
+          },
+          this.tenantUids?.selfTestUid,
+        );
         times.push(performance.now() - started);
         if (outcome.kind !== 'exited' || outcome.exitCode !== 0 || !outcome.output.includes('skald-sandbox-ok')) {
           const detail = outcome.output.trim().split('\n').slice(-3).join(' / ') || outcome.kind;

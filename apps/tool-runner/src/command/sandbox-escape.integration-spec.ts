@@ -264,7 +264,9 @@ describe(`execute_cmd sandbox: the escape suite (bubblewrap, ${CGROUPS ? 'cgroup
     );
     expect(text(reply)).not.toContain('allocated');
     expect(text(reply)).toMatch(
-      CGROUPS ? /memory limit of 256 MiB reached: the kernel killed/ : /out of memory|Allocation failed|RangeError|ERR_MEMORY_ALLOCATION_FAILED/,
+      CGROUPS
+        ? /memory limit of 256 MiB reached: the kernel killed/
+        : /out of memory|Allocation failed|RangeError|ERR_MEMORY_ALLOCATION_FAILED/,
     );
     expect(text(reply)).not.toContain('[exit code: 0]');
   }, 90_000);

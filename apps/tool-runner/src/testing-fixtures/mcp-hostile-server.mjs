@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { setTimeout } from 'node:timers';
 
 const mode = process.argv[2] ?? 'probe';
 let pages = 0;

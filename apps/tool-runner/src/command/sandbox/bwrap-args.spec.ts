@@ -133,9 +133,15 @@ describe('launch scripts', () => {
 
 describe('launcher', () => {
   it('takes bwrap, the filter and the cgroup files as positional arguments, never as code; nothing of the call', () => {
-    expect(
-      launcherArgs('/usr/bin/bwrap', '/srv/f.bpf', ['/cg/pids/c/cgroup.procs'], '/usr/bin/setpriv'),
-    ).toEqual(['-c', LAUNCHER_SCRIPT, 'sh', '/usr/bin/bwrap', '/usr/bin/setpriv', '/srv/f.bpf', '/cg/pids/c/cgroup.procs']);
+    expect(launcherArgs('/usr/bin/bwrap', '/srv/f.bpf', ['/cg/pids/c/cgroup.procs'], '/usr/bin/setpriv')).toEqual([
+      '-c',
+      LAUNCHER_SCRIPT,
+      'sh',
+      '/usr/bin/bwrap',
+      '/usr/bin/setpriv',
+      '/srv/f.bpf',
+      '/cg/pids/c/cgroup.procs',
+    ]);
     expect(launcherArgs('bwrap', null, [])).toEqual(['-c', LAUNCHER_SCRIPT, 'sh', 'bwrap', '', '']);
     expect(LAUNCHER_SCRIPT).toContain('echo $$ > "$f" || exit 125');
     expect(LAUNCHER_SCRIPT).toContain('ulimit -t "$cpu" && ulimit -f "$fsize" || exit 125');

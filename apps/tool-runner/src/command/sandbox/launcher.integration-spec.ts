@@ -130,7 +130,9 @@ describe('launcher script', () => {
     await writeFile(setpriv, '#!/bin/sh\nprintf "SETPRIV\\0%s\\0" "$*"\nshift 4\nexec "$@"\n');
     await chmod(setpriv, 0o755);
     const r = await launch('true', { ...limits, uid: 10042 }, ['--unshare-all'], null, setpriv);
-    expect(r.via).toBe(`--reuid=10042 --regid=10042 --clear-groups -- ${fakeBwrap} --args 3 -- /bin/sh -c ulimit -p 64 && . /.skald-launch`);
+    expect(r.via).toBe(
+      `--reuid=10042 --regid=10042 --clear-groups -- ${fakeBwrap} --args 3 -- /bin/sh -c ulimit -p 64 && . /.skald-launch`,
+    );
     expect(r.options).toEqual(['--unshare-all']);
     // Without a uid in the call, setpriv is not used even when the launcher has one.
     expect((await launch('true', limits, [], null, setpriv)).via).toBeNull();

@@ -60,7 +60,9 @@ describe('sandbox limits without cgroups', () => {
   it('with SKALD_SANDBOX_UNBOUNDED=allow: rlimits bound memory per process, and /tmp its size', async () => {
     const r = runner({ SKALD_SANDBOX_UNBOUNDED: 'allow', SKALD_SANDBOX_UID_COUNT: '0' });
     const status = await r.init();
-    expect(status.summary).toMatch(/limits \(rlimits only, no cgroup, processes unbounded \(SKALD_SANDBOX_UNBOUNDED=allow\)\): processes NOT limited/);
+    expect(status.summary).toMatch(
+      /limits \(rlimits only, no cgroup, processes unbounded \(SKALD_SANDBOX_UNBOUNDED=allow\)\): processes NOT limited/,
+    );
     expect(status.summary).toContain('256 MiB writable memory per process (RLIMIT_DATA');
     const big = await r.run(
       req(
@@ -103,7 +105,8 @@ describe('per-sandbox rlimits with tenant uids (no cgroup)', () => {
     signal: new AbortController().signal,
     ...more,
   });
-  const text = (o: Awaited<ReturnType<BwrapCommandRunner['run']>>) => `${o.kind} ${'exitCode' in o ? o.exitCode : ''}\n${o.output}`;
+  const text = (o: Awaited<ReturnType<BwrapCommandRunner['run']>>) =>
+    `${o.kind} ${'exitCode' in o ? o.exitCode : ''}\n${o.output}`;
 
   beforeAll(async () => {
     if (process.getuid?.() !== 0) throw new Error('this suite needs a root runner (tenant uids)');

@@ -88,8 +88,9 @@ export class TenantUids {
         },
         async (e: NodeJS.ErrnoException) => {
           if (e.code !== 'EEXIST') throw e;
-          // A claim of this workspace whose hand-over was interrupted is taken up again.
-          return (await claimOf(claims, uid)) === name;
+          // A claim of this workspace (another replica's at the same moment: every replica probes
+          // the same uids in the same order, or one whose hand-over was interrupted) is taken up.
+          return (await settledClaimOf(claims, uid)) === name;
         },
       );
       if (!mine) continue;
@@ -104,7 +105,7 @@ export class TenantUids {
 /**
  * bwrap, running as a tenant uid, binds the workspace by its path, so the workspaces' directory and
  * every directory above it must be searchable by others (`o+x`; listing is not needed). The
- * workspaces' directory itself is the runner's and is made so (`0711`); a directory above it that
+ * workspaces' directory itself is the runner's and gets `o+x` (`0701` from `0700`); a directory above it that
  * is not is the operator's to change, and is named.
  */
 async function searchable(root: string): Promise<void> {
@@ -118,6 +119,16 @@ async function searchable(root: string): Promise<void> {
       );
     if (d === '/') return;
   }
+}
+
+/** A claim's name, waiting (at most 1 s) while it is empty: created, not yet written. */
+async function settledClaimOf(claims: string, uid: number): Promise<string | null> {
+  for (let i = 0; i < 20; i++) {
+    const name = await claimOf(claims, uid);
+    if (name !== '') return name;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return claimOf(claims, uid);
 }
 
 async function claimOf(claims: string, uid: number): Promise<string | null> {

@@ -1,8 +1,10 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { ToolRunnerConfigSchema } from '../../config';
 import { BwrapCommandRunner } from '../bwrap-command.runner';
@@ -256,4 +258,66 @@ describe('per-sandbox rlimits with tenant uids (no cgroup)', () => {
     const out = await r.run(req(a, `cat ../${b}/secret.txt /workspace/../${b}/secret.txt 2>&1; true`));
     expect(out.output).not.toContain('tenant-b-secret');
   });
+});
+
+/**
+ * A runner that is not root (the Compose and Kubernetes images run it as uid 1000): every sandbox
+ * runs under the runner's uid, and RLIMIT_NPROC, set inside each sandbox's user namespace, still
+ * bounds each on its own. The runner (built) runs in a child process as uid 1000.
+ */
+describe('per-sandbox rlimits in a runner that is not root', () => {
+  const DIST = resolve(__dirname, '../../../dist/command/bwrap-command.runner.js');
+  let dir: string;
+
+  beforeAll(async () => {
+    if (!existsSync(DIST)) throw new Error(`${DIST} is missing: run npm run build first`);
+    dir = await mkdtemp(join(tmpdir(), 'skald-nonroot-'));
+    await chown(dir, 1000, 1000);
+  });
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a fork bomb holds at most SKALD_SANDBOX_PIDS while another sandbox of the same uid starts processes', async () => {
+    const script = join(dir, 'runner.js');
+    await writeFile(
+      script,
+      `const { BwrapCommandRunner } = require(${JSON.stringify(DIST)});
+const { ToolRunnerConfigSchema } = require(${JSON.stringify(resolve(DIST, '../../config.js'))});
+const { mkdtempSync } = require('node:fs');
+const quiet = { info() {}, warn() {}, error() {}, debug() {} };
+const r = new BwrapCommandRunner(ToolRunnerConfigSchema.parse({ SKALD_SANDBOX_CGROUPS: 'off', SKALD_SANDBOX_PIDS: '16' }), quiet);
+const req = (command, signal) => {
+  const home = mkdtempSync(${JSON.stringify(dir)} + '/ws-');
+  return { command, cwd: home, virtualCwd: '/workspace', home, timeoutSec: 30, signal: signal ?? new AbortController().signal };
+};
+const bomb = 'import os, time\\nn = 0\\ntry:\\n    while True:\\n        if os.fork() == 0:\\n            time.sleep(30); os._exit(0)\\n        n += 1\\nexcept OSError as e:\\n    print("fork failed after", n, flush=True)\\ntime.sleep(30)';
+(async () => {
+  const status = await r.init();
+  const stop = new AbortController();
+  const bombing = r.run(req("python3 -c '" + bomb + "'", stop.signal));
+  await new Promise((res) => setTimeout(res, 2000));
+  const other = await r.run(req('for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.3 & done; wait; echo started-10; id -u'));
+  stop.abort();
+  const ended = await bombing;
+  await r.onApplicationShutdown();
+  console.log(JSON.stringify({ summary: status.summary, other: other.output, bomb: ended.output }));
+  process.exit(0);
+})();
+`,
+    );
+    const { stdout } = await promisify(execFile)(
+      'setpriv',
+      ['--reuid=1000', '--regid=1000', '--clear-groups', '--', process.execPath, script],
+      { cwd: dir, env: { PATH: process.env.PATH }, timeout: 60_000 },
+    );
+    const seen = JSON.parse(stdout.trim().split('\n').pop() as string) as Record<string, string>;
+    expect(seen.summary).toMatch(
+      /limits \(rlimits per sandbox, no cgroup; sandboxes run as the runner's uid 1000\): 16 processes per sandbox/,
+    );
+    expect(seen.other).toBe('started-10\n1000\n');
+    // The sandbox's pid 1, its shell and python count too.
+    expect(seen.bomb).toMatch(/^fork failed after 1[23]\n/);
+  }, 90_000);
 });

@@ -11,6 +11,8 @@
 // that a busy machine weighs on both alike.
 //
 //   node scripts/bench/tools.js [--cmds 300] [--reads 2000] [--starts 300]
+// The runner's SKALD_SANDBOX_* settings come from the environment (SKALD_SANDBOX_CGROUPS=off: the
+// per-sandbox rlimit fallback).
 const { spawn } = require('node:child_process');
 const { randomUUID } = require('node:crypto');
 const { mkdtempSync, rmSync } = require('node:fs');
@@ -144,8 +146,10 @@ async function sandboxStarts(workspaces) {
   const { BwrapCommandRunner } = require(path.join(ROOT, 'apps/tool-runner/dist/command/bwrap-command.runner'));
   const { ToolRunnerConfigSchema } = require(path.join(ROOT, 'apps/tool-runner/dist/config'));
   const silent = { info() {}, warn() {}, error() {}, debug() {} };
+  // The sandbox settings of the environment (e.g. SKALD_SANDBOX_CGROUPS=off for the rlimit fallback) apply here too.
+  const sandboxEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('SKALD_SANDBOX_')));
   const runner = (seccomp) =>
-    new BwrapCommandRunner(ToolRunnerConfigSchema.parse({ SKALD_SANDBOX_SECCOMP: seccomp }), silent);
+    new BwrapCommandRunner(ToolRunnerConfigSchema.parse({ ...sandboxEnv, SKALD_SANDBOX_SECCOMP: seccomp }), silent);
   const runners = { on: runner('on'), off: runner('off') };
   const home = mkdtempSync(path.join(workspaces, 'starts-'));
   const ms = { on: [], off: [] };

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
+import { processesWith } from '../../apps/tool-runner/src/testing-fixtures/host-processes';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
 
@@ -91,13 +92,14 @@ describe('MCP through the whole stack', () => {
     expect((await api.request('DELETE', '/api/mcp/servers/remote')).status).toBe(404);
   });
 
-  it('activate_tools grants a server, its tools appear next round, a call asks, approving with a server bypass runs it and the next without asking', async () => {
+  it('a stdio server runs nothing until a human approves its first use; granted, it offers a start tool, then its own tools; a server bypass covers the rest', async () => {
     const { ws } = await userWithServer();
     const m = `mcp-${randomUUID()}`;
     await sim.script({
       match: m,
       replies: [
         { tool_calls: [{ name: 'activate_tools', arguments: { groups: ['everything'] } }] },
+        { tool_calls: [{ name: 'mcp__everything__skald_start', arguments: {} }] },
         { tool_calls: [{ name: 'mcp__everything__get-sum', arguments: { a: 19, b: 23 } }] },
         { tool_calls: [{ name: 'mcp__everything__echo', arguments: { message: 'no card for me' } }] },
         { content: `the sum is 42 ${m}` },
@@ -105,15 +107,19 @@ describe('MCP through the whole stack', () => {
     });
     ws.send({ type: 'message', client_message_id: m, content: `add with MCP ${m}` });
     const card = await ws.waitForType('approval_required');
-    expect(card).toMatchObject({ tool_name: 'mcp__everything__get-sum', arguments: { a: 19, b: 23 } });
+    expect(card).toMatchObject({ tool_name: 'mcp__everything__skald_start' });
+    // Registered, granted and offered to the model: still not one process runs the server's command.
+    expect(processesWith(EVERYTHING)).toEqual([]);
     ws.send({
       type: 'approve_tool',
       request_id: card.request_id,
       bypass_secs: 0,
       bypass_scope: { mcp_server: 'everything' },
     });
-    const sum = await ws.waitFor((f) => f.type === 'tool_done' && f.tool_call_id === card.tool_call_id);
-    expect(String(sum.result)).toContain('42');
+    const started = await ws.waitFor((f) => f.type === 'tool_done' && f.tool_call_id === card.tool_call_id);
+    expect(String(started.result)).toMatch(/MCP server everything is running with \d+ tools: .*get-sum/);
+    const sum = await ws.waitFor((f) => f.type === 'tool_done' && String(f.result).includes('42'));
+    expect(sum).toBeTruthy();
     const echo = await ws.waitFor((f) => f.type === 'tool_done' && String(f.result).includes('no card for me'));
     expect(echo).toBeTruthy();
     await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(m));
@@ -121,8 +127,10 @@ describe('MCP through the whole stack', () => {
 
     const bodies = (await sim.requests({ contains: m })).map((r) => r.body as SimBody);
     const toolNames = (b: SimBody) => (b.tools ?? []).map((t) => t.function.name);
-    expect(toolNames(bodies[0])).not.toContain('mcp__everything__get-sum');
-    expect(toolNames(bodies[1])).toEqual(expect.arrayContaining(['mcp__everything__get-sum', 'mcp__everything__echo']));
+    expect(toolNames(bodies[0])).not.toContain('mcp__everything__skald_start');
+    expect(toolNames(bodies[1])).toContain('mcp__everything__skald_start');
+    expect(toolNames(bodies[1])).not.toContain('mcp__everything__get-sum');
+    expect(toolNames(bodies[2])).toEqual(expect.arrayContaining(['mcp__everything__get-sum', 'mcp__everything__echo']));
     // the server's credentials reach neither the model nor the client
     expect(JSON.stringify(bodies)).not.toContain(TOKEN);
     expect(JSON.stringify(ws.frames)).not.toContain(TOKEN);

@@ -35,23 +35,23 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   SKALD_SANDBOX_NET: z.enum(['on', 'off']).default('off'),
   /** The bubblewrap binary (a name looked up on PATH, or an absolute path). */
   SKALD_SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
-  /** Memory of one command's process tree in bytes (memory cgroup; RLIMIT_AS per process without one). */
+  /** Memory of one command's process tree in bytes (memory cgroup; RLIMIT_DATA per process without one). */
   SKALD_SANDBOX_MEMORY: z.coerce
     .number()
     .int()
     .min(16 * 1024 ** 2)
     .default(1024 ** 3),
-  /** Processes (and threads) of one command (pids cgroup). */
+  /** Processes (and threads) of one command (pids cgroup; without one RLIMIT_NPROC, counted in the sandbox's own user namespace). */
   SKALD_SANDBOX_PIDS: z.coerce.number().int().min(8).max(65536).default(256),
   /** CPU cores one command may use (cpu cgroup CFS quota). */
   SKALD_SANDBOX_CPUS: z.coerce.number().min(0.1).max(256).default(1),
-  /** Size of the private /tmp of a command in bytes (tmpfs, counted in its memory). */
+  /** Size of the private /tmp of a command in bytes, and of its /dev/shm (tmpfs each, counted in its memory cgroup). */
   SKALD_SANDBOX_TMP_SIZE: z.coerce
     .number()
     .int()
     .min(1024 ** 2)
     .default(256 * 1024 ** 2),
-  /** `auto`: per-call cgroup (v1, or v2 at the root of a writable cgroup namespace) pids/memory/cpu limits when the runner may create them; `off`: rlimits only. */
+  /** `auto`: per-call cgroup (v1, or v2 at the root of a writable cgroup namespace) pids/memory/cpu limits when the runner may create them, else per-sandbox rlimits; `off`: per-sandbox rlimits only. */
   SKALD_SANDBOX_CGROUPS: z.enum(['auto', 'off']).default('auto'),
   /**
    * `on` (default): every sandbox loads the checked-in syscall filter of this architecture
@@ -60,11 +60,28 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
    */
   SKALD_SANDBOX_SECCOMP: z.enum(['on', 'off']).default('on'),
   /**
-   * `refuse` (default): without a pids cgroup (v1, or v2 in a writable cgroup namespace) nothing bounds a
-   * sandbox's process count, so commands and stdio MCP servers are refused; `allow` runs them with
-   * rlimits only (memory per process, CPU seconds, file size), stated on `/readyz`.
+   * `refuse` (default): where neither a pids cgroup (v1, or v2 in a writable cgroup namespace) nor
+   * RLIMIT_NPROC bounds a sandbox's process count (a root runner that cannot run sandboxes under
+   * tenant uids: root is exempt from it), commands and stdio MCP servers are refused; `allow` runs
+   * them with rlimits only (memory per process, CPU seconds, file size), stated on `/readyz`.
    */
   SKALD_SANDBOX_UNBOUNDED: z.enum(['refuse', 'allow']).default('refuse'),
+  /**
+   * Where no pids cgroup is writable and the runner is root (with CAP_SETUID): each tenant's
+   * sandboxes run under a uid (and gid) of its own from `SKALD_SANDBOX_UID_BASE + 1` …
+   * `+ SKALD_SANDBOX_UID_COUNT - 1` (the base itself is the self-test's), which owns its workspace;
+   * root's processes are exempt from RLIMIT_NPROC. `SKALD_SANDBOX_UID_COUNT=0` turns it off. The
+   * defaults fit the 65536 uids of a `hostUsers: false` pod.
+   */
+  SKALD_SANDBOX_UID_BASE: z.coerce.number().int().min(1).max(4_000_000_000).default(10_000),
+  /** How many uids from `SKALD_SANDBOX_UID_BASE` tenants may be given (one each, never reused); `0` turns tenant uids off. */
+  SKALD_SANDBOX_UID_COUNT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .refine((n) => n !== 1, 'must be 0 (off) or at least 2')
+    .default(50_000),
   /** Extra host paths bound read-only into the sandbox at the same place (comma-separated). */
   SKALD_SANDBOX_RO_BINDS: z
     .string()

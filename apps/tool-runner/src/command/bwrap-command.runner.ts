@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { ChildProcess } from 'node:child_process';
-import { access, constants as FS, mkdtemp, rm } from 'node:fs/promises';
+import { access, chown, constants as FS, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, isAbsolute, join, resolve } from 'node:path';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
@@ -14,6 +14,7 @@ import { Cgroups } from './sandbox/cgroups';
 import { Launcher, Launchers } from './sandbox/launchers';
 import type { StdioProcess } from '../mcp/bounded-stdio-transport';
 import { detectLayout } from './sandbox/sandbox-layout';
+import { canSwitchUids, TenantUids } from './sandbox/tenant-uids';
 
 /** After the sandbox exits, how long to wait for its pipes to close. */
 const DRAIN_MS = 200;
@@ -33,6 +34,8 @@ export type BwrapConfig = Pick<
   | 'SKALD_MCP_NETWORK'
   | 'SKALD_SANDBOX_SECCOMP'
   | 'SKALD_SANDBOX_UNBOUNDED'
+  | 'SKALD_SANDBOX_UID_BASE'
+  | 'SKALD_SANDBOX_UID_COUNT'
 >;
 
 /** The checked-in syscall filters (`seccomp/generate.c`), by Node's name of the architecture. */
@@ -84,6 +87,8 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   private disposeLayout?: () => Promise<void>;
   private cgroups?: Cgroups;
   private launchers?: Launchers;
+  /** Tenant uids to run sandboxes as (a root runner without a pids cgroup), else null. */
+  private tenantUids: TenantUids | null = null;
   /** The syscall filter's BPF file, when the architecture has one. */
   private seccompFile: string | null = null;
   private readonly running = new Set<Running>();
@@ -129,12 +134,15 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   }): Promise<StdioProcess> {
     const status = await this.init();
     if (!status.available || !this.layout || !this.launchers) throw new Error(status.summary);
+    const uid = await this.tenantUids?.uidFor(spec.workspace);
     const launcher = await this.launchers.spawnInteractive();
     const input = launcherInput(
       {
         cpuSeconds: spec.cpuSeconds,
         fileSizeBytes: spec.maxFileBytes,
-        addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+        dataBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+        processes: this.config.SKALD_SANDBOX_PIDS,
+        uid,
       },
       this.sandboxOptions(spec.workspace, '/workspace', spec.network),
     );
@@ -180,23 +188,34 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
             cpus: this.config.SKALD_SANDBOX_CPUS,
           })
         : Cgroups.none();
-    if (!this.cgroups.has('pids') && this.config.SKALD_SANDBOX_UNBOUNDED !== 'allow')
+    const root = process.getuid?.() === 0;
+    let setpriv: string | null = null;
+    if (!this.cgroups.has('pids') && root && this.config.SKALD_SANDBOX_UID_COUNT > 0 && canSwitchUids()) {
+      setpriv = await resolveExecutable('setpriv').catch(() => null);
+      if (setpriv)
+        this.tenantUids = new TenantUids(this.config.SKALD_SANDBOX_UID_BASE, this.config.SKALD_SANDBOX_UID_COUNT);
+    }
+    // RLIMIT_NPROC bounds each sandbox on its own unless its processes are root's outside (exempt).
+    const nprocPerSandbox = !this.cgroups.has('pids') && (!root || this.tenantUids !== null);
+    if (!this.cgroups.has('pids') && !nprocPerSandbox && this.config.SKALD_SANDBOX_UNBOUNDED !== 'allow')
       throw new Error(
         'no bound on the number of processes of a sandbox: no writable pids cgroup (v1, or v2 at the root of a writable cgroup namespace), ' +
-          "and RLIMIT_NPROC cannot count per sandbox (every sandbox has the runner's uid outside); commands and " +
-          'stdio MCP servers are refused. Give the runner a writable cgroup, or set SKALD_SANDBOX_UNBOUNDED=allow ' +
+          'and RLIMIT_NPROC cannot count per sandbox (the runner is root, whose processes it exempts, and cannot run sandboxes under tenant uids: it needs CAP_SETUID, CAP_SETGID, CAP_CHOWN, setpriv and SKALD_SANDBOX_UID_COUNT > 0); commands and ' +
+          'stdio MCP servers are refused. Give the runner a writable cgroup, run it as root with those capabilities or as an unprivileged uid, or set SKALD_SANDBOX_UNBOUNDED=allow ' +
           'to run them with rlimits only (one fork bomb can then exhaust the node)',
       );
     this.seccompFile = this.config.SKALD_SANDBOX_SECCOMP === 'on' ? await seccompFilter() : null;
-    this.launchers = new Launchers(bwrap, this.seccompFile, this.cgroups);
+    this.launchers = new Launchers(bwrap, this.seccompFile, this.cgroups, setpriv);
     const startMs = await this.selfTest(this.launchers);
     const limits = [
       this.cgroups.has('pids')
         ? `${this.config.SKALD_SANDBOX_PIDS} processes (pids cgroup)`
-        : 'processes NOT limited (no pids cgroup)',
+        : nprocPerSandbox
+          ? `${this.config.SKALD_SANDBOX_PIDS} processes per sandbox (RLIMIT_NPROC in its user namespace)`
+          : 'processes NOT limited (no pids cgroup; the runner is root)',
       this.cgroups.has('memory')
         ? `${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} memory (memory cgroup)`
-        : `${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} address space per process (RLIMIT_AS; no memory cgroup)`,
+        : `${formatBytes(this.config.SKALD_SANDBOX_MEMORY)} writable memory per process (RLIMIT_DATA; no memory cgroup)`,
       this.cgroups.has('cpu') ? `${this.config.SKALD_SANDBOX_CPUS} CPU (cpu cgroup)` : null,
       'CPU seconds = timeout (RLIMIT_CPU)',
       'file size ≤ the workspace quota left (RLIMIT_FSIZE)',
@@ -209,28 +228,43 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         `bubblewrap sandbox ready (${bwrap}; start-up self-test ${startMs.toFixed(1)} ms; ` +
         `network ${network ? 'ON (SKALD_SANDBOX_NET=on)' : 'off'}; ` +
         `syscall filter ${this.seccompFile ? basename(this.seccompFile) : 'OFF (SKALD_SANDBOX_SECCOMP=off)'}; ` +
-        `limits (${this.cgroups.version > 0 ? `cgroup v${this.cgroups.version}` : 'rlimits only, no cgroup'}): ${limits.join(', ')})`,
+        `limits (${this.modeName(nprocPerSandbox)}): ${limits.join(', ')})`,
     };
+  }
+
+  /** Which limits are in force, for `/readyz` and the log. */
+  private modeName(nprocPerSandbox: boolean): string {
+    if (this.cgroups && this.cgroups.version > 0) return `cgroup v${this.cgroups.version}`;
+    if (!nprocPerSandbox) return 'rlimits only, no cgroup, processes unbounded (SKALD_SANDBOX_UNBOUNDED=allow)';
+    if (this.tenantUids)
+      return `rlimits per sandbox, no cgroup; sandboxes run as their tenant's uid (${this.tenantUids.base + 1}-${this.tenantUids.base + this.tenantUids.count - 1})`;
+    return `rlimits per sandbox, no cgroup; sandboxes run as the runner's uid ${process.getuid?.() ?? '?'}`;
   }
 
   /** Runs `echo` in a throw-away workspace; returns the median start-to-exit time in ms. */
   private async selfTest(launchers: Launchers): Promise<number> {
     const dir = await mkdtemp(join(tmpdir(), 'skald-sandbox-selftest-'));
+    if (this.tenantUids) await chown(dir, this.tenantUids.selfTestUid, this.tenantUids.selfTestUid);
     try {
       const times: number[] = [];
       for (let i = 0; i < 3; i++) {
         const started = performance.now();
-        const outcome = await this.runIn(launchers, {
-          command:
-            'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow' +
-            // The filter is in force (seccomp mode 2 = filter).
-            (this.seccompFile ? " && grep -q '^Seccomp:[[:space:]]*2' /proc/self/status" : ''),
-          cwd: dir,
-          virtualCwd: '/workspace',
-          home: dir,
-          timeoutSec: 20,
-          signal: new AbortController().signal,
-        });
+        // Its workspace is a temporary directory (never a tenant's), run as the reserved uid.
+        const outcome = await this.runIn(
+          launchers,
+          {
+            command:
+              'echo skald-sandbox-ok; test -w /workspace && test ! -e /etc/shadow' +
+              // The filter is in force (seccomp mode 2 = filter).
+              (this.seccompFile ? " && grep -q '^Seccomp:[[:space:]]*2' /proc/self/status" : ''),
+            cwd: dir,
+            virtualCwd: '/workspace',
+            home: dir,
+            timeoutSec: 20,
+            signal: new AbortController().signal,
+          },
+          this.tenantUids?.selfTestUid,
+        );
         times.push(performance.now() - started);
         if (outcome.kind !== 'exited' || outcome.exitCode !== 0 || !outcome.output.includes('skald-sandbox-ok')) {
           const detail = outcome.output.trim().split('\n').slice(-3).join(' / ') || outcome.kind;
@@ -244,12 +278,13 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   }
 
   /** One command through a launcher of `launchers`; the call's cgroups are emptied afterwards. */
-  private async runIn(launchers: Launchers, req: CommandRequest): Promise<CommandOutcome> {
+  private async runIn(launchers: Launchers, req: CommandRequest, asUid?: number): Promise<CommandOutcome> {
     if (req.command.includes('\0'))
       return { kind: 'exited', exitCode: 2, signal: null, output: 'sh: the command contains a NUL byte\n' };
+    const uid = asUid ?? (await this.tenantUids?.uidFor(req.home));
     const launcher = await launchers.take();
     try {
-      return await this.supervise(req, launcher, () => launchers.refill());
+      return await this.supervise(req, launcher, () => launchers.refill(), uid);
     } finally {
       launcher.cgroup?.destroy();
     }
@@ -271,13 +306,20 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
    * Hands the call to its launcher (limits, command, bwrap's options on stdin) and follows it: output
    * captured and capped while read, SIGKILL on timeout, cancel or shutdown.
    */
-  private supervise(req: CommandRequest, launcher: Launcher, started: () => void): Promise<CommandOutcome> {
+  private supervise(
+    req: CommandRequest,
+    launcher: Launcher,
+    started: () => void,
+    uid: number | undefined,
+  ): Promise<CommandOutcome> {
     const { child, cgroup } = launcher;
     const input = launcherInput(
       {
         cpuSeconds: req.timeoutSec,
         fileSizeBytes: req.maxFileBytes ?? DEFAULT_MAX_FILE,
-        addressSpaceBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+        dataBytes: this.cgroups?.has('memory') ? undefined : this.config.SKALD_SANDBOX_MEMORY,
+        processes: this.config.SKALD_SANDBOX_PIDS,
+        uid,
       },
       this.sandboxOptions(req.home, req.virtualCwd, this.config.SKALD_SANDBOX_NET === 'on'),
     );

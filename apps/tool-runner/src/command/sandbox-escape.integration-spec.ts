@@ -3,7 +3,7 @@ import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,7 +47,13 @@ async function portOpen(port: number): Promise<boolean> {
   });
 }
 
-describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
+/**
+ * The limits in force: cgroups where writable (here: v1), else per-sandbox rlimits; the suite runs in
+ * the second mode with SKALD_SANDBOX_CGROUPS=off in the environment (CI runs both).
+ */
+const CGROUPS = process.env.SKALD_SANDBOX_CGROUPS !== 'off';
+
+describe(`execute_cmd sandbox: the escape suite (bubblewrap, ${CGROUPS ? 'cgroups' : 'rlimits per sandbox'})`, () => {
   let base: string;
   let nats: PrivateNats;
   let NATS_URL: string;
@@ -69,6 +75,8 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     nats = await startPrivateNats();
     NATS_URL = nats.url;
     base = await mkdtemp(join(tmpdir(), 'skald-escape-'));
+    // Searchable by the tenant uids of the rlimit mode (bwrap runs as one and binds by path).
+    await chmod(base, 0o711);
     const config = loadConfig(ToolRunnerConfigSchema, {
       ...process.env,
       NATS_URL,
@@ -138,7 +146,9 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     });
     const ready = (await (await fetch(`${url}/readyz`)).json()) as { notes: Record<string, string> };
     expect(ready.notes.sandbox).toMatch(
-      /^bubblewrap sandbox ready .*network off; syscall filter x86_64\.bpf; limits \(cgroup v1\): 64 processes \(pids cgroup\)/,
+      CGROUPS
+        ? /^bubblewrap sandbox ready .*network off; syscall filter x86_64\.bpf; limits \(cgroup v1\): 64 processes \(pids cgroup\)/
+        : /^bubblewrap sandbox ready .*network off; syscall filter x86_64\.bpf; limits \(rlimits per sandbox, no cgroup; sandboxes run as their tenant's uid \(\d+-\d+\)\): 64 processes per sandbox \(RLIMIT_NPROC/,
     );
   });
 
@@ -168,6 +178,16 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     await expect(stat('/etc/skald-evil')).rejects.toThrow(/ENOENT/);
     await expect(stat('/evil')).rejects.toThrow(/ENOENT/);
     expect(await readFile(join(outside, 'victim.txt'), 'utf8')).toBe('host file\n');
+  });
+
+  it('no tmpfs without a size is writable: / and /dev are read-only, /tmp and /dev/shm are bounded', async () => {
+    const reply = await cmd(
+      'for f in /x /dev/x; do { echo x > $f; } 2>/dev/null && echo "wrote $f"; done; ' +
+        'head -c 20000000 /dev/zero > /dev/shm/big; echo "shm=$?"; head -c 20000000 /dev/zero > /tmp/big; echo "tmp=$?"; rm -f /dev/shm/big /tmp/big; ' +
+        'python3 -c "import multiprocessing as m; l = m.Lock(); print(\'posix shm ok\')"',
+    );
+    expect(text(reply)).not.toContain('wrote');
+    expect(text(reply)).toMatch(/shm=1\n[\s\S]*tmp=1\n[\s\S]*posix shm ok/);
   });
 
   it("sees copies of the host's TLS roots and dynamic-linker files, nothing only root may read", async () => {
@@ -230,7 +250,7 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     expect(text(reply)).toContain('closed 5432\nclosed 6379\nclosed 4222');
   });
 
-  it('contains a fork bomb (pids cgroup) and kills it with the call', async () => {
+  it('contains a fork bomb (pids cgroup or RLIMIT_NPROC) and kills it with the call', async () => {
     const started = Date.now();
     const reply = await cmd('bomb() { bomb | bomb & }; bomb; sleep 2; echo survived', { timeout: 15 });
     expect(text(reply)).toMatch(/Cannot fork|Resource temporarily unavailable|survived|timed out/);
@@ -243,7 +263,11 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
       { timeout: 60 },
     );
     expect(text(reply)).not.toContain('allocated');
-    expect(text(reply)).toMatch(/memory limit of 256 MiB reached: the kernel killed/);
+    expect(text(reply)).toMatch(
+      CGROUPS
+        ? /memory limit of 256 MiB reached: the kernel killed/
+        : /out of memory|Allocation failed|RangeError|ERR_MEMORY_ALLOCATION_FAILED/,
+    );
     expect(text(reply)).not.toContain('[exit code: 0]');
   }, 90_000);
 
@@ -330,7 +354,7 @@ describe('execute_cmd sandbox: the escape suite (bubblewrap)', () => {
     expect(seen).toEqual([]);
     // The sandbox's own processes run the fixed entry point and read the command inside.
     const inside = await cmd('tr "\\0" " " < /proc/$$/cmdline; echo; cat /.skald-launch | head -c 200');
-    expect(text(inside)).toContain('/bin/sh -c . /.skald-launch');
+    expect(text(inside)).toContain('/bin/sh -c ulimit -p 64 && . /.skald-launch');
   });
 
   it('the syscall filter denies what Docker denies (EPERM), and only what works without it', async () => {

@@ -3,13 +3,13 @@ import { INestApplication } from '@nestjs/common';
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { connect } from 'nats';
 import { DataSource } from 'typeorm';
 import { Actor, McpServerDto } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
-import { hostProcessesWith } from '../testing-fixtures/host-processes';
+import { hostProcessesWith, processesWith } from '../testing-fixtures/host-processes';
 import { PrivateNats } from '../testing-fixtures/private-nats';
 import { RunnerOverNats, startRunnerOverNats } from '../testing-fixtures/runner-over-nats';
 import { McpLauncher } from './mcp-launcher';
@@ -51,6 +51,8 @@ describe('stdio MCP servers: the escape suite', () => {
       SKALD_MCP_MAX_SCHEMA_BYTES: String(64 * 1024),
       SKALD_MCP_MAX_RUNNING_PER_USER: '3',
       SKALD_MCP_NETWORK: 'off',
+      SKALD_WORKSPACE_QUOTA: String(8 * 1024 ** 2),
+      SKALD_WORKSPACE_SAMPLE_MS: '50',
     });
     ({ nats, client, base } = runner);
     markers = join(base, 'markers');
@@ -117,8 +119,63 @@ __attribute__((constructor)) static void evil(void) {
     }
     throw new Error(`${name} never left starting`);
   };
-  const hostile = (actor: Actor, name: string, mode: string, more: Record<string, unknown> = {}) =>
-    create(actor, { name, transport: 'stdio', command: 'node', args: [HOSTILE, mode], ...more });
+  /** Registers a hostile server and starts it the only way there is: a call of its start tool (approved). */
+  const hostile = async (actor: Actor, name: string, mode: string, more: Record<string, unknown> = {}) => {
+    await create(actor, { name, transport: 'stdio', command: 'node', args: [HOSTILE, mode], ...more });
+    return exec(actor, `mcp__${name}__skald_start`, {});
+  };
+  const catalog = (actor: Actor, granted: string[]) =>
+    client.call('mcp.catalog', { actor, session_id: randomUUID(), granted }, { timeoutMs: 60_000 });
+
+  it('registering a stdio server runs nothing: no process, no status change; the catalog offers only its start tool', async () => {
+    const token = `reg${randomUUID().replaceAll('-', '')}`;
+    const frank: Actor = { userId: randomUUID(), role: 'user' };
+    await create(frank, { name: 'idle', transport: 'stdio', command: 'node', args: [HOSTILE, 'probe', token] });
+    const granted = await catalog(frank, ['idle']);
+    await sleep(1000);
+    expect(processesWith(token)).toEqual([]);
+    expect(runner.app.get(McpLauncher).runningCount).toBe(0);
+    expect((await list(frank))[0]).toMatchObject({ name: 'idle', status: 'starting', tools_count: 0 });
+    expect(granted.tools.map((t) => t.name)).toEqual(['mcp__idle__skald_start']);
+    // The approved call starts it, confined, and its tools are offered from then on without starting it again.
+    const started = await exec(frank, 'mcp__idle__skald_start', {});
+    expect(started).toMatchObject({
+      status: 'done',
+      result: expect.stringMatching(/^MCP server idle is running with 3 tools: /),
+    });
+    expect(processesWith(token).length).toBeGreaterThan(0);
+    expect(hostProcessesWith(token)).toEqual([]);
+    expect((await catalog(frank, ['idle'])).tools.map((t) => t.name).sort()).toEqual([
+      'mcp__idle__fill',
+      'mcp__idle__huge',
+      'mcp__idle__probe',
+    ]);
+  });
+
+  it('a server writing files is killed at the workspace quota, like a command, and does not start again while full', async () => {
+    const gina: Actor = { userId: randomUUID(), role: 'user' };
+    expect(await hostile(gina, 'filler', 'probe')).toMatchObject({ status: 'done' });
+    const reply = await exec(gina, 'mcp__filler__fill', { files: 400 });
+    expect(reply).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/workspace quota exceeded: .*; the MCP server was stopped/),
+    });
+    const ws = join(base, 'workspaces', gina.userId);
+    let bytes = 0;
+    for (const f of await readdir(ws)) bytes += (await stat(join(ws, f))).size;
+    // Stopped within about one sampling interval past the 8 MiB quota (the loop writes ~50 MiB/s).
+    expect(bytes).toBeGreaterThan(8 * 1024 ** 2);
+    expect(bytes).toBeLessThan(24 * 1024 ** 2);
+    for (let i = 0; i < 50 && runner.app.get(McpLauncher).runningCount > 0; i++) await sleep(100);
+    const again = await exec(gina, 'mcp__filler__skald_start', {});
+    expect(again).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/workspace quota exceeded: .*the MCP server was not started/),
+    });
+    // Another tenant's server is unaffected.
+    const hal: Actor = { userId: randomUUID(), role: 'user' };
+    expect(await hostile(hal, 'fine', 'probe')).toMatchObject({ status: 'done' });
+  });
 
   it.each([
     ['LD_PRELOAD', () => evil],
@@ -261,12 +318,19 @@ describe('stdio MCP servers: lifetime and the runner-wide cap', () => {
     await runner?.stop();
   });
 
-  const probe = (actor: Actor, name: string) =>
-    client.call(
+  const probe = async (actor: Actor, name: string) => {
+    await client.call(
       'mcp.servers.create',
       { actor, server: { name, transport: 'stdio', command: 'node', args: [HOSTILE, 'probe'] } },
       { timeoutMs: 20_000 },
     );
+    // Started by an (approved) call of its start tool: registering it runs nothing.
+    return client.call(
+      'tools.exec',
+      { actor, session_id: randomUUID(), tool_call_id: randomUUID(), name: `mcp__${name}__skald_start`, arguments: {} },
+      { timeoutMs: 30_000 },
+    );
+  };
   const status = async (actor: Actor, name: string) => {
     for (let i = 0; i < 300; i++) {
       const s = (await client.call('mcp.servers.list', { actor })).items.find((x) => x.name === name);

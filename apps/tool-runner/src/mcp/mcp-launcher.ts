@@ -8,7 +8,7 @@ import { CommandRunner } from '../command/command-runner';
 import { execScript, SANDBOX_PATH } from '../command/sandbox/bwrap-args';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { ToolError } from '../tool-error';
-import { WorkspacesService } from '../workspace/workspaces.service';
+import { describeUsage, full, over, WorkspacesService } from '../workspace/workspaces.service';
 import { BoundedStdioTransport, StdioProcess } from './bounded-stdio-transport';
 
 export interface StdioServerSpec {
@@ -29,6 +29,11 @@ export interface StdioServerSpec {
  * inside the sandbox: no host process has any of them in its argv, environment or working directory.
  * At most `SKALD_MCP_MAX_RUNNING` servers run on this runner and `SKALD_MCP_MAX_RUNNING_PER_USER`
  * per user. Every message a server sends is bounded (`SKALD_MCP_MAX_MESSAGE_BYTES`) while read.
+ *
+ * The workspace quota holds as for a command: a server does not start in a workspace at either
+ * quota, one file grows no further than the bytes left when it started (RLIMIT_FSIZE), and the
+ * workspace is sampled while it runs (`WorkspacesService.watch`): once usage passes either quota the
+ * server is killed with its whole sandbox and its calls fail saying so.
  *
  * With `SKALD_SANDBOX=none` (development only, stated loudly at start) the server runs unsandboxed,
  * its launch script on a pipe. When the sandbox is configured but broken, stdio servers are refused.
@@ -71,8 +76,21 @@ export class McpLauncher {
     };
     try {
       const proc = await this.spawn(spec);
-      void proc.exited.then(() => release());
-      return new BoundedStdioTransport(proc, this.config.SKALD_MCP_MAX_MESSAGE_BYTES);
+      const transport = new BoundedStdioTransport(proc, this.config.SKALD_MCP_MAX_MESSAGE_BYTES);
+      const limits = this.workspaces.limits;
+      const unwatch = this.workspaces.watch(spec.userId, (u) => {
+        if (transport.failure !== null || !over(u, limits)) return;
+        transport.failure = `workspace quota exceeded: ${describeUsage(u, limits)}; the MCP server was stopped. Delete files to make room.`;
+        this.log.warn({ userId: spec.userId }, 'stdio MCP server stopped at the workspace quota');
+        void transport.close();
+      });
+      void proc.exited.then(() => {
+        unwatch();
+        // What the server wrote is measured again, off any reply path.
+        this.workspaces.remeasureSoon(spec.userId);
+        release();
+      });
+      return transport;
     } catch (e) {
       release();
       throw e;
@@ -80,8 +98,15 @@ export class McpLauncher {
   }
 
   private async spawn(spec: StdioServerSpec): Promise<StdioProcess> {
-    await this.workspaces.jail(spec.userId); // creates the workspace on first use
+    const jail = await this.workspaces.jail(spec.userId); // creates the workspace on first use
     const workspace = this.workspaces.hostDir(spec.userId);
+    const limits = this.workspaces.limits;
+    const before = await this.workspaces.used(spec.userId, jail);
+    if (full(before, limits))
+      throw new ToolError(
+        'quota_exceeded',
+        `workspace quota exceeded: ${describeUsage(before, limits)}; the MCP server was not started. Delete files to make room.`,
+      );
     const script = execScript(spec.env, [spec.command, ...spec.args]);
     if (this.config.SKALD_SANDBOX === 'none') {
       const child = spawn('/bin/sh', ['-c', '. /dev/fd/3'], {
@@ -102,7 +127,7 @@ export class McpLauncher {
       network: spec.network && this.config.SKALD_MCP_NETWORK === 'on',
       script,
       cpuSeconds: this.config.SKALD_MCP_LIFETIME_SECS,
-      maxFileBytes: this.config.SKALD_WORKSPACE_QUOTA,
+      maxFileBytes: Math.max(0, limits.bytes - before.bytes),
     });
   }
 

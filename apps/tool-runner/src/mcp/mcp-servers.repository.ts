@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { McpToolDef } from '@skald/contracts';
 import { queryRows } from '@skald/persistence';
+
+/** Largest tool list kept for the catalog (JSON text); a longer one is not kept (the server must run to list it). */
+const MAX_STORED_TOOLS_CHARS = 1024 * 1024;
 
 export type McpStatus = 'starting' | 'ready' | 'error' | 'disabled';
 
@@ -22,10 +26,15 @@ export interface StoredMcpServer {
   status: McpStatus;
   error: string | null;
   toolsCount: number;
+  /** The tool list last read from the server by any replica; null before its first start. */
+  tools: McpToolDef[] | null;
   updatedAt: Date;
 }
 
-export type NewMcpServer = Omit<StoredMcpServer, 'id' | 'status' | 'error' | 'toolsCount' | 'enabled' | 'updatedAt'>;
+export type NewMcpServer = Omit<
+  StoredMcpServer,
+  'id' | 'status' | 'error' | 'toolsCount' | 'tools' | 'enabled' | 'updatedAt'
+>;
 
 interface Row {
   id: string;
@@ -43,6 +52,7 @@ interface Row {
   status: McpStatus;
   error: string | null;
   tools_count: number;
+  tools: string | null;
   updated_at: Date;
 }
 
@@ -105,12 +115,24 @@ export class McpServersRepository {
     return rows.length > 0;
   }
 
-  /** The last outcome of connecting (any replica); only for the row that was connected (same id). */
-  async setStatus(id: string, status: McpStatus, error: string | null, toolsCount: number): Promise<void> {
+  /**
+   * The last outcome of connecting (any replica); only for the row that was connected (same id).
+   * `tools` (when given) replaces the kept tool list.
+   */
+  async setStatus(
+    id: string,
+    status: McpStatus,
+    error: string | null,
+    toolsCount: number,
+    tools?: McpToolDef[],
+  ): Promise<void> {
+    const text = tools === undefined ? undefined : JSON.stringify(tools);
+    const kept = text !== undefined && text.length <= MAX_STORED_TOOLS_CHARS ? text : null;
     await queryRows(
       this.db,
-      `UPDATE mcp_servers SET status = $2, error = $3, tools_count = $4, updated_at = now() WHERE id = $1`,
-      [id, status, error, toolsCount],
+      `UPDATE mcp_servers SET status = $2, error = $3, tools_count = $4,
+         tools = CASE WHEN $5::boolean THEN $6 ELSE tools END, updated_at = now() WHERE id = $1`,
+      [id, status, error, toolsCount, tools !== undefined, kept],
     );
   }
 }
@@ -132,6 +154,18 @@ function toServer(r: Row): StoredMcpServer {
     status: r.status,
     error: r.error,
     toolsCount: r.tools_count,
+    tools: parseTools(r.tools),
     updatedAt: r.updated_at,
   };
+}
+
+/** The kept tool list; anything that does not parse as one is treated as none (the server must run to list it). */
+function parseTools(text: string | null): McpToolDef[] | null {
+  if (text === null) return null;
+  try {
+    const parsed = McpToolDef.array().safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
 }

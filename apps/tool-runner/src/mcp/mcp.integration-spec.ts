@@ -13,6 +13,7 @@ import { Bus, RemoteError } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
+import { McpLauncher } from './mcp-launcher';
 import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';
 
 const ROOT = resolve(__dirname, '../../../..');
@@ -135,6 +136,13 @@ describe('MCP servers through the tool runner', () => {
     });
     expect(dto).toMatchObject({ name: 'everything', transport: 'stdio', env_keys: ['EVERYTHING_TOKEN'] });
     expect(JSON.stringify(dto)).not.toContain(TOKEN);
+    // Registered, it runs nothing: granted, it offers only the tool that starts it.
+    expect((await catalog(alice, ['everything'])).tools.map((t) => t.name)).toEqual(['mcp__everything__skald_start']);
+    expect(app.get(McpLauncher).runningCount).toBe(0);
+    expect(await exec(alice, 'mcp__everything__skald_start', {})).toMatchObject({
+      status: 'done',
+      result: expect.stringMatching(/^MCP server everything is running with \d+ tools: .*get-sum/),
+    });
     const ready = await until(alice, 'everything', 'ready');
     expect(ready.tools_count).toBeGreaterThan(5);
     expect(JSON.stringify(await list(alice))).not.toContain(TOKEN);
@@ -193,7 +201,7 @@ describe('MCP servers through the tool runner', () => {
 
   it('server-filesystem works on the user workspace and nothing else', async () => {
     await create(alice, { name: 'fs', transport: 'stdio', command: 'node', args: [FILESYSTEM, '/workspace'] });
-    await until(alice, 'fs', 'ready');
+    // A call of one of its tools starts it too (it passed the approval gate like the start tool).
     expect(
       await exec(alice, 'mcp__fs__write_file', { path: '/workspace/from-mcp.txt', content: 'via MCP' }),
     ).toMatchObject({
@@ -215,6 +223,7 @@ describe('MCP servers through the tool runner', () => {
       args: [join(FIXTURES, 'mcp-list-changed-server.mjs')],
       network: false,
     });
+    await exec(alice, 'mcp__grower__skald_start', {});
     await until(alice, 'grower', 'ready');
     const before = (await catalog(alice, ['grower'])).tools.map((t) => t.name);
     expect(before.sort()).toEqual(['mcp__grower__grow', 'mcp__grower__whoami']);
@@ -262,6 +271,10 @@ describe('MCP servers through the tool runner', () => {
   it('a taken name conflicts; a server that cannot start shows its error; deleting a server ends its tools', async () => {
     expect(await codeOf(create(alice, { name: 'fs', transport: 'stdio', command: 'node' }))).toBe('conflict:name');
     await create(alice, { name: 'broken', transport: 'stdio', command: 'definitely-not-installed' });
+    expect(await exec(alice, 'mcp__broken__skald_start', {})).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('MCP server broken is not available'),
+    });
     const broken = await until(alice, 'broken', 'error');
     expect(broken.error).toBeTruthy();
 

@@ -12,6 +12,10 @@ import { McpConnection, McpServerTarget } from './mcp-connections';
 import { McpLauncher } from './mcp-launcher';
 import { McpServersRepository, StoredMcpServer } from './mcp-servers.repository';
 import { SecretBox } from './secret-box';
+import { mcpWireName } from './tool-names';
+
+/** The tool part of the placeholder a stdio server offers before it has run (`startTool`). */
+export const START_TOOL = 'skald_start';
 
 interface Secrets {
   env: Record<string, string>;
@@ -23,6 +27,11 @@ interface Secrets {
  * to them, opened on first use and shared by that user's sessions, closed when idle, when the
  * server is removed (on every replica, by `mcp.servers.changed.<user>`) or when the server exits.
  * Every replica may serve any call: a connection is opened where the call lands.
+ *
+ * A stdio server runs the tenant's command, so it is started only by a tool call — which passed the
+ * approval gate (MCP tools ask a human by default) — never by registering it nor by the catalog:
+ * the catalog offers the tool list last read from it (`mcp_servers.tools`), or before its first run
+ * one placeholder tool, `mcp__<server>__skald_start`, whose approved call starts it.
  */
 @Injectable()
 export class McpService implements OnModuleInit, OnApplicationShutdown {
@@ -102,8 +111,9 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     if (!stored)
       throw new RemoteError({ code: 'conflict', message: `an MCP server named ${input.name} exists`, field: 'name' });
     this.changed(actor.userId, input.name);
-    // Connect now so that the list shows ready or the error soon; a failure is recorded, not thrown.
-    void this.connection(stored).catch(() => undefined);
+    // An HTTP server is connected now so that the list shows ready or the error soon (a failure is
+    // recorded, not thrown); a stdio server runs nothing until a call of it is approved.
+    if (stored.transport === 'http') void this.connection(stored).catch(() => undefined);
     return toDto(stored);
   }
 
@@ -120,6 +130,8 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     const wanted = servers.filter((s) => granted.includes(s.name));
     const lists = await Promise.all(
       wanted.map(async (s) => {
+        // Never started here for the catalog: its last known tools, or the placeholder that starts it.
+        if (s.transport === 'stdio' && !this.running(s)) return s.tools ?? [startTool(s)];
         try {
           return (await (await this.connection(s)).list()).map((t) => t.def);
         } catch {
@@ -136,6 +148,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     const server = servers.find((s) => wireName.startsWith(`mcp__${s.name}__`));
     if (!server || !server.enabled)
       throw new ToolError('not_found', `${wireName}: no enabled MCP server of yours provides this tool`);
+    const wasRunning = this.running(server);
     let conn: McpConnection;
     try {
       conn = await this.connection(server);
@@ -143,6 +156,15 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       throw new ToolError('unavailable', `MCP server ${server.name} is not available: ${errorText(e)}`);
     }
     const tool = await conn.find(wireName);
+    // The placeholder (unless the server has a tool of that very name and was already running).
+    if (wireName === mcpWireName(server.name, START_TOOL) && (!wasRunning || !tool)) {
+      const tools = await conn.list();
+      return {
+        result:
+          `MCP server ${server.name} is running with ${tools.length} tool${tools.length === 1 ? '' : 's'}` +
+          `${tools.length > 0 ? `: ${tools.map((t) => t.def.name).join(', ')}` : ''}. They can be called from the next step.`,
+      };
+    }
     if (!tool) throw new ToolError('not_found', `MCP server ${server.name} has no tool ${wireName} (any more)`);
     if (ctx.signal.aborted) throw new ToolCancelled();
     let result: CallToolResult;
@@ -165,6 +187,13 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       if (tool) return tool.def.read_only || tool.def.idempotent ? 'reExecute' : 'markInterrupted';
     }
     return 'markInterrupted';
+  }
+
+  /** Whether this replica has (or is opening) a connection to exactly this stored server. */
+  private running(s: StoredMcpServer): boolean {
+    const p = this.live.get(`${s.userId}/${s.name}`);
+    if (!p || openingIds.get(p) !== s.id) return false;
+    return !settled.get(p)?.closed;
   }
 
   private connection(s: StoredMcpServer): Promise<McpConnection> {
@@ -211,8 +240,9 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
           if (p && settled.get(p) === c) this.live.delete(key);
         },
       });
-      const count = (await conn.list()).length;
-      await this.repo.setStatus(s.id, 'ready', null, count).catch(() => undefined);
+      const tools = (await conn.list()).map((t) => t.def);
+      const count = tools.length;
+      await this.repo.setStatus(s.id, 'ready', null, count, tools).catch(() => undefined);
       this.log.info({ ...ids, tools: count }, 'MCP server connected');
       return conn;
     } catch (e) {
@@ -293,6 +323,23 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
 const settled = new WeakMap<Promise<McpConnection>, McpConnection>();
 /** The stored server id each connection was opened for. */
 const openingIds = new WeakMap<Promise<McpConnection>, string>();
+
+/**
+ * What the catalog offers for a stdio server that has never run: one tool whose call (approved like
+ * any MCP tool) starts it and loads its tools.
+ */
+export function startTool(s: Pick<StoredMcpServer, 'name'>): McpToolDef {
+  return {
+    name: mcpWireName(s.name, START_TOOL),
+    server: s.name,
+    description:
+      `Starts the MCP server "${s.name}" (its configured command, in your sandbox) and loads its tools, ` +
+      'which can be called from the next step. Call it before using the server.',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    read_only: false,
+    idempotent: true,
+  };
+}
 
 function toDto(s: StoredMcpServer): McpServerDto {
   return {

@@ -21,3 +21,18 @@ export function hostProcessesWith(token: string): string[] {
   }
   return found;
 }
+
+/** Every process on the machine (any pid namespace, sandboxes included) whose argv contains `token`. */
+export function processesWith(token: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    if (pid === String(process.pid)) continue;
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+      if (argv.includes(token)) found.push(`${pid}: ${argv.replaceAll('\0', ' ')}`);
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return found;
+}

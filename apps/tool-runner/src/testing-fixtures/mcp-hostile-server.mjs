@@ -5,10 +5,12 @@
 //   many-tools      one page of 5 000 tools
 //   huge-schema     one tool with a 200 KB input schema beside a normal one
 //   huge-result     tools/call streams one JSON line of 1 GB (written while the reader keeps up)
-//   probe           tools/call `probe` reports what the server sees (uid, env, network, limits)
+//   probe           tools/call `probe` reports what the server sees (uid, env, network, limits);
+//                   `fill {files}` writes 256 KiB files into /workspace, one every 5 ms
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { setTimeout } from 'node:timers';
 
 const mode = process.argv[2] ?? 'probe';
 let pages = 0;
@@ -27,7 +29,25 @@ function list(id) {
     const big = { type: 'object', properties: { x: { type: 'string', description: 'x'.repeat(200 * 1024) } } };
     return send({ jsonrpc: '2.0', id, result: { tools: [tool('big', big), tool('small')] } });
   }
-  return send({ jsonrpc: '2.0', id, result: { tools: [tool('probe'), tool('huge')] } });
+  return send({ jsonrpc: '2.0', id, result: { tools: [tool('probe'), tool('huge'), tool('fill')] } });
+}
+
+function fill(id, args) {
+  const n = Number(args?.files ?? 100);
+  const piece = Buffer.alloc(256 * 1024, 120);
+  let i = 0;
+  const done = (text) => send({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+  const next = () => {
+    if (i >= n) return done(`wrote ${i} files`);
+    try {
+      writeFileSync(`/workspace/fill-${i}.bin`, piece);
+    } catch (e) {
+      return done(`stopped after ${i} files: ${e.code}`);
+    }
+    i++;
+    setTimeout(next, 5);
+  };
+  next();
 }
 
 function hugeLine(id) {
@@ -78,6 +98,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       },
     });
   if (m.method === 'tools/list') return list(m.id);
+  if (m.method === 'tools/call' && m.params.name === 'fill') return fill(m.id, m.params.arguments);
   if (m.method === 'tools/call')
     return m.params.name === 'huge' || mode === 'huge-result' ? hugeLine(m.id) : probe(m.id);
   send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no such method' } });

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INestApplication } from '@nestjs/common';
@@ -29,12 +29,16 @@ export async function startRunnerOverNats(name: string, env: Record<string, stri
   const log = pino({ level: 'silent' });
   const nats = await startPrivateNats();
   const base = await mkdtemp(join(tmpdir(), `skald-${name}-`));
+  // Searchable by the tenant uids of the rlimit mode (bwrap runs as one and binds by path).
+  await chmod(base, 0o711);
   const workspaces = join(base, 'workspaces');
   const config = loadConfig(ToolRunnerConfigSchema, {
     DATABASE_URL: process.env.DATABASE_URL,
     DATABASE_POOL_SIZE: '2',
     NATS_URL: nats.url,
     SKALD_WORKSPACES: workspaces,
+    // The sandbox's limits mode of the environment (SKALD_SANDBOX_CGROUPS=off: the rlimit fallback).
+    ...(process.env.SKALD_SANDBOX_CGROUPS ? { SKALD_SANDBOX_CGROUPS: process.env.SKALD_SANDBOX_CGROUPS } : {}),
     ...env,
   });
   const app = await NestFactory.create(AppModule.register(config, log, `${name}-${process.pid}`), { logger: false });

@@ -1,5 +1,5 @@
 import { constants as C, Dirent } from 'node:fs';
-import { FileHandle, lstat, mkdir, open, readdir, readlink, realpath, unlink } from 'node:fs/promises';
+import { FileHandle, lstat, mkdir, open, readdir, readlink, realpath, stat, unlink } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { DanglingSymlink, ToolError } from '../tool-error';
 import { WorkspacePath } from './workspace-path';
@@ -49,11 +49,27 @@ function at(dir: FileHandle, name: string): string {
  * `O_NONBLOCK`, so a race can never truncate or hang on something outside the root.
  */
 export class Jail {
-  private constructor(readonly root: string) {}
+  private constructor(
+    readonly root: string,
+    /** Who new entries belong to: the workspace root's owner, when it is not this process (a tenant uid). */
+    private readonly owner: { uid: number; gid: number } | null = null,
+  ) {}
 
-  /** `root` must exist; it is resolved once to its real path. */
+  /**
+   * `root` must exist; it is resolved once to its real path. A root runner whose workspace belongs
+   * to a tenant uid (sandboxes run as it) gives every file and directory it creates to that owner.
+   */
   static async at(root: string): Promise<Jail> {
-    return new Jail(await realpath(root));
+    const real = await realpath(root);
+    const st = await stat(real);
+    const me = process.getuid?.();
+    const owner = me === 0 && st.uid !== 0 ? { uid: st.uid, gid: st.gid } : null;
+    return new Jail(real, owner);
+  }
+
+  /** Gives a created entry to the workspace's owner (through its open descriptor: no path race). */
+  private async own(handle: FileHandle): Promise<void> {
+    if (this.owner) await handle.chown(this.owner.uid, this.owner.gid);
   }
 
   contains(real: string): boolean {
@@ -103,6 +119,7 @@ export class Jail {
           throw ioError(err, p);
         });
         created = true;
+        await this.own(handle);
         if (budget) budget.left--;
       }
       const size = await this.regularSize(handle, p);
@@ -159,6 +176,7 @@ export class Jail {
       for (let i = 0; i < count; i++) {
         const name = p.segments[i];
         const here = `/workspace/${p.segments.slice(0, i + 1).join('/')}`;
+        let made = false;
         if (create) {
           const missing =
             budget !== undefined &&
@@ -168,7 +186,7 @@ export class Jail {
             ));
           // Every component from here on is missing, and the file after them: all or nothing.
           if (missing && budget && count - i + 1 > budget.left) throw budget.full();
-          const made = await mkdir(at(current, name), DIR_MODE).then(
+          made = await mkdir(at(current, name), DIR_MODE).then(
             () => true,
             (e: unknown) => {
               if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(e, p, here);
@@ -180,6 +198,7 @@ export class Jail {
         const next = await this.openDirStep(current, name, p, here);
         await current.close();
         current = next;
+        if (made) await this.own(current);
       }
       return current;
     } catch (e) {

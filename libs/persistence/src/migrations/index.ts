@@ -9,6 +9,7 @@ import { LlmUsage1764460800600 } from './1764460800600-llm-usage';
 import { AgentsCatalog1764460800700 } from './1764460800700-agents-catalog';
 import { Scheduler1764460800800 } from './1764460800800-scheduler';
 import { WsTicketCredential1764460800900 } from './1764460800900-ws-ticket-credential';
+import { McpServerTools1764460803000 } from './1764460803000-mcp-server-tools';
 import { PoisonSafe1764460801000 } from './1764460801000-poison-safe';
 import { BuiltInApprovalRules1764460802170 } from './1764460802170-built-in-approval-rules';
 
@@ -27,5 +28,6 @@ export const MIGRATIONS = [
   WsTicketCredential1764460800900,
   PoisonSafe1764460801000,
   BuiltInApprovalRules1764460802170,
+  McpServerTools1764460803000,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -32,6 +32,10 @@ describe('bwrapOptions', () => {
     expect(a.join(' ')).toContain('--symlink usr/bin /bin');
     expect(a.join(' ')).toContain('--ro-bind /tmp/g/passwd /etc/passwd');
     expect(a.join(' ')).toContain('--size 1024 --tmpfs /tmp');
+    expect(a.join(' ')).toContain('--size 1024 --tmpfs /dev/shm');
+    // Every other tmpfs bwrap makes (the root, /dev) is read-only once the sandbox is set up.
+    expect(a.slice(-4)).toEqual(['--remount-ro', '/dev', '--remount-ro', '/']);
+    expect(a.filter((o) => o === '--tmpfs').length).toBe(a.filter((o) => o === '--size').length);
     expect(a.join(' ')).toContain(`--perms 0444 --file 4 ${LAUNCH_FILE}`);
     expect(a.join(' ')).toContain('--bind /srv/ws/u1 /workspace --chdir /workspace/sub');
     // The environment is exactly the one set here.
@@ -129,29 +133,33 @@ describe('launch scripts', () => {
 
 describe('launcher', () => {
   it('takes bwrap, the filter and the cgroup files as positional arguments, never as code; nothing of the call', () => {
-    expect(launcherArgs('/usr/bin/bwrap', '/srv/f.bpf', ['/cg/pids/c/cgroup.procs'])).toEqual([
+    expect(launcherArgs('/usr/bin/bwrap', '/srv/f.bpf', ['/cg/pids/c/cgroup.procs'], '/usr/bin/setpriv')).toEqual([
       '-c',
       LAUNCHER_SCRIPT,
       'sh',
       '/usr/bin/bwrap',
+      '/usr/bin/setpriv',
       '/srv/f.bpf',
       '/cg/pids/c/cgroup.procs',
     ]);
-    expect(launcherArgs('bwrap', null, [])).toEqual(['-c', LAUNCHER_SCRIPT, 'sh', 'bwrap', '']);
+    expect(launcherArgs('bwrap', null, [])).toEqual(['-c', LAUNCHER_SCRIPT, 'sh', 'bwrap', '', '']);
     expect(LAUNCHER_SCRIPT).toContain('echo $$ > "$f" || exit 125');
     expect(LAUNCHER_SCRIPT).toContain('ulimit -t "$cpu" && ulimit -f "$fsize" || exit 125');
-    expect(LAUNCHER_SCRIPT).toContain(`exec "$b" --args 3 -- /bin/sh -c '. ${LAUNCH_FILE}'`);
+    expect(LAUNCHER_SCRIPT).toContain(`exec "$@" --args 3 -- /bin/sh -c "ulimit -p $nproc && . ${LAUNCH_FILE}"`);
   });
 
   it('sends the limits, then the NUL-separated options on fd 3', () => {
-    expect(launcherInput({ cpuSeconds: 2.5, fileSizeBytes: 1024 * 1024 }, ['--x', 'y z']).toString()).toBe(
-      '3 2048 -\n--x\0y z\0',
-    );
+    expect(
+      launcherInput({ cpuSeconds: 2.5, fileSizeBytes: 1024 * 1024, processes: 64 }, ['--x', 'y z']).toString(),
+    ).toBe('3 2048 - 64 -\n--x\0y z\0');
   });
 
-  it('adds RLIMIT_AS when no memory cgroup bounds the tree', () => {
-    const input = launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, addressSpaceBytes: 2048 * 1024 }, []);
-    expect(input.toString()).toBe('1 0 2048\n');
+  it('adds RLIMIT_DATA when no memory cgroup bounds the tree, and the tenant uid when there is one', () => {
+    const input = launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, dataBytes: 2048 * 1024, processes: 8 }, []);
+    expect(input.toString()).toBe('1 0 2048 8 -\n');
+    expect(launcherInput({ cpuSeconds: 1, fileSizeBytes: 0, processes: 8, uid: 10007 }, []).toString()).toBe(
+      '1 0 - 8 10007\n',
+    );
   });
 });
 

@@ -73,10 +73,15 @@ export function bwrapOptions(spec: SandboxSpec): string[] {
   for (const g of spec.layout.generated) a.push('--ro-bind', g.src, g.dest);
   // The private /tmp before the read-only binds: a bind of a host path under /tmp (an operator's
   // SKALD_SANDBOX_RO_BINDS) must land on top of it, not be hidden by it.
+  // Every tmpfs the sandbox can write is sized: /tmp and /dev/shm get `tmpSizeBytes` each; the root
+  // and /dev (tmpfs mounts bwrap makes, owned by the sandbox user) are made read-only at the end, so
+  // no unsized tmpfs is writable (where no memory cgroup counts tmpfs pages, nothing else bounds it).
   a.push('--proc', '/proc', '--dev', '/dev', '--size', String(spec.tmpSizeBytes), '--tmpfs', '/tmp');
+  a.push('--size', String(spec.tmpSizeBytes), '--tmpfs', '/dev/shm');
   for (const file of spec.layout.roFiles) a.push('--ro-bind', file, file);
   a.push('--perms', '0444', '--file', String(LAUNCH_FD), LAUNCH_FILE);
   a.push('--bind', spec.workspace, '/workspace', '--chdir', spec.cwd);
+  a.push('--remount-ro', '/dev', '--remount-ro', '/');
   for (const o of a) if (o.includes('\0')) throw new Error('a sandbox option contains a NUL byte');
   return a;
 }
@@ -108,41 +113,65 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export interface ShellLimits {
   cpuSeconds: number;
   fileSizeBytes: number;
-  /** RLIMIT_AS, only when no memory cgroup bounds the tree. */
-  addressSpaceBytes?: number;
+  /**
+   * RLIMIT_DATA (writable private memory: heap, anonymous mappings), only when no memory cgroup bounds
+   * the tree. Not RLIMIT_AS: runtimes reserve address space they never use (V8 reserves more than
+   * 1 GiB for a worker thread), data is what a process really takes.
+   */
+  dataBytes?: number;
+  /**
+   * RLIMIT_NPROC, set by the sandbox's own shell once bwrap has made the sandbox's user namespace:
+   * the kernel counts a process against it at every user-namespace level (Linux ≥ 5.14), and at
+   * the sandbox's level only that sandbox's processes exist, so it bounds each sandbox on its own;
+   * the levels outside are held to the limit bwrap had when it made the namespace (the runner's).
+   * Root's processes are exempt, hence `uid`.
+   */
+  processes: number;
+  /** Run bwrap as this uid and gid (through setpriv) instead of the runner's own. */
+  uid?: number;
 }
 
 /**
- * The launcher, `/bin/sh -c <script> sh <bwrap> <seccomp BPF file or ''> <cgroup.procs files…>`,
- * spawned with fd 3 and 4 as pipes: it puts itself into the call's cgroups (so every process bwrap
- * creates is counted from the first fork), then waits on fd 3 for its call (`launcherInput`): it
- * lowers its rlimits and `exec`s bwrap, which reads its options from the rest of fd 3 (`--args`)
- * and the launch script from fd 4 (`--file`); the filter is opened on fd 5. Its argv, environment
- * (PATH only) and working directory (`/`) are the runner's own constants: nothing of a call is in
- * them. Spawned ahead of its call, it takes the fork of the service, the shell's start and the
- * cgroup moves off the command's start path; when the runner dies first, fd 3 ends and it exits.
+ * The launcher, `/bin/sh -c <script> sh <bwrap> <setpriv or ''> <seccomp BPF file or ''> <cgroup.procs
+ * files…>`, spawned with fd 3 and 4 as pipes: it puts itself into the call's cgroups (so every process
+ * bwrap creates is counted from the first fork), then waits on fd 3 for its call (`launcherInput`): it
+ * lowers its rlimits and `exec`s bwrap (through setpriv, as the tenant's uid, when the call names
+ * one), which reads its options from the rest of fd 3 (`--args`) and the launch script from fd 4
+ * (`--file`); the filter is opened on fd 5. Inside, the sandbox's shell sets RLIMIT_NPROC before
+ * it reads the launch script. Its argv, environment (PATH only) and working directory (`/`) are the
+ * runner's own constants: nothing of a call is in them. Spawned ahead of its call, it takes the fork
+ * of the service, the shell's start and the cgroup moves off the command's start path; when the
+ * runner dies first, fd 3 ends and it exits.
  */
 export const LAUNCHER_SCRIPT = [
-  'b=$1 s=$2',
-  'shift 2',
+  'b=$1 u=$2 s=$3',
+  'shift 3',
   'for f do echo $$ > "$f" || exit 125; done',
-  'read -r cpu fsize vmem <&3 || exit 125',
+  'read -r cpu fsize mem nproc uid <&3 || exit 125',
   'ulimit -t "$cpu" && ulimit -f "$fsize" || exit 125',
-  '[ "$vmem" = - ] || ulimit -v "$vmem" || exit 125',
-  `[ -z "$s" ] || exec "$b" --args ${ARGS_FD} -- ${SANDBOX_ENTRY.slice(0, 2).join(' ')} '${SANDBOX_ENTRY[2]}' ${SECCOMP_FD}<"$s"`,
-  `exec "$b" --args ${ARGS_FD} -- ${SANDBOX_ENTRY.slice(0, 2).join(' ')} '${SANDBOX_ENTRY[2]}'`,
+  '[ "$mem" = - ] || ulimit -d "$mem" || exit 125',
+  'if [ "$uid" = - ]; then set -- "$b"; else set -- "$u" --reuid="$uid" --regid="$uid" --clear-groups -- "$b"; fi',
+  `[ -z "$s" ] || exec "$@" --args ${ARGS_FD} -- ${SANDBOX_ENTRY.slice(0, 2).join(' ')} "ulimit -p $nproc && ${SANDBOX_ENTRY[2]}" ${SECCOMP_FD}<"$s"`,
+  `exec "$@" --args ${ARGS_FD} -- ${SANDBOX_ENTRY.slice(0, 2).join(' ')} "ulimit -p $nproc && ${SANDBOX_ENTRY[2]}"`,
 ].join('\n');
 
 /** Argv of a launcher. */
-export function launcherArgs(bwrap: string, seccompFile: string | null, cgroupProcs: string[]): string[] {
-  return ['-c', LAUNCHER_SCRIPT, 'sh', bwrap, seccompFile ?? '', ...cgroupProcs];
+export function launcherArgs(
+  bwrap: string,
+  seccompFile: string | null,
+  cgroupProcs: string[],
+  setpriv: string | null = null,
+): string[] {
+  return ['-c', LAUNCHER_SCRIPT, 'sh', bwrap, setpriv ?? '', seccompFile ?? '', ...cgroupProcs];
 }
 
 /** What a launcher reads on fd 3: a line of limits, then bwrap's options NUL-separated (`--args`). */
 export function launcherInput(limits: ShellLimits, options: string[]): Buffer {
   const cpu = Math.max(1, Math.ceil(limits.cpuSeconds));
-  // ulimit -f counts 512-byte blocks, ulimit -v KiB.
+  // ulimit -f counts 512-byte blocks, ulimit -d KiB.
   const fsize = Math.max(0, Math.floor(limits.fileSizeBytes / 512));
-  const vmem = limits.addressSpaceBytes !== undefined ? String(Math.floor(limits.addressSpaceBytes / 1024)) : '-';
-  return Buffer.from(`${cpu} ${fsize} ${vmem}\n${options.map((o) => `${o}\0`).join('')}`);
+  const mem = limits.dataBytes !== undefined ? String(Math.floor(limits.dataBytes / 1024)) : '-';
+  const nproc = Math.max(1, Math.floor(limits.processes));
+  const uid = limits.uid !== undefined ? String(Math.floor(limits.uid)) : '-';
+  return Buffer.from(`${cpu} ${fsize} ${mem} ${nproc} ${uid}\n${options.map((o) => `${o}\0`).join('')}`);
 }

@@ -28,7 +28,7 @@ describe('launcher script', () => {
         'printf "\\0SECCOMP\\0"',
         '[ -e /proc/$$/fd/5 ] && cat <&5',
         'printf "\\0"',
-        'printf "LIMITS\\0%s %s %s\\0" "$(ulimit -t)" "$(ulimit -f)" "$(ulimit -v)"',
+        'printf "LIMITS\\0%s %s %s\\0" "$(ulimit -t)" "$(ulimit -f)" "$(ulimit -d)"',
         'printf "STDIN\\0%s\\0" "$(readlink /proc/$$/fd/0)"',
         'printf "ENV\\0%s\\0" "$(env | sort | tr "\\n" " ")"',
         'printf "CWD\\0%s\\0" "$PWD"',
@@ -42,8 +42,14 @@ describe('launcher script', () => {
   });
 
   /** Runs a launcher like the runner does. */
-  async function launch(command: string, limits: ShellLimits, options: string[], seccomp: string | null = null) {
-    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, seccomp, []), {
+  async function launch(
+    command: string,
+    limits: ShellLimits,
+    options: string[],
+    seccomp: string | null = null,
+    setpriv: string | null = null,
+  ) {
+    const child = spawn('/bin/sh', launcherArgs(fakeBwrap, seccomp, [], setpriv), {
       cwd: '/',
       env: { PATH: '/usr/bin:/bin' },
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
@@ -57,9 +63,12 @@ describe('launcher script', () => {
     (child.stdio[3] as Writable).end(launcherInput(limits, options));
     (child.stdio[4] as Writable).end(command);
     const code = await new Promise<number | null>((r) => child.once('close', r));
-    const fields = Buffer.concat(out).toString().split('\0');
+    let fields = Buffer.concat(out).toString().split('\0');
+    const via = fields[0] === 'SETPRIV' ? fields[1] : null;
+    if (via !== null) fields = fields.slice(2);
     const at = (name: string) => fields.indexOf(name);
     return {
+      via,
       code,
       stderr: Buffer.concat(err).toString(),
       argv: fields.slice(0, at('OPTIONS')),
@@ -73,7 +82,7 @@ describe('launcher script', () => {
     };
   }
 
-  const limits = { cpuSeconds: 7, fileSizeBytes: 512 * 100 };
+  const limits = { cpuSeconds: 7, fileSizeBytes: 512 * 100, processes: 64 };
   const commands = [
     'true',
     'echo "$HOME" \\\n  && printf "%s\\n" \'a  b\'',
@@ -90,7 +99,8 @@ describe('launcher script', () => {
       const r = await launch(command, limits, ['--unshare-all', '--bind', '/a b', '/workspace']);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
-      expect(r.argv).toEqual(['--args', '3', '--', '/bin/sh', '-c', '. /.skald-launch']);
+      expect(r.argv).toEqual(['--args', '3', '--', '/bin/sh', '-c', 'ulimit -p 64 && . /.skald-launch']);
+      expect(r.via).toBeNull();
       expect(r.options).toEqual(['--unshare-all', '--bind', '/a b', '/workspace']);
       expect(r.script).toBe(command);
       expect(r.env).toBe('PATH=/usr/bin:/bin PWD=/ ');
@@ -106,9 +116,26 @@ describe('launcher script', () => {
   });
 
   it('lowers the rlimits and gives the command /dev/null as stdin', async () => {
-    const r = await launch('true', { cpuSeconds: 7, fileSizeBytes: 512 * 100, addressSpaceBytes: 64 * 1024 ** 2 }, []);
+    const r = await launch(
+      'true',
+      { cpuSeconds: 7, fileSizeBytes: 512 * 100, dataBytes: 64 * 1024 ** 2, processes: 64 },
+      [],
+    );
     expect(r.limits).toBe(`7 100 ${64 * 1024}`);
     expect(r.stdin).toBe('/dev/null');
+  });
+
+  it("runs bwrap through setpriv as the call's uid, with no groups, when the call names one", async () => {
+    const setpriv = join(dir, 'setpriv');
+    await writeFile(setpriv, '#!/bin/sh\nprintf "SETPRIV\\0%s\\0" "$*"\nshift 4\nexec "$@"\n');
+    await chmod(setpriv, 0o755);
+    const r = await launch('true', { ...limits, uid: 10042 }, ['--unshare-all'], null, setpriv);
+    expect(r.via).toBe(
+      `--reuid=10042 --regid=10042 --clear-groups -- ${fakeBwrap} --args 3 -- /bin/sh -c ulimit -p 64 && . /.skald-launch`,
+    );
+    expect(r.options).toEqual(['--unshare-all']);
+    // Without a uid in the call, setpriv is not used even when the launcher has one.
+    expect((await launch('true', limits, [], null, setpriv)).via).toBeNull();
   });
 
   it('exits without running anything when the runner goes away before the call', async () => {

@@ -92,6 +92,8 @@ export class Launchers {
     private readonly bwrap: string,
     private readonly seccompFile: string | null,
     private readonly cgroups: Cgroups,
+    /** setpriv, when calls may name a tenant uid to run bwrap as. */
+    private readonly setpriv: string | null = null,
   ) {}
 
   /** A launcher for one command: a waiting one, or one spawned now. */
@@ -134,7 +136,7 @@ export class Launchers {
   private async spawn(stdin: 'ignore' | 'pipe' = 'ignore'): Promise<Launcher> {
     const cgroup = this.cgroups.controllers.length > 0 ? await this.cgroups.create() : null;
     // Nothing of the service's environment nor of the call: bwrap itself (pid 1 inside) keeps this one.
-    const child = spawn('/bin/sh', launcherArgs(this.bwrap, this.seccompFile, cgroup?.procsFiles ?? []), {
+    const child = spawn('/bin/sh', launcherArgs(this.bwrap, this.seccompFile, cgroup?.procsFiles ?? [], this.setpriv), {
       cwd: '/',
       env: HOST_ENV,
       stdio: [stdin, 'pipe', 'pipe', 'pipe', 'pipe'],

@@ -294,7 +294,10 @@ async function startInfra() {
   return { pg, admin, redis, skaldUrl };
 }
 
-async function startStack(infra, nodeArgs) {
+async function startStack(infra, nodeArgs = {}) {
+  // The worker's inspector (loopback, a free port) lets the benchmark collect garbage before it
+  // weighs the heap of parked turns.
+  nodeArgs = { ...nodeArgs, 'session-worker': [...(nodeArgs['session-worker'] ?? []), '--inspect=127.0.0.1:0'] };
   return Stack.start({
     root: ROOT,
     env: {
@@ -305,7 +308,7 @@ async function startStack(infra, nodeArgs) {
       // Parked turns are measured without waiting the default 30 s.
       SKALD_PARK_AFTER: String(CFG.parkAfterSecs),
     },
-    ...(nodeArgs ? { nodeArgs } : {}),
+    nodeArgs,
   });
 }
 
@@ -508,16 +511,38 @@ async function skaldParked(stack, users, sim, infra) {
   };
 }
 
-/** The worker's heap in use (the least of a few samples, i.e. after a scavenge) and its RSS. */
+/**
+ * The worker's heap in use after a full garbage collection (through its inspector, which the
+ * benchmark opens on a loopback port: `--inspect=127.0.0.1:0`), and its RSS.
+ */
 async function memory(proc) {
-  let heap = Infinity;
-  for (let i = 0; i < 8; i++) {
-    const text = await (await fetch(`${proc.url}/metrics`)).text();
-    const m = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\d+(?:\.\d+)?(?:e\+\d+)?)$/m.exec(text);
-    if (m) heap = Math.min(heap, Number(m[1]));
-    await sleep(250);
+  const line = proc.logs.find((l) => l.includes('Debugger listening on ws://'));
+  if (!line) throw new Error('the session worker has no inspector');
+  const ws = new WebSocket(/(ws:\/\/\S+)/.exec(line)[1]);
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  let id = 0;
+  const call = (method, params = {}) =>
+    new Promise((resolve) => {
+      const my = ++id;
+      const onMessage = (data) => {
+        const msg = JSON.parse(data.toString('utf8'));
+        if (msg.id !== my) return;
+        ws.off('message', onMessage);
+        resolve(msg.result);
+      };
+      ws.on('message', onMessage);
+      ws.send(JSON.stringify({ id: my, method, params }));
+    });
+  try {
+    await call('HeapProfiler.collectGarbage');
+    const r = await call('Runtime.evaluate', { expression: 'process.memoryUsage().heapUsed', returnByValue: true });
+    return { heap: Number(r.result.value), rss: rssBytes(proc.child.pid) };
+  } finally {
+    ws.close();
   }
-  return { heap, rss: rssBytes(proc.child.pid) };
 }
 
 /** 1,000 conversations at once, one turn each (3 tool rounds at 200 ms): all must finish. */

@@ -37,6 +37,8 @@ import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
 const OS = osInfo();
+/** The host's time zone, read once (the default when SKALD_TIMEZONE is unset). */
+const HOST_TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /** How long a command waits for a driver that is letting go of a finished session. */
 const COMMAND_LEASE_WAIT_MS = 5_000;
@@ -363,7 +365,7 @@ export class TurnDriver implements OnApplicationShutdown {
       memory: new NatsMemory(this.bus, userId, role),
       clock: {
         now: () => new Date(),
-        timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+        timeZone: () => this.config.SKALD_TIMEZONE ?? HOST_TIME_ZONE,
       },
       ids: { newId: () => randomUUID() },
       config: resolveLoopConfig({

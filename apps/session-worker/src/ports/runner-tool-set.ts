@@ -12,6 +12,7 @@ import type {
 } from '@skald/agent-loop';
 import { ABSENT_FILE_HASH, BUILTIN_TOOLS, BUILTIN_TOOLS_BY_NAME, McpToolDef, TOPICS } from '@skald/contracts';
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
+import { TurnFacts } from './turn-facts';
 
 const EXEC_MARGIN_MS = 15_000;
 
@@ -32,12 +33,14 @@ export class RunnerToolSet implements ToolSetPort {
     private readonly role: 'user' | 'admin',
     /** The turn whose calls these are (logged by the tool runner). */
     private readonly turnId?: string,
+    /** The turn's remembered facts: the visible tools are asked once; a call that may write forgets them. */
+    private readonly facts: TurnFacts = new TurnFacts(),
   ) {}
 
   /**
    * The built-in tools and the tools of the MCP servers granted to this scope (`activate_tools`),
-   * less those an unconditional Deny hides from this agent (asked of the approval service each
-   * round, which also records every offered name in the tool catalog).
+   * less those an unconditional Deny hides from this agent (asked of the approval service once per
+   * turn and set of offered tools, which also records every offered name in the tool catalog).
    */
   async definitions(ctx: ToolContext): Promise<ToolSpec[]> {
     const actor = { userId: ctx.userId, role: this.role };
@@ -49,14 +52,17 @@ export class RunnerToolSet implements ToolSetPort {
     ];
     let visible: Set<string> | null = null;
     try {
-      const r = await this.bus.call('approval.visible_tools', {
+      const request = {
         actor,
         session_id: ctx.sessionId,
         agent_id: ctx.agentId,
         source: ctx.source,
         ...(ctx.securityGroup ? { security_group: ctx.securityGroup } : {}),
         tools: offered.map((t) => t.name),
-      });
+      };
+      const r = await this.facts.get(`visible_tools ${JSON.stringify(request)}`, () =>
+        this.bus.call('approval.visible_tools', request),
+      );
       visible = new Set(r.visible);
     } catch {
       // The gate still decides every call; hiding is a courtesy to the model.
@@ -107,6 +113,8 @@ export class RunnerToolSet implements ToolSetPort {
     const bus = this.bus;
     const role = this.role;
     const turnId = this.turnId;
+    const facts = this.facts;
+    const readOnly = spec?.concurrencySafe ?? mcp?.read_only ?? false;
     const args =
       call.arguments && typeof call.arguments === 'object' && !Array.isArray(call.arguments)
         ? (call.arguments as Record<string, unknown>)
@@ -163,6 +171,8 @@ export class RunnerToolSet implements ToolSetPort {
           if (e instanceof RemoteError) return { ok: false, error: e.message };
           if (e instanceof BusRequestError) return { ok: false, error: `tool runner unavailable: ${e.message}` };
           throw e;
+        } finally {
+          if (!readOnly) facts.changed();
         }
       },
       /** The diff for the approval card, computed by the tool runner from the user's workspace. */

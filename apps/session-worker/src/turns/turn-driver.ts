@@ -29,6 +29,7 @@ import { NatsMemory } from '../ports/nats-memory';
 import { osInfo } from '../ports/os-info';
 import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
+import { TurnFacts } from '../ports/turn-facts';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { PgSessionStore } from '../store/pg-session-store';
 import { refusedStep } from './refused-step';
@@ -348,6 +349,7 @@ export class TurnDriver implements OnApplicationShutdown {
 
   /** The loop's ports for one session's owner (turns, and the /context and /compact commands). */
   deps(store: PgSessionStore, userId: string, role: 'user' | 'admin', turnId?: string): LoopDeps {
+    const facts = new TurnFacts();
     return {
       store,
       gate: new NatsGate(this.bus, role, turnId),
@@ -357,12 +359,12 @@ export class TurnDriver implements OnApplicationShutdown {
         draining: () => this.draining,
         turnId,
       }),
-      tools: new RunnerToolSet(this.bus, role, turnId),
+      tools: new RunnerToolSet(this.bus, role, turnId, facts),
       tasks: new NatsAsyncTasks(this.bus, role),
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,
-      memory: new NatsMemory(this.bus, userId, role),
+      memory: new NatsMemory(this.bus, userId, role, facts),
       clock: {
         now: () => new Date(),
         timeZone: () => this.config.SKALD_TIMEZONE ?? HOST_TIME_ZONE,

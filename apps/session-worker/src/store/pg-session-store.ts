@@ -17,6 +17,7 @@ import {
 } from '@skald/agent-loop';
 import { DataSource, EntityManager } from 'typeorm';
 import { iso } from '../sessions/row-format';
+import { SessionCache } from './session-cache';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
 export interface Fence {
@@ -79,6 +80,9 @@ const num = (v: unknown): number | null => (v === null || v === undefined ? null
  * fail). Committed events are handed to `announce` only after the transaction commits.
  */
 export class PgSessionStore implements SessionStore {
+  /** The session's rows as this lease holder read and committed them (see SessionCache). */
+  private readonly cache = new SessionCache();
+
   constructor(
     private readonly ds: DataSource,
     private readonly fence: Fence,
@@ -114,6 +118,13 @@ export class PgSessionStore implements SessionStore {
   }
 
   async listMessages(frameId: string, options: ListMessagesOptions = {}): Promise<MessageRow[]> {
+    const cached = this.cache.listMessages(frameId, options);
+    if (cached) return cached;
+    this.cache.keepMessages(frameId, await this.readMessages(frameId, { includeFailed: true }));
+    return this.cache.listMessages(frameId, options) ?? this.readMessages(frameId, options);
+  }
+
+  private async readMessages(frameId: string, options: ListMessagesOptions): Promise<MessageRow[]> {
     const params: unknown[] = [frameId];
     let where = `frame_id = $1`;
     if (!options.includeFailed) where += ` AND status = 'ok'`;
@@ -126,10 +137,14 @@ export class PgSessionStore implements SessionStore {
   }
 
   async listToolCalls(frameId: string): Promise<ToolCallRow[]> {
+    const cached = this.cache.listToolCalls(frameId);
+    if (cached) return cached;
     const rows: Row[] = await queryRows(this.ds, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [
       frameId,
     ]);
-    return rows.map(toToolCall);
+    const calls = rows.map(toToolCall);
+    this.cache.keepToolCalls(frameId, calls);
+    return calls;
   }
 
   async getToolCall(toolCallId: string): Promise<ToolCallRow | null> {
@@ -138,6 +153,14 @@ export class PgSessionStore implements SessionStore {
   }
 
   async getScratchpad(scratchpadSessionId: string): Promise<ScratchpadNote[]> {
+    const cached = this.cache.getScratchpad(scratchpadSessionId);
+    if (cached) return cached;
+    const notes = await this.readScratchpad(scratchpadSessionId);
+    this.cache.keepScratchpad(scratchpadSessionId, notes);
+    return notes;
+  }
+
+  private async readScratchpad(scratchpadSessionId: string): Promise<ScratchpadNote[]> {
     const rows: Row[] = await queryRows(
       this.ds,
       `SELECT key, value FROM session_scratchpad WHERE scratchpad_session_id = $1 ORDER BY ord`,
@@ -152,6 +175,15 @@ export class PgSessionStore implements SessionStore {
   }
 
   async getGrants(scope: GrantScope): Promise<string[]> {
+    const key = scope.kind === 'session' ? `s:${scope.sessionId}` : `f:${scope.frameId}`;
+    const cached = this.cache.getGrants(key);
+    if (cached) return cached;
+    const groups = await this.readGrants(scope);
+    this.cache.keepGrants(key, groups);
+    return groups;
+  }
+
+  private async readGrants(scope: GrantScope): Promise<string[]> {
     const rows: Row[] =
       scope.kind === 'session'
         ? await queryRows(
@@ -166,11 +198,15 @@ export class PgSessionStore implements SessionStore {
   }
 
   async getCompaction(frameId: string): Promise<CompactionSummary | null> {
+    const cached = this.cache.getCompaction(frameId);
+    if (cached !== undefined) return cached;
     const rows: Row[] = await queryRows(this.ds, `SELECT * FROM compaction_summaries WHERE frame_id = $1`, [frameId]);
     const r = rows[0];
-    return r
+    const summary = r
       ? { frameId: String(r.frame_id), summary: String(r.summary), boundaryMessageId: String(r.boundary_message_id) }
       : null;
+    this.cache.keepCompaction(frameId, summary);
+    return summary;
   }
 
   async listInbox(sessionId: string): Promise<InboxItem[]> {
@@ -183,7 +219,21 @@ export class PgSessionStore implements SessionStore {
   }
 
   async commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void> {
-    const committed = await this.ds.transaction(async (tx) => {
+    const committed = await this.writeFenced(sessionId, mutations, events).catch((e: unknown) => {
+      // Whether a failed commit wrote anything is not known here: read from Postgres again.
+      this.cache.clear();
+      throw e;
+    });
+    this.cache.apply(mutations);
+    if (committed.length > 0) this.announce(committed);
+  }
+
+  private writeFenced(
+    sessionId: string,
+    mutations: Mutation[],
+    events: SessionEventDraft[],
+  ): Promise<CommittedEvent[]> {
+    return this.ds.transaction(async (tx) => {
       const lease: Row[] = await queryRows(
         tx,
         `SELECT epoch FROM session_leases
@@ -199,7 +249,6 @@ export class PgSessionStore implements SessionStore {
         throw rejected(e);
       }
     });
-    if (committed.length > 0) this.announce(committed);
   }
 }
 

@@ -234,22 +234,73 @@ export class PgSessionStore implements SessionStore {
     events: SessionEventDraft[],
   ): Promise<CommittedEvent[]> {
     return this.ds.transaction(async (tx) => {
-      const lease: Row[] = await queryRows(
-        tx,
-        `SELECT epoch FROM session_leases
-          WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
-        [sessionId, this.fence.owner, this.fence.epoch],
-      );
-      if (lease.length === 0)
-        throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
+      const committed = await fenceAndAppend(tx, sessionId, this.fence, events);
       try {
         for (const m of mutations) await applyMutation(tx, m, this.fence.epoch);
-        return await appendEvents(tx, sessionId, events);
+        return committed;
       } catch (e) {
         throw rejected(e);
       }
     });
   }
+}
+
+/**
+ * The first statement of every commit: the fence — `FOR SHARE` on the lease row, so a take-over
+ * waits for this commit or this commit sees it and writes nothing — and, with events, the next
+ * contiguous seqs (`sessions.last_seq`) and the event rows, in one statement. Throws
+ * `LeaseLostError` when the lease is not held under this epoch.
+ */
+async function fenceAndAppend(
+  tx: EntityManager,
+  sessionId: string,
+  fence: Fence,
+  events: SessionEventDraft[],
+): Promise<CommittedEvent[]> {
+  const lost = (): LeaseLostError => new LeaseLostError(`lease of session ${sessionId} lost (epoch ${fence.epoch})`);
+  if (events.length === 0) {
+    const lease: Row[] = await queryRows(
+      tx,
+      `SELECT epoch FROM session_leases
+        WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
+      [sessionId, fence.owner, fence.epoch],
+    );
+    if (lease.length === 0) throw lost();
+    return [];
+  }
+  let rows: Row[];
+  try {
+    rows = await queryRows(
+      tx,
+      `WITH fence AS (
+         SELECT epoch FROM session_leases
+          WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE),
+       head AS (
+         UPDATE sessions SET last_seq = last_seq + $4, updated_at = now()
+          WHERE id = $1 AND EXISTS (SELECT 1 FROM fence) RETURNING last_seq, user_id),
+       appended AS (
+         INSERT INTO session_events (session_id, seq, type, payload)
+         SELECT $1, head.last_seq - $4 + u.n, u.t, u.p
+           FROM head, unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(t, p, n))
+       SELECT (SELECT count(*) FROM fence)::int AS fenced, head.last_seq, head.user_id
+         FROM (SELECT 1) AS one LEFT JOIN head ON true`,
+      [
+        sessionId,
+        fence.owner,
+        fence.epoch,
+        events.length,
+        events.map((e) => e.type),
+        events.map((e) => JSON.stringify(e)),
+      ],
+    );
+  } catch (e) {
+    throw rejected(e);
+  }
+  const head = rows[0];
+  if (!head || Number(head.fenced) === 0) throw lost();
+  if (head.last_seq === null || head.last_seq === undefined) throw new Error(`session ${sessionId} not found`);
+  const first = Number(head.last_seq) - events.length + 1;
+  return events.map((event, i) => ({ userId: String(head.user_id), sessionId, seq: first + i, event }));
 }
 
 /** Appends events with the session's next contiguous seqs; returns them for announcing after commit. */

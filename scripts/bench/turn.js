@@ -274,6 +274,16 @@ async function startInfra() {
     },
   });
   const admin = new Client({ connectionString: pg.url('postgres') });
+  try {
+    return await prepareInfra(pg, admin);
+  } catch (e) {
+    await admin.end().catch(() => undefined);
+    await pg.destroy();
+    throw e;
+  }
+}
+
+async function prepareInfra(pg, admin) {
   await admin.connect();
   await admin.query('CREATE DATABASE skald');
   await admin.query('CREATE DATABASE floor');
@@ -291,7 +301,21 @@ async function startInfra() {
   const redis = await PrivateRedis.start();
   // The stack provisions its apps' Redis users on this server (Stack reads REDIS_URL).
   process.env.REDIS_URL = redis.url;
-  return { pg, admin, redis, skaldUrl };
+  /** Synchronous last resort on exit: stop the private Postgres (a daemon) and Redis. */
+  const stopNow = () => {
+    // SIGINT is Postgres's fast shutdown; both answer null once destroyed.
+    for (const [pid, signal] of [
+      [pg.postmasterPid(), 'SIGINT'],
+      [redis.pid, 'SIGKILL'],
+    ]) {
+      try {
+        if (pid) process.kill(pid, signal);
+      } catch {
+        /* gone */
+      }
+    }
+  };
+  return { pg, admin, redis, skaldUrl, stopNow };
 }
 
 async function startStack(infra, nodeArgs = {}) {
@@ -714,6 +738,8 @@ async function main() {
   const skald = {};
   let floor = {};
   const extra = {};
+  // The private servers go whatever happens (they are daemons: a failed run would leave them).
+  process.once('exit', () => infra.stopNow());
   try {
     stack = await startStack(infra);
     const sim = new LlmSimAdminClient(stack.simUrl);
@@ -763,10 +789,13 @@ async function main() {
   } finally {
     if (stack) await stack.stop().catch((e) => log(`stack stop: ${e.message}`));
   }
-  if (CFG.profile) await profileRun(infra);
-  await infra.admin.end();
-  await infra.pg.destroy();
-  await infra.redis.destroy();
+  try {
+    if (CFG.profile) await profileRun(infra);
+  } finally {
+    await infra.admin.end().catch(() => undefined);
+    await infra.pg.destroy();
+    await infra.redis.destroy();
+  }
 
   const results = judge(skald, floor);
   const table = renderTable(skald, floor);

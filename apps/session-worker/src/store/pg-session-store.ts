@@ -74,10 +74,12 @@ async function exec(db: Queryable, sql: string, params: unknown[]): Promise<void
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /**
- * The agent-loop store port on Postgres. Reads are plain queries; `commit` applies the mutations
- * and appends the events (contiguous `seq` from `sessions.last_seq`) in one transaction, fenced by
- * the lease epoch (`FOR SHARE` on the lease row, so a take-over waits for the commit or makes it
- * fail). Committed events are handed to `announce` only after the transaction commits.
+ * The agent-loop store port on Postgres, for one turn of the lease holder. The frame's rows,
+ * grants, scratchpad and compaction are read once and then answered from its `SessionCache`;
+ * `commit` appends the events (contiguous `seq` from `sessions.last_seq`) and applies the mutations
+ * in one transaction, fenced by the lease epoch (`FOR SHARE` on the lease row, so a take-over
+ * waits for the commit or makes it fail). Committed events are handed to `announce` only after the
+ * transaction commits.
  */
 export class PgSessionStore implements SessionStore {
   /** The session's rows as this lease holder read and committed them (see SessionCache). */

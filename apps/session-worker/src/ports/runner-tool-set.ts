@@ -21,6 +21,7 @@ import {
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
 import { APPROVAL_CALL_TIMEOUT_MS } from './nats-gate';
 import { RUNNER_LOST, watchRunner } from './runner-watch';
+import { TurnFacts } from './turn-facts';
 
 /** The sentence of a call whose runner went silent mid-call (a crash, a kill, a partition). */
 export function runnerLostMessage(lossMs: number): string {
@@ -46,12 +47,14 @@ export class RunnerToolSet implements ToolSetPort {
     private readonly role: 'user' | 'admin',
     /** The turn whose calls these are (logged by the tool runner). */
     private readonly turnId?: string,
+    /** The turn's remembered facts: the visible tools are asked once; a call that may write forgets them. */
+    private readonly facts: TurnFacts = new TurnFacts(),
   ) {}
 
   /**
    * The built-in tools and the tools of the MCP servers granted to this scope (`activate_tools`),
-   * less those an unconditional Deny hides from this agent (asked of the approval service each
-   * round, which also records every offered name in the tool catalog).
+   * less those an unconditional Deny hides from this agent (asked of the approval service once per
+   * turn and set of offered tools, which also records every offered name in the tool catalog).
    */
   async definitions(ctx: ToolContext): Promise<ToolSpec[]> {
     const actor = { userId: ctx.userId, role: this.role };
@@ -63,17 +66,16 @@ export class RunnerToolSet implements ToolSetPort {
     ];
     let visible: Set<string> | null = null;
     try {
-      const r = await this.bus.call(
-        'approval.visible_tools',
-        {
-          actor,
-          session_id: ctx.sessionId,
-          agent_id: ctx.agentId,
-          source: ctx.source,
-          ...(ctx.securityGroup ? { security_group: ctx.securityGroup } : {}),
-          tools: offered.map((t) => t.name),
-        },
-        { timeoutMs: APPROVAL_CALL_TIMEOUT_MS },
+      const request = {
+        actor,
+        session_id: ctx.sessionId,
+        agent_id: ctx.agentId,
+        source: ctx.source,
+        ...(ctx.securityGroup ? { security_group: ctx.securityGroup } : {}),
+        tools: offered.map((t) => t.name),
+      };
+      const r = await this.facts.get(`visible_tools ${JSON.stringify(request)}`, () =>
+        this.bus.call('approval.visible_tools', request, { timeoutMs: APPROVAL_CALL_TIMEOUT_MS }),
       );
       visible = new Set(r.visible);
     } catch {
@@ -125,6 +127,8 @@ export class RunnerToolSet implements ToolSetPort {
     const bus = this.bus;
     const role = this.role;
     const turnId = this.turnId;
+    const facts = this.facts;
+    const readOnly = spec?.concurrencySafe ?? mcp?.read_only ?? false;
     const args =
       call.arguments && typeof call.arguments === 'object' && !Array.isArray(call.arguments)
         ? (call.arguments as Record<string, unknown>)
@@ -203,6 +207,7 @@ export class RunnerToolSet implements ToolSetPort {
           throw e;
         } finally {
           watch.close();
+          if (!readOnly) facts.changed();
         }
       },
       /** The diff for the approval card, computed by the tool runner from the user's workspace. */

@@ -17,6 +17,7 @@ import {
 } from '@skald/agent-loop';
 import { DataSource, EntityManager } from 'typeorm';
 import { iso } from '../sessions/row-format';
+import { SessionCache } from './session-cache';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
 export interface Fence {
@@ -73,12 +74,17 @@ async function exec(db: Queryable, sql: string, params: unknown[]): Promise<void
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /**
- * The agent-loop store port on Postgres. Reads are plain queries; `commit` applies the mutations
- * and appends the events (contiguous `seq` from `sessions.last_seq`) in one transaction, fenced by
- * the lease epoch (`FOR SHARE` on the lease row, so a take-over waits for the commit or makes it
- * fail). Committed events are handed to `announce` only after the transaction commits.
+ * The agent-loop store port on Postgres, for one turn of the lease holder. The frame's rows,
+ * grants, scratchpad and compaction are read once and then answered from its `SessionCache`;
+ * `commit` appends the events (contiguous `seq` from `sessions.last_seq`) and applies the mutations
+ * in one transaction, fenced by the lease epoch (`FOR SHARE` on the lease row, so a take-over
+ * waits for the commit or makes it fail). Committed events are handed to `announce` only after the
+ * transaction commits.
  */
 export class PgSessionStore implements SessionStore {
+  /** The session's rows as this lease holder read and committed them (see SessionCache). */
+  private readonly cache = new SessionCache();
+
   constructor(
     private readonly ds: DataSource,
     private readonly fence: Fence,
@@ -114,6 +120,13 @@ export class PgSessionStore implements SessionStore {
   }
 
   async listMessages(frameId: string, options: ListMessagesOptions = {}): Promise<MessageRow[]> {
+    const cached = this.cache.listMessages(frameId, options);
+    if (cached) return cached;
+    this.cache.keepMessages(frameId, await this.readMessages(frameId, { includeFailed: true }));
+    return this.cache.listMessages(frameId, options) ?? this.readMessages(frameId, options);
+  }
+
+  private async readMessages(frameId: string, options: ListMessagesOptions): Promise<MessageRow[]> {
     const params: unknown[] = [frameId];
     let where = `frame_id = $1`;
     if (!options.includeFailed) where += ` AND status = 'ok'`;
@@ -126,10 +139,14 @@ export class PgSessionStore implements SessionStore {
   }
 
   async listToolCalls(frameId: string): Promise<ToolCallRow[]> {
+    const cached = this.cache.listToolCalls(frameId);
+    if (cached) return cached;
     const rows: Row[] = await queryRows(this.ds, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [
       frameId,
     ]);
-    return rows.map(toToolCall);
+    const calls = rows.map(toToolCall);
+    this.cache.keepToolCalls(frameId, calls);
+    return calls;
   }
 
   async getToolCall(toolCallId: string): Promise<ToolCallRow | null> {
@@ -138,6 +155,14 @@ export class PgSessionStore implements SessionStore {
   }
 
   async getScratchpad(scratchpadSessionId: string): Promise<ScratchpadNote[]> {
+    const cached = this.cache.getScratchpad(scratchpadSessionId);
+    if (cached) return cached;
+    const notes = await this.readScratchpad(scratchpadSessionId);
+    this.cache.keepScratchpad(scratchpadSessionId, notes);
+    return notes;
+  }
+
+  private async readScratchpad(scratchpadSessionId: string): Promise<ScratchpadNote[]> {
     const rows: Row[] = await queryRows(
       this.ds,
       `SELECT key, value FROM session_scratchpad WHERE scratchpad_session_id = $1 ORDER BY ord`,
@@ -152,6 +177,15 @@ export class PgSessionStore implements SessionStore {
   }
 
   async getGrants(scope: GrantScope): Promise<string[]> {
+    const key = scope.kind === 'session' ? `s:${scope.sessionId}` : `f:${scope.frameId}`;
+    const cached = this.cache.getGrants(key);
+    if (cached) return cached;
+    const groups = await this.readGrants(scope);
+    this.cache.keepGrants(key, groups);
+    return groups;
+  }
+
+  private async readGrants(scope: GrantScope): Promise<string[]> {
     const rows: Row[] =
       scope.kind === 'session'
         ? await queryRows(
@@ -166,11 +200,15 @@ export class PgSessionStore implements SessionStore {
   }
 
   async getCompaction(frameId: string): Promise<CompactionSummary | null> {
+    const cached = this.cache.getCompaction(frameId);
+    if (cached !== undefined) return cached;
     const rows: Row[] = await queryRows(this.ds, `SELECT * FROM compaction_summaries WHERE frame_id = $1`, [frameId]);
     const r = rows[0];
-    return r
+    const summary = r
       ? { frameId: String(r.frame_id), summary: String(r.summary), boundaryMessageId: String(r.boundary_message_id) }
       : null;
+    this.cache.keepCompaction(frameId, summary);
+    return summary;
   }
 
   async listInbox(sessionId: string): Promise<InboxItem[]> {
@@ -183,24 +221,88 @@ export class PgSessionStore implements SessionStore {
   }
 
   async commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void> {
-    const committed = await this.ds.transaction(async (tx) => {
-      const lease: Row[] = await queryRows(
-        tx,
-        `SELECT epoch FROM session_leases
-          WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
-        [sessionId, this.fence.owner, this.fence.epoch],
-      );
-      if (lease.length === 0)
-        throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
+    const committed = await this.writeFenced(sessionId, mutations, events).catch((e: unknown) => {
+      // Whether a failed commit wrote anything is not known here: read from Postgres again.
+      this.cache.clear();
+      throw e;
+    });
+    this.cache.apply(mutations);
+    if (committed.length > 0) this.announce(committed);
+  }
+
+  private writeFenced(
+    sessionId: string,
+    mutations: Mutation[],
+    events: SessionEventDraft[],
+  ): Promise<CommittedEvent[]> {
+    return this.ds.transaction(async (tx) => {
+      const committed = await fenceAndAppend(tx, sessionId, this.fence, events);
       try {
         for (const m of mutations) await applyMutation(tx, m, this.fence.epoch);
-        return await appendEvents(tx, sessionId, events);
+        return committed;
       } catch (e) {
         throw rejected(e);
       }
     });
-    if (committed.length > 0) this.announce(committed);
   }
+}
+
+/**
+ * The first statement of every commit: the fence — `FOR SHARE` on the lease row, so a take-over
+ * waits for this commit or this commit sees it and writes nothing — and, with events, the next
+ * contiguous seqs (`sessions.last_seq`) and the event rows, in one statement. Throws
+ * `LeaseLostError` when the lease is not held under this epoch.
+ */
+async function fenceAndAppend(
+  tx: EntityManager,
+  sessionId: string,
+  fence: Fence,
+  events: SessionEventDraft[],
+): Promise<CommittedEvent[]> {
+  const lost = (): LeaseLostError => new LeaseLostError(`lease of session ${sessionId} lost (epoch ${fence.epoch})`);
+  if (events.length === 0) {
+    const lease: Row[] = await queryRows(
+      tx,
+      `SELECT epoch FROM session_leases
+        WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
+      [sessionId, fence.owner, fence.epoch],
+    );
+    if (lease.length === 0) throw lost();
+    return [];
+  }
+  let rows: Row[];
+  try {
+    rows = await queryRows(
+      tx,
+      `WITH fence AS (
+         SELECT epoch FROM session_leases
+          WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE),
+       head AS (
+         UPDATE sessions SET last_seq = last_seq + $4, updated_at = now()
+          WHERE id = $1 AND EXISTS (SELECT 1 FROM fence) RETURNING last_seq, user_id),
+       appended AS (
+         INSERT INTO session_events (session_id, seq, type, payload)
+         SELECT $1, head.last_seq - $4 + u.n, u.t, u.p
+           FROM head, unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(t, p, n))
+       SELECT (SELECT count(*) FROM fence)::int AS fenced, head.last_seq, head.user_id
+         FROM (SELECT 1) AS one LEFT JOIN head ON true`,
+      [
+        sessionId,
+        fence.owner,
+        fence.epoch,
+        events.length,
+        events.map((e) => e.type),
+        events.map((e) => JSON.stringify(e)),
+      ],
+    );
+  } catch (e) {
+    throw rejected(e);
+  }
+  const head = rows[0];
+  if (!head || Number(head.fenced) === 0) throw lost();
+  if (head.last_seq === null || head.last_seq === undefined) throw new Error(`session ${sessionId} not found`);
+  const first = Number(head.last_seq) - events.length + 1;
+  return events.map((event, i) => ({ userId: String(head.user_id), sessionId, seq: first + i, event }));
 }
 
 /** Appends events with the session's next contiguous seqs; returns them for announcing after commit. */

@@ -31,6 +31,7 @@ import { NatsMemory } from '../ports/nats-memory';
 import { osInfo } from '../ports/os-info';
 import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
+import { TurnFacts } from '../ports/turn-facts';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { PgSessionStore } from '../store/pg-session-store';
 import { refusedStep } from './refused-step';
@@ -39,6 +40,8 @@ import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
 const OS = osInfo();
+/** The host's time zone, read once (the default when SKALD_TIMEZONE is unset). */
+const HOST_TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /** How long a command waits for a driver that is letting go of a finished session. */
 const COMMAND_LEASE_WAIT_MS = 5_000;
@@ -348,6 +351,7 @@ export class TurnDriver implements OnApplicationShutdown {
 
   /** The loop's ports for one session's owner (turns, and the /context and /compact commands). */
   deps(store: PgSessionStore, userId: string, role: 'user' | 'admin', turnId?: string): LoopDeps {
+    const facts = new TurnFacts();
     return {
       store,
       gate: new NatsGate(this.bus, role, turnId),
@@ -357,15 +361,15 @@ export class TurnDriver implements OnApplicationShutdown {
         draining: () => this.draining,
         turnId,
       }),
-      tools: new RunnerToolSet(this.bus, role, turnId),
+      tools: new RunnerToolSet(this.bus, role, turnId, facts),
       tasks: new NatsAsyncTasks(this.bus, role),
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
       catalog: this.catalog,
-      memory: new NatsMemory(this.bus, userId, role),
+      memory: new NatsMemory(this.bus, userId, role, facts),
       clock: {
         now: () => new Date(),
-        timeZone: () => this.config.SKALD_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+        timeZone: () => this.config.SKALD_TIMEZONE ?? HOST_TIME_ZONE,
       },
       ids: { newId: () => randomUUID() },
       config: resolveLoopConfig({

@@ -351,7 +351,7 @@ export class FileToolsService {
             'Use grep_files to find what you need, or execute_cmd with head, tail or sed -n to read a part.',
         );
       }
-      const buf = await readUpTo(handle, FILE_LIMITS.readMaxBytes);
+      const buf = await readUpTo(handle, FILE_LIMITS.readMaxBytes, size);
       if (looksBinary(buf)) {
         throw new ToolError(
           'binary',
@@ -438,15 +438,25 @@ export class FileToolsService {
   }
 }
 
-/** Reads at most `max` bytes from offset 0. */
-async function readUpTo(handle: FileHandle, max: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(max);
-  return buf.subarray(0, await readInto(handle, buf));
+/**
+ * Reads at most `max` bytes from offset 0 into a buffer sized for the `expected` size (one byte
+ * more, to notice growth): a file that grew since its stat is read on, doubling, up to `max`.
+ */
+export async function readUpTo(handle: FileHandle, max: number, expected = max): Promise<Buffer> {
+  let buf = Buffer.allocUnsafe(Math.max(1, Math.min(max, expected + 1)));
+  let got = await readInto(handle, buf);
+  while (got === buf.length && buf.length < max) {
+    const bigger = Buffer.allocUnsafe(Math.min(max, buf.length * 2));
+    buf.copy(bigger, 0, 0, got);
+    buf = bigger;
+    got = await readInto(handle, buf, got);
+  }
+  return buf.subarray(0, got);
 }
 
-/** Fills `buf` from offset 0 (less at end of file); answers the bytes read. */
-async function readInto(handle: FileHandle, buf: Buffer): Promise<number> {
-  let got = 0;
+/** Fills `buf` from file offset `from` (= buffer offset; less at end of file); answers the bytes in it. */
+async function readInto(handle: FileHandle, buf: Buffer, from = 0): Promise<number> {
+  let got = from;
   while (got < buf.length) {
     const { bytesRead } = await handle.read(buf, got, buf.length - got, got);
     if (bytesRead === 0) break;

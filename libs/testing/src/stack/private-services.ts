@@ -1,6 +1,6 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { natsAuthorizationBlock, SKALD_SERVICES, SkaldService } from '@skald/contracts';
@@ -32,13 +32,19 @@ function run(args: string[]): string {
  * A throwaway PostgreSQL server on a spare loopback port, for fault tests that restart or stop
  * it without touching the machine's shared server.
  */
+export interface PrivatePostgresOptions {
+  /** Extra server settings (`-c name=value`), e.g. `shared_preload_libraries`. */
+  settings?: Record<string, string>;
+}
+
 export class PrivatePostgres {
   private constructor(
     readonly port: number,
     private readonly dir: string,
+    private readonly settings: Record<string, string> = {},
   ) {}
 
-  static async start(): Promise<PrivatePostgres> {
+  static async start(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
     const port = await freePort();
     const dir = mkdtempSync(path.join(tmpdir(), 'skald-pg-'));
     chmodSync(dir, 0o700);
@@ -48,7 +54,7 @@ export class PrivatePostgres {
       chownSync(dir, uid, gid);
     }
     run([`${PG_BIN}/initdb`, '-D', `${dir}/data`, '-U', 'postgres', '-A', 'trust', '--no-sync']);
-    const pg = new PrivatePostgres(port, dir);
+    const pg = new PrivatePostgres(port, dir, options.settings);
     pg.start();
     await pg.ready();
     return pg;
@@ -67,7 +73,10 @@ export class PrivatePostgres {
       `${this.dir}/log`,
       '-w',
       '-o',
-      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`,
+      [
+        `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`,
+        ...Object.entries(this.settings).map(([k, v]) => `-c ${k}=${v}`),
+      ].join(' '),
       'start',
     ]);
   }
@@ -81,6 +90,15 @@ export class PrivatePostgres {
         return false;
       }
     }, 'private postgres');
+  }
+
+  /** The server's main process (its backends are its children), or null when it is not running. */
+  postmasterPid(): number | null {
+    try {
+      return Number(readFileSync(path.join(this.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]) || null;
+    } catch {
+      return null;
+    }
   }
 
   /** Stops it (fast: every connection is terminated), then starts it again after `downMs`. */
@@ -142,6 +160,11 @@ export class PrivateNats {
 
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
+  }
+
+  /** The server's process id, or null when it is not running. */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
   }
 
   /** `NATS_USER` / `NATS_PASSWORD` for a service (empty when the server has no users). */
@@ -216,6 +239,11 @@ export class PrivateRedis {
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** The server's process id, or null when it is not running. */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
   }
 
   async start(): Promise<void> {

@@ -47,6 +47,8 @@ export interface StackOptions {
    * service users are used when it has them (`PrivateNats.start({ serviceUsers: true })`).
    */
   nats?: PrivateNats;
+  /** Node options for one app's processes (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
+  nodeArgs?: Partial<Record<AppName, string[]>>;
   /** LLM clients (`SKALD_LLM_CLIENTS`) built from the llm-sim base URL; default: one client `default` on the sim. */
   llmClients?: (simUrl: string) => unknown[];
 }
@@ -199,7 +201,8 @@ export class Stack {
   ): Promise<StackProcess> {
     const port = await freePort();
     const instance = `${name}-${index}-${port}`;
-    const child = spawn(process.execPath, [path.join(this.options.root, script)], {
+    const nodeArgs = this.options.nodeArgs?.[name] ?? [];
+    const child = spawn(process.execPath, [...nodeArgs, path.join(this.options.root, script)], {
       cwd: this.options.root,
       env: {
         ...process.env,

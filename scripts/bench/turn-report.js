@@ -1,0 +1,138 @@
+'use strict';
+// The turn benchmark's pure part: figures → ratios to the floor → targets (met / NOT met) → one
+// table. No I/O, so a unit test holds it (test/unit/bench-turn-report.spec.ts).
+
+/** Median of a list of numbers (null when empty). */
+function median(xs) {
+  return quantile(xs, 0.5);
+}
+
+/** The q-quantile (nearest rank) of a list of numbers (null when empty). */
+function quantile(xs, q) {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return null;
+  return v[Math.min(v.length - 1, Math.max(0, Math.ceil(q * v.length) - 1))];
+}
+
+/** Bytes per parked turn that still count as "≈ 0": below what the worker's heap varies by anyway. */
+const PARKED_BYTES_LIMIT = 4096;
+
+/**
+ * The targets of a turn benchmark: each reads the figures of Skald (`s`) and of the floor (`f`)
+ * and answers `{ value, limit }` as text, and `met` (true / false, null when a phase was skipped).
+ */
+const TARGETS = [
+  ratioTarget('ms per round, fresh conversation', 'msPerRoundFresh', 2),
+  ratioTarget('CPU ms per round, all processes', 'cpuMsPerRound', 2.5),
+  absTarget('SQL statements per round', (s) => s.sqlStatementsPerRound, '≤', 6),
+  absTarget('SQL transactions per round', (s) => s.sqlTransactionsPerRound, '≤', 3),
+  absTarget(
+    'rounds of turns 181–200 vs 1–20 of one conversation',
+    (s) => (s.msPerRoundLate == null || s.msPerRoundEarly == null ? null : s.msPerRoundLate / s.msPerRoundEarly),
+    '≤',
+    1.3,
+    '×',
+  ),
+  absTarget('turns/s at 50 conversations, of ideal', (s) => fraction(s.turnsPerSec50, s.ideal50), '≥', 0.9, '', pct),
+  absTarget('turns/s at 200 conversations, of ideal', (s) => fraction(s.turnsPerSec200, s.ideal200), '≥', 0.5, '', pct),
+  {
+    name: '1,000 concurrent conversations complete without an error',
+    judge: (s) =>
+      s.thousand == null
+        ? { value: 'skipped', limit: '1000 of 1000, 0 errors', met: null }
+        : {
+            value: `${s.thousand.completed} of ${s.thousand.conversations}, ${s.thousand.errors} errors`,
+            limit: `${s.thousand.conversations} of ${s.thousand.conversations}, 0 errors`,
+            met: s.thousand.completed === s.thousand.conversations && s.thousand.errors === 0,
+          },
+  },
+  absTarget('message to echo (median ms)', (s) => s.echoMs, '≤', 3, ' ms'),
+  absTarget('event latency worker → client p99 (ms)', (s) => s.eventP99Ms, '≤', 25, ' ms'),
+  absTarget('worker memory per parked turn (bytes)', (s) => s.parkedBytesPerTurn, '≤', PARKED_BYTES_LIMIT, ' B'),
+];
+
+function fraction(x, ideal) {
+  return x == null || !ideal ? null : x / ideal;
+}
+
+function pct(x) {
+  return `${(x * 100).toFixed(0)} %`;
+}
+
+function fmt(x, unit = '') {
+  if (x == null) return '–';
+  const digits = Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 10 ? 1 : 2;
+  return `${x.toFixed(digits)}${unit}`;
+}
+
+function ratioTarget(name, key, max) {
+  return {
+    name: `${name} ≤ ${max}× the floor`,
+    judge: (s, f) => {
+      const r = s[key] == null || !f[key] ? null : s[key] / f[key];
+      return r == null
+        ? { value: 'skipped', limit: `${max}×`, met: null }
+        : { value: `${fmt(r)}× (${fmt(s[key])} / ${fmt(f[key])})`, limit: `≤ ${max}×`, met: r <= max };
+    },
+  };
+}
+
+function absTarget(name, read, op, limit, unit = '', show = (x) => fmt(x, unit)) {
+  return {
+    name,
+    judge: (s) => {
+      const v = read(s);
+      if (v == null) return { value: 'skipped', limit: `${op} ${show(limit)}`, met: null };
+      return { value: show(v), limit: `${op} ${show(limit)}`, met: op === '≤' ? v <= limit : v >= limit };
+    },
+  };
+}
+
+/** Every target judged: `[{ name, value, limit, met }]`. */
+function judge(skald, floor) {
+  return TARGETS.map((t) => ({ name: t.name, ...t.judge(skald, floor) }));
+}
+
+/** The columns of the comparison table: a header and how a system's figures fill it. */
+const COLUMNS = [
+  ['ms/round fresh (median)', (x) => fmt(x.msPerRoundFresh)],
+  ['CPU ms/round, all processes', (x) => fmt(x.cpuMsPerRound)],
+  [
+    'SQL statements / transactions per round',
+    (x) =>
+      x.sqlStatementsPerRound == null ? '–' : `${fmt(x.sqlStatementsPerRound)} / ${fmt(x.sqlTransactionsPerRound)}`,
+  ],
+  [
+    'ms/round turns 1–20 → last 20 of one conversation',
+    (x) => (x.msPerRoundEarly == null ? '–' : `${fmt(x.msPerRoundEarly)} → ${fmt(x.msPerRoundLate)}`),
+  ],
+  ['turns/s at 50 (of ideal)', (x) => (x.turnsPerSec50 == null ? '–' : `${fmt(x.turnsPerSec50)} (${fmt(x.ideal50)})`)],
+  [
+    'turns/s at 200 (of ideal)',
+    (x) => (x.turnsPerSec200 == null ? '–' : `${fmt(x.turnsPerSec200)} (${fmt(x.ideal200)})`),
+  ],
+  ['message → echo ms (median)', (x) => fmt(x.echoMs)],
+  ['event p50 / p99 ms', (x) => (x.eventP50Ms == null ? '–' : `${fmt(x.eventP50Ms)} / ${fmt(x.eventP99Ms)}`)],
+  ['B per parked turn', (x) => (x.parkedBytesPerTurn == null ? '–' : fmt(x.parkedBytesPerTurn))],
+];
+
+/** The markdown table (floor row, Skald row) and the targets, as printed and kept in docs. */
+function renderTable(skald, floor) {
+  const rows = [
+    ['system', ...COLUMNS.map(([h]) => h)],
+    ['hand-written durable loop (floor)', ...COLUMNS.map(([, f]) => f(floor))],
+    ['Skald', ...COLUMNS.map(([, f]) => f(skald))],
+  ];
+  const line = (r) => `| ${r.join(' | ')} |`;
+  return [line(rows[0]), line(rows[0].map(() => '---')), ...rows.slice(1).map(line)].join('\n');
+}
+
+function renderTargets(results) {
+  return results
+    .map(
+      (r) => `${r.met === null ? 'skipped' : r.met ? 'met    ' : 'NOT met'}  ${r.name}: ${r.value} (target ${r.limit})`,
+    )
+    .join('\n');
+}
+
+module.exports = { median, quantile, judge, renderTable, renderTargets, TARGETS, PARKED_BYTES_LIMIT };

@@ -1,0 +1,846 @@
+'use strict';
+// Turn benchmark: Skald's turns through the gateway's WebSocket against a durable floor, in one run.
+//
+// The stack is the one `npm start` runs (the five apps as separate processes, each with its own
+// Postgres role, NATS user and Redis ACL user; libs/testing's Stack) with llm-sim as the model, on
+// private Postgres (pg_stat_statements preloaded), NATS and Redis servers, so that every CPU tick
+// and SQL statement counted below is the benchmark's own. The floor (scripts/bench/floor/loop.js)
+// is a hand-written durable loop on the same Postgres server and the same llm-sim.
+//
+// Workloads: 5 tool rounds of `read_file` (allowed by the default rules) at 0 ms model latency for
+// the per-round figures; 3 tool rounds at 200 ms per model call for throughput (ideal: every
+// conversation finishes a turn each 4 × 200 ms). A round is one model call with what follows it
+// (its tool calls and their writes): a turn of 5 tool rounds has 6 rounds.
+//
+//   node scripts/bench/turn.js [--quick] [--profile] [--out test-results/bench]
+//                              [--fresh 30] [--long 200] [--turns50 4] [--turns200 3] [--parked 200]
+//                              [--no-thousand]
+//
+// Prints one table and the targets (met / NOT met), writes <out>/turn.json; with --profile also a
+// CPU profile of each app under the 50-conversation load (<out>/profiles/<app>.cpuprofile) and a
+// summary of where their time went (<out>/profiles/summary.txt).
+const { spawn } = require('node:child_process');
+const { randomUUID } = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+
+const ROOT = path.resolve(__dirname, '../..');
+const { Client } = require(path.join(ROOT, 'node_modules/pg'));
+const WebSocket = require(path.join(ROOT, 'node_modules/ws'));
+const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));
+const { Stack, ApiClient, LlmSimAdminClient, PrivatePostgres, PrivateRedis } = require(
+  path.join(ROOT, 'libs/testing/dist'),
+);
+const { median, quantile, judge, renderTable, renderTargets } = require('./turn-report');
+
+// ---------------------------------------------------------------------------------------- options
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(`--${name}`);
+const opt = (name, dflt) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : dflt;
+};
+const QUICK = flag('quick');
+const CFG = {
+  fresh: Number(opt('fresh', QUICK ? 10 : 30)),
+  long: Number(opt('long', QUICK ? 40 : 200)),
+  loadTurns: { 50: Number(opt('turns50', QUICK ? 2 : 4)), 200: Number(opt('turns200', QUICK ? 2 : 3)) },
+  parked: Number(opt('parked', QUICK ? 30 : 200)),
+  thousand: !flag('no-thousand') && !QUICK,
+  profile: flag('profile'),
+  out: path.resolve(ROOT, opt('out', 'test-results/bench')),
+  perRound: { toolRounds: 5, latencyMs: 0 },
+  load: { toolRounds: 3, latencyMs: 200 },
+  parkAfterSecs: 2,
+  users: 50,
+};
+const PER_ROUND_ROUNDS = CFG.perRound.toolRounds + 1;
+const IDEAL_TURN_S = ((CFG.load.toolRounds + 1) * CFG.load.latencyMs) / 1000;
+const FILE = 'bench.txt';
+const FILE_TEXT = 'A small file the benchmark reads.\n'.repeat(30);
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const loads = [];
+/** The machine's 1-minute load after a phase, kept beside its figures. */
+function noteLoad(phase) {
+  const l = os.loadavg()[0];
+  loads.push({ phase, load1: Number(l.toFixed(2)) });
+  log(`  (${phase} done; load ${l.toFixed(2)} on ${os.cpus().length} cores)`);
+}
+const log = (...a) => console.log(...a);
+
+// ------------------------------------------------------------------------------------ /proc CPU
+const TICK_MS = 10; // CLK_TCK is 100 on Linux
+
+/** utime+stime (and, for a parent, reaped children's) of a process, in ms; 0 when it is gone. */
+function cpuMs(pid, withChildren = false) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields after the name start at 3 (state): utime 14, stime 15, cutime 16, cstime 17
+    let t = Number(f[11]) + Number(f[12]);
+    if (withChildren) t += Number(f[13]) + Number(f[14]);
+    return t * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/** Children of a process (e.g. Postgres backends of the postmaster). */
+function childrenOf(ppid) {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(f[1]) === ppid) out.push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+function rssBytes(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+/**
+ * A CPU meter over named process groups: `start()` then `stop()` answers ms per group. Postgres is
+ * its postmaster (with the time of backends that exited) plus every live backend.
+ */
+class CpuMeter {
+  constructor(groups) {
+    this.groups = groups; // { name: () => [{ pid, withChildren }] }
+  }
+  read() {
+    const out = {};
+    for (const [name, list] of Object.entries(this.groups))
+      out[name] = list().reduce((s, p) => s + cpuMs(p.pid, p.withChildren), 0);
+    return out;
+  }
+  start() {
+    this.t0 = this.read();
+  }
+  stop() {
+    const t1 = this.read();
+    return Object.fromEntries(Object.keys(t1).map((k) => [k, t1[k] - (this.t0[k] ?? 0)]));
+  }
+}
+
+// --------------------------------------------------------------------------------- SQL counters
+class SqlMeter {
+  constructor(admin, datname) {
+    this.admin = admin;
+    this.datname = datname;
+  }
+  async read() {
+    // Backends report their transaction counts when idle, at most once a second: wait for that.
+    await sleep(1200);
+    const { rows } = await this.admin.query(
+      `SELECT (SELECT COALESCE(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+                WHERE d.datname = $1)::bigint AS statements,
+              (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1)::bigint AS xacts`,
+      [this.datname],
+    );
+    return { statements: Number(rows[0].statements), xacts: Number(rows[0].xacts) };
+  }
+  async start() {
+    this.s0 = await this.read();
+  }
+  async stop() {
+    const s1 = await this.read();
+    return { statements: s1.statements - this.s0.statements, xacts: s1.xacts - this.s0.xacts };
+  }
+}
+
+// ------------------------------------------------------------------------------ WebSocket client
+/** One conversation: a socket of its own (its own source, hence its own session). */
+class Conversation {
+  constructor(ws, marker) {
+    this.ws = ws;
+    this.marker = marker;
+    this.sessionId = null;
+    this.waiter = null;
+    this.turnNo = 0;
+    this.arrivals = null; // seq → ms epoch, while recording
+    this.echoAt = null;
+    this.errors = 0;
+    this.approvals = 0;
+    ws.on('message', (data) => this.onFrame(JSON.parse(data.toString('utf8'))));
+  }
+
+  static open(gatewayUrl, token, source, marker) {
+    const url = new URL('/api/ws', gatewayUrl.replace(/^http/, 'ws'));
+    url.searchParams.set('source', source);
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+    const conv = new Conversation(ws, marker);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no hello on ${source}`)), 30_000);
+      conv.onHello = () => {
+        clearTimeout(timer);
+        resolve(conv);
+      };
+      ws.once('error', reject);
+    });
+  }
+
+  onFrame(f) {
+    const now = Date.now();
+    if (f.type === 'hello') {
+      this.sessionId = f.session_id;
+      this.onHello?.();
+      return;
+    }
+    if (this.arrivals && typeof f.seq === 'number') this.arrivals.push([f.seq, now]);
+    if (f.type === 'user_message' && this.echoAt === null) this.echoAt = performance.now();
+    if (f.type === 'approval_required' || f.type === 'pending_write') {
+      this.approvals++;
+      this.waiter?.resolve('approval');
+    }
+    if (f.type === 'error' && f.code !== 'rate_limited') {
+      this.errors++;
+      this.waiter?.resolve('error');
+    }
+    if (f.type === 'done') this.waiter?.resolve('done');
+  }
+
+  /** Sends the next message; resolves when the turn is done (or errs, or waits for a human). */
+  turn(timeoutMs = 120_000) {
+    const n = this.turnNo++;
+    this.echoAt = null;
+    const t0 = performance.now();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => finish('timeout'), timeoutMs);
+      const finish = (how) => {
+        clearTimeout(timer);
+        this.waiter = null;
+        resolve({ how, ms: performance.now() - t0, echoMs: this.echoAt === null ? null : this.echoAt - t0 });
+      };
+      this.waiter = { resolve: finish };
+      this.ws.send(
+        JSON.stringify({
+          type: 'message',
+          client_message_id: randomUUID(),
+          content: `read it ${this.marker} #${n}`,
+        }),
+      );
+    });
+  }
+
+  close() {
+    this.ws.close();
+  }
+}
+
+// ------------------------------------------------------------------------------------ scripting
+/** The model's answers for `turns` turns: `toolRounds` calls of read_file, then a final answer. */
+function replies(turns, { toolRounds, latencyMs }) {
+  const latency = { firstByteMs: latencyMs };
+  const one = [
+    ...Array.from({ length: toolRounds }, () => ({
+      tool_calls: [{ name: 'read_file', arguments: { path: FILE } }],
+      latency,
+    })),
+    { content: 'Read it.', latency },
+  ];
+  return Array.from({ length: turns }, () => one).flat();
+}
+
+async function scriptConversations(sim, markers, turns, workload) {
+  const ids = [];
+  for (const m of markers)
+    ids.push(await sim.script({ match: m, matchIn: 'last_user', replies: replies(turns, workload) }));
+  return ids;
+}
+
+async function unscript(sim, ids) {
+  for (const id of ids) await sim.unscript(id);
+}
+
+const newMarkers = (n, tag) => Array.from({ length: n }, () => `${tag}-${randomUUID().slice(0, 13)}`);
+
+// ------------------------------------------------------------------------------------------ run
+async function startInfra() {
+  const pg = await PrivatePostgres.start({
+    settings: {
+      shared_preload_libraries: 'pg_stat_statements',
+      'pg_stat_statements.track_utility': 'off',
+      'pg_stat_statements.max': '10000',
+    },
+  });
+  const admin = new Client({ connectionString: pg.url('postgres') });
+  try {
+    return await prepareInfra(pg, admin);
+  } catch (e) {
+    await admin.end().catch(() => undefined);
+    await pg.destroy();
+    throw e;
+  }
+}
+
+async function prepareInfra(pg, admin) {
+  await admin.connect();
+  await admin.query('CREATE DATABASE skald');
+  await admin.query('CREATE DATABASE floor');
+  await admin.query('CREATE EXTENSION pg_stat_statements');
+  const skaldUrl = pg.url('skald');
+  await migrateUp(skaldUrl);
+  {
+    const c = new Client({ connectionString: pg.url('floor') });
+    await c.connect();
+    await c.query(`CREATE TABLE floor_messages (id bigserial PRIMARY KEY, conversation_id uuid NOT NULL,
+                     role text NOT NULL, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+                     CREATE INDEX ON floor_messages (conversation_id, id)`);
+    await c.end();
+  }
+  const redis = await PrivateRedis.start();
+  // The stack provisions its apps' Redis users on this server (Stack reads REDIS_URL).
+  process.env.REDIS_URL = redis.url;
+  /** Synchronous last resort on exit: stop the private Postgres (a daemon) and Redis. */
+  const stopNow = () => {
+    // SIGINT is Postgres's fast shutdown; both answer null once destroyed.
+    for (const [pid, signal] of [
+      [pg.postmasterPid(), 'SIGINT'],
+      [redis.pid, 'SIGKILL'],
+    ]) {
+      try {
+        if (pid) process.kill(pid, signal);
+      } catch {
+        /* gone */
+      }
+    }
+  };
+  return { pg, admin, redis, skaldUrl, stopNow };
+}
+
+async function startStack(infra, nodeArgs = {}) {
+  // The worker's inspector (loopback, a free port) lets the benchmark collect garbage before it
+  // weighs the heap of parked turns.
+  nodeArgs = { ...nodeArgs, 'session-worker': [...(nodeArgs['session-worker'] ?? []), '--inspect=127.0.0.1:0'] };
+  return Stack.start({
+    root: ROOT,
+    env: {
+      DATABASE_URL: infra.skaldUrl,
+      // npm start's defaults (the test stack's are smaller).
+      DATABASE_POOL_SIZE: '5',
+      LOG_LEVEL: 'info',
+      // Parked turns are measured without waiting the default 30 s.
+      SKALD_PARK_AFTER: String(CFG.parkAfterSecs),
+    },
+    nodeArgs,
+  });
+}
+
+/** Users of the benchmark, each with the file read_file reads in its workspace. */
+async function makeUsers(stack, n) {
+  const admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+  const users = [];
+  for (let i = 0; i < n; i++) {
+    const u = await admin.createUser(`bench-${i}-${randomUUID().slice(0, 8)}@skald.test`, 'correct horse battery');
+    const dir = path.join(stack.env.SKALD_WORKSPACES, u.user.id);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(path.join(dir, FILE), FILE_TEXT);
+    users.push(u);
+  }
+  return users;
+}
+
+let sourceNo = 0;
+async function openConversations(stack, users, markers) {
+  const out = [];
+  for (let i = 0; i < markers.length; i += 50) {
+    const batch = markers.slice(i, i + 50).map((m, j) => {
+      const u = users[(i + j) % users.length];
+      return Conversation.open(stack.gatewayUrl, u.token, `b${sourceNo++}`, m);
+    });
+    out.push(...(await Promise.all(batch)));
+  }
+  return out;
+}
+
+function stackGroups(stack, pg) {
+  const apps = {};
+  for (const p of stack.processes) (apps[p.name] ??= []).push(p);
+  const groups = {};
+  for (const [name, ps] of Object.entries(apps)) groups[name] = () => ps.map((p) => ({ pid: p.child.pid }));
+  groups.nats = () => (stack.nats?.pid ? [{ pid: stack.nats.pid }] : []);
+  groups.postgres = () => postgresPids(pg);
+  return groups;
+}
+
+function postgresPids(pg) {
+  const pm = pg.postmasterPid();
+  return pm ? [{ pid: pm, withChildren: true }, ...childrenOf(pm).map((pid) => ({ pid }))] : [];
+}
+
+const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
+const perRound = (o, rounds) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v / rounds]));
+
+/** Sequential turns of fresh conversations: ms per round, echo, CPU and SQL per round. */
+async function skaldFresh(stack, users, sim, cpu, sql) {
+  const markers = newMarkers(CFG.fresh, 'fresh');
+  const ids = await scriptConversations(sim, markers, 1, CFG.perRound);
+  const convs = await openConversations(stack, users, markers);
+  await sql.start();
+  cpu.start();
+  const turns = [];
+  for (const c of convs) turns.push(await c.turn());
+  const cpuMsByApp = cpu.stop();
+  const q = await sql.stop();
+  for (const c of convs) c.close();
+  await unscript(sim, ids);
+  const bad = turns.filter((t) => t.how !== 'done').length;
+  if (bad > 0) throw new Error(`${bad} fresh turns did not finish`);
+  const rounds = turns.length * PER_ROUND_ROUNDS;
+  return {
+    msPerRoundFresh: median(turns.map((t) => t.ms / PER_ROUND_ROUNDS)),
+    echoMs: median(turns.map((t) => t.echoMs)),
+    echoP99Ms: quantile(
+      turns.map((t) => t.echoMs),
+      0.99,
+    ),
+    cpuMsPerRound: sum(cpuMsByApp) / rounds,
+    cpuMsPerRoundByProcess: perRound(cpuMsByApp, rounds),
+    sqlStatementsPerRound: q.statements / rounds,
+    sqlTransactionsPerRound: q.xacts / rounds,
+  };
+}
+
+/** One conversation, many turns: the first 20 turns against the last 20. */
+async function skaldLong(stack, users, sim) {
+  const [marker] = newMarkers(1, 'long');
+  const ids = await scriptConversations(sim, [marker], CFG.long, CFG.perRound);
+  const [conv] = await openConversations(stack, users, [marker]);
+  const ms = [];
+  for (let i = 0; i < CFG.long; i++) {
+    const t = await conv.turn();
+    if (t.how !== 'done') throw new Error(`turn ${i + 1} of the long conversation: ${t.how}`);
+    ms.push(t.ms / PER_ROUND_ROUNDS);
+  }
+  conv.close();
+  await unscript(sim, ids);
+  return earlyLate(ms);
+}
+
+function earlyLate(msPerRound) {
+  const k = Math.min(20, Math.floor(msPerRound.length / 2));
+  return { msPerRoundEarly: median(msPerRound.slice(0, k)), msPerRoundLate: median(msPerRound.slice(-k)) };
+}
+
+/**
+ * N conversations in a closed loop (3 tool rounds at 200 ms), `turnsEach` turns each: turns/s is
+ * every turn over the time from the first message to the last answer (ideal: N / 0.8 s).
+ */
+async function skaldLoad(stack, users, sim, n, { events = false, infra = null } = {}) {
+  const markers = newMarkers(n, `load${n}`);
+  const turnsEach = CFG.loadTurns[n];
+  const ids = await scriptConversations(sim, markers, turnsEach, CFG.load);
+  const convs = await openConversations(stack, users, markers);
+  let done = 0;
+  let errors = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    convs.map(async (c) => {
+      // Events are timed from the second turn on (the first ones start all at once).
+      for (let i = 0; i < turnsEach; i++) {
+        if (events && i === 1) c.arrivals = [];
+        const t = await c.turn(300_000);
+        if (t.how !== 'done') {
+          errors++;
+          break;
+        }
+        done++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  let eventLatency = null;
+  if (events) eventLatency = await eventLatencies(infra, convs);
+  for (const c of convs) c.close();
+  await unscript(sim, ids);
+  return { turnsPerSec: done / seconds, ideal: n / IDEAL_TURN_S, errors, seconds, eventLatency };
+}
+
+/** Event latency: the client's arrival time against the event row's commit-transaction time. */
+async function eventLatencies(infra, convs) {
+  const c = new Client({ connectionString: infra.pg.url('skald') });
+  await c.connect();
+  const lat = [];
+  try {
+    const { rows } = await c.query(
+      `SELECT session_id, seq, (extract(epoch FROM created_at) * 1000)::float8 AS t
+         FROM session_events WHERE session_id = ANY($1::uuid[])`,
+      [convs.map((x) => x.sessionId)],
+    );
+    const at = new Map(rows.map((r) => [`${r.session_id}/${r.seq}`, Number(r.t)]));
+    for (const conv of convs)
+      for (const [seq, arrived] of conv.arrivals ?? []) {
+        const t = at.get(`${conv.sessionId}/${seq}`);
+        if (t !== undefined) lat.push(arrived - t);
+      }
+  } finally {
+    await c.end();
+  }
+  return { p50: quantile(lat, 0.5), p99: quantile(lat, 0.99), n: lat.length };
+}
+
+/** Memory of parked turns: the worker's heap and RSS before, while waiting, and after parking. */
+async function skaldParked(stack, users, sim, infra) {
+  const worker = stack.byName('session-worker')[0];
+  const markers = newMarkers(CFG.parked, 'park');
+  const ids = [];
+  for (const m of markers)
+    ids.push(
+      await sim.script({
+        match: m,
+        matchIn: 'last_user',
+        replies: [{ tool_calls: [{ name: 'execute_cmd', arguments: { command: 'true' } }] }],
+      }),
+    );
+  const convs = await openConversations(stack, users, markers);
+  const before = await memory(worker);
+  const waits = await Promise.all(convs.map((c) => c.turn(60_000)));
+  const notWaiting = waits.filter((w) => w.how !== 'approval').length;
+  const waiting = await memory(worker);
+  const admin = new Client({ connectionString: infra.pg.url('skald') });
+  await admin.connect();
+  const deadline = Date.now() + 60_000;
+  let parked = 0;
+  while (Date.now() < deadline) {
+    const { rows } = await admin.query(
+      `SELECT count(*)::int AS n FROM sessions WHERE id = ANY($1::uuid[]) AND turn_state = 'parked'`,
+      [convs.map((c) => c.sessionId)],
+    );
+    parked = rows[0].n;
+    if (parked === convs.length) break;
+    await sleep(250);
+  }
+  await admin.end();
+  await sleep(1000);
+  const after = await memory(worker);
+  for (const c of convs) c.close();
+  await unscript(sim, ids);
+  return {
+    parked,
+    notWaiting,
+    heapBytesPerWaitingTurn: (waiting.heap - before.heap) / convs.length,
+    rssBytesPerWaitingTurn: (waiting.rss - before.rss) / convs.length,
+    parkedBytesPerTurn: (after.heap - before.heap) / convs.length,
+    parkedRssBytesPerTurn: (after.rss - before.rss) / convs.length,
+  };
+}
+
+/**
+ * The worker's heap in use after a full garbage collection (through its inspector, which the
+ * benchmark opens on a loopback port: `--inspect=127.0.0.1:0`), and its RSS.
+ */
+async function memory(proc) {
+  const line = proc.logs.find((l) => l.includes('Debugger listening on ws://'));
+  if (!line) throw new Error('the session worker has no inspector');
+  const ws = new WebSocket(/(ws:\/\/\S+)/.exec(line)[1]);
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  let id = 0;
+  const call = (method, params = {}) =>
+    new Promise((resolve) => {
+      const my = ++id;
+      const onMessage = (data) => {
+        const msg = JSON.parse(data.toString('utf8'));
+        if (msg.id !== my) return;
+        ws.off('message', onMessage);
+        resolve(msg.result);
+      };
+      ws.on('message', onMessage);
+      ws.send(JSON.stringify({ id: my, method, params }));
+    });
+  try {
+    await call('HeapProfiler.collectGarbage');
+    const r = await call('Runtime.evaluate', { expression: 'process.memoryUsage().heapUsed', returnByValue: true });
+    return { heap: Number(r.result.value), rss: rssBytes(proc.child.pid) };
+  } finally {
+    ws.close();
+  }
+}
+
+/** 1,000 conversations at once, one turn each (3 tool rounds at 200 ms): all must finish. */
+async function skaldThousand(stack, users, sim) {
+  const n = 1000;
+  const markers = newMarkers(n, 'k');
+  const ids = await scriptConversations(sim, markers, 1, CFG.load);
+  const convs = await openConversations(stack, users, markers);
+  const t0 = Date.now();
+  const res = await Promise.all(convs.map((c) => c.turn(300_000)));
+  const seconds = (Date.now() - t0) / 1000;
+  for (const c of convs) c.close();
+  await unscript(sim, ids);
+  return {
+    conversations: n,
+    completed: res.filter((r) => r.how === 'done').length,
+    errors: res.filter((r) => r.how !== 'done').length,
+    seconds,
+  };
+}
+
+// ------------------------------------------------------------------------------------ the floor
+async function floorPhase(infra, stack, sim, phase) {
+  const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'skald-floor-'));
+  fs.writeFileSync(path.join(workspace, FILE), FILE_TEXT);
+  const warmupMarker = newMarkers(1, 'floorwarm')[0];
+  const warmIds = await scriptConversations(sim, [warmupMarker], 1, CFG.perRound);
+  const turnsEach = phase.turns;
+  const ids = await scriptConversations(sim, phase.markers, turnsEach, phase.workload);
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(__dirname, 'floor', 'loop.js'),
+      JSON.stringify({
+        ...phase,
+        databaseUrl: infra.pg.url('floor'),
+        simUrl: stack.simUrl,
+        workspace,
+        warmupMarker,
+      }),
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const lines = readline.createInterface({ input: child.stdout });
+  const next = () =>
+    new Promise((resolve, reject) => {
+      lines.once('line', resolve);
+      child.once('exit', (code) => reject(new Error(`floor exited with ${code}`)));
+    });
+  if ((await next()) !== 'ready') throw new Error('floor did not start');
+  const sim0 = stack.byName('llm-sim')[0].child.pid;
+  const cpu = new CpuMeter({
+    floor: () => [{ pid: child.pid }],
+    'llm-sim': () => [{ pid: sim0 }],
+    postgres: () => postgresPids(infra.pg),
+  });
+  const sql = new SqlMeter(infra.admin, 'floor');
+  if (phase.measure) await sql.start();
+  cpu.start();
+  child.stdin.write('go\n');
+  const out = JSON.parse(await next());
+  const cpuByProcess = cpu.stop();
+  const q = phase.measure ? await sql.stop() : null;
+  await unscript(sim, [...ids, ...warmIds]);
+  fs.rmSync(workspace, { recursive: true, force: true });
+  return { out, cpuByProcess, q };
+}
+
+async function floorFigures(infra, stack, sim) {
+  const f = {};
+  const fresh = await floorPhase(infra, stack, sim, {
+    kind: 'sequential',
+    markers: newMarkers(CFG.fresh, 'ffresh'),
+    turns: 1,
+    workload: CFG.perRound,
+    measure: true,
+  });
+  const rounds = fresh.out.turnMs.length * PER_ROUND_ROUNDS;
+  f.msPerRoundFresh = median(fresh.out.turnMs.map((ms) => ms / PER_ROUND_ROUNDS));
+  f.cpuMsPerRound = sum(fresh.cpuByProcess) / rounds;
+  f.cpuMsPerRoundByProcess = perRound(fresh.cpuByProcess, rounds);
+  f.sqlStatementsPerRound = fresh.q.statements / rounds;
+  f.sqlTransactionsPerRound = fresh.q.xacts / rounds;
+  noteLoad('floor fresh');
+  const long = await floorPhase(infra, stack, sim, {
+    kind: 'sequential',
+    markers: newMarkers(1, 'flong'),
+    turns: CFG.long,
+    workload: CFG.perRound,
+  });
+  Object.assign(f, earlyLate(long.out.turnMs.map((ms) => ms / PER_ROUND_ROUNDS)));
+  noteLoad('floor long conversation');
+  for (const n of [50, 200]) {
+    const load = await floorPhase(infra, stack, sim, {
+      kind: 'throughput',
+      markers: newMarkers(n, `fload${n}`),
+      turns: CFG.loadTurns[n],
+      workload: CFG.load,
+      poolSize: 5,
+    });
+    if (load.out.errors > 0) throw new Error(`the floor failed ${load.out.errors} turns`);
+    f[`turnsPerSec${n}`] = load.out.turns / load.out.seconds;
+    f[`ideal${n}`] = n / IDEAL_TURN_S;
+    noteLoad(`floor ${n} conversations`);
+  }
+  return f;
+}
+
+// ------------------------------------------------------------------------------------- profiles
+/** Self time by function of a .cpuprofile: the top `n` as lines. */
+function topFunctions(file, n = 15) {
+  const prof = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const self = new Map();
+  const byId = new Map(prof.nodes.map((x) => [x.id, x]));
+  const dt = new Map();
+  for (let i = 0; i < prof.samples.length; i++)
+    dt.set(prof.samples[i], (dt.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
+  let total = 0;
+  for (const [id, us] of dt) {
+    const node = byId.get(id);
+    const cf = node.callFrame;
+    const key = `${cf.functionName || '(anonymous)'} ${cf.url.replace(/^file:\/\//, '').replace(ROOT + '/', '')}:${cf.lineNumber + 1}`;
+    self.set(key, (self.get(key) ?? 0) + us);
+    if (cf.functionName !== '(idle)') total += us;
+  }
+  return [...self.entries()]
+    .filter(([k]) => !k.startsWith('(idle)'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, us]) => `${((100 * us) / total).toFixed(1).padStart(5)} %  ${k}`);
+}
+
+async function profileRun(infra) {
+  const dir = path.join(CFG.out, 'profiles');
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const apps = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'];
+  const nodeArgs = Object.fromEntries(
+    apps.map((a) => [a, ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${a}.cpuprofile`]]),
+  );
+  const stack = await startStack(infra, nodeArgs);
+  let r;
+  try {
+    const sim = new LlmSimAdminClient(stack.simUrl);
+    const users = await makeUsers(stack, CFG.users);
+    r = await skaldLoad(stack, users, sim, 50);
+  } finally {
+    await stack.stop();
+  }
+  const summary = [`turns/s at 50 conversations under profiling: ${r.turnsPerSec.toFixed(1)} (of ${r.ideal})`];
+  for (const a of apps) {
+    const f = path.join(dir, `${a}.cpuprofile`);
+    if (!fs.existsSync(f)) continue;
+    summary.push('', `== ${a} (self time, share of busy time)`, ...topFunctions(f));
+  }
+  fs.writeFileSync(path.join(dir, 'summary.txt'), summary.join('\n') + '\n');
+  log(`\nCPU profiles: ${path.relative(ROOT, dir)}/*.cpuprofile; summary: ${path.relative(ROOT, dir)}/summary.txt`);
+}
+
+// ----------------------------------------------------------------------------------------- main
+async function main() {
+  const t0 = Date.now();
+  fs.mkdirSync(CFG.out, { recursive: true });
+  log(
+    `turn benchmark (${QUICK ? 'quick' : 'full'} run); load ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} cores`,
+  );
+  const infra = await startInfra();
+  let stack = null;
+  const skald = {};
+  let floor = {};
+  const extra = {};
+  // The private servers go whatever happens (they are daemons: a failed run would leave them).
+  process.once('exit', () => infra.stopNow());
+  try {
+    stack = await startStack(infra);
+    const sim = new LlmSimAdminClient(stack.simUrl);
+    const users = await makeUsers(stack, CFG.users);
+    const cpu = new CpuMeter({ ...stackGroups(stack, infra.pg), redis: () => [{ pid: infra.redis.pid }] });
+    const sql = new SqlMeter(infra.admin, 'skald');
+    // Warm-up: JIT, pools, first-use caches.
+    {
+      const m = newMarkers(3, 'warm');
+      const ids = await scriptConversations(sim, m, 2, CFG.perRound);
+      const convs = await openConversations(stack, users, m);
+      for (const c of convs) for (let i = 0; i < 2; i++) await c.turn();
+      for (const c of convs) c.close();
+      await unscript(sim, ids);
+    }
+    log('fresh conversations…');
+    Object.assign(skald, await skaldFresh(stack, users, sim, cpu, sql));
+    noteLoad('Skald fresh');
+    log(`one conversation of ${CFG.long} turns…`);
+    Object.assign(skald, await skaldLong(stack, users, sim));
+    noteLoad('Skald long conversation');
+    for (const n of [50, 200]) {
+      log(`${n} conversations, ${CFG.loadTurns[n]} turns each…`);
+      const r = await skaldLoad(stack, users, sim, n, { events: n === 50, infra });
+      skald[`turnsPerSec${n}`] = r.turnsPerSec;
+      skald[`ideal${n}`] = r.ideal;
+      extra[`load${n}`] = { errors: r.errors, seconds: r.seconds };
+      if (r.eventLatency) {
+        skald.eventP50Ms = r.eventLatency.p50;
+        skald.eventP99Ms = r.eventLatency.p99;
+        extra.eventsMeasured = r.eventLatency.n;
+      }
+      noteLoad(`Skald ${n} conversations`);
+    }
+    log(`${CFG.parked} turns waiting for a human, then parked…`);
+    const parked = await skaldParked(stack, users, sim, infra);
+    skald.parkedBytesPerTurn = parked.parkedBytesPerTurn;
+    extra.parked = parked;
+    noteLoad('Skald parked turns');
+    if (CFG.thousand) {
+      log('1,000 conversations at once…');
+      skald.thousand = await skaldThousand(stack, users, sim);
+      noteLoad('Skald 1,000 conversations');
+    }
+    log('the floor…');
+    floor = await floorFigures(infra, stack, sim);
+  } finally {
+    if (stack) await stack.stop().catch((e) => log(`stack stop: ${e.message}`));
+  }
+  try {
+    if (CFG.profile) await profileRun(infra);
+  } finally {
+    await infra.admin.end().catch(() => undefined);
+    await infra.pg.destroy();
+    await infra.redis.destroy();
+  }
+
+  const results = judge(skald, floor);
+  const table = renderTable(skald, floor);
+  log('\n' + table + '\n');
+  log(renderTargets(results));
+  log(
+    `\nCPU ms per round by process — Skald: ${fmtBy(skald.cpuMsPerRoundByProcess)}; floor: ${fmtBy(floor.cpuMsPerRoundByProcess)}`,
+  );
+  log(`machine load (1 min) after each phase: ${loads.map((l) => `${l.phase} ${l.load1}`).join('; ')}`);
+  log(`whole run: ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  const out = path.join(CFG.out, 'turn.json');
+  fs.writeFileSync(
+    out,
+    JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        machine: { cores: os.cpus().length, loadAfterEachPhase: loads },
+        config: CFG,
+        skald,
+        floor,
+        extra,
+        targets: results,
+        table,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  log(`written: ${path.relative(ROOT, out)}`);
+}
+
+function fmtBy(o) {
+  return o
+    ? Object.entries(o)
+        .filter(([, v]) => v > 0)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+        .join(', ')
+    : '–';
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,108 @@
+// The turn benchmark's targets (scripts/bench/turn-report.js): each is judged against the floor or
+// its fixed limit, a skipped phase is neither met nor failed, and the table names both systems.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const report = require('../../scripts/bench/turn-report.js') as {
+  median: (xs: number[]) => number | null;
+  quantile: (xs: number[], q: number) => number | null;
+  judge: (s: Figures, f: Figures) => Array<{ name: string; value: string; limit: string; met: boolean | null }>;
+  renderTable: (s: Figures, f: Figures) => string;
+  renderTargets: (r: ReturnType<typeof report.judge>) => string;
+  TARGETS: unknown[];
+};
+
+type Figures = Record<string, unknown>;
+
+const floor: Figures = {
+  msPerRoundFresh: 2,
+  cpuMsPerRound: 2,
+  sqlStatementsPerRound: 2,
+  sqlTransactionsPerRound: 2,
+  msPerRoundEarly: 2,
+  msPerRoundLate: 3,
+  turnsPerSec50: 60,
+  ideal50: 62.5,
+  turnsPerSec200: 220,
+  ideal200: 250,
+};
+
+/** Skald's figures exactly at every limit. */
+const atLimits: Figures = {
+  msPerRoundFresh: 4,
+  cpuMsPerRound: 5,
+  sqlStatementsPerRound: 6,
+  sqlTransactionsPerRound: 3,
+  msPerRoundEarly: 10,
+  msPerRoundLate: 13,
+  turnsPerSec50: 56.25,
+  ideal50: 62.5,
+  turnsPerSec200: 125,
+  ideal200: 250,
+  thousand: { conversations: 1000, completed: 1000, errors: 0, seconds: 30 },
+  echoMs: 3,
+  eventP50Ms: 5,
+  eventP99Ms: 25,
+  parkedBytesPerTurn: 0,
+};
+
+/** A figure just past the limit, for each target in order. */
+const pastLimits: Array<[string, unknown]> = [
+  ['msPerRoundFresh', 4.01],
+  ['cpuMsPerRound', 5.01],
+  ['sqlStatementsPerRound', 6.01],
+  ['sqlTransactionsPerRound', 3.01],
+  ['msPerRoundLate', 13.01],
+  ['turnsPerSec50', 56.2],
+  ['turnsPerSec200', 124.9],
+  ['thousand', { conversations: 1000, completed: 999, errors: 1, seconds: 30 }],
+  ['echoMs', 3.01],
+  ['eventP99Ms', 25.01],
+  ['parkedBytesPerTurn', 4097],
+];
+
+describe('turn benchmark targets', () => {
+  it('every target of the issue is judged, and each is met exactly at its limit', () => {
+    const results = report.judge(atLimits, floor);
+    expect(results).toHaveLength(pastLimits.length);
+    expect(results.filter((r) => r.met !== true)).toEqual([]);
+  });
+
+  it.each(pastLimits.map((p, i) => [i, ...p] as const))('target %i fails when %s is past its limit', (i, key, v) => {
+    const results = report.judge({ ...atLimits, [key]: v }, floor);
+    expect(results[i].met).toBe(false);
+    expect(results.filter((r, j) => j !== i && r.met !== true)).toEqual([]);
+    expect(report.renderTargets(results).split('\n')[i]).toMatch(/^NOT met/);
+  });
+
+  it('ratios are to the floor measured in the same run', () => {
+    const slowFloor = { ...floor, msPerRoundFresh: 4, cpuMsPerRound: 4 };
+    const r = report.judge({ ...atLimits, msPerRoundFresh: 8, cpuMsPerRound: 10 }, slowFloor);
+    expect(r[0]).toMatchObject({ met: true, value: expect.stringMatching(/^2\.00×/) });
+    expect(r[1]).toMatchObject({ met: true, value: expect.stringMatching(/^2\.50×/) });
+  });
+
+  it('a skipped phase is reported as skipped, neither met nor failed', () => {
+    const results = report.judge({}, {});
+    expect(results.every((r) => r.met === null)).toBe(true);
+    expect(
+      report
+        .renderTargets(results)
+        .split('\n')
+        .every((l) => l.startsWith('skipped')),
+    ).toBe(true);
+  });
+
+  it('the table has a header, a separator, the floor and Skald', () => {
+    const lines = report.renderTable(atLimits, floor).split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[2]).toMatch(/^\| hand-written durable loop \(floor\) \| 2\.00 \|/);
+    expect(lines[3]).toMatch(/^\| Skald \| 4\.00 \| 5\.00 \| 6\.00 \/ 3\.00 \|/);
+    expect(new Set(lines.map((l) => l.split('|').length)).size).toBe(1);
+  });
+
+  it('median and quantiles use the nearest rank and ignore missing samples', () => {
+    expect(report.median([3, 1, 2])).toBe(2);
+    expect(report.median([])).toBeNull();
+    expect(report.quantile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.99)).toBe(10);
+    expect(report.quantile([5, NaN, 1], 0.5)).toBe(1);
+  });
+});

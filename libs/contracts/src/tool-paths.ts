@@ -15,8 +15,10 @@
  *   `/workspace`. A NUL byte, a path outside the workspace, or a memory key over
  *   `MEMORY_KEY_MAX` characters is an error naming the path.
  *
- * Pure and dependency-free: no `node:path`, so browser bundles that import contracts still build.
+ * Pure: no `node:path`, so browser bundles that import contracts still build.
  */
+
+import { PATH_TOOLS } from './tools/registry';
 
 export const WORKSPACE_ROOT = '/workspace';
 export const MEMORY_KEY_MAX = 512;
@@ -42,19 +44,6 @@ export type PathTarget = WorkspaceTarget | MemoryTarget;
 
 export type PathErrorCode = 'invalid_argument' | 'outside_workspace';
 export type Resolved<T> = { ok: true; value: T } | { ok: false; code: PathErrorCode; message: string };
-
-/** Tools whose `path` argument names a file or directory (`list_files` defaults to the base). */
-export const PATH_TOOLS: readonly string[] = [
-  'list_files',
-  'read_file',
-  'search_file',
-  'grep_files',
-  'write_file',
-  'edit_file',
-  'insert_at_line',
-  'replace_lines',
-  'append_file',
-];
 
 const fail = (code: PathErrorCode, message: string): { ok: false; code: PathErrorCode; message: string } => ({
   ok: false,

@@ -1,4 +1,4 @@
-import type { GateDecision, GatePort, GateRequest } from '@skald/agent-loop';
+import type { GateDecision, GatePort, GateRequest, VisibilityRequest } from '@skald/agent-loop';
 import type { RequestOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 
@@ -53,6 +53,26 @@ export class NatsGate implements GatePort {
         const never: never = r.decision;
         throw new Error(`unknown decision ${String(never)}`);
       }
+    }
+  }
+
+  /**
+   * The names an unconditional Deny leaves visible (the approval service also records every
+   * offered name in the tool catalog). Unreachable: null, hide nothing; every call is still checked.
+   */
+  async visibleTools(req: VisibilityRequest): Promise<ReadonlySet<string> | null> {
+    try {
+      const r = await this.bus.call('approval.visible_tools', {
+        actor: { userId: req.userId, role: this.role },
+        session_id: req.sessionId,
+        agent_id: req.agentId,
+        source: req.source,
+        ...(req.securityGroup ? { security_group: req.securityGroup } : {}),
+        tools: [...req.names],
+      });
+      return new Set(r.visible);
+    } catch {
+      return null;
     }
   }
 }

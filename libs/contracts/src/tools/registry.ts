@@ -43,6 +43,13 @@ export const BUILTIN_TOOLS_BY_NAME: ReadonlyMap<string, BuiltinToolDefinition> =
   BUILTIN_TOOLS.map((t) => [t.name, t]),
 );
 
+/** One built-in tool's definition, typed by its name. */
+export type BuiltinToolOf<N extends BuiltinToolName> = Extract<BuiltinToolDefinition, { name: N }>;
+
+export function builtinTool<N extends BuiltinToolName>(name: N): BuiltinToolOf<N> {
+  return BUILTIN_TOOLS_BY_NAME.get(name) as BuiltinToolOf<N>;
+}
+
 export function isBuiltinTool(name: string): name is BuiltinToolName {
   return BUILTIN_TOOLS_BY_NAME.has(name);
 }

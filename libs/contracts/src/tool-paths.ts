@@ -18,7 +18,7 @@
  * Pure: no `node:path`, so browser bundles that import contracts still build.
  */
 
-import { PATH_TOOLS } from './tools/registry';
+import { BASE_DEFAULT_PATH_TOOLS, PATH_TOOLS } from './tool-registry/registry';
 
 export const WORKSPACE_ROOT = '/workspace';
 export const MEMORY_KEY_MAX = 512;
@@ -151,9 +151,9 @@ export function resolveToolPath(
 }
 
 /**
- * What a call touches on disk or in memory: its `path` (for the file tools; `list_files` without
- * one lists the base) and, for `execute_cmd`, the directory it runs in. Other tools touch nothing
- * this resolver knows of (an empty list).
+ * What a call touches on disk or in memory: its `path` (for the file tools; a tool whose `path` has
+ * a default, `list_files` and `grep_files`, works on the base without one) and, for `execute_cmd`,
+ * the directory it runs in. Other tools touch nothing this resolver knows of (an empty list).
  */
 export function effectiveCallPaths(
   toolName: string,
@@ -164,7 +164,7 @@ export function effectiveCallPaths(
   if (!PATH_TOOLS.includes(toolName)) return [];
   const raw = args.path;
   if (raw === undefined || raw === null || raw === '') {
-    if (toolName !== 'list_files' && raw === undefined) return [];
+    if (raw === undefined && !BASE_DEFAULT_PATH_TOOLS.includes(toolName)) return [];
     return [resolveCallBase(args.workdir, sessionWorkingDirectory)];
   }
   if (typeof raw !== 'string') return [fail('invalid_argument', 'path must be a string')];

@@ -47,6 +47,8 @@ export interface ToolDefinition<
   readonly writesFile: boolean;
   /** Its `path` argument names a file or directory the gate and the runner resolve. */
   readonly takesPath: boolean;
+  /** Without a `path` it works on the call's base directory (the argument has a default). */
+  readonly pathDefaultsToBase: boolean;
   readonly offeredAt: { readonly root: boolean; readonly subAgents: boolean };
   readonly metricsLabel: string;
   readonly defaultRule: DefaultRule;
@@ -78,6 +80,7 @@ export function defineTool<
     restartHint: spec.restartHint,
     writesFile: spec.access === 'write' && spec.category === 'filesystem',
     takesPath: 'path' in spec.args.shape,
+    pathDefaultsToBase: 'path' in spec.args.shape && spec.args.shape.path.safeParse(undefined).success,
     offeredAt: spec.offeredAt,
     metricsLabel: spec.metricsLabel ?? spec.name,
     defaultRule: spec.defaultRule,

@@ -62,6 +62,10 @@ export const FS_READ_TOOLS: readonly string[] = BUILTIN_TOOLS.filter(
 export const FS_WRITE_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.writesFile).map((t) => t.name);
 /** Tools whose `path` argument names a file or directory (`list_files` defaults to the base). */
 export const PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.takesPath).map((t) => t.name);
+/** Path tools that, called without a `path`, work on the call's base directory (as the runner parses them). */
+export const BASE_DEFAULT_PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.pathDefaultsToBase).map(
+  (t) => t.name,
+);
 
 /**
  * The tools the agent loop implements itself (libs/agent-loop `loop-tools.ts` defines what the

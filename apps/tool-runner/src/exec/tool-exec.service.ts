@@ -277,7 +277,7 @@ function replySize(reply: ToolReply): number {
 }
 
 /** Tools without side effects: never recorded, a duplicate simply reads again. */
-const READ_ONLY = new Set(BUILTIN_TOOLS.filter((t) => t.access === 'read').map((t) => t.name));
+const READ_ONLY: ReadonlySet<string> = new Set(BUILTIN_TOOLS.filter((t) => t.access === 'read').map((t) => t.name));
 
 /** The start of a call could not be recorded: it did not run; the caller retries. */
 export class RecordUnavailable extends Error {

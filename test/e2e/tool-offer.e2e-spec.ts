@@ -65,7 +65,10 @@ describe('tools that were not offered are never run', () => {
         {
           content: '',
           tool_calls: [
-            { name: 'execute_task', arguments: { agent_id: 'generalist', prompt: `Look into it [C-${m}]`, title: 'Look' } },
+            {
+              name: 'execute_task',
+              arguments: { agent_id: 'generalist', prompt: `Look into it [C-${m}]`, title: 'Look' },
+            },
           ],
         },
         { content: `parent done ${m}` },
@@ -118,7 +121,10 @@ describe('tools that were not offered are never run', () => {
       match: `[W-${m}]`,
       matchIn: 'last_user',
       replies: [
-        { content: '', tool_calls: [{ name: 'write_file', arguments: { path: 'user-memory/secret.md', content: secret } }] },
+        {
+          content: '',
+          tool_calls: [{ name: 'write_file', arguments: { path: 'user-memory/secret.md', content: secret } }],
+        },
         { content: `written ${m}` },
       ],
     });

@@ -66,7 +66,8 @@ export function prepareCall(
   offered?: ReadonlySet<string>,
 ): PreparedCall {
   const refusal = callRefusal(row) ?? (offered && row.status === 'pending' ? offerRefusal(row.name, offered) : null);
-  if (refusal !== null) return { row, args: null, exec: null, concurrencySafe: false, restartHint: 'reExecute', refusal };
+  if (refusal !== null)
+    return { row, args: null, exec: null, concurrencySafe: false, restartHint: 'reExecute', refusal };
   const args = injectWorkingDirectory(
     row.name,
     parseArguments(row.argumentsText),

@@ -9,20 +9,18 @@ import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
 import { initShellParser } from './shell-analysis';
 
 const SEED = new RuleSet(
-  DEFAULT_APPROVAL_RULES.map(
-    (r, i): RuleRow => ({
-      id: r.id,
-      toolPattern: r.tool_pattern,
-      pathPattern: r.path_pattern ?? null,
-      commandPattern: null,
-      agentId: null,
-      source: null,
-      securityGroup: null,
-      action: r.action,
-      priority: r.priority,
-      ord: i + 1,
-    }),
-  ),
+  DEFAULT_APPROVAL_RULES.map((r, i): RuleRow => ({
+    id: r.id,
+    toolPattern: r.tool_pattern,
+    pathPattern: r.path_pattern ?? null,
+    commandPattern: null,
+    agentId: null,
+    source: null,
+    securityGroup: null,
+    action: r.action,
+    priority: r.priority,
+    ord: i + 1,
+  })),
 );
 
 /** A plain call of the tool inside the workspace: each required argument with a value of its type. */
@@ -57,9 +55,12 @@ describe('default rules are derived from the tool registry', () => {
     expect(decide(t.name, workspaceCall(t.parameters))).toBe(t.defaultRule);
   });
 
-  it.each(LOOP_TOOLS.map((t) => [t.name, t] as const))('%s (the loop’s own): the seed decides its default rule', (_n, t) => {
-    expect(decide(t.name, {})).toBe(t.defaultRule);
-  });
+  it.each(LOOP_TOOLS.map((t) => [t.name, t] as const))(
+    '%s (the loop’s own): the seed decides its default rule',
+    (_n, t) => {
+      expect(decide(t.name, {})).toBe(t.defaultRule);
+    },
+  );
 
   it('every built-in and loop tool has a rule category', () => {
     for (const t of [...BUILTIN_TOOLS, ...LOOP_TOOLS]) {

@@ -52,14 +52,12 @@ export class RunnerToolSet implements ToolSetPort {
     }));
     return [
       ...builtins,
-      ...mcp.map(
-        (t): ToolSpec => ({
-          definition: {
-            type: 'function',
-            function: { name: t.name, description: t.description, parameters: t.parameters },
-          },
-        }),
-      ),
+      ...mcp.map((t): ToolSpec => ({
+        definition: {
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.parameters },
+        },
+      })),
     ];
   }
 

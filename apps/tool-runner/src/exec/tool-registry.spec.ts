@@ -57,7 +57,8 @@ describe('tool runner × registry', () => {
   });
 
   it('restart hints are the registry’s', () => {
-    for (const t of BUILTIN_TOOLS) expect([t.name, router.restartHint(t.name, randomUUID())]).toEqual([t.name, t.restartHint]);
+    for (const t of BUILTIN_TOOLS)
+      expect([t.name, router.restartHint(t.name, randomUUID())]).toEqual([t.name, t.restartHint]);
     expect(router.restartHint('something_else', randomUUID())).toBe('markInterrupted');
   });
 
@@ -68,7 +69,9 @@ describe('tool runner × registry', () => {
     metrics.finished('mcp__gh__issues', 'done', 0.01);
     metrics.finished('nope', 'failed', 0.01);
     const counter = (await registry.getMetricsAsJSON()).find((m) => m.name === 'skald_tool_calls_total')!;
-    const labels = (counter as unknown as { values: Array<{ labels: { tool: string } }> }).values.map((v) => v.labels.tool);
+    const labels = (counter as unknown as { values: Array<{ labels: { tool: string } }> }).values.map(
+      (v) => v.labels.tool,
+    );
     expect(labels.sort()).toEqual([...BUILTIN_TOOLS.map((t) => t.metricsLabel), 'mcp', 'other'].sort());
   });
 });

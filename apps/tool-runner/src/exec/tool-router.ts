@@ -120,7 +120,11 @@ export class ToolRouter {
     throw new ToolError('invalid_argument', `unknown tool: ${name}`);
   }
 
-  private run<N extends BuiltinToolName>(name: N, ctx: ToolContext, args: Record<string, unknown>): Promise<ToolOutput> {
+  private run<N extends BuiltinToolName>(
+    name: N,
+    ctx: ToolContext,
+    args: Record<string, unknown>,
+  ): Promise<ToolOutput> {
     const handler = this.handlers[name] as ToolHandler<N>;
     return handler(ctx, parseArgs(name, builtinTool(name).args, args) as z.output<BuiltinToolOf<N>['args']>);
   }

@@ -346,7 +346,14 @@ describe('FileToolsService', () => {
     it('pages with limit and offset and shows context', async () => {
       const first = await grep({ pattern: 'foo', path: 'src', limit: 1, case_sensitive: false });
       expect(first.result).toBe('/workspace/src/a.ts:2:const Foo = 1;\n[matches 1–1 of 2; use offset=1 for more]');
-      const second = await grep({ pattern: 'foo', path: 'src', limit: 1, offset: 1, context_lines: 1, case_sensitive: false });
+      const second = await grep({
+        pattern: 'foo',
+        path: 'src',
+        limit: 1,
+        offset: 1,
+        context_lines: 1,
+        case_sensitive: false,
+      });
       expect(second.result).toBe('/workspace/src/b.js:1:foo()\n/workspace/src/b.js-2-bar()\n[matches 2–2 of 2]');
     });
     it('greps a single file, and says when nothing matches', async () => {

@@ -9,7 +9,12 @@ export type RestartHint = 'reExecute' | 'markInterrupted';
 /** The default approval seed's decision for a call of this tool inside the workspace. */
 export type DefaultRule = 'allow' | 'require';
 
-export interface ToolSpecInput<N extends string, A extends z.ZodObject, C extends ToolCategory, W extends 'read' | 'write'> {
+export interface ToolSpecInput<
+  N extends string,
+  A extends z.ZodObject,
+  C extends ToolCategory,
+  W extends 'read' | 'write',
+> {
   name: N;
   /** What the model is told the tool does. */
   description: string;
@@ -69,6 +74,7 @@ export function defineTool<
   const C extends ToolCategory,
   const W extends 'read' | 'write',
 >(spec: ToolSpecInput<N, A, C, W>): ToolDefinition<N, A, C, W> {
+  const shape = spec.args.shape as Record<string, z.ZodType>;
   return {
     name: spec.name,
     description: spec.description,
@@ -79,8 +85,8 @@ export function defineTool<
     concurrencySafe: spec.access === 'read',
     restartHint: spec.restartHint,
     writesFile: spec.access === 'write' && spec.category === 'filesystem',
-    takesPath: 'path' in spec.args.shape,
-    pathDefaultsToBase: 'path' in spec.args.shape && spec.args.shape.path.safeParse(undefined).success,
+    takesPath: 'path' in shape,
+    pathDefaultsToBase: 'path' in shape && shape.path.safeParse(undefined).success,
     offeredAt: spec.offeredAt,
     metricsLabel: spec.metricsLabel ?? spec.name,
     defaultRule: spec.defaultRule,

@@ -1,6 +1,10 @@
 import { BUILTIN_TOOLS, FS_READ_TOOLS, FS_WRITE_TOOLS, PATH_TOOLS, toolCategory } from './registry';
 
-type JsonSchema = { type?: string; properties?: Record<string, { description?: string; type?: string }>; required?: string[] };
+type JsonSchema = {
+  type?: string;
+  properties?: Record<string, { description?: string; type?: string }>;
+  required?: string[];
+};
 
 /** The smallest arguments the model may send: each required field with a value of its type. */
 function minimalArgs(schema: JsonSchema): Record<string, unknown> {
@@ -64,7 +68,9 @@ describe('the built-in tool registry', () => {
     for (const t of BUILTIN_TOOLS) expect([t.name, toolCategory(t.name)]).not.toEqual([t.name, 'dynamic']);
     expect(FS_WRITE_TOOLS).toEqual(['write_file', 'edit_file', 'insert_at_line', 'replace_lines', 'append_file']);
     expect(FS_READ_TOOLS).toEqual(['list_files', 'read_file', 'search_file', 'grep_files', 'memory_search']);
-    expect(new Set(PATH_TOOLS)).toEqual(new Set([...FS_READ_TOOLS.filter((n) => n !== 'memory_search'), ...FS_WRITE_TOOLS]));
+    expect(new Set(PATH_TOOLS)).toEqual(
+      new Set([...FS_READ_TOOLS.filter((n) => n !== 'memory_search'), ...FS_WRITE_TOOLS]),
+    );
   });
 
   it('read tools run concurrently and re-run after a crash; only file writes are previewed', () => {

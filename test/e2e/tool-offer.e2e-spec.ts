@@ -156,8 +156,11 @@ describe('tools that were not offered are never run', () => {
     const requests = await requestsWith(`[R-${m}]`);
     expect(requests.length).toBe(2);
     for (const r of requests) expect(toolNames(r)).not.toContain('read_file');
-    // Nothing of the file reached the model.
-    expect(JSON.stringify(requests[1].messages)).not.toContain(secret);
+    // What the model got back for its read is the refusal, not the file (the secret is in its
+    // history only as the argument of its own earlier write).
+    const toolMessages = requests[1].messages.filter((x) => x.role === 'tool');
+    expect(toolMessages.at(-1)?.content).toBe('Error: tool read_file is not available to this agent');
+    expect(toolMessages.map((x) => String(x.content)).join('\n')).not.toContain(secret);
     ws.close();
   });
 });

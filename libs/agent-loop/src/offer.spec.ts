@@ -3,6 +3,8 @@
  * "tool X is not available to this agent", is never gated and never reaches the tool set, the
  * scheduler or the store's effects. One test per way a tool can be withheld.
  */
+import fc from 'fast-check';
+import { LOOP_TOOL_NAMES } from './loop-tools';
 import {
   agent,
   FakeGate,
@@ -13,6 +15,7 @@ import {
   type RecordedLlmCall,
 } from './testing';
 
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 const ok: FakeToolDefinition['run'] = async () => ({ ok: true, content: 'ran' });
 const toolNames = (c: RecordedLlmCall): string[] => c.tools.map((t) => t.function.name);
 const notAvailable = (name: string) => ({ status: 'failed', result: `tool ${name} is not available to this agent` });
@@ -207,5 +210,81 @@ describe('execution enforces the offer', () => {
     });
     await r.recover();
     expectRefused(r, 'execute_cmd');
+  });
+
+  it('generated: whatever names the model sends, exactly the offered ones are gated and run', async () => {
+    // eslint-disable-next-line no-console
+    console.log(`offer property: seed=${SEED} — reproduce with FC_SEED=${SEED}`);
+    const external = ['read_file', 'write_file', 'execute_cmd', 'restart', 'child_only', 'mcp__gh__issues'];
+    const names = [...external, ...LOOP_TOOL_NAMES.filter((n) => n !== 'execute_task' && n !== 'execute_subtask')];
+    const name = fc.oneof(
+      fc.constantFrom(...names),
+      fc.constantFrom(...names).map((n) => n.toUpperCase()),
+      fc.constantFrom(...names).map((n) => `${n}_`),
+      fc.stringMatching(/^[a-z_]{1,12}$/),
+    );
+    let cases = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(name, { minLength: 1, maxLength: 5 }),
+        fc.subarray(external),
+        fc.subarray(names),
+        fc.boolean(),
+        async (calls, hidden, denied, granted) => {
+          cases++;
+          const gate = new FakeGate();
+          for (const n of hidden) gate.hidden.add(n);
+          const h = new LoopHarness({
+            gate,
+            toolGroups: ['gh'],
+            tools: [
+              { name: 'read_file', run: ok },
+              { name: 'write_file', run: ok },
+              { name: 'execute_cmd', run: ok },
+              { name: 'restart', rootAgentOnly: true, run: ok },
+              { name: 'child_only', subAgentsOnly: true, run: ok },
+              { name: 'mcp__gh__issues', group: 'gh', run: ok },
+            ],
+            script: [
+              ...(granted ? [{ toolCalls: [{ name: 'activate_tools', arguments: { groups: ['gh'] } }] }] : []),
+              {
+                toolCalls: calls.map((n) => ({
+                  name: n,
+                  arguments: { key: 'k', value: 'v', todos: [], groups: ['gh'] },
+                })),
+              },
+              { content: 'done' },
+            ],
+          });
+          h.catalog.add(agent({ id: 'main', type: 'chat', tools: { allow: [], deny: denied } }));
+          gate.hidden.delete('activate_tools');
+          await h.run('go');
+          const round = h.model.calls[granted ? 1 : 0];
+          const offered = new Set(toolNames(round));
+          const rows = h.toolCalls().slice(granted ? 1 : 0);
+          expect(rows.map((r) => r.name)).toEqual(calls);
+          for (const row of rows) {
+            if (offered.has(row.name)) {
+              expect(row.result).not.toBe(`tool ${row.name} is not available to this agent`);
+            } else {
+              expect(row).toMatchObject(notAvailable(row.name));
+            }
+          }
+          const ran = h.tools.started.map((r) => r.name);
+          for (const n of ran) expect(offered.has(n)).toBe(true);
+          const gated = h.gate.checks.filter((c) => rows.some((r) => r.id === c.toolCallId)).map((c) => c.name);
+          for (const n of gated) expect(offered.has(n)).toBe(true);
+          for (const n of hidden) expect(offered.has(n)).toBe(false);
+          for (const n of denied) expect(offered.has(n)).toBe(false);
+          expect(offered.has('child_only')).toBe(false);
+          const activated = granted && !denied.includes('activate_tools');
+          expect(offered.has('mcp__gh__issues')).toBe(
+            activated && !hidden.includes('mcp__gh__issues') && !denied.includes('mcp__gh__issues'),
+          );
+        },
+      ),
+      { seed: SEED, numRuns: 1000 },
+    );
+    expect(cases).toBe(1000);
   });
 });

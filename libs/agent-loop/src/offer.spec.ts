@@ -213,7 +213,6 @@ describe('execution enforces the offer', () => {
   });
 
   it('generated: whatever names the model sends, exactly the offered ones are gated and run', async () => {
-    // eslint-disable-next-line no-console
     console.log(`offer property: seed=${SEED} — reproduce with FC_SEED=${SEED}`);
     const external = ['read_file', 'write_file', 'execute_cmd', 'restart', 'child_only', 'mcp__gh__issues'];
     const names = [...external, ...LOOP_TOOL_NAMES.filter((n) => n !== 'execute_task' && n !== 'execute_subtask')];

@@ -44,3 +44,12 @@ export function projectedArguments(argumentsText: string): string {
     ? JSON.stringify({ omitted: `${argumentsText.length} characters, over the ${MAX_TOOL_ARGUMENTS_CHARS} limit` })
     : argumentsText;
 }
+
+/**
+ * The `tool_error` text of a call to a tool the round did not offer (an agent's filter, root-only
+ * or sub-agent-only, hidden by an unconditional Deny, an MCP group not activated): such a call is
+ * never gated nor dispatched.
+ */
+export function offerRefusal(name: string, offered: ReadonlySet<string>): string | null {
+  return offered.has(name) ? null : `tool ${name} is not available to this agent`;
+}

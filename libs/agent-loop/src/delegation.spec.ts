@@ -58,7 +58,7 @@ describe('sub-agents', () => {
     ]);
   });
 
-  it('depth is at most 5: the deepest agent is not offered execute_subtask and calling it fails', async () => {
+  it('depth is at most 5: the deepest agent is not offered execute_subtask and a call to it is refused', async () => {
     const steps: ScriptStep[] = [];
     for (let d = 0; d < 5; d++) {
       steps.push({
@@ -85,10 +85,8 @@ describe('sub-agents', () => {
     expect(Math.max(...h.frames().map((f) => f.depth))).toBe(5);
     expect(toolNames(h.model.calls[5])).not.toContain('execute_subtask');
     const tooDeep = h.toolCalls().find((c) => c.argumentsText.includes('level 6'))!;
-    expect(tooDeep).toMatchObject({
-      status: 'failed',
-      result: 'Maximum sub-agent depth (5) reached; do the work yourself.',
-    });
+    expect(tooDeep).toMatchObject({ status: 'failed', result: 'tool execute_subtask is not available to this agent' });
+    expect(h.frames()).toHaveLength(6);
     expect(h.frames().every((f) => f.depth === 0 || f.status === 'closed')).toBe(true);
   });
 

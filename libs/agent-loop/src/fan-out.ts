@@ -6,6 +6,7 @@
  */
 import type { CallEnd } from './call-end';
 import type { HumanAnswer } from './ports';
+import { offeredNames, roundTools } from './history';
 import { cancelledRecord, mergeRecords, type CallRecord } from './records';
 import { childController } from './signals';
 import { prepareCall, runCall, type PreparedCall } from './tool-call';
@@ -18,11 +19,18 @@ export type BatchEnd =
 export interface BatchOptions {
   /** A human answer for one awaiting call (`resolvePendingCall`). */
   preset?: { toolCallId: string; answer: HumanAnswer };
+  /**
+   * The names offered in the round that produced the calls. Absent (recovery): a call that has not
+   * started yet (`pending`) is checked against the offer recomputed now.
+   */
+  offered?: ReadonlySet<string>;
 }
 
 export async function runBatch(fctx: FrameContext, rows: ToolCallRow[], options: BatchOptions = {}): Promise<BatchEnd> {
   const ctx = await toolContext(fctx);
-  const prepared = rows.map((row) => prepareCall(fctx, row, ctx));
+  const offered =
+    options.offered ?? (rows.some((r) => r.status === 'pending') ? offeredNames(await roundTools(fctx)) : undefined);
+  const prepared = rows.map((row) => prepareCall(fctx, row, ctx, offered));
   const concurrent =
     prepared.length >= 2 && fctx.turn.deps.config.maxParallelCalls > 1 && prepared.every((p) => p.concurrencySafe);
   return concurrent ? runConcurrent(fctx, prepared, options) : runSequential(fctx, prepared, options);

@@ -69,14 +69,17 @@ export function agentAllows(agent: AgentDefinition, name: string): boolean {
 }
 
 /**
- * The tools offered this round: the tool set's (minus `root_agent_only` in sub-agents, minus
- * names the loop owns) + the loop's own, each added once per level, so names are unique by
- * construction; then the agent's filters.
+ * The tools offered this round: the tool set's (minus `root_agent_only` in sub-agents and
+ * `sub_agents_only` at the root, minus names the loop owns) + the loop's own, each added once per
+ * level, so names are unique by construction; then the agent's filters; then what an
+ * unconditional Deny hides (the loop's own tools too). A call to any other name is refused
+ * (`offerRefusal`), never dispatched.
  */
 export async function roundTools(fctx: FrameContext): Promise<WireTool[]> {
   const { deps } = fctx.turn;
   const root = isRoot(fctx);
-  const specs = await deps.tools.definitions(await toolContext(fctx));
+  const ctx = await toolContext(fctx);
+  const specs = await deps.tools.definitions(ctx);
   const external = specs
     .filter((s) => !isLoopTool(s.definition.function.name))
     .filter((s) => (root ? !s.subAgentsOnly : !s.rootAgentOnly))
@@ -87,5 +90,20 @@ export async function roundTools(fctx: FrameContext): Promise<WireTool[]> {
   if (fctx.agent.type !== 'system' && !session.autoDenyApprovals) own.push(ASK_USER_CLARIFICATION);
   // Background sessions (jobs) delegate synchronously only: `execute_subtask`, never async tasks.
   if (fctx.frame.depth < deps.config.maxDepth) own.push(root && session.isInteractive ? EXECUTE_TASK : EXECUTE_SUBTASK);
-  return [...external, ...own].filter((t) => agentAllows(fctx.agent, t.function.name));
+  const allowed = [...external, ...own].filter((t) => agentAllows(fctx.agent, t.function.name));
+  if (!deps.gate.visibleTools || allowed.length === 0) return allowed;
+  const visible = await deps.gate.visibleTools({
+    sessionId: ctx.sessionId,
+    userId: ctx.userId,
+    source: ctx.source,
+    agentId: ctx.agentId,
+    securityGroup: ctx.securityGroup ?? null,
+    names: allowed.map((t) => t.function.name),
+  });
+  return visible ? allowed.filter((t) => visible.has(t.function.name)) : allowed;
+}
+
+/** The names a round offered, which its calls are checked against. */
+export function offeredNames(tools: readonly WireTool[]): ReadonlySet<string> {
+  return new Set(tools.map((t) => t.function.name));
 }

@@ -24,6 +24,7 @@ export type {
   GateDecision,
   GatePort,
   GateRequest,
+  VisibilityRequest,
   HumanAnswer,
   HumanRequest,
   HumanWaitPort,

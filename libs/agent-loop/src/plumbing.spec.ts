@@ -139,14 +139,14 @@ describe('activate_tools', () => {
 });
 
 describe('task_completed', () => {
-  it('is a stub the model cannot call', async () => {
+  it('is never offered, so a call to it is refused', async () => {
     const h = new LoopHarness({
       script: [{ toolCalls: [{ name: 'task_completed', arguments: {} }] }, { content: 'ok' }],
     });
     await h.run('go');
     expect(h.toolCalls()[0]).toMatchObject({
       status: 'failed',
-      result: 'task_completed is injected by the system only; you cannot call it.',
+      result: 'tool task_completed is not available to this agent',
     });
   });
 });

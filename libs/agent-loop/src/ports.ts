@@ -134,8 +134,25 @@ export type GateDecision =
   | { kind: 'require' };
 
 /** "May this call run?" (rules, bypasses, run-context fast path). */
+/** Who a round's tools are offered to, for `GatePort.visibleTools`. */
+export interface VisibilityRequest {
+  sessionId: string;
+  userId: string;
+  source: string;
+  agentId: string;
+  securityGroup: string | null;
+  /** Every tool the round would offer (the tool set's and the loop's own). */
+  names: readonly string[];
+}
+
 export interface GatePort {
   check(request: GateRequest): Promise<GateDecision>;
+  /**
+   * The names a call could ever be allowed for: an unconditional Deny hides a tool, the loop's own
+   * included. Null when the gate cannot say now (every name stays offered; `check` still decides
+   * each call). Optional: a gate without it hides nothing.
+   */
+  visibleTools?(request: VisibilityRequest): Promise<ReadonlySet<string> | null>;
 }
 
 export interface ApprovalPreview {

@@ -5,7 +5,7 @@
  */
 import { argumentsTooLarge, projectedArguments } from './call-checks';
 import { runBatch } from './fan-out';
-import { buildFrameMessages, roundTools } from './history';
+import { buildFrameMessages, offeredNames, roundTools } from './history';
 import { drainSteer } from './injection';
 import { parseArguments, stringArg } from './json';
 import { callModel } from './llm-call';
@@ -125,7 +125,7 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
     [{ kind: 'appendMessage', message }, ...rows.map((call): Mutation => ({ kind: 'createToolCall', call }))],
     events,
   );
-  const batch = await runBatch(fctx, rows);
+  const batch = await runBatch(fctx, rows, { offered: offeredNames(tools) });
   switch (batch.kind) {
     case 'continue':
       return { kind: 'again' };

@@ -4,7 +4,7 @@
  * (`pending`, announced by `tool_start`); recovery enters here with the row's stored status.
  */
 import type { CallEnd } from './call-end';
-import { callRefusal } from './call-checks';
+import { callRefusal, offerRefusal } from './call-checks';
 import { delegationEnd, isAsyncTask, runSyncDelegation, submitAsyncTask } from './delegation';
 import { approvalEvent, questionArgs, waitForHuman } from './human';
 import { parseArguments } from './json';
@@ -54,13 +54,27 @@ export interface PreparedCall {
   exec: ToolExecution | null;
   concurrencySafe: boolean;
   restartHint: RestartHint;
+  /** Why the call may not run at all (not offered to this agent this round); null when it may. */
+  refusal: string | null;
 }
 
 function isSyncDelegation(name: string, args: unknown): boolean {
   return name === 'execute_subtask' || (name === 'execute_task' && !isAsyncTask(name, args));
 }
 
-export function prepareCall(fctx: FrameContext, row: ToolCallRow, ctx: ToolContext): PreparedCall {
+/**
+ * `offered`: the names the round offered; a `pending` call outside it is refused before anything
+ * is built for it (the tool set never sees it).
+ */
+export function prepareCall(
+  fctx: FrameContext,
+  row: ToolCallRow,
+  ctx: ToolContext,
+  offered?: ReadonlySet<string>,
+): PreparedCall {
+  const refusal = callRefusal(row) ?? (offered && row.status === 'pending' ? offerRefusal(row.name, offered) : null);
+  if (refusal !== null)
+    return { row, args: null, exec: null, concurrencySafe: false, restartHint: 'reExecute', refusal };
   const args = injectWorkingDirectory(
     row.name,
     parseArguments(row.argumentsText),
@@ -73,13 +87,14 @@ export function prepareCall(fctx: FrameContext, row: ToolCallRow, ctx: ToolConte
       exec: null,
       concurrencySafe: row.name === 'list_agents' || isSyncDelegation(row.name, args),
       restartHint: 'reExecute',
+      refusal: null,
     };
   }
   const exec = fctx.turn.deps.tools.build(
     { toolCallId: row.id, name: row.name, arguments: args, argumentsText: row.argumentsText },
     ctx,
   );
-  return { row, args, exec, concurrencySafe: exec.concurrencySafe, restartHint: exec.restartHint };
+  return { row, args, exec, concurrencySafe: exec.concurrencySafe, restartHint: exec.restartHint, refusal: null };
 }
 
 /**
@@ -93,7 +108,7 @@ export async function runCall(
   presetCallId?: string,
 ): Promise<CallEnd> {
   const { row } = call;
-  const refusal = callRefusal(row);
+  const refusal = call.refusal ?? callRefusal(row);
   if (refusal !== null) return { flow: 'continue', record: failedRecord(row, refusal) };
   if (row.status === 'awaiting_human') {
     return row.name === 'ask_user_clarification' ? askQuestion(fctx, call, preset) : askApproval(fctx, call, preset);

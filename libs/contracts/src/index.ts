@@ -3,7 +3,7 @@ export * from './ws';
 export * from './rest';
 export * from './subjects';
 export * from './approvals';
-export * from './tools';
+export * from './tool-registry';
 export * from './tool-runner';
 export * from './mcp';
 export * from './llm';

@@ -61,13 +61,15 @@ describe('the shared tool path resolver', () => {
     expect(virtualOf(path, { workdir }, wd)).toBe(want);
   });
 
-  it('execute_cmd touches its working directory; list_files without a path lists the base', () => {
+  it('execute_cmd touches its working directory; list_files and grep_files without a path work on the base', () => {
     const v = (tool: string, args: Record<string, unknown>, wd: string | null) =>
       effectiveCallPaths(tool, args, wd).map((r) => (r.ok ? r.value.virtual : `error:${r.code}`));
     expect(v('execute_cmd', { command: 'ls' }, '/workspace/p')).toEqual(['/workspace/p']);
     expect(v('execute_cmd', { command: 'ls', workdir: 'sub' }, '/workspace/p')).toEqual(['/workspace/p/sub']);
     expect(v('execute_cmd', { command: 'ls', workdir: '/tmp' }, null)).toEqual(['error:outside_workspace']);
     expect(v('list_files', {}, '/workspace/p')).toEqual(['/workspace/p']);
+    // The runner greps the base when no path is given: the gate judges that same directory.
+    expect(v('grep_files', { pattern: 'x' }, '/workspace/p')).toEqual(['/workspace/p']);
     expect(v('read_file', {}, null)).toEqual([]);
     expect(v('read_file', { path: 7 }, null)).toEqual(['error:invalid_argument']);
     expect(v('memory_search', { query: 'x', path: 'a' }, null)).toEqual([]);

@@ -15,8 +15,10 @@
  *   `/workspace`. A NUL byte, a path outside the workspace, or a memory key over
  *   `MEMORY_KEY_MAX` characters is an error naming the path.
  *
- * Pure and dependency-free: no `node:path`, so browser bundles that import contracts still build.
+ * Pure: no `node:path`, so browser bundles that import contracts still build.
  */
+
+import { BASE_DEFAULT_PATH_TOOLS, PATH_TOOLS } from './tool-registry/registry';
 
 export const WORKSPACE_ROOT = '/workspace';
 export const MEMORY_KEY_MAX = 512;
@@ -42,19 +44,6 @@ export type PathTarget = WorkspaceTarget | MemoryTarget;
 
 export type PathErrorCode = 'invalid_argument' | 'outside_workspace';
 export type Resolved<T> = { ok: true; value: T } | { ok: false; code: PathErrorCode; message: string };
-
-/** Tools whose `path` argument names a file or directory (`list_files` defaults to the base). */
-export const PATH_TOOLS: readonly string[] = [
-  'list_files',
-  'read_file',
-  'search_file',
-  'grep_files',
-  'write_file',
-  'edit_file',
-  'insert_at_line',
-  'replace_lines',
-  'append_file',
-];
 
 const fail = (code: PathErrorCode, message: string): { ok: false; code: PathErrorCode; message: string } => ({
   ok: false,
@@ -162,9 +151,9 @@ export function resolveToolPath(
 }
 
 /**
- * What a call touches on disk or in memory: its `path` (for the file tools; `list_files` without
- * one lists the base) and, for `execute_cmd`, the directory it runs in. Other tools touch nothing
- * this resolver knows of (an empty list).
+ * What a call touches on disk or in memory: its `path` (for the file tools; a tool whose `path` has
+ * a default, `list_files` and `grep_files`, works on the base without one) and, for `execute_cmd`,
+ * the directory it runs in. Other tools touch nothing this resolver knows of (an empty list).
  */
 export function effectiveCallPaths(
   toolName: string,
@@ -175,7 +164,7 @@ export function effectiveCallPaths(
   if (!PATH_TOOLS.includes(toolName)) return [];
   const raw = args.path;
   if (raw === undefined || raw === null || raw === '') {
-    if (toolName !== 'list_files' && raw === undefined) return [];
+    if (raw === undefined && !BASE_DEFAULT_PATH_TOOLS.includes(toolName)) return [];
     return [resolveCallBase(args.workdir, sessionWorkingDirectory)];
   }
   if (typeof raw !== 'string') return [fail('invalid_argument', 'path must be a string')];

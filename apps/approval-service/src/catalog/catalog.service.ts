@@ -1,20 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { BUILTIN_TOOLS } from '@skald/contracts';
-import { toolCategory } from '../rules/rule-engine';
+import { BUILTIN_TOOLS, LOOP_TOOLS, SYNTHETIC_TOOLS, toolCategory } from '@skald/contracts';
 import { KnownToolsRepository } from './known-tools.repository';
 
-/** Tools defined by the agent loop itself (plumbing and delegation). */
-export const LOOP_TOOLS = [
-  'update_scratchpad',
-  'write_todos',
-  'ask_user_clarification',
-  'activate_tools',
-  'list_agents',
-  'execute_task',
-  'execute_subtask',
-];
-/** Core interface tools injected outside the registry. */
-export const SYNTHETIC_TOOLS = ['task_completed', 'read_notification', 'restart'];
+/** The registry's names: the built-in tools, then the loop's own. */
+const REGISTRY_NAMES: readonly string[] = [...BUILTIN_TOOLS.map((t) => t.name), ...LOOP_TOOLS.map((t) => t.name)];
+const SYNTHETIC_NAMES: readonly string[] = SYNTHETIC_TOOLS.map((t) => t.name);
 
 export interface CatalogItem {
   name: string;
@@ -28,7 +18,7 @@ export interface CatalogItem {
  */
 @Injectable()
 export class CatalogService {
-  private readonly seen = new Set<string>([...BUILTIN_TOOLS.map((t) => t.name), ...LOOP_TOOLS, ...SYNTHETIC_TOOLS]);
+  private readonly seen = new Set<string>([...REGISTRY_NAMES, ...SYNTHETIC_NAMES]);
   private pending: Promise<void> = Promise.resolve();
 
   constructor(private readonly repo: KnownToolsRepository) {}
@@ -50,12 +40,12 @@ export class CatalogService {
   }
 
   async list(): Promise<CatalogItem[]> {
-    const registry: CatalogItem[] = [...BUILTIN_TOOLS.map((t) => t.name), ...LOOP_TOOLS].map((name) => ({
+    const registry: CatalogItem[] = REGISTRY_NAMES.map((name) => ({
       name,
       category: toolCategory(name),
       origin: 'registry',
     }));
-    const synthetic: CatalogItem[] = SYNTHETIC_TOOLS.map((name) => ({
+    const synthetic: CatalogItem[] = SYNTHETIC_NAMES.map((name) => ({
       name,
       category: toolCategory(name),
       origin: 'synthetic',

@@ -3,9 +3,13 @@ import {
   BypassScope as BypassScopeSchema,
   BypassScope as ContractBypassScope,
   effectiveCallPaths,
+  FS_READ_TOOLS,
+  FS_WRITE_TOOLS,
   parentDirectory,
   PATH_TOOLS,
   resolveToolPath,
+  toolCategory,
+  type ToolCategory,
 } from '@skald/contracts';
 import {
   CommandPattern,
@@ -79,20 +83,8 @@ export interface GateResult {
   needsHuman?: boolean;
 }
 
-export const FS_READ_TOOLS: readonly string[] = [
-  'list_files',
-  'read_file',
-  'search_file',
-  'grep_files',
-  'memory_search',
-];
-export const FS_WRITE_TOOLS: readonly string[] = [
-  'write_file',
-  'edit_file',
-  'insert_at_line',
-  'replace_lines',
-  'append_file',
-];
+/** `@fs_read` / `@fs_write`: derived from the tool registry (libs/contracts). */
+export { FS_READ_TOOLS, FS_WRITE_TOOLS };
 export const WORKSPACE = '/workspace';
 const MEMORY_ROOTS = ['user-memory', 'shared-memory'];
 const TOOL_NAME = /^[A-Za-z0-9_.:-]+$/;
@@ -296,19 +288,8 @@ function filePaths(input: GateInput): Array<string | null> {
 
 // ---------------------------------------------------------------- categories
 
-export type ToolCategory = 'filesystem' | 'shell' | 'mcp' | 'agents' | 'plumbing' | 'system' | 'dynamic';
-
-const PLUMBING = ['update_scratchpad', 'write_todos', 'ask_user_clarification', 'activate_tools', 'list_agents'];
-
-export function toolCategory(name: string): ToolCategory {
-  if (FS_READ_TOOLS.includes(name) || FS_WRITE_TOOLS.includes(name)) return 'filesystem';
-  if (name === 'execute_cmd') return 'shell';
-  if (name.startsWith('mcp__')) return 'mcp';
-  if (name === 'execute_task' || name === 'execute_subtask') return 'agents';
-  if (PLUMBING.includes(name)) return 'plumbing';
-  if (name === 'restart' || name === 'task_completed' || name === 'read_notification') return 'system';
-  return 'dynamic';
-}
+/** A tool's category: from the registry (built-in, the loop's own, synthetic), `mcp`, else `dynamic`. */
+export { toolCategory, type ToolCategory };
 
 /** `mcp__<server>__<tool>` → server. */
 export function mcpServerOf(name: string): string | null {

@@ -1,5 +1,6 @@
 import { SUBJECTS } from '@skald/contracts';
-import { checkRequestOf } from './nats-gate';
+import type { Bus } from '@skald/messaging';
+import { checkRequestOf, NatsGate } from './nats-gate';
 
 const base = {
   sessionId: '00000000-0000-4000-8000-0000000000aa',
@@ -55,5 +56,39 @@ describe('NatsGate: the approval.check payload', () => {
       checkRequestOf({ ...base, arguments: '{oops', runContext: noContext, securityGroup: null }, 'user', undefined),
     );
     expect(parsed.arguments).toEqual({});
+  });
+});
+
+describe('NatsGate: what an unconditional Deny hides', () => {
+  const request = {
+    sessionId: base.sessionId,
+    userId: base.userId,
+    source: 'web',
+    agentId: 'main',
+    securityGroup: 'nightly',
+    names: ['read_file', 'execute_task', 'activate_tools'],
+  };
+
+  it("asks approval.visible_tools about every name the round offers, the loop's own included", async () => {
+    const asked: unknown[] = [];
+    const bus = {
+      call: (subject: string, payload: unknown) => {
+        asked.push([subject, SUBJECTS['approval.visible_tools'].request.parse(payload)]);
+        return Promise.resolve({ visible: ['read_file'] });
+      },
+    } as unknown as Bus;
+    const visible = await new NatsGate(bus, 'user').visibleTools(request);
+    expect(visible && [...visible]).toEqual(['read_file']);
+    expect(asked).toEqual([
+      [
+        'approval.visible_tools',
+        expect.objectContaining({ security_group: 'nightly', tools: ['read_file', 'execute_task', 'activate_tools'] }),
+      ],
+    ]);
+  });
+
+  it('hides nothing when the approval service cannot answer (every call is still checked)', async () => {
+    const bus = { call: () => Promise.reject(new Error('no responders')) } as unknown as Bus;
+    expect(await new NatsGate(bus, 'user').visibleTools(request)).toBeNull();
   });
 });

@@ -1,6 +1,7 @@
-import type { GateDecision, GatePort, GateRequest } from '@skald/agent-loop';
+import type { GateDecision, GatePort, GateRequest, VisibilityRequest } from '@skald/agent-loop';
 import type { RequestOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
+import { TurnFacts } from './turn-facts';
 
 /** The `approval.check` payload of a call: with the session's RunContext and security group, always. */
 export function checkRequestOf(
@@ -44,6 +45,8 @@ export class NatsGate implements GatePort {
     private readonly role: 'user' | 'admin',
     /** The turn that asks (logged by the approval service). */
     private readonly turnId?: string,
+    /** The turn's remembered facts: the visible tools are asked once per turn and set of names. */
+    private readonly facts: TurnFacts = new TurnFacts(),
   ) {}
 
   async check(req: GateRequest): Promise<GateDecision> {
@@ -61,6 +64,29 @@ export class NatsGate implements GatePort {
         const never: never = r.decision;
         throw new Error(`unknown decision ${String(never)}`);
       }
+    }
+  }
+
+  /**
+   * The names an unconditional Deny leaves visible (the approval service also records every
+   * offered name in the tool catalog). Unreachable: null, hide nothing; every call is still checked.
+   */
+  async visibleTools(req: VisibilityRequest): Promise<ReadonlySet<string> | null> {
+    try {
+      const request = {
+        actor: { userId: req.userId, role: this.role },
+        session_id: req.sessionId,
+        agent_id: req.agentId,
+        source: req.source,
+        ...(req.securityGroup ? { security_group: req.securityGroup } : {}),
+        tools: [...req.names],
+      };
+      const r = await this.facts.get(`visible_tools ${JSON.stringify(request)}`, () =>
+        this.bus.call('approval.visible_tools', request, { timeoutMs: APPROVAL_CALL_TIMEOUT_MS }),
+      );
+      return new Set(r.visible);
+    } catch {
+      return null;
     }
   }
 }

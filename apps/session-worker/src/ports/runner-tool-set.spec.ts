@@ -1,5 +1,11 @@
-import type { ToolContext } from '@skald/agent-loop';
+/**
+ * What the worker offers is the registry: every built-in tool (memory_search included), with the
+ * JSON schema generated from its arguments; the loop's own tools are the ones the registry lists.
+ */
+import { isLoopTool, LOOP_TOOL_NAMES, type ToolContext } from '@skald/agent-loop';
+import { BUILTIN_TOOLS, LOOP_TOOLS, SYNTHETIC_TOOLS } from '@skald/contracts';
 import type { Bus } from '@skald/messaging';
+import { NatsGate } from './nats-gate';
 import { RunnerToolSet } from './runner-tool-set';
 import { TurnFacts } from './turn-facts';
 
@@ -11,12 +17,50 @@ const ctx: ToolContext = {
   frameId: '00000000-0000-4000-8000-0000000000cc',
   depth: 0,
   grants: [],
-  runContext: { workingDirectory: null, systemPrompt: [], allowFsReads: [], allowFsWrites: [] },
+  runContext: { workingDirectory: null, systemPrompt: [] },
   securityGroup: null,
 };
 
+/** A bus that must not be asked anything (no MCP grants: the offer needs no request). */
+const silentBus = {
+  call: () => Promise.reject(new Error('no request expected')),
+  publish: () => undefined,
+} as unknown as Bus;
+
+describe('RunnerToolSet × registry', () => {
+  it('offers every built-in tool, memory_search included, with its generated schema', async () => {
+    const specs = await new RunnerToolSet(silentBus, 'user').definitions(ctx);
+    expect(specs.map((s) => s.definition.function.name)).toEqual(BUILTIN_TOOLS.map((t) => t.name));
+    expect(specs.map((s) => s.definition.function.name)).toContain('memory_search');
+    const grep = specs.find((s) => s.definition.function.name === 'grep_files')!;
+    const props = (grep.definition.function.parameters as { properties: Record<string, { description?: string }> })
+      .properties;
+    expect(props.case_sensitive.description).toBe('Case sensitive (default true)');
+    for (const s of specs) {
+      const def = BUILTIN_TOOLS.find((t) => t.name === s.definition.function.name)!;
+      expect(s.rootAgentOnly ?? false).toBe(!def.offeredAt.subAgents);
+      expect(s.subAgentsOnly ?? false).toBe(!def.offeredAt.root);
+    }
+  });
+
+  it('builds every built-in tool with the registry’s restart hint and concurrency', () => {
+    const set = new RunnerToolSet(silentBus, 'user');
+    for (const t of BUILTIN_TOOLS) {
+      const exec = set.build({ toolCallId: 'c', name: t.name, arguments: {}, argumentsText: '{}' }, ctx);
+      expect([t.name, exec.restartHint, exec.concurrencySafe]).toEqual([t.name, t.restartHint, t.concurrencySafe]);
+    }
+  });
+
+  it("names the same loop tools as the agent loop, and no built-in tool is also the loop's", () => {
+    const listed = [...LOOP_TOOLS, ...SYNTHETIC_TOOLS].map((t) => t.name);
+    for (const n of LOOP_TOOL_NAMES) expect(listed).toContain(n);
+    for (const t of LOOP_TOOLS) expect(isLoopTool(t.name)).toBe(true);
+    for (const t of BUILTIN_TOOLS) expect(isLoopTool(t.name)).toBe(false);
+  });
+});
+
 /** A bus that answers visible_tools with every offered tool and tools.exec with `done`, counting requests. */
-function fakeBus(): { bus: Bus; asked: Record<string, number> } {
+function countingBus(): { bus: Bus; asked: Record<string, number> } {
   const asked: Record<string, number> = {};
   const bus = {
     call: (subject: string, req: { tools?: string[] }) => {
@@ -26,41 +70,55 @@ function fakeBus(): { bus: Bus; asked: Record<string, number> } {
       return Promise.reject(new Error(`unexpected ${subject}`));
     },
     publish: () => undefined,
+    subscribe: () => ({ unsubscribe: () => undefined }),
   } as unknown as Bus;
   return { bus, asked };
 }
 
-const run = (tools: RunnerToolSet, name: string, args: Record<string, unknown>) =>
-  tools
-    .build({ toolCallId: '00000000-0000-4000-8000-0000000000dd', name, arguments: args } as never, ctx)
-    .run(new AbortController().signal, () => undefined);
+describe('the visible tools, once per turn (TurnFacts shared by the gate and the tool set)', () => {
+  const names = BUILTIN_TOOLS.map((t) => t.name);
+  const visibility = (agentId: string) => ({
+    userId: ctx.userId,
+    sessionId: ctx.sessionId,
+    agentId,
+    source: ctx.source,
+    securityGroup: null,
+    names,
+  });
+  const run = (tools: RunnerToolSet, name: string, args: Record<string, unknown>) =>
+    tools
+      .build({ toolCallId: '00000000-0000-4000-8000-0000000000dd', name, arguments: args, argumentsText: '' }, ctx)
+      .run(new AbortController().signal, () => undefined);
 
-describe('RunnerToolSet: the visible tools, once per turn', () => {
   it('asks the approval service once per turn while the calls only read', async () => {
-    const { bus, asked } = fakeBus();
-    const tools = new RunnerToolSet(bus, 'user', undefined, new TurnFacts());
+    const { bus, asked } = countingBus();
+    const facts = new TurnFacts();
+    const gate = new NatsGate(bus, 'user', undefined, facts);
+    const tools = new RunnerToolSet(bus, 'user', undefined, facts);
     for (let round = 0; round < 5; round++) {
-      expect((await tools.definitions(ctx)).length).toBeGreaterThan(0);
+      expect((await gate.visibleTools(visibility(ctx.agentId)))?.size).toBe(names.length);
       await run(tools, 'read_file', { path: 'a.txt' });
     }
     expect(asked['approval.visible_tools']).toBe(1);
     expect(asked['tools.exec']).toBe(5);
   });
 
-  it('asks again after a call that may have written, and for another set of grants', async () => {
-    const { bus, asked } = fakeBus();
-    const tools = new RunnerToolSet(bus, 'user', undefined, new TurnFacts());
-    await tools.definitions(ctx);
+  it('asks again after a call that may have written, and for another agent', async () => {
+    const { bus, asked } = countingBus();
+    const facts = new TurnFacts();
+    const gate = new NatsGate(bus, 'user', undefined, facts);
+    const tools = new RunnerToolSet(bus, 'user', undefined, facts);
+    await gate.visibleTools(visibility(ctx.agentId));
     await run(tools, 'write_file', { path: 'a.txt', content: 'x' });
-    await tools.definitions(ctx);
-    await tools.definitions({ ...ctx, agentId: 'other' });
+    await gate.visibleTools(visibility(ctx.agentId));
+    await gate.visibleTools(visibility('other'));
     expect(asked['approval.visible_tools']).toBe(3);
   });
 
   it('a new turn asks again', async () => {
-    const { bus, asked } = fakeBus();
-    await new RunnerToolSet(bus, 'user', undefined, new TurnFacts()).definitions(ctx);
-    await new RunnerToolSet(bus, 'user', undefined, new TurnFacts()).definitions(ctx);
+    const { bus, asked } = countingBus();
+    await new NatsGate(bus, 'user', undefined, new TurnFacts()).visibleTools(visibility(ctx.agentId));
+    await new NatsGate(bus, 'user', undefined, new TurnFacts()).visibleTools(visibility(ctx.agentId));
     expect(asked['approval.visible_tools']).toBe(2);
   });
 });

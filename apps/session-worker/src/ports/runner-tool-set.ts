@@ -52,44 +52,30 @@ export class RunnerToolSet implements ToolSetPort {
   ) {}
 
   /**
-   * The built-in tools and the tools of the MCP servers granted to this scope (`activate_tools`),
-   * less those an unconditional Deny hides from this agent (asked of the approval service once per
-   * turn and set of offered tools, which also records every offered name in the tool catalog).
+   * The built-in tools of the registry (with where each is offered) and the tools of the MCP
+   * servers granted to this scope (`activate_tools`). What an unconditional Deny hides is the
+   * loop's business (`GatePort.visibleTools`), for these and its own tools alike.
    */
   async definitions(ctx: ToolContext): Promise<ToolSpec[]> {
-    const actor = { userId: ctx.userId, role: this.role };
     const mcp = ctx.grants.length > 0 ? (await this.mcpCatalog(ctx, ctx.grants)).tools : [];
     for (const t of mcp) this.mcpTools.set(t.name, t);
-    const offered = [
-      ...BUILTIN_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-      ...mcp,
-    ];
-    let visible: Set<string> | null = null;
-    try {
-      const request = {
-        actor,
-        session_id: ctx.sessionId,
-        agent_id: ctx.agentId,
-        source: ctx.source,
-        ...(ctx.securityGroup ? { security_group: ctx.securityGroup } : {}),
-        tools: offered.map((t) => t.name),
-      };
-      const r = await this.facts.get(`visible_tools ${JSON.stringify(request)}`, () =>
-        this.bus.call('approval.visible_tools', request, { timeoutMs: APPROVAL_CALL_TIMEOUT_MS }),
-      );
-      visible = new Set(r.visible);
-    } catch {
-      // The gate still decides every call; hiding is a courtesy to the model.
-      visible = null;
-    }
-    return offered
-      .filter((t) => !visible || visible.has(t.name))
-      .map((t) => ({
+    const builtins: ToolSpec[] = BUILTIN_TOOLS.filter((t) => t.offeredAt.root || t.offeredAt.subAgents).map((t) => ({
+      definition: {
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      },
+      ...(t.offeredAt.subAgents ? {} : { rootAgentOnly: true }),
+      ...(t.offeredAt.root ? {} : { subAgentsOnly: true }),
+    }));
+    return [
+      ...builtins,
+      ...mcp.map((t): ToolSpec => ({
         definition: {
           type: 'function',
           function: { name: t.name, description: t.description, parameters: t.parameters },
         },
-      }));
+      })),
+    ];
   }
 
   /** The user's enabled MCP servers: what `activate_tools` may grant. */

@@ -354,7 +354,7 @@ export class TurnDriver implements OnApplicationShutdown {
     const facts = new TurnFacts();
     return {
       store,
-      gate: new NatsGate(this.bus, role, turnId),
+      gate: new NatsGate(this.bus, role, turnId, facts),
       human: new NatsHumanWait(this.bus, role, {
         parkAfterMs: this.config.SKALD_PARK_AFTER * 1000,
         pollMs: this.config.SKALD_HUMAN_POLL_MS,

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
-import { ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
+import { BUILTIN_TOOLS, ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
 import { Logger } from '@skald/service-kit';
 import { LOGGER } from '../config';
 import { StalePreview, ToolError } from '../tool-error';
@@ -277,7 +277,7 @@ function replySize(reply: ToolReply): number {
 }
 
 /** Tools without side effects: never recorded, a duplicate simply reads again. */
-const READ_ONLY = new Set(['list_files', 'read_file', 'search_file', 'grep_files', 'memory_search']);
+const READ_ONLY: ReadonlySet<string> = new Set(BUILTIN_TOOLS.filter((t) => t.access === 'read').map((t) => t.name));
 
 /** The start of a call could not be recorded: it did not run; the caller retries. */
 export class RecordUnavailable extends Error {

@@ -1,20 +1,10 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Counter, Histogram, Registry } from 'prom-client';
+import { BUILTIN_TOOLS } from '@skald/contracts';
 import { METRICS_REGISTRY } from '@skald/service-kit';
 
-const KNOWN = new Set([
-  'list_files',
-  'read_file',
-  'write_file',
-  'edit_file',
-  'insert_at_line',
-  'replace_lines',
-  'append_file',
-  'search_file',
-  'grep_files',
-  'execute_cmd',
-  'memory_search',
-]);
+/** The `tool` label of each built-in tool (its registry `metricsLabel`); MCP tools share `mcp`, anything else `other`. */
+const LABELS: ReadonlyMap<string, string> = new Map(BUILTIN_TOOLS.map((t) => [t.name, t.metricsLabel]));
 
 /** `skald_tool_calls_total{tool,status}`, `skald_tool_call_seconds{tool}`, `skald_tool_call_replays_total`. */
 @Injectable()
@@ -46,7 +36,7 @@ export class ToolMetrics {
   }
 
   finished(tool: string, status: string, seconds: number): void {
-    const label = KNOWN.has(tool) ? tool : tool.startsWith('mcp__') ? 'mcp' : 'other';
+    const label = LABELS.get(tool) ?? (tool.startsWith('mcp__') ? 'mcp' : 'other');
     this.calls?.inc({ tool: label, status });
     this.seconds?.observe({ tool: label }, seconds);
   }

@@ -6,8 +6,10 @@
  * base name anywhere (`*.ts`); one with `/` matches the path relative to the search root.
  */
 
+import { GLOB_MAX_CHARS } from '@skald/contracts';
+
 /** Longest glob accepted (the expression's size, and so the matching cost per path, follows from it). */
-export const GLOB_MAX_CHARS = 512;
+export { GLOB_MAX_CHARS };
 
 export class GlobError extends Error {
   constructor(message: string) {

@@ -1,17 +1,17 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { z } from 'zod';
-import { ApprovalPreview, ParsedRequestOf } from '@skald/contracts';
+import {
+  ApprovalPreview,
+  BUILTIN_TOOLS_BY_NAME,
+  builtinTool,
+  ParsedRequestOf,
+  type BuiltinToolOf,
+  type FileWriteToolName,
+} from '@skald/contracts';
 import { ToolContext } from '../exec/tool-context';
 import { sessionWorkdir } from '../exec/tool-exec.service';
 import { contentHash } from '../files/content-hash';
 import { applyAppend, applyEdit, applyInsert, applyReplaceLines, EditError } from '../files/edit-ops';
-import {
-  AppendFileArgs,
-  EditFileArgs,
-  InsertAtLineArgs,
-  ReplaceLinesArgs,
-  WriteFileArgs,
-} from '../files/file-tool-args';
 import { FILE_LIMITS } from '../files/file-limits.constants';
 import { looksBinary } from '../files/text';
 import { MemoryToolsService } from '../memory/memory-tools.service';
@@ -26,32 +26,28 @@ function refusal(e: unknown): e is ToolError {
 
 export type PreviewRequest = ParsedRequestOf<'tools.preview'>;
 
-/** The write tools, each: its arguments, and new content from current content (null: the file is new). */
-const WRITES: Record<
-  string,
-  { schema: z.ZodType<{ path: string }>; apply: (current: string | null, args: never, path: string) => string | null }
-> = {
-  write_file: { schema: WriteFileArgs, apply: (_c, a: z.output<typeof WriteFileArgs>) => a.content },
-  edit_file: {
-    schema: EditFileArgs,
-    apply: (c, a: z.output<typeof EditFileArgs>, p) =>
-      c === null ? null : applyEdit(c, { old: a.old, new: a.new, replaceAll: a.replace_all }, p).content,
-  },
-  insert_at_line: {
-    schema: InsertAtLineArgs,
-    apply: (c, a: z.output<typeof InsertAtLineArgs>, p) =>
-      c === null ? null : applyInsert(c, { line: a.line, content: a.content, position: a.position }, p).content,
-  },
-  replace_lines: {
-    schema: ReplaceLinesArgs,
-    apply: (c, a: z.output<typeof ReplaceLinesArgs>, p) =>
-      c === null ? null : applyReplaceLines(c, { fromLine: a.from_line, toLine: a.to_line, new: a.new }, p).content,
-  },
-  append_file: {
-    schema: AppendFileArgs,
-    apply: (c, a: z.output<typeof AppendFileArgs>, p) => applyAppend(c ?? '', { content: a.content }, p).content,
-  },
+/** New content from current content (null: the file is new; null back: no preview). */
+type Apply<N extends FileWriteToolName> = (
+  current: string | null,
+  args: z.output<BuiltinToolOf<N>['args']>,
+  path: string,
+) => string | null;
+
+/** One preview per file-writing tool of the registry: a write tool without one does not compile. */
+export const PREVIEWS: { readonly [N in FileWriteToolName]: Apply<N> } = {
+  write_file: (_c, a) => a.content,
+  edit_file: (c, a, p) =>
+    c === null ? null : applyEdit(c, { old: a.old, new: a.new, replaceAll: a.replace_all }, p).content,
+  insert_at_line: (c, a, p) =>
+    c === null ? null : applyInsert(c, { line: a.line, content: a.content, position: a.position }, p).content,
+  replace_lines: (c, a, p) =>
+    c === null ? null : applyReplaceLines(c, { fromLine: a.from_line, toLine: a.to_line, new: a.new }, p).content,
+  append_file: (c, a, p) => applyAppend(c ?? '', { content: a.content }, p).content,
 };
+
+function isFileWrite(name: string): name is FileWriteToolName {
+  return Object.hasOwn(PREVIEWS, name) && BUILTIN_TOOLS_BY_NAME.get(name)?.writesFile === true;
+}
 
 /**
  * `tools.preview`: the diff an approval card shows, computed from the caller's workspace (or
@@ -68,14 +64,15 @@ export class PreviewService {
   ) {}
 
   async preview(req: PreviewRequest): Promise<ApprovalPreview | null> {
-    const spec = Object.hasOwn(WRITES, req.name) ? WRITES[req.name] : undefined;
-    if (!spec) return null;
-    const parsed = spec.schema.safeParse(req.arguments);
+    const name = req.name;
+    if (!isFileWrite(name)) return null;
+    const parsed = builtinTool(name).args.safeParse(req.arguments);
     if (!parsed.success) return null;
+    const apply = PREVIEWS[name] as (current: string | null, args: never, path: string) => string | null;
     try {
       const current = await this.current(req, parsed.data.path);
       if (!current) return null;
-      const next = spec.apply(current.text, parsed.data as never, current.virtual);
+      const next = apply(current.text, parsed.data as never, current.virtual);
       if (next === null) return null;
       return {
         path: current.virtual,

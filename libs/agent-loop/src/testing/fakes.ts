@@ -9,6 +9,7 @@ import type {
   GateDecision,
   GatePort,
   GateRequest,
+  VisibilityRequest,
   HumanAnswer,
   HumanRequest,
   HumanWaitPort,
@@ -70,10 +71,17 @@ export class RecordingSink implements EventSink {
   }
 }
 
-/** Decisions by tool name (default `allow`), or by a function. Records every check. */
+/**
+ * Decisions by tool name (default `allow`), or by a function. Records every check. `hidden`:
+ * names an unconditional Deny hides from the model (`visibleTools`).
+ */
 export class FakeGate implements GatePort {
   readonly checks: GateRequest[] = [];
+  readonly hidden = new Set<string>();
   constructor(private readonly rules: Record<string, GateDecision> | ((req: GateRequest) => GateDecision) = {}) {}
+  async visibleTools(request: VisibilityRequest): Promise<ReadonlySet<string> | null> {
+    return new Set(request.names.filter((n) => !this.hidden.has(n)));
+  }
   async check(request: GateRequest): Promise<GateDecision> {
     this.checks.push(structuredClone(request));
     if (typeof this.rules === 'function') return this.rules(request);

@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { defineTool, EVERYWHERE } from './define-tool';
+
+export const writeFile = defineTool({
+  name: 'write_file',
+  description: 'Create or overwrite a file with the given content.',
+  args: z.object({ path: z.string().describe('File to write'), content: z.string().describe('The whole new content') }),
+  category: 'filesystem',
+  access: 'write',
+  restartHint: 'reExecute',
+  offeredAt: EVERYWHERE,
+  defaultRule: 'require',
+});

@@ -19,7 +19,6 @@ import {
   TOPICS,
 } from '@skald/contracts';
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
-import { APPROVAL_CALL_TIMEOUT_MS } from './nats-gate';
 import { RUNNER_LOST, watchRunner } from './runner-watch';
 import { TurnFacts } from './turn-facts';
 

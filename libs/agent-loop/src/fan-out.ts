@@ -9,6 +9,7 @@ import type { HumanAnswer } from './ports';
 import { cancelledRecord, mergeRecords, type CallRecord } from './records';
 import { childController } from './signals';
 import { prepareCall, runCall, type PreparedCall } from './tool-call';
+import { toolStartEvent } from './tool-start';
 import { commit, toolContext, type FrameContext } from './turn-context';
 import { TERMINAL_TOOL_STATUSES, type Mutation, type SessionEventDraft, type ToolCallRow } from './types';
 
@@ -18,6 +19,8 @@ export type BatchEnd =
 export interface BatchOptions {
   /** A human answer for one awaiting call (`resolvePendingCall`). */
   preset?: { toolCallId: string; answer: HumanAnswer };
+  /** The rows are new (not yet announced): announce each call's `tool_start` as it starts. */
+  announceStart?: boolean;
 }
 
 export async function runBatch(fctx: FrameContext, rows: ToolCallRow[], options: BatchOptions = {}): Promise<BatchEnd> {
@@ -25,6 +28,12 @@ export async function runBatch(fctx: FrameContext, rows: ToolCallRow[], options:
   const prepared = rows.map((row) => prepareCall(fctx, row, ctx));
   const concurrent =
     prepared.length >= 2 && fctx.turn.deps.config.maxParallelCalls > 1 && prepared.every((p) => p.concurrencySafe);
+  if (concurrent && options.announceStart)
+    await commit(
+      fctx.turn,
+      [],
+      rows.map((row) => toolStartEvent(fctx, row)),
+    );
   return concurrent ? runConcurrent(fctx, prepared, options) : runSequential(fctx, prepared, options);
 }
 
@@ -55,6 +64,7 @@ async function runSequential(fctx: FrameContext, calls: PreparedCall[], options:
       );
       return { kind: 'cancelled' };
     }
+    if (options.announceStart) await commit(fctx.turn, [], [toolStartEvent(fctx, call.row)]);
     const end = await runCall(fctx, call, presetFor(call, options), presetCallId(call, options));
     switch (end.flow) {
       case 'continue':

@@ -111,13 +111,14 @@ describe('fan-out', () => {
   });
 
   it('a sequential batch announces each tool_start when its call starts, not all of them before the first runs', async () => {
-    const h = new LoopHarness({
+    const seen = (): string => h.eventTypes().join(',');
+    const h: LoopHarness = new LoopHarness({
       tools: [
         {
           name: 'execute_cmd',
           concurrencySafe: false,
           // What a client has seen when the call runs: the events committed so far.
-          run: () => Promise.resolve({ ok: true, content: h.eventTypes().join(',') }),
+          run: () => Promise.resolve({ ok: true as const, content: seen() }),
         },
       ],
       script: [

@@ -104,7 +104,8 @@ export class SessionsRepository {
 
   /**
    * A page of the root conversation of the (user, source) active session, newest page first but
-   * returned oldest first; synthetic and failed rows excluded, and what /clear closed.
+   * returned oldest first; synthetic rows excluded (messages whose turn was stopped are kept), and
+   * what /clear closed.
    */
   async chatPage(scope: {
     userId: string;

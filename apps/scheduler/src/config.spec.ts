@@ -18,9 +18,11 @@ describe('SKALD_TIC_CRON', () => {
       fc.property(
         fc.oneof(
           fc.string({ unit: 'binary', maxLength: 60 }),
-          fc.array(fc.constantFrom('*', '*/5', '0', '59', '1-5', 'L', '#', '?', 'MON', '\u0000', ' '), {
-            maxLength: 8,
-          }).map((a) => a.join(' ')),
+          fc
+            .array(fc.constantFrom('*', '*/5', '0', '59', '1-5', 'L', '#', '?', 'MON', '\u0000', ' '), {
+              maxLength: 8,
+            })
+            .map((a) => a.join(' ')),
         ),
         (value) => {
           const r = SchedulerConfigSchema.safeParse({ SKALD_TIC_CRON: value });

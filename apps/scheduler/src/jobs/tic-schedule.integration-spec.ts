@@ -11,7 +11,9 @@ describe('tic schedule', () => {
   let ds: DataSource;
   let repo: JobsRepository;
   const fired: string[] = [];
-  const engine = { fire: (jobId: string) => (fired.push(jobId), Promise.resolve(randomUUID())) } as unknown as JobEngine;
+  const engine = {
+    fire: (jobId: string) => (fired.push(jobId), Promise.resolve(randomUUID())),
+  } as unknown as JobEngine;
 
   beforeAll(async () => {
     ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 2 } });

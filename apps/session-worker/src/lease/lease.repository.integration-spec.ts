@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { queryRows } from '@skald/persistence';
 import { LeaseRepository } from './lease.repository';
 
 jest.setTimeout(30_000);
@@ -32,9 +33,11 @@ describe('LeaseRepository', () => {
 
   const row = async (sessionId: string) =>
     (
-      (await ds.query(`SELECT owner, epoch::int AS epoch FROM session_leases WHERE session_id = $1`, [
-        sessionId,
-      ])) as Array<{ owner: string | null; epoch: number }>
+      await queryRows<{ owner: string | null; epoch: number }>(
+        ds,
+        `SELECT owner, epoch::int AS epoch FROM session_leases WHERE session_id = $1`,
+        [sessionId],
+      )
     )[0];
 
   it('a free session is taken at epoch 1; a held one is refused to anyone else', async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { queryRows } from '@skald/persistence';
 import { LeaseLostError, type NewMessage, type SessionEventDraft } from '@skald/agent-loop';
 import { LeaseRepository } from '../lease/lease.repository';
 import { CommittedEvent, PgSessionStore } from './pg-session-store';
@@ -72,16 +73,25 @@ describe('PgSessionStore', () => {
 
   const seqs = async (sessionId: string): Promise<number[]> =>
     (
-      (await ds.query(`SELECT seq::int AS seq FROM session_events WHERE session_id = $1 ORDER BY seq`, [
-        sessionId,
-      ])) as Array<{ seq: number }>
+      await queryRows<{ seq: number }>(
+        ds,
+        `SELECT seq::int AS seq FROM session_events WHERE session_id = $1 ORDER BY seq`,
+        [sessionId],
+      )
     ).map((r) => r.seq);
   const lastSeq = async (sessionId: string): Promise<number> =>
-    Number(((await ds.query(`SELECT last_seq FROM sessions WHERE id = $1`, [sessionId])) as Array<{ last_seq: string }>)[0].last_seq);
+    Number(
+      (await queryRows<{ last_seq: string }>(ds, `SELECT last_seq FROM sessions WHERE id = $1`, [sessionId]))[0]
+        .last_seq,
+    );
 
   it('a worker whose lease was taken over writes nothing: no row, no event, nothing announced', async () => {
     const { sessionId, store, announced, frameId } = await held(200);
-    await store.commit(sessionId, [{ kind: 'appendMessage', message: message(sessionId, frameId, 'before') }], [note('a')]);
+    await store.commit(
+      sessionId,
+      [{ kind: 'appendMessage', message: message(sessionId, frameId, 'before') }],
+      [note('a')],
+    );
     await new Promise((r) => setTimeout(r, 400));
     const next = await leases.acquire(sessionId, 'other', 60_000);
     expect(next?.epoch).toBe(2);
@@ -103,7 +113,7 @@ describe('PgSessionStore', () => {
     expect(await lastSeq(sessionId)).toBe(0);
   });
 
-  it('concurrent commits: seqs 1..n without gaps or duplicates, each commit's events together and in order; messages read back in append order', async () => {
+  it("concurrent commits: seqs 1..n without gaps or duplicates, each commit's events together and in order; messages read back in append order", async () => {
     const { sessionId, store, announced, frameId } = await held();
     const sizes = Array.from({ length: 30 }, (_, i) => (i % 3) + 1);
     await Promise.all(

@@ -130,7 +130,7 @@ describe('TurnDriver', () => {
     await holding;
     expect(releasedWhenAborted).toBe(true);
     expect(published).toContainEqual({
-      subject: expect.stringContaining(SESSION) as unknown as string,
+      subject: expect.stringContaining(SESSION),
       body: { session_id: SESSION, reason: 'handover' },
     });
   });

@@ -29,7 +29,7 @@ describe('SKALD_TIC_CRON', () => {
           return typeof r.success === 'boolean';
         },
       ),
-      { seed: SEED, numRuns: 200 },
+      { seed: SEED, numRuns: 50 },
     );
   });
 });

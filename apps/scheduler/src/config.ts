@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
+import { validateCron } from './jobs/cron-spec';
+
+function validCron(expr: string): boolean {
+  try {
+    validateCron(expr, 'UTC', 60);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export const SchedulerConfigSchema = BaseConfigSchema.extend({
   REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
@@ -18,6 +28,14 @@ export const SchedulerConfigSchema = BaseConfigSchema.extend({
   SKALD_JOB_STALE_MS: z.coerce.number().int().min(500).default(15_000),
   /** How often BullMQ's schedulers are reconciled from the table (also on every Redis reconnect). */
   SKALD_JOB_RECONCILE_MS: z.coerce.number().int().min(200).default(15_000),
+  /**
+   * The periodic system tick of every user who has one (created by their first
+   * `POST /api/tic/trigger`): a cron expression in UTC, or `off`.
+   */
+  SKALD_TIC_CRON: z
+    .string()
+    .default('0 * * * *')
+    .refine((v) => v === 'off' || validCron(v), 'a cron expression (five fields, or six with seconds first) or `off`'),
   /** Fires this replica's BullMQ worker handles at once (each only starts a session and waits). */
   SKALD_JOB_CONCURRENCY: z.coerce.number().int().min(1).default(8),
 });

@@ -110,6 +110,59 @@ describe('fan-out', () => {
     expect(h.tools.started.map((r) => r.name)).toEqual(['search', 'execute_cmd', 'search']);
   });
 
+  it('a sequential batch announces each tool_start when its call starts, not all of them before the first runs', async () => {
+    const seen = (): string => h.eventTypes().join(',');
+    const h: LoopHarness = new LoopHarness({
+      tools: [
+        {
+          name: 'execute_cmd',
+          concurrencySafe: false,
+          // What a client has seen when the call runs: the events committed so far.
+          run: () => Promise.resolve({ ok: true as const, content: seen() }),
+        },
+      ],
+      script: [
+        {
+          toolCalls: [
+            { name: 'execute_cmd', arguments: { i: 0 } },
+            { name: 'execute_cmd', arguments: { i: 1 } },
+          ],
+        },
+        { content: 'ok' },
+      ],
+    });
+    await h.run('go');
+    expect(h.eventTypes()).toEqual(['user_message', 'tool_start', 'tool_done', 'tool_start', 'tool_done', 'done']);
+    expect(h.eventsOf('tool_done').map((e) => e.result)).toEqual([
+      'user_message,tool_start',
+      'user_message,tool_start,tool_done,tool_start',
+    ]);
+    const ids = h.toolCalls().map((c) => c.id);
+    expect(h.eventsOf('tool_start').map((e) => e.tool_call_id)).toEqual(ids);
+  });
+
+  it('a /stop during a sequential batch ends the calls that never started without a tool_start for them', async () => {
+    const stop = new AbortController();
+    const h = new LoopHarness({
+      tools: [
+        {
+          name: 'execute_cmd',
+          concurrencySafe: false,
+          run: () => {
+            stop.abort();
+            return Promise.resolve({ ok: true, content: 'r' });
+          },
+        },
+      ],
+      script: [{ toolCalls: [{ name: 'execute_cmd' }, { name: 'execute_cmd' }, { name: 'execute_cmd' }] }],
+    });
+    expect(await h.run('go', stop.signal)).toEqual({ kind: 'cancelled' });
+    const ids = h.toolCalls().map((c) => c.id);
+    expect(h.toolCalls().map((c) => c.status)).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    expect(h.tools.started).toHaveLength(1);
+    expect(h.eventsOf('tool_start').map((e) => e.tool_call_id)).toEqual([ids[0]]);
+  });
+
   it('a /stop during a concurrent batch stops every running sibling and records them cancelled in call order', async () => {
     const stop = new AbortController();
     const h = new LoopHarness({

@@ -10,6 +10,7 @@ import { offeredNames, roundTools } from './history';
 import { cancelledRecord, mergeRecords, type CallRecord } from './records';
 import { childController } from './signals';
 import { prepareCall, runCall, type PreparedCall } from './tool-call';
+import { toolStartEvent } from './tool-start';
 import { commit, toolContext, type FrameContext } from './turn-context';
 import { TERMINAL_TOOL_STATUSES, type Mutation, type SessionEventDraft, type ToolCallRow } from './types';
 
@@ -24,6 +25,8 @@ export interface BatchOptions {
    * started yet (`pending`) is checked against the offer recomputed now.
    */
   offered?: ReadonlySet<string>;
+  /** The rows are new (not yet announced): announce each call's `tool_start` as it starts. */
+  announceStart?: boolean;
 }
 
 export async function runBatch(fctx: FrameContext, rows: ToolCallRow[], options: BatchOptions = {}): Promise<BatchEnd> {
@@ -33,6 +36,12 @@ export async function runBatch(fctx: FrameContext, rows: ToolCallRow[], options:
   const prepared = rows.map((row) => prepareCall(fctx, row, ctx, offered));
   const concurrent =
     prepared.length >= 2 && fctx.turn.deps.config.maxParallelCalls > 1 && prepared.every((p) => p.concurrencySafe);
+  if (concurrent && options.announceStart)
+    await commit(
+      fctx.turn,
+      [],
+      rows.map((row) => toolStartEvent(fctx, row)),
+    );
   return concurrent ? runConcurrent(fctx, prepared, options) : runSequential(fctx, prepared, options);
 }
 
@@ -63,6 +72,7 @@ async function runSequential(fctx: FrameContext, calls: PreparedCall[], options:
       );
       return { kind: 'cancelled' };
     }
+    if (options.announceStart) await commit(fctx.turn, [], [toolStartEvent(fctx, call.row)]);
     const end = await runCall(fctx, call, presetFor(call, options), presetCallId(call, options));
     switch (end.flow) {
       case 'continue':

@@ -133,8 +133,18 @@ describe('activate_tools', () => {
     await h.run('go');
     expect(h.toolCalls()[0]).toMatchObject({
       status: 'failed',
-      result: 'Unknown tool group(s): nope. Available: github.',
+      result: 'Unknown tool group(s): nope. Available: config, github.',
     });
+  });
+
+  it('accepts the reserved `config` group whatever the tool set lists', async () => {
+    const h = new LoopHarness({
+      tools: [githubTool],
+      script: [{ toolCalls: [{ name: 'activate_tools', arguments: { groups: ['config'] } }] }, { content: 'ok' }],
+    });
+    await h.run('go');
+    expect(h.toolCalls()[0].status).toBe('done');
+    expect(await h.store.getGrants({ kind: 'session', sessionId: 'session-1' })).toEqual(['config']);
   });
 });
 

@@ -43,11 +43,15 @@ export function writeTodos(fctx: FrameContext, row: ToolCallRow, args: unknown):
   });
 }
 
+/** The reserved group of the built-in configuration tools: always grantable, whatever the tool set lists. */
+export const CONFIG_GROUP = 'config';
+
 export async function activateTools(fctx: FrameContext, row: ToolCallRow, args: unknown): Promise<CallRecord> {
   const raw = isRecord(args) ? args['groups'] : undefined;
   const groups = Array.isArray(raw) ? raw.filter((g): g is string => typeof g === 'string') : [];
   if (groups.length === 0) return failedRecord(row, 'activate_tools needs `groups`: a non-empty array of group names.');
-  const available = await fctx.turn.deps.tools.groups(await toolContext(fctx));
+  const listed = await fctx.turn.deps.tools.groups(await toolContext(fctx));
+  const available = [CONFIG_GROUP, ...listed.filter((g) => g !== CONFIG_GROUP)];
   const unknown = groups.filter((g) => !available.includes(g));
   if (unknown.length > 0) {
     return failedRecord(

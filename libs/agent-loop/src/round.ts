@@ -1,15 +1,12 @@
 /**
  * One round of a frame: boundary checks (cancellation, mid-turn injection) → one
  * model call → either the final answer, or the assistant message with its calls (rows written
- * `pending` in call order, announced by `tool_start`) and the batch run.
+ * `pending` in call order) and the batch run, which announces each call's `tool_start` as it starts.
  */
-import { argumentsTooLarge, projectedArguments } from './call-checks';
 import { runBatch } from './fan-out';
 import { buildFrameMessages, offeredNames, roundTools } from './history';
 import { drainSteer } from './injection';
-import { parseArguments, stringArg } from './json';
 import { callModel } from './llm-call';
-import { preview } from './texts';
 import { commit, isRoot, nowIso, type FrameContext, type FrameOutcome } from './turn-context';
 import type { Mutation, NewMessage, SessionEventDraft, ToolCallRow } from './types';
 
@@ -119,13 +116,12 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
       ...usage,
     });
   }
-  for (const row of rows) events.push(toolStartEvent(fctx, row));
   await commit(
     fctx.turn,
     [{ kind: 'appendMessage', message }, ...rows.map((call): Mutation => ({ kind: 'createToolCall', call }))],
     events,
   );
-  const batch = await runBatch(fctx, rows, { offered: offeredNames(tools) });
+  const batch = await runBatch(fctx, rows, { offered: offeredNames(tools), announceStart: true });
   switch (batch.kind) {
     case 'continue':
       return { kind: 'again' };
@@ -134,23 +130,4 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
     case 'parked':
       return { kind: 'parked', toolCallId: batch.toolCallId, requestId: batch.requestId };
   }
-}
-
-/** `tool_start` carries the model's own arguments (before working-directory injection). */
-function toolStartEvent(fctx: FrameContext, row: ToolCallRow): SessionEventDraft {
-  const args = argumentsTooLarge(row.argumentsText)
-    ? (JSON.parse(projectedArguments(row.argumentsText)) as unknown)
-    : parseArguments(row.argumentsText);
-  const label = fctx.turn.deps.tools.label?.(row.name, args);
-  const path = label?.path ?? stringArg(args, 'path');
-  return {
-    type: 'tool_start',
-    tool_call_id: row.id,
-    message_id: row.messageId,
-    name: row.name,
-    arguments: args,
-    label_short: label?.short ?? row.name,
-    label_full: label?.full ?? `${row.name} ${preview(row.argumentsText, 120)}`,
-    ...(path ? { path } : {}),
-  };
 }

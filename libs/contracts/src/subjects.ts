@@ -50,12 +50,23 @@ export const ReplayRequest = z.object({
   session_id: Id,
   after_seq: z.number().int().nonnegative().optional(),
 });
+/**
+ * One page of a session's stored events after `after_seq`, oldest first, at most
+ * `REPLAY_PAGE_EVENTS`. `last_seq` is the page's cursor (the seq of its last event while
+ * `has_more`; otherwise the session's last seq, of which `running` / `waiting` are the state).
+ */
 export const ReplayReply = z.object({
   events: z.array(SessionEventSchema),
   last_seq: z.number().int().nonnegative(),
   running: z.boolean(),
   waiting: z.enum(['approval', 'clarification']).optional(),
+  /** More events follow: ask again after `last_seq`. */
+  has_more: z.boolean().optional(),
 });
+/** Events one `session.replay` answer carries at most. */
+export const REPLAY_PAGE_EVENTS = 200;
+/** Bytes of event JSON after which a page ends (at least one event a page), well under NATS' 1 MiB. */
+export const REPLAY_PAGE_BYTES = 256 * 1024;
 export const CancelRequest = z.object({ actor: Actor, session_id: Id });
 export const CancelReply = z.object({ cancelled: z.boolean() });
 export const WakeSession = z.object({ session_id: Id, reason: z.string() });

@@ -9,16 +9,33 @@ const RATE_LIMIT_SECONDS = 5;
 
 export type Outbound = SessionEvent | EphemeralEvent | ConnectionEvent | UserEvent;
 
+/** One page of a session's stored events (the `session.replay` answer). */
+export interface ReplayPage {
+  events: SessionEvent[];
+  last_seq: number;
+  running: boolean;
+  waiting?: 'approval' | 'clarification';
+  has_more?: boolean;
+}
+
+/** Reads stored events of a session after a seq (`undefined`: none, only the state). */
+export type ReplaySource = (sessionId: string, afterSeq: number | undefined) => Promise<ReplayPage>;
+
 /**
  * One client socket: who it is, which session it shows, and the replay cursor. Session events are
- * delivered in `seq` order, each at most once: live events that arrive during a replay wait in a
- * buffer, and anything at or below the cursor is dropped.
+ * delivered in `seq` order, each once and none skipped: a live event past a gap waits while the
+ * missing ones are read from the events table; live events that arrive during a replay or a
+ * catch-up wait in a buffer; anything at or below the cursor is dropped. A replay pages through
+ * any number of events; its `turn_running` follows the events it summarises and precedes the
+ * later ones.
  */
 export class WsConnection {
   sessionId: string | null = null;
   lastSeq = 0;
-  private replaying = true;
+  /** Replays and catch-ups in progress or queued; live events are held meanwhile. */
+  private busy = 0;
   private held: SessionEvent[] = [];
+  private chain: Promise<void> = Promise.resolve();
   private windowStart = 0;
   private windowCount = 0;
   private hotSeconds = 0;
@@ -28,6 +45,7 @@ export class WsConnection {
     readonly ws: WebSocket,
     readonly principal: Principal,
     readonly source: string,
+    private readonly replay: ReplaySource,
   ) {}
 
   get userId(): string {
@@ -43,28 +61,117 @@ export class WsConnection {
     this.ws.send(JSON.stringify(event));
   }
 
-  /** Starts holding live session events (during a replay). */
-  holdLive(): void {
-    this.replaying = true;
-  }
-
-  /** Delivers a live session event of this socket's session, in order and once. */
+  /** Delivers a live session event of this socket's session, in order, once, with no gap. */
   deliverLive(event: SessionEvent): void {
-    if (event.session_id !== this.sessionId) return;
-    if (this.replaying) {
+    if (event.session_id !== this.sessionId || event.seq <= this.lastSeq) return;
+    if (this.busy > 0) {
       this.held.push(event);
       return;
     }
-    this.deliver(event);
+    if (event.seq === this.lastSeq + 1) {
+      this.deliver(event);
+      return;
+    }
+    this.held.push(event);
+    void this.serially(() => this.catchUp());
   }
 
-  /** Replayed events, then whatever was held meanwhile; from then on live events flow. */
-  finishReplay(replayed: SessionEvent[]): void {
-    for (const e of replayed) this.deliver(e);
-    const held = this.held.sort((a, b) => a.seq - b.seq);
+  /**
+   * Shows `sessionId` from `afterSeq` on: replays the stored events after it (all of them, page by
+   * page; none when undefined), calls `before` (e.g. `hello`) once the first page is in, sends
+   * `turn_running` as of the last replayed event, then the live events that came meanwhile.
+   */
+  resume(sessionId: string, afterSeq: number | undefined, before?: () => void): Promise<void> {
+    this.busy++;
+    if (sessionId !== this.sessionId) {
+      this.sessionId = sessionId;
+      this.lastSeq = 0;
+      this.held = [];
+    }
+    return this.serially(async () => {
+      if (afterSeq !== undefined) this.lastSeq = afterSeq;
+      const last = await this.pages(sessionId, afterSeq, before);
+      if (afterSeq === undefined) this.lastSeq = Math.max(this.lastSeq, last.last_seq);
+      this.send({ type: 'turn_running', running: last.running, ...(last.waiting ? { waiting: last.waiting } : {}) });
+    }).finally(() => {
+      this.busy--;
+      this.flushHeld();
+    });
+  }
+
+  /** Follows another session of the source from its current end on (`new_session`). */
+  switchTo(sessionId: string): Promise<void> {
+    this.busy++;
+    this.sessionId = sessionId;
+    this.lastSeq = 0;
     this.held = [];
-    for (const e of held) if (e.session_id === this.sessionId) this.deliver(e);
-    this.replaying = false;
+    this.send({ type: 'new_session', session_id: sessionId });
+    return this.serially(async () => {
+      const head = await this.replay(sessionId, undefined);
+      if (this.sessionId === sessionId) this.lastSeq = Math.max(this.lastSeq, head.last_seq);
+    }).finally(() => {
+      this.busy--;
+      this.flushHeld();
+    });
+  }
+
+  /** Reads pages after the cursor until the last one; every replayed event is delivered. */
+  private async pages(sessionId: string, afterSeq: number | undefined, before?: () => void): Promise<ReplayPage> {
+    let cursor = afterSeq;
+    for (;;) {
+      const page = await this.replay(sessionId, cursor);
+      before?.();
+      before = undefined;
+      if (this.sessionId !== sessionId) return page;
+      for (const e of page.events) if (e.seq > this.lastSeq) this.deliver(e);
+      if (!page.has_more) return page;
+      // Every page moves the cursor forward, so the loop ends; a page that does not is refused.
+      if (cursor !== undefined && page.last_seq <= cursor) throw new Error('event replay made no progress');
+      cursor = page.last_seq;
+    }
+  }
+
+  /** Reads the events missing before the held ones from the events table. */
+  private async catchUp(): Promise<void> {
+    const sessionId = this.sessionId;
+    if (sessionId === null || this.held.length === 0) return;
+    const wanted = Math.min(...this.held.map((e) => e.seq)) - 1;
+    if (wanted <= this.lastSeq) return;
+    this.busy++;
+    try {
+      await this.pages(sessionId, this.lastSeq, undefined);
+      if (this.sessionId === sessionId && this.lastSeq < wanted) throw new Error('missed events not found');
+    } catch {
+      // Skipping the gap would lose events silently: the client reconnects and resumes instead.
+      this.held = [];
+      this.ws.close(1011, 'could not read missed events; reconnect and resume');
+    } finally {
+      this.busy--;
+    }
+    this.flushHeld();
+  }
+
+  /** Held events in seq order; a gap before one of them starts a catch-up. */
+  private flushHeld(): void {
+    if (this.busy > 0) return;
+    const held = this.held.filter((e) => e.session_id === this.sessionId).sort((a, b) => a.seq - b.seq);
+    this.held = [];
+    for (const [i, e] of held.entries()) {
+      if (e.seq <= this.lastSeq) continue;
+      if (e.seq !== this.lastSeq + 1) {
+        this.held = held.slice(i);
+        void this.serially(() => this.catchUp());
+        return;
+      }
+      this.deliver(e);
+    }
+  }
+
+  /** Replays and catch-ups run one at a time, in the order asked. */
+  private serially(op: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(op);
+    this.chain = run.catch(() => undefined);
+    return run;
   }
 
   private deliver(event: SessionEvent): void {

@@ -113,7 +113,9 @@ export class WsServer implements OnApplicationShutdown {
       return refuse(socket, 503, 'unavailable', 'authentication unavailable');
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.open(new WsConnection(ws, principal, source.data)).catch((e: unknown) => {
+      const replay = (sessionId: string, afterSeq: number | undefined) =>
+        this.sessions.replay(principal.actor, sessionId, afterSeq);
+      this.open(new WsConnection(ws, principal, source.data, replay)).catch((e: unknown) => {
         this.log.error({ userId: principal.actor.userId, err: String(e) }, 'socket setup failed');
         ws.close(1011, 'session service unavailable; retry');
       });
@@ -128,17 +130,10 @@ export class WsServer implements OnApplicationShutdown {
     ws.on('close', () => this.unregister(conn));
     ws.on('error', () => this.unregister(conn));
     try {
-      conn.sessionId = await this.sessions.activeSession(conn.principal.actor, conn.source);
-      const state = await this.sessions.replay(conn.principal.actor, conn.sessionId, undefined);
-      conn.lastSeq = state.last_seq;
-      conn.send({
-        type: 'hello',
-        protocol: PROTOCOL_VERSION,
-        server_version: SERVER_VERSION,
-        session_id: conn.sessionId,
-      });
-      conn.finishReplay([]);
-      conn.send({ type: 'turn_running', running: state.running, ...(state.waiting ? { waiting: state.waiting } : {}) });
+      const sessionId = await this.sessions.activeSession(conn.principal.actor, conn.source);
+      await conn.resume(sessionId, undefined, () =>
+        conn.send({ type: 'hello', protocol: PROTOCOL_VERSION, server_version: SERVER_VERSION, session_id: sessionId }),
+      );
     } catch (e) {
       this.log.warn({ userId: conn.userId, err: String(e) }, 'socket setup failed');
       ws.close(1011, 'session service unavailable; retry');
@@ -197,21 +192,7 @@ export class WsServer implements OnApplicationShutdown {
         return;
       case 'resume': {
         const sessionId = frame.session_id ?? (await this.sessions.activeSession(actor, conn.source));
-        conn.holdLive();
-        if (sessionId !== conn.sessionId) {
-          conn.sessionId = sessionId;
-          conn.lastSeq = 0;
-        }
-        try {
-          const r = await this.sessions.replay(actor, sessionId, frame.last_seq);
-          if (frame.last_seq !== undefined) conn.lastSeq = frame.last_seq;
-          else conn.lastSeq = Math.max(conn.lastSeq, r.last_seq);
-          conn.finishReplay(r.events);
-          conn.send({ type: 'turn_running', running: r.running, ...(r.waiting ? { waiting: r.waiting } : {}) });
-        } catch (e) {
-          conn.finishReplay([]);
-          throw e;
-        }
+        await conn.resume(sessionId, frame.last_seq);
         return;
       }
       case 'approve_tool':
@@ -252,9 +233,10 @@ export class WsServer implements OnApplicationShutdown {
   }
 
   private switchSession(conn: WsConnection, sessionId: string): void {
-    conn.sessionId = sessionId;
-    conn.lastSeq = 0;
-    conn.send({ type: 'new_session', session_id: sessionId });
+    conn.switchTo(sessionId).catch((e: unknown) => {
+      this.log.warn({ userId: conn.userId, err: String(e) }, 'could not read the new session; closing the socket');
+      conn.ws.close(1011, 'session service unavailable; retry');
+    });
   }
 
   private register(conn: WsConnection): void {

@@ -318,7 +318,7 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     sessions.defaultEnding = null;
     const actor: Actor = { userId: randomUUID(), role: 'user' };
     const e = await engine(sessions, 'k-0');
-    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5 });
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5, ticCron: null });
     const { id } = await service.create(actor, {
       title: 'Long job',
       prompt: 'go',
@@ -347,7 +347,7 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     sessions.defaultEnding = null;
     const actor: Actor = { userId: randomUUID(), role: 'admin' };
     const e = await engine(sessions, 'a-0');
-    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 2 });
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 2, ticCron: null });
     const parent = randomUUID();
     const submit = (key: string) =>
       service.submitAsync(actor, {
@@ -394,7 +394,7 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     sessions.defaultEnding = null;
     const actor: Actor = { userId: randomUUID(), role: 'user' };
     const e = await engine(sessions, 'p-0');
-    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 3 });
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 3, ticCron: null });
     const parent = randomUUID();
     const results = await Promise.allSettled(
       Array.from({ length: 8 }, (_, i) =>
@@ -421,7 +421,7 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     sessions.defaultEnding = null;
     const actor: Actor = { userId: randomUUID(), role: 'admin' };
     const e = await engine(sessions, 't-0');
-    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5 });
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5, ticCron: null });
     const { run_id } = await service.ticTrigger(actor);
     expect(sessions.kinds.get(run_id)).toBe('tic');
     await expect(service.ticTrigger(actor)).rejects.toThrow(/already running/);

@@ -147,13 +147,23 @@ export class JobsRepository {
     });
   }
 
-  /** The caller's tic job (the periodic system tick), created on first use. */
-  async ensureTic(o: { userId: string; role: 'user' | 'admin'; agentId: string; prompt: string }): Promise<string> {
+  /**
+   * The caller's tic job (the periodic system tick), created on first use on the schedule `cron`
+   * (UTC; null: created disabled).
+   */
+  async ensureTic(o: {
+    userId: string;
+    role: 'user' | 'admin';
+    agentId: string;
+    prompt: string;
+    cron: string | null;
+    nextRunAt: Date | null;
+  }): Promise<string> {
     await this.ds.query(
-      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, enabled, idempotency_key)
-       VALUES ($1, $2, $3, 'tic', 'System tick', $4, $5, false, 'tic')
+      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, next_run_at, idempotency_key)
+       VALUES ($1, $2, $3, 'tic', 'System tick', $4, $5, $6, 'UTC', $7, $8, 'tic')
        ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-      [randomUUID(), o.userId, o.role, o.agentId, o.prompt],
+      [randomUUID(), o.userId, o.role, o.agentId, o.prompt, o.cron, o.cron !== null, o.nextRunAt],
     );
     const [row] = await queryRows<{ id: string }>(
       this.ds,
@@ -162,6 +172,18 @@ export class JobsRepository {
     );
     if (!row) throw new Error('tic job vanished');
     return row.id;
+  }
+
+  /**
+   * System: every tic job follows the configured schedule (UTC; null: off). A job whose schedule
+   * changes gets its next fire from `nextRunAt`.
+   */
+  async applyTicSchedule(cron: string | null, nextRunAt: Date | null): Promise<void> {
+    await this.ds.query(
+      `UPDATE scheduled_jobs SET cron = $1, timezone = 'UTC', enabled = $2, next_run_at = $3
+        WHERE kind = 'tic' AND (cron IS DISTINCT FROM $1 OR enabled IS DISTINCT FROM $2)`,
+      [cron, cron !== null, nextRunAt],
+    );
   }
 
   /** Open async runs of a user (the per-user concurrency cap). */

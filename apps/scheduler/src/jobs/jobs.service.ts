@@ -9,6 +9,8 @@ import { JobRow, JobsRepository, RunRow } from './jobs.repository';
 export interface JobsSettings {
   minIntervalS: number;
   maxAsyncPerUser: number;
+  /** The periodic system tick's schedule (`SKALD_TIC_CRON`, UTC); null: ticks only when asked. */
+  ticCron: string | null;
 }
 
 /** What the `tic` agent is asked on every tick. */
@@ -158,10 +160,22 @@ export class JobsService {
       role: actor.role,
       agentId: 'tic',
       prompt: TIC_PROMPT,
+      ...this.ticSchedule(),
     });
     const runId = await this.engine.fire(jobId, new Date(), true);
     if (!runId) throw new RemoteError({ code: 'conflict', message: 'a system tick is already running' });
     return { run_id: runId };
+  }
+
+  /** At start: every tic job follows `SKALD_TIC_CRON` (a changed schedule applies, `off` stops the ticks). */
+  async applyTicSchedule(): Promise<void> {
+    const { cron, nextRunAt } = this.ticSchedule();
+    await this.jobs.applyTicSchedule(cron, nextRunAt);
+  }
+
+  private ticSchedule(): { cron: string | null; nextRunAt: Date | null } {
+    const cron = this.settings.ticCron;
+    return { cron, nextRunAt: cron === null ? null : nextFire(cron, 'UTC', new Date()) };
   }
 
   /** Kill: the running session is cancelled through the same path as /stop. */

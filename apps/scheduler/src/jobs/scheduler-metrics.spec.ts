@@ -17,7 +17,9 @@ describe('scheduler queue-depth gauge', () => {
       'skald_scheduler_queue_jobs{queue="skald-jobs",state="failed"} 2',
     ]);
     delayed = 4;
-    expect(series(await registry.metrics())).toContain('skald_scheduler_queue_jobs{queue="skald-jobs",state="delayed"} 4');
+    expect(series(await registry.metrics())).toContain(
+      'skald_scheduler_queue_jobs{queue="skald-jobs",state="delayed"} 4',
+    );
   });
 
   it('a Redis that does not answer leaves the queue out of the scrape instead of hanging it or showing old counts', async () => {

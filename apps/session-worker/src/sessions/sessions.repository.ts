@@ -109,7 +109,8 @@ export class SessionsRepository {
 
   /**
    * A page of the root conversation of the (user, source) active session, newest page first but
-   * returned oldest first; synthetic and failed rows excluded, and what /clear closed.
+   * returned oldest first; synthetic rows excluded (messages whose turn was stopped are kept), and
+   * what /clear closed.
    */
   async chatPage(scope: {
     userId: string;
@@ -126,7 +127,7 @@ export class SessionsRepository {
     const rows = await queryRows<Row>(
       this.ds,
       `SELECT h.* FROM chat_history h JOIN stack_frames f ON f.id = h.frame_id
-        WHERE h.session_id = $1 AND f.depth = 0 AND f.status = 'active' AND NOT h.is_synthetic AND h.status = 'ok' ${before}
+        WHERE h.session_id = $1 AND f.depth = 0 AND f.status = 'active' AND NOT h.is_synthetic ${before}
         ORDER BY h.ord DESC LIMIT $2`,
       params,
     );
@@ -158,11 +159,12 @@ export class SessionsRepository {
     ).map(decodeRow);
   }
 
-  async eventsAfter(sessionId: string, afterSeq: number, limit = 10_000): Promise<Row[]> {
+  /** Stored events with `afterSeq < seq <= untilSeq`, oldest first, at most `limit`. */
+  async eventsAfter(sessionId: string, afterSeq: number, untilSeq: number, limit: number): Promise<Row[]> {
     const rows = await queryRows<Row>(
       this.ds,
-      `SELECT seq, payload FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-      [sessionId, afterSeq, limit],
+      `SELECT seq, payload FROM session_events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
+      [sessionId, afterSeq, untilSeq, limit],
     );
     return rows.map((r) => ({ seq: r.seq, payload: fromJsonText(r.payload) }));
   }

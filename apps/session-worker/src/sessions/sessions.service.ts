@@ -1,5 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { Actor, ChatMessages, SessionDetail, SessionEvent, SessionList } from '@skald/contracts';
+import {
+  Actor,
+  ChatMessages,
+  REPLAY_PAGE_BYTES,
+  REPLAY_PAGE_EVENTS,
+  SessionDetail,
+  SessionEvent,
+  SessionList,
+} from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 import { toChatMessage } from './chat-history';
 import { toSessionDetail, toSessionSummary } from './debug-tree';
@@ -50,14 +58,29 @@ export class SessionsService {
     };
   }
 
-  /** Stored events after `afterSeq` (none without it), the turn state and the last seq. */
+  /**
+   * One page of the stored events after `afterSeq` (none without it). The session row is read
+   * once: its last seq bounds the page and its turn state is the state as of that seq, so a
+   * client's `turn_running` summarises exactly the events replayed before it.
+   */
   async replay(actor: Actor, sessionId: string, afterSeq: number | undefined) {
     const session = await this.repo.find({ userId: actor.userId, sessionId });
     if (!session) throw notFound();
-    const rows = afterSeq === undefined ? [] : await this.repo.eventsAfter(sessionId, afterSeq);
-    const events = rows.map(
-      (r) => ({ ...(r.payload as object), session_id: sessionId, seq: Number(r.seq) }) as SessionEvent,
-    );
+    const headSeq = Number(session.last_seq);
+    const rows =
+      afterSeq === undefined || afterSeq >= headSeq
+        ? []
+        : await this.repo.eventsAfter(sessionId, afterSeq, headSeq, REPLAY_PAGE_EVENTS + 1);
+    const events: SessionEvent[] = [];
+    let bytes = 0;
+    for (const r of rows.slice(0, REPLAY_PAGE_EVENTS)) {
+      const event = { ...(r.payload as object), session_id: sessionId, seq: Number(r.seq) } as SessionEvent;
+      bytes += Buffer.byteLength(JSON.stringify(event));
+      if (events.length > 0 && bytes > REPLAY_PAGE_BYTES) break;
+      events.push(event);
+    }
+    const hasMore = events.length < rows.length;
+    if (hasMore) return { events, last_seq: events[events.length - 1].seq, running: true, has_more: true };
     const state = String(session.turn_state);
     const awaiting = state === 'finished' ? [] : await this.turnState.awaitingCalls(sessionId);
     const waiting =
@@ -66,11 +89,9 @@ export class SessionsService {
         : awaiting.every((c) => c.name === 'ask_user_clarification')
           ? ('clarification' as const)
           : ('approval' as const);
-    const lastSeq =
-      events.length > 0 ? Math.max(Number(session.last_seq), events[events.length - 1].seq) : Number(session.last_seq);
     return {
       events,
-      last_seq: lastSeq,
+      last_seq: headSeq,
       running: state !== 'finished',
       ...(waiting ? { waiting } : {}),
     };

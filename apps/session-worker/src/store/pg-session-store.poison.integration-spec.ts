@@ -151,7 +151,7 @@ describe('PgSessionStore: poison strings', () => {
           });
           expect((await store.getScratchpad(sessionId)).find((n) => n.key === v.note)?.value).toBe(v.todo);
           expect(await store.getTodos(frameId)).toEqual([{ content: v.todo, status: 'pending' }]);
-          const replay = await repo.eventsAfter(sessionId, before);
+          const replay = await repo.eventsAfter(sessionId, before, Number.MAX_SAFE_INTEGER, 1_000);
           expect(replay.map((r) => r.payload)).toEqual(events);
         },
       ),

@@ -108,7 +108,7 @@ export class TurnDriver implements OnApplicationShutdown {
     if (this.draining || this.driving.has(sessionId)) return;
     const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
     if (!lease) return;
-    if (lease.epoch > 1) this.metrics.leaseTakeovers.inc();
+    if (lease.tookOver) this.metrics.leaseTakeovers.inc();
     const d: Driving = { lease, turn: new AbortController(), lost: new AbortController(), ids: { sessionId } };
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
@@ -441,8 +441,10 @@ export class TurnDriver implements OnApplicationShutdown {
     while (this.driving.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     for (const [sessionId, d] of this.driving) {
       this.log.warn({ sessionId }, 'turn still running at the end of the grace period; handing it to another replica');
-      d.lost.abort();
+      // Released first: from here on every write of this turn is fenced, so stopping it below
+      // cannot record it as stopped by the user; the next driver recovers it.
       await this.leases.release(d.lease).catch(() => undefined);
+      d.lost.abort();
       this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
         session_id: sessionId,
         reason: 'handover',

@@ -33,7 +33,7 @@ export class TurnMetrics {
     });
     this.leaseTakeovers = new Counter({
       name: 'skald_lease_takeovers_total',
-      help: 'Leases taken from an earlier owner (epoch > 1)',
+      help: 'Leases taken over from an owner whose lease expired without being released',
       registers: [registry],
     });
     this.rounds = new Counter({

@@ -4,6 +4,7 @@ import { Actor, McpServerDto, McpServerInput, McpToolDef, TOPICS } from '@skald/
 import { Bus, RemoteError } from '@skald/messaging';
 import { Logger } from '@skald/service-kit';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
+import { capText } from '../command/output-capture';
 import { OUTPUT_MAX_BYTES } from '../command/plain-command.runner';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { ToolError } from '../tool-error';
@@ -385,7 +386,5 @@ export function resultText(r: CallToolResult): string {
   }
   if (parts.length === 0 && r.structuredContent) parts.push(JSON.stringify(r.structuredContent));
   const text = parts.join('\n');
-  if (Buffer.byteLength(text) <= OUTPUT_MAX_BYTES) return text;
-  const cut = Buffer.from(text).subarray(0, OUTPUT_MAX_BYTES).toString('utf8');
-  return `${cut}\n[output truncated: the result was ${Buffer.byteLength(text)} bytes, the first ${OUTPUT_MAX_BYTES} are shown]`;
+  return capText(text, OUTPUT_MAX_BYTES);
 }

@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { queryRows } from '@skald/persistence';
+import { LeaseRepository } from './lease.repository';
+
+jest.setTimeout(30_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The lease on real Postgres (judged by the database clock): one holder at a time, the epoch grows
+ * with every acquisition, an expired lease can be taken over, and a stale holder can neither renew
+ * nor release what another holds.
+ */
+describe('LeaseRepository', () => {
+  let ds: DataSource;
+  let leases: LeaseRepository;
+
+  beforeAll(async () => {
+    ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 12 } });
+    await ds.initialize();
+    leases = new LeaseRepository(ds);
+  });
+  afterAll(async () => {
+    await ds?.destroy();
+  });
+
+  async function session(): Promise<string> {
+    const id = randomUUID();
+    await ds.query(`INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'web')`, [id, randomUUID()]);
+    return id;
+  }
+
+  const row = async (sessionId: string) =>
+    (
+      await queryRows<{ owner: string | null; epoch: number }>(
+        ds,
+        `SELECT owner, epoch::int AS epoch FROM session_leases WHERE session_id = $1`,
+        [sessionId],
+      )
+    )[0];
+
+  it('a free session is taken at epoch 1; a held one is refused to anyone else', async () => {
+    const id = await session();
+    expect(await leases.acquire(id, 'a', 10_000)).toEqual({ sessionId: id, owner: 'a', epoch: 1, tookOver: false });
+    expect(await leases.acquire(id, 'b', 10_000)).toBeNull();
+    expect(await leases.acquire(id, 'a', 10_000)).toBeNull();
+    expect(await row(id)).toEqual({ owner: 'a', epoch: 1 });
+  });
+
+  it('released and taken again: the epoch grows and it is no takeover', async () => {
+    const id = await session();
+    const first = (await leases.acquire(id, 'a', 10_000))!;
+    await leases.release(first);
+    expect(await row(id)).toEqual({ owner: null, epoch: 1 });
+    expect(await leases.acquire(id, 'b', 10_000)).toMatchObject({ owner: 'b', epoch: 2, tookOver: false });
+  });
+
+  it('an expired lease is taken over at the next epoch; the stale holder can neither renew nor release it', async () => {
+    const id = await session();
+    const stale = (await leases.acquire(id, 'a', 200))!;
+    expect(await leases.renew(stale, 200)).toBe(true);
+    await sleep(400);
+    const next = await leases.acquire(id, 'b', 10_000);
+    expect(next).toMatchObject({ owner: 'b', epoch: 2, tookOver: true });
+    expect(await leases.renew(stale, 10_000)).toBe(false);
+    await leases.release(stale);
+    expect(await row(id)).toEqual({ owner: 'b', epoch: 2 });
+    expect(await leases.renew(next!, 10_000)).toBe(true);
+  });
+
+  it('a lease that expired cannot be renewed even by its holder (someone may be taking it over)', async () => {
+    const id = await session();
+    const lease = (await leases.acquire(id, 'a', 200))!;
+    await sleep(400);
+    expect(await leases.renew(lease, 10_000)).toBe(false);
+  });
+
+  it('ten workers racing for one session: exactly one wins, and epochs only grow over many rounds', async () => {
+    const id = await session();
+    let lastEpoch = 0;
+    for (let round = 0; round < 5; round++) {
+      const got = await Promise.all(Array.from({ length: 10 }, (_, i) => leases.acquire(id, `w${i}`, 10_000)));
+      const winners = got.filter((l) => l !== null);
+      expect(winners).toHaveLength(1);
+      expect(winners[0].epoch).toBeGreaterThan(lastEpoch);
+      lastEpoch = winners[0].epoch;
+      await leases.release(winners[0]);
+    }
+    expect(lastEpoch).toBe(5);
+  });
+});

@@ -1,0 +1,184 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import type { Mutation, NewMessage } from '@skald/agent-loop';
+import { REPLAY_PAGE_EVENTS } from '@skald/contracts';
+import { PgSessionStore } from '../store/pg-session-store';
+import { SessionsRepository } from './sessions.repository';
+import { SessionsService } from './sessions.service';
+import { TurnStateRepository } from './turn-state.repository';
+
+jest.setTimeout(60_000);
+
+/**
+ * What a client reads of a session on real Postgres: the chat history of `GET /{source}/messages`
+ * and the event replay behind `resume`.
+ */
+describe('SessionsService', () => {
+  let ds: DataSource;
+  let service: SessionsService;
+  let repo: SessionsRepository;
+  const owner = `sessions-${randomUUID()}`;
+
+  beforeAll(async () => {
+    ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 2 } });
+    await ds.initialize();
+    repo = new SessionsRepository(ds);
+    service = new SessionsService(repo, new TurnStateRepository(ds));
+  });
+  afterAll(async () => {
+    await ds?.destroy();
+  });
+
+  async function activeSession(userId: string): Promise<{ sessionId: string; store: PgSessionStore; frameId: string }> {
+    const { id: sessionId } = await repo.active({ userId, source: 'web' });
+    await ds.query(
+      `INSERT INTO session_leases (session_id, owner, epoch, expires_at) VALUES ($1, $2, 1, now() + interval '1 hour')`,
+      [sessionId, owner],
+    );
+    const store = new PgSessionStore(ds, { owner, epoch: 1 }, () => undefined);
+    const frameId = randomUUID();
+    await store.commit(
+      sessionId,
+      [
+        {
+          kind: 'openFrame',
+          frame: {
+            id: frameId,
+            sessionId,
+            parentFrameId: null,
+            parentToolCallId: null,
+            agentId: 'main',
+            depth: 0,
+            status: 'active',
+            clientPin: null,
+          },
+        },
+      ],
+      [],
+    );
+    return { sessionId, store, frameId };
+  }
+
+  function message(sessionId: string, frameId: string, m: Partial<NewMessage>): NewMessage {
+    return {
+      id: randomUUID(),
+      sessionId,
+      frameId,
+      role: 'user',
+      content: '',
+      reasoningContent: null,
+      isSynthetic: false,
+      attachments: null,
+      clientMessageId: null,
+      inputTokens: null,
+      outputTokens: null,
+      createdAt: new Date().toISOString(),
+      ...m,
+    };
+  }
+
+  describe('GET /{source}/messages', () => {
+    it('shows a message whose turn was stopped, and hides the synthetic task_completed delivery', async () => {
+      const userId = randomUUID();
+      const { sessionId, store, frameId } = await activeSession(userId);
+      const stopped = message(sessionId, frameId, { content: 'a question whose turn was stopped' });
+      const delivery = message(sessionId, frameId, { role: 'assistant', isSynthetic: true });
+      const callId = randomUUID();
+      const asked = message(sessionId, frameId, { content: 'and now?' });
+      const answer = message(sessionId, frameId, { role: 'assistant', content: 'the task found 3 files' });
+      const mutations: Mutation[] = [
+        { kind: 'appendMessage', message: stopped },
+        // The next turn starts: the unanswered row is marked failed (stopped).
+        { kind: 'markMessageFailed', messageId: stopped.id },
+        { kind: 'appendMessage', message: delivery },
+        {
+          kind: 'createToolCall',
+          call: {
+            id: callId,
+            sessionId,
+            frameId,
+            messageId: delivery.id,
+            index: 0,
+            llmCallId: 'call_1',
+            name: 'task_completed',
+            argumentsText: '{"task_id":"j1","title":"scan"}',
+            status: 'done',
+            result: '3 files',
+            resultType: 'text',
+            requestId: null,
+            childFrameId: null,
+          },
+        },
+        { kind: 'appendMessage', message: asked },
+        { kind: 'appendMessage', message: answer },
+      ];
+      for (const m of mutations) await store.commit(sessionId, [m], []);
+
+      const page = await service.messages({ userId, role: 'user' }, 'web', undefined, 50);
+      expect(page.items.map((i) => [i.role, i.content])).toEqual([
+        ['user', 'a question whose turn was stopped'],
+        ['user', 'and now?'],
+        ['assistant', 'the task found 3 files'],
+      ]);
+      expect(page.items.flatMap((i) => i.tool_calls ?? []).map((c) => c.name)).not.toContain('task_completed');
+      expect(page.has_more).toBe(false);
+    });
+  });
+
+  describe('session.replay', () => {
+    /** The gateway's loop: pages until the last one. */
+    async function replayAll(userId: string, sessionId: string, after: number) {
+      const seqs: number[] = [];
+      let cursor = after;
+      for (let pages = 0; pages < 10_000; pages++) {
+        const page = await service.replay({ userId, role: 'user' }, sessionId, cursor);
+        seqs.push(...page.events.map((e) => e.seq));
+        if (!('has_more' in page) || !page.has_more) return { seqs, last: page, pages: pages + 1 };
+        cursor = page.last_seq;
+      }
+      throw new Error('replay did not end');
+    }
+
+    it('pages through any number of events: 10,050 after seq 0 all arrive, in order, then the state', async () => {
+      const userId = randomUUID();
+      const { sessionId } = await activeSession(userId);
+      const n = 10_050;
+      await ds.query(
+        `INSERT INTO session_events (session_id, seq, type, payload)
+         SELECT $1, g, 'thinking', jsonb_build_object('type', 'thinking', 'message_id', $2::text, 'content', 'e' || g)
+           FROM generate_series(1, $3::int) g`,
+        [sessionId, randomUUID(), n],
+      );
+      await ds.query(`UPDATE sessions SET last_seq = $2, turn_state = 'running' WHERE id = $1`, [sessionId, n]);
+      const { seqs, last, pages } = await replayAll(userId, sessionId, 0);
+      expect(seqs.length).toBe(n);
+      expect(seqs.every((s, i) => s === i + 1)).toBe(true);
+      expect(last).toMatchObject({ last_seq: n, running: true });
+      expect(pages).toBeGreaterThanOrEqual(Math.ceil(n / REPLAY_PAGE_EVENTS));
+    });
+
+    it('a page holds no event past the seq its turn state belongs to', async () => {
+      const userId = randomUUID();
+      const { sessionId } = await activeSession(userId);
+      // An event committed after the session row was read (seq 3 with last_seq still 2) waits for
+      // the live path: the replay's state is the state as of its last event.
+      await ds.query(
+        `INSERT INTO session_events (session_id, seq, type, payload)
+         SELECT $1, g, 'thinking', jsonb_build_object('type', 'thinking', 'message_id', 'm', 'content', 'e')
+           FROM generate_series(1, 3) g`,
+        [sessionId],
+      );
+      await ds.query(`UPDATE sessions SET last_seq = 2, turn_state = 'running' WHERE id = $1`, [sessionId]);
+      const page = await service.replay({ userId, role: 'user' }, sessionId, 0);
+      expect(page.events.map((e) => e.seq)).toEqual([1, 2]);
+      expect(page.last_seq).toBe(2);
+    });
+
+    it("answers not_found for another user's session", async () => {
+      const { sessionId } = await activeSession(randomUUID());
+      await expect(service.replay({ userId: randomUUID(), role: 'user' }, sessionId, 0)).rejects.toMatchObject({
+        body: { code: 'not_found' },
+      });
+    });
+  });
+});

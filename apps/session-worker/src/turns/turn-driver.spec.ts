@@ -1,0 +1,144 @@
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import type { DataSource } from 'typeorm';
+import type { Bus } from '@skald/messaging';
+import type { LlmManager } from '@skald/llm';
+import { WorkerConfigSchema } from '../config';
+import type { Lease, LeaseRepository } from '../lease/lease.repository';
+import type { LlmService } from '../llm/llm.service';
+import type { AgentCatalogService } from '../agents/agent-catalog.service';
+import type { TurnStateRepository } from '../sessions/turn-state.repository';
+import type { EventAnnouncer } from './event-announcer';
+import { TurnDriver } from './turn-driver';
+import { TurnMetrics } from './turn-metrics';
+
+/**
+ * The driver's lease rules with fakes for everything it talks to: one driver per session, the
+ * lease released after driving, takeovers counted only when taken from a live owner's expired
+ * lease, and a SIGTERM hand-over that fences the turn before it is told to stop.
+ */
+
+const SESSION = '00000000-0000-4000-8000-000000000001';
+
+/** A session with a finished turn and an empty inbox: driving it ends at once. */
+function idleDataSource(): DataSource {
+  const query = (sql: string): Promise<unknown[]> =>
+    Promise.resolve(
+      /FROM sessions s\s+LEFT JOIN llm_client_pins/.test(sql)
+        ? [{ id: SESSION, user_id: 'u1', agent_id: 'main', source: 'web', turn_state: 'finished', turn_id: null }]
+        : [],
+    );
+  return { query } as unknown as DataSource;
+}
+
+class FakeLeases {
+  readonly log: string[] = [];
+  released: Lease[] = [];
+  next: Lease | null = { sessionId: SESSION, owner: 'w1', epoch: 1, tookOver: false };
+  acquire(): Promise<Lease | null> {
+    this.log.push('acquire');
+    return Promise.resolve(this.next);
+  }
+  renew(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+  release(lease: Lease): Promise<void> {
+    this.log.push('release');
+    this.released.push(lease);
+    return Promise.resolve();
+  }
+}
+
+function setUp(ds: DataSource = idleDataSource()) {
+  const leases = new FakeLeases();
+  const published: Array<{ subject: string; body: unknown }> = [];
+  const bus = {
+    publish: (subject: string, _schema: unknown, body: unknown) => published.push({ subject, body }),
+    call: () => Promise.reject(new Error('no bus in this test')),
+  } as unknown as Bus;
+  const turnState = {
+    turnControl: () => Promise.resolve({ stop: false, role: 'user' as const }),
+    stopRequested: () => Promise.resolve(false),
+    clearStop: () => Promise.resolve(),
+    turnState: () => Promise.resolve('finished'),
+  } as unknown as TurnStateRepository;
+  const registry = new Registry();
+  const metrics = new TurnMetrics(registry);
+  const driver = new TurnDriver(
+    ds,
+    bus,
+    leases as unknown as LeaseRepository,
+    turnState,
+    { announce: () => undefined, sinkFor: () => ({ emit: () => undefined }) } as unknown as EventAnnouncer,
+    metrics,
+    {} as AgentCatalogService,
+    {} as LlmManager,
+    {} as LlmService,
+    WorkerConfigSchema.parse({}),
+    'w1',
+    pino({ level: 'silent' }),
+  );
+  const takeovers = async (): Promise<number> =>
+    (await registry.getSingleMetric('skald_lease_takeovers_total')!.get()).values[0]?.value ?? 0;
+  return { driver, leases, published, takeovers };
+}
+
+describe('TurnDriver', () => {
+  it('drives a session holding its lease and releases it afterwards', async () => {
+    const { driver, leases } = setUp();
+    await driver.drive(SESSION);
+    expect(leases.log).toEqual(['acquire', 'release']);
+    expect(driver.isDriving(SESSION)).toBe(false);
+    expect(driver.activeCount).toBe(0);
+  });
+
+  it('leaves a session alone when another worker holds its lease', async () => {
+    const { driver, leases } = setUp();
+    leases.next = null;
+    await driver.drive(SESSION);
+    expect(leases.log).toEqual(['acquire']);
+  });
+
+  it('counts a lease takeover only when the lease was taken from an owner whose lease expired', async () => {
+    const { driver, leases, takeovers } = setUp();
+    // Released by its last owner and taken again: the epoch grows, nobody was taken over.
+    leases.next = { sessionId: SESSION, owner: 'w1', epoch: 7, tookOver: false };
+    await driver.drive(SESSION);
+    expect(await takeovers()).toBe(0);
+    leases.next = { sessionId: SESSION, owner: 'w1', epoch: 8, tookOver: true };
+    await driver.drive(SESSION);
+    expect(await takeovers()).toBe(1);
+  });
+
+  it('SIGTERM hands a session over without ending its turn: the lease is released before the turn is told to stop', async () => {
+    const { driver, leases, published } = setUp();
+    let releasedWhenAborted: boolean | null = null;
+    const holding = driver.withLease(
+      SESSION,
+      (_store, signal) =>
+        new Promise<void>((resolve) =>
+          signal.addEventListener('abort', () => {
+            // Whatever the turn writes from here on must be fenced (the lease is gone).
+            releasedWhenAborted = leases.released.length > 0;
+            resolve();
+          }),
+        ),
+    );
+    await new Promise((r) => setImmediate(r));
+    expect(driver.isDriving(SESSION)).toBe(true);
+    await driver.drainAll(0);
+    await holding;
+    expect(releasedWhenAborted).toBe(true);
+    expect(published).toContainEqual({
+      subject: expect.stringContaining(SESSION),
+      body: { session_id: SESSION, reason: 'handover' },
+    });
+  });
+
+  it('takes no session once draining', async () => {
+    const { driver, leases } = setUp();
+    await driver.drainAll(0);
+    await driver.drive(SESSION);
+    expect(leases.log).toEqual([]);
+  });
+});

@@ -10,15 +10,15 @@ import {
   type SkaldService,
 } from './service-roles';
 
-/** How long `wait` waits at most, and between two looks. */
-const WAIT_MAX_SECS = Number(process.env.SKALD_SCHEMA_WAIT_SECS ?? 600);
+/** How long `wait` waits at most by default, and between two looks. */
+const WAIT_MAX_SECS = 600;
 const WAIT_POLL_MS = 2000;
 
 /**
- * `node libs/persistence/dist/cli.js up|down [steps]|roles|wait <app>` — DATABASE_URL names the database (as
+ * `node libs/persistence/dist/cli.js up|down [steps]|roles|wait <app> [max-secs]` — DATABASE_URL names the database (as
  * its admin). `roles` (re)provisions the services' Postgres roles: run it after every `up`. `wait <app>` (with the
  * app's own DATABASE_URL) returns once every migration of this release is applied and the app's grants are in
- * place: a pod's init step during an upgrade, while the migration Job runs (at most SKALD_SCHEMA_WAIT_SECS, 600).
+ * place: a pod's init step during an upgrade, while the migration Job runs (at most max-secs, 600 by default).
  */
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald';
@@ -51,8 +51,13 @@ async function main(): Promise<void> {
       console.error(`wait needs the app: one of ${SKALD_SERVICES.join(', ')}`);
       process.exit(2);
     }
+    const maxSecs = process.argv[4] === undefined ? WAIT_MAX_SECS : Number(process.argv[4]);
+    if (!Number.isFinite(maxSecs) || maxSecs < 0) {
+      console.error('max-secs must be a number of seconds');
+      process.exit(2);
+    }
     const names = MIGRATIONS.map((m) => m.name);
-    const deadline = Date.now() + WAIT_MAX_SECS * 1000;
+    const deadline = Date.now() + maxSecs * 1000;
     let last = '';
     for (;;) {
       const waiting = await schemaWaitingFor(url, service, names).catch((e: unknown) => [
@@ -62,12 +67,12 @@ async function main(): Promise<void> {
       if (waiting.join() !== last) console.log(JSON.stringify({ msg: 'waiting for the schema', waiting }));
       last = waiting.join();
       // The loop's bound: the deadline.
-      if (Date.now() > deadline) throw new Error(`schema not ready after ${WAIT_MAX_SECS} s: ${waiting.join('; ')}`);
+      if (Date.now() > deadline) throw new Error(`schema not ready after ${maxSecs} s: ${waiting.join('; ')}`);
       await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
     }
     console.log(JSON.stringify({ msg: 'schema ready', service }));
   } else {
-    console.error(`unknown command "${cmd}": use up, down [steps], roles or wait <app>`);
+    console.error(`unknown command "${cmd}": use up, down [steps], roles or wait <app> [max-secs]`);
     process.exit(2);
   }
 }

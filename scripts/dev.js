@@ -7,10 +7,13 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { forEachLine, tcpReachable } = require('./lib-services');
+const { startWatch } = require('./lib-watch');
 const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
 const { ensureBinaries, ensurePostgres, ensureRedis, natsPlan, passwordHint, shown, sparePort, stopOwn } = require('./lib-stack');
 
 const ROOT = path.resolve(__dirname, '..');
+// `npm run dev` (--watch): rebuild and restart what changed (scripts/lib-watch.js).
+const WATCH = process.argv.includes('--watch');
 // SKALD_STATE_DIR moves it (tests run a whole stack of their own).
 const STATE = path.resolve(process.env.SKALD_STATE_DIR || path.join(ROOT, '.skald'));
 const COLORS = {
@@ -180,6 +183,8 @@ async function main() {
   }
   delete env.REDIS_URL;
 
+  // The running processes by name, for `npm run dev`'s restarts.
+  const running = new Map();
   const start = (name, script, extraEnv) => {
     const child = spawn(process.execPath, [script], {
       cwd: ROOT,
@@ -190,10 +195,23 @@ async function main() {
     for (const stream of [child.stdout, child.stderr]) forEachLine(stream, (l) => console.log(prefix, l));
     child.on('exit', (code, signal) => {
       console.log(prefix, `exited (${signal || code})`);
-      if (!stopping) shutdown(1);
+      const i = children.indexOf(child);
+      if (i >= 0) children.splice(i, 1);
+      if (running.get(name)?.restarting) {
+        running.get(name).restarting = false;
+        if (!stopping) start(name, script, extraEnv);
+      } else if (!stopping) shutdown(1);
     });
     children.push(child);
+    running.set(name, { child, restarting: false });
     return child;
+  };
+  /** Restarts one process (it drains on SIGTERM like at Ctrl-C); a second call while it stops is one restart. */
+  const restart = (name) => {
+    const r = running.get(name);
+    if (!r || r.restarting || stopping) return;
+    r.restarting = true;
+    r.child.kill('SIGTERM');
   };
 
   let llmBanner;
@@ -229,6 +247,16 @@ async function main() {
     await new Promise((r) => setTimeout(r, 500));
   }
   if (stopping) return;
+  if (WATCH) {
+    const apps = Object.fromEntries(Object.keys(APP_PORTS).map((a) => [a, `@skald/${a}`]));
+    if (running.has('llm-sim')) apps['llm-sim'] = '@skald/testing';
+    const watchers = startWatch({ apps, restart, onLine: (src, l) => console.log(paint('llm-sim', `[${src}]`.padEnd(19)), l) });
+    // Stopped with the apps: shutdown waits for every child.
+    for (const w of watchers) {
+      children.push(w);
+      w.on('exit', () => !stopping && shutdown(1));
+    }
+  }
   console.log(
     [
       '',
@@ -239,7 +267,9 @@ async function main() {
       `  ${natsBanner}`,
       `  ${redisBanner}`,
       `  ${llmBanner}`,
-      '  Ctrl-C stops everything.',
+      WATCH
+        ? '  Watching: tsc -b --watch restarts the apps whose code changed; Vite rebuilds the web client (reload the page).\n  Ctrl-C stops everything.'
+        : '  Ctrl-C stops everything.',
       '────────────────────────────────────────────────────────────────────────',
       '',
     ].join('\n'),

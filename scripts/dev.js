@@ -9,7 +9,7 @@ const path = require('node:path');
 const { forEachLine, tcpReachable } = require('./lib-services');
 const { startWatch } = require('./lib-watch');
 const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
-const { ensureBinaries, ensurePostgres, ensureRedis, natsPlan, passwordHint, shown, sparePort, stopOwn } = require('./lib-stack');
+const { APP_PORTS, appPort, ensureBinaries, ensurePostgres, ensureRedis, natsPlan, passwordHint, shown, sparePort, stopOwn } = require('./lib-stack');
 
 const ROOT = path.resolve(__dirname, '..');
 // `npm run dev` (--watch): rebuild and restart what changed (scripts/lib-watch.js).
@@ -44,9 +44,6 @@ function persistent(file, make) {
   return fs.readFileSync(p, 'utf8').trim();
 }
 
-/** Each app's HTTP port (health, metrics; the gateway's is the public one): PORT_<APP>, else the default. */
-const APP_PORTS = { gateway: 8080, 'session-worker': 3101, 'approval-service': 3102, 'tool-runner': 3103, scheduler: 3104 };
-const appPort = (env, app) => Number(env[`PORT_${app.toUpperCase().replace(/-/g, '_')}`] || APP_PORTS[app]);
 
 async function main() {
   const env = { ...process.env };

@@ -270,6 +270,26 @@ async function ensurePostgres({ env, state, say, onLine }) {
   };
 }
 
+/** The private Redis' configuration: loopback only, append-only persistence, `noeviction` (BullMQ), a password. */
+function privateRedisConfig({ port, dir, password }) {
+  return [
+    'bind 127.0.0.1',
+    `port ${port}`,
+    `dir ${JSON.stringify(dir)}`,
+    'appendonly yes',
+    'save ""',
+    'maxmemory-policy noeviction',
+    `requirepass ${password}`,
+    'daemonize no',
+    '',
+  ].join('\n');
+}
+
+/** Each app's HTTP port (health, metrics; the gateway's is the public one): PORT_<APP>, else this default. */
+const APP_PORTS = { gateway: 8080, 'session-worker': 3101, 'approval-service': 3102, 'tool-runner': 3103, scheduler: 3104 };
+const appPortVar = (app) => `PORT_${app.toUpperCase().replace(/-/g, '_')}`;
+const appPort = (env, app) => Number(env[appPortVar(app)] || APP_PORTS[app]);
+
 /** Starts the private Redis under `<state>/redis`: append-only file, `noeviction`, a password for the default user. */
 async function startPrivateRedis({ state, onLine }) {
   const bin = findBinary('redis-server');
@@ -278,21 +298,7 @@ async function startPrivateRedis({ state, onLine }) {
   const password = keptSecret(state, 'redis-password');
   const port = await sparePort(path.join(state, 'redis-port'));
   const conf = path.join(dir, 'redis.conf');
-  fs.writeFileSync(
-    conf,
-    [
-      'bind 127.0.0.1',
-      `port ${port}`,
-      `dir ${JSON.stringify(dir)}`,
-      'appendonly yes',
-      'save ""',
-      'maxmemory-policy noeviction',
-      `requirepass ${password}`,
-      'daemonize no',
-      '',
-    ].join('\n'),
-    { mode: 0o600 },
-  );
+  fs.writeFileSync(conf, privateRedisConfig({ port, dir, password }), { mode: 0o600 });
   const child = spawn(bin, [conf], { cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   for (const stream of [child.stdout, child.stderr]) forEachLine(stream, (l) => /error|fatal|failed|can't/i.test(l) && onLine(l));
   const deadline = Date.now() + STARTUP_WAIT_MS;
@@ -345,6 +351,10 @@ function stopOwn(own, ms = 20_000) {
 }
 
 module.exports = {
+  APP_PORTS,
+  appPort,
+  appPortVar,
+  privateRedisConfig,
   DEFAULT_DATABASE_URL,
   PG_USER,
   ensureBinaries,

@@ -61,8 +61,8 @@ describe('npm start with the standard services unreachable', () => {
     running.add(child);
     child.once('exit', () => running.delete(child));
     let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
     await until(
       'the banner',
       async () => {

@@ -141,7 +141,7 @@ function find(objects: K8sObject[], kind: string, name: string): K8sObject {
 function migrationJob(objects: K8sObject[]): K8sObject {
   const jobs = objects.filter((x) => x.kind === 'Job' && x.metadata.name.startsWith('skald-migrate-'));
   if (jobs.length !== 1) throw new Error(`expected one migration Job, found ${jobs.length}`);
-  return jobs[0]!;
+  return jobs[0];
 }
 function ofKind(objects: K8sObject[], kind: string): K8sObject[] {
   return objects.filter((o) => o.kind === kind);
@@ -767,9 +767,9 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
       .flatMap((o) => [...podSpecOf(o).containers, ...(podSpecOf(o).initContainers ?? [])])
       .flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : [])));
     const monitorRefs = ofKind(objects, 'ServiceMonitor').flatMap((m) =>
-      (m.spec as { endpoints: { bearerTokenSecret?: { name: string; key: string } }[] }).endpoints.flatMap(
-        (e) => e.bearerTokenSecret ?? [],
-      ),
+      (
+        m.spec as { endpoints: { bearerTokenSecret?: { name: string; key: string; optional?: boolean } }[] }
+      ).endpoints.flatMap((e) => e.bearerTokenSecret ?? []),
     );
 
     expect(refs.length).toBeGreaterThan(0);

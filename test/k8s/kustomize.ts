@@ -323,7 +323,7 @@ function fieldSteps(fieldPath: string): string[] {
 /** The container map or list item a step selects, or undefined. */
 function step(node: Json, s: string): Json {
   const sel = /^\[([^=]+)=(.*)\]$/.exec(s);
-  if (sel) return Array.isArray(node) ? node.find((x) => isMap(x) && String(x[sel[1]!]) === sel[2]) : undefined;
+  if (sel) return Array.isArray(node) ? node.find((x) => isMap(x) && String(x[sel[1]]) === sel[2]) : undefined;
   return isMap(node) ? node[s] : undefined;
 }
 
@@ -335,17 +335,17 @@ function setField(obj: K8sObject, fieldPath: string, value: string): void {
   const steps = fieldSteps(fieldPath);
   const parent = steps.slice(0, -1).reduce<Json>((n, s) => step(n, s), obj);
   if (!isMap(parent)) throw new Error(`replacements: no ${fieldPath} in ${obj.kind} ${obj.metadata.name}`);
-  parent[steps[steps.length - 1]!] = value;
+  parent[steps[steps.length - 1]] = value;
 }
 
 function applyReplacements(dir: string, replacements: Replacement[], out: K8sObject[]): void {
   for (const r of replacements) {
     const source = out.find((o) => o.kind === r.source.kind && o.metadata.name === r.source.name);
     if (!source) throw new Error(`${dir}: replacement source ${r.source.kind} ${r.source.name} not found`);
-    let value = getField(source, r.source.fieldPath);
-    if (typeof value !== 'string') throw new Error(`${dir}: replacement source ${r.source.fieldPath} is not a string`);
-    if (r.source.options?.delimiter !== undefined)
-      value = value.split(r.source.options.delimiter)[r.source.options.index ?? 0] ?? '';
+    const raw = getField(source, r.source.fieldPath);
+    if (typeof raw !== 'string') throw new Error(`${dir}: replacement source ${r.source.fieldPath} is not a string`);
+    const from = r.source.options;
+    const value: string = from?.delimiter === undefined ? raw : (raw.split(from.delimiter)[from.index ?? 0] ?? '');
     for (const t of r.targets) {
       for (const obj of out.filter((o) => o.kind === t.select.kind && o.metadata.name === t.select.name)) {
         for (const fp of t.fieldPaths) {

@@ -214,7 +214,7 @@ describe('service roles', () => {
         'migration NextRelease9999999999999',
       ]);
       // A table of its grants it cannot use yet (`roles` not run since the migration): waiting.
-      const [table, privileges] = Object.entries(SERVICE_TABLE_GRANTS[service])[0]!;
+      const [table, privileges] = Object.entries(SERVICE_TABLE_GRANTS[service])[0];
       const admin = await connect(ADMIN_URL);
       try {
         await admin.query(`REVOKE ALL ON TABLE ${table} FROM ${serviceRoleName(service)}`);

@@ -9,7 +9,7 @@ const path = require('node:path');
 const { forEachLine, tcpReachable } = require('./lib-services');
 const { startWatch } = require('./lib-watch');
 const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
-const { APP_PORTS, appPort, ensureBinaries, ensurePostgres, ensureRedis, natsPlan, passwordHint, shown, sparePort, stopOwn } = require('./lib-stack');
+const { APP_PORTS, appPort, urlProblems, ensureBinaries, ensurePostgres, ensureRedis, natsPlan, passwordHint, shown, sparePort, stopOwn } = require('./lib-stack');
 
 const ROOT = path.resolve(__dirname, '..');
 // `npm run dev` (--watch): rebuild and restart what changed (scripts/lib-watch.js).
@@ -80,6 +80,11 @@ async function main() {
       console.log(paint('llm-sim', `[${name}]`.padEnd(19)), `exited (${signal || code})`);
       if (!stopping) shutdown(1);
     });
+  const problems = urlProblems(env);
+  if (problems.length > 0) {
+    for (const p of problems) console.error(`[skald] ${p}`);
+    process.exit(1);
+  }
   let pg, redis, natsPlanned;
   try {
     natsPlanned = await natsPlan({ env, say });

@@ -80,12 +80,12 @@ const isRoot = () => typeof process.getuid === 'function' && process.getuid() ==
  * Makes sure each binary in `names` exists: installs the missing ones' Debian packages when running as root on a
  * machine with apt-get (saying so), otherwise throws with the one command that installs them.
  */
-function ensureBinaries(names, { env = process.env, say }) {
-  const missing = names.filter((n) => !findBinary(n, env));
+function ensureBinaries(names, { env = process.env, say, find = findBinary, root = isRoot() }) {
+  const missing = names.filter((n) => !find(n, env));
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.map((n) => PACKAGES[n]))];
   const command = `apt-get install -y ${pkgs.join(' ')}`;
-  if (!isRoot() || !findBinary('apt-get', env)) {
+  if (!root || !find('apt-get', env)) {
     throw new Error(
       `${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not installed (npm start runs private instances). Install with:\n    sudo ${command}`,
     );
@@ -96,7 +96,7 @@ function ensureBinaries(names, { env = process.env, say }) {
     const r = spawnSync('apt-get', args, { stdio: 'inherit', env: aptEnv });
     if (r.status !== 0) throw new Error(`apt-get ${args[0]} failed (exit ${r.status}); install by hand: ${command}`);
   }
-  const still = names.filter((n) => !findBinary(n, env));
+  const still = names.filter((n) => !find(n, env));
   if (still.length > 0) throw new Error(`${still.join(', ')} still missing after apt-get install ${pkgs.join(' ')}`);
 }
 
@@ -159,7 +159,12 @@ const isAuthError = (e) =>
 /** The hint printed when Postgres refuses the credentials of `url`. */
 function passwordHint(url) {
   const u = new URL(url);
-  const who = decodeURIComponent(u.username || 'postgres');
+  let who = u.username || 'postgres';
+  try {
+    who = decodeURIComponent(who);
+  } catch {
+    /* shown as written */
+  }
   return [
     `PostgreSQL at ${u.hostname}:${u.port || 5432} refused the ${u.password ? 'password' : 'connection without a password'} of the user "${who}" (password authentication, e.g. scram-sha-256 in pg_hba.conf).`,
     `  Put the password in the URL: DATABASE_URL=postgres://${who}:<password>@${u.hostname}:${u.port || 5432}${u.pathname}`,
@@ -290,6 +295,32 @@ const APP_PORTS = { gateway: 8080, 'session-worker': 3101, 'approval-service': 3
 const appPortVar = (app) => `PORT_${app.toUpperCase().replace(/-/g, '_')}`;
 const appPort = (env, app) => Number(env[appPortVar(app)] || APP_PORTS[app]);
 
+/** The URL variables npm start reads, with the schemes each accepts. */
+const URL_VARS = { DATABASE_URL: ['postgres:', 'postgresql:'], REDIS_URL: ['redis:', 'rediss:'], NATS_URL: ['nats:', 'tls:'] };
+
+/**
+ * What is wrong with the URL variables of `env` (set ones only), one sentence each naming the variable; [] when
+ * all are usable. Never throws, whatever the values.
+ */
+function urlProblems(env) {
+  const problems = [];
+  for (const [name, schemes] of Object.entries(URL_VARS)) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    let u;
+    try {
+      u = new URL(raw);
+    } catch {
+      problems.push(`${name} is not a URL (expected ${schemes[0]}//host:port…)`);
+      continue;
+    }
+    if (!schemes.includes(u.protocol)) problems.push(`${name} must start with ${schemes.map((x) => `${x}//`).join(' or ')}`);
+    else if (!u.hostname) problems.push(`${name} names no host`);
+    else if (u.port !== '' && !(Number(u.port) > 0)) problems.push(`${name} names port 0`);
+  }
+  return problems;
+}
+
 /** Starts the private Redis under `<state>/redis`: append-only file, `noeviction`, a password for the default user. */
 async function startPrivateRedis({ state, onLine }) {
   const bin = findBinary('redis-server');
@@ -351,6 +382,8 @@ function stopOwn(own, ms = 20_000) {
 }
 
 module.exports = {
+  URL_VARS,
+  urlProblems,
   APP_PORTS,
   appPort,
   appPortVar,

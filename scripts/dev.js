@@ -44,7 +44,6 @@ function persistent(file, make) {
   return fs.readFileSync(p, 'utf8').trim();
 }
 
-
 async function main() {
   const env = { ...process.env };
   const own = { postgres: null, redis: null, nats: null };
@@ -85,6 +84,9 @@ async function main() {
     for (const p of problems) console.error(`[skald] ${p}`);
     process.exit(1);
   }
+  // First: the private Postgres's binaries and the Postgres client come from node_modules.
+  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
+    run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
   let pg, redis, natsPlanned;
   try {
     natsPlanned = await natsPlan({ env, say });
@@ -103,8 +105,6 @@ async function main() {
   }
   env.DATABASE_URL = pg.url;
   env.REDIS_URL = redis.url;
-  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
-    run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
   run('npm', ['run', 'build'], 'Building');
 
   env.SKALD_WORKSPACES ||= path.join(STATE, 'workspaces');

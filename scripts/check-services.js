@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 'use strict';
-// Exits 1 naming each of Postgres / Redis / NATS that cannot be reached, with its start command.
+// Exits 1 naming each of Postgres / Redis that cannot be reached, with its start command (NATS: the tests start a
+// private nats-server when none answers at NATS_URL; test/setup/global-setup.js).
 const { unreachableServices } = require('./lib-services');
 
 unreachableServices().then((down) => {

@@ -6,11 +6,16 @@ const { spawn, spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const { forEachLine, unreachableServices } = require('./lib-services');
+const { forEachLine, tcpReachable } = require('./lib-services');
+const { startWatch } = require('./lib-watch');
 const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
+const { APP_PORTS, appPort, urlProblems, ensureBinaries, ensurePostgres, ensureRedis, natsPlan, passwordHint, shown, sparePort, stopOwn } = require('./lib-stack');
 
 const ROOT = path.resolve(__dirname, '..');
-const STATE = path.join(ROOT, '.skald');
+// `npm run dev` (--watch): rebuild and restart what changed (scripts/lib-watch.js).
+const WATCH = process.argv.includes('--watch');
+// SKALD_STATE_DIR moves it (tests run a whole stack of their own).
+const STATE = path.resolve(process.env.SKALD_STATE_DIR || path.join(ROOT, '.skald'));
 const COLORS = {
   gateway: 36,
   'session-worker': 35,
@@ -23,9 +28,9 @@ const tty = process.stdout.isTTY;
 const paint = (name, text) => (tty ? `\x1b[${COLORS[name] || 37}m${text}\x1b[0m` : text);
 const say = (msg) => console.log(paint('gateway', '[skald]'), msg);
 
-function run(cmd, args, what) {
+function run(cmd, args, what, env = process.env) {
   say(`${what}…`);
-  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env: process.env });
+  const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env });
   if (r.status !== 0) {
     console.error(`[skald] ${what} failed (exit ${r.status}).`);
     process.exit(r.status || 1);
@@ -40,60 +45,14 @@ function persistent(file, make) {
 }
 
 async function main() {
-  // Without NATS_URL, npm start runs a NATS server of its own: its users are the five apps, each
-  // allowed only its subjects (as in production); the machine's NATS needs no configuration for it.
-  const ownNats = !process.env.NATS_URL;
-  const down = (await unreachableServices()).filter((s) => !(ownNats && s.env === 'NATS_URL'));
-  if (down.length > 0) {
-    for (const s of down) {
-      console.error(`[skald] ${s.name} is not reachable at ${s.where} (${s.env}). Start it with:\n    ${s.start}`);
-    }
-    process.exit(1);
-  }
-  const natsBin = ownNats ? natsBinary(process.env) : null;
-  if (ownNats && !natsBin) {
-    console.error(
-      '[skald] nats-server is not installed (npm start runs its own, with a user per app). Install it with:\n' +
-        '    apt-get install nats-server\n' +
-        '  or set SKALD_NATS_BIN, or NATS_URL to a NATS server you run (users: k8s/base/infra/nats.conf).',
-    );
-    process.exit(1);
-  }
-  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
-    run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
-  run('npm', ['run', 'build'], 'Building');
-
   const env = { ...process.env };
-  env.DATABASE_URL ||= 'postgres://postgres@127.0.0.1:5432/skald';
-  env.REDIS_URL ||= 'redis://127.0.0.1:6379';
-  env.SKALD_WORKSPACES ||= path.join(STATE, 'workspaces');
-  env.SKALD_JWT_SECRET ||= persistent('jwt-secret', () => crypto.randomBytes(48).toString('base64url'));
-  // Seals MCP credentials at rest; losing it makes stored credentials unreadable (re-enter them).
-  env.SKALD_SECRETS_KEY ||= persistent('secrets-key', () => crypto.randomBytes(32).toString('base64'));
-  let adminSource = 'SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD from your environment';
-  if (!env.SKALD_ADMIN_EMAIL || !env.SKALD_ADMIN_PASSWORD) {
-    env.SKALD_ADMIN_EMAIL ||= 'admin@skald.local';
-    env.SKALD_ADMIN_PASSWORD ||= persistent('admin-password', () => crypto.randomBytes(12).toString('base64url'));
-    adminSource = `email ${env.SKALD_ADMIN_EMAIL}, password in ${path.relative(ROOT, path.join(STATE, 'admin-password'))} (set SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD to choose)`;
-  }
-  const port = Number(env.PORT_GATEWAY || 8080);
-  run('node', ['libs/persistence/dist/cli.js', 'up'], 'Migrating the database');
-  // Each app connects as its own Postgres role, granted only its tables (issue 10): the admin URL
-  // above migrates and provisions; passwords come from SKALD_DB_PASSWORD_* when set (trust
-  // authentication on a developer machine needs none). No app sees the admin URL or another's password.
-  run('node', ['libs/persistence/dist/cli.js', 'roles'], "Provisioning the services' database roles");
-  const { serviceDatabaseUrl, servicePasswordEnv } = require(path.join(ROOT, 'libs/persistence/dist/service-roles'));
-  const { SKALD_SERVICES: apps, REDIS_SERVICES } = require(path.join(ROOT, 'libs/contracts/dist'));
-
-  // Per-app credentials: its Postgres role, its NATS user, and Redis ACL users for the session
-  // worker and the scheduler (the other apps get no Redis credentials).
-  const appEnv = {};
-  for (const a of apps) {
-    appEnv[a] = { DATABASE_URL: serviceDatabaseUrl(env.DATABASE_URL, a, env[servicePasswordEnv(a)]) };
-    delete env[servicePasswordEnv(a)];
-  }
+  const own = { postgres: null, redis: null, nats: null };
+  const infraLine = (name) => (l) => console.log(paint('llm-sim', `[${name}]`.padEnd(19)), l);
+  // Private instances are killed with the start command whatever ends it (a crash included).
+  process.on('exit', () => {
+    for (const o of Object.values(own)) if (o && o.child.exitCode === null) o.child.kill(o.stopSignal || 'SIGTERM');
+  });
   const children = [];
-  let nats = null;
   let stopping = false;
   const shutdown = (code) => {
     if (stopping) return;
@@ -106,11 +65,8 @@ async function main() {
     Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(
       async () => {
         clearTimeout(deadline);
-        // NATS last: the apps drain through it.
-        if (nats && nats.child.exitCode === null) {
-          nats.child.kill('SIGTERM');
-          await new Promise((r) => nats.child.once('exit', r));
-        }
+        // The backing services last: the apps drain through them.
+        await Promise.all([stopOwn(own.nats), stopOwn(own.redis), stopOwn(own.postgres)]);
         say('stopped.');
         process.exit(code);
       },
@@ -118,23 +74,93 @@ async function main() {
   };
   process.on('SIGINT', () => shutdown(0));
   process.on('SIGTERM', () => shutdown(0));
-  let natsBanner;
-  if (ownNats) {
-    const natsPort = Number(env.SKALD_NATS_PORT || 4223);
-    nats = await startLocalNats({
-      bin: natsBin,
-      port: natsPort,
-      state: STATE,
-      onLine: (l) => console.log(paint('llm-sim', '[nats]'.padEnd(19)), l),
-    });
-    env.NATS_URL = nats.url;
-    nats.child.on('exit', (code, signal) => {
-      console.log(paint('llm-sim', '[nats]'.padEnd(19)), `exited (${signal || code})`);
+  const watchOwn = (name, o) =>
+    o.child.on('exit', (code, signal) => {
+      console.log(paint('llm-sim', `[${name}]`.padEnd(19)), `exited (${signal || code})`);
       if (!stopping) shutdown(1);
     });
-    process.on('exit', () => nats.child.exitCode === null && nats.child.kill('SIGKILL'));
+  const problems = urlProblems(env);
+  if (problems.length > 0) {
+    for (const p of problems) console.error(`[skald] ${p}`);
+    process.exit(1);
+  }
+  // First: the private Postgres's binaries and the Postgres client come from node_modules.
+  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
+    run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
+  let pg, redis, natsPlanned;
+  try {
+    natsPlanned = await natsPlan({ env, say });
+    redis = { probe: env.REDIS_URL || 'redis://127.0.0.1:6379' };
+    const redisUp = await tcpReachable(new URL(redis.probe).hostname, Number(new URL(redis.probe).port) || 6379);
+    ensureBinaries([...(natsPlanned.own && !natsBinary(env) ? ['nats-server'] : []), ...(redisUp ? [] : ['redis-server'])], { env, say });
+    pg = await ensurePostgres({ env, state: STATE, say, onLine: infraLine('postgres') });
+    own.postgres = pg.own;
+    if (pg.own) watchOwn('postgres', pg.own);
+    redis = await ensureRedis({ env, state: STATE, say, onLine: infraLine('redis') });
+    own.redis = redis.own;
+    if (redis.own) watchOwn('redis', redis.own);
+  } catch (e) {
+    console.error(`[skald] ${e.message}`);
+    process.exit(1);
+  }
+  env.DATABASE_URL = pg.url;
+  env.REDIS_URL = redis.url;
+  run('npm', ['run', 'build'], 'Building');
+
+  env.SKALD_WORKSPACES ||= path.join(STATE, 'workspaces');
+  env.SKALD_JWT_SECRET ||= persistent('jwt-secret', () => crypto.randomBytes(48).toString('base64url'));
+  // Seals MCP credentials at rest; losing it makes stored credentials unreadable (re-enter them).
+  env.SKALD_SECRETS_KEY ||= persistent('secrets-key', () => crypto.randomBytes(32).toString('base64'));
+  let adminSource = 'SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD from your environment';
+  if (!env.SKALD_ADMIN_EMAIL || !env.SKALD_ADMIN_PASSWORD) {
+    env.SKALD_ADMIN_EMAIL ||= 'admin@skald.local';
+    env.SKALD_ADMIN_PASSWORD ||= persistent('admin-password', () => crypto.randomBytes(12).toString('base64url'));
+    adminSource = `email ${env.SKALD_ADMIN_EMAIL}, password in ${shown(path.join(STATE, 'admin-password'))} (set SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD to choose)`;
+  }
+  const port = appPort(env, 'gateway');
+  // Each app connects as its own Postgres role, granted only its tables: the admin URL above migrates and
+  // provisions. Passwords: SKALD_DB_PASSWORD_<APP> when set, else generated once into the state directory, so
+  // password authentication (scram-sha-256) works as well as trust. No app sees the admin URL or another's password.
+  const migrate = spawnSync(process.execPath, ['libs/persistence/dist/cli.js', 'up'], { cwd: ROOT, env, encoding: 'utf8' });
+  process.stdout.write(migrate.stdout);
+  process.stderr.write(migrate.stderr);
+  if (migrate.status !== 0) {
+    if (/password authentication failed|no pg_hba\.conf entry|28P01/.test(migrate.stderr + migrate.stdout))
+      console.error(`[skald] ${passwordHint(env.DATABASE_URL)}`);
+    console.error(`[skald] Migrating the database failed (exit ${migrate.status}).`);
+    process.exit(migrate.status || 1);
+  }
+  const { serviceDatabaseUrl, servicePasswordEnv } = require(path.join(ROOT, 'libs/persistence/dist/service-roles'));
+  const { SKALD_SERVICES: apps, REDIS_SERVICES } = require(path.join(ROOT, 'libs/contracts/dist'));
+  const dbPasswordsFile = path.join(STATE, 'db-passwords.json');
+  const dbPasswords = fs.existsSync(dbPasswordsFile) ? JSON.parse(fs.readFileSync(dbPasswordsFile, 'utf8')) : {};
+  for (const a of apps) dbPasswords[a] ||= crypto.randomBytes(18).toString('base64url');
+  fs.writeFileSync(dbPasswordsFile, JSON.stringify(dbPasswords), { mode: 0o600 });
+  for (const a of apps) env[servicePasswordEnv(a)] ||= dbPasswords[a];
+  run('node', ['libs/persistence/dist/cli.js', 'roles'], "Provisioning the services' database roles", env);
+
+  // Per-app credentials: its Postgres role, its NATS user, and Redis ACL users for the session
+  // worker and the scheduler (the other apps get no Redis credentials).
+  const appEnv = {};
+  for (const a of apps) {
+    appEnv[a] = { DATABASE_URL: serviceDatabaseUrl(env.DATABASE_URL, a, env[servicePasswordEnv(a)]) };
+    delete env[servicePasswordEnv(a)];
+  }
+  delete env.DATABASE_URL;
+  let natsBanner;
+  if (natsPlanned.own) {
+    const natsPort = env.SKALD_NATS_PORT ? Number(env.SKALD_NATS_PORT) : await sparePort(path.join(STATE, 'nats-port'));
+    const nats = await startLocalNats({
+      bin: natsBinary(env),
+      port: natsPort,
+      state: STATE,
+      onLine: infraLine('nats'),
+    });
+    own.nats = { ...nats, stopSignal: 'SIGTERM' };
+    watchOwn('nats', own.nats);
+    env.NATS_URL = nats.url;
     for (const a of apps) Object.assign(appEnv[a], nats.env[a]);
-    natsBanner = `NATS:              ${nats.url} (npm start's own; a user per app; \`nats\` CLI: --user skald-ops --password "$(cat .skald/nats-ops-password)")`;
+    natsBanner = `NATS:              ${nats.url} (npm start's own; a user per app; \`nats\` CLI: --user skald-ops --password "$(cat ${shown(path.join(STATE, 'nats-ops-password'))})")`;
   } else {
     const creds = externalNatsEnv(env);
     if (creds) for (const a of apps) Object.assign(appEnv[a], creds[a]);
@@ -144,13 +170,13 @@ async function main() {
   }
   let redisBanner;
   try {
-    const redis = await provisionRedisUsers({
+    const users = await provisionRedisUsers({
       adminUrl: env.REDIS_URL,
       state: STATE,
       env,
     });
-    for (const [a, e] of Object.entries(redis)) Object.assign(appEnv[a], e);
-    redisBanner = `Redis:             ACL users ${Object.keys(redis)
+    for (const [a, e] of Object.entries(users)) Object.assign(appEnv[a], e);
+    redisBanner = `${redis.banner ? `${redis.banner}\n  ` : ''}Redis:             ACL users ${Object.keys(users)
       .map((a) => `skald-${a}`)
       .join(', ')}, each reaching only its keys`;
   } catch (e) {
@@ -159,6 +185,8 @@ async function main() {
   }
   delete env.REDIS_URL;
 
+  // The running processes by name, for `npm run dev`'s restarts.
+  const running = new Map();
   const start = (name, script, extraEnv) => {
     const child = spawn(process.execPath, [script], {
       cwd: ROOT,
@@ -169,10 +197,23 @@ async function main() {
     for (const stream of [child.stdout, child.stderr]) forEachLine(stream, (l) => console.log(prefix, l));
     child.on('exit', (code, signal) => {
       console.log(prefix, `exited (${signal || code})`);
-      if (!stopping) shutdown(1);
+      const i = children.indexOf(child);
+      if (i >= 0) children.splice(i, 1);
+      if (running.get(name)?.restarting) {
+        running.get(name).restarting = false;
+        if (!stopping) start(name, script, extraEnv);
+      } else if (!stopping) shutdown(1);
     });
     children.push(child);
+    running.set(name, { child, restarting: false });
     return child;
+  };
+  /** Restarts one process (it drains on SIGTERM like at Ctrl-C); a second call while it stops is one restart. */
+  const restart = (name) => {
+    const r = running.get(name);
+    if (!r || r.restarting || stopping) return;
+    r.restarting = true;
+    r.child.kill('SIGTERM');
   };
 
   let llmBanner;
@@ -191,10 +232,10 @@ async function main() {
     llmBanner = `LLM: ${env.SKALD_LLM_CLIENTS ? 'clients from SKALD_LLM_CLIENTS' : `${env.SKALD_LLM_MODEL || '(default model)'} at ${env.OPENAI_BASE_URL}`}`;
   }
 
-  start('approval-service', 'apps/approval-service/dist/main.js', { ...appEnv['approval-service'], PORT: '3102' });
-  start('tool-runner', 'apps/tool-runner/dist/main.js', { ...appEnv['tool-runner'], PORT: '3103' });
-  start('session-worker', 'apps/session-worker/dist/main.js', { ...appEnv['session-worker'], PORT: '3101' });
-  start('scheduler', 'apps/scheduler/dist/main.js', { ...appEnv.scheduler, PORT: '3104' });
+  start('approval-service', 'apps/approval-service/dist/main.js', { ...appEnv['approval-service'], PORT: String(appPort(env, 'approval-service')) });
+  start('tool-runner', 'apps/tool-runner/dist/main.js', { ...appEnv['tool-runner'], PORT: String(appPort(env, 'tool-runner')) });
+  start('session-worker', 'apps/session-worker/dist/main.js', { ...appEnv['session-worker'], PORT: String(appPort(env, 'session-worker')) });
+  start('scheduler', 'apps/scheduler/dist/main.js', { ...appEnv.scheduler, PORT: String(appPort(env, 'scheduler')) });
   start('gateway', 'apps/gateway/dist/main.js', { ...appEnv.gateway, PORT: String(port) });
 
   // Banner once the gateway answers.
@@ -208,16 +249,29 @@ async function main() {
     await new Promise((r) => setTimeout(r, 500));
   }
   if (stopping) return;
+  if (WATCH) {
+    const apps = Object.fromEntries(Object.keys(APP_PORTS).map((a) => [a, `@skald/${a}`]));
+    if (running.has('llm-sim')) apps['llm-sim'] = '@skald/testing';
+    const watchers = startWatch({ apps, restart, onLine: (src, l) => console.log(paint('llm-sim', `[${src}]`.padEnd(19)), l) });
+    // Stopped with the apps: shutdown waits for every child.
+    for (const w of watchers) {
+      children.push(w);
+      w.on('exit', () => !stopping && shutdown(1));
+    }
+  }
   console.log(
     [
       '',
       '────────────────────────────────────────────────────────────────────────',
       `  Skald is running:  http://127.0.0.1:${port}   (the web client; API under /api, OpenAPI at /api/docs)`,
       `  Admin login:       ${adminSource}`,
+      `  ${pg.banner}`,
       `  ${natsBanner}`,
       `  ${redisBanner}`,
       `  ${llmBanner}`,
-      '  Ctrl-C stops everything.',
+      WATCH
+        ? '  Watching: tsc -b --watch restarts the apps whose code changed; Vite rebuilds the web client (reload the page).\n  Ctrl-C stops everything.'
+        : '  Ctrl-C stops everything.',
       '────────────────────────────────────────────────────────────────────────',
       '',
     ].join('\n'),

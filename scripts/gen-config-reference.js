@@ -38,7 +38,7 @@ const DESCRIPTIONS = {
     "Postgres connection URL. An app's names its own role (`skald_<app>`, see Database roles); the migration CLI's (`node libs/persistence/dist/cli.js up`, then `roles`) names the admin. The database is created by the migration when missing.",
   DATABASE_POOL_SIZE:
     'Postgres connections per process. Keep (replicas of every app) × this below Postgres `max_connections`.',
-  NATS_URL: 'NATS server(s), comma-separated. JetStream must be enabled.',
+  NATS_URL: 'NATS server(s), comma-separated. Plain NATS: nothing uses JetStream.',
   NATS_USER:
     "The app's NATS user: its own name (`gateway`, `session-worker`, …), whose subjects `k8s/base/infra/nats.conf` grants; its replies arrive on `_INBOX.<user>.`.",
   NATS_PASSWORD: 'NATS password of `NATS_USER` (`NATS_PASSWORD_<APP>` in the Secret).',

@@ -37,7 +37,6 @@ async function startLocalNats({ bin, port, state, onLine }) {
     conf,
     [
       `listen: "127.0.0.1:${port}"`,
-      `jetstream { store_dir: ${JSON.stringify(path.join(dir, 'data'))} }`,
       natsAuthorizationBlock((s) => passwords[s], [{ user: 'skald-ops', password: ops }]),
     ].join('\n'),
     { mode: 0o600 },

@@ -1,5 +1,7 @@
 'use strict';
-// Reachability of the three backing services, shared by the start command and the test setup.
+// Reachability of Postgres and Redis for the test setup. NATS is not among them: `npm test` and `npm start` both use
+// the NATS at NATS_URL when it answers and otherwise run a private nats-server (plain NATS, no JetStream), so
+// each needs only the nats-server binary (scripts/lib-local-auth.js, natsBinary).
 const net = require('node:net');
 
 const SERVICES = [
@@ -15,15 +17,7 @@ const SERVICES = [
     env: 'REDIS_URL',
     url: 'redis://127.0.0.1:6379',
     defaultPort: 6379,
-    start: 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no',
-  },
-  {
-    name: 'NATS (with JetStream)',
-    env: 'NATS_URL',
-    url: 'nats://127.0.0.1:4222',
-    defaultPort: 4222,
-    start:
-      'start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server',
+    start: 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --maxmemory-policy noeviction',
   },
 ];
 

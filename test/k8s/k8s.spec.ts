@@ -30,6 +30,12 @@ import {
 } from './kustomize';
 import { APP_NAMES, APPS, type AppName, shellSteps, usesRedis } from '../support/deployment';
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const genSecrets = require('../../scripts/gen-secrets.js') as {
+  PROVIDED: string[];
+  secretData(env: NodeJS.ProcessEnv): Record<string, string>;
+};
+
 /** Env vars each app reads: its config schema, plus what libs/llm reads in the session worker. */
 const APP_ENV: Record<AppName, Set<string>> = {
   gateway: new Set(Object.keys(GatewayConfigSchema.shape)),
@@ -115,19 +121,9 @@ interface NetworkPolicyPeer {
 
 const kubectl = findKubectl();
 
-/** A copy of k8s/ with the operator's gitignored secrets.env written, as the prod overlay expects. */
-function withOperatorFiles(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'skald-k8s-'));
-  cpSync(k8sDir, join(dir, 'k8s'), { recursive: true });
-  const example = readFileSync(join(k8sDir, 'overlays', 'prod', 'secrets.env.example'), 'utf8');
-  const filled = example.replace(/^([A-Z_]+)=$/gm, (_m, key: string) => `${key}=test-only-${key.toLowerCase()}`);
-  writeFileSync(join(dir, 'k8s', 'overlays', 'prod', 'secrets.env'), filled);
-  return dir;
-}
-
-const workDir = withOperatorFiles();
-afterAll(() => rmSync(workDir, { recursive: true, force: true }));
-const overlayDir = (overlay: string): string => join(workDir, 'k8s', 'overlays', overlay);
+// The overlays render from the repository as checked out: no file of the operator's is needed (the Secret is created
+// apart, by scripts/gen-secrets.js).
+const overlayDir = (overlay: string): string => join(k8sDir, 'overlays', overlay);
 
 const OVERLAYS = ['dev', 'prod'] as const;
 type Overlay = (typeof OVERLAYS)[number];
@@ -140,6 +136,12 @@ function find(objects: K8sObject[], kind: string, name: string): K8sObject {
   const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
   if (!o) throw new Error(`no ${kind} ${name} in the rendered overlay`);
   return o;
+}
+/** The migration Job: one per version, named skald-migrate-<tag of the gateway image>. */
+function migrationJob(objects: K8sObject[]): K8sObject {
+  const jobs = objects.filter((x) => x.kind === 'Job' && x.metadata.name.startsWith('skald-migrate-'));
+  if (jobs.length !== 1) throw new Error(`expected one migration Job, found ${jobs.length}`);
+  return jobs[0];
 }
 function ofKind(objects: K8sObject[], kind: string): K8sObject[] {
   return objects.filter((o) => o.kind === kind);
@@ -253,6 +255,50 @@ const PROMETHEUS_RULE_SCHEMA = {
 };
 const validatePrometheusRule = new Ajv({ allErrors: true, strict: false }).compile(PROMETHEUS_RULE_SCHEMA);
 
+/** The ServiceMonitor fields k8s/ uses, as the operator's CRD defines them (others refused, so a typo fails). */
+const SERVICE_MONITOR_SCHEMA = {
+  type: 'object',
+  required: ['apiVersion', 'kind', 'metadata', 'spec'],
+  properties: {
+    metadata: { type: 'object', required: ['name'] },
+    spec: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['selector', 'endpoints'],
+      properties: {
+        selector: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { matchLabels: { type: 'object', additionalProperties: { type: 'string' } } },
+        },
+        endpoints: {
+          type: 'array',
+          minItems: 1,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              port: { type: 'string', minLength: 1 },
+              path: { type: 'string', pattern: '^/' },
+              interval: {
+                type: 'string',
+                pattern: '^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$',
+              },
+              bearerTokenSecret: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['key'],
+                properties: { name: { type: 'string' }, key: { type: 'string' }, optional: { type: 'boolean' } },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+const validateServiceMonitor = new Ajv({ allErrors: true, strict: false }).compile(SERVICE_MONITOR_SCHEMA);
+
 function modelFor(apiVersion: string, kind: string): ModelClass | undefined {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -269,6 +315,11 @@ function schemaErrors(o: K8sObject): string[] {
     return validatePrometheusRule(o)
       ? []
       : (validatePrometheusRule.errors ?? []).map((e) => `${e.instancePath} ${e.message ?? ''}`);
+  }
+  if (o.apiVersion === 'monitoring.coreos.com/v1' && o.kind === 'ServiceMonitor') {
+    return validateServiceMonitor(o)
+      ? []
+      : (validateServiceMonitor.errors ?? []).map((e) => `${e.instancePath} ${e.message ?? ''}`);
   }
   const Model = modelFor(o.apiVersion, o.kind);
   if (!Model) return [`no schema for ${o.apiVersion} ${o.kind}`];
@@ -292,7 +343,7 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
       expect(ids).toContain(`Deployment/${app}`);
       expect(ids).toContain(`Service/${app}`);
     }
-    expect(ids).toContain('Job/skald-migrate');
+    expect(migrationJob(objects).metadata.name).toMatch(/^skald-migrate-[a-z0-9.]+$/);
     expect(ids).toEqual(expect.arrayContaining(['StatefulSet/postgres', 'StatefulSet/redis', 'StatefulSet/nats']));
     // Everything lands in the overlay's namespace.
     const namespaces = new Set(objects.map((o) => o.metadata.namespace));
@@ -592,7 +643,7 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
   });
 
   it("migrates, then creates each app's Postgres role, as the database owner, from the gateway image the apps run", () => {
-    const job = find(objects, 'Job', 'skald-migrate');
+    const job = migrationJob(objects);
     const pod = podSpecOf(job) as PodSpec & { restartPolicy?: string };
     const c = pod.containers[0];
     const [shell, flag, script] = c?.command ?? [];
@@ -617,25 +668,52 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     }
   });
 
-  it("applies the migration Job and all it needs before any app: `kubectl apply -l 'app.kubernetes.io/component!=app'`", () => {
-    const first = objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] !== 'app');
-    const has = (kind: string, name: string): boolean => first.some((o) => o.kind === kind && o.metadata.name === name);
-    const job = podSpecOf(find(objects, 'Job', 'skald-migrate')).containers[0];
-    const secretNames = (job?.env ?? []).flatMap((e) =>
-      e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.name] : [],
-    );
+  it('upgrades with one `kubectl apply -k`: a new image tag is a new migration Job, the same tag the same Job', () => {
+    const tagOf = (image: string): string => image.slice(image.lastIndexOf(':') + 1);
+    const gatewayTag = tagOf(appContainer(objects, 'gateway').image);
+    const job = migrationJob(objects);
+    expect(job.metadata.name).toBe(`skald-migrate-${gatewayTag}`);
+    // Re-applying renders the very same Job (a Job's template is immutable: a changed one would need a delete).
+    expect(migrationJob(render(overlayDir(overlay), kubectl))).toEqual(job);
 
-    expect(has('Job', 'skald-migrate')).toBe(true);
-    expect(has('StatefulSet', 'postgres') && has('Service', 'postgres')).toBe(true);
-    for (const f of job?.envFrom ?? []) if (f.configMapRef) expect(has('ConfigMap', f.configMapRef.name)).toBe(true);
-    if (overlay === 'prod') for (const name of secretNames) expect(has('Secret', name)).toBe(true);
-    // No app starts before the migration: every app Deployment is left for the second apply.
-    expect(first.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name)).toEqual([]);
-    for (const file of ['docs/operations.md', 'k8s/overlays/prod/kustomization.yaml']) {
-      expect(readFileSync(join(repoRoot, file), 'utf8')).toContain(
-        "kubectl apply -k k8s/overlays/prod -l 'app.kubernetes.io/component!=app'",
-      );
+    // The operator's upgrade: a new tag under `images:` (prod), or images set for the first time (dev).
+    const copy = mkdtempSync(join(tmpdir(), 'skald-k8s-'));
+    try {
+      cpSync(k8sDir, join(copy, 'k8s'), { recursive: true });
+      const file = join(copy, 'k8s', 'overlays', overlay, 'kustomization.yaml');
+      const text = readFileSync(file, 'utf8');
+      const next =
+        overlay === 'prod'
+          ? text.replace(/newTag: 0\.1\.0/g, 'newTag: 0.2.0')
+          : `${text}\nimages:\n${APP_NAMES.map((a) => `  - name: skald/${a}\n    newTag: dev-2\n`).join('')}`;
+      expect(next).not.toBe(text);
+      writeFileSync(file, next);
+      const upgraded = render(join(copy, 'k8s', 'overlays', overlay), kubectl);
+      const tag = overlay === 'prod' ? '0.2.0' : 'dev-2';
+      expect(migrationJob(upgraded).metadata.name).toBe(`skald-migrate-${tag}`);
+      expect(podSpecOf(migrationJob(upgraded)).containers[0]?.image).toBe(appContainer(upgraded, 'gateway').image);
+      for (const app of APP_NAMES) expect(tagOf(appContainer(upgraded, app).image)).toBe(tag);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
     }
+    // The new release's pods, rolled out by the same apply, start only once their schema is there: each waits as
+    // its own role, with its own image's list of migrations.
+    for (const app of APP_NAMES) {
+      const pod = podSpecOf(find(objects, 'Deployment', app));
+      const wait = pod.initContainers?.find((c) => c.name === 'wait-for-schema');
+      expect(wait?.command).toEqual(['node', 'libs/persistence/dist/cli.js', 'wait', app]);
+      expect(wait?.image).toBe(appContainer(objects, app).image);
+      expect(expandedEnv(wait!, 'DATABASE_URL')).toBe(expandedEnv(appContainer(objects, app), 'DATABASE_URL'));
+    }
+    // The instructions say so: one apply, no delete, no two phases.
+    for (const f of ['docs/operations.md', `k8s/overlays/${overlay}/kustomization.yaml`, 'k8s/base/migrate-job.yaml']) {
+      const text = readFileSync(join(repoRoot, f), 'utf8');
+      expect(text).not.toMatch(/kubectl[^\n]*delete job/);
+      expect(text).not.toContain("-l 'app.kubernetes.io/component!=app'");
+    }
+    expect(readFileSync(join(repoRoot, `k8s/overlays/${overlay}/kustomization.yaml`), 'utf8')).toContain(
+      `kubectl apply -k k8s/overlays/${overlay}`,
+    );
   });
 
   it("runs NATS with the generated nats.conf (a user per service) and every service's password from the Secret", () => {
@@ -683,27 +761,46 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     expect(EXAMPLE_SECRET_KEYS.filter((k) => !keys.some((r) => r.key === k))).toEqual([]);
   });
 
-  it('reads every secret from the Secret skald-secrets, by key', () => {
+  it('reads every secret from the Secret skald-secrets, by key, which scripts/gen-secrets.js makes complete', () => {
     const refs = objects
       .filter((x) => ['Deployment', 'StatefulSet', 'Job'].includes(x.kind))
       .flatMap((o) => [...podSpecOf(o).containers, ...(podSpecOf(o).initContainers ?? [])])
       .flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : [])));
-    const secrets = ofKind(objects, 'Secret');
+    const monitorRefs = ofKind(objects, 'ServiceMonitor').flatMap((m) =>
+      (
+        m.spec as { endpoints: { bearerTokenSecret?: { name: string; key: string; optional?: boolean } }[] }
+      ).endpoints.flatMap((e) => e.bearerTokenSecret ?? []),
+    );
 
     expect(refs.length).toBeGreaterThan(0);
-    expect(new Set(refs.map((r) => r.name.replace(/-[a-z0-9]{10}$/, '')))).toEqual(new Set(['skald-secrets']));
-    if (overlay === 'prod') {
-      // Generated from secrets.env: every reference follows the generated (hashed) name and finds its key.
-      expect(secrets).toHaveLength(1);
-      const data = (secrets[0]?.data ?? {}) as Record<string, string>;
-      for (const r of refs) {
-        expect(r.name).toBe(secrets[0]?.metadata.name);
-        if (!r.optional) expect(Object.keys(data)).toContain(r.key);
+    expect(new Set([...refs, ...monitorRefs].map((r) => r.name))).toEqual(new Set(['skald-secrets']));
+    // No overlay renders the Secret: an apply never replaces the values it was created with.
+    expect(ofKind(objects, 'Secret')).toEqual([]);
+    const generated = genSecrets.secretData({});
+    const secret = JSON.parse(
+      execFileSync(
+        process.execPath,
+        [join(repoRoot, 'scripts', 'gen-secrets.js'), '--namespace', overlay === 'prod' ? 'skald' : 'skald-dev'],
+        {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH },
+        },
+      ),
+    ) as K8sObject & { stringData: Record<string, string> };
+    expect(schemaErrors(secret)).toEqual([]);
+    expect(secret.metadata).toMatchObject({ name: 'skald-secrets', namespace: objects[0]?.metadata.namespace });
+    for (const r of [...refs, ...monitorRefs]) {
+      if (r.optional) expect(genSecrets.PROVIDED).toContain(r.key);
+      else {
+        expect(Object.keys(secret.stringData)).toContain(r.key);
+        // URL-safe: embedded in DATABASE_URL / REDIS_URL.
+        expect(secret.stringData[r.key]).toMatch(/^[A-Za-z0-9._-]{32,}$/);
       }
-    } else {
-      // The operator creates it by hand.
-      expect(secrets).toEqual([]);
     }
+    // Fresh values each run, and what the operator provides is read from the environment only.
+    expect(genSecrets.secretData({}).POSTGRES_PASSWORD).not.toBe(generated.POSTGRES_PASSWORD);
+    expect(Object.keys(generated).filter((k) => genSecrets.PROVIDED.includes(k))).toEqual([]);
+    expect(genSecrets.secretData({ OPENAI_API_KEY: 'sk-test' }).OPENAI_API_KEY).toBe('sk-test');
   });
 });
 
@@ -767,6 +864,107 @@ describe('the schema validation', () => {
   });
 });
 
+/** The skald_* metric names the apps register (prom-client `name:` in the sources of apps/ and libs/). */
+function registeredMetrics(): Set<string> {
+  const sources = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory()
+        ? e.name === 'node_modules' || e.name === 'dist'
+          ? []
+          : sources(join(dir, e.name))
+        : e.name.endsWith('.ts') && !/\.(spec|integration-spec|e2e-spec)\.ts$/.test(e.name)
+          ? [join(dir, e.name)]
+          : [],
+    );
+  return new Set(
+    [...sources(join(repoRoot, 'apps')), ...sources(join(repoRoot, 'libs'))].flatMap((f) =>
+      [...readFileSync(f, 'utf8').matchAll(/name: '(skald_[a-z_]+)'/g)].map((m) => m[1] ?? ''),
+    ),
+  );
+}
+
+describe('scraping (k8s/components/monitoring)', () => {
+  const objects = rendered.prod;
+  type Monitor = {
+    spec: {
+      selector: LabelSelector;
+      endpoints: { port: string; path: string; bearerTokenSecret?: { name: string; key: string } }[];
+    };
+  };
+
+  it('has a ServiceMonitor per app, on a port its Service has, in prod only', () => {
+    expect(ofKind(rendered.dev, 'ServiceMonitor')).toEqual([]);
+    for (const app of APP_NAMES) {
+      const monitor = find(objects, 'ServiceMonitor', app) as unknown as Monitor;
+      const service = find(objects, 'Service', app);
+      expect(matches(monitor.spec.selector, service.metadata.labels ?? {})).toBe(true);
+      const others = ofKind(objects, 'Service').filter((x) => x !== service);
+      expect(others.filter((x) => matches(monitor.spec.selector, x.metadata.labels ?? {}))).toEqual([]);
+      const ports = (service.spec as { ports: { name: string }[] }).ports.map((p) => p.name);
+      for (const e of monitor.spec.endpoints) {
+        expect(ports).toContain(e.port);
+        expect(e.path).toBe('/metrics');
+      }
+    }
+  });
+
+  it('sends the gateway the scrape token it accepts on /metrics, and nothing relies on prometheus.io annotations', () => {
+    const endpoint = (find(objects, 'ServiceMonitor', 'gateway') as unknown as Monitor).spec.endpoints[0];
+    const gateway = appContainer(objects, 'gateway');
+    expect(endpoint?.bearerTokenSecret).toEqual({ name: 'skald-secrets', key: 'SKALD_METRICS_TOKEN' });
+    expect(secretKeyOf(gateway, 'SKALD_METRICS_TOKEN')).toMatchObject({
+      name: 'skald-secrets',
+      key: 'SKALD_METRICS_TOKEN',
+    });
+    expect(APP_ENV.gateway.has('SKALD_METRICS_TOKEN')).toBe(true);
+    for (const app of APP_NAMES) {
+      if (app === 'gateway') continue;
+      const e = (find(objects, 'ServiceMonitor', app) as unknown as Monitor).spec.endpoints;
+      expect(e.every((x) => x.bearerTokenSecret === undefined)).toBe(true);
+    }
+    const annotated = objects.filter((o) =>
+      JSON.stringify((o.spec as { template?: { metadata?: unknown } } | undefined)?.template?.metadata ?? {}).includes(
+        'prometheus.io/',
+      ),
+    );
+    expect(annotated.map((o) => o.metadata.name)).toEqual([]);
+  });
+});
+
+describe('autoscaling on load, not CPU alone (k8s/components/autoscaling-metrics)', () => {
+  type Metric = { type: string; pods?: { metric: { name: string } }; external?: { metric: { name: string } } };
+  const metricsOf = (objects: K8sObject[], name: string): Metric[] =>
+    (find(objects, 'HorizontalPodAutoscaler', name).spec as { metrics: Metric[] }).metrics;
+  const names = (ms: Metric[]): string[] =>
+    ms.flatMap((m) => m.pods?.metric.name ?? m.external?.metric.name ?? `${m.type}`);
+
+  it('scales session workers on turn concurrency and inbox depth, gateways on sockets, with CPU kept (prod)', () => {
+    const worker = metricsOf(rendered.prod, 'session-worker');
+    expect(names(worker)).toEqual(['Resource', 'skald_sessions_driving', 'skald_inbox_pending']);
+    // One deployment-wide count: External (averaged over the replicas), not a per-pod sum.
+    expect(worker.find((m) => m.external)?.external?.metric.name).toBe('skald_inbox_pending');
+    expect(names(metricsOf(rendered.prod, 'gateway'))).toEqual(['Resource', 'skald_ws_connections']);
+  });
+
+  it('reads only metrics the apps export, which docs/operations.md lists', () => {
+    const registered = registeredMetrics();
+    const operations = readFileSync(join(repoRoot, 'docs', 'operations.md'), 'utf8');
+    const used = ['gateway', 'session-worker']
+      .flatMap((h) => names(metricsOf(rendered.prod, h)))
+      .filter((n) => n.startsWith('skald_'));
+    expect(used.length).toBe(3);
+    for (const m of used) {
+      expect(registered).toContain(m);
+      expect(operations).toContain(`| \`${m}`);
+      expect(operations).toContain(m);
+    }
+  });
+
+  it('stays on CPU where no metrics adapter is assumed (dev)', () => {
+    for (const h of ['gateway', 'session-worker']) expect(names(metricsOf(rendered.dev, h))).toEqual(['Resource']);
+  });
+});
+
 describe('alert rules (k8s/components/monitoring)', () => {
   const rule = find(rendered.prod, 'PrometheusRule', 'skald');
   const alerts = (rule.spec as { groups: { rules: { alert: string; expr: string }[] }[] }).groups.flatMap(
@@ -779,21 +977,7 @@ describe('alert rules (k8s/components/monitoring)', () => {
   });
 
   it('use only skald_* metrics that the apps register', () => {
-    const sources = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-        e.isDirectory()
-          ? e.name === 'node_modules' || e.name === 'dist'
-            ? []
-            : sources(join(dir, e.name))
-          : e.name.endsWith('.ts') && !/\.(spec|integration-spec|e2e-spec)\.ts$/.test(e.name)
-            ? [join(dir, e.name)]
-            : [],
-      );
-    const registered = new Set(
-      [...sources(join(repoRoot, 'apps')), ...sources(join(repoRoot, 'libs'))].flatMap((f) =>
-        [...readFileSync(f, 'utf8').matchAll(/name: '(skald_[a-z_]+)'/g)].map((m) => m[1]),
-      ),
-    );
+    const registered = registeredMetrics();
     const used = new Set(
       alerts.flatMap((a) =>
         [...a.expr.matchAll(/\b(skald_[a-z_]+)/g)].map((m) => (m[1] ?? '').replace(/_(bucket|sum|count)$/, '')),
@@ -834,7 +1018,7 @@ describe('alert rules (k8s/components/monitoring)', () => {
     );
 
   it.each([...OVERLAYS, 'base'])('renders %s exactly as kubectl kustomize does', (name) => {
-    const dir = name === 'base' ? join(workDir, 'k8s', 'base') : overlayDir(name);
+    const dir = name === 'base' ? join(k8sDir, 'base') : overlayDir(name);
 
     expect(normalise(buildKustomization(dir))).toEqual(normalise(renderWithKubectl(kubectl ?? '', dir)));
   });

@@ -2,7 +2,8 @@
 //
 // `kubectl kustomize` is used when it is installed (CI machines have it). Without it, `buildKustomization` resolves
 // the subset of kustomize that k8s/ uses (resources, components, namespace, labels, images, replicas, strategic
-// merge patches, secretGenerator from env files, configMapGenerator from files) and refuses anything else by name, so a manifest change that
+// merge patches, secretGenerator from env files, configMapGenerator from files, replacements of one delimited part of
+// a field) and refuses anything else by name, so a manifest change that
 // needs more of kustomize fails here instead of being rendered wrongly. The spec compares both renderings when
 // kubectl is present.
 import { execFileSync } from 'node:child_process';
@@ -73,9 +74,20 @@ const SUPPORTED_FIELDS = new Set([
   'patches',
   'secretGenerator',
   'configMapGenerator',
+  'replacements',
 ]);
 
+interface ReplacementOptions {
+  delimiter?: string;
+  index?: number;
+}
+interface Replacement {
+  source: { kind: string; name: string; fieldPath: string; options?: ReplacementOptions };
+  targets: { select: { kind: string; name: string }; fieldPaths: string[]; options?: ReplacementOptions }[];
+}
+
 interface Kustomization {
+  replacements?: Replacement[];
   kind?: string;
   namespace?: string;
   resources?: string[];
@@ -298,7 +310,58 @@ function applyKustomization(dir: string, k: Kustomization, objects: K8sObject[])
   }
 
   if (k.namespace) for (const obj of out) obj.metadata.namespace = k.namespace;
+  // After the images: kustomize runs replacements last.
+  applyReplacements(dir, k.replacements ?? [], out);
   return out;
+}
+
+/** Splits a kustomize field path (`spec.template.spec.containers.[name=gateway].image`) into its steps. */
+function fieldSteps(fieldPath: string): string[] {
+  return fieldPath.split(/\.(?![^[]*\])/);
+}
+
+/** The container map or list item a step selects, or undefined. */
+function step(node: Json, s: string): Json {
+  const sel = /^\[([^=]+)=(.*)\]$/.exec(s);
+  if (sel) return Array.isArray(node) ? node.find((x) => isMap(x) && String(x[sel[1]]) === sel[2]) : undefined;
+  return isMap(node) ? node[s] : undefined;
+}
+
+function getField(obj: K8sObject, fieldPath: string): Json {
+  return fieldSteps(fieldPath).reduce<Json>((n, s) => step(n, s), obj);
+}
+
+function setField(obj: K8sObject, fieldPath: string, value: string): void {
+  const steps = fieldSteps(fieldPath);
+  const parent = steps.slice(0, -1).reduce<Json>((n, s) => step(n, s), obj);
+  if (!isMap(parent)) throw new Error(`replacements: no ${fieldPath} in ${obj.kind} ${obj.metadata.name}`);
+  parent[steps[steps.length - 1]] = value;
+}
+
+function applyReplacements(dir: string, replacements: Replacement[], out: K8sObject[]): void {
+  for (const r of replacements) {
+    const source = out.find((o) => o.kind === r.source.kind && o.metadata.name === r.source.name);
+    if (!source) throw new Error(`${dir}: replacement source ${r.source.kind} ${r.source.name} not found`);
+    const raw = getField(source, r.source.fieldPath);
+    if (typeof raw !== 'string') throw new Error(`${dir}: replacement source ${r.source.fieldPath} is not a string`);
+    const from = r.source.options;
+    const value: string = from?.delimiter === undefined ? raw : (raw.split(from.delimiter)[from.index ?? 0] ?? '');
+    for (const t of r.targets) {
+      for (const obj of out.filter((o) => o.kind === t.select.kind && o.metadata.name === t.select.name)) {
+        for (const fp of t.fieldPaths) {
+          const { delimiter, index = 0 } = t.options ?? {};
+          const current = getField(obj, fp);
+          if (delimiter === undefined) setField(obj, fp, value);
+          else {
+            const parts = String(current).split(delimiter);
+            if (index < 0 || index >= parts.length) throw new Error(`${dir}: replacement index ${index} outside ${fp}`);
+            parts[index] = value;
+            setField(obj, fp, parts.join(delimiter));
+          }
+        }
+      }
+    }
+  }
 }
 
 /** The built-in resolver: the objects `kubectl kustomize dir` prints, in no particular order. */

@@ -2,9 +2,11 @@
 // Jest global setup for the integration and e2e projects: services reachable, code built, a fresh
 // test database migrated. Runs once per Jest process. Each Jest process gets its own database
 // (`skald_test_<pid>`, dropped by the teardown), so two runs on one machine never share rows.
-const { execFileSync } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const path = require('node:path');
-const { unreachableServices } = require('../../scripts/lib-services');
+const { tcpReachable, unreachableServices } = require('../../scripts/lib-services');
+const { natsBinary } = require('../../scripts/lib-local-auth');
+const { freePort } = require('../../scripts/lib-stack');
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -17,12 +19,31 @@ function alive(pid) {
   }
 }
 
+/**
+ * The NATS the tests use: NATS_URL (default nats://127.0.0.1:4222) when it answers, else a private anonymous
+ * nats-server on a spare port for this Jest process (plain NATS: nothing uses JetStream), as `npm start` does.
+ */
+async function ensureNats() {
+  const url = new URL(process.env.NATS_URL || 'nats://127.0.0.1:4222');
+  if (await tcpReachable(url.hostname, Number(url.port) || 4222)) return;
+  const bin = natsBinary(process.env);
+  if (!bin) throw new Error(`NATS does not answer at ${url.host} and nats-server is not installed: apt-get install nats-server`);
+  const port = await freePort();
+  const child = spawn(bin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  globalThis.__skaldPrivateNats = child;
+  process.on('exit', () => child.exitCode === null && child.kill('SIGKILL'));
+  for (let i = 0; i < 100 && !(await tcpReachable('127.0.0.1', port, 200)); i++) await new Promise((r) => setTimeout(r, 100));
+  process.env.NATS_URL = `nats://127.0.0.1:${port}`;
+  console.log(`NATS does not answer at ${url.host}: the tests use a private nats-server at ${process.env.NATS_URL}`);
+}
+
 module.exports = async function globalSetup() {
   if (process.env.SKALD_TEST_SETUP_DONE === '1') return;
   const down = await unreachableServices(process.env);
   if (down.length > 0) {
     throw new Error(down.map((s) => `${s.name} is not reachable at ${s.where}; start it with: ${s.start}`).join('\n'));
   }
+  await ensureNats();
   // SKALD_TEST_SKIP_BUILD=1 when the caller has just built (scripts/test.sh does).
   if (process.env.SKALD_TEST_SKIP_BUILD !== '1') {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });

@@ -3,6 +3,8 @@
 const path = require('node:path');
 
 module.exports = async function globalTeardown() {
+  const nats = globalThis.__skaldPrivateNats;
+  if (nats && nats.exitCode === null) nats.kill('SIGTERM');
   if (process.env.SKALD_TEST_DATABASE_URL || !process.env.DATABASE_URL || process.env.SKALD_TEST_TEARDOWN_DONE === '1')
     return;
   process.env.SKALD_TEST_TEARDOWN_DONE = '1';

@@ -33,7 +33,7 @@ import { metricsGuard } from './http/metrics-guard';
 export class AppModule {
   static register(config: GatewayConfig, log: Logger, instance: string): DynamicModule {
     const readiness = new Readiness();
-    const guard = metricsGuard();
+    const guard = metricsGuard(config.SKALD_METRICS_TOKEN);
     return {
       module: AppModule,
       imports: [

@@ -35,6 +35,11 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
   SKALD_TRUST_PROXY: z.string().min(1).optional(),
   /** How often every open WebSocket re-checks its credential against the database (a lost revocation broadcast ends within this). */
   SKALD_WS_REVALIDATE_SECS: z.coerce.number().min(0.2).max(3600).default(30),
+  /**
+   * A bearer token that may read `/metrics` (Prometheus' scrape credential; `node scripts/gen-secrets.js` makes one),
+   * besides loopback and admins' tokens. It opens `/metrics` only.
+   */
+  SKALD_METRICS_TOKEN: z.string().min(32, 'SKALD_METRICS_TOKEN must be at least 32 characters').optional(),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 

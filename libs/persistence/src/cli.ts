@@ -1,10 +1,24 @@
 #!/usr/bin/env node
 import { ensureDatabase, migrateDown, migrateUp } from './data-source';
-import { provisionServiceRoles, servicePasswordEnv, servicePasswordsFromEnv, SKALD_SERVICES } from './service-roles';
+import { MIGRATIONS } from './migrations';
+import {
+  provisionServiceRoles,
+  schemaWaitingFor,
+  servicePasswordEnv,
+  servicePasswordsFromEnv,
+  SKALD_SERVICES,
+  type SkaldService,
+} from './service-roles';
+
+/** How long `wait` waits at most by default, and between two looks. */
+const WAIT_MAX_SECS = 600;
+const WAIT_POLL_MS = 2000;
 
 /**
- * `node libs/persistence/dist/cli.js up|down [steps]|roles` — DATABASE_URL names the database (as
- * its admin). `roles` (re)provisions the services' Postgres roles: run it after every `up`.
+ * `node libs/persistence/dist/cli.js up|down [steps]|roles|wait <app> [max-secs]` — DATABASE_URL names the database (as
+ * its admin). `roles` (re)provisions the services' Postgres roles: run it after every `up`. `wait <app>` (with the
+ * app's own DATABASE_URL) returns once every migration of this release is applied and the app's grants are in
+ * place: a pod's init step during an upgrade, while the migration Job runs (at most max-secs, 600 by default).
  */
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald';
@@ -31,8 +45,34 @@ async function main(): Promise<void> {
           set: missing.map(servicePasswordEnv),
         }),
       );
+  } else if (cmd === 'wait') {
+    const service = process.argv[3] as SkaldService;
+    if (!SKALD_SERVICES.includes(service)) {
+      console.error(`wait needs the app: one of ${SKALD_SERVICES.join(', ')}`);
+      process.exit(2);
+    }
+    const maxSecs = process.argv[4] === undefined ? WAIT_MAX_SECS : Number(process.argv[4]);
+    if (!Number.isFinite(maxSecs) || maxSecs < 0) {
+      console.error('max-secs must be a number of seconds');
+      process.exit(2);
+    }
+    const names = MIGRATIONS.map((m) => m.name);
+    const deadline = Date.now() + maxSecs * 1000;
+    let last = '';
+    for (;;) {
+      const waiting = await schemaWaitingFor(url, service, names).catch((e: unknown) => [
+        `the database (${e instanceof Error ? e.message : String(e)})`,
+      ]);
+      if (waiting.length === 0) break;
+      if (waiting.join() !== last) console.log(JSON.stringify({ msg: 'waiting for the schema', waiting }));
+      last = waiting.join();
+      // The loop's bound: the deadline.
+      if (Date.now() > deadline) throw new Error(`schema not ready after ${maxSecs} s: ${waiting.join('; ')}`);
+      await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
+    }
+    console.log(JSON.stringify({ msg: 'schema ready', service }));
   } else {
-    console.error(`unknown command "${cmd}": use up, down [steps] or roles`);
+    console.error(`unknown command "${cmd}": use up, down [steps], roles or wait <app> [max-secs]`);
     process.exit(2);
   }
 }

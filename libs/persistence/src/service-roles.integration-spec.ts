@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { MIGRATIONS } from './migrations';
 import { Client } from 'pg';
 import {
   ADMIN_ONLY_TABLES,
   provisionServiceRoles,
+  schemaWaitingFor,
   scramVerifier,
   SERVICE_TABLE_GRANTS,
   serviceDatabaseUrl,
@@ -81,9 +83,12 @@ describe('service roles', () => {
           WHERE table_schema = 'public' AND grantee LIKE 'skald\\_%'`,
       );
       const actual = rows.map((r) => `${r.grantee} ${r.table_name} ${r.privilege_type}`).sort();
-      const expected = SKALD_SERVICES.flatMap((s) =>
-        Object.entries(SERVICE_TABLE_GRANTS[s]).flatMap(([t, ps]) => ps.map((p) => `${serviceRoleName(s)} ${t} ${p}`)),
-      ).sort();
+      const expected = SKALD_SERVICES.flatMap((s) => [
+        ...Object.entries(SERVICE_TABLE_GRANTS[s]).flatMap(([t, ps]) =>
+          ps.map((p) => `${serviceRoleName(s)} ${t} ${p}`),
+        ),
+        ...ADMIN_ONLY_TABLES.map((t) => `${serviceRoleName(s)} ${t} SELECT`),
+      ]).sort();
       expect(actual).toEqual(expected);
     } finally {
       await admin.end();
@@ -186,15 +191,41 @@ describe('service roles', () => {
     });
   });
 
-  it.each(SKALD_SERVICES)('%s can create no table, truncate nothing, read no migration history', async (service) => {
+  it.each(SKALD_SERVICES)('%s can create no table, truncate nothing, change no migration history', async (service) => {
     await asRole(service, async (db) => {
       expect(await sqlStateOf(db, `CREATE TABLE public.roles_probe (id int)`)).toBe('42501');
       expect(await sqlStateOf(db, `CREATE TABLE roles_probe (id int)`)).toBe('42501');
       const own = Object.keys(SERVICE_TABLE_GRANTS[service])[0];
       expect(await sqlStateOf(db, `TRUNCATE ${own}`)).toBe('42501');
-      expect(await sqlStateOf(db, `SELECT * FROM skald_migrations`)).toBe('42501');
+      // Readable (a new release's pods wait for their schema in it), never writable.
+      expect(await sqlStateOf(db, `SELECT name FROM skald_migrations LIMIT 1`)).toBe('ok');
+      expect(await sqlStateOf(db, `INSERT INTO skald_migrations (timestamp, name) VALUES (1, 'x')`)).toBe('42501');
+      expect(await sqlStateOf(db, `DELETE FROM skald_migrations`)).toBe('42501');
     });
   });
+
+  it.each(SKALD_SERVICES)(
+    '%s waits for a migration of its release that is not applied, and for its grants, then for nothing',
+    async (service) => {
+      const url = serviceDatabaseUrl(ADMIN_URL, service);
+      const names = MIGRATIONS.map((m) => m.name);
+      expect(await schemaWaitingFor(url, service, names)).toEqual([]);
+      expect(await schemaWaitingFor(url, service, [...names, 'NextRelease9999999999999'])).toEqual([
+        'migration NextRelease9999999999999',
+      ]);
+      // A table of its grants it cannot use yet (`roles` not run since the migration): waiting.
+      const [table, privileges] = Object.entries(SERVICE_TABLE_GRANTS[service])[0];
+      const admin = await connect(ADMIN_URL);
+      try {
+        await admin.query(`REVOKE ALL ON TABLE ${table} FROM ${serviceRoleName(service)}`);
+        expect(await schemaWaitingFor(url, service, names)).toEqual([`${privileges.join(', ')} on ${table}`]);
+      } finally {
+        await provisionServiceRoles(ADMIN_URL);
+        await admin.end();
+      }
+      expect(await schemaWaitingFor(url, service, names)).toEqual([]);
+    },
+  );
 
   it('stores a password as the SCRAM verifier Postgres itself computes', async () => {
     const admin = await connect(ADMIN_URL);

@@ -64,7 +64,10 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, Readonly<Record
     },
   };
 
-/** Tables deliberately reachable by no service: the migration admin's own. */
+/**
+ * Tables no service may write: the migration admin's own. Every service may read them: the list of applied
+ * migrations is how a new release's pods wait for their schema (`cli.js wait <app>`); it holds names only.
+ */
 export const ADMIN_ONLY_TABLES: readonly string[] = ['skald_migrations'];
 
 /** `skald_session_worker` for `session-worker`. */
@@ -211,6 +214,7 @@ async function grantAll(db: Client): Promise<void> {
       await db.query(`REVOKE CREATE ON SCHEMA public FROM ${role}`);
       await db.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
       await db.query(`GRANT CONNECT ON DATABASE ${database} TO ${role}`);
+      for (const table of ADMIN_ONLY_TABLES) await db.query(`GRANT SELECT ON TABLE public.${ident(table)} TO ${role}`);
       for (const [table, privileges] of Object.entries(SERVICE_TABLE_GRANTS[service])) {
         await db.query(`GRANT ${privileges.join(', ')} ON TABLE public.${ident(table)} TO ${role}`);
         if (!privileges.includes('INSERT')) continue;
@@ -244,5 +248,41 @@ async function retryConcurrentUpdate<T>(work: () => Promise<T>, attempts = 5): P
       if (!concurrent || i >= attempts) throw e;
       await new Promise((r) => setTimeout(r, 50 * i));
     }
+  }
+}
+
+/**
+ * What a service of this release still waits for in the database of `url` (its own role's connection): the
+ * migrations of this release not applied yet, and the tables of its grants it cannot use yet (the migration runs
+ * `roles` after `up`). Empty when it may start.
+ */
+export async function schemaWaitingFor(
+  url: string,
+  service: SkaldService,
+  migrationNames: string[],
+): Promise<string[]> {
+  const db = new Client({ connectionString: url, application_name: `skald-wait-${service}` });
+  await db.connect();
+  try {
+    const waiting: string[] = [];
+    const { rows: applied } = await db
+      .query<{ name: string }>(`SELECT name FROM skald_migrations`)
+      .catch((e: unknown) => {
+        // Not migrated at all yet (42P01), or not provisioned yet (42501): everything is pending.
+        if (sqlState(e) === '42P01' || sqlState(e) === '42501') return { rows: [] as { name: string }[] };
+        throw e;
+      });
+    const done = new Set(applied.map((r) => r.name));
+    waiting.push(...migrationNames.filter((n) => !done.has(n)).map((n) => `migration ${n}`));
+    for (const [table, privileges] of Object.entries(SERVICE_TABLE_GRANTS[service])) {
+      const { rows } = await db.query<{ ok: boolean }>(
+        `SELECT to_regclass($1) IS NOT NULL AND has_table_privilege($1, $2) AS ok`,
+        [`public.${table}`, privileges.join(', ')],
+      );
+      if (!rows[0]?.ok) waiting.push(`${privileges.join(', ')} on ${table}`);
+    }
+    return waiting;
+  } finally {
+    await db.end();
   }
 }

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AuthService } from '../auth/auth.service';
 
 interface Req {
@@ -7,9 +8,18 @@ interface Req {
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
-/** On the gateway, `/metrics` answers loopback or an admin token only. */
-export function metricsGuard(): { bind(auth: AuthService): void; check(req: Req): Promise<boolean> } {
+const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * On the gateway, `/metrics` answers loopback, the scrape token `metricsToken` (compared in constant time) or an
+ * admin's token only.
+ */
+export function metricsGuard(metricsToken?: string): {
+  bind(auth: AuthService): void;
+  check(req: Req): Promise<boolean>;
+} {
   let auth: AuthService | null = null;
+  const expected = metricsToken ? digest(metricsToken) : null;
   return {
     bind(a) {
       auth = a;
@@ -18,7 +28,9 @@ export function metricsGuard(): { bind(auth: AuthService): void; check(req: Req)
       if (LOOPBACK.has(req.socket?.remoteAddress ?? '')) return true;
       const header = req.headers.authorization;
       const bearer = typeof header === 'string' ? header.match(/^Bearer\s+(\S+)$/i)?.[1] : undefined;
-      if (!bearer || !auth) return false;
+      if (!bearer) return false;
+      if (expected && timingSafeEqual(digest(bearer), expected)) return true;
+      if (!auth) return false;
       try {
         return (await auth.authenticate(bearer)).actor.role === 'admin';
       } catch {

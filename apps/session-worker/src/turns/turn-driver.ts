@@ -82,6 +82,7 @@ export class TurnDriver implements OnApplicationShutdown {
     @Inject(WORKER_LOGGER) private readonly log: Logger,
   ) {
     this.llm = new LlmAdapter(llmManager, llmService, metrics);
+    metrics.countDriving(() => this.driving.size);
   }
 
   get activeCount(): number {

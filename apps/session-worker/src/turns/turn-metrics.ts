@@ -18,6 +18,9 @@ export class TurnMetrics {
   readonly llmTokens: Counter<'client' | 'kind'>;
   /** Inbox items not yet taken into a conversation (all sessions). */
   readonly inboxPending: Gauge;
+  /** Sessions this worker drives now (its turn concurrency), read at each scrape from `countDriving`'s source. */
+  readonly sessionsDriving: Gauge;
+  private drivingSource: () => number = () => 0;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.turnsStarted = new Counter({
@@ -65,10 +68,24 @@ export class TurnMetrics {
       help: 'Messages and deliveries stored in session inboxes and not yet taken into a conversation',
       registers: [registry],
     });
+    const driving = (): number => this.drivingSource();
+    this.sessionsDriving = new Gauge({
+      name: 'skald_sessions_driving',
+      help: 'Sessions this worker drives now (holds the lease of and runs turns for)',
+      registers: [registry],
+      collect() {
+        this.set(driving());
+      },
+    });
     this.stuckTurns = new Gauge({
       name: 'skald_stuck_turns',
       help: 'Running turns whose lease expired more than two sweep intervals ago',
       registers: [registry],
     });
+  }
+
+  /** Where `skald_sessions_driving` reads its value (the turn driver's count of sessions it drives). */
+  countDriving(source: () => number): void {
+    this.drivingSource = source;
   }
 }

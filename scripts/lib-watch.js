@@ -1,0 +1,108 @@
+'use strict';
+// `npm run dev`: TypeScript's incremental watch (`tsc -b --watch`) rebuilds what changed; after each of its
+// compilations the apps whose code changed — their own dist or that of a workspace package they depend on — are
+// restarted, and only those. Vite rebuilds the web client in watch mode into the directory the gateway serves.
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { forEachLine } = require('./lib-services');
+
+const ROOT = path.resolve(__dirname, '..');
+/** The end of one `tsc --watch` compilation. */
+const CYCLE_END = /Found (\d+) errors?\. Watching for file changes\./;
+/** Packages whose `dist` is served, not run: the gateway reads the web client's files per request. */
+const SERVED = new Set(['@skald/web']);
+
+/** Directory of each workspace package, by name (`@skald/gateway` → apps/gateway). */
+function workspacePackages(root = ROOT) {
+  const out = new Map();
+  for (const group of ['apps', 'libs']) {
+    const dir = path.join(root, group);
+    for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+      const pkg = path.join(dir, name, 'package.json');
+      if (fs.existsSync(pkg)) out.set(JSON.parse(fs.readFileSync(pkg, 'utf8')).name, path.join(dir, name));
+    }
+  }
+  return out;
+}
+
+/** The workspace packages `pkg` runs with: itself and its `@skald/*` dependencies, transitively. */
+function runtimeClosure(pkg, packages = workspacePackages()) {
+  const seen = new Set();
+  const todo = [pkg];
+  while (todo.length > 0) {
+    const name = todo.pop();
+    if (seen.has(name) || !packages.has(name)) continue;
+    seen.add(name);
+    const json = JSON.parse(fs.readFileSync(path.join(packages.get(name), 'package.json'), 'utf8'));
+    for (const dep of Object.keys(json.dependencies || {})) if (packages.has(dep) && !SERVED.has(dep)) todo.push(dep);
+  }
+  return seen;
+}
+
+/** The newest modification time under `dir` (0 when it does not exist). */
+function newestMtime(dir) {
+  let newest = 0;
+  const stack = [dir];
+  while (stack.length > 0) {
+    const d = stack.pop();
+    let entries;
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else newest = Math.max(newest, fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? 0);
+    }
+  }
+  return newest;
+}
+
+/** Newest mtime of each workspace package's `dist`. */
+function distSnapshot(packages) {
+  return new Map([...packages].map(([name, dir]) => [name, newestMtime(path.join(dir, 'dist'))]));
+}
+
+/** The packages whose `dist` changed between two snapshots. */
+function changedPackages(before, after) {
+  return [...after].filter(([name, t]) => t > (before.get(name) ?? 0)).map(([name]) => name);
+}
+
+/**
+ * Starts the watchers. `apps` maps a process name to the workspace package it runs (`gateway` → `@skald/gateway`);
+ * `restart(name)` restarts one; `onLine(source, line)` prints the watchers' output.
+ */
+function startWatch({ apps, restart, onLine }) {
+  const packages = workspacePackages();
+  const closures = new Map(Object.entries(apps).map(([name, pkg]) => [name, runtimeClosure(pkg, packages)]));
+  let snapshot = distSnapshot(packages);
+  const tsc = spawn(
+    process.execPath,
+    [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b', 'tsconfig.build.json', '--watch', '--preserveWatchOutput'],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  for (const stream of [tsc.stdout, tsc.stderr])
+    forEachLine(stream, (line) => {
+      if (line.trim()) onLine('tsc', line.replace(/\x1bc|\x1b\[[0-9;]*[A-Za-z]/g, ''));
+      if (!CYCLE_END.test(line)) return;
+      const next = distSnapshot(packages);
+      const changed = changedPackages(snapshot, next);
+      snapshot = next;
+      if (changed.length === 0) return;
+      const hit = [...closures].filter(([, closure]) => changed.some((p) => closure.has(p))).map(([name]) => name);
+      if (hit.length > 0) onLine('watch', `changed: ${changed.join(', ')}; restarting ${hit.join(', ')}`);
+      for (const name of hit) restart(name);
+    });
+  const vite = spawn(process.execPath, [path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--watch'], {
+    cwd: path.join(ROOT, 'apps', 'web'),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  for (const stream of [vite.stdout, vite.stderr])
+    forEachLine(stream, (line) => /built in|error|Error/.test(line) && onLine('vite', line));
+  return [tsc, vite];
+}
+
+module.exports = { CYCLE_END, changedPackages, distSnapshot, runtimeClosure, startWatch, workspacePackages };

@@ -79,7 +79,13 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       TOPICS.userEvents.pattern,
       TOPICS.toolCancel.pattern,
     ],
-    subscribes: [TOPICS.sessionWake.pattern, TOPICS.sessionCancel.pattern, TOPICS.approvalResolved.pattern],
+    subscribes: [
+      TOPICS.sessionWake.pattern,
+      TOPICS.sessionCancel.pattern,
+      TOPICS.approvalResolved.pattern,
+      // A finished turn is the doorbell of the conversation's title.
+      TOPICS.sessionTurnEnded.pattern,
+    ],
   },
   'approval-service': {
     calls: [],

@@ -11,6 +11,7 @@ import { Scheduler1764460800800 } from './1764460800800-scheduler';
 import { WsTicketCredential1764460800900 } from './1764460800900-ws-ticket-credential';
 import { PoisonSafe1764460801000 } from './1764460801000-poison-safe';
 import { BuiltInApprovalRules1764460802170 } from './1764460802170-built-in-approval-rules';
+import { Conversations1764460803600 } from './1764460803600-conversations';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -27,5 +28,6 @@ export const MIGRATIONS = [
   WsTicketCredential1764460800900,
   PoisonSafe1764460801000,
   BuiltInApprovalRules1764460802170,
+  Conversations1764460803600,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

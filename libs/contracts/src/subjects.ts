@@ -76,7 +76,7 @@ export const SearchSessionsRequest = z.object({
   actor: Actor,
   q: SessionSearchText,
   source: SourceFilter.optional(),
-  page: z.number().int().min(1).max(1000),
+  page: z.number().int().min(1),
   per_page: z.number().int().min(1).max(100),
 });
 export const ExportSessionRequest = z.object({ actor: Actor, session_id: Id, format: ExportFormat });

@@ -17,7 +17,8 @@ interface SimMessage {
 }
 const text = (m: SimMessage): string => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content));
 /** Percent-encodes the UTF-8 bytes of a string (a lone surrogate as U+FFFD, as a browser sends it). */
-const enc = (s: string): string => [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+const enc = (s: string): string =>
+  [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
 
 /**
  * Conversations over REST and WS against the whole stack: titles written by the model after the
@@ -36,13 +37,32 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
       root: ROOT,
       env: { SKALD_TITLES: 'on' },
       llmClients: (simUrl) => [
-        { name: 'primary', baseUrl: simUrl, model: 'sim-primary', apiKeyEnv: 'OPENAI_API_KEY', strength: 'high' },
-        { name: 'backup', baseUrl: simUrl, model: 'sim-backup', apiKeyEnv: 'OPENAI_API_KEY', strength: 'medium' },
+        // AUTO prefers the operator's priority: `primary`
+        {
+          name: 'primary',
+          baseUrl: simUrl,
+          model: 'sim-primary',
+          apiKeyEnv: 'OPENAI_API_KEY',
+          strength: 'high',
+          priority: 1,
+        },
+        {
+          name: 'backup',
+          baseUrl: simUrl,
+          model: 'sim-backup',
+          apiKeyEnv: 'OPENAI_API_KEY',
+          strength: 'medium',
+          priority: 2,
+        },
       ],
     });
     sim = new LlmSimAdminClient(stack.simUrl);
     // Registered first, so a title request is answered here whatever marker its text carries.
-    await sim.script({ match: 'Write a short title', repeatLast: true, replies: [{ content: '"Planning the launch."' }] });
+    await sim.script({
+      match: 'Write a short title',
+      repeatLast: true,
+      replies: [{ content: '"Planning the launch."' }],
+    });
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     db = await testDb();
   });
@@ -73,7 +93,10 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     );
   };
   const rows = async (table: string, sessionId: string): Promise<number> =>
-    Number((await db.query<Array<{ n: string }>>(`SELECT count(*) AS n FROM ${table} WHERE session_id = $1`, [sessionId]))[0]!.n);
+    Number(
+      (await db.query<Array<{ n: string }>>(`SELECT count(*) AS n FROM ${table} WHERE session_id = $1`, [sessionId]))[0]
+        .n,
+    );
 
   it('the title is written by the model from the first exchange in the background; a rename wins over it', async () => {
     const alice = await user();
@@ -117,7 +140,11 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
       ['GET', `/api/sessions/${sessionId}/export?format=json`],
       ['POST', `/api/sessions/${sessionId}/activate`, {}],
       ['GET', `/api/sessions/${sessionId}`],
-      ['POST', `/api/web/messages/${String(userMessage?.message_id)}/edit`, { content: 'x', client_message_id: randomUUID() }],
+      [
+        'POST',
+        `/api/web/messages/${String(userMessage?.message_id)}/edit`,
+        { content: 'x', client_message_id: randomUUID() },
+      ],
     ];
     for (const [method, url, body] of attempts) {
       const r = await bob.request(method, url, body);
@@ -127,11 +154,13 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     const search = await bob.get<{ total: number }>(`/api/sessions?q=${encodeURIComponent('secret question')}`);
     expect(search.body.total).toBe(0);
     // alice's conversation is as it was
-    const detail = await alice.get<{ messages: Array<{ kind: string; content?: string }> }>(`/api/sessions/${sessionId}`);
-    expect(detail.body.messages.map((r) => r.content)).toEqual([`secret question ${m}`, done.content]);
-    expect((await alice.get<{ items: Array<{ title: string | null }> }>('/api/sessions')).body.items[0]?.title).not.toBe(
-      'mine now',
+    const detail = await alice.get<{ messages: Array<{ kind: string; content?: string }> }>(
+      `/api/sessions/${sessionId}`,
     );
+    expect(detail.body.messages.map((r) => r.content)).toEqual([`secret question ${m}`, done.content]);
+    expect(
+      (await alice.get<{ items: Array<{ title: string | null }> }>('/api/sessions')).body.items[0]?.title,
+    ).not.toBe('mine now');
     ws.close();
   });
 
@@ -145,7 +174,11 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
       const m = `search-${randomUUID()}`;
       await sim.script({ match: m, replies: [{ content: `ok ${m}` }] });
       await ask(ws, `the striped ${word} number ${n} ${m}`);
-      ids.push((await alice.get<{ items: Array<{ id: string; is_active: boolean }> }>('/api/sessions')).body.items.find((s) => s.is_active)!.id);
+      ids.push(
+        (await alice.get<{ items: Array<{ id: string; is_active: boolean }> }>('/api/sessions')).body.items.find(
+          (s) => s.is_active,
+        )!.id,
+      );
       if (n < 2) {
         const from = ws.frames.length;
         ws.send({ type: 'message', client_message_id: randomUUID(), content: '/new' });
@@ -166,7 +199,7 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     const p2 = await alice.get<Hits>(`/api/sessions?q=${word}&per_page=2&page=2`);
     expect(p2.body.items).toHaveLength(1);
     expect(new Set([...p1.body.items, ...p2.body.items].map((h) => h.id))).toEqual(new Set(ids));
-    expect(p1.body.items[0]!.snippet).toContain(word);
+    expect(p1.body.items[0].snippet).toContain(word);
     // web-search syntax: a phrase, an exclusion
     expect((await alice.get<Hits>(`/api/sessions?q=${encodeURIComponent(`"${word} number 1"`)}`)).body.total).toBe(1);
     expect((await alice.get<Hits>(`/api/sessions?q=${encodeURIComponent(`${word} -number`)}`)).body.total).toBe(0);
@@ -174,7 +207,7 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     expect((await alice.get<Hits>(`/api/sessions?q=ok`)).body.total).toBe(0);
     const bobHits = await bob.get<Hits>(`/api/sessions?q=${word}`);
     expect(bobHits.body.total).toBe(1);
-    expect(ids).not.toContain(bobHits.body.items[0]!.id);
+    expect(ids).not.toContain(bobHits.body.items[0].id);
     ws.close();
     bobWs.ws.close();
   });
@@ -185,7 +218,34 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     const m = `fuzz-${randomUUID()}`;
     await sim.script({ match: m, replies: [{ content: 'ok' }] });
     await ask(ws, `a b:* & | ! <-> () 'quoted' \\ ${m}`);
-    const syntax = fc.constantFrom('&', '|', '!', '<->', '<2>', ':*', ':A', '(', ')', "'", '"', '\\', '-', 'or', 'OR', ' ', '\u0000', '\ud800', '\u2028', '\ufeff', 'a', 'zebra', '*', '%', '#', '?');
+    const syntax = fc.constantFrom(
+      '&',
+      '|',
+      '!',
+      '<->',
+      '<2>',
+      ':*',
+      ':A',
+      '(',
+      ')',
+      "'",
+      '"',
+      '\\',
+      '-',
+      'or',
+      'OR',
+      ' ',
+      '\u0000',
+      '\ud800',
+      '\u2028',
+      '\ufeff',
+      'a',
+      'zebra',
+      '*',
+      '%',
+      '#',
+      '?',
+    );
     const q = fc.oneof(
       fc.array(syntax, { minLength: 0, maxLength: 30 }).map((a) => a.join('')),
       fc.string({ unit: 'binary', maxLength: 220 }),
@@ -202,7 +262,19 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
       { seed: SEED, numRuns: 1500 },
     );
     // query-string shapes: arrays, objects, repeated keys, invalid percent-encoding, raw bytes
-    for (const raw of ['q[]=a', 'q[$ne]=a', 'q=a&q=b', 'q=%ff%fe', 'q=%', 'q=%E0%A4%A', 'q=' + 'a'.repeat(5000), 'q=%00', 'q=a&per_page=0', 'q=a&per_page=101', 'q=a&source=NOT_A_SOURCE']) {
+    for (const raw of [
+      'q[]=a',
+      'q[$ne]=a',
+      'q=a&q=b',
+      'q=%ff%fe',
+      'q=%',
+      'q=%E0%A4%A',
+      'q=' + 'a'.repeat(5000),
+      'q=%00',
+      'q=a&per_page=0',
+      'q=a&per_page=101',
+      'q=a&source=NOT_A_SOURCE',
+    ]) {
       const r = await alice.request('GET', `/api/sessions?${raw}`);
       requests++;
       statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
@@ -252,7 +324,7 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
 
     from = ws.frames.length;
     const r = await alice.post<{ session_id: string; source: string }>(`/api/sessions/${first}/activate`);
-    expect(r).toEqual({ status: 200, body: { session_id: first, source: 'web' } });
+    expect({ status: r.status, body: r.body }).toEqual({ status: 200, body: { session_id: first, source: 'web' } });
     await ws.waitFor((f) => f.type === 'new_session' && f.session_id === first, 10_000, from);
     const list = await alice.get<{ items: Array<{ id: string; is_active: boolean }> }>('/api/sessions?source=web');
     expect(list.body.items.filter((s) => s.is_active).map((s) => s.id)).toEqual([first]);
@@ -296,10 +368,15 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     ]);
     // the same client id again changes nothing
     ws.send({ type: 'regenerate', client_message_id: cid });
-    const again = await ws.waitFor((f) => f.type === 'ack' && f.client_message_id === cid && f.duplicate === true, 10_000);
+    const again = await ws.waitFor(
+      (f) => f.type === 'ack' && f.client_message_id === cid && f.duplicate === true,
+      10_000,
+    );
     expect(again.message_id).toBe(ack.message_id);
 
-    type Tree = { messages: Array<{ kind: string; id: string; content?: string; superseded?: boolean; status?: string }> };
+    type Tree = {
+      messages: Array<{ kind: string; id: string; content?: string; superseded?: boolean; status?: string }>;
+    };
     const tree = (await alice.get<Tree>(`/api/sessions/${sessionId}`)).body.messages;
     expect(tree.map((r) => [r.content, r.superseded ?? false])).toEqual([
       [`Q1 ${m}`, false],
@@ -309,8 +386,8 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
       [`Q2 ${m}`, false],
       [`A2 again ${m}`, false],
     ]);
-    expect(tree[2]!.id).toBe(superseded.from_message_id);
-    expect(tree[2]!.status).toBe('superseded');
+    expect(tree[2].id).toBe(superseded.from_message_id);
+    expect(tree[2].status).toBe('superseded');
     // the chat history and the export leave the superseded rows out
     const chat = await alice.get<{ items: Array<{ content: string }> }>('/api/web/messages');
     expect(chat.body.items.map((i) => i.content)).toEqual([`Q1 ${m}`, `A1 ${m}`, `Q2 ${m}`, `A2 again ${m}`]);
@@ -357,10 +434,13 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     await ws.waitFor((f) => f.type === 'error' && f.code === 'conflict', 10_000, from);
     await ws.waitFor((f) => f.type === 'done', 30_000, from);
 
-    const r = await alice.post<{ message_id: string; duplicate: boolean }>(`/api/web/messages/${String(q1.message_id)}/edit`, {
-      content: `Q1 edited ${m}`,
-      client_message_id: randomUUID(),
-    });
+    const r = await alice.post<{ message_id: string; duplicate: boolean }>(
+      `/api/web/messages/${String(q1.message_id)}/edit`,
+      {
+        content: `Q1 edited ${m}`,
+        client_message_id: randomUUID(),
+      },
+    );
     expect(r.status).toBe(202);
     await until('the edited answer', async () =>
       (await alice.get<{ items: Array<{ content: string }> }>('/api/web/messages')).body.items.some(
@@ -370,14 +450,21 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     expect((await modelSaw(m, 3)).map(text)).toEqual([expect.stringContaining(`Q1 edited ${m}`)]);
     const chat = await alice.get<{ items: Array<{ content: string }> }>('/api/web/messages');
     expect(chat.body.items.map((i) => i.content)).toEqual([`Q1 edited ${m}`, `edited answer ${m}`]);
-    const tree = (await alice.get<{ messages: Array<{ superseded?: boolean }> }>(`/api/sessions/${sessionId}`)).body.messages;
+    const tree = (await alice.get<{ messages: Array<{ superseded?: boolean }> }>(`/api/sessions/${sessionId}`)).body
+      .messages;
     expect(tree.filter((x) => x.superseded)).toHaveLength(6);
     // an unknown message, a message id that is not a user message
-    const unknown = await alice.post(`/api/web/messages/${randomUUID()}/edit`, { content: 'x', client_message_id: randomUUID() });
+    const unknown = await alice.post(`/api/web/messages/${randomUUID()}/edit`, {
+      content: 'x',
+      client_message_id: randomUUID(),
+    });
     expect(unknown.status).toBe(404);
     const notUuid = await alice.post(`/api/web/messages/nope/edit`, { content: 'x', client_message_id: randomUUID() });
     expect(notUuid.status).toBe(404);
-    const empty = await alice.post(`/api/web/messages/${String(q1.message_id)}/edit`, { content: '', client_message_id: randomUUID() });
+    const empty = await alice.post(`/api/web/messages/${String(q1.message_id)}/edit`, {
+      content: '',
+      client_message_id: randomUUID(),
+    });
     expect(empty.status).toBe(400);
     ws.close();
   });
@@ -404,7 +491,14 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     expect(del.status).toBe(204);
     const fresh = await ws.waitFor((f) => f.type === 'new_session', 10_000, from);
     expect(fresh.session_id).not.toBe(sessionId);
-    for (const table of ['chat_history', 'tool_calls', 'session_events', 'session_inbox', 'stack_frames', 'session_leases'])
+    for (const table of [
+      'chat_history',
+      'tool_calls',
+      'session_events',
+      'session_inbox',
+      'stack_frames',
+      'session_leases',
+    ])
       expect({ table, rows: await rows(table, sessionId) }).toEqual({ table, rows: 0 });
     expect((await db.query(`SELECT 1 FROM sessions WHERE id = $1`, [sessionId])).length).toBe(0);
     expect((await alice.get(`/api/sessions/${sessionId}`)).status).toBe(404);
@@ -435,8 +529,11 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
     await sim.script({ match: m, replies: [{ content: 'one' }, { content: 'two' }, { content: 'three' }] });
     await ask(ws, `which model ${m}`);
     const used = async (nth: number) =>
-      ((await sim.requests({ contains: m })).filter((r) => !JSON.stringify(r.body).includes('Write a short title'))[nth]
-        ?.body as { model: string }).model;
+      (
+        (await sim.requests({ contains: m })).filter((r) => !JSON.stringify(r.body).includes('Write a short title'))[
+          nth
+        ]?.body as { model: string }
+      ).model;
     expect(await used(0)).toBe('sim-backup');
     expect((await alice.get<Sessions>('/api/sessions')).body.items.find((s) => s.id === first)?.client).toBe('backup');
 

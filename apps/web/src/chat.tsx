@@ -98,7 +98,12 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
         {state.items.map((i) => (
           <li key={i.key} className={`item ${i.kind}`}>
             {i.kind === 'user' ? (
-              <UserMessage messageId={i.key.slice('user:'.length) || null} content={i.content} send={sendFrame} busy={state.running} />
+              <UserMessage
+                messageId={i.key.slice('user:'.length) || null}
+                content={i.content}
+                send={sendFrame}
+                busy={state.running}
+              />
             ) : i.kind === 'assistant' ? (
               <div className="bubble assistant-bubble" style={{ marginLeft: `${i.depth * 1.25}rem` }}>
                 {i.reasoning ? (

@@ -91,7 +91,10 @@ export const ExportQuery = z.object({ format: ExportFormat.default('markdown') }
 export const RegenerateRequest = z.object({ client_message_id: z.string().min(1).max(128) });
 /** `POST /{source}/messages/{id}/edit`: replace a user message and continue from it. */
 export const EditMessageRequest = z.object({
-  content: z.string().min(1).max(512 * 1024),
+  content: z
+    .string()
+    .min(1)
+    .max(512 * 1024),
   client_message_id: z.string().min(1).max(128),
 });
 

@@ -74,7 +74,10 @@ export const AnswerQuestionFrame = z.object({
 });
 export const SelectClientFrame = z.object({ type: z.literal('select_client'), client: z.string().min(1).max(64) });
 /** Answer the last user message of the active session again (its old answer is superseded). */
-export const RegenerateFrame = z.object({ type: z.literal('regenerate'), client_message_id: z.string().min(1).max(128) });
+export const RegenerateFrame = z.object({
+  type: z.literal('regenerate'),
+  client_message_id: z.string().min(1).max(128),
+});
 /** Edit-and-resend: the user message `message_id` and everything after it are superseded; `content` enters instead. */
 export const EditFrame = z.object({
   type: z.literal('edit'),

@@ -247,7 +247,12 @@ export class WsServer implements OnApplicationShutdown {
       case 'regenerate':
       case 'edit': {
         const r = await this.sessions.rewind(actor, conn.source, frame);
-        conn.send({ type: 'ack', client_message_id: r.client_message_id, message_id: r.message_id, duplicate: r.duplicate });
+        conn.send({
+          type: 'ack',
+          client_message_id: r.client_message_id,
+          message_id: r.message_id,
+          duplicate: r.duplicate,
+        });
         return;
       }
       default: {

@@ -13,7 +13,12 @@ const doc = (userText: string, answer = 'An **answer**.'): SessionExport => ({
     created_at: '2026-12-01T10:00:00.000Z',
   },
   messages: [
-    { id: '00000000-0000-4000-8000-000000000002', role: 'user', content: userText, created_at: '2026-12-01T10:00:01.000Z' },
+    {
+      id: '00000000-0000-4000-8000-000000000002',
+      role: 'user',
+      content: userText,
+      created_at: '2026-12-01T10:00:01.000Z',
+    },
     {
       id: '00000000-0000-4000-8000-000000000003',
       role: 'assistant',
@@ -51,7 +56,7 @@ describe('conversation export', () => {
           const text = parts.join('');
           const md = toMarkdown(doc(text));
           const start = md.indexOf('## You');
-          const open = md.slice(start).split('\n')[2]!;
+          const open = md.slice(start).split('\n')[2];
           const fence = open.replace(/text$/, '');
           expect(fence).toMatch(/^`{3,}$/);
           const body = md.slice(md.indexOf(open) + open.length + 1);

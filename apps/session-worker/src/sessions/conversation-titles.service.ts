@@ -82,7 +82,10 @@ export class ConversationTitlesService {
         .catch((e: unknown) => this.log.warn({ sessionId, err: String(e) }, 'could not record a title call'));
       return cleanTitle(r.content);
     } catch (e) {
-      this.log.info({ sessionId, client: client.name, err: e instanceof Error ? e.message : String(e) }, 'title call failed');
+      this.log.info(
+        { sessionId, client: client.name, err: e instanceof Error ? e.message : String(e) },
+        'title call failed',
+      );
       return null;
     }
   }

@@ -31,6 +31,7 @@ describe('conversation titles', () => {
         if (t === null) return;
         expect(t.length).toBeGreaterThan(0);
         expect([...t].length).toBeLessThanOrEqual(TITLE_MAX_CHARS + 1);
+        // eslint-disable-next-line no-control-regex
         expect(t).not.toMatch(/[\u0000-\u001f\u007f\u2028\u2029]/);
         expect(t).toBe(t.trim());
       }),
@@ -41,8 +42,8 @@ describe('conversation titles', () => {
   it('the title request carries a bounded part of the first exchange', () => {
     const long = 'x'.repeat(TITLE_SOURCE_CHARS * 3);
     const [system, user] = titleRequest(long, long);
-    expect(system!.role).toBe('system');
-    expect(user!.content.length).toBeLessThan(TITLE_SOURCE_CHARS * 2 + 100);
+    expect(system.role).toBe('system');
+    expect(user.content.length).toBeLessThan(TITLE_SOURCE_CHARS * 2 + 100);
   });
 
   it('falls back to the start of the question', () => {

@@ -31,6 +31,8 @@ export function cleanTitle(raw: string): string | null {
       .map((l) => l.trim())
       .find((l) => l.length > 0) ?? '';
   let t = line
+    // control characters and line separators
+    // eslint-disable-next-line no-control-regex
     .replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ')
     .replace(/^#+\s*/, '')
     .replace(/^title\s*:\s*/i, '')

@@ -24,7 +24,10 @@ export interface FirstExchange {
 export class ConversationsRepository {
   constructor(private readonly ds: DataSource) {}
 
-  async rename(scope: { userId: string; sessionId: string }, title: string): Promise<{ id: string; title: string } | null> {
+  async rename(
+    scope: { userId: string; sessionId: string },
+    title: string,
+  ): Promise<{ id: string; title: string } | null> {
     const rows = await queryRows<{ id: string; title: string }>(
       this.ds,
       `UPDATE sessions SET title = $3, title_source = 'user', updated_at = now()

@@ -1,12 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  Actor,
-  ExportFormat,
-  SessionExport,
-  SessionSearchList,
-  TOPICS,
-  type ReplyDataOf,
-} from '@skald/contracts';
+import { Actor, ExportFormat, SessionExport, SessionSearchList, TOPICS, type ReplyDataOf } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { SubmitService } from '../submit/submit.service';
@@ -79,7 +72,7 @@ export class ConversationsService {
         id: String(r.id),
         source: String(r.source),
         title: typeof r.title === 'string' ? r.title : null,
-        snippet: String(r.snippet ?? ''),
+        snippet: typeof r.snippet === 'string' ? r.snippet : '',
         last_message_at: r.last_message_at ? iso(r.last_message_at) : null,
       })),
       total,

@@ -18,9 +18,7 @@ export interface Rewind {
 }
 
 type Outcome =
-  | { kind: 'busy' }
-  | { kind: 'none' }
-  | { kind: 'stored'; messageId: string; duplicate: boolean; sessionId: string };
+  { kind: 'busy' } | { kind: 'none' } | { kind: 'stored'; messageId: string; duplicate: boolean; sessionId: string };
 
 const BUSY = 'a turn is running in this conversation; wait for it to finish or stop it first';
 

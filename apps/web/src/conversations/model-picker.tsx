@@ -21,9 +21,7 @@ export function ModelPicker({
 }) {
   const [list, setList] = useState<LlmClientList | null>(null);
   const load = useCallback(() => {
-    api
-      .get<LlmClientList>(`/api/llm/clients?source=${encodeURIComponent(source)}`)
-      .then(setList, () => undefined);
+    api.get<LlmClientList>(`/api/llm/clients?source=${encodeURIComponent(source)}`).then(setList, () => undefined);
   }, [api, source]);
   useEffect(load, [load]);
   useEffect(

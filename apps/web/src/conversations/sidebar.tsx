@@ -22,7 +22,9 @@ async function download(api: Api, id: string, format: 'markdown' | 'json'): Prom
     headers: { authorization: `Bearer ${api.auth.token}` },
   });
   if (!res.ok) throw new Error(`export failed (${res.status})`);
-  const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? `conversation.${format === 'json' ? 'json' : 'md'}`;
+  const name =
+    /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ??
+    `conversation.${format === 'json' ? 'json' : 'md'}`;
   const url = URL.createObjectURL(await res.blob());
   const a = document.createElement('a');
   a.href = url;
@@ -167,7 +169,9 @@ export function ConversationSidebar({
         {hits ? (
           <section aria-label="Search results">
             <p className="muted" role="status">
-              {hitTotal === 0 ? 'No conversation matches.' : `${hitTotal} conversation${hitTotal === 1 ? '' : 's'} match.`}
+              {hitTotal === 0
+                ? 'No conversation matches.'
+                : `${hitTotal} conversation${hitTotal === 1 ? '' : 's'} match.`}
             </p>
             <ul className="conversation-list">
               {hits.map((h) => (
@@ -183,7 +187,9 @@ export function ConversationSidebar({
               <button
                 type="button"
                 className="secondary"
-                onClick={() => search(Math.floor(hits.length / PAGE) + 1).catch((e: unknown) => setError(errorText(e)))}
+                onClick={() => {
+                  search(Math.floor(hits.length / PAGE) + 1).catch((e: unknown) => setError(errorText(e)));
+                }}
               >
                 More results
               </button>
@@ -255,14 +261,18 @@ export function ConversationSidebar({
                         <button
                           type="button"
                           className="secondary"
-                          onClick={() => download(api, s.id, 'markdown').catch((e: unknown) => setError(errorText(e)))}
+                          onClick={() => {
+                            download(api, s.id, 'markdown').catch((e: unknown) => setError(errorText(e)));
+                          }}
                         >
                           Export Markdown
                         </button>
                         <button
                           type="button"
                           className="secondary"
-                          onClick={() => download(api, s.id, 'json').catch((e: unknown) => setError(errorText(e)))}
+                          onClick={() => {
+                            download(api, s.id, 'json').catch((e: unknown) => setError(errorText(e)));
+                          }}
                         >
                           Export JSON
                         </button>

@@ -26,7 +26,12 @@ describe('chat reducer: a regenerate or an edit', () => {
 
   it('an unknown message id changes nothing', () => {
     const before = fold(history);
-    const after = chatReducer(before, { type: 'messages_superseded', seq: 5, session_id: SID, from_message_id: 'nope' });
+    const after = chatReducer(before, {
+      type: 'messages_superseded',
+      seq: 5,
+      session_id: SID,
+      from_message_id: 'nope',
+    });
     expect(after.items).toEqual(before.items);
   });
 });

@@ -32,12 +32,16 @@ export class Conversations1764460803600 implements MigrationInterface {
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DELETE FROM llm_usage WHERE purpose = 'title'`);
     await q.query(`ALTER TABLE llm_usage DROP CONSTRAINT llm_usage_purpose_check`);
-    await q.query(`ALTER TABLE llm_usage ADD CONSTRAINT llm_usage_purpose_check CHECK (purpose IN ('round', 'compaction'))`);
+    await q.query(
+      `ALTER TABLE llm_usage ADD CONSTRAINT llm_usage_purpose_check CHECK (purpose IN ('round', 'compaction'))`,
+    );
     await q.query(`DROP INDEX chat_history_search_idx`);
     await q.query(`ALTER TABLE chat_history DROP COLUMN superseded_at`);
     await q.query(`UPDATE chat_history SET status = 'failed' WHERE status = 'superseded'`);
     await q.query(`ALTER TABLE chat_history DROP CONSTRAINT chat_history_status_check`);
-    await q.query(`ALTER TABLE chat_history ADD CONSTRAINT chat_history_status_check CHECK (status IN ('ok', 'failed'))`);
+    await q.query(
+      `ALTER TABLE chat_history ADD CONSTRAINT chat_history_status_check CHECK (status IN ('ok', 'failed'))`,
+    );
     await q.query(`ALTER TABLE sessions DROP COLUMN title_source`);
     await q.query(`ALTER TABLE sessions DROP COLUMN title`);
   }

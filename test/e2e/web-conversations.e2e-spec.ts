@@ -237,6 +237,7 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
     expect(md).not.toContain('rocket');
 
     // delete: gone from the list and from the database
+    await sidebar(page).locator('summary[aria-label="Actions for Boat launch"]').click();
     await sidebar(page).getByRole('button', { name: 'Delete' }).click();
     await until(
       'the deletion',

@@ -247,7 +247,14 @@ export function ConversationSidebar({
                     )}
                     <details className="conversation-menu">
                       <summary aria-label={`Actions for ${title}`}>⋯</summary>
-                      <div className="menu-items">
+                      <div
+                        className="menu-items"
+                        onClick={(e) => {
+                          // an action was chosen: the menu closes so that nothing is covered by it
+                          if ((e.target as HTMLElement).closest('button'))
+                            e.currentTarget.closest('details')?.removeAttribute('open');
+                        }}
+                      >
                         <button
                           type="button"
                           className="secondary"

@@ -1,5 +1,6 @@
-import { chatReducer, initialChat, type ChatState } from '../../apps/web/src/chat-state';
-import type { Frame } from '../../apps/web/src/socket';
+import { describe, expect, it } from '@jest/globals';
+import { chatReducer, initialChat, type ChatState } from '../chat-state';
+import type { Frame } from '../socket';
 
 const fold = (frames: Frame[]): ChatState => frames.reduce(chatReducer, initialChat);
 const SID = '00000000-0000-4000-8000-00000000000a';

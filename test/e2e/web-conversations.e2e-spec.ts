@@ -135,8 +135,8 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
     expect((await modelSaw(m, 1)).texts).toEqual([expect.stringContaining('When do we launch the rocket?')]);
 
     // edit-and-resend
-    await page.getByRole('button', { name: 'Edit this message' }).click();
-    const editor = page.getByLabel('Edit your message');
+    await page.getByRole('button', { name: 'Edit and resend' }).click();
+    const editor = page.getByLabel('Edited text');
     await editor.fill(`When do we launch the boat? ${m}`);
     await shot(page, 'message-edit-desktop');
     await expectNoSeriousViolations(page, 'message edit');
@@ -212,17 +212,17 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
       .waitFor();
 
     // search over the user's own messages
-    await sidebar(page).getByLabel('Search your messages').fill('boat');
+    await sidebar(page).getByLabel('Search conversations').fill('boat');
     await sidebar(page).getByRole('button', { name: 'Search' }).click();
     const results = sidebar(page).getByRole('region', { name: 'Search results' });
     await results.getByText('1 conversation match.').waitFor();
     await results.getByText(/When do we launch the boat/).waitFor();
     await shot(page, 'conversations-search-desktop');
     await expectNoSeriousViolations(page, 'search results');
-    await sidebar(page).getByLabel('Search your messages').fill('rocket');
+    await sidebar(page).getByLabel('Search conversations').fill('rocket');
     await sidebar(page).getByRole('button', { name: 'Search' }).click();
     await results.getByText('No conversation matches.').waitFor();
-    await sidebar(page).getByLabel('Search your messages').fill('');
+    await sidebar(page).getByLabel('Search conversations').fill('');
 
     // export: a Markdown download of what the chat shows
     await sidebar(page).locator('summary[aria-label="Actions for Boat launch"]').click();
@@ -264,14 +264,14 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
     await shot(page, 'chat-phone-conversations-closed');
     const toggle = page.getByRole('button', { name: 'Conversations' });
     expect(await toggle.getAttribute('aria-expanded')).toBe('false');
-    expect(await sidebar(page).getByLabel('Search your messages').isVisible()).toBe(false);
+    expect(await sidebar(page).getByLabel('Search conversations').isVisible()).toBe(false);
     await toggle.click();
     await sidebar(page)
       .getByRole('button', { name: /Launch plan review/ })
       .waitFor({ timeout: 20_000 });
     await shot(page, 'conversations-phone');
     await expectNoSeriousViolations(page, 'conversations drawer (phone)');
-    await sidebar(page).getByLabel('Search your messages').fill('hike');
+    await sidebar(page).getByLabel('Search conversations').fill('hike');
     await sidebar(page).getByRole('button', { name: 'Search' }).click();
     await sidebar(page).getByText('1 conversation match.').waitFor();
     await shot(page, 'conversations-search-phone');
@@ -281,8 +281,8 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
       .click();
     expect(await toggle.getAttribute('aria-expanded')).toBe('false');
 
-    await page.getByRole('button', { name: 'Edit this message' }).click();
-    await page.getByLabel('Edit your message').fill(`Packing list for the climb ${m}`);
+    await page.getByRole('button', { name: 'Edit and resend' }).click();
+    await page.getByLabel('Edited text').fill(`Packing list for the climb ${m}`);
     await shot(page, 'message-edit-phone');
     await expectNoSeriousViolations(page, 'message edit (phone)');
     await page.getByRole('button', { name: 'Save and send' }).click();

@@ -45,7 +45,7 @@ export function UserMessage({
         }}
       >
         <label className="sr-only" htmlFor={`edit-${messageId}`}>
-          Edit your message
+          Edited text
         </label>
         <textarea
           id={`edit-${messageId}`}
@@ -75,7 +75,7 @@ export function UserMessage({
           type="button"
           className="secondary small"
           disabled={busy}
-          aria-label="Edit this message"
+          aria-label="Edit and resend"
           onClick={() => {
             setText(content);
             setEditing(true);

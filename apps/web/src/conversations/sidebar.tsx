@@ -150,7 +150,7 @@ export function ConversationSidebar({
             search(1).catch((err: unknown) => setError(errorText(err)));
           }}
         >
-          <label htmlFor="conversation-search">Search your messages</label>
+          <label htmlFor="conversation-search">Search conversations</label>
           <div className="search-row">
             <input
               id="conversation-search"

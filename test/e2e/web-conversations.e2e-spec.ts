@@ -135,12 +135,12 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
     expect((await modelSaw(m, 1)).texts).toEqual([expect.stringContaining('When do we launch the rocket?')]);
 
     // edit-and-resend
-    await page.getByRole('button', { name: 'Edit and resend' }).click();
+    await page.getByRole('button', { name: 'Edit', exact: true }).click();
     const editor = page.getByLabel('Edited text');
     await editor.fill(`When do we launch the boat? ${m}`);
     await shot(page, 'message-edit-desktop');
     await expectNoSeriousViolations(page, 'message edit');
-    await page.getByRole('button', { name: 'Save and send' }).click();
+    await page.getByRole('button', { name: 'Save and submit' }).click();
     await page.getByText(`Answer to the edit ${m}`).waitFor();
     expect(await page.getByText('When do we launch the rocket?').count()).toBe(0);
     expect(await page.getByText(`Regenerated answer ${m}`).count()).toBe(0);
@@ -281,11 +281,11 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
       .click();
     expect(await toggle.getAttribute('aria-expanded')).toBe('false');
 
-    await page.getByRole('button', { name: 'Edit and resend' }).click();
+    await page.getByRole('button', { name: 'Edit', exact: true }).click();
     await page.getByLabel('Edited text').fill(`Packing list for the climb ${m}`);
     await shot(page, 'message-edit-phone');
     await expectNoSeriousViolations(page, 'message edit (phone)');
-    await page.getByRole('button', { name: 'Save and send' }).click();
+    await page.getByRole('button', { name: 'Save and submit' }).click();
     await page.getByText(`Edited phone answer ${m}`).waitFor();
     expect(await page.getByText(`Phone answer ${m}`, { exact: true }).count()).toBe(0);
     await page.getByRole('combobox', { name: 'Model' }).waitFor();

@@ -16,7 +16,7 @@ export function RegenerateButton({ send, disabled }: { send: (f: Outgoing) => bo
 }
 
 /**
- * A user message with "Edit": the text becomes editable; "Save and send" replaces the message and
+ * A user message with "Edit": the text becomes editable; "Save and submit" replaces the message and
  * everything after it (kept in the session's details as superseded) and the agent answers anew.
  */
 export function UserMessage({
@@ -59,7 +59,7 @@ export function UserMessage({
         />
         <div className="edit-actions">
           <button type="submit" disabled={busy}>
-            Save and send
+            Save and submit
           </button>
           <button type="button" className="secondary" onClick={() => setEditing(false)}>
             Cancel
@@ -75,7 +75,6 @@ export function UserMessage({
           type="button"
           className="secondary small"
           disabled={busy}
-          aria-label="Edit and resend"
           onClick={() => {
             setText(content);
             setEditing(true);

@@ -30,6 +30,11 @@ import { Sweeper } from './turns/sweeper';
 import { TurnDriver } from './turns/turn-driver';
 import { TurnMetrics } from './turns/turn-metrics';
 import { TurnStateRepository } from './sessions/turn-state.repository';
+import { ConversationsRepository } from './sessions/conversations.repository';
+import { ConversationsService } from './sessions/conversations.service';
+import { ConversationTitlesService } from './sessions/conversation-titles.service';
+import { ConversationsHandler } from './sessions/conversations.handler';
+import { RewindService } from './submit/rewind.service';
 
 /** Closes what main() opened for the LLM manager (the shared health store's Redis connection). */
 class LlmResources implements OnApplicationShutdown {
@@ -97,6 +102,11 @@ export class AppModule {
         EventAnnouncer,
         TurnDriver,
         SessionsHandler,
+        ConversationsRepository,
+        ConversationsService,
+        ConversationTitlesService,
+        RewindService,
+        ConversationsHandler,
         JobSessionsRepository,
         JobSessionsService,
         DeliveryRouting,

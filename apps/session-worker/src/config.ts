@@ -56,6 +56,8 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
       ctx.addIssue({ code: 'custom', message: 'expected a JSON object of strings' });
       return z.NEVER;
     }),
+  /** `on`: a conversation's title is written by its model in the background after its first exchange. */
+  SKALD_TITLES: z.enum(['on', 'off']).default('on'),
   /** Compaction is on when set: summarise older history at turn start above this many estimated tokens. */
   SKALD_COMPACTION_THRESHOLD_TOKENS: z.coerce.number().int().min(500).optional(),
   /** Message rows compaction keeps verbatim. */

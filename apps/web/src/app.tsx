@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'react';
 import { Api, ApiError, forget, login, savedAuth, type Auth } from './api';
-import { Chat } from './chat';
+import { ChatScreen } from './conversations/chat-screen';
 import { CronJobs, Tic } from './cron';
 import { Admin } from './admin';
 import { Inbox } from './inbox';
@@ -72,7 +72,7 @@ export function App() {
       ) : hash.startsWith('#session/') ? (
         <SessionView api={api} id={hash.slice('#session/'.length)} />
       ) : (
-        <Chat api={api} source="web" />
+        <ChatScreen api={api} source="web" />
       )}
     </div>
   );

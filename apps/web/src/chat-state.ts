@@ -279,6 +279,11 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
       return notice(st, f, s(f.content), 'info');
     case 'message_discarded':
       return notice(st, f, 'A message was discarded by the stop.', 'info');
+    case 'messages_superseded': {
+      // regenerate / edit: the conversation continues from this user message; what followed is gone
+      const at = st.items.findIndex((i) => i.key === `user:${s(f.from_message_id)}`);
+      return at < 0 ? st : { ...st, items: st.items.slice(0, at) };
+    }
     case 'error': {
       const next = notice(st, f, s(f.message), 'error');
       return f.code === 'interrupted' || f.code === 'llm_failed' || f.code === 'exhausted'

@@ -5,11 +5,14 @@ import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from '.
 import { chatReducer, initialChat } from './chat-state';
 import { ChatSocket, type Frame, type SocketState } from './socket';
 import { TaskStrip, useTasks } from './tasks';
+import type { FrameHub } from './conversations/frame-hub';
+import { RegenerateButton, UserMessage } from './conversations/message-actions';
+import { ModelPicker } from './conversations/model-picker';
 
 type Delivery = 'steer' | 'queue' | 'interrupt';
 
 /** The conversation of one source: stream, tool cards, inline approvals, stop, steer/queue/interrupt. */
-export function Chat({ api, source }: { api: Api; source: string }) {
+export function Chat({ api, source, hub }: { api: Api; source: string; hub?: FrameHub }) {
   const [state, dispatch] = useReducer(chatReducer, initialChat);
   const [conn, setConn] = useState<SocketState>('connecting');
   const [draft, setDraft] = useState('');
@@ -23,12 +26,13 @@ export function Chat({ api, source }: { api: Api; source: string }) {
     const onFrame = (f: Frame) => {
       dispatch(f);
       onTaskFrame(f);
+      hub?.emit(f);
     };
     const s = new ChatSocket(api, source, onFrame, setConn);
     socket.current = s;
     s.start();
     return () => s.stop();
-  }, [api, source, onTaskFrame]);
+  }, [api, source, onTaskFrame, hub]);
 
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: 'end' });
@@ -62,6 +66,10 @@ export function Chat({ api, source }: { api: Api; source: string }) {
     [api],
   );
 
+  // conversations: regenerate, edit-and-resend, model choice (conversations/*)
+  const sendFrame = (f: Parameters<ChatSocket['send']>[0]): boolean => socket.current?.send(f) ?? false;
+  const lastAnswer = state.items.findLast((i) => i.kind === 'assistant' && i.depth === 0)?.key;
+
   const send = () => {
     const content = draft.trim();
     if (!content) return;
@@ -90,7 +98,12 @@ export function Chat({ api, source }: { api: Api; source: string }) {
         {state.items.map((i) => (
           <li key={i.key} className={`item ${i.kind}`}>
             {i.kind === 'user' ? (
-              <div className="bubble user-bubble">{i.content}</div>
+              <UserMessage
+                messageId={i.key.slice('user:'.length) || null}
+                content={i.content}
+                send={sendFrame}
+                busy={state.running}
+              />
             ) : i.kind === 'assistant' ? (
               <div className="bubble assistant-bubble" style={{ marginLeft: `${i.depth * 1.25}rem` }}>
                 {i.reasoning ? (
@@ -100,6 +113,11 @@ export function Chat({ api, source }: { api: Api; source: string }) {
                   </details>
                 ) : null}
                 <Markdown text={i.content} />
+                {i.key === lastAnswer && !state.running ? (
+                  <div className="answer-actions">
+                    <RegenerateButton send={sendFrame} disabled={state.running} />
+                  </div>
+                ) : null}
               </div>
             ) : i.kind === 'tool' ? (
               <ToolCard tool={i} />
@@ -161,6 +179,7 @@ export function Chat({ api, source }: { api: Api; source: string }) {
             ))}
           </fieldset>
         ) : null}
+        {hub ? <ModelPicker api={api} source={source} send={sendFrame} subscribe={hub.subscribe} /> : null}
         <button type="submit">Send</button>
         {state.running ? (
           <button type="button" className="danger stop" onClick={() => socket.current?.send({ type: 'cancel' })}>

@@ -75,6 +75,8 @@ export class ChatSocket {
         ws.send(JSON.stringify({ type: 'resume', session_id: sid, last_seq: this.lastSeq }));
       } else if (f.type === 'new_session') {
         this.switchTo(String(f.session_id));
+        // a reopened conversation: its history comes with the replay from the start
+        ws.send(JSON.stringify({ type: 'resume', session_id: String(f.session_id), last_seq: 0 }));
       }
       if (typeof f.seq === 'number') {
         if (f.session_id && f.session_id !== this.sessionId) return;

@@ -16,7 +16,8 @@ export type MessageRole = 'user' | 'agent' | 'assistant';
 
 /** `failed`: an orphaned user row (its turn was stopped before the model answered); excluded
  *  from the model's context but kept in the store. */
-export type MessageStatus = 'ok' | 'failed';
+/** `superseded`: replaced by a regenerate or an edit; kept, never projected. */
+export type MessageStatus = 'ok' | 'failed' | 'superseded';
 
 export interface Attachment {
   path: string;
@@ -217,6 +218,8 @@ export type Mutation =
   | { kind: 'appendMessage'; message: NewMessage }
   /** Mark a row failed (orphaned): kept, excluded from context. */
   | { kind: 'markMessageFailed'; messageId: string }
+  /** Mark rows superseded (regenerate, edit-and-resend): kept, excluded from context. */
+  | { kind: 'supersedeMessages'; messageIds: string[] }
   /** A pending inbox item enters the conversation: it is removed from the inbox and becomes the
    *  chat row `message` (whose id equals the item's id). */
   | { kind: 'enterInbox'; inboxId: string; message: NewMessage }
@@ -250,6 +253,7 @@ export type SessionEventDraft =
       attachments?: Attachment[];
     }
   | { type: 'message_discarded'; message_id: string; client_message_id: string }
+  | { type: 'messages_superseded'; from_message_id: string }
   | {
       type: 'thinking';
       message_id: string;

@@ -84,6 +84,8 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       TOPICS.sessionCancel.pattern,
       TOPICS.approvalResolved.pattern,
       TOPICS.toolAlive.pattern,
+      // A finished turn is the doorbell of the conversation's title.
+      TOPICS.sessionTurnEnded.pattern,
     ],
   },
   'approval-service': {

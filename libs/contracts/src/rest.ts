@@ -40,10 +40,19 @@ export const SessionSummary = z.object({
   created_at: Timestamp,
   message_count: z.number().int(),
   last_message_at: Timestamp.nullable(),
+  /** Generated from the first exchange or set by the user; null until then. */
+  title: z.string().nullable(),
+  /** The active session of its source (the one a new message goes to). */
+  is_active: z.boolean(),
+  /** The LLM client chosen for this conversation (null: AUTO). */
+  client: z.string().nullable(),
 });
 export type SessionSummary = z.infer<typeof SessionSummary>;
+/** Search words: plain text (quotes, `-word` and `or` as in a web search), never query syntax. */
+export const SessionSearchText = z.string().trim().min(1).max(200);
 export const SessionListQuery = z.object({
   source: SourceFilter.optional(),
+  q: SessionSearchText.optional(),
   page: z.coerce.number().int().min(1).default(1),
   per_page: z.coerce.number().int().min(1).max(100).default(20),
 });
@@ -55,6 +64,39 @@ export const SessionList = z.object({
   per_page: z.number().int(),
 });
 export type SessionList = z.infer<typeof SessionList>;
+/** `GET /sessions?q=`: the caller's conversations whose messages match, best match first. */
+export const SessionSearchHit = z.object({
+  id: Id,
+  source: z.string(),
+  title: z.string().nullable(),
+  /** The best matching message of the conversation, cut around the match. */
+  snippet: z.string(),
+  last_message_at: Timestamp.nullable(),
+});
+export type SessionSearchHit = z.infer<typeof SessionSearchHit>;
+export const SessionSearchList = z.object({
+  items: z.array(SessionSearchHit),
+  total: z.number().int(),
+  page: z.number().int(),
+  per_page: z.number().int(),
+});
+export type SessionSearchList = z.infer<typeof SessionSearchList>;
+/** `PATCH /sessions/{id}`. */
+export const RenameSessionRequest = z.object({ title: z.string().trim().min(1).max(200) });
+export type RenameSessionRequest = z.infer<typeof RenameSessionRequest>;
+export const ExportFormat = z.enum(['markdown', 'json']);
+export type ExportFormat = z.infer<typeof ExportFormat>;
+export const ExportQuery = z.object({ format: ExportFormat.default('markdown') });
+/** `POST /{source}/regenerate`: answer the last user message again. */
+export const RegenerateRequest = z.object({ client_message_id: z.string().min(1).max(128) });
+/** `POST /{source}/messages/{id}/edit`: replace a user message and continue from it. */
+export const EditMessageRequest = z.object({
+  content: z
+    .string()
+    .min(1)
+    .max(512 * 1024),
+  client_message_id: z.string().min(1).max(128),
+});
 
 const Tokens = {
   input_tokens: z.number().int().nullable(),
@@ -73,7 +115,9 @@ export const DebugRow = z.discriminatedUnion('kind', [
     id: Id,
     content: z.string(),
     is_synthetic: z.boolean(),
-    status: z.enum(['ok', 'failed']),
+    /** Replaced by a regenerate or an edit: kept here, never sent to the model. */
+    superseded: z.boolean().optional(),
+    status: z.enum(['ok', 'failed', 'superseded']),
     attachments: z.array(Attachment).optional(),
     created_at: Timestamp,
   }),
@@ -83,6 +127,8 @@ export const DebugRow = z.discriminatedUnion('kind', [
     content: z.string(),
     reasoning: z.string().nullable(),
     is_synthetic: z.boolean(),
+    /** Replaced by a regenerate or an edit: kept here, never sent to the model. */
+    superseded: z.boolean().optional(),
     created_at: Timestamp,
     ...Tokens,
   }),
@@ -92,6 +138,8 @@ export const DebugRow = z.discriminatedUnion('kind', [
     content: z.string(),
     reasoning: z.string().nullable(),
     is_synthetic: z.boolean(),
+    /** Replaced by a regenerate or an edit: kept here, never sent to the model. */
+    superseded: z.boolean().optional(),
     created_at: Timestamp,
     ...Tokens,
   }),
@@ -103,6 +151,8 @@ export const DebugRow = z.discriminatedUnion('kind', [
     status: ToolCallStatus,
     result: z.string().nullable(),
     is_synthetic: z.boolean(),
+    /** Replaced by a regenerate or an edit: kept here, never sent to the model. */
+    superseded: z.boolean().optional(),
     created_at: Timestamp,
   }),
   z.object({
@@ -126,6 +176,7 @@ export type DebugRow = z.infer<typeof DebugRow>;
 export const SessionDetail = z.object({
   session: z.object({
     id: Id,
+    title: z.string().nullable().optional(),
     source: z.string(),
     agent_id: z.string(),
     is_interactive: z.boolean(),
@@ -169,6 +220,18 @@ export const ChatMessagesQuery = z.object({
 export const ChatMessages = z.object({ items: z.array(ChatMessageDto), has_more: z.boolean() });
 export type ChatMessages = z.infer<typeof ChatMessages>;
 export const CreateSessionResponse = z.object({ session_id: Id });
+/** The JSON export of a conversation: what the chat shows, oldest first (superseded and synthetic rows left out). */
+export const SessionExport = z.object({
+  session: z.object({
+    id: Id,
+    title: z.string().nullable(),
+    source: z.string(),
+    agent_id: z.string(),
+    created_at: Timestamp,
+  }),
+  messages: z.array(ChatMessageDto),
+});
+export type SessionExport = z.infer<typeof SessionExport>;
 
 export const ErrorResponse = z.object({
   error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }),

@@ -2,7 +2,15 @@ import { z } from 'zod';
 import { AGENT_SUBJECTS } from './agents';
 import { Actor, Attachment, Delivery, Id, Source, SourceFilter } from './common';
 import { replyOf } from './reply';
-import { ChatMessages, SessionDetail, SessionList } from './rest';
+import {
+  ChatMessages,
+  ExportFormat,
+  SessionDetail,
+  SessionExport,
+  SessionList,
+  SessionSearchList,
+  SessionSearchText,
+} from './rest';
 import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
 import * as M from './mcp';
 import { EphemeralEventSchema, SessionApprovalScope, SessionEventSchema, UserEventSchema } from './ws';
@@ -68,6 +76,45 @@ export const REPLAY_PAGE_EVENTS = 200;
 /** Bytes of event JSON after which a page ends (at least one event a page), well under NATS' 1 MiB. */
 export const REPLAY_PAGE_BYTES = 256 * 1024;
 export const CancelRequest = z.object({ actor: Actor, session_id: Id });
+
+// Conversations: every request names a session of the actor; a foreign id is `not_found`.
+export const RenameSessionBusRequest = z.object({ actor: Actor, session_id: Id, title: z.string().min(1).max(200) });
+export const RenameSessionReply = z.object({ id: Id, title: z.string() });
+/** Deletes the session and every row it owns (events included), its running turn stopped first. */
+export const DeleteSessionRequest = z.object({ actor: Actor, session_id: Id });
+export const DeleteSessionReply = z.object({ deleted: z.boolean() });
+export const SearchSessionsRequest = z.object({
+  actor: Actor,
+  q: SessionSearchText,
+  source: SourceFilter.optional(),
+  page: z.number().int().min(1),
+  per_page: z.number().int().min(1).max(100),
+});
+export const ExportSessionRequest = z.object({ actor: Actor, session_id: Id, format: ExportFormat });
+/** `content`: the document (Markdown text, or the JSON export as an object). */
+export const ExportSessionReply = z.discriminatedUnion('format', [
+  z.object({ format: z.literal('markdown'), filename: z.string(), content: z.string() }),
+  z.object({ format: z.literal('json'), filename: z.string(), content: SessionExport }),
+]);
+/** Makes the session the active one of its source; the sockets of that source get `new_session`. */
+export const ActivateSessionRequest = z.object({ actor: Actor, session_id: Id });
+export const ActivateSessionReply = z.object({ session_id: Id, source: z.string() });
+/**
+ * Regenerate (no `message_id`: the last user message) or edit-and-resend (`message_id`, `content`)
+ * in the active session of `source`: the rows from that user message on are superseded and the
+ * message (the edited text) enters again as `client_message_id`. `conflict` while a turn runs.
+ */
+export const RewindRequest = z.object({
+  actor: Actor,
+  source: Source,
+  client_message_id: z.string().min(1).max(128),
+  message_id: Id.optional(),
+  content: z
+    .string()
+    .min(1)
+    .max(512 * 1024)
+    .optional(),
+});
 export const CancelReply = z.object({ cancelled: z.boolean() });
 export const WakeSession = z.object({ session_id: Id, reason: z.string() });
 
@@ -219,6 +266,20 @@ export const SUBJECTS = {
   'session.messages': { request: MessagesRequest, reply: replyOf(ChatMessages), queue: 'session-worker' },
   'session.replay': { request: ReplayRequest, reply: replyOf(ReplayReply), queue: 'session-worker' },
   'session.cancel': { request: CancelRequest, reply: replyOf(CancelReply), queue: 'session-worker' },
+  'session.rename': {
+    request: RenameSessionBusRequest,
+    reply: replyOf(RenameSessionReply),
+    queue: 'session-worker',
+  },
+  'session.delete': { request: DeleteSessionRequest, reply: replyOf(DeleteSessionReply), queue: 'session-worker' },
+  'session.search': { request: SearchSessionsRequest, reply: replyOf(SessionSearchList), queue: 'session-worker' },
+  'session.export': { request: ExportSessionRequest, reply: replyOf(ExportSessionReply), queue: 'session-worker' },
+  'session.activate': {
+    request: ActivateSessionRequest,
+    reply: replyOf(ActivateSessionReply),
+    queue: 'session-worker',
+  },
+  'session.rewind': { request: RewindRequest, reply: replyOf(SubmitMessageReply), queue: 'session-worker' },
   'llm.clients': { request: L.LlmClientsRequest, reply: replyOf(L.LlmClientList), queue: 'session-worker' },
   'llm.pin': { request: L.LlmPinRequest, reply: replyOf(L.LlmPinReply), queue: 'session-worker' },
   'llm.command': { request: L.LlmCommandRequest, reply: replyOf(L.LlmCommandReply), queue: 'session-worker' },

@@ -73,6 +73,21 @@ export const AnswerQuestionFrame = z.object({
   answer: z.string().max(64 * 1024),
 });
 export const SelectClientFrame = z.object({ type: z.literal('select_client'), client: z.string().min(1).max(64) });
+/** Answer the last user message of the active session again (its old answer is superseded). */
+export const RegenerateFrame = z.object({
+  type: z.literal('regenerate'),
+  client_message_id: z.string().min(1).max(128),
+});
+/** Edit-and-resend: the user message `message_id` and everything after it are superseded; `content` enters instead. */
+export const EditFrame = z.object({
+  type: z.literal('edit'),
+  message_id: Id,
+  content: z
+    .string()
+    .min(1)
+    .max(512 * 1024),
+  client_message_id: z.string().min(1).max(128),
+});
 
 export const ClientFrame = z.discriminatedUnion('type', [
   ClientMessageFrame,
@@ -82,6 +97,8 @@ export const ClientFrame = z.discriminatedUnion('type', [
   RejectToolFrame,
   AnswerQuestionFrame,
   SelectClientFrame,
+  RegenerateFrame,
+  EditFrame,
 ]);
 export type ClientFrame = z.infer<typeof ClientFrame>;
 export const CLIENT_FRAME_TYPES = ClientFrame.options.map((o) => o.shape.type.value);
@@ -98,6 +115,8 @@ export const SessionEventBodies = {
     attachments: z.array(Attachment).optional(),
   }),
   message_discarded: z.object({ message_id: Id, client_message_id: z.string() }),
+  /** A regenerate or an edit replaced the conversation from the user message `from_message_id` on. */
+  messages_superseded: z.object({ from_message_id: Id }),
   thinking: z.object({
     message_id: Id,
     content: z.string(),

@@ -22,7 +22,8 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, Readonly<Record
       ws_tickets: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
     },
     'session-worker': {
-      sessions: ['SELECT', 'INSERT', 'UPDATE'],
+      // Deleting a conversation deletes its session; the rows it owns go with it (ON DELETE CASCADE).
+      sessions: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
       // Taken with ON CONFLICT DO UPDATE; checked with FOR SHARE in every turn write.
       session_leases: ['SELECT', 'INSERT', 'UPDATE'],
       stack_frames: ['SELECT', 'INSERT', 'UPDATE'],

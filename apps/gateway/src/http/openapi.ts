@@ -11,8 +11,14 @@ import {
   LoginResponse,
   PostMessageRequest,
   PostMessageResponse,
+  EditMessageRequest,
+  RegenerateRequest,
+  RenameSessionRequest,
   SessionDetail,
+  SessionExport,
   SessionList,
+  SessionSearchList,
+  SubmitMessageReply,
   TokenDto,
   WsTicketResponse,
   McpServerDto,
@@ -137,9 +143,11 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/api/sessions',
-    summary: 'List sessions',
-    ok: { status: 200, schema: SessionList },
+    summary:
+      "List the caller's conversations, newest first, with their titles; with `q`: full-text search over the caller's own messages (plain words, quotes, `-word`, `or`), one hit per conversation with a snippet, best match first",
+    ok: { status: 200, schema: z.union([SessionList, SessionSearchList]) },
     params: [
+      { name: 'q', in: 'query', description: 'search words (1-200 characters)' },
       { name: 'source', in: 'query' },
       { name: 'page', in: 'query' },
       { name: 'per_page', in: 'query' },
@@ -148,9 +156,44 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/api/sessions/{id}',
-    summary: 'Session debug tree',
+    summary: 'Session debug tree (superseded rows marked `superseded`)',
     params: [{ name: 'id', in: 'path', required: true }],
     ok: { status: 200, schema: SessionDetail },
+  },
+  {
+    method: 'patch',
+    path: '/api/sessions/{id}',
+    summary: 'Rename a conversation (a generated title never overwrites it)',
+    params: [{ name: 'id', in: 'path', required: true }],
+    body: RenameSessionRequest,
+    ok: { status: 200, schema: z.object({ id: z.string(), title: z.string() }) },
+  },
+  {
+    method: 'delete',
+    path: '/api/sessions/{id}',
+    summary:
+      'Delete a conversation and everything it owns (messages, tool calls, events, inbox), its running turn stopped first; the active one is replaced by a new session',
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 204 },
+  },
+  {
+    method: 'get',
+    path: '/api/sessions/{id}/export',
+    summary:
+      'The conversation as a download (`Content-Disposition: attachment`): Markdown (text/markdown) or JSON, what the chat shows, oldest first',
+    params: [
+      { name: 'id', in: 'path', required: true },
+      { name: 'format', in: 'query', description: 'markdown (default) or json' },
+    ],
+    ok: { status: 200, schema: SessionExport },
+  },
+  {
+    method: 'post',
+    path: '/api/sessions/{id}/activate',
+    summary:
+      "Reopen a conversation as the active session of its source (the source's sockets get `new_session`; its remembered model is chosen again)",
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 200, schema: z.object({ session_id: z.string(), source: z.string() }) },
   },
   {
     method: 'post',
@@ -166,6 +209,27 @@ export const ROUTES: Route[] = [
     params: [{ name: 'source', in: 'path', required: true }],
     body: PostMessageRequest,
     ok: { status: 202, schema: PostMessageResponse },
+  },
+  {
+    method: 'post',
+    path: '/api/{source}/regenerate',
+    summary:
+      'Answer the last user message of the active session again: its old answer is superseded (kept in the debug tree, never sent to the model); 409 while a turn runs',
+    params: [{ name: 'source', in: 'path', required: true }],
+    body: RegenerateRequest,
+    ok: { status: 202, schema: SubmitMessageReply },
+  },
+  {
+    method: 'post',
+    path: '/api/{source}/messages/{id}/edit',
+    summary:
+      'Edit-and-resend: the user message and everything after it are superseded, the new text enters and is answered; 404 for a message not in the active conversation, 409 while a turn runs',
+    params: [
+      { name: 'source', in: 'path', required: true },
+      { name: 'id', in: 'path', required: true, description: 'user message id' },
+    ],
+    body: EditMessageRequest,
+    ok: { status: 202, schema: SubmitMessageReply },
   },
   {
     method: 'get',

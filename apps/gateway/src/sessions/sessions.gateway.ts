@@ -1,6 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { Actor, ChatMessages, PostMessageRequest, SessionDetail, SessionList, WORKER_COMMANDS } from '@skald/contracts';
+import {
+  Actor,
+  ChatMessages,
+  ExportFormat,
+  PostMessageRequest,
+  SessionDetail,
+  SessionList,
+  SessionSearchList,
+  WORKER_COMMANDS,
+  type ReplyDataOf,
+} from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { callService } from '../http/api-error';
 import { handleSlashCommand } from './slash-commands';
@@ -83,6 +93,49 @@ export class SessionsGateway {
   /** `/models`, `/model`, `/cost`: answered by a session worker as text. */
   async llmCommand(actor: Actor, source: string, command: '/models' | '/model' | '/cost', args: string) {
     return (await this.call(() => this.bus.call('llm.command', { actor, source, command, args }))).content;
+  }
+
+  rename(actor: Actor, sessionId: string, title: string): Promise<{ id: string; title: string }> {
+    return this.call(() => this.bus.call('session.rename', { actor, session_id: sessionId, title }));
+  }
+
+  delete(actor: Actor, sessionId: string): Promise<{ deleted: boolean }> {
+    return this.call(() => this.bus.call('session.delete', { actor, session_id: sessionId }));
+  }
+
+  search(
+    actor: Actor,
+    q: string,
+    source: string | undefined,
+    page: number,
+    perPage: number,
+  ): Promise<SessionSearchList> {
+    return this.call(() => this.bus.call('session.search', { actor, q, source, page, per_page: perPage }));
+  }
+
+  export(actor: Actor, sessionId: string, format: ExportFormat): Promise<ReplyDataOf<'session.export'>> {
+    return this.call(() => this.bus.call('session.export', { actor, session_id: sessionId, format }));
+  }
+
+  activate(actor: Actor, sessionId: string): Promise<{ session_id: string; source: string }> {
+    return this.call(() => this.bus.call('session.activate', { actor, session_id: sessionId }));
+  }
+
+  /** Regenerate (no `message_id`) or edit-and-resend in the source's active session. */
+  rewind(
+    actor: Actor,
+    source: string,
+    r: { client_message_id: string; message_id?: string; content?: string },
+  ): Promise<{ session_id: string; message_id: string; client_message_id: string; duplicate: boolean }> {
+    return this.call(() =>
+      this.bus.call('session.rewind', {
+        actor,
+        source,
+        client_message_id: r.client_message_id,
+        message_id: r.message_id,
+        content: r.content,
+      }),
+    );
   }
 
   /** No worker answering → 503 with Retry-After; the client retries with the same ids. */

@@ -225,6 +225,17 @@ export class WsServer implements OnApplicationShutdown {
         conn.send({ type: 'client_selected', client: r.client });
         return;
       }
+      case 'regenerate':
+      case 'edit': {
+        const r = await this.sessions.rewind(actor, conn.source, frame);
+        conn.send({
+          type: 'ack',
+          client_message_id: r.client_message_id,
+          message_id: r.message_id,
+          duplicate: r.duplicate,
+        });
+        return;
+      }
       default: {
         const never: never = frame;
         throw new ApiError('invalid_input', `unknown frame ${JSON.stringify(never)}`);

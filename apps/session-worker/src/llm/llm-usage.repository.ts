@@ -7,9 +7,10 @@ type Row = Record<string, unknown>;
 export interface UsageRecord {
   userId: string;
   sessionId: string;
-  frameId: string;
+  frameId: string | null;
   messageId: string | null;
-  purpose: 'round' | 'compaction';
+  /** `title`: the conversation's title, written after its first exchange. */
+  purpose: 'round' | 'compaction' | 'title';
   client: string;
   model: string;
   inputTokens: number;

@@ -66,6 +66,9 @@ export class LlmService implements LlmAccounting {
   async pin(actor: Actor, source: string, wanted: string): Promise<string> {
     const name = this.resolveClient(wanted.trim());
     await this.usage.setPin({ userId: actor.userId, source }, name === 'auto' ? null : name);
+    // The choice is remembered by the source's active conversation (reopening it restores it).
+    const { id } = await this.sessions.active({ userId: actor.userId, source });
+    await this.sessions.rememberClient({ userId: actor.userId, sessionId: id }, name === 'auto' ? null : name);
     this.log.info({ userId: actor.userId, source, client: name }, 'LLM client pinned');
     return name;
   }

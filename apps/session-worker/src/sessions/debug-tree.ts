@@ -14,6 +14,9 @@ export function toSessionSummary(r: Row): SessionSummary {
     created_at: iso(r.created_at),
     message_count: Number(r.message_count ?? 0),
     last_message_at: r.last_message_at ? iso(r.last_message_at) : null,
+    title: typeof r.title === 'string' ? r.title : null,
+    is_active: Boolean(r.is_active),
+    client: typeof r.client_pin === 'string' ? r.client_pin : null,
   };
 }
 
@@ -49,6 +52,7 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
     for (const m of messagesByFrame.get(String(frame.id)) ?? []) {
       const calls = callsByMessage.get(String(m.id)) ?? [];
       const synthetic = Boolean(m.is_synthetic);
+      const superseded = m.status === 'superseded' ? { superseded: true } : {};
       if (m.role === 'assistant') {
         out.push({
           kind: calls.length > 0 ? 'thinking' : 'assistant',
@@ -56,6 +60,7 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
           content: String(m.content),
           reasoning: (m.reasoning as string | null) ?? null,
           is_synthetic: synthetic,
+          ...superseded,
           created_at: iso(m.created_at),
           input_tokens: intOrNull(m.input_tokens),
           output_tokens: intOrNull(m.output_tokens),
@@ -73,6 +78,7 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
             status: c.status as 'done',
             result: (c.result as string | null) ?? null,
             is_synthetic: synthetic,
+            ...superseded,
             created_at: iso(c.created_at),
           });
           for (const child of childFrames.get(String(c.id)) ?? []) {
@@ -94,7 +100,8 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
           id: String(m.id),
           content: String(m.content),
           is_synthetic: synthetic,
-          status: m.status as 'ok' | 'failed',
+          ...superseded,
+          status: m.status as 'ok' | 'failed' | 'superseded',
           attachments: (meta?.attachments as Extract<DebugRow, { kind: 'user' }>['attachments']) ?? undefined,
           created_at: iso(m.created_at),
         });
@@ -106,6 +113,7 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
   return {
     session: {
       id: String(session.id),
+      title: typeof session.title === 'string' ? session.title : null,
       source: String(session.source),
       agent_id: String(session.agent_id),
       is_interactive: Boolean(session.is_interactive),

@@ -27,11 +27,12 @@ export class SessionsRepository {
       if (rows[0])
         await tx.query(`UPDATE sessions SET is_active = false, updated_at = now() WHERE id = $1`, [rows[0].id]);
       const id = randomUUID();
-      await tx.query(`INSERT INTO sessions (id, user_id, source, scratchpad_session_id) VALUES ($1, $2, $3, $1)`, [
-        id,
-        scope.userId,
-        scope.source,
-      ]);
+      // A new conversation starts with the model last chosen in its source.
+      await tx.query(
+        `INSERT INTO sessions (id, user_id, source, scratchpad_session_id, client_pin)
+         VALUES ($1, $2, $3, $1, (SELECT client FROM llm_client_pins WHERE user_id = $2 AND source = $3))`,
+        [id, scope.userId, scope.source],
+      );
       return { id, created: true, previousId: rows[0] ? String(rows[0].id) : undefined };
     });
   }
@@ -68,6 +69,15 @@ export class SessionsRepository {
       params,
     );
     return { items, total: Number(total[0]?.n ?? 0) };
+  }
+
+  /** Remembers the LLM client chosen in a conversation (null: AUTO). */
+  async rememberClient(scope: { userId: string; sessionId: string }, client: string | null): Promise<void> {
+    await this.ds.query(`UPDATE sessions SET client_pin = $3 WHERE id = $1 AND user_id = $2`, [
+      scope.sessionId,
+      scope.userId,
+      client,
+    ]);
   }
 
   /** Parked turns without a driver, least recently touched first: their answers may have lost a doorbell. */

@@ -380,6 +380,13 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     case 'markMessageFailed':
       await exec(tx, `UPDATE chat_history SET status = 'failed' WHERE id = $1`, [m.messageId]);
       return;
+    case 'supersedeMessages':
+      await exec(
+        tx,
+        `UPDATE chat_history SET status = 'superseded', superseded_at = now() WHERE id = ANY($1::uuid[])`,
+        [m.messageIds],
+      );
+      return;
     case 'discardInbox':
       await exec(
         tx,

@@ -52,4 +52,17 @@ export class InboxRepository {
     if (!row) throw new Error('inbox row vanished after a conflict');
     return { messageId: row.id, sessionId: row.session_id, duplicate: true };
   }
+
+  /** The row a client id was stored as (any session of the user), if any. */
+  async findByClientId(scope: {
+    userId: string;
+    clientMessageId: string;
+  }): Promise<{ messageId: string; sessionId: string } | null> {
+    const rows: Array<{ id: string; session_id: string }> = await queryRows(
+      this.ds,
+      `SELECT id, session_id FROM session_inbox WHERE user_id = $1 AND client_message_id = $2`,
+      [scope.userId, toPgText(scope.clientMessageId)],
+    );
+    return rows[0] ? { messageId: rows[0].id, sessionId: rows[0].session_id } : null;
+  }
 }

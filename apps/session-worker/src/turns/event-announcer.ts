@@ -31,6 +31,7 @@ export function toolCallLine(ev: SessionEventDraft): { fields: Record<string, st
       return { fields: { toolCallId: ev.tool_call_id, status: 'rejected' }, msg: 'tool call ended' };
     case 'user_message':
     case 'message_discarded':
+    case 'messages_superseded':
     case 'thinking':
     case 'agent_start':
     case 'agent_done':

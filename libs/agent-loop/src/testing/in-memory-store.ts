@@ -173,7 +173,7 @@ export class InMemoryStore implements SessionStore {
       const idx = rows.findIndex((m) => m.id === options.afterMessageId);
       rows = idx >= 0 ? rows.slice(idx + 1) : rows;
     }
-    if (!options.includeFailed) rows = rows.filter((m) => m.status !== 'failed');
+    if (!options.includeFailed) rows = rows.filter((m) => m.status === 'ok' || m.status === undefined);
     return clone(rows);
   }
 
@@ -267,6 +267,13 @@ export class InMemoryStore implements SessionStore {
       case 'markMessageFailed': {
         const msg = s.messages.find((x) => x.id === m.messageId) ?? fail(`unknown message ${m.messageId}`);
         msg.status = 'failed';
+        return;
+      }
+      case 'supersedeMessages': {
+        for (const id of m.messageIds) {
+          const msg = s.messages.find((x) => x.id === id) ?? fail(`unknown message ${id}`);
+          msg.status = 'superseded';
+        }
         return;
       }
       case 'discardInbox': {

@@ -12,6 +12,7 @@ import { WsTicketCredential1764460800900 } from './1764460800900-ws-ticket-crede
 import { McpServerTools1764460803000 } from './1764460803000-mcp-server-tools';
 import { PoisonSafe1764460801000 } from './1764460801000-poison-safe';
 import { BuiltInApprovalRules1764460802170 } from './1764460802170-built-in-approval-rules';
+import { Conversations1764460803600 } from './1764460803600-conversations';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -29,5 +30,6 @@ export const MIGRATIONS = [
   PoisonSafe1764460801000,
   BuiltInApprovalRules1764460802170,
   McpServerTools1764460803000,
+  Conversations1764460803600,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -1,0 +1,25 @@
+import { useEffect, useMemo, useState } from 'react';
+import type { Api } from '../api';
+import { Chat } from '../chat';
+import { FrameHub } from './frame-hub';
+import { ConversationSidebar } from './sidebar';
+
+/** The chat with the sidebar of the source's conversations beside it (above it on a phone). */
+export function ChatScreen({ api, source }: { api: Api; source: string }) {
+  const hub = useMemo(() => new FrameHub(), []);
+  const [activeId, setActiveId] = useState<string | null>(null);
+  useEffect(
+    () =>
+      hub.subscribe((f) => {
+        if ((f.type === 'hello' || f.type === 'new_session') && typeof f.session_id === 'string')
+          setActiveId(f.session_id);
+      }),
+    [hub],
+  );
+  return (
+    <div className="chat-layout">
+      <ConversationSidebar api={api} source={source} activeId={activeId} subscribe={hub.subscribe} />
+      <Chat api={api} source={source} hub={hub} />
+    </div>
+  );
+}

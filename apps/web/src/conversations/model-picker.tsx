@@ -1,0 +1,62 @@
+import { useCallback, useEffect, useState } from 'react';
+import type { LlmClientList } from '@skald/contracts';
+import type { Api, Outgoing } from '../api';
+import type { Frame } from '../socket';
+
+/**
+ * The model of this conversation, chosen in the composer: AUTO first, then the user's LLM clients
+ * with their health. Choosing sends `select_client`, exactly what `/model` does; the server
+ * remembers it for the conversation, so reopening one brings its model back.
+ */
+export function ModelPicker({
+  api,
+  source,
+  send,
+  subscribe,
+}: {
+  api: Api;
+  source: string;
+  send: (f: Outgoing) => boolean;
+  subscribe: (on: (f: Frame) => void) => () => void;
+}) {
+  const [list, setList] = useState<LlmClientList | null>(null);
+  const load = useCallback(() => {
+    api.get<LlmClientList>(`/api/llm/clients?source=${encodeURIComponent(source)}`).then(setList, () => undefined);
+  }, [api, source]);
+  useEffect(load, [load]);
+  useEffect(
+    () =>
+      subscribe((f) => {
+        if (
+          f.type === 'client_selected' ||
+          f.type === 'new_session' ||
+          (f.type === 'command_result' && (f.command === '/model' || f.command === '/new'))
+        )
+          load();
+      }),
+    [subscribe, load],
+  );
+  return (
+    <label className="model-picker">
+      <span className="sr-only">Model</span>
+      <select
+        aria-label="Model"
+        value={list?.pinned ?? 'auto'}
+        disabled={!list}
+        onChange={(e) => {
+          const client = e.target.value;
+          if (send({ type: 'select_client', client }))
+            setList((l) => (l ? { ...l, pinned: client === 'auto' ? null : client } : l));
+        }}
+      >
+        <option value="auto">AUTO (best available)</option>
+        {(list?.items ?? []).map((c) => (
+          <option key={c.name} value={c.name}>
+            {c.name} · {c.model}
+            {c.health === 'healthy' ? '' : ` (${c.health})`}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}

@@ -1,0 +1,38 @@
+import { describe, expect, it } from '@jest/globals';
+import { chatReducer, initialChat, type ChatState } from '../chat-state';
+import type { Frame } from '../socket';
+
+const fold = (frames: Frame[]): ChatState => frames.reduce(chatReducer, initialChat);
+const SID = '00000000-0000-4000-8000-00000000000a';
+
+describe('chat reducer: a regenerate or an edit', () => {
+  const history: Frame[] = [
+    { type: 'hello', session_id: SID },
+    { type: 'user_message', seq: 1, session_id: SID, message_id: 'u1', content: 'first' },
+    { type: 'done', seq: 2, session_id: SID, message_id: 'a1', stack_id: 's', content: 'answer one' },
+    { type: 'user_message', seq: 3, session_id: SID, message_id: 'u2', content: 'second' },
+    { type: 'done', seq: 4, session_id: SID, message_id: 'a2', stack_id: 's', content: 'answer two' },
+  ];
+
+  it('drops the superseded message and everything after it; the new exchange follows', () => {
+    const st = fold([
+      ...history,
+      { type: 'messages_superseded', seq: 5, session_id: SID, from_message_id: 'u2' },
+      { type: 'user_message', seq: 6, session_id: SID, message_id: 'u3', content: 'second, edited' },
+      { type: 'done', seq: 7, session_id: SID, message_id: 'a3', stack_id: 's', content: 'answer three' },
+    ]);
+    expect(st.items.map((i) => i.key)).toEqual(['user:u1', 'msg:a1', 'user:u3', 'msg:a3']);
+    expect(st.running).toBe(false);
+  });
+
+  it('an unknown message id changes nothing', () => {
+    const before = fold(history);
+    const after = chatReducer(before, {
+      type: 'messages_superseded',
+      seq: 5,
+      session_id: SID,
+      from_message_id: 'nope',
+    });
+    expect(after.items).toEqual(before.items);
+  });
+});

@@ -105,6 +105,11 @@ export class SessionCache {
           for (const rows of this.messages.values())
             for (const r of rows) if (r.id === m.messageId) r.status = 'failed';
           break;
+        case 'supersedeMessages': {
+          const ids = new Set(m.messageIds);
+          for (const rows of this.messages.values()) for (const r of rows) if (ids.has(r.id)) r.status = 'superseded';
+          break;
+        }
         case 'createToolCall': {
           const { staleReasks, ...c } = m.call;
           this.toolCalls.get(c.frameId)?.push({

@@ -35,6 +35,18 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
   SKALD_TRUST_PROXY: z.string().min(1).optional(),
   /** How often every open WebSocket re-checks its credential against the database (a lost revocation broadcast ends within this). */
   SKALD_WS_REVALIDATE_SECS: z.coerce.number().min(0.2).max(3600).default(30),
+  /** Largest file one upload (`POST /{source}/uploads`) may carry; the workspace quota applies besides. */
+  SKALD_UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(25 * 1024 * 1024),
+  /** Largest workspace file `GET /files` serves. */
+  SKALD_FILES_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(100 * 1024 * 1024),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 

@@ -3,7 +3,14 @@ import { AGENT_SUBJECTS } from './agents';
 import { Actor, Attachment, Delivery, Id, Source, SourceFilter } from './common';
 import { replyOf } from './reply';
 import { ChatMessages, SessionDetail, SessionList } from './rest';
-import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
+import {
+  FileReadReply,
+  FileReadRequest,
+  FileUploadReply,
+  FileUploadRequest,
+  MemoryContextReply,
+  MemoryContextRequest,
+} from './tool-runner';
 import * as M from './mcp';
 import { EphemeralEventSchema, SessionApprovalScope, SessionEventSchema, UserEventSchema } from './ws';
 import * as A from './approvals';
@@ -227,6 +234,8 @@ export const SUBJECTS = {
   'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
   'tools.preview': { request: ToolPreviewRequest, reply: replyOf(ToolPreviewReply), queue: 'tool-runner' },
   'tools.memory_context': { request: MemoryContextRequest, reply: replyOf(MemoryContextReply), queue: 'tool-runner' },
+  'files.upload': { request: FileUploadRequest, reply: replyOf(FileUploadReply), queue: 'tool-runner' },
+  'files.read': { request: FileReadRequest, reply: replyOf(FileReadReply), queue: 'tool-runner' },
   'mcp.servers.list': { request: M.McpServersListRequest, reply: replyOf(M.McpServerList), queue: 'tool-runner' },
   'mcp.servers.create': { request: M.McpServersCreateRequest, reply: replyOf(M.McpServerDto), queue: 'tool-runner' },
   'mcp.servers.delete': {

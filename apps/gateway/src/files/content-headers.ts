@@ -21,7 +21,8 @@ const INLINE = new Set([
 
 /** The content type of a workspace file, from its name (`application/octet-stream` when unknown). */
 export function contentTypeOf(name: string): string {
-  return lookup(name) || 'application/octet-stream';
+  // `lookup` reads a bare word as an extension (`run` → makeself): only a name with one is looked up.
+  return (/.\.[^.]+$/.test(name) && lookup(name)) || 'application/octet-stream';
 }
 
 /**

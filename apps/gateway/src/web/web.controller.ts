@@ -13,7 +13,8 @@ export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self' data:",
+  // blob: the file viewer shows a workspace image it fetched with the bearer token
+  "img-src 'self' data: blob:",
   "font-src 'self'",
   "connect-src 'self'",
   "base-uri 'none'",

@@ -273,6 +273,69 @@ describe('files: uploads, GET /files and the viewer', () => {
     expect(history.body.items.find((x) => x.role === 'user')?.attachments).toEqual([up.body]);
   });
 
+  describe('PUT /sessions/{id}/run-context', () => {
+    const activeSession = async (api: ApiClient) =>
+      (await api.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
+
+    it('sets the working directory and pre-authorised paths, normalised; the owner only; hostile paths are 400', async () => {
+      const ivy = await user();
+      const jack = await user();
+      const sid = await activeSession(ivy);
+      const put = (api: ApiClient, body: unknown, id = sid) => api.request('PUT', `/api/sessions/${id}/run-context`, body);
+      const r = await put(ivy, { working_directory: 'proj/../app', allow_fs_writes: ['out/'], allow_fs_reads: ['/workspace/docs'] });
+      expect(r).toMatchObject({
+        status: 200,
+        body: {
+          working_directory: '/workspace/app',
+          allow_fs_writes: ['/workspace/out'],
+          allow_fs_reads: ['/workspace/docs'],
+          security_group: null,
+        },
+      });
+      expect((await ivy.get(`/api/sessions/${sid}/run-context`)).body).toEqual(r.body);
+      // another user's session is not found, and stays as it was
+      expect((await put(jack, { working_directory: '/workspace' })).status).toBe(404);
+      expect((await jack.get(`/api/sessions/${sid}/run-context`)).status).toBe(404);
+      expect((await put(ivy, {}, randomUUID())).status).toBe(404);
+      expect((await put(ivy, {}, 'not-a-uuid')).status).toBe(404);
+      // choosing a security group is an admin's decision
+      expect((await put(ivy, { security_group: 'ops' })).status).toBe(403);
+      const hostile = [
+        { working_directory: '/etc' },
+        { working_directory: `../${jack.user!.id}` },
+        { allow_fs_writes: ['/workspace/../../'] },
+        { allow_fs_reads: ['/'] },
+        { allow_fs_writes: ['a\u0000b'] },
+        { allow_fs_reads: ['user-memory/x'] },
+        { allow_fs_writes: 'out' },
+        { allow_fs_writes: Array.from({ length: 101 }, (_, i) => `d${i}`) },
+        { working_directory: 'x'.repeat(5000) },
+        { surprise: true },
+      ];
+      for (const body of hostile) {
+        const res = await put(ivy, body);
+        expect([body, res.status]).toEqual([body, 400]);
+      }
+      expect((await ivy.get(`/api/sessions/${sid}/run-context`)).body).toEqual(r.body);
+    });
+
+    it('a write inside a pre-authorised path runs without an approval, relative to the working directory', async () => {
+      const kim = await user();
+      const sid = await activeSession(kim);
+      await kim.request('PUT', `/api/sessions/${sid}/run-context`, { working_directory: 'app', allow_fs_writes: ['app/out'] });
+      const m = `rc-${randomUUID()}`;
+      await sim.script({
+        match: m,
+        replies: [{ tool_calls: [{ name: 'write_file', arguments: { path: 'out/r.txt', content: 'pre-authorised' } }] }, { content: `wrote ${m}` }],
+      });
+      await kim.post('/api/web/messages', { client_message_id: randomUUID(), content: `write ${m}` });
+      const file = path.join(home(kim), 'app/out/r.txt');
+      for (let i = 0; i < 150 && !existsSync(file); i++) await new Promise((x) => setTimeout(x, 100));
+      expect(readFileSync(file, 'utf8')).toBe('pre-authorised');
+      expect((await kim.get<{ approvals: unknown[] }>('/api/inbox')).body.approvals).toEqual([]);
+    });
+  });
+
   describe('in the browser', () => {
     for (const [label, viewport] of [
       ['desktop', DESKTOP],
@@ -322,6 +385,34 @@ describe('files: uploads, GET /files and the viewer', () => {
         await ctx.close();
       });
     }
+
+    it('the run context dialog edits the session’s working directory and paths (desktop and phone)', async () => {
+      const api = await user();
+      for (const [suffix, viewport] of [
+        ['', DESKTOP],
+        ['-phone', PHONE],
+      ] as const) {
+        const ctx = await browser.newContext({ viewport });
+        const page = await ctx.newPage();
+        await signIn(page, stack.gatewayUrl, api.user!.email, PASSWORD);
+        await page.getByRole('button', { name: 'run context' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Run context' });
+        await dialog.getByLabel('Working directory').fill('/etc');
+        await dialog.getByRole('button', { name: 'Save run context' }).click();
+        await dialog.getByRole('alert').waitFor();
+        await dialog.getByLabel('Working directory').fill('src/../app');
+        await dialog.getByLabel('Pre-authorised writes (one path a line)').fill('app/out\nbuild');
+        await dialog.getByRole('button', { name: 'Save run context' }).click();
+        await dialog.getByText('Saved.').waitFor();
+        expect(await dialog.getByLabel('Working directory').inputValue()).toBe('/workspace/app');
+        expect(await dialog.getByLabel('Pre-authorised writes (one path a line)').inputValue()).toBe(
+          '/workspace/app/out\n/workspace/build',
+        );
+        await shot(page, `run-context${suffix}`);
+        expect(await seriousViolations(page)).toEqual([]);
+        await ctx.close();
+      }
+    });
 
     it('a file the agent writes shows as a chip that opens the viewer', async () => {
       const api = await user();

@@ -24,6 +24,7 @@ import { CronController } from './cron/cron.controller';
 import { TicController } from './cron/tic.controller';
 import { LlmController } from './llm/llm.controller';
 import { LlmGateway } from './llm/llm.gateway';
+import { RunContextController } from './sessions/run-context.controller';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionsGateway } from './sessions/sessions.gateway';
 import { GATEWAY_LOGGER } from './tokens';
@@ -71,6 +72,7 @@ export class AppModule {
         LlmController,
         AgentsController,
         WorkspaceFilesController,
+        RunContextController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: config },

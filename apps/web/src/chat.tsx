@@ -5,6 +5,7 @@ import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from '.
 import { chatReducer, initialChat } from './chat-state';
 import { ChatSocket, type Frame, type SocketState } from './socket';
 import { TaskStrip, useTasks } from './tasks';
+import { RunContextDialog } from './files/run-context';
 import { AttachButton, AttachmentChips, FileViewer, PendingChips, pastedFiles, useAttachments, useFileDrop } from './files/attachments';
 
 type Delivery = 'steer' | 'queue' | 'interrupt';
@@ -23,6 +24,7 @@ export function Chat({ api, source }: { api: Api; source: string }) {
   const attachments = useAttachments(api, source);
   const drop = useFileDrop(attachments.add);
   const [viewing, setViewing] = useState<string | null>(null);
+  const [editingContext, setEditingContext] = useState(false);
   const live = useRef(false);
 
   useEffect(() => {
@@ -95,12 +97,20 @@ export function Chat({ api, source }: { api: Api; source: string }) {
   return (
     <main className={`chat${drop.dragging ? ' drop-target' : ''}`} aria-busy={state.running} {...drop.props}>
       {drop.dragging ? <p className="drop-hint">Drop files to attach them</p> : null}
+      {editingContext && state.sessionId ? (
+        <RunContextDialog api={api} sessionId={state.sessionId} onClose={() => setEditingContext(false)} />
+      ) : null}
       {viewing ? <FileViewer api={api} path={viewing} onClose={() => setViewing(null)} /> : null}
       <div className="status-bar" role="status">
         <span className={`conn ${conn}`}>
           {conn === 'open' ? 'connected' : conn === 'connecting' ? 'connecting…' : 'offline, reconnecting…'}
         </span>
         {state.sessionId ? <a href={`#session/${state.sessionId}`}>session details</a> : null}
+        {state.sessionId ? (
+          <button type="button" className="link" onClick={() => setEditingContext(true)}>
+            run context
+          </button>
+        ) : null}
         {state.running ? (
           <span className="running">{state.waiting ? `waiting for ${state.waiting}` : 'working…'}</span>
         ) : null}

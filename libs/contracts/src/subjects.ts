@@ -16,6 +16,7 @@ import { EphemeralEventSchema, SessionApprovalScope, SessionEventSchema, UserEve
 import * as A from './approvals';
 import * as L from './llm';
 import * as S from './scheduler';
+import * as RC from './run-context';
 
 export { replyOf } from './reply';
 
@@ -215,6 +216,16 @@ export const SUBJECTS = {
   'session.messages': { request: MessagesRequest, reply: replyOf(ChatMessages), queue: 'session-worker' },
   'session.replay': { request: ReplayRequest, reply: replyOf(ReplayReply), queue: 'session-worker' },
   'session.cancel': { request: CancelRequest, reply: replyOf(CancelReply), queue: 'session-worker' },
+  'session.run_context.get': {
+    request: RC.RunContextGetRequest,
+    reply: replyOf(RC.RunContextDto),
+    queue: 'session-worker',
+  },
+  'session.run_context.set': {
+    request: RC.RunContextSetRequest,
+    reply: replyOf(RC.RunContextDto),
+    queue: 'session-worker',
+  },
   'llm.clients': { request: L.LlmClientsRequest, reply: replyOf(L.LlmClientList), queue: 'session-worker' },
   'llm.pin': { request: L.LlmPinRequest, reply: replyOf(L.LlmPinReply), queue: 'session-worker' },
   'llm.command': { request: L.LlmCommandRequest, reply: replyOf(L.LlmCommandReply), queue: 'session-worker' },

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import {
   Attachment,
+  RunContextDto,
+  RunContextInput,
   ChangePasswordRequest,
   ChatMessages,
   CreateSessionResponse,
@@ -183,6 +185,22 @@ export const ROUTES: Route[] = [
       { name: 'limit', in: 'query' },
     ],
     ok: { status: 200, schema: ChatMessages },
+  },
+  {
+    method: 'get',
+    path: '/api/sessions/{id}/run-context',
+    summary: "The session's RunContext: working directory, pre-authorised read and write paths, system prompt additions, security group",
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 200, schema: RunContextDto },
+  },
+  {
+    method: 'put',
+    path: '/api/sessions/{id}/run-context',
+    summary:
+      "Replace the session's RunContext (a field left out is cleared; every path inside the workspace, else 400; security_group: admins only, else 403)",
+    params: [{ name: 'id', in: 'path', required: true }],
+    body: RunContextInput,
+    ok: { status: 200, schema: RunContextDto },
   },
   {
     method: 'post',

@@ -33,11 +33,13 @@ describe('account screens in a real browser', () => {
   });
 
   const loginStatus = async (email: string, password: string) =>
-    (await fetch(`${stack.gatewayUrl}/api/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password }),
-    })).status;
+    (
+      await fetch(`${stack.gatewayUrl}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password }),
+      })
+    ).status;
 
   for (const [label, viewport] of [
     ['desktop', DESKTOP],
@@ -71,7 +73,13 @@ describe('account screens in a real browser', () => {
       expect((await bot.get('/api/sessions')).status).toBe(200);
       await page.reload();
       await page.getByRole('row', { name: /ci-bot/ }).waitFor();
-      expect(await page.getByRole('row', { name: /ci-bot/ }).getByRole('cell').nth(2).innerText()).not.toBe('never');
+      expect(
+        await page
+          .getByRole('row', { name: /ci-bot/ })
+          .getByRole('cell')
+          .nth(2)
+          .innerText(),
+      ).not.toBe('never');
 
       page.once('dialog', (d) => void d.accept());
       await page.getByRole('button', { name: 'Revoke ci-bot' }).click();

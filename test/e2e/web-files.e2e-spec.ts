@@ -1,4 +1,13 @@
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
@@ -133,7 +142,7 @@ describe('files: uploads, GET /files and the viewer', () => {
         headers: { authorization: `Bearer ${carol.token}`, 'content-type': body.headers.get('content-type')! },
         body: body.body,
         duplex: 'half',
-      } as RequestInit);
+      });
       expect(res.status).toBe(413);
       expect(uploadsOf(carol)).toEqual([]);
     });
@@ -148,13 +157,29 @@ describe('files: uploads, GET /files and the viewer', () => {
         ['JSON', '{"file":"x"}', 'application/json'],
         ['multipart without boundary', part('file', 'a.txt', 'x'), 'multipart/form-data'],
         ['wrong boundary', part('file', 'a.txt', 'x') + `--${b}--\r\n`, 'multipart/form-data; boundary=other'],
-        ['truncated body', `--${b}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nabc`, `multipart/form-data; boundary=${b}`],
+        [
+          'truncated body',
+          `--${b}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nabc`,
+          `multipart/form-data; boundary=${b}`,
+        ],
         ['empty body', '', `multipart/form-data; boundary=${b}`],
         ['only a text field', part('note', null, 'x') + `--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
         ['the wrong file field', part('upload', 'a.txt', 'x') + `--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
-        ['two files', part('file', 'a.txt', 'x') + part('file', 'b.txt', 'y') + `--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
-        ['a field before the file', part('x', null, 'y') + part('file', 'a.txt', 'x') + `--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
-        ['header flood', `--${b}\r\n${'X-A: b\r\n'.repeat(5000)}\r\nx\r\n--${b}--\r\n`, `multipart/form-data; boundary=${b}`],
+        [
+          'two files',
+          part('file', 'a.txt', 'x') + part('file', 'b.txt', 'y') + `--${b}--\r\n`,
+          `multipart/form-data; boundary=${b}`,
+        ],
+        [
+          'a field before the file',
+          part('x', null, 'y') + part('file', 'a.txt', 'x') + `--${b}--\r\n`,
+          `multipart/form-data; boundary=${b}`,
+        ],
+        [
+          'header flood',
+          `--${b}\r\n${'X-A: b\r\n'.repeat(5000)}\r\nx\r\n--${b}--\r\n`,
+          `multipart/form-data; boundary=${b}`,
+        ],
       ];
       for (const [what, body, type] of cases) {
         const r = await raw(dave, body, type);
@@ -163,7 +188,20 @@ describe('files: uploads, GET /files and the viewer', () => {
       // generated bodies under a multipart content type
       await fc.assert(
         fc.asyncProperty(
-          fc.array(fc.oneof(fc.constantFrom(`--${b}`, '\r\n', `--${b}--`, 'Content-Disposition: form-data; name="file"; filename="a"', 'Content-Type: text/plain', 'x'), fc.string({ maxLength: 40 })), { maxLength: 12 }),
+          fc.array(
+            fc.oneof(
+              fc.constantFrom(
+                `--${b}`,
+                '\r\n',
+                `--${b}--`,
+                'Content-Disposition: form-data; name="file"; filename="a"',
+                'Content-Type: text/plain',
+                'x',
+              ),
+              fc.string({ maxLength: 40 }),
+            ),
+            { maxLength: 12 },
+          ),
           async (parts) => {
             const r = await raw(dave, parts.join(''), `multipart/form-data; boundary=${b}`);
             expect(r.status).toBeLessThan(500);
@@ -187,7 +225,10 @@ describe('files: uploads, GET /files and the viewer', () => {
       const erin = await user();
       mkdirSync(path.join(home(erin), 'site'), { recursive: true });
       writeFileSync(path.join(home(erin), 'site/index.html'), '<script>alert(1)</script>');
-      writeFileSync(path.join(home(erin), 'site/logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+      writeFileSync(
+        path.join(home(erin), 'site/logo.svg'),
+        '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+      );
       writeFileSync(path.join(home(erin), 'site/notes.txt'), 'plain');
       writeFileSync(path.join(home(erin), 'site/pic.png'), Buffer.from([0x89, 0x50, 0x4e, 0x47]));
       const expectations: Array<[string, string, 'inline' | 'attachment']> = [
@@ -262,7 +303,8 @@ describe('files: uploads, GET /files and the viewer', () => {
       attachments: [up.body],
     });
     expect(r.status).toBe(202);
-    for (let i = 0; i < 100 && (await sim.requests({ contains: m })).length === 0; i++) await new Promise((x) => setTimeout(x, 100));
+    for (let i = 0; i < 100 && (await sim.requests({ contains: m })).length === 0; i++)
+      await new Promise((x) => setTimeout(x, 100));
     const [req] = await sim.requests({ contains: m });
     const body = req.body as { messages: Array<{ role: string; content: unknown }> };
     const userMsg = body.messages.filter((x) => x.role === 'user').at(-1);
@@ -281,8 +323,13 @@ describe('files: uploads, GET /files and the viewer', () => {
       const ivy = await user();
       const jack = await user();
       const sid = await activeSession(ivy);
-      const put = (api: ApiClient, body: unknown, id = sid) => api.request('PUT', `/api/sessions/${id}/run-context`, body);
-      const r = await put(ivy, { working_directory: 'proj/../app', allow_fs_writes: ['out/'], allow_fs_reads: ['/workspace/docs'] });
+      const put = (api: ApiClient, body: unknown, id = sid) =>
+        api.request('PUT', `/api/sessions/${id}/run-context`, body);
+      const r = await put(ivy, {
+        working_directory: 'proj/../app',
+        allow_fs_writes: ['out/'],
+        allow_fs_reads: ['/workspace/docs'],
+      });
       expect(r).toMatchObject({
         status: 200,
         body: {
@@ -322,11 +369,17 @@ describe('files: uploads, GET /files and the viewer', () => {
     it('a write inside a pre-authorised path runs without an approval, relative to the working directory', async () => {
       const kim = await user();
       const sid = await activeSession(kim);
-      await kim.request('PUT', `/api/sessions/${sid}/run-context`, { working_directory: 'app', allow_fs_writes: ['app/out'] });
+      await kim.request('PUT', `/api/sessions/${sid}/run-context`, {
+        working_directory: 'app',
+        allow_fs_writes: ['app/out'],
+      });
       const m = `rc-${randomUUID()}`;
       await sim.script({
         match: m,
-        replies: [{ tool_calls: [{ name: 'write_file', arguments: { path: 'out/r.txt', content: 'pre-authorised' } }] }, { content: `wrote ${m}` }],
+        replies: [
+          { tool_calls: [{ name: 'write_file', arguments: { path: 'out/r.txt', content: 'pre-authorised' } }] },
+          { content: `wrote ${m}` },
+        ],
       });
       await kim.post('/api/web/messages', { client_message_id: randomUUID(), content: `write ${m}` });
       const file = path.join(home(kim), 'app/out/r.txt');
@@ -423,7 +476,11 @@ describe('files: uploads, GET /files and the viewer', () => {
       await sim.script({
         match: m,
         replies: [
-          { tool_calls: [{ name: 'write_file', arguments: { path: 'hello.py', content: 'def hello():\n    return "hi"\n' } }] },
+          {
+            tool_calls: [
+              { name: 'write_file', arguments: { path: 'hello.py', content: 'def hello():\n    return "hi"\n' } },
+            ],
+          },
           { content: `done ${m}` },
         ],
       });
@@ -444,14 +501,18 @@ describe('files: uploads, GET /files and the viewer', () => {
 async function dropFile(page: Page, name: string, text: string): Promise<void> {
   const dt = await page.evaluateHandle(
     ([n, t]) => {
-      const g = globalThis as unknown as { DataTransfer: new () => DataTransferLike; File: new (b: string[], n: string) => unknown };
+      const g = globalThis as unknown as {
+        DataTransfer: new () => DataTransferLike;
+        File: new (b: string[], n: string) => unknown;
+      };
       const d = new g.DataTransfer();
       d.items.add(new g.File([t], n));
       return d;
     },
     [name, text],
   );
-  for (const type of ['dragenter', 'dragover', 'drop']) await page.dispatchEvent('main.chat', type, { dataTransfer: dt });
+  for (const type of ['dragenter', 'dragover', 'drop'])
+    await page.dispatchEvent('main.chat', type, { dataTransfer: dt });
 }
 
 /** Pastes a file into the composer (a ClipboardEvent carrying it). */

@@ -49,7 +49,9 @@ describe('inbox in a real browser', () => {
       await sim.script({
         match: m,
         replies: [
-          { tool_calls: [{ name: 'ask_user_clarification', arguments: { title: 'Colour', question: 'Which colour?' } }] },
+          {
+            tool_calls: [{ name: 'ask_user_clarification', arguments: { title: 'Colour', question: 'Which colour?' } }],
+          },
           { tool_calls: [{ name: 'write_file', arguments: { path: 'colour.txt', content: 'teal\n' } }] },
           { content: `noted ${m}` },
         ],
@@ -76,9 +78,12 @@ describe('inbox in a real browser', () => {
       // the model read the free-text answer as the tool result
       const reqs = await sim.requests({ contains: m });
       const second = reqs[1]?.body as { messages: Array<{ role: string; content?: unknown }> };
-      expect(second.messages.filter((x) => x.role === 'tool').map((x) => String(x.content)).join('\n')).toContain(
-        'teal, please',
-      );
+      expect(
+        second.messages
+          .filter((x) => x.role === 'tool')
+          .map((x) => String(x.content))
+          .join('\n'),
+      ).toContain('teal, please');
       await ctx.close();
     });
   }

@@ -6,7 +6,15 @@ import { chatReducer, initialChat } from './chat-state';
 import { ChatSocket, type Frame, type SocketState } from './socket';
 import { TaskStrip, useTasks } from './tasks';
 import { RunContextDialog } from './files/run-context';
-import { AttachButton, AttachmentChips, FileViewer, PendingChips, pastedFiles, useAttachments, useFileDrop } from './files/attachments';
+import {
+  AttachButton,
+  AttachmentChips,
+  FileViewer,
+  PendingChips,
+  pastedFiles,
+  useAttachments,
+  useFileDrop,
+} from './files/attachments';
 
 type Delivery = 'steer' | 'queue' | 'interrupt';
 

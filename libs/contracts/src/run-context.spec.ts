@@ -33,7 +33,9 @@ describe('RunContextInput', () => {
 
   it('every generated path it accepts lies inside the workspace', () => {
     const seg = fc.constantFrom('..', '.', '', 'a', 'workspace', '/', '\\', '~', '%2e%2e', 'user-memory', '\0');
-    const path = fc.tuple(fc.boolean(), fc.array(seg, { maxLength: 8 })).map(([abs, s]) => `${abs ? '/' : ''}${s.join('/')}`);
+    const path = fc
+      .tuple(fc.boolean(), fc.array(seg, { maxLength: 8 }))
+      .map(([abs, s]) => `${abs ? '/' : ''}${s.join('/')}`);
     fc.assert(
       fc.property(path, path, (a, b) => {
         const r = RunContextInput.safeParse({ working_directory: a, allow_fs_reads: [b], allow_fs_writes: [a] });

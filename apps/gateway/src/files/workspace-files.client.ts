@@ -61,7 +61,7 @@ export class WorkspaceFilesClient {
       let started = false;
       let settled = false;
       let file: Readable | undefined;
-      const fail = (e: unknown): void => {
+      const fail = (e: Error): void => {
         if (settled) return;
         settled = true;
         file?.destroy();
@@ -72,18 +72,29 @@ export class WorkspaceFilesClient {
       parser.on('file', (field, stream, info) => {
         if (field !== 'file' || started) {
           stream.resume();
-          fail(new ApiError('invalid_input', `the file must be sent in the multipart field "file", not "${field.slice(0, 100)}"`, 'file'));
+          fail(
+            new ApiError(
+              'invalid_input',
+              `the file must be sent in the multipart field "file", not "${field.slice(0, 100)}"`,
+              'file',
+            ),
+          );
           return;
         }
         started = true;
         file = stream;
-        this.pump(actor, info.filename || 'upload', stream).then((a) => {
-          if (settled) return;
-          settled = true;
-          resolve(a);
-        }, fail);
+        this.pump(actor, info.filename || 'upload', stream).then(
+          (a) => {
+            if (settled) return;
+            settled = true;
+            resolve(a);
+          },
+          (e: unknown) => fail(e instanceof Error ? e : new Error(String(e))),
+        );
       });
-      parser.on('field', (name) => fail(new ApiError('invalid_input', `unexpected field "${name.slice(0, 100)}": send only "file"`)));
+      parser.on('field', (name) =>
+        fail(new ApiError('invalid_input', `unexpected field "${name.slice(0, 100)}": send only "file"`)),
+      );
       parser.on('partsLimit', () => fail(new ApiError('invalid_input', 'send one part, the field "file"')));
       parser.on('filesLimit', () => fail(new ApiError('invalid_input', 'send one file per request')));
       parser.on('fieldsLimit', () => fail(new ApiError('invalid_input', 'send only the field "file"')));
@@ -103,22 +114,26 @@ export class WorkspaceFilesClient {
     const first = await this.read(actor, path, 0);
     if (first.size > max)
       throw new ApiError('too_large', `the file is ${first.size} bytes; files up to ${max} bytes are served`);
-    const size = first.size;
     const resolved = first.path;
-    const self = this;
-    async function* chunks(): AsyncGenerator<Buffer> {
-      let buf = Buffer.from(first.data, 'base64');
-      let offset = 0;
-      // Bounded: at most size / FILE_CHUNK_BYTES reads; a file that shrank meanwhile ends early.
-      while (buf.length > 0) {
-        const take = buf.subarray(0, Math.min(buf.length, size - offset));
-        yield take;
-        offset += take.length;
-        if (offset >= size) return;
-        buf = Buffer.from((await self.read(actor, resolved, offset)).data, 'base64');
-      }
+    return {
+      path: resolved,
+      name: resolved.split('/').pop() || 'file',
+      size: first.size,
+      chunks: this.chunks(actor, resolved, first.size, Buffer.from(first.data, 'base64')),
+    };
+  }
+
+  /** The file's bytes from its first chunk on; bounded: at most size / FILE_CHUNK_BYTES reads, and a file that shrank meanwhile ends early. */
+  private async *chunks(actor: Actor, path: string, size: number, first: Buffer): AsyncGenerator<Buffer> {
+    let buf = first;
+    let offset = 0;
+    while (buf.length > 0) {
+      const take = buf.subarray(0, Math.min(buf.length, size - offset));
+      yield take;
+      offset += take.length;
+      if (offset >= size) return;
+      buf = Buffer.from((await this.read(actor, path, offset)).data, 'base64');
     }
-    return { path: resolved, name: resolved.split('/').pop() || 'file', size, chunks: chunks() };
   }
 
   private read(actor: Actor, path: string, offset: number) {

@@ -189,7 +189,8 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/api/sessions/{id}/run-context',
-    summary: "The session's RunContext: working directory, pre-authorised read and write paths, system prompt additions, security group",
+    summary:
+      "The session's RunContext: working directory, pre-authorised read and write paths, system prompt additions, security group",
     params: [{ name: 'id', in: 'path', required: true }],
     ok: { status: 200, schema: RunContextDto },
   },

@@ -14,10 +14,11 @@ export class RunContextRepository {
   constructor(private readonly ds: DataSource) {}
 
   async get(scope: { userId: string; sessionId: string }): Promise<RunContextDto | null> {
-    const rows = (await queryRows(this.ds, `SELECT run_context, security_group FROM sessions WHERE id = $1 AND user_id = $2`, [
-      scope.sessionId,
-      scope.userId,
-    ])) as RunContextRow[];
+    const rows = await queryRows<RunContextRow>(
+      this.ds,
+      `SELECT run_context, security_group FROM sessions WHERE id = $1 AND user_id = $2`,
+      [scope.sessionId, scope.userId],
+    );
     return rows[0] ? toDto(rows[0]) : null;
   }
 
@@ -33,12 +34,12 @@ export class RunContextRepository {
       ...(rc.allow_fs_reads?.length ? { allow_fs_reads: rc.allow_fs_reads } : {}),
       ...(rc.allow_fs_writes?.length ? { allow_fs_writes: rc.allow_fs_writes } : {}),
     };
-    const rows = (await queryRows(
+    const rows = await queryRows<RunContextRow>(
       this.ds,
       `UPDATE sessions SET run_context = $3::jsonb, security_group = COALESCE($4, security_group), updated_at = now()
         WHERE id = $1 AND user_id = $2 RETURNING run_context, security_group`,
       [scope.sessionId, scope.userId, JSON.stringify(stored), securityGroup ?? null],
-    )) as RunContextRow[];
+    );
     return rows[0] ? toDto(rows[0]) : null;
   }
 }

@@ -12,7 +12,26 @@ const hostileName = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 300 }),
   fc
     .array(
-      fc.constantFrom('..', '.', '/', '\\', '\0', '\n', '\u202e', ' ', '-', 'CON', 'nul', 'LPT1', 'a', 'é', 'e\u0301', '😀', '.txt', '%2e'),
+      fc.constantFrom(
+        '..',
+        '.',
+        '/',
+        '\\',
+        '\0',
+        '\n',
+        '\u202e',
+        ' ',
+        '-',
+        'CON',
+        'nul',
+        'LPT1',
+        'a',
+        'é',
+        'e\u0301',
+        '😀',
+        '.txt',
+        '%2e',
+      ),
       { maxLength: 40 },
     )
     .map((parts) => parts.join('')),
@@ -28,7 +47,11 @@ const ok = (name: string, maxBytes = UPLOAD_NAME_MAX_BYTES): void => {
   expect(name).not.toMatch(/[.\s]$/);
   expect(name.split('.')[0]).not.toMatch(/^(con|prn|aux|nul|com\d|lpt\d)$/i);
   // Stored under uploads/ and nowhere else, whatever the name.
-  const r = resolvePathAgainst(`${WORKSPACE_ROOT}/uploads/${name}`, { kind: 'workspace', virtual: WORKSPACE_ROOT, segments: [] }, 'path');
+  const r = resolvePathAgainst(
+    `${WORKSPACE_ROOT}/uploads/${name}`,
+    { kind: 'workspace', virtual: WORKSPACE_ROOT, segments: [] },
+    'path',
+  );
   expect(r.ok && r.value.kind === 'workspace' && r.value.segments).toEqual(['uploads', name]);
 };
 

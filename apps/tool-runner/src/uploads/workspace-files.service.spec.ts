@@ -53,7 +53,12 @@ describe('WorkspaceFilesService', () => {
   it('stores a chunked upload under uploads/ with its sanitised name, and a taken name gets (1)', async () => {
     const bytes = Buffer.alloc(FILE_CHUNK_BYTES + 10, 7);
     const a = await upload('../../etc/report.txt', bytes);
-    expect(a).toEqual({ path: '/workspace/uploads/report.txt', name: 'report.txt', mimetype: 'text/plain', filesize: bytes.length });
+    expect(a).toEqual({
+      path: '/workspace/uploads/report.txt',
+      name: 'report.txt',
+      mimetype: 'text/plain',
+      filesize: bytes.length,
+    });
     expect((await readFile(join(fx.home, 'uploads/report.txt'))).equals(bytes)).toBe(true);
     const b = await upload('report.txt', Buffer.from('second'));
     expect(b.path).toBe('/workspace/uploads/report (1).txt');
@@ -81,7 +86,14 @@ describe('WorkspaceFilesService', () => {
   it('refuses chunks out of order; a repeated chunk is not written twice', async () => {
     const id = randomUUID();
     const chunk = (offset: number, data: string, last = false) =>
-      svc.upload({ actor: actor(), upload_id: id, name: 'o.txt', offset, data: Buffer.from(data).toString('base64'), last });
+      svc.upload({
+        actor: actor(),
+        upload_id: id,
+        name: 'o.txt',
+        offset,
+        data: Buffer.from(data).toString('base64'),
+        last,
+      });
     await chunk(0, 'abc');
     expect((await chunk(0, 'abc')).received).toBe(3);
     expect((await error(chunk(10, 'x'))).code).toBe('invalid_argument');
@@ -96,8 +108,7 @@ describe('WorkspaceFilesService', () => {
       await mkdir(join(fx.home, 'docs'));
       await writeFile(join(fx.home, 'docs/a.md'), '# hello');
     });
-    const read = (path: string, offset = 0) =>
-      svc.read({ actor: actor(), path, offset, length: FILE_CHUNK_BYTES });
+    const read = (path: string, offset = 0) => svc.read({ actor: actor(), path, offset, length: FILE_CHUNK_BYTES });
 
     it('reads a workspace file by its /workspace path or relative to it', async () => {
       for (const p of ['/workspace/docs/a.md', 'docs/a.md', './docs/../docs/a.md']) {
@@ -132,12 +143,28 @@ describe('WorkspaceFilesService', () => {
       ];
       for (const p of hostile) {
         const e = await error(read(p));
-        expect([p, e.code]).toEqual([p, expect.stringMatching(/^(outside_workspace|not_found|invalid_argument|not_a_file)$/)]);
+        expect([p, e.code]).toEqual([
+          p,
+          expect.stringMatching(/^(outside_workspace|not_found|invalid_argument|not_a_file)$/),
+        ]);
       }
     });
 
     it('answers every generated path with a file inside the workspace or a ToolError, never anything else', async () => {
-      const segment = fc.constantFrom('..', '.', '', 'docs', 'a.md', 'link', '%2e%2e', '\0', 'workspace', '/', '~', 'user-memory');
+      const segment = fc.constantFrom(
+        '..',
+        '.',
+        '',
+        'docs',
+        'a.md',
+        'link',
+        '%2e%2e',
+        '\0',
+        'workspace',
+        '/',
+        '~',
+        'user-memory',
+      );
       const outside = join(fx.base, 'outside.txt');
       await writeFile(outside, 'OUTSIDE');
       await symlink(outside, join(fx.home, 'link'));

@@ -182,7 +182,10 @@ function ApiTokens({ api }: { api: Api }) {
           <button
             type="button"
             onClick={() => {
-              void navigator.clipboard?.writeText(created.token).then(() => setCopied(true), () => undefined);
+              void navigator.clipboard?.writeText(created.token).then(
+                () => setCopied(true),
+                () => undefined,
+              );
             }}
           >
             {copied ? 'Copied' : 'Copy'}
@@ -197,7 +200,15 @@ function ApiTokens({ api }: { api: Api }) {
 }
 
 /** An admin sets a new password for a user (every credential of that user ends). */
-export function ResetPassword({ api, user, onDone }: { api: Api; user: { id: string; email: string }; onDone: () => void }) {
+export function ResetPassword({
+  api,
+  user,
+  onDone,
+}: {
+  api: Api;
+  user: { id: string; email: string };
+  onDone: () => void;
+}) {
   const [open, setOpen] = useState(false);
   const [password, setPassword] = useState('');
   const [message, setMessage] = useState('');

@@ -37,8 +37,11 @@ export function useAttachments(api: Api, source: string) {
         setPending((p) => [...p, { id, name: file.name || 'pasted', size: file.size, state: 'uploading' }]);
         uploadFile(api, source, file).then(
           (attachment) =>
-            setPending((p) => p.map((x) => (x.id === id ? { ...x, state: 'done', attachment, name: attachment.name } : x))),
-          (e: unknown) => setPending((p) => p.map((x) => (x.id === id ? { ...x, state: 'failed', error: errorText(e) } : x))),
+            setPending((p) =>
+              p.map((x) => (x.id === id ? { ...x, state: 'done', attachment, name: attachment.name } : x)),
+            ),
+          (e: unknown) =>
+            setPending((p) => p.map((x) => (x.id === id ? { ...x, state: 'failed', error: errorText(e) } : x))),
         );
       }
     },
@@ -68,7 +71,13 @@ export function AttachButton({ onFiles }: { onFiles: (files: FileList) => void }
           e.target.value = '';
         }}
       />
-      <button type="button" className="attach" aria-label="Attach files" title="Attach files" onClick={() => input.current?.click()}>
+      <button
+        type="button"
+        className="attach"
+        aria-label="Attach files"
+        title="Attach files"
+        onClick={() => input.current?.click()}
+      >
         <span aria-hidden="true">📎</span>
       </button>
     </>
@@ -96,7 +105,13 @@ export function PendingChips({ at }: { at: Attachments }) {
 }
 
 /** A message's attachments; each opens in the viewer. */
-export function AttachmentChips({ attachments, onOpen }: { attachments: Attachment[]; onOpen: (path: string) => void }) {
+export function AttachmentChips({
+  attachments,
+  onOpen,
+}: {
+  attachments: Attachment[];
+  onOpen: (path: string) => void;
+}) {
   if (attachments.length === 0) return null;
   return (
     <ul className="chips" aria-label="attached files">
@@ -175,7 +190,10 @@ export function FileViewer({ api, path, onClose }: { api: Api; path: string; onC
       try {
         const blob = await fetchFile(api, path);
         const type = blob.type.split(';')[0] ?? '';
-        if (TEXTUAL.test(type) || (type === 'application/octet-stream' && blob.size < VIEW_TEXT_MAX && (await looksText(blob)))) {
+        if (
+          TEXTUAL.test(type) ||
+          (type === 'application/octet-stream' && blob.size < VIEW_TEXT_MAX && (await looksText(blob)))
+        ) {
           const text = await blob.slice(0, VIEW_TEXT_MAX).text();
           const html = await highlight(text, name);
           if (live) setView({ kind: 'text', html, truncated: blob.size > VIEW_TEXT_MAX });

@@ -21,7 +21,11 @@ export function RunContextDialog({ api, sessionId, onClose }: { api: Api; sessio
   const first = useRef<HTMLInputElement | null>(null);
   const show = (r: RunContextDto) => {
     setRc(r);
-    setForm({ wd: r.working_directory ?? '', reads: r.allow_fs_reads.join('\n'), writes: r.allow_fs_writes.join('\n') });
+    setForm({
+      wd: r.working_directory ?? '',
+      reads: r.allow_fs_reads.join('\n'),
+      writes: r.allow_fs_writes.join('\n'),
+    });
   };
   useEffect(() => {
     api.get<RunContextDto>(`/api/sessions/${sessionId}/run-context`).then(show, (e: unknown) => setError(errorText(e)));
@@ -36,7 +40,13 @@ export function RunContextDialog({ api, sessionId, onClose }: { api: Api; sessio
   }, [onClose]);
   return (
     <div className="viewer-backdrop" onClick={onClose}>
-      <div className="viewer" role="dialog" aria-modal="true" aria-label="Run context" onClick={(e) => e.stopPropagation()}>
+      <div
+        className="viewer"
+        role="dialog"
+        aria-modal="true"
+        aria-label="Run context"
+        onClick={(e) => e.stopPropagation()}
+      >
         <header className="viewer-head">
           <h2>Run context of this conversation</h2>
           <button type="button" onClick={onClose}>
@@ -83,8 +93,8 @@ export function RunContextDialog({ api, sessionId, onClose }: { api: Api; sessio
             <textarea rows={4} value={form.writes} onChange={(e) => setForm({ ...form, writes: e.target.value })} />
           </label>
           <p className="wide muted">
-            Paths lie inside the workspace. Reads and writes inside a pre-authorised path need no approval; a
-            Deny rule still refuses them.
+            Paths lie inside the workspace. Reads and writes inside a pre-authorised path need no approval; a Deny rule
+            still refuses them.
             {rc?.security_group ? ` Security group: ${rc.security_group}.` : ''}
           </p>
           {error ? (

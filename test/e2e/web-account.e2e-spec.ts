@@ -62,7 +62,7 @@ describe('account screens in a real browser', () => {
       expect(token.length).toBeGreaterThan(20);
       const row = page.getByRole('row', { name: /ci-bot/ });
       await row.waitFor();
-      expect(await row.getByRole('cell').nth(2).innerText()).toBe('never');
+      expect(await row.locator('td.last-used').innerText()).toBe('never');
       await shot(page, `account-tokens${suffix}`);
       expect(await seriousViolations(page)).toEqual([]);
       await page.getByRole('button', { name: 'Done' }).click();
@@ -128,5 +128,70 @@ describe('account screens in a real browser', () => {
       await ctx.close();
     }
     expect(await loginStatus(email, PASSWORD)).toBe(401);
+  });
+
+  it('installs on a phone: a manifest with icons, served under the page’s CSP', async () => {
+    const page = await (await fetch(stack.gatewayUrl)).text();
+    expect(page).toContain('<link rel="manifest" href="/assets/manifest.webmanifest"');
+    const res = await fetch(`${stack.gatewayUrl}/assets/manifest.webmanifest`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/manifest+json');
+    const manifest = (await res.json()) as {
+      display: string;
+      start_url: string;
+      icons: Array<{ src: string; sizes: string }>;
+    };
+    expect(manifest).toMatchObject({ display: 'standalone', start_url: '/' });
+    for (const icon of manifest.icons) {
+      const img = await fetch(`${stack.gatewayUrl}${icon.src}`);
+      expect([icon.src, img.status, img.headers.get('content-type')]).toEqual([icon.src, 200, 'image/png']);
+      const bytes = Buffer.from(await img.arrayBuffer());
+      const [w, h] = [bytes.readUInt32BE(16), bytes.readUInt32BE(20)];
+      expect(`${w}x${h}`).toBe(icon.sizes);
+    }
+    expect(manifest.icons.map((i) => i.sizes)).toEqual(expect.arrayContaining(['192x192', '512x512']));
+    // the browser fetches it despite default-src 'none' (manifest-src 'self')
+    const ctx = await browser.newContext({ viewport: PHONE });
+    const tab = await ctx.newPage();
+    const fetched = tab.waitForResponse((r) => r.url().endsWith('/assets/manifest.webmanifest'));
+    await tab.goto(stack.gatewayUrl);
+    expect((await fetched).status()).toBe(200);
+    await ctx.close();
+  });
+
+  it('dark mode follows prefers-color-scheme, the toggle overrides it, and axe finds no serious violation either way', async () => {
+    const email = `d-${randomUUID()}@skald.test`;
+    await admin.createUser(email, PASSWORD);
+    for (const [label, viewport] of [
+      ['', DESKTOP],
+      ['-phone', PHONE],
+    ] as const) {
+      const ctx = await browser.newContext({ viewport, colorScheme: 'dark' });
+      const page = await ctx.newPage();
+      await signIn(page, stack.gatewayUrl, email, PASSWORD);
+      const bg = () =>
+        page.evaluate(() => {
+          const g = globalThis as unknown as {
+            getComputedStyle(e: unknown): { backgroundColor: string };
+            document: { body: unknown };
+          };
+          return g.getComputedStyle(g.document.body).backgroundColor;
+        });
+      expect(await bg()).toBe('rgb(22, 23, 26)');
+      await shot(page, `chat-dark${label}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.goto(`${stack.gatewayUrl}/#account`);
+      await page.getByRole('heading', { name: 'Account' }).waitFor();
+      await shot(page, `account-dark${label}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      // system (dark here) → dark → light: the choice wins over the system's and survives a reload
+      await page.getByRole('button', { name: /Colour theme: system/ }).click();
+      await page.getByRole('button', { name: /Colour theme: dark/ }).click();
+      expect(await bg()).toBe('rgb(247, 247, 245)');
+      await page.reload();
+      await page.getByRole('heading', { name: 'Account' }).waitFor();
+      expect(await bg()).toBe('rgb(247, 247, 245)');
+      await ctx.close();
+    }
   });
 });

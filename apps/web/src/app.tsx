@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { Api, ApiError, forget, login, savedAuth, type Auth } from './api';
 import { Chat } from './chat';
 import { Account } from './account/account';
+import { ThemeToggle } from './polish/theme';
 import { CronJobs, Tic } from './cron';
 import { Admin } from './admin';
 import { Inbox } from './inbox';
@@ -54,6 +55,7 @@ export function App() {
           ) : null}
         </nav>
         <span className="who">{auth.user.email}</span>
+        <ThemeToggle />
         <button
           type="button"
           onClick={() => {

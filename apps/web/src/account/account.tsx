@@ -134,7 +134,7 @@ function ApiTokens({ api }: { api: Api }) {
             <tr key={t.id}>
               <td>{t.name}</td>
               <td>{when(t.created_at)}</td>
-              <td>{when(t.last_used_at)}</td>
+              <td className="last-used">{when(t.last_used_at)}</td>
               <td>
                 <button
                   type="button"
@@ -224,7 +224,7 @@ export function ResetPassword({
   return (
     <form
       className="inline-form"
-      aria-label={`new password for ${user.email}`}
+      aria-label={`reset ${user.email}`}
       onSubmit={(e) => {
         e.preventDefault();
         api.patch(`/api/admin/users/${user.id}`, { password }).then(

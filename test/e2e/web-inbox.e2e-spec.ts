@@ -87,4 +87,35 @@ describe('inbox in a real browser', () => {
       await ctx.close();
     });
   }
+
+  it('code blocks in answers are highlighted and have a Copy button (desktop and phone)', async () => {
+    const email = `c-${randomUUID()}@skald.test`;
+    await admin.createUser(email, PASSWORD);
+    for (const [label, viewport] of [
+      ['', DESKTOP],
+      ['-phone', PHONE],
+    ] as const) {
+      const ctx = await browser.newContext({ viewport, permissions: ['clipboard-read', 'clipboard-write'] });
+      const page = await ctx.newPage();
+      await signIn(page, stack.gatewayUrl, email, PASSWORD);
+      const m = `code-${randomUUID()}`;
+      const code = 'function greet(name) {\n  return `hi ${name}`; // say hi\n}';
+      await sim.script({ match: m, replies: [{ content: `Here ${m}:\n\n\`\`\`js\n${code}\n\`\`\`\n` }] });
+      await page.getByLabel('Message').fill(`show code ${m}`);
+      await page.getByRole('button', { name: 'Send' }).click();
+      const block = page.locator('.assistant-bubble pre.code-block').last();
+      await block.locator('.hljs-keyword').first().waitFor();
+      await block.getByRole('button', { name: 'Copy code' }).click();
+      await block.getByRole('button', { name: 'Copy code' }).filter({ hasText: 'Copied' }).waitFor();
+      const copied = await page.evaluate(() =>
+        (
+          globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }
+        ).navigator.clipboard.readText(),
+      );
+      expect(copied).toBe(code);
+      await shot(page, `code-block${label}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await ctx.close();
+    }
+  });
 });

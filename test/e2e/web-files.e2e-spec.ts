@@ -383,8 +383,9 @@ describe('files: uploads, GET /files and the viewer', () => {
       });
       await kim.post('/api/web/messages', { client_message_id: randomUUID(), content: `write ${m}` });
       const file = path.join(home(kim), 'app/out/r.txt');
-      for (let i = 0; i < 150 && !existsSync(file); i++) await new Promise((x) => setTimeout(x, 100));
-      expect(readFileSync(file, 'utf8')).toBe('pre-authorised');
+      const content = () => (existsSync(file) ? readFileSync(file, 'utf8') : null);
+      for (let i = 0; i < 150 && content() !== 'pre-authorised'; i++) await new Promise((x) => setTimeout(x, 100));
+      expect(content()).toBe('pre-authorised');
       expect((await kim.get<{ approvals: unknown[] }>('/api/inbox')).body.approvals).toEqual([]);
     });
   });

@@ -73,8 +73,9 @@ describe('inbox in a real browser', () => {
       expect(await seriousViolations(page)).toEqual([]);
       await page.getByRole('button', { name: 'Approve', exact: true }).click();
       const file = path.join(stack.env.SKALD_WORKSPACES, api.user!.id, 'colour.txt');
-      for (let i = 0; i < 150 && !existsSync(file); i++) await new Promise((x) => setTimeout(x, 100));
-      expect(readFileSync(file, 'utf8')).toBe('teal\n');
+      const content = () => (existsSync(file) ? readFileSync(file, 'utf8') : null);
+      for (let i = 0; i < 150 && content() !== 'teal\n'; i++) await new Promise((x) => setTimeout(x, 100));
+      expect(content()).toBe('teal\n');
       // the model read the free-text answer as the tool result
       const reqs = await sim.requests({ contains: m });
       const second = reqs[1]?.body as { messages: Array<{ role: string; content?: unknown }> };

@@ -40,7 +40,9 @@ export function shot(page: Page, screen: string): Promise<Buffer> {
 }
 
 interface AxeGlobal {
-  axe: { run(): Promise<{ violations: Array<{ id: string; impact: string }> }> };
+  axe: {
+    run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }>;
+  };
 }
 
 let axeSource: string | null = null;
@@ -55,6 +57,8 @@ export async function seriousViolations(page: Page): Promise<string[]> {
   return page.evaluate(async () => {
     const axe = (globalThis as unknown as AxeGlobal).axe;
     const r = await axe.run();
-    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
   });
 }

@@ -51,7 +51,9 @@ export class WorkspaceFilesClient {
     try {
       parser = busboy({
         headers: req.headers,
-        limits: { fileSize: max, files: 1, fields: 0, parts: 1, headerPairs: 20, fieldNameSize: 100 },
+        // busboy signals a limit once it is reached: `files`/`fields` fire on the first part past them,
+        // `parts` only stops parsing (one file, then whatever follows is refused as a second part).
+        limits: { fileSize: max, files: 1, fields: 0, parts: 2, headerPairs: 20, fieldNameSize: 100 },
         defParamCharset: 'utf8',
       });
     } catch (e) {
@@ -95,7 +97,6 @@ export class WorkspaceFilesClient {
       parser.on('field', (name) =>
         fail(new ApiError('invalid_input', `unexpected field "${name.slice(0, 100)}": send only "file"`)),
       );
-      parser.on('partsLimit', () => fail(new ApiError('invalid_input', 'send one part, the field "file"')));
       parser.on('filesLimit', () => fail(new ApiError('invalid_input', 'send one file per request')));
       parser.on('fieldsLimit', () => fail(new ApiError('invalid_input', 'send only the field "file"')));
       parser.on('error', (e: Error) => fail(new ApiError('invalid_input', `malformed multipart body: ${e.message}`)));

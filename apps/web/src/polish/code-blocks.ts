@@ -23,7 +23,8 @@ export function useCodeBlocks(ref: RefObject<HTMLElement | null>, text: string):
           const pre = code.parentElement!;
           if (pre.dataset.decorated) continue;
           pre.dataset.decorated = '1';
-          const source = code.textContent ?? '';
+          // marked ends a block with a newline the author did not type
+          const source = (code.textContent ?? '').replace(/\n$/, '');
           if (source.length <= HIGHLIGHT_MAX_CHARS) {
             code.innerHTML = hljs.highlightAuto(source).value;
             code.classList.add('hljs');

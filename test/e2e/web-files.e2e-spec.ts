@@ -111,6 +111,7 @@ describe('files: uploads, GET /files and the viewer', () => {
           .map((p) => p.join('')),
         fc.constant('x'.repeat(5000)),
       );
+      expect((await upload(bob, 'first.txt', 'x')).status).toBe(201);
       const uploads = path.join(realpathSync(home(bob)), 'uploads');
       await fc.assert(
         fc.asyncProperty(name, async (n) => {
@@ -256,6 +257,7 @@ describe('files: uploads, GET /files and the viewer', () => {
     it('never serves anything outside the caller’s workspace: traversal, symlinks out, another user’s files', async () => {
       const frank = await user();
       const grace = await user();
+      mkdirSync(home(frank), { recursive: true });
       writeFileSync(path.join(home(frank), 'mine.txt'), 'frank');
       mkdirSync(home(grace), { recursive: true });
       writeFileSync(path.join(home(grace), 'secret.txt'), 'GRACE-SECRET');

@@ -190,14 +190,13 @@ export function FileViewer({ api, path, onClose }: { api: Api; path: string; onC
       try {
         const blob = await fetchFile(api, path);
         const type = blob.type.split(';')[0] ?? '';
-        if (
-          TEXTUAL.test(type) ||
-          (type === 'application/octet-stream' && blob.size < VIEW_TEXT_MAX && (await looksText(blob)))
-        ) {
+        const image = /^image\/(png|jpeg|gif|webp|avif)$/.test(type);
+        // by content, not only by type: `.ts` is video/mp2t to the MIME database, and source code to a user
+        if (TEXTUAL.test(type) || (!image && (await looksText(blob)))) {
           const text = await blob.slice(0, VIEW_TEXT_MAX).text();
           const html = await highlight(text, name);
           if (live) setView({ kind: 'text', html, truncated: blob.size > VIEW_TEXT_MAX });
-        } else if (/^image\/(png|jpeg|gif|webp|avif)$/.test(type)) {
+        } else if (image) {
           url = URL.createObjectURL(blob);
           if (live) setView({ kind: 'image', url });
         } else {

@@ -30,14 +30,20 @@ export function RunContextDialog({ api, sessionId, onClose }: { api: Api; sessio
   useEffect(() => {
     api.get<RunContextDto>(`/api/sessions/${sessionId}/run-context`).then(show, (e: unknown) => setError(errorText(e)));
   }, [api, sessionId]);
+  const close = useRef(onClose);
+  close.current = onClose;
   useEffect(() => {
-    first.current?.focus();
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') onClose();
+      if (e.key === 'Escape') close.current();
     };
     addEventListener('keydown', onKey);
     return () => removeEventListener('keydown', onKey);
-  }, [onClose]);
+  }, []);
+  // the fields are editable once the current RunContext is in (a late answer never overwrites typing)
+  const loaded = rc !== null;
+  useEffect(() => {
+    if (loaded) first.current?.focus();
+  }, [loaded]);
   return (
     <div className="viewer-backdrop" onClick={onClose}>
       <div
@@ -79,6 +85,7 @@ export function RunContextDialog({ api, sessionId, onClose }: { api: Api; sessio
             Working directory
             <input
               ref={first}
+              disabled={rc === null}
               value={form.wd}
               placeholder="/workspace"
               onChange={(e) => setForm({ ...form, wd: e.target.value })}
@@ -86,11 +93,21 @@ export function RunContextDialog({ api, sessionId, onClose }: { api: Api; sessio
           </label>
           <label>
             Pre-authorised reads (one path a line)
-            <textarea rows={4} value={form.reads} onChange={(e) => setForm({ ...form, reads: e.target.value })} />
+            <textarea
+              rows={4}
+              disabled={rc === null}
+              value={form.reads}
+              onChange={(e) => setForm({ ...form, reads: e.target.value })}
+            />
           </label>
           <label>
             Pre-authorised writes (one path a line)
-            <textarea rows={4} value={form.writes} onChange={(e) => setForm({ ...form, writes: e.target.value })} />
+            <textarea
+              rows={4}
+              disabled={rc === null}
+              value={form.writes}
+              onChange={(e) => setForm({ ...form, writes: e.target.value })}
+            />
           </label>
           <p className="wide muted">
             Paths lie inside the workspace. Reads and writes inside a pre-authorised path need no approval; a Deny rule
@@ -107,7 +124,9 @@ export function RunContextDialog({ api, sessionId, onClose }: { api: Api; sessio
               Saved.
             </p>
           ) : null}
-          <button type="submit">Save run context</button>
+          <button type="submit" disabled={rc === null}>
+            Save run context
+          </button>
         </form>
       </div>
     </div>

@@ -85,7 +85,8 @@ export class WorkspaceFilesClient {
         }
         started = true;
         file = stream;
-        this.pump(actor, info.filename || 'upload', stream).then(
+        // The runner keeps the last segment and at most 200 bytes of it: the tail carries all it can use.
+        this.pump(actor, (info.filename || 'upload').slice(-1024), stream).then(
           (a) => {
             if (settled) return;
             settled = true;

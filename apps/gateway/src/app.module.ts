@@ -14,6 +14,8 @@ import { AuthService } from './auth/auth.service';
 import { LoginThrottle } from './auth/login-throttle';
 import { UsersRepository } from './auth/users.repository';
 import { GATEWAY_CONFIG, GatewayConfig } from './config';
+import { WorkspaceFilesClient } from './files/workspace-files.client';
+import { WorkspaceFilesController } from './files/workspace-files.controller';
 import { ErrorFilter } from './http/error.filter';
 import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
@@ -22,6 +24,7 @@ import { CronController } from './cron/cron.controller';
 import { TicController } from './cron/tic.controller';
 import { LlmController } from './llm/llm.controller';
 import { LlmGateway } from './llm/llm.gateway';
+import { RunContextController } from './sessions/run-context.controller';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionsGateway } from './sessions/sessions.gateway';
 import { GATEWAY_LOGGER } from './tokens';
@@ -68,6 +71,8 @@ export class AppModule {
         OpenApiController,
         LlmController,
         AgentsController,
+        WorkspaceFilesController,
+        RunContextController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: config },
@@ -81,6 +86,7 @@ export class AppModule {
         ApprovalsGateway,
         LlmGateway,
         GatewayMetrics,
+        WorkspaceFilesClient,
         WsServer,
         { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
       ],

@@ -40,6 +40,18 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
    * besides loopback and admins' tokens. It opens `/metrics` only.
    */
   SKALD_METRICS_TOKEN: z.string().min(32, 'SKALD_METRICS_TOKEN must be at least 32 characters').optional(),
+  /** Largest file one upload (`POST /{source}/uploads`) may carry; the workspace quota applies besides. */
+  SKALD_UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(25 * 1024 * 1024),
+  /** Largest workspace file `GET /files` serves. */
+  SKALD_FILES_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(100 * 1024 * 1024),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 

@@ -17,6 +17,8 @@ import { LlmService } from './llm/llm.service';
 import { LlmUsageRepository } from './llm/llm-usage.repository';
 import { UserSettingsRepository } from './settings/user-settings.repository';
 import { SessionsHandler } from './sessions/sessions.handler';
+import { RunContextHandler } from './sessions/run-context.handler';
+import { RunContextRepository } from './sessions/run-context.repository';
 import { JobSessionsHandler } from './jobs/job-sessions.handler';
 import { JobSessionsRepository } from './jobs/job-sessions.repository';
 import { JobSessionsService } from './jobs/job-sessions.service';
@@ -107,6 +109,8 @@ export class AppModule {
         ConversationTitlesService,
         RewindService,
         ConversationsHandler,
+        RunContextRepository,
+        RunContextHandler,
         JobSessionsRepository,
         JobSessionsService,
         DeliveryRouting,

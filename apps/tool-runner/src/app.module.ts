@@ -23,6 +23,8 @@ import { ToolRouter } from './exec/tool-router';
 import { ToolsExecHandler } from './exec/tools-exec.handler';
 import { FileToolsService } from './files/file-tools.service';
 import { PATTERN_POOL_OPTIONS, PatternPool } from './patterns/pattern-pool';
+import { WorkspaceFilesHandler } from './uploads/workspace-files.handler';
+import { WorkspaceFilesService } from './uploads/workspace-files.service';
 import { PgWorkspaceLock, WorkspaceLock } from './workspace/workspace-lock';
 import { WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from './workspace/workspaces.service';
 
@@ -95,6 +97,8 @@ export class AppModule {
         ToolsExecHandler,
         PreviewService,
         PreviewHandler,
+        WorkspaceFilesService,
+        WorkspaceFilesHandler,
       ],
     };
   }

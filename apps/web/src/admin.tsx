@@ -1,3 +1,4 @@
+import { ResetPassword } from './account/account';
 import { useCallback, useEffect, useState } from 'react';
 import type { ApprovalRuleDto, AuditItem } from '@skald/contracts';
 
@@ -347,7 +348,8 @@ function Users({ api }: { api: Api }) {
                   }
                 >
                   {u.disabled ? 'Enable' : 'Disable'} <span className="sr-only">{u.email}</span>
-                </button>
+                </button>{' '}
+                <ResetPassword api={api} user={u} onDone={reload} />
               </td>
             </tr>
           ))}

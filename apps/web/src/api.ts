@@ -77,6 +77,9 @@ export class Api {
   post<T>(path: string, body?: unknown): Promise<T> {
     return call<T>('POST', path, this.auth.token, body ?? {});
   }
+  put<T>(path: string, body: unknown): Promise<T> {
+    return call<T>('PUT', path, this.auth.token, body);
+  }
   patch<T>(path: string, body: unknown): Promise<T> {
     return call<T>('PATCH', path, this.auth.token, body);
   }

@@ -1,6 +1,8 @@
 import { useEffect, useMemo, useState } from 'react';
 import { Api, ApiError, forget, login, savedAuth, type Auth } from './api';
 import { ChatScreen } from './conversations/chat-screen';
+import { Account } from './account/account';
+import { ThemeToggle } from './polish/theme';
 import { CronJobs, Tic } from './cron';
 import { Admin } from './admin';
 import { Inbox } from './inbox';
@@ -19,9 +21,10 @@ function useHash(): string {
 
 export function App() {
   const [auth, setAuth] = useState<Auth | null>(savedAuth);
+  const [notice, setNotice] = useState('');
   const api = useMemo(() => (auth ? new Api(auth) : null), [auth]);
   const hash = useHash();
-  if (!api || !auth) return <Login onIn={setAuth} />;
+  if (!api || !auth) return <Login onIn={setAuth} notice={notice} />;
   return (
     <div className="shell">
       <header className="top">
@@ -42,6 +45,9 @@ export function App() {
           <a href="#tic" aria-current={hash === '#tic' ? 'page' : undefined}>
             TIC
           </a>
+          <a href="#account" aria-current={hash === '#account' ? 'page' : undefined}>
+            Account
+          </a>
           {auth.user.role === 'admin' ? (
             <a href="#admin" aria-current={hash === '#admin' ? 'page' : undefined}>
               Admin
@@ -49,6 +55,7 @@ export function App() {
           ) : null}
         </nav>
         <span className="who">{auth.user.email}</span>
+        <ThemeToggle />
         <button
           type="button"
           onClick={() => {
@@ -59,7 +66,17 @@ export function App() {
           Sign out
         </button>
       </header>
-      {hash === '#inbox' ? (
+      {hash === '#account' ? (
+        <Account
+          api={api}
+          onSignedOut={(text) => {
+            forget();
+            setNotice(text);
+            setAuth(null);
+            location.hash = '#chat';
+          }}
+        />
+      ) : hash === '#inbox' ? (
         <Inbox api={api} />
       ) : hash === '#cron' ? (
         <CronJobs api={api} />
@@ -78,7 +95,7 @@ export function App() {
   );
 }
 
-function Login({ onIn }: { onIn: (a: Auth) => void }) {
+function Login({ onIn, notice }: { onIn: (a: Auth) => void; notice?: string }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState('');
@@ -118,6 +135,7 @@ function Login({ onIn }: { onIn: (a: Auth) => void }) {
             required
           />
         </label>
+        {notice ? <p role="status">{notice}</p> : null}
         {error ? <p role="alert">{error}</p> : null}
         <button type="submit">Sign in</button>
       </form>

@@ -1,4 +1,5 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
+import { useCodeBlocks } from './polish/code-blocks';
 import type { Item } from './chat-state';
 import { describeScope, describeSecs, expiryFromNow, type SessionApproval } from './scopes';
 import { lineDiff } from './diff';
@@ -17,7 +18,9 @@ export interface Answerer {
 }
 
 export function Markdown({ text }: { text: string }) {
-  return <div className="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+  const ref = useRef<HTMLDivElement | null>(null);
+  useCodeBlocks(ref, text);
+  return <div ref={ref} className="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
 }
 
 export function Diff({ oldText, newText }: { oldText: string; newText: string }) {

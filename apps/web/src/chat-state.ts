@@ -1,9 +1,12 @@
 import type { Frame } from './socket';
+import { attachmentsOf, type Attachment } from './files/attachment-frames';
 
 export type ToolStatus = 'running' | 'awaiting' | 'done' | 'error' | 'cancelled' | 'rejected';
 
 export type Item =
-  | { kind: 'user'; key: string; content: string }
+  | { kind: 'user'; key: string; content: string; attachments?: Attachment[] }
+  /** A workspace file the agent changed or opened: a chip that opens the viewer. */
+  | { kind: 'file'; key: string; path: string; how: 'changed' | 'opened' }
   | { kind: 'assistant'; key: string; content: string; reasoning: string; streaming: boolean; depth: number }
   | {
       kind: 'tool';
@@ -99,7 +102,25 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
       return {
         ...st,
         running: true,
-        items: [...st.items, { kind: 'user', key: `user:${s(f.message_id)}`, content: s(f.content) }],
+        items: [
+          ...st.items,
+          { kind: 'user', key: `user:${s(f.message_id)}`, content: s(f.content), attachments: attachmentsOf(f) },
+        ],
+      };
+    case 'file_changed':
+    case 'open_file':
+      if (typeof f.path !== 'string') return st;
+      return {
+        ...st,
+        items: [
+          ...st.items,
+          {
+            kind: 'file',
+            key: `file:${f.seq ?? st.items.length}:${f.path}`,
+            path: f.path,
+            how: f.type === 'open_file' ? 'opened' : 'changed',
+          },
+        ],
       };
     case 'token_delta': {
       const key = `msg:${s(f.message_id)}`;

@@ -8,6 +8,16 @@ import { TaskStrip, useTasks } from './tasks';
 import type { FrameHub } from './conversations/frame-hub';
 import { RegenerateButton, UserMessage } from './conversations/message-actions';
 import { ModelPicker } from './conversations/model-picker';
+import { RunContextDialog } from './files/run-context';
+import {
+  AttachButton,
+  AttachmentChips,
+  FileViewer,
+  PendingChips,
+  pastedFiles,
+  useAttachments,
+  useFileDrop,
+} from './files/attachments';
 
 type Delivery = 'steer' | 'queue' | 'interrupt';
 
@@ -21,14 +31,26 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   const end = useRef<HTMLDivElement | null>(null);
 
   const [tasks, onTaskFrame] = useTasks(api, source);
+  // files: attachments of the draft, drop and paste, the viewer (an `open_file` after the replay opens it)
+  const attachments = useAttachments(api, source);
+  const drop = useFileDrop(attachments.add);
+  const [viewing, setViewing] = useState<string | null>(null);
+  const [editingContext, setEditingContext] = useState(false);
+  const live = useRef(false);
 
   useEffect(() => {
     const onFrame = (f: Frame) => {
       dispatch(f);
       onTaskFrame(f);
       hub?.emit(f);
+      if (f.type === 'turn_running') live.current = true;
+      if (f.type === 'open_file' && live.current && typeof f.path === 'string') setViewing(f.path);
     };
-    const s = new ChatSocket(api, source, onFrame, setConn);
+    const onConn = (c: SocketState) => {
+      if (c !== 'open') live.current = false;
+      setConn(c);
+    };
+    const s = new ChatSocket(api, source, onFrame, onConn);
     socket.current = s;
     s.start();
     return () => s.stop();
@@ -72,23 +94,39 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
 
   const send = () => {
     const content = draft.trim();
-    if (!content) return;
+    const files = attachments.ready;
+    if (!content && files.length === 0) return;
+    if (attachments.uploading) return;
     const frame = {
       type: 'message' as const,
       client_message_id: crypto.randomUUID(),
       content,
+      ...(files.length > 0 && !content.startsWith('/') ? { attachments: files } : {}),
       ...(state.running && !content.startsWith('/') ? { delivery } : {}),
     };
-    if (socket.current?.send(frame)) setDraft('');
+    if (socket.current?.send(frame)) {
+      setDraft('');
+      if (!content.startsWith('/')) attachments.clear();
+    }
   };
 
   return (
-    <main className="chat" aria-busy={state.running}>
+    <main className={`chat${drop.dragging ? ' drop-target' : ''}`} aria-busy={state.running} {...drop.props}>
+      {drop.dragging ? <p className="drop-hint">Drop files to attach them</p> : null}
+      {editingContext && state.sessionId ? (
+        <RunContextDialog api={api} sessionId={state.sessionId} onClose={() => setEditingContext(false)} />
+      ) : null}
+      {viewing ? <FileViewer api={api} path={viewing} onClose={() => setViewing(null)} /> : null}
       <div className="status-bar" role="status">
         <span className={`conn ${conn}`}>
           {conn === 'open' ? 'connected' : conn === 'connecting' ? 'connecting…' : 'offline, reconnecting…'}
         </span>
         {state.sessionId ? <a href={`#session/${state.sessionId}`}>session details</a> : null}
+        {state.sessionId ? (
+          <button type="button" className="link" onClick={() => setEditingContext(true)}>
+            run context
+          </button>
+        ) : null}
         {state.running ? (
           <span className="running">{state.waiting ? `waiting for ${state.waiting}` : 'working…'}</span>
         ) : null}
@@ -103,7 +141,16 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
                 content={i.content}
                 send={sendFrame}
                 busy={state.running}
-              />
+              >
+                {i.attachments ? <AttachmentChips attachments={i.attachments} onOpen={setViewing} /> : null}
+              </UserMessage>
+            ) : i.kind === 'file' ? (
+              <p className="file-event">
+                {i.how === 'opened' ? 'Opened' : 'Changed'}{' '}
+                <button type="button" className="link" onClick={() => setViewing(i.path)}>
+                  {i.path}
+                </button>
+              </p>
             ) : i.kind === 'assistant' ? (
               <div className="bubble assistant-bubble" style={{ marginLeft: `${i.depth * 1.25}rem` }}>
                 {i.reasoning ? (
@@ -155,6 +202,12 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
           rows={2}
           placeholder="Message Skald — / for commands"
           onChange={(e) => setDraft(e.target.value)}
+          onPaste={(e) => {
+            const files = pastedFiles(e);
+            if (files.length === 0) return;
+            e.preventDefault();
+            attachments.add(files);
+          }}
           onKeyDown={(e) => {
             if (e.key === 'Enter' && !e.shiftKey) {
               e.preventDefault();
@@ -180,7 +233,11 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
           </fieldset>
         ) : null}
         {hub ? <ModelPicker api={api} source={source} send={sendFrame} subscribe={hub.subscribe} /> : null}
-        <button type="submit">Send</button>
+        <AttachButton onFiles={attachments.add} />
+        <PendingChips at={attachments} />
+        <button type="submit" disabled={attachments.uploading}>
+          Send
+        </button>
         {state.running ? (
           <button type="button" className="danger stop" onClick={() => socket.current?.send({ type: 'cancel' })}>
             Stop

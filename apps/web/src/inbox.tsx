@@ -1,6 +1,8 @@
 import { useCallback, useState } from 'react';
 import type { BypassDto, BypassScope, InboxDto } from '@skald/contracts';
-import { describeScope, describeSecs } from './scopes';
+import { describeScope, describeSecs, expiryFromNow } from './scopes';
+import { Diff } from './cards';
+import './inbox.css';
 import { usePolling } from './poll';
 import type { Api } from './api';
 
@@ -36,7 +38,21 @@ export function Inbox({ api }: { api: Api }) {
             <h3>
               {a.tool_name} <small>({a.source})</small>
             </h3>
-            <pre className="args">{JSON.stringify(a.arguments, null, 2)}</pre>
+            {a.preview ? (
+              <>
+                <p>
+                  Write <code>{a.preview.path}</code>
+                  {a.preview.old_content === undefined ? ' (a new file)' : ''}
+                </p>
+                <Diff oldText={a.preview.old_content ?? ''} newText={a.preview.new_content} />
+              </>
+            ) : a.tool_name === 'execute_cmd' && typeof commandOf(a.arguments) === 'string' ? (
+              <pre className="args" aria-label="command">
+                $ {commandOf(a.arguments)}
+              </pre>
+            ) : (
+              <pre className="args">{JSON.stringify(a.arguments, null, 2)}</pre>
+            )}
             <div className="actions">
               <button
                 type="button"
@@ -58,7 +74,8 @@ export function Inbox({ api }: { api: Api }) {
                     )
                   }
                 >
-                  Approve for this session ({describeSecs(a.session_approval.secs)}):{' '}
+                  Approve for this session ({describeSecs(a.session_approval.secs)}
+                  {a.session_approval.secs > 0 ? `, until ${expiryFromNow(a.session_approval.secs)}` : ''}):{' '}
                   {a.session_approval.scopes.map(describeScope).join('; ')}
                 </button>
               ) : null}
@@ -113,6 +130,10 @@ export function Inbox({ api }: { api: Api }) {
                 </button>
               ))}
             </div>
+            <FreeAnswer
+              label={`Your answer to ${c.title}`}
+              onAnswer={(answer) => act(api.post(`/api/inbox/clarifications/${c.request_id}/resolve`, { answer }))}
+            />
           </li>
         ))}
       </ul>
@@ -157,4 +178,31 @@ function WiderApproval({ category, onApprove }: { category?: string; onApprove: 
       </button>
     </details>
   );
+}
+
+/** Any question can be answered in words, with or without suggested answers. */
+function FreeAnswer({ label, onAnswer }: { label: string; onAnswer: (answer: string) => void }) {
+  const [text, setText] = useState('');
+  return (
+    <form
+      className="free-answer"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (!text.trim()) return;
+        onAnswer(text.trim());
+        setText('');
+      }}
+    >
+      <label>
+        <span className="sr-only">{label}</span>
+        <input value={text} onChange={(e) => setText(e.target.value)} placeholder="Your answer" required />
+      </label>
+      <button type="submit">Answer</button>
+    </form>
+  );
+}
+
+function commandOf(args: unknown): string | undefined {
+  const c = args && typeof args === 'object' ? (args as { command?: unknown }).command : undefined;
+  return typeof c === 'string' ? c : undefined;
 }

@@ -45,6 +45,8 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'mcp.servers.list',
       'mcp.servers.create',
       'mcp.servers.delete',
+      'files.upload',
+      'files.read',
     ],
     publishes: [TOPICS.userRevoked.pattern],
     subscribes: [

@@ -11,3 +11,4 @@ export * from './agents';
 export * from './scheduler';
 export * from './access';
 export * from './tool-paths';
+export * from './run-context';

@@ -236,3 +236,6 @@ export type SessionExport = z.infer<typeof SessionExport>;
 export const ErrorResponse = z.object({
   error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }),
 });
+
+/** `GET /files?path=`: a workspace file of the caller, as the model names it (`/workspace/…` or relative). */
+export const FilePathQuery = z.object({ path: z.string().min(1).max(4096) });

@@ -11,12 +11,20 @@ import {
   SessionSearchList,
   SessionSearchText,
 } from './rest';
-import { MemoryContextReply, MemoryContextRequest } from './tool-runner';
+import {
+  FileReadReply,
+  FileReadRequest,
+  FileUploadReply,
+  FileUploadRequest,
+  MemoryContextReply,
+  MemoryContextRequest,
+} from './tool-runner';
 import * as M from './mcp';
 import { EphemeralEventSchema, SessionApprovalScope, SessionEventSchema, UserEventSchema } from './ws';
 import * as A from './approvals';
 import * as L from './llm';
 import * as S from './scheduler';
+import * as RC from './run-context';
 
 export { replyOf } from './reply';
 
@@ -280,6 +288,16 @@ export const SUBJECTS = {
     queue: 'session-worker',
   },
   'session.rewind': { request: RewindRequest, reply: replyOf(SubmitMessageReply), queue: 'session-worker' },
+  'session.run_context.get': {
+    request: RC.RunContextGetRequest,
+    reply: replyOf(RC.RunContextDto),
+    queue: 'session-worker',
+  },
+  'session.run_context.set': {
+    request: RC.RunContextSetRequest,
+    reply: replyOf(RC.RunContextDto),
+    queue: 'session-worker',
+  },
   'llm.clients': { request: L.LlmClientsRequest, reply: replyOf(L.LlmClientList), queue: 'session-worker' },
   'llm.pin': { request: L.LlmPinRequest, reply: replyOf(L.LlmPinReply), queue: 'session-worker' },
   'llm.command': { request: L.LlmCommandRequest, reply: replyOf(L.LlmCommandReply), queue: 'session-worker' },
@@ -299,6 +317,8 @@ export const SUBJECTS = {
   'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
   'tools.preview': { request: ToolPreviewRequest, reply: replyOf(ToolPreviewReply), queue: 'tool-runner' },
   'tools.memory_context': { request: MemoryContextRequest, reply: replyOf(MemoryContextReply), queue: 'tool-runner' },
+  'files.upload': { request: FileUploadRequest, reply: replyOf(FileUploadReply), queue: 'tool-runner' },
+  'files.read': { request: FileReadRequest, reply: replyOf(FileReadReply), queue: 'tool-runner' },
   'mcp.servers.list': { request: M.McpServersListRequest, reply: replyOf(M.McpServerList), queue: 'tool-runner' },
   'mcp.servers.create': { request: M.McpServersCreateRequest, reply: replyOf(M.McpServerDto), queue: 'tool-runner' },
   'mcp.servers.delete': {

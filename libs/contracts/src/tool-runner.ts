@@ -28,3 +28,56 @@ export const MemoryReadRequest = z.object({
 export const MemoryReadReply = z.object({
   documents: z.array(z.object({ path: z.string(), content: z.string().nullable() })),
 });
+
+/**
+ * Workspace files over NATS. A NATS message is bounded (1 MiB by default), so bytes travel in
+ * chunks of at most `FILE_CHUNK_BYTES`, base64 in JSON (4/3 of that, well under the bound).
+ */
+export const FILE_CHUNK_BYTES = 512 * 1024;
+const Base64Chunk = z
+  .string()
+  .max(Math.ceil(FILE_CHUNK_BYTES / 3) * 4)
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64');
+
+/**
+ * `files.upload` (queue `tool-runner`): one chunk of an attachment the user uploads. Chunks of an
+ * upload come in order (`offset` is the bytes already sent); the runner stages them outside the
+ * workspace and, on the `last` chunk, stores the file as `/workspace/uploads/<sanitised name>`
+ * (a new name when taken) within the workspace quota. A chunk repeated at an offset already
+ * received is answered again without being written twice.
+ */
+export const FileUploadRequest = z.object({
+  actor: Actor,
+  upload_id: Id,
+  /** The name the client gave; the runner sanitises it. */
+  name: z.string().max(4096),
+  mimetype: z.string().max(255).optional(),
+  offset: z.number().int().nonnegative(),
+  data: Base64Chunk,
+  last: z.boolean(),
+});
+export const FileUploadReply = z.object({
+  received: z.number().int().nonnegative(),
+  /** On the last chunk: the stored file, as the message's attachment. */
+  attachment: z
+    .object({ path: z.string(), name: z.string(), mimetype: z.string().optional(), filesize: z.number().int() })
+    .optional(),
+});
+
+/**
+ * `files.read` (queue `tool-runner`): up to `length` bytes of a workspace file of the actor from
+ * `offset` (paths as the model names them: `/workspace/…` or relative to it; never a memory
+ * document, never through a symlink that leaves the workspace).
+ */
+export const FileReadRequest = z.object({
+  actor: Actor,
+  path: z.string().max(4096),
+  offset: z.number().int().nonnegative(),
+  length: z.number().int().min(1).max(FILE_CHUNK_BYTES),
+});
+export const FileReadReply = z.object({
+  /** The resolved `/workspace/…` path. */
+  path: z.string(),
+  size: z.number().int().nonnegative(),
+  data: z.string(),
+});

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import {
+  Attachment,
+  RunContextDto,
+  RunContextInput,
   ChangePasswordRequest,
   ChatMessages,
   CreateSessionResponse,
@@ -64,9 +67,14 @@ interface Route {
   auth?: 'public' | 'user' | 'admin';
   params?: Array<{ name: string; in: 'path' | 'query'; required?: boolean; description?: string }>;
   body?: z.ZodType;
+  /** The body is `multipart/form-data` with one binary field `file` (not JSON). */
+  multipart?: boolean;
+  /** Answers 413 `too_large` past a configured size. */
+  sized?: boolean;
   /** Answers 429 with Retry-After after too many failed password checks for the account or the address. */
   throttled?: boolean;
-  ok: { status: number; schema?: z.ZodType };
+  /** `binary`: the body is a file of its own content type, not JSON. */
+  ok: { status: number; schema?: z.ZodType; binary?: boolean };
 }
 
 /** Every REST route the gateway serves. A route added to a controller is added here. */
@@ -241,6 +249,42 @@ export const ROUTES: Route[] = [
       { name: 'limit', in: 'query' },
     ],
     ok: { status: 200, schema: ChatMessages },
+  },
+  {
+    method: 'get',
+    path: '/api/sessions/{id}/run-context',
+    summary:
+      "The session's RunContext: working directory, pre-authorised read and write paths, system prompt additions, security group",
+    params: [{ name: 'id', in: 'path', required: true }],
+    ok: { status: 200, schema: RunContextDto },
+  },
+  {
+    method: 'put',
+    path: '/api/sessions/{id}/run-context',
+    summary:
+      "Replace the session's RunContext (a field left out is cleared; every path inside the workspace, else 400; security_group: admins only, else 403)",
+    params: [{ name: 'id', in: 'path', required: true }],
+    body: RunContextInput,
+    ok: { status: 200, schema: RunContextDto },
+  },
+  {
+    method: 'post',
+    path: '/api/{source}/uploads',
+    summary:
+      "Upload an attachment into the caller's workspace (`uploads/<sanitised name>`; a taken name gets ` (n)`), within the upload limit (SKALD_UPLOAD_MAX_BYTES) and the workspace quota (413 past either)",
+    params: [{ name: 'source', in: 'path', required: true }],
+    multipart: true,
+    sized: true,
+    ok: { status: 201, schema: Attachment },
+  },
+  {
+    method: 'get',
+    path: '/api/files',
+    summary:
+      "A file of the caller's workspace, with its content type and Content-Disposition; never executable in the page (nosniff, sandboxing CSP, HTML/SVG as attachment). 404 outside the workspace",
+    params: [{ name: 'path', in: 'query', required: true, description: '`/workspace/…` or relative to it' }],
+    sized: true,
+    ok: { status: 200, binary: true },
   },
   {
     method: 'post',
@@ -516,11 +560,13 @@ export function buildOpenApiDocument(): unknown {
       [String(r.ok.status)]: {
         description: 'OK',
         ...(r.ok.schema ? { content: { 'application/json': { schema: schema(r.ok.schema) } } } : {}),
+        ...(r.ok.binary ? { content: { '*/*': { schema: { type: 'string', format: 'binary' } } } } : {}),
       },
       '400': { description: 'invalid_input', content: errorContent },
     };
     if (r.auth !== 'public') responses['401'] = { description: 'unauthorized', content: errorContent };
     if (r.auth === 'admin') responses['403'] = { description: 'admin only', content: errorContent };
+    if (r.sized) responses['413'] = { description: 'too_large', content: errorContent };
     if (r.throttled)
       responses['429'] = {
         description: 'too many failed password checks for this account or address; retry after Retry-After seconds',
@@ -541,6 +587,22 @@ export function buildOpenApiDocument(): unknown {
         required: p.required ?? false,
         schema: { type: 'string' },
       })),
+      ...(r.multipart
+        ? {
+            requestBody: {
+              required: true,
+              content: {
+                'multipart/form-data': {
+                  schema: {
+                    type: 'object',
+                    properties: { file: { type: 'string', format: 'binary' } },
+                    required: ['file'],
+                  },
+                },
+              },
+            },
+          }
+        : {}),
       ...(r.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: schema(r.body) } } } }
         : {}),

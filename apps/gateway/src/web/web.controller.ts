@@ -13,9 +13,11 @@ export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self' data:",
+  // blob: the file viewer shows a workspace image it fetched with the bearer token
+  "img-src 'self' data: blob:",
   "font-src 'self'",
   "connect-src 'self'",
+  "manifest-src 'self'",
   "base-uri 'none'",
   "form-action 'self'",
   "frame-ancestors 'none'",
@@ -37,6 +39,7 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
   '.png': 'image/png',
   '.woff2': 'font/woff2',
+  '.webmanifest': 'application/manifest+json',
 };
 
 /** Where the built web client is: `SKALD_WEB_DIST`, or the `@skald/web` workspace's `dist`. */
@@ -76,8 +79,9 @@ export class WebController {
       res.status(404).type('text/plain').send('not found');
       return;
     }
-    // Names carry a content hash: a new build is a new name.
-    res.setHeader('cache-control', 'public, max-age=31536000, immutable');
+    // Vite's names carry a content hash (a new build is a new name); the manifest and its icons keep theirs.
+    const hashed = /-[\w-]{8}\.\w+$/.test(name);
+    res.setHeader('cache-control', hashed ? 'public, max-age=31536000, immutable' : 'no-cache');
     res.type(type).send(readFileSync(file));
   }
 

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import type { Outgoing } from '../api';
 
 /** Regenerate: the last answer is replaced by a new one to the same message. */
@@ -24,11 +24,14 @@ export function UserMessage({
   content,
   send,
   busy,
+  children,
 }: {
   messageId: string | null;
   content: string;
   send: (f: Outgoing) => boolean;
   busy: boolean;
+  /** Shown in the bubble under the text (the message's attachments). */
+  children?: ReactNode;
 }) {
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState(content);
@@ -69,7 +72,10 @@ export function UserMessage({
     );
   return (
     <div className="user-line">
-      <div className="bubble user-bubble">{content}</div>
+      <div className="bubble user-bubble">
+        {content}
+        {children}
+      </div>
       {messageId ? (
         <button
           type="button"

@@ -1,0 +1,37 @@
+import { Body, Controller, Get, Param, Put } from '@nestjs/common';
+import { Actor, Id, RunContextInput } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
+import { CurrentActor } from '../auth/actor.decorator';
+import { ApiError, callService } from '../http/api-error';
+import { validate } from '../http/validate';
+
+const UNAVAILABLE = 'no session worker is available; retry shortly';
+
+/** A session's RunContext (working directory, pre-authorised paths), for the session's own user. */
+@Controller('api/sessions')
+export class RunContextController {
+  constructor(private readonly bus: Bus) {}
+
+  @Get(':id/run-context')
+  get(@CurrentActor() actor: Actor, @Param('id') id: string) {
+    const sessionId = sessionIdOf(id);
+    return callService(UNAVAILABLE, () => this.bus.call('session.run_context.get', { actor, session_id: sessionId }));
+  }
+
+  @Put(':id/run-context')
+  put(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
+    const sessionId = sessionIdOf(id);
+    const rc = validate(RunContextInput, body);
+    // The security group picks which rules apply: choosing one is an admin's decision.
+    if (rc.security_group !== undefined && actor.role !== 'admin')
+      throw new ApiError('forbidden', 'only an admin sets a security group', 'security_group');
+    return callService(UNAVAILABLE, () =>
+      this.bus.call('session.run_context.set', { actor, session_id: sessionId, run_context: rc }),
+    );
+  }
+}
+
+function sessionIdOf(id: string): string {
+  if (!Id.safeParse(id).success) throw new ApiError('not_found', 'session not found');
+  return id;
+}

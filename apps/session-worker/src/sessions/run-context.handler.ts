@@ -1,0 +1,32 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Bus } from '@skald/messaging';
+import { RunContextRepository } from './run-context.repository';
+
+const notFound = () => Object.assign(new Error('session not found'), { code: 'not_found' });
+
+/**
+ * NATS edge of a session's RunContext: read and replace it, for the session's own user only (a
+ * foreign id is not found, like an unknown one). The gateway validated and normalised the paths;
+ * the security group reaches here only from an admin.
+ */
+@Injectable()
+export class RunContextHandler implements OnModuleInit {
+  constructor(
+    private readonly bus: Bus,
+    private readonly repo: RunContextRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.bus.handle('session.run_context.get', async (r) => {
+      const rc = await this.repo.get({ userId: r.actor.userId, sessionId: r.session_id });
+      if (!rc) throw notFound();
+      return rc;
+    });
+    this.bus.handle('session.run_context.set', async (r) => {
+      const { security_group, ...rest } = r.run_context;
+      const rc = await this.repo.set({ userId: r.actor.userId, sessionId: r.session_id }, rest, security_group);
+      if (!rc) throw notFound();
+      return rc;
+    });
+  }
+}

@@ -1,0 +1,49 @@
+import fc from 'fast-check';
+import { RunContextInput } from './run-context';
+
+const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
+
+const inside = (p: string) => p === '/workspace' || (p.startsWith('/workspace/') && !p.split('/').includes('..'));
+
+describe('RunContextInput', () => {
+  it('normalises paths into /workspace/… and refuses the rest', () => {
+    expect(
+      RunContextInput.parse({
+        working_directory: 'src/../app',
+        allow_fs_reads: ['docs', '/workspace/./data/'],
+        allow_fs_writes: ['out'],
+      }),
+    ).toEqual({
+      working_directory: '/workspace/app',
+      allow_fs_reads: ['/workspace/docs', '/workspace/data'],
+      allow_fs_writes: ['/workspace/out'],
+    });
+    for (const bad of [
+      { working_directory: '/etc' },
+      { working_directory: '../other-user' },
+      { allow_fs_writes: ['/workspace/../x'] },
+      { allow_fs_reads: ['a\0b'] },
+      { allow_fs_reads: ['user-memory/notes'] },
+      { allow_fs_writes: ['/'] },
+      { unknown: 1 },
+    ]) {
+      expect([bad, RunContextInput.safeParse(bad).success]).toEqual([bad, false]);
+    }
+  });
+
+  it('every generated path it accepts lies inside the workspace', () => {
+    const seg = fc.constantFrom('..', '.', '', 'a', 'workspace', '/', '\\', '~', '%2e%2e', 'user-memory', '\0');
+    const path = fc
+      .tuple(fc.boolean(), fc.array(seg, { maxLength: 8 }))
+      .map(([abs, s]) => `${abs ? '/' : ''}${s.join('/')}`);
+    fc.assert(
+      fc.property(path, path, (a, b) => {
+        const r = RunContextInput.safeParse({ working_directory: a, allow_fs_reads: [b], allow_fs_writes: [a] });
+        if (!r.success) return;
+        for (const p of [r.data.working_directory, ...(r.data.allow_fs_reads ?? []), ...(r.data.allow_fs_writes ?? [])])
+          if (p !== undefined) expect([p, inside(p)]).toEqual([p, true]);
+      }),
+      { seed, numRuns: 5000 },
+    );
+  });
+});

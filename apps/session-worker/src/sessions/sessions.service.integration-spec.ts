@@ -6,6 +6,7 @@ import { PgSessionStore } from '../store/pg-session-store';
 import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 import { TurnStateRepository } from './turn-state.repository';
+import { openRootFrame } from '../testing-fixtures/root-frame';
 
 jest.setTimeout(60_000);
 
@@ -37,25 +38,7 @@ describe('SessionsService', () => {
     );
     const store = new PgSessionStore(ds, { owner, epoch: 1 }, () => undefined);
     const frameId = randomUUID();
-    await store.commit(
-      sessionId,
-      [
-        {
-          kind: 'openFrame',
-          frame: {
-            id: frameId,
-            sessionId,
-            parentFrameId: null,
-            parentToolCallId: null,
-            agentId: 'main',
-            depth: 0,
-            status: 'active',
-            clientPin: null,
-          },
-        },
-      ],
-      [],
-    );
+    await store.commit(sessionId, [openRootFrame(sessionId, frameId)], []);
     return { sessionId, store, frameId };
   }
 

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import type { Mutation, ToolCallPatch, ToolCallStatus } from '@skald/agent-loop';
 import { PgSessionStore } from './pg-session-store';
+import { openRootFrame } from '../testing-fixtures/root-frame';
 
 jest.setTimeout(120_000);
 
@@ -73,25 +74,7 @@ describe('PgSessionStore: cached reads equal the tables', () => {
         const fence = { owner, epoch: 1 };
         const store = new PgSessionStore(ds, fence, () => undefined);
         const frameId = randomUUID();
-        await store.commit(
-          sessionId,
-          [
-            {
-              kind: 'openFrame',
-              frame: {
-                id: frameId,
-                sessionId,
-                parentFrameId: null,
-                parentToolCallId: null,
-                agentId: 'main',
-                depth: 0,
-                status: 'active',
-                clientPin: null,
-              },
-            },
-          ],
-          [],
-        );
+        await store.commit(sessionId, [openRootFrame(sessionId, frameId)], []);
         const scope = { kind: 'session' as const, sessionId };
         const reads = async (s: PgSessionStore, after: string | null) => ({
           messages: await s.listMessages(frameId),

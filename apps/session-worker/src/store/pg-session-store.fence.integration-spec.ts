@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { LeaseLostError, type Mutation } from '@skald/agent-loop';
 import { PgSessionStore } from './pg-session-store';
+import { openRootFrame } from '../testing-fixtures/root-frame';
 
 /**
  * The fence of every commit: a writer whose lease was taken over, or has expired, writes nothing —
@@ -29,25 +30,7 @@ describe('PgSessionStore: the lease fence', () => {
     const seqs: number[] = [];
     const store = new PgSessionStore(ds, { owner, epoch: 1 }, (ev) => seqs.push(...ev.map((e) => e.seq)));
     const frameId = randomUUID();
-    await store.commit(
-      sessionId,
-      [
-        {
-          kind: 'openFrame',
-          frame: {
-            id: frameId,
-            sessionId,
-            parentFrameId: null,
-            parentToolCallId: null,
-            agentId: 'main',
-            depth: 0,
-            status: 'active',
-            clientPin: null,
-          },
-        },
-      ],
-      [],
-    );
+    await store.commit(sessionId, [openRootFrame(sessionId, frameId)], []);
     return { sessionId, frameId, store, seqs };
   }
 

@@ -4,6 +4,7 @@ import { queryRows } from '@skald/persistence';
 import { LeaseLostError, type NewMessage, type SessionEventDraft } from '@skald/agent-loop';
 import { LeaseRepository } from '../lease/lease.repository';
 import { CommittedEvent, PgSessionStore } from './pg-session-store';
+import { openRootFrame } from '../testing-fixtures/root-frame';
 
 jest.setTimeout(30_000);
 
@@ -33,25 +34,7 @@ describe('PgSessionStore', () => {
     const announced: CommittedEvent[] = [];
     const store = new PgSessionStore(ds, { owner: lease.owner, epoch: lease.epoch }, (e) => announced.push(...e));
     const frameId = randomUUID();
-    await store.commit(
-      sessionId,
-      [
-        {
-          kind: 'openFrame',
-          frame: {
-            id: frameId,
-            sessionId,
-            parentFrameId: null,
-            parentToolCallId: null,
-            agentId: 'main',
-            depth: 0,
-            status: 'active',
-            clientPin: null,
-          },
-        },
-      ],
-      [],
-    );
+    await store.commit(sessionId, [openRootFrame(sessionId, frameId)], []);
     return { sessionId, lease, store, announced, frameId };
   }
 

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import type { Mutation, NewMessage, SessionEventDraft, ToolCallRow } from '@skald/agent-loop';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { CommitRejectedError, CommittedEvent, PgSessionStore } from './pg-session-store';
+import { openRootFrame } from '../testing-fixtures/root-frame';
 
 jest.setTimeout(60_000);
 
@@ -48,25 +49,7 @@ describe('PgSessionStore: poison strings', () => {
   it('commits and reads back any string in every field the loop writes', async () => {
     const { store, sessionId } = await session();
     const frameId = randomUUID();
-    await store.commit(
-      sessionId,
-      [
-        {
-          kind: 'openFrame',
-          frame: {
-            id: frameId,
-            sessionId,
-            parentFrameId: null,
-            parentToolCallId: null,
-            agentId: 'main',
-            depth: 0,
-            status: 'active',
-            clientPin: null,
-          },
-        },
-      ],
-      [],
-    );
+    await store.commit(sessionId, [openRootFrame(sessionId, frameId)], []);
     const repo = new SessionsRepository(ds);
     let cases = 0;
     await fc.assert(

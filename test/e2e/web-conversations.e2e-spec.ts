@@ -1,30 +1,17 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
+import { CHROMIUM, DESKTOP, launchChromium, PHONE, SHOTS } from '../support/browser';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
 import { until } from '../support/until';
 
 jest.setTimeout(240_000);
 
-const CHROMIUM = process.env.SKALD_CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = path.join(ROOT, 'test-results/screenshots');
-const FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-dev-shm-usage',
-];
 const PASSWORD = 'correct horse battery';
-const DESKTOP = { width: 1280, height: 900 };
-const PHONE = { width: 375, height: 740 };
 
 /** The conversations sidebar, regenerate / edit and the model picker in headless Chromium. */
 describe('web client: conversations, regenerate and edit, model choice', () => {
@@ -64,7 +51,7 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
     await sim.script({ match: 'Write a short title', repeatLast: true, replies: [{ content: 'Launch plan review' }] });
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     db = await testDb();
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -19,7 +19,11 @@ export default defineConfig({
     // The HMR socket connects straight to this port (the gateway's dev CSP allows exactly it).
     hmr: { host: '127.0.0.1', port: devPort, clientPort: devPort },
     // Only the client's own files and the packages; never the rest of the repository (`.skald/` holds secrets).
-    fs: { strict: true, allow: [__dirname, resolve(__dirname, '../../node_modules')], deny: ['.env', '.env.*', '*.{crt,pem,key}', '**/.skald/**'] },
+    fs: {
+      strict: true,
+      allow: [__dirname, resolve(__dirname, '../../node_modules')],
+      deny: ['.env', '.env.*', '*.{crt,pem,key}', '**/.skald/**'],
+    },
   },
   build: {
     outDir: 'dist',

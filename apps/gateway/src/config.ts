@@ -54,13 +54,15 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
     .min(1)
     .default(100 * 1024 * 1024),
   /**
-   * Development only (`npm run dev` sets it): the web client's requests are forwarded to Vite's dev server at this
-   * loopback http origin (e.g. `http://127.0.0.1:5173`), under a CSP that also allows its inline styles and HMR socket.
-   * Refused for any other URL and with `NODE_ENV=production`.
+   * Dev only (`npm run dev` sets it): the web client is forwarded to Vite's dev server at this loopback http origin,
+   * e.g. `http://127.0.0.1:5173`. Refused for other URLs and with `NODE_ENV=production`.
    */
   SKALD_WEB_DEV_URL: z
     .string()
-    .refine(isLoopbackDevUrl, 'SKALD_WEB_DEV_URL must be a loopback http origin with a port, e.g. http://127.0.0.1:5173')
+    .refine(
+      isLoopbackDevUrl,
+      'SKALD_WEB_DEV_URL must be a loopback http origin with a port, e.g. http://127.0.0.1:5173',
+    )
     .optional(),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;

@@ -16,7 +16,8 @@ export async function wireGateway(app: INestApplication, log: Logger): Promise<v
   const trust = config.SKALD_TRUST_PROXY;
   if (trust) (app as NestExpressApplication).set('trust proxy', /^\d+$/.test(trust) ? Number(trust) : trust);
   if (config.SKALD_WEB_DEV_URL) {
-    if (config.NODE_ENV === 'production') throw new Error('SKALD_WEB_DEV_URL is for development only; unset it with NODE_ENV=production');
+    if (config.NODE_ENV === 'production')
+      throw new Error('SKALD_WEB_DEV_URL is for development only; unset it with NODE_ENV=production');
     app.use(devProxy(new URL(config.SKALD_WEB_DEV_URL)));
     log.warn({ url: config.SKALD_WEB_DEV_URL }, 'dev mode: the web client is served by the Vite dev server');
   }

@@ -16,7 +16,20 @@ const hostilePath = fc.oneof(
   fc.webUrl({ withQueryParameters: true }),
   fc
     .tuple(
-      fc.constantFrom('//', '/\\', '\\\\', '/%2F%2F', '/..//', '/@fs/', '/api/', '/healthz', '/metrics?', '/./api/', '/%61pi/', ''),
+      fc.constantFrom(
+        '//',
+        '/\\',
+        '\\\\',
+        '/%2F%2F',
+        '/..//',
+        '/@fs/',
+        '/api/',
+        '/healthz',
+        '/metrics?',
+        '/./api/',
+        '/%61pi/',
+        '',
+      ),
       fc.domain(),
       fc.webPath(),
     )
@@ -47,17 +60,28 @@ describe('SKALD_WEB_DEV_URL', () => {
   });
 
   it('refuses every other URL (generated)', () => {
-    for (const bad of ['https://127.0.0.1:5173', 'http://127.0.0.1', 'http://10.0.0.1:5173', 'http://127.0.0.1.evil.com:80', 'http://u:p@127.0.0.1:1', 'http://127.0.0.1:5173/x', 'file:///etc/passwd'])
+    for (const bad of [
+      'https://127.0.0.1:5173',
+      'http://127.0.0.1',
+      'http://10.0.0.1:5173',
+      'http://127.0.0.1.evil.com:80',
+      'http://u:p@127.0.0.1:1',
+      'http://127.0.0.1:5173/x',
+      'file:///etc/passwd',
+    ])
       expect(devUrl.safeParse(bad).success).toBe(false);
     fc.assert(
-      fc.property(fc.oneof(fc.webUrl({ withFragments: true, withQueryParameters: true }), fc.string({ maxLength: 100 })), (u) => {
-        const ok = devUrl.safeParse(u).success;
-        if (ok) {
-          const parsed = new URL(u);
-          expect(['127.0.0.1', 'localhost', '[::1]']).toContain(parsed.hostname);
-          expect(parsed.protocol).toBe('http:');
-        }
-      }),
+      fc.property(
+        fc.oneof(fc.webUrl({ withFragments: true, withQueryParameters: true }), fc.string({ maxLength: 100 })),
+        (u) => {
+          const ok = devUrl.safeParse(u).success;
+          if (ok) {
+            const parsed = new URL(u);
+            expect(['127.0.0.1', 'localhost', '[::1]']).toContain(parsed.hostname);
+            expect(parsed.protocol).toBe('http:');
+          }
+        },
+      ),
       { seed: SEED, numRuns: 5000 },
     );
   });
@@ -86,7 +110,15 @@ describe('where a request goes in dev mode', () => {
     expect(devTarget(base, '/')).toBe('/');
     expect(devTarget(base, '/@vite/client')).toBe('/@vite/client');
     expect(devTarget(base, '/src/main.tsx?t=1')).toBe('/src/main.tsx?t=1');
-    for (const p of ['/api/auth/login', '/healthz', '/readyz', '/metrics', '//evil.example/x', 'http://evil.example/', '/\\evil.example'])
+    for (const p of [
+      '/api/auth/login',
+      '/healthz',
+      '/readyz',
+      '/metrics',
+      '//evil.example/x',
+      'http://evil.example/',
+      '/\\evil.example',
+    ])
       expect(devTarget(base, p)).toBeNull();
   });
 
@@ -101,7 +133,7 @@ describe('where a request goes in dev mode', () => {
     beforeAll(async () => {
       upstream = createServer((req, res) => {
         seen.push({ host: req.headers.host, url: req.url, cookie: req.headers.cookie });
-        res.setHeader('content-security-policy', "default-src *");
+        res.setHeader('content-security-policy', 'default-src *');
         res.end('vite');
       });
       await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
@@ -124,11 +156,18 @@ describe('where a request goes in dev mode', () => {
     const send = (path: string) =>
       new Promise<{ status: number; body: string; csp?: string }>((resolve) => {
         const req = request(
-          { host: '127.0.0.1', port: (front.address() as AddressInfo).port, path, headers: { host: 'evil.example', cookie: 'sid=1' } },
+          {
+            host: '127.0.0.1',
+            port: (front.address() as AddressInfo).port,
+            path,
+            headers: { host: 'evil.example', cookie: 'sid=1' },
+          },
           (res) => {
             let body = '';
             res.on('data', (c) => (body += c));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body, csp: res.headers['content-security-policy'] as string }));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, body, csp: res.headers['content-security-policy'] as string }),
+            );
           },
         );
         req.on('error', () => resolve({ status: 0, body: '' }));
@@ -136,7 +175,10 @@ describe('where a request goes in dev mode', () => {
       });
 
     it('the forwarded request always goes to the configured host, with the dev CSP and without credentials (generated)', async () => {
-      const paths = fc.sample(hostilePath.filter((p) => /^[\x21-\x7e]*$/.test(p)), { seed: SEED, numRuns: 150 });
+      const paths = fc.sample(
+        hostilePath.filter((p) => /^[\x21-\x7e]*$/.test(p)),
+        { seed: SEED, numRuns: 150 },
+      );
       let forwarded = 0;
       for (const p of [...paths, '/', '/api/x', '//evil.example/']) {
         seen.length = 0;

@@ -70,11 +70,22 @@ export function devProxy(base: URL) {
     delete headers.cookie;
     delete headers.authorization;
     const upstream = request(
-      { protocol: 'http:', hostname: base.hostname.replace(/^\[|\]$/g, ''), port: Number(base.port), method: req.method, path, headers },
+      {
+        protocol: 'http:',
+        hostname: base.hostname.replace(/^\[|\]$/g, ''),
+        port: Number(base.port),
+        method: req.method,
+        path,
+        headers,
+      },
       (answer) => {
         const out = { ...answer.headers };
         delete out['content-security-policy'];
-        res.writeHead(answer.statusCode ?? 502, { ...out, 'content-security-policy': csp, 'x-content-type-options': 'nosniff' });
+        res.writeHead(answer.statusCode ?? 502, {
+          ...out,
+          'content-security-policy': csp,
+          'x-content-type-options': 'nosniff',
+        });
         answer.pipe(res);
       },
     );

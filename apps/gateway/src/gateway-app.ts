@@ -4,7 +4,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from '@skald/service-kit';
 import { AuthService } from './auth/auth.service';
 import { GATEWAY_CONFIG, GatewayConfig } from './config';
-import { devProxy } from './web/dev-proxy';
+import { devProxy, devServerUrl } from './web/dev-proxy';
 import { WsServer } from './ws/ws.server';
 
 /**
@@ -15,11 +15,10 @@ export async function wireGateway(app: INestApplication, log: Logger): Promise<v
   const config = app.get<GatewayConfig>(GATEWAY_CONFIG);
   const trust = config.SKALD_TRUST_PROXY;
   if (trust) (app as NestExpressApplication).set('trust proxy', /^\d+$/.test(trust) ? Number(trust) : trust);
-  if (config.SKALD_WEB_DEV_URL) {
-    if (config.NODE_ENV === 'production')
-      throw new Error('SKALD_WEB_DEV_URL is for development only; unset it with NODE_ENV=production');
-    app.use(devProxy(new URL(config.SKALD_WEB_DEV_URL)));
-    log.warn({ url: config.SKALD_WEB_DEV_URL }, 'dev mode: the web client is served by the Vite dev server');
+  const dev = devServerUrl(config);
+  if (dev) {
+    app.use(devProxy(dev));
+    log.warn({ url: dev.origin }, 'dev mode: the web client is served by the Vite dev server');
   }
   app.get(WsServer).attach(app.getHttpServer() as Server);
   const admin = await app.get(AuthService).bootstrapAdmin();

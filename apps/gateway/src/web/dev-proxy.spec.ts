@@ -3,7 +3,7 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { GatewayConfigSchema } from '../config';
-import { devContentSecurityPolicy, devProxy, devTarget } from './dev-proxy';
+import { devContentSecurityPolicy, devProxy, devServerUrl, devTarget } from './dev-proxy';
 import { CONTENT_SECURITY_POLICY } from './web.controller';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
@@ -57,6 +57,16 @@ describe('SKALD_WEB_DEV_URL', () => {
   it('accepts a loopback http origin with a port', () => {
     for (const ok of ['http://127.0.0.1:5173', 'http://localhost:5173/', 'http://[::1]:4000'])
       expect(devUrl.safeParse(ok).success).toBe(true);
+  });
+
+  it('is off unless set, and refused with NODE_ENV=production', () => {
+    expect(devServerUrl({ NODE_ENV: 'production' })).toBeNull();
+    expect(devServerUrl({ NODE_ENV: 'development', SKALD_WEB_DEV_URL: 'http://127.0.0.1:5173' })?.origin).toBe(
+      'http://127.0.0.1:5173',
+    );
+    expect(() => devServerUrl({ NODE_ENV: 'production', SKALD_WEB_DEV_URL: 'http://127.0.0.1:5173' })).toThrow(
+      /development only/,
+    );
   });
 
   it('refuses every other URL (generated)', () => {

@@ -25,6 +25,14 @@ export function isLoopbackDevUrl(value: string): boolean {
   );
 }
 
+/** The dev server's origin when dev mode is on; throws when it is asked for with `NODE_ENV=production`. */
+export function devServerUrl(config: { SKALD_WEB_DEV_URL?: string; NODE_ENV: string }): URL | null {
+  if (!config.SKALD_WEB_DEV_URL) return null;
+  if (config.NODE_ENV === 'production')
+    throw new Error('SKALD_WEB_DEV_URL is for development only; unset it with NODE_ENV=production');
+  return new URL(config.SKALD_WEB_DEV_URL);
+}
+
 /**
  * Where a request goes on the dev server, or null when it is not the web client's: a path of the gateway,
  * or a request target that is not a plain absolute path (`//host/…`, `http://…`, backslashes). The result's

@@ -7,7 +7,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { forEachLine, tcpReachable } = require('./lib-services');
-const { startWatch } = require('./lib-watch');
+const { startViteDev, startWatch } = require('./lib-watch');
 const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
 const { APP_PORTS, appPort, urlProblems, ensureBinaries, ensurePostgres, ensureRedis, natsPlan, passwordHint, shown, sparePort, stopOwn } = require('./lib-stack');
 
@@ -236,7 +236,23 @@ async function main() {
   start('tool-runner', 'apps/tool-runner/dist/main.js', { ...appEnv['tool-runner'], PORT: String(appPort(env, 'tool-runner')) });
   start('session-worker', 'apps/session-worker/dist/main.js', { ...appEnv['session-worker'], PORT: String(appPort(env, 'session-worker')) });
   start('scheduler', 'apps/scheduler/dist/main.js', { ...appEnv.scheduler, PORT: String(appPort(env, 'scheduler')) });
-  start('gateway', 'apps/gateway/dist/main.js', { ...appEnv.gateway, PORT: String(port) });
+  // `npm run dev`: the gateway forwards the web client's requests to Vite's dev server (loopback only); `npm start`
+  // never turns this on, whatever the environment says.
+  delete env.SKALD_WEB_DEV_URL;
+  const gatewayEnv = { ...appEnv.gateway, PORT: String(port) };
+  if (WATCH) {
+    const webDevPort = await sparePort(path.join(STATE, 'web-dev-port'));
+    const vite = startViteDev(webDevPort, (src, l) => console.log(paint('llm-sim', `[${src}]`.padEnd(19)), l));
+    children.push(vite);
+    vite.on('exit', (code, signal) => {
+      const i = children.indexOf(vite);
+      if (i >= 0) children.splice(i, 1);
+      console.log(paint('llm-sim', '[vite]'.padEnd(19)), `exited (${signal || code})`);
+      if (!stopping) shutdown(1);
+    });
+    gatewayEnv.SKALD_WEB_DEV_URL = `http://127.0.0.1:${webDevPort}`;
+  }
+  start('gateway', 'apps/gateway/dist/main.js', gatewayEnv);
 
   // Banner once the gateway answers.
   for (let i = 0; i < 120 && !stopping; i++) {
@@ -270,7 +286,7 @@ async function main() {
       `  ${redisBanner}`,
       `  ${llmBanner}`,
       WATCH
-        ? '  Watching: tsc -b --watch restarts the apps whose code changed; Vite rebuilds the web client (reload the page).\n  Ctrl-C stops everything.'
+        ? "  Watching: tsc -b --watch restarts the apps whose code changed; Vite's dev server serves the web client behind\n  the gateway (edits reach the page by HMR). Ctrl-C stops everything."
         : '  Ctrl-C stops everything.',
       '────────────────────────────────────────────────────────────────────────',
       '',

@@ -1,7 +1,8 @@
 'use strict';
 // `npm run dev`: TypeScript's incremental watch (`tsc -b --watch`) rebuilds what changed; after each of its
 // compilations the apps whose code changed — their own dist or that of a workspace package they depend on — are
-// restarted, and only those. Vite rebuilds the web client in watch mode into the directory the gateway serves.
+// restarted, and only those. The web client is served by Vite's dev server (startViteDev; the gateway forwards the
+// page's requests to it, edits reach the browser by HMR).
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -96,13 +97,19 @@ function startWatch({ apps, restart, onLine }) {
       if (hit.length > 0) onLine('watch', `changed: ${changed.join(', ')}; restarting ${hit.join(', ')}`);
       for (const name of hit) restart(name);
     });
-  const vite = spawn(process.execPath, [path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--watch'], {
+  return [tsc];
+}
+
+/** Vite's dev server for the web client on a loopback port (apps/web/vite.config.ts reads SKALD_WEB_DEV_PORT). */
+function startViteDev(port, onLine) {
+  const vite = spawn(process.execPath, [path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), '--clearScreen', 'false'], {
     cwd: path.join(ROOT, 'apps', 'web'),
+    env: { ...process.env, SKALD_WEB_DEV_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [vite.stdout, vite.stderr])
-    forEachLine(stream, (line) => /built in|error|Error/.test(line) && onLine('vite', line));
-  return [tsc, vite];
+    forEachLine(stream, (line) => line.trim() && onLine('vite', line.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')));
+  return vite;
 }
 
-module.exports = { CYCLE_END, changedPackages, distSnapshot, runtimeClosure, startWatch, workspacePackages };
+module.exports = { CYCLE_END, startViteDev, changedPackages, distSnapshot, runtimeClosure, startWatch, workspacePackages };

@@ -1,4 +1,8 @@
 import { defineConfig } from 'vite';
+import { resolve } from 'node:path';
+
+/** `npm run dev` runs the dev server on this loopback port; the gateway forwards the page's requests to it. */
+const devPort = Number(process.env.SKALD_WEB_DEV_PORT) || 5173;
 
 /**
  * The web client is a static bundle the gateway serves at `/` under a strict Content-Security-Policy:
@@ -8,6 +12,19 @@ export default defineConfig({
   root: __dirname,
   base: '/',
   esbuild: { jsx: 'automatic' },
+  server: {
+    host: '127.0.0.1',
+    port: devPort,
+    strictPort: true,
+    // The HMR socket connects straight to this port (the gateway's dev CSP allows exactly it).
+    hmr: { host: '127.0.0.1', port: devPort, clientPort: devPort },
+    // Only the client's own files and the packages; never the rest of the repository (`.skald/` holds secrets).
+    fs: {
+      strict: true,
+      allow: [__dirname, resolve(__dirname, '../../node_modules')],
+      deny: ['.env', '.env.*', '*.{crt,pem,key}', '**/.skald/**'],
+    },
+  },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

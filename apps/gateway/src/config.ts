@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
+import { isLoopbackDevUrl } from './web/dev-proxy';
 
 export const GatewayConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -52,6 +53,17 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
     .int()
     .min(1)
     .default(100 * 1024 * 1024),
+  /**
+   * Dev only (`npm run dev` sets it): the web client is forwarded to Vite's dev server at this loopback http origin,
+   * e.g. `http://127.0.0.1:5173`. Refused for other URLs and with `NODE_ENV=production`.
+   */
+  SKALD_WEB_DEV_URL: z
+    .string()
+    .refine(
+      isLoopbackDevUrl,
+      'SKALD_WEB_DEV_URL must be a loopback http origin with a port, e.g. http://127.0.0.1:5173',
+    )
+    .optional(),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
 

@@ -137,7 +137,7 @@ export class SessionsRepository {
     const rows = await queryRows<Row>(
       this.ds,
       `SELECT h.* FROM chat_history h JOIN stack_frames f ON f.id = h.frame_id
-        WHERE h.session_id = $1 AND f.depth = 0 AND f.status = 'active' AND NOT h.is_synthetic ${before}
+        WHERE h.session_id = $1 AND f.depth = 0 AND f.status = 'active' AND NOT h.is_synthetic AND h.status <> 'superseded' ${before}
         ORDER BY h.ord DESC LIMIT $2`,
       params,
     );

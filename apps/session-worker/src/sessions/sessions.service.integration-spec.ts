@@ -106,6 +106,21 @@ describe('SessionsService', () => {
       expect(page.items.flatMap((i) => i.tool_calls ?? []).map((c) => c.name)).not.toContain('task_completed');
       expect(page.has_more).toBe(false);
     });
+    it('leaves out rows a regenerate or an edit superseded, and keeps the stopped ones', async () => {
+      const userId = randomUUID();
+      const { sessionId, store, frameId } = await activeSession(userId);
+      const stopped = message(sessionId, frameId, { content: 'stopped' });
+      const replaced = message(sessionId, frameId, { content: 'first wording' });
+      const replacedAnswer = message(sessionId, frameId, { role: 'assistant', content: 'first answer' });
+      const edited = message(sessionId, frameId, { content: 'second wording' });
+      for (const m of [stopped, replaced, replacedAnswer, edited])
+        await store.commit(sessionId, [{ kind: 'appendMessage', message: m }], []);
+      await store.commit(sessionId, [{ kind: 'markMessageFailed', messageId: stopped.id }], []);
+      await store.commit(sessionId, [{ kind: 'supersedeMessages', messageIds: [replaced.id, replacedAnswer.id] }], []);
+
+      const page = await service.messages({ userId, role: 'user' }, 'web', undefined, 50);
+      expect(page.items.map((i) => i.content)).toEqual(['stopped', 'second wording']);
+    });
   });
 
   describe('session.replay', () => {

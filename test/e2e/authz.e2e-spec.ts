@@ -6,6 +6,7 @@ import { Bus } from '@skald/messaging';
 import { ApiClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { until } from '../support/until';
 
 jest.setTimeout(180_000);
 
@@ -38,6 +39,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     question: '',
     agent: '',
     cronJob: '',
+    message: '',
   };
 
   const register = async (actor: Actor, sessionId: string, kind: 'approval' | 'clarification') => {
@@ -100,6 +102,16 @@ describe('authorization matrix and approvals through the gateway', () => {
     });
     expect(cron.status).toBe(201);
     ids.cronJob = cron.body.id;
+    // a message of alice's (the edit route names one)
+    const sent = await alice.post('/api/web/messages', {
+      client_message_id: `alice-${randomUUID()}`,
+      content: 'alice asks',
+    });
+    expect(sent.status).toBeLessThan(300);
+    ids.message = await until('alice’s message in her chat', async () => {
+      const page = await alice.get<{ items: Array<{ id: string; role: string }> }>('/api/web/messages');
+      return page.body.items.find((i) => i.role === 'user')?.id;
+    });
   });
   afterAll(async () => {
     aliceWs?.close();
@@ -110,7 +122,7 @@ describe('authorization matrix and approvals through the gateway', () => {
   });
 
   /** Per route template that takes an id: the id of alice's that it names, and a valid body. */
-  const FIXTURES: Record<string, { id: () => string; body?: unknown }> = {
+  const FIXTURES: Record<string, { id: () => string; body?: unknown; query?: string }> = {
     'delete /api/auth/tokens/{id}': { id: () => ids.token },
     'get /api/sessions/{id}': { id: () => ids.session },
     'post /api/tools/{id}/resolve': { id: () => ids.toolCall, body: { action: 'reject', note: 'bob says no' } },
@@ -127,6 +139,17 @@ describe('authorization matrix and approvals through the gateway', () => {
     'post /api/cron/jobs/{id}/toggle': { id: () => ids.cronJob },
     'post /api/cron/jobs/{id}/run': { id: () => ids.cronJob },
     'post /api/cron/jobs/{id}/kill': { id: () => ids.cronJob },
+    'patch /api/sessions/{id}': { id: () => ids.session, body: { title: 'bob was here' } },
+    'delete /api/sessions/{id}': { id: () => ids.session },
+    'get /api/sessions/{id}/export': { id: () => ids.session, query: '?format=json' },
+    'post /api/sessions/{id}/activate': { id: () => ids.session },
+    'get /api/sessions/{id}/run-context': { id: () => ids.session },
+    'put /api/sessions/{id}/run-context': { id: () => ids.session, body: { working_directory: 'bob' } },
+    // bob's own web conversation, alice's message id
+    'post /api/{source}/messages/{id}/edit': {
+      id: () => ids.message,
+      body: { content: 'bob was here', client_message_id: `bob-${randomUUID()}` },
+    },
   };
 
   const routes = () =>
@@ -154,6 +177,17 @@ describe('authorization matrix and approvals through the gateway', () => {
       expect.objectContaining({ id: ids.cronJob, title: 'alice morning', enabled: false }),
     ]);
     expect((await alice.get<{ items: unknown[] }>(`/api/cron/runs?job_id=${ids.cronJob}`)).body.items).toEqual([]);
+    // her conversation: still there, untitled by bob, active, its run context and message untouched
+    const sessions = await alice.get<{ items: Array<{ id: string; title: string | null }> }>(
+      '/api/sessions?source=web',
+    );
+    const own = sessions.body.items.find((x) => x.id === ids.session);
+    expect(own).toBeDefined();
+    expect(own?.title ?? '').not.toContain('bob');
+    const rc = await alice.get<{ working_directory: string | null }>(`/api/sessions/${ids.session}/run-context`);
+    expect(rc).toMatchObject({ status: 200, body: { working_directory: null } });
+    const chat = await alice.get<{ items: Array<{ id: string; content: string }> }>('/api/web/messages');
+    expect(chat.body.items.find((i) => i.id === ids.message)?.content).toBe('alice asks');
   }
 
   it("every user route that takes an id answers another user's id with 404 and changes nothing", async () => {
@@ -164,7 +198,7 @@ describe('authorization matrix and approvals through the gateway', () => {
       const key = `${r.method} ${r.path}`;
       const fx = FIXTURES[key];
       if (!fx) throw new Error(`no authorization fixture for ${key}: add one to FIXTURES`);
-      const url = r.path.replace(/\{(?!source\})[^}]+\}/, fx.id());
+      const url = r.path.replace('{source}', 'web').replace(/\{[^}]+\}/, fx.id()) + (fx.query ?? '');
       const res = await bob.request(r.method.toUpperCase(), url, fx.body);
       results.push(`${key} → ${res.status}`);
     }

@@ -39,7 +39,9 @@ describe('LLM clients through the gateway: fallback, shared health, pins, cost, 
     stack = await Stack.start({
       root: ROOT,
       replicas: { 'session-worker': 2 },
-      perApp: { 'session-worker': { SKALD_USER_DAILY_TOKENS: String(BUDGET) } },
+      // One try per client: these tests follow the fallback between clients and the health count of
+      // each failure; retries on the same client are llm-adapter.sim.spec's (session worker).
+      perApp: { 'session-worker': { SKALD_USER_DAILY_TOKENS: String(BUDGET), SKALD_LLM_RETRY_TRIES: '1' } },
       llmClients: (simUrl) => [
         {
           name: 'primary',
@@ -298,7 +300,7 @@ describe('LLM health when Redis is down', () => {
     redis = await PrivateRedis.start();
     stack = await Stack.start({
       root: ROOT,
-      perApp: { 'session-worker': { REDIS_URL: redis.url } },
+      perApp: { 'session-worker': { REDIS_URL: redis.url, SKALD_LLM_RETRY_TRIES: '1' } },
       llmClients: (simUrl) => [
         { name: 'primary', baseUrl: simUrl, model: 'sim-primary', strength: 'high', priority: 1 },
         { name: 'backup', baseUrl: simUrl, model: 'sim-backup', strength: 'medium', priority: 2 },

@@ -144,6 +144,8 @@ describe('MCP through the whole stack', () => {
       match: m,
       replies: [
         { tool_calls: [{ name: 'activate_tools', arguments: { groups: ['everything'] } }] },
+        // a stdio server runs only once a human approved its start
+        { tool_calls: [{ name: 'mcp__everything__skald_start', arguments: {} }] },
         {
           tool_calls: [
             { name: 'mcp__everything__trigger-long-running-operation', arguments: { duration: 60, steps: 60 } },
@@ -152,7 +154,10 @@ describe('MCP through the whole stack', () => {
       ],
     });
     ws.send({ type: 'message', client_message_id: m, content: `long MCP job ${m}` });
-    const card = await ws.waitForType('approval_required');
+    const start = await ws.waitForType('approval_required');
+    expect(start).toMatchObject({ tool_name: 'mcp__everything__skald_start' });
+    ws.send({ type: 'approve_tool', request_id: start.request_id });
+    const card = await ws.waitFor((f) => f.type === 'approval_required' && f.request_id !== start.request_id);
     ws.send({ type: 'approve_tool', request_id: card.request_id });
     await ws.waitFor((f) => f.type === 'tool_start' && f.tool_call_id === card.tool_call_id);
     await new Promise((r) => setTimeout(r, 1500));

@@ -86,12 +86,14 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
         // what a sandboxed command can see of the service's environment
         { tool_calls: [{ name: 'execute_cmd', arguments: { command: 'env; cat /proc/1/environ | tr "\\0" "\\n"' } }] },
         { tool_calls: [{ name: 'activate_tools', arguments: { groups: ['everything'] } }] },
+        // a stdio server runs only once a human approved its start
+        { tool_calls: [{ name: 'mcp__everything__skald_start', arguments: {} }] },
         { tool_calls: [{ name: 'mcp__everything__echo', arguments: { message: 'hello' } }] },
         { content: `all done ${m}` },
       ],
     });
     ws.send({ type: 'message', client_message_id: m, content: `check ${m}` });
-    // approve every card (the command, the MCP call) until the answer
+    // approve every card (the command, the MCP server's start, the MCP call) until the answer
     const answered = new Set<string>();
     const isDone = (f: Frame) => f.type === 'done' && String(f.content).includes(m);
     for (;;) {
@@ -105,7 +107,7 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
       answered.add(String(next.request_id));
       ws.send({ type: 'approve_tool', request_id: next.request_id });
     }
-    expect(answered.size).toBe(2);
+    expect(answered.size).toBe(3);
     const cmd = ws.frames.find((f) => f.type === 'tool_done' && String(f.result).includes('PATH='));
     expect(cmd).toBeDefined(); // the command really printed its environment
     seen.push(JSON.stringify(ws.frames));

@@ -46,4 +46,27 @@ describe('RunContextInput', () => {
       { seed, numRuns: 5000 },
     );
   });
+
+  it('refuses NUL bytes and lone surrogates in every stored text (Postgres text holds neither), and keeps the rest', () => {
+    const poison = fc.constantFrom('\0', '\uD800', '\uDFFF', 'a\uDBFFb');
+    const text = fc
+      .tuple(fc.string({ unit: 'grapheme', maxLength: 20 }), poison, fc.string({ maxLength: 20 }))
+      .map(([a, p, b]) => a + p + b);
+    fc.assert(
+      fc.property(text, fc.constantFrom('security_group', 'system_prompt'), (t, field) => {
+        const body = field === 'system_prompt' ? { system_prompt: [t] } : { security_group: t.slice(-64) };
+        const r = RunContextInput.safeParse(body);
+        return !r.success;
+      }),
+      { seed, numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 64 }), (t) => {
+        const clean = t.replace(/\0/g, '');
+        fc.pre(clean.length > 0);
+        return RunContextInput.safeParse({ system_prompt: [clean] }).success;
+      }),
+      { seed, numRuns: 1000 },
+    );
+  });
 });

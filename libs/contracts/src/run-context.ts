@@ -2,6 +2,16 @@ import { z } from 'zod';
 import { Actor, Id } from './common';
 import { resolvePathAgainst, resolveSessionDirectory, WORKSPACE_ROOT } from './tool-paths';
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Text stored as given: no NUL byte and no lone surrogate (Postgres text holds neither). */
+const StoredText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((t) => !t.includes('\0'), 'must not contain a NUL byte')
+    .refine((t) => !LONE_SURROGATE.test(t), 'must not contain a lone surrogate (invalid UTF-16)');
+
 /** A path of a RunContext: inside the workspace (`/workspace/…` or relative to it), normalised to `/workspace/…`. */
 const WorkspacePathField = z
   .string()
@@ -24,8 +34,8 @@ const WorkspacePathField = z
  */
 export const RunContextInput = z
   .object({
-    security_group: z.string().min(1).max(64).optional(),
-    system_prompt: z.array(z.string().max(10_000)).max(20).optional(),
+    security_group: StoredText(64).min(1).optional(),
+    system_prompt: z.array(StoredText(10_000)).max(20).optional(),
     allow_fs_writes: z.array(WorkspacePathField).max(100).optional(),
     allow_fs_reads: z.array(WorkspacePathField).max(100).optional(),
     working_directory: z

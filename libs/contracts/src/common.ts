@@ -6,6 +6,16 @@ export const Id = z.uuid();
 /** ISO 8601 timestamp in UTC. */
 export const Timestamp = z.string();
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Text stored as given: no NUL byte and no lone surrogate (Postgres text holds neither). */
+export const StoredText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((t) => !t.includes('\0'), 'must not contain a NUL byte')
+    .refine((t) => !LONE_SURROGATE.test(t), 'must not contain a lone surrogate (invalid UTF-16)');
+
 export const Role = z.enum(['user', 'admin']);
 export type Role = z.infer<typeof Role>;
 

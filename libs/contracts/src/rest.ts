@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Attachment, Delivery, Id, Role, SourceFilter, Timestamp, ToolCallStatus } from './common';
+import { Attachment, Delivery, Id, Role, SourceFilter, StoredText, Timestamp, ToolCallStatus } from './common';
 
 export const LoginRequest = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) });
 export type LoginRequest = z.infer<typeof LoginRequest>;
@@ -22,7 +22,7 @@ export const CreateUserRequest = z.object({
   password: NewPassword,
   role: Role.default('user'),
 });
-export const CreateTokenRequest = z.object({ name: z.string().min(1).max(100) });
+export const CreateTokenRequest = z.object({ name: StoredText(100).min(1) });
 export const CreateTokenResponse = z.object({ id: Id, name: z.string(), token: z.string() });
 export const TokenDto = z.object({
   id: Id,

@@ -1,16 +1,6 @@
 import { z } from 'zod';
-import { Actor, Id } from './common';
+import { Actor, Id, StoredText } from './common';
 import { resolvePathAgainst, resolveSessionDirectory, WORKSPACE_ROOT } from './tool-paths';
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Text stored as given: no NUL byte and no lone surrogate (Postgres text holds neither). */
-const StoredText = (max: number) =>
-  z
-    .string()
-    .max(max)
-    .refine((t) => !t.includes('\0'), 'must not contain a NUL byte')
-    .refine((t) => !LONE_SURROGATE.test(t), 'must not contain a lone surrogate (invalid UTF-16)');
 
 /** A path of a RunContext: inside the workspace (`/workspace/…` or relative to it), normalised to `/workspace/…`. */
 const WorkspacePathField = z

@@ -60,4 +60,13 @@ describe('REST error boundary', () => {
       body: { error: { code: 'internal', message: 'internal error' } },
     });
   });
+
+  it('answers text Postgres refused (a NUL byte) with 400, and any other database error with 500', () => {
+    const nul = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), {
+      driverError: { code: '22021' },
+    });
+    expect(answer(nul)).toMatchObject({ status: 400, body: { error: { code: 'invalid_input' } } });
+    const other = Object.assign(new Error('deadlock detected'), { driverError: { code: '40P01' } });
+    expect(answer(other)).toMatchObject({ status: 500, body: { error: { code: 'internal' } } });
+  });
 });

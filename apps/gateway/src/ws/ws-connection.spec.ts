@@ -135,6 +135,19 @@ describe('WsConnection', () => {
     expect(closed).toEqual([1011]);
   });
 
+  it('a replay that says has_more without moving its cursor ends the resume with an error after one repeat, not a loop', async () => {
+    const { ws } = socket();
+    const principal = { actor: { userId: 'u1', role: 'user' } } as unknown as Principal;
+    let asked = 0;
+    const stuck = (): Promise<ReplayPage> => {
+      asked++;
+      return Promise.resolve({ events: [event(5)], last_seq: 5, running: true, has_more: true });
+    };
+    const conn = new WsConnection(ws, principal, 'web', stuck);
+    await expect(conn.resume(S1, 5)).rejects.toThrow('event replay made no progress');
+    expect(asked).toBe(1);
+  });
+
   it('drops duplicates and events of other sessions', async () => {
     const { conn, events, seqs, settle } = connection();
     await conn.resume(S1, undefined);

@@ -231,6 +231,19 @@ export type ConnectionEvent =
   | { type: 'command_result'; command: string; content: string }
   | { type: 'client_selected'; client: string }
   | { type: 'new_session'; session_id: string };
+/** Every connection event's `type` (the reference in docs/protocol.md is generated from it). */
+export const CONNECTION_EVENT_TYPES = [
+  'hello',
+  'ack',
+  'turn_running',
+  'error',
+  'command_result',
+  'client_selected',
+  'new_session',
+] as const satisfies readonly ConnectionEvent['type'][];
+// Compile-time completeness: a connection event missing from the list above does not compile.
+type MissingConnectionEvent = Exclude<ConnectionEvent['type'], (typeof CONNECTION_EVENT_TYPES)[number]>;
+export const CONNECTION_EVENT_TYPES_COMPLETE: MissingConnectionEvent extends never ? true : never = true;
 
 export const UserEventSchema = z.discriminatedUnion('type', [
   z.object({

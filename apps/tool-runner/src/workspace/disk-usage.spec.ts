@@ -18,6 +18,9 @@ const entry = fc.oneof(
   fc.constant({ kind: 'link' as const, size: 0 }),
 );
 
+/** Real file trees and find(1): seconds on a busy 2-core machine, never a bound of what is tested. */
+const LOADED_MACHINE_MS = 60_000;
+
 describe('diskUsage', () => {
   let base: string;
   beforeAll(async () => {
@@ -25,45 +28,53 @@ describe('diskUsage', () => {
   });
   afterAll(() => rm(base, { recursive: true, force: true }));
 
-  it('agrees with find(1) on bytes (apparent size of regular files) and entries of generated trees', async () => {
-    let n = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(fc.nat(30), entry), { maxLength: 40 }), async (plan) => {
-        const root = join(base, `t${n++}`);
-        await mkdir(root);
-        const dirs = [root];
-        for (const [i, e] of plan) {
-          const parent = dirs[i % dirs.length];
-          const path = join(parent, `e${dirs.length}-${i}-${Math.random().toString(36).slice(2, 6)}`);
-          if (e.kind === 'dir') {
-            await mkdir(path);
-            dirs.push(path);
-          } else if (e.kind === 'file') await writeFile(path, Buffer.alloc(e.size, 1));
-          else if (e.kind === 'sparse') {
-            await writeFile(path, '');
-            await truncate(path, e.size);
-          } else await symlink(dirs[0], path);
-        }
-        const entries = execFileSync('find', [root, '-mindepth', '1', '-printf', '%y %s\n'], { encoding: 'utf8' })
-          .split('\n')
-          .filter((l) => l !== '');
-        const bytes = entries.filter((l) => l.startsWith('f ')).reduce((t, l) => t + Number(l.slice(2)), 0);
-        expect(await diskUsage(root)).toEqual({ bytes, inodes: entries.length, partial: false });
-        await rm(root, { recursive: true });
-      }),
-      { seed: SEED, numRuns: 60 },
-    );
-  });
+  it(
+    'agrees with find(1) on bytes (apparent size of regular files) and entries of generated trees',
+    async () => {
+      let n = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.tuple(fc.nat(30), entry), { maxLength: 40 }), async (plan) => {
+          const root = join(base, `t${n++}`);
+          await mkdir(root);
+          const dirs = [root];
+          for (const [i, e] of plan) {
+            const parent = dirs[i % dirs.length];
+            const path = join(parent, `e${dirs.length}-${i}-${Math.random().toString(36).slice(2, 6)}`);
+            if (e.kind === 'dir') {
+              await mkdir(path);
+              dirs.push(path);
+            } else if (e.kind === 'file') await writeFile(path, Buffer.alloc(e.size, 1));
+            else if (e.kind === 'sparse') {
+              await writeFile(path, '');
+              await truncate(path, e.size);
+            } else await symlink(dirs[0], path);
+          }
+          const entries = execFileSync('find', [root, '-mindepth', '1', '-printf', '%y %s\n'], { encoding: 'utf8' })
+            .split('\n')
+            .filter((l) => l !== '');
+          const bytes = entries.filter((l) => l.startsWith('f ')).reduce((t, l) => t + Number(l.slice(2)), 0);
+          expect(await diskUsage(root)).toEqual({ bytes, inodes: entries.length, partial: false });
+          await rm(root, { recursive: true });
+        }),
+        { seed: SEED, numRuns: 60 },
+      );
+    },
+    LOADED_MACHINE_MS,
+  );
 
-  it('stops once a bound is passed, whatever the size of the tree (a lower bound, marked partial)', async () => {
-    const root = join(base, 'many');
-    await mkdir(root);
-    await Promise.all(Array.from({ length: 3000 }, (_, i) => writeFile(join(root, `f${i}`), '')));
-    expect(await diskUsage(root, { bytes: 1e9, inodes: 100 })).toEqual({ bytes: 0, inodes: 101, partial: true });
-    expect(await diskUsage(root, { bytes: 1e9, inodes: 3000 })).toEqual({ bytes: 0, inodes: 3000, partial: false });
-    await writeFile(join(root, 'big'), Buffer.alloc(2000));
-    expect((await diskUsage(root, { bytes: 1000, inodes: 1e6 })).partial).toBe(true);
-  });
+  it(
+    'stops once a bound is passed, whatever the size of the tree (a lower bound, marked partial)',
+    async () => {
+      const root = join(base, 'many');
+      await mkdir(root);
+      await Promise.all(Array.from({ length: 3000 }, (_, i) => writeFile(join(root, `f${i}`), '')));
+      expect(await diskUsage(root, { bytes: 1e9, inodes: 100 })).toEqual({ bytes: 0, inodes: 101, partial: true });
+      expect(await diskUsage(root, { bytes: 1e9, inodes: 3000 })).toEqual({ bytes: 0, inodes: 3000, partial: false });
+      await writeFile(join(root, 'big'), Buffer.alloc(2000));
+      expect((await diskUsage(root, { bytes: 1000, inodes: 1e6 })).partial).toBe(true);
+    },
+    LOADED_MACHINE_MS,
+  );
 
   it('a runner that is not root still counts what its owner hid with chmod 000 / 600', () => {
     // The walk runs as uid 1000 (what a pod's runner is) over a tree that uid owns.

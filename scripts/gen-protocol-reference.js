@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+// The wire reference of docs/protocol.md: every WS frame and event and every REST route, generated from the
+// schemas the gateway validates with (libs/contracts) and the gateway's route table (ROUTES, which also makes
+// the OpenAPI document).
+//
+//   npm run build && node scripts/gen-protocol-reference.js     # rewrite the section in docs/protocol.md
+//   node scripts/gen-protocol-reference.js --check              # exit 1 when the section is out of date
+//
+// test/docs/protocol.spec.ts renders the same section from the sources and compares it with the page.
+'use strict';
+
+const { readFileSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { replaceSection } = require('./lib-doc-section');
+
+const ROOT = join(__dirname, '..');
+const PROTOCOL_MD = join(ROOT, 'docs', 'protocol.md');
+const BEGIN = '<!-- BEGIN GENERATED: wire reference (scripts/gen-protocol-reference.js) -->';
+const END = '<!-- END GENERATED: wire reference -->';
+
+/** The field list of a zod object: `name` when required, `name?` when it may be left out; `type` first. */
+function fields(schema) {
+  const shape = schema && schema.shape;
+  if (!shape) return '';
+  return Object.keys(shape)
+    .filter((k) => k !== 'type')
+    .map((k) => (shape[k].safeParse(undefined).success ? `\`${k}?\`` : `\`${k}\``))
+    .join(', ');
+}
+
+/** The object schemas of a discriminated union (zod 4 keeps them in `options`). */
+function options(union) {
+  return union.options;
+}
+
+/**
+ * The markdown section. `c` holds: clientFrames (a discriminated union), sessionEvents (type → body schema),
+ * ephemeralEvents and userEvents (unions), connectionEvents (type names), routes (the gateway's ROUTES).
+ */
+function renderReference(c) {
+  const out = [BEGIN, ''];
+  const table = (title, head, rows) => {
+    out.push(`### ${title}`, '', `| ${head.join(' | ')} |`, `| ${head.map(() => '---').join(' | ')} |`);
+    for (const r of rows) out.push(`| ${r.join(' | ')} |`);
+    out.push('');
+  };
+  table(
+    'Client → server frames',
+    ['`type`', 'fields'],
+    options(c.clientFrames).map((o) => [`\`${o.shape.type.value}\``, fields(o)]),
+  );
+  table(
+    'Session events (stored, with `session_id` and a contiguous `seq`)',
+    ['`type`', 'fields'],
+    Object.entries(c.sessionEvents).map(([t, body]) => [`\`${t}\``, fields(body)]),
+  );
+  table(
+    'Ephemeral events (never stored, never replayed)',
+    ['`type`', 'fields'],
+    options(c.ephemeralEvents).map((o) => [`\`${o.shape.type.value}\``, fields(o)]),
+  );
+  table(
+    'User events (every socket of the user, whatever the source)',
+    ['`type`', 'fields'],
+    options(c.userEvents).map((o) => [`\`${o.shape.type.value}\``, fields(o)]),
+  );
+  out.push(
+    '### Connection events (one socket)',
+    '',
+    c.connectionEvents.map((t) => `\`${t}\``).join(', ') + ' — fields in the table of PROTOCOL.md.',
+    '',
+  );
+  table(
+    'REST routes (the OpenAPI document at `GET /api/docs` is made from the same table)',
+    ['method', 'path', 'who', 'what'],
+    c.routes.map((r) => [
+      r.method.toUpperCase(),
+      `\`${r.path}\``,
+      r.auth ?? 'user',
+      r.summary.replace(/\|/g, '\\|').replace(/\s+/g, ' '),
+    ]),
+  );
+  out.push(END);
+  return out.join('\n');
+}
+
+function loadBuilt() {
+  const contracts = require(join(ROOT, 'libs/contracts/dist/index.js'));
+  const { ROUTES } = require(join(ROOT, 'apps/gateway/dist/http/openapi.js'));
+  return {
+    clientFrames: contracts.ClientFrame,
+    sessionEvents: contracts.SessionEventBodies,
+    ephemeralEvents: contracts.EphemeralEventSchema,
+    userEvents: contracts.UserEventSchema,
+    connectionEvents: contracts.CONNECTION_EVENT_TYPES,
+    routes: ROUTES,
+  };
+}
+
+function expectedDocument(markdown, section) {
+  return replaceSection(markdown, BEGIN, END, section);
+}
+
+if (require.main === module) {
+  const page = readFileSync(PROTOCOL_MD, 'utf8');
+  const next = expectedDocument(page, renderReference(loadBuilt()));
+  if (process.argv.includes('--check')) {
+    if (next !== page) {
+      console.error('docs/protocol.md: the wire reference is out of date; run node scripts/gen-protocol-reference.js');
+      process.exit(1);
+    }
+  } else if (next !== page) {
+    writeFileSync(PROTOCOL_MD, next);
+    console.log('docs/protocol.md: wire reference rewritten');
+  }
+}
+
+module.exports = { PROTOCOL_MD, renderReference, expectedDocument };

@@ -180,7 +180,7 @@ describe('what users of docker-compose.yml rely on', () => {
     }
   });
 
-  it('runs nats with the generated nats.conf of k8s/ (a user per app, JetStream on a persistent volume)', () => {
+  it('runs nats with the generated nats.conf of k8s/ (a user per app, plain NATS: no JetStream, no volume)', () => {
     const nats = service('nats');
     const mount = nats.volumes?.find((v) => v.split(':')[1] === '/etc/nats/nats.conf');
     const config = readFileSync(join(repoRoot, mount?.split(':')[0] ?? '(none)'), 'utf8');
@@ -188,8 +188,8 @@ describe('what users of docker-compose.yml rely on', () => {
     expect(nats.command).toEqual(['-c', '/etc/nats/nats.conf']);
     expect(mount).toBe('./k8s/base/infra/nats.conf:/etc/nats/nats.conf:ro');
     expect(config).toBe(natsServerConfig());
-    expect(config).toMatch(/\bstore_dir: \/data\n/);
-    expect(nats.volumes?.some((v) => v.endsWith(':/data'))).toBe(true);
+    expect(config).not.toMatch(/jetstream|store_dir/i);
+    expect(nats.volumes).toEqual([mount]);
     for (const app of APP_NAMES) {
       const name = serviceSecretVar('NATS_PASSWORD', app);
       expect(config).toContain(`user: "${app}"\n      password: $${name}\n`);

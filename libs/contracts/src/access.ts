@@ -242,7 +242,8 @@ export function redisServerUserArgs(prefixes: RedisKeyPrefixes = DEFAULT_REDIS_P
 
 /**
  * The whole nats-server configuration of a deployment (Compose and k8s mount the same file): each
- * service's password from `$NATS_PASSWORD_<SERVICE>` in the server's environment.
+ * service's password from `$NATS_PASSWORD_<SERVICE>` in the server's environment. Plain NATS, no
+ * JetStream: nothing in NATS is the only copy of anything, so the server keeps no state.
  */
 export function natsServerConfig(): string {
   return [
@@ -250,9 +251,6 @@ export function natsServerConfig(): string {
     '# One user per service with only the subjects it uses; passwords come from the server environment.',
     'port: 4222',
     'http_port: 8222',
-    'jetstream {',
-    '  store_dir: /data',
-    '}',
     natsAuthorizationBlock((s) => `$${serviceSecretVar('NATS_PASSWORD', s)}`),
   ].join('\n');
 }

@@ -133,7 +133,7 @@ export interface PrivateNatsOptions {
   serviceUsers?: boolean;
 }
 
-/** A throwaway NATS server (JetStream on) on a spare loopback port, killable and restartable on the same port. */
+/** A throwaway plain NATS server (no JetStream, as in production) on a spare loopback port, killable and restartable on the same port. */
 export class PrivateNats {
   private child: ChildProcess | null = null;
   /** Passwords of the service users (when started with `serviceUsers`). */
@@ -178,7 +178,7 @@ export class PrivateNats {
   }
 
   private writeConfig(): void {
-    const lines = [`listen: "127.0.0.1:${this.port}"`, `jetstream { store_dir: ${JSON.stringify(this.dir)} }`];
+    const lines = [`listen: "127.0.0.1:${this.port}"`];
     if (this.testUser)
       lines.push(
         natsAuthorizationBlock(

@@ -1,5 +1,6 @@
 import { foldCount, normaliseSummary, SUMMARY_SECTIONS } from './compaction';
 import { compactSession } from './maintenance';
+import { LlmError } from './ports';
 import { agent, LoopHarness, type RecordedLlmCall } from './testing';
 import type { MessageRow } from './types';
 
@@ -123,6 +124,52 @@ describe('compaction', () => {
     });
     await h.run('research');
     expect(h.model.calls.filter(isSummaryCall)).toHaveLength(0);
+  });
+
+  it('retries a retriable failure of the summarising call like a round (same client after a backoff, then the next), announcing nothing', async () => {
+    const h = new LoopHarness({
+      config: { compaction },
+      clients: [
+        { name: 'alpha', cacheControl: false },
+        { name: 'beta', cacheControl: false },
+      ],
+      script: [
+        { content: 'answer one, quite a long answer indeed' },
+        { error: new LlmError('503 overloaded', true) },
+        { error: new LlmError('503 overloaded', true, 2_000) },
+        { error: new LlmError('503 still', true) },
+        { content: '## Goal\n- SUMMARY-AFTER-RETRIES' },
+        { content: 'answer two' },
+      ],
+    });
+    await h.run('question one is long enough to pass the threshold');
+    expect(await h.run('question two')).toMatchObject({ kind: 'final', content: 'answer two' });
+    const summaryCalls = h.model.calls.filter(isSummaryCall);
+    expect(summaryCalls.map((c) => c.client)).toEqual(['alpha', 'alpha', 'alpha', 'beta']);
+    expect(h.clock.sleeps).toEqual([1_000, 2_000]);
+    expect((await h.store.getCompaction(h.frames()[0].id))?.summary).toContain('SUMMARY-AFTER-RETRIES');
+    expect(h.eventsOf('model_fallback')).toEqual([]);
+    expect(h.eventsOf('llm_failed')).toEqual([]);
+  });
+
+  it('gives up on compaction after the bounded tries, and the turn still answers', async () => {
+    const h = new LoopHarness({
+      config: { compaction, maxLlmAttempts: 2 },
+      clients: [
+        { name: 'alpha', cacheControl: false },
+        { name: 'beta', cacheControl: false },
+      ],
+      script: [
+        { content: 'answer one, quite a long answer indeed' },
+        ...Array.from({ length: 6 }, () => ({ error: new LlmError('503 overloaded', true) })),
+        { content: 'answer two' },
+      ],
+    });
+    await h.run('question one is long enough to pass the threshold');
+    expect(await h.run('question two')).toMatchObject({ kind: 'final', content: 'answer two' });
+    // three tries on each of the two clients the round may use, then the history stays unfolded
+    expect(h.model.calls.filter(isSummaryCall)).toHaveLength(6);
+    expect(await h.store.getCompaction(h.frames()[0].id)).toBeNull();
   });
 
   it('skips compaction when the summarising call fails, and the turn goes on', async () => {

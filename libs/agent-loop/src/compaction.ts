@@ -7,7 +7,8 @@
  */
 import { buildFrameContext } from './history';
 import { COMPACTION_SUMMARY_HEADER, flattenContext, toolResultContent } from './projection';
-import { ABORTED, raceAbort } from './signals';
+import { withLlmResilience } from './llm-call';
+import type { LlmClientDescriptor } from './ports';
 import { estimateTokens } from './tokens';
 import { commit, isRoot, type FrameContext } from './turn-context';
 import type { MessageRow, ToolCallRow } from './types';
@@ -125,43 +126,32 @@ export async function compactFrame(fctx: FrameContext, options: { force: boolean
   };
   // A refused user (e.g. budget used up) gets no summary either; the round then says why.
   if (deps.llm.admit && (await deps.llm.admit(who))) return { kind: 'skipped', reason: 'refused' };
-  const client = await deps.llm.nextClient({
-    agentId: fctx.agent.id,
-    scope: null,
-    pinned: null,
-    strength: cfg.strength,
-    tried: [],
-  });
+  const select = async (tried: string[]): Promise<LlmClientDescriptor | null> =>
+    deps.llm.nextClient({ agentId: fctx.agent.id, scope: null, pinned: null, strength: cfg.strength, tried });
+  const client = await select([]);
   if (!client) return { kind: 'skipped', reason: 'no_client' };
   const calls = await deps.store.listToolCalls(fctx.frame.id);
   const user = [
     `Current summary:\n${existing ? existing.summary : '(none yet)'}`,
     `Messages to fold into it (oldest first):\n${transcript(folded, calls)}`,
   ].join('\n\n');
-  let summary: string;
-  try {
-    const res = await raceAbort(
-      deps.llm.stream(
-        client,
-        {
-          messages: [
-            { role: 'system', content: COMPACTION_PROMPT },
-            { role: 'user', content: user },
-          ],
-          tools: [],
-        },
-        fctx.signal,
-        () => undefined,
-        { ...who, messageId: null, purpose: 'compaction' },
-      ),
-      fctx.signal,
-    );
-    if (res === ABORTED) return { kind: 'cancelled' };
-    if (res.content.trim() === '') return { kind: 'skipped', reason: 'failed' };
-    summary = normaliseSummary(res.content);
-  } catch {
-    return fctx.signal.aborted ? { kind: 'cancelled' } : { kind: 'skipped', reason: 'failed' };
-  }
+  const messages = [
+    { role: 'system' as const, content: COMPACTION_PROMPT },
+    { role: 'user' as const, content: user },
+  ];
+  // The round's resilience (same-client retries, then other clients), announced nowhere: the
+  // summary is the loop's own housekeeping, and a failure only leaves the history unfolded.
+  const res = await withLlmResilience(fctx, client, select, {
+    attempt: (c) =>
+      deps.llm.stream(c, { messages, tools: [] }, fctx.signal, () => undefined, {
+        ...who,
+        messageId: null,
+        purpose: 'compaction',
+      }),
+  });
+  if (res.kind === 'cancelled') return { kind: 'cancelled' };
+  if (res.kind === 'failed' || res.value.content.trim() === '') return { kind: 'skipped', reason: 'failed' };
+  const summary = normaliseSummary(res.value.content);
   await commit(
     fctx.turn,
     [

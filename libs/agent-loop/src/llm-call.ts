@@ -34,48 +34,84 @@ export async function callModel(
   const refusal = deps.llm.admit ? await deps.llm.admit(who) : null;
   if (refusal) return { kind: 'failed', error: refusal.message, code: refusal.code };
   const context: LlmCallContext = { ...who, messageId, purpose: 'round' };
-  const maxAttempts = Math.max(1, deps.config.maxLlmAttempts);
-  const tried: string[] = [];
-  const select = async (): Promise<LlmClientDescriptor | null> =>
+  const select = async (tried: string[]): Promise<LlmClientDescriptor | null> =>
     deps.llm.nextClient({
       agentId: fctx.agent.id,
       scope: fctx.agent.scope ?? null,
       pinned: clientPin(fctx),
       strength: fctx.agent.strength,
-      tried: [...tried],
+      tried,
     });
-  let client = await select();
+  const client = await select([]);
   if (!client) {
     const error = 'no LLM client is available';
     await commit(fctx.turn, [], [{ type: 'llm_failed', tried: [], last_error: error }]);
     return { kind: 'failed', error };
   }
   let messages = await build(client.cacheControl);
+  const result = await withLlmResilience(fctx, client, select, {
+    attempt: (c) =>
+      deps.llm.stream(
+        c,
+        { messages, tools },
+        fctx.signal,
+        (d) =>
+          deps.events.ephemeral({
+            type: 'token_delta',
+            session_id: session.id,
+            message_id: messageId,
+            kind: d.kind,
+            delta: d.delta,
+          }),
+        context,
+      ),
+    retrying: (c, reason) => commit(fctx.turn, [], [{ type: 'model_fallback', from: c.name, to: c.name, reason }]),
+    fallingBack: async (from, to, reason) => {
+      await commit(fctx.turn, [], [{ type: 'model_fallback', from: from.name, to: to.name, reason }]);
+      if (to.cacheControl !== from.cacheControl) messages = await build(to.cacheControl);
+    },
+  });
+  if (result.kind === 'failed')
+    await commit(fctx.turn, [], [{ type: 'llm_failed', tried: result.tried, last_error: result.error }]);
+  if (result.kind === 'ok') return { kind: 'response', response: result.value, client: result.client };
+  return result.kind === 'failed' ? { kind: 'failed', error: result.error } : result;
+}
+
+export type Resilient<T> =
+  | { kind: 'ok'; value: T; client: LlmClientDescriptor }
+  | { kind: 'cancelled' }
+  | { kind: 'failed'; error: string; tried: string[] };
+
+/**
+ * `attempt` on `first`, under the loop's resilience rules: a retriable error is tried again on the
+ * same client after the backoff of `llmRetry` (`retrying` is told the reason first), then on the next
+ * client `select` names (`fallingBack`), at most `maxLlmAttempts` clients; a non-retriable error, or
+ * no client left, fails. A stop (`fctx.signal`) ends a call and a wait alike. Every loop here is
+ * bounded: tries per client and their total wait by the policy, clients by `maxLlmAttempts`.
+ */
+export async function withLlmResilience<T>(
+  fctx: FrameContext,
+  first: LlmClientDescriptor,
+  select: (tried: string[]) => Promise<LlmClientDescriptor | null>,
+  hooks: {
+    attempt: (client: LlmClientDescriptor) => Promise<T>;
+    retrying?: (client: LlmClientDescriptor, reason: string) => Promise<void>;
+    fallingBack?: (from: LlmClientDescriptor, to: LlmClientDescriptor, reason: string) => Promise<void>;
+  },
+): Promise<Resilient<T>> {
+  const { deps } = fctx.turn;
+  const maxAttempts = Math.max(1, deps.config.maxLlmAttempts);
   const wait = deps.clock.sleep ? deps.clock.sleep.bind(deps.clock) : sleep;
+  const tried: string[] = [];
+  let client = first;
   let triesOnClient = 1;
   let waitedMs = 0;
   for (;;) {
     if (fctx.signal.aborted) return { kind: 'cancelled' };
     try {
-      const response = await raceAbort(
-        deps.llm.stream(
-          client,
-          { messages, tools },
-          fctx.signal,
-          (d) =>
-            deps.events.ephemeral({
-              type: 'token_delta',
-              session_id: session.id,
-              message_id: messageId,
-              kind: d.kind,
-              delta: d.delta,
-            }),
-          context,
-        ),
-        fctx.signal,
-      );
-      if (response === ABORTED) return { kind: 'cancelled' };
-      return { kind: 'response', response, client };
+      const value = await raceAbort(hooks.attempt(client), fctx.signal);
+      if (value === ABORTED) return { kind: 'cancelled' };
+      return { kind: 'ok', value, client };
     } catch (error) {
       if (fctx.signal.aborted) return { kind: 'cancelled' };
       const message = error instanceof Error ? error.message : String(error);
@@ -83,21 +119,19 @@ export async function callModel(
       const delay = retriable ? retryDelayMs(deps.config.llmRetry, triesOnClient, waitedMs, error.retryAfterMs) : null;
       if (delay !== null) {
         triesOnClient += 1;
-        const reason = `${message}; try ${triesOnClient} of ${deps.config.llmRetry.triesPerClient} in ${formatSeconds(delay)}`;
-        await commit(fctx.turn, [], [{ type: 'model_fallback', from: client.name, to: client.name, reason }]);
+        await hooks.retrying?.(
+          client,
+          `${message}; try ${triesOnClient} of ${deps.config.llmRetry.triesPerClient} in ${formatSeconds(delay)}`,
+        );
         await wait(delay, fctx.signal);
         if (fctx.signal.aborted) return { kind: 'cancelled' };
         waitedMs += delay;
         continue;
       }
       tried.push(client.name);
-      const next = retriable && tried.length < maxAttempts ? await select() : null;
-      if (!next) {
-        await commit(fctx.turn, [], [{ type: 'llm_failed', tried: [...tried], last_error: message }]);
-        return { kind: 'failed', error: message };
-      }
-      await commit(fctx.turn, [], [{ type: 'model_fallback', from: client.name, to: next.name, reason: message }]);
-      if (next.cacheControl !== client.cacheControl) messages = await build(next.cacheControl);
+      const next = retriable && tried.length < maxAttempts ? await select([...tried]) : null;
+      if (!next) return { kind: 'failed', error: message, tried: [...tried] };
+      await hooks.fallingBack?.(client, next, message);
       client = next;
       triesOnClient = 1;
       waitedMs = 0;

@@ -364,6 +364,39 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
     web.close();
   });
 
+  it("TIC: POST /api/tic/trigger runs the tic agent in an ephemeral tic session (409 while it runs); its answer is the run's record and no chat gets it", async () => {
+    const api = await user();
+    const web = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: 'web' });
+    await web.waitForType('hello');
+    const marker = `NOTHING-${randomUUID()}`;
+    await sim.script({ match: 'System tick:', replies: [{ content: marker, latency: { firstByteMs: 1_500 } }] });
+    const since = (await sim.requests()).at(-1)?.id ?? 0;
+
+    const trigger = await api.post<{ run_id: string }>('/api/tic/trigger');
+    expect(trigger.status).toBe(202);
+    expect((await api.post<{ error: { code: string } }>('/api/tic/trigger')).status).toBe(409);
+
+    const [run] = await until('the tick to end', async () => {
+      const r = await db.query<Array<{ status: string; session_id: string; final_response: string | null }>>(
+        `SELECT status, session_id, final_response FROM job_runs WHERE id = $1 AND delivered_at IS NOT NULL`,
+        [trigger.body.run_id],
+      );
+      return r.length ? r : null;
+    });
+    expect(run).toMatchObject({ status: 'succeeded', final_response: marker });
+    const [session] = await db.query<
+      Array<{ source: string; agent_id: string; is_ephemeral: boolean; is_interactive: boolean }>
+    >(`SELECT source, agent_id, is_ephemeral, is_interactive FROM sessions WHERE id = $1`, [run.session_id]);
+    expect(session).toEqual({ source: 'tic', agent_id: 'tic', is_ephemeral: true, is_interactive: false });
+    // The model was asked as the tic agent, with the tick as the user's message.
+    const asked = (await sim.requests({ sinceId: since, contains: 'System tick:' }))[0];
+    expect(JSON.stringify(asked.body)).toContain('You are Tic');
+    // Nothing reached the user's chat: no turn, no notification for a tick.
+    await sleep(500);
+    expect(web.frames.filter((f) => ['user_message', 'done', 'notification'].includes(f.type))).toEqual([]);
+    web.close();
+  });
+
   async function processOf(name: 'scheduler' | 'session-worker', instance: string): Promise<StackProcess> {
     const p = stack.byName(name).find((x) => x.instance === instance);
     if (!p) throw new Error(`no ${name} ${instance}`);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import {
   CallNotAwaitingHumanError,
@@ -24,6 +24,7 @@ import { LogIds, withLogIds, type Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { LlmService } from '../llm/llm.service';
+import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { AgentCatalogService, WORKSPACE_ROOT } from '../agents/agent-catalog.service';
 import { LlmAdapter } from '../ports/llm-adapter';
 import { NatsGate } from '../ports/nats-gate';
@@ -80,6 +81,8 @@ export class TurnDriver implements OnApplicationShutdown {
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_INSTANCE) private readonly instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
+    /** The ledger rows of answered round calls, written with their messages' commits. */
+    @Optional() private readonly usage: LlmUsageRepository | null = null,
   ) {
     this.llm = new LlmAdapter(llmManager, llmService, metrics);
     metrics.countDriving(() => this.driving.size);
@@ -166,8 +169,11 @@ export class TurnDriver implements OnApplicationShutdown {
       this.log.warn({ ...d.ids, failures, sqlState }, 'step refused; the sweep retries the turn later');
       return;
     }
-    const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) =>
-      this.announcer.announce(ev),
+    const store = new PgSessionStore(
+      this.ds,
+      { owner: d.lease.owner, epoch: d.lease.epoch },
+      (ev) => this.announcer.announce(ev),
+      this.usage,
     );
     const session = await store.getSession(sessionId);
     const { role } = await this.turnState.turnControl(sessionId);
@@ -199,8 +205,11 @@ export class TurnDriver implements OnApplicationShutdown {
     for (let turns = 0; turns < 100; turns++) {
       if (d.lost.signal.aborted || this.draining) return false;
       d.ids = { sessionId };
-      const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) =>
-        this.announcer.announce(ev),
+      const store = new PgSessionStore(
+        this.ds,
+        { owner: d.lease.owner, epoch: d.lease.epoch },
+        (ev) => this.announcer.announce(ev),
+        this.usage,
       );
       const session = await store.getSession(sessionId);
       d.turn = new AbortController();
@@ -319,8 +328,11 @@ export class TurnDriver implements OnApplicationShutdown {
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
     try {
-      const store = new PgSessionStore(this.ds, { owner: lease.owner, epoch: lease.epoch }, (ev) =>
-        this.announcer.announce(ev),
+      const store = new PgSessionStore(
+        this.ds,
+        { owner: lease.owner, epoch: lease.epoch },
+        (ev) => this.announcer.announce(ev),
+        this.usage,
       );
       const { role } = await this.turnState.turnControl(sessionId);
       return await fn(store, AbortSignal.any([d.turn.signal, d.lost.signal]), role);

@@ -118,6 +118,8 @@ export class PgSessionStore implements SessionStore {
   private readonly cache = new SessionCache();
   /** The queued inbox as of the last one-statement commit (taken once by `listInbox`). */
   private inboxSnapshot: { sessionId: string; at: number; items: InboxItem[] } | null = null;
+  /** The same, kept until the next commit (see `queuedAtLastCommit`). */
+  private lastCommitInbox: InboxItem[] | null = null;
 
   constructor(
     private readonly ds: DataSource,
@@ -259,8 +261,18 @@ export class PgSessionStore implements SessionStore {
     return rows.map(toInboxItem);
   }
 
+  /**
+   * The session's queued inbox as of this store's last commit, when that commit was one statement
+   * (which reads it); null otherwise. The driver asks it after a turn ended: an empty inbox at the
+   * turn's last commit means nothing more to do (what is queued later is found after the release).
+   */
+  queuedAtLastCommit(): readonly InboxItem[] | null {
+    return this.lastCommitInbox;
+  }
+
   async commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void> {
     this.inboxSnapshot = null;
+    this.lastCommitInbox = null;
     const usage = this.usage?.take(messageIdsOf(mutations)) ?? [];
     let committed: CommittedEvent[];
     try {
@@ -271,6 +283,7 @@ export class PgSessionStore implements SessionStore {
       // Whether a failed commit wrote anything is not known here: read from Postgres again.
       this.cache.clear();
       this.inboxSnapshot = null;
+      this.lastCommitInbox = null;
       this.usage?.giveBack(usage);
       throw e;
     }
@@ -300,11 +313,9 @@ export class PgSessionStore implements SessionStore {
     if (!head || Number(head.fenced) === 0)
       throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
     const inbox = JSON.parse(String(head.inbox)) as Row[];
-    this.inboxSnapshot = {
-      sessionId,
-      at: Date.now(),
-      items: inbox.map((r) => toInboxItem(decodeRow({ ...r, created_at: new Date(String(r.created_at)) }))),
-    };
+    const items = inbox.map((r) => toInboxItem(decodeRow({ ...r, created_at: new Date(String(r.created_at)) })));
+    this.inboxSnapshot = { sessionId, at: Date.now(), items };
+    this.lastCommitInbox = items;
     if (events.length === 0) return [];
     if (head.last_seq === null || head.last_seq === undefined) throw new Error(`session ${sessionId} not found`);
     const first = Number(head.last_seq) - events.length + 1;

@@ -47,6 +47,10 @@ class FakeLeases {
     this.released.push(lease);
     return Promise.resolve();
   }
+  /** The driver's release at the end of driving: nothing more to do. */
+  releaseAndCheckWork(lease: Lease): Promise<boolean> {
+    return this.release(lease).then(() => false);
+  }
 }
 
 function setUp(ds: DataSource = idleDataSource()) {

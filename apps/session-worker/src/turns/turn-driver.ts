@@ -22,7 +22,7 @@ import { Bus } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
 import { LogIds, withLogIds, type Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
-import { Lease, LeaseRepository } from '../lease/lease.repository';
+import { Lease, LeaseRepository, SESSION_HAS_WORK } from '../lease/lease.repository';
 import { LlmService } from '../llm/llm.service';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { AgentCatalogService, WORKSPACE_ROOT } from '../agents/agent-catalog.service';
@@ -118,6 +118,7 @@ export class TurnDriver implements OnApplicationShutdown {
     const heartbeat = this.startHeartbeat(d);
     let again = false;
     let failed = false;
+    let work = false;
     try {
       again = await this.runUntilIdle(d);
     } catch (e) {
@@ -141,7 +142,8 @@ export class TurnDriver implements OnApplicationShutdown {
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
-      await this.leases.release(lease).catch(() => undefined);
+      // One statement: the release, and whether input arrived after our last look.
+      work = await this.leases.releaseAndCheckWork(lease).catch(() => false);
     }
     if (this.draining) {
       // Hand the session to another replica at once.
@@ -153,7 +155,7 @@ export class TurnDriver implements OnApplicationShutdown {
     }
     // Input that arrived while we held the lease but after our last look: take it now. After a
     // failure the sweep retries later instead, so a poisoned session cannot spin a worker.
-    if (!failed && (again || (await this.hasWork(sessionId)))) setImmediate(() => void this.drive(sessionId));
+    if (!failed && (again || work)) setImmediate(() => void this.drive(sessionId));
   }
 
   /**
@@ -224,6 +226,9 @@ export class TurnDriver implements OnApplicationShutdown {
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
       const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id));
       if (step === 'stop') return false;
+      // The turn ended and its last commit (one statement) saw no queued input: nothing more to do
+      // now — input queued after that commit is found by the release (releaseAndCheckWork).
+      if (store.queuedAtLastCommit()?.length === 0) return false;
     }
     return true;
   }
@@ -431,15 +436,9 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   private async hasWork(sessionId: string): Promise<boolean> {
-    const rows = await queryRows(
-      this.ds,
-      `SELECT 1 FROM sessions s
-        WHERE s.id = $1
-          AND (s.turn_state = 'running'
-               OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
-               OR (s.turn_state = 'finished' AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))`,
-      [sessionId],
-    ).catch(() => []);
+    const rows = await queryRows(this.ds, `SELECT 1 FROM sessions s WHERE s.id = $1 AND ${SESSION_HAS_WORK}`, [
+      sessionId,
+    ]).catch(() => []);
     return rows.length > 0;
   }
 

@@ -96,6 +96,12 @@ describe('TurnDriver', () => {
     expect(driver.activeCount).toBe(0);
   });
 
+  it('a submit and its doorbell arriving together ask for the lease once', async () => {
+    const { driver, leases } = setUp();
+    await Promise.all([driver.drive(SESSION), driver.drive(SESSION)]);
+    expect(leases.log).toEqual(['acquire', 'release']);
+  });
+
   it('leaves a session alone when another worker holds its lease', async () => {
     const { driver, leases } = setUp();
     leases.next = null;

@@ -65,6 +65,8 @@ interface Driving {
 @Injectable()
 export class TurnDriver implements OnApplicationShutdown {
   private readonly driving = new Map<string, Driving>();
+  /** Sessions whose lease this worker is asking for (a submit and its doorbell arrive together). */
+  private readonly acquiring = new Set<string>();
   private readonly llm: LlmAdapter;
   private draining = false;
 
@@ -81,8 +83,11 @@ export class TurnDriver implements OnApplicationShutdown {
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_INSTANCE) private readonly instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
-    /** The ledger rows of answered round calls, written with their messages' commits. */
-    @Optional() private readonly usage: LlmUsageRepository | null = null,
+    /**
+     * The ledger rows of answered round calls, written with their messages' commits. (Typed
+     * without `| null`: a union type would hide the class from Nest's injection metadata.)
+     */
+    @Optional() private readonly usage?: LlmUsageRepository,
   ) {
     this.llm = new LlmAdapter(llmManager, llmService, metrics);
     metrics.countDriving(() => this.driving.size);
@@ -109,8 +114,15 @@ export class TurnDriver implements OnApplicationShutdown {
    * that worker drains the inbox at its next round boundary.
    */
   async drive(sessionId: string): Promise<void> {
-    if (this.draining || this.driving.has(sessionId)) return;
-    const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
+    if (this.draining || this.driving.has(sessionId) || this.acquiring.has(sessionId)) return;
+    // One ask at a time: the ask under way, if it gets the lease, reads the inbox after it.
+    this.acquiring.add(sessionId);
+    let lease: Lease | null;
+    try {
+      lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
+    } finally {
+      this.acquiring.delete(sessionId);
+    }
     if (!lease) return;
     if (lease.tookOver) this.metrics.leaseTakeovers.inc();
     const d: Driving = { lease, turn: new AbortController(), lost: new AbortController(), ids: { sessionId } };
@@ -175,7 +187,7 @@ export class TurnDriver implements OnApplicationShutdown {
       this.ds,
       { owner: d.lease.owner, epoch: d.lease.epoch },
       (ev) => this.announcer.announce(ev),
-      this.usage,
+      this.usage ?? null,
     );
     const session = await store.getSession(sessionId);
     const { role } = await this.turnState.turnControl(sessionId);
@@ -211,7 +223,7 @@ export class TurnDriver implements OnApplicationShutdown {
         this.ds,
         { owner: d.lease.owner, epoch: d.lease.epoch },
         (ev) => this.announcer.announce(ev),
-        this.usage,
+        this.usage ?? null,
       );
       const session = await store.getSession(sessionId);
       d.turn = new AbortController();
@@ -337,7 +349,7 @@ export class TurnDriver implements OnApplicationShutdown {
         this.ds,
         { owner: lease.owner, epoch: lease.epoch },
         (ev) => this.announcer.announce(ev),
-        this.usage,
+        this.usage ?? null,
       );
       const { role } = await this.turnState.turnControl(sessionId);
       return await fn(store, AbortSignal.any([d.turn.signal, d.lost.signal]), role);

@@ -118,6 +118,8 @@ export class PgSessionStore implements SessionStore {
   private readonly cache = new SessionCache();
   /** The queued inbox as of the last one-statement commit (taken once by `listInbox`). */
   private inboxSnapshot: { sessionId: string; at: number; items: InboxItem[] } | null = null;
+  /** The session as last read, taken once by the next `getSession` (no commit since, under 1 s). */
+  private sessionRead: { at: number; info: SessionInfo } | null = null;
   /** The same, kept until the next commit (see `queuedAtLastCommit`). */
   private lastCommitInbox: InboxItem[] | null = null;
 
@@ -129,6 +131,17 @@ export class PgSessionStore implements SessionStore {
   ) {}
 
   async getSession(sessionId: string): Promise<SessionInfo> {
+    // The driver reads the session to choose the turn, and the turn at its start reads it again:
+    // the second read takes the first if nothing was committed since and it is under 1 s old.
+    const kept = this.sessionRead;
+    this.sessionRead = null;
+    if (kept && kept.info.id === sessionId && Date.now() - kept.at <= INBOX_SNAPSHOT_MS) return kept.info;
+    const info = await this.readSession(sessionId);
+    this.sessionRead = { at: Date.now(), info };
+    return info;
+  }
+
+  private async readSession(sessionId: string): Promise<SessionInfo> {
     // The user's pin for the session's source (`/model`, `select_client`) is the session's pin.
     const rows: Row[] = await queryRows(
       this.ds,
@@ -273,6 +286,7 @@ export class PgSessionStore implements SessionStore {
   async commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void> {
     this.inboxSnapshot = null;
     this.lastCommitInbox = null;
+    this.sessionRead = null;
     const usage = this.usage?.take(messageIdsOf(mutations)) ?? [];
     let committed: CommittedEvent[];
     try {

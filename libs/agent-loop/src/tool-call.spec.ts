@@ -57,8 +57,7 @@ describe('one tool call', () => {
     ['reExecute, allowed by the gate', 'reExecute', 'allow', 'pending'],
   ] as const)('a call of a %s tool runs with its row %s', async (_what, restartHint, gateKind, expected) => {
     const seen: string[] = [];
-    let h!: LoopHarness;
-    h = new LoopHarness({
+    const h: LoopHarness = new LoopHarness({
       gate: new FakeGate(() => ({ kind: gateKind })),
       human: new FakeHuman([{ kind: 'approved' }]),
       tools: [

@@ -95,7 +95,12 @@ export class LlmUsageRepository implements PendingUsage, BeforeApplicationShutdo
   /** Shutdown: every waiting row is written now (the database is still open). */
   async beforeApplicationShutdown(): Promise<void> {
     this.closed = true;
-    await Promise.all([...this.waiting.keys()].map((id) => this.flush(id)));
+    await this.flushWaiting();
+  }
+
+  /** Writes every waiting row now, in the order they were answered (each unless its message exists). */
+  async flushWaiting(): Promise<void> {
+    for (const id of [...this.waiting.keys()]) await this.flush(id);
   }
 
   private wait(messageId: string, rows: UsageRecord[]): void {

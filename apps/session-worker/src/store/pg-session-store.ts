@@ -95,8 +95,9 @@ interface PgPool {
 
 /**
  * How long the queued inbox a commit returned stands for "the inbox now" at the round boundary
- * that follows it. Reading it later than that asks Postgres again. (A message queued after the
- * commit enters at the next boundary or starts the next turn — as one queued just after a read.)
+ * that follows it, and a read of the session for the next read of it. Reading later than that asks
+ * Postgres again. (A message queued after the commit enters at the next boundary or starts the
+ * next turn — as one queued just after a read.)
  */
 export const INBOX_SNAPSHOT_MS = 1000;
 

@@ -149,12 +149,28 @@ class SqlMeter {
     );
     return { statements: Number(rows[0].statements), xacts: Number(rows[0].xacts) };
   }
+  /** Calls by statement (normalized text), to see what a round spends its statements on. */
+  async byStatement() {
+    const { rows } = await this.admin.query(
+      `SELECT s.queryid::text AS id, s.calls::bigint AS calls, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 160) AS query
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1`,
+      [this.datname],
+    );
+    return new Map(rows.map((r) => [r.id, { calls: Number(r.calls), query: r.query }]));
+  }
   async start() {
     this.s0 = await this.read();
+    this.b0 = await this.byStatement();
   }
   async stop() {
     const s1 = await this.read();
-    return { statements: s1.statements - this.s0.statements, xacts: s1.xacts - this.s0.xacts };
+    const b1 = await this.byStatement();
+    const top = [...b1]
+      .map(([id, v]) => ({ calls: v.calls - (this.b0.get(id)?.calls ?? 0), query: v.query }))
+      .filter((x) => x.calls > 0)
+      .sort((a, b) => b.calls - a.calls)
+      .slice(0, 30);
+    return { statements: s1.statements - this.s0.statements, xacts: s1.xacts - this.s0.xacts, top };
   }
 }
 
@@ -408,6 +424,8 @@ async function skaldFresh(stack, users, sim, cpu, sql) {
     cpuMsPerRoundByProcess: perRound(cpuMsByApp, rounds),
     sqlStatementsPerRound: q.statements / rounds,
     sqlTransactionsPerRound: q.xacts / rounds,
+    // The statements of the fresh phase by calls per round (normalized text): what a round spends.
+    sqlTop: q.top.map((t) => ({ perRound: Math.round((t.calls / rounds) * 100) / 100, query: t.query })),
   };
 }
 

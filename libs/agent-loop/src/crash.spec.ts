@@ -289,3 +289,37 @@ describe('crash test', () => {
     expect(crashPoints).toBeGreaterThan(scenarios);
   }, 120_000);
 });
+
+/**
+ * The model's answer is committed in one commit with its calls `pending` and the first call's
+ * `tool_start`; a tool that re-runs safely is not marked `running` before it runs. A crash after
+ * that commit — before the call's record — recovers from the stored calls: the model is not asked
+ * for that round again, a re-runnable call runs again, a call that may not run twice does not.
+ */
+describe('crash after the answer commit', () => {
+  it.each([
+    ['read_file', { path: 'a.txt' }, 'done', 2],
+    ['execute_cmd', { command: 'make', approve: true }, 'interrupted', 1],
+  ] as const)('%s: recovered without asking the model again', async (name, args, status, runs) => {
+    const plan: Plan = { main: [[{ name, arguments: { ...args } }]], alpha: [], beta: [], gamma: [] };
+    const world = new World();
+    const store = freshStore();
+    store.crashOn((_mutations, events) => events.some((e) => e.type === 'tool_done'));
+    const first = harness(world, plan, store, 'a');
+    await expect(first.run(INPUT)).rejects.toBeInstanceOf(SimulatedCrash);
+    expect(first.model.calls).toHaveLength(1);
+    const answer = store.log.find((c) => c.mutations.some((m) => m.kind === 'createToolCall'));
+    expect(answer?.events.map((e) => e.type)).toContain('tool_start');
+    expect(world.runs.size).toBe(1);
+
+    const current = InMemoryStore.fromSnapshot(store.snapshot());
+    const again = harness(world, plan, current, 'r');
+    const outcome = await again.recover();
+    checkInvariants(current, world, outcome, `crash after the answer of ${name}`);
+    // Only the round after the call's result was asked: the stored answer was not asked again.
+    expect(again.model.calls).toHaveLength(1);
+    const call = current.view().toolCalls.find((c) => c.name === name);
+    expect(call?.status).toBe(status);
+    expect(world.runs.get(call!.id)).toBe(runs);
+  });
+});

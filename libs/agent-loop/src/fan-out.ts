@@ -27,22 +27,39 @@ export interface BatchOptions {
   offered?: ReadonlySet<string>;
   /** The rows are new (not yet announced): announce each call's `tool_start` as it starts. */
   announceStart?: boolean;
+  /**
+   * The model's answer that produced the rows (its message, the rows `pending`, its events), not
+   * yet committed: it is committed with the `tool_start` of the call(s) that start first — one
+   * commit instead of two, and still before any call runs.
+   */
+  answer?: { mutations: Mutation[]; events: SessionEventDraft[] };
 }
 
 export async function runBatch(fctx: FrameContext, rows: ToolCallRow[], options: BatchOptions = {}): Promise<BatchEnd> {
-  const ctx = await toolContext(fctx);
-  const offered =
-    options.offered ?? (rows.some((r) => r.status === 'pending') ? offeredNames(await roundTools(fctx)) : undefined);
-  const prepared = rows.map((row) => prepareCall(fctx, row, ctx, offered));
+  let prepared: PreparedCall[];
+  try {
+    const ctx = await toolContext(fctx);
+    const offered =
+      options.offered ?? (rows.some((r) => r.status === 'pending') ? offeredNames(await roundTools(fctx)) : undefined);
+    prepared = rows.map((row) => prepareCall(fctx, row, ctx, offered));
+  } catch (error) {
+    // The answer is durable before anything fails on it: recovery finds its calls.
+    if (options.answer) await commit(fctx.turn, options.answer.mutations, options.answer.events);
+    throw error;
+  }
   const concurrent =
     prepared.length >= 2 && fctx.turn.deps.config.maxParallelCalls > 1 && prepared.every((p) => p.concurrencySafe);
-  if (concurrent && options.announceStart)
-    await commit(
-      fctx.turn,
-      [],
-      rows.map((row) => toolStartEvent(fctx, row)),
-    );
-  return concurrent ? runConcurrent(fctx, prepared, options) : runSequential(fctx, prepared, options);
+  // A concurrent batch announces every start at once; a sequential one its first call's here and
+  // each next call's with the record of the one before (see runSequential).
+  const starts =
+    options.announceStart && !fctx.signal.aborted
+      ? (concurrent ? rows : rows.slice(0, 1)).map((row) => toolStartEvent(fctx, row))
+      : [];
+  if (options.answer || starts.length > 0)
+    await commit(fctx.turn, options.answer?.mutations ?? [], [...(options.answer?.events ?? []), ...starts]);
+  return concurrent
+    ? runConcurrent(fctx, prepared, options)
+    : runSequential(fctx, prepared, options, starts.length > 0);
 }
 
 /** The preset answer applies to its own call, or travels down a still-open delegation. */
@@ -57,12 +74,20 @@ function presetCallId(call: PreparedCall, options: BatchOptions): string | undef
   return call.row.childFrameId !== null ? options.preset?.toolCallId : undefined;
 }
 
-async function record(fctx: FrameContext, rec: CallRecord): Promise<void> {
-  await commit(fctx.turn, rec.mutations, rec.events);
+/** `after`: events committed with the record (the next call's `tool_start`). */
+async function record(fctx: FrameContext, rec: CallRecord, after: SessionEventDraft[] = []): Promise<void> {
+  await commit(fctx.turn, rec.mutations, after.length > 0 ? [...rec.events, ...after] : rec.events);
   fctx.turn.recorded.push(rec.summary);
 }
 
-async function runSequential(fctx: FrameContext, calls: PreparedCall[], options: BatchOptions): Promise<BatchEnd> {
+/** `firstAnnounced`: the first call's `tool_start` is committed already (with the answer). */
+async function runSequential(
+  fctx: FrameContext,
+  calls: PreparedCall[],
+  options: BatchOptions,
+  firstAnnounced = false,
+): Promise<BatchEnd> {
+  let announced = firstAnnounced;
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i];
     if (fctx.signal.aborted) {
@@ -72,12 +97,17 @@ async function runSequential(fctx: FrameContext, calls: PreparedCall[], options:
       );
       return { kind: 'cancelled' };
     }
-    if (options.announceStart) await commit(fctx.turn, [], [toolStartEvent(fctx, call.row)]);
+    if (options.announceStart && !announced) await commit(fctx.turn, [], [toolStartEvent(fctx, call.row)]);
     const end = await runCall(fctx, call, presetFor(call, options), presetCallId(call, options));
     switch (end.flow) {
-      case 'continue':
-        await record(fctx, end.record);
+      case 'continue': {
+        // The next call starts right after this record unless the turn was stopped: its
+        // `tool_start` rides with the record (one commit instead of two).
+        const next = calls[i + 1];
+        announced = options.announceStart === true && next !== undefined && !fctx.signal.aborted;
+        await record(fctx, end.record, announced ? [toolStartEvent(fctx, next.row)] : []);
         break;
+      }
       case 'cancelled':
         await record(fctx, end.record);
         await cancelCalls(

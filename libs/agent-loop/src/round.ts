@@ -116,12 +116,18 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
       ...usage,
     });
   }
-  await commit(
-    fctx.turn,
-    [{ kind: 'appendMessage', message }, ...rows.map((call): Mutation => ({ kind: 'createToolCall', call }))],
-    events,
-  );
-  const batch = await runBatch(fctx, rows, { offered: offeredNames(tools), announceStart: true });
+  // The answer is committed by the batch, with the first call's `tool_start`, before any call runs.
+  const batch = await runBatch(fctx, rows, {
+    offered: offeredNames(tools),
+    announceStart: true,
+    answer: {
+      mutations: [
+        { kind: 'appendMessage', message },
+        ...rows.map((call): Mutation => ({ kind: 'createToolCall', call })),
+      ],
+      events,
+    },
+  });
   switch (batch.kind) {
     case 'continue':
       return { kind: 'again' };

@@ -164,6 +164,7 @@ describe('runTurn: store failures', () => {
     const { LeaseLostError } = await import('./ports');
     const ping = {
       name: 'ping',
+      restartHint: 'markInterrupted' as const,
       run: async () => {
         h.store.loseLease();
         return { ok: true as const, content: 'pong' };

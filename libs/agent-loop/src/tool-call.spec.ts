@@ -40,13 +40,41 @@ describe('one tool call', () => {
       ],
     });
     await h.run('write');
+    // A tool that re-runs after a crash (reExecute) allowed by the gate is not marked `running`
+    // first: recovery runs a `pending` call of that hint exactly as a `running` one.
     expect(trace).toEqual([
       'gate sees row pending, tool_start true, path /workspace/proj/src/a.ts',
-      'run /workspace/proj/src/a.ts, row running',
+      'run /workspace/proj/src/a.ts, row pending',
     ]);
     expect(h.eventsOf('tool_start')[0].arguments).toEqual({ path: 'src/a.ts', content: 'x' });
     expect(h.eventTypes()).toEqual(['user_message', 'tool_start', 'tool_done', 'file_changed', 'done']);
     expect(h.eventsOf('file_changed')[0].path).toBe('/workspace/proj/src/a.ts');
+  });
+
+  it.each([
+    ['markInterrupted, allowed by the gate', 'markInterrupted', 'allow', 'running'],
+    ['reExecute, approved by a human', 'reExecute', 'require', 'running'],
+    ['reExecute, allowed by the gate', 'reExecute', 'allow', 'pending'],
+  ] as const)('a call of a %s tool runs with its row %s', async (_what, restartHint, gateKind, expected) => {
+    const seen: string[] = [];
+    const h: LoopHarness = new LoopHarness({
+      gate: new FakeGate(() => ({ kind: gateKind })),
+      human: new FakeHuman([{ kind: 'approved' }]),
+      tools: [
+        {
+          name: 'act',
+          restartHint,
+          run: async () => {
+            seen.push(h.toolCalls()[0].status);
+            return { ok: true, content: 'done' };
+          },
+        },
+      ],
+      script: [{ toolCalls: [{ name: 'act', arguments: {} }] }, { content: 'ok' }],
+    });
+    await h.run('go');
+    // Only a call that may not run twice, or one a human answered, is marked before it runs.
+    expect(seen).toEqual([expected]);
   });
 
   it('injects the working directory as workdir for execute_cmd unless the model set one, and never rewrites memory paths', async () => {

@@ -150,7 +150,7 @@ export async function runCall(
   }
   switch (decision.kind) {
     case 'allow':
-      return execute(fctx, call);
+      return execute(fctx, call, row.status === 'pending');
     case 'deny':
       return { flow: 'continue', record: rejectedRecord(row, decision.reason) };
     case 'require':
@@ -292,7 +292,15 @@ async function askQuestion(fctx: FrameContext, call: PreparedCall, preset?: Huma
   }
 }
 
-async function execute(fctx: FrameContext, call: PreparedCall): Promise<CallEnd> {
+/**
+ * `fromPending`: the gate allowed a call stored `pending` (no human was asked). Such a call whose
+ * tool re-runs safely after a crash (`reExecute`: reads, `write_file`, `edit_file`) is not marked
+ * `running` first: recovery runs a `pending` call exactly as a `running` one of that hint (again),
+ * so the write would change nothing a crash leaves behind (RELIABILITY.md I2 is about the calls
+ * that may not run twice, `markInterrupted`, which are still marked before they start). A call
+ * that a human approved is marked: its stored status (`awaiting_human`) would otherwise ask again.
+ */
+async function execute(fctx: FrameContext, call: PreparedCall, fromPending = false): Promise<CallEnd> {
   const { row, args } = call;
   if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
   if (call.exec === null) {
@@ -314,7 +322,8 @@ async function execute(fctx: FrameContext, call: PreparedCall): Promise<CallEnd>
         return { flow: 'continue', record: taskCompletedStub(row) };
     }
   }
-  await commit(fctx.turn, [{ kind: 'updateToolCall', id: row.id, patch: { status: 'running' } }], []);
+  if (!(fromPending && call.restartHint === 'reExecute'))
+    await commit(fctx.turn, [{ kind: 'updateToolCall', id: row.id, patch: { status: 'running' } }], []);
   const result = await runExecution(fctx, row, call.exec, row.previewHash ?? undefined);
   if (result === ABORTED) return { flow: 'cancelled', record: cancelledRecord(row) };
   if (!result.ok && result.stale) {

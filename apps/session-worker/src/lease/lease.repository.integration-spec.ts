@@ -89,4 +89,23 @@ describe('LeaseRepository', () => {
     }
     expect(lastEpoch).toBe(5);
   });
+
+  it('releaseAndCheckWork releases the lease and says whether input waits (a finished turn with queued input)', async () => {
+    const id = await session();
+    const lease = (await leases.acquire(id, 'a', 10_000))!;
+    expect(await leases.releaseAndCheckWork(lease)).toBe(false);
+    expect((await row(id)).owner).toBeNull();
+    const again = (await leases.acquire(id, 'a', 10_000))!;
+    await ds.query(
+      `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic)
+       SELECT $1, id, user_id, 'c1', 'hi', 'queue', false FROM sessions WHERE id = $2`,
+      [randomUUID(), id],
+    );
+    expect(await leases.releaseAndCheckWork(again)).toBe(true);
+    expect((await row(id)).owner).toBeNull();
+    // A stale holder releases nothing (the fence), but still learns about the work.
+    const third = (await leases.acquire(id, 'b', 10_000))!;
+    expect(await leases.releaseAndCheckWork({ ...third, owner: 'a' })).toBe(true);
+    expect((await row(id)).owner).toBe('b');
+  });
 });

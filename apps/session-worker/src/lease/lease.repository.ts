@@ -14,6 +14,11 @@ export interface Lease {
  * One driver per session across all replicas: a lease row with owner, fencing epoch and expiry,
  * judged by the database clock. Taking a lease (free or expired) always increments the epoch.
  */
+/** SQL condition on `sessions s`: the session has work for a driver (see releaseAndCheckWork). */
+export const SESSION_HAS_WORK = `(s.turn_state = 'running'
+  OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
+  OR (s.turn_state = 'finished' AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))`;
+
 @Injectable()
 export class LeaseRepository {
   constructor(private readonly ds: DataSource) {}
@@ -43,6 +48,23 @@ export class LeaseRepository {
       [lease.sessionId, lease.owner, lease.epoch, ttlMs],
     );
     return rows.length > 0;
+  }
+
+  /**
+   * Releases the lease and, in the same statement, says whether the session has work for a driver
+   * (a turn running, a parked turn with a stop, or a finished one with queued input): input queued
+   * while the lease was held but after the holder's last look is taken at once.
+   */
+  async releaseAndCheckWork(lease: Lease): Promise<boolean> {
+    const rows: Array<{ work: boolean }> = await queryRows(
+      this.ds,
+      `WITH released AS (
+         UPDATE session_leases SET owner = NULL, expires_at = now()
+          WHERE session_id = $1 AND owner = $2 AND epoch = $3)
+       SELECT EXISTS (SELECT 1 FROM sessions s WHERE s.id = $1 AND ${SESSION_HAS_WORK}) AS work`,
+      [lease.sessionId, lease.owner, lease.epoch],
+    );
+    return rows[0]?.work === true;
   }
 
   async release(lease: Lease): Promise<void> {

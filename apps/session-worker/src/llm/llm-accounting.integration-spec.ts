@@ -87,6 +87,8 @@ describe('the LLM ledger and pins in Postgres', () => {
        VALUES ($1, 'round', 'gpt', 'm', 77777, 0, now() - interval '1 day')`,
       [user],
     );
+    // A round call's row waits for its message's commit (none comes here): written alone.
+    await repo.flushWaiting();
     const today = await repo.today({ userId: user });
     expect(today.usedTokens).toBe(1100 + 150);
     expect(today.resetsAt.toISOString()).toMatch(/T00:00:00\.000Z$/);
@@ -102,6 +104,7 @@ describe('the LLM ledger and pins in Postgres', () => {
     await repo.record(usage(user, session, { estimated: true }));
     await repo.record(usage(user, session, { client: 'local', model: 'qwen3', costUsd: null }));
     await repo.record(usage(randomUUID(), session));
+    await repo.flushWaiting();
     expect(await repo.sessionTotals({ userId: user, sessionId: session })).toEqual([
       {
         client: 'gpt',

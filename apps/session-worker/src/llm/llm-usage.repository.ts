@@ -1,24 +1,22 @@
-import { Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { pgParams, queryRows } from '@skald/persistence';
+import type { UsageRow } from '../store/one-statement-commit';
+import type { PendingUsage } from '../store/pg-session-store';
 
 type Row = Record<string, unknown>;
 
-export interface UsageRecord {
-  userId: string;
-  sessionId: string;
-  frameId: string | null;
-  messageId: string | null;
-  /** `title`: the conversation's title, written after its first exchange. */
-  purpose: 'round' | 'compaction' | 'title';
-  client: string;
-  model: string;
-  inputTokens: number;
-  outputTokens: number;
-  cachedInputTokens: number;
-  estimated: boolean;
-  costUsd: number | null;
-}
+/** One answered model call. `title`: the conversation's title, written after its first exchange. */
+export type UsageRecord = UsageRow;
+
+/**
+ * How long the row of an answered round call waits for the commit of its message (which writes it
+ * in the same statement) before it is written on its own — the turn died, was cancelled or lost its
+ * lease after the answer: the call was still paid for.
+ */
+export const USAGE_WAIT_MS = 5_000;
+/** At most this many messages wait; beyond, a row is written at once (the bound of the map). */
+export const USAGE_WAITING_MAX = 10_000;
 
 export interface ClientTotals {
   client: string;
@@ -37,17 +35,98 @@ export interface DailyUsage {
   resetsAt: Date;
 }
 
-/** The LLM ledger (`llm_usage`) and the users' pins (`llm_client_pins`). Every method takes the user. */
+/**
+ * The LLM ledger (`llm_usage`) and the users' pins (`llm_client_pins`). Every method takes the user.
+ *
+ * The row of an answered round call (`purpose: 'round'`) is not inserted on its own: it waits
+ * (`PendingUsage`) for the session store's commit of the call's message, which writes it in the
+ * same statement — one statement less per round, and the ledger holds a round's call exactly when
+ * its answer is in the conversation. A row whose message is not committed within `USAGE_WAIT_MS`
+ * (or whose commit failed, or at shutdown) is written alone, unless its message exists by then (an
+ * ambiguous commit that did write): counted once either way. What is lost: the row of a call
+ * answered in the milliseconds before the worker process died, before its message was committed —
+ * an answer nobody used (recovery asks the model again, and that call is counted).
+ */
 @Injectable()
-export class LlmUsageRepository {
+export class LlmUsageRepository implements PendingUsage, BeforeApplicationShutdown {
+  private readonly waiting = new Map<string, { rows: UsageRecord[]; timer: NodeJS.Timeout }>();
+  private closed = false;
+
   constructor(private readonly ds: DataSource) {}
 
   async record(r: UsageRecord): Promise<void> {
+    if (r.purpose === 'round' && r.messageId !== null && !this.closed) {
+      const entry = this.waiting.get(r.messageId);
+      if (entry) {
+        entry.rows.push(r);
+        return;
+      }
+      if (this.waiting.size < USAGE_WAITING_MAX) {
+        this.wait(r.messageId, [r]);
+        return;
+      }
+    }
+    await this.insert(r, false);
+  }
+
+  /** The waiting rows of these messages, for their commit. */
+  take(messageIds: readonly string[]): UsageRecord[] {
+    const out: UsageRecord[] = [];
+    for (const id of messageIds) {
+      const entry = this.waiting.get(id);
+      if (!entry) continue;
+      clearTimeout(entry.timer);
+      this.waiting.delete(id);
+      out.push(...entry.rows);
+    }
+    return out;
+  }
+
+  /** Rows whose commit failed: they wait again (and are written alone unless their message exists). */
+  giveBack(rows: readonly UsageRecord[]): void {
+    for (const r of rows) {
+      const id = r.messageId as string;
+      const entry = this.waiting.get(id);
+      if (entry) entry.rows.push(r);
+      else this.wait(id, [r]);
+    }
+  }
+
+  /** Shutdown: every waiting row is written now (the database is still open). */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closed = true;
+    await this.flushWaiting();
+  }
+
+  /** Writes every waiting row now, in the order they were answered (each unless its message exists). */
+  async flushWaiting(): Promise<void> {
+    for (const id of [...this.waiting.keys()]) await this.flush(id);
+  }
+
+  private wait(messageId: string, rows: UsageRecord[]): void {
+    const timer = setTimeout(() => void this.flush(messageId), USAGE_WAIT_MS);
+    timer.unref();
+    this.waiting.set(messageId, { rows, timer });
+  }
+
+  private async flush(messageId: string): Promise<void> {
+    for (const r of this.take([messageId])) {
+      await this.insert(r, true).catch(() => {
+        // The database did not answer: the row waits for another try (bounded by the map's size).
+        if (!this.closed) this.giveBack([r]);
+      });
+    }
+  }
+
+  /** `unlessCommitted`: not when the row's message exists (its commit wrote the row with it). */
+  private async insert(r: UsageRecord, unlessCommitted: boolean): Promise<void> {
     await this.ds.query(
       `INSERT INTO llm_usage (user_id, session_id, frame_id, message_id, purpose, client, model,
                               input_tokens, output_tokens, cached_input_tokens, estimated, cost_usd)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-      [
+       SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5, $6, $7, $8::integer, $9::integer, $10::integer, $11::boolean,
+              $12::numeric
+        WHERE NOT ($13::boolean AND EXISTS (SELECT 1 FROM chat_history WHERE id = $4::uuid))`,
+      pgParams([
         r.userId,
         r.sessionId,
         r.frameId,
@@ -60,7 +139,8 @@ export class LlmUsageRepository {
         r.cachedInputTokens,
         r.estimated,
         r.costUsd,
-      ],
+        unlessCommitted,
+      ]),
     );
   }
 

@@ -17,6 +17,13 @@ import {
 } from '@skald/agent-loop';
 import { DataSource, EntityManager } from 'typeorm';
 import { iso } from '../sessions/row-format';
+import {
+  fitsOneStatement,
+  ONE_STATEMENT_COMMIT_NAME,
+  ONE_STATEMENT_COMMIT_SQL,
+  oneStatementParams,
+  UsageRow,
+} from './one-statement-commit';
 import { SessionCache } from './session-cache';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
@@ -71,6 +78,29 @@ async function exec(db: Queryable, sql: string, params: unknown[]): Promise<void
   await db.query(sql, pgParams(params));
 }
 
+/**
+ * The answered model calls whose ledger rows wait to ride with the commit of their message (see
+ * LlmUsageRepository): the store takes them for the messages it commits and gives them back if the
+ * commit fails.
+ */
+export interface PendingUsage {
+  take(messageIds: readonly string[]): UsageRow[];
+  giveBack(rows: readonly UsageRow[]): void;
+}
+
+/** node-postgres' pool under TypeORM's driver: named (prepared) statements need it directly. */
+interface PgPool {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Row[] }>;
+}
+
+/**
+ * How long the queued inbox a commit returned stands for "the inbox now" at the round boundary
+ * that follows it, and a read of the session for the next read of it. Reading later than that asks
+ * Postgres again. (A message queued after the commit enters at the next boundary or starts the
+ * next turn — as one queued just after a read.)
+ */
+export const INBOX_SNAPSHOT_MS = 1000;
+
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /**
@@ -78,20 +108,41 @@ const num = (v: unknown): number | null => (v === null || v === undefined ? null
  * grants, scratchpad and compaction are read once and then answered from its `SessionCache`;
  * `commit` appends the events (contiguous `seq` from `sessions.last_seq`) and applies the mutations
  * in one transaction, fenced by the lease epoch (`FOR SHARE` on the lease row, so a take-over
- * waits for the commit or makes it fail). Committed events are handed to `announce` only after the
- * transaction commits.
+ * waits for the commit or makes it fail). The hot commits of a round (answer, `running`, result,
+ * final answer: see `fitsOneStatement`) are one prepared statement with the fence in every write's
+ * `WHERE`; the others a transaction. The ledger rows of the answered model calls whose message a
+ * commit writes (`PendingUsage`) ride with it. Committed events are handed to `announce` only after
+ * the transaction commits.
  */
 export class PgSessionStore implements SessionStore {
   /** The session's rows as this lease holder read and committed them (see SessionCache). */
   private readonly cache = new SessionCache();
+  /** The queued inbox as of the last one-statement commit (taken once by `listInbox`). */
+  private inboxSnapshot: { sessionId: string; at: number; items: InboxItem[] } | null = null;
+  /** The session as last read, taken once by the next `getSession` (no commit since, under 1 s). */
+  private sessionRead: { at: number; info: SessionInfo } | null = null;
+  /** The same, kept until the next commit (see `queuedAtLastCommit`). */
+  private lastCommitInbox: InboxItem[] | null = null;
 
   constructor(
     private readonly ds: DataSource,
     private readonly fence: Fence,
     private readonly announce: (events: CommittedEvent[]) => void,
+    private readonly usage: PendingUsage | null = null,
   ) {}
 
   async getSession(sessionId: string): Promise<SessionInfo> {
+    // The driver reads the session to choose the turn, and the turn at its start reads it again:
+    // the second read takes the first if nothing was committed since and it is under 1 s old.
+    const kept = this.sessionRead;
+    this.sessionRead = null;
+    if (kept && kept.info.id === sessionId && Date.now() - kept.at <= INBOX_SNAPSHOT_MS) return kept.info;
+    const info = await this.readSession(sessionId);
+    this.sessionRead = { at: Date.now(), info };
+    return info;
+  }
+
+  private async readSession(sessionId: string): Promise<SessionInfo> {
     // The user's pin for the session's source (`/model`, `select_client`) is the session's pin.
     const rows: Row[] = await queryRows(
       this.ds,
@@ -212,6 +263,10 @@ export class PgSessionStore implements SessionStore {
   }
 
   async listInbox(sessionId: string): Promise<InboxItem[]> {
+    const snapshot = this.inboxSnapshot;
+    this.inboxSnapshot = null;
+    if (snapshot && snapshot.sessionId === sessionId && Date.now() - snapshot.at <= INBOX_SNAPSHOT_MS)
+      return snapshot.items;
     const rows: Row[] = await queryRows(
       this.ds,
       `SELECT * FROM session_inbox WHERE session_id = $1 AND status = 'queued' ORDER BY ord`,
@@ -220,31 +275,116 @@ export class PgSessionStore implements SessionStore {
     return rows.map(toInboxItem);
   }
 
+  /**
+   * The session's queued inbox as of this store's last commit, when that commit was one statement
+   * (which reads it); null otherwise. The driver asks it after a turn ended: an empty inbox at the
+   * turn's last commit means nothing more to do (what is queued later is found after the release).
+   */
+  queuedAtLastCommit(): readonly InboxItem[] | null {
+    return this.lastCommitInbox;
+  }
+
   async commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void> {
-    const committed = await this.writeFenced(sessionId, mutations, events).catch((e: unknown) => {
+    this.inboxSnapshot = null;
+    this.lastCommitInbox = null;
+    this.sessionRead = null;
+    const usage = this.usage?.take(messageIdsOf(mutations)) ?? [];
+    let committed: CommittedEvent[];
+    try {
+      committed = fitsOneStatement(mutations)
+        ? await this.writeOneStatement(sessionId, mutations, events, usage)
+        : await this.writeFenced(sessionId, mutations, events, usage);
+    } catch (e) {
       // Whether a failed commit wrote anything is not known here: read from Postgres again.
       this.cache.clear();
+      this.inboxSnapshot = null;
+      this.lastCommitInbox = null;
+      this.usage?.giveBack(usage);
       throw e;
-    });
+    }
     this.cache.apply(mutations);
     if (committed.length > 0) this.announce(committed);
+  }
+
+  /** The commit as one prepared statement (see one-statement-commit.ts). */
+  private async writeOneStatement(
+    sessionId: string,
+    mutations: Mutation[],
+    events: SessionEventDraft[],
+    usage: UsageRow[],
+  ): Promise<CommittedEvent[]> {
+    const pool = (this.ds.driver as unknown as { master: PgPool }).master;
+    let rows: Row[];
+    try {
+      ({ rows } = await pool.query({
+        name: ONE_STATEMENT_COMMIT_NAME,
+        text: ONE_STATEMENT_COMMIT_SQL,
+        values: oneStatementParams(sessionId, this.fence, mutations, events, usage),
+      }));
+    } catch (e) {
+      throw rejected(e);
+    }
+    const head = rows[0];
+    if (!head || Number(head.fenced) === 0)
+      throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
+    const inbox = JSON.parse(String(head.inbox)) as Row[];
+    const items = inbox.map((r) => toInboxItem(decodeRow({ ...r, created_at: new Date(String(r.created_at)) })));
+    this.inboxSnapshot = { sessionId, at: Date.now(), items };
+    this.lastCommitInbox = items;
+    if (events.length === 0) return [];
+    if (head.last_seq === null || head.last_seq === undefined) throw new Error(`session ${sessionId} not found`);
+    const first = Number(head.last_seq) - events.length + 1;
+    return events.map((event, i) => ({ userId: String(head.user_id), sessionId, seq: first + i, event }));
   }
 
   private writeFenced(
     sessionId: string,
     mutations: Mutation[],
     events: SessionEventDraft[],
+    usage: UsageRow[],
   ): Promise<CommittedEvent[]> {
     return this.ds.transaction(async (tx) => {
       const committed = await fenceAndAppend(tx, sessionId, this.fence, events);
       try {
         for (const m of mutations) await applyMutation(tx, m, this.fence.epoch);
+        for (const u of usage) await insertUsage(tx, u);
         return committed;
       } catch (e) {
         throw rejected(e);
       }
     });
   }
+}
+
+/** The messages a commit writes (their answered model calls' usage rides with them). */
+function messageIdsOf(mutations: readonly Mutation[]): string[] {
+  const ids: string[] = [];
+  for (const m of mutations) if (m.kind === 'appendMessage' || m.kind === 'enterInbox') ids.push(m.message.id);
+  return ids;
+}
+
+/** One `llm_usage` row (the LlmUsageRepository's insert, inside a commit). */
+export async function insertUsage(db: Queryable, r: UsageRow): Promise<void> {
+  await exec(
+    db,
+    `INSERT INTO llm_usage (user_id, session_id, frame_id, message_id, purpose, client, model,
+                            input_tokens, output_tokens, cached_input_tokens, estimated, cost_usd)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [
+      r.userId,
+      r.sessionId,
+      r.frameId,
+      r.messageId,
+      r.purpose,
+      r.client,
+      r.model,
+      r.inputTokens,
+      r.outputTokens,
+      r.cachedInputTokens,
+      r.estimated,
+      r.costUsd,
+    ],
+  );
 }
 
 /**

@@ -47,6 +47,10 @@ class FakeLeases {
     this.released.push(lease);
     return Promise.resolve();
   }
+  /** The driver's release at the end of driving: nothing more to do. */
+  releaseAndCheckWork(lease: Lease): Promise<boolean> {
+    return this.release(lease).then(() => false);
+  }
 }
 
 function setUp(ds: DataSource = idleDataSource()) {
@@ -90,6 +94,12 @@ describe('TurnDriver', () => {
     expect(leases.log).toEqual(['acquire', 'release']);
     expect(driver.isDriving(SESSION)).toBe(false);
     expect(driver.activeCount).toBe(0);
+  });
+
+  it('a submit and its doorbell arriving together ask for the lease once', async () => {
+    const { driver, leases } = setUp();
+    await Promise.all([driver.drive(SESSION), driver.drive(SESSION)]);
+    expect(leases.log).toEqual(['acquire', 'release']);
   });
 
   it('leaves a session alone when another worker holds its lease', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import {
   CallNotAwaitingHumanError,
@@ -22,8 +22,9 @@ import { Bus } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
 import { LogIds, withLogIds, type Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
-import { Lease, LeaseRepository } from '../lease/lease.repository';
+import { Lease, LeaseRepository, SESSION_HAS_WORK } from '../lease/lease.repository';
 import { LlmService } from '../llm/llm.service';
+import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { AgentCatalogService, WORKSPACE_ROOT } from '../agents/agent-catalog.service';
 import { LlmAdapter } from '../ports/llm-adapter';
 import { NatsGate } from '../ports/nats-gate';
@@ -64,6 +65,8 @@ interface Driving {
 @Injectable()
 export class TurnDriver implements OnApplicationShutdown {
   private readonly driving = new Map<string, Driving>();
+  /** Sessions whose lease this worker is asking for (a submit and its doorbell arrive together). */
+  private readonly acquiring = new Set<string>();
   private readonly llm: LlmAdapter;
   private draining = false;
 
@@ -80,6 +83,11 @@ export class TurnDriver implements OnApplicationShutdown {
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_INSTANCE) private readonly instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
+    /**
+     * The ledger rows of answered round calls, written with their messages' commits. (Typed
+     * without `| null`: a union type would hide the class from Nest's injection metadata.)
+     */
+    @Optional() private readonly usage?: LlmUsageRepository,
   ) {
     this.llm = new LlmAdapter(llmManager, llmService, metrics);
     metrics.countDriving(() => this.driving.size);
@@ -106,8 +114,15 @@ export class TurnDriver implements OnApplicationShutdown {
    * that worker drains the inbox at its next round boundary.
    */
   async drive(sessionId: string): Promise<void> {
-    if (this.draining || this.driving.has(sessionId)) return;
-    const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
+    if (this.draining || this.driving.has(sessionId) || this.acquiring.has(sessionId)) return;
+    // One ask at a time: the ask under way, if it gets the lease, reads the inbox after it.
+    this.acquiring.add(sessionId);
+    let lease: Lease | null;
+    try {
+      lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
+    } finally {
+      this.acquiring.delete(sessionId);
+    }
     if (!lease) return;
     if (lease.tookOver) this.metrics.leaseTakeovers.inc();
     const d: Driving = { lease, turn: new AbortController(), lost: new AbortController(), ids: { sessionId } };
@@ -115,6 +130,7 @@ export class TurnDriver implements OnApplicationShutdown {
     const heartbeat = this.startHeartbeat(d);
     let again = false;
     let failed = false;
+    let work = false;
     try {
       again = await this.runUntilIdle(d);
     } catch (e) {
@@ -138,7 +154,8 @@ export class TurnDriver implements OnApplicationShutdown {
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
-      await this.leases.release(lease).catch(() => undefined);
+      // One statement: the release, and whether input arrived after our last look.
+      work = await this.leases.releaseAndCheckWork(lease).catch(() => false);
     }
     if (this.draining) {
       // Hand the session to another replica at once.
@@ -150,7 +167,7 @@ export class TurnDriver implements OnApplicationShutdown {
     }
     // Input that arrived while we held the lease but after our last look: take it now. After a
     // failure the sweep retries later instead, so a poisoned session cannot spin a worker.
-    if (!failed && (again || (await this.hasWork(sessionId)))) setImmediate(() => void this.drive(sessionId));
+    if (!failed && (again || work)) setImmediate(() => void this.drive(sessionId));
   }
 
   /**
@@ -166,8 +183,11 @@ export class TurnDriver implements OnApplicationShutdown {
       this.log.warn({ ...d.ids, failures, sqlState }, 'step refused; the sweep retries the turn later');
       return;
     }
-    const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) =>
-      this.announcer.announce(ev),
+    const store = new PgSessionStore(
+      this.ds,
+      { owner: d.lease.owner, epoch: d.lease.epoch },
+      (ev) => this.announcer.announce(ev),
+      this.usage ?? null,
     );
     const session = await store.getSession(sessionId);
     const { role } = await this.turnState.turnControl(sessionId);
@@ -199,8 +219,11 @@ export class TurnDriver implements OnApplicationShutdown {
     for (let turns = 0; turns < 100; turns++) {
       if (d.lost.signal.aborted || this.draining) return false;
       d.ids = { sessionId };
-      const store = new PgSessionStore(this.ds, { owner: d.lease.owner, epoch: d.lease.epoch }, (ev) =>
-        this.announcer.announce(ev),
+      const store = new PgSessionStore(
+        this.ds,
+        { owner: d.lease.owner, epoch: d.lease.epoch },
+        (ev) => this.announcer.announce(ev),
+        this.usage ?? null,
       );
       const session = await store.getSession(sessionId);
       d.turn = new AbortController();
@@ -215,6 +238,9 @@ export class TurnDriver implements OnApplicationShutdown {
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
       const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id));
       if (step === 'stop') return false;
+      // The turn ended and its last commit (one statement) saw no queued input: nothing more to do
+      // now — input queued after that commit is found by the release (releaseAndCheckWork).
+      if (store.queuedAtLastCommit()?.length === 0) return false;
     }
     return true;
   }
@@ -319,8 +345,11 @@ export class TurnDriver implements OnApplicationShutdown {
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
     try {
-      const store = new PgSessionStore(this.ds, { owner: lease.owner, epoch: lease.epoch }, (ev) =>
-        this.announcer.announce(ev),
+      const store = new PgSessionStore(
+        this.ds,
+        { owner: lease.owner, epoch: lease.epoch },
+        (ev) => this.announcer.announce(ev),
+        this.usage ?? null,
       );
       const { role } = await this.turnState.turnControl(sessionId);
       return await fn(store, AbortSignal.any([d.turn.signal, d.lost.signal]), role);
@@ -419,15 +448,9 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   private async hasWork(sessionId: string): Promise<boolean> {
-    const rows = await queryRows(
-      this.ds,
-      `SELECT 1 FROM sessions s
-        WHERE s.id = $1
-          AND (s.turn_state = 'running'
-               OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
-               OR (s.turn_state = 'finished' AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))`,
-      [sessionId],
-    ).catch(() => []);
+    const rows = await queryRows(this.ds, `SELECT 1 FROM sessions s WHERE s.id = $1 AND ${SESSION_HAS_WORK}`, [
+      sessionId,
+    ]).catch(() => []);
     return rows.length > 0;
   }
 

@@ -1,0 +1,228 @@
+import { deepToPgText, pgParams } from '@skald/persistence';
+import type { Mutation, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatch } from '@skald/agent-loop';
+
+/**
+ * The hot commits of a round (the model's answer with its calls, a call `running`, a call's result,
+ * the final answer) as ONE statement: a data-modifying CTE whose every write is conditioned on the
+ * fence (`FOR SHARE` on the lease row under this epoch), so it is one implicit transaction — no
+ * BEGIN/COMMIT round trips — and a fenced-out commit writes nothing. The statement's text is the
+ * same for every commit (absent kinds are empty arrays), so it is prepared once per connection.
+ *
+ * Besides the writes it returns the session's queued inbox as of the commit (the round boundary
+ * that follows reads it from there instead of asking Postgres again) — see PgSessionStore.listInbox.
+ */
+
+/** The mutation kinds the one statement writes; any other kind takes the transaction path. */
+const FAST_KINDS = new Set<Mutation['kind']>(['appendMessage', 'createToolCall', 'updateToolCall', 'setTurnState']);
+
+/** One answered model call's row of the ledger (`llm_usage`), written with its message. */
+export interface UsageRow {
+  userId: string;
+  sessionId: string;
+  frameId: string | null;
+  messageId: string | null;
+  purpose: 'round' | 'compaction' | 'title';
+  client: string;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  estimated: boolean;
+  costUsd: number | null;
+}
+
+/**
+ * Whether `mutations` can be one statement. Not when a kind needs a check that must abort the
+ * transaction (an inbox item already settled, a frame already closed) or is rare; not when one
+ * row would be written twice (all parts of a statement see the same snapshot, so an update of a
+ * row inserted or updated by the same statement would be lost).
+ */
+export function fitsOneStatement(mutations: readonly Mutation[]): boolean {
+  const created = new Set<string>();
+  const updated = new Set<string>();
+  let turnStates = 0;
+  for (const m of mutations) {
+    if (!FAST_KINDS.has(m.kind)) return false;
+    if (m.kind === 'createToolCall') created.add(m.call.id);
+    if (m.kind === 'updateToolCall') {
+      if (created.has(m.id) || updated.has(m.id)) return false;
+      updated.add(m.id);
+    }
+    if (m.kind === 'setTurnState' && ++turnStates > 1) return false;
+  }
+  return true;
+}
+
+export const ONE_STATEMENT_COMMIT_NAME = 'skald_commit_v1';
+
+export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
+   SELECT 1 AS held FROM session_leases
+    WHERE session_id = $1::uuid AND owner = $2::text AND epoch = $3::bigint AND expires_at > now() FOR SHARE),
+ head AS (
+   UPDATE sessions SET last_seq = last_seq + $4::integer, updated_at = now(),
+          turn_state = COALESCE($7::text, turn_state), turn_id = COALESCE($8::uuid, turn_id)
+    WHERE id = $1::uuid AND ($4::integer > 0 OR $7::text IS NOT NULL) AND EXISTS (SELECT 1 FROM fence)
+    RETURNING last_seq, user_id),
+ appended AS (
+   INSERT INTO session_events (session_id, seq, type, payload)
+   SELECT $1::uuid, head.last_seq - $4::integer + u.n, u.t, u.p
+     FROM head, unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(t, p, n)),
+ messages AS (
+   INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
+                             client_message_id, input_tokens, output_tokens, epoch, created_at,
+                             cost_usd, tokens_estimated, llm_client, llm_model)
+   SELECT u.id::uuid, u.sid::uuid, u.fid::uuid, u.role, u.content, u.reasoning, u.syn::boolean, u.status,
+          u.meta::jsonb, u.cmid, u.itok::integer, u.otok::integer, $3::bigint, u.created::timestamptz,
+          u.cost::numeric, u.est::boolean, u.client, u.model
+     FROM unnest($9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
+                 $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[],
+                 $23::text[], $24::text[], $25::text[])
+          WITH ORDINALITY AS u(id, sid, fid, role, content, reasoning, syn, status, meta, cmid, itok, otok,
+                               created, cost, est, client, model, n)
+    WHERE EXISTS (SELECT 1 FROM fence) ORDER BY u.n),
+ calls AS (
+   INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
+                           result_type, request_id, child_frame_id, preview_hash, epoch)
+   SELECT u.id::uuid, u.sid::uuid, u.fid::uuid, u.mid::uuid, u.idx::integer, u.llm, u.name, u.args, u.status,
+          u.result, u.rtype, u.req::uuid, u.child::uuid, u.ph, $3::bigint
+     FROM unnest($26::text[], $27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::text[],
+                 $33::text[], $34::text[], $35::text[], $36::text[], $37::text[], $38::text[], $39::text[])
+          WITH ORDINALITY AS u(id, sid, fid, mid, idx, llm, name, args, status, result, rtype, req, child, ph, n)
+    WHERE EXISTS (SELECT 1 FROM fence) ORDER BY u.n),
+ updates AS (
+   UPDATE tool_calls t SET status = u.status,
+          result = CASE WHEN u.has_result::boolean THEN u.result ELSE t.result END,
+          result_type = CASE WHEN u.has_rtype::boolean THEN u.rtype ELSE t.result_type END,
+          request_id = CASE WHEN u.has_req::boolean THEN u.req::uuid ELSE t.request_id END,
+          child_frame_id = CASE WHEN u.has_child::boolean THEN u.child::uuid ELSE t.child_frame_id END,
+          preview_hash = CASE WHEN u.has_ph::boolean THEN u.ph ELSE t.preview_hash END,
+          stale_reasks = COALESCE(u.stale::integer, t.stale_reasks),
+          started_at = CASE WHEN u.status = 'running' AND t.started_at IS NULL THEN now() ELSE t.started_at END,
+          finished_at = CASE WHEN u.status IN ('done', 'failed', 'rejected', 'cancelled', 'interrupted')
+                             THEN now() ELSE t.finished_at END,
+          epoch = $3::bigint
+     FROM unnest($40::text[], $41::text[], $42::text[], $43::text[], $44::text[], $45::text[], $46::text[],
+                 $47::text[], $48::text[], $49::text[], $50::text[], $51::text[], $52::text[])
+          AS u(id, status, has_result, result, has_rtype, rtype, has_req, req, has_child, child, has_ph, ph, stale)
+    WHERE t.id = u.id::uuid AND EXISTS (SELECT 1 FROM fence)),
+ usage AS (
+   INSERT INTO llm_usage (user_id, session_id, frame_id, message_id, purpose, client, model,
+                          input_tokens, output_tokens, cached_input_tokens, estimated, cost_usd)
+   SELECT u.uid::uuid, u.sid::uuid, u.fid::uuid, u.mid::uuid, u.purpose, u.client, u.model, u.itok::integer,
+          u.otok::integer, u.ctok::integer, u.est::boolean, u.cost::numeric
+     FROM unnest($53::text[], $54::text[], $55::text[], $56::text[], $57::text[], $58::text[], $59::text[],
+                 $60::text[], $61::text[], $62::text[], $63::text[], $64::text[])
+          WITH ORDINALITY AS u(uid, sid, fid, mid, purpose, client, model, itok, otok, ctok, est, cost, n)
+    WHERE EXISTS (SELECT 1 FROM fence) ORDER BY u.n),
+ inbox AS (
+   SELECT i.* FROM session_inbox i
+    WHERE i.session_id = $1::uuid AND i.status = 'queued' AND EXISTS (SELECT 1 FROM fence))
+SELECT (SELECT count(*) FROM fence)::int AS fenced,
+       (SELECT last_seq FROM head) AS last_seq,
+       (SELECT user_id FROM head) AS user_id,
+       (SELECT COALESCE(json_agg(row_to_json(inbox) ORDER BY inbox.ord), '[]'::json) FROM inbox)::text AS inbox`;
+
+const text = (v: string | null | undefined): string | null => (v === null || v === undefined ? null : v);
+const str = (v: number | boolean | null | undefined): string | null =>
+  v === null || v === undefined ? null : String(v);
+
+/** Column arrays of `rows` in the order of `columns` (each value as text, or null). */
+function columns<T>(rows: readonly T[], cols: ((r: T) => string | null)[]): (string | null)[][] {
+  return cols.map((col) => rows.map(col));
+}
+
+/** The parameters of {@link ONE_STATEMENT_COMMIT_SQL}, through the text codec (`pgParams`). */
+export function oneStatementParams(
+  sessionId: string,
+  fence: { owner: string; epoch: number },
+  mutations: readonly Mutation[],
+  events: readonly SessionEventDraft[],
+  usage: readonly UsageRow[],
+): unknown[] {
+  const messages: NewMessage[] = [];
+  const calls: NewToolCall[] = [];
+  const updates: { id: string; patch: ToolCallPatch }[] = [];
+  let turn: { state: string; turnId: string | null } | null = null;
+  for (const m of mutations) {
+    if (m.kind === 'appendMessage') messages.push(m.message);
+    else if (m.kind === 'createToolCall') calls.push(m.call);
+    else if (m.kind === 'updateToolCall') updates.push({ id: m.id, patch: m.patch });
+    else if (m.kind === 'setTurnState') turn = { state: m.state, turnId: m.turnId ?? null };
+    else throw new Error(`mutation ${m.kind} does not fit one statement`);
+  }
+  const has = (v: unknown): string => String(v !== undefined);
+  return pgParams([
+    sessionId,
+    fence.owner,
+    fence.epoch,
+    events.length,
+    events.map((e) => e.type),
+    events.map((e) => JSON.stringify(e)),
+    turn?.state ?? null,
+    turn?.turnId ?? null,
+    ...columns(messages, [
+      (m) => m.id,
+      (m) => m.sessionId,
+      (m) => m.frameId,
+      (m) => m.role,
+      (m) => m.content,
+      (m) => text(m.reasoningContent),
+      (m) => str(m.isSynthetic),
+      (m) => m.status ?? 'ok',
+      (m) => (m.attachments ? JSON.stringify(deepToPgText({ attachments: m.attachments })) : null),
+      (m) => text(m.clientMessageId),
+      (m) => str(m.inputTokens),
+      (m) => str(m.outputTokens),
+      (m) => m.createdAt,
+      (m) => str(m.costUsd),
+      (m) => str(m.tokensEstimated ?? false),
+      (m) => text(m.llmClient),
+      (m) => text(m.llmModel),
+    ]),
+    ...columns(calls, [
+      (c) => c.id,
+      (c) => c.sessionId,
+      (c) => c.frameId,
+      (c) => c.messageId,
+      (c) => String(c.index),
+      (c) => c.llmCallId,
+      (c) => c.name,
+      (c) => c.argumentsText,
+      (c) => c.status,
+      (c) => text(c.result),
+      (c) => text(c.resultType),
+      (c) => text(c.requestId),
+      (c) => text(c.childFrameId),
+      (c) => text(c.previewHash),
+    ]),
+    ...columns(updates, [
+      (u) => u.id,
+      (u) => u.patch.status,
+      (u) => has(u.patch.result),
+      (u) => text(u.patch.result),
+      (u) => has(u.patch.resultType),
+      (u) => text(u.patch.resultType),
+      (u) => has(u.patch.requestId),
+      (u) => text(u.patch.requestId),
+      (u) => has(u.patch.childFrameId),
+      (u) => text(u.patch.childFrameId),
+      (u) => has(u.patch.previewHash),
+      (u) => text(u.patch.previewHash),
+      (u) => str(u.patch.staleReasks),
+    ]),
+    ...columns(usage, [
+      (r) => r.userId,
+      (r) => r.sessionId,
+      (r) => text(r.frameId),
+      (r) => text(r.messageId),
+      (r) => r.purpose,
+      (r) => r.client,
+      (r) => r.model,
+      (r) => String(r.inputTokens),
+      (r) => String(r.outputTokens),
+      (r) => String(r.cachedInputTokens),
+      (r) => String(r.estimated),
+      (r) => str(r.costUsd),
+    ]),
+  ]);
+}

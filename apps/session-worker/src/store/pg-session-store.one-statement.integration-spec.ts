@@ -1,0 +1,366 @@
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { DataSource } from 'typeorm';
+import { pgParams } from '@skald/persistence';
+import { LeaseLostError, type Mutation, type SessionEventDraft, type ToolCallStatus } from '@skald/agent-loop';
+import { LlmUsageRepository, UsageRecord } from '../llm/llm-usage.repository';
+import { fitsOneStatement } from './one-statement-commit';
+import { PgSessionStore } from './pg-session-store';
+import { openRootFrame } from '../testing-fixtures/root-frame';
+
+jest.setTimeout(180_000);
+
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+const RUNS = Number(process.env.FC_RUNS ?? 60);
+
+const text = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: fc.constantFrom('\u0000', '\ud800', '\udc00', '\uffff', 'x', '\\', '"', "'", ','), maxLength: 8 }),
+);
+const statuses: ToolCallStatus[] = ['pending', 'running', 'awaiting_human', 'done', 'failed', 'cancelled'];
+
+/** One commit of a turn, by what it carries (ids are resolved against what exists when applied). */
+const commitSpec = fc.record({
+  messages: fc.array(
+    fc.record({
+      role: fc.constantFrom('user' as const, 'assistant' as const),
+      content: text,
+      reasoning: fc.option(text),
+      tokens: fc.option(fc.nat({ max: 10_000 })),
+      cost: fc.option(fc.double({ min: 0, max: 1, noNaN: true })),
+      attachments: fc.boolean(),
+    }),
+    { maxLength: 2 },
+  ),
+  calls: fc.array(fc.record({ name: text, args: text, status: fc.constantFrom(...statuses) }), { maxLength: 3 }),
+  updates: fc.array(
+    fc.record({
+      pick: fc.nat(),
+      status: fc.constantFrom(...statuses),
+      result: fc.option(fc.option(text)),
+      resultType: fc.option(fc.option(text)),
+      requestId: fc.option(fc.option(fc.uuid())),
+      previewHash: fc.option(fc.option(text)),
+      staleReasks: fc.option(fc.nat({ max: 3 })),
+    }),
+    { maxLength: 3 },
+  ),
+  turn: fc.option(fc.constantFrom('running' as const, 'parked' as const, 'finished' as const)),
+  events: fc.array(text, { maxLength: 3 }),
+});
+
+/**
+ * The one-statement commit (one-statement-commit.ts) against the transaction it replaces: the
+ * same commits give the same rows, events and seqs (text with NUL, lone surrogates and the codec's
+ * mark included); a fenced-out writer writes nothing — message, calls, usage, events, seq; the
+ * usage row of an answered call is in the ledger exactly once whatever happens to its commit; and
+ * the queued inbox a commit returns is what the round boundary reads.
+ */
+describe('PgSessionStore: one-statement commits', () => {
+  let ds: DataSource;
+  const owner = `one-${randomUUID()}`;
+
+  beforeAll(async () => {
+    ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 3 } });
+    await ds.initialize();
+    console.log(`store one-statement: seed=${SEED} runs=${RUNS} — reproduce with FC_SEED=${SEED}`);
+  });
+  afterAll(async () => {
+    await ds?.destroy();
+  });
+
+  async function session(usage: LlmUsageRepository | null = null) {
+    const sessionId = randomUUID();
+    const userId = randomUUID();
+    await ds.query(`INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'web')`, [sessionId, userId]);
+    await ds.query(
+      `INSERT INTO session_leases (session_id, owner, epoch, expires_at) VALUES ($1, $2, 1, now() + interval '1 hour')`,
+      [sessionId, owner],
+    );
+    const announced: number[] = [];
+    const store = new PgSessionStore(ds, { owner, epoch: 1 }, (ev) => announced.push(...ev.map((e) => e.seq)), usage);
+    const frameId = randomUUID();
+    await store.commit(sessionId, [openRootFrame(sessionId, frameId)], []);
+    return { sessionId, userId, frameId, store, announced };
+  }
+
+  /** What a session holds, without what differs by construction (ids, ord, clock columns). */
+  async function contents(sessionId: string) {
+    const messages = await ds.query(
+      `SELECT role, content, reasoning, is_synthetic, status, metadata, client_message_id, input_tokens, output_tokens,
+              epoch, cost_usd, tokens_estimated, llm_client, llm_model
+         FROM chat_history WHERE session_id = $1 ORDER BY ord`,
+      [sessionId],
+    );
+    const calls = await ds.query(
+      `SELECT t.idx, t.llm_call_id, t.name, t.arguments, t.status, t.result, t.result_type, t.request_id,
+              t.preview_hash, t.stale_reasks, t.epoch, (t.started_at IS NULL) AS not_started,
+              (t.finished_at IS NULL) AS not_finished
+         FROM tool_calls t WHERE t.session_id = $1 ORDER BY t.ord`,
+      [sessionId],
+    );
+    const events = await ds.query(
+      `SELECT seq::int, type, payload FROM session_events WHERE session_id = $1 ORDER BY seq`,
+      [sessionId],
+    );
+    const [head] = await ds.query(`SELECT last_seq::int, turn_state, turn_id FROM sessions WHERE id = $1`, [sessionId]);
+    return { messages, calls, events, head: { ...head, turn_id: head.turn_id === null ? null : 'set' } };
+  }
+
+  it('gives the same rows, events and seqs as the transaction it replaces', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(commitSpec, { minLength: 1, maxLength: 6 }), async (specs) => {
+        const fast = await session();
+        const slow = await session();
+        const callIds = { fast: [] as string[], slow: [] as string[] };
+        for (const spec of specs) {
+          for (const [s, ids, forceTransaction] of [
+            [fast, callIds.fast, false],
+            [slow, callIds.slow, true],
+          ] as const) {
+            const mutations: Mutation[] = [];
+            const messageIds: string[] = [];
+            for (const m of spec.messages) {
+              const id = randomUUID();
+              messageIds.push(id);
+              mutations.push({
+                kind: 'appendMessage',
+                message: {
+                  id,
+                  sessionId: s.sessionId,
+                  frameId: s.frameId,
+                  role: m.role,
+                  content: m.content,
+                  reasoningContent: m.reasoning,
+                  isSynthetic: false,
+                  attachments: m.attachments ? [{ path: m.content, name: m.content, filesize: 3 }] : null,
+                  clientMessageId: m.reasoning,
+                  inputTokens: m.tokens,
+                  outputTokens: m.tokens,
+                  costUsd: m.cost,
+                  tokensEstimated: m.tokens === null,
+                  llmClient: m.reasoning,
+                  llmModel: m.content,
+                  createdAt: '2026-01-02T03:04:05.678Z',
+                },
+              });
+            }
+            const before = [...ids];
+            const updated = new Set<string>();
+            for (const u of spec.updates) {
+              if (before.length === 0) break;
+              const id = before[u.pick % before.length];
+              if (updated.has(id)) continue;
+              updated.add(id);
+              mutations.push({
+                kind: 'updateToolCall',
+                id,
+                patch: {
+                  status: u.status,
+                  ...(u.result !== null ? { result: u.result } : {}),
+                  ...(u.resultType !== null ? { resultType: u.resultType } : {}),
+                  ...(u.requestId !== null ? { requestId: u.requestId } : {}),
+                  ...(u.previewHash !== null ? { previewHash: u.previewHash } : {}),
+                  ...(u.staleReasks !== null ? { staleReasks: u.staleReasks } : {}),
+                },
+              });
+            }
+            if (messageIds.length > 0) {
+              spec.calls.forEach((c, index) => {
+                const id = randomUUID();
+                ids.push(id);
+                mutations.push({
+                  kind: 'createToolCall',
+                  call: {
+                    id,
+                    sessionId: s.sessionId,
+                    frameId: s.frameId,
+                    messageId: messageIds[messageIds.length - 1],
+                    index,
+                    llmCallId: c.name,
+                    name: c.name,
+                    argumentsText: c.args,
+                    status: c.status,
+                    result: c.args,
+                    resultType: null,
+                    requestId: null,
+                    childFrameId: null,
+                  },
+                });
+              });
+            }
+            if (spec.turn)
+              mutations.push({ kind: 'setTurnState', sessionId: s.sessionId, state: spec.turn, turnId: messageIds[0] });
+            // A grant of no group changes nothing and takes the transaction path (fitsOneStatement).
+            if (forceTransaction)
+              mutations.push({ kind: 'grantTools', scope: { kind: 'frame', frameId: s.frameId }, groups: [] });
+            expect(fitsOneStatement(mutations)).toBe(!forceTransaction);
+            const events: SessionEventDraft[] = spec.events.map((content) => ({
+              type: 'thinking',
+              message_id: 'm',
+              content,
+            }));
+            await s.store.commit(s.sessionId, mutations, events);
+          }
+        }
+        expect(await contents(fast.sessionId)).toEqual(await contents(slow.sessionId));
+        expect(fast.announced).toEqual(slow.announced);
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
+
+  it('a fenced-out round commit writes nothing: message, calls, usage row, events, seq', async () => {
+    const usage = new LlmUsageRepository(ds);
+    const s = await session(usage);
+    const messageId = randomUUID();
+    await usage.record(usageOf(s, messageId));
+    await ds.query(`UPDATE session_leases SET owner = 'other', epoch = epoch + 1 WHERE session_id = $1`, [s.sessionId]);
+    await expect(s.store.commit(s.sessionId, ...answer(s, messageId))).rejects.toBeInstanceOf(LeaseLostError);
+    const [n] = await ds.query(
+      `SELECT (SELECT count(*) FROM chat_history WHERE session_id = $1)::int AS messages,
+              (SELECT count(*) FROM tool_calls WHERE session_id = $1)::int AS calls,
+              (SELECT count(*) FROM llm_usage WHERE session_id = $1)::int AS usage,
+              (SELECT count(*) FROM session_events WHERE session_id = $1)::int AS events,
+              (SELECT last_seq FROM sessions WHERE id = $1)::int AS last_seq`,
+      [s.sessionId],
+    );
+    expect(n).toEqual({ messages: 0, calls: 0, usage: 0, events: 0, last_seq: 0 });
+    expect(s.announced).toEqual([]);
+    // The answered call was paid for: its row waits again and is written alone (its message is not stored).
+    await usage.beforeApplicationShutdown();
+    expect(await usageRows(s.sessionId)).toBe(1);
+  });
+
+  it('the usage row of an answered call is written exactly once: with its commit, alone, or after an ambiguous commit', async () => {
+    // With its message's commit, and never again.
+    const usage = new LlmUsageRepository(ds);
+    const a = await session(usage);
+    const m1 = randomUUID();
+    await usage.record(usageOf(a, m1));
+    await a.store.commit(a.sessionId, ...answer(a, m1));
+    expect(await usageRows(a.sessionId)).toBe(1);
+    await usage.beforeApplicationShutdown();
+    expect(await usageRows(a.sessionId)).toBe(1);
+
+    // No commit of its message (the turn died after the answer): written alone.
+    const usage2 = new LlmUsageRepository(ds);
+    const b = await session(usage2);
+    await usage2.record(usageOf(b, randomUUID()));
+    expect(await usageRows(b.sessionId)).toBe(0);
+    await usage2.beforeApplicationShutdown();
+    expect(await usageRows(b.sessionId)).toBe(1);
+
+    // A commit that wrote but whose answer was lost gives the row back: not written twice.
+    const usage3 = new LlmUsageRepository(ds);
+    const c = await session(usage3);
+    const m3 = randomUUID();
+    const row = usageOf(c, m3);
+    await usage3.record(row);
+    await c.store.commit(c.sessionId, ...answer(c, m3));
+    usage3.giveBack([row]);
+    await usage3.beforeApplicationShutdown();
+    expect(await usageRows(c.sessionId)).toBe(1);
+
+    // Other purposes (compaction, title) are written at once, as before.
+    const usage4 = new LlmUsageRepository(ds);
+    const d = await session(usage4);
+    await usage4.record({ ...usageOf(d, randomUUID()), purpose: 'compaction' });
+    expect(await usageRows(d.sessionId)).toBe(1);
+  });
+
+  it('the round boundary reads the queued inbox the commit returned; what is queued later is read after', async () => {
+    const s = await session();
+    const queue = async (content: string): Promise<string> => {
+      const id = randomUUID();
+      await ds.query(
+        `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic)
+         VALUES ($1, $2, $3, $4, $5, 'steer', false)`,
+        pgParams([id, s.sessionId, s.userId, randomUUID(), content]),
+      );
+      return id;
+    };
+    const early = await queue('before the commit \u0000');
+    await s.store.commit(s.sessionId, ...answer(s, randomUUID()));
+    const late = await queue('after the commit');
+    const first = await s.store.listInbox(s.sessionId);
+    expect(first.map((i) => i.id)).toEqual([early]);
+    expect(first[0].content).toBe('before the commit \u0000');
+    expect(Number.isNaN(Date.parse(first[0].createdAt))).toBe(false);
+    // The snapshot is taken once: the next read asks Postgres and sees the later item.
+    expect((await s.store.listInbox(s.sessionId)).map((i) => i.id)).toEqual([early, late]);
+    // What the driver asks after a turn: the inbox of the last commit if it was one statement, else null.
+    expect(s.store.queuedAtLastCommit()?.map((i) => i.id)).toEqual([early]);
+    await s.store.commit(s.sessionId, [{ kind: 'discardInbox', inboxId: early }], []);
+    expect(s.store.queuedAtLastCommit()).toBeNull();
+    const empty = await session();
+    await empty.store.commit(empty.sessionId, ...answer(empty, randomUUID()));
+    expect(empty.store.queuedAtLastCommit()).toEqual([]);
+  });
+
+  function usageOf(s: { sessionId: string; userId: string; frameId: string }, messageId: string): UsageRecord {
+    return {
+      userId: s.userId,
+      sessionId: s.sessionId,
+      frameId: s.frameId,
+      messageId,
+      purpose: 'round',
+      client: 'sim',
+      model: 'm',
+      inputTokens: 10,
+      outputTokens: 5,
+      cachedInputTokens: 0,
+      estimated: false,
+      costUsd: 0.001,
+    };
+  }
+
+  function answer(s: { sessionId: string; frameId: string }, messageId: string): [Mutation[], SessionEventDraft[]] {
+    const callId = randomUUID();
+    return [
+      [
+        {
+          kind: 'appendMessage',
+          message: {
+            id: messageId,
+            sessionId: s.sessionId,
+            frameId: s.frameId,
+            role: 'assistant',
+            content: '',
+            reasoningContent: null,
+            isSynthetic: false,
+            attachments: null,
+            clientMessageId: null,
+            inputTokens: 10,
+            outputTokens: 5,
+            createdAt: new Date().toISOString(),
+          },
+        },
+        {
+          kind: 'createToolCall',
+          call: {
+            id: callId,
+            sessionId: s.sessionId,
+            frameId: s.frameId,
+            messageId,
+            index: 0,
+            llmCallId: 'call_1',
+            name: 'read_file',
+            argumentsText: '{"path":"a"}',
+            status: 'pending',
+            result: null,
+            resultType: null,
+            requestId: null,
+            childFrameId: null,
+          },
+        },
+      ],
+      [{ type: 'thinking', message_id: messageId, content: 'reading' }],
+    ];
+  }
+
+  async function usageRows(sessionId: string): Promise<number> {
+    const [r] = await ds.query(`SELECT count(*)::int AS n FROM llm_usage WHERE session_id = $1`, [sessionId]);
+    return r.n;
+  }
+});

@@ -453,9 +453,9 @@ export const TOPICS = {
     message: ToolCancel,
   },
   /**
-   * `tools.alive.<toolCallId>`: the tool runner answering a `tools.exec` is alive, sent on receipt
-   * and every `TOOL_ALIVE_INTERVAL_MS` until it replies; a caller that hears none for
-   * `TOOL_ALIVE_LOSS_MS` ends the call as interrupted.
+   * `tools.alive.<toolCallId>`: the tool runner answering a `tools.exec` is alive, sent every
+   * `TOOL_ALIVE_INTERVAL_MS` from its receipt until it replies; a caller that hears none for
+   * `TOOL_ALIVE_LOSS_MS` from the hand-over or the last one ends the call as interrupted.
    */
   toolAlive: {
     pattern: 'tools.alive.*',

@@ -95,7 +95,8 @@ export interface MessageMeta {
  * Core NATS is at-most-once: nothing sent through here may be the only copy of a state change.
  */
 export class Bus {
-  private readonly subs: Subscription[] = [];
+  /** The live subscriptions, unsubscribed at drain; one that ended is forgotten (see `keep`). */
+  private readonly subs = new Set<Subscription>();
   private readonly inflight = new Set<Promise<unknown>>();
 
   private constructor(
@@ -238,7 +239,7 @@ export class Bus {
         this.track(work);
       },
     });
-    this.subs.push(sub);
+    this.keep(sub);
   }
 
   /** Publishes a message validated by its schema, stamped with the time it was sent (for latency metrics). */
@@ -286,15 +287,25 @@ export class Bus {
         if (r instanceof Promise) this.track(r.catch(failed));
       },
     });
-    this.subs.push(sub);
+    this.keep(sub);
     return sub;
   }
 
   /** Stops taking messages, waits for handlers in flight, then closes the connection. */
   async drain(): Promise<void> {
-    for (const s of this.subs) s.unsubscribe();
+    for (const s of [...this.subs]) s.unsubscribe();
     await Promise.allSettled([...this.inflight]);
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
+  }
+
+  /**
+   * Keeps a subscription for `drain` until it closes: per-call and per-socket subscriptions (a
+   * watched tool call, a user's events) would otherwise pile up for the life of the process.
+   */
+  private keep(sub: Subscription): void {
+    this.subs.add(sub);
+    const forget = (): void => void this.subs.delete(sub);
+    sub.closed.then(forget, forget);
   }
 
   /** Keeps a handler's promise for `drain`; its rejection (if any) is settled here, never unhandled. */

@@ -1,18 +1,19 @@
 import Redis from 'ioredis';
-import { ResilientLlmHealthStore } from '@skald/llm';
+import { ResilientLlmHealthStore, ThrottledLlmHealthStore } from '@skald/llm';
 import type { Logger } from '@skald/service-kit';
 import type { WorkerConfig } from '../config';
 import { RedisLlmHealthStore } from './redis-llm-health.store';
 
 /**
  * LLM health shared by the worker replicas through Redis, falling back to this process's own
- * record while Redis is unreachable (logged once each way). Redis is optional for the worker:
+ * record while Redis is unreachable (logged once each way). A success is written only when it
+ * changes the record or refreshes it (`ThrottledLlmHealthStore`). Redis is optional for the worker:
  * it starts, stays ready and runs turns without it.
  */
 export function sharedLlmHealth(
   config: WorkerConfig,
   log: Logger,
-): { health: ResilientLlmHealthStore; close: () => Promise<void> } {
+): { health: ThrottledLlmHealthStore; close: () => Promise<void> } {
   const redis = new Redis(config.REDIS_URL, {
     lazyConnect: false,
     enableOfflineQueue: false,
@@ -22,7 +23,7 @@ export function sharedLlmHealth(
     retryStrategy: (times) => Math.min(2_000, 100 * times),
   });
   redis.on('error', () => undefined);
-  const health = new ResilientLlmHealthStore(
+  const resilient = new ResilientLlmHealthStore(
     new RedisLlmHealthStore(redis, config.SKALD_LLM_HEALTH_PREFIX, config.SKALD_LLM_HEALTH_TTL_S),
     {
       timeoutMs: 500,
@@ -33,6 +34,11 @@ export function sharedLlmHealth(
           : log.info({}, 'LLM health store (Redis) reachable again: health is shared'),
     },
   );
+  // A success is written (to Redis, and to the local fallback) when it changes the record, or to
+  // refresh it at most every 10 s (well within the record's time to live), not after every call.
+  const health = new ThrottledLlmHealthStore(resilient, {
+    refreshMs: Math.min(10_000, (config.SKALD_LLM_HEALTH_TTL_S * 1000) / 2),
+  });
   return {
     health,
     close: () =>

@@ -1,15 +1,21 @@
+import fc from 'fast-check';
 import type { ToolContext } from '@skald/agent-loop';
 import { TOOL_ALIVE_INTERVAL_MS, TOOL_ALIVE_LOSS_MS } from '@skald/contracts';
 import { Bus, BusRequestError } from '@skald/messaging';
 import { RunnerToolSet } from './runner-tool-set';
+import { WATCH_AFTER_MS } from './runner-watch';
+
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
 /** A bus whose `tools.exec` never answers (or fails as told); signs of life are sent by hand. */
 function fakeBus(execOutcome: () => Promise<unknown> = () => new Promise(() => undefined)) {
   const listeners = new Map<string, () => void>();
   const published: Array<{ subject: string; message: unknown }> = [];
+  const counts = { subscribes: 0 };
   const bus = {
     call: (subject: string) => (subject === 'tools.exec' ? execOutcome() : Promise.reject(new Error(subject))),
     subscribe: (subject: string, _schema: unknown, cb: () => void) => {
+      counts.subscribes++;
       listeners.set(subject, cb);
       return { unsubscribe: () => listeners.delete(subject) };
     },
@@ -20,6 +26,7 @@ function fakeBus(execOutcome: () => Promise<unknown> = () => new Promise(() => u
     beat: (id: string) => listeners.get(`tools.alive.${id}`)?.(),
     watching: (id: string) => listeners.has(`tools.alive.${id}`),
     published,
+    counts,
   };
 }
 
@@ -37,8 +44,44 @@ const ID = '33333333-3333-4333-8333-333333333333';
 const cmd = { toolCallId: ID, name: 'execute_cmd', arguments: { command: 'sleep 60' }, argumentsText: '{}' };
 
 describe('RunnerToolSet: a runner that dies or does not answer', () => {
+  beforeAll(() => console.log(`runner-tool-set lost-runner: seed=${SEED} — reproduce with FC_SEED=${SEED}`));
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
+
+  it('any runner (signs every interval from receipt until it dies or replies): the reply if it comes before 5 s of silence, lost otherwise; a short call is never watched', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 12 }), // signs the runner sends before it dies (if it has not replied)
+        fc.integer({ min: 0, max: 20_000 }), // when its reply would come
+        async (signs, replyAt) => {
+          let reply: (v: unknown) => void = () => undefined;
+          const f = fakeBus(() => new Promise((r) => (reply = r)));
+          let result: unknown;
+          void new RunnerToolSet(f.bus, 'user')
+            .build(cmd, ctx)
+            .run(new AbortController().signal, () => undefined)
+            .then((r) => (result = r));
+          // The runner: a sign at every interval from receipt, until it dies or replies.
+          let t = 0;
+          const lostAt = signs * TOOL_ALIVE_INTERVAL_MS + TOOL_ALIVE_LOSS_MS;
+          for (let k = 1; ; k++) {
+            const next = Math.min(k * TOOL_ALIVE_INTERVAL_MS, replyAt, lostAt + 1);
+            await jest.advanceTimersByTimeAsync(next - t);
+            t = next;
+            if (t === replyAt || t > lostAt) break;
+            if (k <= signs) f.beat(ID);
+          }
+          if (replyAt <= lostAt && t === replyAt) reply({ status: 'done', result: 'ok', result_type: 'text' });
+          await jest.advanceTimersByTimeAsync(0);
+          if (replyAt < lostAt) expect(result).toEqual({ ok: true, content: 'ok', resultType: 'text' });
+          else if (replyAt > lostAt) expect(result).toMatchObject({ ok: false, interrupted: true });
+          if (replyAt < WATCH_AFTER_MS) expect(f.counts.subscribes).toBe(0);
+          expect(f.watching(ID)).toBe(false);
+        },
+      ),
+      { seed: SEED, numRuns: 300 },
+    );
+  });
 
   it('a long command whose runner keeps saying it is alive is waited for', async () => {
     const f = fakeBus();

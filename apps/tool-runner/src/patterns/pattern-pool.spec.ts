@@ -151,7 +151,7 @@ describe('PatternPool', () => {
     const e = await failure(p.matchingSubjects('u', '^a', subjects));
     expect([e.kind, e.message]).toEqual(['memory', 'the search needed more than 32 MiB and was stopped']);
     expect(await p.matchingSubjects('u', 'x', ['x'])).toEqual([0]);
-  });
+  }, 30_000); // a worker filling 32 MiB of heap: seconds on a loaded 2-core machine (its own bound is 20 s)
 
   it('cancels a running job on its signal', async () => {
     const p = pool({ workers: 1, timeoutMs: 10_000 });

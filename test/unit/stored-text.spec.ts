@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { z } from 'zod';
-import { ClientFrame, SUBJECTS } from '@skald/contracts';
+import { ClientFrame, StoredText, SUBJECTS } from '@skald/contracts';
 import { ROUTES } from '../../apps/gateway/src/http/openapi';
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
@@ -69,9 +69,11 @@ function leaves(node: z.ZodType, outer: z.ZodType, where: string, out: Leaf[], d
   else if (d.type === 'object') for (const [k, v] of Object.entries(d.shape!)) next(v, `${where}.${k}`);
   else if (d.type === 'array') next(d.element!, `${where}[]`);
   else if (d.type === 'union') for (const o of d.options!) next(o, where);
-  else if (d.type === 'intersection') (next(d.left!, where), next(d.right!, where));
-  else if (d.type === 'record') (next(d.keyType!, `${where}{key}`), next(d.valueType!, `${where}{}`));
-  else if (d.type === 'tuple') d.items!.forEach((it, i) => next(it, `${where}[${i}]`));
+  else if (d.type === 'intersection') [d.left!, d.right!].forEach((n) => next(n, where));
+  else if (d.type === 'record') {
+    next(d.keyType!, `${where}{key}`);
+    next(d.valueType!, `${where}{}`);
+  } else if (d.type === 'tuple') d.items!.forEach((it, i) => next(it, `${where}[${i}]`));
   else if (!NO_STRINGS.has(d.type)) throw new Error(`${where}: a ${d.type} schema the walk does not know`);
   return out;
 }
@@ -160,6 +162,17 @@ describe('every stored client string refuses what Postgres cannot store', () => 
       .filter((o) => o.accepts !== undefined)
       .map((o) => `${o.where} accepts ${o.accepts}`);
     expect(offenders).toEqual([]);
+  });
+
+  it('flags a plain string anywhere in a schema, and passes the same field as a StoredText (the check can fail)', () => {
+    const loose = z.object({
+      a: z.array(z.object({ b: z.string().max(9).optional() })),
+      c: z.record(z.string(), z.number()),
+    });
+    const found = leaves(loose, loose, 'x', []).filter((l) => acceptsPoison(l.schema) !== undefined);
+    expect(found.map((l) => l.where)).toEqual(['x.a[].b', 'x.c{key}']);
+    const tight = z.object({ a: z.array(z.object({ b: StoredText(9).optional() })) });
+    expect(leaves(tight, tight, 'x', []).filter((l) => acceptsPoison(l.schema) !== undefined)).toEqual([]);
   });
 
   it('every exception names a string that exists and still accepts poison (no stale entry)', () => {

@@ -570,6 +570,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     const failures: string[] = [];
     const kept: string[] = [];
     let sent = 0;
+    let verbatim = 0;
     const routes = Object.entries(doc.paths).flatMap(([p, ops]) =>
       Object.entries(ops).map(([method, op]) => ({ method, path: p, op })),
     );
@@ -596,7 +597,18 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
         else if (res.status >= 400) {
           const e = (res.body as { error?: { code?: string } }).error;
           if (!CODES.has(String(e?.code))) failures.push(`${label}: ${res.status} without an error code`);
-        } else kept.push(label);
+        } else {
+          kept.push(label);
+          // kept verbatim (chat content): the user reads back exactly what they sent, nothing lost
+          if (key === 'post /api/{source}/messages' && field.join('.') === 'content') {
+            const content = (poisonedBody as { content: string }).content;
+            await until('the poisoned message shown exactly', async () => {
+              const page = await owner.get<{ items: Array<{ role: string; content: string }> }>(target);
+              return page.body.items.some((i) => i.role === 'user' && i.content === content);
+            });
+            verbatim++;
+          }
+        }
       }
     }
     // query parameters: each one of every GET route (search q among them)
@@ -685,6 +697,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
         ))
           failures.push(`${name}: ${l.slice(0, 300)}`);
     console.log(`stored text: ${sent} requests and frames, ${kept.length} kept as sent, ${failures.length} failures`);
+    expect(verbatim).toBe(1);
     totals.fivexx += failures.length;
     expect(failures).toEqual([]);
     await expectGatewayAlive();

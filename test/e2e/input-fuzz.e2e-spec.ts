@@ -9,7 +9,10 @@ import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import path from 'node:path';
 import fc from 'fast-check';
+import pino from 'pino';
+import { z } from 'zod';
 import { ClientFrame, ErrorCode } from '@skald/contracts';
+import { Bus } from '@skald/messaging';
 import { ApiClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import {
@@ -23,6 +26,7 @@ import {
   veryDeep,
 } from '../support/hostile-json';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { until } from '../support/until';
 
 jest.setTimeout(180_000);
 
@@ -373,6 +377,332 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     await expectGatewayAlive();
   });
 
+  it('answers NUL bytes and lone surrogates in every string field of every stored body, query and frame with a 4xx or keeps them verbatim, never a 5xx', async () => {
+    // Every string a client may send, taken from the served OpenAPI document (bodies and query
+    // parameters) and from the WS contract (ClientFrame): each one in turn holds a NUL byte or a lone
+    // surrogate inside an otherwise valid request that reaches the service that stores it.
+    const doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as OpenApiDoc;
+    const bus = await Bus.connect(
+      { ...stack.natsClient, name: `stored-text-${process.pid}` },
+      pino({ level: 'silent' }),
+    );
+    const owner = await admin.createUser(`stored-${randomUUID()}@skald.test`, 'correct horse battery');
+    const actor = { userId: owner.user!.id, role: 'user' as const };
+    const hello = await WsTestClient.connect(stack.gatewayUrl, { token: owner.token, source: 'web' });
+    const session = (await hello.waitForType('hello')).session_id as string;
+    hello.close();
+    /** A pending human request of the owner's, registered the way the session worker does. */
+    const pending = async (kind: 'approval' | 'clarification'): Promise<{ request: string; toolCall: string }> => {
+      const ids = { request: randomUUID(), toolCall: randomUUID() };
+      await bus.call('approval.register', {
+        actor,
+        request_id: ids.request,
+        kind,
+        tool_call_id: ids.toolCall,
+        session_id: session,
+        source: 'web',
+        tool_name: kind === 'approval' ? 'execute_cmd' : 'ask_user_clarification',
+        arguments: { command: 'make deploy' },
+        ...(kind === 'clarification'
+          ? { question: { title: 'Env?', question: 'Which env?', suggested_answers: ['prod'] } }
+          : {}),
+      });
+      return ids;
+    };
+    const register = async (kind: 'approval' | 'clarification'): Promise<string> => (await pending(kind)).request;
+    const created = async (method: string, p: string, body: unknown, as = owner): Promise<{ id?: string }> => {
+      const r = await as.request(method, p, body);
+      expect({ p, status: r.status < 300 }).toEqual({ p, status: true });
+      return r.body as { id?: string };
+    };
+    const cronJob = async () =>
+      (await created('POST', '/api/cron/jobs', { title: 't', prompt: 'p', cron: '0 7 * * *', enabled: false })).id!;
+    const rule = async () =>
+      (await created('POST', '/api/approval/rules', { tool_pattern: 'read_file', action: 'allow', priority: 1 }, admin))
+        .id!;
+    const agentId = `stored-${randomUUID().slice(0, 8)}`;
+    await created('PUT', `/api/agents/${agentId}`, { prompt: 'You are an agent.', meta: { name: 'A', type: 'task' } });
+    /** A user message of a fresh conversation of its own source (an edit supersedes it). */
+    const message = async (): Promise<{ source: string; id: string }> => {
+      const source = `st-${randomUUID().slice(0, 8)}`;
+      await created('POST', `/api/${source}/messages`, { client_message_id: randomUUID(), content: 'hello' });
+      const id = await until('the message in its chat', async () => {
+        const page = await owner.get<{ items: Array<{ id: string; role: string }> }>(`/api/${source}/messages`);
+        return page.body.items.find((i) => i.role === 'user')?.id;
+      });
+      return { source, id };
+    };
+
+    /**
+     * Per route template with a JSON body: a request that is valid as it is (the base the poison
+     * goes into) and the path it is sent to. A route added to the document without one fails below.
+     */
+    const FIXTURES: Record<string, () => Promise<{ path?: string; body: Json }>> = {
+      'post /api/auth/login': async () => ({ body: { email: owner.user!.email, password: 'wrong password' } }),
+      'put /api/auth/password': async () => ({ body: { current_password: 'wrong', new_password: 'longer password' } }),
+      'post /api/auth/tokens': async () => ({ body: { name: 'cli' } }),
+      'post /api/admin/users': async () => ({
+        body: { email: `u-${randomUUID()}@skald.test`, password: 'correct horse battery' },
+      }),
+      'patch /api/sessions/{id}': async () => ({ path: `/api/sessions/${session}`, body: { title: 'renamed' } }),
+      'post /api/{source}/messages': async () => ({
+        path: `/api/st-${randomUUID().slice(0, 8)}/messages`,
+        body: {
+          client_message_id: randomUUID(),
+          content: 'hi',
+          attachments: [{ path: '/workspace/a.txt', name: 'a.txt', mimetype: 'text/plain' }],
+        },
+      }),
+      'post /api/{source}/regenerate': async () => {
+        const m = await message();
+        return { path: `/api/${m.source}/regenerate`, body: { client_message_id: randomUUID() } };
+      },
+      'post /api/{source}/messages/{id}/edit': async () => {
+        const m = await message();
+        return {
+          path: `/api/${m.source}/messages/${m.id}/edit`,
+          body: { content: 'x', client_message_id: randomUUID() },
+        };
+      },
+      'put /api/sessions/{id}/run-context': async () => ({
+        path: `/api/sessions/${session}/run-context`,
+        body: { security_group: 'g', system_prompt: ['be brief'], allow_fs_reads: ['docs'], working_directory: 'src' },
+      }),
+      'post /api/tools/{id}/resolve': async () => ({
+        path: `/api/tools/${(await pending('approval')).toolCall}/resolve`,
+        body: { action: 'reject', note: 'n' },
+      }),
+      'post /api/inbox/approvals/{id}/resolve': async () => ({
+        path: `/api/inbox/approvals/${await register('approval')}/resolve`,
+        body: { action: 'reject', note: 'n', bypass_scope: { tool: 'execute_cmd', program: 'make', subcommand: 'x' } },
+      }),
+      'post /api/inbox/clarifications/{id}/resolve': async () => ({
+        path: `/api/inbox/clarifications/${await register('clarification')}/resolve`,
+        body: { answer: 'dev' },
+      }),
+      'post /api/approval/rules': async () => ({
+        body: {
+          tool_pattern: 'execute_cmd',
+          command_pattern: 'make *',
+          agent_id: 'default',
+          source: 'web',
+          security_group: 'g',
+          action: 'ask',
+          priority: 5,
+          note: 'n',
+        },
+      }),
+      'patch /api/approval/rules/{id}': async () => ({
+        path: `/api/approval/rules/${await rule()}`,
+        body: {
+          tool_pattern: 'write_file',
+          path_pattern: '/workspace/**',
+          note: 'n',
+          agent_id: 'a',
+          source: 's',
+          security_group: 'g',
+        },
+      }),
+      'post /api/approval/rules/test': async () => ({
+        body: {
+          tool_name: 'execute_cmd',
+          arguments: { command: 'ls' },
+          agent_id: 'a',
+          source: 'web',
+          security_group: 'g',
+        },
+      }),
+      'post /api/approval/bypasses': async () => ({
+        body: { session_id: session, scope: { tool: 'execute_cmd', program: 'git', subcommand: 'status' }, secs: 60 },
+      }),
+      'post /api/mcp/servers': async () => ({
+        body: {
+          name: `m${randomUUID().slice(0, 8)}`,
+          transport: 'stdio',
+          command: 'true',
+          args: ['a'],
+          env: { K: 'v' },
+        },
+      }),
+      'post /api/cron/jobs': async () => ({
+        body: {
+          title: 't',
+          prompt: 'p',
+          agent_id: 'default',
+          cron: '0 7 * * *',
+          timezone: 'UTC',
+          enabled: false,
+          run_context: { security_group: 'g', system_prompt: ['s'], allow_fs_reads: ['d'], working_directory: 'w' },
+        },
+      }),
+      'patch /api/cron/jobs/{id}': async () => ({
+        path: `/api/cron/jobs/${await cronJob()}`,
+        body: { title: 't', prompt: 'p', cron: '0 8 * * *', timezone: 'UTC', run_context: { system_prompt: ['s'] } },
+      }),
+      'put /api/agents/{id}': async () => ({
+        path: `/api/agents/${agentId}`,
+        body: {
+          prompt: 'You are.',
+          meta: {
+            name: 'n',
+            description: 'd',
+            client: 'c',
+            scope: 's',
+            inject_memory: ['user-memory/a.md'],
+            instructions: 'i',
+            tools: { allow: ['read_file'], deny: ['x*'] },
+          },
+        },
+      }),
+    };
+
+    const POISON = ['\0', '\uD800', '\uDBFF', '\uDC00', '\uDFFF'];
+    /** The string at a field with a poison code unit put in at a generated place. */
+    const poisoned = (base: unknown, at: number, unit: string): string => {
+      const s = typeof base === 'string' && base.length > 0 ? base : 'text';
+      const i = at % (s.length + 1);
+      return s.slice(0, i) + unit + s.slice(i);
+    };
+    const choices = fc.sample(fc.tuple(fc.nat(), fc.constantFrom(...POISON)), { seed: SEED, numRuns: 2000 });
+    let c = 0;
+    const next = () => choices[c++ % choices.length];
+
+    const failures: string[] = [];
+    const kept: string[] = [];
+    let sent = 0;
+    let verbatim = 0;
+    const routes = Object.entries(doc.paths).flatMap(([p, ops]) =>
+      Object.entries(ops).map(([method, op]) => ({ method, path: p, op })),
+    );
+    const bodyRoutes = routes.filter((r) => r.op.requestBody?.content['application/json']);
+    // every route with a JSON body that has a string in it has a fixture (the list is the document's)
+    const withStrings = bodyRoutes.filter(
+      (r) => stringPaths(r.op.requestBody!.content['application/json'].schema).length,
+    );
+    expect(withStrings.map((r) => `${r.method} ${r.path}`).filter((k) => !FIXTURES[k])).toEqual([]);
+    expect(withStrings.length).toBeGreaterThan(15);
+
+    for (const r of withStrings) {
+      const key = `${r.method} ${r.path}`;
+      const fields = stringPaths(r.op.requestBody!.content['application/json'].schema);
+      for (const field of fields) {
+        const { path: target = r.path, body } = await FIXTURES[key]();
+        const [at, unit] = next();
+        const poisonedBody = setAt(body, field, (old) => poisoned(old, at, unit));
+        const as = r.op['x-skald-auth'] === 'admin' ? admin : owner;
+        const res = await as.request(r.method.toUpperCase(), target, poisonedBody);
+        sent++;
+        const label = `${key} ${field.join('.')} ${JSON.stringify(unit)}`;
+        if (res.status >= 500) failures.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        else if (res.status >= 400) {
+          const e = (res.body as { error?: { code?: string } }).error;
+          if (!CODES.has(String(e?.code))) failures.push(`${label}: ${res.status} without an error code`);
+        } else {
+          kept.push(label);
+          // kept verbatim (chat content): the user reads back exactly what they sent, nothing lost
+          if (key === 'post /api/{source}/messages' && field.join('.') === 'content') {
+            const content = (poisonedBody as { content: string }).content;
+            await until('the poisoned message shown exactly', async () => {
+              const page = await owner.get<{ items: Array<{ role: string; content: string }> }>(target);
+              return page.body.items.some((i) => i.role === 'user' && i.content === content);
+            });
+            verbatim++;
+          }
+        }
+      }
+    }
+    // query parameters: each one of every GET route (search q among them)
+    for (const r of routes.filter((x) => x.method === 'get')) {
+      for (const q of (r.op.parameters ?? []).filter((x) => x.in === 'query')) {
+        const [at, unit] = next();
+        const target = r.path.replace(/\{source\}/g, 'web').replace(/\{[^}]+\}/g, session);
+        const res = await fetch(
+          new URL(
+            `${target}?${q.name}=${encodeURIComponent(poisoned('word', at, unit === '\0' ? unit : '\uFFFD'))}`,
+            stack.gatewayUrl,
+          ),
+          {
+            headers: { authorization: `Bearer ${r.op['x-skald-auth'] === 'admin' ? admin.token : owner.token}` },
+          },
+        );
+        sent++;
+        if (res.status >= 500)
+          failures.push(`GET ${r.path}?${q.name}: ${res.status} ${(await res.text()).slice(0, 200)}`);
+      }
+    }
+    // an upload whose file name holds a NUL byte
+    const form = new FormData();
+    form.append('file', new Blob(['x']), 'a\0b.txt');
+    const up = await fetch(new URL('/api/web/uploads', stack.gatewayUrl), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}` },
+      body: form,
+    });
+    sent++;
+    if (up.status >= 500)
+      failures.push(`POST /api/{source}/uploads a NUL in the file name: ${up.status} ${await up.text()}`);
+
+    // WS frames: every string field of every client frame
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: owner.token, source: 'web' });
+    await ws.waitForType('hello');
+    for (const option of ClientFrame.options) {
+      const type = option.shape.type.value as string;
+      for (const field of stringPaths(z.toJSONSchema(option, { io: 'input', unrepresentable: 'any' }))) {
+        if (field[0] === 'type') continue;
+        const base: Record<string, Json> = { type };
+        if (type === 'message')
+          Object.assign(base, {
+            client_message_id: randomUUID(),
+            content: 'hi',
+            attachments: [{ path: '/workspace/a', name: 'a' }],
+          });
+        if (type === 'edit') {
+          const m = await message();
+          base.message_id = m.id;
+          Object.assign(base, { content: 'x', client_message_id: randomUUID() });
+        }
+        if (type === 'regenerate') base.client_message_id = randomUUID();
+        if (type === 'reject_tool') Object.assign(base, { request_id: await register('approval'), note: 'n' });
+        if (type === 'answer_question')
+          Object.assign(base, { request_id: await register('clarification'), answer: 'a' });
+        if (type === 'approve_tool')
+          Object.assign(base, {
+            request_id: await register('approval'),
+            bypass_secs: 60,
+            bypass_scope: { category: 'c' },
+          });
+        if (type === 'select_client') base.client = 'c';
+        const [at, unit] = next();
+        const frame = setAt(base, field, (old) => poisoned(old, at, unit));
+        const from = ws.frames.length;
+        ws.send(frame);
+        ws.send({ type: 'resume' });
+        await ws.waitFor((f) => f.type === 'turn_running', 20_000, from);
+        sent++;
+        const internal = ws.frames.slice(from).filter((f) => f.type === 'error' && f.code === 'internal');
+        if (internal.length)
+          failures.push(`frame ${type} ${field.join('.')} ${JSON.stringify(unit)}: ${JSON.stringify(internal[0])}`);
+      }
+    }
+    ws.close();
+    await bus.drain();
+    // no service failed a handler on text Postgres refused
+    // (a Postgres refusal answered 400 by the second wall still means a contract let the text through)
+    for (const name of ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'] as const)
+      for (const p of stack.byName(name))
+        for (const l of p.logs.filter((x) =>
+          /input the database refused|invalid byte sequence|unsupported Unicode|invalid input syntax for type json/.test(
+            x,
+          ),
+        ))
+          failures.push(`${name}: ${l.slice(0, 300)}`);
+    console.log(`stored text: ${sent} requests and frames, ${kept.length} kept as sent, ${failures.length} failures`);
+    expect(verbatim).toBe(1);
+    totals.fivexx += failures.length;
+    expect(failures).toEqual([]);
+    await expectGatewayAlive();
+  });
+
   it('ignores a __proto__ role in a body: the user it creates is refused, nothing becomes admin', async () => {
     const email = `proto-${randomUUID()}@skald.test`;
     const r = await admin.request(
@@ -430,6 +760,64 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     await expectGatewayAlive();
   });
 });
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+interface OpenApiDoc {
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        requestBody?: { content: Record<string, { schema: unknown }> };
+        parameters?: Array<{ name: string; in: string }>;
+        'x-skald-auth'?: string;
+      }
+    >
+  >;
+}
+
+/** Every place a JSON schema lets a string be: a path of property names, `0` for an array item. */
+function stringPaths(schema: unknown, at: string[] = [], depth = 0): string[][] {
+  if (!schema || typeof schema !== 'object' || depth > 8) return [];
+  const s = schema as {
+    type?: string | string[];
+    properties?: Record<string, unknown>;
+    items?: unknown;
+    additionalProperties?: unknown;
+    anyOf?: unknown[];
+    oneOf?: unknown[];
+    allOf?: unknown[];
+    enum?: unknown[];
+    const?: unknown;
+    format?: string;
+  };
+  const out: string[][] = [];
+  const types = Array.isArray(s.type) ? s.type : [s.type];
+  if (types.includes('string') && s.enum === undefined && s.const === undefined && s.format !== 'binary') out.push(at);
+  for (const [k, v] of Object.entries(s.properties ?? {})) out.push(...stringPaths(v, [...at, k], depth + 1));
+  if (s.items) out.push(...stringPaths(s.items, [...at, '0'], depth + 1));
+  if (s.additionalProperties && typeof s.additionalProperties === 'object')
+    out.push(...stringPaths(s.additionalProperties, [...at, 'K'], depth + 1));
+  for (const alt of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])])
+    out.push(...stringPaths(alt, at, depth + 1));
+  const seen = new Set<string>();
+  return out.filter((p) => !seen.has(p.join('.')) && seen.add(p.join('.')));
+}
+
+/** A copy of a JSON value with the value at a path replaced (parents made where missing). */
+function setAt(value: Json, path: string[], f: (old: unknown) => Json): Json {
+  if (path.length === 0) return f(value);
+  const [head, ...rest] = path;
+  if (head === '0') {
+    const arr = Array.isArray(value) ? [...value] : [];
+    arr[0] = setAt(arr[0] ?? (rest.length ? {} : null), rest, f);
+    return arr;
+  }
+  const obj: Record<string, Json> =
+    value && typeof value === 'object' && !Array.isArray(value) ? { ...(value as Record<string, Json>) } : {};
+  obj[head] = setAt(obj[head] ?? (rest.length ? (rest[0] === '0' ? [] : {}) : null), rest, f);
+  return obj;
+}
 
 /** The property names a JSON schema (from the OpenAPI document) lets a body have, one level deep. */
 function fieldsOf(schema: unknown): string[] {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Actor, Source } from './common';
+import { Actor, Source, StoredText } from './common';
 import { replyOf } from './reply';
 import { MemoryReadReply, MemoryReadRequest } from './tool-runner';
 
@@ -14,29 +14,29 @@ export const AgentId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,47}$/, 'agent id 
 export const AgentType = z.enum(['chat', 'task', 'system']);
 export const AgentStrength = z.enum(['very_low', 'low', 'medium', 'high', 'very_high']);
 const ToolFilter = z.strictObject({
-  allow: z.array(z.string().min(1).max(128)).max(200).default([]),
-  deny: z.array(z.string().min(1).max(128)).max(200).default([]),
+  allow: z.array(StoredText(128).min(1)).max(200).default([]),
+  deny: z.array(StoredText(128).min(1)).max(200).default([]),
 });
 /** A memory document path (`user-memory/…` or `shared-memory/…`). */
-export const MemoryDocPath = z
-  .string()
-  .max(600)
-  .regex(/^(user-memory|shared-memory)\/[^\0]+$/, 'must be a memory path: user-memory/… or shared-memory/…');
+export const MemoryDocPath = StoredText(600).regex(
+  /^(user-memory|shared-memory)\/[^\0]+$/,
+  'must be a memory path: user-memory/… or shared-memory/…',
+);
 
 /** `meta.json` of an agent. */
 export const AgentMeta = z.strictObject({
-  name: z.string().min(1).max(100),
-  description: z.string().max(2000).nullable().default(null),
+  name: StoredText(100).min(1),
+  description: StoredText(2000).nullable().default(null),
   type: AgentType,
   /** An LLM client name; null → AUTO selection by strength (and scope). */
-  client: z.string().min(1).max(100).nullable().default(null),
+  client: StoredText(100).min(1).nullable().default(null),
   /** Scope for AUTO selection (e.g. `coding`); null → any client. */
-  scope: z.string().min(1).max(100).nullable().default(null),
+  scope: StoredText(100).min(1).nullable().default(null),
   strength: AgentStrength.nullable().default(null),
   /** Memory documents appended to the static system prompt, in order (missing ones are skipped). */
   inject_memory: z.array(MemoryDocPath).max(20).default([]),
   /** A short reminder sent as the last system message of every request (never cached). */
-  instructions: z.string().max(4000).nullable().default(null),
+  instructions: StoredText(4000).nullable().default(null),
   /** Tool name filters (`prefix*` or exact); deny wins; an empty allow list allows everything. */
   tools: ToolFilter.default({ allow: [], deny: [] }),
 });
@@ -47,21 +47,19 @@ export const AgentMetaPatch = AgentMeta.partial();
 export const PutAgentRequest = z
   .strictObject({
     /** The AGENT.md text (directives allowed). */
-    prompt: z
-      .string()
+    prompt: StoredText(256 * 1024)
       .min(1)
-      .max(256 * 1024)
       .optional(),
     meta: z
       .strictObject({
-        name: z.string().min(1).max(100).optional(),
-        description: z.string().max(2000).nullable().optional(),
+        name: StoredText(100).min(1).optional(),
+        description: StoredText(2000).nullable().optional(),
         type: AgentType.optional(),
-        client: z.string().min(1).max(100).nullable().optional(),
-        scope: z.string().min(1).max(100).nullable().optional(),
+        client: StoredText(100).min(1).nullable().optional(),
+        scope: StoredText(100).min(1).nullable().optional(),
         strength: AgentStrength.nullable().optional(),
         inject_memory: z.array(MemoryDocPath).max(20).optional(),
-        instructions: z.string().max(4000).nullable().optional(),
+        instructions: StoredText(4000).nullable().optional(),
         tools: ToolFilter.optional(),
       })
       .optional(),
@@ -104,8 +102,9 @@ export const AgentGetRequest = z.object({ actor: Actor, agent_id: AgentId });
 export const AgentPutRequest = z.object({
   actor: Actor,
   agent_id: AgentId,
-  prompt: z.string().optional(),
-  meta: z.record(z.string(), z.unknown()).optional(),
+  prompt: StoredText(256 * 1024).optional(),
+  /** Validated field by field by the gateway (PutAgentRequest: every text a StoredText). */
+  meta: z.record(StoredText(100), z.unknown()).optional(),
 });
 export const AgentDeleteOverrideRequest = z.object({ actor: Actor, agent_id: AgentId });
 export const AgentDeleteOverrideReply = z.object({ deleted: z.boolean() });
@@ -117,7 +116,7 @@ export const SessionCommandRequest = z.object({
   source: Source,
   command: z.enum(WORKER_COMMANDS),
   /** Whatever followed the command word. */
-  args: z.string().max(4000).default(''),
+  args: StoredText(4000).default(''),
 });
 export const SessionCommandReply = z.object({ command: z.string(), content: z.string() });
 /** The source that gets the user's notifications (`web` until `/sethome` names another). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Actor, Id, Timestamp } from './common';
+import { Actor, Id, StoredText, Timestamp } from './common';
 import { BypassScope, SessionApprovalScope } from './ws';
 
 /**
@@ -16,18 +16,18 @@ const PreviewShape = z.object({
   new_content: z.string(),
   base_hash: z.string().optional(),
 });
-const Pattern = z.string().min(1).max(512);
+const Pattern = StoredText(512).min(1);
 
 export const ApprovalRuleInput = z.object({
   tool_pattern: Pattern,
   path_pattern: Pattern.nullish(),
   command_pattern: Pattern.nullish(),
-  agent_id: z.string().min(1).max(128).nullish(),
-  source: z.string().min(1).max(32).nullish(),
-  security_group: z.string().min(1).max(128).nullish(),
+  agent_id: StoredText(128).min(1).nullish(),
+  source: StoredText(32).min(1).nullish(),
+  security_group: StoredText(128).min(1).nullish(),
   action: RuleAction,
   priority: z.number().int().min(0).max(1_000_000),
-  note: z.string().max(2000).nullish(),
+  note: StoredText(2000).nullish(),
 });
 export type ApprovalRuleInput = z.infer<typeof ApprovalRuleInput>;
 export const ApprovalRulePatch = ApprovalRuleInput.partial().refine(
@@ -61,12 +61,12 @@ export type ApprovalRuleDto = z.infer<typeof ApprovalRuleDto>;
 export const ApprovalRuleList = z.object({ items: z.array(ApprovalRuleDto) });
 
 export const RuleTestInput = z.object({
-  tool_name: z.string().min(1).max(256),
+  tool_name: StoredText(256).min(1),
   arguments: z.record(z.string(), z.unknown()).default({}),
-  agent_id: z.string().max(128).optional(),
-  source: z.string().max(32).optional(),
+  agent_id: StoredText(128).optional(),
+  source: StoredText(32).optional(),
   session_id: Id.optional(),
-  security_group: z.string().max(128).optional(),
+  security_group: StoredText(128).optional(),
 });
 export const GateBy = z.enum(['rule', 'bypass', 'run_context', 'human', 'auto_deny', 'policy']);
 export type GateBy = z.infer<typeof GateBy>;
@@ -79,7 +79,7 @@ export const RuleTestResult = z.object({
 
 export const ResolveToolInput = z.object({
   action: z.enum(['approve', 'reject']),
-  note: z.string().max(4000).optional(),
+  note: StoredText(4000).optional(),
 });
 export const ResolveApprovalInput = ResolveToolInput.extend({
   bypass_secs: z
@@ -90,7 +90,7 @@ export const ResolveApprovalInput = ResolveToolInput.extend({
     .optional(),
   bypass_scope: SessionApprovalScope.optional(),
 });
-export const ResolveClarificationInput = z.object({ answer: z.string().max(64 * 1024) });
+export const ResolveClarificationInput = z.object({ answer: StoredText(64 * 1024) });
 
 export const InboxApproval = z.object({
   request_id: Id,

@@ -16,6 +16,9 @@ export const StoredText = (max: number) =>
     .refine((t) => !t.includes('\0'), 'must not contain a NUL byte')
     .refine((t) => !LONE_SURROGATE.test(t), 'must not contain a lone surrogate (invalid UTF-16)');
 
+/** A client's id for a message it sends (idempotency key): stored text, 1–128 characters. */
+export const ClientMessageId = StoredText(128).min(1);
+
 export const Role = z.enum(['user', 'admin']);
 export type Role = z.infer<typeof Role>;
 
@@ -70,9 +73,9 @@ export const ErrorBody = z.object({ code: ErrorCode, message: z.string(), field:
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
 export const Attachment = z.object({
-  path: z.string().min(1).max(4096),
-  name: z.string().min(1).max(255),
-  mimetype: z.string().max(255).optional(),
+  path: StoredText(4096).min(1),
+  name: StoredText(255).min(1),
+  mimetype: StoredText(255).optional(),
   filesize: z.number().int().nonnegative().optional(),
 });
 export type Attachment = z.infer<typeof Attachment>;

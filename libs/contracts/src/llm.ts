@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Actor, Source, Timestamp } from './common';
+import { Actor, Source, StoredText, Timestamp } from './common';
 
 /** Health of an LLM client: degraded after 3 consecutive failures, down after 5, healthy after any success. */
 export const LlmHealthState = z.enum(['healthy', 'degraded', 'down']);
@@ -42,7 +42,7 @@ export const LlmClientsQuery = z.object({ source: Source.optional() });
 export const LlmClientsRequest = z.object({ actor: Actor, source: Source.optional() });
 
 /** Pins a client for the caller's source (`select_client`, `/model`); `auto` clears the pin. */
-export const LlmPinRequest = z.object({ actor: Actor, source: Source, client: z.string().min(1).max(64) });
+export const LlmPinRequest = z.object({ actor: Actor, source: Source, client: StoredText(64).min(1) });
 /** `client`: the pinned client's name, or `auto`. */
 export const LlmPinReply = z.object({ client: z.string() });
 
@@ -52,6 +52,6 @@ export const LlmCommandRequest = z.object({
   actor: Actor,
   source: Source,
   command: LlmCommandName,
-  args: z.string().max(1000).default(''),
+  args: StoredText(1000).default(''),
 });
 export const LlmCommandReply = z.object({ content: z.string() });

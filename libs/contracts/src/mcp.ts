@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Actor, Id } from './common';
+import { Actor, Id, StoredText } from './common';
 
 /** An MCP server's name, the middle of `mcp__<server>__<tool>`. */
 export const McpServerName = z
@@ -73,15 +73,15 @@ export function refusedEnvName(name: string): string | null {
   return null;
 }
 const HeaderKey = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name');
-const SecretValue = z.string().max(8192);
+const SecretValue = StoredText(8192);
 
 /** `POST /api/mcp/servers`: `env` and `headers` values are credentials, write-only. */
 export const McpServerInput = z
   .object({
     name: McpServerName,
     transport: z.enum(['stdio', 'http']),
-    command: z.string().min(1).max(4096).optional(),
-    args: z.array(z.string().max(4096)).max(64).optional(),
+    command: StoredText(4096).min(1).optional(),
+    args: z.array(StoredText(4096)).max(64).optional(),
     env: z.record(EnvKey, SecretValue).optional(),
     network: z.boolean().optional(),
     url: z
@@ -137,7 +137,7 @@ export const McpServerList = z.object({ items: z.array(McpServerDto) });
 
 export const McpServersListRequest = z.object({ actor: Actor });
 export const McpServersCreateRequest = z.object({ actor: Actor, server: McpServerInput });
-export const McpServersDeleteRequest = z.object({ actor: Actor, name: z.string().max(64) });
+export const McpServersDeleteRequest = z.object({ actor: Actor, name: StoredText(64) });
 export const McpServersDeleteReply = z.object({ deleted: z.literal(true) });
 
 /** One MCP tool as the model is offered it, with what the restart logic needs to know. */

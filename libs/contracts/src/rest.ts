@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { Attachment, Delivery, Id, Role, SourceFilter, StoredText, Timestamp, ToolCallStatus } from './common';
+import {
+  Attachment,
+  ClientMessageId,
+  Delivery,
+  Id,
+  Role,
+  SourceFilter,
+  StoredText,
+  Timestamp,
+  ToolCallStatus,
+} from './common';
 
 export const LoginRequest = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) });
 export type LoginRequest = z.infer<typeof LoginRequest>;
@@ -49,7 +59,7 @@ export const SessionSummary = z.object({
 });
 export type SessionSummary = z.infer<typeof SessionSummary>;
 /** Search words: plain text (quotes, `-word` and `or` as in a web search), never query syntax. */
-export const SessionSearchText = z.string().trim().min(1).max(200);
+export const SessionSearchText = StoredText(200).trim().min(1);
 export const SessionListQuery = z.object({
   source: SourceFilter.optional(),
   q: SessionSearchText.optional(),
@@ -82,20 +92,20 @@ export const SessionSearchList = z.object({
 });
 export type SessionSearchList = z.infer<typeof SessionSearchList>;
 /** `PATCH /sessions/{id}`. */
-export const RenameSessionRequest = z.object({ title: z.string().trim().min(1).max(200) });
+export const RenameSessionRequest = z.object({ title: StoredText(200).trim().min(1) });
 export type RenameSessionRequest = z.infer<typeof RenameSessionRequest>;
 export const ExportFormat = z.enum(['markdown', 'json']);
 export type ExportFormat = z.infer<typeof ExportFormat>;
 export const ExportQuery = z.object({ format: ExportFormat.default('markdown') });
 /** `POST /{source}/regenerate`: answer the last user message again. */
-export const RegenerateRequest = z.object({ client_message_id: z.string().min(1).max(128) });
+export const RegenerateRequest = z.object({ client_message_id: ClientMessageId });
 /** `POST /{source}/messages/{id}/edit`: replace a user message and continue from it. */
 export const EditMessageRequest = z.object({
   content: z
     .string()
     .min(1)
     .max(512 * 1024),
-  client_message_id: z.string().min(1).max(128),
+  client_message_id: ClientMessageId,
 });
 
 const Tokens = {
@@ -188,7 +198,7 @@ export const SessionDetail = z.object({
 export type SessionDetail = z.infer<typeof SessionDetail>;
 
 export const PostMessageRequest = z.object({
-  client_message_id: z.string().min(1).max(128),
+  client_message_id: ClientMessageId,
   content: z.string().max(512 * 1024),
   attachments: z.array(Attachment).max(32).optional(),
   delivery: Delivery.optional(),
@@ -238,4 +248,4 @@ export const ErrorResponse = z.object({
 });
 
 /** `GET /files?path=`: a workspace file of the caller, as the model names it (`/workspace/…` or relative). */
-export const FilePathQuery = z.object({ path: z.string().min(1).max(4096) });
+export const FilePathQuery = z.object({ path: StoredText(4096).min(1) });

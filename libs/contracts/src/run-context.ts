@@ -3,10 +3,8 @@ import { Actor, Id, StoredText } from './common';
 import { resolvePathAgainst, resolveSessionDirectory, WORKSPACE_ROOT } from './tool-paths';
 
 /** A path of a RunContext: inside the workspace (`/workspace/…` or relative to it), normalised to `/workspace/…`. */
-const WorkspacePathField = z
-  .string()
+const WorkspacePathField = StoredText(4096)
   .min(1)
-  .max(4096)
   .transform((p, ctx) => {
     const r = resolvePathAgainst(p, { kind: 'workspace', virtual: WORKSPACE_ROOT, segments: [] }, 'path');
     if (!r.ok || r.value.kind !== 'workspace') {
@@ -28,9 +26,7 @@ export const RunContextInput = z
     system_prompt: z.array(StoredText(10_000)).max(20).optional(),
     allow_fs_writes: z.array(WorkspacePathField).max(100).optional(),
     allow_fs_reads: z.array(WorkspacePathField).max(100).optional(),
-    working_directory: z
-      .string()
-      .max(4096)
+    working_directory: StoredText(4096)
       .transform((p, ctx) => {
         if (p === '') return undefined;
         const r = resolveSessionDirectory(p);
@@ -61,10 +57,10 @@ export const RunContextSetRequest = z.object({
   actor: Actor,
   session_id: Id,
   run_context: z.object({
-    security_group: z.string().max(64).optional(),
-    system_prompt: z.array(z.string().max(10_000)).max(20).optional(),
-    allow_fs_writes: z.array(z.string().max(4096)).max(100).optional(),
-    allow_fs_reads: z.array(z.string().max(4096)).max(100).optional(),
-    working_directory: z.string().max(4096).optional(),
+    security_group: StoredText(64).optional(),
+    system_prompt: z.array(StoredText(10_000)).max(20).optional(),
+    allow_fs_writes: z.array(StoredText(4096)).max(100).optional(),
+    allow_fs_reads: z.array(StoredText(4096)).max(100).optional(),
+    working_directory: StoredText(4096).optional(),
   }),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Actor, Id, Timestamp } from './common';
+import { Actor, Id, StoredText, Timestamp } from './common';
 
 /**
  * Scheduler wire shapes (issue 8): cron jobs and their runs (REST through the gateway), async
@@ -10,11 +10,11 @@ import { Actor, Id, Timestamp } from './common';
 /** The RunContext a cron job's session runs under (same shape as the session RunContext). */
 export const JobRunContext = z
   .object({
-    security_group: z.string().max(64).optional(),
-    system_prompt: z.array(z.string().max(10_000)).max(20).optional(),
-    allow_fs_writes: z.array(z.string().max(4096)).max(100).optional(),
-    allow_fs_reads: z.array(z.string().max(4096)).max(100).optional(),
-    working_directory: z.string().max(4096).optional(),
+    security_group: StoredText(64).optional(),
+    system_prompt: z.array(StoredText(10_000)).max(20).optional(),
+    allow_fs_writes: z.array(StoredText(4096)).max(100).optional(),
+    allow_fs_reads: z.array(StoredText(4096)).max(100).optional(),
+    working_directory: StoredText(4096).optional(),
     /** Approvals inside a cron run are auto-denied unless this is true (nobody is there to answer). */
     allow_approvals: z.boolean().optional(),
   })
@@ -24,11 +24,11 @@ export type JobRunContext = z.infer<typeof JobRunContext>;
 /** `cron`: five fields, or six with seconds first. Validated (and the minimum interval checked) by the scheduler. */
 export const CronJobInput = z
   .object({
-    title: z.string().min(1).max(200),
-    prompt: z.string().min(1).max(100_000),
-    agent_id: z.string().min(1).max(64).optional(),
-    cron: z.string().min(1).max(200),
-    timezone: z.string().min(1).max(64).optional(),
+    title: StoredText(200).min(1),
+    prompt: StoredText(100_000).min(1),
+    agent_id: StoredText(64).min(1).optional(),
+    cron: StoredText(200).min(1),
+    timezone: StoredText(64).min(1).optional(),
     enabled: z.boolean().optional(),
     run_context: JobRunContext.optional(),
   })

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AGENT_SUBJECTS } from './agents';
-import { Actor, Attachment, Delivery, Id, Source, SourceFilter } from './common';
+import { Actor, Attachment, ClientMessageId, Delivery, Id, Source, SourceFilter, StoredText } from './common';
 import { replyOf } from './reply';
 import {
   ChatMessages,
@@ -33,7 +33,8 @@ export { replyOf } from './reply';
 export const SubmitMessage = z.object({
   actor: Actor,
   source: Source,
-  client_message_id: z.string().min(1).max(128),
+  client_message_id: ClientMessageId,
+  /** Chat content is kept verbatim (NUL and lone surrogates too): the pg-text codec stores it losslessly. */
   content: z.string(),
   attachments: z.array(Attachment).optional(),
   delivery: Delivery.default('steer'),
@@ -86,7 +87,7 @@ export const REPLAY_PAGE_BYTES = 256 * 1024;
 export const CancelRequest = z.object({ actor: Actor, session_id: Id });
 
 // Conversations: every request names a session of the actor; a foreign id is `not_found`.
-export const RenameSessionBusRequest = z.object({ actor: Actor, session_id: Id, title: z.string().min(1).max(200) });
+export const RenameSessionBusRequest = z.object({ actor: Actor, session_id: Id, title: StoredText(200).min(1) });
 export const RenameSessionReply = z.object({ id: Id, title: z.string() });
 /** Deletes the session and every row it owns (events included), its running turn stopped first. */
 export const DeleteSessionRequest = z.object({ actor: Actor, session_id: Id });
@@ -115,7 +116,7 @@ export const ActivateSessionReply = z.object({ session_id: Id, source: z.string(
 export const RewindRequest = z.object({
   actor: Actor,
   source: Source,
-  client_message_id: z.string().min(1).max(128),
+  client_message_id: ClientMessageId,
   message_id: Id.optional(),
   content: z
     .string()
@@ -209,11 +210,8 @@ export const ApprovalResolveRequest = z
     request_id: Id.optional(),
     tool_call_id: Id.optional(),
     action: z.enum(['approve', 'reject', 'answer']),
-    note: z.string().max(4000).optional(),
-    answer: z
-      .string()
-      .max(64 * 1024)
-      .optional(),
+    note: StoredText(4000).optional(),
+    answer: StoredText(64 * 1024).optional(),
     bypass_secs: z.number().int().nonnegative().optional(),
     bypass_scope: SessionApprovalScope.optional(),
   })

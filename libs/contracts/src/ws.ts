@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Attachment, Delivery, ErrorCode, Id, Timestamp } from './common';
+import { Attachment, ClientMessageId, Delivery, ErrorCode, Id, StoredText, Timestamp } from './common';
 
 /** Version of the WS protocol announced in `hello`. */
 export const PROTOCOL_VERSION = 1;
@@ -8,7 +8,7 @@ export const PROTOCOL_VERSION = 1;
 
 export const ClientMessageFrame = z.object({
   type: z.literal('message'),
-  client_message_id: z.string().min(1).max(128),
+  client_message_id: ClientMessageId,
   content: z.string().max(512 * 1024),
   attachments: z.array(Attachment).max(32).optional(),
   delivery: Delivery.optional(),
@@ -28,14 +28,14 @@ export const ResumeFrame = z.object({
  */
 export const BypassScope = z.union([
   z.literal('all'),
-  z.object({ category: z.string().min(1).max(64) }).strict(),
+  z.object({ category: StoredText(64).min(1) }).strict(),
   z.object({ mcp_server: z.string().regex(/^[a-z0-9_-]{1,24}$/) }).strict(),
   z
     .object({
       tool: z.string().regex(/^[A-Za-z0-9_.:-]{1,256}$/),
-      program: z.string().min(1).max(256).optional(),
-      subcommand: z.string().min(1).max(256).nullable().optional(),
-      directory: z.string().min(1).max(4096).optional(),
+      program: StoredText(256).min(1).optional(),
+      subcommand: StoredText(256).min(1).nullable().optional(),
+      directory: StoredText(4096).min(1).optional(),
     })
     .strict()
     .refine(
@@ -65,18 +65,18 @@ export const ApproveToolFrame = z.object({
 export const RejectToolFrame = z.object({
   type: z.literal('reject_tool'),
   request_id: Id,
-  note: z.string().max(4000).optional(),
+  note: StoredText(4000).optional(),
 });
 export const AnswerQuestionFrame = z.object({
   type: z.literal('answer_question'),
   request_id: Id,
-  answer: z.string().max(64 * 1024),
+  answer: StoredText(64 * 1024),
 });
-export const SelectClientFrame = z.object({ type: z.literal('select_client'), client: z.string().min(1).max(64) });
+export const SelectClientFrame = z.object({ type: z.literal('select_client'), client: StoredText(64).min(1) });
 /** Answer the last user message of the active session again (its old answer is superseded). */
 export const RegenerateFrame = z.object({
   type: z.literal('regenerate'),
-  client_message_id: z.string().min(1).max(128),
+  client_message_id: ClientMessageId,
 });
 /** Edit-and-resend: the user message `message_id` and everything after it are superseded; `content` enters instead. */
 export const EditFrame = z.object({
@@ -86,7 +86,7 @@ export const EditFrame = z.object({
     .string()
     .min(1)
     .max(512 * 1024),
-  client_message_id: z.string().min(1).max(128),
+  client_message_id: ClientMessageId,
 });
 
 export const ClientFrame = z.discriminatedUnion('type', [

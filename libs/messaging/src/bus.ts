@@ -30,6 +30,7 @@ import {
   RequestSubject,
   SUBJECTS,
 } from '@skald/contracts';
+import { databaseInputError } from './database-input';
 
 export interface BusOptions {
   /** NATS servers, e.g. `nats://127.0.0.1:4222`. */
@@ -223,7 +224,10 @@ export class Bus {
               reply = { ok: true, data: await handler(parsed.data as ParsedRequestOf<S>) };
             } catch (e) {
               reply = { ok: false, error: toErrorBody(e) };
-              if (!(e instanceof RemoteError)) {
+              if (databaseInputError(e)) {
+                // the client's value, refused by Postgres: a contract let it through (a StoredText missing)
+                this.log.warn({ subject, err: String(e) }, 'input the database refused');
+              } else if (!(e instanceof RemoteError)) {
                 const { traceId } = span.spanContext();
                 this.log.error(
                   { subject, err: String(e), ...(isSpanContextValid(span.spanContext()) ? { traceId } : {}) },
@@ -356,8 +360,15 @@ function toBusError(subject: string, err: unknown): BusRequestError {
   );
 }
 
-function toErrorBody(e: unknown): ErrorBody {
+/**
+ * The error envelope a handler's failure is answered with: a RemoteError's body as it is, a coded
+ * error by its code, a database error the request's value caused (Postgres class 22: text it cannot
+ * hold, a value too long or out of range) as `invalid_input`, anything else `internal`.
+ */
+export function toErrorBody(e: unknown): ErrorBody {
   if (e instanceof RemoteError) return e.body;
+  const refused = databaseInputError(e);
+  if (refused) return refused;
   const coded = e as { code?: unknown; message?: unknown; field?: unknown };
   if (coded && typeof coded.code === 'string' && ErrorBody.shape.code.safeParse(coded.code).success) {
     return {

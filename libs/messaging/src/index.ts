@@ -1,2 +1,3 @@
 export * from './bus';
 export * from './messaging.module';
+export * from './database-input';

@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
-import { BusRequestError, RemoteError } from '@skald/messaging';
+import { BusRequestError, databaseInputError, RemoteError } from '@skald/messaging';
 import { JsonBodyError, type Logger } from '@skald/service-kit';
 import type { ErrorCode } from '@skald/contracts';
 import { ApiError } from './api-error';
@@ -79,25 +79,16 @@ export class ErrorFilter implements ExceptionFilter {
     // encoding checks) keeps its 4xx status; only what is left is a server error.
     const status = typeof bodyParser?.status === 'number' ? bodyParser.status : 0;
     if (status >= 400 && status < 500) return { status, body: clientError(status) };
-    // Text Postgres cannot hold (a NUL byte) that a schema let through: the client's input, not a fault.
-    if (postgresCode(e) === UNTRANSLATABLE_TEXT)
-      return {
-        status: 400,
-        body: { code: 'invalid_input', message: 'the request contains text that cannot be stored (a NUL byte)' },
-      };
+    // A value Postgres refused (text it cannot hold, too long, out of range) that a schema let
+    // through: the client's input, not a fault. The same mapping as a service's answer over NATS.
+    const refused = databaseInputError(e);
+    if (refused) {
+      this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'input the database refused');
+      return { status: 400, body: refused };
+    }
     this.log.error({ err: e instanceof Error ? e.message : String(e) }, 'unhandled error');
     return { status: 500, body: { code: 'internal', message: 'internal error' } };
   }
-}
-
-/** Postgres' "invalid byte sequence" / "character not in repertoire" (a NUL byte in text). */
-const UNTRANSLATABLE_TEXT = '22021';
-
-/** The SQLSTATE of a database error (TypeORM's QueryFailedError carries the driver's code), if any. */
-function postgresCode(e: unknown): string | undefined {
-  const err = e as { code?: unknown; driverError?: { code?: unknown } } | null;
-  const code = err?.driverError?.code ?? err?.code;
-  return typeof code === 'string' ? code : undefined;
 }
 
 /** The body of a client error that came without one of ours, by its status. */

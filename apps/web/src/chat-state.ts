@@ -301,9 +301,13 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
     case 'message_discarded':
       return notice(st, f, 'A message was discarded by the stop.', 'info');
     case 'messages_superseded': {
-      // regenerate / edit: the conversation continues from this user message; what followed is gone
+      // edit: the conversation continues before this user message; regenerate (`keeps_message`):
+      // the message stays and is answered again. What followed is gone either way.
       const at = st.items.findIndex((i) => i.key === `user:${s(f.from_message_id)}`);
-      return at < 0 ? st : { ...st, items: st.items.slice(0, at) };
+      // The turn that answers starts in the same commit.
+      return at < 0
+        ? st
+        : { ...st, running: true, items: st.items.slice(0, f.keeps_message === true ? at + 1 : at) };
     }
     case 'error': {
       const next = notice(st, f, s(f.message), 'error');

@@ -1,9 +1,10 @@
-import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
-import type { InboxDto } from '@skald/contracts';
+import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
+import type { ChatMessages, InboxDto } from '@skald/contracts';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
 import { ChatSocket, type Frame, type SocketState } from './socket';
+import { HISTORY_PAGE } from './history/history-items';
 import { TaskStrip, useTasks } from './tasks';
 import type { FrameHub } from './conversations/frame-hub';
 import { RegenerateButton, UserMessage } from './conversations/message-actions';
@@ -45,20 +46,80 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
       hub?.emit(f);
       if (f.type === 'turn_running') live.current = true;
       if (f.type === 'open_file' && live.current && typeof f.path === 'string') setViewing(f.path);
+      if (f.type === 'command_result' && f.command === '/clear') void reloadNow.current().catch(() => undefined);
     };
     const onConn = (c: SocketState) => {
       if (c !== 'open') live.current = false;
       setConn(c);
     };
-    const s = new ChatSocket(api, source, onFrame, onConn);
+    // history by REST: the latest page, then the socket resumes after the seq it covers
+    const loadHistory = async (sessionId: string): Promise<number | null> => {
+      const page = await api.get<ChatMessages>(
+        `/api/${encodeURIComponent(source)}/messages?limit=${HISTORY_PAGE}`,
+      );
+      if (page.session_id !== sessionId || page.resume_seq === undefined) return null;
+      dispatch({ type: 'history', session_id: sessionId, items: page.items, has_more: page.has_more });
+      return page.resume_seq;
+    };
+    const s = new ChatSocket(api, source, onFrame, onConn, loadHistory);
     socket.current = s;
     s.start();
     return () => s.stop();
   }, [api, source, onTaskFrame, hub]);
 
+  // The view follows the end of the conversation, not an earlier page put before it.
+  const lastKey = state.items.at(-1)?.key;
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: 'end' });
-  }, [state.items.length]);
+  }, [lastKey]);
+
+  // scroll-back: one earlier page at a time, while there is one; the rows in view stay in place
+  const [loadingOlder, setLoadingOlder] = useState(false);
+  const anchor = useRef<{ height: number; top: number } | null>(null);
+  const loadOlder = async (): Promise<void> => {
+    if (!state.older || loadingOlder) return;
+    setLoadingOlder(true);
+    const el = document.scrollingElement ?? document.documentElement;
+    anchor.current = { height: el.scrollHeight, top: el.scrollTop };
+    try {
+      const page = await api.get<ChatMessages>(
+        `/api/${encodeURIComponent(source)}/messages?before=${encodeURIComponent(state.older)}&limit=${HISTORY_PAGE}`,
+      );
+      dispatch({ type: 'history_older', session_id: page.session_id, items: page.items, has_more: page.has_more });
+    } catch {
+      anchor.current = null;
+    } finally {
+      setLoadingOlder(false);
+    }
+  };
+  useLayoutEffect(() => {
+    const a = anchor.current;
+    if (!a) return;
+    anchor.current = null;
+    const el = document.scrollingElement ?? document.documentElement;
+    el.scrollTop = a.top + (el.scrollHeight - a.height);
+  }, [state.items]);
+  const older = useRef<HTMLButtonElement | null>(null);
+  const loadOlderNow = useRef(loadOlder);
+  loadOlderNow.current = loadOlder;
+  const hasOlder = state.older !== null;
+  useEffect(() => {
+    const el = older.current;
+    if (!el || typeof IntersectionObserver === 'undefined') return;
+    const seen = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) void loadOlderNow.current();
+    });
+    seen.observe(el);
+    return () => seen.disconnect();
+  }, [hasOlder]);
+
+  // /clear: the page by REST is the truth of what is left (nothing, when it cleared)
+  const reloadHistory = async (): Promise<void> => {
+    const page = await api.get<ChatMessages>(`/api/${encodeURIComponent(source)}/messages?limit=${HISTORY_PAGE}`);
+    dispatch({ type: 'history', session_id: page.session_id, items: page.items, has_more: page.has_more, replace: true });
+  };
+  const reloadNow = useRef(reloadHistory);
+  reloadNow.current = reloadHistory;
 
   const answer: Answerer = useMemo(
     () => ({
@@ -132,6 +193,17 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
         ) : null}
       </div>
       <TaskStrip tasks={tasks} />
+      {hasOlder ? (
+        <button
+          type="button"
+          ref={older}
+          className="link load-older"
+          disabled={loadingOlder}
+          onClick={() => void loadOlder()}
+        >
+          {loadingOlder ? 'Loading earlier messages…' : 'Load earlier messages'}
+        </button>
+      ) : null}
       <ol className="timeline" aria-live="polite">
         {state.items.map((i) => (
           <li key={i.key} className={`item ${i.kind}`}>

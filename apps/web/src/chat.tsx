@@ -1,10 +1,12 @@
-import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
 import type { ChatMessages, InboxDto } from '@skald/contracts';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
 import { ChatSocket, type Frame, type SocketState } from './socket';
 import { HISTORY_PAGE } from './history/history-items';
+import { useOutbox } from './outbox/use-outbox';
+import type { MessageFrame } from './outbox/outbox';
 import { TaskStrip, useTasks } from './tasks';
 import type { FrameHub } from './conversations/frame-hub';
 import { RegenerateButton, UserMessage } from './conversations/message-actions';
@@ -38,9 +40,15 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   const [viewing, setViewing] = useState<string | null>(null);
   const [editingContext, setEditingContext] = useState(false);
   const live = useRef(false);
+  // messages until acknowledged: re-sent with their client_message_id, failed after the bound
+  const sendMessage = useCallback((f: MessageFrame) => socket.current?.send(f) ?? false, []);
+  const socketOpen = useCallback(() => socket.current?.open ?? false, []);
+  const outbox = useOutbox(sendMessage, socketOpen);
+  const onOutboxFrame = outbox.onFrame;
 
   useEffect(() => {
     const onFrame = (f: Frame) => {
+      onOutboxFrame(f);
       dispatch(f);
       onTaskFrame(f);
       hub?.emit(f);
@@ -65,7 +73,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
     socket.current = s;
     s.start();
     return () => s.stop();
-  }, [api, source, onTaskFrame, hub]);
+  }, [api, source, onTaskFrame, hub, onOutboxFrame]);
 
   // The view follows the end of the conversation, not an earlier page put before it.
   const lastKey = state.items.at(-1)?.key;
@@ -165,10 +173,14 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
       ...(files.length > 0 && !content.startsWith('/') ? { attachments: files } : {}),
       ...(state.running && !content.startsWith('/') ? { delivery } : {}),
     };
-    if (socket.current?.send(frame)) {
+    if (!content.startsWith('/')) {
+      // shown as pending at once; the outbox sends it now or after a reconnect
+      outbox.add(frame);
       setDraft('');
-      if (!content.startsWith('/')) attachments.clear();
+      attachments.clear();
+      return;
     }
+    if (socket.current?.send(frame)) setDraft('');
   };
 
   return (
@@ -254,6 +266,23 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
                 {i.text}
               </p>
             )}
+          </li>
+        ))}
+        {outbox.list.map((o) => (
+          <li key={`out:${o.frame.client_message_id}`} className={`item user outgoing ${o.state}`}>
+            <div className="bubble user-bubble">
+              <p>{o.frame.content}</p>
+              {o.state === 'pending' ? (
+                <p className="outgoing-state">sending…</p>
+              ) : (
+                <p className="outgoing-state" role="alert">
+                  Not sent: the server did not confirm it.{' '}
+                  <button type="button" className="link" onClick={() => outbox.retry(o.frame.client_message_id)}>
+                    Retry
+                  </button>
+                </p>
+              )}
+            </div>
           </li>
         ))}
       </ol>

@@ -68,6 +68,49 @@ describe('web client: history by REST, scroll-back, /clear', () => {
     }
   }
 
+  for (const [screen, viewport] of [
+    ['desktop', DESKTOP],
+    ['375', PHONE],
+  ] as const)
+    it(`${screen}: keyboard shortcuts — ? lists them (Esc closes), Ctrl+K focuses search, Enter sends, Esc stops the turn`, async () => {
+      const email = `wk-${randomUUID()}@skald.test`;
+      await admin.createUser(email, PASSWORD);
+      const m = `keys-${randomUUID()}`;
+      await sim.script({
+        match: m,
+        replies: [{ content: `slow answer ${m}`, latency: { firstByteMs: 20_000 } }, { content: `next ${m}` }],
+      });
+      const { ctx, page } = await signedIn(email, viewport);
+      // ? outside a text field opens the overlay; typed in the composer it is text
+      const composer = page.getByLabel('Message', { exact: true });
+      await composer.fill('');
+      await composer.press('Shift+Slash');
+      expect(await composer.inputValue()).toBe('?');
+      await expect(page.getByRole('dialog', { name: 'Keyboard shortcuts' }).isVisible()).resolves.toBe(false);
+      await composer.fill('');
+      await page.locator('body').click({ position: { x: 5, y: 5 } });
+      await page.keyboard.press('Shift+Slash');
+      const overlay = page.getByRole('dialog', { name: 'Keyboard shortcuts' });
+      await overlay.waitFor();
+      expect(await overlay.getByRole('row').count()).toBe(8); // a header and the seven shortcuts
+      await shot(page, `shortcuts-${screen}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.keyboard.press('Escape');
+      await overlay.waitFor({ state: 'hidden' });
+
+      if (screen === 'desktop') {
+        await page.keyboard.press('Control+k');
+        expect(await page.evaluate(() => document.activeElement?.id)).toBe('conversation-search');
+      }
+      // Enter sends; Esc stops the running turn
+      await composer.fill(`hello ${m}`);
+      await composer.press('Enter');
+      await page.getByRole('button', { name: 'Stop' }).waitFor();
+      await page.keyboard.press('Escape');
+      await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached', timeout: 20_000 });
+      await ctx.close();
+    });
+
   it('a message sent across a forced socket drop (its ack lost) is re-sent with its client_message_id and appears exactly once', async () => {
     const email = `wr-${randomUUID()}@skald.test`;
     const api = await admin.createUser(email, PASSWORD);

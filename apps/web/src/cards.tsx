@@ -60,7 +60,7 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
         ? `Write ${card.path}?`
         : `Allow ${card.toolName}?`;
   return (
-    <section className="card approval" aria-label={`approval: ${title}`}>
+    <section className="card approval" aria-label={`approval: ${title}`} tabIndex={-1}>
       <h3>{title}</h3>
       {card.toolName === 'execute_cmd' ? (
         <pre className="command">{card.newContent}</pre>
@@ -75,7 +75,13 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
         </p>
       ) : (
         <div className="actions">
-          <button type="button" disabled={busy} onClick={() => (setBusy(true), on.approve(card.requestId, null))}>
+          <button
+            type="button"
+            data-shortcut="approve"
+            aria-keyshortcuts="A"
+            disabled={busy}
+            onClick={() => (setBusy(true), on.approve(card.requestId, null))}
+          >
             Approve
           </button>
           {session ? (
@@ -101,6 +107,8 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
           <button
             type="button"
             className="danger"
+            data-shortcut="reject"
+            aria-keyshortcuts="R"
             disabled={busy}
             onClick={() => (setBusy(true), on.reject(card.requestId, note))}
           >

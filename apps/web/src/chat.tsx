@@ -6,6 +6,7 @@ import { chatReducer, initialChat } from './chat-state';
 import { ChatSocket, type Frame, type SocketState } from './socket';
 import { HISTORY_PAGE } from './history/history-items';
 import { useOutbox } from './outbox/use-outbox';
+import { shortcutFor } from './shortcuts/shortcuts';
 import type { MessageFrame } from './outbox/outbox';
 import { TaskStrip, useTasks } from './tasks';
 import type { FrameHub } from './conversations/frame-hub';
@@ -309,8 +310,10 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
             e.preventDefault();
             attachments.add(files);
           }}
+          data-shortcut="send"
           onKeyDown={(e) => {
-            if (e.key === 'Enter' && !e.shiftKey) {
+            const s = shortcutFor(e.nativeEvent, { inComposer: true, inText: true });
+            if (s?.id === 'send') {
               e.preventDefault();
               send();
             }
@@ -340,7 +343,12 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
           Send
         </button>
         {state.running ? (
-          <button type="button" className="danger stop" onClick={() => socket.current?.send({ type: 'cancel' })}>
+          <button
+            type="button"
+            className="danger stop"
+            data-shortcut="stop"
+            onClick={() => socket.current?.send({ type: 'cancel' })}
+          >
             Stop
           </button>
         ) : null}

@@ -331,6 +331,7 @@ async function execute(fctx: FrameContext, call: PreparedCall): Promise<CallEnd>
         record: doneRecord(row, result.content, {
           ...(result.resultType !== undefined ? { resultType: result.resultType } : {}),
           ...(result.changedPaths !== undefined ? { changedPaths: result.changedPaths } : {}),
+          ...(result.openedPaths !== undefined ? { openedPaths: result.openedPaths } : {}),
         }),
       }
     : {

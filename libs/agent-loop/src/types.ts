@@ -334,6 +334,8 @@ export type SessionEventDraft =
       result_preview: string;
     }
   | { type: 'file_changed'; path: string }
+  /** A tool (`open_file`) asks the user's file viewer to show a workspace file. */
+  | { type: 'open_file'; path: string }
   | { type: 'model_fallback'; from: string; to: string; reason: string }
   | { type: 'llm_failed'; tried: string[]; last_error: string }
   | {

@@ -111,6 +111,41 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       await ctx.close();
     });
 
+  it('open_file: the model calls the tool, the browser opens the viewer on the file, highlighted; the event is in the history', async () => {
+    const email = `wo-${randomUUID()}@skald.test`;
+    const api = await admin.createUser(email, PASSWORD);
+    const m = `open-${randomUUID()}`;
+    const form = new FormData();
+    form.append('file', new Blob(['export function add(a: number, b: number) {\n  return a + b;\n}\n']), 'shown.ts');
+    const up = await fetch(`${stack.gatewayUrl}/api/web/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${api.token}` },
+      body: form,
+    });
+    expect(up.status).toBe(201);
+    const { path: filePath } = (await up.json()) as { path: string };
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ id: 'call_open_1', name: 'open_file', arguments: { path: filePath } }] },
+        { content: `There it is ${m}` },
+      ],
+    });
+    const { ctx, page } = await signedIn(email, DESKTOP);
+    await send(page, `show me the adder ${m}`);
+    const viewer = page.getByRole('dialog', { name: `File ${filePath}` });
+    await viewer.locator('.hljs-keyword').first().waitFor({ timeout: 30_000 });
+    expect(await viewer.getByLabel('file content').innerText()).toContain('return a + b;');
+    await page.getByText(`There it is ${m}`).waitFor();
+    // the model was told what happened, not the content
+    const followUp = (await sim.requests({ contains: m }))[1]?.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(followUp.messages.filter((x) => x.role === 'tool').map((x) => String(x.content))).toEqual([
+      expect.stringContaining(`Showing ${filePath} to the user.`),
+    ]);
+    await shot(page, 'open-file-desktop');
+    await ctx.close();
+  });
+
   it('a message sent across a forced socket drop (its ack lost) is re-sent with its client_message_id and appears exactly once', async () => {
     const email = `wr-${randomUUID()}@skald.test`;
     const api = await admin.createUser(email, PASSWORD);

@@ -138,7 +138,9 @@ describe('web client: history by REST, scroll-back, /clear', () => {
     expect(await viewer.getByLabel('file content').innerText()).toContain('return a + b;');
     await page.getByText(`There it is ${m}`).waitFor();
     // the model was told what happened, not the content
-    const followUp = (await sim.requests({ contains: m }))[1]?.body as { messages: Array<{ role: string; content: unknown }> };
+    const followUp = (await sim.requests({ contains: m }))[1]?.body as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
     expect(followUp.messages.filter((x) => x.role === 'tool').map((x) => String(x.content))).toEqual([
       expect.stringContaining(`Showing ${filePath} to the user.`),
     ]);

@@ -349,9 +349,7 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
       // the message stays and is answered again. What followed is gone either way.
       const at = st.items.findIndex((i) => i.key === `user:${s(f.from_message_id)}`);
       // The turn that answers starts in the same commit.
-      return at < 0
-        ? st
-        : { ...st, running: true, items: st.items.slice(0, f.keeps_message === true ? at + 1 : at) };
+      return at < 0 ? st : { ...st, running: true, items: st.items.slice(0, f.keeps_message === true ? at + 1 : at) };
     }
     case 'error': {
       const next = notice(st, f, s(f.message), 'error');

@@ -63,9 +63,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
     };
     // history by REST: the latest page, then the socket resumes after the seq it covers
     const loadHistory = async (sessionId: string): Promise<number | null> => {
-      const page = await api.get<ChatMessages>(
-        `/api/${encodeURIComponent(source)}/messages?limit=${HISTORY_PAGE}`,
-      );
+      const page = await api.get<ChatMessages>(`/api/${encodeURIComponent(source)}/messages?limit=${HISTORY_PAGE}`);
       if (page.session_id !== sessionId || page.resume_seq === undefined) return null;
       dispatch({ type: 'history', session_id: sessionId, items: page.items, has_more: page.has_more });
       return page.resume_seq;
@@ -125,7 +123,13 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   // /clear: the page by REST is the truth of what is left (nothing, when it cleared)
   const reloadHistory = async (): Promise<void> => {
     const page = await api.get<ChatMessages>(`/api/${encodeURIComponent(source)}/messages?limit=${HISTORY_PAGE}`);
-    dispatch({ type: 'history', session_id: page.session_id, items: page.items, has_more: page.has_more, replace: true });
+    dispatch({
+      type: 'history',
+      session_id: page.session_id,
+      items: page.items,
+      has_more: page.has_more,
+      replace: true,
+    });
   };
   const reloadNow = useRef(reloadHistory);
   reloadNow.current = reloadHistory;

@@ -131,7 +131,10 @@ describe('regenerate and edit-and-resend as inbox items (PROTOCOL regenerate / e
           const edited = `${target.content} edited`;
           const itemId = rewindItem(h, { kind, messageId: target.id }, kind === 'edit' ? edited : target.content);
           const rowsBefore = h.messages();
-          const kept = rowsBefore.slice(0, rowsBefore.findIndex((m) => m.id === target.id) + (kind === 'regenerate' ? 1 : 0));
+          const kept = rowsBefore.slice(
+            0,
+            rowsBefore.findIndex((m) => m.id === target.id) + (kind === 'regenerate' ? 1 : 0),
+          );
           const calls = h.model.calls.length;
           expect((await h.run({ kind: 'inbox', inboxId: itemId })).kind).toBe('final');
 

@@ -180,7 +180,11 @@ describe('SessionsService', () => {
       const actor = { userId, role: 'user' as const };
       const { sessionId, store, frameId } = await activeSession(userId);
       for (const content of ['before clear', 'its answer'])
-        await store.commit(sessionId, [{ kind: 'appendMessage', message: message(sessionId, frameId, { content }) }], []);
+        await store.commit(
+          sessionId,
+          [{ kind: 'appendMessage', message: message(sessionId, frameId, { content }) }],
+          [],
+        );
       await store.commit(sessionId, [{ kind: 'closeFrame', frameId }], []);
       expect((await service.messages(actor, 'web', undefined, 50)).items).toEqual([]);
       const next = randomUUID();
@@ -212,7 +216,9 @@ describe('SessionsService', () => {
       while (writing && reads < 2_000) {
         const page = await service.messages(actor, 'web', undefined, 200);
         // one row and one event per commit: the page holds exactly the rows of seqs 1..resume_seq
-        expect(page.items.map((i) => i.content)).toEqual(Array.from({ length: page.resume_seq ?? -1 }, (_, i) => `m${i}`));
+        expect(page.items.map((i) => i.content)).toEqual(
+          Array.from({ length: page.resume_seq ?? -1 }, (_, i) => `m${i}`),
+        );
         reads++;
       }
       await writer;

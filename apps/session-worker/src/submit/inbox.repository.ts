@@ -61,12 +61,16 @@ export class InboxRepository {
     userId: string;
     clientMessageId: string;
   }): Promise<{ messageId: string; sessionId: string } | null> {
-    const rows: Array<{ id: string; session_id: string; rewind_kind: string | null; rewind_message_id: string | null }> =
-      await queryRows(
-        this.ds,
-        `SELECT id, session_id, rewind_kind, rewind_message_id FROM session_inbox WHERE user_id = $1 AND client_message_id = $2`,
-        [scope.userId, toPgText(scope.clientMessageId)],
-      );
+    const rows: Array<{
+      id: string;
+      session_id: string;
+      rewind_kind: string | null;
+      rewind_message_id: string | null;
+    }> = await queryRows(
+      this.ds,
+      `SELECT id, session_id, rewind_kind, rewind_message_id FROM session_inbox WHERE user_id = $1 AND client_message_id = $2`,
+      [scope.userId, toPgText(scope.clientMessageId)],
+    );
     const row = rows[0];
     if (!row) return null;
     const messageId = row.rewind_kind === 'regenerate' && row.rewind_message_id ? row.rewind_message_id : row.id;

@@ -106,7 +106,10 @@ export class ToolRouter {
       open_file: fileTool(
         (c, a) => files.openFile(c, a),
         () => {
-          throw new ToolError('invalid_argument', 'open_file shows workspace files; read memory documents with read_file');
+          throw new ToolError(
+            'invalid_argument',
+            'open_file shows workspace files; read memory documents with read_file',
+          );
         },
       ),
     };

@@ -33,7 +33,14 @@ export function historyItems(rows: readonly ChatMessageDto[]): Item[] {
       continue;
     }
     if (m.content || !m.tool_calls?.length)
-      items.push({ kind: 'assistant', key: `msg:${m.id}`, content: m.content, reasoning: '', streaming: false, depth: 0 });
+      items.push({
+        kind: 'assistant',
+        key: `msg:${m.id}`,
+        content: m.content,
+        reasoning: '',
+        streaming: false,
+        depth: 0,
+      });
     for (const c of m.tool_calls ?? [])
       items.push({
         kind: 'tool',

@@ -49,7 +49,10 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
         type: 'history',
         session_id: SID,
         has_more: false,
-        items: [user('u1', 'q'), answer('a1', '', [{ id: 't1', name: 'x', arguments: {}, status: 'running', result: null }])],
+        items: [
+          user('u1', 'q'),
+          answer('a1', '', [{ id: 't1', name: 'x', arguments: {}, status: 'running', result: null }]),
+        ],
       },
       { type: 'user_message', seq: 5, session_id: SID, message_id: 'u1', content: 'q' },
       { type: 'tool_start', seq: 6, session_id: SID, tool_call_id: 't1', message_id: 'a1', name: 'x' },
@@ -63,7 +66,12 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
     const st = fold([
       { type: 'hello', session_id: SID },
       { type: 'history', session_id: SID, has_more: true, items: [user('u2', 'b'), answer('a2', 'B')] },
-      { type: 'history_older', session_id: SID, has_more: false, items: [user('u1', 'a'), answer('a1', 'A'), user('u2', 'b')] },
+      {
+        type: 'history_older',
+        session_id: SID,
+        has_more: false,
+        items: [user('u1', 'a'), answer('a1', 'A'), user('u2', 'b')],
+      },
     ]);
     expect(st.items.map((i) => i.key)).toEqual(['user:u1', 'msg:a1', 'user:u2', 'msg:a2']);
     expect(st.older).toBeNull();
@@ -76,7 +84,9 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
     );
     expect(cleared.items.map((i) => i.kind)).toEqual(['notice']);
     // a page of another session (the active one changed meanwhile) is ignored
-    expect(fold([{ type: 'history_older', session_id: 'other', has_more: false, items: [user('x', 'x')] }], st)).toBe(st);
+    expect(fold([{ type: 'history_older', session_id: 'other', has_more: false, items: [user('x', 'x')] }], st)).toBe(
+      st,
+    );
   });
 
   it('property: any split of a conversation into pages, loaded newest first, shows every row once, in order', () => {
@@ -99,7 +109,9 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
           first = false;
           end = start;
         }
-        expect(st.items.map((i) => i.key)).toEqual(rows.map((r) => (r.role === 'user' ? `user:${r.id}` : `msg:${r.id}`)));
+        expect(st.items.map((i) => i.key)).toEqual(
+          rows.map((r) => (r.role === 'user' ? `user:${r.id}` : `msg:${r.id}`)),
+        );
         expect(st.older).toBeNull();
       }),
       { seed: SEED, numRuns: 2000 },

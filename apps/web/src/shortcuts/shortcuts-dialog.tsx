@@ -86,7 +86,9 @@ export function Shortcuts() {
             ))}
           </tbody>
         </table>
-        <p className="muted">Shortcuts other than Esc, Ctrl+K and Ctrl+Shift+O do not fire while you type in a text field.</p>
+        <p className="muted">
+          Shortcuts other than Esc, Ctrl+K and Ctrl+Shift+O do not fire while you type in a text field.
+        </p>
         <form method="dialog">
           <button type="submit">Close</button>
         </form>

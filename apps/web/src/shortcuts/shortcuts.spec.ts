@@ -52,7 +52,8 @@ describe('keyboard shortcuts: one table binds the keys and lists them', () => {
           const s = shortcutFor({ key, ...mods }, where(at));
           if (!s) return;
           expect(s.where === 'anywhere' || (s.where === 'composer' && at === 'composer')).toBe(true);
-          if (key.length === 1 && !mods.ctrlKey && !mods.metaKey) throw new Error(`"${key}" fired ${s.id} in a text field`);
+          if (key.length === 1 && !mods.ctrlKey && !mods.metaKey)
+            throw new Error(`"${key}" fired ${s.id} in a text field`);
         },
       ),
       { seed: SEED, numRuns: 5000 },

@@ -100,7 +100,7 @@ describe('web client: history by REST, scroll-back, /clear', () => {
 
       if (screen === 'desktop') {
         await page.keyboard.press('Control+k');
-        expect(await page.evaluate(() => document.activeElement?.id)).toBe('conversation-search');
+        expect(await page.evaluate<string | undefined>('document.activeElement?.id')).toBe('conversation-search');
       }
       // Enter sends; Esc stops the running turn
       await composer.fill(`hello ${m}`);
@@ -274,7 +274,7 @@ describe('web client: history by REST, scroll-back, /clear', () => {
 
       // scroll to the top: the earlier page loads before what is shown, the row in view stays put
       const anchor = page.getByText(`q5 ${m}`, { exact: true });
-      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.evaluate('window.scrollTo(0, 0)');
       const before = (await anchor.boundingBox())!.y;
       await page.getByText(`q0 ${m}`, { exact: true }).waitFor();
       await until('all 30 questions', async () => (await userRows(page).count()) === 30);

@@ -57,7 +57,8 @@ describe('web client: history by REST, scroll-back, /clear', () => {
 
   /** `n` exchanges through the public API, each answered before the next is sent. */
   async function converse(api: ApiClient, m: string, n: number): Promise<void> {
-    await sim.script({ match: m, repeatLast: true, replies: [{ content: `answer ${m}` }] });
+    // only the question's own text selects this script (the history holds the marker too)
+    await sim.script({ match: m, matchIn: 'last_user', repeatLast: true, replies: [{ content: `answer ${m}` }] });
     for (let i = 0; i < n; i++) {
       const r = await api.post('/api/web/messages', { client_message_id: randomUUID(), content: `q${i} ${m}` });
       expect(r.status).toBe(202);
@@ -287,14 +288,15 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       expect(await seriousViolations(page)).toEqual([]);
 
       // a new exchange while the page is shown arrives once (the socket resumed after the page)
-      await sim.script({ match: `live ${m}`, replies: [{ content: `live answer ${m}` }] });
-      await send(page, `live ${m}`);
-      await page.getByText(`live answer ${m}`).waitFor();
-      expect(await page.getByText(`live ${m}`, { exact: true }).count()).toBe(1);
+      const live = `live-${randomUUID()}`;
+      await sim.script({ match: live, matchIn: 'last_user', replies: [{ content: `live answer ${live}` }] });
+      await send(page, `question ${live}`);
+      await page.getByText(`live answer ${live}`).waitFor();
+      expect(await page.getByText(`question ${live}`, { exact: true }).count()).toBe(1);
       await page.reload();
-      await page.getByText(`live answer ${m}`).waitFor();
-      expect(await page.getByText(`live ${m}`, { exact: true }).count()).toBe(1);
-      expect(await page.getByText(`live answer ${m}`, { exact: true }).count()).toBe(1);
+      await page.getByText(`live answer ${live}`).waitFor();
+      expect(await page.getByText(`question ${live}`, { exact: true }).count()).toBe(1);
+      expect(await page.getByText(`live answer ${live}`, { exact: true }).count()).toBe(1);
 
       // /clear: the screen empties, and a reload does not bring the cleared messages back
       await send(page, '/clear');
@@ -307,10 +309,11 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       expect(await userRows(page).count()).toBe(0);
       expect(await page.getByText(`answer ${m}`).count()).toBe(0);
       // the conversation goes on from empty
-      await sim.script({ match: `after ${m}`, replies: [{ content: `fresh answer ${m}` }] });
-      await send(page, `after ${m}`);
-      await page.getByText(`fresh answer ${m}`).waitFor();
-      const seen = (await sim.requests({ contains: `after ${m}` }))[0]?.body as {
+      const after = `after-${randomUUID()}`;
+      await sim.script({ match: after, matchIn: 'last_user', replies: [{ content: `fresh answer ${after}` }] });
+      await send(page, `go on ${after}`);
+      await page.getByText(`fresh answer ${after}`).waitFor();
+      const seen = (await sim.requests({ contains: after }))[0]?.body as {
         messages: Array<{ content: unknown }>;
       };
       expect(JSON.stringify(seen.messages)).not.toContain(`q0 ${m}`);

@@ -309,11 +309,11 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       expect(await userRows(page).count()).toBe(0);
       expect(await page.getByText(`answer ${m}`).count()).toBe(0);
       // the conversation goes on from empty
-      const after = `after-${randomUUID()}`;
-      await sim.script({ match: after, matchIn: 'last_user', replies: [{ content: `fresh answer ${after}` }] });
-      await send(page, `go on ${after}`);
-      await page.getByText(`fresh answer ${after}`).waitFor();
-      const seen = (await sim.requests({ contains: after }))[0]?.body as {
+      const goOn = `after-${randomUUID()}`;
+      await sim.script({ match: goOn, matchIn: 'last_user', replies: [{ content: `fresh answer ${goOn}` }] });
+      await send(page, `go on ${goOn}`);
+      await page.getByText(`fresh answer ${goOn}`).waitFor();
+      const seen = (await sim.requests({ contains: goOn }))[0]?.body as {
         messages: Array<{ content: unknown }>;
       };
       expect(JSON.stringify(seen.messages)).not.toContain(`q0 ${m}`);

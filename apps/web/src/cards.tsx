@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { memo, useEffect, useRef, useState } from 'react';
 import { useCodeBlocks } from './polish/code-blocks';
 import type { Item } from './chat-state';
 import { describeScope, describeSecs, expiryFromNow, type SessionApproval } from './scopes';
@@ -17,11 +17,15 @@ export interface Answerer {
   answer(requestId: string, answer: string): void;
 }
 
-export function Markdown({ text }: { text: string }) {
+/**
+ * Memoised: re-rendered only when its text changes, so a render of the chat for anything else never
+ * sets the HTML again (which would drop the code blocks' highlighting and Copy buttons).
+ */
+export const Markdown = memo(function Markdown({ text }: { text: string }) {
   const ref = useRef<HTMLDivElement | null>(null);
   useCodeBlocks(ref, text);
   return <div ref={ref} className="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
-}
+});
 
 export function Diff({ oldText, newText }: { oldText: string; newText: string }) {
   const lines = lineDiff(oldText, newText);

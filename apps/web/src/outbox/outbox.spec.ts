@@ -50,6 +50,14 @@ describe('outbox: unacknowledged messages re-sent with their client_message_id',
     expect(due(list, 200_000).map((f) => f.client_message_id)).toEqual(['a']);
   });
 
+  it('a tick or a reconnect that changes nothing keeps the same list (no render every tick)', () => {
+    const empty: Outgoing[] = [];
+    expect(outboxReducer(empty, { type: 'tick', now: 1 })).toBe(empty);
+    const one = outboxReducer([], { type: 'add', frame: frame('a'), now: 0 });
+    const sent = outboxReducer(one, { type: 'sent', cid: 'a', now: 0 });
+    expect(outboxReducer(sent, { type: 'tick', now: 1 })).toBe(sent);
+  });
+
   it('an ack (a duplicate one too) or the echo takes it out; a reconnect sends what waits at once', () => {
     let list = outboxReducer([], { type: 'add', frame: frame('a'), now: 0 });
     list = outboxReducer(list, { type: 'sent', cid: 'a', now: 0 });

@@ -36,7 +36,13 @@ export type OutboxAction =
   /** The user retries a failed message: the same client_message_id, a fresh bound. */
   | { type: 'retry'; cid: string; now: number };
 
-export function outboxReducer(list: readonly Outgoing[], a: OutboxAction): Outgoing[] {
+/** The same list (the same reference) when nothing changed, so a periodic tick renders nothing. */
+export function outboxReducer(list: Outgoing[], a: OutboxAction): Outgoing[] {
+  const next = step(list, a);
+  return next.length === list.length && next.every((o, i) => o === list[i]) ? list : next;
+}
+
+function step(list: readonly Outgoing[], a: OutboxAction): Outgoing[] {
   const cidOf = (o: Outgoing) => o.frame.client_message_id;
   switch (a.type) {
     case 'add':

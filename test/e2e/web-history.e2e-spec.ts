@@ -188,11 +188,13 @@ describe('web client: history by REST, scroll-back, /clear', () => {
 
     await send(page, `across the drop ${m}`);
     await page.getByText(`answer after the drop ${m}`).waitFor({ timeout: 30_000 });
-    // re-sent once, after the reconnect, with the same id; the server answered it as a duplicate
-    expect(sentFrames).toHaveLength(2);
+    // after the reconnect it is re-sent with the same id (answered as a duplicate), unless its echo
+    // came first in the resume's replay — which proves the server has it, so nothing is re-sent
+    expect(sentFrames.length).toBeGreaterThanOrEqual(1);
+    expect(sentFrames.length).toBeLessThanOrEqual(2);
     const ids = sentFrames.map((f) => (JSON.parse(f) as { client_message_id: string }).client_message_id);
-    expect(ids[1]).toBe(ids[0]);
-    expect(acks.at(-1)?.duplicate).toBe(true);
+    expect(new Set(ids).size).toBe(1);
+    if (sentFrames.length === 2) expect(acks.at(-1)?.duplicate).toBe(true);
     expect(connections).toBeGreaterThanOrEqual(2);
     // exactly once: on screen, in the history, to the model
     expect(await page.getByText(`across the drop ${m}`, { exact: true }).count()).toBe(1);

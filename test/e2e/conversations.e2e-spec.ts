@@ -378,16 +378,19 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
       messages: Array<{ kind: string; id: string; content?: string; superseded?: boolean; status?: string }>;
     };
     const tree = (await alice.get<Tree>(`/api/sessions/${sessionId}`)).body.messages;
+    // PROTOCOL: the rows AFTER the last user message are superseded; that message stays (one copy)
     expect(tree.map((r) => [r.content, r.superseded ?? false])).toEqual([
       [`Q1 ${m}`, false],
       [`A1 ${m}`, false],
-      [`Q2 ${m}`, true],
-      [`A2 ${m}`, true],
       [`Q2 ${m}`, false],
+      [`A2 ${m}`, true],
       [`A2 again ${m}`, false],
     ]);
-    expect(tree[2].id).toBe(superseded.from_message_id);
-    expect(tree[2].status).toBe('superseded');
+    expect(superseded.from_message_id).toBe(tree[2].id);
+    expect(superseded.keeps_message).toBe(true);
+    expect(ack.message_id).toBe(tree[2].id);
+    // the user message was not entered again: no echo after the regenerate
+    expect(ws.frames.slice(from).filter((f) => f.type === 'user_message')).toEqual([]);
     // the chat history and the export leave the superseded rows out
     const chat = await alice.get<{ items: Array<{ content: string }> }>('/api/web/messages');
     expect(chat.body.items.map((i) => i.content)).toEqual([`Q1 ${m}`, `A1 ${m}`, `Q2 ${m}`, `A2 again ${m}`]);

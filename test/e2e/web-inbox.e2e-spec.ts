@@ -71,6 +71,13 @@ describe('inbox in a real browser', () => {
       await narrow.waitFor();
       await shot(page, `inbox-diff${label}`);
       expect(await seriousViolations(page)).toEqual([]);
+      // the wide choice behind "Wider session approval…", opened: axe on it too
+      await page.getByText('Wider session approval…').click();
+      await page.locator('details.wider[open]').first().waitFor();
+      await page.getByRole('radio').first().waitFor();
+      await shot(page, `inbox-wider-approval${label}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.getByText('Wider session approval…').click();
       await page.getByRole('button', { name: 'Approve', exact: true }).click();
       const file = path.join(stack.env.SKALD_WORKSPACES, api.user!.id, 'colour.txt');
       const content = () => (existsSync(file) ? readFileSync(file, 'utf8') : null);

@@ -3,6 +3,7 @@ import { Api, ApiError, forget, login, savedAuth, type Auth } from './api';
 import { ChatScreen } from './conversations/chat-screen';
 import { Account } from './account/account';
 import { ThemeToggle } from './polish/theme';
+import { Shortcuts } from './shortcuts/shortcuts-dialog';
 import { CronJobs, Tic } from './cron';
 import { Admin } from './admin';
 import { Inbox } from './inbox';
@@ -56,6 +57,7 @@ export function App() {
         </nav>
         <span className="who">{auth.user.email}</span>
         <ThemeToggle />
+        <Shortcuts />
         <button
           type="button"
           onClick={() => {

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { memo, useEffect, useRef, useState } from 'react';
 import { useCodeBlocks } from './polish/code-blocks';
 import type { Item } from './chat-state';
 import { describeScope, describeSecs, expiryFromNow, type SessionApproval } from './scopes';
@@ -17,11 +17,15 @@ export interface Answerer {
   answer(requestId: string, answer: string): void;
 }
 
-export function Markdown({ text }: { text: string }) {
+/**
+ * Memoised: re-rendered only when its text changes, so a render of the chat for anything else never
+ * sets the HTML again (which would drop the code blocks' highlighting and Copy buttons).
+ */
+export const Markdown = memo(function Markdown({ text }: { text: string }) {
   const ref = useRef<HTMLDivElement | null>(null);
   useCodeBlocks(ref, text);
   return <div ref={ref} className="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
-}
+});
 
 export function Diff({ oldText, newText }: { oldText: string; newText: string }) {
   const lines = lineDiff(oldText, newText);
@@ -60,7 +64,7 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
         ? `Write ${card.path}?`
         : `Allow ${card.toolName}?`;
   return (
-    <section className="card approval" aria-label={`approval: ${title}`}>
+    <section className="card approval" aria-label={`approval: ${title}`} tabIndex={-1}>
       <h3>{title}</h3>
       {card.toolName === 'execute_cmd' ? (
         <pre className="command">{card.newContent}</pre>
@@ -75,7 +79,13 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
         </p>
       ) : (
         <div className="actions">
-          <button type="button" disabled={busy} onClick={() => (setBusy(true), on.approve(card.requestId, null))}>
+          <button
+            type="button"
+            data-shortcut="approve"
+            aria-keyshortcuts="A"
+            disabled={busy}
+            onClick={() => (setBusy(true), on.approve(card.requestId, null))}
+          >
             Approve
           </button>
           {session ? (
@@ -101,6 +111,8 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
           <button
             type="button"
             className="danger"
+            data-shortcut="reject"
+            aria-keyshortcuts="R"
             disabled={busy}
             onClick={() => (setBusy(true), on.reject(card.requestId, note))}
           >

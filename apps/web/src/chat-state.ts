@@ -1,5 +1,7 @@
 import type { Frame } from './socket';
+import type { ChatMessageDto } from '@skald/contracts';
 import { attachmentsOf, type Attachment } from './files/attachment-frames';
+import { historyItems, mergeItems } from './history/history-items';
 
 export type ToolStatus = 'running' | 'awaiting' | 'done' | 'error' | 'cancelled' | 'rejected';
 
@@ -49,9 +51,18 @@ export interface ChatState {
   running: boolean;
   waiting: 'approval' | 'clarification' | null;
   depth: number;
+  /** The oldest history row shown when earlier ones exist (the `before` of the next page), else null. */
+  older: string | null;
 }
 
-export const initialChat: ChatState = { sessionId: null, items: [], running: false, waiting: null, depth: 0 };
+export const initialChat: ChatState = {
+  sessionId: null,
+  items: [],
+  running: false,
+  waiting: null,
+  depth: 0,
+  older: null,
+};
 
 const s = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
 const OUTPUT_KEEP = 20_000;
@@ -98,15 +109,44 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
       );
       return { ...st, running, waiting, items };
     }
-    case 'user_message':
+    case 'history': {
+      // The latest page of `GET /{source}/messages` (a client frame, not from the server): it comes
+      // first; what the socket delivered while it loaded follows, unless the page holds it already.
+      if (f.session_id !== st.sessionId) return st;
+      const rows = (f.items ?? []) as ChatMessageDto[];
+      // `replace` (after /clear): the page is the whole truth; only the command's own answer stays
+      const last = st.items.at(-1);
+      const kept = f.replace === true ? (last?.kind === 'notice' ? [last] : []) : st.items;
+      return {
+        ...st,
+        items: mergeItems(historyItems(rows), kept),
+        older: f.has_more === true && rows[0] ? rows[0].id : null,
+      };
+    }
+    case 'history_older': {
+      // scroll-back: an earlier page goes before everything shown; a row already shown is not doubled
+      if (f.session_id !== st.sessionId) return st;
+      const rows = (f.items ?? []) as ChatMessageDto[];
+      return {
+        ...st,
+        items: mergeItems(historyItems(rows), st.items),
+        older: f.has_more === true && rows[0] ? rows[0].id : null,
+      };
+    }
+    case 'user_message': {
+      const key = `user:${s(f.message_id)}`;
+      const item: Item = { kind: 'user', key, content: s(f.content), attachments: attachmentsOf(f) };
       return {
         ...st,
         running: true,
-        items: [
-          ...st.items,
-          { kind: 'user', key: `user:${s(f.message_id)}`, content: s(f.content), attachments: attachmentsOf(f) },
-        ],
+        items: upsert(
+          st.items,
+          key,
+          () => item,
+          (i) => i,
+        ),
       };
+    }
     case 'file_changed':
     case 'open_file':
       if (typeof f.path !== 'string') return st;
@@ -267,21 +307,25 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
     }
     case 'clarification_resolved':
       return { ...st, waiting: null, items: resolveCards(st.items, s(f.request_id), 'approved') };
-    case 'agent_start':
+    case 'agent_start': {
+      const item: Item = {
+        kind: 'agent',
+        key: `agent:${s(f.stack_id)}`,
+        agentId: s(f.agent_id),
+        depth: st.depth,
+        prompt: s(f.prompt_preview),
+      };
       return {
         ...st,
         depth: st.depth + 1,
-        items: [
-          ...st.items,
-          {
-            kind: 'agent',
-            key: `agent:${s(f.stack_id)}`,
-            agentId: s(f.agent_id),
-            depth: st.depth,
-            prompt: s(f.prompt_preview),
-          },
-        ],
+        items: upsert(
+          st.items,
+          item.key,
+          () => item,
+          (i) => i,
+        ),
       };
+    }
     case 'agent_done':
       return {
         ...st,
@@ -301,9 +345,11 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
     case 'message_discarded':
       return notice(st, f, 'A message was discarded by the stop.', 'info');
     case 'messages_superseded': {
-      // regenerate / edit: the conversation continues from this user message; what followed is gone
+      // edit: the conversation continues before this user message; regenerate (`keeps_message`):
+      // the message stays and is answered again. What followed is gone either way.
       const at = st.items.findIndex((i) => i.key === `user:${s(f.from_message_id)}`);
-      return at < 0 ? st : { ...st, items: st.items.slice(0, at) };
+      // The turn that answers starts in the same commit.
+      return at < 0 ? st : { ...st, running: true, items: st.items.slice(0, f.keeps_message === true ? at + 1 : at) };
     }
     case 'error': {
       const next = notice(st, f, s(f.message), 'error');

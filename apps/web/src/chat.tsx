@@ -1,9 +1,13 @@
-import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
-import type { InboxDto } from '@skald/contracts';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
+import type { ChatMessages, InboxDto } from '@skald/contracts';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
 import { ChatSocket, type Frame, type SocketState } from './socket';
+import { HISTORY_PAGE } from './history/history-items';
+import { useOutbox } from './outbox/use-outbox';
+import { shortcutFor } from './shortcuts/shortcuts';
+import type { MessageFrame } from './outbox/outbox';
 import { TaskStrip, useTasks } from './tasks';
 import type { FrameHub } from './conversations/frame-hub';
 import { RegenerateButton, UserMessage } from './conversations/message-actions';
@@ -37,28 +41,98 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   const [viewing, setViewing] = useState<string | null>(null);
   const [editingContext, setEditingContext] = useState(false);
   const live = useRef(false);
+  // messages until acknowledged: re-sent with their client_message_id, failed after the bound
+  const sendMessage = useCallback((f: MessageFrame) => socket.current?.send(f) ?? false, []);
+  const socketOpen = useCallback(() => socket.current?.open ?? false, []);
+  const outbox = useOutbox(sendMessage, socketOpen);
+  const onOutboxFrame = outbox.onFrame;
 
   useEffect(() => {
     const onFrame = (f: Frame) => {
+      onOutboxFrame(f);
       dispatch(f);
       onTaskFrame(f);
       hub?.emit(f);
       if (f.type === 'turn_running') live.current = true;
       if (f.type === 'open_file' && live.current && typeof f.path === 'string') setViewing(f.path);
+      if (f.type === 'command_result' && f.command === '/clear') void reloadNow.current().catch(() => undefined);
     };
     const onConn = (c: SocketState) => {
       if (c !== 'open') live.current = false;
       setConn(c);
     };
-    const s = new ChatSocket(api, source, onFrame, onConn);
+    // history by REST: the latest page, then the socket resumes after the seq it covers
+    const loadHistory = async (sessionId: string): Promise<number | null> => {
+      const page = await api.get<ChatMessages>(`/api/${encodeURIComponent(source)}/messages?limit=${HISTORY_PAGE}`);
+      if (page.session_id !== sessionId || page.resume_seq === undefined) return null;
+      dispatch({ type: 'history', session_id: sessionId, items: page.items, has_more: page.has_more });
+      return page.resume_seq;
+    };
+    const s = new ChatSocket(api, source, onFrame, onConn, loadHistory);
     socket.current = s;
     s.start();
     return () => s.stop();
-  }, [api, source, onTaskFrame, hub]);
+  }, [api, source, onTaskFrame, hub, onOutboxFrame]);
 
+  // The view follows the end of the conversation, not an earlier page put before it.
+  const lastKey = state.items.at(-1)?.key;
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: 'end' });
-  }, [state.items.length]);
+  }, [lastKey]);
+
+  // scroll-back: one earlier page at a time, while there is one; the rows in view stay in place
+  const [loadingOlder, setLoadingOlder] = useState(false);
+  const anchor = useRef<{ height: number; top: number } | null>(null);
+  const loadOlder = async (): Promise<void> => {
+    if (!state.older || loadingOlder) return;
+    setLoadingOlder(true);
+    const el = document.scrollingElement ?? document.documentElement;
+    anchor.current = { height: el.scrollHeight, top: el.scrollTop };
+    try {
+      const page = await api.get<ChatMessages>(
+        `/api/${encodeURIComponent(source)}/messages?before=${encodeURIComponent(state.older)}&limit=${HISTORY_PAGE}`,
+      );
+      dispatch({ type: 'history_older', session_id: page.session_id, items: page.items, has_more: page.has_more });
+    } catch {
+      anchor.current = null;
+    } finally {
+      setLoadingOlder(false);
+    }
+  };
+  useLayoutEffect(() => {
+    const a = anchor.current;
+    if (!a) return;
+    anchor.current = null;
+    const el = document.scrollingElement ?? document.documentElement;
+    el.scrollTop = a.top + (el.scrollHeight - a.height);
+  }, [state.items]);
+  const older = useRef<HTMLButtonElement | null>(null);
+  const loadOlderNow = useRef(loadOlder);
+  loadOlderNow.current = loadOlder;
+  const hasOlder = state.older !== null;
+  useEffect(() => {
+    const el = older.current;
+    if (!el || typeof IntersectionObserver === 'undefined') return;
+    const seen = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) void loadOlderNow.current();
+    });
+    seen.observe(el);
+    return () => seen.disconnect();
+  }, [hasOlder]);
+
+  // /clear: the page by REST is the truth of what is left (nothing, when it cleared)
+  const reloadHistory = async (): Promise<void> => {
+    const page = await api.get<ChatMessages>(`/api/${encodeURIComponent(source)}/messages?limit=${HISTORY_PAGE}`);
+    dispatch({
+      type: 'history',
+      session_id: page.session_id,
+      items: page.items,
+      has_more: page.has_more,
+      replace: true,
+    });
+  };
+  const reloadNow = useRef(reloadHistory);
+  reloadNow.current = reloadHistory;
 
   const answer: Answerer = useMemo(
     () => ({
@@ -104,10 +178,14 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
       ...(files.length > 0 && !content.startsWith('/') ? { attachments: files } : {}),
       ...(state.running && !content.startsWith('/') ? { delivery } : {}),
     };
-    if (socket.current?.send(frame)) {
+    if (!content.startsWith('/')) {
+      // shown as pending at once; the outbox sends it now or after a reconnect
+      outbox.add(frame);
       setDraft('');
-      if (!content.startsWith('/')) attachments.clear();
+      attachments.clear();
+      return;
     }
+    if (socket.current?.send(frame)) setDraft('');
   };
 
   return (
@@ -132,6 +210,17 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
         ) : null}
       </div>
       <TaskStrip tasks={tasks} />
+      {hasOlder ? (
+        <button
+          type="button"
+          ref={older}
+          className="link load-older"
+          disabled={loadingOlder}
+          onClick={() => void loadOlder()}
+        >
+          {loadingOlder ? 'Loading earlier messages…' : 'Load earlier messages'}
+        </button>
+      ) : null}
       <ol className="timeline" aria-live="polite">
         {state.items.map((i) => (
           <li key={i.key} className={`item ${i.kind}`}>
@@ -184,6 +273,23 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
             )}
           </li>
         ))}
+        {outbox.list.map((o) => (
+          <li key={`out:${o.frame.client_message_id}`} className={`item user outgoing ${o.state}`}>
+            <div className="bubble user-bubble">
+              <p>{o.frame.content}</p>
+              {o.state === 'pending' ? (
+                <p className="outgoing-state">sending…</p>
+              ) : (
+                <p className="outgoing-state" role="alert">
+                  Not sent: the server did not confirm it.{' '}
+                  <button type="button" className="link" onClick={() => outbox.retry(o.frame.client_message_id)}>
+                    Retry
+                  </button>
+                </p>
+              )}
+            </div>
+          </li>
+        ))}
       </ol>
       <div ref={end} />
       <form
@@ -208,8 +314,10 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
             e.preventDefault();
             attachments.add(files);
           }}
+          data-shortcut="send"
           onKeyDown={(e) => {
-            if (e.key === 'Enter' && !e.shiftKey) {
+            const s = shortcutFor(e.nativeEvent, { inComposer: true, inText: true });
+            if (s?.id === 'send') {
               e.preventDefault();
               send();
             }
@@ -239,7 +347,12 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
           Send
         </button>
         {state.running ? (
-          <button type="button" className="danger stop" onClick={() => socket.current?.send({ type: 'cancel' })}>
+          <button
+            type="button"
+            className="danger stop"
+            data-shortcut="stop"
+            onClick={() => socket.current?.send({ type: 'cancel' })}
+          >
             Stop
           </button>
         ) : null}

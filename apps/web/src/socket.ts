@@ -5,9 +5,18 @@ export type Frame = { type: string; seq?: number; session_id?: string } & Record
 export type SocketState = 'connecting' | 'open' | 'closed';
 
 /**
- * The chat socket of one source: connects with a fresh ticket, replays what it missed with
- * `resume {last_seq}` after every reconnect, and drops any session event it has already seen
- * (by `seq`), so a reload or a dropped connection loses and doubles nothing.
+ * Loads a session's latest history page by REST (and hands it to the screen); answers the seq
+ * the page covers — the socket resumes after it — or null when it could not (the socket then
+ * replays the session's events from the start, as before history by REST).
+ */
+export type HistoryLoader = (sessionId: string) => Promise<number | null>;
+
+/**
+ * The chat socket of one source. A session it has not shown yet (first connect, `/new`, a
+ * reopened conversation) starts from its REST history page and `resume {last_seq}` after the seq
+ * that page covers; after a reconnect it resumes after the last event it saw. Session events the
+ * socket delivers while the page loads wait for it; any event already seen (by `seq`) is
+ * dropped, so a reload or a dropped connection loses and doubles nothing.
  */
 export class ChatSocket {
   private ws: WebSocket | null = null;
@@ -16,12 +25,15 @@ export class ChatSocket {
   private retry = 0;
   private stopped = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  /** Session events that arrived while the history page loads (null: not loading). */
+  private held: Frame[] | null = null;
 
   constructor(
     private readonly api: Api,
     private readonly source: string,
     private readonly onFrame: (f: Frame) => void,
     private readonly onState: (s: SocketState) => void,
+    private readonly loadHistory?: HistoryLoader,
   ) {}
 
   start(): void {
@@ -34,16 +46,51 @@ export class ChatSocket {
     this.ws?.close();
   }
 
+  get open(): boolean {
+    return this.ws?.readyState === WebSocket.OPEN;
+  }
+
   send(frame: Outgoing): boolean {
     if (this.ws?.readyState !== WebSocket.OPEN) return false;
     this.ws.send(JSON.stringify(frame));
     return true;
   }
 
-  /** Another session became active (`/new`): start its replay from the beginning. */
+  /** Another session became active (`/new`): nothing of it has been seen yet. */
   switchTo(sessionId: string): void {
     this.sessionId = sessionId;
     this.lastSeq = 0;
+  }
+
+  /** A session shown from scratch: its history page first, then the events after it. */
+  private async begin(ws: WebSocket, sessionId: string): Promise<void> {
+    this.switchTo(sessionId);
+    this.held = [];
+    let from: number | null = null;
+    try {
+      from = this.loadHistory ? await this.loadHistory(sessionId) : null;
+    } catch {
+      from = null;
+    }
+    if (this.ws !== ws || this.sessionId !== sessionId) return;
+    const held = this.held ?? [];
+    this.held = null;
+    this.lastSeq = from ?? 0;
+    for (const f of held) this.deliver(f);
+    ws.send(JSON.stringify({ type: 'resume', session_id: sessionId, last_seq: this.lastSeq }));
+  }
+
+  private deliver(f: Frame): void {
+    if (typeof f.seq === 'number') {
+      if (f.session_id && f.session_id !== this.sessionId) return;
+      if (this.held) {
+        this.held.push(f);
+        return;
+      }
+      if (f.seq <= this.lastSeq) return;
+      this.lastSeq = f.seq;
+    }
+    this.onFrame(f);
   }
 
   private async connect(): Promise<void> {
@@ -71,22 +118,22 @@ export class ChatSocket {
         this.retry = 0;
         this.onState('open');
         const sid = String(f.session_id);
-        if (sid !== this.sessionId) this.switchTo(sid);
-        ws.send(JSON.stringify({ type: 'resume', session_id: sid, last_seq: this.lastSeq }));
-      } else if (f.type === 'new_session') {
-        this.switchTo(String(f.session_id));
-        // a reopened conversation: its history comes with the replay from the start
-        ws.send(JSON.stringify({ type: 'resume', session_id: String(f.session_id), last_seq: 0 }));
+        this.onFrame(f);
+        if (sid !== this.sessionId || this.lastSeq === 0) void this.begin(ws, sid);
+        else ws.send(JSON.stringify({ type: 'resume', session_id: sid, last_seq: this.lastSeq }));
+        return;
       }
-      if (typeof f.seq === 'number') {
-        if (f.session_id && f.session_id !== this.sessionId) return;
-        if (f.seq <= this.lastSeq) return;
-        this.lastSeq = f.seq;
+      if (f.type === 'new_session') {
+        // a new or reopened conversation: its history page, then what follows it
+        this.onFrame(f);
+        void this.begin(ws, String(f.session_id));
+        return;
       }
-      this.onFrame(f);
+      this.deliver(f);
     };
     ws.onclose = () => {
       if (this.ws === ws) this.ws = null;
+      this.held = null;
       this.onState('closed');
       this.reconnectLater();
     };

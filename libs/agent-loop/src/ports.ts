@@ -239,6 +239,8 @@ export type ToolResult =
       resultType?: string;
       /** Files the call wrote (emitted as `file_changed`). */
       changedPaths?: string[];
+      /** Files to show the user (emitted as `open_file`). */
+      openedPaths?: string[];
     }
   /** `stale`: the run was refused because its file changed since the approved preview
    *  (`ToolRunOptions.expectedBaseHash`); nothing was written. `interrupted`: the executor was

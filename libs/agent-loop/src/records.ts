@@ -33,13 +33,20 @@ function record(
 export function doneRecord(
   row: ToolCallRow,
   content: string,
-  options: { resultType?: string; changedPaths?: string[]; extra?: Mutation[]; before?: SessionEventDraft[] } = {},
+  options: {
+    resultType?: string;
+    changedPaths?: string[];
+    openedPaths?: string[];
+    extra?: Mutation[];
+    before?: SessionEventDraft[];
+  } = {},
 ): CallRecord {
   const resultType = options.resultType ?? 'text';
   const events: SessionEventDraft[] = [
     ...(options.before ?? []),
     { type: 'tool_done', tool_call_id: row.id, result: content, result_type: resultType },
     ...(options.changedPaths ?? []).map((path): SessionEventDraft => ({ type: 'file_changed', path })),
+    ...(options.openedPaths ?? []).map((path): SessionEventDraft => ({ type: 'open_file', path })),
   ];
   return record(row, 'done', content, resultType, events, options.extra);
 }

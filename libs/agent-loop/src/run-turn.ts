@@ -10,6 +10,7 @@ import { runFrame } from './frame';
 import { inboxEntry, userMessageEvent } from './injection';
 import type { HumanAnswer, LoopDeps } from './ports';
 import { continueSession, frameContext, resumeChild } from './recovery';
+import { planRewind, type RewindPlan } from './rewind';
 import { childController } from './signals';
 import { commit, nowIso, type TurnContext } from './turn-context';
 import type { Attachment, FrameRow, Mutation, NewMessage, SessionEventDraft, TurnOutcome } from './types';
@@ -95,9 +96,14 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
     }
     const { store, ids } = deps;
     const session = turn.session;
+    const input = request.input;
+    const item =
+      input.kind === 'inbox' ? (await store.listInbox(session.id)).find((i) => i.id === input.inboxId) : undefined;
+    if (input.kind === 'inbox' && !item) return { kind: 'idle' };
     const frames = await store.listActiveFrames(session.id);
     const mutations: Mutation[] = [];
     const events: SessionEventDraft[] = [];
+    let plan: RewindPlan | null = null;
     let root: FrameRow | undefined = frames.find((f) => f.depth === 0);
     if (!root) {
       root = {
@@ -112,23 +118,46 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
       };
       mutations.push({ kind: 'openFrame', frame: root });
     } else {
-      // Orphans: user rows the model never answered (their turn was stopped or failed).
       const rows = await store.listMessages(root.id);
-      for (let i = rows.length - 1; i >= 0 && rows[i].role !== 'assistant'; i--) {
-        mutations.push({ kind: 'markMessageFailed', messageId: rows[i].id });
+      // A regenerate or an edit: the rows it replaces are superseded in the commit that starts the turn.
+      if (item?.rewind) plan = planRewind(rows, item.rewind);
+      if (item?.rewind && plan) {
+        if (plan.superseded.length > 0) mutations.push({ kind: 'supersedeMessages', messageIds: plan.superseded });
+        events.push({
+          type: 'messages_superseded',
+          from_message_id: item.rewind.messageId,
+          ...(plan.answerAgain ? { keeps_message: true } : {}),
+        });
+      }
+      // Orphans: user rows the model never answered (their turn was stopped or failed) — except
+      // the one a regenerate answers again.
+      const gone = new Set(plan?.superseded ?? []);
+      const live = rows.filter((m) => !gone.has(m.id));
+      for (let i = live.length - 1; i >= 0 && live[i].role !== 'assistant'; i--) {
+        if (live[i] !== plan?.answerAgain) mutations.push({ kind: 'markMessageFailed', messageId: live[i].id });
       }
     }
-    let message: NewMessage;
-    if (request.input.kind === 'inbox') {
-      const inboxId = request.input.inboxId;
-      const item = (await store.listInbox(session.id)).find((i) => i.id === inboxId);
-      if (!item) return { kind: 'idle' };
+    if (item?.rewind && !plan) {
+      // The conversation moved on since the rewind was asked for: it is dropped, and said so.
+      await commit(
+        turn,
+        [{ kind: 'discardInbox', inboxId: item.id }],
+        [{ type: 'message_discarded', message_id: item.id, client_message_id: item.clientMessageId }],
+      );
+      return { kind: 'idle' };
+    }
+    let turnId: string;
+    if (item && plan?.answerAgain) {
+      // Regenerate: no new row; the turn is named by the inbox item that asked for it.
+      mutations.push({ kind: 'consumeInbox', inboxId: item.id });
+      turnId = item.id;
+    } else if (item) {
       const entry = inboxEntry(turn, root.id, item);
-      message = entry.message;
       mutations.push(...entry.mutations);
-    } else {
-      const input = request.input;
-      message = {
+      if (!entry.message.isSynthetic) events.push(userMessageEvent(entry.message));
+      turnId = entry.message.id;
+    } else if (input.kind === 'message') {
+      const message: NewMessage = {
         id: input.messageId ?? ids.newId(),
         sessionId: session.id,
         frameId: root.id,
@@ -143,9 +172,10 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
         createdAt: nowIso(turn),
       };
       mutations.push({ kind: 'appendMessage', message });
-    }
-    if (!message.isSynthetic) events.push(userMessageEvent(message));
-    mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'running', turnId: message.id });
+      if (!message.isSynthetic) events.push(userMessageEvent(message));
+      turnId = message.id;
+    } else return { kind: 'idle' };
+    mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'running', turnId });
     // The agent is loaded before the input is committed and echoed, so that the first round's
     // boundary (where steered input enters) follows the echo at once.
     const fctx = await frameContext(turn, root);

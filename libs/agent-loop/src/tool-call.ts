@@ -340,6 +340,7 @@ async function execute(fctx: FrameContext, call: PreparedCall, fromPending = fal
         record: doneRecord(row, result.content, {
           ...(result.resultType !== undefined ? { resultType: result.resultType } : {}),
           ...(result.changedPaths !== undefined ? { changedPaths: result.changedPaths } : {}),
+          ...(result.openedPaths !== undefined ? { openedPaths: result.openedPaths } : {}),
         }),
       }
     : {

@@ -125,6 +125,18 @@ export interface InboxItem {
   /** A system delivery (an async task's ending, a notification): it enters as a synthetic
    *  assistant message carrying one completed call of this tool, not as a user message. */
   toolResult?: SyntheticToolResult | null;
+  /** A regenerate or an edit-and-resend, carried out when the item starts its turn (absent: none). */
+  rewind?: InboxRewind | null;
+}
+
+/**
+ * `regenerate`: the rows after the user message `messageId` are superseded and the turn answers
+ * that message again (the item becomes no row). `edit`: that message and every row after it are
+ * superseded and the item's content enters as a new user message.
+ */
+export interface InboxRewind {
+  kind: 'regenerate' | 'edit';
+  messageId: string;
 }
 
 /** A completed system-injected call (`task_completed`, `read_notification`). */
@@ -225,6 +237,8 @@ export type Mutation =
   | { kind: 'enterInbox'; inboxId: string; message: NewMessage }
   /** A pending inbox item is kept out of the conversation by a /stop (kept, marked discarded). */
   | { kind: 'discardInbox'; inboxId: string }
+  /** A pending inbox item started a turn without becoming a row (a regenerate): marked entered. */
+  | { kind: 'consumeInbox'; inboxId: string }
   | { kind: 'createToolCall'; call: NewToolCall }
   | { kind: 'updateToolCall'; id: string; patch: ToolCallPatch }
   | { kind: 'openFrame'; frame: NewFrame }
@@ -253,7 +267,8 @@ export type SessionEventDraft =
       attachments?: Attachment[];
     }
   | { type: 'message_discarded'; message_id: string; client_message_id: string }
-  | { type: 'messages_superseded'; from_message_id: string }
+  /** `keeps_message` (a regenerate): the message `from_message_id` stays, only the rows after it go. */
+  | { type: 'messages_superseded'; from_message_id: string; keeps_message?: boolean }
   | {
       type: 'thinking';
       message_id: string;
@@ -319,6 +334,8 @@ export type SessionEventDraft =
       result_preview: string;
     }
   | { type: 'file_changed'; path: string }
+  /** A tool (`open_file`) asks the user's file viewer to show a workspace file. */
+  | { type: 'open_file'; path: string }
   | { type: 'model_fallback'; from: string; to: string; reason: string }
   | { type: 'llm_failed'; tried: string[]; last_error: string }
   | {

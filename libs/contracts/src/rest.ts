@@ -227,7 +227,19 @@ export const ChatMessagesQuery = z.object({
   before: Id.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
-export const ChatMessages = z.object({ items: z.array(ChatMessageDto), has_more: z.boolean() });
+/**
+ * `GET /{source}/messages`. `session_id`, `resume_seq` (issue 20): the session the page is of, and
+ * the seq a client passes as `resume {last_seq}` to receive only what the page does not cover
+ * (the session's last seq, or — while a turn is unfinished — the seq before that turn began, so
+ * its cards are rebuilt from its events; rows the page already holds come again and are matched
+ * by id). Read in one snapshot with the page.
+ */
+export const ChatMessages = z.object({
+  items: z.array(ChatMessageDto),
+  has_more: z.boolean(),
+  session_id: Id.optional(),
+  resume_seq: z.number().int().nonnegative().optional(),
+});
 export type ChatMessages = z.infer<typeof ChatMessages>;
 export const CreateSessionResponse = z.object({ session_id: Id });
 /** The JSON export of a conversation: what the chat shows, oldest first (superseded and synthetic rows left out). */

@@ -244,6 +244,8 @@ export const ToolExecReply = z.discriminatedUnion('status', [
     result: z.string(),
     result_type: z.string(),
     file_changed: z.string().optional(),
+    /** `open_file`: the workspace path to show the user (an `open_file` event). */
+    open_file: z.string().optional(),
   }),
   z.object({ status: z.literal('failed'), error: z.string() }),
   z.object({ status: z.literal('cancelled') }),

@@ -115,8 +115,12 @@ export const SessionEventBodies = {
     attachments: z.array(Attachment).optional(),
   }),
   message_discarded: z.object({ message_id: Id, client_message_id: z.string() }),
-  /** A regenerate or an edit replaced the conversation from the user message `from_message_id` on. */
-  messages_superseded: z.object({ from_message_id: Id }),
+  /**
+   * A regenerate or an edit replaced the conversation from the user message `from_message_id` on;
+   * `keeps_message` (a regenerate): that message stays and is answered again, only the rows after
+   * it are replaced.
+   */
+  messages_superseded: z.object({ from_message_id: Id, keeps_message: z.boolean().optional() }),
   thinking: z.object({
     message_id: Id,
     content: z.string(),

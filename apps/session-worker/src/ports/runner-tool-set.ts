@@ -165,6 +165,7 @@ export class RunnerToolSet implements ToolSetPort {
                 content: reply.result,
                 resultType: reply.result_type,
                 changedPaths: reply.file_changed ? [reply.file_changed] : undefined,
+                openedPaths: reply.open_file ? [reply.open_file] : undefined,
               };
             case 'failed':
               return { ok: false, error: reply.error };

@@ -122,35 +122,53 @@ export class SessionsRepository {
    * returned oldest first; synthetic rows excluded (messages whose turn was stopped are kept), and
    * what /clear closed.
    */
+  /**
+   * One page of the chat history and, read in the same snapshot (REPEATABLE READ), the seq a
+   * client resumes its socket after: the session's `last_seq` when its turn is finished, else the
+   * seq before the unfinished turn began (`turn_seq`; 0 when unknown) — so the page and the events
+   * replayed after it never miss a change, and what they both carry (the running turn's rows) the
+   * client folds in by id.
+   */
   async chatPage(scope: {
     userId: string;
     sessionId: string;
     before?: string;
     limit: number;
-  }): Promise<{ rows: Row[]; calls: Row[]; hasMore: boolean }> {
-    const params: unknown[] = [scope.sessionId, scope.limit + 1];
-    let before = '';
-    if (scope.before) {
-      params.push(scope.before);
-      before = `AND h.ord < (SELECT ord FROM chat_history WHERE id = $3 AND session_id = $1)`;
-    }
-    const rows = await queryRows<Row>(
-      this.ds,
-      `SELECT h.* FROM chat_history h JOIN stack_frames f ON f.id = h.frame_id
-        WHERE h.session_id = $1 AND f.depth = 0 AND f.status = 'active' AND NOT h.is_synthetic AND h.status <> 'superseded' ${before}
-        ORDER BY h.ord DESC LIMIT $2`,
-      params,
-    );
-    const hasMore = rows.length > scope.limit;
-    const page = rows.slice(0, scope.limit).reverse().map(decodeRow);
-    const ids = page.filter((r) => r.role === 'assistant').map((r) => String(r.id));
-    const calls =
-      ids.length === 0
-        ? []
-        : await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE message_id = ANY($1::uuid[]) ORDER BY ord`, [
-            ids,
-          ]);
-    return { rows: page, calls: calls.map(decodeRow), hasMore };
+  }): Promise<{ rows: Row[]; calls: Row[]; hasMore: boolean; resumeSeq: number }> {
+    return this.ds.transaction('REPEATABLE READ', async (tx) => {
+      const head = await queryRows<Row>(tx, `SELECT last_seq, turn_state, turn_seq FROM sessions WHERE id = $1`, [
+        scope.sessionId,
+      ]);
+      const s = head[0];
+      const resumeSeq = !s
+        ? 0
+        : s.turn_state === 'finished'
+          ? Number(s.last_seq)
+          : s.turn_seq === null || s.turn_seq === undefined
+            ? 0
+            : Number(s.turn_seq);
+      const params: unknown[] = [scope.sessionId, scope.limit + 1];
+      let before = '';
+      if (scope.before) {
+        params.push(scope.before);
+        before = `AND h.ord < (SELECT ord FROM chat_history WHERE id = $3 AND session_id = $1)`;
+      }
+      const rows = await queryRows<Row>(
+        tx,
+        `SELECT h.* FROM chat_history h JOIN stack_frames f ON f.id = h.frame_id
+          WHERE h.session_id = $1 AND f.depth = 0 AND f.status = 'active' AND NOT h.is_synthetic AND h.status <> 'superseded' ${before}
+          ORDER BY h.ord DESC LIMIT $2`,
+        params,
+      );
+      const hasMore = rows.length > scope.limit;
+      const page = rows.slice(0, scope.limit).reverse().map(decodeRow);
+      const ids = page.filter((r) => r.role === 'assistant').map((r) => String(r.id));
+      const calls =
+        ids.length === 0
+          ? []
+          : await queryRows<Row>(tx, `SELECT * FROM tool_calls WHERE message_id = ANY($1::uuid[]) ORDER BY ord`, [ids]);
+      return { rows: page, calls: calls.map(decodeRow), hasMore, resumeSeq };
+    });
   }
 
   async frames(sessionId: string): Promise<Row[]> {

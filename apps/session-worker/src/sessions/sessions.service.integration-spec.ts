@@ -123,6 +123,111 @@ describe('SessionsService', () => {
     });
   });
 
+  describe('GET /{source}/messages: resume_seq (history by REST, then resume after it)', () => {
+    const echo = (m: NewMessage) => ({
+      type: 'user_message' as const,
+      message_id: m.id,
+      content: m.content,
+    });
+
+    it('a finished turn: the last seq; a running one: the seq before it began (its rows come again, matched by id)', async () => {
+      const userId = randomUUID();
+      const actor = { userId, role: 'user' as const };
+      const { sessionId, store, frameId } = await activeSession(userId);
+      const q1 = message(sessionId, frameId, { content: 'q1' });
+      const a1 = message(sessionId, frameId, { role: 'assistant', content: 'a1' });
+      await store.commit(
+        sessionId,
+        [
+          { kind: 'appendMessage', message: q1 },
+          { kind: 'setTurnState', sessionId, state: 'running', turnId: q1.id },
+        ],
+        [echo(q1)],
+      );
+      await store.commit(
+        sessionId,
+        [
+          { kind: 'appendMessage', message: a1 },
+          { kind: 'setTurnState', sessionId, state: 'finished' },
+        ],
+        [{ type: 'done', message_id: a1.id, stack_id: frameId, content: 'a1' }],
+      );
+      let page = await service.messages(actor, 'web', undefined, 50);
+      expect({ seq: page.resume_seq, sid: page.session_id }).toEqual({ seq: 2, sid: sessionId });
+
+      const q2 = message(sessionId, frameId, { content: 'q2' });
+      await store.commit(
+        sessionId,
+        [
+          { kind: 'appendMessage', message: q2 },
+          { kind: 'setTurnState', sessionId, state: 'running', turnId: q2.id },
+        ],
+        [echo(q2)],
+      );
+      await store.commit(sessionId, [], [{ type: 'thinking', message_id: randomUUID(), content: 'working' }]);
+      page = await service.messages(actor, 'web', undefined, 50);
+      // the running turn's events (seq 3, 4) are replayed: the page resumes after seq 2
+      expect(page.resume_seq).toBe(2);
+      expect(page.items.map((i) => i.content)).toEqual(['q1', 'a1', 'q2']);
+      // a parked turn too (still unfinished); a resume to running without a new turn id keeps it
+      await store.commit(sessionId, [{ kind: 'setTurnState', sessionId, state: 'parked' }], []);
+      await store.commit(sessionId, [{ kind: 'setTurnState', sessionId, state: 'running' }], []);
+      expect((await service.messages(actor, 'web', undefined, 50)).resume_seq).toBe(2);
+    });
+
+    it('/clear (the root frame closed): the page is empty and stays so; new messages start a new page', async () => {
+      const userId = randomUUID();
+      const actor = { userId, role: 'user' as const };
+      const { sessionId, store, frameId } = await activeSession(userId);
+      for (const content of ['before clear', 'its answer'])
+        await store.commit(
+          sessionId,
+          [{ kind: 'appendMessage', message: message(sessionId, frameId, { content }) }],
+          [],
+        );
+      await store.commit(sessionId, [{ kind: 'closeFrame', frameId }], []);
+      expect((await service.messages(actor, 'web', undefined, 50)).items).toEqual([]);
+      const next = randomUUID();
+      await store.commit(sessionId, [openRootFrame(sessionId, next)], []);
+      await store.commit(
+        sessionId,
+        [{ kind: 'appendMessage', message: message(sessionId, next, { content: 'after clear' }) }],
+        [],
+      );
+      expect((await service.messages(actor, 'web', undefined, 50)).items.map((i) => i.content)).toEqual([
+        'after clear',
+      ]);
+    });
+
+    it('attack: pages read while rows and their events are committed always cover exactly the events up to resume_seq', async () => {
+      const userId = randomUUID();
+      const actor = { userId, role: 'user' as const };
+      const { sessionId, store, frameId } = await activeSession(userId);
+      const N = 150;
+      let writing = true;
+      const writer = (async () => {
+        for (let i = 0; i < N; i++) {
+          const m = message(sessionId, frameId, { content: `m${i}` });
+          await store.commit(sessionId, [{ kind: 'appendMessage', message: m }], [echo(m)]);
+        }
+        writing = false;
+      })();
+      let reads = 0;
+      while (writing && reads < 2_000) {
+        const page = await service.messages(actor, 'web', undefined, 200);
+        // one row and one event per commit: the page holds exactly the rows of seqs 1..resume_seq
+        expect(page.items.map((i) => i.content)).toEqual(
+          Array.from({ length: page.resume_seq ?? -1 }, (_, i) => `m${i}`),
+        );
+        reads++;
+      }
+      await writer;
+      expect(reads).toBeGreaterThan(0);
+      const last = await service.messages(actor, 'web', undefined, 200);
+      expect(last.resume_seq).toBe(N);
+    });
+  });
+
   describe('session.replay', () => {
     /** The gateway's loop: pages until the last one. */
     async function replayAll(userId: string, sessionId: string, after: number) {

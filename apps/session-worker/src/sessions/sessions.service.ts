@@ -46,7 +46,12 @@ export class SessionsService {
 
   async messages(actor: Actor, source: string, before: string | undefined, limit: number): Promise<ChatMessages> {
     const { id } = await this.repo.active({ userId: actor.userId, source });
-    const { rows, calls, hasMore } = await this.repo.chatPage({ userId: actor.userId, sessionId: id, before, limit });
+    const { rows, calls, hasMore, resumeSeq } = await this.repo.chatPage({
+      userId: actor.userId,
+      sessionId: id,
+      before,
+      limit,
+    });
     return {
       items: rows.map((m) =>
         toChatMessage(
@@ -55,6 +60,8 @@ export class SessionsService {
         ),
       ),
       has_more: hasMore,
+      session_id: id,
+      resume_seq: resumeSeq,
     };
   }
 

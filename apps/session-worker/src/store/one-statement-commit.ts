@@ -53,14 +53,15 @@ export function fitsOneStatement(mutations: readonly Mutation[]): boolean {
   return true;
 }
 
-export const ONE_STATEMENT_COMMIT_NAME = 'skald_commit_v1';
+export const ONE_STATEMENT_COMMIT_NAME = 'skald_commit_v2';
 
 export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
    SELECT 1 AS held FROM session_leases
     WHERE session_id = $1::uuid AND owner = $2::text AND epoch = $3::bigint AND expires_at > now() FOR SHARE),
  head AS (
    UPDATE sessions SET last_seq = last_seq + $4::integer, updated_at = now(),
-          turn_state = COALESCE($7::text, turn_state), turn_id = COALESCE($8::uuid, turn_id)
+          turn_state = COALESCE($7::text, turn_state), turn_id = COALESCE($8::uuid, turn_id),
+          turn_seq = CASE WHEN $8::uuid IS NULL THEN turn_seq ELSE last_seq END
     WHERE id = $1::uuid AND ($4::integer > 0 OR $7::text IS NOT NULL) AND EXISTS (SELECT 1 FROM fence)
     RETURNING last_seq, user_id),
  appended AS (

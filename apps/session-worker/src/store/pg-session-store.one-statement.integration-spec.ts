@@ -103,7 +103,10 @@ describe('PgSessionStore: one-statement commits', () => {
       `SELECT seq::int, type, payload FROM session_events WHERE session_id = $1 ORDER BY seq`,
       [sessionId],
     );
-    const [head] = await ds.query(`SELECT last_seq::int, turn_state, turn_id FROM sessions WHERE id = $1`, [sessionId]);
+    const [head] = await ds.query(
+      `SELECT last_seq::int, turn_state, turn_id, turn_seq::int FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
     return { messages, calls, events, head: { ...head, turn_id: head.turn_id === null ? null : 'set' } };
   }
 

@@ -346,7 +346,7 @@ export class PgSessionStore implements SessionStore {
     return this.ds.transaction(async (tx) => {
       const committed = await fenceAndAppend(tx, sessionId, this.fence, events);
       try {
-        for (const m of mutations) await applyMutation(tx, m, this.fence.epoch);
+        for (const m of mutations) await applyMutation(tx, m, this.fence.epoch, events.length);
         for (const u of usage) await insertUsage(tx, u);
         return committed;
       } catch (e) {
@@ -475,7 +475,8 @@ export async function appendEvents(
   return out;
 }
 
-async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Promise<void> {
+/** `eventCount`: the events of this commit, already appended (a new turn's `turn_seq` precedes them). */
+async function applyMutation(tx: EntityManager, m: Mutation, epoch: number, eventCount: number): Promise<void> {
   switch (m.kind) {
     case 'appendMessage':
     case 'enterInbox': {
@@ -534,6 +535,15 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
         [m.inboxId],
       );
       return;
+    case 'consumeInbox': {
+      const r: Row[] = await queryRows(
+        tx,
+        `UPDATE session_inbox SET status = 'entered', settled_at = now() WHERE id = $1 AND status = 'queued' RETURNING id`,
+        [m.inboxId],
+      );
+      if (r.length === 0) throw new Error(`inbox item ${m.inboxId} already settled`);
+      return;
+    }
     case 'createToolCall': {
       const c = m.call;
       await exec(
@@ -666,8 +676,10 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number): Pro
     case 'setTurnState':
       await exec(
         tx,
-        `UPDATE sessions SET turn_state = $2, turn_id = COALESCE($3, turn_id), updated_at = now() WHERE id = $1`,
-        [m.sessionId, m.state, m.turnId ?? null],
+        `UPDATE sessions SET turn_state = $2, turn_id = COALESCE($3, turn_id),
+                turn_seq = CASE WHEN $3 IS NULL THEN turn_seq ELSE last_seq - $4 END, updated_at = now()
+          WHERE id = $1`,
+        [m.sessionId, m.state, m.turnId ?? null, eventCount],
       );
       return;
     default: {
@@ -777,6 +789,9 @@ function toInboxItem(r: Row): InboxItem {
     delivery: r.delivery as InboxItem['delivery'],
     createdAt: iso(r.created_at),
     ...(r.tool_result ? { toolResult: toolResultOf(r.tool_result) } : {}),
+    ...(r.rewind_kind
+      ? { rewind: { kind: r.rewind_kind as 'regenerate' | 'edit', messageId: String(r.rewind_message_id) } }
+      : {}),
   };
 }
 

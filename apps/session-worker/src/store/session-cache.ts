@@ -135,6 +135,7 @@ export class SessionCache {
           this.compactions.delete(m.summary.frameId);
           break;
         case 'discardInbox':
+        case 'consumeInbox':
         case 'openFrame':
         case 'closeFrame':
         case 'setTodos':

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { Attachment } from '@skald/contracts';
 import { Actor } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 import { SessionsRepository } from '../sessions/sessions.repository';
@@ -23,11 +22,14 @@ type Outcome =
 const BUSY = 'a turn is running in this conversation; wait for it to finish or stop it first';
 
 /**
- * Regenerate and edit-and-resend. Holding the session's lease (no turn can run meanwhile), the
- * user message and every row after it in the conversation are marked superseded — kept in the
- * debug tree, never sent to the model again — with a `messages_superseded` event in the same
- * commit; then the message (its text, or the edited one) is stored in the inbox under the
- * client's id and a new turn answers it. A retry with the same client id changes nothing twice.
+ * Regenerate and edit-and-resend (PROTOCOL `regenerate`, `edit`). Holding the session's lease (no
+ * turn can start meanwhile) the request is checked — no turn running, nothing waiting in the inbox,
+ * the message exists — and stored in the durable inbox under the client's id, as a `queue` item
+ * (never entered mid-turn) carrying the rewind. The turn it starts carries it out in its first
+ * commit (`runTurn`): a regenerate supersedes the rows after the last user message and answers
+ * that message again — it is not entered a second time; an edit supersedes the message and every
+ * row after it and enters the edited text. Superseded rows stay in the debug tree and are never
+ * sent to the model. A retry with the same client id changes nothing twice (`duplicate: true`).
  */
 @Injectable()
 export class RewindService {
@@ -60,23 +62,18 @@ export class RewindService {
       const users = rows.filter((m) => m.role === 'user' && !m.isSynthetic);
       const target = r.messageId ? users.find((m) => m.id === r.messageId) : users.at(-1);
       if (!target) return { kind: 'none' };
-      const replaced = rows.slice(rows.indexOf(target)).map((m) => m.id);
-      await store.commit(
-        sessionId,
-        [{ kind: 'supersedeMessages', messageIds: replaced }],
-        [{ type: 'messages_superseded', from_message_id: target.id }],
-      );
-      const attachments: Attachment[] | undefined = target.attachments ?? undefined;
       const stored = await this.inbox.store({
         userId,
         sessionId,
         clientMessageId: r.clientMessageId,
         content: r.content ?? target.content,
-        attachments,
-        delivery: 'steer',
+        attachments: r.messageId ? (target.attachments ?? undefined) : undefined,
+        delivery: 'queue',
         isSynthetic: false,
+        rewind: { kind: r.messageId ? 'edit' : 'regenerate', messageId: target.id },
       });
-      return { kind: 'stored', ...stored };
+      // A regenerate's ack names the message answered again (the item itself never becomes a row).
+      return { kind: 'stored', ...stored, messageId: r.messageId ? stored.messageId : target.id };
     });
     if (outcome === null || outcome.kind === 'busy') throw new RemoteError({ code: 'conflict', message: BUSY });
     if (outcome.kind === 'none')

@@ -36,6 +36,7 @@ export function toolCallLine(ev: SessionEventDraft): { fields: Record<string, st
     case 'agent_start':
     case 'agent_done':
     case 'file_changed':
+    case 'open_file':
     case 'model_fallback':
     case 'llm_failed':
     case 'done':

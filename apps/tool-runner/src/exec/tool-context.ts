@@ -13,10 +13,11 @@ export interface ToolContext {
   expectedBaseHash?: string;
 }
 
-/** A finished call: the text the model reads, and the workspace path a write changed. */
+/** A finished call: the text the model reads, the workspace path a write changed, the one to show the user. */
 export interface ToolOutput {
   result: string;
   fileChanged?: string;
+  fileOpened?: string;
 }
 
 /** Thrown when a call stops because it was cancelled before it took effect. */

@@ -232,6 +232,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         result: out.result,
         result_type: 'text',
         ...(out.fileChanged ? { file_changed: out.fileChanged } : {}),
+        ...(out.fileOpened ? { open_file: out.fileOpened } : {}),
       };
     } catch (e) {
       if (e instanceof ToolCancelled) reply = { status: 'cancelled' };

@@ -103,6 +103,15 @@ export class ToolRouter {
       ),
       execute_cmd: (c, a) => commands.execute(c, a),
       memory_search: (c, a) => mem().search(c, a.query),
+      open_file: fileTool(
+        (c, a) => files.openFile(c, a),
+        () => {
+          throw new ToolError(
+            'invalid_argument',
+            'open_file shows workspace files; read memory documents with read_file',
+          );
+        },
+      ),
     };
   }
 

@@ -5,6 +5,7 @@ import { ToolError } from '../tool-error';
 /** Each tool's arguments, as the registry defines them (the schema the model sees is generated from the same). */
 export const ListFilesArgs = builtinTool('list_files').args;
 export const ReadFileArgs = builtinTool('read_file').args;
+export const OpenFileArgs = builtinTool('open_file').args;
 export const WriteFileArgs = builtinTool('write_file').args;
 export const EditFileArgs = builtinTool('edit_file').args;
 export const InsertAtLineArgs = builtinTool('insert_at_line').args;

@@ -14,6 +14,7 @@ import {
   GrepFilesArgs,
   InsertAtLineArgs,
   ListFilesArgs,
+  OpenFileArgs,
   ReadFileArgs,
   ReplaceLinesArgs,
   SearchFileArgs,
@@ -111,6 +112,17 @@ export class FileToolsService {
   async readFile(ctx: ToolContext, args: Args<typeof ReadFileArgs>): Promise<ToolOutput> {
     const p = this.resolve(ctx, args.path);
     return { result: renderRead(p.virtual, await this.readText(ctx, p, 'read_file'), args) };
+  }
+
+  /** `open_file`: a regular workspace file, shown to the user (the viewer reads it by `GET /files`). */
+  async openFile(ctx: ToolContext, args: Args<typeof OpenFileArgs>): Promise<ToolOutput> {
+    const p = this.resolve(ctx, args.path);
+    const jail = await this.workspaces.jail(ctx.userId);
+    const opened = await jail.openRead(p).catch((e: unknown) => {
+      throw ioError(e, p);
+    });
+    await opened.handle.close();
+    return { result: `Showing ${p.virtual} to the user.`, fileOpened: p.virtual };
   }
 
   async searchFile(ctx: ToolContext, args: Args<typeof SearchFileArgs>): Promise<ToolOutput> {

@@ -133,6 +133,8 @@ export function ConversationSidebar({
           Conversations
         </button>
         <button
+          data-shortcut="new-chat"
+          aria-keyshortcuts="Control+Shift+O"
           type="button"
           onClick={() => {
             setOpen(false);
@@ -154,6 +156,8 @@ export function ConversationSidebar({
           <div className="search-row">
             <input
               id="conversation-search"
+              data-shortcut="search"
+              aria-keyshortcuts="Control+K"
               type="search"
               value={query}
               maxLength={200}

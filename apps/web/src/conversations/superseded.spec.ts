@@ -25,6 +25,25 @@ describe('chat reducer: a regenerate or an edit', () => {
     expect(st.running).toBe(false);
   });
 
+  it('a regenerate (keeps_message) keeps the user message and drops only what followed it', () => {
+    const st = fold([
+      ...history,
+      { type: 'messages_superseded', seq: 5, session_id: SID, from_message_id: 'u2', keeps_message: true },
+    ]);
+    expect(st.items.map((i) => i.key)).toEqual(['user:u1', 'msg:a1', 'user:u2']);
+    expect(st.running).toBe(true);
+    const answered = chatReducer(st, {
+      type: 'done',
+      seq: 6,
+      session_id: SID,
+      message_id: 'a3',
+      stack_id: 's',
+      content: 'answer two, again',
+    });
+    expect(answered.items.map((i) => i.key)).toEqual(['user:u1', 'msg:a1', 'user:u2', 'msg:a3']);
+    expect(answered.running).toBe(false);
+  });
+
   it('an unknown message id changes nothing', () => {
     const before = fold(history);
     const after = chatReducer(before, {

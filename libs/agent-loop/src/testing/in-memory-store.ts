@@ -282,6 +282,12 @@ export class InMemoryStore implements SessionStore {
         item!.state = 'discarded';
         return;
       }
+      case 'consumeInbox': {
+        const item = s.inbox.find((i) => i.id === m.inboxId);
+        if (!item || item.state !== 'pending') fail(`inbox item ${m.inboxId} is not pending`);
+        item!.state = 'entered';
+        return;
+      }
       case 'createToolCall': {
         if (s.toolCalls.some((c) => c.id === m.call.id)) fail(`duplicate tool call ${m.call.id}`);
         if (!s.messages.some((x) => x.id === m.call.messageId)) fail(`unknown message ${m.call.messageId}`);

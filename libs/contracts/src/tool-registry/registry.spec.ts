@@ -67,7 +67,14 @@ describe('the built-in tool registry', () => {
   it('every tool has a rule category, and the rule groups and path tools are derived from the definitions', () => {
     for (const t of BUILTIN_TOOLS) expect([t.name, toolCategory(t.name)]).not.toEqual([t.name, 'dynamic']);
     expect(FS_WRITE_TOOLS).toEqual(['write_file', 'edit_file', 'insert_at_line', 'replace_lines', 'append_file']);
-    expect(FS_READ_TOOLS).toEqual(['list_files', 'read_file', 'search_file', 'grep_files', 'memory_search']);
+    expect(FS_READ_TOOLS).toEqual([
+      'list_files',
+      'read_file',
+      'search_file',
+      'grep_files',
+      'memory_search',
+      'open_file',
+    ]);
     expect(new Set(PATH_TOOLS)).toEqual(
       new Set([...FS_READ_TOOLS.filter((n) => n !== 'memory_search'), ...FS_WRITE_TOOLS]),
     );

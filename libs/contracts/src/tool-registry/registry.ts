@@ -13,6 +13,7 @@ import { grepFiles } from './grep-files.tool';
 import { insertAtLine } from './insert-at-line.tool';
 import { listFiles } from './list-files.tool';
 import { memorySearch } from './memory-search.tool';
+import { openFile } from './open-file.tool';
 import { readFile } from './read-file.tool';
 import { replaceLines } from './replace-lines.tool';
 import { searchFile } from './search-file.tool';
@@ -30,6 +31,7 @@ export const BUILTIN_TOOLS = [
   grepFiles,
   executeCmd,
   memorySearch,
+  openFile,
 ] as const;
 
 export type BuiltinToolDefinition = (typeof BUILTIN_TOOLS)[number];

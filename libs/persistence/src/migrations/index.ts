@@ -13,6 +13,8 @@ import { McpServerTools1764460803000 } from './1764460803000-mcp-server-tools';
 import { PoisonSafe1764460801000 } from './1764460801000-poison-safe';
 import { BuiltInApprovalRules1764460802170 } from './1764460802170-built-in-approval-rules';
 import { Conversations1764460803600 } from './1764460803600-conversations';
+import { InboxRewind1764460805000 } from './1764460805000-inbox-rewind';
+import { TurnSeq1764460805100 } from './1764460805100-turn-seq';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -31,5 +33,7 @@ export const MIGRATIONS = [
   BuiltInApprovalRules1764460802170,
   McpServerTools1764460803000,
   Conversations1764460803600,
+  InboxRewind1764460805000,
+  TurnSeq1764460805100,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -1,0 +1,120 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import type { ChatMessageDto } from '@skald/contracts';
+import { chatReducer, initialChat, type ChatState } from '../chat-state';
+import type { Frame } from '../socket';
+
+const SID = '00000000-0000-4000-8000-00000000000a';
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+const fold = (frames: Frame[], from: ChatState = initialChat): ChatState => frames.reduce(chatReducer, from);
+const at = '2026-01-01T00:00:00.000Z';
+
+const user = (id: string, content: string): ChatMessageDto => ({ id, role: 'user', content, created_at: at });
+const answer = (id: string, content: string, calls: ChatMessageDto['tool_calls'] = undefined): ChatMessageDto => ({
+  id,
+  role: 'assistant',
+  content,
+  created_at: at,
+  ...(calls ? { tool_calls: calls } : {}),
+});
+
+describe('chat history by REST (GET /{source}/messages), then the events after it', () => {
+  it('renders the page, tool calls of past answers as collapsed cards keyed like the live ones', () => {
+    const st = fold([
+      { type: 'hello', session_id: SID },
+      {
+        type: 'history',
+        session_id: SID,
+        has_more: true,
+        items: [
+          user('u1', 'list the files'),
+          answer('a1', '', [{ id: 't1', name: 'list_dir', arguments: { path: '.' }, status: 'done', result: 'a.txt' }]),
+          answer('a2', 'There is a.txt'),
+        ],
+      },
+    ]);
+    expect(st.items.map((i) => [i.kind, i.key])).toEqual([
+      ['user', 'user:u1'],
+      ['tool', 'tool:t1'],
+      ['assistant', 'msg:a2'],
+    ]);
+    expect(st.items[1]).toMatchObject({ status: 'done', result: 'a.txt', name: 'list_dir' });
+    expect(st.older).toBe('u1');
+  });
+
+  it('events replayed after the page (a running turn from its start) fold into the rows it shows, never doubling them', () => {
+    const st = fold([
+      { type: 'hello', session_id: SID },
+      {
+        type: 'history',
+        session_id: SID,
+        has_more: false,
+        items: [
+          user('u1', 'q'),
+          answer('a1', '', [{ id: 't1', name: 'x', arguments: {}, status: 'running', result: null }]),
+        ],
+      },
+      { type: 'user_message', seq: 5, session_id: SID, message_id: 'u1', content: 'q' },
+      { type: 'tool_start', seq: 6, session_id: SID, tool_call_id: 't1', message_id: 'a1', name: 'x' },
+      { type: 'approval_required', seq: 7, session_id: SID, request_id: 'r1', tool_call_id: 't1', tool_name: 'x' },
+    ]);
+    expect(st.items.map((i) => i.key)).toEqual(['user:u1', 'tool:t1', 'req:r1']);
+    expect(st.older).toBeNull();
+  });
+
+  it('scroll-back puts an earlier page first and doubles no row; after /clear the page replaces the screen', () => {
+    const st = fold([
+      { type: 'hello', session_id: SID },
+      { type: 'history', session_id: SID, has_more: true, items: [user('u2', 'b'), answer('a2', 'B')] },
+      {
+        type: 'history_older',
+        session_id: SID,
+        has_more: false,
+        items: [user('u1', 'a'), answer('a1', 'A'), user('u2', 'b')],
+      },
+    ]);
+    expect(st.items.map((i) => i.key)).toEqual(['user:u1', 'msg:a1', 'user:u2', 'msg:a2']);
+    expect(st.older).toBeNull();
+    const cleared = fold(
+      [
+        { type: 'command_result', command: '/clear', content: 'Cleared the conversation (4 messages).' },
+        { type: 'history', session_id: SID, has_more: false, items: [], replace: true },
+      ],
+      st,
+    );
+    expect(cleared.items.map((i) => i.kind)).toEqual(['notice']);
+    // a page of another session (the active one changed meanwhile) is ignored
+    expect(fold([{ type: 'history_older', session_id: 'other', has_more: false, items: [user('x', 'x')] }], st)).toBe(
+      st,
+    );
+  });
+
+  it('property: any split of a conversation into pages, loaded newest first, shows every row once, in order', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 120 }), fc.integer({ min: 1, max: 50 }), fc.nat(5), (n, size, overlap) => {
+        const rows = Array.from({ length: n }, (_, i) => (i % 2 ? answer(`a${i}`, `A${i}`) : user(`u${i}`, `Q${i}`)));
+        let st = fold([{ type: 'hello', session_id: SID }]);
+        let end = n;
+        let first = true;
+        // pages may overlap (rows written between two requests): still no duplicate
+        for (let guard = 0; end > 0 && guard < 200; guard++) {
+          const start = Math.max(0, end - size);
+          const page = rows.slice(start, Math.min(n, end + (first ? 0 : overlap)));
+          st = chatReducer(st, {
+            type: first ? 'history' : 'history_older',
+            session_id: SID,
+            has_more: start > 0,
+            items: page,
+          });
+          first = false;
+          end = start;
+        }
+        expect(st.items.map((i) => i.key)).toEqual(
+          rows.map((r) => (r.role === 'user' ? `user:${r.id}` : `msg:${r.id}`)),
+        );
+        expect(st.older).toBeNull();
+      }),
+      { seed: SEED, numRuns: 2000 },
+    );
+  });
+});

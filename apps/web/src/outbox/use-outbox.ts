@@ -1,0 +1,49 @@
+import { useCallback, useEffect, useReducer, useRef } from 'react';
+import type { Frame } from '../socket';
+import { due, outboxReducer, type MessageFrame, type Outgoing } from './outbox';
+
+/** How often the outbox looks for what is due (the only loop; each look is bounded by the list). */
+const TICK_MS = 500;
+
+/**
+ * Messages until the server has them: each is sent with its client_message_id, re-sent with the
+ * same id after a reconnect or when no `ack` came in time (the server answers a repeat with
+ * `duplicate: true` and stores it once), and shown as failed with a manual retry after the bound.
+ */
+export function useOutbox(send: (f: MessageFrame) => boolean, isOpen: () => boolean) {
+  const [list, dispatch] = useReducer(outboxReducer, [] as Outgoing[]);
+  const current = useRef(list);
+  current.current = list;
+
+  const flush = useCallback(() => {
+    const now = Date.now();
+    dispatch({ type: 'tick', now });
+    if (!isOpen()) return;
+    for (const f of due(current.current, now)) if (send(f)) dispatch({ type: 'sent', cid: f.client_message_id, now });
+  }, [send, isOpen]);
+
+  useEffect(() => {
+    const timer = setInterval(flush, TICK_MS);
+    return () => clearInterval(timer);
+  }, [flush]);
+
+  /** A server frame: acks and echoes settle what waits. */
+  const onFrame = useCallback((f: Frame) => {
+    const cid = typeof f.client_message_id === 'string' ? f.client_message_id : null;
+    if (f.type === 'hello') dispatch({ type: 'reconnected', now: Date.now() });
+    if (!cid) return;
+    if (f.type === 'ack' || f.type === 'user_message') dispatch({ type: 'acked', cid });
+  }, []);
+
+  const add = useCallback(
+    (frame: MessageFrame) => {
+      const now = Date.now();
+      dispatch({ type: 'add', frame, now });
+      if (isOpen() && send(frame)) dispatch({ type: 'sent', cid: frame.client_message_id, now });
+    },
+    [send, isOpen],
+  );
+
+  const retry = useCallback((cid: string) => dispatch({ type: 'retry', cid, now: Date.now() }), []);
+  return { list, add, retry, onFrame };
+}

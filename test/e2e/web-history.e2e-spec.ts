@@ -1,0 +1,325 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import type { Browser, Page } from 'playwright-core';
+import { DataSource } from 'typeorm';
+import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
+import { CHROMIUM, DESKTOP, launchChromium, PHONE, seriousViolations, shot, SHOTS } from '../support/browser';
+import { ROOT, testDb } from '../support/db';
+import { assertInvariantsAndClose } from '../support/invariants';
+import { until } from '../support/until';
+
+jest.setTimeout(300_000);
+
+const PASSWORD = 'correct horse battery';
+
+/**
+ * Issue 20: the chat history is rebuilt from `GET /{source}/messages` (then the socket resumes
+ * after the seq the page covers), scrolling to the top loads earlier pages, and `/clear` clears
+ * the screen — a reload does not bring the cleared messages back.
+ */
+describe('web client: history by REST, scroll-back, /clear', () => {
+  let stack: Stack;
+  let sim: LlmSimAdminClient;
+  let admin: ApiClient;
+  let db: DataSource;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    expect(existsSync(CHROMIUM)).toBe(true);
+    mkdirSync(SHOTS, { recursive: true });
+    stack = await Stack.start({ root: ROOT });
+    sim = new LlmSimAdminClient(stack.simUrl);
+    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+    db = await testDb();
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+    await assertInvariantsAndClose(db);
+  });
+
+  async function signedIn(email: string, viewport: { width: number; height: number }) {
+    const ctx = await browser.newContext({ viewport, bypassCSP: true });
+    const page = await ctx.newPage();
+    await page.goto(stack.gatewayUrl);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('connected', { exact: true }).waitFor();
+    return { ctx, page };
+  }
+  const userRows = (page: Page) => page.locator('.timeline li.item.user');
+  const send = async (page: Page, text: string) => {
+    await page.getByLabel('Message', { exact: true }).fill(text);
+    await page.getByRole('button', { name: 'Send' }).click();
+  };
+
+  /** `n` exchanges through the public API, each answered before the next is sent. */
+  async function converse(api: ApiClient, m: string, n: number): Promise<void> {
+    // only the question's own text selects this script (the history holds the marker too)
+    await sim.script({ match: m, matchIn: 'last_user', repeatLast: true, replies: [{ content: `answer ${m}` }] });
+    for (let i = 0; i < n; i++) {
+      const r = await api.post('/api/web/messages', { client_message_id: randomUUID(), content: `q${i} ${m}` });
+      expect(r.status).toBe(202);
+      await until(`answer ${i}`, async () => {
+        const page = await api.get<{ items: Array<{ role: string }> }>('/api/web/messages?limit=200');
+        return page.body.items.filter((x) => x.role === 'assistant').length === i + 1;
+      });
+    }
+  }
+
+  for (const [screen, viewport] of [
+    ['desktop', DESKTOP],
+    ['375', PHONE],
+  ] as const)
+    it(`${screen}: keyboard shortcuts — ? lists them (Esc closes), Ctrl+K focuses search, Enter sends, Esc stops the turn`, async () => {
+      const email = `wk-${randomUUID()}@skald.test`;
+      await admin.createUser(email, PASSWORD);
+      const m = `keys-${randomUUID()}`;
+      await sim.script({
+        match: m,
+        replies: [{ content: `slow answer ${m}`, latency: { firstByteMs: 20_000 } }, { content: `next ${m}` }],
+      });
+      const { ctx, page } = await signedIn(email, viewport);
+      // ? outside a text field opens the overlay; typed in the composer it is text
+      const composer = page.getByLabel('Message', { exact: true });
+      await composer.fill('');
+      await composer.press('Shift+Slash');
+      expect(await composer.inputValue()).toBe('?');
+      await expect(page.getByRole('dialog', { name: 'Keyboard shortcuts' }).isVisible()).resolves.toBe(false);
+      await composer.fill('');
+      await page.locator('body').click({ position: { x: 5, y: 5 } });
+      await page.keyboard.press('Shift+Slash');
+      const overlay = page.getByRole('dialog', { name: 'Keyboard shortcuts' });
+      await overlay.waitFor();
+      expect(await overlay.getByRole('row').count()).toBe(8); // a header and the seven shortcuts
+      await shot(page, `shortcuts-${screen}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.keyboard.press('Escape');
+      await overlay.waitFor({ state: 'hidden' });
+
+      if (screen === 'desktop') {
+        await page.keyboard.press('Control+k');
+        expect(await page.evaluate<string | undefined>('document.activeElement?.id')).toBe('conversation-search');
+      }
+      // Enter sends; Esc stops the running turn
+      await composer.fill(`hello ${m}`);
+      await composer.press('Enter');
+      await page.getByRole('button', { name: 'Stop' }).waitFor();
+      await page.keyboard.press('Escape');
+      await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached', timeout: 20_000 });
+      await ctx.close();
+    });
+
+  it('open_file: the model calls the tool, the browser opens the viewer on the file, highlighted; the event is in the history', async () => {
+    const email = `wo-${randomUUID()}@skald.test`;
+    const api = await admin.createUser(email, PASSWORD);
+    const m = `open-${randomUUID()}`;
+    const form = new FormData();
+    form.append('file', new Blob(['export function add(a: number, b: number) {\n  return a + b;\n}\n']), 'shown.ts');
+    const up = await fetch(`${stack.gatewayUrl}/api/web/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${api.token}` },
+      body: form,
+    });
+    expect(up.status).toBe(201);
+    const { path: filePath } = (await up.json()) as { path: string };
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ id: 'call_open_1', name: 'open_file', arguments: { path: filePath } }] },
+        { content: `There it is ${m}` },
+      ],
+    });
+    const { ctx, page } = await signedIn(email, DESKTOP);
+    await send(page, `show me the adder ${m}`);
+    const viewer = page.getByRole('dialog', { name: `File ${filePath}` });
+    await viewer.locator('.hljs-keyword').first().waitFor({ timeout: 30_000 });
+    expect(await viewer.getByLabel('file content').innerText()).toContain('return a + b;');
+    await page.getByText(`There it is ${m}`).waitFor();
+    // the model was told what happened, not the content
+    const followUp = (await sim.requests({ contains: m }))[1]?.body as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
+    expect(followUp.messages.filter((x) => x.role === 'tool').map((x) => String(x.content))).toEqual([
+      expect.stringContaining(`Showing ${filePath} to the user.`),
+    ]);
+    await shot(page, 'open-file-desktop');
+    await ctx.close();
+  });
+
+  it('a message sent across a forced socket drop (its ack lost) is re-sent with its client_message_id and appears exactly once', async () => {
+    const email = `wr-${randomUUID()}@skald.test`;
+    const api = await admin.createUser(email, PASSWORD);
+    const m = `drop-${randomUUID()}`;
+    await sim.script({ match: m, replies: [{ content: `answer after the drop ${m}` }] });
+    const ctx = await browser.newContext({ viewport: DESKTOP, bypassCSP: true });
+    const sentFrames: string[] = [];
+    const acks: Array<{ duplicate: boolean }> = [];
+    let connections = 0;
+    await ctx.routeWebSocket(/\/api\/ws/, (ws) => {
+      const server = ws.connectToServer();
+      const first = ++connections === 1;
+      ws.onMessage((msg) => {
+        server.send(msg);
+        const text = String(msg);
+        if (text.includes('"type":"message"') && text.includes(m)) {
+          sentFrames.push(text);
+          // the message reached the server; the socket drops before its ack comes back
+          if (first) {
+            void ws.close({ code: 4000, reason: 'forced drop' });
+            void server.close();
+          }
+        }
+      });
+      server.onMessage((msg) => {
+        const text = String(msg);
+        if (text.includes('"type":"ack"')) acks.push(JSON.parse(text) as { duplicate: boolean });
+        ws.send(msg);
+      });
+    });
+    const page = await ctx.newPage();
+    await page.goto(stack.gatewayUrl);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('connected', { exact: true }).waitFor();
+
+    await send(page, `across the drop ${m}`);
+    await page.getByText(`answer after the drop ${m}`).waitFor({ timeout: 30_000 });
+    // after the reconnect it is re-sent with the same id (answered as a duplicate), unless its echo
+    // came first in the resume's replay — which proves the server has it, so nothing is re-sent
+    expect(sentFrames.length).toBeGreaterThanOrEqual(1);
+    expect(sentFrames.length).toBeLessThanOrEqual(2);
+    const ids = sentFrames.map((f) => (JSON.parse(f) as { client_message_id: string }).client_message_id);
+    expect(new Set(ids).size).toBe(1);
+    if (sentFrames.length === 2) expect(acks.at(-1)?.duplicate).toBe(true);
+    expect(connections).toBeGreaterThanOrEqual(2);
+    // exactly once: on screen, in the history, to the model
+    expect(await page.getByText(`across the drop ${m}`, { exact: true }).count()).toBe(1);
+    const history = await api.get<{ items: Array<{ content: string }> }>('/api/web/messages');
+    expect(history.body.items.filter((i) => i.content.includes(`across the drop ${m}`))).toHaveLength(1);
+    expect(await sim.requests({ contains: `across the drop ${m}` })).toHaveLength(1);
+    await ctx.close();
+  });
+
+  for (const [screen, viewport] of [
+    ['desktop', DESKTOP],
+    ['375', PHONE],
+  ] as const) {
+    it(`${screen}: a message the server never acknowledges shows pending, then failed with a retry that sends it once`, async () => {
+      const email = `wf-${randomUUID()}@skald.test`;
+      const api = await admin.createUser(email, PASSWORD);
+      const m = `lost-${randomUUID()}`;
+      await sim.script({ match: m, replies: [{ content: `finally answered ${m}` }] });
+      const ctx = await browser.newContext({ viewport, bypassCSP: true });
+      let swallow = true;
+      let swallowed = 0;
+      await ctx.routeWebSocket(/\/api\/ws/, (ws) => {
+        const server = ws.connectToServer();
+        ws.onMessage((msg) => {
+          if (swallow && String(msg).includes(m)) {
+            swallowed++;
+            return;
+          }
+          server.send(msg);
+        });
+      });
+      const page = await ctx.newPage();
+      await page.goto(stack.gatewayUrl);
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('connected', { exact: true }).waitFor();
+
+      await send(page, `never acknowledged ${m}`);
+      await page.getByText('sending…').waitFor();
+      await shot(page, `message-pending-${screen}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      const failed = page.getByText(/Not sent: the server did not confirm it/);
+      await failed.waitFor({ timeout: 40_000 });
+      // bounded: four sends, then it waits for the user
+      expect(swallowed).toBe(4);
+      await shot(page, `message-failed-${screen}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.waitForTimeout(1_000);
+      expect(swallowed).toBe(4);
+
+      swallow = false;
+      await page.getByRole('button', { name: 'Retry' }).click();
+      await page.getByText(`finally answered ${m}`).waitFor();
+      expect(await failed.count()).toBe(0);
+      expect(await page.getByText(`never acknowledged ${m}`, { exact: true }).count()).toBe(1);
+      const history = await api.get<{ items: Array<{ content: string }> }>('/api/web/messages');
+      expect(history.body.items.filter((i) => i.content.includes(m)).map((i) => i.content)).toEqual([
+        `never acknowledged ${m}`,
+        `finally answered ${m}`,
+      ]);
+      await ctx.close();
+    });
+
+    it(`${screen}: the latest page by REST, earlier pages on scroll-back (each row once, the view kept), /clear survives a reload`, async () => {
+      const email = `wh-${randomUUID()}@skald.test`;
+      const api = await admin.createUser(email, PASSWORD);
+      const m = `hist-${randomUUID()}`;
+      // 30 exchanges = 60 rows: more than one page of 50
+      await converse(api, m, 30);
+      const { ctx, page } = await signedIn(email, viewport);
+
+      // the latest 50 rows from REST: q5..q29 (25 questions), the button for the earlier ones
+      await page.getByText(`q29 ${m}`).waitFor();
+      await until('the first page', async () => (await userRows(page).count()) === 25);
+      const more = page.getByRole('button', { name: /earlier messages/ });
+      await more.waitFor();
+      await shot(page, `history-${screen}`);
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // scroll to the top: the earlier page loads before what is shown, the row in view stays put
+      const anchor = page.getByText(`q5 ${m}`, { exact: true });
+      await page.evaluate('window.scrollTo(0, 0)');
+      const before = (await anchor.boundingBox())!.y;
+      await page.getByText(`q0 ${m}`, { exact: true }).waitFor();
+      await until('all 30 questions', async () => (await userRows(page).count()) === 30);
+      const after = (await anchor.boundingBox())!.y;
+      expect(Math.abs(after - before)).toBeLessThan(40);
+      expect(await more.count()).toBe(0);
+      const texts = await userRows(page).allInnerTexts();
+      expect(texts.map((t) => t.match(/q(\d+) /)?.[1])).toEqual(Array.from({ length: 30 }, (_, i) => String(i)));
+      await shot(page, `history-scrollback-${screen}`);
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // a new exchange while the page is shown arrives once (the socket resumed after the page)
+      const live = `live-${randomUUID()}`;
+      await sim.script({ match: live, matchIn: 'last_user', replies: [{ content: `live answer ${live}` }] });
+      await send(page, `question ${live}`);
+      await page.getByText(`live answer ${live}`).waitFor();
+      expect(await page.getByText(`question ${live}`, { exact: true }).count()).toBe(1);
+      await page.reload();
+      await page.getByText(`live answer ${live}`).waitFor();
+      expect(await page.getByText(`question ${live}`, { exact: true }).count()).toBe(1);
+      expect(await page.getByText(`live answer ${live}`, { exact: true }).count()).toBe(1);
+
+      // /clear: the screen empties, and a reload does not bring the cleared messages back
+      await send(page, '/clear');
+      await page.getByText(/Cleared the conversation/).waitFor();
+      await until('an empty screen', async () => (await userRows(page).count()) === 0);
+      await shot(page, `history-cleared-${screen}`);
+      await page.reload();
+      await page.getByText('connected', { exact: true }).waitFor();
+      await page.waitForTimeout(1500);
+      expect(await userRows(page).count()).toBe(0);
+      expect(await page.getByText(`answer ${m}`).count()).toBe(0);
+      // the conversation goes on from empty
+      const goOn = `after-${randomUUID()}`;
+      await sim.script({ match: goOn, matchIn: 'last_user', replies: [{ content: `fresh answer ${goOn}` }] });
+      await send(page, `go on ${goOn}`);
+      await page.getByText(`fresh answer ${goOn}`).waitFor();
+      const seen = (await sim.requests({ contains: goOn }))[0]?.body as {
+        messages: Array<{ content: unknown }>;
+      };
+      expect(JSON.stringify(seen.messages)).not.toContain(`q0 ${m}`);
+      await ctx.close();
+    });
+  }
+});

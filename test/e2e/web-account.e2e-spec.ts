@@ -1,11 +1,9 @@
-import { existsSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { ApiClient, Stack } from '@skald/testing';
-import { ROOT, testDb } from '../support/db';
-import { assertInvariantsAndClose } from '../support/invariants';
-import { CHROMIUM, DESKTOP, launchChromium, PHONE, seriousViolations, shot, SHOTS, signIn } from '../support/browser';
+import { DESKTOP, PHONE, seriousViolations, shot, signIn } from '../support/browser';
+import { startWebStack, stopWebStack } from '../support/web-stack';
 
 jest.setTimeout(240_000);
 
@@ -19,18 +17,9 @@ describe('account screens in a real browser', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    expect(existsSync(CHROMIUM)).toBe(true);
-    mkdirSync(SHOTS, { recursive: true });
-    stack = await Stack.start({ root: ROOT });
-    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
-    db = await testDb();
-    browser = await launchChromium();
+    ({ stack, admin, db, browser } = await startWebStack());
   });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-    await assertInvariantsAndClose(db);
-  });
+  afterAll(() => stopWebStack({ stack, db, browser }));
 
   const loginStatus = async (email: string, password: string) =>
     (

@@ -1,13 +1,13 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
-import { CHROMIUM, DESKTOP, launchChromium, PHONE, SHOTS } from '../support/browser';
-import { ROOT, testDb } from '../support/db';
-import { assertInvariantsAndClose } from '../support/invariants';
+import { DESKTOP, PHONE, SHOTS } from '../support/browser';
+import { ROOT } from '../support/db';
 import { until } from '../support/until';
+import { startWebStack, stopWebStack } from '../support/web-stack';
 
 jest.setTimeout(240_000);
 
@@ -22,10 +22,7 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    expect(existsSync(CHROMIUM)).toBe(true);
-    mkdirSync(SHOTS, { recursive: true });
-    stack = await Stack.start({
-      root: ROOT,
+    ({ stack, sim, admin, db, browser } = await startWebStack({
       env: { SKALD_TITLES: 'on' },
       llmClients: (simUrl) => [
         {
@@ -45,19 +42,11 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
           priority: 2,
         },
       ],
-    });
-    sim = new LlmSimAdminClient(stack.simUrl);
+    }));
     // Registered first, so a title request is answered here whatever marker its text carries.
     await sim.script({ match: 'Write a short title', repeatLast: true, replies: [{ content: 'Launch plan review' }] });
-    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
-    db = await testDb();
-    browser = await launchChromium();
   });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-    await assertInvariantsAndClose(db);
-  });
+  afterAll(() => stopWebStack({ stack, db, browser }));
 
   /** A new user signed in; `bypassCSP` only so that axe can be injected. */
   async function signedIn(viewport: { width: number; height: number }) {

@@ -14,9 +14,8 @@ import fc from 'fast-check';
 import type { Browser, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
-import { ROOT, testDb } from '../support/db';
-import { assertInvariantsAndClose } from '../support/invariants';
-import { CHROMIUM, DESKTOP, launchChromium, PHONE, seriousViolations, shot, SHOTS, signIn } from '../support/browser';
+import { DESKTOP, PHONE, seriousViolations, shot, signIn } from '../support/browser';
+import { startWebStack, stopWebStack } from '../support/web-stack';
 
 jest.setTimeout(240_000);
 
@@ -35,19 +34,11 @@ describe('files: uploads, GET /files and the viewer', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    expect(existsSync(CHROMIUM)).toBe(true);
-    mkdirSync(SHOTS, { recursive: true });
-    stack = await Stack.start({ root: ROOT, perApp: { gateway: { SKALD_UPLOAD_MAX_BYTES: String(UPLOAD_MAX) } } });
-    sim = new LlmSimAdminClient(stack.simUrl);
-    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
-    db = await testDb();
-    browser = await launchChromium();
+    ({ stack, sim, admin, db, browser } = await startWebStack({
+      perApp: { gateway: { SKALD_UPLOAD_MAX_BYTES: String(UPLOAD_MAX) } },
+    }));
   });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-    await assertInvariantsAndClose(db);
-  });
+  afterAll(() => stopWebStack({ stack, db, browser }));
 
   const user = () => admin.createUser(`f-${randomUUID()}@skald.test`, PASSWORD);
   const home = (api: ApiClient) => path.join(stack.env.SKALD_WORKSPACES, api.user!.id);

@@ -1,12 +1,10 @@
-import { existsSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
-import { CHROMIUM, DESKTOP, launchChromium, PHONE, seriousViolations, shot, SHOTS } from '../support/browser';
-import { ROOT, testDb } from '../support/db';
-import { assertInvariantsAndClose } from '../support/invariants';
+import { DESKTOP, PHONE, seriousViolations, shot } from '../support/browser';
 import { until } from '../support/until';
+import { startWebStack, stopWebStack } from '../support/web-stack';
 
 jest.setTimeout(300_000);
 
@@ -25,19 +23,9 @@ describe('web client: history by REST, scroll-back, /clear', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    expect(existsSync(CHROMIUM)).toBe(true);
-    mkdirSync(SHOTS, { recursive: true });
-    stack = await Stack.start({ root: ROOT });
-    sim = new LlmSimAdminClient(stack.simUrl);
-    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
-    db = await testDb();
-    browser = await launchChromium();
+    ({ stack, sim, admin, db, browser } = await startWebStack());
   });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-    await assertInvariantsAndClose(db);
-  });
+  afterAll(() => stopWebStack({ stack, db, browser }));
 
   async function signedIn(email: string, viewport: { width: number; height: number }) {
     const ctx = await browser.newContext({ viewport, bypassCSP: true });

@@ -1,12 +1,11 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
-import { ROOT, testDb } from '../support/db';
-import { assertInvariantsAndClose } from '../support/invariants';
-import { CHROMIUM, DESKTOP, launchChromium, PHONE, seriousViolations, shot, SHOTS, signIn } from '../support/browser';
+import { DESKTOP, PHONE, seriousViolations, shot, signIn } from '../support/browser';
+import { startWebStack, stopWebStack } from '../support/web-stack';
 
 jest.setTimeout(240_000);
 
@@ -21,19 +20,9 @@ describe('inbox in a real browser', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    expect(existsSync(CHROMIUM)).toBe(true);
-    mkdirSync(SHOTS, { recursive: true });
-    stack = await Stack.start({ root: ROOT });
-    sim = new LlmSimAdminClient(stack.simUrl);
-    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
-    db = await testDb();
-    browser = await launchChromium();
+    ({ stack, sim, admin, db, browser } = await startWebStack());
   });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-    await assertInvariantsAndClose(db);
-  });
+  afterAll(() => stopWebStack({ stack, db, browser }));
 
   for (const [label, viewport] of [
     ['', DESKTOP],

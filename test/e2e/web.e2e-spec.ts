@@ -1,27 +1,15 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
-import { ROOT, testDb } from '../support/db';
-import { assertInvariantsAndClose } from '../support/invariants';
+import { ROOT } from '../support/db';
+import { SHOTS } from '../support/browser';
+import { startWebStack, stopWebStack } from '../support/web-stack';
 
 jest.setTimeout(180_000);
 
-const CHROMIUM = process.env.SKALD_CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = path.join(ROOT, 'test-results/screenshots');
-/** What a closed network needs: no background traffic Chromium would otherwise attempt. */
-const FLAGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-dev-shm-usage',
-];
 const PASSWORD = 'correct horse battery';
 
 /** The web client in headless Chromium against the whole stack. */
@@ -33,19 +21,9 @@ describe('web client in a real browser', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    expect(existsSync(CHROMIUM)).toBe(true);
-    mkdirSync(SHOTS, { recursive: true });
-    stack = await Stack.start({ root: ROOT });
-    sim = new LlmSimAdminClient(stack.simUrl);
-    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
-    db = await testDb();
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    ({ stack, sim, admin, db, browser } = await startWebStack());
   });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-    await assertInvariantsAndClose(db);
-  });
+  afterAll(() => stopWebStack({ stack, db, browser }));
 
   async function signedIn(viewport = { width: 1280, height: 900 }): Promise<{
     api: ApiClient;

@@ -1,8 +1,8 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { pgParams, queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence';
 import type { UsageRow } from '../store/one-statement-commit';
-import type { PendingUsage } from '../store/pg-session-store';
+import { insertUsage, type PendingUsage } from '../store/pg-session-store';
 
 type Row = Record<string, unknown>;
 
@@ -119,29 +119,8 @@ export class LlmUsageRepository implements PendingUsage, BeforeApplicationShutdo
   }
 
   /** `unlessCommitted`: not when the row's message exists (its commit wrote the row with it). */
-  private async insert(r: UsageRecord, unlessCommitted: boolean): Promise<void> {
-    await this.ds.query(
-      `INSERT INTO llm_usage (user_id, session_id, frame_id, message_id, purpose, client, model,
-                              input_tokens, output_tokens, cached_input_tokens, estimated, cost_usd)
-       SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5, $6, $7, $8::integer, $9::integer, $10::integer, $11::boolean,
-              $12::numeric
-        WHERE NOT ($13::boolean AND EXISTS (SELECT 1 FROM chat_history WHERE id = $4::uuid))`,
-      pgParams([
-        r.userId,
-        r.sessionId,
-        r.frameId,
-        r.messageId,
-        r.purpose,
-        r.client,
-        r.model,
-        r.inputTokens,
-        r.outputTokens,
-        r.cachedInputTokens,
-        r.estimated,
-        r.costUsd,
-        unlessCommitted,
-      ]),
-    );
+  private insert(r: UsageRecord, unlessCommitted: boolean): Promise<void> {
+    return insertUsage(this.ds, r, unlessCommitted);
   }
 
   async today(scope: { userId: string }): Promise<DailyUsage> {

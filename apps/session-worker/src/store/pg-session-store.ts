@@ -363,13 +363,18 @@ function messageIdsOf(mutations: readonly Mutation[]): string[] {
   return ids;
 }
 
-/** One `llm_usage` row (the LlmUsageRepository's insert, inside a commit). */
-export async function insertUsage(db: Queryable, r: UsageRow): Promise<void> {
+/**
+ * One `llm_usage` row: inside a commit (its message's), or alone by the LlmUsageRepository —
+ * `unlessCommitted` then skips it when its message exists (the commit wrote the row with it).
+ */
+export async function insertUsage(db: Queryable, r: UsageRow, unlessCommitted = false): Promise<void> {
   await exec(
     db,
     `INSERT INTO llm_usage (user_id, session_id, frame_id, message_id, purpose, client, model,
                             input_tokens, output_tokens, cached_input_tokens, estimated, cost_usd)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+     SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5, $6, $7, $8::integer, $9::integer, $10::integer, $11::boolean,
+            $12::numeric
+      WHERE NOT ($13::boolean AND EXISTS (SELECT 1 FROM chat_history WHERE id = $4::uuid))`,
     [
       r.userId,
       r.sessionId,
@@ -383,6 +388,7 @@ export async function insertUsage(db: Queryable, r: UsageRow): Promise<void> {
       r.cachedInputTokens,
       r.estimated,
       r.costUsd,
+      unlessCommitted,
     ],
   );
 }

@@ -12,6 +12,10 @@ const bytes = (text: string): Uint8Array => {
 /** 40 MB that a 1,000-state expression walks for well over a second (re2js, this machine). */
 const SLOW = { source: '[a-z]{1000}[0-9]', text: `${'a'.repeat(2000)}\n`.repeat(20_000) };
 
+/** Made once (40 MB, shared with the workers, never copied): building it per job took longer than a
+ * job's deadline on a loaded machine, so the jobs of one case were submitted far apart. */
+const SLOW_BYTES = bytes(SLOW.text);
+
 async function failure(p: Promise<unknown>): Promise<PatternFailure> {
   try {
     await p;
@@ -61,7 +65,7 @@ describe('PatternPool', () => {
   it('stops a job at its deadline, terminating the worker, and keeps serving', async () => {
     const p = pool({ workers: 1, timeoutMs: 300 });
     const t0 = performance.now();
-    const e = await failure(p.matchingLines('u', SLOW.source, true, [bytes(SLOW.text)]));
+    const e = await failure(p.matchingLines('u', SLOW.source, true, [SLOW_BYTES]));
     expect([e.kind, e.message]).toEqual(['timeout', 'the search took longer than 0.3 s and was stopped']);
     expect(performance.now() - t0).toBeLessThan(1000);
     expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
@@ -71,7 +75,7 @@ describe('PatternPool', () => {
     const p = pool({ workers: 2, timeoutMs: 300, perUser: 1, queuedPerUser: 2 });
     // Both workers started (a worker's start is not what is measured here).
     await Promise.all(['x', 'y'].map((u) => p.matchingLines(u, 'a', true, [bytes('a')])));
-    const slow = () => failure(p.matchingLines('attacker', SLOW.source, true, [bytes(SLOW.text)]));
+    const slow = () => failure(p.matchingLines('attacker', SLOW.source, true, [SLOW_BYTES]));
     const flood = [slow(), slow(), slow()];
     const refused = await failure(p.matchingLines('attacker', 'a', true, [bytes('a')]));
     expect([refused.kind, refused.message]).toEqual([
@@ -85,6 +89,27 @@ describe('PatternPool', () => {
     // One of the attacker's jobs ran out of time; the two that waited ran out of time waiting.
     const kinds = (await Promise.all(flood)).map((e) => e.kind).sort();
     expect(kinds).toEqual(['busy', 'busy', 'timeout']);
+  });
+
+  it('never starts a job whose time ran out while it waited, however late the timers fire', async () => {
+    const p = pool({ workers: 1, timeoutMs: 300, perUser: 1 });
+    await p.matchingLines('x', 'a', true, [bytes('a')]);
+    const first = failure(p.matchingLines('u', SLOW.source, true, [SLOW_BYTES]));
+    const second = failure(p.matchingLines('u', SLOW.source, true, [SLOW_BYTES]));
+    // A stalled event loop right after the first job ends (its handler holds the loop 200 ms), so
+    // the second job's own timer fires late: it must not be started then and blamed as slow.
+    const firstKind = first.then((e) => {
+      const until = performance.now() + 200;
+      while (performance.now() < until);
+      return e.kind;
+    });
+    expect(await firstKind).toBe('timeout');
+    const e = await second;
+    expect([e.kind, e.message]).toEqual([
+      'busy',
+      'no search worker became free within 0.3 s (the runner is busy); try again shortly',
+    ]);
+    expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });
   });
 
   it('agrees with JavaScript RegExp on generated regexes, and answers hostile ones within the bound', async () => {
@@ -156,7 +181,7 @@ describe('PatternPool', () => {
   it('cancels a running job on its signal', async () => {
     const p = pool({ workers: 1, timeoutMs: 10_000 });
     const ac = new AbortController();
-    const pending = failure(p.matchingLines('u', SLOW.source, true, [bytes(SLOW.text)], ac.signal));
+    const pending = failure(p.matchingLines('u', SLOW.source, true, [SLOW_BYTES], ac.signal));
     setTimeout(() => ac.abort(), 100);
     expect((await pending).kind).toBe('cancelled');
     expect(await p.matchingLines('u', 'a', true, [bytes('a')])).toEqual({ hits: [[0]], truncated: false });

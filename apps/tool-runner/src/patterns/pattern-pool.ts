@@ -65,6 +65,10 @@ interface Pending {
   resolve(value: unknown): void;
   reject(e: PatternFailure): void;
   timer: NodeJS.Timeout;
+  /** `performance.now()` at which its time is up, waiting included. */
+  deadline: number;
+  /** Ends it, out of time: `timeout` when it started within the first half of that time, else `busy`. */
+  expire(): void;
   slot: Slot | null;
   startedAt: number | null;
   cleanup(): void;
@@ -143,20 +147,24 @@ export class PatternPool implements OnModuleDestroy {
         reject,
         slot: null,
         startedAt: null,
-        timer: setTimeout(() => {
+        deadline: performance.now() + this.opts.timeoutMs,
+        expire: () => {
           const secs = `${this.opts.timeoutMs / 1000} s`;
-          // Out of time mostly waiting for a worker is the runner being busy, not the search being slow.
-          const ran = pending.startedAt === null ? 0 : performance.now() - pending.startedAt;
+          // Out of time mostly waiting for a worker is the runner being busy, not the search being
+          // slow. Judged by when it started, not by how long it seems to have run: a stalled event
+          // loop fires the timer late, and a job started at the end of its time would look slow.
+          const waited = (pending.startedAt ?? performance.now()) - (pending.deadline - this.opts.timeoutMs);
           this.fail(
             pending,
-            ran >= this.opts.timeoutMs / 2
+            waited < this.opts.timeoutMs / 2
               ? new PatternFailure('timeout', `the search took longer than ${secs} and was stopped`)
               : new PatternFailure(
                   'busy',
                   `no search worker became free within ${secs} (the runner is busy); try again shortly`,
                 ),
           );
-        }, this.opts.timeoutMs),
+        },
+        timer: setTimeout(() => pending.expire(), this.opts.timeoutMs),
         cleanup: () => signal?.removeEventListener('abort', onAbort),
       };
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -172,6 +180,12 @@ export class PatternPool implements OnModuleDestroy {
       const i = this.queue.findIndex((p) => (this.running.get(p.userId) ?? 0) < this.opts.perUser);
       if (i === -1) return;
       const [pending] = this.queue.splice(i, 1);
+      if (performance.now() >= pending.deadline) {
+        // Its time ran out while it waited (a stalled event loop fires timers late): never start
+        // it. expire → settle → dispatch goes on with the rest of the queue.
+        pending.expire();
+        return;
+      }
       slot.current = pending;
       pending.slot = slot;
       pending.startedAt = performance.now();

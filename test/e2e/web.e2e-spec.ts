@@ -85,6 +85,38 @@ describe('web client in a real browser', () => {
     await ctx.close();
   });
 
+  it('keyboard shortcuts on approval cards: A approves the focused card, R rejects it (and neither fires while typing)', async () => {
+    const { api, ctx, page } = await signedIn();
+    const m = `keys-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'a.md', content: 'approved by A\n' } }] },
+        { tool_calls: [{ name: 'write_file', arguments: { path: 'r.md', content: 'rejected by R\n' } }] },
+        { content: `both answered ${m}` },
+      ],
+    });
+    await send(page, `two writes ${m}`);
+    const first = page.getByRole('region', { name: /approval: Write \/workspace\/a\.md/ });
+    await first.waitFor();
+    // Typing an "a" in the composer is text, not a shortcut: the card stays open.
+    await page.getByRole('textbox').first().focus();
+    await page.keyboard.press('a');
+    await expect(first.getByText('Approved', { exact: true }).count()).resolves.toBe(0);
+    await first.focus();
+    await page.keyboard.press('a');
+    await first.getByText('Approved', { exact: true }).waitFor();
+    const second = page.getByRole('region', { name: /approval: Write \/workspace\/r\.md/ });
+    await second.waitFor();
+    await second.focus();
+    await page.keyboard.press('r');
+    await second.getByText('Rejected', { exact: true }).waitFor();
+    await page.getByText(`both answered ${m}`).waitFor();
+    expect(fileOf(api, 'a.md')).toBe('approved by A\n');
+    expect(() => fileOf(api, 'r.md')).toThrow();
+    await ctx.close();
+  });
+
   it('the answer streams in: its first words are on screen before its last ones arrive', async () => {
     const { ctx, page } = await signedIn();
     const m = `stream-${randomUUID()}`;

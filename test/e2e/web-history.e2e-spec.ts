@@ -134,6 +134,12 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       expect.stringContaining(`Showing ${filePath} to the user.`),
     ]);
     await shot(page, 'open-file-desktop');
+    expect(await seriousViolations(page)).toEqual([]);
+    // the same viewer on a phone
+    await page.setViewportSize(PHONE);
+    await viewer.getByLabel('file content').waitFor();
+    await shot(page, 'open-file-375');
+    expect(await seriousViolations(page)).toEqual([]);
     await ctx.close();
   });
 

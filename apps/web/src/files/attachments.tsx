@@ -78,7 +78,18 @@ export function AttachButton({ onFiles }: { onFiles: (files: FileList) => void }
         title="Attach files"
         onClick={() => input.current?.click()}
       >
-        <span aria-hidden="true">📎</span>
+        {/* A drawn paperclip, not the emoji: a machine without an emoji font showed a missing-glyph box. */}
+        <svg
+          aria-hidden="true"
+          width="18"
+          height="18"
+          viewBox="0 0 24 24"
+          fill="none"
+          stroke="currentColor"
+          strokeWidth="2"
+        >
+          <path d="M21 11.5l-8.5 8.5a5 5 0 0 1-7-7L14 4.5a3.3 3.3 0 0 1 4.7 4.7L10.2 17.7a1.7 1.7 0 0 1-2.4-2.4L15.5 7.6" />
+        </svg>
       </button>
     </>
   );

@@ -190,8 +190,16 @@ describe('web client: history by REST, scroll-back, /clear', () => {
     expect(new Set(ids).size).toBe(1);
     if (sentFrames.length === 2) expect(acks.at(-1)?.duplicate).toBe(true);
     expect(connections).toBeGreaterThanOrEqual(2);
-    // exactly once: on screen, in the history, to the model
-    expect(await page.getByText(`across the drop ${m}`, { exact: true }).count()).toBe(1);
+    // exactly once: in the conversation on screen, in the history, to the model. On screen it may
+    // briefly be both the outgoing bubble and the echoed row until the re-send's duplicate ack
+    // settles the outbox (a tick, 0.5 s): wait for one, then it must stay one.
+    const copies = () =>
+      userRows(page)
+        .filter({ hasText: `across the drop ${m}` })
+        .count();
+    await until('one copy of the message on screen', async () => (await copies()) === 1, 10_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await copies()).toBe(1);
     const history = await api.get<{ items: Array<{ content: string }> }>('/api/web/messages');
     expect(history.body.items.filter((i) => i.content.includes(`across the drop ${m}`))).toHaveLength(1);
     expect(await sim.requests({ contains: `across the drop ${m}` })).toHaveLength(1);

@@ -133,6 +133,25 @@ function columns<T>(rows: readonly T[], cols: ((r: T) => string | null)[]): (str
 }
 
 /** The parameters of {@link ONE_STATEMENT_COMMIT_SQL}, through the text codec (`pgParams`). */
+/**
+ * `$1`–`$6` of both fenced statements (this one and the store's fence-and-append): the session, the
+ * fence's owner and epoch, and the events (count, types, JSON payloads).
+ */
+export function fenceAndEventParams(
+  sessionId: string,
+  fence: { owner: string; epoch: number },
+  events: readonly SessionEventDraft[],
+): unknown[] {
+  return [
+    sessionId,
+    fence.owner,
+    fence.epoch,
+    events.length,
+    events.map((e) => e.type),
+    events.map((e) => JSON.stringify(e)),
+  ];
+}
+
 export function oneStatementParams(
   sessionId: string,
   fence: { owner: string; epoch: number },
@@ -153,12 +172,7 @@ export function oneStatementParams(
   }
   const has = (v: unknown): string => String(v !== undefined);
   return pgParams([
-    sessionId,
-    fence.owner,
-    fence.epoch,
-    events.length,
-    events.map((e) => e.type),
-    events.map((e) => JSON.stringify(e)),
+    ...fenceAndEventParams(sessionId, fence, events),
     turn?.state ?? null,
     turn?.turnId ?? null,
     ...columns(messages, [

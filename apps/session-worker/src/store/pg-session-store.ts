@@ -23,6 +23,7 @@ import {
   ONE_STATEMENT_COMMIT_SQL,
   oneStatementParams,
   UsageRow,
+  fenceAndEventParams,
 } from './one-statement-commit';
 import { SessionCache } from './session-cache';
 
@@ -432,14 +433,7 @@ async function fenceAndAppend(
            FROM head, unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(t, p, n))
        SELECT (SELECT count(*) FROM fence)::int AS fenced, head.last_seq, head.user_id
          FROM (SELECT 1) AS one LEFT JOIN head ON true`,
-      [
-        sessionId,
-        fence.owner,
-        fence.epoch,
-        events.length,
-        events.map((e) => e.type),
-        events.map((e) => JSON.stringify(e)),
-      ],
+      fenceAndEventParams(sessionId, fence, events),
     );
   } catch (e) {
     throw rejected(e);

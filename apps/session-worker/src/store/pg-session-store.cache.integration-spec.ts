@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import type { Mutation, ToolCallPatch, ToolCallStatus } from '@skald/agent-loop';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
+import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
 
 jest.setTimeout(120_000);
 
@@ -33,12 +34,7 @@ const step = fc.oneof(
   fc.record({
     k: fc.constant('update' as const),
     pick: fc.nat(),
-    status: fc.constantFrom(...statuses),
-    result: fc.option(fc.option(text)),
-    resultType: fc.option(fc.option(text)),
-    requestId: fc.option(fc.option(fc.uuid())),
-    previewHash: fc.option(fc.option(text)),
-    staleReasks: fc.option(fc.nat({ max: 3 })),
+    ...toolCallPatchFields(text, statuses),
   }),
   fc.record({ k: fc.constant('scratch' as const), key: fc.constantFrom('a', 'b'), value: fc.option(text) }),
   fc.record({ k: fc.constant('grant' as const), group: fc.constantFrom('fs', 'web', 'git') }),

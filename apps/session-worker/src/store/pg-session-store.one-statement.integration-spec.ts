@@ -7,6 +7,7 @@ import { LlmUsageRepository, UsageRecord } from '../llm/llm-usage.repository';
 import { fitsOneStatement } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
+import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
 
 jest.setTimeout(180_000);
 
@@ -36,12 +37,7 @@ const commitSpec = fc.record({
   updates: fc.array(
     fc.record({
       pick: fc.nat(),
-      status: fc.constantFrom(...statuses),
-      result: fc.option(fc.option(text)),
-      resultType: fc.option(fc.option(text)),
-      requestId: fc.option(fc.option(fc.uuid())),
-      previewHash: fc.option(fc.option(text)),
-      staleReasks: fc.option(fc.nat({ max: 3 })),
+      ...toolCallPatchFields(text, statuses),
     }),
     { maxLength: 3 },
   ),

@@ -135,4 +135,40 @@ function renderTargets(results) {
     .join('\n');
 }
 
-module.exports = { median, quantile, judge, renderTable, renderTargets, TARGETS, PARKED_BYTES_LIMIT };
+/**
+ * What the machine's cores allow at most: a system that spends `cpuMsPerRound` (all its processes)
+ * on each of a turn's `roundsPerTurn` rounds can finish no more than cores × 1000 / (that × rounds)
+ * turns a second, whatever it does with its waits. Against the ideal of `n` conversations it shows
+ * whether a throughput target is reachable on this machine at all, for Skald and for the floor.
+ */
+function cpuCeiling(figures, { cores, roundsPerTurn }) {
+  const c = figures.cpuMsPerRound;
+  return c == null || !(c > 0) ? null : (cores * 1000) / (c * roundsPerTurn);
+}
+
+/** One line per system: its CPU ceiling in turns/s and as a share of the ideal at 50 and 200. */
+function renderCeilings(skald, floor, { cores, roundsPerTurn }) {
+  const line = (name, x) => {
+    const t = cpuCeiling(x, { cores, roundsPerTurn });
+    if (t == null) return `${name}: –`;
+    const of = (ideal) => (ideal ? ` = ${pct(t / ideal)} of ${fmt(ideal)}` : '');
+    return `${name}: ${fmt(t)} turns/s${of(x.ideal50 ?? skald.ideal50)} (50)${of(x.ideal200 ?? skald.ideal200)} (200)`;
+  };
+  return [
+    `CPU ceiling on ${cores} cores (${roundsPerTurn} rounds a turn at the fresh phase's CPU per round; the benchmark's own clients not counted):`,
+    `  ${line('floor', floor)}`,
+    `  ${line('Skald', skald)}`,
+  ].join('\n');
+}
+
+module.exports = {
+  median,
+  quantile,
+  judge,
+  renderTable,
+  renderTargets,
+  cpuCeiling,
+  renderCeilings,
+  TARGETS,
+  PARKED_BYTES_LIMIT,
+};

@@ -33,7 +33,7 @@ const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));
 const { Stack, ApiClient, LlmSimAdminClient, PrivatePostgres, PrivateRedis } = require(
   path.join(ROOT, 'libs/testing/dist'),
 );
-const { median, quantile, judge, renderTable, renderTargets } = require('./turn-report');
+const { median, quantile, judge, renderTable, renderTargets, renderCeilings } = require('./turn-report');
 
 // ---------------------------------------------------------------------------------------- options
 const argv = process.argv.slice(2);
@@ -694,14 +694,24 @@ async function floorFigures(infra, stack, sim) {
 }
 
 // ------------------------------------------------------------------------------------- profiles
-/** Self time by function of a .cpuprofile: the top `n` as lines. */
-function topFunctions(file, n = 15) {
+/** Now on the clock a .cpuprofile's timestamps use (CLOCK_MONOTONIC, microseconds). */
+const monoUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/**
+ * Self time by function of a .cpuprofile, counting only the samples taken within `window`
+ * (monotonic µs: the load, not the app's start-up): the busy ms and the top `n` as lines.
+ */
+function topFunctions(file, window, n = 15) {
   const prof = JSON.parse(fs.readFileSync(file, 'utf8'));
   const self = new Map();
   const byId = new Map(prof.nodes.map((x) => [x.id, x]));
   const dt = new Map();
-  for (let i = 0; i < prof.samples.length; i++)
+  let at = prof.startTime;
+  for (let i = 0; i < prof.samples.length; i++) {
+    at += prof.timeDeltas[i] ?? 0;
+    if (at < window.from || at > window.to) continue;
     dt.set(prof.samples[i], (dt.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
+  }
   let total = 0;
   for (const [id, us] of dt) {
     const node = byId.get(id);
@@ -710,11 +720,12 @@ function topFunctions(file, n = 15) {
     self.set(key, (self.get(key) ?? 0) + us);
     if (cf.functionName !== '(idle)') total += us;
   }
-  return [...self.entries()]
+  const lines = [...self.entries()]
     .filter(([k]) => !k.startsWith('(idle)'))
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
     .map(([k, us]) => `${((100 * us) / total).toFixed(1).padStart(5)} %  ${k}`);
+  return { busyMs: total / 1000, lines };
 }
 
 async function profileRun(infra) {
@@ -727,18 +738,26 @@ async function profileRun(infra) {
   );
   const stack = await startStack(infra, nodeArgs);
   let r;
+  const window = { from: 0, to: 0 };
   try {
     const sim = new LlmSimAdminClient(stack.simUrl);
     const users = await makeUsers(stack, CFG.users);
+    window.from = monoUs();
     r = await skaldLoad(stack, users, sim, 50);
+    window.to = monoUs();
   } finally {
     await stack.stop();
   }
-  const summary = [`turns/s at 50 conversations under profiling: ${r.turnsPerSec.toFixed(1)} (of ${r.ideal})`];
+  const secs = (window.to - window.from) / 1e6;
+  const summary = [
+    `turns/s at 50 conversations under profiling: ${r.turnsPerSec.toFixed(1)} (of ${r.ideal}); ` +
+      `only the samples of that load (${secs.toFixed(1)} s) are counted below, not the apps' start-up`,
+  ];
   for (const a of apps) {
     const f = path.join(dir, `${a}.cpuprofile`);
     if (!fs.existsSync(f)) continue;
-    summary.push('', `== ${a} (self time, share of busy time)`, ...topFunctions(f));
+    const top = topFunctions(f, window);
+    summary.push('', `== ${a}: busy ${top.busyMs.toFixed(0)} ms of ${(secs * 1000).toFixed(0)} (self time, share of busy time)`, ...top.lines);
   }
   fs.writeFileSync(path.join(dir, 'summary.txt'), summary.join('\n') + '\n');
   log(`\nCPU profiles: ${path.relative(ROOT, dir)}/*.cpuprofile; summary: ${path.relative(ROOT, dir)}/summary.txt`);
@@ -819,6 +838,8 @@ async function main() {
   const table = renderTable(skald, floor);
   log('\n' + table + '\n');
   log(renderTargets(results));
+  const ceiling = { cores: os.cpus().length, roundsPerTurn: CFG.load.toolRounds + 1 };
+  log('\n' + renderCeilings(skald, floor, ceiling));
   log(
     `\nCPU ms per round by process — Skald: ${fmtBy(skald.cpuMsPerRoundByProcess)}; floor: ${fmtBy(floor.cpuMsPerRoundByProcess)}`,
   );

@@ -7,6 +7,8 @@ const report = require('../../scripts/bench/turn-report.js') as {
   judge: (s: Figures, f: Figures) => Array<{ name: string; value: string; limit: string; met: boolean | null }>;
   renderTable: (s: Figures, f: Figures) => string;
   renderTargets: (r: ReturnType<typeof report.judge>) => string;
+  cpuCeiling: (x: Figures, o: { cores: number; roundsPerTurn: number }) => number | null;
+  renderCeilings: (s: Figures, f: Figures, o: { cores: number; roundsPerTurn: number }) => string;
   TARGETS: unknown[];
 };
 
@@ -104,5 +106,17 @@ describe('turn benchmark targets', () => {
     expect(report.median([])).toBeNull();
     expect(report.quantile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.99)).toBe(10);
     expect(report.quantile([5, NaN, 1], 0.5)).toBe(1);
+  });
+
+  it('the CPU ceiling is what the cores allow at a measured CPU per round, for both systems', () => {
+    // 2 cores, 4 rounds a turn at 5 ms of CPU each: 20 ms a turn, at most 100 turns/s.
+    expect(report.cpuCeiling({ cpuMsPerRound: 5 }, { cores: 2, roundsPerTurn: 4 })).toBe(100);
+    expect(report.cpuCeiling({ cpuMsPerRound: 10 }, { cores: 2, roundsPerTurn: 4 })).toBe(50);
+    expect(report.cpuCeiling({}, { cores: 2, roundsPerTurn: 4 })).toBeNull();
+    expect(report.cpuCeiling({ cpuMsPerRound: 0 }, { cores: 2, roundsPerTurn: 4 })).toBeNull();
+    const text = report.renderCeilings(atLimits, floor, { cores: 2, roundsPerTurn: 4 });
+    // The floor's 2 ms → 250 turns/s = 400 % of 62.5 and 100 % of 250; Skald's 5 ms → 100 turns/s.
+    expect(text).toContain('floor: 250 turns/s = 400 % of 62.5 (50) = 100 % of 250 (200)');
+    expect(text).toContain('Skald: 100 turns/s = 160 % of 62.5 (50) = 40 % of 250 (200)');
   });
 });

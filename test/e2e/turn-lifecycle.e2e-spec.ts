@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { until } from '../support/until';
 
 jest.setTimeout(180_000);
 
@@ -120,6 +121,12 @@ describe('turn lifecycle across replicas: stop, delivery modes, resume, 503', ()
     await sim.script({ match: `queued-${m}`, matchIn: 'last_user', replies: [{ content: 'queued answer' }] });
     ws.send({ type: 'message', client_message_id: `a-${m}`, content: `first-${m}` });
     await ws.waitForType('user_message');
+    // Sent while the model thinks about the first round (it has the request; its answer takes 1.5 s).
+    await until(
+      'the first model call',
+      async () => (await sim.requests({ contains: `first-${m}` })).length === 1,
+      10_000,
+    );
     ws.send({ type: 'message', client_message_id: `b-${m}`, content: `steer-${m}`, delivery: 'steer' });
     ws.send({ type: 'message', client_message_id: `c-${m}`, content: `queued-${m}`, delivery: 'queue' });
     await ws.waitFor((f) => f.type === 'done' && f.content === 'queued answer', 30_000);

@@ -176,10 +176,11 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
       turnId = message.id;
     } else return { kind: 'idle' };
     mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'running', turnId });
-    // The agent is loaded before the input is committed and echoed, so that the first round's
-    // boundary (where steered input enters) follows the echo at once.
-    const fctx = await frameContext(turn, root);
+    // The input is committed (and echoed) first, the agent loaded after: the echo waits for
+    // nothing the message does not need (the agent's catalog, memory and MCP lookups take longer
+    // than the commit). Steered input that arrives meanwhile enters at the first round boundary.
     await commit(turn, mutations, events);
+    const fctx = await frameContext(turn, root);
     if ((await compactAtTurnStart(fctx)).kind === 'cancelled') return finishTurn(turn, { kind: 'cancelled' });
     return finishTurn(turn, await runFrame(fctx));
   });

@@ -46,7 +46,6 @@ const submission = fc.record({
 });
 
 type UserState = typeof userState extends fc.Arbitrary<infer T> ? T : never;
-type Op = typeof submission extends fc.Arbitrary<infer T> ? T : never;
 
 /**
  * `submit`'s one statement (InboxRepository.submitToActive, the long way only when no session is
@@ -178,7 +177,7 @@ describe('SubmitService.submit: one statement for the common case', () => {
         id: labels.of(String(r.id)),
         session_id: labels.of(String(r.session_id)),
         user_id: userIds.indexOf(String(r.user_id)),
-        rewind_message_id: labels.of(r.rewind_message_id === null ? null : String(r.rewind_message_id)),
+        rewind_message_id: labels.of(r.rewind_message_id as string | null),
       })),
     };
   }

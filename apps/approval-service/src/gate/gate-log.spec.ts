@@ -52,9 +52,15 @@ const request = fc.record({
   tool: fc.constantFrom('read_file', 'list_files', 'write_file', 'mcp__evil__x', 'mcp__good__y', 'delete_file'),
   path,
   admin: fc.boolean(),
-  runContext: fc.option(fc.constant({ allow_fs_reads: ['/workspace/reads'], allow_fs_writes: ['/workspace/reads'] }), {
-    nil: undefined,
-  }),
+  runContext: fc.option(
+    fc.constant({
+      allow_fs_reads: ['/workspace/reads'] as string[],
+      allow_fs_writes: ['/workspace/reads'] as string[],
+    }),
+    {
+      nil: undefined,
+    },
+  ),
   bypass: fc.boolean(),
 });
 
@@ -94,7 +100,7 @@ describe('GateService.check: what is logged at info', () => {
       tool_name: r.tool,
       arguments: { path: r.path, content: 'x' },
       run_context: r.runContext,
-    } as ParsedRequestOf<'approval.check'>;
+    };
   }
 
   it('logs only the rules’ allows at debug; every other decision at info, each audited once', async () => {
@@ -115,7 +121,12 @@ describe('GateService.check: what is logged at info', () => {
   });
 
   it('a read of a denied path spelled another way is refused and said at info', async () => {
-    for (const p of ['secrets/./key', 'secrets/../secrets/key', '/workspace/./secrets/key', 'a/../../workspace/secrets/key']) {
+    for (const p of [
+      'secrets/./key',
+      'secrets/../secrets/key',
+      '/workspace/./secrets/key',
+      'a/../../workspace/secrets/key',
+    ]) {
       const { service, lines } = gate([]);
       const result = await service.check(check({ tool: 'read_file', path: p, admin: false }));
       expect(result.decision).toBe('deny');

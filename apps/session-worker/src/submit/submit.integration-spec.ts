@@ -38,9 +38,12 @@ const submission = fc.record({
   role: fc.constantFrom(...ROLES),
   client: fc.constantFrom(...CLIENT_IDS),
   content: text,
-  attachments: fc.option(fc.array(fc.record({ name: text, file_id: fc.constant('f-1') }), { maxLength: 2 }), {
-    nil: undefined,
-  }),
+  attachments: fc.option(
+    fc.array(fc.record({ path: text, name: text, mimetype: fc.constant('text/plain') }), { maxLength: 2 }),
+    {
+      nil: undefined,
+    },
+  ),
   delivery: fc.constantFrom<Delivery>('steer', 'queue', 'interrupt'),
   isSynthetic: fc.boolean(),
 });

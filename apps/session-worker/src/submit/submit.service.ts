@@ -36,17 +36,9 @@ export class SubmitService {
   async submit(
     s: Submission,
   ): Promise<{ session_id: string; message_id: string; client_message_id: string; duplicate: boolean }> {
-    const { id: sessionId } = await this.sessions.active({ userId: s.actor.userId, source: s.source });
-    await this.turnState.recordOwnerRole(sessionId, s.actor.role);
-    const stored = await this.inbox.store({
-      userId: s.actor.userId,
-      sessionId,
-      clientMessageId: s.clientMessageId,
-      content: s.content,
-      attachments: s.attachments,
-      delivery: s.delivery,
-      isSynthetic: s.isSynthetic,
-    });
+    const stored =
+      (await this.inbox.submitToActive({ userId: s.actor.userId, source: s.source, role: s.actor.role }, s)) ??
+      (await this.submitToNewSession(s));
     if (!stored.duplicate) {
       // `interrupt`: stop the running (or parked) turn; the message then starts the next one.
       if (s.delivery === 'interrupt') await this.stop(stored.sessionId);
@@ -58,6 +50,26 @@ export class SubmitService {
       client_message_id: s.clientMessageId,
       duplicate: stored.duplicate,
     };
+  }
+
+  /**
+   * The rare case of `submit`: (user, source) has no active session yet — it is created (under the
+   * pair's advisory lock), then the role recorded and the message stored, idempotently.
+   */
+  private async submitToNewSession(
+    s: Submission,
+  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean }> {
+    const { id: sessionId } = await this.sessions.active({ userId: s.actor.userId, source: s.source });
+    await this.turnState.recordOwnerRole(sessionId, s.actor.role);
+    return this.inbox.store({
+      userId: s.actor.userId,
+      sessionId,
+      clientMessageId: s.clientMessageId,
+      content: s.content,
+      attachments: s.attachments,
+      delivery: s.delivery,
+      isSynthetic: s.isSynthetic,
+    });
   }
 
   /**

@@ -131,18 +131,18 @@ export class MemoryToolsService {
    * shared ones; a missing document or a path that is not a memory document reads as null.
    */
   async readDocuments(userId: string, paths: string[]): Promise<Array<{ path: string; content: string | null }>> {
-    const out: Array<{ path: string; content: string | null }> = [];
-    for (const path of paths) {
-      let p: MemoryPath;
+    // Every readable path in one statement; a path that is not a memory document reads as null.
+    const parsed = paths.map((path) => {
       try {
-        p = this.document(path);
+        return this.document(path);
       } catch {
-        out.push({ path, content: null });
-        continue;
+        return null;
       }
-      out.push({ path, content: await this.repo.get({ userId, scope: p.scope, key: p.key }) });
-    }
-    return out;
+    });
+    const keys = parsed.flatMap((p) => (p ? [{ scope: p.scope, key: p.key }] : []));
+    const contents = await this.repo.getMany(userId, keys);
+    let next = 0;
+    return paths.map((path, i) => ({ path, content: parsed[i] ? contents[next++] : null }));
   }
 
   /** The current content of a document, for previews; null when it does not exist. */

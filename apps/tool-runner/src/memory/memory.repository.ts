@@ -33,6 +33,27 @@ export class MemoryRepository {
   }
 
   /**
+   * Several documents in one statement, in the order asked (null where missing): what `get` gives
+   * for each key, with the same tenant condition — a `user` key reads only `userId`'s document.
+   */
+  async getMany(userId: string, keys: Array<{ scope: MemoryScope; key: string }>): Promise<Array<string | null>> {
+    if (keys.length === 0) return [];
+    const rows = await queryRows<{ i: string; content: string | null }>(
+      this.db,
+      `SELECT k.i, d.content
+         FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS k(scope, path, i)
+         LEFT JOIN memory_documents d
+           ON d.scope = k.scope AND d.path = k.path
+          AND ((k.scope = 'user' AND d.user_id = $1::uuid) OR (k.scope = 'shared' AND $1::uuid IS NOT NULL))
+        ORDER BY k.i`,
+      [userId, keys.map((k) => k.scope), keys.map((k) => k.key)],
+    );
+    const out: Array<string | null> = keys.map(() => null);
+    for (const r of rows) out[Number(r.i) - 1] = r.content ?? null;
+    return out;
+  }
+
+  /**
    * Read-modify-write of one document in a transaction (the row locked, or the insert raced):
    * `compute` gets the current content (null when new) and returns the new one.
    */

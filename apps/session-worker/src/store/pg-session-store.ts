@@ -137,7 +137,7 @@ export class PgSessionStore implements SessionStore {
 
   /**
    * Everything the turn reads before its first model call, in one statement (see turn-start.ts):
-   * primes the cache (each active frame's messages, tool calls, grants and compaction, the session's
+   * primes (when the session has work: `complete`) the cache (each active frame's messages, tool calls, grants and compaction, the session's
    * grants and scratchpad) and, for their next read, the session, the queued inbox and the active
    * frames — as `getSession` and a one-statement commit prime them. Read after the lease is taken.
    */
@@ -147,6 +147,7 @@ export class PgSessionStore implements SessionStore {
     const start = parseTurnStart(sessionId, rows[0], TURN_START_MAPPERS, Date.now());
     this.sessionRead = { at: start.at, info: start.session };
     this.inboxSnapshot = { sessionId, at: start.at, items: start.inbox };
+    if (!start.complete) return start;
     this.framesRead = { sessionId, at: start.at, frames: start.frames };
     for (const [frameId, rows] of start.messages) this.cache.keepMessages(frameId, rows);
     for (const [frameId, calls] of start.toolCalls) this.cache.keepToolCalls(frameId, calls);

@@ -359,6 +359,29 @@ describe('PgSessionStore.startTurn: one statement equals the separate reads', ()
         const store = new PgSessionStore(ds, { owner, epoch: 1 }, () => undefined);
         const start = await store.startTurn(sessionId);
         const byId = <T>(m: Map<string, T>) => Object.fromEntries(m);
+        const hasWork =
+          s.turnState === 'running' ||
+          (s.turnState === 'parked' && s.stop) ||
+          (s.turnState === 'finished' && s.inbox.some((i) => i.status === 'queued'));
+        expect(start.complete).toBe(hasWork);
+        expect({ session: start.session, control: { stop: start.stop, role: start.role }, inbox: start.inbox }).toEqual(
+          {
+            session: expected.session,
+            control: expected.control,
+            inbox: expected.inbox,
+          },
+        );
+        if (!start.complete) {
+          // Nothing but the session and the inbox is primed: the frames are read from Postgres.
+          expect(await store.getSession(sessionId)).toEqual(expected.session);
+          expect(await store.listInbox(sessionId)).toEqual(expected.inbox);
+          const before = await statementsRun();
+          expect(await store.listActiveFrames(sessionId)).toEqual(expected.frames);
+          for (const f of expected.frames) expect(await store.listToolCalls(f.id)).toEqual(expected.toolCalls[f.id]);
+          expect(await store.getScratchpad(expected.session.scratchpadSessionId)).toEqual(expected.scratchpad);
+          expect(await statementsRun()).toBe(before + 2 + expected.frames.length);
+          return;
+        }
         expect({
           session: start.session,
           control: { stop: start.stop, role: start.role },

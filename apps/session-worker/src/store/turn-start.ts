@@ -1,4 +1,5 @@
 import { decodeRow } from '@skald/persistence';
+import { SESSION_HAS_WORK } from '../lease/lease.repository';
 import type {
   CompactionSummary,
   FrameRow,
@@ -19,6 +20,11 @@ import type {
  * Each part answers exactly what the separate reads answer (PgSessionStore's readers,
  * TurnStateRepository.turnControl, UserAgentsRepository.list): see
  * pg-session-store.turn-start.integration-spec.ts. Taken after the lease (reads happen under it).
+ *
+ * The turn's reads (frames and what follows) are only taken when the session has work a turn
+ * starts from (`SESSION_HAS_WORK`: a running turn, a stop for a parked one, queued input to a
+ * finished one); a parked turn the sweep looks at, or a wake with nothing queued, reads the
+ * session and the inbox only (`complete` false: nothing else is primed).
  */
 export const TURN_START_NAME = 'skald_turn_start_v1';
 
@@ -26,9 +32,11 @@ export const TURN_START_SQL = `WITH s AS (
    SELECT s.*, p.client AS user_pin FROM sessions s
      LEFT JOIN llm_client_pins p ON p.user_id = s.user_id AND p.source = s.source
     WHERE s.id = $1::uuid),
- f AS (SELECT * FROM stack_frames WHERE session_id = $1::uuid AND status = 'active')
+ w AS (SELECT EXISTS (SELECT 1 FROM s WHERE ${SESSION_HAS_WORK}) AS work),
+ f AS (SELECT * FROM stack_frames WHERE session_id = $1::uuid AND status = 'active' AND (SELECT work FROM w))
 SELECT
  (SELECT row_to_json(s) FROM s)::text AS session,
+ (SELECT work FROM w) AS complete,
  (SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
    WHERE i.session_id = $1::uuid AND i.status = 'queued')::text AS inbox,
  (SELECT COALESCE(json_agg(f ORDER BY f.depth, f.ord), '[]'::json) FROM f)::text AS frames,
@@ -37,17 +45,18 @@ SELECT
  (SELECT COALESCE(json_agg(t ORDER BY t.ord), '[]'::json) FROM tool_calls t
    WHERE t.frame_id IN (SELECT id FROM f))::text AS tool_calls,
  (SELECT COALESCE(json_agg(g.group_name ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
-   WHERE g.session_id = $1::uuid AND g.frame_id IS NULL)::text AS session_grants,
+   WHERE g.session_id = $1::uuid AND g.frame_id IS NULL AND (SELECT work FROM w))::text AS session_grants,
  (SELECT COALESCE(json_agg(json_build_object('frame_id', g.frame_id, 'group_name', g.group_name)
                            ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
    WHERE g.frame_id IN (SELECT id FROM f))::text AS frame_grants,
  (SELECT COALESCE(json_agg(json_build_object('key', n.key, 'value', n.value) ORDER BY n.ord), '[]'::json)
     FROM session_scratchpad n
-   WHERE n.scratchpad_session_id = (SELECT COALESCE(s.scratchpad_session_id, s.id) FROM s))::text AS scratchpad,
+   WHERE n.scratchpad_session_id = (SELECT COALESCE(s.scratchpad_session_id, s.id) FROM s)
+     AND (SELECT work FROM w))::text AS scratchpad,
  (SELECT COALESCE(json_agg(c), '[]'::json) FROM compaction_summaries c
    WHERE c.frame_id IN (SELECT id FROM f))::text AS compactions,
  (SELECT COALESCE(json_agg(a ORDER BY a.agent_id), '[]'::json) FROM user_agents a
-   WHERE a.user_id = (SELECT s.user_id FROM s))::text AS user_agents`;
+   WHERE a.user_id = (SELECT s.user_id FROM s) AND (SELECT work FROM w))::text AS user_agents`;
 
 type Row = Record<string, unknown>;
 
@@ -63,6 +72,8 @@ export type RawUserAgentRow = {
 export interface TurnStart {
   /** When it was read (`Date.now()`): the parts that others may change are trusted for a short while only. */
   at: number;
+  /** Whether the turn's reads were taken (the session has work); when false only session, stop, role and inbox are. */
+  complete: boolean;
   session: SessionInfo;
   stop: boolean;
   role: 'user' | 'admin';
@@ -124,6 +135,7 @@ export function parseTurnStart(sessionId: string, row: Row | undefined, map: Tur
     });
   return {
     at,
+    complete: row.complete === true,
     session: map.toSessionInfo(s),
     stop: s.stop_requested_at !== null && s.stop_requested_at !== undefined,
     role: (s.owner_role as 'user' | 'admin' | undefined) ?? 'user',

@@ -240,12 +240,9 @@ export class TurnDriver implements OnApplicationShutdown {
       if (session.turnState === 'finished' && !next) return false;
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
-      const catalog = this.catalog.forTurn(
-        session.userId,
-        start.userAgents.map(toUserAgentRow),
-        start.at,
-        INBOX_SNAPSHOT_MS,
-      );
+      const catalog = start.complete
+        ? this.catalog.forTurn(session.userId, start.userAgents.map(toUserAgentRow), start.at, INBOX_SNAPSHOT_MS)
+        : this.catalog;
       const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id, catalog));
       if (step === 'stop') return false;
       // The turn ended and its last commit (one statement) saw no queued input: nothing more to do

@@ -125,6 +125,8 @@ export class PgSessionStore implements SessionStore {
   private sessionRead: { at: number; info: SessionInfo } | null = null;
   /** The same, kept until the next commit (see `queuedAtLastCommit`). */
   private lastCommitInbox: InboxItem[] | null = null;
+  /** See `stopAtFinish`. */
+  private finishStop: boolean | null = null;
   /** The active frames as read by `startTurn`, taken once by the next `listActiveFrames` (no commit since, under 1 s). */
   private framesRead: { sessionId: string; at: number; frames: FrameRow[] } | null = null;
 
@@ -317,6 +319,17 @@ export class PgSessionStore implements SessionStore {
    * inbox at the turn's last commit means nothing more to do (what is queued later is found after
    * the release).
    */
+  /**
+   * Whether a /stop was recorded when this store's last commit finished the turn — known when that
+   * commit was one statement that set `turn_state = 'finished'` (it returns the session row as it
+   * updated it); null otherwise. `false` means there is no stop to clear: a stop committed before
+   * that statement is in the row it updated (or waited for), and after it a stop is refused
+   * (`requestStop` needs an unfinished turn). See pg-session-store.stop.integration-spec.ts.
+   */
+  stopAtFinish(): boolean | null {
+    return this.finishStop;
+  }
+
   queuedAtLastCommit(): readonly InboxItem[] | null {
     return this.lastCommitInbox;
   }
@@ -326,6 +339,7 @@ export class PgSessionStore implements SessionStore {
     this.lastCommitInbox = null;
     this.sessionRead = null;
     this.framesRead = null;
+    this.finishStop = null;
     const usage = this.usage?.take(messageIdsOf(mutations)) ?? [];
     let committed: CommittedEvent[];
     try {
@@ -368,6 +382,8 @@ export class PgSessionStore implements SessionStore {
     const items = inboxOf(head.inbox);
     this.inboxSnapshot = { sessionId, at: Date.now(), items };
     this.lastCommitInbox = items;
+    if (mutations.some((m) => m.kind === 'setTurnState' && m.state === 'finished') && typeof head.stop === 'boolean')
+      this.finishStop = head.stop;
     if (events.length === 0) return [];
     if (head.last_seq === null || head.last_seq === undefined) throw new Error(`session ${sessionId} not found`);
     const first = Number(head.last_seq) - events.length + 1;

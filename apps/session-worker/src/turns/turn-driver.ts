@@ -301,7 +301,9 @@ export class TurnDriver implements OnApplicationShutdown {
     if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);
     log.info({ outcome: outcome.kind }, 'turn ended');
     this.metrics.turnsFinished.inc({ outcome: outcome.kind });
-    if (outcome.kind !== 'parked') await this.turnState.clearStop(sessionId);
+    // The turn's finishing commit said whether a stop is recorded: clear it only then (or when
+    // that commit did not say) — after that commit no stop can be recorded for this turn.
+    if (outcome.kind !== 'parked' && store.stopAtFinish() !== false) await this.turnState.clearStop(sessionId);
     // The scheduler's doorbell for job sessions (it reads the ending from the session's rows).
     if (outcome.kind !== 'parked')
       this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {

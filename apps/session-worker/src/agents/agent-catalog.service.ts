@@ -61,13 +61,34 @@ export class AgentCatalogService implements AgentCatalogPort {
 
   // ------------------------------------------------------------------ the loop's port
 
-  async getAgent(agentId: string, userId: string): Promise<AgentDefinition | null> {
-    const agent = await this.effective(userId, agentId);
+  /**
+   * The port for one turn of `userId`: the user's rows read with the turn's start (store/turn-start.ts,
+   * one snapshot with the session) answer its reads for `freshMs` after `at` — as a read of
+   * `user_agents` at that moment would; later reads, or another user's, go to the table.
+   */
+  forTurn(userId: string, rows: readonly UserAgentRow[], at: number, freshMs: number): AgentCatalogPort {
+    const primed = (uid: string): readonly UserAgentRow[] | null =>
+      uid === userId && Date.now() - at <= freshMs ? rows : null;
+    return {
+      getAgent: (agentId, uid) => this.getAgent(agentId, uid, primed(uid)),
+      listTaskAgents: (uid) => this.listTaskAgents(uid, primed(uid)),
+    };
+  }
+
+  /** `rows`: the user's rows already read (see `forTurn`); null reads them. */
+  async getAgent(
+    agentId: string,
+    userId: string,
+    rows: readonly UserAgentRow[] | null = null,
+  ): Promise<AgentDefinition | null> {
+    const agent = rows
+      ? this.merge(agentId, rows.find((r) => r.agentId === agentId) ?? null)
+      : await this.effective(userId, agentId);
     if (!agent) return null;
     const [memory, mcpServers, taskAgents] = await Promise.all([
       this.readMemory(userId, agent.meta.inject_memory),
       this.mcp.listServers(userId),
-      this.listTaskAgents(userId),
+      this.listTaskAgents(userId, rows),
     ]);
     let prompt: string;
     try {
@@ -99,8 +120,8 @@ export class AgentCatalogService implements AgentCatalogPort {
     };
   }
 
-  async listTaskAgents(userId: string): Promise<AgentSummary[]> {
-    const rows = await this.repo.list({ userId });
+  async listTaskAgents(userId: string, read: readonly UserAgentRow[] | null = null): Promise<AgentSummary[]> {
+    const rows = read ?? (await this.repo.list({ userId }));
     const byId = new Map(rows.map((r) => [r.agentId, r]));
     const out: AgentSummary[] = [];
     for (const builtin of this.files.agents.values()) {

@@ -13,7 +13,8 @@ export interface UserAgentRow {
 }
 
 type Row = { agent_id: string; prompt: string | null; meta: Record<string, unknown>; updated_at: unknown };
-const toRow = (r: Row): UserAgentRow => ({
+/** A `user_agents` row as read (also from the turn's start read, see store/turn-start.ts). */
+export const toUserAgentRow = (r: Row): UserAgentRow => ({
   agentId: r.agent_id,
   prompt: r.prompt,
   meta: r.meta ?? {},
@@ -30,14 +31,14 @@ export class UserAgentsRepository {
       scope.userId,
       scope.agentId,
     ]);
-    return rows[0] ? toRow(rows[0]) : null;
+    return rows[0] ? toUserAgentRow(rows[0]) : null;
   }
 
   async list(scope: { userId: string }): Promise<UserAgentRow[]> {
     const rows = await queryRows<Row>(this.ds, `SELECT * FROM user_agents WHERE user_id = $1 ORDER BY agent_id`, [
       scope.userId,
     ]);
-    return rows.map(toRow);
+    return rows.map(toUserAgentRow);
   }
 
   async upsert(scope: { userId: string; agentId: string }, prompt: string | null, meta: Record<string, unknown>) {
@@ -48,7 +49,7 @@ export class UserAgentsRepository {
        RETURNING *`,
       [scope.userId, scope.agentId, prompt, JSON.stringify(meta)],
     );
-    return toRow(rows[0]);
+    return toUserAgentRow(rows[0]);
   }
 
   async delete(scope: { userId: string; agentId: string }): Promise<boolean> {

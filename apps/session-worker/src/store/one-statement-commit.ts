@@ -8,7 +8,8 @@ import type { Mutation, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatc
  * BEGIN/COMMIT round trips — and a fenced-out commit writes nothing. The statement's text is the
  * same for every commit (absent kinds are empty arrays), so it is prepared once per connection.
  *
- * Besides the writes it returns the session's queued inbox as of the commit (the round boundary
+ * Besides the writes it returns whether a /stop is recorded on the session row it wrote (the row
+ * as updated: a stop committed before it is seen), and the session's queued inbox as of the commit (the round boundary
  * that follows reads it from there instead of asking Postgres again) — see PgSessionStore.listInbox.
  */
 
@@ -53,7 +54,7 @@ export function fitsOneStatement(mutations: readonly Mutation[]): boolean {
   return true;
 }
 
-export const ONE_STATEMENT_COMMIT_NAME = 'skald_commit_v2';
+export const ONE_STATEMENT_COMMIT_NAME = 'skald_commit_v3';
 
 export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
    SELECT 1 AS held FROM session_leases
@@ -63,7 +64,7 @@ export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
           turn_state = COALESCE($7::text, turn_state), turn_id = COALESCE($8::uuid, turn_id),
           turn_seq = CASE WHEN $8::uuid IS NULL THEN turn_seq ELSE last_seq END
     WHERE id = $1::uuid AND ($4::integer > 0 OR $7::text IS NOT NULL) AND EXISTS (SELECT 1 FROM fence)
-    RETURNING last_seq, user_id),
+    RETURNING last_seq, user_id, stop_requested_at IS NOT NULL AS stop),
  appended AS (
    INSERT INTO session_events (session_id, seq, type, payload)
    SELECT $1::uuid, head.last_seq - $4::integer + u.n, u.t, u.p
@@ -121,6 +122,7 @@ export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
 SELECT (SELECT count(*) FROM fence)::int AS fenced,
        (SELECT last_seq FROM head) AS last_seq,
        (SELECT user_id FROM head) AS user_id,
+       (SELECT stop FROM head) AS stop,
        (SELECT COALESCE(json_agg(row_to_json(inbox) ORDER BY inbox.ord), '[]'::json) FROM inbox)::text AS inbox`;
 
 const text = (v: string | null | undefined): string | null => (v === null || v === undefined ? null : v);

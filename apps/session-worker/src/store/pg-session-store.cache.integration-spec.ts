@@ -164,4 +164,80 @@ describe('PgSessionStore: cached reads equal the tables', () => {
       { seed: SEED, numRuns: RUNS },
     );
   });
+  it('a frame opened by a commit is cached as empty plus what that commit (and later ones) wrote to it', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ role: fc.constantFrom('user', 'assistant'), content: text, withCall: fc.boolean() }), {
+          maxLength: 4,
+        }),
+        fc.array(fc.record({ role: fc.constantFrom('user', 'assistant'), content: text }), { maxLength: 3 }),
+        async (first, later) => {
+          const sessionId = randomUUID();
+          await ds.query(`INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'web')`, [
+            sessionId,
+            randomUUID(),
+          ]);
+          await ds.query(
+            `INSERT INTO session_leases (session_id, owner, epoch, expires_at) VALUES ($1, $2, 1, now() + interval '1 hour')`,
+            [sessionId, owner],
+          );
+          const fence = { owner, epoch: 1 };
+          const store = new PgSessionStore(ds, fence, () => undefined);
+          const frameId = randomUUID();
+          const message = (m: { role: string; content: string }): Mutation => ({
+            kind: 'appendMessage',
+            message: {
+              id: randomUUID(),
+              sessionId,
+              frameId,
+              role: m.role as 'user' | 'assistant',
+              content: m.content,
+              reasoningContent: null,
+              isSynthetic: false,
+              attachments: null,
+              clientMessageId: null,
+              inputTokens: null,
+              outputTokens: null,
+              createdAt: new Date().toISOString(),
+            },
+          });
+          // The frame, its first messages and calls in ONE commit (as a turn's first commit opens the root frame).
+          const opening: Mutation[] = [openRootFrame(sessionId, frameId)];
+          for (const [i, m] of first.entries()) {
+            const msg = message(m);
+            opening.push(msg);
+            if (m.withCall && msg.kind === 'appendMessage')
+              opening.push({
+                kind: 'createToolCall',
+                call: {
+                  id: randomUUID(),
+                  sessionId,
+                  frameId,
+                  messageId: msg.message.id,
+                  index: i,
+                  llmCallId: `call_${i}`,
+                  name: 'read_file',
+                  argumentsText: '{}',
+                  status: 'pending',
+                  result: null,
+                  resultType: null,
+                  requestId: null,
+                  childFrameId: null,
+                },
+              });
+          }
+          await store.commit(sessionId, opening, []);
+          for (const m of later) await store.commit(sessionId, [message(m)], []);
+          const fresh = new PgSessionStore(ds, fence, () => undefined);
+          const reads = async (s: PgSessionStore) => ({
+            all: await s.listMessages(frameId, { includeFailed: true }),
+            calls: await s.listToolCalls(frameId),
+            compaction: await s.getCompaction(frameId),
+          });
+          expect(await reads(store)).toEqual(await reads(fresh));
+        },
+      ),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
 });

@@ -288,9 +288,15 @@ describe('PgSessionStore: one-statement commits', () => {
     expect(Number.isNaN(Date.parse(first[0].createdAt))).toBe(false);
     // The snapshot is taken once: the next read asks Postgres and sees the later item.
     expect((await s.store.listInbox(s.sessionId)).map((i) => i.id)).toEqual([early, late]);
-    // What the driver asks after a turn: the inbox of the last commit if it was one statement, else null.
+    // What the driver asks after a turn: the inbox as of the last commit — a transaction's too
+    // (its fence statement reads it; what the commit itself settled is left out).
     expect(s.store.queuedAtLastCommit()?.map((i) => i.id)).toEqual([early]);
     await s.store.commit(s.sessionId, [{ kind: 'discardInbox', inboxId: early }], []);
+    expect(s.store.queuedAtLastCommit()?.map((i) => i.id)).toEqual([late]);
+    // A failed commit knows nothing of the inbox.
+    await expect(s.store.commit(s.sessionId, [{ kind: 'consumeInbox', inboxId: early }], [])).rejects.toThrow(
+      'already settled',
+    );
     expect(s.store.queuedAtLastCommit()).toBeNull();
     const empty = await session();
     await empty.store.commit(empty.sessionId, ...answer(empty, randomUUID()));

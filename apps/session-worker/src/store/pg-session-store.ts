@@ -26,6 +26,7 @@ import {
   fenceAndEventParams,
 } from './one-statement-commit';
 import { SessionCache } from './session-cache';
+import { jsonRows, parseTurnStart, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
 export interface Fence {
@@ -118,12 +119,16 @@ const num = (v: unknown): number | null => (v === null || v === undefined ? null
 export class PgSessionStore implements SessionStore {
   /** The session's rows as this lease holder read and committed them (see SessionCache). */
   private readonly cache = new SessionCache();
-  /** The queued inbox as of the last one-statement commit (taken once by `listInbox`). */
+  /** The queued inbox as of the last commit, or of `startTurn` (taken once by `listInbox`). */
   private inboxSnapshot: { sessionId: string; at: number; items: InboxItem[] } | null = null;
   /** The session as last read, taken once by the next `getSession` (no commit since, under 1 s). */
   private sessionRead: { at: number; info: SessionInfo } | null = null;
   /** The same, kept until the next commit (see `queuedAtLastCommit`). */
   private lastCommitInbox: InboxItem[] | null = null;
+  /** See `stopAtFinish`. */
+  private finishStop: boolean | null = null;
+  /** The active frames as read by `startTurn`, taken once by the next `listActiveFrames` (no commit since, under 1 s). */
+  private framesRead: { sessionId: string; at: number; frames: FrameRow[] } | null = null;
 
   constructor(
     private readonly ds: DataSource,
@@ -131,6 +136,28 @@ export class PgSessionStore implements SessionStore {
     private readonly announce: (events: CommittedEvent[]) => void,
     private readonly usage: PendingUsage | null = null,
   ) {}
+
+  /**
+   * Everything the turn reads before its first model call, in one statement (see turn-start.ts):
+   * primes (when the session has work: `complete`) the cache (each active frame's messages, tool calls, grants and compaction, the session's
+   * grants and scratchpad) and, for their next read, the session, the queued inbox and the active
+   * frames — as `getSession` and a one-statement commit prime them. Read after the lease is taken.
+   */
+  async startTurn(sessionId: string): Promise<TurnStart> {
+    const pool = (this.ds.driver as unknown as { master: PgPool }).master;
+    const { rows } = await pool.query({ name: TURN_START_NAME, text: TURN_START_SQL, values: pgParams([sessionId]) });
+    const start = parseTurnStart(sessionId, rows[0], TURN_START_MAPPERS, Date.now());
+    this.sessionRead = { at: start.at, info: start.session };
+    this.inboxSnapshot = { sessionId, at: start.at, items: start.inbox };
+    if (!start.complete) return start;
+    this.framesRead = { sessionId, at: start.at, frames: start.frames };
+    for (const [frameId, rows] of start.messages) this.cache.keepMessages(frameId, rows);
+    for (const [frameId, calls] of start.toolCalls) this.cache.keepToolCalls(frameId, calls);
+    for (const [key, groups] of start.grants) this.cache.keepGrants(key, groups);
+    for (const [frameId, summary] of start.compactions) this.cache.keepCompaction(frameId, summary);
+    this.cache.keepScratchpad(start.session.scratchpadSessionId, start.scratchpad);
+    return start;
+  }
 
   async getSession(sessionId: string): Promise<SessionInfo> {
     // The driver reads the session to choose the turn, and the turn at its start reads it again:
@@ -158,6 +185,13 @@ export class PgSessionStore implements SessionStore {
   }
 
   async listActiveFrames(sessionId: string): Promise<FrameRow[]> {
+    const kept = this.framesRead;
+    this.framesRead = null;
+    if (kept && kept.sessionId === sessionId && Date.now() - kept.at <= INBOX_SNAPSHOT_MS) return kept.frames;
+    return this.readActiveFrames(sessionId);
+  }
+
+  private async readActiveFrames(sessionId: string): Promise<FrameRow[]> {
     const rows: Row[] = await queryRows(
       this.ds,
       `SELECT * FROM stack_frames WHERE session_id = $1 AND status = 'active' ORDER BY depth, ord`,
@@ -242,12 +276,14 @@ export class PgSessionStore implements SessionStore {
       scope.kind === 'session'
         ? await queryRows(
             this.ds,
-            `SELECT group_name FROM tool_grants WHERE session_id = $1 AND frame_id IS NULL ORDER BY created_at`,
+            `SELECT group_name FROM tool_grants WHERE session_id = $1 AND frame_id IS NULL ORDER BY created_at, group_name`,
             [scope.sessionId],
           )
-        : await queryRows(this.ds, `SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at`, [
-            scope.frameId,
-          ]);
+        : await queryRows(
+            this.ds,
+            `SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at, group_name`,
+            [scope.frameId],
+          );
     return rows.map((r) => String(r.group_name));
   }
 
@@ -277,10 +313,23 @@ export class PgSessionStore implements SessionStore {
   }
 
   /**
-   * The session's queued inbox as of this store's last commit, when that commit was one statement
-   * (which reads it); null otherwise. The driver asks it after a turn ended: an empty inbox at the
-   * turn's last commit means nothing more to do (what is queued later is found after the release).
+   * The session's queued inbox as of this store's last commit (a one-statement commit reads it; a
+   * transaction's fence statement reads it and the commit's own settlements are left out); null
+   * before the first commit or after a failed one. The driver asks it after a turn ended: an empty
+   * inbox at the turn's last commit means nothing more to do (what is queued later is found after
+   * the release).
    */
+  /**
+   * Whether a /stop was recorded when this store's last commit finished the turn — known when that
+   * commit was one statement that set `turn_state = 'finished'` (it returns the session row as it
+   * updated it); null otherwise. `false` means there is no stop to clear: a stop committed before
+   * that statement is in the row it updated (or waited for), and after it a stop is refused
+   * (`requestStop` needs an unfinished turn). See pg-session-store.stop.integration-spec.ts.
+   */
+  stopAtFinish(): boolean | null {
+    return this.finishStop;
+  }
+
   queuedAtLastCommit(): readonly InboxItem[] | null {
     return this.lastCommitInbox;
   }
@@ -289,6 +338,8 @@ export class PgSessionStore implements SessionStore {
     this.inboxSnapshot = null;
     this.lastCommitInbox = null;
     this.sessionRead = null;
+    this.framesRead = null;
+    this.finishStop = null;
     const usage = this.usage?.take(messageIdsOf(mutations)) ?? [];
     let committed: CommittedEvent[];
     try {
@@ -328,32 +379,42 @@ export class PgSessionStore implements SessionStore {
     const head = rows[0];
     if (!head || Number(head.fenced) === 0)
       throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
-    const inbox = JSON.parse(String(head.inbox)) as Row[];
-    const items = inbox.map((r) => toInboxItem(decodeRow({ ...r, created_at: new Date(String(r.created_at)) })));
+    const items = inboxOf(head.inbox);
     this.inboxSnapshot = { sessionId, at: Date.now(), items };
     this.lastCommitInbox = items;
+    if (mutations.some((m) => m.kind === 'setTurnState' && m.state === 'finished') && typeof head.stop === 'boolean')
+      this.finishStop = head.stop;
     if (events.length === 0) return [];
     if (head.last_seq === null || head.last_seq === undefined) throw new Error(`session ${sessionId} not found`);
     const first = Number(head.last_seq) - events.length + 1;
     return events.map((event, i) => ({ userId: String(head.user_id), sessionId, seq: first + i, event }));
   }
 
-  private writeFenced(
+  private async writeFenced(
     sessionId: string,
     mutations: Mutation[],
     events: SessionEventDraft[],
     usage: UsageRow[],
   ): Promise<CommittedEvent[]> {
-    return this.ds.transaction(async (tx) => {
-      const committed = await fenceAndAppend(tx, sessionId, this.fence, events);
+    const committed = await this.ds.transaction(async (tx) => {
+      const fenced = await fenceAndAppend(tx, sessionId, this.fence, events);
       try {
         for (const m of mutations) await applyMutation(tx, m, this.fence.epoch, events.length);
         for (const u of usage) await insertUsage(tx, u);
-        return committed;
+        return fenced;
       } catch (e) {
         throw rejected(e);
       }
     });
+    // The queued inbox as the fence statement saw it, less what this commit settled: the inbox as
+    // of the commit, as a one-statement commit returns it.
+    const settled = new Set<string>();
+    for (const m of mutations)
+      if (m.kind === 'enterInbox' || m.kind === 'consumeInbox' || m.kind === 'discardInbox') settled.add(m.inboxId);
+    const items = committed.inbox.filter((i) => !settled.has(i.id));
+    this.inboxSnapshot = { sessionId, at: Date.now(), items };
+    this.lastCommitInbox = items;
+    return committed.events;
   }
 }
 
@@ -405,21 +466,21 @@ async function fenceAndAppend(
   sessionId: string,
   fence: Fence,
   events: SessionEventDraft[],
-): Promise<CommittedEvent[]> {
+): Promise<{ events: CommittedEvent[]; inbox: InboxItem[] }> {
   const lost = (): LeaseLostError => new LeaseLostError(`lease of session ${sessionId} lost (epoch ${fence.epoch})`);
   if (events.length === 0) {
-    const lease: Row[] = await queryRows(
+    const lease: Row[] = await rawQueryRows(
       tx,
-      `SELECT epoch FROM session_leases
+      `SELECT epoch, ${QUEUED_INBOX_JSON} AS inbox FROM session_leases
         WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
-      [sessionId, fence.owner, fence.epoch],
+      pgParams([sessionId, fence.owner, fence.epoch]),
     );
     if (lease.length === 0) throw lost();
-    return [];
+    return { events: [], inbox: inboxOf(lease[0].inbox) };
   }
   let rows: Row[];
   try {
-    rows = await queryRows(
+    rows = await rawQueryRows(
       tx,
       `WITH fence AS (
          SELECT epoch FROM session_leases
@@ -431,9 +492,10 @@ async function fenceAndAppend(
          INSERT INTO session_events (session_id, seq, type, payload)
          SELECT $1, head.last_seq - $4 + u.n, u.t, u.p
            FROM head, unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(t, p, n))
-       SELECT (SELECT count(*) FROM fence)::int AS fenced, head.last_seq, head.user_id
+       SELECT (SELECT count(*) FROM fence)::int AS fenced, head.last_seq, head.user_id,
+              CASE WHEN EXISTS (SELECT 1 FROM fence) THEN ${QUEUED_INBOX_JSON} END AS inbox
          FROM (SELECT 1) AS one LEFT JOIN head ON true`,
-      fenceAndEventParams(sessionId, fence, events),
+      pgParams(fenceAndEventParams(sessionId, fence, events)),
     );
   } catch (e) {
     throw rejected(e);
@@ -442,8 +504,28 @@ async function fenceAndAppend(
   if (!head || Number(head.fenced) === 0) throw lost();
   if (head.last_seq === null || head.last_seq === undefined) throw new Error(`session ${sessionId} not found`);
   const first = Number(head.last_seq) - events.length + 1;
-  return events.map((event, i) => ({ userId: String(head.user_id), sessionId, seq: first + i, event }));
+  return {
+    events: events.map((event, i) => ({ userId: String(head.user_id), sessionId, seq: first + i, event })),
+    inbox: inboxOf(head.inbox),
+  };
 }
+
+/** The session's queued inbox (`$1`) as JSON text, in `ord` order. */
+const QUEUED_INBOX_JSON = `(SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
+     WHERE i.session_id = $1::uuid AND i.status = 'queued')::text`;
+
+/** A JSON aggregate of queued inbox rows (see QUEUED_INBOX_JSON and the one-statement commit). */
+function inboxOf(json: unknown): InboxItem[] {
+  return jsonRows(json, ['created_at']).map(toInboxItem);
+}
+
+const TURN_START_MAPPERS = {
+  toSessionInfo: (r: Row) => toSessionInfo(r),
+  toFrame: (r: Row) => toFrame(r),
+  toMessage: (r: Row) => toMessage(r),
+  toToolCall: (r: Row) => toToolCall(r),
+  toInboxItem: (r: Row) => toInboxItem(r),
+};
 
 /** Appends events with the session's next contiguous seqs; returns them for announcing after commit. */
 export async function appendEvents(

@@ -13,7 +13,8 @@ import type {
  * What the lease holder has read of its session, kept up to date with its own commits: while it
  * holds the epoch no one else writes these rows (every other writer of chat history, tool calls,
  * grants, scratchpad and compaction holds the lease too), so a round reads them from memory
- * instead of Postgres. Filled by the store's first read of each; `apply` runs only after a commit
+ * instead of Postgres. Filled by the store's first read of each (or the turn's start read, or as
+ * empty by the commit that opens a frame); `apply` runs only after a commit
  * succeeded, and a failed or doubtful commit empties the cache (the next read goes to Postgres).
  * A frame's rows are kept whole and in `ord` order; reads answer copies.
  */
@@ -95,6 +96,15 @@ export class SessionCache {
 
   /** The committed mutations, as the rows they wrote would read back. */
   apply(mutations: Mutation[]): void {
+    // A frame this commit opened had no rows before it (its id is new: the insert would have
+    // failed otherwise), and only this commit's mutations can have written rows of it: it is
+    // cached as empty first, then those mutations apply to it like any other frame's.
+    for (const m of mutations)
+      if (m.kind === 'openFrame') {
+        if (!this.messages.has(m.frame.id)) this.messages.set(m.frame.id, []);
+        if (!this.toolCalls.has(m.frame.id)) this.toolCalls.set(m.frame.id, []);
+        if (!this.compactions.has(m.frame.id)) this.compactions.set(m.frame.id, null);
+      }
     for (const m of mutations) {
       switch (m.kind) {
         case 'appendMessage':

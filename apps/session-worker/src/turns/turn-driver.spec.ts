@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
+import { TURN_START_NAME } from '../store/turn-start';
 import type { Bus } from '@skald/messaging';
 import type { LlmManager } from '@skald/llm';
 import { WorkerConfigSchema } from '../config';
@@ -22,14 +23,30 @@ const SESSION = '00000000-0000-4000-8000-000000000001';
 
 /** A session with a finished turn and an empty inbox: driving it ends at once. */
 function idleDataSource(): DataSource {
+  const session = {
+    id: SESSION,
+    user_id: 'u1',
+    agent_id: 'main',
+    source: 'web',
+    turn_state: 'finished',
+    turn_id: null,
+  };
   const query = (sql: string): Promise<unknown[]> =>
-    Promise.resolve(
-      /FROM sessions s\s+LEFT JOIN llm_client_pins/.test(sql)
-        ? [{ id: SESSION, user_id: 'u1', agent_id: 'main', source: 'web', turn_state: 'finished', turn_id: null }]
-        : [],
-    );
-  return { query } as unknown as DataSource;
+    Promise.resolve(/FROM sessions s\s+LEFT JOIN llm_client_pins/.test(sql) ? [session] : []);
+  // The turn's start read (one prepared statement on the pool): the session, nothing queued, no work.
+  const master = {
+    query: (config: { name: string }): Promise<{ rows: unknown[] }> => {
+      startReads.push(config.name);
+      return Promise.resolve({
+        rows: [{ session: JSON.stringify(session), complete: false, inbox: '[]', frames: '[]' }],
+      });
+    },
+  };
+  return { query, driver: { master } } as unknown as DataSource;
 }
+
+/** The names of the start reads the fake pool answered. */
+const startReads: string[] = [];
 
 class FakeLeases {
   readonly log: string[] = [];
@@ -55,6 +72,8 @@ class FakeLeases {
 
 function setUp(ds: DataSource = idleDataSource()) {
   const leases = new FakeLeases();
+  /** The error lines the driver logged (a failed turn). */
+  const errors: string[] = [];
   const published: Array<{ subject: string; body: unknown }> = [];
   const bus = {
     publish: (subject: string, _schema: unknown, body: unknown) => published.push({ subject, body }),
@@ -80,18 +99,22 @@ function setUp(ds: DataSource = idleDataSource()) {
     {} as LlmService,
     WorkerConfigSchema.parse({}),
     'w1',
-    pino({ level: 'silent' }),
+    pino({ level: 'error' }, { write: (line: string) => errors.push(line) }),
   );
   const takeovers = async (): Promise<number> =>
     (await registry.getSingleMetric('skald_lease_takeovers_total')!.get()).values[0]?.value ?? 0;
-  return { driver, leases, published, takeovers };
+  return { driver, leases, published, takeovers, errors };
 }
 
 describe('TurnDriver', () => {
   it('drives a session holding its lease and releases it afterwards', async () => {
-    const { driver, leases } = setUp();
+    const { driver, leases, errors } = setUp();
+    startReads.length = 0;
     await driver.drive(SESSION);
     expect(leases.log).toEqual(['acquire', 'release']);
+    // One read under the lease (the turn's start read) found nothing to do; nothing failed.
+    expect(startReads).toEqual([TURN_START_NAME]);
+    expect(errors).toEqual([]);
     expect(driver.isDriving(SESSION)).toBe(false);
     expect(driver.activeCount).toBe(0);
   });

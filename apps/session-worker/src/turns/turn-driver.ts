@@ -14,6 +14,7 @@ import {
   resolvePendingCall,
   runTurn,
   SessionInfo,
+  type AgentCatalogPort,
   TurnOutcome,
 } from '@skald/agent-loop';
 import { TOPICS } from '@skald/contracts';
@@ -34,7 +35,8 @@ import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
 import { RunnerToolSet } from '../ports/runner-tool-set';
 import { TurnFacts } from '../ports/turn-facts';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { PgSessionStore } from '../store/pg-session-store';
+import { INBOX_SNAPSHOT_MS, PgSessionStore } from '../store/pg-session-store';
+import { toUserAgentRow } from '../agents/user-agents.repository';
 import { refusedStep } from './refused-step';
 import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
@@ -225,18 +227,23 @@ export class TurnDriver implements OnApplicationShutdown {
         (ev) => this.announcer.announce(ev),
         this.usage ?? null,
       );
-      const session = await store.getSession(sessionId);
+      // One statement: the session, its stop flag and owner role, its queued inbox, and what the
+      // turn reads before its first model call (primed in the store and the catalog).
+      const start = await store.startTurn(sessionId);
+      const { session, stop, role } = start;
       d.turn = new AbortController();
-      const { stop, role } = await this.turnState.turnControl(sessionId);
       if (stop) {
         if (session.turnState === 'finished') await this.turnState.clearStop(sessionId);
         else d.turn.abort();
       }
-      const next = session.turnState === 'finished' ? nextTurnItem(await store.listInbox(sessionId)) : undefined;
+      const next = session.turnState === 'finished' ? nextTurnItem(start.inbox) : undefined;
       if (session.turnState === 'finished' && !next) return false;
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
-      const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id));
+      const catalog = start.complete
+        ? this.catalog.forTurn(session.userId, start.userAgents.map(toUserAgentRow), start.at, INBOX_SNAPSHOT_MS)
+        : this.catalog;
+      const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id, catalog));
       if (step === 'stop') return false;
       // The turn ended and its last commit (one statement) saw no queued input: nothing more to do
       // now — input queued after that commit is found by the release (releaseAndCheckWork).
@@ -255,9 +262,10 @@ export class TurnDriver implements OnApplicationShutdown {
     session: SessionInfo,
     role: 'user' | 'admin',
     inboxId: string | undefined,
+    catalog: AgentCatalogPort,
   ): Promise<'stop' | 'next'> {
     const sessionId = session.id;
-    const deps = this.deps(store, session.userId, role, d.ids.turnId);
+    const deps = { ...this.deps(store, session.userId, role, d.ids.turnId), catalog };
     const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
     const log = this.log.child({ epoch: d.lease.epoch });
     let outcome: TurnOutcome;
@@ -293,7 +301,9 @@ export class TurnDriver implements OnApplicationShutdown {
     if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);
     log.info({ outcome: outcome.kind }, 'turn ended');
     this.metrics.turnsFinished.inc({ outcome: outcome.kind });
-    if (outcome.kind !== 'parked') await this.turnState.clearStop(sessionId);
+    // The turn's finishing commit said whether a stop is recorded: clear it only then (or when
+    // that commit did not say) — after that commit no stop can be recorded for this turn.
+    if (outcome.kind !== 'parked' && store.stopAtFinish() !== false) await this.turnState.clearStop(sessionId);
     // The scheduler's doorbell for job sessions (it reads the ending from the session's rows).
     if (outcome.kind !== 'parked')
       this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {

@@ -1,0 +1,155 @@
+import { decodeRow } from '@skald/persistence';
+import { SESSION_HAS_WORK } from '../lease/lease.repository';
+import type {
+  CompactionSummary,
+  FrameRow,
+  InboxItem,
+  MessageRow,
+  ScratchpadNote,
+  SessionInfo,
+  ToolCallRow,
+} from '@skald/agent-loop';
+
+/**
+ * Everything a turn reads before its first model call, as ONE statement (one snapshot, one round
+ * trip) instead of a dozen: the session (with the user's client pin), its /stop flag and owner
+ * role, its queued inbox, its active frames with every message (failed and superseded too) and
+ * every tool call of each, the session's and each frame's tool grants, the scratchpad, each frame's
+ * compaction summary, and the user's agent rows (the catalog's overrides and own agents).
+ *
+ * Each part answers exactly what the separate reads answer (PgSessionStore's readers,
+ * TurnStateRepository.turnControl, UserAgentsRepository.list): see
+ * pg-session-store.turn-start.integration-spec.ts. Taken after the lease (reads happen under it).
+ *
+ * The turn's reads (frames and what follows) are only taken when the session has work a turn
+ * starts from (`SESSION_HAS_WORK`: a running turn, a stop for a parked one, queued input to a
+ * finished one); a parked turn the sweep looks at, or a wake with nothing queued, reads the
+ * session and the inbox only (`complete` false: nothing else is primed).
+ */
+export const TURN_START_NAME = 'skald_turn_start_v1';
+
+export const TURN_START_SQL = `WITH s AS (
+   SELECT s.*, p.client AS user_pin FROM sessions s
+     LEFT JOIN llm_client_pins p ON p.user_id = s.user_id AND p.source = s.source
+    WHERE s.id = $1::uuid),
+ w AS (SELECT EXISTS (SELECT 1 FROM s WHERE ${SESSION_HAS_WORK}) AS work),
+ f AS (SELECT * FROM stack_frames WHERE session_id = $1::uuid AND status = 'active' AND (SELECT work FROM w))
+SELECT
+ (SELECT row_to_json(s) FROM s)::text AS session,
+ (SELECT work FROM w) AS complete,
+ (SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
+   WHERE i.session_id = $1::uuid AND i.status = 'queued')::text AS inbox,
+ (SELECT COALESCE(json_agg(f ORDER BY f.depth, f.ord), '[]'::json) FROM f)::text AS frames,
+ (SELECT COALESCE(json_agg(m ORDER BY m.ord), '[]'::json) FROM chat_history m
+   WHERE m.frame_id IN (SELECT id FROM f))::text AS messages,
+ (SELECT COALESCE(json_agg(t ORDER BY t.ord), '[]'::json) FROM tool_calls t
+   WHERE t.frame_id IN (SELECT id FROM f))::text AS tool_calls,
+ (SELECT COALESCE(json_agg(g.group_name ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
+   WHERE g.session_id = $1::uuid AND g.frame_id IS NULL AND (SELECT work FROM w))::text AS session_grants,
+ (SELECT COALESCE(json_agg(json_build_object('frame_id', g.frame_id, 'group_name', g.group_name)
+                           ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
+   WHERE g.frame_id IN (SELECT id FROM f))::text AS frame_grants,
+ (SELECT COALESCE(json_agg(json_build_object('key', n.key, 'value', n.value) ORDER BY n.ord), '[]'::json)
+    FROM session_scratchpad n
+   WHERE n.scratchpad_session_id = (SELECT COALESCE(s.scratchpad_session_id, s.id) FROM s)
+     AND (SELECT work FROM w))::text AS scratchpad,
+ (SELECT COALESCE(json_agg(c), '[]'::json) FROM compaction_summaries c
+   WHERE c.frame_id IN (SELECT id FROM f))::text AS compactions,
+ (SELECT COALESCE(json_agg(a ORDER BY a.agent_id), '[]'::json) FROM user_agents a
+   WHERE a.user_id = (SELECT s.user_id FROM s) AND (SELECT work FROM w))::text AS user_agents`;
+
+type Row = Record<string, unknown>;
+
+/** A user's `user_agents` row as the statement returns it (the catalog maps it). */
+export type RawUserAgentRow = {
+  agent_id: string;
+  prompt: string | null;
+  meta: Record<string, unknown>;
+  updated_at: unknown;
+};
+
+/** What {@link TURN_START_SQL} read, as the separate readers would have answered it. */
+export interface TurnStart {
+  /** When it was read (`Date.now()`): the parts that others may change are trusted for a short while only. */
+  at: number;
+  /** Whether the turn's reads were taken (the session has work); when false only session, stop, role and inbox are. */
+  complete: boolean;
+  session: SessionInfo;
+  stop: boolean;
+  role: 'user' | 'admin';
+  inbox: InboxItem[];
+  frames: FrameRow[];
+  /** Every message of each active frame (failed and superseded too), in `ord` order. */
+  messages: Map<string, MessageRow[]>;
+  toolCalls: Map<string, ToolCallRow[]>;
+  /** Keyed as the store's cache keys them: `s:<session>`, `f:<frame>` (each active frame, none → []). */
+  grants: Map<string, string[]>;
+  scratchpad: ScratchpadNote[];
+  /** Each active frame's summary, or null. */
+  compactions: Map<string, CompactionSummary | null>;
+  userAgents: RawUserAgentRow[];
+}
+
+export interface TurnStartMappers {
+  toSessionInfo: (r: Row) => SessionInfo;
+  toFrame: (r: Row) => FrameRow;
+  toMessage: (r: Row) => MessageRow;
+  toToolCall: (r: Row) => ToolCallRow;
+  toInboxItem: (r: Row) => InboxItem;
+}
+
+/** A JSON text column (an aggregate: null counts as none). */
+const jsonText = (v: unknown, none = '[]'): string => (typeof v === 'string' ? v : none);
+
+/** A JSON aggregate of rows, through the text codec, with the named timestamp columns as Dates (as node-postgres gives them). */
+export function jsonRows(text: unknown, timestamps: readonly string[] = []): Row[] {
+  const rows = JSON.parse(jsonText(text)) as Row[];
+  return rows.map((r) => {
+    const out: Row = { ...r };
+    for (const c of timestamps) if (out[c] !== null && out[c] !== undefined) out[c] = new Date(out[c] as string);
+    return decodeRow(out);
+  });
+}
+
+function byFrame<T>(frames: readonly FrameRow[], rows: readonly T[], frameOf: (r: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>(frames.map((f) => [f.id, []]));
+  for (const r of rows) out.get(frameOf(r))?.push(r);
+  return out;
+}
+
+/** The statement's one row as a {@link TurnStart}; throws when the session does not exist. */
+export function parseTurnStart(sessionId: string, row: Row | undefined, map: TurnStartMappers, at: number): TurnStart {
+  if (!row || typeof row.session !== 'string') throw new Error(`session ${sessionId} not found`);
+  const s = decodeRow(JSON.parse(row.session) as Row);
+  const frames = jsonRows(row.frames).map(map.toFrame);
+  const sessionGrants = decodeRow(JSON.parse(jsonText(row.session_grants)) as string[]);
+  const grants = new Map<string, string[]>([[`s:${sessionId}`, sessionGrants]]);
+  for (const f of frames) grants.set(`f:${f.id}`, []);
+  for (const g of jsonRows(row.frame_grants)) grants.get(`f:${String(g.frame_id)}`)?.push(String(g.group_name));
+  const compactions = new Map<string, CompactionSummary | null>(frames.map((f) => [f.id, null]));
+  for (const c of jsonRows(row.compactions))
+    compactions.set(String(c.frame_id), {
+      frameId: String(c.frame_id),
+      summary: String(c.summary),
+      boundaryMessageId: String(c.boundary_message_id),
+    });
+  return {
+    at,
+    complete: row.complete === true,
+    session: map.toSessionInfo(s),
+    stop: s.stop_requested_at !== null && s.stop_requested_at !== undefined,
+    role: (s.owner_role as 'user' | 'admin' | undefined) ?? 'user',
+    inbox: jsonRows(row.inbox, ['created_at']).map(map.toInboxItem),
+    frames,
+    messages: byFrame(frames, jsonRows(row.messages, ['created_at']).map(map.toMessage), (m) => m.frameId),
+    toolCalls: byFrame(frames, jsonRows(row.tool_calls).map(map.toToolCall), (c) => c.frameId),
+    grants,
+    scratchpad: jsonRows(row.scratchpad).map((n) => ({ key: String(n.key), value: String(n.value) })),
+    compactions,
+    // Not through the text codec: UserAgentsRepository reads and writes these rows without it.
+    userAgents: (JSON.parse(jsonText(row.user_agents)) as RawUserAgentRow[]).map((a) => ({
+      ...a,
+      updated_at: new Date(a.updated_at as string),
+    })),
+  };
+}

@@ -33,6 +33,7 @@ import {
 } from '@skald/contracts';
 import { databaseInputError } from './database-input';
 import { MuxRequestError, ReplyMux } from './reply-mux';
+import { coalesceWrites } from './write-coalescing';
 
 export interface BusOptions {
   /** NATS servers, e.g. `nats://127.0.0.1:4222`. */
@@ -130,6 +131,8 @@ export class Bus {
       timeout: 3000,
     });
     void Bus.watchPermissions(nc, log);
+    if (!coalesceWrites(nc))
+      log.warn({}, 'NATS client internals changed: writes not coalesced (one write per microtask)');
     return new Bus(nc, options.requestTimeoutMs ?? 10_000, log, inboxPrefix);
   }
 

@@ -26,6 +26,12 @@ function countWrites(nc: NatsConnection): { count: () => number } {
   return { count: () => n };
 }
 
+/** Runs `work` from the start of a fresh turn of the event loop and waits until that turn is over. */
+async function inOneTurn(work: () => Promise<void>): Promise<void> {
+  await new Promise<void>((done, fail) => setImmediate(() => void work().then(done, fail)));
+  await new Promise((r) => setImmediate(r));
+}
+
 async function until(cond: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
   if (!cond()) throw new Error(`timed out waiting for ${what}`);
@@ -60,29 +66,21 @@ describe('coalesced NATS writes', () => {
     const schema = z.object({ n: z.number() });
 
     const ours = countWrites(bus.nc);
-    await new Promise<void>((done) =>
-      setImmediate(async () => {
-        for (let i = 0; i < 100; i++) {
-          await Promise.resolve();
-          bus.publish(subject, schema, { n: i });
-        }
-        done();
-      }),
-    );
-    await new Promise((r) => setImmediate(r));
+    await inOneTurn(async () => {
+      for (let i = 0; i < 100; i++) {
+        await Promise.resolve();
+        bus.publish(subject, schema, { n: i });
+      }
+    });
     expect(ours.count()).toBe(1);
 
     const theirs = countWrites(plain);
-    await new Promise<void>((done) =>
-      setImmediate(async () => {
-        for (let i = 100; i < 200; i++) {
-          await Promise.resolve();
-          plain.publish(subject, sc.encode(JSON.stringify({ n: i })));
-        }
-        done();
-      }),
-    );
-    await new Promise((r) => setImmediate(r));
+    await inOneTurn(async () => {
+      for (let i = 100; i < 200; i++) {
+        await Promise.resolve();
+        plain.publish(subject, sc.encode(JSON.stringify({ n: i })));
+      }
+    });
     expect(theirs.count()).toBeGreaterThanOrEqual(100);
 
     await until(() => got.length === 200, '200 messages');

@@ -11,6 +11,7 @@ import {
 } from '@opentelemetry/api';
 import {
   connect,
+  createInbox,
   ErrorCode,
   Events,
   headers as natsHeaders,
@@ -31,6 +32,8 @@ import {
   SUBJECTS,
 } from '@skald/contracts';
 import { databaseInputError } from './database-input';
+import { MuxRequestError, ReplyMux } from './reply-mux';
+import { coalesceWrites } from './write-coalescing';
 
 export interface BusOptions {
   /** NATS servers, e.g. `nats://127.0.0.1:4222`. */
@@ -99,21 +102,27 @@ export class Bus {
   /** The live subscriptions, unsubscribed at drain; one that ended is forgotten (see `keep`). */
   private readonly subs = new Set<Subscription>();
   private readonly inflight = new Set<Promise<unknown>>();
+  /** Every request's reply comes to one inbox subscription (see ReplyMux). */
+  private readonly replies: ReplyMux;
 
   private constructor(
     readonly nc: NatsConnection,
     private readonly requestTimeoutMs: number,
     private readonly log: BusLogger,
-  ) {}
+    inboxPrefix?: string,
+  ) {
+    this.replies = new ReplyMux(nc, createInbox(inboxPrefix));
+  }
 
   static async connect(options: BusOptions, log: BusLogger): Promise<Bus> {
+    // A service's NATS user may subscribe only to its own inbox (`_INBOX.<user>.>`, contracts/access.ts).
+    const inboxPrefix = options.user ? `_INBOX.${options.user}` : undefined;
     const nc = await connect({
       servers: options.servers,
       name: options.name,
       user: options.user,
       pass: options.pass,
-      // A service's NATS user may subscribe only to its own inbox (`_INBOX.<user>.>`, contracts/access.ts).
-      inboxPrefix: options.user ? `_INBOX.${options.user}` : undefined,
+      inboxPrefix,
       // nats.js would capture a stack (new Error()) for every request and timer, in case it fails;
       // Bus turns failures into its own errors, and those captures were the client's largest cost.
       noAsyncTraces: true,
@@ -122,7 +131,9 @@ export class Bus {
       timeout: 3000,
     });
     void Bus.watchPermissions(nc, log);
-    return new Bus(nc, options.requestTimeoutMs ?? 10_000, log);
+    if (!coalesceWrites(nc))
+      log.warn({}, 'NATS client internals changed: writes not coalesced (one write per microtask)');
+    return new Bus(nc, options.requestTimeoutMs ?? 10_000, log, inboxPrefix);
   }
 
   /**
@@ -160,19 +171,21 @@ export class Bus {
     // smaller and cheaper for both ends to encode and parse.
     const carrier: Record<string, string> = {};
     propagation.inject(trace.setSpan(context.active(), span), carrier);
-    let raw;
+    let raw: Uint8Array;
     try {
-      raw = await this.nc.request(subject, encode(body), {
-        timeout: opts.timeoutMs ?? this.requestTimeoutMs,
-        headers: toHeaders(carrier),
-      });
+      raw = await this.replies.request(
+        subject,
+        encode(body),
+        opts.timeoutMs ?? this.requestTimeoutMs,
+        toHeaders(carrier),
+      );
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: String(err) });
       span.end();
       throw toBusError(subject, err);
     }
     span.end();
-    const parsed = spec.reply.safeParse(decode(raw.data));
+    const parsed = spec.reply.safeParse(safeDecode(raw));
     if (!parsed.success) {
       throw new BusRequestError(
         'bad_reply',
@@ -348,6 +361,11 @@ function safeDecode(b: Uint8Array): unknown {
 }
 
 function toBusError(subject: string, err: unknown): BusRequestError {
+  if (err instanceof MuxRequestError) {
+    if (err.code === 'no_responders')
+      return new BusRequestError('no_responders', subject, `no service answers ${subject}`);
+    if (err.code === 'timeout') return new BusRequestError('timeout', subject, `${subject} timed out`);
+  }
   if (err instanceof NatsError) {
     if (err.code === String(ErrorCode.NoResponders))
       return new BusRequestError('no_responders', subject, `no service answers ${subject}`);

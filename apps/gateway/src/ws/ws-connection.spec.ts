@@ -73,6 +73,37 @@ function connection(events = new FakeEvents()) {
 }
 
 describe('WsConnection', () => {
+  it('one event sent to many sockets is serialised once, and every socket gets the same frame', async () => {
+    const sockets = Array.from({ length: 5 }, () => {
+      const { ws } = socket();
+      const sent: string[] = [];
+      (ws as unknown as { send: (d: string) => void }).send = (d) => void sent.push(d);
+      const principal = { actor: { userId: 'u1', role: 'user' } } as unknown as Principal;
+      return { conn: new WsConnection(ws, principal, 'web', new FakeEvents().replay), sent };
+    });
+    for (const s of sockets) await s.conn.resume(S1, 0);
+    const live = event(1);
+    const other = { ...event(1), content: 'another object, same seq' } as SessionEvent;
+    const stringify = jest.spyOn(JSON, 'stringify');
+    try {
+      for (const s of sockets) s.conn.deliverLive(live);
+      expect(stringify).toHaveBeenCalledTimes(1);
+      const ephemeral = { type: 'delta', session_id: S1, kind: 'content', delta: 'x' } as never;
+      for (const s of sockets) s.conn.send(ephemeral);
+      for (const s of sockets) s.conn.send(ephemeral);
+      expect(stringify).toHaveBeenCalledTimes(2);
+      // a fresh object is serialised anew (no stale text for an equal-looking event)
+      sockets[0].conn.send(other);
+      expect(stringify).toHaveBeenCalledTimes(3);
+    } finally {
+      stringify.mockRestore();
+    }
+    const delta = { type: 'delta', session_id: S1, kind: 'content', delta: 'x' };
+    const tail = (sent: string[], n: number): unknown[] => sent.slice(-n).map((f) => JSON.parse(f) as unknown);
+    expect(tail(sockets[0].sent, 4)).toEqual([{ ...live }, delta, delta, { ...other }]);
+    for (const s of sockets.slice(1)) expect(tail(s.sent, 3)).toEqual([{ ...live }, delta, delta]);
+  });
+
   it('a resume pages through every stored event after the cursor, then sends turn_running', async () => {
     const { conn, frames, events, seqs } = connection(new FakeEvents(100));
     events.append(S1, 2_345);

@@ -9,6 +9,21 @@ const RATE_LIMIT_SECONDS = 5;
 
 export type Outbound = SessionEvent | EphemeralEvent | ConnectionEvent | UserEvent;
 
+/**
+ * Each event's frame, serialised once however many sockets it goes to (a user's event reaches every
+ * socket of that user). Keyed by the event object, which is never changed after it is first sent
+ * (events come parsed from NATS or from a replay page; other frames are built per send).
+ */
+const frames = new WeakMap<Outbound, string>();
+export function frameOf(event: Outbound): string {
+  let text = frames.get(event);
+  if (text === undefined) {
+    text = JSON.stringify(event);
+    frames.set(event, text);
+  }
+  return text;
+}
+
 /** One page of a session's stored events (the `session.replay` answer). */
 export interface ReplayPage {
   events: SessionEvent[];
@@ -58,7 +73,7 @@ export class WsConnection {
       this.ws.close(1013, 'client too slow; reconnect and resume');
       return;
     }
-    this.ws.send(JSON.stringify(event));
+    this.ws.send(frameOf(event));
   }
 
   /** Delivers a live session event of this socket's session, in order, once, with no gap. */

@@ -1,0 +1,108 @@
+import type { Msg, MsgHdrs, Subscription, SubscriptionOptions } from 'nats';
+
+/** What the mux needs of a NATS connection (a `NatsConnection` has it; the unit spec fakes it). */
+export interface MuxConnection {
+  subscribe(subject: string, opts: SubscriptionOptions): Subscription;
+  publish(subject: string, data: Uint8Array, opts: { reply: string; headers?: MsgHdrs }): void;
+}
+
+/** How a muxed request ended without a reply. */
+export class MuxRequestError extends Error {
+  constructor(
+    readonly code: 'no_responders' | 'timeout' | 'closed' | 'publish_failed',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'MuxRequestError';
+  }
+}
+
+interface Pending {
+  resolve(data: Uint8Array): void;
+  reject(err: MuxRequestError): void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Request / reply over one inbox subscription (`<inbox>.*`), each request waiting on its own token
+ * in a map: what nats.js's own mux does, without the error object it builds for every request it
+ * completes (`RequestOne.resolver` → `cancel()` → `NatsError.errorForCode(Cancelled)`) and the
+ * promise race and timer promise per request.
+ *
+ * Each request ends exactly once: with its reply, a no-responders status (503, empty body), its
+ * timeout, or the close of the subscription (drain, close). A reply that arrives after its request
+ * ended (late, duplicate, unknown token) is dropped. Nothing outlives a request: its map entry and
+ * timer go with it.
+ */
+export class ReplyMux {
+  private sub: Subscription | null = null;
+  private readonly pending = new Map<string, Pending>();
+  private next = 0;
+
+  /** @param inbox a unique inbox subject (`createInbox(prefix)`); replies come to `<inbox>.<token>`. */
+  constructor(
+    private readonly nc: MuxConnection,
+    private readonly inbox: string,
+  ) {}
+
+  /** Requests in flight (each holds one map entry and one timer). */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  request(subject: string, data: Uint8Array, timeoutMs: number, headers?: MsgHdrs): Promise<Uint8Array> {
+    const sub = this.subscription();
+    if (sub.isClosed()) return Promise.reject(new MuxRequestError('closed', `${subject}: the connection is closed`));
+    const token = (this.next++).toString(36);
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (this.pending.delete(token)) reject(new MuxRequestError('timeout', `${subject} timed out`));
+      }, timeoutMs);
+      this.pending.set(token, { resolve, reject, timer });
+      try {
+        this.nc.publish(subject, data, { reply: `${this.inbox}.${token}`, headers });
+      } catch (err) {
+        this.pending.delete(token);
+        clearTimeout(timer);
+        reject(new MuxRequestError('publish_failed', err instanceof Error ? err.message : String(err)));
+      }
+    });
+  }
+
+  /** The inbox subscription, made at the first request (its SUB goes out before that request's PUB). */
+  private subscription(): Subscription {
+    if (this.sub) return this.sub;
+    const prefix = `${this.inbox}.`;
+    const sub = this.nc.subscribe(`${prefix}*`, {
+      callback: (err, msg) => {
+        if (err) return; // a subscription error ends the subscription: `closed` below rejects what waits
+        this.settle(msg.subject.slice(prefix.length), msg);
+      },
+    });
+    const closed = (): void => this.closeAll();
+    sub.closed.then(closed, closed);
+    this.sub = sub;
+    return sub;
+  }
+
+  private settle(token: string, msg: Msg): void {
+    const p = this.pending.get(token);
+    if (!p) return; // late (after its timeout), a duplicate, or not ours
+    this.pending.delete(token);
+    clearTimeout(p.timer);
+    // NATS core reports no responders as an empty message with status 503 to the reply subject.
+    if (msg.data.length === 0 && msg.headers?.code === 503) {
+      p.reject(new MuxRequestError('no_responders', 'no responders'));
+    } else {
+      p.resolve(msg.data);
+    }
+  }
+
+  private closeAll(): void {
+    for (const [token, p] of this.pending) {
+      this.pending.delete(token);
+      clearTimeout(p.timer);
+      p.reject(new MuxRequestError('closed', 'the connection closed before the reply'));
+    }
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Coalesced NATS writes (write-coalescing.ts) against the real server: commands queued across many
+ * microtask checkpoints of one turn of the event loop go out in one socket write, in order; a lone
+ * publish still goes out without anything else happening; a burst past nats.js's flush threshold
+ * is written at once; and the internals it patches are the installed client's.
+ */
+import { randomUUID } from 'node:crypto';
+import { connect, NatsConnection, StringCodec } from 'nats';
+import { z } from 'zod';
+import { Bus } from './bus';
+import { coalesceWrites } from './write-coalescing';
+
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const log = { warn: jest.fn(), error: () => undefined };
+const sc = StringCodec();
+
+/** Counts the socket writes of a connection (nats.js's transport.send). */
+function countWrites(nc: NatsConnection): { count: () => number } {
+  const transport = (nc as unknown as { protocol: { transport: { send(b: Uint8Array): void } } }).protocol.transport;
+  const send = transport.send.bind(transport);
+  let n = 0;
+  transport.send = (b: Uint8Array) => {
+    n++;
+    send(b);
+  };
+  return { count: () => n };
+}
+
+/** Runs `work` from the start of a fresh turn of the event loop and waits until that turn is over. */
+async function inOneTurn(work: () => Promise<void>): Promise<void> {
+  await new Promise<void>((done, fail) => setImmediate(() => void work().then(done, fail)));
+  await new Promise((r) => setImmediate(r));
+}
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  if (!cond()) throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('coalesced NATS writes', () => {
+  let bus: Bus;
+  let plain: NatsConnection;
+  let reader: NatsConnection;
+  beforeAll(async () => {
+    bus = await Bus.connect({ servers: NATS_URL, name: `coalesce-spec-${randomUUID()}` }, log);
+    plain = await connect({ servers: NATS_URL });
+    reader = await connect({ servers: NATS_URL });
+  });
+  afterAll(async () => {
+    await bus.drain();
+    await plain.drain();
+    await reader.drain();
+  });
+
+  it('patches the installed nats.js (the Bus did not have to fall back)', () => {
+    expect(log.warn).not.toHaveBeenCalled();
+  });
+
+  it('publishes after 100 awaits in one turn: one write (the plain client: one per publish), all delivered in order', async () => {
+    const subject = `coalesce.${randomUUID()}`;
+    const got: number[] = [];
+    reader.subscribe(subject, {
+      callback: (_e, m) => void got.push((JSON.parse(sc.decode(m.data)) as { n: number }).n),
+    });
+    await reader.flush();
+    const schema = z.object({ n: z.number() });
+
+    const ours = countWrites(bus.nc);
+    await inOneTurn(async () => {
+      for (let i = 0; i < 100; i++) {
+        await Promise.resolve();
+        bus.publish(subject, schema, { n: i });
+      }
+    });
+    expect(ours.count()).toBe(1);
+
+    const theirs = countWrites(plain);
+    await inOneTurn(async () => {
+      for (let i = 100; i < 200; i++) {
+        await Promise.resolve();
+        plain.publish(subject, sc.encode(JSON.stringify({ n: i })));
+      }
+    });
+    expect(theirs.count()).toBeGreaterThanOrEqual(100);
+
+    await until(() => got.length === 200, '200 messages');
+    expect(got).toEqual(Array.from({ length: 200 }, (_, i) => i));
+  });
+
+  it('a lone publish goes out with nothing else happening', async () => {
+    const subject = `coalesce.${randomUUID()}`;
+    const got: string[] = [];
+    reader.subscribe(subject, { callback: (_e, m) => void got.push(sc.decode(m.data)) });
+    await reader.flush();
+    bus.publish(subject, z.string(), 'alone');
+    await until(() => got.length === 1, 'the lone message');
+    expect(got).toEqual(['"alone"']);
+  });
+
+  it('a burst past the flush threshold is written before the turn ends', () => {
+    const writes = countWrites(bus.nc);
+    const limit = (bus.nc as unknown as { protocol: { pendingLimit: number } }).protocol.pendingLimit;
+    const body = 'x'.repeat(1024);
+    for (let i = 0; i * 1024 < limit * 2; i++) bus.publish(`coalesce.${randomUUID()}`, z.string(), body);
+    expect(writes.count()).toBeGreaterThanOrEqual(1);
+  });
+
+  it('leaves a client whose internals it does not know alone', () => {
+    const alien = { protocol: { sendCommand: () => undefined } } as unknown as NatsConnection;
+    expect(coalesceWrites(alien)).toBe(false);
+    expect(coalesceWrites({} as NatsConnection)).toBe(false);
+  });
+});

@@ -1,0 +1,59 @@
+import type { NatsConnection } from 'nats';
+
+/** The part of nats.js's ProtocolHandler (nats 2.29.x, `nc.protocol`) that queues and writes commands. */
+interface ProtocolWrites {
+  outbound: { fill(buf: Uint8Array, ...payloads: Uint8Array[]): void; size(): number };
+  pendingLimit: number;
+  sendCommand(cmd: string | Uint8Array, ...payloads: Uint8Array[]): void;
+  flushPending(): void;
+}
+
+function protocolOf(nc: NatsConnection): ProtocolWrites | null {
+  const p = (nc as unknown as { protocol?: Partial<ProtocolWrites> }).protocol;
+  if (
+    !p ||
+    typeof p.sendCommand !== 'function' ||
+    typeof p.flushPending !== 'function' ||
+    typeof p.pendingLimit !== 'number' ||
+    typeof p.outbound?.fill !== 'function' ||
+    typeof p.outbound?.size !== 'function'
+  )
+    return null;
+  return p as ProtocolWrites;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Makes the connection write what it has queued once per turn of the event loop (setImmediate)
+ * instead of once per microtask checkpoint. nats.js queues each command (PUB, SUB, UNSUB) in its
+ * outbound buffer and writes the buffer to the socket on the next microtask, so every publish or
+ * request made after an `await` (each event announcement, each approval check, each tool call, each
+ * reply) cost its own socket write: the largest single cost of the NATS client in the session
+ * worker's profile. Deferred to the end of the current I/O phase, the commands of every
+ * conversation served in that phase go out in one write, in the order they were queued.
+ *
+ * Unchanged: the buffer is still written at once when it reaches nats.js's flush threshold, and
+ * every other write (PING of `flush()`, the pending buffer on (re)connect, drain and close) is
+ * nats.js's own. Returns false, leaving the client as it is, when its internals are not the ones
+ * this was written against (the unit spec pins them for the installed version).
+ */
+export function coalesceWrites(nc: NatsConnection): boolean {
+  const protocol = protocolOf(nc);
+  if (!protocol) return false;
+  let scheduled = false;
+  const flush = (): void => {
+    scheduled = false;
+    protocol.flushPending();
+  };
+  protocol.sendCommand = (cmd: string | Uint8Array, ...payloads: Uint8Array[]): void => {
+    protocol.outbound.fill(typeof cmd === 'string' ? encoder.encode(cmd) : cmd, ...payloads);
+    if (protocol.outbound.size() >= protocol.pendingLimit) {
+      protocol.flushPending();
+    } else if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+  return true;
+}

@@ -147,4 +147,43 @@ describe('PgSessionStore', () => {
     expect(await seqs(sessionId)).toEqual([1]);
     expect(announced.map((e) => (e.event as { content: string }).content)).toEqual(['ok']);
   });
+
+  it('an inbox item moved to another conversation after it was read (a /new re-homing a delivery) is not entered, consumed or discarded here', async () => {
+    const { sessionId, store, announced, frameId } = await held();
+    const [{ user_id: userId }] = await queryRows<{ user_id: string }>(
+      ds,
+      `SELECT user_id FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
+    const home = randomUUID();
+    await ds.query(`INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'home')`, [home, userId]);
+    for (const kind of ['enterInbox', 'consumeInbox', 'discardInbox'] as const) {
+      const inboxId = randomUUID();
+      await ds.query(
+        `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic)
+         VALUES ($1, $2, $3, $4, 'task result', 'steer', true)`,
+        [inboxId, sessionId, userId, `c-${inboxId}`],
+      );
+      // The driver read it before; then the delivery moves to the home conversation.
+      await ds.query(`UPDATE session_inbox SET session_id = $2 WHERE id = $1`, [inboxId, home]);
+      const m = message(sessionId, frameId, `entered ${kind}`);
+      const mutation =
+        kind === 'enterInbox'
+          ? { kind, inboxId, message: m }
+          : ({ kind, inboxId } as { kind: typeof kind; inboxId: string });
+      if (kind === 'discardInbox') await store.commit(sessionId, [mutation], []);
+      else
+        await expect(store.commit(sessionId, [mutation], [note(kind)])).rejects.toThrow(
+          /moved to another conversation/,
+        );
+      const [row] = await queryRows<{ session_id: string; status: string }>(
+        ds,
+        `SELECT session_id, status FROM session_inbox WHERE id = $1`,
+        [inboxId],
+      );
+      expect(row).toEqual({ session_id: home, status: 'queued' });
+    }
+    expect(await queryRows(ds, `SELECT 1 FROM chat_history WHERE session_id = $1`, [sessionId])).toEqual([]);
+    expect(announced).toEqual([]);
+  });
 });

@@ -399,7 +399,7 @@ export class PgSessionStore implements SessionStore {
     const committed = await this.ds.transaction(async (tx) => {
       const fenced = await fenceAndAppend(tx, sessionId, this.fence, events);
       try {
-        for (const m of mutations) await applyMutation(tx, m, this.fence.epoch, events.length);
+        for (const m of mutations) await applyMutation(tx, sessionId, m, this.fence.epoch, events.length);
         for (const u of usage) await insertUsage(tx, u);
         return fenced;
       } catch (e) {
@@ -557,20 +557,42 @@ export async function appendEvents(
   return out;
 }
 
+/**
+ * Settles one queued inbox item of this session, only while it is queued HERE: an item moved to
+ * another conversation after it was read (a `/new` re-homes the reset conversation's deliveries)
+ * is neither entered nor discarded here — that would take it from the conversation it now belongs
+ * to. Entering one that is gone refuses the commit; discarding one is a no-op (a /stop's discard
+ * must not fail over an item that left).
+ */
+async function settleInbox(
+  tx: EntityManager,
+  sessionId: string,
+  inboxId: string,
+  status: 'entered' | 'discarded',
+): Promise<void> {
+  const r: Row[] = await queryRows(
+    tx,
+    `UPDATE session_inbox SET status = $3, settled_at = now()
+      WHERE id = $1 AND session_id = $2 AND status = 'queued' RETURNING id`,
+    [inboxId, sessionId, status],
+  );
+  if (r.length === 0 && status === 'entered')
+    throw new Error(`inbox item ${inboxId} already settled or moved to another conversation`);
+}
+
 /** `eventCount`: the events of this commit, already appended (a new turn's `turn_seq` precedes them). */
-async function applyMutation(tx: EntityManager, m: Mutation, epoch: number, eventCount: number): Promise<void> {
+async function applyMutation(
+  tx: EntityManager,
+  sessionId: string,
+  m: Mutation,
+  epoch: number,
+  eventCount: number,
+): Promise<void> {
   switch (m.kind) {
     case 'appendMessage':
     case 'enterInbox': {
       const msg = m.message;
-      if (m.kind === 'enterInbox') {
-        const r: Row[] = await queryRows(
-          tx,
-          `UPDATE session_inbox SET status = 'entered', settled_at = now() WHERE id = $1 AND status = 'queued' RETURNING id`,
-          [m.inboxId],
-        );
-        if (r.length === 0) throw new Error(`inbox item ${m.inboxId} already settled`);
-      }
+      if (m.kind === 'enterInbox') await settleInbox(tx, sessionId, m.inboxId, 'entered');
       await exec(
         tx,
         `INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
@@ -611,21 +633,11 @@ async function applyMutation(tx: EntityManager, m: Mutation, epoch: number, even
       );
       return;
     case 'discardInbox':
-      await exec(
-        tx,
-        `UPDATE session_inbox SET status = 'discarded', settled_at = now() WHERE id = $1 AND status = 'queued'`,
-        [m.inboxId],
-      );
+      await settleInbox(tx, sessionId, m.inboxId, 'discarded');
       return;
-    case 'consumeInbox': {
-      const r: Row[] = await queryRows(
-        tx,
-        `UPDATE session_inbox SET status = 'entered', settled_at = now() WHERE id = $1 AND status = 'queued' RETURNING id`,
-        [m.inboxId],
-      );
-      if (r.length === 0) throw new Error(`inbox item ${m.inboxId} already settled`);
+    case 'consumeInbox':
+      await settleInbox(tx, sessionId, m.inboxId, 'entered');
       return;
-    }
     case 'createToolCall': {
       const c = m.call;
       await exec(

@@ -82,9 +82,12 @@ export class SubmitService {
     const s = await this.sessions.active({ userId: actor.userId, source }, createNew);
     if (createNew && s.created) {
       if (s.previousId) {
-        if (await this.stop(s.previousId)) this.wake(s.previousId);
-        // Finished tasks' results still waiting there go to the home conversation.
+        // Finished tasks' results still waiting there go to the home conversation — before the
+        // stop, so that the reset conversation's driver, finishing its stopped turn, finds none
+        // of them to start a turn with (one it read before the move is refused by the commit
+        // that would enter it: the item is no longer queued in that session).
         const home = await this.routing.rehomeQueued(actor.userId, s.previousId);
+        if (await this.stop(s.previousId)) this.wake(s.previousId);
         if (home) this.wake(home);
         // A session reset ends its bypasses and waiting requests.
         await this.bus.call('approval.reset_session', { actor, session_id: s.previousId }).catch(() => undefined);

@@ -32,6 +32,11 @@ interface FireData {
 
 const schedulerId = (jobId: string) => `job-${jobId}`;
 
+/** The longest an idle watcher waits between two sweeps (the safety sweep, for missed doorbells). */
+export const IDLE_SWEEP_MAX_MS = 5_000;
+/** Woken at a deadline, the sweep runs this much after it (so the row is past its threshold). */
+const DEADLINE_SLACK_MS = 20;
+
 /**
  * BullMQ mirrors `scheduled_jobs`; `job_runs` is the truth of every fire.
  * - Mirror: one job scheduler per enabled cron / tic job (pattern + timezone), reconciled from the
@@ -42,6 +47,12 @@ const schedulerId = (jobId: string) => `job-${jobId}`;
  * - Watcher: waits for each open run's ending (read from the session worker, which reads its own
  *   rows; NATS `turn_ended` is only the doorbell), classifies it once, writes the terminal status
  *   conditionally, and delivers it. Runs of a silent runner are adopted after `staleMs`.
+ *   One statement per sweep (`JobsRepository.sweep`). While this runner holds open runs it sweeps
+ *   every `pollMs` (heartbeat and status, as always); without any it sleeps until the earliest
+ *   deadline the sweep reported (another runner's run going stale, an ended run's delivery
+ *   overdue, a run-less async job old enough), at least `pollMs` and at most `idleSweepMs()`, so a
+ *   run that appears meanwhile is seen before it can go stale. A `turn_ended` doorbell of one of
+ *   its own sessions, a fire it fenced and a kill wake it at once; a missed doorbell only delays.
  */
 export class JobEngine {
   private queue!: Queue;
@@ -50,6 +61,11 @@ export class JobEngine {
   private ticking = false;
   private tickAgain = false;
   private stopped = false;
+  /** The next sweep's timer and when it fires (ms since the epoch). */
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private sweepAt = Infinity;
+  /** Run and session ids of this runner's open runs, as of the last sweep and its own fires. */
+  private mine = new Set<string>();
 
   constructor(
     private readonly jobs: JobsRepository,
@@ -78,7 +94,7 @@ export class JobEngine {
     });
     this.worker.on('error', (e) => this.log.warn({ err: String(e) }, 'worker error'));
     await this.reconcile();
-    this.timers.push(setInterval(() => void this.tick(), this.opts.pollMs));
+    this.sweepIn(0);
     this.timers.push(
       setInterval(
         () => void this.reconcile().catch((e: unknown) => this.warn('reconcile failed', e)),
@@ -91,6 +107,7 @@ export class JobEngine {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    this.clearSweep();
     await this.worker?.close().catch(() => undefined);
     await this.queue?.close().catch(() => undefined);
   }
@@ -99,6 +116,7 @@ export class JobEngine {
   async abandon(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    this.clearSweep();
     await this.worker?.close(true).catch(() => undefined);
     await this.queue?.close().catch(() => undefined);
   }
@@ -109,9 +127,40 @@ export class JobEngine {
     return { waiting: c.waiting ?? 0, active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0 };
   }
 
-  /** The doorbell: a job session's turn ended; look now instead of at the next poll. */
-  ring(): void {
+  /**
+   * The doorbell: look now instead of at the next sweep. With a session id (a `turn_ended`), only
+   * when the session is one of this runner's open runs — another's is its runner's business, and
+   * a chat's turns concern no scheduler.
+   */
+  ring(sessionId?: string): void {
+    if (sessionId !== undefined && !this.mine.has(sessionId)) return;
     void this.tick();
+  }
+
+  /** The longest sleep of a watcher without open runs: below `staleMs` (a new run is seen before it can go stale). */
+  idleSweepMs(): number {
+    return Math.max(this.opts.pollMs, Math.min(IDLE_SWEEP_MAX_MS, Math.floor(this.opts.staleMs / 3)));
+  }
+
+  /** Sweeps in `ms` unless a sweep is already due sooner. */
+  private sweepIn(ms: number): void {
+    if (this.stopped) return;
+    const at = Date.now() + ms;
+    if (this.sweepTimer && this.sweepAt <= at) return;
+    this.clearSweep();
+    this.sweepAt = at;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = null;
+      this.sweepAt = Infinity;
+      void this.tick();
+    }, ms);
+    this.sweepTimer.unref();
+  }
+
+  private clearSweep(): void {
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    this.sweepTimer = null;
+    this.sweepAt = Infinity;
   }
 
   // ------------------------------------------------------------------ mirror
@@ -194,6 +243,9 @@ export class JobEngine {
       return null;
     }
     this.log.info({ jobId, runId: fence.runId, userId: job.user_id, dueAt: dueAt.toISOString() }, 'job run fenced');
+    // This runner holds an open run now: it heartbeats and polls it every pollMs.
+    this.mine.add(fence.runId);
+    this.sweepIn(this.opts.pollMs);
     const run = await this.jobs.runById(fence.runId);
     if (run) await this.startSession(job, run);
     return fence.runId;
@@ -216,6 +268,7 @@ export class JobEngine {
         client: job.client,
       });
       await this.jobs.markRunning(run.id, sessionId);
+      this.mine.add(sessionId);
       if (job.kind === 'async' && job.parent_source)
         this.events.taskUpdate(job.user_id, {
           job_id: job.id,
@@ -241,22 +294,28 @@ export class JobEngine {
       return;
     }
     this.ticking = true;
+    let next = this.opts.pollMs;
     try {
       do {
         this.tickAgain = false;
-        await this.sweep();
+        next = await this.sweep();
       } while (this.tickAgain && !this.stopped);
     } catch (e) {
+      next = this.opts.pollMs;
       this.warn('sweep failed', e);
     } finally {
       this.ticking = false;
+      this.sweepIn(next);
     }
   }
 
-  private async sweep(): Promise<void> {
-    if (this.stopped) return;
-    await this.jobs.heartbeatAndAdopt(this.opts.runner, this.opts.staleMs);
-    for (const run of await this.jobs.openRunsOf(this.opts.runner)) {
+  /** One sweep; returns when the next one is due (ms from now). */
+  private async sweep(): Promise<number> {
+    if (this.stopped) return this.opts.pollMs;
+    const found = await this.jobs.sweep(this.opts.runner, this.opts.staleMs);
+    this.mine = new Set(found.mine.flatMap((r) => (r.session_id ? [r.id, r.session_id] : [r.id])));
+    if (found.adopted.length > 0) this.log.info({ runIds: found.adopted }, 'adopted the runs of a silent runner');
+    for (const run of found.mine) {
       const job = await this.jobs.jobById(run.job_id);
       if (!job) continue;
       if (run.status === 'starting' || !run.session_id) {
@@ -283,8 +342,12 @@ export class JobEngine {
             : { kind: 'failed', error: status.error ?? 'the task failed', partialOutput: status.partial_output };
       await this.end(run, input);
     }
-    for (const run of await this.jobs.undelivered()) await this.deliver(run);
-    for (const job of await this.jobs.asyncWithoutRun(5_000)) await this.enqueue(job.id, job.created_at);
+    for (const run of found.undelivered) await this.deliver(run);
+    for (const job of found.orphans) await this.enqueue(job.id, job.created_at);
+    if (found.mine.length > 0) return this.opts.pollMs;
+    const idle = this.idleSweepMs();
+    if (found.wakeInMs === null) return idle;
+    return Math.min(idle, Math.max(this.opts.pollMs, Math.ceil(found.wakeInMs) + DEADLINE_SLACK_MS));
   }
 
   /** One classification, one conditional terminal write, then the one delivery site. */

@@ -30,6 +30,6 @@ export function registerJobHandlers(bus: Bus, jobs: JobsService, engine: JobEngi
       client: r.client,
     }),
   );
-  // The doorbell: a session's turn ended; every replica looks at its own open runs.
-  bus.subscribe(TOPICS.sessionTurnEnded.pattern, TOPICS.sessionTurnEnded.message, () => engine.ring());
+  // The doorbell: a session's turn ended; the replica that runs it (if any) looks at once.
+  bus.subscribe(TOPICS.sessionTurnEnded.pattern, TOPICS.sessionTurnEnded.message, (m) => engine.ring(m.session_id));
 }

@@ -61,14 +61,24 @@ export const UNDELIVERED_AFTER = '2 seconds';
 /** An async job without a run is enqueued again by the sweep once it is this old. */
 export const ORPHAN_AFTER_MS = 5_000;
 
-const RUN_TIMESTAMPS = ['due_at', 'started_at', 'completed_at', 'kill_requested_at', 'delivered_at', 'heartbeat_at'] as const;
+const RUN_TIMESTAMPS = [
+  'due_at',
+  'started_at',
+  'completed_at',
+  'kill_requested_at',
+  'delivered_at',
+  'heartbeat_at',
+] as const;
 
 /**
  * A `timestamptz` as `to_jsonb` writes it (`2026-12-02T11:57:37.123456+00:00`) to the Date the
  * pg driver makes of the same value: microseconds truncated to milliseconds, exactly.
  */
 export function timestampFromJson(s: string): Date {
-  const m = /^(\d{4,})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2})(?::?(\d{2}))?(?::?(\d{2}))?)$/.exec(s);
+  const m =
+    /^(\d{4,})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2})(?::?(\d{2}))?(?::?(\d{2}))?)$/.exec(
+      s,
+    );
   if (!m) throw new Error(`not a timestamptz: ${s}`);
   const n = (i: number) => Number(m[i] ?? 0);
   const ms = Number(((m[7] ?? '') + '000').slice(0, 3));
@@ -80,7 +90,7 @@ export function timestampFromJson(s: string): Date {
 
 function runFromJson(o: Record<string, unknown>): RunRow {
   const run = { ...o } as Record<string, unknown>;
-  for (const k of RUN_TIMESTAMPS) if (typeof run[k] === 'string') run[k] = timestampFromJson(run[k] as string);
+  for (const k of RUN_TIMESTAMPS) if (typeof run[k] === 'string') run[k] = timestampFromJson(run[k]);
   return run as unknown as RunRow;
 }
 

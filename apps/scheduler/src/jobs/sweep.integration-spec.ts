@@ -24,10 +24,9 @@ const ME = 'me';
  */
 const legacy = {
   async heartbeatAndAdopt(ds: DataSource, runner: string, staleMs: number): Promise<void> {
-    await ds.query(
-      `UPDATE job_runs SET heartbeat_at = now() WHERE runner = $1 AND status IN ('starting', 'running')`,
-      [runner],
-    );
+    await ds.query(`UPDATE job_runs SET heartbeat_at = now() WHERE runner = $1 AND status IN ('starting', 'running')`, [
+      runner,
+    ]);
     await ds.query(
       `UPDATE job_runs SET runner = $1, heartbeat_at = now(), attempt = attempt + 1
         WHERE status IN ('starting', 'running') AND heartbeat_at < now() - ($2::int * interval '1 millisecond')`,
@@ -358,8 +357,8 @@ describe('JobsRepository.sweep: one statement does what the five did', () => {
     await load(db.one, rows);
     const swept = await new JobsRepository(db.one).sweep(ME, STALE_MS);
     expect(swept.adopted).toEqual([]);
-    expect(swept.mine).toEqual([expect.objectContaining({ id: rows.runs[0]!.id, attempt: 3, runner: ME })]);
-    expect(swept.mine[0]!.started_at).toEqual(rows.runs[0]!.started_at);
+    expect(swept.mine).toEqual([expect.objectContaining({ id: rows.runs[0].id, attempt: 3, runner: ME })]);
+    expect(swept.mine[0].started_at).toEqual(rows.runs[0].started_at);
   });
 
   it('timestamps from to_jsonb become the Dates the pg driver makes (microseconds truncated, any offset)', async () => {
@@ -447,7 +446,13 @@ describe('JobEngine watcher: an idle scheduler costs one statement per safety in
         conns.push(c);
         return c;
       },
-      { prefix: `sweep-${process.pid}-${Date.now()}`, runner: 'watcher', reconcileMs: 600_000, concurrency: 2, ...opts },
+      {
+        prefix: `sweep-${process.pid}-${Date.now()}`,
+        runner: 'watcher',
+        reconcileMs: 600_000,
+        concurrency: 2,
+        ...opts,
+      },
       log,
     );
     engines.push(e);

@@ -52,7 +52,8 @@ const DEADLINE_SLACK_MS = 20;
  *   deadline the sweep reported (another runner's run going stale, an ended run's delivery
  *   overdue, a run-less async job old enough), at least `pollMs` and at most `idleSweepMs()`, so a
  *   run that appears meanwhile is seen before it can go stale. A `turn_ended` doorbell of one of
- *   its own sessions, a fire it fenced and a kill wake it at once; a missed doorbell only delays.
+ *   its own sessions and a kill sweep at once, a fire it fenced puts it on the poll; a missed
+ *   doorbell only delays.
  */
 export class JobEngine {
   private queue!: Queue;

@@ -67,6 +67,8 @@ export class JobEngine {
   private sweepAt = Infinity;
   /** Run and session ids of this runner's open runs, as of the last sweep and its own fires. */
   private mine = new Set<string>();
+  /** Runs fenced since the running sweep began (its statement may have missed them). */
+  private fencedDuringSweep = new Set<string>();
 
   constructor(
     private readonly jobs: JobsRepository,
@@ -246,6 +248,7 @@ export class JobEngine {
     this.log.info({ jobId, runId: fence.runId, userId: job.user_id, dueAt: dueAt.toISOString() }, 'job run fenced');
     // This runner holds an open run now: it heartbeats and polls it every pollMs.
     this.mine.add(fence.runId);
+    this.fencedDuringSweep.add(fence.runId);
     this.sweepIn(this.opts.pollMs);
     const run = await this.jobs.runById(fence.runId);
     if (run) await this.startSession(job, run);
@@ -313,8 +316,12 @@ export class JobEngine {
   /** One sweep; returns when the next one is due (ms from now). */
   private async sweep(): Promise<number> {
     if (this.stopped) return this.opts.pollMs;
+    this.fencedDuringSweep = new Set();
     const found = await this.jobs.sweep(this.opts.runner, this.opts.staleMs);
-    this.mine = new Set(found.mine.flatMap((r) => (r.session_id ? [r.id, r.session_id] : [r.id])));
+    this.mine = new Set([
+      ...found.mine.flatMap((r) => (r.session_id ? [r.id, r.session_id] : [r.id])),
+      ...this.fencedDuringSweep,
+    ]);
     if (found.adopted.length > 0) this.log.info({ runIds: found.adopted }, 'adopted the runs of a silent runner');
     for (const run of found.mine) {
       const job = await this.jobs.jobById(run.job_id);

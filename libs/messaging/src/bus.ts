@@ -130,10 +130,11 @@ export class Bus {
       reconnectTimeWait: 500,
       timeout: 3000,
     });
-    void Bus.watchPermissions(nc, log);
     if (!coalesceWrites(nc))
       log.warn({}, 'NATS client internals changed: writes not coalesced (one write per microtask)');
-    return new Bus(nc, options.requestTimeoutMs ?? 10_000, log, inboxPrefix);
+    const bus = new Bus(nc, options.requestTimeoutMs ?? 10_000, log, inboxPrefix);
+    void bus.watchPermissions();
+    return bus;
   }
 
   /**
@@ -141,13 +142,14 @@ export class Bus {
    * simply vanishes): say so at error level, naming the operation and subject, so a missing grant
    * shows up in the logs rather than as a silent gap.
    */
-  private static async watchPermissions(nc: NatsConnection, log: BusLogger): Promise<void> {
-    for await (const s of nc.status()) {
+  private async watchPermissions(): Promise<void> {
+    for await (const s of this.nc.status()) {
       if (s.type !== Events.Error || !s.permissionContext) continue;
-      log.error(
-        { operation: s.permissionContext.operation, subject: s.permissionContext.subject },
-        'NATS permissions violation',
-      );
+      const { operation, subject } = s.permissionContext;
+      this.log.error({ operation, subject }, 'NATS permissions violation');
+      // A request to a subject this user may not publish to ends now, saying why (not at its timeout).
+      if (operation === 'publish')
+        this.replies.refusePublish(subject, `Permissions Violation for Publish to "${subject}"`);
     }
   }
 

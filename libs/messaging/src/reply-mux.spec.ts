@@ -200,4 +200,25 @@ describe('ReplyMux', () => {
     expect(mux.size).toBe(0);
     expect(jest.getTimerCount()).toBe(0);
   });
+
+  it('a publish the server refuses ends the oldest request on that subject at once, naming why; the others wait on', async () => {
+    const nc = new FakeConnection();
+    const mux = new ReplyMux(nc, INBOX);
+    const first = mux.request('denied', enc('1'), 10_000);
+    const second = mux.request('denied', enc('2'), 10_000);
+    const other = mux.request('allowed', enc('3'), 10_000);
+    expect(mux.refusePublish('denied', 'Permissions Violation for Publish to "denied"')).toBe(true);
+    await expect(first).rejects.toMatchObject({
+      code: 'refused',
+      message: expect.stringMatching(/Permissions Violation/),
+    });
+    expect(mux.size).toBe(2);
+    expect(mux.refusePublish('denied', 'again')).toBe(true);
+    await expect(second).rejects.toMatchObject({ code: 'refused' });
+    expect(mux.refusePublish('denied', 'none left')).toBe(false);
+    nc.deliver(nc.published[2].reply, enc('ok'));
+    await expect(other.then(dec)).resolves.toBe('ok');
+    expect(mux.size).toBe(0);
+    expect(jest.getTimerCount()).toBe(0);
+  });
 });

@@ -9,7 +9,7 @@ export interface MuxConnection {
 /** How a muxed request ended without a reply. */
 export class MuxRequestError extends Error {
   constructor(
-    readonly code: 'no_responders' | 'timeout' | 'closed' | 'publish_failed',
+    readonly code: 'no_responders' | 'timeout' | 'closed' | 'publish_failed' | 'refused',
     message: string,
   ) {
     super(message);
@@ -18,6 +18,7 @@ export class MuxRequestError extends Error {
 }
 
 interface Pending {
+  subject: string;
   resolve(data: Uint8Array): void;
   reject(err: MuxRequestError): void;
   timer: NodeJS.Timeout;
@@ -58,7 +59,7 @@ export class ReplyMux {
       const timer = setTimeout(() => {
         if (this.pending.delete(token)) reject(new MuxRequestError('timeout', `${subject} timed out`));
       }, timeoutMs);
-      this.pending.set(token, { resolve, reject, timer });
+      this.pending.set(token, { subject, resolve, reject, timer });
       try {
         this.nc.publish(subject, data, { reply: `${this.inbox}.${token}`, headers });
       } catch (err) {
@@ -83,6 +84,22 @@ export class ReplyMux {
     sub.closed.then(closed, closed);
     this.sub = sub;
     return sub;
+  }
+
+  /**
+   * The server refused a publish to `subject` (a permissions violation, reported asynchronously and
+   * naming only the subject): the oldest request still waiting on that subject ends with `message`
+   * at once instead of at its timeout — what nats.js's own mux does. False when none waits.
+   */
+  refusePublish(subject: string, message: string): boolean {
+    for (const [token, p] of this.pending) {
+      if (p.subject !== subject) continue;
+      this.pending.delete(token);
+      clearTimeout(p.timer);
+      p.reject(new MuxRequestError('refused', message));
+      return true;
+    }
+    return false;
   }
 
   private settle(token: string, msg: Msg): void {

@@ -136,28 +136,30 @@ function renderTargets(results) {
 }
 
 /**
- * What the machine's cores allow at most: a system that spends `cpuMsPerRound` (all its processes)
- * on each of a turn's `roundsPerTurn` rounds can finish no more than cores × 1000 / (that × rounds)
- * turns a second, whatever it does with its waits. Against the ideal of `n` conversations it shows
- * whether a throughput target is reachable on this machine at all, for Skald and for the floor.
+ * What the machine's cores allow at most in a throughput phase: a system that spent
+ * `cpuMsPerTurn<n>` of CPU (all its processes and Postgres) on each turn it finished under that load
+ * can finish no more than cores × 1000 / that many turns a second, whatever it does with its waits.
+ * Against the ideal it shows whether a throughput target is reachable on this machine at all.
  */
-function cpuCeiling(figures, { cores, roundsPerTurn }) {
-  const c = figures.cpuMsPerRound;
-  return c == null || !(c > 0) ? null : (cores * 1000) / (c * roundsPerTurn);
+function cpuCeiling(figures, n, cores) {
+  const c = figures[`cpuMsPerTurn${n}`];
+  return c == null || !(c > 0) ? null : (cores * 1000) / c;
 }
 
-/** One line per system: its CPU ceiling in turns/s and as a share of the ideal at 50 and 200. */
-function renderCeilings(skald, floor, { cores, roundsPerTurn }) {
-  const line = (name, x) => {
-    const t = cpuCeiling(x, { cores, roundsPerTurn });
-    if (t == null) return `${name}: –`;
-    const of = (ideal) => (ideal ? ` = ${pct(t / ideal)} of ${fmt(ideal)}` : '');
-    return `${name}: ${fmt(t)} turns/s${of(x.ideal50 ?? skald.ideal50)} (50)${of(x.ideal200 ?? skald.ideal200)} (200)`;
+/** Per system and load: turns/s measured, CPU a turn, how busy the cores were, and the ceiling. */
+function renderCeilings(skald, floor, cores) {
+  const line = (name, x, n) => {
+    const t = cpuCeiling(x, n, cores);
+    if (t == null) return `  ${name} at ${n}: –`;
+    const ideal = x[`ideal${n}`];
+    return (
+      `  ${name} at ${n}: ${fmt(x[`turnsPerSec${n}`])} turns/s with ${fmt(x[`cpuMsPerTurn${n}`])} CPU ms a turn, ` +
+      `the cores ${pct(x[`busy${n}`])} busy; at most ${fmt(t)} turns/s${ideal ? ` = ${pct(t / ideal)} of ideal` : ''}`
+    );
   };
   return [
-    `CPU ceiling on ${cores} cores (${roundsPerTurn} rounds a turn at the fresh phase's CPU per round; the benchmark's own clients not counted):`,
-    `  ${line('floor', floor)}`,
-    `  ${line('Skald', skald)}`,
+    `CPU ceiling on ${cores} cores (CPU of the system's processes and Postgres under each load; the benchmark's clients not counted):`,
+    ...[50, 200].flatMap((n) => [line('floor', floor, n), line('Skald', skald, n)]),
   ].join('\n');
 }
 

@@ -7,8 +7,8 @@ const report = require('../../scripts/bench/turn-report.js') as {
   judge: (s: Figures, f: Figures) => Array<{ name: string; value: string; limit: string; met: boolean | null }>;
   renderTable: (s: Figures, f: Figures) => string;
   renderTargets: (r: ReturnType<typeof report.judge>) => string;
-  cpuCeiling: (x: Figures, o: { cores: number; roundsPerTurn: number }) => number | null;
-  renderCeilings: (s: Figures, f: Figures, o: { cores: number; roundsPerTurn: number }) => string;
+  cpuCeiling: (x: Figures, n: number, cores: number) => number | null;
+  renderCeilings: (s: Figures, f: Figures, cores: number) => string;
   TARGETS: unknown[];
 };
 
@@ -108,15 +108,23 @@ describe('turn benchmark targets', () => {
     expect(report.quantile([5, NaN, 1], 0.5)).toBe(1);
   });
 
-  it('the CPU ceiling is what the cores allow at a measured CPU per round, for both systems', () => {
-    // 2 cores, 4 rounds a turn at 5 ms of CPU each: 20 ms a turn, at most 100 turns/s.
-    expect(report.cpuCeiling({ cpuMsPerRound: 5 }, { cores: 2, roundsPerTurn: 4 })).toBe(100);
-    expect(report.cpuCeiling({ cpuMsPerRound: 10 }, { cores: 2, roundsPerTurn: 4 })).toBe(50);
-    expect(report.cpuCeiling({}, { cores: 2, roundsPerTurn: 4 })).toBeNull();
-    expect(report.cpuCeiling({ cpuMsPerRound: 0 }, { cores: 2, roundsPerTurn: 4 })).toBeNull();
-    const text = report.renderCeilings(atLimits, floor, { cores: 2, roundsPerTurn: 4 });
-    // The floor's 2 ms → 250 turns/s = 400 % of 62.5 and 100 % of 250; Skald's 5 ms → 100 turns/s.
-    expect(text).toContain('floor: 250 turns/s = 400 % of 62.5 (50) = 100 % of 250 (200)');
-    expect(text).toContain('Skald: 100 turns/s = 160 % of 62.5 (50) = 40 % of 250 (200)');
+  it('the CPU ceiling is what the cores allow at the CPU a turn measured under load, for both systems', () => {
+    // 2 cores, 20 ms of CPU a turn under the load of 50: at most 100 turns/s.
+    expect(report.cpuCeiling({ cpuMsPerTurn50: 20 }, 50, 2)).toBe(100);
+    expect(report.cpuCeiling({ cpuMsPerTurn200: 40 }, 200, 2)).toBe(50);
+    expect(report.cpuCeiling({}, 50, 2)).toBeNull();
+    expect(report.cpuCeiling({ cpuMsPerTurn50: 0 }, 50, 2)).toBeNull();
+    const text = report.renderCeilings(
+      { ...atLimits, cpuMsPerTurn50: 40, busy50: 0.9 },
+      { ...floor, cpuMsPerTurn50: 20, busy50: 0.6 },
+      2,
+    );
+    expect(text).toContain(
+      'floor at 50: 60.0 turns/s with 20.0 CPU ms a turn, the cores 60 % busy; at most 100 turns/s = 160 % of ideal',
+    );
+    expect(text).toContain(
+      'Skald at 50: 56.3 turns/s with 40.0 CPU ms a turn, the cores 90 % busy; at most 50.0 turns/s = 80 % of ideal',
+    );
+    expect(text).toContain('Skald at 200: –');
   });
 });

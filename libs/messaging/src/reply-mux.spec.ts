@@ -15,7 +15,7 @@ const INBOX = '_INBOX.test.ABC';
 
 /** A NATS connection in memory: records what is published; the test delivers to the subscription. */
 class FakeConnection implements MuxConnection {
-  callback: ((err: Error | null, msg: Msg) => void) | null = null;
+  callback: SubscriptionOptions['callback'] | null = null;
   subject = '';
   subscribes = 0;
   closedFlag = false;

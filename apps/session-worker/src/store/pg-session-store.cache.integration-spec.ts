@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import type { Mutation, ToolCallPatch, ToolCallStatus } from '@skald/agent-loop';
+import { ToolCallStatus as ToolCallStatusEnum } from '@skald/contracts';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
 import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
@@ -15,16 +16,8 @@ const text = fc.oneof(
   fc.string({ maxLength: 20 }),
   fc.string({ unit: fc.constantFrom('\u0000', '\ud800', 'x', '\\', '"'), maxLength: 8 }),
 );
-const statuses: ToolCallStatus[] = [
-  'pending',
-  'running',
-  'awaiting_human',
-  'done',
-  'failed',
-  'rejected',
-  'cancelled',
-  'interrupted',
-];
+// Every status a tool call can have (the contract's enum, so a new one is generated too).
+const statuses: ToolCallStatus[] = [...ToolCallStatusEnum.options];
 
 /** One step of a turn, as the loop would commit it (ids picked from what exists when applied). */
 const step = fc.oneof(

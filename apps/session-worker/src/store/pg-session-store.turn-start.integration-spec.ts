@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { deepToPgText, pgParams } from '@skald/persistence';
 import type { Mutation, ToolCallStatus } from '@skald/agent-loop';
+import { ToolCallStatus as ToolCallStatusEnum } from '@skald/contracts';
 import { openRootFrame } from '../testing-fixtures/root-frame';
 import { PgSessionStore } from './pg-session-store';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
@@ -17,16 +18,8 @@ const text = fc.oneof(
   fc.string({ maxLength: 16 }),
   fc.string({ unit: fc.constantFrom('\u0000', '\ud800', '\udc00', 'x', '\\', '"', '\n', 'é'), maxLength: 8 }),
 );
-const statuses: ToolCallStatus[] = [
-  'pending',
-  'running',
-  'awaiting_human',
-  'done',
-  'failed',
-  'rejected',
-  'cancelled',
-  'interrupted',
-];
+// Every status a tool call can have (the contract's enum, so a new one is generated too).
+const statuses: ToolCallStatus[] = [...ToolCallStatusEnum.options];
 
 const message = fc.record({
   role: fc.constantFrom('user', 'assistant', 'agent'),

@@ -62,6 +62,7 @@ export class Jail {
   static async at(root: string): Promise<Jail> {
     const real = await realpath(root);
     const st = await stat(real);
+    if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, '${root}'`), { code: 'ENOTDIR' });
     const me = process.getuid?.();
     const owner = me === 0 && st.uid !== 0 ? { uid: st.uid, gid: st.gid } : null;
     return new Jail(real, owner);

@@ -87,10 +87,17 @@ export class WorkspacesService implements OnModuleInit {
     });
   }
 
-  /** The user's jail; the workspace directory is created on first use. */
+  /**
+   * The user's jail; the workspace directory is created on first use. An existing workspace is
+   * found without a `mkdir` (it was two system calls on every tool call); anything else — missing,
+   * removed underneath, or not a directory — takes the creating path, which fails as it always did
+   * for what is not a directory.
+   */
   async jail(userId: string): Promise<Jail> {
     if (!USER_DIR.test(userId)) throw new ToolError('invalid_argument', 'invalid user id');
     const dir = join(this.options.root, userId);
+    const found = await Jail.at(dir).catch(() => null);
+    if (found) return found;
     await mkdir(dir, { recursive: true, mode: 0o700 });
     return Jail.at(dir);
   }

@@ -104,8 +104,11 @@ export class MemoryRepository {
   /**
    * Full-text search over the caller's documents and the shared ones. The query's words (stemmed)
    * are OR-ed, so a natural sentence finds documents that share some of its words; ranked.
+   * The query is what a user or the model wrote: a NUL (which no Postgres text can hold) breaks
+   * words like a space.
    */
   async search(userId: string, query: string, limit: number): Promise<MemoryHit[]> {
+    query = query.replaceAll('\u0000', ' ');
     const rows = await queryRows<{ scope: MemoryScope; path: string; snippet: string; rank: number }>(
       this.db,
       `WITH q AS (

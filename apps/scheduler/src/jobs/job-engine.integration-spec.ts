@@ -53,9 +53,12 @@ class RecordingSessions implements JobSessionsPort {
     if (!this.deliveries.some((d) => d.deliveryId === r.deliveryId)) this.deliveries.push(r);
     return Promise.resolve();
   }
+  /** Cancels that find nothing to stop yet (the session's turn has not started: a /stop is a no-op). */
+  cancelsTooEarly = 0;
   cancel(_a: Actor, sessionId: string) {
     this.cancelled.push(sessionId);
-    this.endings.set(sessionId, { state: 'ended', ending: 'cancelled', partial_output: 'half a summary' });
+    if (this.cancelsTooEarly > 0) this.cancelsTooEarly--;
+    else this.endings.set(sessionId, { state: 'ended', ending: 'cancelled', partial_output: 'half a summary' });
     return Promise.resolve();
   }
 }
@@ -340,6 +343,25 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     const listed = await service.list(actor);
     expect(listed.items[0]).toMatchObject({ id, timezone: 'Europe/Berlin', enabled: true });
     expect(listed.items[0].next_run_at).not.toBeNull();
+  }, 30_000);
+
+  it('a kill that lands before the session has a turn to stop is asked again at each sweep until the session stops', async () => {
+    const sessions = new RecordingSessions();
+    sessions.defaultEnding = null;
+    sessions.cancelsTooEarly = 2;
+    const actor: Actor = { userId: randomUUID(), role: 'user' };
+    const e = await engine(sessions, 'k-early');
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5, ticCron: null });
+    const { id } = await service.create(actor, { title: 'Early kill', prompt: 'go', cron: '0 7 * * *' });
+    created.push(id);
+    const { run_id } = await service.runNow(actor, id);
+    await sleep(300);
+    expect(await service.kill(actor, id)).toEqual({ killed: true });
+    await sleep(2_000);
+    // The kill's own cancel and the first sweep's found nothing to stop; a later sweep's did.
+    expect(sessions.cancelled.filter((s) => s === run_id).length).toBeGreaterThanOrEqual(3);
+    const { items } = await service.runs(actor, id);
+    expect(items).toEqual([expect.objectContaining({ id: run_id, status: 'cancelled' })]);
   }, 30_000);
 
   it('async tasks: idempotent by the tool call id, capped per user with a clear error, always delivered to the parent', async () => {

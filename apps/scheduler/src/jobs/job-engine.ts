@@ -341,7 +341,15 @@ export class JobEngine {
         this.warn('could not read a job session', e, { runId: run.id });
         continue;
       }
-      if (status.state !== 'ended') continue;
+      if (status.state !== 'ended') {
+        // A kill is asked again at each sweep until the session stops: one that landed before the
+        // session's turn started found nothing to stop (a /stop stops only a running turn).
+        if (run.kill_requested_at)
+          await this.sessions
+            .cancel(this.actor(job), run.session_id)
+            .catch((e: unknown) => this.warn('could not cancel a killed run', e, { runId: run.id }));
+        continue;
+      }
       const input: JobEndingInput =
         status.ending === 'final'
           ? { kind: 'final', finalText: status.final_text ?? '' }

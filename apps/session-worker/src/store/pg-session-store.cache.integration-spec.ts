@@ -5,6 +5,7 @@ import type { Mutation, ToolCallPatch, ToolCallStatus } from '@skald/agent-loop'
 import { ToolCallStatus as ToolCallStatusEnum } from '@skald/contracts';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
+import { plainMessage } from '../testing-fixtures/plain-message';
 import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
 
 jest.setTimeout(120_000);
@@ -179,20 +180,7 @@ describe('PgSessionStore: cached reads equal the tables', () => {
           const frameId = randomUUID();
           const message = (m: { role: string; content: string }): Mutation => ({
             kind: 'appendMessage',
-            message: {
-              id: randomUUID(),
-              sessionId,
-              frameId,
-              role: m.role as 'user' | 'assistant',
-              content: m.content,
-              reasoningContent: null,
-              isSynthetic: false,
-              attachments: null,
-              clientMessageId: null,
-              inputTokens: null,
-              outputTokens: null,
-              createdAt: new Date().toISOString(),
-            },
+            message: plainMessage(sessionId, frameId, m.role as 'user' | 'assistant', m.content),
           });
           // The frame, its first messages and calls in ONE commit (as a turn's first commit opens the root frame).
           const opening: Mutation[] = [openRootFrame(sessionId, frameId)];

@@ -5,6 +5,7 @@ import { LeaseLostError, type NewMessage, type SessionEventDraft } from '@skald/
 import { LeaseRepository } from '../lease/lease.repository';
 import { CommittedEvent, PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
+import { plainMessage } from '../testing-fixtures/plain-message';
 
 jest.setTimeout(30_000);
 
@@ -38,20 +39,8 @@ describe('PgSessionStore', () => {
     return { sessionId, lease, store, announced, frameId };
   }
 
-  const message = (sessionId: string, frameId: string, content: string): NewMessage => ({
-    id: randomUUID(),
-    sessionId,
-    frameId,
-    role: 'user',
-    content,
-    reasoningContent: null,
-    isSynthetic: false,
-    attachments: null,
-    clientMessageId: null,
-    inputTokens: null,
-    outputTokens: null,
-    createdAt: new Date().toISOString(),
-  });
+  const message = (sessionId: string, frameId: string, content: string): NewMessage =>
+    plainMessage(sessionId, frameId, 'user', content);
   const note = (content: string): SessionEventDraft => ({ type: 'thinking', message_id: 'm', content });
 
   const seqs = async (sessionId: string): Promise<number[]> =>

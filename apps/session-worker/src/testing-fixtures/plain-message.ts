@@ -1,0 +1,25 @@
+import { randomUUID } from 'node:crypto';
+import type { NewMessage } from '@skald/agent-loop';
+
+/** A plain chat row of a frame (no reasoning, attachments, client id or token counts), new id, now. */
+export function plainMessage(
+  sessionId: string,
+  frameId: string,
+  role: 'user' | 'assistant',
+  content: string,
+): NewMessage {
+  return {
+    id: randomUUID(),
+    sessionId,
+    frameId,
+    role,
+    content,
+    reasoningContent: null,
+    isSynthetic: false,
+    attachments: null,
+    clientMessageId: null,
+    inputTokens: null,
+    outputTokens: null,
+    createdAt: new Date().toISOString(),
+  };
+}

@@ -58,13 +58,16 @@ describe('PgSessionStore', () => {
     );
 
   it('a worker whose lease was taken over writes nothing: no row, no event, nothing announced', async () => {
-    const { sessionId, store, announced, frameId } = await held(200);
+    const { sessionId, store, announced, frameId } = await held();
     await store.commit(
       sessionId,
       [{ kind: 'appendMessage', message: message(sessionId, frameId, 'before') }],
       [note('a')],
     );
-    await new Promise((r) => setTimeout(r, 400));
+    // The lease runs out (set in the row, not waited for: a loaded machine must not expire it early).
+    await ds.query(`UPDATE session_leases SET expires_at = now() - interval '1 second' WHERE session_id = $1`, [
+      sessionId,
+    ]);
     const next = await leases.acquire(sessionId, 'other', 60_000);
     expect(next?.epoch).toBe(2);
     await expect(

@@ -109,9 +109,13 @@ export class InboxRepository {
     if (!row) return null;
     if (row.inserted) return { messageId: id, sessionId: String(row.active_id), duplicate: false };
     if (row.prev_id !== null && row.prev_session_id !== null) {
-      const messageId =
-        row.prev_rewind_kind === 'regenerate' && row.prev_rewind_message_id ? row.prev_rewind_message_id : row.prev_id;
-      return { messageId, sessionId: row.prev_session_id, duplicate: true };
+      const first = storedAs({
+        id: row.prev_id,
+        session_id: row.prev_session_id,
+        rewind_kind: row.prev_rewind_kind,
+        rewind_message_id: row.prev_rewind_message_id,
+      });
+      return { ...first, duplicate: true };
     }
     // The conflicting row was committed after this statement's snapshot (a concurrent retry of the
     // same message): read it now, as `store` does after a conflict.
@@ -138,9 +142,17 @@ export class InboxRepository {
       `SELECT id, session_id, rewind_kind, rewind_message_id FROM session_inbox WHERE user_id = $1 AND client_message_id = $2`,
       [scope.userId, toPgText(scope.clientMessageId)],
     );
-    const row = rows[0];
-    if (!row) return null;
-    const messageId = row.rewind_kind === 'regenerate' && row.rewind_message_id ? row.rewind_message_id : row.id;
-    return { messageId, sessionId: row.session_id };
+    return rows[0] ? storedAs(rows[0]) : null;
   }
+}
+
+/** What a stored inbox row answers a client: its ids; for a regenerate, the message it answers again. */
+function storedAs(row: {
+  id: string;
+  session_id: string;
+  rewind_kind: string | null;
+  rewind_message_id: string | null;
+}): { messageId: string; sessionId: string } {
+  const messageId = row.rewind_kind === 'regenerate' && row.rewind_message_id ? row.rewind_message_id : row.id;
+  return { messageId, sessionId: row.session_id };
 }

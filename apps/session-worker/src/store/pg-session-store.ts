@@ -26,7 +26,7 @@ import {
   fenceAndEventParams,
 } from './one-statement-commit';
 import { SessionCache } from './session-cache';
-import { jsonRows, parseTurnStart, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
+import { jsonRows, parseTurnStart, QUEUED_INBOX_JSON, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
 export interface Fence {
@@ -509,10 +509,6 @@ async function fenceAndAppend(
     inbox: inboxOf(head.inbox),
   };
 }
-
-/** The session's queued inbox (`$1`) as JSON text, in `ord` order. */
-const QUEUED_INBOX_JSON = `(SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
-     WHERE i.session_id = $1::uuid AND i.status = 'queued')::text`;
 
 /** A JSON aggregate of queued inbox rows (see QUEUED_INBOX_JSON and the one-statement commit). */
 function inboxOf(json: unknown): InboxItem[] {

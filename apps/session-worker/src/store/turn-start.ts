@@ -28,6 +28,10 @@ import type {
  */
 export const TURN_START_NAME = 'skald_turn_start_v1';
 
+/** The session's queued inbox (`$1`) as JSON text, in `ord` order (the start read, a transaction's fence statement). */
+export const QUEUED_INBOX_JSON = `(SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
+     WHERE i.session_id = $1::uuid AND i.status = 'queued')::text`;
+
 export const TURN_START_SQL = `WITH s AS (
    SELECT s.*, p.client AS user_pin FROM sessions s
      LEFT JOIN llm_client_pins p ON p.user_id = s.user_id AND p.source = s.source
@@ -37,8 +41,7 @@ export const TURN_START_SQL = `WITH s AS (
 SELECT
  (SELECT row_to_json(s) FROM s)::text AS session,
  (SELECT work FROM w) AS complete,
- (SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
-   WHERE i.session_id = $1::uuid AND i.status = 'queued')::text AS inbox,
+ ${QUEUED_INBOX_JSON} AS inbox,
  (SELECT COALESCE(json_agg(f ORDER BY f.depth, f.ord), '[]'::json) FROM f)::text AS frames,
  (SELECT COALESCE(json_agg(m ORDER BY m.ord), '[]'::json) FROM chat_history m
    WHERE m.frame_id IN (SELECT id FROM f))::text AS messages,

@@ -5,6 +5,7 @@ import {
   CallNotAwaitingHumanError,
   endFailedTurn,
   LeaseLostError,
+  LoopInvariantError,
   MAX_COMMIT_FAILURES,
   nextTurnItem,
   LoopDeps,
@@ -196,6 +197,7 @@ export class TurnDriver implements OnApplicationShutdown {
     const ended = await endFailedTurn(this.deps(store, session.userId, role, d.ids.turnId), {
       sessionId,
       ...(d.ids.turnId ? { inboxId: d.ids.turnId } : {}),
+      ...(e instanceof LoopInvariantError ? { reason: e.message } : {}),
     });
     await this.turnState.clearCommitFailures(sessionId);
     this.log.error(

@@ -50,6 +50,8 @@ const commitSpec = fc.record({
   ),
   turn: fc.option(fc.constantFrom('running' as const, 'parked' as const, 'finished' as const)),
   events: fc.array(text, { maxLength: 3 }),
+  /** A delegation: a child frame opened (its client pin) with the sub-agent's prompt in it. */
+  child: fc.option(fc.record({ pin: fc.option(text), prompt: text })),
 });
 
 /**
@@ -110,7 +112,13 @@ describe('PgSessionStore: one-statement commits', () => {
       `SELECT last_seq::int, turn_state, turn_id, turn_seq::int FROM sessions WHERE id = $1`,
       [sessionId],
     );
-    return { messages, calls, events, head: { ...head, turn_id: head.turn_id === null ? null : 'set' } };
+    const frames = await ds.query(
+      `SELECT (parent_frame_id IS NULL) AS root, (parent_tool_call_id IS NULL) AS no_call, agent_id, depth, status,
+              client, epoch
+         FROM stack_frames WHERE session_id = $1 ORDER BY ord`,
+      [sessionId],
+    );
+    return { messages, calls, events, frames, head: { ...head, turn_id: head.turn_id === null ? null : 'set' } };
   }
 
   it('gives the same rows, events and seqs as the transaction it replaces', async () => {
@@ -194,6 +202,41 @@ describe('PgSessionStore: one-statement commits', () => {
                   },
                 });
               });
+            }
+            if (spec.child) {
+              const childId = randomUUID();
+              mutations.push(
+                {
+                  kind: 'openFrame',
+                  frame: {
+                    id: childId,
+                    sessionId: s.sessionId,
+                    parentFrameId: s.frameId,
+                    parentToolCallId: ids[ids.length - 1] ?? null,
+                    agentId: spec.child.prompt,
+                    depth: 1,
+                    status: 'active',
+                    clientPin: spec.child.pin,
+                  },
+                },
+                {
+                  kind: 'appendMessage',
+                  message: {
+                    id: randomUUID(),
+                    sessionId: s.sessionId,
+                    frameId: childId,
+                    role: 'agent',
+                    content: spec.child.prompt,
+                    reasoningContent: null,
+                    isSynthetic: false,
+                    attachments: null,
+                    clientMessageId: null,
+                    inputTokens: null,
+                    outputTokens: null,
+                    createdAt: '2026-01-02T03:04:05.678Z',
+                  },
+                },
+              );
             }
             if (spec.turn)
               mutations.push({ kind: 'setTurnState', sessionId: s.sessionId, state: spec.turn, turnId: messageIds[0] });

@@ -111,9 +111,10 @@ const num = (v: unknown): number | null => (v === null || v === undefined ? null
  * grants, scratchpad and compaction are read once and then answered from its `SessionCache`;
  * `commit` appends the events (contiguous `seq` from `sessions.last_seq`) and applies the mutations
  * in one transaction, fenced by the lease epoch (`FOR SHARE` on the lease row, so a take-over
- * waits for the commit or makes it fail). The hot commits of a round (answer, `running`, result,
- * final answer: see `fitsOneStatement`) are one prepared statement with the fence in every write's
- * `WHERE`; the others a transaction. The ledger rows of the answered model calls whose message a
+ * waits for the commit or makes it fail). The hot commits (a turn's first commit: its input
+ * entering; a round's answer, `running`, result, final answer: see `fitsOneStatement`) are one
+ * prepared statement with the fence — and every inbox item it settles still queued here — in every
+ * write's `WHERE`; the others a transaction. The ledger rows of the answered model calls whose message a
  * commit writes (`PendingUsage`) ride with it. Committed events are handed to `announce` only after
  * the transaction commits.
  */

@@ -56,7 +56,7 @@ export * from './types';
 export { CallNotAwaitingHumanError, LoopInvariantError } from './errors';
 export { DEFAULT_LOOP_CONFIG, resolveLoopConfig } from './config';
 export { DEFAULT_LLM_RETRY, retryDelayMs, type LlmRetryPolicy } from './llm-retry';
-export { nextTurnItem } from './injection';
+export { inboxEntry, nextTurnItem, userMessageEvent } from './injection';
 export {
   projectMessages,
   projectContext,

@@ -1,12 +1,16 @@
 import { deepToPgText, pgParams } from '@skald/persistence';
-import type { Mutation, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatch } from '@skald/agent-loop';
+import type { Mutation, NewFrame, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatch } from '@skald/agent-loop';
 
 /**
- * The hot commits of a round (the model's answer with its calls, a call `running`, a call's result,
- * the final answer) as ONE statement: a data-modifying CTE whose every write is conditioned on the
- * fence (`FOR SHARE` on the lease row under this epoch), so it is one implicit transaction — no
- * BEGIN/COMMIT round trips — and a fenced-out commit writes nothing. The statement's text is the
- * same for every commit (absent kinds are empty arrays), so it is prepared once per connection.
+ * The hot commits of a turn (its first commit: the inbox items entering, the root frame of a fresh
+ * conversation, the turn state; and each round's: the model's answer with its calls, a call
+ * `running`, a call's result, the final answer) as ONE statement: a data-modifying CTE whose every
+ * write is conditioned on `go` — the fence (`FOR SHARE` on the lease row under this epoch) AND every
+ * inbox item the commit settles still queued in this session (`claim` locks them `FOR UPDATE`, so
+ * a racing /new that moves one is waited for and seen). So it is one implicit transaction — no
+ * BEGIN/COMMIT round trips — and a fenced-out commit, or one whose item was already settled or
+ * moved, writes nothing (the caller then gets the transaction path's error). The statement's text is
+ * the same for every commit (absent kinds are empty arrays), so it is prepared once per connection.
  *
  * Besides the writes it returns whether a /stop is recorded on the session row it wrote (the row
  * as updated: a stop committed before it is seen), and the session's queued inbox as of the commit (the round boundary
@@ -14,7 +18,15 @@ import type { Mutation, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatc
  */
 
 /** The mutation kinds the one statement writes; any other kind takes the transaction path. */
-const FAST_KINDS = new Set<Mutation['kind']>(['appendMessage', 'createToolCall', 'updateToolCall', 'setTurnState']);
+const FAST_KINDS = new Set<Mutation['kind']>([
+  'appendMessage',
+  'enterInbox',
+  'consumeInbox',
+  'createToolCall',
+  'updateToolCall',
+  'openFrame',
+  'setTurnState',
+]);
 
 /** One answered model call's row of the ledger (`llm_usage`), written with its message. */
 export interface UsageRow {
@@ -33,14 +45,17 @@ export interface UsageRow {
 }
 
 /**
- * Whether `mutations` can be one statement. Not when a kind needs a check that must abort the
- * transaction (an inbox item already settled, a frame already closed) or is rare; not when one
- * row would be written twice (all parts of a statement see the same snapshot, so an update of a
- * row inserted or updated by the same statement would be lost).
+ * Whether `mutations` can be one statement. Not when a kind needs a check the statement does not
+ * make (a frame closing must find it active, a discard is a no-op for an item that left) or is rare;
+ * not when one row would be written twice (all parts of a statement see the same snapshot, so an
+ * update of a row inserted or updated by the same statement would be lost; an inbox item settled
+ * twice). An inbox item entering or consumed fits: `go` in the statement refuses the whole commit
+ * unless every such item is still queued in the session, as the transaction's `settleInbox` does.
  */
 export function fitsOneStatement(mutations: readonly Mutation[]): boolean {
   const created = new Set<string>();
   const updated = new Set<string>();
+  const settled = new Set<string>();
   let turnStates = 0;
   for (const m of mutations) {
     if (!FAST_KINDS.has(m.kind)) return false;
@@ -49,21 +64,40 @@ export function fitsOneStatement(mutations: readonly Mutation[]): boolean {
       if (created.has(m.id) || updated.has(m.id)) return false;
       updated.add(m.id);
     }
+    if (m.kind === 'enterInbox' || m.kind === 'consumeInbox') {
+      if (settled.has(m.inboxId)) return false;
+      settled.add(m.inboxId);
+    }
     if (m.kind === 'setTurnState' && ++turnStates > 1) return false;
   }
   return true;
 }
 
-export const ONE_STATEMENT_COMMIT_NAME = 'skald_commit_v3';
+export const ONE_STATEMENT_COMMIT_NAME = 'skald_commit_v4';
 
 export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
    SELECT 1 AS held FROM session_leases
     WHERE session_id = $1::uuid AND owner = $2::text AND epoch = $3::bigint AND expires_at > now() FOR SHARE),
+ claim AS (
+   SELECT i.id FROM session_inbox i
+    WHERE i.id = ANY($65::uuid[]) AND i.session_id = $1::uuid AND i.status = 'queued' AND EXISTS (SELECT 1 FROM fence)
+      FOR UPDATE),
+ go AS (
+   SELECT EXISTS (SELECT 1 FROM fence) AND (SELECT count(*) FROM claim) = cardinality($65::uuid[]) AS ok),
+ settled AS (
+   UPDATE session_inbox SET status = 'entered', settled_at = now()
+    WHERE id IN (SELECT id FROM claim) AND session_id = $1::uuid AND status = 'queued' AND (SELECT ok FROM go)),
+ frames AS (
+   INSERT INTO stack_frames (id, session_id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch)
+   SELECT u.id::uuid, u.sid::uuid, u.pfid::uuid, u.ptcid::uuid, u.agent, u.depth::integer, u.status, u.client, $3::bigint
+     FROM unnest($66::text[], $67::text[], $68::text[], $69::text[], $70::text[], $71::text[], $72::text[], $73::text[])
+          WITH ORDINALITY AS u(id, sid, pfid, ptcid, agent, depth, status, client, n)
+    WHERE (SELECT ok FROM go) ORDER BY u.n),
  head AS (
    UPDATE sessions SET last_seq = last_seq + $4::integer, updated_at = now(),
           turn_state = COALESCE($7::text, turn_state), turn_id = COALESCE($8::uuid, turn_id),
           turn_seq = CASE WHEN $8::uuid IS NULL THEN turn_seq ELSE last_seq END
-    WHERE id = $1::uuid AND ($4::integer > 0 OR $7::text IS NOT NULL) AND EXISTS (SELECT 1 FROM fence)
+    WHERE id = $1::uuid AND ($4::integer > 0 OR $7::text IS NOT NULL) AND (SELECT ok FROM go)
     RETURNING last_seq, user_id, stop_requested_at IS NOT NULL AS stop),
  appended AS (
    INSERT INTO session_events (session_id, seq, type, payload)
@@ -81,7 +115,7 @@ export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
                  $23::text[], $24::text[], $25::text[])
           WITH ORDINALITY AS u(id, sid, fid, role, content, reasoning, syn, status, meta, cmid, itok, otok,
                                created, cost, est, client, model, n)
-    WHERE EXISTS (SELECT 1 FROM fence) ORDER BY u.n),
+    WHERE (SELECT ok FROM go) ORDER BY u.n),
  calls AS (
    INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
                            result_type, request_id, child_frame_id, preview_hash, epoch)
@@ -90,7 +124,7 @@ export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
      FROM unnest($26::text[], $27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::text[],
                  $33::text[], $34::text[], $35::text[], $36::text[], $37::text[], $38::text[], $39::text[])
           WITH ORDINALITY AS u(id, sid, fid, mid, idx, llm, name, args, status, result, rtype, req, child, ph, n)
-    WHERE EXISTS (SELECT 1 FROM fence) ORDER BY u.n),
+    WHERE (SELECT ok FROM go) ORDER BY u.n),
  updates AS (
    UPDATE tool_calls t SET status = u.status,
           result = CASE WHEN u.has_result::boolean THEN u.result ELSE t.result END,
@@ -106,7 +140,7 @@ export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
      FROM unnest($40::text[], $41::text[], $42::text[], $43::text[], $44::text[], $45::text[], $46::text[],
                  $47::text[], $48::text[], $49::text[], $50::text[], $51::text[], $52::text[])
           AS u(id, status, has_result, result, has_rtype, rtype, has_req, req, has_child, child, has_ph, ph, stale)
-    WHERE t.id = u.id::uuid AND EXISTS (SELECT 1 FROM fence)),
+    WHERE t.id = u.id::uuid AND (SELECT ok FROM go)),
  usage AS (
    INSERT INTO llm_usage (user_id, session_id, frame_id, message_id, purpose, client, model,
                           input_tokens, output_tokens, cached_input_tokens, estimated, cost_usd)
@@ -115,11 +149,13 @@ export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
      FROM unnest($53::text[], $54::text[], $55::text[], $56::text[], $57::text[], $58::text[], $59::text[],
                  $60::text[], $61::text[], $62::text[], $63::text[], $64::text[])
           WITH ORDINALITY AS u(uid, sid, fid, mid, purpose, client, model, itok, otok, ctok, est, cost, n)
-    WHERE EXISTS (SELECT 1 FROM fence) ORDER BY u.n),
+    WHERE (SELECT ok FROM go) ORDER BY u.n),
  inbox AS (
    SELECT i.* FROM session_inbox i
-    WHERE i.session_id = $1::uuid AND i.status = 'queued' AND EXISTS (SELECT 1 FROM fence))
+    WHERE i.session_id = $1::uuid AND i.status = 'queued' AND NOT (i.id = ANY($65::uuid[])) AND (SELECT ok FROM go))
 SELECT (SELECT count(*) FROM fence)::int AS fenced,
+       (SELECT ok FROM go) AS ok,
+       (SELECT COALESCE(array_agg(id::text), '{}') FROM claim) AS claimed,
        (SELECT last_seq FROM head) AS last_seq,
        (SELECT user_id FROM head) AS user_id,
        (SELECT stop FROM head) AS stop,
@@ -164,9 +200,12 @@ export function oneStatementParams(
   const messages: NewMessage[] = [];
   const calls: NewToolCall[] = [];
   const updates: { id: string; patch: ToolCallPatch }[] = [];
+  const frames: NewFrame[] = [];
   let turn: { state: string; turnId: string | null } | null = null;
   for (const m of mutations) {
-    if (m.kind === 'appendMessage') messages.push(m.message);
+    if (m.kind === 'appendMessage' || m.kind === 'enterInbox') messages.push(m.message);
+    else if (m.kind === 'consumeInbox') continue;
+    else if (m.kind === 'openFrame') frames.push(m.frame);
     else if (m.kind === 'createToolCall') calls.push(m.call);
     else if (m.kind === 'updateToolCall') updates.push({ id: m.id, patch: m.patch });
     else if (m.kind === 'setTurnState') turn = { state: m.state, turnId: m.turnId ?? null };
@@ -241,5 +280,23 @@ export function oneStatementParams(
       (r) => String(r.estimated),
       (r) => str(r.costUsd),
     ]),
+    settledInboxIds(mutations),
+    ...columns(frames, [
+      (f) => f.id,
+      (f) => f.sessionId,
+      (f) => text(f.parentFrameId),
+      (f) => text(f.parentToolCallId),
+      (f) => f.agentId,
+      (f) => String(f.depth),
+      (f) => f.status,
+      (f) => text(f.clientPin),
+    ]),
   ]);
+}
+
+/** The inbox items a commit enters or consumes, in its order (`claim` and `go` in the statement). */
+export function settledInboxIds(mutations: readonly Mutation[]): string[] {
+  const ids: string[] = [];
+  for (const m of mutations) if (m.kind === 'enterInbox' || m.kind === 'consumeInbox') ids.push(m.inboxId);
+  return ids;
 }

@@ -1,8 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { pgParams } from '@skald/persistence';
-import { LeaseLostError, type Mutation, type SessionEventDraft, type ToolCallStatus } from '@skald/agent-loop';
+import { deepToPgText, pgParams } from '@skald/persistence';
+import {
+  inboxEntry,
+  LeaseLostError,
+  userMessageEvent,
+  type Mutation,
+  type SessionEventDraft,
+  type ToolCallStatus,
+} from '@skald/agent-loop';
 import { LlmUsageRepository, UsageRecord } from '../llm/llm-usage.repository';
 import { fitsOneStatement } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
@@ -43,6 +50,8 @@ const commitSpec = fc.record({
   ),
   turn: fc.option(fc.constantFrom('running' as const, 'parked' as const, 'finished' as const)),
   events: fc.array(text, { maxLength: 3 }),
+  /** A delegation: a child frame opened (its client pin) with the sub-agent's prompt in it. */
+  child: fc.option(fc.record({ pin: fc.option(text), prompt: text })),
 });
 
 /**
@@ -103,7 +112,13 @@ describe('PgSessionStore: one-statement commits', () => {
       `SELECT last_seq::int, turn_state, turn_id, turn_seq::int FROM sessions WHERE id = $1`,
       [sessionId],
     );
-    return { messages, calls, events, head: { ...head, turn_id: head.turn_id === null ? null : 'set' } };
+    const frames = await ds.query(
+      `SELECT (parent_frame_id IS NULL) AS root, (parent_tool_call_id IS NULL) AS no_call, agent_id, depth, status,
+              client, epoch
+         FROM stack_frames WHERE session_id = $1 ORDER BY ord`,
+      [sessionId],
+    );
+    return { messages, calls, events, frames, head: { ...head, turn_id: head.turn_id === null ? null : 'set' } };
   }
 
   it('gives the same rows, events and seqs as the transaction it replaces', async () => {
@@ -187,6 +202,41 @@ describe('PgSessionStore: one-statement commits', () => {
                   },
                 });
               });
+            }
+            if (spec.child) {
+              const childId = randomUUID();
+              mutations.push(
+                {
+                  kind: 'openFrame',
+                  frame: {
+                    id: childId,
+                    sessionId: s.sessionId,
+                    parentFrameId: s.frameId,
+                    parentToolCallId: ids[ids.length - 1] ?? null,
+                    agentId: spec.child.prompt,
+                    depth: 1,
+                    status: 'active',
+                    clientPin: spec.child.pin,
+                  },
+                },
+                {
+                  kind: 'appendMessage',
+                  message: {
+                    id: randomUUID(),
+                    sessionId: s.sessionId,
+                    frameId: childId,
+                    role: 'agent',
+                    content: spec.child.prompt,
+                    reasoningContent: null,
+                    isSynthetic: false,
+                    attachments: null,
+                    clientMessageId: null,
+                    inputTokens: null,
+                    outputTokens: null,
+                    createdAt: '2026-01-02T03:04:05.678Z',
+                  },
+                },
+              );
             }
             if (spec.turn)
               mutations.push({ kind: 'setTurnState', sessionId: s.sessionId, state: spec.turn, turnId: messageIds[0] });
@@ -368,4 +418,317 @@ describe('PgSessionStore: one-statement commits', () => {
     const [r] = await ds.query(`SELECT count(*)::int AS n FROM llm_usage WHERE session_id = $1`, [sessionId]);
     return r.n;
   }
+});
+
+/** What an inbox item is when the first commit runs (the driver read it while it was queued). */
+type ItemState = 'queued' | 'entered' | 'discarded' | 'moved' | 'missing';
+
+const itemSpec = fc.record({
+  content: text,
+  attachments: fc.boolean(),
+  delivery: fc.constantFrom('steer' as const, 'queue' as const, 'interrupt' as const),
+  // A synthetic task delivery (an async task's `task_completed`): a synthetic assistant row and one done call.
+  task: fc.option(fc.record({ toolName: text, argumentsText: text, result: text })),
+  state: fc.constantFrom<ItemState>('queued', 'queued', 'queued', 'entered', 'discarded', 'moved', 'missing'),
+});
+
+const firstCommitSpec = fc.record({
+  items: fc.array(itemSpec, { minLength: 1, maxLength: 3 }),
+  /** A regenerate's item starts the turn without a row (`consumeInbox`) instead of entering. */
+  consumeFirst: fc.boolean(),
+  turn: fc.boolean(),
+  /** Items queued in the session that this commit does not settle (the inbox it returns). */
+  others: fc.array(text, { maxLength: 2 }),
+  fence: fc.constantFrom('held', 'held', 'held', 'held', 'taken', 'expired'),
+});
+type FirstCommitSpec = typeof firstCommitSpec extends fc.Arbitrary<infer T> ? T : never;
+
+/**
+ * A turn's first commit (the inbox items entering, the root frame opened on a fresh conversation,
+ * the turn state) as one statement against the transaction it replaces, over generated states:
+ * the same rows (messages, calls, frames, inbox), events, seqs and errors — an item already
+ * entered, discarded, moved to another conversation (a /new re-homing a delivery) or gone refuses
+ * the whole commit, as the transaction's `settleInbox` does; a fenced-out commit writes nothing.
+ */
+describe('PgSessionStore: a turn’s first commit', () => {
+  let ds: DataSource;
+  const owner = `first-${randomUUID()}`;
+  const CREATED = '2026-01-02T03:04:05.678Z';
+
+  beforeAll(async () => {
+    ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 4 } });
+    await ds.initialize();
+    console.log(`store first commit: seed=${SEED} runs=${RUNS} — reproduce with FC_SEED=${SEED}`);
+  });
+  afterAll(async () => {
+    await ds?.destroy();
+  });
+
+  async function session(openRoot: boolean) {
+    const sessionId = randomUUID();
+    const userId = randomUUID();
+    const elsewhere = randomUUID();
+    await ds.query(`INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'web'), ($3, $2, 'home')`, [
+      sessionId,
+      userId,
+      elsewhere,
+    ]);
+    await ds.query(
+      `INSERT INTO session_leases (session_id, owner, epoch, expires_at) VALUES ($1, $2, 1, now() + interval '1 hour')`,
+      [sessionId, owner],
+    );
+    const announced: number[] = [];
+    const store = new PgSessionStore(ds, { owner, epoch: 1 }, (ev) => announced.push(...ev.map((e) => e.seq)));
+    const frameId = randomUUID();
+    if (openRoot) await store.commit(sessionId, [openRootFrame(sessionId, frameId)], []);
+    return {
+      sessionId,
+      userId,
+      elsewhere,
+      frameId,
+      store,
+      announced,
+      rootOpen: openRoot,
+      clientIds: 0,
+      last: null as unknown,
+    };
+  }
+  type S = Awaited<ReturnType<typeof session>>;
+
+  /** The loop's own construction of the rows an item becomes (`inboxEntry`), as run-turn uses it. */
+  function turnOf(s: S): Parameters<typeof inboxEntry>[0] {
+    const partial = {
+      session: { id: s.sessionId },
+      deps: { ids: { newId: () => randomUUID() }, clock: { now: () => new Date(CREATED) } },
+    };
+    return partial as unknown as Parameters<typeof inboxEntry>[0];
+  }
+
+  async function queue(s: S, content: string, delivery: string, task: unknown): Promise<string> {
+    const id = randomUUID();
+    await ds.query(
+      `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery,
+                                  is_synthetic, tool_result)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      pgParams([
+        id,
+        s.sessionId,
+        s.userId,
+        `c-${s.clientIds++}`,
+        content,
+        JSON.stringify(deepToPgText([{ path: `/workspace/${content}`, name: content, filesize: 3 }])),
+        delivery,
+        task !== null,
+        task === null ? null : JSON.stringify(deepToPgText(task)),
+      ]),
+    );
+    return id;
+  }
+
+  /** Queues the spec's items, reads them as the driver does, then moves them to their state. */
+  async function firstCommit(
+    s: S,
+    spec: FirstCommitSpec,
+    forceTransaction: boolean,
+  ): Promise<{ mutations: Mutation[]; events: SessionEventDraft[] }> {
+    const ids: string[] = [];
+    for (const it of spec.items)
+      ids.push(
+        await queue(
+          s,
+          it.content,
+          it.delivery,
+          it.task
+            ? { tool_name: it.task.toolName, arguments_text: it.task.argumentsText, result: it.task.result }
+            : null,
+        ),
+      );
+    for (const o of spec.others) await queue(s, o, 'queue', null);
+    // A reader without the snapshot the session's store keeps from its last commit.
+    const read = await new PgSessionStore(ds, { owner, epoch: 1 }, () => undefined).listInbox(s.sessionId);
+    const items = ids.map((id) => read.find((i) => i.id === id)!);
+    for (const [i, it] of spec.items.entries()) {
+      if (it.state === 'entered' || it.state === 'discarded')
+        await ds.query(`UPDATE session_inbox SET status = $2, settled_at = now() WHERE id = $1`, [ids[i], it.state]);
+      if (it.state === 'moved')
+        await ds.query(`UPDATE session_inbox SET session_id = $2 WHERE id = $1`, [ids[i], s.elsewhere]);
+      if (it.state === 'missing') await ds.query(`DELETE FROM session_inbox WHERE id = $1`, [ids[i]]);
+    }
+    const mutations: Mutation[] = [];
+    const events: SessionEventDraft[] = [];
+    if (!s.rootOpen) mutations.push(openRootFrame(s.sessionId, s.frameId));
+    const turn = turnOf(s);
+    for (const [i, item] of items.entries()) {
+      if (i === 0 && spec.consumeFirst) {
+        mutations.push({ kind: 'consumeInbox', inboxId: item.id });
+        continue;
+      }
+      const entry = inboxEntry(turn, s.frameId, {
+        ...item,
+        attachments: spec.items[i].attachments ? item.attachments : null,
+      });
+      mutations.push(...entry.mutations);
+      if (!entry.message.isSynthetic) events.push(userMessageEvent(entry.message));
+    }
+    if (spec.turn) mutations.push({ kind: 'setTurnState', sessionId: s.sessionId, state: 'running', turnId: ids[0] });
+    if (forceTransaction)
+      mutations.push({ kind: 'grantTools', scope: { kind: 'frame', frameId: s.frameId }, groups: [] });
+    expect(fitsOneStatement(mutations)).toBe(!forceTransaction);
+    if (spec.fence === 'taken')
+      await ds.query(`UPDATE session_leases SET owner = 'other', epoch = epoch + 1 WHERE session_id = $1`, [
+        s.sessionId,
+      ]);
+    if (spec.fence === 'expired')
+      await ds.query(`UPDATE session_leases SET expires_at = now() - interval '1 second' WHERE session_id = $1`, [
+        s.sessionId,
+      ]);
+    return { mutations, events };
+  }
+
+  const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+  /** What a session holds, ids replaced by the order they first appear in (they differ by construction). */
+  async function contents(s: S) {
+    const rows = {
+      frames: await ds.query(
+        `SELECT id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch
+           FROM stack_frames WHERE session_id = $1 ORDER BY ord`,
+        [s.sessionId],
+      ),
+      messages: await ds.query(
+        `SELECT id, frame_id, role, content, reasoning, is_synthetic, status, metadata, client_message_id, input_tokens,
+                output_tokens, epoch, created_at, cost_usd, tokens_estimated, llm_client, llm_model
+           FROM chat_history WHERE session_id = $1 ORDER BY ord`,
+        [s.sessionId],
+      ),
+      calls: await ds.query(
+        `SELECT id, frame_id, message_id, idx, name, arguments, status, result, result_type, request_id, epoch,
+                (started_at IS NULL) AS not_started, (finished_at IS NULL) AS not_finished
+           FROM tool_calls WHERE session_id = $1 ORDER BY ord`,
+        [s.sessionId],
+      ),
+      inbox: await ds.query(
+        `SELECT id, session_id = $1 AS here, status, (settled_at IS NULL) AS unsettled, content
+           FROM session_inbox WHERE user_id = $2 ORDER BY ord`,
+        [s.sessionId, s.userId],
+      ),
+      events: await ds.query(`SELECT seq::int, type, payload FROM session_events WHERE session_id = $1 ORDER BY seq`, [
+        s.sessionId,
+      ]),
+      head: await ds.query(`SELECT last_seq::int, turn_state, turn_id, turn_seq::int FROM sessions WHERE id = $1`, [
+        s.sessionId,
+      ]),
+    };
+    const names = new Map<string, string>();
+    const named = JSON.stringify(rows, (_k, v: unknown) => (v instanceof Date ? v.toISOString() : v)).replace(
+      UUID,
+      (id) => {
+        if (!names.has(id)) names.set(id, `id${names.size}`);
+        return names.get(id)!;
+      },
+    );
+    return JSON.parse(named) as unknown;
+  }
+
+  async function outcome(s: S, mutations: Mutation[], events: SessionEventDraft[]) {
+    try {
+      await s.store.commit(s.sessionId, mutations, events);
+      return { ok: true, queued: s.store.queuedAtLastCommit()?.map((i) => i.content) };
+    } catch (e) {
+      const err = e as Error;
+      return { ok: false, error: err.constructor.name, message: err.message.replace(UUID, 'id') };
+    }
+  }
+
+  it('writes the same rows, events, seqs and errors as the transaction, over generated first commits', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.array(firstCommitSpec, { minLength: 1, maxLength: 3 }),
+        async (fresh, specs) => {
+          const fast = await session(!fresh);
+          const slow = await session(!fresh);
+          for (const spec of specs) {
+            for (const [s, forceTransaction] of [
+              [fast, false],
+              [slow, true],
+            ] as const) {
+              const { mutations, events } = await firstCommit(s, spec, forceTransaction);
+              const result = await outcome(s, mutations, events);
+              if (result.ok) s.rootOpen = true;
+              s.last = result;
+              // The lease back, for the next commit.
+              await ds.query(
+                `UPDATE session_leases SET owner = $2, epoch = 1, expires_at = now() + interval '1 hour' WHERE session_id = $1`,
+                [s.sessionId, owner],
+              );
+            }
+            expect(fast.last).toEqual(slow.last);
+            expect(await contents(fast)).toEqual(await contents(slow));
+            expect(fast.announced).toEqual(slow.announced);
+          }
+        },
+      ),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
+
+  it('an item a racing /new moves while the commit waits for it is refused, and nothing is written', async () => {
+    for (const forceTransaction of [false, true]) {
+      for (const [moveIndex, commitOutcome] of [
+        [0, 'commit'],
+        [1, 'commit'],
+        [1, 'rollback'],
+      ] as const) {
+        const s = await session(false);
+        const spec: FirstCommitSpec = {
+          items: [0, 1].map((n) => ({
+            content: `item ${n} \u0000`,
+            attachments: false,
+            delivery: 'steer' as const,
+            task: n === 1 ? { toolName: 'task_completed', argumentsText: '{}', result: 'done \ud800' } : null,
+            state: 'queued',
+          })),
+          consumeFirst: false,
+          turn: true,
+          others: [],
+          fence: 'held',
+        };
+        const { mutations, events } = await firstCommit(s, spec, forceTransaction);
+        const moved = (mutations.filter((m) => m.kind === 'enterInbox') as { inboxId: string }[])[moveIndex].inboxId;
+        // A /new re-homing the delivery holds its row while the commit runs.
+        const qr = ds.createQueryRunner();
+        await qr.connect();
+        await qr.startTransaction();
+        await qr.query(`UPDATE session_inbox SET session_id = $2 WHERE id = $1`, [moved, s.elsewhere]);
+        const pending = outcome(s, mutations, events);
+        await new Promise((r) => setTimeout(r, 150));
+        if (commitOutcome === 'commit') await qr.commitTransaction();
+        else await qr.rollbackTransaction();
+        await qr.release();
+        const result = await pending;
+        const [n] = await ds.query(
+          `SELECT (SELECT count(*) FROM chat_history WHERE session_id = $1)::int AS messages,
+                  (SELECT count(*) FROM tool_calls WHERE session_id = $1)::int AS calls,
+                  (SELECT count(*) FROM stack_frames WHERE session_id = $1)::int AS frames,
+                  (SELECT count(*) FROM session_inbox WHERE session_id = $1 AND status = 'entered')::int AS entered,
+                  (SELECT last_seq FROM sessions WHERE id = $1)::int AS last_seq`,
+          [s.sessionId],
+        );
+        if (commitOutcome === 'commit') {
+          expect(result).toEqual({
+            ok: false,
+            error: 'Error',
+            message: 'inbox item id already settled or moved to another conversation',
+          });
+          expect(n).toEqual({ messages: 0, calls: 0, frames: 0, entered: 0, last_seq: 0 });
+          expect(s.announced).toEqual([]);
+        } else {
+          expect(result).toMatchObject({ ok: true });
+          expect(n).toEqual({ messages: 2, calls: 1, frames: 1, entered: 2, last_seq: 1 });
+          expect(s.announced).toEqual([1]);
+        }
+      }
+    }
+  });
 });

@@ -137,12 +137,11 @@ describe('PgSessionStore.stopAtFinish: a stop at any moment around the finishing
   it('a finishing commit on the transaction path, or one that does not finish, says nothing', async () => {
     const a = await runningTurn();
     await turnState.requestStop(a.sessionId);
-    // openFrame takes the transaction path.
-    const child = randomUUID();
+    // A scratchpad write takes the transaction path (fitsOneStatement).
     await a.store.commit(
       a.sessionId,
       [
-        { kind: 'openFrame', frame: openChild(a.sessionId, child) },
+        { kind: 'setScratchpad', scratchpadSessionId: a.sessionId, key: 'k', value: 'v' },
         { kind: 'setTurnState', sessionId: a.sessionId, state: 'finished' },
       ],
       [],
@@ -159,16 +158,3 @@ describe('PgSessionStore.stopAtFinish: a stop at any moment around the finishing
     expect(c.store.stopAtFinish()).toBeNull();
   });
 });
-
-function openChild(sessionId: string, frameId: string) {
-  return {
-    id: frameId,
-    sessionId,
-    parentFrameId: null,
-    parentToolCallId: null,
-    agentId: 'coder',
-    depth: 1,
-    status: 'active' as const,
-    clientPin: null,
-  };
-}

@@ -22,6 +22,7 @@ import {
   ONE_STATEMENT_COMMIT_NAME,
   ONE_STATEMENT_COMMIT_SQL,
   oneStatementParams,
+  settledInboxIds,
   UsageRow,
   fenceAndEventParams,
 } from './one-statement-commit';
@@ -110,9 +111,10 @@ const num = (v: unknown): number | null => (v === null || v === undefined ? null
  * grants, scratchpad and compaction are read once and then answered from its `SessionCache`;
  * `commit` appends the events (contiguous `seq` from `sessions.last_seq`) and applies the mutations
  * in one transaction, fenced by the lease epoch (`FOR SHARE` on the lease row, so a take-over
- * waits for the commit or makes it fail). The hot commits of a round (answer, `running`, result,
- * final answer: see `fitsOneStatement`) are one prepared statement with the fence in every write's
- * `WHERE`; the others a transaction. The ledger rows of the answered model calls whose message a
+ * waits for the commit or makes it fail). The hot commits (a turn's first commit: its input
+ * entering; a round's answer, `running`, result, final answer: see `fitsOneStatement`) are one
+ * prepared statement with the fence — and every inbox item it settles still queued here — in every
+ * write's `WHERE`; the others a transaction. The ledger rows of the answered model calls whose message a
  * commit writes (`PendingUsage`) ride with it. Committed events are handed to `announce` only after
  * the transaction commits.
  */
@@ -379,6 +381,12 @@ export class PgSessionStore implements SessionStore {
     const head = rows[0];
     if (!head || Number(head.fenced) === 0)
       throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
+    if (head.ok !== true) {
+      // An item it enters or consumes was not queued here (`go`): nothing was written.
+      const claimed = new Set(head.claimed as string[]);
+      const gone = settledInboxIds(mutations).find((id) => !claimed.has(id));
+      throw notQueued(gone ?? 'of this commit');
+    }
     const items = inboxOf(head.inbox);
     this.inboxSnapshot = { sessionId, at: Date.now(), items };
     this.lastCommitInbox = items;
@@ -572,8 +580,12 @@ async function settleInbox(
       WHERE id = $1 AND session_id = $2 AND status = 'queued' RETURNING id`,
     [inboxId, sessionId, status],
   );
-  if (r.length === 0 && status === 'entered')
-    throw new Error(`inbox item ${inboxId} already settled or moved to another conversation`);
+  if (r.length === 0 && status === 'entered') throw notQueued(inboxId);
+}
+
+/** An inbox item a commit enters or consumes is no longer queued in its session: the commit is refused. */
+function notQueued(inboxId: string): Error {
+  return new Error(`inbox item ${inboxId} already settled or moved to another conversation`);
 }
 
 /** `eventCount`: the events of this commit, already appended (a new turn's `turn_seq` precedes them). */

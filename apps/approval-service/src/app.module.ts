@@ -9,7 +9,7 @@ import { BypassesRepository } from './bypasses/bypasses.repository';
 import { BypassesService } from './bypasses/bypasses.service';
 import { CatalogService } from './catalog/catalog.service';
 import { KnownToolsRepository } from './catalog/known-tools.repository';
-import { APPROVAL_LOGGER, ApprovalConfig, SESSION_APPROVAL_SECS } from './config';
+import { APPROVAL_LOGGER, ApprovalConfig, RULES_MAX_AGE_MS, SESSION_APPROVAL_SECS } from './config';
 import { ApprovalEventsPublisher } from './events/approval-events.publisher';
 import { GateHandler } from './gate/gate.handler';
 import { ApprovalMetrics } from './approval-metrics';
@@ -49,6 +49,7 @@ export class AppModule {
         { provide: AUDIT_FLUSH_MS, useValue: config.SKALD_AUDIT_FLUSH_MS },
         { provide: APPROVAL_LOGGER, useValue: log },
         { provide: SESSION_APPROVAL_SECS, useValue: config.SKALD_SESSION_APPROVAL_SECS },
+        { provide: RULES_MAX_AGE_MS, useValue: config.SKALD_RULES_MAX_AGE_MS },
         ApprovalEventsPublisher,
         RulesRepository,
         RulesService,

@@ -10,6 +10,9 @@ import { loadConfig } from '@skald/service-kit';
 import { PrivateNats } from '@skald/testing';
 import { AppModule } from './app.module';
 import { ApprovalConfigSchema } from './config';
+import { decideByRules } from './rules/rule-engine';
+import { RulesRepository } from './rules/rules.repository';
+import { RulesService } from './rules/rules.service';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test';
 
@@ -38,12 +41,15 @@ describe('approval service over NATS and Postgres', () => {
   let nats: PrivateNats;
   let NATS_URL = '';
 
-  const boot = async (i: number) => {
+  const boot = async (i: number, env: Record<string, string> = {}) => {
     const config = loadConfig(ApprovalConfigSchema, {
       NATS_URL,
       DATABASE_URL,
       DATABASE_POOL_SIZE: '4',
       SKALD_AUDIT_FLUSH_MS: '50',
+      // the tests below change rules in SQL too (no broadcast) and wait 1 s for them
+      SKALD_RULES_MAX_AGE_MS: '1000',
+      ...env,
     });
     const app = await NestFactory.create(AppModule.register(config, log, `approval-it-${process.pid}-${i}`), {
       logger: false,
@@ -452,4 +458,63 @@ describe('approval service over NATS and Postgres', () => {
       (await client.call('approval.audit', { actor: admin, session_id: sessionId, page: 1, per_page: 50 })).total,
     ).toBe(3);
   });
+
+  // Last: it restarts the NATS server under every app of this file.
+  it('with a long bound: an API change reaches a replica at once, an unannounced one waits for the bound or a reconnect', async () => {
+    const app = await boot(2, { SKALD_RULES_MAX_AGE_MS: '60000' });
+    apps.push(app);
+    const rules = app.get(RulesService);
+    const versionReads = jest.spyOn(app.get(RulesRepository), 'version');
+    const tool = `lab_${randomUUID().slice(0, 8)}`; // a rule left by an interrupted run does not apply
+    const decide = async () =>
+      decideByRules(await rules.ruleSet(), {
+        toolName: tool,
+        arguments: {},
+        agentId: 'main',
+        source: 'web',
+        isAdmin: false,
+      }).decision;
+    const until = async (want: string, withinMs: number) => {
+      const deadline = Date.now() + withinMs;
+      let got = await decide();
+      while (got !== want && Date.now() < deadline) {
+        await sleep(20);
+        got = await decide();
+      }
+      return got;
+    };
+    expect(await decide()).toBe('require');
+    const created = await client.call('approval.rules.create', {
+      actor: admin,
+      rule: { tool_pattern: tool, action: 'deny', priority: 1 },
+    });
+    expect(await until('deny', 1000)).toBe('deny'); // the broadcast, not the 60 s bound
+    const reads = versionReads.mock.calls.length;
+    for (let i = 0; i < 200; i++) await decide();
+    expect(versionReads.mock.calls.length).toBe(reads); // trusted: no version row per check
+
+    // behind the API's back: nothing announces it, the replica keeps the rules it has...
+    await db.query(`UPDATE approval_rules SET action = 'allow' WHERE id = $1`, [created.id]);
+    await sleep(1500);
+    expect(await decide()).toBe('deny');
+    // ...until the NATS connection is lost (a broadcast may have been missed then)
+    await nats.kill();
+    await nats.start();
+    expect(await until('allow', 15_000)).toBe('allow');
+    // a request sent before every app is back finds no responder: retry until they are
+    const answered = async () => {
+      for (let i = 0; i < 15; i++) {
+        try {
+          // not_found: an earlier attempt deleted it and its answer was lost
+          return await codeOf(
+            client.call('approval.rules.delete', { actor: admin, id: created.id }, { timeoutMs: 1000 }),
+          );
+        } catch {
+          // BusRequestError: nobody answered yet
+        }
+      }
+      return 'never answered';
+    };
+    expect(['ok', 'not_found']).toContain(await answered());
+  }, 40_000);
 });

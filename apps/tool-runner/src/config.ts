@@ -143,6 +143,14 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .default(64 * 1024),
   /** MCP servers one user may configure. */
   SKALD_MCP_MAX_SERVERS: z.coerce.number().int().min(1).max(200).default(20),
+  /**
+   * Seconds a user's MCP server list is answered from memory at most. Writes drop it on every replica
+   * (`mcp.servers.changed.<user>`), a lost NATS connection drops all; the bound is what a doorbell
+   * missed otherwise (or an edit in SQL) can cost: the prompt's list out of date. 0 turns it off.
+   */
+  SKALD_MCP_LIST_CACHE_SECS: z.coerce.number().int().min(0).max(300).default(30),
+  /** Users whose MCP server list is kept in memory at once (least recently used first out). */
+  SKALD_MCP_LIST_CACHE_USERS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   /** An MCP connection unused this long is closed (its stdio server stopped); the next use reconnects. */
   SKALD_MCP_IDLE_SECS: z.coerce.number().int().min(5).default(600),
   /** Connecting to an MCP server (start, handshake, first tool list) may take this long. */

@@ -104,6 +104,8 @@ export class Bus {
   private readonly inflight = new Set<Promise<unknown>>();
   /** Every request's reply comes to one inbox subscription (see ReplyMux). */
   private readonly replies: ReplyMux;
+  /** Told when the connection is lost and when it is back (see `onConnectionGap`). */
+  private readonly gapListeners = new Set<() => void>();
 
   private constructor(
     readonly nc: NatsConnection,
@@ -133,17 +135,40 @@ export class Bus {
     if (!coalesceWrites(nc))
       log.warn({}, 'NATS client internals changed: writes not coalesced (one write per microtask)');
     const bus = new Bus(nc, options.requestTimeoutMs ?? 10_000, log, inboxPrefix);
-    void bus.watchPermissions();
+    void bus.watchStatus();
     return bus;
   }
 
   /**
-   * A subject outside the user's permissions is refused by the server asynchronously (a publish
-   * simply vanishes): say so at error level, naming the operation and subject, so a missing grant
-   * shows up in the logs rather than as a silent gap.
+   * Calls `listener` when the connection to NATS is lost and again when it is back. Core NATS
+   * delivers nothing that was published in between, so whatever a broadcast keeps fresh (a cache
+   * dropped on a doorbell) must forget it at both moments: at the loss, so that nothing read while
+   * deaf is kept past the gap, and at the return. Returns the function that removes the listener.
    */
-  private async watchPermissions(): Promise<void> {
+  onConnectionGap(listener: () => void): () => void {
+    this.gapListeners.add(listener);
+    return () => void this.gapListeners.delete(listener);
+  }
+
+  /**
+   * The connection's status: a loss or a return tells the gap listeners; a subject outside the
+   * user's permissions is refused by the server asynchronously (a publish simply vanishes): say so
+   * at error level, naming the operation and subject, so a missing grant shows up in the logs rather
+   * than as a silent gap.
+   */
+  private async watchStatus(): Promise<void> {
     for await (const s of this.nc.status()) {
+      if (s.type === Events.Disconnect || s.type === Events.Reconnect) {
+        this.log.warn({ event: s.type }, s.type === Events.Disconnect ? 'NATS connection lost' : 'NATS reconnected');
+        for (const listener of [...this.gapListeners]) {
+          try {
+            listener();
+          } catch (e) {
+            this.log.error({ err: String(e) }, 'connection gap listener failed');
+          }
+        }
+        continue;
+      }
       if (s.type !== Events.Error || !s.permissionContext) continue;
       const { operation, subject } = s.permissionContext;
       this.log.error({ operation, subject }, 'NATS permissions violation');

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { Actor, AuditItem } from '@skald/contracts';
 import { ownerScope } from '../bypasses/bypasses.service';
@@ -11,7 +11,8 @@ const MAX_BUFFER = 20_000;
 /** `sha256:` + 16 hex of the arguments' JSON: enough to tell calls apart without storing them twice. */
 export function argsDigest(args: unknown): string {
   const text = typeof args === 'string' ? args : JSON.stringify(args ?? null);
-  return `sha256:${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+  // one-shot: no Hash object per decision
+  return `sha256:${hash('sha256', text, 'hex').slice(0, 16)}`;
 }
 
 /**

@@ -105,6 +105,8 @@ export interface CompiledRule {
   command: CommandPattern | null;
   /** Why the rule failed to load: it then means Require wherever it could apply. */
   broken: string | null;
+  /** How a decision names it (built once: a decision only reads it). */
+  description: string;
 }
 
 export class RuleCompileError extends Error {
@@ -207,6 +209,9 @@ export function compileRule(row: RuleRow): CompiledRule {
     path,
     command,
     broken,
+    description: broken
+      ? `rule ${row.id} failed to load (${broken}): asking`
+      : `rule ${row.id} (${action}, priority ${row.priority})`,
   };
 }
 
@@ -220,9 +225,14 @@ export function validateRule(row: Omit<RuleRow, 'id' | 'ord'>): void {
 }
 
 /** The compiled rule set, with the evaluation order per security group computed once. */
+/** Visibility answers a rule set remembers at most (then it forgets them all and starts again). */
+const VISIBLE_MEMO_MAX = 10_000;
+
 export class RuleSet {
   private readonly rules: CompiledRule[];
   private readonly byGroup = new Map<string, CompiledRule[]>();
+  /** `isVisible` answers: a rule set never changes, and a turn asks the same tools every time. */
+  private readonly visibleMemo = new Map<string, boolean>();
 
   constructor(rows: readonly RuleRow[]) {
     this.rules = rows.map(compileRule).sort((a, b) => a.priority - b.priority || a.ord - b.ord);
@@ -242,6 +252,16 @@ export class RuleSet {
       this.byGroup.set(key, list);
     }
     return list;
+  }
+
+  /** The remembered answer for `key`, or `compute`'s (remembered). */
+  rememberVisible(key: string, compute: () => boolean): boolean {
+    const known = this.visibleMemo.get(key);
+    if (known !== undefined) return known;
+    const answer = compute();
+    if (this.visibleMemo.size >= VISIBLE_MEMO_MAX) this.visibleMemo.clear();
+    this.visibleMemo.set(key, answer);
+    return answer;
   }
 }
 
@@ -384,9 +404,7 @@ export function bypassCovers(scope: BypassScope, input: GateInput): boolean {
 const RANK: Record<RuleAction, number> = { allow: 0, require: 1, deny: 2 };
 
 function describe(rule: CompiledRule): string {
-  return rule.broken
-    ? `rule ${rule.id} failed to load (${rule.broken}): asking`
-    : `rule ${rule.id} (${rule.action}, priority ${rule.priority})`;
+  return rule.description;
 }
 
 function appliesTo(rule: CompiledRule, input: GateInput): boolean {
@@ -624,11 +642,16 @@ export function isVisible(
   tool: string,
   ctx: Pick<GateInput, 'agentId' | 'source' | 'securityGroup'>,
 ): boolean {
-  const input: GateInput = { ...ctx, toolName: tool, arguments: {}, isAdmin: false };
-  for (const rule of rules.ordered(ctx.securityGroup)) {
-    if (!appliesTo(rule, input)) continue;
-    if (rule.broken || rule.path || rule.command) return true;
-    return rule.action !== 'deny';
-  }
-  return true;
+  // length-prefixed, so that no two questions share a key whatever their strings contain
+  const group = ctx.securityGroup;
+  const key = `${group === undefined ? '-' : `${group.length}:${group}`}|${ctx.agentId.length}:${ctx.agentId}|${ctx.source.length}:${ctx.source}|${tool}`;
+  return rules.rememberVisible(key, () => {
+    const input: GateInput = { ...ctx, toolName: tool, arguments: {}, isAdmin: false };
+    for (const rule of rules.ordered(ctx.securityGroup)) {
+      if (!appliesTo(rule, input)) continue;
+      if (rule.broken || rule.path || rule.command) return true;
+      return rule.action !== 'deny';
+    }
+    return true;
+  });
 }

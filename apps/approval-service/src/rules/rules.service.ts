@@ -1,14 +1,14 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import { APPROVAL_TOPICS, ApprovalRuleDto, ApprovalRuleInput, ApprovalRulePatch } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
+import { RULES_MAX_AGE_MS } from '../config';
 import { ApprovalError } from '../errors';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
 import { BUILT_IN_RULE_IDS, BUILT_IN_RULES, RuleCompileError, RuleSet, validateRule } from './rule-engine';
 import { RuleFields, RulesRepository, StoredRule } from './rules.repository';
 
-/** Trusted for this long; then re-validated in the background until MAX_AGE, after which a check waits. */
-const FRESH_MS = 700;
-const MAX_AGE_MS = 1000;
+/** Without configuration (unit tests): `SKALD_RULES_MAX_AGE_MS`'s default. */
+const DEFAULT_MAX_AGE_MS = 5000;
 
 interface CachedRules {
   set: RuleSet;
@@ -19,27 +19,41 @@ interface CachedRules {
 
 /**
  * The rule set, compiled and cached so that `approval.check` does not touch Postgres: a change
- * reaches every replica at once through the `approval.rules.changed` broadcast, and within 1 s by
- * the cache age even if that broadcast is lost (or the change was made in SQL). Re-validating reads
- * one version row that a trigger bumps on every change; the rules are read and compiled again only
- * when it moved, so a thousand rules cost nothing between changes.
+ * reaches every replica at once through the `approval.rules.changed` broadcast; a lost NATS
+ * connection (a broadcast may have been missed) drops it; and a broadcast lost otherwise, or a
+ * change made in SQL, is seen within `maxAgeMs` (5 s): trusted for 70 % of it, then re-validated in
+ * the background, and past it a check waits for the re-validation. Re-validating reads one version
+ * row that a trigger bumps on every change; the rules are read and compiled again only when it
+ * moved, so a thousand rules cost nothing between changes.
  */
 @Injectable()
-export class RulesService implements OnModuleInit {
+export class RulesService implements OnModuleInit, OnModuleDestroy {
   private cache: CachedRules | null = null;
   private refreshing: { gen: number; done: Promise<RuleSet> } | null = null;
   private generation = 0;
+  private readonly maxAgeMs: number;
+  private readonly freshMs: number;
+  private unwatchGaps?: () => void;
 
   constructor(
     private readonly repo: RulesRepository,
     private readonly bus: Bus,
     private readonly events: ApprovalEventsPublisher,
-  ) {}
+    @Optional() @Inject(RULES_MAX_AGE_MS) maxAgeMs?: number,
+  ) {
+    this.maxAgeMs = maxAgeMs ?? DEFAULT_MAX_AGE_MS;
+    this.freshMs = Math.floor(this.maxAgeMs * 0.7);
+  }
 
   onModuleInit(): void {
     this.bus.subscribe(APPROVAL_TOPICS.rulesChanged.pattern, APPROVAL_TOPICS.rulesChanged.message, () =>
       this.invalidate(),
     );
+    this.unwatchGaps = this.bus.onConnectionGap(() => this.invalidate());
+  }
+
+  onModuleDestroy(): void {
+    this.unwatchGaps?.();
   }
 
   invalidate(): void {
@@ -49,8 +63,8 @@ export class RulesService implements OnModuleInit {
 
   async ruleSet(): Promise<RuleSet> {
     const age = this.cache ? Date.now() - this.cache.checkedAt : Infinity;
-    if (this.cache && age < FRESH_MS) return this.cache.set;
-    if (this.cache && age < MAX_AGE_MS) {
+    if (this.cache && age < this.freshMs) return this.cache.set;
+    if (this.cache && age < this.maxAgeMs) {
       this.refresh().catch(() => undefined);
       return this.cache.set;
     }

@@ -1,4 +1,7 @@
+import fc from 'fast-check';
 import { isVisible, RuleRow, RuleSet } from './rule-engine';
+
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
 const r = (id: number, toolPattern: string, action: string, extra: Partial<RuleRow> = {}): RuleRow => ({
   id: `00000000-0000-4000-8000-${String(id).padStart(12, '0')}`,
@@ -34,5 +37,50 @@ describe('tool visibility', () => {
     expect(isVisible(set, 'execute_cmd', ctx)).toBe(true);
     expect(isVisible(set, 'restart', ctx)).toBe(true);
     expect(isVisible(set, 'mcp__good__x', ctx)).toBe(true);
+  });
+
+  it('answers the same remembered as computed afresh, for any rules and any run of questions (seeded)', () => {
+    console.log(`visibility memo: seed=${SEED} — reproduce with FC_SEED=${SEED}`);
+    // names that could collide in a naively joined key: separators, empty strings, NUL
+    const word = fc.constantFrom('', 'a', 'b', 'a|b', 'b|a', 'a:b', '1:a', 'x\u0000y', 'main', 'web', 'mcp__evil__x');
+    const rule = fc.record({
+      tool: fc.constantFrom('*', 'a', 'b', 'mcp__evil__*', 'execute_cmd', 'a*'),
+      action: fc.constantFrom('allow', 'deny', 'require'),
+      agentId: fc.option(word, { nil: null }),
+      source: fc.option(word, { nil: null }),
+      securityGroup: fc.option(word, { nil: null }),
+      path: fc.option(fc.constant('/workspace/x/*'), { nil: null }),
+    });
+    const question = fc.record({
+      tool: word,
+      agentId: word,
+      source: word,
+      securityGroup: fc.option(word, { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(fc.array(rule, { maxLength: 8 }), fc.array(question, { minLength: 1, maxLength: 60 }), (rows, qs) => {
+        const stored = rows.map((x, i) =>
+          r(i + 1, x.tool, x.action, {
+            agentId: x.agentId,
+            source: x.source,
+            securityGroup: x.securityGroup,
+            pathPattern: x.path,
+          }),
+        );
+        const remembered = new RuleSet(stored);
+        for (const q of [...qs, ...qs]) {
+          const ctx = { agentId: q.agentId, source: q.source, securityGroup: q.securityGroup };
+          expect(isVisible(remembered, q.tool, ctx)).toBe(isVisible(new RuleSet(stored), q.tool, ctx));
+        }
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+  });
+
+  it('keeps questions apart whose parts join to the same text', () => {
+    const set = new RuleSet([r(1, 'x', 'deny', { agentId: 'a|b', source: 'a' }), r(2, '*', 'require')]);
+    expect(isVisible(set, 'x', { agentId: 'a|b', source: 'a' })).toBe(false);
+    expect(isVisible(set, 'x', { agentId: 'a', source: 'b|a' })).toBe(true);
+    expect(isVisible(set, 'x', { agentId: 'a|b', source: 'a', securityGroup: '' })).toBe(false);
   });
 });

@@ -343,7 +343,7 @@ export const ROUTES: Route[] = [
   {
     method: 'patch',
     path: '/api/approval/rules/{id}',
-    summary: 'Change an approval rule (every replica within 1 s); 409 for a built-in rule',
+    summary: 'Change an approval rule (every replica at once, within 5 s at worst); 409 for a built-in rule',
     auth: 'admin',
     params: [{ name: 'id', in: 'path', required: true }],
     body: ApprovalRulePatch,

@@ -12,6 +12,7 @@ import { AddressPolicy, BlockedAddressError } from './address-guard';
 import { McpConnection, McpServerTarget } from './mcp-connections';
 import { McpLauncher } from './mcp-launcher';
 import { McpServersRepository, StoredMcpServer } from './mcp-servers.repository';
+import { PerUserCache } from './per-user.cache';
 import { SecretBox } from './secret-box';
 import { mcpWireName } from './tool-names';
 
@@ -39,6 +40,9 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
   private readonly live = new Map<string, Promise<McpConnection>>();
   private readonly secretBox: SecretBox | null;
   private readonly policy: AddressPolicy;
+  /** Each user's list as `mcp.servers.list` answers it (every turn asks it for the prompt). */
+  private readonly lists: PerUserCache<McpServerDto[]>;
+  private unwatchGaps?: () => void;
   private sweep?: NodeJS.Timeout;
 
   constructor(
@@ -50,12 +54,19 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.secretBox = SecretBox.fromConfig(config.SKALD_SECRETS_KEY);
     this.policy = new AddressPolicy(config.SKALD_MCP_ALLOW_HOSTS);
+    this.lists = new PerUserCache({
+      maxUsers: config.SKALD_MCP_LIST_CACHE_USERS,
+      maxAgeMs: config.SKALD_MCP_LIST_CACHE_SECS * 1000,
+    });
   }
 
   onModuleInit(): void {
-    this.bus.subscribe(TOPICS.mcpServersChanged.pattern, TOPICS.mcpServersChanged.message, (m) =>
-      this.changedElsewhere(m.user_id, m.name),
-    );
+    this.bus.subscribe(TOPICS.mcpServersChanged.pattern, TOPICS.mcpServersChanged.message, (m) => {
+      this.lists.invalidate(m.user_id);
+      return this.changedElsewhere(m.user_id, m.name);
+    });
+    // A doorbell rung while this replica was deaf is lost: forget every list.
+    this.unwatchGaps = this.bus.onConnectionGap(() => this.lists.clear());
     const idleMs = this.config.SKALD_MCP_IDLE_SECS * 1000;
     const lifetimeMs = this.config.SKALD_MCP_LIFETIME_SECS * 1000;
     this.sweep = setInterval(
@@ -67,13 +78,15 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     if (this.sweep) clearInterval(this.sweep);
+    this.unwatchGaps?.();
     const all = [...this.live.values()];
     this.live.clear();
     await Promise.allSettled(all.map(async (p) => (await p).close()));
   }
 
-  async list(actor: Actor): Promise<McpServerDto[]> {
-    return (await this.repo.list(actor.userId)).map(toDto);
+  /** The user's servers, from memory while no write, doorbell, connection gap or age bound has dropped them. */
+  list(actor: Actor): Promise<McpServerDto[]> {
+    return this.lists.get(actor.userId, async () => (await this.repo.list(actor.userId)).map(toDto));
   }
 
   async create(actor: Actor, input: McpServerInput): Promise<McpServerDto> {
@@ -121,8 +134,8 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
   async delete(actor: Actor, name: string): Promise<void> {
     if (!(await this.repo.delete(actor.userId, name)))
       throw new RemoteError({ code: 'not_found', message: `no MCP server named ${name}` });
-    await this.drop(actor.userId, name);
     this.changed(actor.userId, name);
+    await this.drop(actor.userId, name);
   }
 
   /** Groups `activate_tools` may grant (the user's enabled servers) and the tools of the granted ones. */
@@ -244,11 +257,13 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       const tools = (await conn.list()).map((t) => t.def);
       const count = tools.length;
       await this.repo.setStatus(s.id, 'ready', null, count, tools).catch(() => undefined);
+      this.changed(s.userId, s.name); // the list shows status and tool count
       this.log.info({ ...ids, tools: count }, 'MCP server connected');
       return conn;
     } catch (e) {
       const message = errorText(e);
       await this.repo.setStatus(s.id, 'error', message, 0).catch(() => undefined);
+      this.changed(s.userId, s.name);
       this.log.warn({ ...ids, err: message }, 'MCP server failed to connect');
       throw e;
     }
@@ -312,11 +327,21 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /**
+   * After every write of `mcp_servers` (it is committed): drops the user's list here at once and, by
+   * the doorbell, on every replica (this one included).
+   */
   private changed(userId: string, name: string): void {
-    this.bus.publish(TOPICS.mcpServersChanged.subject(userId), TOPICS.mcpServersChanged.message, {
-      user_id: userId,
-      name,
-    });
+    this.lists.invalidate(userId);
+    try {
+      this.bus.publish(TOPICS.mcpServersChanged.subject(userId), TOPICS.mcpServersChanged.message, {
+        user_id: userId,
+        name,
+      });
+    } catch (e) {
+      // the connection is closed (shutting down): other replicas see the change within the list's age bound
+      this.log.warn({ userId, server: name, err: errorText(e) }, 'MCP change not announced');
+    }
   }
 }
 

@@ -419,14 +419,15 @@ describe('SubmitService.submit: the submit takes the lease', () => {
    * lease rules — `leaseAsk` (null while draining, its busy sessions), `drive` (no ask while
    * draining, busy or asking; else `acquire`), `driveWith` (the lease handed over).
    */
-  function worker(owner: string, opts: { draining?: boolean; busy?: string[] } = {}) {
+  function worker(owner: string, opts: { draining?: boolean; busy?: string[]; ttlMs?: number } = {}) {
+    const ttlMs = opts.ttlMs ?? TTL;
     const busy = new Set(opts.busy ?? []);
     const taken: Taken[] = [];
     const doorbells: string[] = [];
     const pending: Array<Promise<unknown>> = [];
     let acquires = 0;
     const driver = {
-      leaseAsk: () => (opts.draining ? null : { owner, ttlMs: TTL, busy: [...busy] }),
+      leaseAsk: () => (opts.draining ? null : { owner, ttlMs, busy: [...busy] }),
       driveWith: (lease: Lease) => {
         taken.push({ how: 'statement', ...lease, tookOver: lease.tookOver === true });
         busy.add(lease.sessionId);
@@ -436,7 +437,7 @@ describe('SubmitService.submit: the submit takes the lease', () => {
         if (opts.draining || busy.has(sessionId)) return Promise.resolve();
         busy.add(sessionId);
         acquires++;
-        const p = leases.acquire(sessionId, owner, TTL).then((l) => {
+        const p = leases.acquire(sessionId, owner, ttlMs).then((l) => {
           if (l) taken.push({ how: 'acquire', ...l, tookOver: l.tookOver === true });
           else busy.delete(sessionId);
         });
@@ -691,7 +692,9 @@ describe('SubmitService.submit: the submit takes the lease', () => {
           `INSERT INTO session_leases (session_id, owner, epoch, expires_at) VALUES ($1, 'gone', 2, now() - interval '1 second')`,
           [sessionId],
         );
-      const workers = round < 4 ? [worker('w1')] : [worker('w1'), worker('w2')];
+      // A TTL no loaded run outlasts: a lease expiring mid-round would rightly be taken again.
+      const ttlMs = 60_000;
+      const workers = round < 4 ? [worker('w1', { ttlMs })] : [worker('w1', { ttlMs }), worker('w2', { ttlMs })];
       // Six distinct messages and two retries of the first, spread over the workers.
       const clients = ['a', 'b', 'c', 'd', 'e', 'f', 'a', 'a'];
       const answers = await Promise.all(

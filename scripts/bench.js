@@ -2,7 +2,7 @@
 'use strict';
 // `npm run bench`: every benchmark, one after the other, each printing its figures. Arguments go
 // to the turn benchmark (`npm run bench -- --quick`, `--profile`; see scripts/bench/turn.js);
-// `--only <name>` runs one benchmark (approval-check, tools, recovery, turn).
+// `--only <name>` runs one benchmark (approval-check, tools, recovery, dependency-recovery, turn, syscalls).
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 
@@ -15,6 +15,7 @@ const BENCHES = [
   ['recovery.js', []],
   ['dependency-recovery.js', []],
   ['turn.js', args],
+  ['syscalls.js', []],
 ].filter(([b]) => !only || b === `${only}.js`);
 if (BENCHES.length === 0) {
   console.error(`no benchmark named ${only}`);

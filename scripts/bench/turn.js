@@ -899,10 +899,25 @@ function fmtBy(o) {
     : '–';
 }
 
-main().then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+// The stack's set-up and one turn's driving, for the other benchmarks of the stack (syscalls.js).
+module.exports = {
+  CFG,
+  PER_ROUND_ROUNDS,
+  startInfra,
+  startStack,
+  makeUsers,
+  newMarkers,
+  scriptConversations,
+  openConversations,
+  unscript,
+  stackGroups,
+};
+
+if (require.main === module)
+  main().then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );

@@ -276,6 +276,34 @@ describe('poison through the whole stack', () => {
     ws.close();
   });
 
+  it('a session whose agent left the catalog: 3 attempts, then an error naming the agent; the sweep stops re-driving it', async () => {
+    const { ws, sessionId } = await open();
+    // The conversation's agent was a user's own agent that has since been deleted.
+    await db.query(`UPDATE sessions SET agent_id = 'deleted-agent' WHERE id = $1`, [sessionId]);
+    const m = `g-${randomUUID()}`;
+    ws.send({ type: 'message', client_message_id: m, content: `go ${m}` });
+    const error = await ws.waitFor((f) => f.type === 'error' && f.code === 'internal', 30_000);
+    poisonCases++;
+    expect(error.message).toContain('agent deleted-agent is not in the catalog');
+    expect(error.message).toContain('3 attempts in a row');
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await sim.requests({ contains: m })).toEqual([]);
+    const s = await db.query(`SELECT turn_state, commit_failures FROM sessions WHERE id = $1`, [sessionId]);
+    expect(s[0]).toEqual({ turn_state: 'finished', commit_failures: 0 });
+    const attempts = stack
+      .byName('session-worker')
+      .flatMap((w) => w.logs)
+      .filter((l) => l.includes(sessionId) && l.includes('is not in the catalog') && l.includes('"level":"error"'));
+    // Three failed attempts and the line that ended the turn — and no more after it.
+    expect(attempts.map((l) => (l.includes('turn ended') ? 'ended' : 'failed'))).toEqual([
+      'failed',
+      'failed',
+      'failed',
+      'ended',
+    ]);
+    ws.close();
+  });
+
   it.each([
     [
       'a dangling symlink out of the workspace',

@@ -58,27 +58,31 @@ describe('NATS users per service', () => {
   it('lets the session worker call the tool runner, and nobody else (the NetworkPolicy, on the bus)', async () => {
     const runner = await busAs('tool-runner');
     let executed = 0;
-    runner.handle('tools.memory_read', () => {
+    runner.handle('tools.memory_turn', () => {
       executed += 1;
-      return Promise.resolve({ documents: [] });
+      return Promise.resolve({ documents: [], context: null });
     });
     await runner.nc.flush();
 
     const worker = await busAs('session-worker');
-    const req = { actor: { userId: randomUUID(), role: 'user' as const }, paths: ['memory/notes.md'] };
-    const reply = await worker.request('tools.memory_read', req);
+    const req = {
+      actor: { userId: randomUUID(), role: 'user' as const },
+      paths: ['memory/notes.md'],
+      query: 'notes',
+    };
+    const reply = await worker.request('tools.memory_turn', req);
     expect(reply.ok).toBe(true);
     expect(executed).toBe(1);
 
     const gateway = await busAs('gateway');
-    await expect(gateway.request('tools.memory_read', req)).rejects.toThrow(/Permissions Violation/);
+    await expect(gateway.request('tools.memory_turn', req)).rejects.toThrow(/Permissions Violation/);
     const scheduler = await busAs('scheduler');
-    await expect(scheduler.request('tools.memory_read', req)).rejects.toThrow(/Permissions Violation/);
+    await expect(scheduler.request('tools.memory_turn', req)).rejects.toThrow(/Permissions Violation/);
     expect(executed).toBe(1);
     // the refusal is in the caller's log at error level, naming the subject
     await new Promise((r) => setTimeout(r, 200));
     expect(errors).toContainEqual({
-      obj: { operation: 'publish', subject: 'tools.memory_read' },
+      obj: { operation: 'publish', subject: 'tools.memory_turn' },
       msg: 'NATS permissions violation',
     });
   });

@@ -13,7 +13,12 @@ import type { Mutation, SessionEventDraft } from './types';
 /** Failed commits of one step in a row after which the turn is ended. */
 export const MAX_COMMIT_FAILURES = 3;
 
-export const TURN_FAILED_MESSAGE = `This turn was stopped: its progress could not be saved (${MAX_COMMIT_FAILURES} attempts in a row failed at the same step). Nothing more will be retried; send a new message to go on.`;
+/** What the user is told when a turn is ended for `reason` (what every attempt ran into). */
+export function turnFailedMessage(reason: string): string {
+  return `This turn was stopped: ${reason} (${MAX_COMMIT_FAILURES} attempts in a row failed at the same step). Nothing more will be retried; send a new message to go on.`;
+}
+
+export const TURN_FAILED_MESSAGE = turnFailedMessage('its progress could not be saved');
 
 export const CALL_ENDED_BY_FAILED_TURN =
   'the turn was stopped because its progress could not be saved; this call did not finish';
@@ -39,6 +44,8 @@ export interface EndFailedTurnRequest {
   sessionId: string;
   /** The inbox item that started the failing turn, when it never entered the conversation. */
   inboxId?: string;
+  /** What every attempt ran into, when it was not a refused save (e.g. a broken invariant). */
+  reason?: string;
 }
 
 /** Ends a turn that failed too often (see the file comment). Returns what was ended. */
@@ -78,7 +85,11 @@ export async function endFailedTurn(
     }
   }
   mutations.push({ kind: 'setTurnState', sessionId: session.id, state: 'finished' });
-  events.push({ type: 'error', code: 'internal', message: TURN_FAILED_MESSAGE });
+  events.push({
+    type: 'error',
+    code: 'internal',
+    message: request.reason ? turnFailedMessage(request.reason) : TURN_FAILED_MESSAGE,
+  });
   await store.commit(session.id, mutations, events);
   return { endedCalls, discarded };
 }

@@ -10,9 +10,9 @@ import {
   WRITE_TODOS,
 } from './loop-tools';
 import { dynamicTail, flattenContext, projectContext, type ContextParts } from './projection';
-import type { AgentDefinition } from './ports';
-import { isRoot, toolContext, type FrameContext } from './turn-context';
-import type { WireMessage, WireTool } from './types';
+import type { AgentDefinition, LoopDeps } from './ports';
+import { isRoot, toolContext, type FrameContext, type TurnContext } from './turn-context';
+import type { CompactionSummary, FrameRow, MessageRow, WireMessage, WireTool } from './types';
 
 export async function buildFrameMessages(fctx: FrameContext, cacheControl: boolean): Promise<WireMessage[]> {
   return flattenContext(await buildFrameContext(fctx, { cacheControl, withMemory: true }));
@@ -28,13 +28,11 @@ export async function buildFrameContext(
 ): Promise<ContextParts> {
   const { deps, session } = fctx.turn;
   const { store, config } = deps;
-  const compaction = config.compaction ? await store.getCompaction(fctx.frame.id) : null;
-  const messages = await store.listMessages(fctx.frame.id, { afterMessageId: compaction?.boundaryMessageId ?? null });
+  const { compaction, messages } = await frameHistory(deps, fctx.frame.id);
   const root = isRoot(fctx);
   let memoryContext: string | null = null;
   if (root && deps.memory && options.withMemory) {
-    const lastUser = [...messages].reverse().find((m) => m.role !== 'assistant');
-    memoryContext = await deps.memory.queryContext(session.id, lastUser?.content ?? '');
+    memoryContext = await deps.memory.queryContext(session.id, memoryQuery(messages));
   }
   return projectContext({
     systemPrompt: fctx.agent.prompt,
@@ -57,6 +55,32 @@ export async function buildFrameContext(
     }),
     tailReminder: fctx.agent.tailReminder,
   });
+}
+
+/** A frame's compaction and the messages after its boundary (what its context is built from). */
+async function frameHistory(
+  deps: LoopDeps,
+  frameId: string,
+): Promise<{ compaction: CompactionSummary | null; messages: MessageRow[] }> {
+  const compaction = deps.config.compaction ? await deps.store.getCompaction(frameId) : null;
+  const messages = await deps.store.listMessages(frameId, { afterMessageId: compaction?.boundaryMessageId ?? null });
+  return { compaction, messages };
+}
+
+/** What the root frame's memory context is asked with: its last message not from the assistant. */
+function memoryQuery(messages: readonly MessageRow[]): string {
+  return [...messages].reverse().find((m) => m.role !== 'assistant')?.content ?? '';
+}
+
+/**
+ * Before the root frame's agent loads: tells the memory port the text the frame's memory context
+ * will be asked with (`MemoryPort.expectQuery`), so that the agent's memory documents and the
+ * context can come in one request. Nothing for a sub-agent's frame.
+ */
+export async function expectMemoryQuery(turn: TurnContext, frame: FrameRow): Promise<void> {
+  const { deps, session } = turn;
+  if (!deps.memory?.expectQuery || frame.parentToolCallId !== null) return;
+  deps.memory.expectQuery(session.id, memoryQuery((await frameHistory(deps, frame.id)).messages));
 }
 
 function matches(pattern: string, name: string): boolean {

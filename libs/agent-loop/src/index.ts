@@ -82,6 +82,7 @@ export { injectWorkingDirectory, isMemoryPath as isLoopMemoryPath } from './path
 export {
   MAX_COMMIT_FAILURES,
   TURN_FAILED_MESSAGE,
+  turnFailedMessage,
   CALL_ENDED_BY_FAILED_TURN,
   endFailedTurn,
   failureKey,

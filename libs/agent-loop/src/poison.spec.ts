@@ -12,10 +12,12 @@ import {
   MAX_COMMIT_FAILURES,
   nextFailureCount,
   TURN_FAILED_MESSAGE,
+  turnFailedMessage,
 } from './failed-turn';
 import { INVALID_TOOL_NAME, MAX_TOOL_ARGUMENTS_CHARS, TOOL_NAME_PATTERN } from './call-checks';
 import { FakeGate, FakeHuman, InMemoryStore, LoopHarness, RejectedCommit, type FakeToolDefinition } from './testing';
 import { MAX_STALE_REASKS } from './tool-call';
+import { LoopInvariantError } from './errors';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
@@ -116,6 +118,20 @@ describe('the retry budget of a turn', () => {
     expect(h.store.view().sessions[0].turnState).toBe('finished');
     expect(h.events().at(-1)).toMatchObject({ type: 'error', code: 'internal', message: TURN_FAILED_MESSAGE });
     // Nothing is left to drive: recovery is idle.
+    expect(await h.recover()).toEqual({ kind: 'idle' });
+  });
+
+  it('a session whose agent left the catalog: every attempt fails the same way; ended, it says why', async () => {
+    const h = new LoopHarness({ tools: [echo], script: [{ content: 'never asked' }], session: { agentId: 'gone' } });
+    await expect(h.run('go')).rejects.toBeInstanceOf(LoopInvariantError);
+    for (let i = 1; i < MAX_COMMIT_FAILURES; i++) await expect(h.recover()).rejects.toBeInstanceOf(LoopInvariantError);
+    expect(h.model.calls).toHaveLength(0);
+    await endFailedTurn(h.deps, { sessionId: h.sessionId, reason: 'agent gone is not in the catalog' });
+    const said = turnFailedMessage('agent gone is not in the catalog');
+    expect(h.events().at(-1)).toMatchObject({ type: 'error', code: 'internal', message: said });
+    expect(said).toContain('agent gone is not in the catalog');
+    expect(said).not.toContain('could not be saved');
+    expect(h.store.view().sessions[0].turnState).toBe('finished');
     expect(await h.recover()).toEqual({ kind: 'idle' });
   });
 

@@ -337,6 +337,13 @@ export interface AsyncTaskPort {
 /** Long-term memory context for the dynamic tail (root frame only). */
 export interface MemoryPort {
   queryContext(sessionId: string, userText: string): Promise<string | null>;
+  /**
+   * Said before the root frame's agent loads, with the text its `queryContext` will be asked with:
+   * an adapter may fetch the context together with the agent's own lookups (its memory documents),
+   * in one request. A hint only: `queryContext` is asked all the same, and may get another text
+   * (a compaction at turn start, input steered in).
+   */
+  expectQuery?(sessionId: string, userText: string): void;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -136,6 +136,28 @@ describe('projection', () => {
     expect(tail).toContain('Working directory: /workspace/p');
   });
 
+  it("says the root frame's memory query before its agent loads: the text the context is then asked with", async () => {
+    const h = new LoopHarness({ script: [{ content: 'ok' }] });
+    const memory = new FakeMemory('Remembered: likes tea.');
+    const order: string[] = [];
+    h.deps.memory = {
+      expectQuery: (sessionId, text) => (order.push(`expect ${text}`), memory.expectQuery(sessionId, text)),
+      queryContext: (sessionId, text) => (order.push(`query ${text}`), memory.queryContext(sessionId, text)),
+    };
+    const catalog = h.deps.catalog;
+    h.deps.catalog = {
+      getAgent: (agentId, userId) => (order.push(`agent ${agentId}`), catalog.getAgent(agentId, userId)),
+      listTaskAgents: (userId) => catalog.listTaskAgents(userId),
+    };
+    await h.run('What tea do I like?');
+    expect(order.slice(0, 3)).toEqual([
+      'expect What tea do I like?',
+      expect.stringMatching(/^agent /),
+      'query What tea do I like?',
+    ]);
+    expect(memory.expected).toEqual(['What tea do I like?']);
+  });
+
   it('shows the default working directory when the session sets none', async () => {
     const h = new LoopHarness({ config: { defaultWorkingDirectory: '/workspace' }, script: [{ content: 'ok' }] });
     await h.run('hello');

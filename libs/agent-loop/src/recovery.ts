@@ -10,6 +10,7 @@
  */
 import { delegationEnd } from './delegation';
 import { cancelCalls, runBatch, type BatchOptions } from './fan-out';
+import { expectMemoryQuery } from './history';
 import { childController } from './signals';
 import { preview, REAPED_BATCH_ERROR } from './texts';
 import { commit, loadAgent, type FrameContext, type FrameOutcome, type TurnContext } from './turn-context';
@@ -18,6 +19,7 @@ import { failedRecord, interruptedRecord } from './records';
 
 export async function frameContext(turn: TurnContext, frame: FrameRow): Promise<FrameContext> {
   const parent = frame.parentFrameId ? await turn.deps.store.getFrame(frame.parentFrameId) : null;
+  await expectMemoryQuery(turn, frame);
   return {
     turn,
     frame,

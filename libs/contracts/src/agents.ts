@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { Actor, Source, StoredText } from './common';
 import { replyOf } from './reply';
-import { MemoryReadReply, MemoryReadRequest } from './tool-runner';
 
 /**
  * The agents catalog (owned by the session worker): built-in agents are files in the repository
@@ -135,5 +134,4 @@ export const AGENT_SUBJECTS = {
   },
   'session.command': { request: SessionCommandRequest, reply: replyOf(SessionCommandReply), queue: 'session-worker' },
   'session.home_source': { request: HomeSourceRequest, reply: replyOf(HomeSourceReply), queue: 'session-worker' },
-  'tools.memory_read': { request: MemoryReadRequest, reply: replyOf(MemoryReadReply), queue: 'tool-runner' },
 } as const;

@@ -16,8 +16,8 @@ import {
   FileReadRequest,
   FileUploadReply,
   FileUploadRequest,
-  MemoryContextReply,
-  MemoryContextRequest,
+  MemoryTurnReply,
+  MemoryTurnRequest,
 } from './tool-runner';
 import * as M from './mcp';
 import { EphemeralEventSchema, SessionApprovalScope, SessionEventSchema, UserEventSchema } from './ws';
@@ -316,7 +316,7 @@ export const SUBJECTS = {
   },
   'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
   'tools.preview': { request: ToolPreviewRequest, reply: replyOf(ToolPreviewReply), queue: 'tool-runner' },
-  'tools.memory_context': { request: MemoryContextRequest, reply: replyOf(MemoryContextReply), queue: 'tool-runner' },
+  'tools.memory_turn': { request: MemoryTurnRequest, reply: replyOf(MemoryTurnReply), queue: 'tool-runner' },
   'files.upload': { request: FileUploadRequest, reply: replyOf(FileUploadReply), queue: 'tool-runner' },
   'files.read': { request: FileReadRequest, reply: replyOf(FileReadReply), queue: 'tool-runner' },
   'mcp.servers.list': { request: M.McpServersListRequest, reply: replyOf(M.McpServerList), queue: 'tool-runner' },

@@ -55,6 +55,8 @@ export class WsConnection {
   private windowCount = 0;
   private hotSeconds = 0;
   private expiryTimer: NodeJS.Timeout | null = null;
+  /** The socket is corked until the end of this pass of the event loop (see `coalesce`). */
+  private corked = false;
 
   constructor(
     readonly ws: WebSocket,
@@ -73,7 +75,26 @@ export class WsConnection {
       this.ws.close(1013, 'client too slow; reconnect and resume');
       return;
     }
+    this.coalesce();
     this.ws.send(frameOf(event));
+  }
+
+  /**
+   * The frames sent in one pass of the event loop (the events of one commit arrive from NATS in one
+   * read) leave in one write: the socket is corked at the first and uncorked once the pass ends.
+   * A write is a system call, ~20 µs on the VMs this runs on — it was a third of the gateway's CPU.
+   * `ws` keeps its TCP socket in `_socket`; without one that can cork, frames go out one by one.
+   */
+  private coalesce(): void {
+    if (this.corked) return;
+    const socket = (this.ws as unknown as { _socket?: { cork?: () => void; uncork?: () => void } })._socket;
+    if (typeof socket?.cork !== 'function' || typeof socket.uncork !== 'function') return;
+    socket.cork();
+    this.corked = true;
+    setImmediate(() => {
+      this.corked = false;
+      socket.uncork?.();
+    });
   }
 
   /** Delivers a live session event of this socket's session, in order, once, with no gap. */

@@ -5,6 +5,7 @@ import type { Logger } from '@skald/service-kit';
 import type { WorkerConfig } from '../config';
 import { AgentCatalogService } from './agent-catalog.service';
 import type { AgentFiles } from './agent-files';
+import type { MemoryDocuments } from '../ports/nats-memory';
 import type { UserAgentRow, UserAgentsRepository } from './user-agents.repository';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
@@ -33,6 +34,10 @@ const row = fc.record({
   ),
   updatedAt: fc.constant('2026-01-01T00:00:00.000Z'),
 });
+
+const noDocuments: MemoryDocuments = {
+  documents: (paths) => Promise.resolve(paths.map((path) => ({ path, content: null }))),
+};
 
 const byAgentId = (rows: UserAgentRow[]) => [...rows].sort((a, b) => (a.agentId < b.agentId ? -1 : 1));
 
@@ -73,7 +78,7 @@ describe('AgentCatalogService.forTurn', () => {
       fc.asyncProperty(fc.uniqueArray(row, { selector: (r) => r.agentId, maxLength: 4 }), async (rows) => {
         const { catalog, reads } = catalogOver(rows);
         // In agent_id order, as the turn's start read returns them (and the repository's list).
-        const turn = catalog.forTurn('u1', byAgentId(rows), Date.now(), 60_000);
+        const turn = catalog.forTurn('u1', noDocuments, { rows: byAgentId(rows), at: Date.now(), freshMs: 60_000 });
         const expected = await Promise.all(['main', 'coder', 'mine', 'other'].map((id) => catalog.getAgent(id, 'u1')));
         const expectedList = await catalog.listTaskAgents('u1');
         reads.n = 0;
@@ -94,8 +99,65 @@ describe('AgentCatalogService.forTurn', () => {
     const { catalog, reads } = catalogOver([
       { agentId: 'mine', prompt: 'p', meta: { name: 'Mine', type: 'task' }, updatedAt: '2026-01-01T00:00:00.000Z' },
     ]);
-    const stale = catalog.forTurn('u1', [], Date.now() - 2_000, 1_000);
+    const stale = catalog.forTurn('u1', noDocuments, { rows: [], at: Date.now() - 2_000, freshMs: 1_000 });
     expect((await stale.listTaskAgents('u1')).map((a) => a.id)).toEqual(['coder', 'mine']);
     expect(reads.n).toBe(1);
+  });
+});
+
+/**
+ * The `inject_memory` documents of a turn's agent come from the turn's memory (which asks them with
+ * the memory context, one request); when the tool runner does not answer, the prompt goes without
+ * them (a warning), the agent still loads.
+ */
+describe("AgentCatalogService.forTurn: the agent's inject_memory documents", () => {
+  const withMemory: AgentFiles = {
+    dir: '/agents',
+    agents: new Map([
+      [
+        'main',
+        {
+          id: 'main',
+          meta: AgentMeta.parse({ name: 'Main', type: 'chat', inject_memory: ['user-memory/prefs.md'] }),
+          prompt: 'You are main.',
+        },
+      ],
+    ]),
+    fragments: new Map(),
+  };
+  function catalogWith(warnings: string[]) {
+    const repo = {
+      list: () => Promise.resolve([]),
+      find: () => Promise.resolve(null),
+    } as unknown as UserAgentsRepository;
+    const log = { warn: (_o: unknown, msg: string) => warnings.push(msg) } as unknown as Logger;
+    const bus = { call: () => Promise.reject(new Error('not this way')) } as unknown as Bus;
+    return new AgentCatalogService(
+      withMemory,
+      repo,
+      bus,
+      { listServers: () => Promise.resolve([]) },
+      { SKALD_PROMPT_VARS: {} } as unknown as WorkerConfig,
+      log,
+    );
+  }
+
+  it("puts the turn memory's documents in the prompt, asked once", async () => {
+    const asked: string[][] = [];
+    const memory: MemoryDocuments = {
+      documents: (paths) => (asked.push([...paths]), Promise.resolve([{ path: paths[0], content: 'likes tea' }])),
+    };
+    const turn = catalogWith([]).forTurn('u1', memory, { rows: [], at: Date.now(), freshMs: 60_000 });
+    const agent = await turn.getAgent('main', 'u1');
+    expect(agent?.prompt).toContain('<memory path="user-memory/prefs.md">\nlikes tea\n</memory>');
+    expect(asked).toEqual([['user-memory/prefs.md']]);
+  });
+
+  it('an unreachable tool runner: the prompt without the documents, and a warning', async () => {
+    const warnings: string[] = [];
+    const memory: MemoryDocuments = { documents: () => Promise.reject(new Error('no responders')) };
+    const agent = await catalogWith(warnings).forTurn('u1', memory, null).getAgent('main', 'u1');
+    expect(agent?.prompt).toBe('You are main.');
+    expect(warnings).toEqual(['inject_memory documents could not be read; the prompt goes without them']);
   });
 });

@@ -13,6 +13,7 @@ import { Bus, RemoteError } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { z } from 'zod';
 import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';
+import { MemoryDocument, MemoryDocuments, NatsMemory } from '../ports/nats-memory';
 import { AgentFiles } from './agent-files';
 import { renderAgentList, renderMcpList, resolveDirectives, staticPrompt } from './agent-prompt';
 import { MCP_DIRECTORY, McpDirectory } from './mcp-directory';
@@ -22,6 +23,13 @@ export const AGENT_FILES = Symbol('AGENT_FILES');
 
 /** The workspace as the model sees it. */
 export const WORKSPACE_ROOT = '/workspace';
+
+/** A user's `user_agents` rows as read at `at` (ms), to be trusted for `freshMs`. */
+export interface AgentsRead {
+  rows: readonly UserAgentRow[];
+  at: number;
+  freshMs: number;
+}
 
 /** An agent as one user sees it: the built-in files with the user's override, or the user's own agent. */
 interface EffectiveAgent {
@@ -62,37 +70,43 @@ export class AgentCatalogService implements AgentCatalogPort {
   // ------------------------------------------------------------------ the loop's port
 
   /**
-   * The port for one turn of `userId`: the user's rows read with the turn's start (store/turn-start.ts,
-   * one snapshot with the session) answer its reads for `freshMs` after `at` — as a read of
-   * `user_agents` at that moment would; later reads, or another user's, go to the table.
+   * The port for one turn of `userId`: the agents' `inject_memory` documents come from the turn's
+   * `memory` (which asks them with the turn's memory context, in one request); the user's rows
+   * read with the turn's start (store/turn-start.ts, one snapshot with the session), when given,
+   * answer its reads for `freshMs` after `at` — as a read of `user_agents` at that moment would;
+   * later reads, or another user's, go to the table.
    */
-  forTurn(userId: string, rows: readonly UserAgentRow[], at: number, freshMs: number): AgentCatalogPort {
+  forTurn(userId: string, memory: MemoryDocuments, read: AgentsRead | null): AgentCatalogPort {
     const primed = (uid: string): readonly UserAgentRow[] | null =>
-      uid === userId && Date.now() - at <= freshMs ? rows : null;
+      read && uid === userId && Date.now() - read.at <= read.freshMs ? read.rows : null;
     return {
-      getAgent: (agentId, uid) => this.getAgent(agentId, uid, primed(uid)),
+      getAgent: (agentId, uid) => this.getAgent(agentId, uid, primed(uid), uid === userId ? memory : undefined),
       listTaskAgents: (uid) => this.listTaskAgents(uid, primed(uid)),
     };
   }
 
-  /** `rows`: the user's rows already read (see `forTurn`); null reads them. */
+  /**
+   * `rows`: the user's rows already read (see `forTurn`); null reads them. `memory`: where the
+   * `inject_memory` documents come from (by default, a request of their own).
+   */
   async getAgent(
     agentId: string,
     userId: string,
     rows: readonly UserAgentRow[] | null = null,
+    memory: MemoryDocuments = new NatsMemory(this.bus, userId, 'user'),
   ): Promise<AgentDefinition | null> {
     const agent = rows
       ? this.merge(agentId, rows.find((r) => r.agentId === agentId) ?? null)
       : await this.effective(userId, agentId);
     if (!agent) return null;
-    const [memory, mcpServers, taskAgents] = await Promise.all([
-      this.readMemory(userId, agent.meta.inject_memory),
+    const [documents, mcpServers, taskAgents] = await Promise.all([
+      this.readMemory(userId, agent.meta.inject_memory, memory),
       this.mcp.listServers(userId),
       this.listTaskAgents(userId, rows),
     ]);
     let prompt: string;
     try {
-      prompt = staticPrompt({ agentMd: agent.prompt, fragments: this.files.fragments, memory, mcpServers });
+      prompt = staticPrompt({ agentMd: agent.prompt, fragments: this.files.fragments, memory: documents, mcpServers });
     } catch (e) {
       // Checked on every write; a fragment removed since is reported, not fatal.
       this.log.warn({ userId, agentId, err: String(e) }, 'agent prompt directive could not be resolved');
@@ -241,11 +255,10 @@ export class AgentCatalogService implements AgentCatalogPort {
   }
 
   /** The `inject_memory` documents (from the tool runner, which owns them); unreadable → skipped. */
-  private async readMemory(userId: string, paths: string[]): Promise<Array<{ path: string; content: string | null }>> {
+  private async readMemory(userId: string, paths: string[], memory: MemoryDocuments): Promise<MemoryDocument[]> {
     if (paths.length === 0) return [];
     try {
-      const r = await this.bus.call('tools.memory_read', { actor: { userId, role: 'user' }, paths });
-      return r.documents;
+      return await memory.documents(paths);
     } catch (e) {
       this.log.warn(
         { userId, err: String(e) },

@@ -16,6 +16,11 @@ export class TurnFacts {
     this.memo.clear();
   }
 
+  /** Whether the fact under `key` is known or being asked. */
+  has(key: string): boolean {
+    return this.memo.has(key);
+  }
+
   get<T>(key: string, ask: () => Promise<T>): Promise<T> {
     const known = this.memo.get(key);
     if (known) return known as Promise<T>;

@@ -1,5 +1,5 @@
 import { BusRequestError, RemoteError } from '@skald/messaging';
-import { LeaseLostError } from '@skald/agent-loop';
+import { LeaseLostError, LoopInvariantError } from '@skald/agent-loop';
 import { CommitRejectedError } from '../store/pg-session-store';
 import { refusedStep } from './refused-step';
 
@@ -9,6 +9,10 @@ describe('refusedStep: what counts against a turn’s retry budget', () => {
     expect(refusedStep(new RemoteError({ code: 'invalid_input', message: 'bad' }))).toBe('remote:invalid_input');
     expect(refusedStep(new RemoteError({ code: 'internal', message: 'boom' }))).toBe('remote:internal');
     expect(refusedStep(new BusRequestError('bad_reply', 'approval.check', 'x'))).toBe('remote:bad_reply');
+  });
+
+  it('counts a broken invariant (the same stored state breaks it again): a session whose agent left the catalog', () => {
+    expect(refusedStep(new LoopInvariantError('agent gone is not in the catalog'))).toBe('invariant');
   });
 
   it('never counts outages or a lost lease', () => {

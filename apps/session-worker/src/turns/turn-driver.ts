@@ -5,6 +5,7 @@ import {
   CallNotAwaitingHumanError,
   endFailedTurn,
   LeaseLostError,
+  LoopInvariantError,
   MAX_COMMIT_FAILURES,
   nextTurnItem,
   LoopDeps,
@@ -14,7 +15,6 @@ import {
   resolvePendingCall,
   runTurn,
   SessionInfo,
-  type AgentCatalogPort,
   TurnOutcome,
 } from '@skald/agent-loop';
 import { TOPICS } from '@skald/contracts';
@@ -26,7 +26,7 @@ import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../
 import { Lease, LeaseRepository, SESSION_HAS_WORK } from '../lease/lease.repository';
 import { LlmService } from '../llm/llm.service';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
-import { AgentCatalogService, WORKSPACE_ROOT } from '../agents/agent-catalog.service';
+import { AgentCatalogService, AgentsRead, WORKSPACE_ROOT } from '../agents/agent-catalog.service';
 import { LlmAdapter } from '../ports/llm-adapter';
 import { NatsGate } from '../ports/nats-gate';
 import { NatsMemory } from '../ports/nats-memory';
@@ -231,6 +231,7 @@ export class TurnDriver implements OnApplicationShutdown {
     const ended = await endFailedTurn(this.deps(store, session.userId, role, d.ids.turnId), {
       sessionId,
       ...(d.ids.turnId ? { inboxId: d.ids.turnId } : {}),
+      ...(e instanceof LoopInvariantError ? { reason: e.message } : {}),
     });
     await this.turnState.clearCommitFailures(sessionId);
     this.log.error(
@@ -275,10 +276,10 @@ export class TurnDriver implements OnApplicationShutdown {
       if (session.turnState === 'finished' && !next) return false;
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
-      const catalog = start.complete
-        ? this.catalog.forTurn(session.userId, start.userAgents.map(toUserAgentRow), start.at, INBOX_SNAPSHOT_MS)
-        : this.catalog;
-      const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id, catalog));
+      const agentsRead = start.complete
+        ? { rows: start.userAgents.map(toUserAgentRow), at: start.at, freshMs: INBOX_SNAPSHOT_MS }
+        : null;
+      const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id, agentsRead));
       if (step === 'stop') return false;
       // The turn ended and its last commit (one statement) saw no queued input: nothing more to do
       // now — input queued after that commit is found by the release (releaseAndCheckWork).
@@ -297,10 +298,10 @@ export class TurnDriver implements OnApplicationShutdown {
     session: SessionInfo,
     role: 'user' | 'admin',
     inboxId: string | undefined,
-    catalog: AgentCatalogPort,
+    agentsRead: AgentsRead | null,
   ): Promise<'stop' | 'next'> {
     const sessionId = session.id;
-    const deps = { ...this.deps(store, session.userId, role, d.ids.turnId), catalog };
+    const deps = this.deps(store, session.userId, role, d.ids.turnId, agentsRead);
     const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
     const log = this.log.child({ epoch: d.lease.epoch });
     let outcome: TurnOutcome;
@@ -424,9 +425,20 @@ export class TurnDriver implements OnApplicationShutdown {
     }
   }
 
-  /** The loop's ports for one session's owner (turns, and the /context and /compact commands). */
-  deps(store: PgSessionStore, userId: string, role: 'user' | 'admin', turnId?: string): LoopDeps {
+  /**
+   * The loop's ports for one session's owner (turns, and the /context and /compact commands).
+   * `agentsRead`: the user's agent rows read with the turn's start, for the catalog. The catalog's
+   * `inject_memory` documents and the loop's memory context share one `NatsMemory` (one request).
+   */
+  deps(
+    store: PgSessionStore,
+    userId: string,
+    role: 'user' | 'admin',
+    turnId?: string,
+    agentsRead: AgentsRead | null = null,
+  ): LoopDeps {
     const facts = new TurnFacts();
+    const memory = new NatsMemory(this.bus, userId, role, facts);
     return {
       store,
       gate: new NatsGate(this.bus, role, turnId, facts),
@@ -440,8 +452,8 @@ export class TurnDriver implements OnApplicationShutdown {
       tasks: new NatsAsyncTasks(this.bus, role),
       llm: this.llm,
       events: this.announcer.sinkFor(userId),
-      catalog: this.catalog,
-      memory: new NatsMemory(this.bus, userId, role, facts),
+      catalog: this.catalog.forTurn(userId, memory, agentsRead),
+      memory,
       clock: {
         now: () => new Date(),
         timeZone: () => this.config.SKALD_TIMEZONE ?? HOST_TIME_ZONE,

@@ -174,26 +174,11 @@ describe('tool-runner: memory documents, durable results, previews, fail closed'
       });
     });
 
-    it('answers tools.memory_context with a short context for the loop, or null', async () => {
-      const ctx = await client.call('tools.memory_context', {
-        actor: alice,
-        session_id: randomUUID(),
-        query: 'What tea do I like?',
-      });
-      expect(ctx.context).toMatch(/^Memory documents that may be relevant/);
-      expect(ctx.context).toContain('user-memory/prefs.md: ');
-      expect(ctx.context).toContain('jasmine tea');
-      expect((ctx.context ?? '').length).toBeLessThanOrEqual(2000);
-      expect(await client.call('tools.memory_context', { actor: bob, session_id: randomUUID(), query: 'tea' })).toEqual(
-        {
-          context: null,
-        },
-      );
-    });
-    it("answers tools.memory_read with the caller's and the shared documents by path, null for the rest", async () => {
-      const r = await client.call('tools.memory_read', {
+    it("answers tools.memory_turn with the caller's and the shared documents by path and a short context", async () => {
+      const r = await client.call('tools.memory_turn', {
         actor: alice,
         paths: ['user-memory/prefs.md', 'user-memory/nope.md', 'notes.txt', 'user-memory/../x'],
+        query: 'What tea do I like?',
       });
       expect(r.documents[0].path).toBe('user-memory/prefs.md');
       expect(r.documents[0].content).toContain('jasmine tea');
@@ -202,8 +187,20 @@ describe('tool-runner: memory documents, durable results, previews, fail closed'
         { path: 'notes.txt', content: null },
         { path: 'user-memory/../x', content: null },
       ]);
-      const asBob = await client.call('tools.memory_read', { actor: bob, paths: ['user-memory/prefs.md'] });
-      expect(asBob.documents).toEqual([{ path: 'user-memory/prefs.md', content: null }]);
+      expect(r.context).toMatch(/^Memory documents that may be relevant/);
+      expect(r.context).toContain('user-memory/prefs.md: ');
+      expect(r.context).toContain('jasmine tea');
+      expect((r.context ?? '').length).toBeLessThanOrEqual(2000);
+      // Another user reads neither the document nor a context from it; no query, no context.
+      const asBob = { actor: bob, paths: ['user-memory/prefs.md'] };
+      expect(await client.call('tools.memory_turn', { ...asBob, query: 'tea' })).toEqual({
+        documents: [{ path: 'user-memory/prefs.md', content: null }],
+        context: null,
+      });
+      expect(await client.call('tools.memory_turn', { actor: alice, paths: [], query: null })).toEqual({
+        documents: [],
+        context: null,
+      });
     });
   });
 

@@ -38,13 +38,13 @@ const path = fc.oneof(
 );
 
 /**
- * `readDocuments` (the agents' inject_memory files) in one statement (MemoryRepository.getMany)
+ * The documents of `forTurn` (the agents' inject_memory files; MemoryRepository.documentsAndSearch)
  * against the one `get` per path it replaces: over generated documents (the caller's, another
  * user's at the same paths, shared; empty, huge, unicode content) and path lists (duplicates,
  * missing, not memory, a directory, climbing out, NUL) both answer the same — another user's
  * document never reads — and the answer costs one statement whatever the number of paths.
  */
-describe('MemoryToolsService.readDocuments: one statement', () => {
+describe('MemoryToolsService.forTurn documents: one statement', () => {
   let ds: DataSource;
   let repo: MemoryRepository;
   let service: MemoryToolsService;
@@ -104,7 +104,7 @@ describe('MemoryToolsService.readDocuments: one statement', () => {
           }
           const paths = asked.map((p) => (typeof p === 'string' ? p : `${p.root}/${prefix}/${p.key}`));
           const expected = await onePerPath(me, paths);
-          expect(await service.readDocuments(me, paths)).toEqual(expected);
+          expect((await service.forTurn(me, paths, null)).documents).toEqual(expected);
           // Another user's documents at the same paths never read as mine.
           const mine = new Set(
             (
@@ -141,7 +141,7 @@ describe('MemoryToolsService.readDocuments: one statement', () => {
         'workspace/x',
         'user-memory/q.md',
       ];
-      expect(await service.readDocuments(me, paths)).toEqual([
+      expect((await service.forTurn(me, paths, null)).documents).toEqual([
         { path: 'user-memory/p.md', content: 'mine' },
         { path: 'shared-memory/none.md', content: null },
         { path: 'user-memory/p.md', content: 'mine' },
@@ -149,7 +149,7 @@ describe('MemoryToolsService.readDocuments: one statement', () => {
         { path: 'user-memory/q.md', content: null },
       ]);
       expect(seen).toHaveLength(1);
-      expect(await service.readDocuments(me, ['/etc/passwd', 'user-memory/'])).toEqual([
+      expect((await service.forTurn(me, ['/etc/passwd', 'user-memory/'], null)).documents).toEqual([
         { path: '/etc/passwd', content: null },
         { path: 'user-memory/', content: null },
       ]);

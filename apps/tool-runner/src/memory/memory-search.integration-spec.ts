@@ -38,7 +38,7 @@ describe('MemoryRepository.search: any query text', () => {
 
   it('a NUL in the query is a word break, not a database error', async () => {
     expect((await repo.search(userId, 'forty\u0000two', 5)).map((h) => h.path)).toEqual(['notes.md']);
-    expect(await service.context(userId, 'answer\u0000')).toContain('user-memory/notes.md');
+    expect((await service.forTurn(userId, [], 'answer\u0000')).context).toContain('user-memory/notes.md');
   });
 
   it('any text: the search answers, never throws', async () => {

@@ -17,7 +17,7 @@ import { renderRead, renderSearch } from '../files/file-tools.service';
 import { ToolError } from '../tool-error';
 import { formatBytes } from '../workspace/workspaces.service';
 import { memoryVirtual, MemoryPath, parseMemoryPath } from './memory-path';
-import { MemoryRepository } from './memory.repository';
+import { MemoryHit, MemoryRepository } from './memory.repository';
 
 type Args<S extends z.ZodType> = z.output<S>;
 
@@ -25,6 +25,9 @@ type Args<S extends z.ZodType> = z.output<S>;
 export const MEMORY_DOC_MAX_BYTES = 1024 * 1024;
 const LIST_MAX = 1000;
 const SEARCH_MAX = 10;
+/** A turn's memory context: at most this many documents, in at most this many characters (by default). */
+const CONTEXT_HITS = 5;
+const CONTEXT_MAX_CHARS = 2000;
 
 /**
  * The file tools on memory documents (`user-memory/…` per user, `shared-memory/…` for everyone),
@@ -108,30 +111,18 @@ export class MemoryToolsService {
     };
   }
 
-  /** The dynamic memory context of a turn: the most relevant documents, short; null when none. */
-  async context(userId: string, query: string, maxChars = 2000): Promise<string | null> {
-    if (query.trim() === '') return null;
-    const hits = await this.repo.search(userId, query, 5);
-    if (hits.length === 0) return null;
-    let text = 'Memory documents that may be relevant (read them with read_file for more):';
-    for (const h of hits) {
-      const line = `\n- ${memoryVirtual(h.scope, h.path)}: ${oneLine(h.snippet)}`;
-      if (text.length + line.length > maxChars) {
-        if (text.includes('\n- ')) break;
-        text += line.slice(0, Math.max(0, maxChars - text.length - 1)) + '…';
-        break;
-      }
-      text += line;
-    }
-    return text;
-  }
-
   /**
-   * Documents by path for the agents' `inject_memory` files: the caller's `user-memory/…` and the
-   * shared ones; a missing document or a path that is not a memory document reads as null.
+   * A turn's memory, in one statement: the documents at `paths` (the agents' `inject_memory` files:
+   * the caller's `user-memory/…` and the shared ones; a missing document or a path that is not a
+   * memory document reads as null) and, for `query` (the user's message; null: none asked), the
+   * memory context the loop injects — the most relevant documents, short; null when none.
    */
-  async readDocuments(userId: string, paths: string[]): Promise<Array<{ path: string; content: string | null }>> {
-    // Every readable path in one statement; a path that is not a memory document reads as null.
+  async forTurn(
+    userId: string,
+    paths: readonly string[],
+    query: string | null,
+    maxChars = CONTEXT_MAX_CHARS,
+  ): Promise<{ documents: Array<{ path: string; content: string | null }>; context: string | null }> {
     const parsed = paths.map((path) => {
       try {
         return this.document(path);
@@ -140,9 +131,16 @@ export class MemoryToolsService {
       }
     });
     const keys = parsed.flatMap((p) => (p ? [{ scope: p.scope, key: p.key }] : []));
-    const contents = await this.repo.getMany(userId, keys);
+    const search = query !== null && query.trim() !== '' ? query : null;
+    const { contents, hits } =
+      keys.length > 0 || search !== null
+        ? await this.repo.documentsAndSearch(userId, keys, search, CONTEXT_HITS)
+        : { contents: [], hits: [] };
     let next = 0;
-    return paths.map((path, i) => ({ path, content: parsed[i] ? contents[next++] : null }));
+    return {
+      documents: paths.map((path, i) => ({ path, content: parsed[i] ? contents[next++] : null })),
+      context: search === null ? null : contextOf(hits, maxChars),
+    };
   }
 
   /** The current content of a document, for previews; null when it does not exist. */
@@ -203,6 +201,22 @@ export class MemoryToolsService {
     });
     return { result: edit.summary, fileChanged: p.virtual };
   }
+}
+
+/** The memory context of a turn from its search hits (best first); null when there are none. */
+function contextOf(hits: readonly MemoryHit[], maxChars: number): string | null {
+  if (hits.length === 0) return null;
+  let text = 'Memory documents that may be relevant (read them with read_file for more):';
+  for (const h of hits) {
+    const line = `\n- ${memoryVirtual(h.scope, h.path)}: ${oneLine(h.snippet)}`;
+    if (text.length + line.length > maxChars) {
+      if (text.includes('\n- ')) break;
+      text += line.slice(0, Math.max(0, maxChars - text.length - 1)) + '…';
+      break;
+    }
+    text += line;
+  }
+  return text;
 }
 
 function oneLine(s: string): string {

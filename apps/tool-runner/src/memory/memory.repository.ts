@@ -33,24 +33,50 @@ export class MemoryRepository {
   }
 
   /**
-   * Several documents in one statement, in the order asked (null where missing): what `get` gives
-   * for each key, with the same tenant condition — a `user` key reads only `userId`'s document.
+   * A turn's memory in one statement: the documents at `keys`, in the order asked (null where
+   * missing; a `user` key reads only `userId`'s document, as `get`), and — when `query` is not
+   * null — the `search` of `query` (the same ranking and limit, computed by the same SQL).
    */
-  async getMany(userId: string, keys: Array<{ scope: MemoryScope; key: string }>): Promise<Array<string | null>> {
-    if (keys.length === 0) return [];
-    const rows = await queryRows<{ i: string; content: string | null }>(
+  async documentsAndSearch(
+    userId: string,
+    keys: Array<{ scope: MemoryScope; key: string }>,
+    query: string | null,
+    limit: number,
+  ): Promise<{ contents: Array<string | null>; hits: MemoryHit[] }> {
+    const rows = await queryRows<{
+      doc: string | null;
+      content: string | null;
+      scope: MemoryScope | null;
+      path: string | null;
+      snippet: string | null;
+      rank: number | null;
+    }>(
       this.db,
-      `SELECT k.i, d.content
-         FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS k(scope, path, i)
+      `WITH q AS (${SEARCH_QUERY}), hits AS (${SEARCH_HITS})
+       SELECT k.i AS doc, d.content, NULL::text AS scope, NULL::text AS path, NULL::text AS snippet,
+              NULL::real AS rank, NULL::timestamptz AS updated_at
+         FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS k(scope, path, i)
          LEFT JOIN memory_documents d
            ON d.scope = k.scope AND d.path = k.path
           AND ((k.scope = 'user' AND d.user_id = $1::uuid) OR (k.scope = 'shared' AND $1::uuid IS NOT NULL))
-        ORDER BY k.i`,
-      [userId, keys.map((k) => k.scope), keys.map((k) => k.key)],
+       UNION ALL
+       SELECT NULL, NULL, h.scope, h.path, h.snippet, h.rank, h.updated_at FROM hits h
+       ORDER BY doc, rank DESC, updated_at DESC`,
+      [userId, query === null ? null : searchable(query), limit, keys.map((k) => k.scope), keys.map((k) => k.key)],
     );
-    const out: Array<string | null> = keys.map(() => null);
-    for (const r of rows) out[Number(r.i) - 1] = r.content ?? null;
-    return out;
+    const contents: Array<string | null> = keys.map(() => null);
+    const hits: MemoryHit[] = [];
+    for (const r of rows) {
+      if (r.doc !== null) contents[Number(r.doc) - 1] = r.content ?? null;
+      else
+        hits.push({
+          scope: r.scope as MemoryScope,
+          path: r.path ?? '',
+          snippet: r.snippet ?? '',
+          rank: Number(r.rank),
+        });
+    }
+    return { contents, hits };
   }
 
   /**
@@ -108,26 +134,35 @@ export class MemoryRepository {
    * words like a space.
    */
   async search(userId: string, query: string, limit: number): Promise<MemoryHit[]> {
-    query = query.replaceAll('\u0000', ' ');
     const rows = await queryRows<{ scope: MemoryScope; path: string; snippet: string; rank: number }>(
       this.db,
-      `WITH q AS (
-         SELECT to_tsquery('simple', string_agg(quote_literal(l), ' | ')) AS q
-           FROM unnest(tsvector_to_array(to_tsvector('english', $2))) AS l
-       )
-       SELECT d.scope, d.path,
-              ts_headline('english', d.content, q.q,
-                'MaxFragments=2, MaxWords=18, MinWords=6, FragmentDelimiter=" … ", StartSel="", StopSel=""') AS snippet,
-              ts_rank(d.tsv, q.q) AS rank
-         FROM memory_documents d, q
-        WHERE q.q IS NOT NULL AND d.tsv @@ q.q AND (d.scope = 'shared' OR d.user_id = $1)
-        ORDER BY rank DESC, d.updated_at DESC
-        LIMIT $3`,
-      [userId, query, limit],
+      `WITH q AS (${SEARCH_QUERY}) SELECT scope, path, snippet, rank FROM (${SEARCH_HITS}) h`,
+      [userId, searchable(query), limit],
     );
     return rows.map((r) => ({ ...r, rank: Number(r.rank) }));
   }
 }
+
+/** A search's text as a parameter: a NUL (which no Postgres text can hold) breaks words like a space. */
+function searchable(query: string): string {
+  return query.replaceAll('\u0000', ' ');
+}
+
+/** The search's query (`$2`) as a tsquery: its words, stemmed, OR-ed; NULL when it has none (or `$2` is NULL). */
+const SEARCH_QUERY = `
+  SELECT to_tsquery('simple', string_agg(quote_literal(l), ' | ')) AS q
+    FROM unnest(tsvector_to_array(to_tsvector('english', $2::text))) AS l`;
+
+/** The documents of `$1` and the shared ones that match `q`, best first (rank, then the newest), at most `$3`. */
+const SEARCH_HITS = `
+  SELECT d.scope, d.path,
+         ts_headline('english', d.content, q.q,
+           'MaxFragments=2, MaxWords=18, MinWords=6, FragmentDelimiter=" … ", StartSel="", StopSel=""') AS snippet,
+         ts_rank(d.tsv, q.q) AS rank, d.updated_at
+    FROM memory_documents d, q
+   WHERE q.q IS NOT NULL AND d.tsv @@ q.q AND (d.scope = 'shared' OR d.user_id = $1)
+   ORDER BY rank DESC, d.updated_at DESC
+   LIMIT $3`;
 
 /** The tenant condition: a user's own documents, or the shared ones. `$1` is the user id. */
 function owner(k: MemoryKey): string {

@@ -4,8 +4,8 @@ import { withRequestLogIds } from '@skald/service-kit';
 import { MemoryToolsService } from '../memory/memory-tools.service';
 import { PreviewService } from './preview.service';
 
-/** NATS edge: `tools.preview` → the diff of a pending write; `tools.memory_context` → a turn's memory context;
- * `tools.memory_read` → memory documents by path (the agents' `inject_memory` files). */
+/** NATS edge: `tools.preview` → the diff of a pending write; `tools.memory_turn` → a turn's memory: documents by
+ * path (the agents' `inject_memory` files) and the memory context of the user's message, in one statement. */
 @Injectable()
 export class PreviewHandler implements OnModuleInit {
   constructor(
@@ -16,13 +16,10 @@ export class PreviewHandler implements OnModuleInit {
 
   onModuleInit(): void {
     this.bus.handle('tools.preview', (req) => withRequestLogIds(req, () => this.previews.reply(req)));
-    this.bus.handle('tools.memory_context', async (req) => ({
-      context: this.memory ? await this.memory.context(req.actor.userId, req.query, req.max_chars) : null,
-    }));
-    this.bus.handle('tools.memory_read', async (req) => ({
-      documents: this.memory
-        ? await this.memory.readDocuments(req.actor.userId, req.paths)
-        : req.paths.map((path) => ({ path, content: null })),
-    }));
+    this.bus.handle('tools.memory_turn', async (req) =>
+      this.memory
+        ? this.memory.forTurn(req.actor.userId, req.paths, req.query, req.max_chars)
+        : { documents: req.paths.map((path) => ({ path, content: null })), context: null },
+    );
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { ErrorCode } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus, RemoteError } from '@skald/messaging';
 import { withRequestLogIds } from '@skald/service-kit';
 import { ToolError, ToolErrorCode } from '../tool-error';
 import { WorkspaceFilesService } from './workspace-files.service';
@@ -23,10 +23,16 @@ const CODE: Record<ToolErrorCode, ErrorCode> = {
   stale: 'conflict',
 };
 
-/** A workspace error as the coded error the bus answers with. */
+/**
+ * A workspace error as the coded error the bus answers with: an answer about the request (a missing
+ * file, a path outside the workspace…) is a RemoteError, which the bus answers without logging a
+ * failed handler; an I/O failure stays an internal error, which it logs.
+ */
 export function asWireError(e: unknown): unknown {
   if (!(e instanceof ToolError)) return e;
-  return Object.assign(new Error(e.message), { code: CODE[e.code] });
+  const code = CODE[e.code];
+  if (code === 'internal') return Object.assign(new Error(e.message), { code });
+  return new RemoteError({ code, message: e.message });
 }
 
 /** NATS edge of workspace files for the gateway: `files.upload` (one chunk) and `files.read`. */

@@ -32,6 +32,11 @@ export interface InodeBudget {
   full(): Error;
 }
 
+/** Which directory a stat describes (the same path may later name another one). */
+export function directoryIdentity(st: { dev: number; ino: number }): string {
+  return `${st.dev}:${st.ino}`;
+}
+
 /** A path relative to an open directory: on Linux `/proc/self/fd/<fd>/<name>` behaves like `openat(fd, name)`. */
 function at(dir: FileHandle, name: string): string {
   return `/proc/self/fd/${dir.fd}/${name}`;
@@ -51,6 +56,8 @@ function at(dir: FileHandle, name: string): string {
 export class Jail {
   private constructor(
     readonly root: string,
+    /** The root directory's `dev:ino` when it was resolved: which directory this jail is of. */
+    readonly identity: string,
     /** Who new entries belong to: the workspace root's owner, when it is not this process (a tenant uid). */
     private readonly owner: { uid: number; gid: number } | null = null,
   ) {}
@@ -65,7 +72,7 @@ export class Jail {
     if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, '${root}'`), { code: 'ENOTDIR' });
     const me = process.getuid?.();
     const owner = me === 0 && st.uid !== 0 ? { uid: st.uid, gid: st.gid } : null;
-    return new Jail(real, owner);
+    return new Jail(real, directoryIdentity(st), owner);
   }
 
   /** Gives a created entry to the workspace's owner (through its open descriptor: no path race). */

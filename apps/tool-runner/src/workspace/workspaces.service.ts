@@ -1,10 +1,10 @@
 import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
-import { access, constants as FS, mkdir } from 'node:fs/promises';
+import { access, constants as FS, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readiness } from '@skald/service-kit';
 import { ToolError } from '../tool-error';
 import { diskUsage, Usage } from './disk-usage';
-import { Jail } from './jail';
+import { directoryIdentity, Jail } from './jail';
 import { KeyedMutex } from './keyed-mutex';
 import { WorkspaceLock } from './workspace-lock';
 
@@ -23,6 +23,8 @@ export interface WorkspaceOptions {
 }
 
 const USER_DIR = /^[0-9a-fA-F-]{1,64}$/;
+/** Jails kept, most recently used last; past this the least recently used is forgotten. */
+const KEPT_JAILS = 4096;
 export const DEFAULT_INODE_QUOTA = 100_000;
 export const DEFAULT_SAMPLE_MS = 250;
 
@@ -58,6 +60,8 @@ interface Sampler {
 export class WorkspacesService implements OnModuleInit {
   private readonly usage = new Map<string, Usage & { at: number }>();
   private readonly samplers = new Map<string, Sampler>();
+  /** Each workspace's jail, kept while its path names the same directory (see `jail`). */
+  private readonly jails = new Map<string, Jail>();
   private readonly writes = new KeyedMutex();
   private readonly usageTtlMs: number;
 
@@ -91,15 +95,30 @@ export class WorkspacesService implements OnModuleInit {
    * The user's jail; the workspace directory is created on first use. An existing workspace is
    * found without a `mkdir` (it was two system calls on every tool call); anything else — missing,
    * removed underneath, or not a directory — takes the creating path, which fails as it always did
-   * for what is not a directory.
+   * for what is not a directory. A jail once found is kept (at most `KEPT_JAILS`) while the path
+   * still names the same directory: a later call costs one `stat`.
    */
   async jail(userId: string): Promise<Jail> {
     if (!USER_DIR.test(userId)) throw new ToolError('invalid_argument', 'invalid user id');
     const dir = join(this.options.root, userId);
+    const kept = this.jails.get(userId);
+    if (kept) {
+      // One stat (following a symlinked workspace) tells whether the path still names the directory
+      // the jail was resolved to; a `realpath` walk of the whole path was ~10 system calls a call.
+      const st = await stat(dir).catch(() => null);
+      this.jails.delete(userId);
+      if (st?.isDirectory() && directoryIdentity(st) === kept.identity) return this.keep(userId, kept);
+    }
     const found = await Jail.at(dir).catch(() => null);
-    if (found) return found;
+    if (found) return this.keep(userId, found);
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    return Jail.at(dir);
+    return this.keep(userId, await Jail.at(dir));
+  }
+
+  private keep(userId: string, jail: Jail): Jail {
+    this.jails.set(userId, jail);
+    if (this.jails.size > KEPT_JAILS) this.jails.delete(this.jails.keys().next().value as string);
+    return jail;
   }
 
   /** Host directory of a user's workspace (for running commands in it). */

@@ -250,7 +250,12 @@ export class FakeTasks implements AsyncTaskPort {
 
 export class FakeMemory implements MemoryPort {
   readonly queries: string[] = [];
+  /** The texts `expectQuery` was told, in order. */
+  readonly expected: string[] = [];
   constructor(private readonly context: string | null) {}
+  expectQuery(_sessionId: string, userText: string): void {
+    this.expected.push(userText);
+  }
   async queryContext(_sessionId: string, userText: string): Promise<string | null> {
     this.queries.push(userText);
     return this.context;

@@ -118,6 +118,48 @@ describe('session worker faults', () => {
     ws.close();
   });
 
+  it('a burst of messages to one session through both workers (and retries): every message entered once, no queued input left', async () => {
+    const { api, ws, sessionId } = await open();
+    const ws2 = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: SOURCE });
+    expect((await ws2.waitForType('hello')).session_id).toBe(sessionId);
+    const ids = Array.from({ length: 8 }, (_, i) => `burst-${i}-${randomUUID()}`);
+    // Each submit lands on either worker (queue group); whichever statement finds the lease free
+    // takes it, every other one only stores its message (a retry: nothing at all).
+    for (const [i, id] of ids.entries())
+      (i % 2 === 0 ? ws : ws2).send({
+        type: 'message',
+        client_message_id: id,
+        content: `burst ${i}`,
+        delivery: 'queue',
+      });
+    ws2.send({ type: 'message', client_message_id: ids[0], content: 'burst 0', delivery: 'queue' });
+    ws.send({ type: 'message', client_message_id: ids[1], content: 'burst 1', delivery: 'queue' });
+    const settled = async (): Promise<boolean> => {
+      const [r] = await db.query(
+        `SELECT (SELECT count(*)::int FROM chat_history WHERE session_id = $1 AND role = 'user') AS users,
+                (SELECT count(*)::int FROM session_inbox WHERE session_id = $1 AND status = 'queued') AS queued,
+                (SELECT turn_state FROM sessions WHERE id = $1) AS state`,
+        [sessionId],
+      );
+      return r.users === ids.length && r.queued === 0 && r.state === 'finished';
+    };
+    for (let i = 0; i < 300 && !(await settled()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await settled()).toBe(true);
+    const entered: Array<{ client_message_id: string; n: number }> = await db.query(
+      `SELECT client_message_id, count(*)::int AS n FROM chat_history WHERE session_id = $1 AND role = 'user'
+        GROUP BY client_message_id ORDER BY client_message_id`,
+      [sessionId],
+    );
+    expect(entered).toEqual([...ids].sort().map((id) => ({ client_message_id: id, n: 1 })));
+    const inbox: Array<{ n: number }> = await db.query(
+      `SELECT count(*)::int AS n FROM session_inbox WHERE session_id = $1`,
+      [sessionId],
+    );
+    expect(inbox).toEqual([{ n: ids.length }]);
+    ws.close();
+    ws2.close();
+  });
+
   it('kill -9 during execute_cmd: the call ends interrupted, is never re-run, and the command ran once', async () => {
     const { api, ws, sessionId } = await open();
     const m = `cmd-${randomUUID()}`;

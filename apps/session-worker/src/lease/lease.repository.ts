@@ -10,15 +10,36 @@ export interface Lease {
   tookOver?: boolean;
 }
 
-/**
- * One driver per session across all replicas: a lease row with owner, fencing epoch and expiry,
- * judged by the database clock. Taking a lease (free or expired) always increments the epoch.
- */
 /** SQL condition on `sessions s`: the session has work for a driver (see releaseAndCheckWork). */
 export const SESSION_HAS_WORK = `(s.turn_state = 'running'
   OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
   OR (s.turn_state = 'finished' AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))`;
 
+/**
+ * The lease take, as two CTEs (`lease_prev`, `lease_taken`) for a statement's WITH list — the one
+ * definition `acquire` and the submit's statement (InboxRepository.submitToActive) both use. The
+ * lease of session `session` (an SQL expression) goes to `owner` for `ttlMs` when it is free or
+ * expired, judged on the row's latest version (ON CONFLICT locks it): the epoch grows by one.
+ * `when` (an SQL condition) gates the attempt; a gated-out or refused take returns no row.
+ * `lease_taken` returns the new `epoch` and `took_over` (an owner's expired lease was taken, not a
+ * released one).
+ */
+export function leaseTake(p: { session: string; owner: string; ttlMs: string; when?: string }): string {
+  return `lease_prev AS (SELECT owner FROM session_leases WHERE session_id = ${p.session}),
+       lease_taken AS (
+         INSERT INTO session_leases (session_id, owner, epoch, expires_at, acquired_at)
+         SELECT ${p.session}, ${p.owner}, 1, now() + ${p.ttlMs} * interval '1 millisecond', now()
+          ${p.when ? `WHERE ${p.when}` : ''}
+         ON CONFLICT (session_id) DO UPDATE
+           SET owner = EXCLUDED.owner, epoch = session_leases.epoch + 1, expires_at = EXCLUDED.expires_at, acquired_at = now()
+           WHERE session_leases.owner IS NULL OR session_leases.expires_at <= now()
+         RETURNING epoch, (SELECT owner IS NOT NULL FROM lease_prev) AS took_over)`;
+}
+
+/**
+ * One driver per session across all replicas: a lease row with owner, fencing epoch and expiry,
+ * judged by the database clock. Taking a lease (free or expired) always increments the epoch.
+ */
 @Injectable()
 export class LeaseRepository {
   constructor(private readonly ds: DataSource) {}
@@ -26,13 +47,8 @@ export class LeaseRepository {
   async acquire(sessionId: string, owner: string, ttlMs: number): Promise<Lease | null> {
     const rows: Array<{ epoch: string; took_over: boolean | null }> = await queryRows(
       this.ds,
-      `WITH prev AS (SELECT owner FROM session_leases WHERE session_id = $1)
-       INSERT INTO session_leases (session_id, owner, epoch, expires_at, acquired_at)
-       VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond', now())
-       ON CONFLICT (session_id) DO UPDATE
-         SET owner = EXCLUDED.owner, epoch = session_leases.epoch + 1, expires_at = EXCLUDED.expires_at, acquired_at = now()
-         WHERE session_leases.owner IS NULL OR session_leases.expires_at <= now()
-       RETURNING epoch, (SELECT owner IS NOT NULL FROM prev) AS took_over`,
+      `WITH ${leaseTake({ session: '$1::uuid', owner: '$2::text', ttlMs: '$3::int' })}
+       SELECT epoch, took_over FROM lease_taken`,
       [sessionId, owner, ttlMs],
     );
     const row = rows[0];

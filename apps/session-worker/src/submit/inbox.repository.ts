@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Attachment, Delivery } from '@skald/contracts';
+import { Lease, leaseTake } from '../lease/lease.repository';
 
 export interface NewInboxItem {
   userId: string;
@@ -56,21 +57,32 @@ export class InboxRepository {
   /**
    * A chat message into the active session of (user, source), in one statement: the active
    * session found by the caller's user id (so another user's session cannot be named), its
-   * owner's role recorded, the message stored idempotently on (user, client_message_id). Null when
-   * (user, source) has no active session yet — nothing was written; the caller creates it and
-   * stores the message the long way (`SessionsRepository.active`, `recordOwnerRole`, `store`).
-   * The statement commits before it answers, so the message is durable before it is acknowledged;
-   * the role and the message are written together or not at all. A duplicate answers the first
-   * row's ids (for a regenerate, the message it answers again), as `store` + `findByClientId` do.
+   * owner's role recorded, the message stored idempotently on (user, client_message_id), and —
+   * with `take` — the session's lease taken for `take.owner` when the message is new, the session
+   * is not in `take.busy` and its lease is free or expired (`leaseTake`, as `LeaseRepository.acquire`
+   * takes it). Null when (user, source) has no active session yet — nothing was written; the caller
+   * creates it and stores the message the long way (`SessionsRepository.active`, `recordOwnerRole`,
+   * `store`). The statement commits before it answers, so the message is durable before it is
+   * acknowledged; the role, the message and the lease are written together or not at all. A
+   * duplicate takes no lease and answers the first row's ids (for a regenerate, the message it
+   * answers again), as `store` + `findByClientId` do.
+   *
+   * The take is attempted only when the statement's snapshot shows the lease free or expired: a
+   * lease held by a live driver is not even locked (a steer into a running turn never waits for
+   * that turn's commit). A lease released after the snapshot is therefore not taken here; the
+   * caller rings the doorbell whenever `lease` is null, as before.
    */
   async submitToActive(
     scope: { userId: string; source: string; role: 'user' | 'admin' },
     item: Pick<NewInboxItem, 'clientMessageId' | 'content' | 'attachments' | 'delivery' | 'isSynthetic'>,
-  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean } | null> {
+    take: { owner: string; ttlMs: number; busy: readonly string[] } | null = null,
+  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean; lease: Lease | null } | null> {
     const id = randomUUID();
     const rows: Array<{
       active_id: string;
       inserted: boolean;
+      epoch: string | null;
+      took_over: boolean | null;
       prev_id: string | null;
       prev_session_id: string | null;
       prev_rewind_kind: string | null;
@@ -85,13 +97,22 @@ export class InboxRepository {
          INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic)
          SELECT $4::uuid, s.id, $1::uuid, $5::text, $6::text, $7::jsonb, $8::text, $9::boolean FROM s
          ON CONFLICT (user_id, client_message_id) DO NOTHING
-         RETURNING id
-       )
-       SELECT s.id AS active_id, (ins.id IS NOT NULL) AS inserted,
+         RETURNING id, session_id
+       ), ${leaseTake({
+         session: '(SELECT session_id FROM ins)',
+         owner: '$10::text',
+         ttlMs: '$11::int',
+         when: `$10::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+            AND NOT ((SELECT session_id FROM ins) = ANY ($12::uuid[]))
+            AND NOT EXISTS (SELECT 1 FROM session_leases l JOIN ins ON l.session_id = ins.session_id
+                             WHERE l.owner IS NOT NULL AND l.expires_at > now())`,
+       })}
+       SELECT s.id AS active_id, (ins.id IS NOT NULL) AS inserted, lease_taken.epoch, lease_taken.took_over,
               prev.id AS prev_id, prev.session_id AS prev_session_id,
               prev.rewind_kind AS prev_rewind_kind, prev.rewind_message_id AS prev_rewind_message_id
          FROM s
          LEFT JOIN ins ON true
+         LEFT JOIN lease_taken ON true
          LEFT JOIN session_inbox prev ON ins.id IS NULL AND prev.user_id = $1::uuid AND prev.client_message_id = $5::text`,
       [
         scope.userId,
@@ -103,11 +124,21 @@ export class InboxRepository {
         item.attachments ? JSON.stringify(deepToPgText(item.attachments)) : null,
         item.delivery,
         item.isSynthetic,
+        take?.owner ?? null,
+        take?.ttlMs ?? 0,
+        take?.busy ?? [],
       ],
     );
     const row = rows[0];
     if (!row) return null;
-    if (row.inserted) return { messageId: id, sessionId: String(row.active_id), duplicate: false };
+    if (row.inserted) {
+      const sessionId = String(row.active_id);
+      const lease =
+        take && row.epoch !== null
+          ? { sessionId, owner: take.owner, epoch: Number(row.epoch), tookOver: row.took_over === true }
+          : null;
+      return { messageId: id, sessionId, duplicate: false, lease };
+    }
     if (row.prev_id !== null && row.prev_session_id !== null) {
       const first = storedAs({
         id: row.prev_id,
@@ -115,13 +146,13 @@ export class InboxRepository {
         rewind_kind: row.prev_rewind_kind,
         rewind_message_id: row.prev_rewind_message_id,
       });
-      return { ...first, duplicate: true };
+      return { ...first, duplicate: true, lease: null };
     }
     // The conflicting row was committed after this statement's snapshot (a concurrent retry of the
     // same message): read it now, as `store` does after a conflict.
     const first = await this.findByClientId({ userId: scope.userId, clientMessageId: item.clientMessageId });
     if (!first) throw new Error('inbox row vanished after a conflict');
-    return { ...first, duplicate: true };
+    return { ...first, duplicate: true, lease: null };
   }
 
   /**

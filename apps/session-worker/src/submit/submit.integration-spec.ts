@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import type { Delivery } from '@skald/contracts';
+import { TOPICS, type Delivery } from '@skald/contracts';
 import { toPgText } from '@skald/persistence';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
+import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { InboxRepository } from './inbox.repository';
 import { Submission, SubmitService } from './submit.service';
 
@@ -74,9 +75,19 @@ describe('SubmitService.submit: one statement for the common case', () => {
     sessions = new SessionsRepository(ds);
     inbox = new InboxRepository(ds);
     turnState = new TurnStateRepository(ds);
-    const driver = { drive: async () => undefined };
+    // No lease asked for here: the rows and answers of the message itself (the lease take has its
+    // own differential spec below).
+    const driver = { drive: async () => undefined, leaseAsk: () => null };
     const bus = { publish: (_s: string, _m: string, p: { session_id: string }) => woken.push(p.session_id) };
-    service = new SubmitService(sessions, inbox, driver as never, bus as never, turnState, {} as never);
+    service = new SubmitService(
+      sessions,
+      inbox,
+      driver as never,
+      bus as never,
+      turnState,
+      {} as never,
+      new LeaseRepository(ds),
+    );
     console.log(`submit one-statement: seed=${SEED} runs=${RUNS} — reproduce with FC_SEED=${SEED}`);
   });
   afterAll(async () => {
@@ -339,6 +350,379 @@ describe('SubmitService.submit: one statement for the common case', () => {
       expect(stored).toHaveLength(1);
       expect(answers.filter((a) => !a.duplicate)).toHaveLength(1);
       for (const a of answers) expect(a).toMatchObject({ session_id: sessionId, message_id: stored[0].id });
+    }
+  });
+});
+
+const TTL = 4_000;
+/** The session's lease before the submits, as the table can hold it. */
+const LEASE_STATES = ['none', 'free', 'expired', 'other', 'self', 'self-expired'] as const;
+type LeaseState = (typeof LEASE_STATES)[number];
+const leaseWorld = fc.record({
+  lease: fc.constantFrom(...LEASE_STATES),
+  epoch: fc.integer({ min: 0, max: 5 }),
+  turn: fc.constantFrom('finished', 'running', 'parked'),
+  /** This worker already drives (or is asking for) the session. */
+  busy: fc.boolean(),
+  draining: fc.boolean(),
+  /** Client ids already stored in the session (a submit with one of them is a duplicate). */
+  stored: fc.uniqueArray(fc.constantFrom(...CLIENT_IDS), { maxLength: 2 }),
+  ops: fc.array(
+    fc.record({
+      // 'telegram' has no active session: the rare path, which keeps the old way.
+      source: fc.constantFrom('web', 'web', 'web', 'telegram'),
+      role: fc.constantFrom(...ROLES),
+      client: fc.constantFrom(...CLIENT_IDS),
+      delivery: fc.constantFrom<Delivery>('steer', 'queue', 'interrupt'),
+    }),
+    { minLength: 1, maxLength: 4 },
+  ),
+});
+type LeaseWorld = typeof leaseWorld extends fc.Arbitrary<infer T> ? T : never;
+
+/**
+ * The lease taken by the submit's statement (`submitToActive` with this worker's `leaseAsk`)
+ * against the two statements it replaces: the former submit statement, then — for a new message,
+ * unless this worker is draining or already drives or asks for the session — the driver's
+ * `LeaseRepository.acquire`. Over generated lease states (no row, released, expired, held by
+ * another worker, held by this worker, expired in this worker's name), turn states (finished,
+ * running, parked), duplicates, interrupts and the no-active-session path, both leave the same
+ * rows (sessions, inbox, lease owner / epoch / TTL / liveness) and hand the same lease to the
+ * driver; and every lease the old way got from `acquire` for an active session, the new way got from
+ * the statement — no `acquire`, no doorbell. Then the crash and race properties.
+ */
+describe('SubmitService.submit: the submit takes the lease', () => {
+  let ds: DataSource;
+  let sessions: SessionsRepository;
+  let inbox: InboxRepository;
+  let turnState: TurnStateRepository;
+  let leases: LeaseRepository;
+
+  beforeAll(async () => {
+    ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 12 } });
+    await ds.initialize();
+    sessions = new SessionsRepository(ds);
+    inbox = new InboxRepository(ds);
+    turnState = new TurnStateRepository(ds);
+    leases = new LeaseRepository(ds);
+    console.log(`submit lease: seed=${SEED} runs=${RUNS} — reproduce with FC_SEED=${SEED}`);
+  });
+  afterAll(async () => {
+    await ds?.destroy();
+  });
+
+  /** How the driver got a lease: from the submit's statement, or by asking (`acquire`). */
+  type Taken = { how: 'statement' | 'acquire'; sessionId: string; owner: string; epoch: number; tookOver: boolean };
+
+  /**
+   * A worker: the real SubmitService over a driver that drives nothing but keeps the real driver's
+   * lease rules — `leaseAsk` (null while draining, its busy sessions), `drive` (no ask while
+   * draining, busy or asking; else `acquire`), `driveWith` (the lease handed over).
+   */
+  function worker(owner: string, opts: { draining?: boolean; busy?: string[]; ttlMs?: number } = {}) {
+    const ttlMs = opts.ttlMs ?? TTL;
+    const busy = new Set(opts.busy ?? []);
+    const taken: Taken[] = [];
+    const doorbells: string[] = [];
+    const pending: Array<Promise<unknown>> = [];
+    let acquires = 0;
+    const driver = {
+      leaseAsk: () => (opts.draining ? null : { owner, ttlMs, busy: [...busy] }),
+      driveWith: (lease: Lease) => {
+        taken.push({ how: 'statement', ...lease, tookOver: lease.tookOver === true });
+        busy.add(lease.sessionId);
+        return Promise.resolve();
+      },
+      drive: (sessionId: string) => {
+        if (opts.draining || busy.has(sessionId)) return Promise.resolve();
+        busy.add(sessionId);
+        acquires++;
+        const p = leases.acquire(sessionId, owner, ttlMs).then((l) => {
+          if (l) taken.push({ how: 'acquire', ...l, tookOver: l.tookOver === true });
+          else busy.delete(sessionId);
+        });
+        pending.push(p);
+        return p;
+      },
+    };
+    const bus = {
+      publish: (subject: string, _m: string, p: { session_id: string }) => {
+        if (subject === TOPICS.sessionWake.subject(p.session_id)) doorbells.push(p.session_id);
+      },
+    };
+    const service = new SubmitService(sessions, inbox, driver as never, bus as never, turnState, {} as never, leases);
+    return {
+      service,
+      taken,
+      doorbells,
+      acquires: () => acquires,
+      /** Lets the submit's setImmediate run, then waits for the asks it started. */
+      settle: async () => {
+        await new Promise((r) => setImmediate(r));
+        await Promise.all(pending);
+      },
+    };
+  }
+
+  async function buildLeaseWorld(userId: string, w: LeaseWorld): Promise<string> {
+    const sessionId = randomUUID();
+    await ds.query(
+      `INSERT INTO sessions (id, user_id, source, owner_role, turn_state) VALUES ($1, $2, 'web', 'user', $3)`,
+      [sessionId, userId, w.turn],
+    );
+    const rows: Record<Exclude<LeaseState, 'none'>, { owner: string | null; expired: boolean }> = {
+      free: { owner: null, expired: true },
+      expired: { owner: 'w2', expired: true },
+      other: { owner: 'w2', expired: false },
+      self: { owner: 'w1', expired: false },
+      'self-expired': { owner: 'w1', expired: true },
+    };
+    if (w.lease !== 'none') {
+      const r = rows[w.lease];
+      await ds.query(
+        `INSERT INTO session_leases (session_id, owner, epoch, acquired_at, expires_at)
+         VALUES ($1, $2, $3, now() - interval '2 minutes',
+                 now() - interval '2 minutes' + CASE WHEN $4 THEN interval '1 minute' ELSE interval '10 minutes' END)`,
+        [sessionId, r.owner, w.epoch, r.expired],
+      );
+    }
+    for (const client of w.stored)
+      await ds.query(
+        `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery)
+         VALUES ($1, $2, $3, $4, 'before', 'queue')`,
+        [randomUUID(), sessionId, userId, toPgText(client)],
+      );
+    return sessionId;
+  }
+
+  async function leaseRows(userId: string, sessionIds: Map<string, string>) {
+    const label = (id: string) => sessionIds.get(id) ?? 'created';
+    const ss: Array<Record<string, unknown>> = await ds.query(
+      `SELECT s.id, s.source, s.owner_role, s.turn_state, s.stop_requested_at IS NOT NULL AS stop,
+              l.owner, l.epoch, l.expires_at > now() AS live,
+              round(extract(epoch FROM l.expires_at - l.acquired_at) * 1000) AS ttl_ms
+         FROM sessions s LEFT JOIN session_leases l ON l.session_id = s.id
+        WHERE s.user_id = $1 ORDER BY s.source`,
+      [userId],
+    );
+    const ib: Array<Record<string, unknown>> = await ds.query(
+      `SELECT session_id, client_message_id, content, delivery, status FROM session_inbox WHERE user_id = $1 ORDER BY ord`,
+      [userId],
+    );
+    return {
+      sessions: ss.map((r) => ({ ...r, id: label(String(r.id)) })),
+      inbox: ib.map((r) => ({ ...r, session_id: label(String(r.session_id)) })),
+    };
+  }
+
+  it('leaves the same rows and hands the driver the same lease as the submit statement + acquire', async () => {
+    await fc.assert(
+      fc.asyncProperty(leaseWorld, async (w) => {
+        const users = [randomUUID(), randomUUID()];
+        const ids = await Promise.all(users.map((u) => buildLeaseWorld(u, w)));
+        const labels = ids.map((id) => new Map([[id, 'web']]));
+        const busyOf = (i: number) => (w.busy ? [ids[i]] : []);
+
+        // The old way, statement for statement.
+        const oldBusy = new Set(busyOf(0));
+        const oldAnswers: unknown[] = [];
+        for (const op of w.ops) {
+          const item = { clientMessageId: op.client, content: 'hi', delivery: op.delivery, isSynthetic: false };
+          let stored = await inbox.submitToActive({ userId: users[0], source: op.source, role: op.role }, item);
+          if (!stored) {
+            const { id } = await sessions.active({ userId: users[0], source: op.source });
+            await turnState.recordOwnerRole(id, op.role);
+            stored = { ...(await inbox.store({ userId: users[0], sessionId: id, ...item })), lease: null };
+          }
+          let lease: Lease | null = null;
+          if (!stored.duplicate) {
+            if (op.delivery === 'interrupt') await turnState.requestStop(stored.sessionId);
+            if (!w.draining && !oldBusy.has(stored.sessionId)) {
+              lease = await leases.acquire(stored.sessionId, 'w1', TTL);
+              if (lease) oldBusy.add(stored.sessionId);
+            }
+          }
+          oldAnswers.push({
+            session: stored.sessionId === ids[0] ? 'web' : 'created',
+            duplicate: stored.duplicate,
+            lease: lease && { epoch: lease.epoch, tookOver: lease.tookOver === true },
+          });
+        }
+
+        // The new way: the real SubmitService.
+        const me = worker('w1', { draining: w.draining, busy: busyOf(1) });
+        const newAnswers: unknown[] = [];
+        for (const op of w.ops) {
+          const before = { taken: me.taken.length, acquires: me.acquires(), doorbells: me.doorbells.length };
+          const r = await me.service.submit({
+            actor: { userId: users[1], role: op.role },
+            source: op.source,
+            clientMessageId: op.client,
+            content: 'hi',
+            delivery: op.delivery,
+            isSynthetic: false,
+          });
+          await me.settle();
+          const got = me.taken.slice(before.taken);
+          expect(got.length).toBeLessThanOrEqual(1);
+          newAnswers.push({
+            session: r.session_id === ids[1] ? 'web' : 'created',
+            duplicate: r.duplicate,
+            lease: got[0] ? { epoch: got[0].epoch, tookOver: got[0].tookOver } : null,
+          });
+          // A lease for the active session comes with the message: no ask, no doorbell.
+          if (got[0] && r.session_id === ids[1]) {
+            expect(got[0]).toMatchObject({ how: 'statement', owner: 'w1', sessionId: ids[1] });
+            expect(me.acquires()).toBe(before.acquires);
+            expect(me.doorbells.length).toBe(before.doorbells);
+          }
+          // A duplicate takes nothing and rings nothing.
+          if (r.duplicate) {
+            expect(got).toEqual([]);
+            expect(me.doorbells.length).toBe(before.doorbells);
+          }
+        }
+        expect(newAnswers).toEqual(oldAnswers);
+        const [oldRows, newRows] = await Promise.all(users.map((u, i) => leaseRows(u, labels[i])));
+        expect(newRows).toEqual(oldRows);
+      }),
+      { seed: SEED, numRuns: RUNS * 2 },
+    );
+  });
+
+  it('a submit killed mid-statement took no lease and stored nothing; its retry takes the lease once', async () => {
+    const userId = randomUUID();
+    const sessionId = randomUUID();
+    await ds.query(`INSERT INTO sessions (id, user_id, source, owner_role) VALUES ($1, $2, 'web', 'user')`, [
+      sessionId,
+      userId,
+    ]);
+    await ds.query(
+      `INSERT INTO session_leases (session_id, owner, epoch, expires_at) VALUES ($1, NULL, 3, now() - interval '1 second')`,
+      [sessionId],
+    );
+    const me = worker('w1');
+    const s: Submission = {
+      actor: { userId, role: 'admin' },
+      source: 'web',
+      clientMessageId: `kill-lease-${randomUUID()}`,
+      content: 'survives?',
+      delivery: 'interrupt',
+      isSynthetic: false,
+    };
+    // Another transaction holds the lease row: the statement's take waits inside, then dies.
+    const holder = ds.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    await holder.query(`SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE`, [sessionId]);
+    const pending = me.service.submit(s).then(
+      () => 'acknowledged',
+      () => 'failed',
+    );
+    let pid: number | null = null;
+    for (let i = 0; i < 100 && pid === null; i++) {
+      const [row] = await ds.query(
+        `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%lease_taken AS%' AND query LIKE '%INSERT INTO session_inbox%'`,
+      );
+      if (row) pid = row.pid;
+      else await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(pid).not.toBeNull();
+    await ds.query(`SELECT pg_terminate_backend($1)`, [pid]);
+    expect(await pending).toBe('failed');
+    await holder.commitTransaction();
+    await holder.release();
+    await me.settle();
+    const lease = () => ds.query(`SELECT owner, epoch::int FROM session_leases WHERE session_id = $1`, [sessionId]);
+    expect(await lease()).toEqual([{ owner: null, epoch: 3 }]);
+    expect(await ds.query(`SELECT owner_role FROM sessions WHERE id = $1`, [sessionId])).toEqual([
+      { owner_role: 'user' },
+    ]);
+    expect(await ds.query(`SELECT id FROM session_inbox WHERE user_id = $1`, [userId])).toEqual([]);
+    expect(me.taken).toEqual([]);
+    const retried = await me.service.submit(s);
+    const again = await me.service.submit(s);
+    await me.settle();
+    expect(again).toEqual({ ...retried, duplicate: true });
+    expect(me.taken).toEqual([{ how: 'statement', sessionId, owner: 'w1', epoch: 4, tookOver: false }]);
+    expect(await lease()).toEqual([{ owner: 'w1', epoch: 4 }]);
+    expect(await ds.query(`SELECT id FROM session_inbox WHERE user_id = $1`, [userId])).toEqual([
+      { id: retried.message_id },
+    ]);
+  });
+
+  it('an interrupt whose stop fails lets the lease go at once and is not acknowledged', async () => {
+    const userId = randomUUID();
+    const sessionId = randomUUID();
+    await ds.query(`INSERT INTO sessions (id, user_id, source, turn_state) VALUES ($1, $2, 'web', 'parked')`, [
+      sessionId,
+      userId,
+    ]);
+    const me = worker('w1');
+    const stop = jest.spyOn(TurnStateRepository.prototype, 'requestStop').mockRejectedValueOnce(new Error('db down'));
+    try {
+      await expect(
+        me.service.submit({
+          actor: { userId, role: 'user' },
+          source: 'web',
+          clientMessageId: 'interrupt',
+          content: 'now',
+          delivery: 'interrupt',
+          isSynthetic: false,
+        }),
+      ).rejects.toThrow('db down');
+    } finally {
+      stop.mockRestore();
+    }
+    await me.settle();
+    expect(me.taken).toEqual([]);
+    // Taken with the message (epoch 1), released: the sweep or the client's retry drives it.
+    expect(await ds.query(`SELECT owner, epoch::int FROM session_leases WHERE session_id = $1`, [sessionId])).toEqual([
+      { owner: null, epoch: 1 },
+    ]);
+  });
+
+  it('concurrent submits to one session, from one worker and from two, end with one driver and every message stored once', async () => {
+    for (let round = 0; round < 8; round++) {
+      const userId = randomUUID();
+      const sessionId = randomUUID();
+      await ds.query(`INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'web')`, [sessionId, userId]);
+      if (round % 2 === 1)
+        await ds.query(
+          `INSERT INTO session_leases (session_id, owner, epoch, expires_at) VALUES ($1, 'gone', 2, now() - interval '1 second')`,
+          [sessionId],
+        );
+      // A TTL no loaded run outlasts: a lease expiring mid-round would rightly be taken again.
+      const ttlMs = 60_000;
+      const workers = round < 4 ? [worker('w1', { ttlMs })] : [worker('w1', { ttlMs }), worker('w2', { ttlMs })];
+      // Six distinct messages and two retries of the first, spread over the workers.
+      const clients = ['a', 'b', 'c', 'd', 'e', 'f', 'a', 'a'];
+      const answers = await Promise.all(
+        clients.map((c, i) =>
+          workers[i % workers.length].service.submit({
+            actor: { userId, role: 'user' },
+            source: 'web',
+            clientMessageId: c,
+            content: `m-${c}`,
+            delivery: i % 3 === 0 ? 'steer' : 'queue',
+            isSynthetic: false,
+          }),
+        ),
+      );
+      await Promise.all(workers.map((w) => w.settle()));
+      const taken = workers.flatMap((w) => w.taken);
+      const [row] = await ds.query(`SELECT owner, epoch::int FROM session_leases WHERE session_id = $1`, [sessionId]);
+      expect(taken).toHaveLength(1);
+      expect(row).toEqual({ owner: taken[0].owner, epoch: taken[0].epoch });
+      expect(taken[0].epoch).toBe(round % 2 === 1 ? 3 : 1);
+      const stored: Array<{ client_message_id: string; id: string }> = await ds.query(
+        `SELECT client_message_id, id FROM session_inbox WHERE user_id = $1 ORDER BY client_message_id`,
+        [userId],
+      );
+      expect(stored.map((r) => r.client_message_id)).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+      expect(answers.filter((a) => !a.duplicate)).toHaveLength(6);
+      for (const [i, a] of answers.entries())
+        expect(a.message_id).toBe(stored.find((r) => r.client_message_id === clients[i])!.id);
     }
   });
 });

@@ -6,6 +6,7 @@ import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { TurnDriver } from '../turns/turn-driver';
 import { DeliveryRouting } from '../jobs/delivery-routing.service';
 import { InboxRepository } from './inbox.repository';
+import { LeaseRepository } from '../lease/lease.repository';
 
 export interface Submission {
   actor: Actor;
@@ -20,7 +21,9 @@ export interface Submission {
 /**
  * A message from a client: committed to the session's inbox (idempotent on the client's id)
  * before it is acknowledged, then the session is driven — here if nobody drives it, otherwise the
- * driver takes it at its next round boundary.
+ * driver takes it at its next round boundary. In the common case (an active session whose lease is
+ * free) the message's statement also takes the lease for this worker, which drives at once with it
+ * (no second statement to ask for the lease, no doorbell).
  */
 @Injectable()
 export class SubmitService {
@@ -31,18 +34,31 @@ export class SubmitService {
     private readonly bus: Bus,
     private readonly turnState: TurnStateRepository,
     private readonly routing: DeliveryRouting,
+    private readonly leases: LeaseRepository,
   ) {}
 
   async submit(
     s: Submission,
   ): Promise<{ session_id: string; message_id: string; client_message_id: string; duplicate: boolean }> {
     const stored =
-      (await this.inbox.submitToActive({ userId: s.actor.userId, source: s.source, role: s.actor.role }, s)) ??
-      (await this.submitToNewSession(s));
+      (await this.inbox.submitToActive(
+        { userId: s.actor.userId, source: s.source, role: s.actor.role },
+        s,
+        this.driver.leaseAsk(),
+      )) ?? (await this.submitToNewSession(s));
     if (!stored.duplicate) {
-      // `interrupt`: stop the running (or parked) turn; the message then starts the next one.
-      if (s.delivery === 'interrupt') await this.stop(stored.sessionId);
-      this.wake(stored.sessionId);
+      try {
+        // `interrupt`: stop the running (or parked) turn; the message then starts the next one.
+        if (s.delivery === 'interrupt') await this.stop(stored.sessionId);
+      } catch (e) {
+        // A lease taken with the message and not used is let go at once (not left to expire).
+        if (stored.lease) await this.leases.release(stored.lease).catch(() => undefined);
+        throw e;
+      }
+      // Taken with the message: drive with it here, nobody else needs the doorbell.
+      const { lease } = stored;
+      if (lease) setImmediate(() => void this.driver.driveWith(lease));
+      else this.wake(stored.sessionId);
     }
     return {
       session_id: stored.sessionId,
@@ -58,10 +74,10 @@ export class SubmitService {
    */
   private async submitToNewSession(
     s: Submission,
-  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean }> {
+  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean; lease: null }> {
     const { id: sessionId } = await this.sessions.active({ userId: s.actor.userId, source: s.source });
     await this.turnState.recordOwnerRole(sessionId, s.actor.role);
-    return this.inbox.store({
+    const stored = await this.inbox.store({
       userId: s.actor.userId,
       sessionId,
       clientMessageId: s.clientMessageId,
@@ -70,6 +86,7 @@ export class SubmitService {
       delivery: s.delivery,
       isSynthetic: s.isSynthetic,
     });
+    return { ...stored, lease: null };
   }
 
   /**

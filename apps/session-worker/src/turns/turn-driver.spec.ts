@@ -168,6 +168,55 @@ describe('TurnDriver', () => {
     });
   });
 
+  it('drives with a lease the submit took: no ask, the start read after it, released afterwards', async () => {
+    const { driver, leases, published } = setUp();
+    startReads.length = 0;
+    await driver.driveWith({ sessionId: SESSION, owner: 'w1', epoch: 4, tookOver: false });
+    expect(leases.log).toEqual(['release']);
+    expect(startReads).toEqual([TURN_START_NAME]);
+    expect(published).toEqual([]);
+    expect(driver.isDriving(SESSION)).toBe(false);
+  });
+
+  it('asks the submit to take only sessions it neither drives nor asks for, and none while draining', async () => {
+    const { driver, leases } = setUp();
+    expect(driver.leaseAsk()).toEqual({ owner: 'w1', ttlMs: 4_000, busy: [] });
+    let asked: (v: null) => void = () => undefined;
+    leases.acquire = () => new Promise((r) => (asked = r));
+    const asking = driver.drive(SESSION);
+    expect(driver.leaseAsk()?.busy).toEqual([SESSION]);
+    asked(null);
+    await asking;
+    expect(driver.leaseAsk()?.busy).toEqual([]);
+    await driver.drainAll(0);
+    expect(driver.leaseAsk()).toBeNull();
+  });
+
+  it('a lease taken by a submit it may not use is released at once and the doorbell rung', async () => {
+    const { driver, leases, published } = setUp();
+    // Already driving the session here (under an older lease): the new one is let go.
+    let finish: () => void = () => undefined;
+    const holding = driver.withLease(SESSION, () => new Promise<void>((r) => (finish = r)));
+    await new Promise((r) => setImmediate(r));
+    const taken = { sessionId: SESSION, owner: 'w1', epoch: 9, tookOver: true };
+    await driver.driveWith(taken);
+    expect(leases.released).toEqual([taken]);
+    expect(published).toContainEqual({
+      subject: expect.stringContaining(SESSION),
+      body: { session_id: SESSION, reason: 'input' },
+    });
+    finish();
+    await holding;
+    // Draining: released, handed over.
+    await driver.drainAll(0);
+    published.length = 0;
+    await driver.driveWith(taken);
+    expect(leases.released.filter((l) => l === taken)).toHaveLength(2);
+    expect(published).toEqual([
+      { subject: expect.stringContaining(SESSION), body: { session_id: SESSION, reason: 'handover' } },
+    ]);
+  });
+
   it('takes no session once draining', async () => {
     const { driver, leases } = setUp();
     await driver.drainAll(0);

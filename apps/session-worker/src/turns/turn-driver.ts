@@ -112,6 +112,20 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   /**
+   * What the submit's statement needs to take the session's lease for this worker
+   * (InboxRepository.submitToActive): the owner, the TTL, and the sessions this worker drives or is
+   * asking for (never taken by a submit: a session is driven once per worker). Null while draining.
+   */
+  leaseAsk(): { owner: string; ttlMs: number; busy: string[] } | null {
+    if (this.draining) return null;
+    return {
+      owner: this.instance,
+      ttlMs: this.config.SKALD_LEASE_TTL_MS,
+      busy: [...this.driving.keys(), ...this.acquiring],
+    };
+  }
+
+  /**
    * Drives the session if nobody else does. Returns at once when another worker holds the lease:
    * that worker drains the inbox at its next round boundary.
    */
@@ -125,7 +139,23 @@ export class TurnDriver implements OnApplicationShutdown {
     } finally {
       this.acquiring.delete(sessionId);
     }
-    if (!lease) return;
+    if (lease) await this.driveWith(lease);
+  }
+
+  /**
+   * Drives the session with a lease already taken — by `drive`, or by the submit's statement, which
+   * hands its lease here at once. Every read of the turn comes after the take (the start read is
+   * its own, later statement, so it sees the previous holder's last commit). A lease this worker
+   * may not drive now (draining, or the session already driven here under an older, expired
+   * lease) is released at once and the doorbell rung, so no lease outlives its use.
+   */
+  async driveWith(lease: Lease): Promise<void> {
+    const { sessionId } = lease;
+    if (this.draining || this.driving.has(sessionId)) {
+      await this.leases.release(lease).catch(() => undefined);
+      this.ring(sessionId, this.draining ? 'handover' : 'input');
+      return;
+    }
     if (lease.tookOver) this.metrics.leaseTakeovers.inc();
     const d: Driving = { lease, turn: new AbortController(), lost: new AbortController(), ids: { sessionId } };
     this.driving.set(sessionId, d);
@@ -161,15 +191,20 @@ export class TurnDriver implements OnApplicationShutdown {
     }
     if (this.draining) {
       // Hand the session to another replica at once.
-      this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
-        session_id: sessionId,
-        reason: 'handover',
-      });
+      this.ring(sessionId, 'handover');
       return;
     }
     // Input that arrived while we held the lease but after our last look: take it now. After a
     // failure the sweep retries later instead, so a poisoned session cannot spin a worker.
     if (!failed && (again || work)) setImmediate(() => void this.drive(sessionId));
+  }
+
+  /** The session's doorbell: one worker of the group tries to drive it. */
+  private ring(sessionId: string, reason: 'input' | 'handover'): void {
+    this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
+      session_id: sessionId,
+      reason,
+    });
   }
 
   /**
@@ -491,10 +526,7 @@ export class TurnDriver implements OnApplicationShutdown {
       // cannot record it as stopped by the user; the next driver recovers it.
       await this.leases.release(d.lease).catch(() => undefined);
       d.lost.abort();
-      this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
-        session_id: sessionId,
-        reason: 'handover',
-      });
+      this.ring(sessionId, 'handover');
     }
   }
 

@@ -30,6 +30,7 @@ const ROOT = path.resolve(__dirname, '../..');
 const { Client } = require(path.join(ROOT, 'node_modules/pg'));
 const WebSocket = require(path.join(ROOT, 'node_modules/ws'));
 const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));
+const { ApprovalConfigSchema } = require(path.join(ROOT, 'apps/approval-service/dist/config'));
 const { Stack, ApiClient, LlmSimAdminClient, PrivatePostgres, PrivateRedis } = require(
   path.join(ROOT, 'libs/testing/dist'),
 );
@@ -344,6 +345,7 @@ async function startStack(infra, nodeArgs = {}) {
       DATABASE_URL: infra.skaldUrl,
       // npm start's defaults (the test stack's are smaller).
       DATABASE_POOL_SIZE: '5',
+      SKALD_RULES_MAX_AGE_MS: String(ApprovalConfigSchema.shape.SKALD_RULES_MAX_AGE_MS.parse(undefined)),
       LOG_LEVEL: 'info',
       // Parked turns are measured without waiting the default 30 s.
       SKALD_PARK_AFTER: String(CFG.parkAfterSecs),

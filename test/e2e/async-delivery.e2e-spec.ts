@@ -118,6 +118,10 @@ describe('async results survive /stop, interrupt and /new', () => {
     await sim.script({ match: `[R-${m}]`, replies: [{ content: 'In the new conversation: the task found 42.' }] });
     ws.send({ type: 'message', client_message_id: `n-${m}`, content: '/new' });
     const fresh = (await ws.waitForType('new_session', 20_000)).session_id as string;
+    // As a client does on `new_session` (shared/PROTOCOL.md: without last_seq nothing is replayed,
+    // history comes by REST): the new conversation from its start — its turn may have begun before
+    // this socket was switched to it.
+    ws.send({ type: 'resume', session_id: fresh, last_seq: 0 });
     await ws.waitFor((f) => f.type === 'done' && f.content === 'In the new conversation: the task found 42.', 30_000);
     expect(await deliveredIn(fresh)).toEqual([{ status: 'done', result: `The answer is 42 [R-${m}].` }]);
     expect(await deliveredIn(parent)).toEqual([]);

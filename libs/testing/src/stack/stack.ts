@@ -95,6 +95,9 @@ export class Stack {
       // A background title request would take a reply scripted for a test's turn; the tests of
       // conversation titles turn them on.
       SKALD_TITLES: 'off',
+      // Tests edit approval rules in SQL (as an operator may); the service sees such an edit within
+      // this bound (5 s in production, where edits go through the API and its doorbell).
+      SKALD_RULES_MAX_AGE_MS: '200',
       ...options.env,
     };
   }

@@ -489,6 +489,11 @@ describe('approval service over NATS and Postgres', () => {
       rule: { tool_pattern: tool, action: 'deny', priority: 1 },
     });
     expect(await until('deny', 1000)).toBe('deny'); // the broadcast, not the 60 s bound
+    // The change may be announced more than once (the replica that served the API call invalidates,
+    // then the broadcast arrives): let every announcement land and the reload it causes (lazily, at
+    // the next check) happen, then count.
+    await sleep(500);
+    expect(await decide()).toBe('deny');
     const reads = versionReads.mock.calls.length;
     for (let i = 0; i < 200; i++) await decide();
     expect(versionReads.mock.calls.length).toBe(reads); // trusted: no version row per check

@@ -14,6 +14,7 @@ import { LlmUsageRepository, UsageRecord } from '../llm/llm-usage.repository';
 import { fitsOneStatement } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
+import { plainMessage } from '../testing-fixtures/plain-message';
 import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
 
 jest.setTimeout(180_000);
@@ -221,20 +222,7 @@ describe('PgSessionStore: one-statement commits', () => {
                 },
                 {
                   kind: 'appendMessage',
-                  message: {
-                    id: randomUUID(),
-                    sessionId: s.sessionId,
-                    frameId: childId,
-                    role: 'agent',
-                    content: spec.child.prompt,
-                    reasoningContent: null,
-                    isSynthetic: false,
-                    attachments: null,
-                    clientMessageId: null,
-                    inputTokens: null,
-                    outputTokens: null,
-                    createdAt: '2026-01-02T03:04:05.678Z',
-                  },
+                  message: plainMessage(s.sessionId, childId, 'agent', spec.child.prompt, '2026-01-02T03:04:05.678Z'),
                 },
               );
             }

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { NewMessage } from '@skald/agent-loop';
 
-/** A plain chat row of a frame (no reasoning, attachments, client id or token counts), new id, now. */
+/** A plain chat row of a frame (no reasoning, attachments, client id or token counts), new id, now (or `createdAt`). */
 export function plainMessage(
   sessionId: string,
   frameId: string,
-  role: 'user' | 'assistant',
+  role: NewMessage['role'],
   content: string,
+  createdAt = new Date().toISOString(),
 ): NewMessage {
   return {
     id: randomUUID(),
@@ -20,6 +21,6 @@ export function plainMessage(
     clientMessageId: null,
     inputTokens: null,
     outputTokens: null,
-    createdAt: new Date().toISOString(),
+    createdAt,
   };
 }

@@ -161,3 +161,35 @@ describe("AgentCatalogService.forTurn: the agent's inject_memory documents", () 
     expect(warnings).toEqual(['inject_memory documents could not be read; the prompt goes without them']);
   });
 });
+
+/**
+ * `exists` (a job's start checks its agent with it) answers what `getAgent` answers about existence,
+ * for every agent id and user, with one row read and no request for memory documents or MCP servers.
+ */
+describe('AgentCatalogService.exists', () => {
+  it('agrees with getAgent, reading one row and asking nothing else', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(row, { selector: (r) => r.agentId, maxLength: 4 }),
+        fc.constantFrom('main', 'coder', 'mine', 'other', 'nobody', ''),
+        fc.constantFrom('u1', 'u2'),
+        async (rows, agentId, userId) => {
+          const { catalog, reads } = catalogOver(rows);
+          const expected = (await catalog.getAgent(agentId, userId)) !== null;
+          const asked: string[] = [];
+          (catalog as unknown as { bus: Bus }).bus = {
+            call: (subject: string) => (asked.push(subject), Promise.reject(new Error('not this way'))),
+          } as unknown as Bus;
+          (catalog as unknown as { mcp: unknown }).mcp = {
+            listServers: () => (asked.push('mcp'), Promise.reject(new Error('not this way'))),
+          };
+          reads.n = 0;
+          expect(await catalog.exists(agentId, userId)).toBe(expected);
+          expect(reads.n).toBe(1);
+          expect(asked).toEqual([]);
+        },
+      ),
+      { seed: SEED, numRuns: 500 },
+    );
+  });
+});

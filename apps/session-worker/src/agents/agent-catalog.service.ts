@@ -134,6 +134,11 @@ export class AgentCatalogService implements AgentCatalogPort {
     };
   }
 
+  /** Whether `agentId` names an agent of `userId` (built in or the user's own): one row read, no prompt built. */
+  async exists(agentId: string, userId: string): Promise<boolean> {
+    return (await this.effective(userId, agentId)) !== null;
+  }
+
   async listTaskAgents(userId: string, read: readonly UserAgentRow[] | null = null): Promise<AgentSummary[]> {
     const rows = read ?? (await this.repo.list({ userId }));
     const byId = new Map(rows.map((r) => [r.agentId, r]));

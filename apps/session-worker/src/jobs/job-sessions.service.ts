@@ -33,8 +33,8 @@ export class JobSessionsService {
     scratchpadSessionId: string | null;
     client: string | null;
   }): Promise<{ session_id: string; created: boolean }> {
-    const agent = await this.catalog.getAgent(r.agentId, r.actor.userId);
-    if (!agent)
+    // Only whether it exists: the turn builds the agent (its prompt, memory and MCP list) when it starts.
+    if (!(await this.catalog.exists(r.agentId, r.actor.userId)))
       throw new RemoteError({ code: 'invalid_input', message: `unknown agent \`${r.agentId}\``, field: 'agent_id' });
     const { created } = await this.repo.createJobSession({
       userId: r.actor.userId,

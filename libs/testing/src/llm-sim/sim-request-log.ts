@@ -5,15 +5,30 @@ type Listener = () => void;
 interface StoredEntry {
   entry: SimRequestLogEntry;
   rawBody: string;
+  bytes: number;
 }
 
-/** Bounded log of chat-completions requests, newest last, with change notification for waiters. */
+/** What the log keeps by default: the newest 1,000 requests, at most 16 MiB of their bodies. */
+export const SIM_LOG_CAPACITY = 1000;
+export const SIM_LOG_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Bounded log of chat-completions requests, newest last, with change notification for waiters.
+ * Bounded by count and by the bytes of the bodies kept (each is kept raw and parsed): a long
+ * conversation's requests, hundreds of KB each, would otherwise fill the simulator's heap, and every
+ * garbage collection would walk them — a cost that grows with the conversation and belongs to the
+ * harness, not to the system under test. The newest request is kept whatever its size.
+ */
 export class SimRequestLog {
   private readonly stored: StoredEntry[] = [];
   private readonly listeners = new Set<Listener>();
   private nextId = 1;
+  private bytes = 0;
 
-  constructor(private readonly capacity = 1000) {}
+  constructor(
+    private readonly capacity = SIM_LOG_CAPACITY,
+    private readonly maxBytes = SIM_LOG_MAX_BYTES,
+  ) {}
 
   open(
     fields: Pick<SimRequestLogEntry, 'method' | 'path' | 'headers' | 'authorization' | 'body' | 'stream'>,
@@ -31,8 +46,13 @@ export class SimRequestLog {
       receivedAt: new Date().toISOString(),
       finishedAt: null,
     };
-    this.stored.push({ entry, rawBody });
-    if (this.stored.length > this.capacity) this.stored.shift();
+    const bytes = Buffer.byteLength(rawBody);
+    this.stored.push({ entry, rawBody, bytes });
+    this.bytes += bytes;
+    // Oldest first; the newest is always kept (the loop ends: each pass shrinks the log).
+    while (this.stored.length > 1 && (this.stored.length > this.capacity || this.bytes > this.maxBytes)) {
+      this.bytes -= this.stored.shift()!.bytes;
+    }
     this.notify();
     return entry;
   }
@@ -55,6 +75,7 @@ export class SimRequestLog {
 
   clear(): void {
     this.stored.length = 0;
+    this.bytes = 0;
     this.notify();
   }
 

@@ -160,6 +160,54 @@ describe('session worker faults', () => {
     ws2.close();
   });
 
+  /**
+   * A worker carries a session's history from one of its turns to the next (HistoryCarry) only when
+   * no one else held the lease between. Turns of one conversation land on either worker (each
+   * submit goes to one of the queue group): when worker A drives a turn after B drove the one
+   * before, A must not answer from what it kept — every model request carries the whole
+   * conversation so far, in order.
+   */
+  it('turns of one conversation through both workers: every model request carries the whole conversation', async () => {
+    const { ws, sessionId } = await open();
+    const turns = 12;
+    const marks = Array.from({ length: turns }, (_, i) => `carry-${i}-${randomUUID()}`);
+    for (const [i, m] of marks.entries()) {
+      await sim.script({ match: m, matchIn: 'last_user', replies: [{ content: `answer ${i}` }] });
+      ws.send({ type: 'message', client_message_id: m, content: `turn ${i} ${m}` });
+      await ws.waitFor((f) => f.type === 'done' && f.content === `answer ${i}`, 20_000);
+    }
+    for (const [i, m] of marks.entries()) {
+      type Wire = { role: string; content?: unknown };
+      const text = (x: Wire) => (typeof x.content === 'string' ? x.content : JSON.stringify(x.content));
+      // The turn's own model request: its last user message is the turn's.
+      const reqs = (await sim.requests({ contains: m })).map((r) => r.body as { messages: Wire[] });
+      const req = reqs.find(
+        (r) =>
+          r.messages
+            .filter((x) => x.role === 'user')
+            .map(text)
+            .at(-1) === `turn ${i} ${m}`,
+      );
+      const said = req!.messages
+        .filter((x) => x.role === 'user' || x.role === 'assistant')
+        .map(text)
+        .filter((c) => /^turn \d+ carry-|^answer \d+$/.test(c));
+      const whole = marks.slice(0, i + 1).flatMap((mk, j) => [`turn ${j} ${mk}`, ...(j < i ? [`answer ${j}`] : [])]);
+      expect(said).toEqual(whole);
+    }
+    // Which worker drove each turn (for the record: the check above matters when they alternate).
+    const starts = stack
+      .byName('session-worker')
+      .flatMap((w, k) =>
+        w.logs
+          .filter((l) => l.includes(sessionId) && l.includes('"turn started"'))
+          .map((l) => ({ k, at: String((JSON.parse(l) as { time: string }).time) })),
+      )
+      .sort((a, b) => (a.at < b.at ? -1 : 1));
+    console.log(`carry: turns driven by workers ${starts.map((x) => x.k).join('')}`);
+    ws.close();
+  });
+
   it('kill -9 during execute_cmd: the call ends interrupted, is never re-run, and the command ran once', async () => {
     const { api, ws, sessionId } = await open();
     const m = `cmd-${randomUUID()}`;

@@ -27,6 +27,7 @@ import {
   fenceAndEventParams,
 } from './one-statement-commit';
 import { SessionCache } from './session-cache';
+import type { CarriedHistory } from './history-carry';
 import { jsonRows, parseTurnStart, QUEUED_INBOX_JSON, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
@@ -144,11 +145,17 @@ export class PgSessionStore implements SessionStore {
    * primes (when the session has work: `complete`) the cache (each active frame's messages, tool calls, grants and compaction, the session's
    * grants and scratchpad) and, for their next read, the session, the queued inbox and the active
    * frames — as `getSession` and a one-statement commit prime them. Read after the lease is taken.
+   * `carried`: the frames' rows kept from the session's previous turn (HistoryCarry, valid under
+   * this lease): not read again, they prime the cache in place of the read ones.
    */
-  async startTurn(sessionId: string): Promise<TurnStart> {
+  async startTurn(sessionId: string, carried: CarriedHistory = new Map()): Promise<TurnStart> {
     const pool = (this.ds.driver as unknown as { master: PgPool }).master;
-    const { rows } = await pool.query({ name: TURN_START_NAME, text: TURN_START_SQL, values: pgParams([sessionId]) });
-    const start = parseTurnStart(sessionId, rows[0], TURN_START_MAPPERS, Date.now());
+    const { rows } = await pool.query({
+      name: TURN_START_NAME,
+      text: TURN_START_SQL,
+      values: pgParams([sessionId, [...carried.keys()]]),
+    });
+    const start = parseTurnStart(sessionId, rows[0], TURN_START_MAPPERS, Date.now(), carried);
     this.sessionRead = { at: start.at, info: start.session };
     this.inboxSnapshot = { sessionId, at: start.at, items: start.inbox };
     if (!start.complete) return start;
@@ -159,6 +166,11 @@ export class PgSessionStore implements SessionStore {
     for (const [frameId, summary] of start.compactions) this.cache.keepCompaction(frameId, summary);
     this.cache.keepScratchpad(start.session.scratchpadSessionId, start.scratchpad);
     return start;
+  }
+
+  /** The frames' rows this store knows whole (read and kept up to date with its commits), for the session's next turn. */
+  history(): CarriedHistory {
+    return this.cache.history();
   }
 
   async getSession(sessionId: string): Promise<SessionInfo> {

@@ -6,6 +6,7 @@ import type { Mutation, ToolCallStatus } from '@skald/agent-loop';
 import { ToolCallStatus as ToolCallStatusEnum } from '@skald/contracts';
 import { openRootFrame } from '../testing-fixtures/root-frame';
 import { PgSessionStore } from './pg-session-store';
+import { TURN_START_SQL } from './turn-start';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { toUserAgentRow, UserAgentsRepository } from '../agents/user-agents.repository';
 
@@ -338,7 +339,7 @@ describe('PgSessionStore.startTurn: one statement equals the separate reads', ()
 
   it('over generated session states, the one statement gives what the separate reads give', async () => {
     await fc.assert(
-      fc.asyncProperty(state, state, async (s, noise) => {
+      fc.asyncProperty(state, state, fc.array(fc.boolean(), { maxLength: 6 }), async (s, noise, carry) => {
         const userId = randomUUID();
         // As their only writer writes them (the repository: no text codec).
         const agents = new UserAgentsRepository(ds);
@@ -350,7 +351,15 @@ describe('PgSessionStore.startTurn: one statement equals the separate reads', ()
 
         const expected = await separateReads(sessionId, userId);
         const store = new PgSessionStore(ds, { owner, epoch: 1 }, () => undefined);
-        const start = await store.startTurn(sessionId);
+        // Some frames' rows carried from the previous turn (as the tables hold them), and a frame
+        // that is no longer active (its rows must not appear): the answer is the same.
+        const carried = new Map(
+          expected.frames
+            .filter((_, i) => carry[i])
+            .map((f) => [f.id, { messages: expected.messages[f.id], toolCalls: expected.toolCalls[f.id] }]),
+        );
+        carried.set(randomUUID(), { messages: [], toolCalls: [] });
+        const start = await store.startTurn(sessionId, carried);
         const byId = <T>(m: Map<string, T>) => Object.fromEntries(m);
         const hasWork =
           s.turnState === 'running' ||
@@ -485,6 +494,39 @@ describe('PgSessionStore.startTurn: one statement equals the separate reads', ()
       ),
       { seed: SEED, numRuns: RUNS },
     );
+  });
+
+  /**
+   * A carried frame's rows are not read: the statement leaves them out (its answer shrinks) and the
+   * carried ones stand for them — shown with a carried frame whose rows differ from the table's.
+   */
+  it("a carried frame's rows are the carried ones; the statement does not read them", async () => {
+    const [withRows] = fc.sample(
+      state.filter((x) => x.frames.length > 0 && x.frames[0].messages.some((m) => m.calls.length > 0)),
+      { seed: SEED, numRuns: 1 },
+    );
+    const s: State = { ...withRows, turnState: 'running', stop: false };
+    const userId = randomUUID();
+    const sessionId = await seed(userId, s, s.source);
+    const expected = await separateReads(sessionId, userId);
+    const root = expected.frames[0].id;
+    const pool = (
+      ds.driver as unknown as { master: { query: (c: object) => Promise<{ rows: Array<Record<string, string>> }> } }
+    ).master;
+    const raw = async (carriedIds: string[]) =>
+      (await pool.query({ text: TURN_START_SQL, values: pgParams([sessionId, carriedIds]) })).rows[0];
+    const whole = await raw([]);
+    const without = await raw([root]);
+    expect(whole.messages).toContain(root);
+    expect(without.messages).not.toContain(root);
+    expect(without.tool_calls).not.toContain(root);
+    const told = { messages: expected.messages[root].slice(0, 1), toolCalls: [] };
+    const start = await new PgSessionStore(ds, { owner, epoch: 1 }, () => undefined).startTurn(
+      sessionId,
+      new Map([[root, told]]),
+    );
+    expect(start.messages.get(root)).toEqual(told.messages);
+    expect(start.toolCalls.get(root)).toEqual([]);
   });
 
   it('a missing session is refused as the separate read refuses it', async () => {

@@ -9,6 +9,12 @@ import type {
   ToolCallRow,
 } from '@skald/agent-loop';
 
+/** A frame's rows as the lease holder last knew them: every message (failed and superseded too) and tool call, in `ord` order. */
+export interface CarriedFrame {
+  messages: MessageRow[];
+  toolCalls: ToolCallRow[];
+}
+
 /**
  * What the lease holder has read of its session, kept up to date with its own commits: while it
  * holds the epoch no one else writes these rows (every other writer of chat history, tool calls,
@@ -92,6 +98,16 @@ export class SessionCache {
 
   keepCompaction(frameId: string, summary: CompactionSummary | null): void {
     this.compactions.set(frameId, summary && { ...summary });
+  }
+
+  /** Each frame whose messages and tool calls are both cached: its rows (copies), for the next lease (HistoryCarry). */
+  history(): Map<string, CarriedFrame> {
+    const out = new Map<string, CarriedFrame>();
+    for (const [frameId, messages] of this.messages) {
+      const calls = this.toolCalls.get(frameId);
+      if (calls) out.set(frameId, { messages: messages.map(copyMessage), toolCalls: calls.map((c) => ({ ...c })) });
+    }
+    return out;
   }
 
   /** The committed mutations, as the rows they wrote would read back. */

@@ -1,5 +1,7 @@
 import { decodeRow } from '@skald/persistence';
 import { SESSION_HAS_WORK } from '../lease/lease.repository';
+import type { CarriedHistory } from './history-carry';
+import type { CarriedFrame } from './session-cache';
 import type {
   CompactionSummary,
   FrameRow,
@@ -25,8 +27,11 @@ import type {
  * starts from (`SESSION_HAS_WORK`: a running turn, a stop for a parked one, queued input to a
  * finished one); a parked turn the sweep looks at, or a wake with nothing queued, reads the
  * session and the inbox only (`complete` false: nothing else is primed).
+ *
+ * `$2`: the frames whose messages and tool calls the worker carries from the session's previous
+ * turn (HistoryCarry): their rows are not read (the carried ones stand for them).
  */
-export const TURN_START_NAME = 'skald_turn_start_v1';
+export const TURN_START_NAME = 'skald_turn_start_v2';
 
 /** The session's queued inbox (`$1`) as JSON text, in `ord` order (the start read, a transaction's fence statement). */
 export const QUEUED_INBOX_JSON = `(SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
@@ -44,9 +49,9 @@ SELECT
  ${QUEUED_INBOX_JSON} AS inbox,
  (SELECT COALESCE(json_agg(f ORDER BY f.depth, f.ord), '[]'::json) FROM f)::text AS frames,
  (SELECT COALESCE(json_agg(m ORDER BY m.ord), '[]'::json) FROM chat_history m
-   WHERE m.frame_id IN (SELECT id FROM f))::text AS messages,
+   WHERE m.frame_id IN (SELECT id FROM f) AND m.frame_id <> ALL($2::uuid[]))::text AS messages,
  (SELECT COALESCE(json_agg(t ORDER BY t.ord), '[]'::json) FROM tool_calls t
-   WHERE t.frame_id IN (SELECT id FROM f))::text AS tool_calls,
+   WHERE t.frame_id IN (SELECT id FROM f) AND t.frame_id <> ALL($2::uuid[]))::text AS tool_calls,
  (SELECT COALESCE(json_agg(g.group_name ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
    WHERE g.session_id = $1::uuid AND g.frame_id IS NULL AND (SELECT work FROM w))::text AS session_grants,
  (SELECT COALESCE(json_agg(json_build_object('frame_id', g.frame_id, 'group_name', g.group_name)
@@ -114,14 +119,34 @@ export function jsonRows(text: unknown, timestamps: readonly string[] = []): Row
   });
 }
 
+/** The read rows by frame, with each active frame's carried rows in place of the (unread) ones. */
+function withCarried<T>(
+  read: Map<string, T[]>,
+  carried: CarriedHistory,
+  rowsOf: (f: CarriedFrame) => T[],
+): Map<string, T[]> {
+  for (const [frameId, f] of carried) if (read.has(frameId)) read.set(frameId, rowsOf(f));
+  return read;
+}
+
 function byFrame<T>(frames: readonly FrameRow[], rows: readonly T[], frameOf: (r: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>(frames.map((f) => [f.id, []]));
   for (const r of rows) out.get(frameOf(r))?.push(r);
   return out;
 }
 
-/** The statement's one row as a {@link TurnStart}; throws when the session does not exist. */
-export function parseTurnStart(sessionId: string, row: Row | undefined, map: TurnStartMappers, at: number): TurnStart {
+/**
+ * The statement's one row as a {@link TurnStart}; throws when the session does not exist. The rows of
+ * an active frame in `carried` are the carried ones (the statement did not read them); a carried
+ * frame no longer active is ignored.
+ */
+export function parseTurnStart(
+  sessionId: string,
+  row: Row | undefined,
+  map: TurnStartMappers,
+  at: number,
+  carried: CarriedHistory = new Map(),
+): TurnStart {
   if (!row || typeof row.session !== 'string') throw new Error(`session ${sessionId} not found`);
   const s = decodeRow(JSON.parse(row.session) as Row);
   const frames = jsonRows(row.frames).map(map.toFrame);
@@ -144,8 +169,16 @@ export function parseTurnStart(sessionId: string, row: Row | undefined, map: Tur
     role: (s.owner_role as 'user' | 'admin' | undefined) ?? 'user',
     inbox: jsonRows(row.inbox, ['created_at']).map(map.toInboxItem),
     frames,
-    messages: byFrame(frames, jsonRows(row.messages, ['created_at']).map(map.toMessage), (m) => m.frameId),
-    toolCalls: byFrame(frames, jsonRows(row.tool_calls).map(map.toToolCall), (c) => c.frameId),
+    messages: withCarried(
+      byFrame(frames, jsonRows(row.messages, ['created_at']).map(map.toMessage), (m) => m.frameId),
+      carried,
+      (f) => f.messages,
+    ),
+    toolCalls: withCarried(
+      byFrame(frames, jsonRows(row.tool_calls).map(map.toToolCall), (c) => c.frameId),
+      carried,
+      (f) => f.toolCalls,
+    ),
     grants,
     scratchpad: jsonRows(row.scratchpad).map((n) => ({ key: String(n.key), value: String(n.value) })),
     compactions,

@@ -41,6 +41,7 @@ import { refusedStep } from './refused-step';
 import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
+import { HistoryCarry } from '../store/history-carry';
 
 const OS = osInfo();
 /** The host's time zone, read once (the default when SKALD_TIMEZONE is unset). */
@@ -69,6 +70,8 @@ export class TurnDriver implements OnApplicationShutdown {
   private readonly driving = new Map<string, Driving>();
   /** Sessions whose lease this worker is asking for (a submit and its doorbell arrive together). */
   private readonly acquiring = new Set<string>();
+  /** Each session's history from the end of its last turn here, for its next turn's start read. */
+  private readonly carry = new HistoryCarry();
   private readonly llm: LlmAdapter;
   private draining = false;
 
@@ -265,7 +268,7 @@ export class TurnDriver implements OnApplicationShutdown {
       );
       // One statement: the session, its stop flag and owner role, its queued inbox, and what the
       // turn reads before its first model call (primed in the store and the catalog).
-      const start = await store.startTurn(sessionId);
+      const start = await store.startTurn(sessionId, this.carry.take(sessionId, d.lease.epoch));
       const { session, stop, role } = start;
       d.turn = new AbortController();
       if (stop) {
@@ -336,6 +339,8 @@ export class TurnDriver implements OnApplicationShutdown {
     }
     if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);
     log.info({ outcome: outcome.kind }, 'turn ended');
+    // The next turn of this session (under this lease or the next one taken) starts from these rows.
+    if (outcome.kind !== 'parked') this.carry.keep(sessionId, d.lease.epoch, store.history());
     this.metrics.turnsFinished.inc({ outcome: outcome.kind });
     // The turn's finishing commit said whether a stop is recorded: clear it only then (or when
     // that commit did not say) — after that commit no stop can be recorded for this turn.

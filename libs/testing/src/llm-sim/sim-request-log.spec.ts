@@ -7,7 +7,7 @@ const fields = (body: unknown) => ({
   method: 'POST',
   path: '/v1/chat/completions',
   headers: {},
-  authorization: null,
+  authorization: false,
   body,
   stream: true,
 });

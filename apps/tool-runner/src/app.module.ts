@@ -37,6 +37,7 @@ export class AppModule {
       quota: config.SKALD_WORKSPACE_QUOTA,
       inodes: config.SKALD_WORKSPACE_INODES,
       sampleMs: config.SKALD_WORKSPACE_SAMPLE_MS,
+      syncReadBytes: config.SKALD_SYNC_READ_BYTES,
     };
     return {
       module: AppModule,

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { BaseConfigSchema } from '@skald/service-kit';
 import { DEFAULT_PATTERN_POOL } from './patterns/pattern-pool';
-import { DEFAULT_INODE_QUOTA, DEFAULT_SAMPLE_MS } from './workspace/workspaces.service';
+import { DEFAULT_INODE_QUOTA, DEFAULT_SAMPLE_MS, DEFAULT_SYNC_READ_BYTES } from './workspace/workspaces.service';
 
 export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3103),
@@ -29,6 +29,17 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
    * 250). A command may overshoot a quota by what it writes in about one interval before it is killed.
    */
   SKALD_WORKSPACE_SAMPLE_MS: z.coerce.number().int().min(20).max(10_000).default(DEFAULT_SAMPLE_MS),
+  /**
+   * Workspace files up to this many bytes are read by `read_file`/`search_file` with synchronous
+   * system calls on the event loop instead of a thread-pool hop per call (default 65536); 0 keeps
+   * every file-system call of a tool call off the event loop (a slow network file system).
+   */
+  SKALD_SYNC_READ_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1024 * 1024)
+    .default(DEFAULT_SYNC_READ_BYTES),
   /** `bwrap` (default; fails closed) or `none` (commands run unsandboxed — development only). */
   SKALD_SANDBOX: z.enum(['bwrap', 'none']).default('bwrap'),
   /** `on` lets commands reach the network (the host's loopback stays unreachable only with `off`). */

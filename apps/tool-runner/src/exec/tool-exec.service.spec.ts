@@ -57,6 +57,28 @@ describe('ToolExecService', () => {
     });
   });
 
+  // A read that succeeded is the routine call (five a turn in a typical tool loop): its line is at
+  // debug, its count and time are in the metrics. Every other call keeps its info line.
+  it("logs a successful read's 'tool call finished' at debug, every other call at info", async () => {
+    const lines: Array<{ level: number; msg: string; tool: string; status: string }> = [];
+    const logged = pino({ level: 'debug' }, { write: (l: string) => lines.push(JSON.parse(l) as (typeof lines)[0]) });
+    const commands = new ExecuteCmdService({ SKALD_SANDBOX: 'none' }, fx.workspaces, runner, logged);
+    const tools = new ToolExecService(new ToolRouter(fx.files, commands), new ToolMetrics(), runner, logged);
+    await tools.exec(request('write_file', { path: 'a.txt', content: 'x\n' }));
+    await tools.exec(request('read_file', { path: 'a.txt' }));
+    await tools.exec(request('read_file', { path: 'missing.txt' }));
+    await tools.exec(request('list_files', { path: '.' }));
+    const finished = lines
+      .filter((l) => l.msg === 'tool call finished')
+      .map((l) => [l.tool, l.status, pino.levels.labels[l.level]]);
+    expect(finished).toEqual([
+      ['write_file', 'done', 'info'],
+      ['read_file', 'done', 'debug'],
+      ['read_file', 'failed', 'info'],
+      ['list_files', 'done', 'debug'],
+    ]);
+  });
+
   it('answers failures as the sentence the model reads', async () => {
     const tools = service('bwrap');
     expect(await tools.exec(request('read_file', { path: '../x' }))).toEqual({

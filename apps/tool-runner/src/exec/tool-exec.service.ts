@@ -250,7 +250,13 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
     }
     const ms = performance.now() - started;
     this.metrics.finished(req.name, reply.status, ms / 1000);
-    this.log.info({ tool: req.name, status: reply.status, ms: Math.round(ms) }, 'tool call finished');
+    // A read that succeeded is the routine call (most of a tool loop's calls): at debug, since a line
+    // is a write through the thread pool; its count and time are in the metrics.
+    const routine = reply.status === 'done' && READ_ONLY.has(req.name);
+    this.log[routine ? 'debug' : 'info'](
+      { tool: req.name, status: reply.status, ms: Math.round(ms) },
+      'tool call finished',
+    );
     return reply;
   }
 }

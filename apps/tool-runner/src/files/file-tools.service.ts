@@ -354,6 +354,9 @@ export class FileToolsService {
 
   private async readText(ctx: ToolContext, p: WorkspacePath, tool: string): Promise<string> {
     const jail = await this.workspaces.jail(ctx.userId);
+    // A small regular file reached without a symlink: read on the event loop (see readSmallSync).
+    const quick = jail.readSmallSync(p, Math.min(this.workspaces.syncReadBytes, FILE_LIMITS.readMaxBytes));
+    if (quick) return asText(quick.bytes, quick.size, p, tool);
     const { handle, size } = await jail.openRead(p);
     try {
       if (size > FILE_LIMITS.readMaxBytes) {
@@ -363,14 +366,7 @@ export class FileToolsService {
             'Use grep_files to find what you need, or execute_cmd with head, tail or sed -n to read a part.',
         );
       }
-      const buf = await readUpTo(handle, FILE_LIMITS.readMaxBytes, size);
-      if (looksBinary(buf)) {
-        throw new ToolError(
-          'binary',
-          `${tool}: ${p.virtual} is a binary file (${formatBytes(size)}); only text files can be read`,
-        );
-      }
-      return buf.toString('utf8');
+      return asText(await readUpTo(handle, FILE_LIMITS.readMaxBytes, size), size, p, tool);
     } finally {
       await handle.close();
     }
@@ -448,6 +444,17 @@ export class FileToolsService {
       }
     });
   }
+}
+
+/** A file's bytes as text, or the error the model reads for a binary file. */
+function asText(buf: Buffer, size: number, p: WorkspacePath, tool: string): string {
+  if (looksBinary(buf)) {
+    throw new ToolError(
+      'binary',
+      `${tool}: ${p.virtual} is a binary file (${formatBytes(size)}); only text files can be read`,
+    );
+  }
+  return buf.toString('utf8');
 }
 
 /**

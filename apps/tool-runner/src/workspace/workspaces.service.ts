@@ -1,4 +1,5 @@
 import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
+import { Stats, statSync } from 'node:fs';
 import { access, constants as FS, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readiness } from '@skald/service-kit';
@@ -20,6 +21,13 @@ export interface WorkspaceOptions {
   sampleMs?: number;
   /** How long a measured usage is trusted before the tree is walked again (commands change it too). */
   usageTtlMs?: number;
+  /**
+   * Regular files up to this many bytes are read by the file tools with synchronous calls on the
+   * event loop (`Jail.readSmallSync`), and a kept jail is checked with a synchronous `stat`; 0 turns
+   * both off (every call through the thread pool, for a file system slow enough that a few blocking
+   * calls would stall the runner). Default `DEFAULT_SYNC_READ_BYTES`.
+   */
+  syncReadBytes?: number;
 }
 
 const USER_DIR = /^[0-9a-fA-F-]{1,64}$/;
@@ -27,6 +35,8 @@ const USER_DIR = /^[0-9a-fA-F-]{1,64}$/;
 const KEPT_JAILS = 4096;
 export const DEFAULT_INODE_QUOTA = 100_000;
 export const DEFAULT_SAMPLE_MS = 250;
+/** 64 KiB: a local disk reads this in tens of µs; a page-cache hit in a few. */
+export const DEFAULT_SYNC_READ_BYTES = 64 * 1024;
 
 /** A workspace's usage beside its quota, for the errors the model reads. */
 export function describeUsage(u: Usage, quota: { bytes: number; inodes: number }): string {
@@ -73,6 +83,11 @@ export class WorkspacesService implements OnModuleInit {
     this.usageTtlMs = options.usageTtlMs ?? 30_000;
   }
 
+  /** Files up to this size are read on the event loop (0: never). */
+  get syncReadBytes(): number {
+    return this.options.syncReadBytes ?? DEFAULT_SYNC_READ_BYTES;
+  }
+
   get quota(): number {
     return this.options.quota;
   }
@@ -105,7 +120,8 @@ export class WorkspacesService implements OnModuleInit {
     if (kept) {
       // One stat (following a symlinked workspace) tells whether the path still names the directory
       // the jail was resolved to; a `realpath` walk of the whole path was ~10 system calls a call.
-      const st = await stat(dir).catch(() => null);
+      // Synchronous unless turned off (`syncReadBytes`): one call, no thread-pool hop.
+      const st = this.syncReadBytes > 0 ? statOrNull(dir) : await stat(dir).catch(() => null);
       this.jails.delete(userId);
       if (st?.isDirectory() && directoryIdentity(st) === kept.identity) return this.keep(userId, kept);
     }
@@ -259,6 +275,14 @@ export class WorkspacesService implements OnModuleInit {
     const u = await diskUsage(jail.root, this.limits);
     if ((this.generations.get(userId) ?? 0) === generation) this.usage.set(userId, { ...u, at: Date.now() });
     return u;
+  }
+}
+
+function statOrNull(path: string): Stats | null {
+  try {
+    return statSync(path);
+  } catch {
+    return null;
   }
 }
 

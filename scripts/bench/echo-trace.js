@@ -50,7 +50,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * statement, or the transaction's COMMIT).
  */
 const STEPS = [
-  ['submit', /^execute <unnamed>: WITH s AS/],
+  ['submit', /^execute (<unnamed>|skald_submit_v\d+): WITH s AS/],
   ['lease take', /^execute <unnamed>: WITH prev AS/],
   ['start read', /^execute skald_turn_start/],
   ['first commit', /^execute skald_commit|^statement: COMMIT|^execute <unnamed>: COMMIT/],

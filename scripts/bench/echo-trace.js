@@ -143,6 +143,8 @@ async function main() {
     await sleep(500);
     const log = statements(path.join(pg.dir, 'log'));
     const byStep = new Map(STEPS.map(([name]) => [name, []]));
+    /** Per step, Postgres' own ms for its statement: parse + bind + execute on that backend within the step. */
+    const pgMs = new Map(STEPS.map(([name]) => [name, []]));
     const echo = [];
     const worker = log.filter((s) => s.role === 'skald_session_worker');
     turns.forEach((t, n) => {
@@ -154,6 +156,14 @@ async function main() {
         const hit = worker.find((s) => s.end >= from && s.end <= t.echo + 1 && re.test(s.what));
         if (!hit) continue;
         byStep.get(name).push(hit.end - t.sent);
+        const stmt = /^execute (\S+):/.exec(hit.what)?.[1];
+        if (stmt)
+          pgMs.get(name).push(
+            worker
+              .filter((s) => s.pid === hit.pid && s.end >= from && s.end <= hit.end)
+              .filter((s) => s.what.startsWith(`parse ${stmt}:`) || s.what.startsWith(`bind ${stmt}:`) || s === hit)
+              .reduce((sum, s) => sum + s.ms, 0),
+          );
         t.steps.push({ name, from: from - t.sent, to: hit.end - t.sent });
         from = hit.end;
       }
@@ -182,8 +192,10 @@ async function main() {
     for (const [name, ends] of byStep) {
       if (ends.length === 0) continue;
       const at = median(ends);
+      const pgStep = pgMs.get(name);
       console.log(
-        `  ${name.padEnd(13)} ends at ${String(at).padStart(4)} ms (median of ${ends.length}); step ${at - prev} ms`,
+        `  ${name.padEnd(13)} ends at ${String(at).padStart(4)} ms (median of ${ends.length}); step ${at - prev} ms` +
+          (pgStep.length ? `; Postgres parse + bind + execute ${median(pgStep).toFixed(2)} ms (median)` : ''),
       );
       prev = at;
     }
@@ -214,6 +226,8 @@ function profileSteps(turns) {
     if (!fs.existsSync(file)) continue;
     const prof = JSON.parse(fs.readFileSync(file, 'utf8'));
     const byId = new Map(prof.nodes.map((x) => [x.id, x]));
+    const parent = new Map();
+    for (const x of prof.nodes) for (const c of x.children ?? []) parent.set(c, x.id);
     const samples = [];
     let at = prof.startTime;
     for (let i = 0; i < prof.samples.length; i++) {
@@ -223,6 +237,8 @@ function profileSteps(turns) {
     console.log(`\n== ${app}: busy ms per step (mean over ${turns.length} turns) and its top functions (self time)`);
     for (const name of names) {
       const self = new Map();
+      /** Inclusive time of Skald's own functions (apps/, libs/): each sample once per function on its stack. */
+      const incl = new Map();
       let busy = 0;
       let wall = 0;
       for (const t of turns) {
@@ -238,12 +254,22 @@ function profileSteps(turns) {
           busy += us;
           const key = `${cf.functionName || '(anonymous)'} ${cf.url.replace(/^file:\/\//, '').replace(`${ROOT}/`, '')}:${cf.lineNumber + 1}`;
           self.set(key, (self.get(key) ?? 0) + us);
+          const onStack = new Set();
+          for (let n = id; n !== undefined; n = parent.get(n)) {
+            const f = byId.get(n).callFrame;
+            if (!/\/(apps|libs)\/[^/]+\/dist\//.test(f.url)) continue;
+            onStack.add(`${f.functionName || '(anonymous)'} ${f.url.replace(/^file:\/\//, '').replace(`${ROOT}/`, '')}:${f.lineNumber + 1}`);
+          }
+          for (const k of onStack) incl.set(k, (incl.get(k) ?? 0) + us);
         }
       }
       if (wall === 0 && busy === 0) continue;
       const n = turns.length;
       console.log(`  ${name.padEnd(13)} wall ${(wall / n).toFixed(1)} ms, busy ${(busy / n / 1000).toFixed(2)} ms`);
       for (const [k, us] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8))
+        console.log(`      ${(us / n / 1000).toFixed(3).padStart(6)} ms  ${k}`);
+      console.log('    inclusive (apps/ and libs/ functions):');
+      for (const [k, us] of [...incl.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12))
         console.log(`      ${(us / n / 1000).toFixed(3).padStart(6)} ms  ${k}`);
     }
   }

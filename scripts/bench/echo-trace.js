@@ -269,7 +269,7 @@ function profileSteps(turns) {
       for (const [k, us] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8))
         console.log(`      ${(us / n / 1000).toFixed(3).padStart(6)} ms  ${k}`);
       console.log('    inclusive (apps/ and libs/ functions):');
-      for (const [k, us] of [...incl.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12))
+      for (const [k, us] of [...incl.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.ECHO_TRACE_TOP ?? 12)))
         console.log(`      ${(us / n / 1000).toFixed(3).padStart(6)} ms  ${k}`);
     }
   }

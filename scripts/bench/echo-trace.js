@@ -17,6 +17,7 @@
 // in test-results/bench/echo-profiles/); for each step, the ms each of them was busy within it
 // (mean over the turns) and the functions that took that time (self time, summed over the turns).
 // The wall time of a step that neither was busy in is hops: sockets, NATS, Postgres, timers.
+// ECHO_TRACE_TOP=<n>: how many functions the inclusive lists show (12).
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');

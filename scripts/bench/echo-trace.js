@@ -124,7 +124,12 @@ async function main() {
             nodeArgs: Object.fromEntries(
               PROFILED.map((a) => [
                 a,
-                ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${a}.cpuprofile`],
+                [
+                  '--cpu-prof',
+                  '--cpu-prof-interval=100',
+                  `--cpu-prof-dir=${PROFILE_DIR}`,
+                  `--cpu-prof-name=${a}.cpuprofile`,
+                ],
               ]),
             ),
           }
@@ -259,7 +264,9 @@ function profileSteps(turns) {
           for (let n = id; n !== undefined; n = parent.get(n)) {
             const f = byId.get(n).callFrame;
             if (!/\/(apps|libs)\/[^/]+\/dist\//.test(f.url)) continue;
-            onStack.add(`${f.functionName || '(anonymous)'} ${f.url.replace(/^file:\/\//, '').replace(`${ROOT}/`, '')}:${f.lineNumber + 1}`);
+            onStack.add(
+              `${f.functionName || '(anonymous)'} ${f.url.replace(/^file:\/\//, '').replace(`${ROOT}/`, '')}:${f.lineNumber + 1}`,
+            );
           }
           for (const k of onStack) incl.set(k, (incl.get(k) ?? 0) + us);
         }
@@ -270,7 +277,9 @@ function profileSteps(turns) {
       for (const [k, us] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8))
         console.log(`      ${(us / n / 1000).toFixed(3).padStart(6)} ms  ${k}`);
       console.log('    inclusive (apps/ and libs/ functions):');
-      for (const [k, us] of [...incl.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.ECHO_TRACE_TOP ?? 12)))
+      for (const [k, us] of [...incl.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, Number(process.env.ECHO_TRACE_TOP ?? 12)))
         console.log(`      ${(us / n / 1000).toFixed(3).padStart(6)} ms  ${k}`);
     }
   }

@@ -118,25 +118,20 @@ export class InboxRepository {
       prev_session_id: string | null;
       prev_rewind_kind: string | null;
       prev_rewind_message_id: string | null;
-    }> = await preparedRows(
-      this.ds,
-      SUBMIT_NAME,
-      SUBMIT_SQL,
-      [
-        scope.userId,
-        scope.source,
-        scope.role,
-        id,
-        toPgText(item.clientMessageId),
-        toPgText(item.content),
-        item.attachments ? JSON.stringify(deepToPgText(item.attachments)) : null,
-        item.delivery,
-        item.isSynthetic,
-        take?.owner ?? null,
-        take?.ttlMs ?? 0,
-        take?.busy ?? [],
-      ],
-    );
+    }> = await preparedRows(this.ds, SUBMIT_NAME, SUBMIT_SQL, [
+      scope.userId,
+      scope.source,
+      scope.role,
+      id,
+      toPgText(item.clientMessageId),
+      toPgText(item.content),
+      item.attachments ? JSON.stringify(deepToPgText(item.attachments)) : null,
+      item.delivery,
+      item.isSynthetic,
+      take?.owner ?? null,
+      take?.ttlMs ?? 0,
+      take?.busy ?? [],
+    ]);
     const row = rows[0];
     if (!row) return null;
     if (row.inserted) {

@@ -106,6 +106,8 @@ export class Bus {
   private readonly replies: ReplyMux;
   /** Told when the connection is lost and when it is back (see `onConnectionGap`). */
   private readonly gapListeners = new Set<() => void>();
+  /** Writes the commands queued so far at once (see `coalesceWrites`); nothing to do when not coalesced. */
+  private flushNow: () => void = () => undefined;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -132,9 +134,10 @@ export class Bus {
       reconnectTimeWait: 500,
       timeout: 3000,
     });
-    if (!coalesceWrites(nc))
-      log.warn({}, 'NATS client internals changed: writes not coalesced (one write per microtask)');
+    const flushNow = coalesceWrites(nc);
+    if (!flushNow) log.warn({}, 'NATS client internals changed: writes not coalesced (one write per microtask)');
     const bus = new Bus(nc, options.requestTimeoutMs ?? 10_000, log, inboxPrefix);
+    if (flushNow) bus.flushNow = flushNow;
     void bus.watchStatus();
     return bus;
   }
@@ -286,12 +289,18 @@ export class Bus {
     this.keep(sub);
   }
 
-  /** Publishes a message validated by its schema, stamped with the time it was sent (for latency metrics). */
-  publish<T>(subject: string, schema: z.ZodType<T>, message: T): void {
+  /**
+   * Publishes a message validated by its schema, stamped with the time it was sent (for latency
+   * metrics). It leaves with the other commands of this pass of the event loop (one socket write at
+   * its end); `now`: it and whatever was queued before it are written at once, ahead of the work
+   * that follows in this pass — for a message a user waits on (a message's echo).
+   */
+  publish<T>(subject: string, schema: z.ZodType<T>, message: T, opts: { now?: boolean } = {}): void {
     const h = natsHeaders();
     h.set(SENT_AT_HEADER, String(Date.now()));
     propagation.inject(context.active(), h, headerSetter);
     this.nc.publish(subject, encode(schema.parse(message)), { headers: h });
+    if (opts.now) this.flushNow();
   }
 
   /** Subscribes to a (wildcard) subject; each message parsed with the schema, invalid ones dropped with a warning. */

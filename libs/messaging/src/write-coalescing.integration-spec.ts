@@ -97,6 +97,34 @@ describe('coalesced NATS writes', () => {
     expect(got).toEqual(['"alone"']);
   });
 
+  it('a publish with `now` is written at once, with what was queued before it, ahead of the rest of the turn', async () => {
+    const subject = `coalesce.${randomUUID()}`;
+    const got: number[] = [];
+    reader.subscribe(subject, {
+      callback: (_e, m) => void got.push((JSON.parse(sc.decode(m.data)) as { n: number }).n),
+    });
+    await reader.flush();
+    const schema = z.object({ n: z.number() });
+    const writes = countWrites(bus.nc);
+    const seen: number[] = [];
+    await inOneTurn(async () => {
+      bus.publish(subject, schema, { n: 0 });
+      await Promise.resolve();
+      bus.publish(subject, schema, { n: 1 }, { now: true });
+      // the work that follows in this turn: the two are already on the socket
+      seen.push(writes.count());
+      for (let i = 2; i < 5; i++) {
+        await Promise.resolve();
+        bus.publish(subject, schema, { n: i });
+      }
+      seen.push(writes.count());
+    });
+    expect(seen).toEqual([1, 1]);
+    expect(writes.count()).toBe(2);
+    await until(() => got.length === 5, '5 messages');
+    expect(got).toEqual([0, 1, 2, 3, 4]);
+  });
+
   it('a burst past the flush threshold is written before the turn ends', () => {
     const writes = countWrites(bus.nc);
     const limit = (bus.nc as unknown as { protocol: { pendingLimit: number } }).protocol.pendingLimit;
@@ -107,7 +135,7 @@ describe('coalesced NATS writes', () => {
 
   it('leaves a client whose internals it does not know alone', () => {
     const alien = { protocol: { sendCommand: () => undefined } } as unknown as NatsConnection;
-    expect(coalesceWrites(alien)).toBe(false);
-    expect(coalesceWrites({} as NatsConnection)).toBe(false);
+    expect(coalesceWrites(alien)).toBeNull();
+    expect(coalesceWrites({} as NatsConnection)).toBeNull();
   });
 });

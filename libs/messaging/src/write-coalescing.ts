@@ -35,12 +35,13 @@ const encoder = new TextEncoder();
  *
  * Unchanged: the buffer is still written at once when it reaches nats.js's flush threshold, and
  * every other write (PING of `flush()`, the pending buffer on (re)connect, drain and close) is
- * nats.js's own. Returns false, leaving the client as it is, when its internals are not the ones
- * this was written against (the unit spec pins them for the installed version).
+ * nats.js's own. Returns the function that writes what is queued at once (for a message someone
+ * waits on: see `Bus.publish`'s `now`), or null, leaving the client as it is, when its internals are
+ * not the ones this was written against (the unit spec pins them for the installed version).
  */
-export function coalesceWrites(nc: NatsConnection): boolean {
+export function coalesceWrites(nc: NatsConnection): (() => void) | null {
   const protocol = protocolOf(nc);
-  if (!protocol) return false;
+  if (!protocol) return null;
   let scheduled = false;
   const flush = (): void => {
     scheduled = false;
@@ -55,5 +56,6 @@ export function coalesceWrites(nc: NatsConnection): boolean {
       setImmediate(flush);
     }
   };
-  return true;
+  // What is queued goes now; the pass's scheduled flush then finds nothing, or what came after.
+  return () => protocol.flushPending();
 }

@@ -18,3 +18,30 @@ export async function queryRows<T = Record<string, unknown>>(
     return result[0] as T[];
   return result as T[];
 }
+
+/** node-postgres' pool under TypeORM's postgres driver: named statements need it directly. */
+interface PgPool {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+}
+
+/** Anything holding TypeORM's postgres driver (a DataSource). */
+export interface PgDriverHolder {
+  driver: unknown;
+}
+
+/**
+ * Runs a named (prepared) statement and returns its rows: Postgres parses and plans it once per
+ * connection and afterwards only binds and executes it. A name stands for one text for good — a
+ * connection keeps the statement it prepared, so a changed text needs a new name (`…_v2`).
+ * Parameters are passed as they are (no text codec here: see `pgParams`).
+ */
+export async function preparedRows<T = Record<string, unknown>>(
+  ds: PgDriverHolder,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<T[]> {
+  const pool = (ds.driver as { master: PgPool }).master;
+  const { rows } = await pool.query({ name, text, values });
+  return rows as T[];
+}

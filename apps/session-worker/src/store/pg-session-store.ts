@@ -1,4 +1,11 @@
-import { decodeRow, deepToPgText, pgParams, Queryable, queryRows as rawQueryRows } from '@skald/persistence';
+import {
+  decodeRow,
+  deepToPgText,
+  pgParams,
+  preparedRows,
+  Queryable,
+  queryRows as rawQueryRows,
+} from '@skald/persistence';
 import {
   CompactionSummary,
   FrameRow,
@@ -92,11 +99,6 @@ export interface PendingUsage {
   giveBack(rows: readonly UsageRow[]): void;
 }
 
-/** node-postgres' pool under TypeORM's driver: named (prepared) statements need it directly. */
-interface PgPool {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Row[] }>;
-}
-
 /**
  * How long the queued inbox a commit returned stands for "the inbox now" at the round boundary
  * that follows it, and a read of the session for the next read of it. Reading later than that asks
@@ -149,12 +151,12 @@ export class PgSessionStore implements SessionStore {
    * this lease): not read again, they prime the cache in place of the read ones.
    */
   async startTurn(sessionId: string, carried: CarriedHistory = new Map()): Promise<TurnStart> {
-    const pool = (this.ds.driver as unknown as { master: PgPool }).master;
-    const { rows } = await pool.query({
-      name: TURN_START_NAME,
-      text: TURN_START_SQL,
-      values: pgParams([sessionId, [...carried.keys()]]),
-    });
+    const rows = await preparedRows<Row>(
+      this.ds,
+      TURN_START_NAME,
+      TURN_START_SQL,
+      pgParams([sessionId, [...carried.keys()]]),
+    );
     const start = parseTurnStart(sessionId, rows[0], TURN_START_MAPPERS, Date.now(), carried);
     this.sessionRead = { at: start.at, info: start.session };
     this.inboxSnapshot = { sessionId, at: start.at, items: start.inbox };
@@ -379,14 +381,14 @@ export class PgSessionStore implements SessionStore {
     events: SessionEventDraft[],
     usage: UsageRow[],
   ): Promise<CommittedEvent[]> {
-    const pool = (this.ds.driver as unknown as { master: PgPool }).master;
     let rows: Row[];
     try {
-      ({ rows } = await pool.query({
-        name: ONE_STATEMENT_COMMIT_NAME,
-        text: ONE_STATEMENT_COMMIT_SQL,
-        values: oneStatementParams(sessionId, this.fence, mutations, events, usage),
-      }));
+      rows = await preparedRows<Row>(
+        this.ds,
+        ONE_STATEMENT_COMMIT_NAME,
+        ONE_STATEMENT_COMMIT_SQL,
+        oneStatementParams(sessionId, this.fence, mutations, events, usage),
+      );
     } catch (e) {
       throw rejected(e);
     }

@@ -1,4 +1,4 @@
-import { deepToPgText, queryRows, toPgText } from '@skald/persistence';
+import { deepToPgText, preparedRows, queryRows, toPgText } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -16,6 +16,37 @@ export interface NewInboxItem {
   /** A regenerate or an edit-and-resend, carried out when the item starts its turn. */
   rewind?: { kind: 'regenerate' | 'edit'; messageId: string };
 }
+
+/**
+ * The submit's one statement (see `InboxRepository.submitToActive`), prepared once per connection.
+ */
+export const SUBMIT_NAME = 'skald_submit_v1';
+
+export const SUBMIT_SQL = `WITH s AS (
+   SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active
+ ), role AS (
+   UPDATE sessions SET owner_role = $3::text FROM s WHERE sessions.id = s.id AND sessions.owner_role <> $3::text
+ ), ins AS (
+   INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic)
+   SELECT $4::uuid, s.id, $1::uuid, $5::text, $6::text, $7::jsonb, $8::text, $9::boolean FROM s
+   ON CONFLICT (user_id, client_message_id) DO NOTHING
+   RETURNING id, session_id
+ ), ${leaseTake({
+   session: '(SELECT session_id FROM ins)',
+   owner: '$10::text',
+   ttlMs: '$11::int',
+   when: `$10::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+      AND NOT ((SELECT session_id FROM ins) = ANY ($12::uuid[]))
+      AND NOT EXISTS (SELECT 1 FROM session_leases l JOIN ins ON l.session_id = ins.session_id
+                       WHERE l.owner IS NOT NULL AND l.expires_at > now())`,
+ })}
+ SELECT s.id AS active_id, (ins.id IS NOT NULL) AS inserted, lease_taken.epoch, lease_taken.took_over,
+        prev.id AS prev_id, prev.session_id AS prev_session_id,
+        prev.rewind_kind AS prev_rewind_kind, prev.rewind_message_id AS prev_rewind_message_id
+   FROM s
+   LEFT JOIN ins ON true
+   LEFT JOIN lease_taken ON true
+   LEFT JOIN session_inbox prev ON ins.id IS NULL AND prev.user_id = $1::uuid AND prev.client_message_id = $5::text`;
 
 /** The durable session inbox: a message is acknowledged only once its row is committed here. */
 @Injectable()
@@ -87,48 +118,20 @@ export class InboxRepository {
       prev_session_id: string | null;
       prev_rewind_kind: string | null;
       prev_rewind_message_id: string | null;
-    }> = await queryRows(
-      this.ds,
-      `WITH s AS (
-         SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active
-       ), role AS (
-         UPDATE sessions SET owner_role = $3::text FROM s WHERE sessions.id = s.id AND sessions.owner_role <> $3::text
-       ), ins AS (
-         INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic)
-         SELECT $4::uuid, s.id, $1::uuid, $5::text, $6::text, $7::jsonb, $8::text, $9::boolean FROM s
-         ON CONFLICT (user_id, client_message_id) DO NOTHING
-         RETURNING id, session_id
-       ), ${leaseTake({
-         session: '(SELECT session_id FROM ins)',
-         owner: '$10::text',
-         ttlMs: '$11::int',
-         when: `$10::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
-            AND NOT ((SELECT session_id FROM ins) = ANY ($12::uuid[]))
-            AND NOT EXISTS (SELECT 1 FROM session_leases l JOIN ins ON l.session_id = ins.session_id
-                             WHERE l.owner IS NOT NULL AND l.expires_at > now())`,
-       })}
-       SELECT s.id AS active_id, (ins.id IS NOT NULL) AS inserted, lease_taken.epoch, lease_taken.took_over,
-              prev.id AS prev_id, prev.session_id AS prev_session_id,
-              prev.rewind_kind AS prev_rewind_kind, prev.rewind_message_id AS prev_rewind_message_id
-         FROM s
-         LEFT JOIN ins ON true
-         LEFT JOIN lease_taken ON true
-         LEFT JOIN session_inbox prev ON ins.id IS NULL AND prev.user_id = $1::uuid AND prev.client_message_id = $5::text`,
-      [
-        scope.userId,
-        scope.source,
-        scope.role,
-        id,
-        toPgText(item.clientMessageId),
-        toPgText(item.content),
-        item.attachments ? JSON.stringify(deepToPgText(item.attachments)) : null,
-        item.delivery,
-        item.isSynthetic,
-        take?.owner ?? null,
-        take?.ttlMs ?? 0,
-        take?.busy ?? [],
-      ],
-    );
+    }> = await preparedRows(this.ds, SUBMIT_NAME, SUBMIT_SQL, [
+      scope.userId,
+      scope.source,
+      scope.role,
+      id,
+      toPgText(item.clientMessageId),
+      toPgText(item.content),
+      item.attachments ? JSON.stringify(deepToPgText(item.attachments)) : null,
+      item.delivery,
+      item.isSynthetic,
+      take?.owner ?? null,
+      take?.ttlMs ?? 0,
+      take?.busy ?? [],
+    ]);
     const row = rows[0];
     if (!row) return null;
     if (row.inserted) {

@@ -6,7 +6,7 @@ import { toPgText } from '@skald/persistence';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
-import { InboxRepository } from './inbox.repository';
+import { InboxRepository, SUBMIT_NAME } from './inbox.repository';
 import { Submission, SubmitService } from './submit.service';
 
 jest.setTimeout(180_000);
@@ -248,15 +248,20 @@ describe('SubmitService.submit: one statement for the common case', () => {
     );
   });
 
-  it('is one statement when the session is active', async () => {
+  it('is one prepared statement when the session is active (parsed once per connection)', async () => {
     const userId = randomUUID();
     await ds.query(`INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'web')`, [randomUUID(), userId]);
-    const seen: string[] = [];
-    const query = ds.query.bind(ds);
-    const spy = jest.spyOn(ds, 'query').mockImplementation(((q: string, p?: unknown[]) => {
-      seen.push(q);
-      return query(q, p);
-    }) as typeof ds.query);
+    // What node-postgres sends, as TypeORM loaded it: a statement with a name is parsed by Postgres
+    // once per connection and then only bound and executed.
+    type Proto = { query: (...a: unknown[]) => unknown };
+    const proto = (ds.driver as unknown as { postgres: { Client: { prototype: Proto } } }).postgres.Client.prototype;
+    const original = proto.query;
+    const seen: Array<string | null> = [];
+    proto.query = function (this: unknown, ...a: unknown[]) {
+      const q = a[0] as string | { name?: string };
+      seen.push(typeof q === 'object' && q !== null ? (q.name ?? null) : null);
+      return original.apply(this, a);
+    };
     const transaction = jest.spyOn(ds, 'transaction');
     try {
       const s: Submission = {
@@ -271,10 +276,10 @@ describe('SubmitService.submit: one statement for the common case', () => {
       const again = await service.submit(s);
       expect(first.duplicate).toBe(false);
       expect(again).toEqual({ ...first, duplicate: true });
-      expect(seen).toHaveLength(2);
+      expect(seen).toEqual([SUBMIT_NAME, SUBMIT_NAME]);
       expect(transaction).not.toHaveBeenCalled();
     } finally {
-      spy.mockRestore();
+      proto.query = original;
       transaction.mockRestore();
     }
   });

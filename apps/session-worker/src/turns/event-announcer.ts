@@ -53,6 +53,10 @@ export function toolCallLine(ev: SessionEventDraft): { fields: Record<string, st
 /**
  * Rings the doorbell for committed session events (`events.<userId>.<sessionId>`) and carries
  * ephemeral ones. The table is the truth: a lost announcement is recovered by `resume`.
+ *
+ * A message's echo (`user_message`) is written to NATS at once, with the events queued before it,
+ * not at the end of the event loop's pass: the commit that enters the message is followed in the
+ * same pass by the turn's set-up (the agent, its memory and tools), which the echo need not wait for.
  */
 @Injectable()
 export class EventAnnouncer {
@@ -69,7 +73,9 @@ export class EventAnnouncer {
       if (line) this.log.info(line.fields, line.msg);
       const wire = { ...e.event, session_id: e.sessionId, seq: e.seq } as SessionEvent;
       try {
-        this.bus.publish(TOPICS.sessionEvents.subject(e.userId, e.sessionId), SessionEventSchema, wire);
+        this.bus.publish(TOPICS.sessionEvents.subject(e.userId, e.sessionId), SessionEventSchema, wire, {
+          now: e.event.type === 'user_message',
+        });
       } catch (err) {
         this.log.error(
           { sessionId: e.sessionId, seq: e.seq, type: e.event.type, err: String(err) },

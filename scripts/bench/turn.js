@@ -134,14 +134,19 @@ class CpuMeter {
 }
 
 // --------------------------------------------------------------------------------- SQL counters
+// Postgres 15+ backends report their transaction counts (pg_stat_database) when a transaction ends
+// at least a second after their last report, else when idle for PGSTAT_IDLE_INTERVAL (10 s): a
+// phase of a few seconds is seen only after that. pg_stat_statements counts at once. So each end of
+// a phase waits for the reports to settle, and the transactions of that wait (sweeps, heartbeats —
+// single statements, each its own transaction) are taken out by their statement count.
+const PGSTAT_SETTLE_MS = 10_500;
+
 class SqlMeter {
   constructor(admin, datname) {
     this.admin = admin;
     this.datname = datname;
   }
   async read() {
-    // Backends report their transaction counts when idle, at most once a second: wait for that.
-    await sleep(1200);
     const { rows } = await this.admin.query(
       `SELECT (SELECT COALESCE(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
                 WHERE d.datname = $1)::bigint AS statements,
@@ -149,6 +154,13 @@ class SqlMeter {
       [this.datname],
     );
     return { statements: Number(rows[0].statements), xacts: Number(rows[0].xacts) };
+  }
+  /** Counters after every backend has reported; `idle`: the statements run while waiting. */
+  async settled() {
+    const before = await this.read();
+    await sleep(PGSTAT_SETTLE_MS);
+    const after = await this.read();
+    return { ...after, idle: after.statements - before.statements };
   }
   /** Calls by statement (normalized text), to see what a round spends its statements on. */
   async byStatement() {
@@ -160,18 +172,19 @@ class SqlMeter {
     return new Map(rows.map((r) => [r.id, { calls: Number(r.calls), query: r.query }]));
   }
   async start() {
-    this.s0 = await this.read();
+    this.s0 = await this.settled();
     this.b0 = await this.byStatement();
   }
   async stop() {
-    const s1 = await this.read();
     const b1 = await this.byStatement();
+    const s1 = await this.settled();
     const top = [...b1]
       .map(([id, v]) => ({ calls: v.calls - (this.b0.get(id)?.calls ?? 0), query: v.query }))
       .filter((x) => x.calls > 0)
       .sort((a, b) => b.calls - a.calls)
       .slice(0, 30);
-    return { statements: s1.statements - this.s0.statements, xacts: s1.xacts - this.s0.xacts, top };
+    const statements = s1.statements - s1.idle - this.s0.statements;
+    return { statements, xacts: s1.xacts - s1.idle - this.s0.xacts, top };
   }
 }
 

@@ -96,4 +96,15 @@ describe('HistoryCarry', () => {
     expect(carry.take('s', 9).size).toBe(0);
     expect(carry.take('s', 8).size).toBe(0); // dropped by the first take
   });
+
+  it("a user's carried frame ids are those of that user's sessions still kept (for the submit's start read)", () => {
+    const carry = new HistoryCarry();
+    carry.keep('s1', 1, history('a'), 'u1');
+    carry.keep('s2', 1, history('b'), 'u2');
+    carry.keep('s3', 1, history('c'), 'u1');
+    expect(carry.frameIdsOf('u1').sort()).toEqual([...history('a').keys(), ...history('c').keys()].sort());
+    carry.take('s1', 2);
+    expect(carry.frameIdsOf('u1')).toEqual([...history('c').keys()]);
+    expect(carry.frameIdsOf('nobody')).toEqual([]);
+  });
 });

@@ -10,6 +10,7 @@ export const CARRY_TTL_MS = 10 * 60_000;
 
 interface Entry {
   epoch: number;
+  userId: string | null;
   frames: CarriedHistory;
   bytes: number;
   at: number;
@@ -64,14 +65,26 @@ export class HistoryCarry {
     return valid ? e.frames : new Map();
   }
 
+  /**
+   * The frame ids kept for the sessions of `userId` (the submit's statement, which finds the
+   * session by user and source, leaves their rows out of the start read it takes; the driver then
+   * checks the carry is valid under the lease it got, see PgSessionStore.startFrom). Bounded by
+   * the carry's sessions.
+   */
+  frameIdsOf(userId: string): string[] {
+    const ids: string[] = [];
+    for (const e of this.entries.values()) if (e.userId === userId) ids.push(...e.frames.keys());
+    return ids;
+  }
+
   /** Keeps the history as of the end of a turn under `epoch`; replaces what was kept for the session. */
-  keep(sessionId: string, epoch: number, frames: CarriedHistory): void {
+  keep(sessionId: string, epoch: number, frames: CarriedHistory, userId: string | null = null): void {
     const old = this.entries.get(sessionId);
     if (old) this.drop(sessionId, old);
     if (frames.size === 0) return;
     const bytes = bytesOf(frames);
     if (bytes > this.maxBytes) return;
-    this.entries.set(sessionId, { epoch, frames, bytes, at: this.now() });
+    this.entries.set(sessionId, { epoch, userId, frames, bytes, at: this.now() });
     this.bytes += bytes;
     // Oldest first (a Map iterates in insertion order); the loop ends: each pass removes one.
     const cutoff = this.now() - this.ttlMs;

@@ -157,7 +157,29 @@ export class PgSessionStore implements SessionStore {
       TURN_START_SQL,
       pgParams([sessionId, [...carried.keys()]]),
     );
-    const start = parseTurnStart(sessionId, rows[0], TURN_START_MAPPERS, Date.now(), carried);
+    return this.primeStart(parseTurnStart(sessionId, rows[0], TURN_START_MAPPERS, Date.now(), carried));
+  }
+
+  /**
+   * The start read taken by the submit's statement (InboxRepository.submitToActive: `row`, its
+   * start columns; `excluded`, the frames whose rows it did not read), primed as `startTurn` primes
+   * its own. Null when an active frame's rows were not read and are not in `carried` either (the
+   * carry was no longer valid under this lease): the caller then reads with `startTurn`.
+   */
+  startFrom(
+    sessionId: string,
+    row: Record<string, unknown>,
+    excluded: readonly string[],
+    carried: CarriedHistory = new Map(),
+  ): TurnStart | null {
+    const start = parseTurnStart(sessionId, row, TURN_START_MAPPERS, Date.now(), carried);
+    const skipped = new Set(excluded);
+    if (start.frames.some((f) => skipped.has(f.id) && !carried.has(f.id))) return null;
+    return this.primeStart(start);
+  }
+
+  private primeStart(start: TurnStart): TurnStart {
+    const sessionId = start.session.id;
     this.sessionRead = { at: start.at, info: start.session };
     this.inboxSnapshot = { sessionId, at: start.at, items: start.inbox };
     if (!start.complete) return start;

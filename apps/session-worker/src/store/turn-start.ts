@@ -34,37 +34,66 @@ import type {
 export const TURN_START_NAME = 'skald_turn_start_v2';
 
 /** The session's queued inbox (`$1`) as JSON text, in `ord` order (the start read, a transaction's fence statement). */
-export const QUEUED_INBOX_JSON = `(SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
-     WHERE i.session_id = $1::uuid AND i.status = 'queued')::text`;
+export const QUEUED_INBOX_JSON = queuedInboxJson('$1::uuid');
+
+/**
+ * The start read's columns (and the frame CTE `f` they need), for a statement whose WITH list
+ * already has the session as CTE `ses` (`sessions.*` with `user_pin`) and `w` (one row, `work`):
+ * `sid` is the session's id and `carried` the carried frames' ids, as SQL expressions; `sessionJson`
+ * and `inbox` the session's and the queued inbox's JSON text (defaults: as read). Shared by
+ * {@link TURN_START_SQL} and the submit's statement (InboxRepository.submitToActive), which reads
+ * the same in the statement that takes the lease.
+ */
+export function turnStartParts(p: {
+  ses: string;
+  sid: string;
+  carried: string;
+  sessionJson?: string;
+  inbox?: string;
+}): { ctes: string; columns: string } {
+  const { ses, sid, carried } = p;
+  return {
+    ctes: `f AS (SELECT * FROM stack_frames WHERE session_id = ${sid} AND status = 'active' AND (SELECT work FROM w))`,
+    columns: ` ${p.sessionJson ?? `(SELECT row_to_json(${ses}) FROM ${ses})::text`} AS session,
+ (SELECT work FROM w) AS complete,
+ ${p.inbox ?? queuedInboxJson(sid)} AS inbox,
+ (SELECT COALESCE(json_agg(f ORDER BY f.depth, f.ord), '[]'::json) FROM f)::text AS frames,
+ (SELECT COALESCE(json_agg(m ORDER BY m.ord), '[]'::json) FROM chat_history m
+   WHERE m.frame_id IN (SELECT id FROM f) AND m.frame_id <> ALL(${carried}))::text AS messages,
+ (SELECT COALESCE(json_agg(t ORDER BY t.ord), '[]'::json) FROM tool_calls t
+   WHERE t.frame_id IN (SELECT id FROM f) AND t.frame_id <> ALL(${carried}))::text AS tool_calls,
+ (SELECT COALESCE(json_agg(g.group_name ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
+   WHERE g.session_id = ${sid} AND g.frame_id IS NULL AND (SELECT work FROM w))::text AS session_grants,
+ (SELECT COALESCE(json_agg(json_build_object('frame_id', g.frame_id, 'group_name', g.group_name)
+                           ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
+   WHERE g.frame_id IN (SELECT id FROM f))::text AS frame_grants,
+ (SELECT COALESCE(json_agg(json_build_object('key', n.key, 'value', n.value) ORDER BY n.ord), '[]'::json)
+    FROM session_scratchpad n
+   WHERE n.scratchpad_session_id = (SELECT COALESCE(s.scratchpad_session_id, s.id) FROM ${ses} s)
+     AND (SELECT work FROM w))::text AS scratchpad,
+ (SELECT COALESCE(json_agg(c), '[]'::json) FROM compaction_summaries c
+   WHERE c.frame_id IN (SELECT id FROM f))::text AS compactions,
+ (SELECT COALESCE(json_agg(a ORDER BY a.agent_id), '[]'::json) FROM user_agents a
+   WHERE a.user_id = (SELECT s.user_id FROM ${ses} s) AND (SELECT work FROM w))::text AS user_agents`,
+  };
+}
+
+/** The session's (`sid`, an SQL expression) queued inbox as JSON text, in `ord` order. */
+function queuedInboxJson(sid: string): string {
+  return `(SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM session_inbox i
+     WHERE i.session_id = ${sid} AND i.status = 'queued')::text`;
+}
+
+const START = turnStartParts({ ses: 's', sid: '$1::uuid', carried: '$2::uuid[]' });
 
 export const TURN_START_SQL = `WITH s AS (
    SELECT s.*, p.client AS user_pin FROM sessions s
      LEFT JOIN llm_client_pins p ON p.user_id = s.user_id AND p.source = s.source
     WHERE s.id = $1::uuid),
  w AS (SELECT EXISTS (SELECT 1 FROM s WHERE ${SESSION_HAS_WORK}) AS work),
- f AS (SELECT * FROM stack_frames WHERE session_id = $1::uuid AND status = 'active' AND (SELECT work FROM w))
+ ${START.ctes}
 SELECT
- (SELECT row_to_json(s) FROM s)::text AS session,
- (SELECT work FROM w) AS complete,
- ${QUEUED_INBOX_JSON} AS inbox,
- (SELECT COALESCE(json_agg(f ORDER BY f.depth, f.ord), '[]'::json) FROM f)::text AS frames,
- (SELECT COALESCE(json_agg(m ORDER BY m.ord), '[]'::json) FROM chat_history m
-   WHERE m.frame_id IN (SELECT id FROM f) AND m.frame_id <> ALL($2::uuid[]))::text AS messages,
- (SELECT COALESCE(json_agg(t ORDER BY t.ord), '[]'::json) FROM tool_calls t
-   WHERE t.frame_id IN (SELECT id FROM f) AND t.frame_id <> ALL($2::uuid[]))::text AS tool_calls,
- (SELECT COALESCE(json_agg(g.group_name ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
-   WHERE g.session_id = $1::uuid AND g.frame_id IS NULL AND (SELECT work FROM w))::text AS session_grants,
- (SELECT COALESCE(json_agg(json_build_object('frame_id', g.frame_id, 'group_name', g.group_name)
-                           ORDER BY g.created_at, g.group_name), '[]'::json) FROM tool_grants g
-   WHERE g.frame_id IN (SELECT id FROM f))::text AS frame_grants,
- (SELECT COALESCE(json_agg(json_build_object('key', n.key, 'value', n.value) ORDER BY n.ord), '[]'::json)
-    FROM session_scratchpad n
-   WHERE n.scratchpad_session_id = (SELECT COALESCE(s.scratchpad_session_id, s.id) FROM s)
-     AND (SELECT work FROM w))::text AS scratchpad,
- (SELECT COALESCE(json_agg(c), '[]'::json) FROM compaction_summaries c
-   WHERE c.frame_id IN (SELECT id FROM f))::text AS compactions,
- (SELECT COALESCE(json_agg(a ORDER BY a.agent_id), '[]'::json) FROM user_agents a
-   WHERE a.user_id = (SELECT s.user_id FROM s) AND (SELECT work FROM w))::text AS user_agents`;
+${START.columns}`;
 
 type Row = Record<string, unknown>;
 

@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Attachment, Delivery } from '@skald/contracts';
 import { Lease, leaseTake } from '../lease/lease.repository';
+import { turnStartParts } from '../store/turn-start';
 
 export interface NewInboxItem {
   userId: string;
@@ -20,7 +21,19 @@ export interface NewInboxItem {
 /**
  * The submit's one statement (see `InboxRepository.submitToActive`), prepared once per connection.
  */
-export const SUBMIT_NAME = 'skald_submit_v1';
+export const SUBMIT_NAME = 'skald_submit_v2';
+
+const START = turnStartParts({
+  ses: 'ss',
+  sid: '(SELECT id FROM ss)',
+  carried: '$13::uuid[]',
+  // The role this statement records (its own update is not in its snapshot).
+  sessionJson: `(SELECT (to_jsonb(ss) || jsonb_build_object('owner_role', $3::text))::text FROM ss WHERE (SELECT work FROM w))`,
+  // The queued inbox with the row this statement inserts (not in its snapshot either), in `ord` order.
+  inbox: `(SELECT COALESCE(json_agg(i ORDER BY i.ord), '[]'::json) FROM (
+      SELECT q.* FROM session_inbox q WHERE q.session_id = (SELECT id FROM ss) AND q.status = 'queued'
+      UNION ALL SELECT * FROM ins) i WHERE (SELECT work FROM w))::text`,
+});
 
 export const SUBMIT_SQL = `WITH s AS (
    SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active
@@ -30,7 +43,7 @@ export const SUBMIT_SQL = `WITH s AS (
    INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic)
    SELECT $4::uuid, s.id, $1::uuid, $5::text, $6::text, $7::jsonb, $8::text, $9::boolean FROM s
    ON CONFLICT (user_id, client_message_id) DO NOTHING
-   RETURNING id, session_id
+   RETURNING *
  ), ${leaseTake({
    session: '(SELECT session_id FROM ins)',
    owner: '$10::text',
@@ -39,14 +52,29 @@ export const SUBMIT_SQL = `WITH s AS (
       AND NOT ((SELECT session_id FROM ins) = ANY ($12::uuid[]))
       AND NOT EXISTS (SELECT 1 FROM session_leases l JOIN ins ON l.session_id = ins.session_id
                        WHERE l.owner IS NOT NULL AND l.expires_at > now())`,
- })}
+ })},
+ ss AS (
+   SELECT s2.*, p.client AS user_pin FROM sessions s2
+     LEFT JOIN llm_client_pins p ON p.user_id = s2.user_id AND p.source = s2.source
+    WHERE s2.id = (SELECT session_id FROM ins) AND s2.turn_state = 'finished'),
+ w AS (SELECT EXISTS (SELECT 1 FROM lease_taken, ss
+    WHERE lease_taken.took_over IS NOT TRUE
+      AND lease_taken.epoch = COALESCE((SELECT l.epoch FROM session_leases l WHERE l.session_id = ss.id), 0) + 1) AS work),
+ ${START.ctes}
  SELECT s.id AS active_id, (ins.id IS NOT NULL) AS inserted, lease_taken.epoch, lease_taken.took_over,
         prev.id AS prev_id, prev.session_id AS prev_session_id,
-        prev.rewind_kind AS prev_rewind_kind, prev.rewind_message_id AS prev_rewind_message_id
+        prev.rewind_kind AS prev_rewind_kind, prev.rewind_message_id AS prev_rewind_message_id,
+ ${START.columns}
    FROM s
    LEFT JOIN ins ON true
    LEFT JOIN lease_taken ON true
    LEFT JOIN session_inbox prev ON ins.id IS NULL AND prev.user_id = $1::uuid AND prev.client_message_id = $5::text`;
+
+/** The start read taken by the submit's statement: its row (TURN_START_SQL's columns) and the carried frames it did not read. */
+export interface PrimedStart {
+  row: Record<string, unknown>;
+  carried: readonly string[];
+}
 
 /** The durable session inbox: a message is acknowledged only once its row is committed here. */
 @Injectable()
@@ -102,12 +130,25 @@ export class InboxRepository {
    * lease held by a live driver is not even locked (a steer into a running turn never waits for
    * that turn's commit). A lease released after the snapshot is therefore not taken here; the
    * caller rings the doorbell whenever `lease` is null, as before.
+   *
+   * When it takes the lease of a session whose turn is finished, and no driver held the lease
+   * since the statement's snapshot (the lease was free there, not expired, and the epoch taken is
+   * the snapshot's + 1: no lease holder wrote in between), the statement is also the turn's start
+   * read (store/turn-start.ts, `start`: the session with the role it records, the queued inbox
+   * with the new item, the turn's reads; the rows of `take.carried`'s frames not read), so the
+   * driver's first turn needs no read of its own. Otherwise `start` is null and the driver reads.
    */
   async submitToActive(
     scope: { userId: string; source: string; role: 'user' | 'admin' },
     item: Pick<NewInboxItem, 'clientMessageId' | 'content' | 'attachments' | 'delivery' | 'isSynthetic'>,
-    take: { owner: string; ttlMs: number; busy: readonly string[] } | null = null,
-  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean; lease: Lease | null } | null> {
+    take: { owner: string; ttlMs: number; busy: readonly string[]; carried?: readonly string[] } | null = null,
+  ): Promise<{
+    messageId: string;
+    sessionId: string;
+    duplicate: boolean;
+    lease: Lease | null;
+    start?: PrimedStart | null;
+  } | null> {
     const id = randomUUID();
     const rows: Array<{
       active_id: string;
@@ -118,6 +159,7 @@ export class InboxRepository {
       prev_session_id: string | null;
       prev_rewind_kind: string | null;
       prev_rewind_message_id: string | null;
+      complete: boolean | null;
     }> = await preparedRows(this.ds, SUBMIT_NAME, SUBMIT_SQL, [
       scope.userId,
       scope.source,
@@ -131,6 +173,7 @@ export class InboxRepository {
       take?.owner ?? null,
       take?.ttlMs ?? 0,
       take?.busy ?? [],
+      take?.carried ?? [],
     ]);
     const row = rows[0];
     if (!row) return null;
@@ -140,7 +183,8 @@ export class InboxRepository {
         take && row.epoch !== null
           ? { sessionId, owner: take.owner, epoch: Number(row.epoch), tookOver: row.took_over === true }
           : null;
-      return { messageId: id, sessionId, duplicate: false, lease };
+      const start = lease && row.complete === true ? { row, carried: take?.carried ?? [] } : null;
+      return { messageId: id, sessionId, duplicate: false, lease, start };
     }
     if (row.prev_id !== null && row.prev_session_id !== null) {
       const first = storedAs({

@@ -44,7 +44,7 @@ export class SubmitService {
       (await this.inbox.submitToActive(
         { userId: s.actor.userId, source: s.source, role: s.actor.role },
         s,
-        this.driver.leaseAsk(),
+        this.driver.leaseAsk(s.actor.userId),
       )) ?? (await this.submitToNewSession(s));
     if (!stored.duplicate) {
       try {
@@ -55,9 +55,11 @@ export class SubmitService {
         if (stored.lease) await this.leases.release(stored.lease).catch(() => undefined);
         throw e;
       }
-      // Taken with the message: drive with it here, nobody else needs the doorbell.
+      // Taken with the message: drive with it here, nobody else needs the doorbell; the statement
+      // may also have been the first turn's start read (`start`).
       const { lease } = stored;
-      if (lease) setImmediate(() => void this.driver.driveWith(lease));
+      const start = 'start' in stored ? (stored.start ?? null) : null;
+      if (lease) setImmediate(() => void this.driver.driveWith(lease, start));
       else this.wake(stored.sessionId);
     }
     return {

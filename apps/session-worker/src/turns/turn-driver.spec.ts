@@ -178,9 +178,24 @@ describe('TurnDriver', () => {
     expect(driver.isDriving(SESSION)).toBe(false);
   });
 
+  it("drives with the submit's start read: its first turn reads nothing more", async () => {
+    const { driver, leases } = setUp();
+    startReads.length = 0;
+    const row = {
+      session: JSON.stringify({ id: SESSION, user_id: 'u1', agent_id: 'main', source: 'web', turn_state: 'finished' }),
+      complete: false,
+      inbox: '[]',
+      frames: '[]',
+    };
+    await driver.driveWith({ sessionId: SESSION, owner: 'w1', epoch: 4, tookOver: false }, { row, carried: [] });
+    expect(startReads).toEqual([]);
+    expect(leases.log).toEqual(['release']);
+    expect(driver.isDriving(SESSION)).toBe(false);
+  });
+
   it('asks the submit to take only sessions it neither drives nor asks for, and none while draining', async () => {
     const { driver, leases } = setUp();
-    expect(driver.leaseAsk()).toEqual({ owner: 'w1', ttlMs: 4_000, busy: [] });
+    expect(driver.leaseAsk()).toEqual({ owner: 'w1', ttlMs: 4_000, busy: [], carried: [] });
     let asked: (v: null) => void = () => undefined;
     leases.acquire = () => new Promise((r) => (asked = r));
     const asking = driver.drive(SESSION);

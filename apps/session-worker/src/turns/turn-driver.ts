@@ -42,6 +42,7 @@ import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 import { HistoryCarry } from '../store/history-carry';
+import type { PrimedStart } from '../submit/inbox.repository';
 
 const OS = osInfo();
 /** The host's time zone, read once (the default when SKALD_TIMEZONE is unset). */
@@ -119,12 +120,14 @@ export class TurnDriver implements OnApplicationShutdown {
    * (InboxRepository.submitToActive): the owner, the TTL, and the sessions this worker drives or is
    * asking for (never taken by a submit: a session is driven once per worker). Null while draining.
    */
-  leaseAsk(): { owner: string; ttlMs: number; busy: string[] } | null {
+  leaseAsk(userId?: string): { owner: string; ttlMs: number; busy: string[]; carried: string[] } | null {
     if (this.draining) return null;
     return {
       owner: this.instance,
       ttlMs: this.config.SKALD_LEASE_TTL_MS,
       busy: [...this.driving.keys(), ...this.acquiring],
+      // The frames whose rows this worker carries for the user's sessions: the statement's start read leaves them out.
+      carried: userId === undefined ? [] : this.carry.frameIdsOf(userId),
     };
   }
 
@@ -152,7 +155,7 @@ export class TurnDriver implements OnApplicationShutdown {
    * may not drive now (draining, or the session already driven here under an older, expired
    * lease) is released at once and the doorbell rung, so no lease outlives its use.
    */
-  async driveWith(lease: Lease): Promise<void> {
+  async driveWith(lease: Lease, primed: PrimedStart | null = null): Promise<void> {
     const { sessionId } = lease;
     if (this.draining || this.driving.has(sessionId)) {
       await this.leases.release(lease).catch(() => undefined);
@@ -167,7 +170,7 @@ export class TurnDriver implements OnApplicationShutdown {
     let failed = false;
     let work = false;
     try {
-      again = await this.runUntilIdle(d);
+      again = await this.runUntilIdle(d, primed);
     } catch (e) {
       failed = true;
       if (e instanceof LeaseLostError) this.log.warn({ ...d.ids, epoch: lease.epoch }, 'lease lost; stopped driving');
@@ -255,7 +258,7 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   /** Runs turns while there is work; true when more work may have arrived meanwhile. */
-  private async runUntilIdle(d: Driving): Promise<boolean> {
+  private async runUntilIdle(d: Driving, primed: PrimedStart | null = null): Promise<boolean> {
     const sessionId = d.lease.sessionId;
     for (let turns = 0; turns < 100; turns++) {
       if (d.lost.signal.aborted || this.draining) return false;
@@ -268,7 +271,10 @@ export class TurnDriver implements OnApplicationShutdown {
       );
       // One statement: the session, its stop flag and owner role, its queued inbox, and what the
       // turn reads before its first model call (primed in the store and the catalog).
-      const start = await store.startTurn(sessionId, this.carry.take(sessionId, d.lease.epoch));
+      // The first turn's read may have been taken by the submit's statement with the lease (`primed`).
+      const carried = this.carry.take(sessionId, d.lease.epoch);
+      const early = turns === 0 && primed ? store.startFrom(sessionId, primed.row, primed.carried, carried) : null;
+      const start = early ?? (await store.startTurn(sessionId, carried));
       const { session, stop, role } = start;
       d.turn = new AbortController();
       if (stop) {
@@ -340,7 +346,7 @@ export class TurnDriver implements OnApplicationShutdown {
     if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);
     log.info({ outcome: outcome.kind }, 'turn ended');
     // The next turn of this session (under this lease or the next one taken) starts from these rows.
-    if (outcome.kind !== 'parked') this.carry.keep(sessionId, d.lease.epoch, store.history());
+    if (outcome.kind !== 'parked') this.carry.keep(sessionId, d.lease.epoch, store.history(), session.userId);
     this.metrics.turnsFinished.inc({ outcome: outcome.kind });
     // The turn's finishing commit said whether a stop is recorded: clear it only then (or when
     // that commit did not say) — after that commit no stop can be recorded for this turn.

@@ -171,8 +171,9 @@ export class PgSessionStore implements SessionStore {
     row: Record<string, unknown>,
     excluded: readonly string[],
     carried: CarriedHistory = new Map(),
+    at: number = Date.now(),
   ): TurnStart | null {
-    const start = parseTurnStart(sessionId, row, TURN_START_MAPPERS, Date.now(), carried);
+    const start = parseTurnStart(sessionId, row, TURN_START_MAPPERS, at, carried);
     const skipped = new Set(excluded);
     if (start.frames.some((f) => skipped.has(f.id) && !carried.has(f.id))) return null;
     return this.primeStart(start);

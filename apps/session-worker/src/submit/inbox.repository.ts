@@ -74,6 +74,8 @@ export const SUBMIT_SQL = `WITH s AS (
 export interface PrimedStart {
   row: Record<string, unknown>;
   carried: readonly string[];
+  /** When the statement answered (`Date.now()`): the read is as old as that. */
+  at: number;
 }
 
 /** The durable session inbox: a message is acknowledged only once its row is committed here. */
@@ -183,7 +185,7 @@ export class InboxRepository {
         take && row.epoch !== null
           ? { sessionId, owner: take.owner, epoch: Number(row.epoch), tookOver: row.took_over === true }
           : null;
-      const start = lease && row.complete === true ? { row, carried: take?.carried ?? [] } : null;
+      const start = lease && row.complete === true ? { row, carried: take?.carried ?? [], at: Date.now() } : null;
       return { messageId: id, sessionId, duplicate: false, lease, start };
     }
     if (row.prev_id !== null && row.prev_session_id !== null) {

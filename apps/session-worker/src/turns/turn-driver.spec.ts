@@ -187,7 +187,10 @@ describe('TurnDriver', () => {
       inbox: '[]',
       frames: '[]',
     };
-    await driver.driveWith({ sessionId: SESSION, owner: 'w1', epoch: 4, tookOver: false }, { row, carried: [] });
+    await driver.driveWith(
+      { sessionId: SESSION, owner: 'w1', epoch: 4, tookOver: false },
+      { row, carried: [], at: Date.now() },
+    );
     expect(startReads).toEqual([]);
     expect(leases.log).toEqual(['release']);
     expect(driver.isDriving(SESSION)).toBe(false);

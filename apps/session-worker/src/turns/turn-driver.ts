@@ -273,7 +273,8 @@ export class TurnDriver implements OnApplicationShutdown {
       // turn reads before its first model call (primed in the store and the catalog).
       // The first turn's read may have been taken by the submit's statement with the lease (`primed`).
       const carried = this.carry.take(sessionId, d.lease.epoch);
-      const early = turns === 0 && primed ? store.startFrom(sessionId, primed.row, primed.carried, carried) : null;
+      const early =
+        turns === 0 && primed ? store.startFrom(sessionId, primed.row, primed.carried, carried, primed.at) : null;
       const start = early ?? (await store.startTurn(sessionId, carried));
       const { session, stop, role } = start;
       d.turn = new AbortController();

@@ -181,6 +181,19 @@ describe('CachedLlmHealthStore', () => {
     expect((await after).get('a')?.consecutiveFailures).toBe(2);
   });
 
+  it('a fresh read goes to the shared store, and its answer serves the next reads', async () => {
+    let clock = 0;
+    const shared = new VersionedStore(() => clock);
+    const store = new CachedLlmHealthStore(shared, { maxAgeMs: MAX_AGE, now: () => clock });
+    await store.read(CLIENTS);
+    await shared.recordFailure('a', 'from another replica');
+    clock += 10;
+    expect((await store.read(CLIENTS)).get('a')?.consecutiveFailures).toBe(0);
+    expect((await store.read(CLIENTS, { fresh: true })).get('a')?.consecutiveFailures).toBe(1);
+    expect((await store.read(CLIENTS)).get('a')?.consecutiveFailures).toBe(1);
+    expect(shared.reads).toBe(2);
+  });
+
   it('a caller changing the returned map or records does not change what the next caller reads', async () => {
     const shared = new VersionedStore(() => 0);
     const store = new CachedLlmHealthStore(shared, { maxAgeMs: MAX_AGE, now: () => 0 });

@@ -62,17 +62,20 @@ export class CachedLlmHealthStore implements LlmHealthStore {
     return this.written(clientName, () => this.shared.recordFailure(clientName, error));
   }
 
-  async read(clientNames: readonly string[]): Promise<Map<string, LlmHealth>> {
+  /** From memory when every client's cached health is fresh enough, unless `fresh` is asked for. */
+  async read(clientNames: readonly string[], options?: { fresh?: boolean }): Promise<Map<string, LlmHealth>> {
     const at = this.now();
     const fresh = (c: Cached | undefined): c is Cached =>
       c !== undefined && at - c.readAt < this.maxAgeMs && at >= c.readAt;
     const hits = clientNames.map((name) => this.cached.get(name));
-    if (hits.every(fresh)) return new Map(clientNames.map((name, i) => [name, { ...hits[i].health }]));
+    if (!options?.fresh && hits.every(fresh))
+      return new Map(clientNames.map((name, i) => [name, { ...hits[i].health }]));
 
     const key = clientNames.join('\n');
     const generations = clientNames.map((name) => this.generation(name));
     const joinable = this.inflight;
     if (
+      !options?.fresh &&
       joinable &&
       joinable.key === key &&
       at - joinable.startedAt < this.maxAgeMs &&

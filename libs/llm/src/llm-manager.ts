@@ -66,7 +66,8 @@ export class LlmManager {
 
   /** Every client with its health, in configuration order (for `/models` and `GET /api/llm/clients`). No keys. */
   async list(): Promise<LlmClientStatus[]> {
-    const health = await this.health.read(this.names());
+    // Read fresh: a person looks at it (rarely); `select`, before every model call, may use a recent read.
+    const health = await this.health.read(this.names(), { fresh: true });
     return [...this.definitions.values()].map((client) => {
       const h = health.get(client.name) as LlmHealth;
       return {

@@ -92,11 +92,15 @@ describe('shared LLM health, cached by each worker', () => {
   it("a client another worker finds down is avoided within the bound; a worker's own failure at once", async () => {
     const a = worker();
     const b = worker();
+    const c = worker();
     await new Promise((r) => setTimeout(r, 100));
     expect((await b.llm.select({ tried: [] }))?.name).toBe('main'); // b has a fresh read cached
+    expect((await c.llm.select({ tried: [] }))?.name).toBe('main'); // so has c
     for (let i = 0; i < 5; i++) await a.health.recordFailure('main', 'HTTP 503');
     const changed = Date.now();
     expect((await a.llm.select({ tried: [] }))?.name).toBe('spare');
+    // What a person reads (GET /api/llm/clients, /models) is read fresh, whatever picks have cached.
+    expect((await c.llm.list())[0]).toMatchObject({ name: 'main', health: 'down', consecutiveFailures: 5 });
     let seenAfter = -1;
     while (Date.now() - changed < 5_000) {
       if ((await b.llm.select({ tried: [] }))?.name === 'spare') {

@@ -7,6 +7,8 @@ import { assertInvariantsAndClose } from '../support/invariants';
 jest.setTimeout(240_000);
 
 const BUDGET = 20_000;
+/** The workers read the shared LLM health at most this often (ms): a change is seen by both within it. */
+const HEALTH_CACHE_MS = 200;
 
 interface ClientInfo {
   number: number;
@@ -41,7 +43,13 @@ describe('LLM clients through the gateway: fallback, shared health, pins, cost, 
       replicas: { 'session-worker': 2 },
       // One try per client: these tests follow the fallback between clients and the health count of
       // each failure; retries on the same client are llm-adapter.sim.spec's (session worker).
-      perApp: { 'session-worker': { SKALD_USER_DAILY_TOKENS: String(BUDGET), SKALD_LLM_RETRY_TRIES: '1' } },
+      perApp: {
+        'session-worker': {
+          SKALD_USER_DAILY_TOKENS: String(BUDGET),
+          SKALD_LLM_RETRY_TRIES: '1',
+          SKALD_LLM_HEALTH_CACHE_MS: String(HEALTH_CACHE_MS),
+        },
+      },
       llmClients: (simUrl) => [
         {
           name: 'primary',
@@ -141,7 +149,9 @@ describe('LLM clients through the gateway: fallback, shared health, pins, cost, 
       expect(JSON.stringify(r.body)).not.toContain('sk-test-sim');
     }
 
-    // Degraded: AUTO now goes to the healthy backup first, no fallback needed.
+    // Degraded: AUTO now goes to the healthy backup first, no fallback needed — on either replica once
+    // its cached read of the shared health is older than SKALD_LLM_HEALTH_CACHE_MS.
+    await new Promise((r) => setTimeout(r, HEALTH_CACHE_MS + 50));
     const fourth = await turn(ws, `question 4 ${marker}`);
     expect(fourth.some((f) => f.type === 'model_fallback')).toBe(false);
     expect(fourth.find((f) => f.type === 'done')).toMatchObject({ content: 'The backup answers.' });

@@ -27,6 +27,8 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   SKALD_LLM_HEALTH_PREFIX: z.string().default(DEFAULT_REDIS_PREFIXES.llmHealthPrefix),
   /** A client with no outcome for this long is forgotten (healthy again). */
   SKALD_LLM_HEALTH_TTL_S: z.coerce.number().int().min(10).default(86_400),
+  /** A worker reads the shared LLM health at most this often (ms); another worker's change is seen within it. */
+  SKALD_LLM_HEALTH_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   /** IANA zone shown to the model (default: the process's zone). */
   SKALD_TIMEZONE: z
     .string()

@@ -10,6 +10,7 @@ export {
 } from './llm-client-config';
 export { CHARS_PER_TOKEN, costOf, estimateInputTokens, estimateOutputTokens, meterCall } from './llm-metering';
 export { ResilientLlmHealthStore, type ResilientHealthOptions } from './llm-health-resilient';
+export { CachedLlmHealthStore, type CachedHealthOptions } from './llm-health-cached';
 export { ThrottledLlmHealthStore, type ThrottledHealthOptions } from './llm-health-throttled';
 export {
   loadLlmConfigFromEnv,

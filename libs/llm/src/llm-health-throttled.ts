@@ -66,9 +66,9 @@ export class ThrottledLlmHealthStore implements LlmHealthStore {
     await this.shared.recordFailure(clientName, error);
   }
 
-  async read(clientNames: readonly string[]): Promise<Map<string, LlmHealth>> {
+  async read(clientNames: readonly string[], options?: { fresh?: boolean }): Promise<Map<string, LlmHealth>> {
     const before = clientNames.map((n) => this.entry(n).failures);
-    const health = await this.shared.read(clientNames);
+    const health = await this.shared.read(clientNames, options);
     clientNames.forEach((name, i) => {
       const k = this.entry(name);
       if (k.failures !== before[i]) return;

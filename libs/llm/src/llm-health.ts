@@ -15,8 +15,11 @@ export interface LlmHealth {
 export interface LlmHealthStore {
   recordSuccess(clientName: string): Promise<void>;
   recordFailure(clientName: string, error: string): Promise<void>;
-  /** Health of each named client; a client never seen is healthy. */
-  read(clientNames: readonly string[]): Promise<Map<string, LlmHealth>>;
+  /**
+   * Health of each named client; a client never seen is healthy. `fresh`: not from a cache of
+   * recent reads (`CachedLlmHealthStore`), for views a person reads (`GET /api/llm/clients`).
+   */
+  read(clientNames: readonly string[], options?: { fresh?: boolean }): Promise<Map<string, LlmHealth>>;
   /** `shared` when the health is that of every replica, `local` when it is this process's only. */
   mode?(): 'shared' | 'local';
 }

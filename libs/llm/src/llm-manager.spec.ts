@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { simFail, startLlmSim, type LlmSim } from '@skald/testing';
 import { LlmCallError } from './llm-call.error';
@@ -266,6 +268,28 @@ describe('LlmManager against llm-sim', () => {
     const error = await unreachable.streamChat('gone', { messages: ask('[NET]') }).catch((e: unknown) => e);
     expect(error).toMatchObject({ kind: 'network', retriable: true });
     expect(inspect(error, { depth: 10 })).not.toContain(API_KEY);
+  });
+
+  it('does not follow a redirect: the request is not sent again elsewhere, the call fails as a network error', async () => {
+    // A base URL answering 307 (the one redirect that re-sends a POST with its body): the SDK's fetch
+    // is asked for redirect: 'error' (LLM_FETCH_OPTIONS), so the body is sent once, to the URL configured.
+    const redirector = createServer((req, res) => {
+      req.resume();
+      res.writeHead(307, { location: `${sim.url}${req.url?.replace(/^\/v1/, '') ?? ''}` }).end();
+    });
+    await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', r));
+    try {
+      const port = (redirector.address() as AddressInfo).port;
+      const moved = makeManager(config({ name: 'moved', baseUrl: `http://127.0.0.1:${port}/v1` }));
+      sim.script({ match: '[REDIR]', replies: [{ content: 'followed' }] });
+      const error = await moved.streamChat('moved', { messages: ask('[REDIR]') }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LlmCallError);
+      expect(error).toMatchObject({ kind: 'network', retriable: true });
+      expect(inspect(error, { depth: 10 })).not.toContain(API_KEY);
+      expect(sim.requests().filter((r) => JSON.stringify(r.body).includes('[REDIR]'))).toEqual([]);
+    } finally {
+      await new Promise((r) => redirector.close(r));
+    }
   });
 
   it('rethrows an exception from onDelta as is, and closes the stream', async () => {

@@ -27,6 +27,15 @@ export interface LlmManagerOptions {
   health?: LlmHealthStore;
 }
 
+/**
+ * What the SDK's `fetch` (Node's undici) is asked for on every call. `redirect: 'error'` with
+ * `window: null` is the one case in which fetch sends the request as built instead of cloning it
+ * first (a clone tees the body into two web streams, so that a 307/308 could be re-sent): a model
+ * endpoint does not redirect a POST, and one that does is a misconfigured base URL, now a
+ * connection error naming it rather than a second request. Measured by scripts/bench/llm-call.js.
+ */
+export const LLM_FETCH_OPTIONS = { redirect: 'error', window: null } as const;
+
 /** Margin given to the SDK's own timeout, so that ours (which knows why it fired) fires first. */
 const SDK_TIMEOUT_MARGIN_MS = 5000;
 
@@ -66,7 +75,8 @@ export class LlmManager {
 
   /** Every client with its health, in configuration order (for `/models` and `GET /api/llm/clients`). No keys. */
   async list(): Promise<LlmClientStatus[]> {
-    const health = await this.health.read(this.names());
+    // Read fresh: a person looks at it (rarely); `select`, before every model call, may use a recent read.
+    const health = await this.health.read(this.names(), { fresh: true });
     return [...this.definitions.values()].map((client) => {
       const h = health.get(client.name) as LlmHealth;
       return {
@@ -131,6 +141,7 @@ export class LlmManager {
         maxRetries: 0,
         timeout: client.timeoutMs + SDK_TIMEOUT_MARGIN_MS,
         defaultHeaders: client.headers,
+        fetchOptions: LLM_FETCH_OPTIONS,
       });
       this.sdkClients.set(client.name, sdk);
     }

@@ -5,7 +5,7 @@ import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-ex
 import { Logger } from 'pino';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config';
-import { createLogger, instanceName } from './logger';
+import { createLogger, flushLogs, instanceName } from './logger';
 import { JSON_LIMITS } from './bounded-json';
 import { verifyJsonBody } from './json-body';
 import { Readiness } from './ops';
@@ -88,6 +88,7 @@ export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApp
     await app.listen(opts.port, opts.host);
   } catch (e) {
     log.fatal({ err: e instanceof Error ? e.message : String(e) }, 'failed to start');
+    await flushLogs();
     process.exit(1);
   }
   const url = await app.getUrl();
@@ -109,9 +110,11 @@ export async function bootstrapService(opts: ServiceBootstrap): Promise<INestApp
       await app.close();
       await opts.tracing?.shutdown().catch(() => undefined);
       log.info({}, 'stopped');
+      await flushLogs();
       process.exit(0);
     } catch (e) {
       log.error({ err: e instanceof Error ? e.message : String(e) }, 'error while stopping');
+      await flushLogs();
       process.exit(1);
     }
   };

@@ -1,5 +1,6 @@
 import { Controller, Get, Header, HttpException, Inject, Injectable, Module, DynamicModule, Req } from '@nestjs/common';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
+import { logLinesDropped } from './logger';
 import { Public } from './public-route';
 
 /**
@@ -107,6 +108,17 @@ export class OpsModule {
     const registry = new Registry();
     registry.setDefaultLabels({ service: options.service });
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+    let reported = 0;
+    new Counter({
+      name: 'skald_log_lines_dropped_total',
+      help: 'Log lines dropped because stdout was not read fast enough or was closed',
+      registers: [registry],
+      collect() {
+        const n = logLinesDropped();
+        if (n > reported) this.inc(n - reported);
+        reported = n;
+      },
+    });
     return {
       module: OpsModule,
       global: true,

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { ResilientLlmHealthStore, ThrottledLlmHealthStore } from '@skald/llm';
+import { CachedLlmHealthStore, ResilientLlmHealthStore, ThrottledLlmHealthStore } from '@skald/llm';
 import type { Logger } from '@skald/service-kit';
 import type { WorkerConfig } from '../config';
 import { RedisLlmHealthStore } from './redis-llm-health.store';
@@ -7,12 +7,17 @@ import { RedisLlmHealthStore } from './redis-llm-health.store';
 /**
  * LLM health shared by the worker replicas through Redis, falling back to this process's own
  * record while Redis is unreachable (logged once each way). A success is written only when it
- * changes the record or refreshes it (`ThrottledLlmHealthStore`). Redis is optional for the worker:
- * it starts, stays ready and runs turns without it.
+ * changes the record or refreshes it (`ThrottledLlmHealthStore`), and read at most once per
+ * `SKALD_LLM_HEALTH_CACHE_MS` (`CachedLlmHealthStore`: the health is asked before every model call;
+ * another replica's change is seen within that bound, this worker's own at once). Redis is optional
+ * for the worker: it starts, stays ready and runs turns without it.
  */
 export function sharedLlmHealth(
-  config: WorkerConfig,
-  log: Logger,
+  config: Pick<
+    WorkerConfig,
+    'REDIS_URL' | 'SKALD_LLM_HEALTH_PREFIX' | 'SKALD_LLM_HEALTH_TTL_S' | 'SKALD_LLM_HEALTH_CACHE_MS'
+  >,
+  log: Pick<Logger, 'info' | 'warn'>,
 ): { health: ThrottledLlmHealthStore; close: () => Promise<void> } {
   const redis = new Redis(config.REDIS_URL, {
     lazyConnect: false,
@@ -36,7 +41,8 @@ export function sharedLlmHealth(
   );
   // A success is written (to Redis, and to the local fallback) when it changes the record, or to
   // refresh it at most every 10 s (well within the record's time to live), not after every call.
-  const health = new ThrottledLlmHealthStore(resilient, {
+  const cached = new CachedLlmHealthStore(resilient, { maxAgeMs: config.SKALD_LLM_HEALTH_CACHE_MS });
+  const health = new ThrottledLlmHealthStore(cached, {
     refreshMs: Math.min(10_000, (config.SKALD_LLM_HEALTH_TTL_S * 1000) / 2),
   });
   return {

@@ -44,6 +44,13 @@ export interface BusOptions {
   requestTimeoutMs?: number;
   user?: string;
   pass?: string;
+  /**
+   * Whether `publish` parses what it sends with its schema (and throws on a mismatch) before the
+   * receiver parses it again. The receiver is the boundary: every subscriber parses every message
+   * and drops what fails. Default: on, except with `NODE_ENV=production` (a sender's mistake then
+   * shows as the subscriber's `dropped invalid message` warning instead of a throw at the sender).
+   */
+  checkOutgoing?: boolean;
 }
 
 /** A failure of a NATS request that the caller should map to a client error. */
@@ -113,7 +120,8 @@ export class Bus {
     readonly nc: NatsConnection,
     private readonly requestTimeoutMs: number,
     private readonly log: BusLogger,
-    inboxPrefix?: string,
+    inboxPrefix: string | undefined,
+    private readonly checkOutgoing: boolean,
   ) {
     this.replies = new ReplyMux(nc, createInbox(inboxPrefix));
   }
@@ -136,7 +144,13 @@ export class Bus {
     });
     const flushNow = coalesceWrites(nc);
     if (!flushNow) log.warn({}, 'NATS client internals changed: writes not coalesced (one write per microtask)');
-    const bus = new Bus(nc, options.requestTimeoutMs ?? 10_000, log, inboxPrefix);
+    const bus = new Bus(
+      nc,
+      options.requestTimeoutMs ?? 10_000,
+      log,
+      inboxPrefix,
+      options.checkOutgoing ?? process.env.NODE_ENV !== 'production',
+    );
     if (flushNow) bus.flushNow = flushNow;
     void bus.watchStatus();
     return bus;
@@ -290,16 +304,19 @@ export class Bus {
   }
 
   /**
-   * Publishes a message validated by its schema, stamped with the time it was sent (for latency
-   * metrics). It leaves with the other commands of this pass of the event loop (one socket write at
-   * its end); `now`: it and whatever was queued before it are written at once, ahead of the work
-   * that follows in this pass — for a message a user waits on (a message's echo).
+   * Publishes a message for its schema, stamped with the time it was sent (for latency metrics).
+   * Parsed here only with `checkOutgoing` (tests, development): the subscriber parses it in any
+   * case and drops what does not match. Unchecked, the message goes as JSON encodes it, the
+   * encoding its stored copy has (NaN and ±Infinity become null, undefined keys are left out).
+   * It leaves with the other commands of this pass of the event loop (one socket write at its
+   * end); `now`: it and whatever was queued before it are written at once, ahead of the work that
+   * follows in this pass — for a message a user waits on (a message's echo).
    */
   publish<T>(subject: string, schema: z.ZodType<T>, message: T, opts: { now?: boolean } = {}): void {
     const h = natsHeaders();
     h.set(SENT_AT_HEADER, String(Date.now()));
     propagation.inject(context.active(), h, headerSetter);
-    this.nc.publish(subject, encode(schema.parse(message)), { headers: h });
+    this.nc.publish(subject, encode(this.checkOutgoing ? schema.parse(message) : message), { headers: h });
     if (opts.now) this.flushNow();
   }
 

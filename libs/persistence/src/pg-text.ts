@@ -52,6 +52,20 @@ export function fromJsonText<T = unknown>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;
 }
 
+/** The mark as it may appear in JSON text: raw, or as a `\uFFFF` escape in any case (a `json` column's verbatim text). */
+const MARK_IN_JSON = /\uffff|\\u[fF]{4}/;
+
+/**
+ * JSON text read from Postgres (a `json_agg`, a `row_to_json`), parsed, with every string and key
+ * through {@link fromPgText}: what `deepFromPgText(JSON.parse(text))` gives. A text in which the
+ * mark cannot occur (nearly all) has no coded string, so it is returned as parsed, without the
+ * copy of every object and array the deep decode makes.
+ */
+export function parseJsonText<T = unknown>(text: string): T {
+  const parsed = JSON.parse(text) as T;
+  return MARK_IN_JSON.test(text) ? deepFromPgText(parsed) : parsed;
+}
+
 /** {@link toPgText} on every string (and key) of a JSON value, for a `jsonb` column. */
 export function deepToPgText<T>(value: T): T {
   return mapStrings(value, toPgText) as T;

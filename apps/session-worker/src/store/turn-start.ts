@@ -1,4 +1,4 @@
-import { decodeRow } from '@skald/persistence';
+import { parseJsonText } from '@skald/persistence';
 import { SESSION_HAS_WORK } from '../lease/lease.repository';
 import type { CarriedHistory } from './history-carry';
 import type { CarriedFrame } from './session-cache';
@@ -138,14 +138,16 @@ export interface TurnStartMappers {
 /** A JSON text column (an aggregate: null counts as none). */
 const jsonText = (v: unknown, none = '[]'): string => (typeof v === 'string' ? v : none);
 
-/** A JSON aggregate of rows, through the text codec, with the named timestamp columns as Dates (as node-postgres gives them). */
+/**
+ * A JSON aggregate of rows, through the text codec (`parseJsonText`: decoded only when a coded
+ * string may be in it), with the named timestamp columns as Dates (as node-postgres gives them).
+ */
 export function jsonRows(text: unknown, timestamps: readonly string[] = []): Row[] {
-  const rows = JSON.parse(jsonText(text)) as Row[];
-  return rows.map((r) => {
-    const out: Row = { ...r };
-    for (const c of timestamps) if (out[c] !== null && out[c] !== undefined) out[c] = new Date(out[c] as string);
-    return decodeRow(out);
-  });
+  const rows = parseJsonText<Row[]>(jsonText(text));
+  if (timestamps.length > 0)
+    for (const r of rows)
+      for (const c of timestamps) if (r[c] !== null && r[c] !== undefined) r[c] = new Date(r[c] as string);
+  return rows;
 }
 
 /** The read rows by frame, with each active frame's carried rows in place of the (unread) ones. */
@@ -177,9 +179,9 @@ export function parseTurnStart(
   carried: CarriedHistory = new Map(),
 ): TurnStart {
   if (!row || typeof row.session !== 'string') throw new Error(`session ${sessionId} not found`);
-  const s = decodeRow(JSON.parse(row.session) as Row);
+  const s = parseJsonText<Row>(row.session);
   const frames = jsonRows(row.frames).map(map.toFrame);
-  const sessionGrants = decodeRow(JSON.parse(jsonText(row.session_grants)) as string[]);
+  const sessionGrants = parseJsonText<string[]>(jsonText(row.session_grants));
   const grants = new Map<string, string[]>([[`s:${sessionId}`, sessionGrants]]);
   for (const f of frames) grants.set(`f:${f.id}`, []);
   for (const g of jsonRows(row.frame_grants)) grants.get(`f:${String(g.frame_id)}`)?.push(String(g.group_name));

@@ -347,3 +347,24 @@ export function readSessionEventEnvelope(value: unknown): SessionEventEnvelope |
   if (!KNOWN_SESSION_TYPES.has(type) && (OTHER_KIND_TYPES.has(type) || !EVENT_TYPE_RE.test(type))) return null;
   return { type, session_id, seq };
 }
+
+/** What the gateway reads of a live ephemeral event (`token_delta`, `tool_progress`) before it forwards the text. */
+export interface EphemeralEventEnvelope {
+  type: EphemeralEvent['type'];
+  session_id: string;
+}
+
+const EPHEMERAL_TYPES: ReadonlySet<string> = new Set(EphemeralEventSchema.options.map((o) => o.shape.type.value));
+
+/**
+ * The envelope of a parsed ephemeral event, or null: a JSON object whose `type` is one of this
+ * version's ephemeral types (an unknown one is dropped: it has no `seq` to keep contiguous) and whose
+ * `session_id` is an id. Fields the gateway does not know are forwarded, as for session events.
+ */
+export function readEphemeralEventEnvelope(value: unknown): EphemeralEventEnvelope | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const { type, session_id } = value as Record<string, unknown>;
+  if (typeof type !== 'string' || !EPHEMERAL_TYPES.has(type)) return null;
+  if (typeof session_id !== 'string' || !UUID_RE.test(session_id)) return null;
+  return { type: type as EphemeralEventEnvelope['type'], session_id };
+}

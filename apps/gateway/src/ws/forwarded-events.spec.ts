@@ -9,15 +9,17 @@ import fc from 'fast-check';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import {
+  EphemeralEventSchema,
+  readEphemeralEventEnvelope,
   readSessionEventEnvelope,
   SESSION_EVENT_TYPES,
   SessionEventBodies,
   SessionEventSchema,
   type SessionEventType,
 } from '@skald/contracts';
-import { FORWARD_MAX_BYTES, readForwarded } from '@skald/messaging';
+import { FORWARD_MAX_BYTES, hasPrototypeKey, readForwarded } from '@skald/messaging';
 import type { Principal } from '../auth/auth.service';
-import { forwardable } from './forwarded-events';
+import { forwardable, forwardableEphemeral } from './forwarded-events';
 import { ReplayPage, WsConnection } from './ws-connection';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
@@ -99,6 +101,8 @@ function arbitraryOf(schema: z.ZodType): fc.Arbitrary<unknown> {
       return fc.dictionary(text, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 });
     case 'unknown':
       return fc.jsonValue({ maxDepth: 3 });
+    case 'literal':
+      return fc.constantFrom(...(def.values as unknown[]));
     default:
       throw new Error(`no generator for zod type ${def.type}`);
   }
@@ -124,7 +128,10 @@ describe('forwarded session events', () => {
       fc.property(validEvent(), (event) => {
         const bytes = published(event);
         const frames = deliveredFrames(subject(), bytes, (event.seq as number) - 1);
-        expect(frames).toEqual([oldFrame(bytes)]);
+        const text = new TextDecoder().decode(bytes);
+        // the one difference: the old path sent a `__proto__` key nested in a tool's arguments
+        if (hasPrototypeKey(text, JSON.parse(text))) expect(frames).toEqual([]);
+        else expect(frames).toEqual([oldFrame(bytes)]);
       }),
       { seed: SEED, numRuns: 2000 },
     );
@@ -271,5 +278,53 @@ describe('forwarded session events', () => {
       '',
     ])
       expect(deliveredFrames(subject(), encoder.encode(JSON.stringify({ type, session_id: S1, seq: 1 })))).toEqual([]);
+  });
+
+  describe('ephemeral events', () => {
+    /** The new path for `ephemeral.<user>.<session>`: the frames a socket showing S1 got. */
+    function ephemeralFrames(subj: string, bytes: Uint8Array): string[] {
+      const read = readForwarded(bytes, readEphemeralEventEnvelope);
+      if (!read.ok) return [];
+      const event = forwardableEphemeral(USER, subj, read.envelope, read.text);
+      return event && event.session_id === S1 ? [event.text] : [];
+    }
+    const oldEphemeral = (bytes: Uint8Array): string | null => {
+      const parsed = EphemeralEventSchema.safeParse(JSON.parse(new TextDecoder().decode(bytes)));
+      return parsed.success && parsed.data.session_id === S1 ? JSON.stringify(parsed.data) : null;
+    };
+    const ephemeral = fc
+      .oneof(...EphemeralEventSchema.options.map((o) => arbitraryOf(o)))
+      .map((e) => ({ ...(e as object), session_id: S1 }))
+      .filter((e) => EphemeralEventSchema.safeParse(e).success);
+    const eSubject = (user = USER, session = S1) => `ephemeral.${user}.${session}`;
+
+    it('a client receives the bytes the old path sent (differential, seeded)', () => {
+      fc.assert(
+        fc.property(ephemeral, (e) => {
+          const bytes = encoder.encode(JSON.stringify(EphemeralEventSchema.parse(e)));
+          expect(ephemeralFrames(eSubject(), bytes)).toEqual([oldEphemeral(bytes)]);
+        }),
+        { seed: SEED, numRuns: 1000 },
+      );
+    });
+
+    it('never forwards a mismatched subject, another kind, a broken envelope or a prototype key (seeded)', () => {
+      fc.assert(
+        fc.property(
+          ephemeral,
+          fc.constantFrom(eSubject(OTHER_USER), eSubject(USER, S2), `${eSubject()}.x`, subject()),
+          fc.constantFrom('thinking', 'done', 'hello', 'token_deltas', 1, null),
+          (e, wrongSubject, wrongType) => {
+            const bytes = encoder.encode(JSON.stringify(e));
+            expect(ephemeralFrames(wrongSubject, bytes)).toEqual([]);
+            expect(ephemeralFrames(eSubject(), encoder.encode(JSON.stringify({ ...e, type: wrongType })))).toEqual([]);
+            expect(ephemeralFrames(eSubject(), encoder.encode(JSON.stringify({ ...e, session_id: 'x' })))).toEqual([]);
+            const polluted = `{"\\u005f_proto__":{"x":1},${JSON.stringify(e).slice(1)}`;
+            expect(ephemeralFrames(eSubject(), encoder.encode(polluted))).toEqual([]);
+          },
+        ),
+        { seed: SEED, numRuns: 300 },
+      );
+    });
   });
 });

@@ -22,6 +22,14 @@ export class ForwardedEvent {
   ) {}
 }
 
+/** A live ephemeral event as it came from NATS: the publisher's JSON text (no `seq`). */
+export class ForwardedEphemeral {
+  constructor(
+    readonly session_id: string,
+    readonly text: string,
+  ) {}
+}
+
 /** A session event to deliver in order: a forwarded live one, or a replayed one (parsed). */
 export type SequencedEvent = ForwardedEvent | SessionEvent;
 
@@ -32,8 +40,8 @@ export type SequencedEvent = ForwardedEvent | SessionEvent;
  * forwarded event's frame is its text.
  */
 const frames = new WeakMap<Outbound, string>();
-export function frameOf(event: Outbound | ForwardedEvent): string {
-  if (event instanceof ForwardedEvent) return event.text;
+export function frameOf(event: Outbound | ForwardedEvent | ForwardedEphemeral): string {
+  if (event instanceof ForwardedEvent || event instanceof ForwardedEphemeral) return event.text;
   let text = frames.get(event);
   if (text === undefined) {
     text = JSON.stringify(event);
@@ -87,7 +95,7 @@ export class WsConnection {
     return this.principal.actor.userId;
   }
 
-  send(event: Outbound | ForwardedEvent): void {
+  send(event: Outbound | ForwardedEvent | ForwardedEphemeral): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     if (this.ws.bufferedAmount > MAX_BUFFERED_BYTES) {
       this.ws.close(1013, 'client too slow; reconnect and resume');

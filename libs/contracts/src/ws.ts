@@ -303,3 +303,68 @@ export const UserEventSchema = z.discriminatedUnion('type', [
 export type UserEvent = z.infer<typeof UserEventSchema>;
 
 export const StoredTimestamp = Timestamp;
+
+// ---------------------------------------------------------------- the envelope of a forwarded session event
+
+/**
+ * What the gateway reads of a live session event before it forwards the publisher's JSON text to
+ * the sockets as it is: which session it belongs to, its place there (`seq`), and its `type`. The
+ * body is the publisher's: the worker validated it with its own schema when it published it.
+ */
+export interface SessionEventEnvelope {
+  type: string;
+  session_id: string;
+  seq: number;
+}
+
+/** The same UUID rule as `Id` (zod's), without a zod call. */
+const UUID_RE = z.regexes.uuid();
+/** A type name a newer publisher may add: snake_case, like every event type. */
+const EVENT_TYPE_RE = /^[a-z][a-z0-9_]{0,63}$/;
+const KNOWN_SESSION_TYPES: ReadonlySet<string> = new Set(SESSION_EVENT_TYPES);
+/** Types this version knows as another kind of event: never forwarded as a session event. */
+const OTHER_KIND_TYPES: ReadonlySet<string> = new Set(
+  [
+    ...CONNECTION_EVENT_TYPES,
+    ...EphemeralEventSchema.options.map((o) => o.shape.type.value),
+    ...UserEventSchema.options.map((o) => o.shape.type.value),
+  ].filter((t) => !KNOWN_SESSION_TYPES.has(t)),
+);
+
+/**
+ * The envelope of a parsed session event, or null when it has none: a JSON object whose
+ * `session_id` is an id, whose `seq` is a positive integer, and whose `type` is a session event type
+ * — one of this version's, or a snake_case name it does not know (a newer worker's event: forwarded,
+ * since clients ignore types they do not know and the `seq` keeps the stream contiguous), never a
+ * type this version knows as a connection, user or ephemeral event. Reads three fields; no zod.
+ */
+export function readSessionEventEnvelope(value: unknown): SessionEventEnvelope | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const { type, session_id, seq } = value as Record<string, unknown>;
+  if (typeof type !== 'string' || typeof session_id !== 'string' || typeof seq !== 'number') return null;
+  if (!Number.isSafeInteger(seq) || seq < 1) return null;
+  if (!UUID_RE.test(session_id)) return null;
+  if (!KNOWN_SESSION_TYPES.has(type) && (OTHER_KIND_TYPES.has(type) || !EVENT_TYPE_RE.test(type))) return null;
+  return { type, session_id, seq };
+}
+
+/** What the gateway reads of a live ephemeral event (`token_delta`, `tool_progress`) before it forwards the text. */
+export interface EphemeralEventEnvelope {
+  type: EphemeralEvent['type'];
+  session_id: string;
+}
+
+const EPHEMERAL_TYPES: ReadonlySet<string> = new Set(EphemeralEventSchema.options.map((o) => o.shape.type.value));
+
+/**
+ * The envelope of a parsed ephemeral event, or null: a JSON object whose `type` is one of this
+ * version's ephemeral types (an unknown one is dropped: it has no `seq` to keep contiguous) and whose
+ * `session_id` is an id. Fields the gateway does not know are forwarded, as for session events.
+ */
+export function readEphemeralEventEnvelope(value: unknown): EphemeralEventEnvelope | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const { type, session_id } = value as Record<string, unknown>;
+  if (typeof type !== 'string' || !EPHEMERAL_TYPES.has(type)) return null;
+  if (typeof session_id !== 'string' || !UUID_RE.test(session_id)) return null;
+  return { type: type as EphemeralEventEnvelope['type'], session_id };
+}

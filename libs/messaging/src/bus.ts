@@ -32,6 +32,7 @@ import {
   SUBJECTS,
 } from '@skald/contracts';
 import { databaseInputError } from './database-input';
+import { readForwarded } from './forwarded';
 import { MuxRequestError, ReplyMux } from './reply-mux';
 import { coalesceWrites } from './write-coalescing';
 
@@ -355,6 +356,39 @@ export class Bus {
           return;
         }
         if (r instanceof Promise) this.track(r.catch(failed));
+      },
+    });
+    this.keep(sub);
+    return sub;
+  }
+
+  /**
+   * Subscribes to messages that are handed on as they were published (session events on their way to
+   * the sockets): the handler gets the publisher's JSON text and the envelope `readEnvelope` read from
+   * the parsed value — no schema parse, no copy re-serialised. A message over 1 MiB, not UTF-8, not
+   * JSON, carrying a prototype key, or without an envelope (null) is dropped with a warning and never
+   * reaches the handler (see `readForwarded`). The handler is synchronous and starts no trace (the
+   * publisher's context is not read); a handler that throws is logged.
+   */
+  subscribeForwarded<E>(
+    pattern: string,
+    readEnvelope: (value: unknown) => E | null,
+    onMessage: (text: string, envelope: E, subject: string, meta: MessageMeta) => void,
+  ): Subscription {
+    const sub = this.nc.subscribe(pattern, {
+      callback: (err, msg) => {
+        if (err) return;
+        try {
+          const read = readForwarded(msg.data, readEnvelope);
+          if (!read.ok) {
+            this.log.warn({ subject: msg.subject, issue: read.problem }, 'dropped invalid message');
+            return;
+          }
+          const sent = Number(msg.headers?.get(SENT_AT_HEADER));
+          onMessage(read.text, read.envelope, msg.subject, { sentAt: Number.isFinite(sent) && sent > 0 ? sent : null });
+        } catch (e) {
+          this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed');
+        }
       },
     });
     this.keep(sub);

@@ -1,3 +1,4 @@
 export * from './bus';
 export * from './messaging.module';
 export * from './database-input';
+export * from './forwarded';

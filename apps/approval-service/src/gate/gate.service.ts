@@ -7,7 +7,7 @@ import { BypassesService } from '../bypasses/bypasses.service';
 import { CatalogService } from '../catalog/catalog.service';
 import { APPROVAL_LOGGER } from '../config';
 import { ApprovalError } from '../errors';
-import { decideByRules, GateInput, GateResult, isVisible, relax } from '../rules/rule-engine';
+import { decideByRules, GateInput, GateResult, relax, visibleTools } from '../rules/rule-engine';
 import { RulesService } from '../rules/rules.service';
 import { initShellParser } from '../rules/shell-analysis';
 
@@ -77,7 +77,7 @@ export class GateService {
     const set = await this.rules.ruleSet().catch(() => null);
     if (!set) return req.tools; // cannot read the rules: hide nothing, every call still asks
     const ctx = { agentId: req.agent_id, source: req.source, securityGroup: req.security_group };
-    return req.tools.filter((t) => isVisible(set, t, ctx));
+    return visibleTools(set, req.tools, ctx);
   }
 
   private async decide(input: GateInput, sessionId: string | undefined): Promise<GateResult> {

@@ -224,22 +224,41 @@ export function validateRule(row: Omit<RuleRow, 'id' | 'ord'>): void {
   if (row.commandPattern) compileCommandPattern(row.commandPattern);
 }
 
-/** The compiled rule set, with the evaluation order per security group computed once. */
 /** Visibility answers a rule set remembers at most (then it forgets them all and starts again). */
 const VISIBLE_MEMO_MAX = 10_000;
 
+/** The parts of a visibility question besides the tool. */
+export type VisibilityContext = Pick<GateInput, 'agentId' | 'source' | 'securityGroup'>;
+
+/** The compiled rule set, with the evaluation order per security group computed once. */
 export class RuleSet {
   private readonly rules: CompiledRule[];
   private readonly byGroup = new Map<string, CompiledRule[]>();
-  /** `isVisible` answers: a rule set never changes, and a turn asks the same tools every time. */
-  private readonly visibleMemo = new Map<string, boolean>();
+  /**
+   * `isVisible` answers by question context, then by tool: a rule set never changes, and a turn asks
+   * the same tools every time.
+   */
+  private readonly visibleMemo = new Map<string, Map<string, boolean>>();
+  private visibleCount = 0;
+  /** Whether some rule names an agent, a source, a security group (see `visibleKey`). */
+  private readonly named: { agent: boolean; source: boolean; group: boolean };
 
   constructor(rows: readonly RuleRow[]) {
     this.rules = rows.map(compileRule).sort((a, b) => a.priority - b.priority || a.ord - b.ord);
+    this.named = {
+      agent: this.rules.some((r) => r.agentId !== null),
+      source: this.rules.some((r) => r.source !== null),
+      group: this.rules.some((r) => r.securityGroup !== null),
+    };
   }
 
   get size(): number {
     return this.rules.length;
+  }
+
+  /** Visibility answers remembered (for specs). */
+  get visibleMemoSize(): number {
+    return this.visibleCount;
   }
 
   /** The session's group's rules first, then the default (group-less) ones; other groups never apply. */
@@ -254,14 +273,41 @@ export class RuleSet {
     return list;
   }
 
-  /** The remembered answer for `key`, or `compute`'s (remembered). */
-  rememberVisible(key: string, compute: () => boolean): boolean {
-    const known = this.visibleMemo.get(key);
-    if (known !== undefined) return known;
-    const answer = compute();
-    if (this.visibleMemo.size >= VISIBLE_MEMO_MAX) this.visibleMemo.clear();
-    this.visibleMemo.set(key, answer);
-    return answer;
+  /** The remembered answers of one question context: tool → visible. */
+  visibleAnswers(ctx: VisibilityContext): Map<string, boolean> {
+    const key = this.visibleKey(ctx);
+    let answers = this.visibleMemo.get(key);
+    if (!answers) {
+      answers = new Map();
+      this.visibleMemo.set(key, answers);
+    }
+    return answers;
+  }
+
+  /** Remembers an answer in `answers` (from `visibleAnswers`), forgetting everything past the bound. */
+  rememberVisible(answers: Map<string, boolean>, tool: string, answer: boolean): void {
+    if (this.visibleCount >= VISIBLE_MEMO_MAX) {
+      for (const m of this.visibleMemo.values()) m.clear();
+      this.visibleCount = 0;
+    }
+    answers.set(tool, answer);
+    this.visibleCount++;
+  }
+
+  /**
+   * The memo key of a question context: only the parts that some rule of this set names, since a
+   * part no rule names cannot change an answer (`appliesTo` compares a rule's agent and source only
+   * when it has one; `ordered` differs by group only for a group some rule names). Most rule sets
+   * name none, so every agent and source of a group shares one memo. Length-prefixed, so that no two
+   * contexts share a key whatever their strings contain.
+   */
+  private visibleKey(ctx: VisibilityContext): string {
+    const { agent, source, group } = this.named;
+    let key = '';
+    if (group) key += ctx.securityGroup === undefined ? '-|' : `${ctx.securityGroup.length}:${ctx.securityGroup}|`;
+    if (agent) key += `${ctx.agentId.length}:${ctx.agentId}|`;
+    if (source) key += `${ctx.source.length}:${ctx.source}|`;
+    return key;
   }
 }
 
@@ -636,22 +682,33 @@ export function evaluate(rules: RuleSet, input: GateInput): GateResult {
 /**
  * May the model see this tool? Hidden only when the first rule that applies to the tool (by tool,
  * agent and source) is an unconditional Deny; a conditional or broken first rule keeps it visible.
+ * Remembered by the rule set (see `RuleSet.visibleAnswers`).
  */
-export function isVisible(
-  rules: RuleSet,
-  tool: string,
-  ctx: Pick<GateInput, 'agentId' | 'source' | 'securityGroup'>,
-): boolean {
-  // length-prefixed, so that no two questions share a key whatever their strings contain
-  const group = ctx.securityGroup;
-  const key = `${group === undefined ? '-' : `${group.length}:${group}`}|${ctx.agentId.length}:${ctx.agentId}|${ctx.source.length}:${ctx.source}|${tool}`;
-  return rules.rememberVisible(key, () => {
-    const input: GateInput = { ...ctx, toolName: tool, arguments: {}, isAdmin: false };
-    for (const rule of rules.ordered(ctx.securityGroup)) {
-      if (!appliesTo(rule, input)) continue;
-      if (rule.broken || rule.path || rule.command) return true;
-      return rule.action !== 'deny';
-    }
-    return true;
-  });
+export function isVisible(rules: RuleSet, tool: string, ctx: VisibilityContext): boolean {
+  return visibleIn(rules, rules.visibleAnswers(ctx), tool, ctx);
+}
+
+/** The tools of `tools` the model may see, in their order (`isVisible` of each). */
+export function visibleTools(rules: RuleSet, tools: readonly string[], ctx: VisibilityContext): string[] {
+  const answers = rules.visibleAnswers(ctx);
+  return tools.filter((t) => visibleIn(rules, answers, t, ctx));
+}
+
+function visibleIn(rules: RuleSet, answers: Map<string, boolean>, tool: string, ctx: VisibilityContext): boolean {
+  const known = answers.get(tool);
+  if (known !== undefined) return known;
+  const answer = computeVisible(rules, tool, ctx);
+  rules.rememberVisible(answers, tool, answer);
+  return answer;
+}
+
+/** `isVisible` without the memo: the rule engine's answer. */
+export function computeVisible(rules: RuleSet, tool: string, ctx: VisibilityContext): boolean {
+  const input: GateInput = { ...ctx, toolName: tool, arguments: {}, isAdmin: false };
+  for (const rule of rules.ordered(ctx.securityGroup)) {
+    if (!appliesTo(rule, input)) continue;
+    if (rule.broken || rule.path || rule.command) return true;
+    return rule.action !== 'deny';
+  }
+  return true;
 }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { isVisible, RuleRow, RuleSet } from './rule-engine';
+import { computeVisible, isVisible, RuleRow, RuleSet } from './rule-engine';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
@@ -75,6 +75,67 @@ describe('tool visibility', () => {
       }),
       { seed: SEED, numRuns: 300 },
     );
+  });
+
+  it('equals the uncached engine over rule sets that name agents, sources and groups or none of them (seeded)', () => {
+    console.log(`visibility memo vs engine: seed=${SEED} — reproduce with FC_SEED=${SEED}`);
+    const word = fc.constantFrom('', 'a', 'b', 'a|b', '1:a', 'main', 'web', 'execute_cmd', 'mcp__evil__x');
+    // per set: whether its rules may name an agent, a source, a group at all (a set naming none is the common case)
+    const ruleSet = fc.record({ agents: fc.boolean(), sources: fc.boolean(), groups: fc.boolean() }).chain((names) =>
+      fc.array(
+        fc.record({
+          tool: fc.constantFrom('*', 'a', 'b', 'mcp__evil__*', 'execute_cmd', 'a*', 'main'),
+          action: fc.constantFrom('allow', 'deny', 'require'),
+          agentId: names.agents ? fc.option(word, { nil: null }) : fc.constant(null),
+          source: names.sources ? fc.option(word, { nil: null }) : fc.constant(null),
+          securityGroup: names.groups ? fc.option(word, { nil: null }) : fc.constant(null),
+          path: fc.option(fc.constant('/workspace/x/*'), { nil: null }),
+          command: fc.option(fc.constant('git status'), { nil: null }),
+        }),
+        { maxLength: 10 },
+      ),
+    );
+    const question = fc.record({
+      tool: word,
+      agentId: word,
+      source: word,
+      securityGroup: fc.option(word, { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(ruleSet, fc.array(question, { minLength: 1, maxLength: 80 }), (rows, qs) => {
+        const stored = rows.map((x, i) =>
+          r(i + 1, x.tool, x.action, {
+            agentId: x.agentId,
+            source: x.source,
+            securityGroup: x.securityGroup,
+            pathPattern: x.path,
+            commandPattern: x.command,
+          }),
+        );
+        const remembered = new RuleSet(stored);
+        const fresh = new RuleSet(stored);
+        for (const q of [...qs, ...qs]) {
+          const ctx = { agentId: q.agentId, source: q.source, securityGroup: q.securityGroup };
+          expect(isVisible(remembered, q.tool, ctx)).toBe(computeVisible(fresh, q.tool, ctx));
+        }
+      }),
+      { seed: SEED, numRuns: 500 },
+    );
+  });
+
+  it('remembers one answer per tool for every agent and source when no rule names either', () => {
+    const plain = new RuleSet([r(1, 'mcp__evil__*', 'deny'), r(2, '*', 'require')]);
+    for (const agentId of ['main', 'coder', 'reader'])
+      for (const source of ['web', 'cli'])
+        for (const tool of ['read_file', 'mcp__evil__x']) isVisible(plain, tool, { agentId, source });
+    expect(plain.visibleMemoSize).toBe(2);
+    // a set naming an agent keeps agents apart, and still not sources
+    const named = new RuleSet([r(1, 'execute_cmd', 'deny', { agentId: 'reader' }), r(2, '*', 'require')]);
+    for (const agentId of ['main', 'reader'])
+      for (const source of ['web', 'cli']) isVisible(named, 'execute_cmd', { agentId, source });
+    expect(named.visibleMemoSize).toBe(2);
+    expect(isVisible(named, 'execute_cmd', { agentId: 'reader', source: 'web' })).toBe(false);
+    expect(isVisible(named, 'execute_cmd', { agentId: 'main', source: 'web' })).toBe(true);
   });
 
   it('keeps questions apart whose parts join to the same text', () => {

@@ -10,12 +10,38 @@ const RATE_LIMIT_SECONDS = 5;
 export type Outbound = SessionEvent | EphemeralEvent | ConnectionEvent | UserEvent;
 
 /**
+ * A live session event as it came from NATS: its place in the session and the publisher's JSON
+ * text, which is the frame every socket of the session gets (checked by `Bus.subscribeForwarded`
+ * and `readSessionEventEnvelope`, never parsed by a schema nor re-serialised here).
+ */
+export class ForwardedEvent {
+  constructor(
+    readonly session_id: string,
+    readonly seq: number,
+    readonly text: string,
+  ) {}
+}
+
+/** A live ephemeral event as it came from NATS: the publisher's JSON text (no `seq`). */
+export class ForwardedEphemeral {
+  constructor(
+    readonly session_id: string,
+    readonly text: string,
+  ) {}
+}
+
+/** A session event to deliver in order: a forwarded live one, or a replayed one (parsed). */
+export type SequencedEvent = ForwardedEvent | SessionEvent;
+
+/**
  * Each event's frame, serialised once however many sockets it goes to (a user's event reaches every
  * socket of that user). Keyed by the event object, which is never changed after it is first sent
- * (events come parsed from NATS or from a replay page; other frames are built per send).
+ * (events come parsed from NATS or from a replay page; other frames are built per send). A
+ * forwarded event's frame is its text.
  */
 const frames = new WeakMap<Outbound, string>();
-export function frameOf(event: Outbound): string {
+export function frameOf(event: Outbound | ForwardedEvent | ForwardedEphemeral): string {
+  if (event instanceof ForwardedEvent || event instanceof ForwardedEphemeral) return event.text;
   let text = frames.get(event);
   if (text === undefined) {
     text = JSON.stringify(event);
@@ -49,7 +75,7 @@ export class WsConnection {
   lastSeq = 0;
   /** Replays and catch-ups in progress or queued; live events are held meanwhile. */
   private busy = 0;
-  private held: SessionEvent[] = [];
+  private held: SequencedEvent[] = [];
   private chain: Promise<void> = Promise.resolve();
   private windowStart = 0;
   private windowCount = 0;
@@ -69,7 +95,7 @@ export class WsConnection {
     return this.principal.actor.userId;
   }
 
-  send(event: Outbound): void {
+  send(event: Outbound | ForwardedEvent | ForwardedEphemeral): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     if (this.ws.bufferedAmount > MAX_BUFFERED_BYTES) {
       this.ws.close(1013, 'client too slow; reconnect and resume');
@@ -98,7 +124,7 @@ export class WsConnection {
   }
 
   /** Delivers a live session event of this socket's session, in order, once, with no gap. */
-  deliverLive(event: SessionEvent): void {
+  deliverLive(event: SequencedEvent): void {
     if (event.session_id !== this.sessionId || event.seq <= this.lastSeq) return;
     if (this.busy > 0) {
       this.held.push(event);
@@ -210,7 +236,7 @@ export class WsConnection {
     return run;
   }
 
-  private deliver(event: SessionEvent): void {
+  private deliver(event: SequencedEvent): void {
     if (event.seq <= this.lastSeq) return;
     this.lastSeq = event.seq;
     this.send(event);

@@ -6,10 +6,9 @@ import {
   Actor,
   ClientFrame,
   describeZodError,
-  EphemeralEventSchema,
   PROTOCOL_VERSION,
-  SessionEvent,
-  SessionEventSchema,
+  readEphemeralEventEnvelope,
+  readSessionEventEnvelope,
   Source,
   TOPICS,
   UserEventSchema,
@@ -23,6 +22,7 @@ import { ApiError } from '../http/api-error';
 import { SessionsGateway } from '../sessions/sessions.gateway';
 import { GatewayMetrics } from './gateway-metrics';
 import { WsConnection } from './ws-connection';
+import { forwardable, forwardableEphemeral } from './forwarded-events';
 import { frameErrorOf, parseClientFrame } from './client-frame';
 import { GATEWAY_LOGGER } from '../tokens';
 
@@ -276,14 +276,34 @@ export class WsServer implements OnApplicationShutdown {
   private subscribeUser(userId: string): void {
     const conns = (): Set<WsConnection> => this.byUser.get(userId) ?? new Set();
     this.userSubs.set(userId, [
-      this.bus.subscribe(`events.${userId}.*`, SessionEventSchema, (e: SessionEvent, _s, meta) => {
-        for (const c of conns()) c.deliverLive(e);
+      this.bus.subscribeForwarded(`events.${userId}.*`, readSessionEventEnvelope, (text, envelope, subject, meta) => {
+        const event = forwardable(userId, subject, envelope, text);
+        if (!event) {
+          this.log.warn(
+            { userId, subject, sessionId: envelope.session_id },
+            'dropped a session event sent on another subject',
+          );
+          return;
+        }
+        for (const c of conns()) c.deliverLive(event);
         this.metrics.fannedOut('session', meta.sentAt);
       }),
-      this.bus.subscribe(`ephemeral.${userId}.*`, EphemeralEventSchema, (e, _s, meta) => {
-        for (const c of conns()) if (c.sessionId === e.session_id) c.send(e);
-        this.metrics.fannedOut('ephemeral', meta.sentAt);
-      }),
+      this.bus.subscribeForwarded(
+        `ephemeral.${userId}.*`,
+        readEphemeralEventEnvelope,
+        (text, envelope, subject, meta) => {
+          const event = forwardableEphemeral(userId, subject, envelope, text);
+          if (!event) {
+            this.log.warn(
+              { userId, subject, sessionId: envelope.session_id },
+              'dropped an ephemeral event sent on another subject',
+            );
+            return;
+          }
+          for (const c of conns()) if (c.sessionId === event.session_id) c.send(event);
+          this.metrics.fannedOut('ephemeral', meta.sentAt);
+        },
+      ),
       this.bus.subscribe(TOPICS.userEvents.subject(userId), UserEventSchema, (e, _s, meta) => {
         this.metrics.fannedOut('user', meta.sentAt);
         for (const c of conns()) {

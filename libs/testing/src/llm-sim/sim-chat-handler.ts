@@ -64,8 +64,9 @@ export async function handleChatCompletion(
   const parsed = parseJson(rawBody);
   const body = parsed.ok ? parsed.value : null;
   const stream = typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === true;
+  // The log keeps the raw text; its `body` is parsed again only if someone reads it.
   const entry = deps.log.open(
-    { method: req.method ?? 'POST', path: req.url ?? '', ...redactedHeaders(req), body, stream },
+    { method: req.method ?? 'POST', path: req.url ?? '', ...redactedHeaders(req), stream },
     rawBody,
   );
   const controller = new AbortController();
@@ -163,6 +164,10 @@ async function streamReply(
   const resolved = resolveCompletion(reply, request, ex.deps.nextToolCallId);
   const chunks = streamChunks(resolved, identity(ex, request), includeUsage);
   startStream(ex);
+  if (reply.dropAfterChunks === undefined && !((latency.betweenChunksMs ?? 0) > 0)) {
+    writeAllEvents(ex, chunks);
+    return;
+  }
   for (const [i, chunk] of chunks.entries()) {
     if (reply.dropAfterChunks !== undefined && i >= reply.dropAfterChunks) {
       destroy(ex, 'dropped');
@@ -248,6 +253,25 @@ function startStream(ex: Exchange): void {
     ...requestIdHeader(ex),
   });
   ex.deps.log.update(ex.entry, { status: 200 });
+}
+
+/**
+ * An unpaced answer (no delay between chunks, no scripted drop) in one pass of the event loop: the
+ * same events, each still its own `res.write` (so its own HTTP chunk, with the same bytes), under one
+ * cork, so they leave in one `writev` with the terminating chunk instead of one write and one
+ * event-loop turn each.
+ */
+function writeAllEvents(ex: Exchange, chunks: Array<Record<string, unknown>>): void {
+  ex.res.cork();
+  for (const chunk of chunks) writeEventNow(ex, JSON.stringify(chunk));
+  writeEventNow(ex, '[DONE]');
+  ex.res.end(); // uncorks
+  finish(ex, { outcome: 'completed' });
+}
+
+function writeEventNow(ex: Exchange, data: string): void {
+  ex.deps.log.update(ex.entry, { chunksSent: ex.entry.chunksSent + 1 });
+  ex.res.write(`data: ${data}\n\n`);
 }
 
 /** Writes one SSE event and resolves once it is handed to the socket, so a later drop happens after it. */

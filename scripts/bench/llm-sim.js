@@ -6,7 +6,8 @@
 // own work per request and does not include the client's.
 //
 //   node scripts/bench/llm-sim.js [--old <dir holding llm-sim/main.js>] [--requests test-results/bench/sim-requests.json]
-//                                 [--batches 10] [--per-batch 300] [--scripts 50] [--concurrency 8]
+//                                 [--batches 10] [--per-batch 300] [--scripts 50] [--concurrency 8] [--latency 0]
+//                                 [--new <dir>] [--profile <dir>]
 //
 // With 50 keyed scripts (`matchIn: 'last_user'`), as the turn bench's 50-conversation load registers.
 const { spawn } = require('node:child_process');
@@ -22,13 +23,15 @@ const opt = (name, dflt) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : dflt;
 };
-const NEW_DIR = path.join(ROOT, 'libs/testing/dist');
+const NEW_DIR = path.resolve(opt('new', path.join(ROOT, 'libs/testing/dist')));
 const OLD_DIR = opt('old', null);
 const REQUESTS = path.resolve(ROOT, opt('requests', 'test-results/bench/sim-requests.json'));
 const BATCHES = Number(opt('batches', 10));
 const PER_BATCH = Number(opt('per-batch', 300));
 const SCRIPTS = Number(opt('scripts', 50));
 const CONCURRENCY = Number(opt('concurrency', 8));
+const STRACE = opt('strace', null); // a directory: each side's `strace -c -f` summary (start-up included)
+const LATENCY_MS = Number(opt('latency', 0)); // each reply's first-byte delay (the turn bench's load: 200)
 const PROFILE = opt('profile', null); // a directory: each side's CPU profile, <dir>/llm-sim-<side>.cpuprofile
 
 function cpuNs(pid) {
@@ -47,7 +50,11 @@ async function startSim(dir, name) {
   const prof = PROFILE
     ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE)}`, `--cpu-prof-name=llm-sim-${name}.cpuprofile`]
     : [];
-  const child = spawn(process.execPath, [...prof, path.join(dir, 'llm-sim/main.js')], {
+  const argv = [...prof, path.join(dir, 'llm-sim/main.js')];
+  const [cmd, args] = STRACE
+    ? ['strace', ['-c', '-f', '-o', path.resolve(STRACE, `llm-sim-${name}.strace`), process.execPath, ...argv]]
+    : [process.execPath, argv];
+  const child = spawn(cmd, args, {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -91,13 +98,9 @@ async function prepare(sim, bodies) {
     matchIn: 'last_user',
     repeatLast: true,
     replies: [
-      { tool_calls: [{ name: 'read_file', arguments: { path: 'bench.txt' } }] },
-      { tool_calls: [{ name: 'read_file', arguments: { path: 'bench.txt' } }] },
-      { tool_calls: [{ name: 'read_file', arguments: { path: 'bench.txt' } }] },
-      { tool_calls: [{ name: 'read_file', arguments: { path: 'bench.txt' } }] },
-      { tool_calls: [{ name: 'read_file', arguments: { path: 'bench.txt' } }] },
+      ...Array.from({ length: 5 }, () => ({ tool_calls: [{ name: 'read_file', arguments: { path: 'bench.txt' } }] })),
       { content: 'Read it.' },
-    ],
+    ].map((r) => ({ ...r, latency: { firstByteMs: LATENCY_MS } })),
   });
   return new OpenAI({ baseURL: sim.url, apiKey: 'sk-bench', maxRetries: 0 });
 }

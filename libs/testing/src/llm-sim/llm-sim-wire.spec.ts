@@ -203,4 +203,43 @@ describe('llm-sim wire bytes of a streamed answer (differential)', () => {
     // and the log still answers with the bodies, parsed from its raw text
     expect(sim.requests({ contains: key }).map((e) => (e.body as { messages: unknown[] }).messages)).toHaveLength(5);
   });
+
+  it('holds no parsed request through the first-byte delay: only what the answer needs of it', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const key = '[[wire-delay]]';
+    let seen: WeakRef<object> | null = null;
+    let chosen = (): void => undefined;
+    const replied = new Promise<void>((resolve) => (chosen = resolve));
+    sim.script({
+      match: key,
+      replies: [
+        (ctx) => {
+          seen = new WeakRef(ctx.body);
+          chosen();
+          return { content: 'late', latency: { firstByteMs: 400 } };
+        },
+      ],
+    });
+    const body = JSON.stringify({
+      model: 'sim-model',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: `${key} ${'x'.repeat(400)}` }],
+    });
+    const answer = rawExchange(sim.port, body);
+    await replied;
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+    }
+    const alive = (seen as WeakRef<object> | null)?.deref() !== undefined;
+    const raw = await answer;
+    expect(alive).toBe(false);
+    // the usage still counts the prompt: (JSON of the messages + of no tools) / 4
+    const promptTokens = Math.ceil(
+      (JSON.stringify((JSON.parse(body) as { messages: unknown[] }).messages).length + 2) / 4,
+    );
+    expect(raw).toContain(`"prompt_tokens":${promptTokens},`);
+  });
 });

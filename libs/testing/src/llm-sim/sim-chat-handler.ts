@@ -1,5 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { completionObject, resolveCompletion, streamChunks, type CompletionIdentity } from './sim-completion';
+import {
+  answerFacts,
+  completionObject,
+  resolveCompletion,
+  streamChunks,
+  type AnswerFacts,
+  type CompletionIdentity,
+} from './sim-completion';
 import { openAiError, parseJson, pause, redactedHeaders, sendJson } from './sim-http';
 import type { SimRequestLog } from './sim-request-log';
 import { lastUserText, type SimScriptStore } from './sim-script-store';
@@ -121,6 +128,18 @@ export async function handleChatCompletion(
     return;
   }
   const latency = { ...deps.latency(), ...(reply.latency ?? {}) };
+  // Returned, not awaited: this frame, which holds the parsed request, ends here.
+  return answer(ex, reply, answerFacts(request, 'fail' in reply ? null : reply), latency, stream);
+}
+
+/** After the reply is chosen: the request is known by its facts only from here on (see `AnswerFacts`). */
+async function answer(
+  ex: Exchange,
+  reply: SimReplySpec,
+  request: AnswerFacts,
+  latency: SimLatency,
+  stream: boolean,
+): Promise<void> {
   await pause(latency.firstByteMs ?? 0, ex.gone);
   if (ex.gone.aborted) return;
   if ('fail' in reply) {
@@ -136,7 +155,7 @@ function unscriptedReply(request: SimChatRequest): SimCompletionReply {
   return { content: `[llm-sim] No scripted reply matched this request; echoing the last user message: ${text}` };
 }
 
-function identity(ex: Exchange, request: SimChatRequest): CompletionIdentity {
+function identity(ex: Exchange, request: AnswerFacts): CompletionIdentity {
   return {
     id: `chatcmpl-sim${String(ex.entry.id).padStart(8, '0')}`,
     created: Math.floor(Date.now() / 1000),
@@ -144,7 +163,7 @@ function identity(ex: Exchange, request: SimChatRequest): CompletionIdentity {
   };
 }
 
-function answerOnce(ex: Exchange, reply: SimCompletionReply, request: SimChatRequest): void {
+function answerOnce(ex: Exchange, reply: SimCompletionReply, request: AnswerFacts): void {
   if (reply.dropAfterChunks !== undefined) {
     destroy(ex, 'dropped');
     return;
@@ -157,10 +176,10 @@ function answerOnce(ex: Exchange, reply: SimCompletionReply, request: SimChatReq
 async function streamReply(
   ex: Exchange,
   reply: SimCompletionReply,
-  request: SimChatRequest,
+  request: AnswerFacts,
   latency: SimLatency,
 ): Promise<void> {
-  const includeUsage = request.stream_options?.include_usage === true;
+  const includeUsage = request.includeUsage;
   const resolved = resolveCompletion(reply, request, ex.deps.nextToolCallId);
   const chunks = streamChunks(resolved, identity(ex, request), includeUsage);
   startStream(ex);
@@ -182,7 +201,7 @@ async function streamReply(
   finish(ex, { outcome: 'completed' });
 }
 
-function fail(ex: Exchange, failure: SimFailure, request: SimChatRequest, latency: SimLatency): void {
+function fail(ex: Exchange, failure: SimFailure, request: AnswerFacts, latency: SimLatency): void {
   switch (failure.kind) {
     case 'http_error': {
       const defaults = HTTP_ERROR_DEFAULTS[failure.status] ?? {
@@ -225,7 +244,7 @@ async function streamThenError(
   ex: Exchange,
   afterChunks: number,
   message: string,
-  request: SimChatRequest,
+  request: AnswerFacts,
   latency: SimLatency,
 ): Promise<void> {
   const resolved = resolveCompletion(

@@ -765,7 +765,7 @@ async function profileRun(infra) {
   const dir = path.join(CFG.out, 'profiles');
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
-  const apps = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'];
+  const apps = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler', 'llm-sim'];
   const nodeArgs = Object.fromEntries(
     apps.map((a) => [a, ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${a}.cpuprofile`]]),
   );

@@ -1,5 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { completionObject, resolveCompletion, streamChunks, type CompletionIdentity } from './sim-completion';
+import {
+  answerFacts,
+  completionObject,
+  resolveCompletion,
+  streamChunks,
+  type AnswerFacts,
+  type CompletionIdentity,
+} from './sim-completion';
 import { openAiError, parseJson, pause, redactedHeaders, sendJson } from './sim-http';
 import type { SimRequestLog } from './sim-request-log';
 import { lastUserText, type SimScriptStore } from './sim-script-store';
@@ -64,8 +71,9 @@ export async function handleChatCompletion(
   const parsed = parseJson(rawBody);
   const body = parsed.ok ? parsed.value : null;
   const stream = typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === true;
+  // The log keeps the raw text; its `body` is parsed again only if someone reads it.
   const entry = deps.log.open(
-    { method: req.method ?? 'POST', path: req.url ?? '', ...redactedHeaders(req), body, stream },
+    { method: req.method ?? 'POST', path: req.url ?? '', ...redactedHeaders(req), stream },
     rawBody,
   );
   const controller = new AbortController();
@@ -120,6 +128,18 @@ export async function handleChatCompletion(
     return;
   }
   const latency = { ...deps.latency(), ...(reply.latency ?? {}) };
+  // Returned, not awaited: this frame, which holds the parsed request, ends here.
+  return answer(ex, reply, answerFacts(request, 'fail' in reply ? null : reply), latency, stream);
+}
+
+/** After the reply is chosen: the request is known by its facts only from here on (see `AnswerFacts`). */
+async function answer(
+  ex: Exchange,
+  reply: SimReplySpec,
+  request: AnswerFacts,
+  latency: SimLatency,
+  stream: boolean,
+): Promise<void> {
   await pause(latency.firstByteMs ?? 0, ex.gone);
   if (ex.gone.aborted) return;
   if ('fail' in reply) {
@@ -135,7 +155,7 @@ function unscriptedReply(request: SimChatRequest): SimCompletionReply {
   return { content: `[llm-sim] No scripted reply matched this request; echoing the last user message: ${text}` };
 }
 
-function identity(ex: Exchange, request: SimChatRequest): CompletionIdentity {
+function identity(ex: Exchange, request: AnswerFacts): CompletionIdentity {
   return {
     id: `chatcmpl-sim${String(ex.entry.id).padStart(8, '0')}`,
     created: Math.floor(Date.now() / 1000),
@@ -143,7 +163,7 @@ function identity(ex: Exchange, request: SimChatRequest): CompletionIdentity {
   };
 }
 
-function answerOnce(ex: Exchange, reply: SimCompletionReply, request: SimChatRequest): void {
+function answerOnce(ex: Exchange, reply: SimCompletionReply, request: AnswerFacts): void {
   if (reply.dropAfterChunks !== undefined) {
     destroy(ex, 'dropped');
     return;
@@ -156,13 +176,17 @@ function answerOnce(ex: Exchange, reply: SimCompletionReply, request: SimChatReq
 async function streamReply(
   ex: Exchange,
   reply: SimCompletionReply,
-  request: SimChatRequest,
+  request: AnswerFacts,
   latency: SimLatency,
 ): Promise<void> {
-  const includeUsage = request.stream_options?.include_usage === true;
+  const includeUsage = request.includeUsage;
   const resolved = resolveCompletion(reply, request, ex.deps.nextToolCallId);
   const chunks = streamChunks(resolved, identity(ex, request), includeUsage);
   startStream(ex);
+  if (reply.dropAfterChunks === undefined && !((latency.betweenChunksMs ?? 0) > 0)) {
+    writeAllEvents(ex, chunks);
+    return;
+  }
   for (const [i, chunk] of chunks.entries()) {
     if (reply.dropAfterChunks !== undefined && i >= reply.dropAfterChunks) {
       destroy(ex, 'dropped');
@@ -177,7 +201,7 @@ async function streamReply(
   finish(ex, { outcome: 'completed' });
 }
 
-function fail(ex: Exchange, failure: SimFailure, request: SimChatRequest, latency: SimLatency): void {
+function fail(ex: Exchange, failure: SimFailure, request: AnswerFacts, latency: SimLatency): void {
   switch (failure.kind) {
     case 'http_error': {
       const defaults = HTTP_ERROR_DEFAULTS[failure.status] ?? {
@@ -220,7 +244,7 @@ async function streamThenError(
   ex: Exchange,
   afterChunks: number,
   message: string,
-  request: SimChatRequest,
+  request: AnswerFacts,
   latency: SimLatency,
 ): Promise<void> {
   const resolved = resolveCompletion(
@@ -248,6 +272,25 @@ function startStream(ex: Exchange): void {
     ...requestIdHeader(ex),
   });
   ex.deps.log.update(ex.entry, { status: 200 });
+}
+
+/**
+ * An unpaced answer (no delay between chunks, no scripted drop) in one pass of the event loop: the
+ * same events, each still its own `res.write` (so its own HTTP chunk, with the same bytes), under one
+ * cork, so they leave in one `writev` with the terminating chunk instead of one write and one
+ * event-loop turn each.
+ */
+function writeAllEvents(ex: Exchange, chunks: Array<Record<string, unknown>>): void {
+  ex.res.cork();
+  for (const chunk of chunks) writeEventNow(ex, JSON.stringify(chunk));
+  writeEventNow(ex, '[DONE]');
+  ex.res.end(); // uncorks
+  finish(ex, { outcome: 'completed' });
+}
+
+function writeEventNow(ex: Exchange, data: string): void {
+  ex.deps.log.update(ex.entry, { chunksSent: ex.entry.chunksSent + 1 });
+  ex.res.write(`data: ${data}\n\n`);
 }
 
 /** Writes one SSE event and resolves once it is handed to the socket, so a later drop happens after it. */

@@ -35,9 +35,31 @@ export interface CompletionIdentity {
 const ARGUMENT_CHUNK = 12;
 const SYSTEM_FINGERPRINT = 'fp_llm_sim';
 
+/**
+ * What an answer needs of its request once the reply is chosen: the model and whether usage is
+ * asked for, and the prompt's token estimate when the reply does not script it. Taken before the
+ * reply's first-byte delay, so that the parsed request (tens of KB of objects for a long
+ * conversation) is not held through it, to be copied by every young-generation collection meanwhile.
+ */
+export interface AnswerFacts {
+  model: string;
+  includeUsage: boolean;
+  /** The estimate of the prompt's tokens (JSON of messages and tools / 4); 0 when not needed. */
+  promptTokens: number;
+}
+
+export function answerFacts(request: SimChatRequest, reply: SimCompletionReply | null): AnswerFacts {
+  const needed = reply !== null && !reply.omitUsage && reply.usage?.prompt_tokens === undefined;
+  return {
+    model: request.model,
+    includeUsage: request.stream_options?.include_usage === true,
+    promptTokens: needed ? estimateTokens(JSON.stringify(request.messages) + JSON.stringify(request.tools ?? [])) : 0,
+  };
+}
+
 export function resolveCompletion(
   reply: SimCompletionReply,
-  request: SimChatRequest,
+  facts: AnswerFacts,
   nextToolCallId: () => string,
 ): ResolvedCompletion {
   const toolCalls = (reply.tool_calls ?? []).map((call) => ({
@@ -47,9 +69,7 @@ export function resolveCompletion(
   }));
   const content = reply.content ?? (toolCalls.length > 0 ? null : '');
   const reasoning = reply.reasoning ?? null;
-  const promptTokens =
-    reply.usage?.prompt_tokens ??
-    estimateTokens(JSON.stringify(request.messages) + JSON.stringify(request.tools ?? []));
+  const promptTokens = reply.usage?.prompt_tokens ?? facts.promptTokens;
   const reasoningTokens = estimateTokens(reasoning ?? '');
   const completionTokens =
     reply.usage?.completion_tokens ??

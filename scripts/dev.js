@@ -232,6 +232,10 @@ async function main() {
     llmBanner = `LLM: ${env.SKALD_LLM_CLIENTS ? 'clients from SKALD_LLM_CLIENTS' : `${env.SKALD_LLM_MODEL || '(default model)'} at ${env.OPENAI_BASE_URL}`}`;
   }
 
+  // `npm start` runs the apps as deployments do (docker-compose.yml, k8s, the image): NODE_ENV=production, where a
+  // published NATS message is checked by its receivers only. `npm run dev` and a NODE_ENV you set keep the sender's
+  // check too.
+  env.NODE_ENV ||= WATCH ? 'development' : 'production';
   start('approval-service', 'apps/approval-service/dist/main.js', { ...appEnv['approval-service'], PORT: String(appPort(env, 'approval-service')) });
   start('tool-runner', 'apps/tool-runner/dist/main.js', { ...appEnv['tool-runner'], PORT: String(appPort(env, 'tool-runner')) });
   start('session-worker', 'apps/session-worker/dist/main.js', { ...appEnv['session-worker'], PORT: String(appPort(env, 'session-worker')) });

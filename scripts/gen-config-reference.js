@@ -33,7 +33,7 @@ const appSource = (app) => `apps/${app}/src/config.ts`;
 /** Descriptions of the fields that have no doc comment in their schema. */
 const DESCRIPTIONS = {
   NODE_ENV:
-    '`production` in deployments (there a published NATS message is checked against its schema by its receivers only, not also by its sender).',
+    '`production` in deployments and under `npm start`, `development` under `npm run dev`. In production a published NATS message is checked against its schema by its receivers only, not also by its sender.',
   LOG_LEVEL: 'pino log level of the JSON logs.',
   DATABASE_URL:
     "Postgres connection URL. An app's names its own role (`skald_<app>`, see Database roles); the migration CLI's (`node libs/persistence/dist/cli.js up`, then `roles`) names the admin. The database is created by the migration when missing.",

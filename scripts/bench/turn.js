@@ -356,8 +356,9 @@ async function startStack(infra, nodeArgs = {}) {
     root: ROOT,
     env: {
       DATABASE_URL: infra.skaldUrl,
-      // npm start's defaults (the test stack's are smaller).
+      // npm start's defaults (the test stack's are smaller), and its NODE_ENV (as deployments run).
       DATABASE_POOL_SIZE: '5',
+      NODE_ENV: 'production',
       SKALD_RULES_MAX_AGE_MS: String(ApprovalConfigSchema.shape.SKALD_RULES_MAX_AGE_MS.parse(undefined)),
       LOG_LEVEL: 'info',
       // Parked turns are measured without waiting the default 30 s.

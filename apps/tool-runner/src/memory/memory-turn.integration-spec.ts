@@ -41,7 +41,7 @@ type Db = { query: (sql: string, params?: unknown[]) => Promise<unknown> };
  * a named one (the turn's statement is sent by name, MEMORY_TURN_NAME).
  */
 async function statementsDuring<T>(qr: QueryRunner, body: () => Promise<T>): Promise<{ result: T; seen: string[] }> {
-  const client = qr.databaseConnection as { query: (...a: unknown[]) => unknown };
+  const client = (qr as unknown as { databaseConnection: { query: (...a: unknown[]) => unknown } }).databaseConnection;
   const original = client.query;
   const seen: string[] = [];
   client.query = function (this: unknown, ...a: unknown[]) {

@@ -14,7 +14,7 @@
 //
 //   node scripts/bench/turn.js [--quick] [--profile] [--out test-results/bench]
 //                              [--fresh 30] [--long 200] [--turns50 4] [--turns200 3] [--parked 200]
-//                              [--no-thousand]
+//                              [--no-thousand] [--env NAME=value]…
 //
 // Prints one table and the targets (met / NOT met), writes <out>/turn.json; with --profile also a
 // CPU profile of each app under the 50-conversation load (<out>/profiles/<app>.cpuprofile) and a
@@ -44,6 +44,12 @@ const opt = (name, dflt) => {
   return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : dflt;
 };
 const QUICK = flag('quick');
+/** `--env NAME=value` (repeatable): set for every app of the stack, e.g. an old pool setting for an A/B. */
+const STACK_ENV = Object.fromEntries(
+  argv.flatMap((a, i) =>
+    a === '--env' && argv[i + 1]?.includes('=') ? [argv[i + 1].split(/=(.*)/s).slice(0, 2)] : [],
+  ),
+);
 const CFG = {
   fresh: Number(opt('fresh', QUICK ? 10 : 30)),
   long: Number(opt('long', QUICK ? 40 : 200)),
@@ -150,10 +156,11 @@ class SqlMeter {
     const { rows } = await this.admin.query(
       `SELECT (SELECT COALESCE(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
                 WHERE d.datname = $1)::bigint AS statements,
-              (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1)::bigint AS xacts`,
+              (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1)::bigint AS xacts,
+              (SELECT sessions FROM pg_stat_database WHERE datname = $1)::bigint AS sessions`,
       [this.datname],
     );
-    return { statements: Number(rows[0].statements), xacts: Number(rows[0].xacts) };
+    return { statements: Number(rows[0].statements), xacts: Number(rows[0].xacts), sessions: Number(rows[0].sessions) };
   }
   /** Counters after every backend has reported; `idle`: the statements run while waiting. */
   async settled() {
@@ -184,7 +191,9 @@ class SqlMeter {
       .sort((a, b) => b.calls - a.calls)
       .slice(0, 30);
     const statements = s1.statements - s1.idle - this.s0.statements;
-    return { statements, xacts: s1.xacts - s1.idle - this.s0.xacts, top };
+    // Backends opened (pg_stat_database.sessions) from the start of the phase to its settled end:
+    // a pool that closed idle connections opens new ones (a fork, every named statement parsed).
+    return { statements, xacts: s1.xacts - s1.idle - this.s0.xacts, top, sessions: s1.sessions - this.s0.sessions };
   }
 }
 
@@ -295,12 +304,13 @@ async function unscript(sim, ids) {
 const newMarkers = (n, tag) => Array.from({ length: n }, () => `${tag}-${randomUUID().slice(0, 13)}`);
 
 // ------------------------------------------------------------------------------------------ run
-async function startInfra() {
+async function startInfra(extraSettings = {}) {
   const pg = await PrivatePostgres.start({
     settings: {
       shared_preload_libraries: 'pg_stat_statements',
       'pg_stat_statements.track_utility': 'off',
       'pg_stat_statements.max': '10000',
+      ...extraSettings,
     },
   });
   const admin = new Client({ connectionString: pg.url('postgres') });
@@ -348,7 +358,7 @@ async function prepareInfra(pg, admin) {
   return { pg, admin, redis, skaldUrl, stopNow };
 }
 
-async function startStack(infra, nodeArgs = {}) {
+async function startStack(infra, nodeArgs = {}, extraEnv = {}) {
   // The worker's inspector (loopback, a free port) lets the benchmark collect garbage before it
   // weighs the heap of parked turns.
   nodeArgs = { ...nodeArgs, 'session-worker': [...(nodeArgs['session-worker'] ?? []), '--inspect=127.0.0.1:0'] };
@@ -363,6 +373,8 @@ async function startStack(infra, nodeArgs = {}) {
       LOG_LEVEL: 'info',
       // Parked turns are measured without waiting the default 30 s.
       SKALD_PARK_AFTER: String(CFG.parkAfterSecs),
+      ...STACK_ENV,
+      ...extraEnv,
     },
     nodeArgs,
   });
@@ -440,6 +452,7 @@ async function skaldFresh(stack, users, sim, cpu, sql) {
     cpuMsPerRoundByProcess: perRound(cpuMsByApp, rounds),
     sqlStatementsPerRound: q.statements / rounds,
     sqlTransactionsPerRound: q.xacts / rounds,
+    backendsOpened: q.sessions,
     // The statements of the fresh phase by calls per round (normalized text): what a round spends.
     sqlTop: q.top.map((t) => ({ perRound: Math.round((t.calls / rounds) * 100) / 100, query: t.query })),
   };
@@ -699,6 +712,7 @@ async function floorFigures(infra, stack, sim) {
   f.cpuMsPerRoundByProcess = perRound(fresh.cpuByProcess, rounds);
   f.sqlStatementsPerRound = fresh.q.statements / rounds;
   f.sqlTransactionsPerRound = fresh.q.xacts / rounds;
+  f.backendsOpened = fresh.q.sessions;
   noteLoad('floor fresh');
   const long = await floorPhase(infra, stack, sim, {
     kind: 'sequential',
@@ -882,6 +896,9 @@ async function main() {
   log(
     `\nCPU ms per round by process — Skald: ${fmtBy(skald.cpuMsPerRoundByProcess)}; floor: ${fmtBy(floor.cpuMsPerRoundByProcess)}`,
   );
+  log(
+    `Postgres backends opened during the fresh phase (with its settling wait) — Skald: ${skald.backendsOpened ?? '–'}; floor: ${floor.backendsOpened ?? '–'}`,
+  );
   log(`machine load (1 min) after each phase: ${loads.map((l) => `${l.phase} ${l.load1}`).join('; ')}`);
   log(`whole run: ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   const out = path.join(CFG.out, 'turn.json');
@@ -927,6 +944,8 @@ module.exports = {
   openConversations,
   unscript,
   stackGroups,
+  postgresPids,
+  cpuMs,
 };
 
 if (require.main === module)

@@ -63,6 +63,8 @@ export class AppModule {
         DatabaseModule.forRoot({
           url: config.DATABASE_URL,
           poolSize: config.DATABASE_POOL_SIZE,
+          poolMin: config.DATABASE_POOL_MIN,
+          poolIdleMs: config.DATABASE_POOL_IDLE_MS,
           entities: SESSION_ENTITIES,
           applicationName: instance,
           readiness,

@@ -46,6 +46,8 @@ export class AppModule {
         DatabaseModule.forRoot({
           url: config.DATABASE_URL,
           poolSize: config.DATABASE_POOL_SIZE,
+          poolMin: config.DATABASE_POOL_MIN,
+          poolIdleMs: config.DATABASE_POOL_IDLE_MS,
           entities: TOOL_RUNNER_ENTITIES,
           applicationName: instance,
           readiness,

@@ -19,8 +19,8 @@ export async function queryRows<T = Record<string, unknown>>(
   return result as T[];
 }
 
-/** node-postgres' pool under TypeORM's postgres driver: named statements need it directly. */
-interface PgPool {
+/** node-postgres' pool or client under TypeORM's postgres driver: named statements need it directly. */
+interface PgQueryable {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
 }
 
@@ -29,19 +29,29 @@ export interface PgDriverHolder {
   driver: unknown;
 }
 
+/** A transaction's EntityManager: its query runner holds the connection the transaction runs on. */
+export interface PgTransactionHolder {
+  queryRunner?: { databaseConnection?: unknown } | null;
+  connection: PgDriverHolder;
+}
+
 /**
  * Runs a named (prepared) statement and returns its rows: Postgres parses and plans it once per
  * connection and afterwards only binds and executes it. A name stands for one text for good — a
  * connection keeps the statement it prepared, so a changed text needs a new name (`…_v2`).
- * Parameters are passed as they are (no text codec here: see `pgParams`).
+ * Parameters are passed as they are (no text codec here: see `pgParams`). Given a transaction's
+ * EntityManager, it runs on that transaction's connection; given a DataSource, on the pool.
  */
 export async function preparedRows<T = Record<string, unknown>>(
-  ds: PgDriverHolder,
+  db: PgDriverHolder | PgTransactionHolder,
   name: string,
   text: string,
   values: unknown[],
 ): Promise<T[]> {
-  const pool = (ds.driver as { master: PgPool }).master;
-  const { rows } = await pool.query({ name, text, values });
+  const inTransaction =
+    'connection' in db ? (db.queryRunner?.databaseConnection as PgQueryable | undefined) : undefined;
+  const driver = 'driver' in db ? db.driver : db.connection.driver;
+  const target = inTransaction ?? (driver as { master: PgQueryable }).master;
+  const { rows } = await target.query({ name, text, values });
   return rows as T[];
 }

@@ -6,6 +6,17 @@ export const BaseConfigSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/skald'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(50).default(5),
+  /**
+   * Postgres connections a process keeps open while idle (at most `DATABASE_POOL_SIZE`): they are
+   * never closed for idleness, so a quiet spell does not cost a new backend (a fork, and every
+   * prepared statement parsed again) when work resumes.
+   */
+  DATABASE_POOL_MIN: z.coerce.number().int().min(0).max(50).default(1),
+  /**
+   * How long a connection above `DATABASE_POOL_MIN` may sit idle before it is closed; 0 never
+   * closes one. Connections are reused last-in first-out, so only those a burst opened wait here.
+   */
+  DATABASE_POOL_IDLE_MS: z.coerce.number().int().min(0).default(60_000),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   NATS_USER: z.string().optional(),
   NATS_PASSWORD: z.string().optional(),

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { queryRows } from '@skald/persistence';
-import { LeaseRepository } from './lease.repository';
+import fc from 'fast-check';
+import { LeaseRepository, RELEASE_AND_CHECK_NAME, RELEASE_AND_CHECK_SQL } from './lease.repository';
 
 jest.setTimeout(30_000);
 
@@ -109,5 +110,84 @@ describe('LeaseRepository', () => {
     const third = (await leases.acquire(id, 'b', 10_000))!;
     expect(await leases.releaseAndCheckWork({ ...third, owner: 'a' })).toBe(true);
     expect((await row(id)).owner).toBe('b');
+  });
+
+  it('releaseAndCheckWork, sent by name on a generic plan, answers and writes what the statement sent as text does', async () => {
+    // The former call: the same text, unnamed (parsed and planned per call). The new one: by name,
+    // on a connection that always uses the generic plan (what a pooled connection settles on).
+    const generic = new DataSource({
+      type: 'postgres',
+      url: process.env.DATABASE_URL,
+      extra: { max: 1, options: '-c plan_cache_mode=force_generic_plan' },
+    });
+    await generic.initialize();
+    const named = new LeaseRepository(generic);
+    const seed = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+    const state = fc.record({
+      turn: fc.constantFrom('running', 'parked', 'finished'),
+      stop: fc.boolean(),
+      inbox: fc.array(fc.constantFrom('queued', 'entered', 'discarded'), { maxLength: 3 }),
+      holder: fc.constantFrom('me', 'other', 'stale epoch', 'expired', 'none'),
+    });
+    type State = typeof state extends fc.Arbitrary<infer T> ? T : never;
+    /** A session in `s`, and the lease its caller believes it holds. */
+    const make = async (s: State) => {
+      const id = await session();
+      await ds.query(
+        `UPDATE sessions SET turn_state = $2, stop_requested_at = CASE WHEN $3 THEN now() END WHERE id = $1`,
+        [id, s.turn, s.stop],
+      );
+      for (const [i, status] of s.inbox.entries())
+        await ds.query(
+          `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic, status)
+           SELECT $1, id, user_id, $3, 'hi', 'queue', false, $4 FROM sessions WHERE id = $2`,
+          [randomUUID(), id, `c${i}-${randomUUID()}`, status],
+        );
+      const lease = (await leases.acquire(id, s.holder === 'other' ? 'b' : 'a', 10_000))!;
+      if (s.holder === 'expired') await expire(id);
+      if (s.holder === 'none') await leases.release(lease);
+      const mine = { ...lease, owner: 'a', epoch: s.holder === 'stale epoch' ? lease.epoch - 1 : lease.epoch };
+      return { id, mine };
+    };
+    const after = async (id: string) =>
+      (
+        await queryRows<{ owner: string | null; epoch: number; live: boolean }>(
+          ds,
+          `SELECT owner, epoch::int AS epoch, expires_at > now() AS live FROM session_leases WHERE session_id = $1`,
+          [id],
+        )
+      )[0];
+    const sent: Array<string | null> = [];
+    const client = (
+      generic.driver as unknown as { postgres: { Client: { prototype: { query: (...a: unknown[]) => unknown } } } }
+    ).postgres.Client.prototype;
+    const original = client.query;
+    client.query = function (this: unknown, ...a: unknown[]) {
+      const q = a[0] as string | { name?: string };
+      sent.push(typeof q === 'object' && q !== null ? (q.name ?? null) : null);
+      return original.apply(this, a);
+    };
+    try {
+      await fc.assert(
+        fc.asyncProperty(state, async (s) => {
+          const old = await make(s);
+          const now = await make(s);
+          const [oldRow] = await queryRows<{ work: boolean }>(ds, RELEASE_AND_CHECK_SQL, [
+            old.id,
+            old.mine.owner,
+            old.mine.epoch,
+          ]);
+          sent.length = 0;
+          const work = await named.releaseAndCheckWork(now.mine);
+          expect(sent).toEqual([RELEASE_AND_CHECK_NAME]);
+          expect(work).toBe(oldRow.work === true);
+          expect(await after(now.id)).toEqual(await after(old.id));
+        }),
+        { seed, numRuns: Number(process.env.FC_RUNS ?? 60) },
+      );
+    } finally {
+      client.query = original;
+      await generic.destroy();
+    }
   });
 });

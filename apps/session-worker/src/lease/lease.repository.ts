@@ -1,4 +1,4 @@
-import { queryRows } from '@skald/persistence';
+import { preparedRows, queryRows } from '@skald/persistence';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 
@@ -36,6 +36,15 @@ export function leaseTake(p: { session: string; owner: string; ttlMs: string; wh
          RETURNING epoch, (SELECT owner IS NOT NULL FROM lease_prev) AS took_over)`;
 }
 
+/** The name of {@link RELEASE_AND_CHECK_SQL} (prepared once per connection; a new text needs a new name). */
+export const RELEASE_AND_CHECK_NAME = 'skald_release_v1';
+
+/** The lease released by its holder, and whether the session has work for a driver. */
+export const RELEASE_AND_CHECK_SQL = `WITH released AS (
+   UPDATE session_leases SET owner = NULL, expires_at = now()
+    WHERE session_id = $1 AND owner = $2 AND epoch = $3)
+ SELECT EXISTS (SELECT 1 FROM sessions s WHERE s.id = $1 AND ${SESSION_HAS_WORK}) AS work`;
+
 /**
  * One driver per session across all replicas: a lease row with owner, fencing epoch and expiry,
  * judged by the database clock. Taking a lease (free or expired) always increments the epoch.
@@ -69,17 +78,15 @@ export class LeaseRepository {
   /**
    * Releases the lease and, in the same statement, says whether the session has work for a driver
    * (a turn running, a parked turn with a stop, or a finished one with queued input): input queued
-   * while the lease was held but after the holder's last look is taken at once.
+   * while the lease was held but after the holder's last look is taken at once. Sent by name: it
+   * runs once a turn, and a plan of it per turn cost Postgres more than its execution.
    */
   async releaseAndCheckWork(lease: Lease): Promise<boolean> {
-    const rows: Array<{ work: boolean }> = await queryRows(
-      this.ds,
-      `WITH released AS (
-         UPDATE session_leases SET owner = NULL, expires_at = now()
-          WHERE session_id = $1 AND owner = $2 AND epoch = $3)
-       SELECT EXISTS (SELECT 1 FROM sessions s WHERE s.id = $1 AND ${SESSION_HAS_WORK}) AS work`,
-      [lease.sessionId, lease.owner, lease.epoch],
-    );
+    const rows = await preparedRows<{ work: boolean }>(this.ds, RELEASE_AND_CHECK_NAME, RELEASE_AND_CHECK_SQL, [
+      lease.sessionId,
+      lease.owner,
+      lease.epoch,
+    ]);
     return rows[0]?.work === true;
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { MemoryPath, parseMemoryPath } from './memory-path';
-import { MemoryRepository } from './memory.repository';
+import { MEMORY_TURN_NAME, MemoryRepository } from './memory.repository';
 import { MemoryToolsService } from './memory-tools.service';
 
 jest.setTimeout(180_000);
@@ -127,7 +127,15 @@ describe('MemoryToolsService.forTurn documents: one statement', () => {
       `INSERT INTO memory_documents (id, scope, user_id, path, content) VALUES ($1, 'user', $2, 'p.md', 'mine')`,
       [randomUUID(), me],
     );
+    // The turn's statement goes by name to the pool (MEMORY_TURN_NAME); anything else through TypeORM.
     const seen: string[] = [];
+    const pool = (ds.driver as unknown as { master: { query: (...a: unknown[]) => unknown } }).master;
+    const poolQuery = pool.query.bind(pool);
+    const poolSpy = jest.spyOn(pool, 'query').mockImplementation((...a: unknown[]) => {
+      const q = a[0] as string | { name?: string };
+      seen.push(typeof q === 'string' ? q : (q.name ?? ''));
+      return poolQuery(...a);
+    });
     const query = ds.query.bind(ds);
     const spy = jest.spyOn(ds, 'query').mockImplementation(((q: string, p?: unknown[]) => {
       seen.push(q);
@@ -148,7 +156,7 @@ describe('MemoryToolsService.forTurn documents: one statement', () => {
         { path: 'workspace/x', content: null },
         { path: 'user-memory/q.md', content: null },
       ]);
-      expect(seen).toHaveLength(1);
+      expect(seen).toEqual([MEMORY_TURN_NAME]);
       expect((await service.forTurn(me, ['/etc/passwd', 'user-memory/'], null)).documents).toEqual([
         { path: '/etc/passwd', content: null },
         { path: 'user-memory/', content: null },
@@ -156,6 +164,7 @@ describe('MemoryToolsService.forTurn documents: one statement', () => {
       expect(seen).toHaveLength(1);
     } finally {
       spy.mockRestore();
+      poolSpy.mockRestore();
     }
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource, QueryRunner } from 'typeorm';
 import { MemoryPath, memoryVirtual, MemoryScope, parseMemoryPath } from './memory-path';
-import { MemoryHit, MemoryRepository } from './memory.repository';
+import { MEMORY_TURN_NAME, MemoryHit, MemoryRepository } from './memory.repository';
 import { MemoryToolsService } from './memory-tools.service';
 
 jest.setTimeout(300_000);
@@ -35,6 +35,26 @@ const OLD_SEARCH = `WITH q AS (
         LIMIT $3`;
 
 type Db = { query: (sql: string, params?: unknown[]) => Promise<unknown> };
+
+/**
+ * What `body` sends on the transaction's connection: the text of each statement, or the name of
+ * a named one (the turn's statement is sent by name, MEMORY_TURN_NAME).
+ */
+async function statementsDuring<T>(qr: QueryRunner, body: () => Promise<T>): Promise<{ result: T; seen: string[] }> {
+  const client = (qr as unknown as { databaseConnection: { query: (...a: unknown[]) => unknown } }).databaseConnection;
+  const original = client.query;
+  const seen: string[] = [];
+  client.query = function (this: unknown, ...a: unknown[]) {
+    const q = a[0] as string | { name?: string; text?: string };
+    seen.push(typeof q === 'string' ? q : (q.name ?? q.text ?? ''));
+    return original.apply(this, a);
+  };
+  try {
+    return { result: await body(), seen };
+  } finally {
+    client.query = original;
+  }
+}
 
 async function oldSearch(db: Db, userId: string, query: string, limit: number): Promise<MemoryHit[]> {
   const rows = (await db.query(OLD_SEARCH, [userId, query.replaceAll('\u0000', ' '), limit])) as Array<{
@@ -206,8 +226,11 @@ describe('MemoryToolsService.forTurn: the documents and the memory context in on
         fc.array(path, { maxLength: 6 }),
         fc.option(query, { nil: null, freq: 6 }),
         fc.option(fc.integer({ min: 200, max: 3000 }), { nil: undefined }),
-        async (docs, asked, q, maxChars) => {
-          await inSnapshot(async (db) => {
+        fc.boolean(),
+        async (docs, asked, q, maxChars, generic) => {
+          await inSnapshot(async (db, qr) => {
+            // The named statement's generic plan (what a connection settles on) as well as custom ones.
+            if (generic) await db.query(`SET LOCAL plan_cache_mode = force_generic_plan`);
             const me = randomUUID();
             const other = randomUUID();
             const prefix = `run-${randomUUID()}`;
@@ -215,19 +238,15 @@ describe('MemoryToolsService.forTurn: the documents and the memory context in on
             const paths = asked.map((p) => (typeof p === 'string' ? p : `${p.root}/${prefix}/${p.key}`));
             const repo = new MemoryRepository(db as unknown as DataSource);
 
-            const seen: string[] = [];
-            const spied: Db = { query: (sql, params) => (seen.push(sql), db.query(sql, params)) };
-            const got = await new MemoryToolsService(new MemoryRepository(spied as unknown as DataSource)).forTurn(
-              me,
-              paths,
-              q,
-              maxChars,
+            const { result: got, seen } = await statementsDuring(qr, () =>
+              new MemoryToolsService(repo).forTurn(me, paths, q, maxChars),
             );
             expect(got).toEqual({
               documents: await oldDocuments(db, me, paths),
               context: q === null ? null : await oldContext(db, me, q, maxChars),
             });
             expect(seen.length).toBeLessThanOrEqual(1);
+            expect(seen.every((name) => name === MEMORY_TURN_NAME)).toBe(true);
 
             // The hits themselves (snippets, ranks, order), and the memory_search tool's search.
             if (q !== null) {
@@ -243,35 +262,43 @@ describe('MemoryToolsService.forTurn: the documents and the memory context in on
   });
 
   it('is one statement for documents and a query, none when there is neither', async () => {
-    await inSnapshot(async (db) => {
+    await inSnapshot(async (db, qr) => {
       const me = randomUUID();
       await db.query(
         `INSERT INTO memory_documents (id, scope, user_id, path, content) VALUES ($1, 'user', $2, 'p.md', 'mine: quokka marmalade')`,
         [randomUUID(), me],
       );
       const seen: string[] = [];
-      const spied: Db = { query: (sql, params) => (seen.push(sql), db.query(sql, params)) };
-      const service = new MemoryToolsService(new MemoryRepository(spied as unknown as DataSource));
-      const both = await service.forTurn(me, ['user-memory/p.md', 'workspace/x', 'shared-memory/none.md'], 'Quokkas?');
+      const service = new MemoryToolsService(new MemoryRepository(db as unknown as DataSource));
+      const counted = async <T>(body: () => Promise<T>): Promise<T> => {
+        const r = await statementsDuring(qr, body);
+        seen.push(...r.seen);
+        return r.result;
+      };
+      const both = await counted(() =>
+        service.forTurn(me, ['user-memory/p.md', 'workspace/x', 'shared-memory/none.md'], 'Quokkas?'),
+      );
       expect(both.documents).toEqual([
         { path: 'user-memory/p.md', content: 'mine: quokka marmalade' },
         { path: 'workspace/x', content: null },
         { path: 'shared-memory/none.md', content: null },
       ]);
       expect(both.context).toContain('user-memory/p.md: mine: quokka marmalade');
-      expect(seen).toHaveLength(1);
-      expect(await service.forTurn(me, ['/etc/passwd', 'user-memory/'], '  \n')).toEqual({
+      expect(seen).toEqual([MEMORY_TURN_NAME]);
+      expect(await counted(() => service.forTurn(me, ['/etc/passwd', 'user-memory/'], '  \n'))).toEqual({
         documents: [
           { path: '/etc/passwd', content: null },
           { path: 'user-memory/', content: null },
         ],
         context: null,
       });
-      expect(await service.forTurn(me, [], null)).toEqual({ documents: [], context: null });
+      expect(await counted(() => service.forTurn(me, [], null))).toEqual({ documents: [], context: null });
       expect(seen).toHaveLength(1);
       // A NUL is a word break, also here.
-      expect((await service.forTurn(me, [], 'marmalade\u0000quokka')).context).toContain('user-memory/p.md');
-      expect(seen).toHaveLength(2);
+      expect((await counted(() => service.forTurn(me, [], 'marmalade\u0000quokka'))).context).toContain(
+        'user-memory/p.md',
+      );
+      expect(seen).toEqual([MEMORY_TURN_NAME, MEMORY_TURN_NAME]);
     });
   });
 });

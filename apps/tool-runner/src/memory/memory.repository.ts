@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { preparedRows, queryRows } from '@skald/persistence';
 import { MemoryScope } from './memory-path';
 
 /** A document's address, always with the tenant: `userId` scopes `user` documents (ignored for `shared`). */
@@ -35,7 +35,9 @@ export class MemoryRepository {
   /**
    * A turn's memory in one statement: the documents at `keys`, in the order asked (null where
    * missing; a `user` key reads only `userId`'s document, as `get`), and — when `query` is not
-   * null — the `search` of `query` (the same ranking and limit, computed by the same SQL).
+   * null — the `search` of `query` (the same ranking and limit, computed by the same SQL). Sent by
+   * name (once a turn): the tsquery is computed at run time either way, so a plan per call bought
+   * nothing and cost Postgres more than the statement's execution.
    */
   async documentsAndSearch(
     userId: string,
@@ -43,27 +45,20 @@ export class MemoryRepository {
     query: string | null,
     limit: number,
   ): Promise<{ contents: Array<string | null>; hits: MemoryHit[] }> {
-    const rows = await queryRows<{
+    const rows = await preparedRows<{
       doc: string | null;
       content: string | null;
       scope: MemoryScope | null;
       path: string | null;
       snippet: string | null;
       rank: number | null;
-    }>(
-      this.db,
-      `WITH q AS (${SEARCH_QUERY}), hits AS (${SEARCH_HITS})
-       SELECT k.i AS doc, d.content, NULL::text AS scope, NULL::text AS path, NULL::text AS snippet,
-              NULL::real AS rank, NULL::timestamptz AS updated_at
-         FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS k(scope, path, i)
-         LEFT JOIN memory_documents d
-           ON d.scope = k.scope AND d.path = k.path
-          AND ((k.scope = 'user' AND d.user_id = $1::uuid) OR (k.scope = 'shared' AND $1::uuid IS NOT NULL))
-       UNION ALL
-       SELECT NULL, NULL, h.scope, h.path, h.snippet, h.rank, h.updated_at FROM hits h
-       ORDER BY doc, rank DESC, updated_at DESC`,
-      [userId, query === null ? null : searchable(query), limit, keys.map((k) => k.scope), keys.map((k) => k.key)],
-    );
+    }>(this.db, MEMORY_TURN_NAME, MEMORY_TURN_SQL, [
+      userId,
+      query === null ? null : searchable(query),
+      limit,
+      keys.map((k) => k.scope),
+      keys.map((k) => k.key),
+    ]);
     const contents: Array<string | null> = keys.map(() => null);
     const hits: MemoryHit[] = [];
     for (const r of rows) {
@@ -163,6 +158,21 @@ const SEARCH_HITS = `
    WHERE q.q IS NOT NULL AND d.tsv @@ q.q AND (d.scope = 'shared' OR d.user_id = $1)
    ORDER BY rank DESC, d.updated_at DESC
    LIMIT $3`;
+
+/** The name of {@link MEMORY_TURN_SQL} (prepared once per connection; a new text needs a new name). */
+export const MEMORY_TURN_NAME = 'skald_memory_turn_v1';
+
+/** `documentsAndSearch`: `$1` user, `$2` the searchable query or null, `$3` limit, `$4`/`$5` scopes and paths. */
+export const MEMORY_TURN_SQL = `WITH q AS (${SEARCH_QUERY}), hits AS (${SEARCH_HITS})
+ SELECT k.i AS doc, d.content, NULL::text AS scope, NULL::text AS path, NULL::text AS snippet,
+        NULL::real AS rank, NULL::timestamptz AS updated_at
+   FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS k(scope, path, i)
+   LEFT JOIN memory_documents d
+     ON d.scope = k.scope AND d.path = k.path
+    AND ((k.scope = 'user' AND d.user_id = $1::uuid) OR (k.scope = 'shared' AND $1::uuid IS NOT NULL))
+ UNION ALL
+ SELECT NULL, NULL, h.scope, h.path, h.snippet, h.rank, h.updated_at FROM hits h
+ ORDER BY doc, rank DESC, updated_at DESC`;
 
 /** The tenant condition: a user's own documents, or the shared ones. `$1` is the user id. */
 function owner(k: MemoryKey): string {

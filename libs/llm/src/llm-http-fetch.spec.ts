@@ -159,6 +159,27 @@ describe('createLlmHttpFetch', () => {
     }
   });
 
+  it('sends a string body as fetch encodes it, lone surrogates as U+FFFD, with its byte length (seeded)', async () => {
+    const srv = await server((_req, res) => res.end('ok'));
+    const mine = createLlmHttpFetch();
+    try {
+      await fc.assert(
+        fc.asyncProperty(hostileText, async (text) => {
+          const before = srv.seen.length;
+          await (await globalThis.fetch(`${srv.url}/t`, { method: 'POST', body: text })).text();
+          await (await mine(`${srv.url}/t`, { method: 'POST', body: text })).text();
+          const [a, b] = srv.seen.slice(before);
+          expect(b.body.equals(a.body)).toBe(true);
+          expect(b.headers['content-length']).toBe(String(a.body.length));
+        }),
+        { seed: 7, numRuns: 100 },
+      );
+    } finally {
+      mine.destroy();
+      await srv.close();
+    }
+  });
+
   it('reads the same answer as global fetch whatever the network splits it into (seeded)', async () => {
     let plan: number[] = [];
     let text = '';

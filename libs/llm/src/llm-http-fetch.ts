@@ -54,8 +54,7 @@ export function createLlmHttpFetch(options: { maxSockets?: number } = {}): Fetch
       return globalThis.fetch(input, init);
     const url = typeof input === 'string' ? new URL(input) : input;
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return globalThis.fetch(input, init);
-    const bytes = body === undefined || body === null ? null : typeof body === 'string' ? Buffer.from(body) : body;
-    return send(agents, url, init, bytes, true) as unknown as Promise<Response>;
+    return send(agents, url, init, body ?? null, true) as unknown as Promise<Response>;
   };
   return Object.assign(fetchImpl, {
     destroy(): void {
@@ -69,7 +68,7 @@ function send(
   agents: Record<'http:' | 'https:', http.Agent>,
   url: URL,
   init: RequestInit,
-  bytes: Uint8Array | null,
+  body: string | Uint8Array | null,
   mayRetry: boolean,
 ): Promise<LlmHttpResponse> {
   return new Promise((resolve, reject) => {
@@ -82,7 +81,10 @@ function send(
     new Headers(init.headers).forEach((value, name) => {
       headers[name] = value;
     });
-    if (bytes !== null && headers['content-length'] === undefined) headers['content-length'] = String(bytes.length);
+    // A string goes to the socket as UTF-8 without a copy of its own (a lone surrogate as U+FFFD, as
+    // fetch's encoder does); its length is counted the same way.
+    if (body !== null && headers['content-length'] === undefined)
+      headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length);
     const protocol = url.protocol as 'http:' | 'https:';
     const req = (protocol === 'https:' ? https : http).request({
       agent: agents[protocol],
@@ -110,7 +112,7 @@ function send(
       done();
       if (signal?.aborted) reject(abortError(signal));
       else if (mayRetry && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE'))
-        send(agents, url, init, bytes, false).then(resolve, reject);
+        send(agents, url, init, body, false).then(resolve, reject);
       else reject(new TypeError('fetch failed', { cause: err }));
     });
     req.once('response', (response) => {
@@ -128,7 +130,9 @@ function send(
       }
       resolve(new NodeHttpResponse(response, url.href));
     });
-    req.end(bytes ?? undefined);
+    if (body === null) req.end();
+    else if (typeof body === 'string') req.end(body, 'utf8');
+    else req.end(body);
   });
 }
 

@@ -89,7 +89,11 @@ async function client(port) {
   const variants = {
     'SDK defaults': new OpenAI(base),
     'global fetch, fetchOptions': new OpenAI({ ...base, fetchOptions: LLM_FETCH_OPTIONS }),
-    'LlmManager (node:http fetch)': new OpenAI({ ...base, fetch: createLlmHttpFetch(), fetchOptions: LLM_FETCH_OPTIONS }),
+    'LlmManager (node:http fetch)': new OpenAI({
+      ...base,
+      fetch: createLlmHttpFetch(),
+      fetchOptions: LLM_FETCH_OPTIONS,
+    }),
   };
   const req = request();
   const call = (sdk) => streamChat(sdk, def, req);

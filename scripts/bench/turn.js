@@ -926,6 +926,7 @@ module.exports = {
   openConversations,
   unscript,
   stackGroups,
+  skaldLoad,
 };
 
 if (require.main === module)

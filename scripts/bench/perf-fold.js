@@ -118,6 +118,33 @@ console.log(`${file}: ${(total / 1e6).toFixed(0)} ms on CPU, ${ROUNDS} rounds: $
 console.log('-- by owner (innermost JS frame):');
 for (const [o, p] of [...byOwner.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP))
   console.log(`${((100 * p) / total).toFixed(1).padStart(5)} %  ${ms(p).toFixed(3)} ms  ${o}`);
+// The owners grouped into what a round does (first matching rule wins).
+const GROUPS = [
+  ['JIT compiler (background threads)', /^bg: JIT/],
+  ['GC (main thread and helpers)', /^GC|^bg: GC/],
+  [
+    'LLM call: openai SDK, HTTP client, SSE',
+    /npm openai|node undici|node webstreams|node _http|libs\/llm\/|node encoding|wasm-function/,
+  ],
+  ['Postgres client: pg, pool, TypeORM, row codec', /npm pg|npm postgres-|npm typeorm|libs\/persistence|store\//],
+  ['NATS: nats.js, Bus, zod', /npm nats|libs\/messaging|npm zod|eval \(new Function\)|^JS:\S? :\d/],
+  ['logging: pino', /npm pino|npm @pinojs|service-kit\/logger/],
+  ['agent loop and worker code', /libs\/agent-loop|apps\/session-worker|libs\/contracts|service-kit/],
+  ['Node streams and sockets (writes, reads)', /node streams|node stream_base_commons|node net|node buffer/],
+  [
+    'Node async machinery: ticks, promise hooks, timers, events',
+    /node process|node async_hooks|node timers|node events|node event_target|node internal|node util|node abort_controller|node priority_queue|node per_context|node perf/,
+  ],
+  ['event loop, native, kernel without JS', /event loop|native/],
+];
+const grouped = new Map();
+for (const [o, p] of byOwner) {
+  const g = GROUPS.find(([, re]) => re.test(o))?.[0] ?? 'other';
+  grouped.set(g, (grouped.get(g) ?? 0) + p);
+}
+console.log('-- grouped:');
+for (const [g, p] of [...grouped.entries()].sort((a, b) => b[1] - a[1]))
+  console.log(`${((100 * p) / total).toFixed(1).padStart(5)} %  ${ms(p).toFixed(3)} ms  ${g}`);
 console.log('-- inclusive (any frame matching):');
 for (const fn of FNS.length ? FNS : DEFAULT_FNS) {
   let p = 0;

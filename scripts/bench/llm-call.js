@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict';
 // CPU of one streaming model call in the worker's process (libs/llm streamChat on the openai SDK),
-// A/B in one process: the SDK as `new OpenAI(...)` defaults vs as LlmManager configures it
-// (`LLM_FETCH_OPTIONS`). Blocks of calls alternate between the two, so that the machine's load
+// A/B in one process: the SDK as `new OpenAI(...)` defaults, with global fetch and
+// `LLM_FETCH_OPTIONS`, and as LlmManager configures it (its node:http fetch, `createLlmHttpFetch`). Blocks of calls alternate between the two, so that the machine's load
 // falls on both alike; CPU µs per call from process.cpuUsage. The server is a child process (its
 // CPU is not counted) answering every request with the same short SSE stream.
 //
@@ -20,6 +20,7 @@ const opt = (name, dflt) => {
 const CALLS = Number(opt('calls', 4000));
 const MESSAGES = Number(opt('messages', 30));
 const BLOCK = 50;
+const WARM = 1000;
 const ROOT = path.resolve(__dirname, '../..');
 
 const SERVER = `
@@ -68,6 +69,7 @@ async function client(port) {
   const OpenAI = require(path.join(ROOT, 'node_modules/openai')).default;
   const { streamChat } = require(path.join(ROOT, 'libs/llm/dist/llm-stream-chat.js'));
   const { LLM_FETCH_OPTIONS } = require(path.join(ROOT, 'libs/llm/dist/llm-manager.js'));
+  const { createLlmHttpFetch } = require(path.join(ROOT, 'libs/llm/dist/llm-http-fetch.js'));
   const def = {
     name: 'bench',
     baseUrl: `http://127.0.0.1:${port}/v1`,
@@ -86,16 +88,21 @@ async function client(port) {
   const base = { baseURL: def.baseUrl, apiKey: def.apiKey, maxRetries: 0, organization: null, project: null };
   const variants = {
     'SDK defaults': new OpenAI(base),
-    'LlmManager (fetchOptions)': new OpenAI({ ...base, fetchOptions: LLM_FETCH_OPTIONS }),
+    'global fetch, fetchOptions': new OpenAI({ ...base, fetchOptions: LLM_FETCH_OPTIONS }),
+    'LlmManager (node:http fetch)': new OpenAI({
+      ...base,
+      fetch: createLlmHttpFetch(),
+      fetchOptions: LLM_FETCH_OPTIONS,
+    }),
   };
   const req = request();
   const call = (sdk) => streamChat(sdk, def, req);
-  for (const sdk of Object.values(variants)) for (let i = 0; i < 200; i++) await call(sdk); // warm-up
   if (process.env.LLM_CALL_ONLY) {
     const sdk = variants[process.env.LLM_CALL_ONLY];
-    for (let i = 0; i < CALLS; i++) await call(sdk);
+    for (let i = 0; i < WARM + CALLS; i++) await call(sdk);
     return;
   }
+  for (const sdk of Object.values(variants)) for (let i = 0; i < WARM; i++) await call(sdk); // warm-up
   const us = Object.fromEntries(Object.keys(variants).map((k) => [k, 0]));
   for (let done = 0; done < CALLS; done += BLOCK)
     for (const [name, sdk] of Object.entries(variants)) {
@@ -115,7 +122,7 @@ async function main() {
   const port = await new Promise((r) => server.once('message', r));
   try {
     if (argv.includes('--strace')) {
-      for (const only of ['SDK defaults', 'LlmManager (fetchOptions)']) {
+      for (const only of ['global fetch, fetchOptions', 'LlmManager (node:http fetch)']) {
         const out = path.join(require('node:os').tmpdir(), `llm-call-strace-${process.pid}.txt`);
         spawnSync('strace', ['-f', '-c', '-o', out, process.execPath, __filename, '--calls', String(CALLS)], {
           env: { ...process.env, LLM_CALL_PORT: String(port), LLM_CALL_ONLY: only },
@@ -127,7 +134,7 @@ async function main() {
           const f = l.trim().split(/\s+/);
           if (f.length >= 5 && /^\d+$/.test(f[3]) && f[f.length - 1] !== 'total') calls[f[f.length - 1]] = Number(f[3]);
         }
-        const n = CALLS + 400;
+        const n = CALLS + WARM;
         const per = (k) => ((calls[k] ?? 0) / n).toFixed(2);
         console.log(
           `${only}: per call (${n} calls, start-up included) write ${per('write')}, writev ${per('writev')}, read ${per('read')}, epoll_pwait ${per('epoll_pwait')}, futex ${per('futex')}`,

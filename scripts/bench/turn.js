@@ -946,6 +946,7 @@ module.exports = {
   stackGroups,
   postgresPids,
   cpuMs,
+  skaldLoad,
 };
 
 if (require.main === module)

@@ -52,3 +52,4 @@ export type {
   LlmWireMessage,
   LlmWireToolCall,
 } from './llm-wire.types';
+export { createLlmHttpFetch, type LlmHttpResponse } from './llm-http-fetch';

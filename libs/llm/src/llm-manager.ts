@@ -10,6 +10,7 @@ import {
   type LlmSelectReason,
   type LlmSelectRequest,
 } from './llm-selection';
+import { createLlmHttpFetch } from './llm-http-fetch';
 import { streamChat } from './llm-stream-chat';
 import type { LlmChatRequest, LlmChatResult } from './llm-wire.types';
 
@@ -28,7 +29,9 @@ export interface LlmManagerOptions {
 }
 
 /**
- * What the SDK's `fetch` (Node's undici) is asked for on every call. `redirect: 'error'` with
+ * The fetch options the SDK passes on every call. The manager's own fetch ({@link createLlmHttpFetch})
+ * never follows a redirect; these apply where it hands a request to global fetch (Node's undici).
+ * `redirect: 'error'` with
  * `window: null` is the one case in which fetch sends the request as built instead of cloning it
  * first (a clone tees the body into two web streams, so that a 307/308 could be re-sent): a model
  * endpoint does not redirect a POST, and one that does is a misconfigured base URL, now a
@@ -48,6 +51,8 @@ export class LlmManager {
   private readonly definitions: ReadonlyMap<string, LlmClientDefinition>;
   private readonly sdkClients = new Map<string, OpenAI>();
   private readonly health: LlmHealthStore;
+  /** One keep-alive HTTP agent for every client's calls (see {@link createLlmHttpFetch}). */
+  private readonly fetch = createLlmHttpFetch();
 
   constructor(clients: readonly LlmClientDefinition[], options: LlmManagerOptions = {}) {
     const definitions = new Map<string, LlmClientDefinition>();
@@ -141,6 +146,7 @@ export class LlmManager {
         maxRetries: 0,
         timeout: client.timeoutMs + SDK_TIMEOUT_MARGIN_MS,
         defaultHeaders: client.headers,
+        fetch: this.fetch,
         fetchOptions: LLM_FETCH_OPTIONS,
       });
       this.sdkClients.set(client.name, sdk);

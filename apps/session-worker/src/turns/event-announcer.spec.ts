@@ -1,7 +1,11 @@
+import * as fc from 'fast-check';
+import type { SessionEventDraft } from '@skald/agent-loop';
 import type { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
+import { Registry } from 'prom-client';
 import type { CommittedEvent } from '../store/pg-session-store';
-import { EventAnnouncer } from './event-announcer';
+import { EventAnnouncer, ToolCallLogLevels, toolCallLine } from './event-announcer';
+import { TurnMetrics } from './turn-metrics';
 
 /** The publishes the announcer makes: subject, event type and seq, and whether it asked for a write at once. */
 function announcer() {
@@ -36,5 +40,150 @@ describe('EventAnnouncer', () => {
       { subject: 'events.u1.s1', type: 'thinking', seq: 9, now: false },
       { subject: 'events.u1.s1', type: 'done', seq: 10, now: false },
     ]);
+  });
+});
+
+type Line = { level: 'info' | 'debug'; msg: string; fields: Record<string, unknown> };
+
+/** An announcer whose log keeps every line with its level, and real metrics. */
+function logged() {
+  const lines: Line[] = [];
+  const at = (level: Line['level']) => (fields: Record<string, unknown>, msg: string) =>
+    lines.push({ level, msg, fields: { ...fields } });
+  const log = { info: at('info'), debug: at('debug'), error: at('info') };
+  const bus = { publish: () => undefined };
+  const metrics = new TurnMetrics(new Registry());
+  return { lines, metrics, announcer: new EventAnnouncer(bus as unknown as Bus, log as unknown as Logger, metrics) };
+}
+
+const start = (id: string, name: string): SessionEventDraft => ({
+  type: 'tool_start',
+  tool_call_id: id,
+  message_id: 'm1',
+  name,
+  arguments: {},
+  label_short: name,
+  label_full: name,
+});
+const done = (id: string): SessionEventDraft => ({
+  type: 'tool_done',
+  tool_call_id: id,
+  result: 'r',
+  result_type: 'text',
+});
+const failed = (id: string): SessionEventDraft => ({ type: 'tool_error', tool_call_id: id, error: 'boom' });
+const cancelled = (id: string): SessionEventDraft => ({ type: 'tool_cancelled', tool_call_id: id });
+const rejected = (id: string): SessionEventDraft => ({ type: 'tool_rejected', tool_call_id: id, reason: 'no' });
+const approval = (id: string): SessionEventDraft => ({
+  type: 'approval_required',
+  request_id: `r-${id}`,
+  tool_call_id: id,
+  tool_name: 'read_file',
+  arguments: {},
+});
+
+async function steps(metrics: TurnMetrics): Promise<Record<string, number>> {
+  const m = await metrics.toolCallSteps.get();
+  return Object.fromEntries(m.values.map((v) => [String(v.labels.step), v.value]));
+}
+
+describe('EventAnnouncer: tool call log lines', () => {
+  it('logs a read-only call that succeeds at debug from start to end, and counts both steps', async () => {
+    const { lines, metrics, announcer: a } = logged();
+    a.announce([at(1, start('c1', 'read_file'))]);
+    a.announce([at(2, done('c1'))]);
+    expect(lines).toEqual([
+      { level: 'debug', msg: 'tool call started', fields: { toolCallId: 'c1', tool: 'read_file' } },
+      { level: 'debug', msg: 'tool call ended', fields: { toolCallId: 'c1', status: 'done' } },
+    ]);
+    expect(await steps(metrics)).toEqual({ started: 1, done: 1 });
+  });
+
+  it('logs a call with side effects at info from start to end', () => {
+    const { lines, announcer: a } = logged();
+    a.announce([at(1, start('c1', 'execute_cmd')), at(2, done('c1'))]);
+    a.announce([at(3, start('c2', 'mcp__srv__echo')), at(4, done('c2'))]);
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      ['info', 'tool call started'],
+      ['info', 'tool call ended'],
+      ['info', 'tool call started'],
+      ['info', 'tool call ended'],
+    ]);
+  });
+
+  it('logs a read that fails, is cancelled, is rejected or waits for a human at info, naming its tool at the end', () => {
+    for (const end of [failed, cancelled, rejected]) {
+      const { lines, announcer: a } = logged();
+      a.announce([at(1, start('c1', 'list_files')), at(2, end('c1'))]);
+      expect(lines[0].level).toBe('debug');
+      expect(lines[1]).toEqual({
+        level: 'info',
+        msg: 'tool call ended',
+        fields: expect.objectContaining({ toolCallId: 'c1', tool: 'list_files' }),
+      });
+    }
+    const { lines, announcer: a } = logged();
+    a.announce([at(1, start('c1', 'read_file')), at(2, approval('c1'))]);
+    a.announce([at(3, done('c1'))]);
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      ['debug', 'tool call started'],
+      ['info', 'tool call awaits approval'],
+      ['info', 'tool call ended'],
+    ]);
+  });
+
+  it('logs the end of a call whose start it did not see (another worker, before a takeover) at info', () => {
+    const { lines, announcer: a } = logged();
+    a.announce([at(1, done('c9'))]);
+    expect(lines).toEqual([{ level: 'info', msg: 'tool call ended', fields: { toolCallId: 'c9', status: 'done' } }]);
+  });
+
+  it('model: every step is counted; a step is at debug only on the routine path; memory is bounded (seeded)', () => {
+    const TOOLS = ['read_file', 'list_files', 'grep_files', 'execute_cmd', 'write_file', 'mcp__a__b', 'delegate'];
+    const op = fc.record({
+      call: fc.integer({ min: 0, max: 11 }),
+      kind: fc.constantFrom('start', 'done', 'failed', 'cancelled', 'rejected', 'approval'),
+      tool: fc.constantFrom(...TOOLS),
+    });
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), fc.integer({ min: 1, max: 6 }), (ops, kept) => {
+        const levels = new ToolCallLogLevels(kept);
+        // The oracle: per call, its tool if its start was seen and it has been routine so far.
+        const routine = new Map<string, string>();
+        for (const o of ops) {
+          const id = `c${o.call}`;
+          const ev =
+            o.kind === 'start'
+              ? start(id, o.tool)
+              : o.kind === 'done'
+                ? done(id)
+                : o.kind === 'failed'
+                  ? failed(id)
+                  : o.kind === 'cancelled'
+                    ? cancelled(id)
+                    : o.kind === 'rejected'
+                      ? rejected(id)
+                      : approval(id);
+          const line = toolCallLine(ev)!;
+          const got = levels.level(ev, line);
+          let want: 'info' | 'debug';
+          if (o.kind === 'start') {
+            routine.delete(id);
+            want = ['read_file', 'list_files', 'grep_files'].includes(o.tool) ? 'debug' : 'info';
+            if (want === 'debug') routine.set(id, o.tool);
+            while (routine.size > kept) routine.delete(routine.keys().next().value as string);
+          } else {
+            const tool = routine.get(id);
+            routine.delete(id);
+            want = tool !== undefined && o.kind === 'done' ? 'debug' : 'info';
+            // an info end of a call started at debug names its tool
+            if (tool !== undefined && want === 'info') expect(line.fields.tool).toBe(tool);
+          }
+          expect(got).toBe(want);
+          expect(levels.size).toBeLessThanOrEqual(kept);
+        }
+      }),
+      { seed: 1911, numRuns: 500 },
+    );
   });
 });

@@ -1,34 +1,54 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { EphemeralEvent, EventSink, SessionEventDraft } from '@skald/agent-loop';
-import { EphemeralEventSchema, SessionEvent, SessionEventSchema, TOPICS } from '@skald/contracts';
+import { BUILTIN_TOOLS, EphemeralEventSchema, SessionEvent, SessionEventSchema, TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_LOGGER } from '../config';
 import type { CommittedEvent } from '../store/pg-session-store';
 import { TurnMetrics } from './turn-metrics';
 
+/** A tool call's step as the worker logs and counts it. */
+export type ToolCallStep = 'started' | 'awaits_human' | 'done' | 'failed' | 'cancelled' | 'rejected';
+
 /**
  * The log line of a tool call's step (started, waiting for a human, ended): its id, tool and
  * status — never its arguments, result or the human's words. Written in the turn's log context,
  * so it names the user, session and turn too.
  */
-export function toolCallLine(ev: SessionEventDraft): { fields: Record<string, string>; msg: string } | null {
+export function toolCallLine(
+  ev: SessionEventDraft,
+): { step: ToolCallStep; toolCallId: string; fields: Record<string, string>; msg: string } | null {
   switch (ev.type) {
     case 'tool_start':
-      return { fields: { toolCallId: ev.tool_call_id, tool: ev.name }, msg: 'tool call started' };
+      return {
+        step: 'started',
+        toolCallId: ev.tool_call_id,
+        fields: { toolCallId: ev.tool_call_id, tool: ev.name },
+        msg: 'tool call started',
+      };
     case 'approval_required':
     case 'pending_write':
-      return { fields: { toolCallId: ev.tool_call_id, requestId: ev.request_id }, msg: 'tool call awaits approval' };
+      return {
+        step: 'awaits_human',
+        toolCallId: ev.tool_call_id,
+        fields: { toolCallId: ev.tool_call_id, requestId: ev.request_id },
+        msg: 'tool call awaits approval',
+      };
     case 'agent_question':
-      return { fields: { toolCallId: ev.tool_call_id, requestId: ev.request_id }, msg: 'tool call awaits an answer' };
+      return {
+        step: 'awaits_human',
+        toolCallId: ev.tool_call_id,
+        fields: { toolCallId: ev.tool_call_id, requestId: ev.request_id },
+        msg: 'tool call awaits an answer',
+      };
     case 'tool_done':
-      return { fields: { toolCallId: ev.tool_call_id, status: 'done' }, msg: 'tool call ended' };
+      return ended(ev.tool_call_id, 'done');
     case 'tool_error':
-      return { fields: { toolCallId: ev.tool_call_id, status: 'failed' }, msg: 'tool call ended' };
+      return ended(ev.tool_call_id, 'failed');
     case 'tool_cancelled':
-      return { fields: { toolCallId: ev.tool_call_id, status: 'cancelled' }, msg: 'tool call ended' };
+      return ended(ev.tool_call_id, 'cancelled');
     case 'tool_rejected':
-      return { fields: { toolCallId: ev.tool_call_id, status: 'rejected' }, msg: 'tool call ended' };
+      return ended(ev.tool_call_id, 'rejected');
     case 'user_message':
     case 'message_discarded':
     case 'messages_superseded':
@@ -50,6 +70,55 @@ export function toolCallLine(ev: SessionEventDraft): { fields: Record<string, st
   }
 }
 
+function ended(toolCallId: string, status: 'done' | 'failed' | 'cancelled' | 'rejected') {
+  return { step: status, toolCallId, fields: { toolCallId, status }, msg: 'tool call ended' };
+}
+
+/** Built-in tools without side effects (`access: 'read'`): their successful calls are routine. */
+const READ_ONLY: ReadonlySet<string> = new Set(BUILTIN_TOOLS.filter((t) => t.access === 'read').map((t) => t.name));
+
+/** Routine calls (started, not yet ended) remembered at most; beyond, the oldest ends at `info`. */
+export const ROUTINE_CALLS_KEPT = 4096;
+
+/**
+ * Which log level each step of a tool call gets. The routine call — a read-only built-in tool that
+ * runs and succeeds, most calls of a tool loop — is logged at `debug` from start to end (a line is
+ * a synchronous write; every step is counted in `skald_tool_call_steps_total`), like the tool
+ * runner's and the approval service's routine lines. Any other call, and a read that waits for a
+ * human, fails, is cancelled or is rejected, is at `info` from that step on; its end line then
+ * names the tool, since its start line was not at `info`.
+ */
+export class ToolCallLogLevels {
+  /** Routine calls started and not ended: id → tool. Insertion order, oldest first. */
+  private readonly routine = new Map<string, string>();
+
+  constructor(private readonly kept = ROUTINE_CALLS_KEPT) {}
+
+  level(
+    ev: SessionEventDraft,
+    line: { step: ToolCallStep; toolCallId: string; fields: Record<string, string> },
+  ): 'debug' | 'info' {
+    if (line.step === 'started') {
+      this.routine.delete(line.toolCallId);
+      if (ev.type !== 'tool_start' || !READ_ONLY.has(ev.name)) return 'info';
+      this.routine.set(line.toolCallId, ev.name);
+      if (this.routine.size > this.kept) this.routine.delete(this.routine.keys().next().value as string);
+      return 'debug';
+    }
+    const tool = this.routine.get(line.toolCallId);
+    if (tool === undefined) return 'info';
+    this.routine.delete(line.toolCallId);
+    if (line.step === 'done') return 'debug';
+    line.fields.tool = tool;
+    return 'info';
+  }
+
+  /** Routine calls remembered now (for tests). */
+  get size(): number {
+    return this.routine.size;
+  }
+}
+
 /**
  * Rings the doorbell for committed session events (`events.<userId>.<sessionId>`) and carries
  * ephemeral ones. The table is the truth: a lost announcement is recovered by `resume`.
@@ -60,6 +129,8 @@ export function toolCallLine(ev: SessionEventDraft): { fields: Record<string, st
  */
 @Injectable()
 export class EventAnnouncer {
+  private readonly levels = new ToolCallLogLevels();
+
   constructor(
     private readonly bus: Bus,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
@@ -70,7 +141,10 @@ export class EventAnnouncer {
     for (const e of events) {
       this.count(e.event.type);
       const line = toolCallLine(e.event);
-      if (line) this.log.info(line.fields, line.msg);
+      if (line) {
+        this.metrics?.toolCallSteps.inc({ step: line.step });
+        this.log[this.levels.level(e.event, line)](line.fields, line.msg);
+      }
       const wire = { ...e.event, session_id: e.sessionId, seq: e.seq } as SessionEvent;
       try {
         this.bus.publish(TOPICS.sessionEvents.subject(e.userId, e.sessionId), SessionEventSchema, wire, {

@@ -14,6 +14,8 @@ export class TurnMetrics {
   readonly rounds: Counter;
   /** Turns that started waiting for a human, by kind (approval, clarification). */
   readonly humanWaits: Counter<'kind'>;
+  /** Steps of tool calls announced by this worker (started, awaits_human, done, failed, cancelled, rejected). */
+  readonly toolCallSteps: Counter<'step'>;
   readonly llmSeconds: Histogram<'client' | 'outcome'>;
   readonly llmTokens: Counter<'client' | 'kind'>;
   /** Inbox items not yet taken into a conversation (all sessions). */
@@ -48,6 +50,12 @@ export class TurnMetrics {
       name: 'skald_human_waits_total',
       help: 'Times a turn started waiting for a human, by kind',
       labelNames: ['kind'],
+      registers: [registry],
+    });
+    this.toolCallSteps = new Counter({
+      name: 'skald_tool_call_steps_total',
+      help: 'Tool call steps announced (started, awaits_human, done, failed, cancelled, rejected), those logged at debug included',
+      labelNames: ['step'],
       registers: [registry],
     });
     this.llmSeconds = new Histogram({

@@ -14,7 +14,7 @@
 //
 //   node scripts/bench/turn.js [--quick] [--profile] [--out test-results/bench]
 //                              [--fresh 30] [--long 200] [--turns50 4] [--turns200 3] [--parked 200]
-//                              [--no-thousand] [--env NAME=value]…
+//                              [--no-thousand] [--warm-turns 30] [--env NAME=value]…
 //
 // Prints one table and the targets (met / NOT met), writes <out>/turn.json; with --profile also a
 // CPU profile of each app under the 50-conversation load (<out>/profiles/<app>.cpuprofile) and a
@@ -55,6 +55,10 @@ const CFG = {
   long: Number(opt('long', QUICK ? 40 : 200)),
   loadTurns: { 50: Number(opt('turns50', QUICK ? 2 : 4)), 200: Number(opt('turns200', QUICK ? 2 : 3)) },
   parked: Number(opt('parked', QUICK ? 30 : 200)),
+  // Turns each system runs before it is measured (JIT, pools, first-use caches), the same for both:
+  // a worker that has served a while is what a user meets. At 6 turns (36 rounds) V8 was still
+  // compiling ~2 ms of the worker's CPU per round in the fresh phase (scripts/bench/worker-perf.js).
+  warmTurns: Number(opt('warm-turns', QUICK ? 12 : 30)),
   thousand: !flag('no-thousand') && !QUICK,
   profile: flag('profile'),
   out: path.resolve(ROOT, opt('out', 'test-results/bench')),
@@ -655,7 +659,7 @@ async function floorPhase(infra, stack, sim, phase) {
   const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'skald-floor-'));
   fs.writeFileSync(path.join(workspace, FILE), FILE_TEXT);
   const warmupMarker = newMarkers(1, 'floorwarm')[0];
-  const warmIds = await scriptConversations(sim, [warmupMarker], 1, CFG.perRound);
+  const warmIds = await scriptConversations(sim, [warmupMarker], CFG.warmTurns, CFG.perRound);
   const turnsEach = phase.turns;
   const ids = await scriptConversations(sim, phase.markers, turnsEach, phase.workload);
   const child = spawn(
@@ -668,6 +672,7 @@ async function floorPhase(infra, stack, sim, phase) {
         simUrl: stack.simUrl,
         workspace,
         warmupMarker,
+        warmupTurns: CFG.warmTurns,
       }),
     ],
     { stdio: ['pipe', 'pipe', 'inherit'] },
@@ -835,12 +840,13 @@ async function main() {
     const users = await makeUsers(stack, CFG.users);
     const cpu = new CpuMeter({ ...stackGroups(stack, infra.pg), redis: () => [{ pid: infra.redis.pid }] });
     const sql = new SqlMeter(infra.admin, 'skald');
-    // Warm-up: JIT, pools, first-use caches.
+    // Warm-up: JIT, pools, first-use caches (CFG.warmTurns turns, as the floor's).
     {
-      const m = newMarkers(3, 'warm');
-      const ids = await scriptConversations(sim, m, 2, CFG.perRound);
+      const each = 3;
+      const m = newMarkers(Math.max(1, Math.ceil(CFG.warmTurns / each)), 'warm');
+      const ids = await scriptConversations(sim, m, each, CFG.perRound);
       const convs = await openConversations(stack, users, m);
-      for (const c of convs) for (let i = 0; i < 2; i++) await c.turn();
+      for (const c of convs) for (let i = 0; i < each; i++) await c.turn();
       for (const c of convs) c.close();
       await unscript(sim, ids);
     }

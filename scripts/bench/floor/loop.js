@@ -136,7 +136,9 @@ async function throughput() {
 
 async function main() {
   await pool.query('SELECT 1');
-  await turn(newConv(phase.warmupMarker), say('warm up', phase.warmupMarker, 0));
+  // As many warm-up turns as Skald's (turn.js CFG.warmTurns), in one conversation.
+  const warm = newConv(phase.warmupMarker);
+  for (let n = 0; n < (phase.warmupTurns ?? 1); n++) await turn(warm, say('warm up', phase.warmupMarker, n));
   process.stdout.write('ready\n');
   const rl = readline.createInterface({ input: process.stdin });
   await new Promise((resolve) => rl.once('line', resolve));

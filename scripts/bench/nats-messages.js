@@ -25,6 +25,22 @@ const opt = (name, dflt) => {
 };
 const TURNS = Number(opt('turns', 10));
 const OUT = path.resolve(ROOT, opt('out', 'test-results/bench'));
+/** --profile: a CPU profile of the gateway, approval service and tool runner (<out>/profiles-nats/), and the counted window. */
+const PROFILE = argv.includes('--profile');
+const PROFILED = ['gateway', 'approval-service', 'tool-runner', 'session-worker'];
+
+/** CPU ns of every thread of a process (schedstat: precise, unlike /proc/<pid>/stat's 10 ms ticks). */
+function cpuNs(pid) {
+  let ns = 0;
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(fs.readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return ns;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The kind of a subject: ids folded to `*`, an inbox reply to `_INBOX.<user>` (whose reply it is). */
@@ -40,7 +56,16 @@ async function main() {
   let stack = null;
   let tap = null;
   try {
-    stack = await bench.startStack(infra);
+    const profDir = path.join(OUT, 'profiles-nats');
+    if (PROFILE) fs.mkdirSync(profDir, { recursive: true });
+    stack = await bench.startStack(
+      infra,
+      PROFILE
+        ? Object.fromEntries(
+            PROFILED.map((n) => [n, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, `--cpu-prof-name=${n}.cpuprofile`]]),
+          )
+        : {},
+    );
     const { LlmSimAdminClient } = require(path.join(ROOT, 'libs/testing/dist'));
     const sim = new LlmSimAdminClient(stack.simUrl);
     const users = await bench.makeUsers(stack, 5);
@@ -86,11 +111,21 @@ async function main() {
       },
     });
     await tap.flush();
+    const procs = { ...Object.fromEntries(stack.processes.map((p) => [p.name, p.child.pid])), nats: stack.nats?.pid };
+    const cpuBefore = Object.fromEntries(Object.entries(procs).map(([n, pid]) => [n, pid ? cpuNs(pid) : 0]));
+    const windowFromUs = Number(process.hrtime.bigint() / 1000n);
     let done = 0;
     for (const c of convs) if ((await c.turn()).how === 'done') done++;
     // whatever the last turn announced after its `done` (turn_ended, heartbeats) within a moment
     await new Promise((r) => setTimeout(r, 300));
     counting = false;
+    const windowUs = [windowFromUs, Number(process.hrtime.bigint() / 1000n)];
+    const cpuUsPerRound = Object.fromEntries(
+      Object.entries(procs).map(([n, pid]) => [
+        n,
+        pid ? (cpuNs(pid) - cpuBefore[n]) / 1000 / (TURNS * bench.PER_ROUND_ROUNDS) : 0,
+      ]),
+    );
     for (const c of convs) c.close();
     await bench.unscript(sim, ids);
     if (done !== TURNS) throw new Error(`${TURNS - done} of ${TURNS} turns did not finish`);
@@ -119,15 +154,25 @@ async function main() {
         `| \`${r.subject}\` | ${r.perRound.toFixed(2)} | ${r.payloadBytesPerRound.toFixed(0)} | ${r.headerBytesPerRound.toFixed(0)} |`,
       );
     console.log(
+      `CPU µs per round (schedstat, tap included in nats): ${Object.entries(cpuUsPerRound)
+        .map(([n, us]) => `${n} ${us.toFixed(0)}`)
+        .join(', ')}`,
+    );
+    console.log(
       `event messages per round by type: ${[...types.entries()]
         .sort((a, b) => b[1] - a[1])
         .map(([t, n]) => `${t} ${(n / rounds).toFixed(2)}`)
         .join(', ')}`,
     );
+    if (PROFILE)
+      console.log(
+        `profiles: ${path.relative(ROOT, profDir)} (written at stop); read the counted window with ` +
+          `scripts/bench/profile-functions.js <file> --window ${windowUs.join(',')}`,
+      );
     fs.mkdirSync(OUT, { recursive: true });
     fs.writeFileSync(
       path.join(OUT, 'nats-messages.json'),
-      `${JSON.stringify({ at: new Date().toISOString(), turns: TURNS, rounds, total, bySubject: rows, eventTypes: Object.fromEntries(types) }, null, 2)}\n`,
+      `${JSON.stringify({ at: new Date().toISOString(), turns: TURNS, rounds, total, bySubject: rows, cpuUsPerRound, windowUs, eventTypes: Object.fromEntries(types) }, null, 2)}\n`,
     );
   } finally {
     await tap?.close().catch(() => undefined);

@@ -23,7 +23,7 @@ function messageOf(block: Uint8Array | null, payload = te.encode('{"type":"x"}')
   if (block) data.set(block, 0);
   data.set(payload, block?.length ?? 0);
   const args = { subject: te.encode('events.u.s'), sid: 1, hdr: block ? block.length : -1, size: data.length };
-  return new MsgImpl(args as never, data, {} as never) as unknown as Msg;
+  return new MsgImpl(args, data, {}) as unknown as Msg;
 }
 
 /** What the old path answered: nats.js's decoded headers, or 'throws'. */

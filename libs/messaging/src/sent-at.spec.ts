@@ -131,4 +131,13 @@ describe('sentAtOf', () => {
     expect(sentAtOf(messageOf(cut, payload))).toBeNull();
     expect(sentAtInBlock(te.encode(`NATS/1.0\r\n${SENT_AT_HEADER}: 12`), 10)).toBeNaN();
   });
+
+  it('answers a 1 MiB block of near misses in bounded time', () => {
+    const near = te.encode(`\r\n${SENT_AT_HEADER.slice(0, -1)}`);
+    const big = new Uint8Array(1024 * 1024);
+    for (let i = 0; i + near.length <= big.length; i += near.length) big.set(near, i);
+    const started = performance.now();
+    expect(sentAtOf(messageOf(big))).toBeNull();
+    expect(performance.now() - started).toBeLessThan(200);
+  });
 });

@@ -47,12 +47,15 @@ export function sentAtOf(msg: Msg): number | null {
  */
 export function sentAtInBlock(bytes: Uint8Array, end: number): number {
   const n = LINE_START.length;
-  outer: for (let i = 0; i + n <= end; i++) {
-    for (let j = 0; j < n; j++) if (bytes[i + j] !== LINE_START[j]) continue outer;
+  const last = Math.min(end, bytes.length);
+  const block = last < bytes.length ? bytes.subarray(0, last) : bytes;
+  // each CR (found natively) is a possible line start; the rest of the key is compared byte by byte
+  outer: for (let i = block.indexOf(CR); i >= 0 && i + n <= last; i = block.indexOf(CR, i + 1)) {
+    for (let j = 1; j < n; j++) if (block[i + j] !== LINE_START[j]) continue outer;
     const from = i + n;
     let to = from;
-    while (to < end && !(bytes[to] === CR && to + 1 < end && bytes[to + 1] === LF)) to++;
-    return digitsValue(bytes, from, to) ?? Number(utf8.decode(bytes.subarray(from, to)).trim());
+    while (to < last && !(block[to] === CR && to + 1 < last && block[to + 1] === LF)) to++;
+    return digitsValue(block, from, to) ?? Number(utf8.decode(block.subarray(from, to)).trim());
   }
   return Number.NaN;
 }

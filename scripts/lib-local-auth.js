@@ -41,7 +41,12 @@ async function startLocalNats({ bin, port, state, onLine }) {
     ].join('\n'),
     { mode: 0o600 },
   );
-  const child = spawn(bin, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // One OS thread for the server's goroutines unless told otherwise: the stack shares the machine's
+  // cores, and idle Go threads spinning for work were a third of the server's CPU (docs/performance.md).
+  const child = spawn(bin, ['-c', conf], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GOMAXPROCS: process.env.SKALD_NATS_GOMAXPROCS ?? process.env.GOMAXPROCS ?? '1' },
+  });
   for (const stream of [child.stdout, child.stderr])
     forEachLine(stream, (l) => /\[(ERR|WRN|FTL)\]/.test(l) && !/Plaintext passwords/.test(l) && onLine(l));
   for (let i = 0; i < 100 && child.exitCode === null; i++) {

@@ -24,6 +24,9 @@ if (!file || file.startsWith('--')) {
 const last = Number(opt('last', '1'));
 const top = Number(opt('top', '30'));
 const inclusive = opt('inclusive', null);
+// --window <fromUs>,<toUs>: only the samples between two CLOCK_MONOTONIC times in µs (what
+// `process.hrtime.bigint() / 1000n` reads in any process of the machine; V8 stamps samples with it).
+const windowUs = opt('window', null)?.split(',').map(Number) ?? null;
 
 const prof = JSON.parse(fs.readFileSync(file, 'utf8'));
 const byId = new Map(prof.nodes.map((n) => [n.id, n]));
@@ -37,12 +40,13 @@ const label = (n) => {
 
 // time per sampled node, within the window
 const end = prof.endTime;
-const from = end - (end - prof.startTime) * last;
+const from = windowUs ? windowUs[0] : end - (end - prof.startTime) * last;
+const to = windowUs ? windowUs[1] : Infinity;
 const perNode = new Map();
 let at = prof.startTime;
 for (let i = 0; i < prof.samples.length; i++) {
   at += prof.timeDeltas[i] ?? 0;
-  if (at < from) continue;
+  if (at < from || at > to) continue;
   perNode.set(prof.samples[i], (perNode.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
 }
 
@@ -70,7 +74,9 @@ for (const [id, us] of perNode) {
 
 const pct = (us) => `${((100 * us) / busy).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms`;
 console.log(
-  `busy ${(busy / 1000).toFixed(0)} ms in the last ${(last * 100).toFixed(0)} % of ${((end - prof.startTime) / 1e6).toFixed(1)} s`,
+  windowUs
+    ? `busy ${(busy / 1000).toFixed(0)} ms of ${((windowUs[1] - windowUs[0]) / 1000).toFixed(0)} ms (window)`
+    : `busy ${(busy / 1000).toFixed(0)} ms in the last ${(last * 100).toFixed(0)} % of ${((end - prof.startTime) / 1e6).toFixed(1)} s`,
 );
 console.log('\nself time:');
 for (const [k, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(us)}  ${k}`);

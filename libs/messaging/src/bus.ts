@@ -34,6 +34,7 @@ import {
 import { databaseInputError } from './database-input';
 import { readForwarded } from './forwarded';
 import { MuxRequestError, ReplyMux } from './reply-mux';
+import { SENT_AT_HEADER, sentAtOf } from './sent-at';
 import { coalesceWrites } from './write-coalescing';
 
 export interface BusOptions {
@@ -92,8 +93,6 @@ const headerGetter: TextMapGetter<MsgHdrs> = {
   get: (h, k) => h.get(k) || undefined,
   keys: (h) => h.keys(),
 };
-
-const SENT_AT_HEADER = 'x-skald-sent-at';
 
 /** What a subscriber learns about a published message besides its body. */
 export interface MessageMeta {
@@ -340,7 +339,7 @@ export class Bus {
           );
           return;
         }
-        const sent = Number(msg.headers?.get(SENT_AT_HEADER));
+        const sentAt = sentAtOf(msg);
         const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
         const failed = (e: unknown): void =>
           this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed');
@@ -349,7 +348,7 @@ export class Bus {
         try {
           // the publisher's trace continues in what this message starts (a wake drives a turn)
           r = context.with(parent, () =>
-            onMessage(parsed.data, msg.subject, { sentAt: Number.isFinite(sent) && sent > 0 ? sent : null }),
+            onMessage(parsed.data, msg.subject, { sentAt }),
           );
         } catch (e) {
           failed(e);
@@ -384,8 +383,7 @@ export class Bus {
             this.log.warn({ subject: msg.subject, issue: read.problem }, 'dropped invalid message');
             return;
           }
-          const sent = Number(msg.headers?.get(SENT_AT_HEADER));
-          onMessage(read.text, read.envelope, msg.subject, { sentAt: Number.isFinite(sent) && sent > 0 ? sent : null });
+          onMessage(read.text, read.envelope, msg.subject, { sentAt: sentAtOf(msg) });
         } catch (e) {
           this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed');
         }

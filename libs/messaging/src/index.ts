@@ -2,3 +2,4 @@ export * from './bus';
 export * from './messaging.module';
 export * from './database-input';
 export * from './forwarded';
+export * from './sent-at';

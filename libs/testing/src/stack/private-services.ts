@@ -192,6 +192,7 @@ export class PrivateNats {
   async start(): Promise<void> {
     this.child = spawn(process.env.SKALD_NATS_BIN ?? '/usr/sbin/nats-server', ['-c', this.configFile], {
       stdio: 'ignore',
+      env: natsServerEnv(),
     });
     await waitForPort(this.port, 'private nats');
   }
@@ -206,6 +207,17 @@ export class PrivateNats {
     if (this.child) await stopProcess(this.child, 'SIGTERM', 5000);
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The NATS server's environment: the Go runtime runs its goroutines on one OS thread
+ * (`GOMAXPROCS`, from `SKALD_NATS_GOMAXPROCS`, default 1) unless told otherwise. On a machine whose
+ * few cores every process of the stack shares, the server's default (one thread per core, idle ones
+ * spinning for work before they sleep) spent a third of its CPU handing each message between threads
+ * (futex and nanosleep were half of its system calls): docs/performance.md, Session 11.
+ */
+export function natsServerEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return { ...env, GOMAXPROCS: env.SKALD_NATS_GOMAXPROCS ?? env.GOMAXPROCS ?? '1' };
 }
 
 /** Until something accepts TCP connections on the loopback port. */

@@ -62,7 +62,7 @@ async function oneTurn(gatewayUrl, token, marker) {
   const url = new URL('/api/ws', gatewayUrl.replace(/^http/, 'ws'));
   url.searchParams.set('source', `trace-${marker}`);
   const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
-  const t = { sent: 0, sentUs: 0, echo: 0, done: 0 };
+  const t = { sent: 0, sentUs: 0, ack: 0, echo: 0, done: 0, echoFirst: false };
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('no hello / echo / done')), 30_000);
     ws.on('message', (data) => {
@@ -72,7 +72,11 @@ async function oneTurn(gatewayUrl, token, marker) {
         t.sentUs = monoUs();
         ws.send(JSON.stringify({ type: 'message', client_message_id: randomUUID(), content: `trace ${marker}` }));
       }
-      if (f.type === 'user_message' && !t.echo) t.echo = Date.now();
+      if (f.type === 'ack' && !t.ack) t.ack = Date.now();
+      if (f.type === 'user_message' && !t.echo) {
+        t.echo = Date.now();
+        t.echoFirst = !t.ack;
+      }
       if (f.type === 'done' || f.type === 'error') {
         t.done = Date.now();
         clearTimeout(timer);
@@ -191,6 +195,11 @@ async function main() {
       `\n${turns.length} fresh conversations, load ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} cores`,
     );
     console.log(`echo (median): ${median(echo)} ms after the send; min ${Math.min(...echo)}, max ${Math.max(...echo)}`);
+    console.log(
+      `ack (median): ${median(turns.map((t) => t.ack - t.sent))} ms after the send; the echo came before the ack in ${
+        turns.filter((t) => t.echoFirst).length
+      } of ${turns.length}`,
+    );
     console.log(
       `session worker statements (round trips) between send and echo (median): ${median(turns.map((t) => t.workerStatements))}`,
     );

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { LeaseLostError, recoverTurn, runTurn, type LoopDeps } from '@skald/agent-loop';
 import { LoopHarness } from '@skald/agent-loop/testing';
-import { TOPICS } from '@skald/contracts';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
@@ -82,29 +81,33 @@ describe('the first commit in the submit: faults', () => {
 
   /** What the session's turn wrote: its rows, in order. */
   async function rows(sessionId: string) {
+    const [session] = await ds.query<Array<Record<string, unknown>>>(
+      `SELECT owner_role, turn_state, turn_id, last_seq::int, turn_seq::int FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
+    const [lease] = await ds.query<Array<{ owner: string | null; epoch: number }>>(
+      `SELECT owner, epoch::int FROM session_leases WHERE session_id = $1`,
+      [sessionId],
+    );
     return {
-      session: (
-        await ds.query(
-          `SELECT owner_role, turn_state, turn_id, last_seq::int, turn_seq::int FROM sessions WHERE id = $1`,
-          [sessionId],
-        )
-      )[0] as Record<string, unknown>,
-      inbox: (await ds.query(
+      session,
+      inbox: await ds.query<Array<{ id: string; client_message_id: string; status: string }>>(
         `SELECT id, client_message_id, status FROM session_inbox WHERE session_id = $1 ORDER BY ord`,
         [sessionId],
-      )) as Array<{ id: string; client_message_id: string; status: string }>,
-      frames: (await ds.query(`SELECT id, depth, status, epoch::int FROM stack_frames WHERE session_id = $1`, [
-        sessionId,
-      ])) as unknown[],
-      messages: (await ds.query(
+      ),
+      frames: await ds.query<unknown[]>(
+        `SELECT id, depth, status, epoch::int FROM stack_frames WHERE session_id = $1`,
+        [sessionId],
+      ),
+      messages: await ds.query<Array<{ id: string; role: string; content: string; status: string; epoch: number }>>(
         `SELECT id, role, content, status, epoch::int FROM chat_history WHERE session_id = $1 ORDER BY ord`,
         [sessionId],
-      )) as Array<{ id: string; role: string; content: string; status: string; epoch: number }>,
-      events: (await ds.query(`SELECT seq::int, type FROM session_events WHERE session_id = $1 ORDER BY seq`, [
-        sessionId,
-      ])) as Array<{ seq: number; type: string }>,
-      lease: (await ds.query(`SELECT owner, epoch::int FROM session_leases WHERE session_id = $1`, [sessionId]))[0] as
-        { owner: string | null; epoch: number } | undefined,
+      ),
+      events: await ds.query<Array<{ seq: number; type: string }>>(
+        `SELECT seq::int, type FROM session_events WHERE session_id = $1 ORDER BY seq`,
+        [sessionId],
+      ),
+      lease: lease as { owner: string | null; epoch: number } | undefined,
     };
   }
 

@@ -219,8 +219,7 @@ describe('InboxRepository.submitToActive: the first commit in the submit', () =>
   async function dump(userId: string): Promise<Record<string, unknown[]>> {
     // Seeded rows are created now(); the entered row at AT (the time the loop's clock gives).
     const sessions = `(SELECT id FROM sessions WHERE user_id = $1)`;
-    const rows = (sql: string) =>
-      ds.query(sql, sql.includes('$2') ? [userId, AT.toISOString()] : [userId]) as Promise<unknown[]>;
+    const rows = (sql: string) => ds.query<unknown[]>(sql, sql.includes('$2') ? [userId, AT.toISOString()] : [userId]);
     return {
       sessions: await rows(
         `SELECT id, user_id, source, agent_id, owner_role, is_active, turn_state, turn_id, stop_requested_at IS NOT NULL AS stop,

@@ -87,7 +87,9 @@ export const SUBMIT_SQL = `WITH s AS (
    SELECT $4::uuid, s.id, $1::uuid, $5::text, $6::text, $7::jsonb, $8::text, $9::boolean,
           CASE WHEN (SELECT ok FROM first) THEN 'entered' ELSE 'queued' END,
           CASE WHEN (SELECT ok FROM first) THEN now() END
-     FROM s
+     -- Joined (not only read through \`first\`, which a plan may fold away) so that the lease row is
+     -- always locked before the inbox row: one lock order for every submit, whatever its plan.
+     FROM s LEFT JOIN lease_taken ON true
    ON CONFLICT (user_id, client_message_id) DO NOTHING
    RETURNING *
  ),

@@ -5,7 +5,7 @@
 // the echo's arrival (`user_message` on the sender's socket) is placed on that message's timeline
 // in ms after the send, with the Postgres role that ran it (each app has its own).
 //
-//   node scripts/bench/echo-trace.js [--turns 20] [--show 3] [--profile]
+//   node scripts/bench/echo-trace.js [--turns 20] [--show 3] [--gap 300] [--profile]
 //
 // SKALD_TRACE_ROOT=<checkout> traces another built checkout with this script (a before/after).
 //
@@ -39,6 +39,8 @@ const opt = (name, dflt) => {
 const TURNS = opt('turns', 20);
 const SHOW = opt('show', 3);
 const PROFILE = argv.includes('--profile');
+/** ms between one turn's end and the next message (the turn bench's fresh phase sends at once: --gap 0). */
+const GAP_MS = opt('gap', 300);
 const PROFILE_DIR = path.join(ROOT, 'test-results/bench/echo-profiles');
 const PROFILED = ['gateway', 'session-worker'];
 /** Now on the clock a .cpuprofile's timestamps use (CLOCK_MONOTONIC, microseconds). */
@@ -148,7 +150,7 @@ async function main() {
       await sim.script({ match: marker, matchIn: 'last_user', replies: [{ content: 'ok' }] });
       const t = await oneTurn(stack.gatewayUrl, user.token, marker);
       if (i >= 2) turns.push(t); // the first two warm the apps' statement caches
-      await sleep(300);
+      await sleep(GAP_MS);
     }
     await sleep(500);
     const log = statements(path.join(pg.dir, 'log'));

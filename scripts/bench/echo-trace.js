@@ -5,7 +5,7 @@
 // the echo's arrival (`user_message` on the sender's socket) is placed on that message's timeline
 // in ms after the send, with the Postgres role that ran it (each app has its own).
 //
-//   node scripts/bench/echo-trace.js [--turns 20] [--show 3] [--profile]
+//   node scripts/bench/echo-trace.js [--turns 20] [--show 3] [--gap 300] [--profile]
 //
 // SKALD_TRACE_ROOT=<checkout> traces another built checkout with this script (a before/after).
 //
@@ -39,6 +39,8 @@ const opt = (name, dflt) => {
 const TURNS = opt('turns', 20);
 const SHOW = opt('show', 3);
 const PROFILE = argv.includes('--profile');
+/** ms between one turn's end and the next message (the turn bench's fresh phase sends at once: --gap 0). */
+const GAP_MS = opt('gap', 300);
 const PROFILE_DIR = path.join(ROOT, 'test-results/bench/echo-profiles');
 const PROFILED = ['gateway', 'session-worker'];
 /** Now on the clock a .cpuprofile's timestamps use (CLOCK_MONOTONIC, microseconds). */
@@ -62,7 +64,7 @@ async function oneTurn(gatewayUrl, token, marker) {
   const url = new URL('/api/ws', gatewayUrl.replace(/^http/, 'ws'));
   url.searchParams.set('source', `trace-${marker}`);
   const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
-  const t = { sent: 0, sentUs: 0, echo: 0, done: 0 };
+  const t = { sent: 0, sentUs: 0, ack: 0, echo: 0, done: 0, echoFirst: false };
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('no hello / echo / done')), 30_000);
     ws.on('message', (data) => {
@@ -72,7 +74,11 @@ async function oneTurn(gatewayUrl, token, marker) {
         t.sentUs = monoUs();
         ws.send(JSON.stringify({ type: 'message', client_message_id: randomUUID(), content: `trace ${marker}` }));
       }
-      if (f.type === 'user_message' && !t.echo) t.echo = Date.now();
+      if (f.type === 'ack' && !t.ack) t.ack = Date.now();
+      if (f.type === 'user_message' && !t.echo) {
+        t.echo = Date.now();
+        t.echoFirst = !t.ack;
+      }
       if (f.type === 'done' || f.type === 'error') {
         t.done = Date.now();
         clearTimeout(timer);
@@ -144,7 +150,7 @@ async function main() {
       await sim.script({ match: marker, matchIn: 'last_user', replies: [{ content: 'ok' }] });
       const t = await oneTurn(stack.gatewayUrl, user.token, marker);
       if (i >= 2) turns.push(t); // the first two warm the apps' statement caches
-      await sleep(300);
+      await sleep(GAP_MS);
     }
     await sleep(500);
     const log = statements(path.join(pg.dir, 'log'));
@@ -191,6 +197,11 @@ async function main() {
       `\n${turns.length} fresh conversations, load ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} cores`,
     );
     console.log(`echo (median): ${median(echo)} ms after the send; min ${Math.min(...echo)}, max ${Math.max(...echo)}`);
+    console.log(
+      `ack (median): ${median(turns.map((t) => t.ack - t.sent))} ms after the send; the echo came before the ack in ${
+        turns.filter((t) => t.echoFirst).length
+      } of ${turns.length}`,
+    );
     console.log(
       `session worker statements (round trips) between send and echo (median): ${median(turns.map((t) => t.workerStatements))}`,
     );

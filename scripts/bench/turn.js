@@ -212,6 +212,7 @@ class Conversation {
     this.turnNo = 0;
     this.arrivals = null; // seq → ms epoch, while recording
     this.echoAt = null;
+    this.ackAt = null;
     this.errors = 0;
     this.approvals = 0;
     ws.on('message', (data) => this.onFrame(JSON.parse(data.toString('utf8'))));
@@ -241,6 +242,7 @@ class Conversation {
     }
     if (this.arrivals && typeof f.seq === 'number') this.arrivals.push([f.seq, now]);
     if (f.type === 'user_message' && this.echoAt === null) this.echoAt = performance.now();
+    if (f.type === 'ack' && this.ackAt === null) this.ackAt = performance.now();
     if (f.type === 'approval_required' || f.type === 'pending_write') {
       this.approvals++;
       this.waiter?.resolve('approval');
@@ -256,13 +258,19 @@ class Conversation {
   turn(timeoutMs = 120_000) {
     const n = this.turnNo++;
     this.echoAt = null;
+    this.ackAt = null;
     const t0 = performance.now();
     return new Promise((resolve) => {
       const timer = setTimeout(() => finish('timeout'), timeoutMs);
       const finish = (how) => {
         clearTimeout(timer);
         this.waiter = null;
-        resolve({ how, ms: performance.now() - t0, echoMs: this.echoAt === null ? null : this.echoAt - t0 });
+        resolve({
+          how,
+          ms: performance.now() - t0,
+          echoMs: this.echoAt === null ? null : this.echoAt - t0,
+          ackMs: this.ackAt === null ? null : this.ackAt - t0,
+        });
       };
       this.waiter = { resolve: finish };
       this.ws.send(
@@ -448,6 +456,8 @@ async function skaldFresh(stack, users, sim, cpu, sql) {
   return {
     msPerRoundFresh: median(turns.map((t) => t.ms / PER_ROUND_ROUNDS)),
     echoMs: median(turns.map((t) => t.echoMs)),
+    ackMs: median(turns.map((t) => t.ackMs)),
+    echoBeforeAck: turns.filter((t) => t.echoMs !== null && (t.ackMs === null || t.echoMs < t.ackMs)).length,
     echoP99Ms: quantile(
       turns.map((t) => t.echoMs),
       0.99,

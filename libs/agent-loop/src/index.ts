@@ -56,7 +56,7 @@ export * from './types';
 export { CallNotAwaitingHumanError, LoopInvariantError } from './errors';
 export { DEFAULT_LOOP_CONFIG, resolveLoopConfig } from './config';
 export { DEFAULT_LLM_RETRY, retryDelayMs, type LlmRetryPolicy } from './llm-retry';
-export { inboxEntry, nextTurnItem, userMessageEvent } from './injection';
+export { inboxEntry, inboxMessageAt, nextTurnItem, userMessageEvent } from './injection';
 export {
   projectMessages,
   projectContext,

@@ -3,9 +3,18 @@ import { commit, nowIso, type FrameContext, type TurnContext } from './turn-cont
 import type { InboxItem, Mutation, NewMessage, NewToolCall, SessionEventDraft } from './types';
 
 export function inboxMessage(turn: TurnContext, frameId: string, item: InboxItem): NewMessage {
+  return inboxMessageAt(turn.session.id, frameId, item, nowIso(turn));
+}
+
+/**
+ * The user row an inbox item (not a system delivery) becomes when it enters frame `frameId` at
+ * `createdAt` (ISO): the same row `inboxEntry` writes, for a caller that enters the turn's first
+ * input itself (`TurnInput` `entered`).
+ */
+export function inboxMessageAt(sessionId: string, frameId: string, item: InboxItem, createdAt: string): NewMessage {
   return {
     id: item.id,
-    sessionId: turn.session.id,
+    sessionId,
     frameId,
     role: 'user',
     content: item.content,
@@ -15,7 +24,7 @@ export function inboxMessage(turn: TurnContext, frameId: string, item: InboxItem
     clientMessageId: item.clientMessageId,
     inputTokens: null,
     outputTokens: null,
-    createdAt: nowIso(turn),
+    createdAt,
   };
 }
 

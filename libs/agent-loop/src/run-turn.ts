@@ -4,7 +4,7 @@
  * aborts every in-flight branch, nothing more is written, and the error is rethrown.
  */
 import { compactAtTurnStart } from './compaction';
-import { CallNotAwaitingHumanError } from './errors';
+import { CallNotAwaitingHumanError, LoopInvariantError } from './errors';
 import { finishTurn } from './finish';
 import { runFrame } from './frame';
 import { inboxEntry, userMessageEvent } from './injection';
@@ -27,7 +27,16 @@ export type TurnInput =
       attachments?: Attachment[];
       isSynthetic?: boolean;
       role?: 'user' | 'agent';
-    };
+    }
+  /**
+   * The turn's first input is already entered, by the caller's own fenced write under the lease it
+   * drives with: its message row `messageId` in the root frame `frameId` (opened by that write when
+   * the conversation had none), the inbox item settled, the turn state `running` named by the
+   * message, its echo with the next seq — the first commit `runTurn` makes for an inbox item of a
+   * finished conversation with nothing to recover, no rewind and no orphaned rows. The turn goes on
+   * from there: compaction at turn start, then the root frame.
+   */
+  | { kind: 'entered'; messageId: string; frameId: string };
 
 export interface RunTurnRequest {
   sessionId: string;
@@ -83,11 +92,14 @@ async function markRunning(turn: TurnContext): Promise<void> {
  * earlier input; if that ends cancelled or parked, the input is NOT entered and that outcome is
  * returned), mark orphaned trailing user rows failed, enter the input, compact the history if it
  * passed the threshold, run the root frame.
- * An inbox input that is no longer pending returns `idle`.
+ * An inbox input that is no longer pending returns `idle`. An `entered` input skips all of that up
+ * to the compaction: the caller made that first commit.
  */
 export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<TurnOutcome> {
   const turn = await startTurn(deps, request.sessionId, request.signal);
   return guarded(turn, async () => {
+    const { input } = request;
+    if (input.kind === 'entered') return runRoot(turn, await enteredRoot(turn, input));
     if (turn.session.turnState !== 'finished') {
       await markRunning(turn);
       const previous = await finishTurn(turn, (await continueSession(turn)).outcome);
@@ -96,7 +108,6 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
     }
     const { store, ids } = deps;
     const session = turn.session;
-    const input = request.input;
     const item =
       input.kind === 'inbox' ? (await store.listInbox(session.id)).find((i) => i.id === input.inboxId) : undefined;
     if (input.kind === 'inbox' && !item) return { kind: 'idle' };
@@ -180,10 +191,31 @@ export async function runTurn(deps: LoopDeps, request: RunTurnRequest): Promise<
     // nothing the message does not need (the agent's catalog, memory and MCP lookups take longer
     // than the commit). Steered input that arrives meanwhile enters at the first round boundary.
     await commit(turn, mutations, events);
-    const fctx = await frameContext(turn, root);
-    if ((await compactAtTurnStart(fctx)).kind === 'cancelled') return finishTurn(turn, { kind: 'cancelled' });
-    return finishTurn(turn, await runFrame(fctx));
+    return runRoot(turn, root);
   });
+}
+
+/** After the first commit: compaction at turn start (if the history passed the threshold), then the root frame. */
+async function runRoot(turn: TurnContext, root: FrameRow): Promise<TurnOutcome> {
+  const fctx = await frameContext(turn, root);
+  if ((await compactAtTurnStart(fctx)).kind === 'cancelled') return finishTurn(turn, { kind: 'cancelled' });
+  return finishTurn(turn, await runFrame(fctx));
+}
+
+/**
+ * The root frame of a turn whose first input the caller entered (`entered`): the session's turn
+ * must be running and named by that message, the frame its active root. Anything else is a broken
+ * promise of the caller, not a state to repair here.
+ */
+async function enteredRoot(turn: TurnContext, input: { messageId: string; frameId: string }): Promise<FrameRow> {
+  const { session } = turn;
+  if (session.turnState !== 'running' || session.turnId !== input.messageId)
+    throw new LoopInvariantError(
+      `entered input ${input.messageId}: the session's turn is ${session.turnState} (${session.turnId ?? 'no id'})`,
+    );
+  const root = (await turn.deps.store.listActiveFrames(session.id)).find((f) => f.id === input.frameId);
+  if (!root || root.depth !== 0) throw new LoopInvariantError(`entered input ${input.messageId}: no active root frame`);
+  return root;
 }
 
 /** No new input: continue what was interrupted (recovery). `idle` when the turn is finished. */

@@ -143,6 +143,29 @@ describe('WsConnection', () => {
     expect(order).toEqual(['thinking', 'thinking', 'thinking', 'thinking', 'turn_running:true', 'done']);
   });
 
+  it("a message's echo that arrives before its submit is answered is sent after the ack", async () => {
+    const { conn, frames, events } = connection();
+    await conn.resume(S1, undefined);
+    const [echo] = events.append(S1, 1, 'user_message');
+    const sent = conn.holdingLive(async () => {
+      // The worker's answer and the echo come in one NATS read: the echo is handed over first.
+      conn.deliverLive(echo);
+      await Promise.resolve();
+      conn.send({ type: 'ack', client_message_id: 'c', message_id: 'm', duplicate: false });
+    });
+    await sent;
+    expect(frames.map((f) => f.type)).toEqual(['turn_running', 'ack', 'user_message']);
+    // A submit that fails still lets what it held go.
+    const [next] = events.append(S1, 1, 'done');
+    await expect(
+      conn.holdingLive(() => {
+        conn.deliverLive(next);
+        return Promise.reject(new Error('no worker'));
+      }),
+    ).rejects.toThrow('no worker');
+    expect(frames.map((f) => f.type)).toEqual(['turn_running', 'ack', 'user_message', 'done']);
+  });
+
   it('a live event past a gap waits until the missing events are read from the table', async () => {
     const { conn, events, seqs, settle } = connection();
     await conn.resume(S1, undefined);

@@ -123,6 +123,22 @@ export class WsConnection {
     });
   }
 
+  /**
+   * Runs `fn` (a message's submit and its `ack`) with this socket's live session events held: one
+   * that arrives meanwhile — the message's own echo, which the worker may announce as soon as the
+   * message is stored, in the same NATS read as the submit's answer — is sent after `fn`, in seq
+   * order. A client sees a message's `ack` before its `user_message`.
+   */
+  async holdingLive<T>(fn: () => Promise<T>): Promise<T> {
+    this.busy++;
+    try {
+      return await fn();
+    } finally {
+      this.busy--;
+      this.flushHeld();
+    }
+  }
+
   /** Delivers a live session event of this socket's session, in order, once, with no gap. */
   deliverLive(event: SequencedEvent): void {
     if (event.session_id !== this.sessionId || event.seq <= this.lastSeq) return;

@@ -173,17 +173,20 @@ export class WsServer implements OnApplicationShutdown {
     const actor: Actor = conn.principal.actor;
     switch (frame.type) {
       case 'message': {
-        const r = await this.sessions.submit(actor, conn.source, frame);
-        if ('command_result' in r) {
-          if (r.session_id && r.session_id !== conn.sessionId) this.switchSession(conn, r.session_id);
-          conn.send({ type: 'command_result', ...r.command_result });
-          return;
-        }
-        conn.send({
-          type: 'ack',
-          client_message_id: r.client_message_id,
-          message_id: r.message_id,
-          duplicate: r.duplicate,
+        // The echo may come with the submit's answer: it follows the ack.
+        await conn.holdingLive(async () => {
+          const r = await this.sessions.submit(actor, conn.source, frame);
+          if ('command_result' in r) {
+            if (r.session_id && r.session_id !== conn.sessionId) this.switchSession(conn, r.session_id);
+            conn.send({ type: 'command_result', ...r.command_result });
+            return;
+          }
+          conn.send({
+            type: 'ack',
+            client_message_id: r.client_message_id,
+            message_id: r.message_id,
+            duplicate: r.duplicate,
+          });
         });
         return;
       }

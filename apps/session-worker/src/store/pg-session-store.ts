@@ -35,6 +35,7 @@ import {
 } from './one-statement-commit';
 import { SessionCache } from './session-cache';
 import type { CarriedHistory } from './history-carry';
+import type { EnteredFirst } from '../submit/inbox.repository';
 import { jsonRows, parseTurnStart, QUEUED_INBOX_JSON, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
@@ -177,6 +178,29 @@ export class PgSessionStore implements SessionStore {
     const skipped = new Set(excluded);
     if (start.frames.some((f) => skipped.has(f.id) && !carried.has(f.id))) return null;
     return this.primeStart(start);
+  }
+
+  /**
+   * The turn's first commit made by the submit's statement (`entered`), after `startFrom` primed
+   * this store with that statement's read (taken in the same snapshot, before those writes): its
+   * rows join what the store knows as a commit's would — the root frame it opened among the active
+   * frames, the user row in the root's rows. The session read (running, named by the message) and
+   * the queued inbox (without the item) already say what the statement left.
+   */
+  primeEntered(entered: EnteredFirst): void {
+    const mutations: Mutation[] = [];
+    if (entered.opened) mutations.push({ kind: 'openFrame', frame: entered.frame });
+    mutations.push(
+      { kind: 'enterInbox', inboxId: entered.message.id, message: entered.message },
+      { kind: 'setTurnState', sessionId: entered.frame.sessionId, state: 'running', turnId: entered.message.id },
+    );
+    this.cache.apply(mutations);
+    const read = this.framesRead;
+    if (entered.opened && read) {
+      // Ordered as read (depth, then insertion): the new root is the only active frame of depth 0.
+      const at = read.frames.findIndex((f) => f.depth > 0);
+      read.frames.splice(at < 0 ? read.frames.length : at, 0, entered.frame);
+    }
   }
 
   private primeStart(start: TurnStart): TurnStart {

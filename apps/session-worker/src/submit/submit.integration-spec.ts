@@ -7,6 +7,12 @@ import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { InboxRepository, SUBMIT_NAME } from './inbox.repository';
+
+/**
+ * The submit statement's opening, as `pg_stat_activity.query` shows it (the text is cut at
+ * track_activity_query_size, 1 KiB: match its start).
+ */
+const SUBMIT_HEAD = `'WITH s AS (%SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active%'`;
 import { Submission, SubmitService } from './submit.service';
 
 jest.setTimeout(180_000);
@@ -311,7 +317,7 @@ describe('SubmitService.submit: one statement for the common case', () => {
     let pid: number | null = null;
     for (let i = 0; i < 100 && pid === null; i++) {
       const [row] = await ds.query(
-        `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO session_inbox%' AND query LIKE '%WITH s AS%'`,
+        `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ${SUBMIT_HEAD}`,
       );
       if (row) pid = row.pid;
       else await new Promise((r) => setTimeout(r, 50));
@@ -627,7 +633,7 @@ describe('SubmitService.submit: the submit takes the lease', () => {
     let pid: number | null = null;
     for (let i = 0; i < 100 && pid === null; i++) {
       const [row] = await ds.query(
-        `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%lease_taken AS%' AND query LIKE '%INSERT INTO session_inbox%'`,
+        `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ${SUBMIT_HEAD}`,
       );
       if (row) pid = row.pid;
       else await new Promise((r) => setTimeout(r, 50));

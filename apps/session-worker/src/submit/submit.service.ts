@@ -56,11 +56,16 @@ export class SubmitService {
         throw e;
       }
       // Taken with the message: drive with it here, nobody else needs the doorbell; the statement
-      // may also have been the first turn's start read (`start`).
+      // may also have been the first turn's start read (`start`) and its first commit (`start.entered`).
       const { lease } = stored;
       const start = 'start' in stored ? (stored.start ?? null) : null;
       if (lease) setImmediate(() => void this.driver.driveWith(lease, start));
       else this.wake(stored.sessionId);
+    } else if (stored.lease) {
+      // A retry whose first row was committed after the statement's snapshot may still have taken
+      // the lease: drive with it (it finds the session's work, or releases it at once).
+      const { lease } = stored;
+      setImmediate(() => void this.driver.driveWith(lease));
     }
     return {
       session_id: stored.sessionId,

@@ -198,7 +198,15 @@ describe('TurnDriver', () => {
 
   it('asks the submit to take only sessions it neither drives nor asks for, and none while draining', async () => {
     const { driver, leases } = setUp();
-    expect(driver.leaseAsk()).toEqual({ owner: 'w1', ttlMs: 4_000, busy: [], carried: [] });
+    expect(driver.leaseAsk()).toEqual({
+      owner: 'w1',
+      ttlMs: 4_000,
+      busy: [],
+      carried: [],
+      enter: { frameId: expect.any(String), at: expect.any(Date) },
+    });
+    // Each ask names a fresh root frame for the statement to open if it enters the message.
+    expect(driver.leaseAsk()?.enter.frameId).not.toBe(driver.leaseAsk()?.enter.frameId);
     let asked: (v: null) => void = () => undefined;
     leases.acquire = () => new Promise((r) => (asked = r));
     const asking = driver.drive(SESSION);

@@ -42,7 +42,7 @@ import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 import { HistoryCarry } from '../store/history-carry';
-import type { PrimedStart } from '../submit/inbox.repository';
+import type { EnteredFirst, PrimedStart } from '../submit/inbox.repository';
 
 const OS = osInfo();
 /** The host's time zone, read once (the default when SKALD_TIMEZONE is unset). */
@@ -118,9 +118,17 @@ export class TurnDriver implements OnApplicationShutdown {
   /**
    * What the submit's statement needs to take the session's lease for this worker
    * (InboxRepository.submitToActive): the owner, the TTL, and the sessions this worker drives or is
-   * asking for (never taken by a submit: a session is driven once per worker). Null while draining.
+   * asking for (never taken by a submit: a session is driven once per worker), and `enter`: the
+   * statement may also make the turn's first commit (the root frame's id if it opens one, the time
+   * the message enters), which `driveWith` then starts the turn from. Null while draining.
    */
-  leaseAsk(userId?: string): { owner: string; ttlMs: number; busy: string[]; carried: string[] } | null {
+  leaseAsk(userId?: string): {
+    owner: string;
+    ttlMs: number;
+    busy: string[];
+    carried: string[];
+    enter: { frameId: string; at: Date };
+  } | null {
     if (this.draining) return null;
     return {
       owner: this.instance,
@@ -128,6 +136,7 @@ export class TurnDriver implements OnApplicationShutdown {
       busy: [...this.driving.keys(), ...this.acquiring],
       // The frames whose rows this worker carries for the user's sessions: the statement's start read leaves them out.
       carried: userId === undefined ? [] : this.carry.frameIdsOf(userId),
+      enter: { frameId: randomUUID(), at: new Date() },
     };
   }
 
@@ -154,9 +163,14 @@ export class TurnDriver implements OnApplicationShutdown {
    * its own, later statement, so it sees the previous holder's last commit). A lease this worker
    * may not drive now (draining, or the session already driven here under an older, expired
    * lease) is released at once and the doorbell rung, so no lease outlives its use.
+   *
+   * When the submit's statement also entered the message (`primed.entered`), its echo is announced
+   * first, and the turn starts from that commit; a turn this worker does not drive after all is
+   * running in the table and recovered by the next driver, as after a crash.
    */
   async driveWith(lease: Lease, primed: PrimedStart | null = null): Promise<void> {
     const { sessionId } = lease;
+    if (primed?.entered) this.announcer.announce([primed.entered.event]);
     if (this.draining || this.driving.has(sessionId)) {
       await this.leases.release(lease).catch(() => undefined);
       this.ring(sessionId, this.draining ? 'handover' : 'input');
@@ -275,6 +289,9 @@ export class TurnDriver implements OnApplicationShutdown {
       const carried = this.carry.take(sessionId, d.lease.epoch);
       const early =
         turns === 0 && primed ? store.startFrom(sessionId, primed.row, primed.carried, carried, primed.at) : null;
+      // The statement may also have entered the message (the turn's first commit): the store knows its rows.
+      const entered = turns === 0 ? (primed?.entered ?? null) : null;
+      if (early && entered) store.primeEntered(entered);
       const start = early ?? (await store.startTurn(sessionId, carried));
       const { session, stop, role } = start;
       d.turn = new AbortController();
@@ -289,7 +306,9 @@ export class TurnDriver implements OnApplicationShutdown {
       const agentsRead = start.complete
         ? { rows: start.userAgents.map(toUserAgentRow), at: start.at, freshMs: INBOX_SNAPSHOT_MS }
         : null;
-      const step = await withLogIds(d.ids, () => this.runTurnOnce(d, store, session, role, next?.id, agentsRead));
+      const step = await withLogIds(d.ids, () =>
+        this.runTurnOnce(d, store, session, role, next?.id, agentsRead, entered),
+      );
       if (step === 'stop') return false;
       // The turn ended and its last commit (one statement) saw no queued input: nothing more to do
       // now — input queued after that commit is found by the release (releaseAndCheckWork).
@@ -300,7 +319,9 @@ export class TurnDriver implements OnApplicationShutdown {
 
   /**
    * One turn of the session: recovers an unfinished one, resumes a parked one a human answered, or
-   * starts one from the inbox item `inboxId`. `stop` when the session has nothing more to do now.
+   * starts one from the inbox item `inboxId` — or, when the submit's statement entered it
+   * (`entered`, and the session's running turn is still named by it), from that first commit.
+   * `stop` when the session has nothing more to do now.
    */
   private async runTurnOnce(
     d: Driving,
@@ -309,13 +330,19 @@ export class TurnDriver implements OnApplicationShutdown {
     role: 'user' | 'admin',
     inboxId: string | undefined,
     agentsRead: AgentsRead | null,
+    entered: EnteredFirst | null = null,
   ): Promise<'stop' | 'next'> {
     const sessionId = session.id;
     const deps = this.deps(store, session.userId, role, d.ids.turnId, agentsRead);
     const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
     const log = this.log.child({ epoch: d.lease.epoch });
     let outcome: TurnOutcome;
-    if (session.turnState === 'running') {
+    if (session.turnState === 'running' && entered && session.turnId === entered.message.id) {
+      log.info({}, 'turn started');
+      this.metrics.turnsStarted.inc();
+      const input = { kind: 'entered' as const, messageId: entered.message.id, frameId: entered.frame.id };
+      outcome = await runTurn(deps, { sessionId, input, signal });
+    } else if (session.turnState === 'running') {
       log.info({}, 'recovering an unfinished turn');
       outcome = await recoverTurn(deps, { sessionId, signal });
     } else if (session.turnState === 'parked') {

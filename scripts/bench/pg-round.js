@@ -263,15 +263,7 @@ async function main() {
     const { LlmSimAdminClient } = require(path.join(ROOT, 'libs/testing/dist'));
     const sim = new LlmSimAdminClient(stack.simUrl);
     const users = await bench.makeUsers(stack, 5);
-    {
-      // Warm-up: JIT, pools, prepared statements, first-use caches (not counted).
-      const m = bench.newMarkers(3, 'warm');
-      const ids = await bench.scriptConversations(sim, m, 2, bench.CFG.perRound);
-      const convs = await bench.openConversations(stack, users, m);
-      for (const c of convs) for (let i = 0; i < 2; i++) await c.turn();
-      for (const c of convs) c.close();
-      await bench.unscript(sim, ids);
-    }
+    await bench.warmUp(stack, users, sim); // not counted
     const ctx = { admin: infra.admin, datname, logFile, stack, users, sim, pg: infra.pg };
     const phases = [];
     for (let n = 1; n <= PHASES; n++) {

@@ -664,6 +664,20 @@ async function skaldThousand(stack, users, sim) {
   };
 }
 
+/**
+ * Skald's warm-up before anything is measured: JIT, pools, prepared statements, first-use caches.
+ * `CFG.warmTurns` turns (as many as the floor's), three to a conversation; nothing of it is counted.
+ */
+async function warmUp(stack, users, sim) {
+  const each = 3;
+  const m = newMarkers(Math.max(1, Math.ceil(CFG.warmTurns / each)), 'warm');
+  const ids = await scriptConversations(sim, m, each, CFG.perRound);
+  const convs = await openConversations(stack, users, m);
+  for (const c of convs) for (let i = 0; i < each; i++) await c.turn();
+  for (const c of convs) c.close();
+  await unscript(sim, ids);
+}
+
 // ------------------------------------------------------------------------------------ the floor
 async function floorPhase(infra, stack, sim, phase) {
   const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'skald-floor-'));
@@ -850,16 +864,7 @@ async function main() {
     const users = await makeUsers(stack, CFG.users);
     const cpu = new CpuMeter({ ...stackGroups(stack, infra.pg), redis: () => [{ pid: infra.redis.pid }] });
     const sql = new SqlMeter(infra.admin, 'skald');
-    // Warm-up: JIT, pools, first-use caches (CFG.warmTurns turns, as the floor's).
-    {
-      const each = 3;
-      const m = newMarkers(Math.max(1, Math.ceil(CFG.warmTurns / each)), 'warm');
-      const ids = await scriptConversations(sim, m, each, CFG.perRound);
-      const convs = await openConversations(stack, users, m);
-      for (const c of convs) for (let i = 0; i < each; i++) await c.turn();
-      for (const c of convs) c.close();
-      await unscript(sim, ids);
-    }
+    await warmUp(stack, users, sim);
     log('fresh conversations…');
     Object.assign(skald, await skaldFresh(stack, users, sim, cpu, sql));
     noteLoad('Skald fresh');
@@ -955,6 +960,7 @@ module.exports = {
   startInfra,
   startStack,
   makeUsers,
+  warmUp,
   newMarkers,
   scriptConversations,
   openConversations,

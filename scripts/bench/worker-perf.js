@@ -7,7 +7,7 @@
 // started with `--perf-basic-prof` its JIT frames have names.
 //
 //   node scripts/bench/worker-perf.js [--turns 30] [--load 50] [--out test-results/bench/perf]
-//                                     [--interpreted-frames] [--trace-jit] [--warm 2]
+//                                     [--interpreted-frames] [--trace-jit] [--warm-turns 30]
 //
 // Two phases: `--turns` fresh conversations one at a time (the turn bench's 5 read_file rounds at
 // 0 ms), then `--load` conversations at once (3 rounds at 200 ms, the bench's throughput phase).
@@ -28,7 +28,6 @@ const LOAD = Number(opt('load', 50));
 const OUT = path.resolve(__dirname, '../..', opt('out', 'test-results/bench/perf'));
 const INTERPRETED = argv.includes('--interpreted-frames');
 const TRACE_JIT = argv.includes('--trace-jit');
-const WARM = Number(opt('warm', 2)); // warm-up turns of each of 3 conversations (turn.js: 2)
 const SEQ_PHASES = Number(opt('seq-phases', 1));
 const TICK_MS = 10;
 const FREQ = 997; // samples per second per CPU: ~1 ms a sample
@@ -183,14 +182,8 @@ async function main() {
     const users = await bench.makeUsers(stack, bench.CFG.users);
     const worker = stack.processes.find((p) => p.name === 'session-worker');
     const pid = worker.child.pid;
-    {
-      const m = bench.newMarkers(3, 'warm');
-      const ids = await bench.scriptConversations(sim, m, WARM, bench.CFG.perRound);
-      const convs = await bench.openConversations(stack, users, m);
-      for (const c of convs) for (let i = 0; i < WARM; i++) await c.turn();
-      for (const c of convs) c.close();
-      await bench.unscript(sim, ids);
-    }
+    // turn.js's warm-up (`--warm-turns N`, read by turn.js's CFG from this command line).
+    await bench.warmUp(stack, users, sim);
     // Fresh conversations, one at a time.
     for (let p = 1; p <= SEQ_PHASES; p++) {
       const markers = bench.newMarkers(TURNS, 'perf');

@@ -215,7 +215,9 @@ describe('web client in a real browser', () => {
     await page.reload();
     await page.getByText('connected', { exact: true }).waitFor();
     // after the reload the conversation is all there once, and the stop button is back
+    // (the history page and the replay after it arrive apart: wait for both, then count)
     await page.getByText(`long ${m}`).waitFor();
+    await page.locator('section.approval').first().waitFor();
     expect(await page.getByText(`long ${m}`).count()).toBe(1);
     expect(await page.locator('section.approval').count()).toBe(1);
     await page.getByText('Approved').waitFor();

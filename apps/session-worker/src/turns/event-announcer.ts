@@ -17,12 +17,11 @@ export type ToolCallStep = 'started' | 'awaits_human' | 'done' | 'failed' | 'can
  */
 export function toolCallLine(
   ev: SessionEventDraft,
-): { step: ToolCallStep; toolCallId: string; fields: Record<string, string>; msg: string } | null {
+): { step: ToolCallStep; fields: { toolCallId: string } & Record<string, string>; msg: string } | null {
   switch (ev.type) {
     case 'tool_start':
       return {
         step: 'started',
-        toolCallId: ev.tool_call_id,
         fields: { toolCallId: ev.tool_call_id, tool: ev.name },
         msg: 'tool call started',
       };
@@ -30,14 +29,12 @@ export function toolCallLine(
     case 'pending_write':
       return {
         step: 'awaits_human',
-        toolCallId: ev.tool_call_id,
         fields: { toolCallId: ev.tool_call_id, requestId: ev.request_id },
         msg: 'tool call awaits approval',
       };
     case 'agent_question':
       return {
         step: 'awaits_human',
-        toolCallId: ev.tool_call_id,
         fields: { toolCallId: ev.tool_call_id, requestId: ev.request_id },
         msg: 'tool call awaits an answer',
       };
@@ -71,7 +68,7 @@ export function toolCallLine(
 }
 
 function ended(toolCallId: string, status: 'done' | 'failed' | 'cancelled' | 'rejected') {
-  return { step: status, toolCallId, fields: { toolCallId, status }, msg: 'tool call ended' };
+  return { step: status, fields: { toolCallId, status }, msg: 'tool call ended' };
 }
 
 /** Built-in tools without side effects (`access: 'read'`): their successful calls are routine. */
@@ -96,18 +93,19 @@ export class ToolCallLogLevels {
 
   level(
     ev: SessionEventDraft,
-    line: { step: ToolCallStep; toolCallId: string; fields: Record<string, string> },
+    line: { step: ToolCallStep; fields: { toolCallId: string } & Record<string, string> },
   ): 'debug' | 'info' {
+    const id = line.fields.toolCallId;
     if (line.step === 'started') {
-      this.routine.delete(line.toolCallId);
+      this.routine.delete(id);
       if (ev.type !== 'tool_start' || !READ_ONLY.has(ev.name)) return 'info';
-      this.routine.set(line.toolCallId, ev.name);
+      this.routine.set(id, ev.name);
       if (this.routine.size > this.kept) this.routine.delete(this.routine.keys().next().value as string);
       return 'debug';
     }
-    const tool = this.routine.get(line.toolCallId);
+    const tool = this.routine.get(id);
     if (tool === undefined) return 'info';
-    this.routine.delete(line.toolCallId);
+    this.routine.delete(id);
     if (line.step === 'done') return 'debug';
     line.fields.tool = tool;
     return 'info';

@@ -1,5 +1,6 @@
 import {
   context,
+  type Context,
   isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
@@ -15,6 +16,7 @@ import {
   ErrorCode,
   Events,
   headers as natsHeaders,
+  Msg,
   MsgHdrs,
   NatsConnection,
   NatsError,
@@ -34,6 +36,7 @@ import {
 import { databaseInputError } from './database-input';
 import { readForwarded } from './forwarded';
 import { MuxRequestError, ReplyMux } from './reply-mux';
+import { headersOf } from './safe-headers';
 import { SENT_AT_HEADER, sentAtOf } from './sent-at';
 import { coalesceWrites } from './write-coalescing';
 
@@ -93,6 +96,12 @@ const headerGetter: TextMapGetter<MsgHdrs> = {
   get: (h, k) => h.get(k) || undefined,
   keys: (h) => h.keys(),
 };
+
+/** The publisher's trace context of a message (the root one when it has none or its headers do not decode). */
+function traceParentOf(msg: Msg): Context {
+  const h = headersOf(msg);
+  return h ? propagation.extract(ROOT_CONTEXT, h, headerGetter) : ROOT_CONTEXT;
+}
 
 /** What a subscriber learns about a published message besides its body. */
 export interface MessageMeta {
@@ -264,7 +273,7 @@ export class Bus {
           this.log.error({ subject, err: err.message }, 'subscription error');
           return;
         }
-        const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
+        const parent = traceParentOf(msg);
         const span = tracer().startSpan(
           `${subject} handle`,
           { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
@@ -340,16 +349,14 @@ export class Bus {
           return;
         }
         const sentAt = sentAtOf(msg);
-        const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
+        const parent = traceParentOf(msg);
         const failed = (e: unknown): void =>
           this.log.error({ subject: msg.subject, err: String(e) }, 'message handler failed');
         // A handler that throws, at once or later, is logged; it never reaches the NATS client's read loop.
         let r: void | Promise<void>;
         try {
           // the publisher's trace continues in what this message starts (a wake drives a turn)
-          r = context.with(parent, () =>
-            onMessage(parsed.data, msg.subject, { sentAt }),
-          );
+          r = context.with(parent, () => onMessage(parsed.data, msg.subject, { sentAt }));
         } catch (e) {
           failed(e);
           return;

@@ -1,4 +1,5 @@
 import type { Msg, MsgHdrs, Subscription, SubscriptionOptions } from 'nats';
+import { headersOf } from './safe-headers';
 
 /** What the mux needs of a NATS connection (a `NatsConnection` has it; the unit spec fakes it). */
 export interface MuxConnection {
@@ -108,7 +109,7 @@ export class ReplyMux {
     this.pending.delete(token);
     clearTimeout(p.timer);
     // NATS core reports no responders as an empty message with status 503 to the reply subject.
-    if (msg.data.length === 0 && msg.headers?.code === 503) {
+    if (msg.data.length === 0 && headersOf(msg)?.code === 503) {
       p.reject(new MuxRequestError('no_responders', 'no responders'));
     } else {
       p.resolve(msg.data);

@@ -1,4 +1,5 @@
 import type { Msg } from 'nats';
+import { headersOf } from './safe-headers';
 
 /** The header a publisher stamps each published message with: when it sent it (ms since the epoch). */
 export const SENT_AT_HEADER = 'x-skald-sent-at';
@@ -35,7 +36,7 @@ export function sentAtOf(msg: Msg): number | null {
     if (hdr <= 0) return null;
     value = sentAtInBlock(raw._rdata, hdr);
   } else {
-    value = Number(msg.headers?.get(SENT_AT_HEADER));
+    value = Number(headersOf(msg)?.get(SENT_AT_HEADER));
   }
   return Number.isFinite(value) && value > 0 ? value : null;
 }

@@ -186,6 +186,8 @@ describe('what users of docker-compose.yml rely on', () => {
     const config = readFileSync(join(repoRoot, mount?.split(':')[0] ?? '(none)'), 'utf8');
 
     expect(nats.command).toEqual(['-c', '/etc/nats/nats.conf']);
+    // one OS thread for its goroutines unless the operator says otherwise, as npm start runs it
+    expect(nats.environment?.GOMAXPROCS).toBe('${SKALD_NATS_GOMAXPROCS:-1}');
     expect(mount).toBe('./k8s/base/infra/nats.conf:/etc/nats/nats.conf:ro');
     expect(config).toBe(natsServerConfig());
     expect(config).not.toMatch(/jetstream|store_dir/i);

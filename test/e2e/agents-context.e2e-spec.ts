@@ -378,6 +378,29 @@ describe('agents catalog, context building, compaction and slash commands end to
       'Deactivated 2 tool groups: config, github. The agent can activate them again with activate_tools.',
     );
     expect(await db.query(`SELECT * FROM tool_grants WHERE session_id = $1`, [sessionId])).toEqual([]);
+
+    // while a turn runs (here it waits for a human's answer) the grants stay and the command says why
+    await db.query(`INSERT INTO tool_grants (session_id, group_name) VALUES ($1, 'github')`, [sessionId]);
+    const mk = `rt-${randomUUID()}`;
+    await sim.script({
+      match: mk,
+      matchIn: 'last_user',
+      replies: [{ tool_calls: [{ name: 'execute_cmd', arguments: { command: 'true' } }] }],
+    });
+    const ws = await connect(alice, 'phone');
+    ws.send({ type: 'message', client_message_id: `c-${randomUUID()}`, content: mk });
+    await ws.waitForType('approval_requested');
+    expect(await command(alice, 'phone', '/resettools')).toBe(
+      'A turn is running in this conversation. Try again when it has finished, or /stop it first.',
+    );
+    expect(await db.query(`SELECT group_name FROM tool_grants WHERE session_id = $1`, [sessionId])).toEqual([
+      { group_name: 'github' },
+    ]);
+    ws.send({ type: 'message', client_message_id: `c-${randomUUID()}`, content: '/stop' });
+    await ws.waitFor((f) => f.type === 'error' && f.code === 'interrupted', 20_000);
+    expect(await command(alice, 'phone', '/resettools')).toBe(
+      'Deactivated 1 tool group: github. The agent can activate them again with activate_tools.',
+    );
   });
 
   it('/context reports the parts; /compact folds the older rows into a template summary; /clear empties the conversation', async () => {

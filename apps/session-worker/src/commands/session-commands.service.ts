@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { compactSession, CompactSessionResult, ContextReport, describeContext } from '@skald/agent-loop';
 import { Actor } from '@skald/contracts';
-import { queryRows } from '@skald/persistence';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { UserSettingsRepository } from '../settings/user-settings.repository';
 import { PgSessionStore } from '../store/pg-session-store';
@@ -58,15 +57,15 @@ export class SessionCommandsService {
     return (await this.sessions.active({ userId: actor.userId, source })).id;
   }
 
-  /** Drops every `activate_tools` grant of the session (root and sub-agent frames). */
+  /**
+   * Drops every `activate_tools` grant of the session (root and sub-agent frames), under the lease as
+   * /clear and /compact are: a running turn keeps the grants it read at its start and may activate
+   * more, so while one runs the command is refused rather than half-applied.
+   */
   private async resetTools(actor: Actor, source: string): Promise<string> {
     const sessionId = await this.sessionId(actor, source);
-    const rows = await queryRows<{ group_name: string }>(
-      this.ds,
-      `DELETE FROM tool_grants WHERE session_id = $1 RETURNING group_name`,
-      [sessionId],
-    );
-    const groups = [...new Set(rows.map((r) => r.group_name))].sort();
+    const groups = await this.driver.withLease(sessionId, (store) => store.revokeAllGrants(sessionId));
+    if (groups === null) return BUSY;
     if (groups.length === 0) return 'No tool groups were active in this conversation.';
     return `Deactivated ${groups.length} tool group${groups.length === 1 ? '' : 's'}: ${groups.join(', ')}. The agent can activate them again with activate_tools.`;
   }

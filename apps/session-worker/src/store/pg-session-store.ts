@@ -334,6 +334,29 @@ export class PgSessionStore implements SessionStore {
     return groups;
   }
 
+  /**
+   * Drops every tool grant of the session (the root's and every frame's) under this store's lease,
+   * in one statement that writes nothing unless the lease is still held under its epoch; the groups
+   * dropped, sorted and once each. Throws `LeaseLostError` when the lease is not held.
+   */
+  async revokeAllGrants(sessionId: string): Promise<string[]> {
+    const rows: Row[] = await queryRows(
+      this.ds,
+      `WITH fence AS (
+         SELECT epoch FROM session_leases
+          WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE),
+       gone AS (
+         DELETE FROM tool_grants WHERE session_id = $1 AND EXISTS (SELECT 1 FROM fence) RETURNING group_name)
+       SELECT (SELECT count(*) FROM fence)::int AS fenced,
+              COALESCE((SELECT json_agg(DISTINCT group_name ORDER BY group_name) FROM gone), '[]'::json) AS groups`,
+      [sessionId, this.fence.owner, this.fence.epoch],
+    );
+    if (Number(rows[0]?.fenced) === 0)
+      throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${this.fence.epoch})`);
+    this.cache.clearGrants();
+    return (rows[0].groups as unknown[]).map(String);
+  }
+
   private async readGrants(scope: GrantScope): Promise<string[]> {
     const rows: Row[] =
       scope.kind === 'session'

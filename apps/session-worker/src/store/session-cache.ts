@@ -79,6 +79,10 @@ export class SessionCache {
     this.grants.set(key, groups.slice());
   }
 
+  clearGrants(): void {
+    this.grants.clear();
+  }
+
   getScratchpad(id: string): ScratchpadNote[] | null {
     return this.scratchpads.get(id)?.map((n) => ({ ...n })) ?? null;
   }

@@ -186,6 +186,7 @@ export class Bus {
     for await (const s of this.nc.status()) {
       if (s.type === Events.Disconnect || s.type === Events.Reconnect) {
         this.log.warn({ event: s.type }, s.type === Events.Disconnect ? 'NATS connection lost' : 'NATS reconnected');
+        this.replies.setConnected(s.type === Events.Reconnect);
         for (const listener of [...this.gapListeners]) {
           try {
             listener();
@@ -456,7 +457,7 @@ function toBusError(subject: string, err: unknown): BusRequestError {
   if (err instanceof MuxRequestError) {
     if (err.code === 'no_responders')
       return new BusRequestError('no_responders', subject, `no service answers ${subject}`);
-    if (err.code === 'timeout') return new BusRequestError('timeout', subject, `${subject} timed out`);
+    if (err.code === 'timeout') return new BusRequestError('timeout', subject, err.message);
   }
   if (err instanceof NatsError) {
     if (err.code === String(ErrorCode.NoResponders))

@@ -1,7 +1,8 @@
 /**
  * The reply mux against a model, over generated interleavings of requests (several on one subject),
  * replies in any order, duplicate and late replies, replies to tokens it never issued, no-responder
- * statuses, timeouts, a publish that throws, and the close of the inbox subscription. Each request
+ * statuses, timeouts, a publish that throws, the close of the inbox subscription, and the connection
+ * lost and back (a request made in the gap is sent at the return, unless its timeout came first). Each request
  * ends exactly once and with what the model says (its own reply's bytes, `no_responders`,
  * `timeout`, `closed`, `publish_failed`); nothing leaks: no map entry or timer is left once every
  * request has ended.
@@ -80,6 +81,7 @@ const op = fc.oneof(
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 40 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('gap' as const), up: fc.boolean() }) },
 );
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -106,6 +108,9 @@ describe('ReplyMux', () => {
         const waiting = new Map<number, { deadline: number; reply: string }>();
         const replies: { id: number; reply: string }[] = [];
         let n = 0;
+        let connected = true;
+        /** Requests made while disconnected, in order: sent at the reconnect if still waiting. */
+        let held: number[] = [];
         const end = (id: number, o: Outcome): void => {
           waiting.delete(id);
           expected.set(id, o);
@@ -124,7 +129,11 @@ describe('ReplyMux', () => {
             );
             nc.failNextPublish = false;
             if (closed) end(id, { ok: false, code: 'closed' });
-            else if (o.kind === 'requestFailing') {
+            else if (!connected) {
+              expect(nc.published.length).toBe(before); // nats.js would drop it: held instead
+              waiting.set(id, { deadline: clock + o.timeoutMs, reply: '' });
+              held.push(id);
+            } else if (o.kind === 'requestFailing') {
               end(id, { ok: false, code: 'publish_failed' });
             } else {
               expect(nc.published.length).toBe(before + 1);
@@ -149,6 +158,21 @@ describe('ReplyMux', () => {
             clock += o.ms;
             jest.advanceTimersByTime(o.ms);
             for (const [id, w] of waiting) if (w.deadline <= clock) end(id, { ok: false, code: 'timeout' });
+          } else if (o.kind === 'gap') {
+            const before = nc.published.length;
+            mux.setConnected(o.up);
+            connected = o.up;
+            if (o.up) {
+              const sendNow = held.filter((id) => waiting.has(id));
+              held = [];
+              expect(nc.published.length).toBe(before + sendNow.length);
+              for (const [i, id] of sendNow.entries()) {
+                const sent = nc.published[before + i];
+                expect(dec(sent.data)).toBe(`q${id}`);
+                waiting.get(id)!.reply = sent.reply;
+                replies.push({ id, reply: sent.reply });
+              }
+            } else expect(nc.published.length).toBe(before);
           } else {
             if (nc.subscribes === 0) continue; // nothing subscribed yet: nothing to close
             closed = true;

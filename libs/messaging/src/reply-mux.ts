@@ -40,6 +40,9 @@ export class ReplyMux {
   private sub: Subscription | null = null;
   private readonly pending = new Map<string, Pending>();
   private next = 0;
+  private connected = true;
+  /** Requests made while disconnected, by token: sent at the reconnect (see `setConnected`). */
+  private readonly held = new Map<string, () => void>();
 
   /** @param inbox a unique inbox subject (`createInbox(prefix)`); replies come to `<inbox>.<token>`. */
   constructor(
@@ -58,17 +61,45 @@ export class ReplyMux {
     const token = (this.next++).toString(36);
     return new Promise<Uint8Array>((resolve, reject) => {
       const timer = setTimeout(() => {
-        if (this.pending.delete(token)) reject(new MuxRequestError('timeout', `${subject} timed out`));
+        const unsent = this.held.delete(token);
+        if (this.pending.delete(token))
+          reject(
+            new MuxRequestError(
+              'timeout',
+              unsent
+                ? `${subject} timed out: the connection to NATS was lost and not back in time`
+                : `${subject} timed out`,
+            ),
+          );
       }, timeoutMs);
+      const send = (): void => {
+        try {
+          this.nc.publish(subject, data, { reply: `${this.inbox}.${token}`, headers });
+        } catch (err) {
+          this.pending.delete(token);
+          clearTimeout(timer);
+          reject(new MuxRequestError('publish_failed', err instanceof Error ? err.message : String(err)));
+        }
+      };
       this.pending.set(token, { subject, resolve, reject, timer });
-      try {
-        this.nc.publish(subject, data, { reply: `${this.inbox}.${token}`, headers });
-      } catch (err) {
-        this.pending.delete(token);
-        clearTimeout(timer);
-        reject(new MuxRequestError('publish_failed', err instanceof Error ? err.message : String(err)));
-      }
+      if (this.connected) send();
+      else this.held.set(token, send);
     });
+  }
+
+  /**
+   * Told by the connection's owner when the connection is lost (false) and back (true). What nats.js
+   * is handed while it is disconnected never reaches the server (its buffer is dropped at the
+   * reconnect), so a request made in the gap would wait its whole timeout for nothing: it is held
+   * here and sent when the connection is back — unless its timeout ended it first. Requests sent
+   * before the loss keep waiting: their reply may still come.
+   */
+  setConnected(connected: boolean): void {
+    this.connected = connected;
+    if (!connected) return;
+    const held = [...this.held];
+    this.held.clear();
+    for (const [token, send] of held) if (this.pending.has(token)) send();
   }
 
   /** The inbox subscription, made at the first request (its SUB goes out before that request's PUB). */
@@ -117,6 +148,7 @@ export class ReplyMux {
   }
 
   private closeAll(): void {
+    this.held.clear();
     for (const [token, p] of this.pending) {
       this.pending.delete(token);
       clearTimeout(p.timer);

@@ -1,4 +1,4 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Actor, APPROVAL_TOPICS, BypassDto } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { ApprovalError } from '../errors';
@@ -17,13 +17,18 @@ export const ownerScope = (actor: Actor): string | null => (actor.role === 'admi
  * Postgres is the truth and an active bypass is always read from it (so a revocation or an
  * expiry holds at once everywhere). Only "this session has no bypass" is remembered, for at most
  * NEGATIVE_TTL_MS, and forgotten on every replica when one is opened (`approval.bypass.opened`,
- * published before the session is woken); a lost broadcast can only make the gate ask once more.
+ * published before the session is woken) and at every NATS connection gap (a broadcast sent in the
+ * gap never arrives); a read that began before a forgetting does not remember its answer (it may
+ * predate the bypass). A lost broadcast can only make the gate ask once more.
  */
 @Injectable()
-export class BypassesService implements OnModuleInit {
+export class BypassesService implements OnModuleInit, OnModuleDestroy {
   private static readonly NEGATIVE_TTL_MS = 1000;
   private static readonly NEGATIVE_MAX = 50_000;
   private readonly none = new Map<string, number>();
+  /** Bumped at every forgetting: a read that began under an older one keeps nothing. */
+  private generation = 0;
+  private unwatchGaps: (() => void) | null = null;
 
   constructor(
     private readonly repo: BypassesRepository,
@@ -33,14 +38,29 @@ export class BypassesService implements OnModuleInit {
 
   onModuleInit(): void {
     this.bus.subscribe(APPROVAL_TOPICS.bypassOpened.pattern, APPROVAL_TOPICS.bypassOpened.message, (m) => {
-      this.none.delete(m.session_id);
+      this.forget(m.session_id);
     });
+    this.unwatchGaps = this.bus.onConnectionGap(() => this.forget(null));
+  }
+
+  onModuleDestroy(): void {
+    this.unwatchGaps?.();
+    this.unwatchGaps = null;
+  }
+
+  /** Forgets that `sessionId` (null: every session) has no bypass. */
+  private forget(sessionId: string | null): void {
+    this.generation++;
+    if (sessionId === null) this.none.clear();
+    else this.none.delete(sessionId);
   }
 
   async activeScopes(sessionId: string): Promise<BypassScope[]> {
     const until = this.none.get(sessionId);
     if (until !== undefined && until > Date.now()) return [];
+    const generation = this.generation;
     const scopes = await this.repo.activeScopes(sessionId);
+    if (generation !== this.generation) return scopes;
     if (scopes.length === 0) {
       if (this.none.size >= BypassesService.NEGATIVE_MAX) this.none.clear();
       this.none.set(sessionId, Date.now() + BypassesService.NEGATIVE_TTL_MS);
@@ -50,7 +70,7 @@ export class BypassesService implements OnModuleInit {
 
   /** After a bypass was committed (here or by a resolution). */
   opened(sessionId: string): void {
-    this.none.delete(sessionId);
+    this.forget(sessionId);
     this.events.bypassOpened(sessionId);
   }
 

@@ -125,6 +125,12 @@ describe('backing services restarted mid-turn', () => {
     await new Promise((r) => setTimeout(r, 1500));
     await nats.start();
     await waitFinished(sessionId);
+    // Frames still on their way (the live `done` can be between the gateway and this socket) land
+    // first: counting them as missed would make the resume's replay look like a duplicate.
+    for (let n = -1, i = 0; n !== ws.frames.length && i < 20; i++) {
+      n = ws.frames.length;
+      await new Promise((r) => setTimeout(r, 250));
+    }
     // Whatever the socket missed while NATS was down, a resume replays from the table.
     const seen = ws.frames.filter((f) => typeof f.seq === 'number').map((f) => f.seq as number);
     const lastSeen = seen.length > 0 ? Math.max(...seen) : 0;

@@ -1043,7 +1043,8 @@ async function main() {
         `skeleton with a Skald-size request: ${fmtBy(skeleton.skaldSize?.cpuMsPerRoundByProcess)}`,
     );
   log(
-    `Postgres backends opened during the fresh phase (with its settling wait) — Skald: ${skald.backendsOpened ?? '–'}; floor: ${floor.backendsOpened ?? '–'}`,
+    `Postgres backends opened during the fresh phase (with its settling wait) — Skald: ${skald.backendsOpened ?? '–'}; floor: ${floor.backendsOpened ?? '–'}` +
+      (skeleton ? `; skeleton: ${skeleton.backendsOpened ?? '–'}` : ''),
   );
   log(`machine load (1 min) after each phase: ${loads.map((l) => `${l.phase} ${l.load1}`).join('; ')}`);
   log(`whole run: ${((Date.now() - t0) / 1000).toFixed(0)} s`);

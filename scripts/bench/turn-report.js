@@ -116,12 +116,16 @@ const COLUMNS = [
   ['B per parked turn', (x) => (x.parkedBytesPerTurn == null ? '–' : fmt(x.parkedBytesPerTurn))],
 ];
 
-/** The markdown table (floor row, Skald row) and the targets, as printed and kept in docs. */
-function renderTable(skald, floor) {
+/**
+ * The markdown table (floor row, Skald row, then any reference rows `[[name, figures]]`: the
+ * topology floor, judged by no target), as printed and kept in docs.
+ */
+function renderTable(skald, floor, references = []) {
   const rows = [
     ['system', ...COLUMNS.map(([h]) => h)],
     ['hand-written durable loop (floor)', ...COLUMNS.map(([, f]) => f(floor))],
     ['Skald', ...COLUMNS.map(([, f]) => f(skald))],
+    ...references.filter(([, x]) => x).map(([name, x]) => [`${name} (reference)`, ...COLUMNS.map(([, f]) => f(x))]),
   ];
   const line = (r) => `| ${r.join(' | ')} |`;
   return [line(rows[0]), line(rows[0].map(() => '---')), ...rows.slice(1).map(line)].join('\n');
@@ -163,7 +167,62 @@ function renderCeilings(skald, floor, cores) {
   ].join('\n');
 }
 
+/**
+ * What the topology floor (the architecture skeleton: ARCHITECTURE.md's processes and hops with
+ * trivial handlers, measured in the same run) implies for each target it bears on: its own figure
+ * against the target (a figure the skeleton already misses is out of reach of any implementation of
+ * the topology on this machine), the budget the target leaves above it, and how much of Skald's
+ * figure is above it (Skald's own code). Judges nothing: the targets stay Skald's against the floor.
+ */
+function renderTopologyFloor(skald, floor, skel) {
+  const verdict = (ok) =>
+    ok ? 'within reach of the topology' : 'NOT reachable under the fixed topology here (the skeleton alone misses it)';
+  const lines = [
+    'Topology floor (architecture skeleton: the fixed processes and hops, trivial handlers; a reference, judged by no target):',
+  ];
+  for (const [label, key, max] of [
+    ['ms per round, fresh', 'msPerRoundFresh', 2],
+    ['CPU ms per round', 'cpuMsPerRound', 2.5],
+  ]) {
+    const k = skel[key];
+    const f = floor[key];
+    const s = skald[key];
+    if (k == null) {
+      lines.push(`  ${label}: –`);
+      continue;
+    }
+    const parts = [`skeleton ${fmt(k)}`];
+    if (f) {
+      parts.push(`= ${fmt(k / f)}× the floor (${fmt(f)})`);
+      parts.push(`target ≤ ${max}× = ${fmt(max * f)}: ${verdict(k <= max * f)}, ${fmt(max * f - k)} left for code`);
+    }
+    if (s != null) parts.push(`Skald ${fmt(s)}: ${fmt(s - k)} above the skeleton (${fmt(s / k)}×)`);
+    if (skel.skaldSize?.[key] != null) parts.push(`skeleton with a Skald-size request ${fmt(skel.skaldSize[key])}`);
+    lines.push(`  ${label}: ${parts.join('; ')}`);
+  }
+  if (skel.echoMs != null) {
+    const parts = [`skeleton median ${fmt(skel.echoMs)} ms, p99 ${fmt(skel.echoP99Ms)} ms`];
+    parts.push(`target ≤ 3 ms: ${verdict(skel.echoMs <= 3)}`);
+    if (skald.echoMs != null)
+      parts.push(`Skald ${fmt(skald.echoMs)}: ${fmt(skald.echoMs - skel.echoMs)} ms above the skeleton`);
+    lines.push(`  message → echo: ${parts.join('; ')}`);
+  }
+  if (skel.turnsPerSec50 != null) {
+    const frac = fraction(skel.turnsPerSec50, skel.ideal50);
+    lines.push(
+      `  turns/s at 50: skeleton ${fmt(skel.turnsPerSec50)} = ${pct(frac)} of ideal, ${fmt(skel.cpuMsPerTurn50)} CPU ms a turn, ` +
+        `the cores ${pct(skel.busy50)} busy; target ≥ 90 %: ${verdict(frac >= 0.9)}`,
+    );
+  }
+  if (skel.eventP99Ms != null)
+    lines.push(
+      `  event p50 / p99 at 50: skeleton ${fmt(skel.eventP50Ms)} / ${fmt(skel.eventP99Ms)} ms; target p99 ≤ 25 ms: ${verdict(skel.eventP99Ms <= 25)}`,
+    );
+  return lines.join('\n');
+}
+
 module.exports = {
+  renderTopologyFloor,
   median,
   quantile,
   judge,

@@ -5,7 +5,11 @@
 // Postgres role, NATS user and Redis ACL user; libs/testing's Stack) with llm-sim as the model, on
 // private Postgres (pg_stat_statements preloaded), NATS and Redis servers, so that every CPU tick
 // and SQL statement counted below is the benchmark's own. The floor (scripts/bench/floor/loop.js)
-// is a hand-written durable loop on the same Postgres server and the same llm-sim.
+// is a hand-written durable loop on the same Postgres server and the same llm-sim. The topology
+// floor (scripts/bench/floor/skeleton/) is ARCHITECTURE.md's fixed topology with trivial handlers:
+// bare gateway, worker, approval and runner processes over their own NATS server, doing a Skald
+// round's hops and statements — a reference row, judged by no target: what any implementation of
+// the architecture pays on this machine.
 //
 // Workloads: 5 tool rounds of `read_file` (allowed by the default rules) at 0 ms model latency for
 // the per-round figures; 3 tool rounds at 200 ms per model call for throughput (ideal: every
@@ -15,6 +19,7 @@
 //   node scripts/bench/turn.js [--quick] [--profile] [--out test-results/bench]
 //                              [--fresh 30] [--long 200] [--turns50 4] [--turns200 3] [--parked 200]
 //                              [--no-thousand] [--warm-turns 30] [--env NAME=value]…
+//                              [--no-skeleton] [--skeleton-only]
 //
 // Prints one table and the targets (met / NOT met), writes <out>/turn.json; with --profile also a
 // CPU profile of each app under the 50-conversation load (<out>/profiles/<app>.cpuprofile) and a
@@ -31,10 +36,19 @@ const { Client } = require(path.join(ROOT, 'node_modules/pg'));
 const WebSocket = require(path.join(ROOT, 'node_modules/ws'));
 const { migrateUp } = require(path.join(ROOT, 'libs/persistence/dist'));
 const { ApprovalConfigSchema } = require(path.join(ROOT, 'apps/approval-service/dist/config'));
-const { Stack, ApiClient, LlmSimAdminClient, PrivatePostgres, PrivateRedis } = require(
+const { Stack, ApiClient, LlmSimAdminClient, PrivatePostgres, PrivateRedis, PrivateNats } = require(
   path.join(ROOT, 'libs/testing/dist'),
 );
-const { median, quantile, judge, renderTable, renderTargets, renderCeilings } = require('./turn-report');
+const { createSchema: createSkeletonSchema, startSkeleton } = require('./floor/skeleton');
+const {
+  median,
+  quantile,
+  judge,
+  renderTable,
+  renderTargets,
+  renderCeilings,
+  renderTopologyFloor,
+} = require('./turn-report');
 
 // ---------------------------------------------------------------------------------------- options
 const argv = process.argv.slice(2);
@@ -59,7 +73,11 @@ const CFG = {
   // a worker that has served a while is what a user meets. At 6 turns (36 rounds) V8 was still
   // compiling ~2 ms of the worker's CPU per round in the fresh phase (scripts/bench/worker-perf.js).
   warmTurns: Number(opt('warm-turns', QUICK ? 12 : 30)),
-  thousand: !flag('no-thousand') && !QUICK,
+  thousand: !flag('no-thousand') && !QUICK && !flag('skeleton-only'),
+  // The topology floor (architecture skeleton): measured unless --no-skeleton; --skeleton-only runs
+  // it alone (the stack is started for its llm-sim; Skald and the floor are not measured).
+  skeleton: !flag('no-skeleton'),
+  skeletonOnly: flag('skeleton-only'),
   profile: flag('profile'),
   out: path.resolve(ROOT, opt('out', 'test-results/bench')),
   perRound: { toolRounds: 5, latencyMs: 0 },
@@ -339,6 +357,7 @@ async function prepareInfra(pg, admin) {
   await admin.connect();
   await admin.query('CREATE DATABASE skald');
   await admin.query('CREATE DATABASE floor');
+  await admin.query('CREATE DATABASE skeleton');
   await admin.query('CREATE EXTENSION pg_stat_statements');
   const skaldUrl = pg.url('skald');
   await migrateUp(skaldUrl);
@@ -348,6 +367,12 @@ async function prepareInfra(pg, admin) {
     await c.query(`CREATE TABLE floor_messages (id bigserial PRIMARY KEY, conversation_id uuid NOT NULL,
                      role text NOT NULL, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
                      CREATE INDEX ON floor_messages (conversation_id, id)`);
+    await c.end();
+  }
+  {
+    const c = new Client({ connectionString: pg.url('skeleton') });
+    await c.connect();
+    await createSkeletonSchema(c);
     await c.end();
   }
   const redis = await PrivateRedis.start();
@@ -442,12 +467,12 @@ async function skaldFresh(stack, users, sim, cpu, sql) {
   const markers = newMarkers(CFG.fresh, 'fresh');
   const ids = await scriptConversations(sim, markers, 1, CFG.perRound);
   const convs = await openConversations(stack, users, markers);
-  await sql.start();
+  await sql?.start();
   cpu.start();
   const turns = [];
   for (const c of convs) turns.push(await c.turn());
   const cpuMsByApp = cpu.stop();
-  const q = await sql.stop();
+  const q = sql ? await sql.stop() : null;
   for (const c of convs) c.close();
   await unscript(sim, ids);
   const bad = turns.filter((t) => t.how !== 'done').length;
@@ -464,11 +489,13 @@ async function skaldFresh(stack, users, sim, cpu, sql) {
     ),
     cpuMsPerRound: sum(cpuMsByApp) / rounds,
     cpuMsPerRoundByProcess: perRound(cpuMsByApp, rounds),
-    sqlStatementsPerRound: q.statements / rounds,
-    sqlTransactionsPerRound: q.xacts / rounds,
-    backendsOpened: q.sessions,
-    // The statements of the fresh phase by calls per round (normalized text): what a round spends.
-    sqlTop: q.top.map((t) => ({ perRound: Math.round((t.calls / rounds) * 100) / 100, query: t.query })),
+    ...(q && {
+      sqlStatementsPerRound: q.statements / rounds,
+      sqlTransactionsPerRound: q.xacts / rounds,
+      backendsOpened: q.sessions,
+      // The statements of the fresh phase by calls per round (normalized text): what a round spends.
+      sqlTop: q.top.map((t) => ({ perRound: Math.round((t.calls / rounds) * 100) / 100, query: t.query })),
+    }),
   };
 }
 
@@ -497,7 +524,18 @@ function earlyLate(msPerRound) {
  * N conversations in a closed loop (3 tool rounds at 200 ms), `turnsEach` turns each: turns/s is
  * every turn over the time from the first message to the last answer (ideal: N / 0.8 s).
  */
-async function skaldLoad(stack, users, sim, n, { events = false, infra = null, cpu = null } = {}) {
+async function skaldLoad(
+  stack,
+  users,
+  sim,
+  n,
+  {
+    events = false,
+    infra = null,
+    cpu = null,
+    eventsFrom = { db: 'skald', table: 'session_events', column: 'created_at' },
+  } = {},
+) {
   const markers = newMarkers(n, `load${n}`);
   const turnsEach = CFG.loadTurns[n];
   const ids = await scriptConversations(sim, markers, turnsEach, CFG.load);
@@ -523,7 +561,7 @@ async function skaldLoad(stack, users, sim, n, { events = false, infra = null, c
   const seconds = (performance.now() - t0) / 1000;
   const cpuMs = cpu ? sum(cpu.stop()) : null;
   let eventLatency = null;
-  if (events) eventLatency = await eventLatencies(infra, convs);
+  if (events) eventLatency = await eventLatencies(infra, convs, eventsFrom);
   for (const c of convs) c.close();
   await unscript(sim, ids);
   return {
@@ -543,14 +581,14 @@ function loadCpu(cpuMs, turns, seconds) {
 }
 
 /** Event latency: the client's arrival time against the event row's commit-transaction time. */
-async function eventLatencies(infra, convs) {
-  const c = new Client({ connectionString: infra.pg.url('skald') });
+async function eventLatencies(infra, convs, from) {
+  const c = new Client({ connectionString: infra.pg.url(from.db) });
   await c.connect();
   const lat = [];
   try {
     const { rows } = await c.query(
-      `SELECT session_id, seq, (extract(epoch FROM created_at) * 1000)::float8 AS t
-         FROM session_events WHERE session_id = ANY($1::uuid[])`,
+      `SELECT session_id, seq, (extract(epoch FROM ${from.column}) * 1000)::float8 AS t
+         FROM ${from.table} WHERE session_id = ANY($1::uuid[])`,
       [convs.map((x) => x.sessionId)],
     );
     const at = new Map(rows.map((r) => [`${r.session_id}/${r.seq}`, Number(r.t)]));
@@ -770,6 +808,74 @@ async function floorFigures(infra, stack, sim) {
   return f;
 }
 
+// ----------------------------------------------------------------------- the topology floor
+/**
+ * The architecture skeleton (scripts/bench/floor/skeleton/): the same fresh phase as Skald's (its
+ * warm-up first), through its own gateway's WebSocket with the same client and llm-sim scripts;
+ * CPU by process (named as Skald's apps, for the side-by-side), SQL per round, echo; then the
+ * 50-conversation throughput with event latency; then the fresh phase again with the worker sending
+ * a Skald-size request (13 KB: system prompt and 18 tool schemas) instead of the floor's.
+ */
+async function skeletonFigures(infra, stack, sim) {
+  const workspaces = fs.mkdtempSync(path.join(os.tmpdir(), 'skald-skeleton-'));
+  const users = Array.from({ length: CFG.users }, () => {
+    const id = randomUUID();
+    fs.mkdirSync(path.join(workspaces, id), { mode: 0o700 });
+    fs.writeFileSync(path.join(workspaces, id, FILE), FILE_TEXT);
+    return { token: id };
+  });
+  const skel = await startSkeleton({
+    databaseUrl: infra.pg.url('skeleton'),
+    simUrl: stack.simUrl,
+    workspaces,
+    requestSize: 'floor',
+    PrivateNats,
+  });
+  const gw = { gatewayUrl: skel.gatewayUrl };
+  const sim0 = stack.byName('llm-sim')[0].child.pid;
+  const names = { gateway: 'gateway', worker: 'session-worker', approval: 'approval-service', runner: 'tool-runner' };
+  const cpu = new CpuMeter({
+    ...Object.fromEntries(
+      Object.entries(names).map(([role, name]) => [name, () => [{ pid: skel.procs[role].child.pid }]]),
+    ),
+    nats: () => [{ pid: skel.nats.pid }],
+    'llm-sim': () => [{ pid: sim0 }],
+    postgres: () => postgresPids(infra.pg),
+  });
+  const s = {};
+  try {
+    await warmUp(gw, users, sim);
+    Object.assign(s, await skaldFresh(gw, users, sim, cpu, new SqlMeter(infra.admin, 'skeleton')));
+    noteLoad('skeleton fresh');
+    if (!QUICK || CFG.skeletonOnly) {
+      const r = await skaldLoad(gw, users, sim, 50, {
+        events: true,
+        infra,
+        cpu,
+        eventsFrom: { db: 'skeleton', table: 'skel_events', column: 'created_at' },
+      });
+      if (r.errors > 0) throw new Error(`the skeleton failed ${r.errors} turns at 50 conversations`);
+      Object.assign(s, {
+        turnsPerSec50: r.turnsPerSec,
+        ideal50: r.ideal,
+        cpuMsPerTurn50: r.cpuMsPerTurn,
+        busy50: r.busy,
+        eventP50Ms: r.eventLatency.p50,
+        eventP99Ms: r.eventLatency.p99,
+      });
+      noteLoad('skeleton 50 conversations');
+    }
+    await skel.setRequestSize('skald');
+    await warmUp(gw, users, sim);
+    s.skaldSize = await skaldFresh(gw, users, sim, cpu, null);
+    noteLoad('skeleton fresh, Skald-size request');
+  } finally {
+    await skel.stop();
+    fs.rmSync(workspaces, { recursive: true, force: true });
+  }
+  return s;
+}
+
 // ------------------------------------------------------------------------------------- profiles
 /** Now on the clock a .cpuprofile's timestamps use (CLOCK_MONOTONIC, microseconds). */
 const monoUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -855,6 +961,7 @@ async function main() {
   let stack = null;
   const skald = {};
   let floor = {};
+  let skeleton = null;
   const extra = {};
   // The private servers go whatever happens (they are daemons: a failed run would leave them).
   process.once('exit', () => infra.stopNow());
@@ -864,40 +971,46 @@ async function main() {
     const users = await makeUsers(stack, CFG.users);
     const cpu = new CpuMeter({ ...stackGroups(stack, infra.pg), redis: () => [{ pid: infra.redis.pid }] });
     const sql = new SqlMeter(infra.admin, 'skald');
-    await warmUp(stack, users, sim);
-    log('fresh conversations…');
-    Object.assign(skald, await skaldFresh(stack, users, sim, cpu, sql));
-    noteLoad('Skald fresh');
-    log(`one conversation of ${CFG.long} turns…`);
-    Object.assign(skald, await skaldLong(stack, users, sim));
-    noteLoad('Skald long conversation');
-    for (const n of [50, 200]) {
-      log(`${n} conversations, ${CFG.loadTurns[n]} turns each…`);
-      const r = await skaldLoad(stack, users, sim, n, { events: n === 50, infra, cpu });
-      skald[`turnsPerSec${n}`] = r.turnsPerSec;
-      skald[`ideal${n}`] = r.ideal;
-      skald[`cpuMsPerTurn${n}`] = r.cpuMsPerTurn;
-      skald[`busy${n}`] = r.busy;
-      extra[`load${n}`] = { errors: r.errors, seconds: r.seconds };
-      if (r.eventLatency) {
-        skald.eventP50Ms = r.eventLatency.p50;
-        skald.eventP99Ms = r.eventLatency.p99;
-        extra.eventsMeasured = r.eventLatency.n;
+    if (!CFG.skeletonOnly) {
+      await warmUp(stack, users, sim);
+      log('fresh conversations…');
+      Object.assign(skald, await skaldFresh(stack, users, sim, cpu, sql));
+      noteLoad('Skald fresh');
+      log(`one conversation of ${CFG.long} turns…`);
+      Object.assign(skald, await skaldLong(stack, users, sim));
+      noteLoad('Skald long conversation');
+      for (const n of [50, 200]) {
+        log(`${n} conversations, ${CFG.loadTurns[n]} turns each…`);
+        const r = await skaldLoad(stack, users, sim, n, { events: n === 50, infra, cpu });
+        skald[`turnsPerSec${n}`] = r.turnsPerSec;
+        skald[`ideal${n}`] = r.ideal;
+        skald[`cpuMsPerTurn${n}`] = r.cpuMsPerTurn;
+        skald[`busy${n}`] = r.busy;
+        extra[`load${n}`] = { errors: r.errors, seconds: r.seconds };
+        if (r.eventLatency) {
+          skald.eventP50Ms = r.eventLatency.p50;
+          skald.eventP99Ms = r.eventLatency.p99;
+          extra.eventsMeasured = r.eventLatency.n;
+        }
+        noteLoad(`Skald ${n} conversations`);
       }
-      noteLoad(`Skald ${n} conversations`);
+      log(`${CFG.parked} turns waiting for a human, then parked…`);
+      const parked = await skaldParked(stack, users, sim, infra);
+      skald.parkedBytesPerTurn = parked.parkedBytesPerTurn;
+      extra.parked = parked;
+      noteLoad('Skald parked turns');
+      if (CFG.thousand) {
+        log('1,000 conversations at once…');
+        skald.thousand = await skaldThousand(stack, users, sim);
+        noteLoad('Skald 1,000 conversations');
+      }
+      log('the floor…');
+      floor = await floorFigures(infra, stack, sim);
     }
-    log(`${CFG.parked} turns waiting for a human, then parked…`);
-    const parked = await skaldParked(stack, users, sim, infra);
-    skald.parkedBytesPerTurn = parked.parkedBytesPerTurn;
-    extra.parked = parked;
-    noteLoad('Skald parked turns');
-    if (CFG.thousand) {
-      log('1,000 conversations at once…');
-      skald.thousand = await skaldThousand(stack, users, sim);
-      noteLoad('Skald 1,000 conversations');
+    if (CFG.skeleton || CFG.skeletonOnly) {
+      log('the topology floor (architecture skeleton)…');
+      skeleton = await skeletonFigures(infra, stack, sim);
     }
-    log('the floor…');
-    floor = await floorFigures(infra, stack, sim);
   } finally {
     if (stack) await stack.stop().catch((e) => log(`stack stop: ${e.message}`));
   }
@@ -910,15 +1023,28 @@ async function main() {
   }
 
   const results = judge(skald, floor);
-  const table = renderTable(skald, floor);
+  const references = skeleton
+    ? [
+        ["topology floor: ARCHITECTURE.md's processes and hops, trivial handlers (skeleton)", skeleton],
+        ['the same skeleton, Skald-size model request', skeleton.skaldSize],
+      ]
+    : [];
+  const table = renderTable(skald, floor, references);
   log('\n' + table + '\n');
   log(renderTargets(results));
   log('\n' + renderCeilings(skald, floor, os.cpus().length));
+  if (skeleton) log('\n' + renderTopologyFloor(skald, floor, skeleton));
   log(
     `\nCPU ms per round by process — Skald: ${fmtBy(skald.cpuMsPerRoundByProcess)}; floor: ${fmtBy(floor.cpuMsPerRoundByProcess)}`,
   );
+  if (skeleton)
+    log(
+      `CPU ms per round by process — skeleton: ${fmtBy(skeleton.cpuMsPerRoundByProcess)}; ` +
+        `skeleton with a Skald-size request: ${fmtBy(skeleton.skaldSize?.cpuMsPerRoundByProcess)}`,
+    );
   log(
-    `Postgres backends opened during the fresh phase (with its settling wait) — Skald: ${skald.backendsOpened ?? '–'}; floor: ${floor.backendsOpened ?? '–'}`,
+    `Postgres backends opened during the fresh phase (with its settling wait) — Skald: ${skald.backendsOpened ?? '–'}; floor: ${floor.backendsOpened ?? '–'}` +
+      (skeleton ? `; skeleton: ${skeleton.backendsOpened ?? '–'}` : ''),
   );
   log(`machine load (1 min) after each phase: ${loads.map((l) => `${l.phase} ${l.load1}`).join('; ')}`);
   log(`whole run: ${((Date.now() - t0) / 1000).toFixed(0)} s`);
@@ -932,6 +1058,7 @@ async function main() {
         config: CFG,
         skald,
         floor,
+        skeleton,
         extra,
         targets: results,
         table,

@@ -5,7 +5,8 @@ const report = require('../../scripts/bench/turn-report.js') as {
   median: (xs: number[]) => number | null;
   quantile: (xs: number[], q: number) => number | null;
   judge: (s: Figures, f: Figures) => Array<{ name: string; value: string; limit: string; met: boolean | null }>;
-  renderTable: (s: Figures, f: Figures) => string;
+  renderTable: (s: Figures, f: Figures, references?: Array<[string, Figures | undefined]>) => string;
+  renderTopologyFloor: (s: Figures, f: Figures, skeleton: Figures) => string;
   renderTargets: (r: ReturnType<typeof report.judge>) => string;
   cpuCeiling: (x: Figures, n: number, cores: number) => number | null;
   renderCeilings: (s: Figures, f: Figures, cores: number) => string;
@@ -126,5 +127,48 @@ describe('turn benchmark targets', () => {
       'Skald at 50: 56.3 turns/s with 40.0 CPU ms a turn, the cores 90 % busy; at most 50.0 turns/s = 80 % of ideal',
     );
     expect(text).toContain('Skald at 200: –');
+  });
+
+  it('reference rows (the topology floor) come after Skald, with the same columns; a missing one is left out', () => {
+    const skel: Figures = { msPerRoundFresh: 3, cpuMsPerRound: 4, echoMs: 3.5 };
+    const lines = report
+      .renderTable(atLimits, floor, [
+        ['skeleton', skel],
+        ['absent', undefined],
+      ])
+      .split('\n');
+    expect(lines).toHaveLength(5);
+    expect(lines[4]).toMatch(/^\| skeleton \(reference\) \| 3\.00 \| 4\.00 \| – \|/);
+    expect(new Set(lines.map((l) => l.split('|').length)).size).toBe(1);
+    // the targets stay Skald's against the floor: a reference row judges nothing
+    expect(report.judge(atLimits, floor).filter((r) => r.met !== true)).toEqual([]);
+  });
+
+  it('the topology floor says which targets the skeleton alone already misses, and what is above it', () => {
+    const skel: Figures = {
+      msPerRoundFresh: 5,
+      cpuMsPerRound: 4,
+      echoMs: 3.5,
+      echoP99Ms: 9,
+      turnsPerSec50: 50,
+      ideal50: 62.5,
+      cpuMsPerTurn50: 20,
+      busy50: 0.5,
+      eventP50Ms: 5,
+      eventP99Ms: 20,
+      skaldSize: { msPerRoundFresh: 6, cpuMsPerRound: 5 },
+    };
+    const text = report.renderTopologyFloor({ ...atLimits, msPerRoundFresh: 8, cpuMsPerRound: 6 }, floor, skel);
+    const line = (k: string) => text.split('\n').find((l) => l.includes(k)) ?? '';
+    // ms: 5 against a 2× target of 4 — out of reach; CPU: 4 against 5 — 1 left for code
+    expect(line('ms per round')).toMatch(/skeleton 5\.00; = 2\.50× the floor.*NOT reachable.*Skald 8\.00: 3\.00 above/);
+    expect(line('ms per round')).toContain('Skald-size request 6.00');
+    expect(line('CPU ms per round')).toMatch(
+      /= 2\.00× the floor.*within reach.*1\.00 left for code.*Skald 6\.00: 2\.00 above/,
+    );
+    expect(line('echo')).toMatch(/median 3\.50 ms, p99 9\.00 ms; target ≤ 3 ms: NOT reachable/);
+    expect(line('turns/s at 50')).toMatch(/80 % of ideal.*NOT reachable/);
+    expect(line('event')).toMatch(/5\.00 \/ 20\.0 ms; target p99 ≤ 25 ms: within reach/);
+    expect(report.renderTopologyFloor({}, {}, {})).not.toMatch(/NaN|undefined/);
   });
 });

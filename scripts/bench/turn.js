@@ -1006,6 +1006,7 @@ module.exports = {
   stackGroups,
   postgresPids,
   cpuMs,
+  CpuMeter,
   skaldLoad,
 };
 

@@ -1008,6 +1008,7 @@ module.exports = {
   cpuMs,
   CpuMeter,
   skaldLoad,
+  skaldLong,
 };
 
 if (require.main === module)

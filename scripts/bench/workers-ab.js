@@ -6,7 +6,11 @@
 // phase a new one is started and warmed by an unmeasured 50-conversation load (its JIT), so each
 // measured phase is the same load of turn.js (`skaldLoad`: 3 tool rounds at 200 ms, closed loop).
 //
-//   node scripts/bench/workers-ab.js [--reps 3] [--turns50 3] [--turns200 2] [--warm-turns 12]
+//   node scripts/bench/workers-ab.js [--reps 3] [--turns50 3] [--turns200 2] [--warm-turns 12] [--long 0]
+//
+// `--long N`: after the loads, one conversation of N turns (turn.js's, 5 tool rounds at 0 ms) with
+// 2 workers and then with 1: ms per round of its first 20 turns and of its last 20 (a turn that
+// lands on the other worker than the one keeping the conversation's history re-reads it).
 //
 // Prints, per phase, turns/s at 50 and 200 (of ideal), CPU ms a turn (all processes, and the
 // worker processes) and the cores' busy share; then the medians by worker count.
@@ -23,6 +27,8 @@ const opt = (name, dflt) => {
   return i >= 0 && argv[i + 1] !== undefined ? Number(argv[i + 1]) : dflt;
 };
 const REPS = opt('reps', 3);
+const LONG = opt('long', 0);
+T.CFG.long = LONG;
 T.CFG.loadTurns[50] = opt('turns50', 3);
 T.CFG.loadTurns[200] = opt('turns200', 2);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
@@ -92,15 +98,23 @@ async function main() {
         );
       }
     }
+    for (const n of LONG > 0 ? [2, 1] : []) {
+      await setWorkers(n);
+      const r = await T.skaldLong(stack, users, sim);
+      results.push({ long: true, workers: n, ...r });
+      log(
+        `one conversation of ${LONG} turns, ${n} worker${n > 1 ? 's' : ''}: ms per round ${r.msPerRoundEarly.toFixed(2)} → ${r.msPerRoundLate.toFixed(2)} = ${(r.msPerRoundLate / r.msPerRoundEarly).toFixed(2)}×`,
+      );
+    }
   } finally {
     if (stack) await stack.stop().catch((e) => log(`stack stop: ${e.message}`));
     await infra.admin.end().catch(() => undefined);
     await infra.pg.destroy();
     await infra.redis.destroy();
   }
-  log('\nmedians by worker count:');
-  for (const n of [1, 2]) {
-    const rs = results.filter((r) => r.workers === n);
+  if (REPS > 0) log('\nmedians by worker count:');
+  for (const n of REPS > 0 ? [1, 2] : []) {
+    const rs = results.filter((r) => r.workers === n && !r.long);
     const m = (c, k) => median(rs.map((r) => r[c][k]));
     log(
       `  ${n} worker${n > 1 ? 's' : ' '}: at 50 ${m(50, 'turnsPerSec').toFixed(1)} t/s = ${(100 * m(50, 'ofIdeal')).toFixed(0)} %, ${m(50, 'cpuMsPerTurn').toFixed(1)} CPU ms/turn; ` +

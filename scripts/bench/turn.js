@@ -18,8 +18,10 @@
 //
 //   node scripts/bench/turn.js [--quick] [--profile] [--out test-results/bench]
 //                              [--fresh 30] [--long 200] [--turns50 4] [--turns200 3] [--parked 200]
-//                              [--no-thousand] [--warm-turns 30] [--env NAME=value]…
+//                              [--no-thousand] [--warm-turns 30] [--env NAME=value]… [--workers N]
 //                              [--no-skeleton] [--skeleton-only]
+//
+// `--workers N`: N session-worker processes (default 1), the rest of the stack as it is.
 //
 // Prints one table and the targets (met / NOT met), writes <out>/turn.json; with --profile also a
 // CPU profile of each app under the 50-conversation load (<out>/profiles/<app>.cpuprofile) and a
@@ -78,6 +80,8 @@ const CFG = {
   // it alone (the stack is started for its llm-sim; Skald and the floor are not measured).
   skeleton: !flag('no-skeleton'),
   skeletonOnly: flag('skeleton-only'),
+  // Session-worker processes of the stack (the other apps: one each).
+  workers: Number(opt('workers', 1)),
   profile: flag('profile'),
   out: path.resolve(ROOT, opt('out', 'test-results/bench')),
   perRound: { toolRounds: 5, latencyMs: 0 },
@@ -414,6 +418,7 @@ async function startStack(infra, nodeArgs = {}, extraEnv = {}) {
       ...extraEnv,
     },
     nodeArgs,
+    replicas: { 'session-worker': CFG.workers },
   });
 }
 
@@ -454,6 +459,13 @@ function stackGroups(stack, pg) {
   return groups;
 }
 
+/** One group per session-worker process (their CPU split; the sum is stackGroups' session-worker). */
+function workerGroups(stack) {
+  return Object.fromEntries(
+    stack.byName('session-worker').map((p, i) => [`session-worker#${i}`, () => [{ pid: p.child.pid }]]),
+  );
+}
+
 function postgresPids(pg) {
   const pm = pg.postmasterPid();
   return pm ? [{ pid: pm, withChildren: true }, ...childrenOf(pm).map((pid) => ({ pid }))] : [];
@@ -463,15 +475,17 @@ const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
 const perRound = (o, rounds) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v / rounds]));
 
 /** Sequential turns of fresh conversations: ms per round, echo, CPU and SQL per round. */
-async function skaldFresh(stack, users, sim, cpu, sql) {
+async function skaldFresh(stack, users, sim, cpu, sql, workerCpu = null) {
   const markers = newMarkers(CFG.fresh, 'fresh');
   const ids = await scriptConversations(sim, markers, 1, CFG.perRound);
   const convs = await openConversations(stack, users, markers);
   await sql?.start();
   cpu.start();
+  workerCpu?.start();
   const turns = [];
   for (const c of convs) turns.push(await c.turn());
   const cpuMsByApp = cpu.stop();
+  const workerMs = workerCpu ? workerCpu.stop() : {};
   const q = sql ? await sql.stop() : null;
   for (const c of convs) c.close();
   await unscript(sim, ids);
@@ -489,6 +503,7 @@ async function skaldFresh(stack, users, sim, cpu, sql) {
     ),
     cpuMsPerRound: sum(cpuMsByApp) / rounds,
     cpuMsPerRoundByProcess: perRound(cpuMsByApp, rounds),
+    cpuMsPerRoundByWorker: perRound(workerMs, rounds),
     ...(q && {
       sqlStatementsPerRound: q.statements / rounds,
       sqlTransactionsPerRound: q.xacts / rounds,
@@ -533,6 +548,7 @@ async function skaldLoad(
     events = false,
     infra = null,
     cpu = null,
+    workerCpu = null,
     eventsFrom = { db: 'skald', table: 'session_events', column: 'created_at' },
   } = {},
 ) {
@@ -543,6 +559,7 @@ async function skaldLoad(
   let done = 0;
   let errors = 0;
   cpu?.start();
+  workerCpu?.start();
   const t0 = performance.now();
   await Promise.all(
     convs.map(async (c) => {
@@ -559,7 +576,9 @@ async function skaldLoad(
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
-  const cpuMs = cpu ? sum(cpu.stop()) : null;
+  const cpuByProcess = cpu ? cpu.stop() : null;
+  const cpuMs = cpuByProcess ? sum(cpuByProcess) : null;
+  const workerMs = workerCpu ? workerCpu.stop() : null;
   let eventLatency = null;
   if (events) eventLatency = await eventLatencies(infra, convs, eventsFrom);
   for (const c of convs) c.close();
@@ -571,6 +590,7 @@ async function skaldLoad(
     seconds,
     eventLatency,
     ...loadCpu(cpuMs, done, seconds),
+    ...(cpuByProcess && done > 0 ? { cpuMsPerTurnByProcess: perRound({ ...cpuByProcess, ...workerMs }, done) } : {}),
   };
 }
 
@@ -605,7 +625,12 @@ async function eventLatencies(infra, convs, from) {
 
 /** Memory of parked turns: the worker's heap and RSS before, while waiting, and after parking. */
 async function skaldParked(stack, users, sim, infra) {
-  const worker = stack.byName('session-worker')[0];
+  // Every worker process's heap (the turns spread over them): their sum.
+  const workers = stack.byName('session-worker');
+  const memoryAll = async () => {
+    const ms = await Promise.all(workers.map((w) => memory(w)));
+    return { heap: ms.reduce((a, m) => a + m.heap, 0), rss: ms.reduce((a, m) => a + m.rss, 0) };
+  };
   const markers = newMarkers(CFG.parked, 'park');
   const ids = [];
   for (const m of markers)
@@ -617,10 +642,10 @@ async function skaldParked(stack, users, sim, infra) {
       }),
     );
   const convs = await openConversations(stack, users, markers);
-  const before = await memory(worker);
+  const before = await memoryAll();
   const waits = await Promise.all(convs.map((c) => c.turn(60_000)));
   const notWaiting = waits.filter((w) => w.how !== 'approval').length;
-  const waiting = await memory(worker);
+  const waiting = await memoryAll();
   const admin = new Client({ connectionString: infra.pg.url('skald') });
   await admin.connect();
   const deadline = Date.now() + 60_000;
@@ -636,7 +661,7 @@ async function skaldParked(stack, users, sim, infra) {
   }
   await admin.end();
   await sleep(1000);
-  const after = await memory(worker);
+  const after = await memoryAll();
   for (const c of convs) c.close();
   await unscript(sim, ids);
   return {
@@ -919,6 +944,9 @@ async function profileRun(infra) {
   const nodeArgs = Object.fromEntries(
     apps.map((a) => [a, ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${a}.cpuprofile`]]),
   );
+  // More than one worker process: each writes its own (Node's default name, with its pid) under session-worker/.
+  if (CFG.workers > 1)
+    nodeArgs['session-worker'] = ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, 'session-worker')}`];
   const stack = await startStack(infra, nodeArgs);
   let r;
   const window = { from: 0, to: 0 };
@@ -936,8 +964,13 @@ async function profileRun(infra) {
     `turns/s at 50 conversations under profiling: ${r.turnsPerSec.toFixed(1)} (of ${r.ideal}); ` +
       `only the samples of that load (${secs.toFixed(1)} s) are counted below, not the apps' start-up`,
   ];
-  for (const a of apps) {
-    const f = path.join(dir, `${a}.cpuprofile`);
+  const workerDir = path.join(dir, 'session-worker');
+  const files = apps.flatMap((a) =>
+    a === 'session-worker' && fs.existsSync(workerDir)
+      ? fs.readdirSync(workerDir).map((f, i) => [`${a}#${i}`, path.join(workerDir, f)])
+      : [[a, path.join(dir, `${a}.cpuprofile`)]],
+  );
+  for (const [a, f] of files) {
     if (!fs.existsSync(f)) continue;
     const top = topFunctions(f, window);
     summary.push(
@@ -955,7 +988,7 @@ async function main() {
   const t0 = Date.now();
   fs.mkdirSync(CFG.out, { recursive: true });
   log(
-    `turn benchmark (${QUICK ? 'quick' : 'full'} run); load ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} cores`,
+    `turn benchmark (${QUICK ? 'quick' : 'full'} run, ${CFG.workers} session-worker process${CFG.workers > 1 ? 'es' : ''}); load ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} cores`,
   );
   const infra = await startInfra();
   let stack = null;
@@ -971,21 +1004,23 @@ async function main() {
     const users = await makeUsers(stack, CFG.users);
     const cpu = new CpuMeter({ ...stackGroups(stack, infra.pg), redis: () => [{ pid: infra.redis.pid }] });
     const sql = new SqlMeter(infra.admin, 'skald');
+    const workerCpu = CFG.workers > 1 ? new CpuMeter(workerGroups(stack)) : null;
     if (!CFG.skeletonOnly) {
       await warmUp(stack, users, sim);
       log('fresh conversations…');
-      Object.assign(skald, await skaldFresh(stack, users, sim, cpu, sql));
+      Object.assign(skald, await skaldFresh(stack, users, sim, cpu, sql, workerCpu));
       noteLoad('Skald fresh');
       log(`one conversation of ${CFG.long} turns…`);
       Object.assign(skald, await skaldLong(stack, users, sim));
       noteLoad('Skald long conversation');
       for (const n of [50, 200]) {
         log(`${n} conversations, ${CFG.loadTurns[n]} turns each…`);
-        const r = await skaldLoad(stack, users, sim, n, { events: n === 50, infra, cpu });
+        const r = await skaldLoad(stack, users, sim, n, { events: n === 50, infra, cpu, workerCpu });
         skald[`turnsPerSec${n}`] = r.turnsPerSec;
         skald[`ideal${n}`] = r.ideal;
         skald[`cpuMsPerTurn${n}`] = r.cpuMsPerTurn;
         skald[`busy${n}`] = r.busy;
+        skald[`cpuMsPerTurnByProcess${n}`] = r.cpuMsPerTurnByProcess;
         extra[`load${n}`] = { errors: r.errors, seconds: r.seconds };
         if (r.eventLatency) {
           skald.eventP50Ms = r.eventLatency.p50;
@@ -1042,6 +1077,10 @@ async function main() {
       `CPU ms per round by process — skeleton: ${fmtBy(skeleton.cpuMsPerRoundByProcess)}; ` +
         `skeleton with a Skald-size request: ${fmtBy(skeleton.skaldSize?.cpuMsPerRoundByProcess)}`,
     );
+  if (CFG.workers > 1) log(`CPU ms per round by session-worker process (fresh): ${fmtBy(skald.cpuMsPerRoundByWorker)}`);
+  for (const n of [50, 200])
+    if (skald[`cpuMsPerTurnByProcess${n}`])
+      log(`CPU ms per turn by process at ${n} conversations: ${fmtBy(skald[`cpuMsPerTurnByProcess${n}`])}`);
   log(
     `Postgres backends opened during the fresh phase (with its settling wait) — Skald: ${skald.backendsOpened ?? '–'}; floor: ${floor.backendsOpened ?? '–'}` +
       (skeleton ? `; skeleton: ${skeleton.backendsOpened ?? '–'}` : ''),
@@ -1095,7 +1134,9 @@ module.exports = {
   stackGroups,
   postgresPids,
   cpuMs,
+  CpuMeter,
   skaldLoad,
+  skaldLong,
 };
 
 if (require.main === module)

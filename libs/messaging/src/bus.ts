@@ -32,6 +32,7 @@ import {
   SUBJECTS,
 } from '@skald/contracts';
 import { databaseInputError } from './database-input';
+import { hopMark, hopTraceApp, hopTraceOn } from './hop-trace';
 import { readForwarded } from './forwarded';
 import { MuxRequestError, ReplyMux } from './reply-mux';
 import { SENT_AT_HEADER, sentAtOf } from './sent-at';
@@ -129,6 +130,7 @@ export class Bus {
   static async connect(options: BusOptions, log: BusLogger): Promise<Bus> {
     // A service's NATS user may subscribe only to its own inbox (`_INBOX.<user>.>`, contracts/access.ts).
     const inboxPrefix = options.user ? `_INBOX.${options.user}` : undefined;
+    if (hopTraceOn) hopTraceApp(options.name.replace(/\s+/g, '_'));
     const nc = await connect({
       servers: options.servers,
       name: options.name,
@@ -230,6 +232,7 @@ export class Bus {
     }
     span.end();
     const parsed = spec.reply.safeParse(safeDecode(raw));
+    hopMark('bus.replied', subject);
     if (!parsed.success) {
       throw new BusRequestError(
         'bad_reply',
@@ -264,6 +267,7 @@ export class Bus {
           this.log.error({ subject, err: err.message }, 'subscription error');
           return;
         }
+        hopMark('bus.handle', subject);
         const parent = msg.headers ? propagation.extract(ROOT_CONTEXT, msg.headers, headerGetter) : ROOT_CONTEXT;
         const span = tracer().startSpan(
           `${subject} handle`,
@@ -273,6 +277,7 @@ export class Bus {
         const work = context.with(trace.setSpan(parent, span), async () => {
           let reply: unknown;
           const parsed = spec.request.safeParse(safeDecode(msg.data));
+          hopMark('bus.handle.parsed', subject);
           if (!parsed.success) {
             const { field, message } = describeZodError(parsed.error);
             reply = { ok: false, error: { code: 'invalid_input', message, field } };
@@ -294,6 +299,7 @@ export class Bus {
               }
             }
           }
+          hopMark('bus.respond', subject);
           if (msg.reply) msg.respond(encode(reply));
           span.end();
         });
@@ -316,6 +322,7 @@ export class Bus {
     const h = natsHeaders();
     h.set(SENT_AT_HEADER, String(Date.now()));
     propagation.inject(context.active(), h, headerSetter);
+    if (hopTraceOn) hopMark('bus.publish', opts.now ? `${subject.split('.')[0]}:now` : subject.split('.')[0]);
     this.nc.publish(subject, encode(this.checkOutgoing ? schema.parse(message) : message), { headers: h });
     if (opts.now) this.flushNow();
   }
@@ -377,6 +384,7 @@ export class Bus {
     const sub = this.nc.subscribe(pattern, {
       callback: (err, msg) => {
         if (err) return;
+        if (hopTraceOn) hopMark('bus.forwarded', msg.subject.split('.')[0]);
         try {
           const read = readForwarded(msg.data, readEnvelope);
           if (!read.ok) {

@@ -1,4 +1,5 @@
 import type { Msg, MsgHdrs, Subscription, SubscriptionOptions } from 'nats';
+import { hopMark } from './hop-trace';
 
 /** What the mux needs of a NATS connection (a `NatsConnection` has it; the unit spec fakes it). */
 export interface MuxConnection {
@@ -61,6 +62,7 @@ export class ReplyMux {
       }, timeoutMs);
       this.pending.set(token, { subject, resolve, reject, timer });
       try {
+        hopMark('mux.request', subject);
         this.nc.publish(subject, data, { reply: `${this.inbox}.${token}`, headers });
       } catch (err) {
         this.pending.delete(token);
@@ -105,6 +107,7 @@ export class ReplyMux {
   private settle(token: string, msg: Msg): void {
     const p = this.pending.get(token);
     if (!p) return; // late (after its timeout), a duplicate, or not ours
+    hopMark('mux.reply', p.subject);
     this.pending.delete(token);
     clearTimeout(p.timer);
     // NATS core reports no responders as an empty message with status 503 to the reply subject.

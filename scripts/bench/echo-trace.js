@@ -360,8 +360,11 @@ function profileSteps(turns) {
 }
 
 /**
- * The echo's way, hop by hop: [name, app, point, detail test]. Each hop is the first mark of that
- * app and point (and detail) after the previous hop's, within the turn's send … echo (+2 ms).
+ * The echo's way, hop by hop: [name, app, point, detail test, side]. Each hop is the first mark of
+ * that app and point (and detail) after the previous hop's, within the turn's send … echo (+2 ms).
+ * A side hop (the echo's own marks, whose place among the answer's depends on the code) is looked
+ * for after the hop `side.after` names, and its step is measured from there; the next hops go on
+ * from the previous main hop.
  */
 const HOP_STEPS = [
   ['gateway: frame read (ws message)', 'gateway', 'ws.frame'],
@@ -376,12 +379,12 @@ const HOP_STEPS = [
   ['worker: Postgres answer read', 'session-worker', 'pg.read'],
   ['worker: statement returned', 'session-worker', 'sql.submit.done'],
   ['worker: reply queued', 'session-worker', 'bus.respond', (d) => d === 'session.submit'],
-  ['worker: echo published', 'session-worker', 'bus.publish', (d) => d.startsWith('events')],
+  ['worker: echo published', 'session-worker', 'bus.publish', (d) => d.startsWith('events'), { after: 'worker: statement returned' }],
   ['worker: NATS write', 'session-worker', 'nats.write'],
   ['gateway: NATS read', 'gateway', 'nats.read'],
   ['gateway: reply taken', 'gateway', 'mux.reply', (d) => d === 'session.submit'],
-  ['gateway: echo read', 'gateway', 'bus.forwarded', (d) => d === 'events'],
-  ['gateway: echo held', 'gateway', 'ws.held'],
+  ['gateway: echo read', 'gateway', 'bus.forwarded', (d) => d === 'events', { after: 'gateway: NATS read' }],
+  ['gateway: echo held', 'gateway', 'ws.held', undefined, { after: 'gateway: NATS read' }],
   ['gateway: reply parsed', 'gateway', 'bus.replied', (d) => d === 'session.submit'],
   ['gateway: ack sent (ws.send)', 'gateway', 'ws.send', (d) => d === 'ack'],
   ['gateway: echo sent (ws.send)', 'gateway', 'ws.send', (d) => d.startsWith('seq:')],
@@ -423,16 +426,22 @@ function hopSteps(turns) {
     let from = t.sentUs;
     let missing = false;
     const line = [];
-    for (const [name, app, point, test] of HOP_STEPS) {
-      const hit = within.find((m) => m.us >= from && appOf(m) === app && m.point === point && (!test || test(m.detail)));
+    const at = new Map();
+    for (const [name, app, point, test, side] of HOP_STEPS) {
+      const start = side ? at.get(side.after) : from;
+      const hit =
+        start === undefined
+          ? undefined
+          : within.find((m) => m.us >= start && appOf(m) === app && m.point === point && (!test || test(m.detail)));
       if (!hit) {
         missing = true;
         continue;
       }
+      at.set(name, hit.us);
       ends.get(name).push(hit.us - t.sentUs);
-      steps.get(name).push(hit.us - from);
+      steps.get(name).push(hit.us - start);
       line.push(`${name} +${hit.us - t.sentUs}`);
-      from = hit.us;
+      if (!side) from = hit.us;
     }
     tail.ack.push(t.ackUs - t.sentUs);
     tail.echo.push(t.echoUs - t.sentUs);
@@ -445,15 +454,16 @@ function hopSteps(turns) {
     if (missing && shown++ < 3) console.log(`\nhops: a turn with a hop not found: ${line.join(', ')}`);
   }
   console.log(`\n== the echo, hop by hop (µs after the client's send, median over ${turns.length} turns; one clock)`);
-  console.log('  hop                                    ends at    step   (step p10–p90)');
-  for (const [name] of HOP_STEPS) {
+  console.log('  hop                                    ends at    step   (step p10–p90)   (side hops: step from the hop named)');
+  for (const [name, , , , side] of HOP_STEPS) {
     const e = ends.get(name);
     if (e.length === 0) continue;
     const st = [...steps.get(name)].sort((a, b) => a - b);
     const q = (p) => st[Math.min(st.length - 1, Math.floor(p * st.length))];
     console.log(
       `  ${name.padEnd(38)} ${String(median(e)).padStart(6)} ${String(median(st)).padStart(7)}   (${q(0.1)}–${q(0.9)})` +
-        (e.length < turns.length ? `  [${e.length} of ${turns.length}]` : ''),
+        (e.length < turns.length ? `  [${e.length} of ${turns.length}]` : '') +
+        (side ? `  (side: from ${side.after})` : ''),
     );
   }
   console.log(`  ${'client: echo read'.padEnd(38)} ${String(median(tail.echo)).padStart(6)} ${String(median(tail.echoStep)).padStart(7)}`);

@@ -257,8 +257,11 @@ export class Bus {
   /**
    * Answers requests on a subject in its queue group (one instance gets each request). A payload
    * that fails its schema is answered with `invalid_input`; a handler error with its code.
+   * `replyNow`: the answer is written at once, with whatever the handler queued before it (the
+   * session worker's submit: the message's echo), instead of at the end of this pass of the event
+   * loop — for an answer someone waits on, ahead of the work the handler started.
    */
-  handle<S extends RequestSubject>(subject: S, handler: Handler<S>): void {
+  handle<S extends RequestSubject>(subject: S, handler: Handler<S>, opts: { replyNow?: boolean } = {}): void {
     const spec = SUBJECTS[subject];
     const sub = this.nc.subscribe(subject, {
       queue: spec.queue,
@@ -300,7 +303,10 @@ export class Bus {
             }
           }
           hopMark('bus.respond', subject);
-          if (msg.reply) msg.respond(encode(reply));
+          if (msg.reply) {
+            msg.respond(encode(reply));
+            if (opts.replyNow) this.flushNow();
+          }
           span.end();
         });
         this.track(work);

@@ -153,6 +153,8 @@ export interface PrimedStart {
   at: number;
   /** The statement also made the turn's first commit (then the driver starts the turn from it). */
   entered?: EnteredFirst | null;
+  /** Its echo was already announced (TurnDriver.announceEntered): the driver does not announce it again. */
+  announced?: boolean;
 }
 
 /** The durable session inbox: a message is acknowledged only once its row is committed here. */

@@ -18,6 +18,13 @@
 // (mean over the turns) and the functions that took that time (self time, summed over the turns).
 // The wall time of a step that neither was busy in is hops: sockets, NATS, Postgres, timers.
 // ECHO_TRACE_TOP=<n>: how many functions the inclusive lists show (12).
+//
+// --hops: the apps run with SKALD_HOP_TRACE (libs/messaging/src/hop-trace.ts): each process marks
+// named points (a WebSocket frame read, a NATS socket read or write, a request sent, a handler
+// entered, the submit's statement sent and returned, a reply or event published, a WebSocket frame
+// sent, the socket uncorked) on the machine's monotonic clock, the one the client's send, ack and
+// echo are stamped with here; prints, per hop of the echo's way, the median µs at which it
+// ended (after the client's send) and the median step, over the turns. Adds a few µs per mark.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -39,6 +46,10 @@ const opt = (name, dflt) => {
 const TURNS = opt('turns', 20);
 const SHOW = opt('show', 3);
 const PROFILE = argv.includes('--profile');
+const HOPS = argv.includes('--hops');
+/** --explain: Postgres logs each statement's plan with its timings (auto_explain); the last submit's is printed. */
+const EXPLAIN = argv.includes('--explain');
+const HOP_FILE = path.join(os.tmpdir(), `echo-trace-hops-${process.pid}.txt`);
 /** ms between one turn's end and the next message (the turn bench's fresh phase sends at once: --gap 0). */
 const GAP_MS = opt('gap', 300);
 const PROFILE_DIR = path.join(ROOT, 'test-results/bench/echo-profiles');
@@ -64,7 +75,7 @@ async function oneTurn(gatewayUrl, token, marker) {
   const url = new URL('/api/ws', gatewayUrl.replace(/^http/, 'ws'));
   url.searchParams.set('source', `trace-${marker}`);
   const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
-  const t = { sent: 0, sentUs: 0, ack: 0, echo: 0, done: 0, echoFirst: false };
+  const t = { sent: 0, sentUs: 0, ack: 0, echo: 0, ackUs: 0, echoUs: 0, done: 0, echoFirst: false };
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('no hello / echo / done')), 30_000);
     ws.on('message', (data) => {
@@ -74,9 +85,13 @@ async function oneTurn(gatewayUrl, token, marker) {
         t.sentUs = monoUs();
         ws.send(JSON.stringify({ type: 'message', client_message_id: randomUUID(), content: `trace ${marker}` }));
       }
-      if (f.type === 'ack' && !t.ack) t.ack = Date.now();
+      if (f.type === 'ack' && !t.ack) {
+        t.ack = Date.now();
+        t.ackUs = monoUs();
+      }
       if (f.type === 'user_message' && !t.echo) {
         t.echo = Date.now();
+        t.echoUs = monoUs();
         t.echoFirst = !t.ack;
       }
       if (f.type === 'done' || f.type === 'error') {
@@ -106,7 +121,20 @@ function statements(logFile) {
 
 async function main() {
   const pg = await PrivatePostgres.start({
-    settings: { log_min_duration_statement: '0', log_line_prefix: '%m@%u@%p@', log_timezone: 'UTC' },
+    settings: {
+      log_min_duration_statement: '0',
+      log_line_prefix: '%m@%u@%p@',
+      log_timezone: 'UTC',
+      ...(EXPLAIN
+        ? {
+            shared_preload_libraries: 'auto_explain',
+            'auto_explain.log_min_duration': '0',
+            'auto_explain.log_analyze': 'on',
+            'auto_explain.log_timing': 'on',
+            'auto_explain.log_triggers': 'on',
+          }
+        : {}),
+    },
   });
   const redis = await PrivateRedis.start();
   process.env.REDIS_URL = redis.url;
@@ -124,7 +152,12 @@ async function main() {
     }
     stack = await Stack.start({
       root: ROOT,
-      env: { DATABASE_URL: pg.url('skald'), DATABASE_POOL_SIZE: '5', LOG_LEVEL: 'info' },
+      env: {
+        DATABASE_URL: pg.url('skald'),
+        DATABASE_POOL_SIZE: '5',
+        LOG_LEVEL: 'info',
+        ...(HOPS ? { SKALD_HOP_TRACE: HOP_FILE } : {}),
+      },
       ...(PROFILE
         ? {
             nodeArgs: Object.fromEntries(
@@ -157,6 +190,8 @@ async function main() {
     const byStep = new Map(STEPS.map(([name]) => [name, []]));
     /** Per step, Postgres' own ms for its statement: parse + bind + execute on that backend within the step. */
     const pgMs = new Map(STEPS.map(([name]) => [name, []]));
+    /** The same, split: parse, bind (planning, for a custom plan) and execute. */
+    const pgParts = new Map(STEPS.map(([name]) => [name, { parse: [], bind: [], execute: [] }]));
     const echo = [];
     const worker = log.filter((s) => s.role === 'skald_session_worker');
     turns.forEach((t, n) => {
@@ -169,13 +204,16 @@ async function main() {
         if (!hit) continue;
         byStep.get(name).push(hit.end - t.sent);
         const stmt = /^execute (\S+):/.exec(hit.what)?.[1];
-        if (stmt)
-          pgMs.get(name).push(
-            worker
-              .filter((s) => s.pid === hit.pid && s.end >= from && s.end <= hit.end)
-              .filter((s) => s.what.startsWith(`parse ${stmt}:`) || s.what.startsWith(`bind ${stmt}:`) || s === hit)
-              .reduce((sum, s) => sum + s.ms, 0),
-          );
+        if (stmt) {
+          const parts = worker
+            .filter((s) => s.pid === hit.pid && s.end >= from && s.end <= hit.end)
+            .filter((s) => s.what.startsWith(`parse ${stmt}:`) || s.what.startsWith(`bind ${stmt}:`) || s === hit);
+          pgMs.get(name).push(parts.reduce((sum, s) => sum + s.ms, 0));
+          const split = pgParts.get(name);
+          for (const kind of ['parse', 'bind'])
+            split[kind].push(parts.filter((s) => s.what.startsWith(`${kind} `)).reduce((sum, s) => sum + s.ms, 0));
+          split.execute.push(hit.ms);
+        }
         t.steps.push({ name, from: from - t.sent, to: hit.end - t.sent });
         from = hit.end;
       }
@@ -212,17 +250,42 @@ async function main() {
       const pgStep = pgMs.get(name);
       console.log(
         `  ${name.padEnd(13)} ends at ${String(at).padStart(4)} ms (median of ${ends.length}); step ${at - prev} ms` +
-          (pgStep.length ? `; Postgres parse + bind + execute ${median(pgStep).toFixed(2)} ms (median)` : ''),
+          (pgStep.length
+            ? `; Postgres parse + bind + execute ${median(pgStep).toFixed(2)} ms (median; parse ${median(
+                pgParts.get(name).parse,
+              ).toFixed(2)}, bind ${median(pgParts.get(name).bind).toFixed(2)}, execute ${median(
+                pgParts.get(name).execute,
+              ).toFixed(2)})`
+            : ''),
       );
       prev = at;
     }
     console.log(
       `  ${'echo'.padEnd(13)} arrives at ${String(median(echo)).padStart(4)} ms; step ${median(echo) - prev} ms`,
     );
-    if (PROFILE) {
+    if (PROFILE || HOPS) {
       await stack.stop();
       stack = null;
-      profileSteps(turns);
+    }
+    if (PROFILE) profileSteps(turns);
+    if (HOPS) hopSteps(turns);
+    if (EXPLAIN) {
+      // auto_explain's entries: a `duration: … ms  plan:` line, then the plan's lines (no prefix).
+      const lines = fs.readFileSync(path.join(pg.dir, 'log'), 'utf8').split('\n');
+      let last = null;
+      for (let i = 0; i < lines.length; i++) {
+        if (!/LOG:\s+duration: [\d.]+ ms\s+plan:/.test(lines[i])) continue;
+        let j = i + 1;
+        while (j < lines.length && !/^\d{4}-\d\d-\d\d /.test(lines[j])) j++;
+        const block = lines.slice(i, j);
+        if (block.some((l) => /skald_session_worker/.test(l)) || /skald_session_worker/.test(lines[i]))
+          if (block.some((l) => /SELECT id FROM sessions WHERE user_id = \$1::uuid AND source = \$2::text/.test(l)))
+            last = block;
+        i = j - 1;
+      }
+      console.log('\n== the last submit statement, auto_explain (analyze):');
+      const plan = last ? last.slice(last.findIndex((l) => l.includes('(cost=') || l.includes('(actual'))) : null;
+      console.log(last ? [last[0], ...plan].join('\n') : 'not found');
     }
   } finally {
     await stack?.stop();
@@ -294,6 +357,120 @@ function profileSteps(turns) {
         console.log(`      ${(us / n / 1000).toFixed(3).padStart(6)} ms  ${k}`);
     }
   }
+}
+
+/**
+ * The echo's way, hop by hop: [name, app, point, detail test, side]. Each hop is the first mark of
+ * that app and point (and detail) after the previous hop's, within the turn's send … echo (+2 ms).
+ * A side hop (the echo's own marks, whose place among the answer's depends on the code) is looked
+ * for after the hop `side.after` names, and its step is measured from there; the next hops go on
+ * from the previous main hop.
+ */
+const HOP_STEPS = [
+  ['gateway: frame read (ws message)', 'gateway', 'ws.frame'],
+  ['gateway: frame parsed', 'gateway', 'ws.parsed'],
+  ['gateway: submit request queued', 'gateway', 'mux.request', (d) => d === 'session.submit'],
+  ['gateway: NATS write', 'gateway', 'nats.write'],
+  ['worker: NATS read', 'session-worker', 'nats.read'],
+  ['worker: submit handler entered', 'session-worker', 'bus.handle', (d) => d === 'session.submit'],
+  ['worker: request parsed', 'session-worker', 'bus.handle.parsed', (d) => d === 'session.submit'],
+  ['worker: statement called', 'session-worker', 'sql.submit'],
+  ['worker: pool client handed out (write)', 'session-worker', 'pg.acquire'],
+  ['worker: Postgres answer read', 'session-worker', 'pg.read'],
+  ['worker: statement returned', 'session-worker', 'sql.submit.done'],
+  ['worker: reply queued', 'session-worker', 'bus.respond', (d) => d === 'session.submit'],
+  ['worker: echo published', 'session-worker', 'bus.publish', (d) => d.startsWith('events'), { after: 'worker: statement returned' }],
+  ['worker: NATS write', 'session-worker', 'nats.write'],
+  ['gateway: NATS read', 'gateway', 'nats.read'],
+  ['gateway: reply taken', 'gateway', 'mux.reply', (d) => d === 'session.submit'],
+  ['gateway: echo read', 'gateway', 'bus.forwarded', (d) => d === 'events', { after: 'gateway: NATS read' }],
+  ['gateway: echo held', 'gateway', 'ws.held', undefined, { after: 'gateway: NATS read' }],
+  ['gateway: reply parsed', 'gateway', 'bus.replied', (d) => d === 'session.submit'],
+  ['gateway: ack sent (ws.send)', 'gateway', 'ws.send', (d) => d === 'ack'],
+  ['gateway: echo sent (ws.send)', 'gateway', 'ws.send', (d) => d.startsWith('seq:')],
+  ['gateway: socket uncorked', 'gateway', 'ws.uncork'],
+];
+
+function hopSteps(turns) {
+  if (!fs.existsSync(HOP_FILE)) {
+    console.log('\nno hop trace written (the apps of this checkout have no SKALD_HOP_TRACE)');
+    return;
+  }
+  const marks = fs
+    .readFileSync(HOP_FILE, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [us, pid, app, point, detail = ''] = l.split(' ');
+      return { us: Number(us), pid, app, point, detail };
+    })
+    .sort((a, b) => a.us - b.us);
+  // ECHO_TRACE_KEEP_HOPS=<file>: the raw marks are kept there, and beside them (<file>.turns.json)
+  // each turn's send, ack and echo (µs, the same clock) — e.g. to lay `perf sched` (-k CLOCK_MONOTONIC) over them.
+  if (process.env.ECHO_TRACE_KEEP_HOPS) {
+    fs.copyFileSync(HOP_FILE, process.env.ECHO_TRACE_KEEP_HOPS);
+    fs.writeFileSync(
+      `${process.env.ECHO_TRACE_KEEP_HOPS}.turns.json`,
+      JSON.stringify(turns.map((t) => ({ sentUs: t.sentUs, ackUs: t.ackUs, echoUs: t.echoUs }))),
+    );
+  }
+  fs.rmSync(HOP_FILE, { force: true });
+  const appOf = (m) => (m.app.startsWith('session-worker') ? 'session-worker' : m.app.startsWith('gateway') ? 'gateway' : m.app);
+  const ends = new Map(HOP_STEPS.map(([name]) => [name, []]));
+  const steps = new Map(HOP_STEPS.map(([name]) => [name, []]));
+  const tail = { ack: [], echo: [], ackStep: [], echoStep: [] };
+  const other = new Map();
+  let shown = 0;
+  for (const t of turns) {
+    const within = marks.filter((m) => m.us >= t.sentUs && m.us <= t.echoUs + 2000);
+    let from = t.sentUs;
+    let missing = false;
+    const line = [];
+    const at = new Map();
+    for (const [name, app, point, test, side] of HOP_STEPS) {
+      const start = side ? at.get(side.after) : from;
+      const hit =
+        start === undefined
+          ? undefined
+          : within.find((m) => m.us >= start && appOf(m) === app && m.point === point && (!test || test(m.detail)));
+      if (!hit) {
+        missing = true;
+        continue;
+      }
+      at.set(name, hit.us);
+      ends.get(name).push(hit.us - t.sentUs);
+      steps.get(name).push(hit.us - start);
+      line.push(`${name} +${hit.us - t.sentUs}`);
+      if (!side) from = hit.us;
+    }
+    tail.ack.push(t.ackUs - t.sentUs);
+    tail.echo.push(t.echoUs - t.sentUs);
+    tail.echoStep.push(t.echoUs - from);
+    // Marks of other processes (and unexpected ones of these two) inside the window: who else woke.
+    for (const m of within) {
+      const k = `${appOf(m)} ${m.point}`;
+      other.set(k, (other.get(k) ?? 0) + 1);
+    }
+    if (missing && shown++ < 3) console.log(`\nhops: a turn with a hop not found: ${line.join(', ')}`);
+  }
+  console.log(`\n== the echo, hop by hop (µs after the client's send, median over ${turns.length} turns; one clock)`);
+  console.log('  hop                                    ends at    step   (step p10–p90)   (side hops: step from the hop named)');
+  for (const [name, , , , side] of HOP_STEPS) {
+    const e = ends.get(name);
+    if (e.length === 0) continue;
+    const st = [...steps.get(name)].sort((a, b) => a - b);
+    const q = (p) => st[Math.min(st.length - 1, Math.floor(p * st.length))];
+    console.log(
+      `  ${name.padEnd(38)} ${String(median(e)).padStart(6)} ${String(median(st)).padStart(7)}   (${q(0.1)}–${q(0.9)})` +
+        (e.length < turns.length ? `  [${e.length} of ${turns.length}]` : '') +
+        (side ? `  (side: from ${side.after})` : ''),
+    );
+  }
+  console.log(`  ${'client: echo read'.padEnd(38)} ${String(median(tail.echo)).padStart(6)} ${String(median(tail.echoStep)).padStart(7)}`);
+  console.log(`  ${'client: ack read'.padEnd(38)} ${String(median(tail.ack)).padStart(6)}`);
+  console.log('  marks inside the windows (per turn):');
+  for (const [k, n] of [...other.entries()].sort((a, b) => b[1] - a[1]))
+    console.log(`    ${(n / turns.length).toFixed(1).padStart(5)}  ${k}`);
 }
 
 main().then(

@@ -34,6 +34,7 @@ import {
   SUBJECTS,
 } from '@skald/contracts';
 import { databaseInputError } from './database-input';
+import { hopMark, hopTraceApp, hopTraceOn } from './hop-trace';
 import { readForwarded } from './forwarded';
 import { MuxRequestError, ReplyMux } from './reply-mux';
 import { headersOf } from './safe-headers';
@@ -138,6 +139,7 @@ export class Bus {
   static async connect(options: BusOptions, log: BusLogger): Promise<Bus> {
     // A service's NATS user may subscribe only to its own inbox (`_INBOX.<user>.>`, contracts/access.ts).
     const inboxPrefix = options.user ? `_INBOX.${options.user}` : undefined;
+    if (hopTraceOn) hopTraceApp(options.name.replace(/\s+/g, '_'));
     const nc = await connect({
       servers: options.servers,
       name: options.name,
@@ -240,6 +242,7 @@ export class Bus {
     }
     span.end();
     const parsed = spec.reply.safeParse(safeDecode(raw));
+    hopMark('bus.replied', subject);
     if (!parsed.success) {
       throw new BusRequestError(
         'bad_reply',
@@ -264,8 +267,11 @@ export class Bus {
   /**
    * Answers requests on a subject in its queue group (one instance gets each request). A payload
    * that fails its schema is answered with `invalid_input`; a handler error with its code.
+   * `replyNow`: the answer is written at once, with whatever the handler queued before it (the
+   * session worker's submit: the message's echo), instead of at the end of this pass of the event
+   * loop — for an answer someone waits on, ahead of the work the handler started.
    */
-  handle<S extends RequestSubject>(subject: S, handler: Handler<S>): void {
+  handle<S extends RequestSubject>(subject: S, handler: Handler<S>, opts: { replyNow?: boolean } = {}): void {
     const spec = SUBJECTS[subject];
     const sub = this.nc.subscribe(subject, {
       queue: spec.queue,
@@ -274,6 +280,7 @@ export class Bus {
           this.log.error({ subject, err: err.message }, 'subscription error');
           return;
         }
+        hopMark('bus.handle', subject);
         const parent = traceParentOf(msg);
         const span = tracer().startSpan(
           `${subject} handle`,
@@ -283,6 +290,7 @@ export class Bus {
         const work = context.with(trace.setSpan(parent, span), async () => {
           let reply: unknown;
           const parsed = spec.request.safeParse(safeDecode(msg.data));
+          hopMark('bus.handle.parsed', subject);
           if (!parsed.success) {
             const { field, message } = describeZodError(parsed.error);
             reply = { ok: false, error: { code: 'invalid_input', message, field } };
@@ -304,7 +312,11 @@ export class Bus {
               }
             }
           }
-          if (msg.reply) msg.respond(encode(reply));
+          hopMark('bus.respond', subject);
+          if (msg.reply) {
+            msg.respond(encode(reply));
+            if (opts.replyNow) this.flushNow();
+          }
           span.end();
         });
         this.track(work);
@@ -326,6 +338,7 @@ export class Bus {
     const h = natsHeaders();
     h.set(SENT_AT_HEADER, String(Date.now()));
     propagation.inject(context.active(), h, headerSetter);
+    if (hopTraceOn) hopMark('bus.publish', opts.now ? `${subject.split('.')[0]}:now` : subject.split('.')[0]);
     this.nc.publish(subject, encode(this.checkOutgoing ? schema.parse(message) : message), { headers: h });
     if (opts.now) this.flushNow();
   }
@@ -385,6 +398,7 @@ export class Bus {
     const sub = this.nc.subscribe(pattern, {
       callback: (err, msg) => {
         if (err) return;
+        if (hopTraceOn) hopMark('bus.forwarded', msg.subject.split('.')[0]);
         try {
           const read = readForwarded(msg.data, readEnvelope);
           if (!read.ok) {

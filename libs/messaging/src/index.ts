@@ -3,3 +3,4 @@ export * from './messaging.module';
 export * from './database-input';
 export * from './forwarded';
 export * from './sent-at';
+export * from './hop-trace';

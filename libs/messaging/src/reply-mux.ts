@@ -1,4 +1,5 @@
 import type { Msg, MsgHdrs, Subscription, SubscriptionOptions } from 'nats';
+import { hopMark } from './hop-trace';
 import { headersOf } from './safe-headers';
 
 /** What the mux needs of a NATS connection (a `NatsConnection` has it; the unit spec fakes it). */
@@ -74,6 +75,7 @@ export class ReplyMux {
       }, timeoutMs);
       const send = (): void => {
         try {
+          hopMark('mux.request', subject);
           this.nc.publish(subject, data, { reply: `${this.inbox}.${token}`, headers });
         } catch (err) {
           this.pending.delete(token);
@@ -137,6 +139,7 @@ export class ReplyMux {
   private settle(token: string, msg: Msg): void {
     const p = this.pending.get(token);
     if (!p) return; // late (after its timeout), a duplicate, or not ours
+    hopMark('mux.reply', p.subject);
     this.pending.delete(token);
     clearTimeout(p.timer);
     // NATS core reports no responders as an empty message with status 503 to the reply subject.

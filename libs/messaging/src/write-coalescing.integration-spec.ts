@@ -125,6 +125,51 @@ describe('coalesced NATS writes', () => {
     expect(got).toEqual([0, 1, 2, 3, 4]);
   });
 
+  it.each([true, false])(
+    "a handler's answer goes out in one write with what it queued before: at once with `replyNow` (%s), else at the end of the pass, after the handler's later work",
+    async (replyNow) => {
+      const server = await Bus.connect({ servers: NATS_URL, name: `coalesce-spec-${randomUUID()}` }, log);
+      const client = await Bus.connect({ servers: NATS_URL, name: `coalesce-spec-${randomUUID()}` }, log);
+      try {
+        const subject = `coalesce.${randomUUID()}`;
+        const sessionId = randomUUID();
+        const got: string[] = [];
+        reader.subscribe(subject, { callback: (_e, m) => void got.push(sc.decode(m.data)) });
+        await reader.flush();
+        const writes = countWrites(server.nc);
+        let atLaterWork = -1;
+        server.handle(
+          'session.rename',
+          async (req) => {
+            if (req.session_id !== sessionId) throw new Error('not this spec');
+            // the work the handler starts after answering (the submit's turn): the next pass
+            setImmediate(() => (atLaterWork = writes.count()));
+            server.publish(subject, z.string(), 'echo');
+            return { id: sessionId, title: 'answered' };
+          },
+          { replyNow },
+        );
+        await server.nc.flush();
+        const before = writes.count();
+        const reply = await client.call('session.rename', {
+          actor: { userId: randomUUID(), role: 'user' },
+          session_id: sessionId,
+          title: 't',
+        });
+        expect(reply).toEqual({ id: sessionId, title: 'answered' });
+        await until(() => got.length === 1 && atLaterWork >= 0, 'the published message and the later work');
+        // with replyNow: the answer and the message left together before the later work ran
+        expect(atLaterWork - before).toBe(replyNow ? 1 : 0);
+        await new Promise((r) => setImmediate(r));
+        expect(writes.count() - before).toBe(1);
+        expect(got).toEqual(['"echo"']);
+      } finally {
+        await server.drain();
+        await client.drain();
+      }
+    },
+  );
+
   it('a burst past the flush threshold is written before the turn ends', () => {
     const writes = countWrites(bus.nc);
     const limit = (bus.nc as unknown as { protocol: { pendingLimit: number } }).protocol.pendingLimit;

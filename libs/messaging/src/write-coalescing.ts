@@ -1,4 +1,5 @@
 import type { NatsConnection } from 'nats';
+import { hopMark, hopTraceOn } from './hop-trace';
 
 /** The part of nats.js's ProtocolHandler (nats 2.29.x, `nc.protocol`) that queues and writes commands. */
 interface ProtocolWrites {
@@ -43,19 +44,44 @@ export function coalesceWrites(nc: NatsConnection): (() => void) | null {
   const protocol = protocolOf(nc);
   if (!protocol) return null;
   let scheduled = false;
+  const write = hopTraceOn
+    ? (why: string): void => {
+        const bytes = protocol.outbound.size();
+        if (bytes > 0) hopMark('nats.write', `${why}:${bytes}`);
+        protocol.flushPending();
+        if (bytes > 0) hopMark('nats.written', why);
+      }
+    : (): void => protocol.flushPending();
+  if (hopTraceOn) traceReads(nc);
   const flush = (): void => {
     scheduled = false;
-    protocol.flushPending();
+    write('pass');
   };
   protocol.sendCommand = (cmd: string | Uint8Array, ...payloads: Uint8Array[]): void => {
     protocol.outbound.fill(typeof cmd === 'string' ? encoder.encode(cmd) : cmd, ...payloads);
     if (protocol.outbound.size() >= protocol.pendingLimit) {
-      protocol.flushPending();
+      write('full');
     } else if (!scheduled) {
       scheduled = true;
       setImmediate(flush);
     }
   };
   // What is queued goes now; the pass's scheduled flush then finds nothing, or what came after.
-  return () => protocol.flushPending();
+  return () => write('now');
+}
+
+/** Hop trace: a mark for each chunk nats.js reads from its socket (a listener beside its own). */
+function traceReads(nc: NatsConnection): void {
+  let seen: unknown = null;
+  const hook = (): void => {
+    const socket = (nc as unknown as { protocol?: { transport?: { socket?: { on?: unknown } } } }).protocol?.transport
+      ?.socket as { on(ev: 'data', fn: (b: Uint8Array) => void): void } | undefined;
+    if (!socket || socket === seen || typeof socket.on !== 'function') return;
+    seen = socket;
+    socket.on('data', (b) => hopMark('nats.read', b.length));
+  };
+  hook();
+  // a reconnect makes a new socket
+  const t = setInterval(hook, 1000);
+  t.unref();
 }

@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
 import { ConnectionEvent, EphemeralEvent, SessionEvent, UserEvent } from '@skald/contracts';
+import { hopMark, hopTraceOn } from '@skald/messaging';
 import type { Principal } from '../auth/auth.service';
 
 /** A socket more than this far behind is closed (1013); the client reconnects and resumes. */
@@ -102,6 +103,11 @@ export class WsConnection {
       return;
     }
     this.coalesce();
+    if (hopTraceOn)
+      hopMark(
+        'ws.send',
+        event instanceof ForwardedEvent ? `seq:${event.seq}` : event instanceof ForwardedEphemeral ? 'ephemeral' : event.type,
+      );
     this.ws.send(frameOf(event));
   }
 
@@ -119,6 +125,7 @@ export class WsConnection {
     this.corked = true;
     setImmediate(() => {
       this.corked = false;
+      hopMark('ws.uncork');
       socket.uncork?.();
     });
   }
@@ -143,6 +150,7 @@ export class WsConnection {
   deliverLive(event: SequencedEvent): void {
     if (event.session_id !== this.sessionId || event.seq <= this.lastSeq) return;
     if (this.busy > 0) {
+      hopMark('ws.held', event.seq);
       this.held.push(event);
       return;
     }

@@ -13,7 +13,7 @@ import {
   TOPICS,
   UserEventSchema,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus, hopMark } from '@skald/messaging';
 import { JSON_LIMITS, type Logger } from '@skald/service-kit';
 import type { Subscription } from 'nats';
 import { AuthService, Principal } from '../auth/auth.service';
@@ -146,6 +146,7 @@ export class WsServer implements OnApplicationShutdown {
    */
   private async onFrame(conn: WsConnection, data: WebSocket.RawData): Promise<void> {
     let requestId: string | undefined;
+    hopMark('ws.frame');
     try {
       if (!conn.countFrame()) {
         conn.ws.close(1008, 'too many frames');
@@ -157,6 +158,7 @@ export class WsServer implements OnApplicationShutdown {
         return;
       }
       requestId = 'request_id' in parsed.frame ? parsed.frame.request_id : undefined;
+      hopMark('ws.parsed', parsed.frame.type);
       await this.dispatch(conn, parsed.frame);
     } catch (e) {
       const { error, unexpected } = frameErrorOf(e);

@@ -16,16 +16,20 @@ export class SessionsHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('session.submit', (r) =>
-      this.submit.submit({
-        actor: r.actor,
-        source: r.source,
-        clientMessageId: r.client_message_id,
-        content: r.content,
-        attachments: r.attachments,
-        delivery: r.delivery,
-        isSynthetic: r.is_synthetic,
-      }),
+    // The answer (and the echo the submit queued before it) is written at once, ahead of the turn.
+    this.bus.handle(
+      'session.submit',
+      (r) =>
+        this.submit.submit({
+          actor: r.actor,
+          source: r.source,
+          clientMessageId: r.client_message_id,
+          content: r.content,
+          attachments: r.attachments,
+          delivery: r.delivery,
+          isSynthetic: r.is_synthetic,
+        }),
+      { replyNow: true },
     );
     this.bus.handle('session.active', async (r) => {
       const s = await this.submit.activeSession(r.actor, r.source, r.create_new);

@@ -4,6 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { inboxMessageAt, userMessageEvent, type FrameRow, type NewMessage } from '@skald/agent-loop';
 import { Attachment, Delivery } from '@skald/contracts';
+import { hopMark, hopTraceOn } from '@skald/messaging';
 import { Lease, leaseTake } from '../lease/lease.repository';
 import type { CommittedEvent } from '../store/pg-session-store';
 import { turnStartParts } from '../store/turn-start';
@@ -152,6 +153,8 @@ export interface PrimedStart {
   at: number;
   /** The statement also made the turn's first commit (then the driver starts the turn from it). */
   entered?: EnteredFirst | null;
+  /** Its echo was already announced (TurnDriver.announceEntered): the driver does not announce it again. */
+  announced?: boolean;
 }
 
 /** The durable session inbox: a message is acknowledged only once its row is committed here. */
@@ -267,6 +270,8 @@ export class InboxRepository {
         )
       : null;
     const echo = message ? userMessageEvent(message) : null;
+    if (hopTraceOn) tracePool(this.ds);
+    hopMark('sql.submit');
     const rows: Array<{
       active_id: string;
       inserted: boolean;
@@ -299,6 +304,7 @@ export class InboxRepository {
       enter ? enter.at.toISOString() : null,
       echo ? toPgText(JSON.stringify(echo)) : null,
     ]);
+    hopMark('sql.submit.done');
     const row = rows[0];
     if (!row) return null;
     const sessionId = String(row.active_id);
@@ -421,4 +427,21 @@ export function jsonbOrdered(v: unknown): unknown {
     if (x !== undefined) out[k] = jsonbOrdered(x);
   }
   return out;
+}
+
+/** Hop trace: marks when the pool hands a client out and when a client's socket has data (once per pool). */
+const tracedPools = new WeakSet<object>();
+function tracePool(ds: DataSource): void {
+  const pool = (ds.driver as unknown as { master?: { on(ev: 'acquire', fn: (c: unknown) => void): void } }).master;
+  if (!pool || tracedPools.has(pool)) return;
+  tracedPools.add(pool);
+  const streams = new WeakSet<object>();
+  pool.on('acquire', (client) => {
+    hopMark('pg.acquire');
+    const stream = (client as { connection?: { stream?: { on(ev: 'data', fn: (b: Buffer) => void): void } } })
+      .connection?.stream;
+    if (!stream || streams.has(stream)) return;
+    streams.add(stream);
+    stream.on('data', (b) => hopMark('pg.read', b.length));
+  });
 }

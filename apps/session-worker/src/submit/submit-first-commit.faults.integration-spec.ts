@@ -42,13 +42,32 @@ describe('the first commit in the submit: faults', () => {
 
   type Handed = { lease: Lease; primed: PrimedStart | null };
 
-  /** A worker: the real SubmitService over a driver that drives nothing and records what it is handed. */
+  /**
+   * A worker: the real SubmitService over a driver that drives nothing and records what it is handed
+   * and the echoes announced (`announceEntered`, with what another connection sees committed then).
+   */
   function worker(owner: string) {
     const busy = new Set<string>();
     const handed: Handed[] = [];
+    const echoes: Array<{ seq: number; committed: Promise<number[]> }> = [];
+    /** What happened, in order: 'echo' (announced), 'driven' (driveWith); the test adds 'answered'. */
+    const order: string[] = [];
     const driver = {
       leaseAsk: () => ({ owner, ttlMs: TTL, busy: [...busy], enter: { frameId: randomUUID(), at: new Date() } }),
+      announceEntered: (primed: PrimedStart) => {
+        const e = primed.entered!.event;
+        primed.announced = true;
+        order.push('echo');
+        echoes.push({
+          seq: e.seq,
+          // read on another connection at once: the event row must already be committed
+          committed: ds
+            .query<Array<{ seq: number }>>(`SELECT seq::int FROM session_events WHERE session_id = $1`, [e.sessionId])
+            .then((r) => r.map((x) => x.seq)),
+        });
+      },
       driveWith: (lease: Lease, primed: PrimedStart | null = null) => {
+        order.push('driven');
         handed.push({ lease, primed });
         busy.add(lease.sessionId);
         return Promise.resolve();
@@ -57,7 +76,7 @@ describe('the first commit in the submit: faults', () => {
     };
     const bus = { publish: (_s: string, _m: string, _p: unknown) => undefined };
     const service = new SubmitService(sessions, inbox, driver as never, bus as never, turnState, {} as never, leases);
-    return { service, handed, settle: () => new Promise((r) => setImmediate(r)) };
+    return { service, handed, echoes, order, settle: () => new Promise((r) => setImmediate(r)) };
   }
 
   async function newSession(): Promise<{ userId: string; sessionId: string }> {
@@ -121,6 +140,28 @@ describe('the first commit in the submit: faults', () => {
   /** I5: seqs 1..n, no gap, no duplicate. */
   const contiguous = (events: Array<{ seq: number }>) =>
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+
+  it("the echo of a message the statement entered is announced in the submit's pass, after its commit, before the answer and the turn", async () => {
+    const { userId, sessionId } = await newSession();
+    const w = worker('w1');
+    const r = await w.service.submit(message(userId, 'echo-now'));
+    w.order.push('answered');
+    expect(w.echoes).toHaveLength(1);
+    expect(w.echoes[0].seq).toBe(1);
+    expect(await w.echoes[0].committed).toEqual([1]);
+    await w.settle();
+    // announced when the statement returned: before the submit answered, before the driver ran
+    expect(w.order).toEqual(['echo', 'answered', 'driven']);
+    // the driver gets the entered start, marked announced (it does not announce it again)
+    expect(w.handed).toHaveLength(1);
+    expect(w.handed[0].primed?.entered?.event.seq).toBe(1);
+    expect(w.handed[0].primed?.announced).toBe(true);
+    expect(r).toMatchObject({ session_id: sessionId, duplicate: false });
+    // a duplicate enters nothing and announces nothing
+    await w.service.submit(message(userId, 'echo-now'));
+    await w.settle();
+    expect(w.echoes).toHaveLength(1);
+  });
 
   it('a submit killed while its statement waits on the lease row wrote nothing; its retry enters the message once', async () => {
     const { userId, sessionId } = await newSession();

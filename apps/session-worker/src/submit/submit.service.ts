@@ -59,6 +59,8 @@ export class SubmitService {
       // may also have been the first turn's start read (`start`) and its first commit (`start.entered`).
       const { lease } = stored;
       const start = 'start' in stored ? (stored.start ?? null) : null;
+      // The echo of a message the statement entered leaves with this answer (one write, at once).
+      if (lease && start?.entered) this.driver.announceEntered(start);
       if (lease) setImmediate(() => void this.driver.driveWith(lease, start));
       else this.wake(stored.sessionId);
     } else if (stored.lease) {

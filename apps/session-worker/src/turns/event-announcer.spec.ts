@@ -41,6 +41,12 @@ describe('EventAnnouncer', () => {
       { subject: 'events.u1.s1', type: 'done', seq: 10, now: false },
     ]);
   });
+
+  it("queues the echo with the pass when its writer sends it with the submit's answer (`now: false`)", () => {
+    const { sent, announcer: a } = announcer();
+    a.announce([at(1, { type: 'user_message', message_id: 'm1', content: 'hi' })], { now: false });
+    expect(sent).toEqual([{ subject: 'events.u1.s1', type: 'user_message', seq: 1, now: false }]);
+  });
 });
 
 type Line = { level: 'info' | 'debug'; msg: string; fields: Record<string, unknown> };

@@ -135,7 +135,11 @@ export class EventAnnouncer {
     @Optional() private readonly metrics?: TurnMetrics,
   ) {}
 
-  announce(events: CommittedEvent[]): void {
+  /**
+   * Publishes committed events. A `user_message` is written at once (`now`) unless `now: false`
+   * says its writer sends it with something else (the submit's answer, see TurnDriver.announceEntered).
+   */
+  announce(events: CommittedEvent[], opts: { now?: boolean } = {}): void {
     for (const e of events) {
       this.count(e.event.type);
       const line = toolCallLine(e.event);
@@ -146,7 +150,7 @@ export class EventAnnouncer {
       const wire = { ...e.event, session_id: e.sessionId, seq: e.seq } as SessionEvent;
       try {
         this.bus.publish(TOPICS.sessionEvents.subject(e.userId, e.sessionId), SessionEventSchema, wire, {
-          now: e.event.type === 'user_message',
+          now: opts.now ?? e.event.type === 'user_message',
         });
       } catch (err) {
         this.log.error(

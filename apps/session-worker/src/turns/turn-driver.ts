@@ -168,9 +168,22 @@ export class TurnDriver implements OnApplicationShutdown {
    * first, and the turn starts from that commit; a turn this worker does not drive after all is
    * running in the table and recovered by the next driver, as after a crash.
    */
+  /**
+   * Announces the echo of a message the submit's statement entered (`primed.entered`), in the
+   * submit's own pass, as soon as the statement returned (it committed: node-postgres answers at
+   * ReadyForQuery): not written at once but queued, so that it leaves with the submit's answer in
+   * one NATS write (`Bus.handle`'s `replyNow`), before the turn's set-up. The gateway sends it after
+   * the `ack` in any case (WsConnection.holdingLive). `driveWith` then does not announce it again.
+   */
+  announceEntered(primed: PrimedStart): void {
+    if (!primed.entered || primed.announced) return;
+    primed.announced = true;
+    this.announcer.announce([primed.entered.event], { now: false });
+  }
+
   async driveWith(lease: Lease, primed: PrimedStart | null = null): Promise<void> {
     const { sessionId } = lease;
-    if (primed?.entered) this.announcer.announce([primed.entered.event]);
+    if (primed?.entered && !primed.announced) this.announcer.announce([primed.entered.event]);
     if (this.draining || this.driving.has(sessionId)) {
       await this.leases.release(lease).catch(() => undefined);
       this.ring(sessionId, this.draining ? 'handover' : 'input');

@@ -1,13 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-
-/** The ids a log line is about (STYLE.md: `userId`, `sessionId`, `turnId`, `toolCallId` where they apply). */
-export interface LogIds {
-  userId?: string;
-  sessionId?: string;
-  /** The id of the user message that started the turn (its `message_id` on the wire). */
-  turnId?: string;
-  toolCallId?: string;
-}
+import type { LogIds, WireIds } from './log-ids';
 
 const storage = new AsyncLocalStorage<LogIds>();
 
@@ -24,14 +16,6 @@ export function withLogIds<T>(ids: LogIds, fn: () => T): T {
 /** The ids of the current context ({} outside any). */
 export function currentLogIds(): LogIds {
   return storage.getStore() ?? {};
-}
-
-/** The correlation fields of a NATS request payload (`actor`, `session_id`, `turn_id`, `tool_call_id`). */
-export interface WireIds {
-  actor?: { userId: string };
-  session_id?: string | null;
-  turn_id?: string | null;
-  tool_call_id?: string | null;
 }
 
 /** Runs a request handler with the ids its payload carries, so that its log lines name the turn and call. */

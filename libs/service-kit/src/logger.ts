@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import pino, { DestinationStream, Logger } from 'pino';
-import { currentLogIds } from './log-context';
-import { LOG_IDS, type LogIds } from './log-ids';
+import { logIdsOf } from './log-ids';
 
 export type { Logger } from 'pino';
 
@@ -145,10 +144,8 @@ export function createLogger(
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label: string) => ({ level: label }) },
-    mixin: (_fields: object, _level: number, logger: Logger) => ({
-      ...currentLogIds(),
-      ...(logger as Logger & { [LOG_IDS]?: LogIds })[LOG_IDS],
-    }),
+    // A copy: pino merges the line's own fields into the mixin's object.
+    mixin: (_fields: object, _level: number, logger: Logger) => ({ ...logIdsOf(logger) }),
   };
   const out = destination ?? stdoutLogDestination();
   const log = pino(options, out);

@@ -101,7 +101,8 @@ function startEcho(natsUrl, subject) {
 /**
  * A responder on `approval.check` made of the parts of the service's path, to tell their costs
  * apart (`--parts`): `bus` — Bus.handle (request parse, reply encode) with a constant answer;
- * `bus+als` — the same inside `withRequestLogIds` (AsyncLocalStorage), as the gate handler runs.
+ * `bus+als` — the same inside an AsyncLocalStorage run with the request's ids, as the gate handler
+ * ran before its log ids went explicit (what an AsyncLocalStorage costs here: the promise hooks).
  */
 function startPart(natsUrl, withAls) {
   const child = spawn(
@@ -109,11 +110,12 @@ function startPart(natsUrl, withAls) {
     [
       '-e',
       `const { Bus } = require(${JSON.stringify(path.join(ROOT, 'libs/messaging/dist'))});
-       const { withRequestLogIds } = require(${JSON.stringify(path.join(ROOT, 'libs/service-kit/dist'))});
+       const als = new (require('node:async_hooks').AsyncLocalStorage)();
+       const withIds = (req, fn) => als.run({ userId: req.actor.userId, sessionId: req.session_id }, fn);
        const quiet = { warn() {}, error() {} };
        Bus.connect({ servers: ${JSON.stringify(natsUrl)}, name: 'part', checkOutgoing: false }, quiet).then(async (bus) => {
          const answer = async () => ({ decision: 'allow', rule_id: 'r', reason: 'allowed by rule' });
-         bus.handle('approval.check', ${withAls ? '(req) => withRequestLogIds(req, answer)' : 'answer'});
+         bus.handle('approval.check', ${withAls ? '(req) => withIds(req, answer)' : 'answer'});
          await bus.nc.flush();
          process.stdout.write('ready\\n');
        });`,

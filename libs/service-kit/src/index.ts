@@ -1,6 +1,6 @@
 export * from './config';
 export * from './logger';
-export * from './log-context';
+export * from './log-ids';
 export * from './ops';
 export * from './public-route';
 export * from './bootstrap';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import pino, { DestinationStream, Logger } from 'pino';
-import { currentLogIds } from './log-context';
+import { logIdsOf } from './log-ids';
 
 export type { Logger } from 'pino';
 
@@ -129,7 +129,7 @@ export function instanceName(service: string, configured?: string): string {
 
 /**
  * JSON logs (pino) with the service and instance on every line, and the user, session, turn and
- * tool call ids of the context the line is written in (`withLogIds`). Written to stdout by
+ * tool call ids the logger carries (`loggerWithIds`). Written to stdout by
  * {@link StdoutLogDestination} unless another destination is given.
  */
 export function createLogger(
@@ -144,7 +144,8 @@ export function createLogger(
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label: string) => ({ level: label }) },
-    mixin: () => ({ ...currentLogIds() }),
+    // A copy: pino merges the line's own fields into the mixin's object.
+    mixin: (_fields: object, _level: number, logger: Logger) => ({ ...logIdsOf(logger) }),
   };
   const out = destination ?? stdoutLogDestination();
   const log = pino(options, out);

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import pino from 'pino';
+import { Writable } from 'node:stream';
 import type { ParsedRequestOf } from '@skald/contracts';
+import { createLogger } from '@skald/service-kit';
 import type { AuditEntry } from '../audit/audit.repository';
 import { RuleRow, RuleSet } from '../rules/rule-engine';
 import { GateService } from './gate.service';
@@ -68,12 +69,19 @@ const request = fc.record({
  * The gate's log after the CPU cut: an allow by the rules (the routine call) is logged at debug, and
  * everything else — a deny (by a rule, by policy, auto-deny), a Require that waits for a human, and
  * a Require relaxed by a bypass or the RunContext — stays at info. Whatever the call, the decision
- * answered is the one audited, exactly once, and exactly one log line says it.
+ * answered is the one audited, exactly once, and exactly one log line says it, naming the
+ * request's user, session, turn and tool call.
  */
 describe('GateService.check: what is logged at info', () => {
   function gate(scopes: string[]) {
-    const lines: Array<{ level: number; msg: string; decision: string; by: string; tool: string }> = [];
-    const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+    const lines: Array<{ level: string; msg: string; decision: string; by: string; tool: string }> = [];
+    const out = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(JSON.parse(chunk.toString()) as (typeof lines)[number]);
+        done();
+      },
+    });
+    const log = createLogger('approval-service', 'debug', 'a1', out);
     const audited: AuditEntry[] = [];
     const service = new GateService(
       { ruleSet: async () => RULES } as never,
@@ -95,6 +103,7 @@ describe('GateService.check: what is logged at info', () => {
       actor: { userId: randomUUID(), role: r.admin ? 'admin' : 'user' },
       session_id: randomUUID(),
       tool_call_id: randomUUID(),
+      turn_id: randomUUID(),
       agent_id: 'main',
       source: 'web',
       tool_name: r.tool,
@@ -107,14 +116,22 @@ describe('GateService.check: what is logged at info', () => {
     await fc.assert(
       fc.asyncProperty(request, async (r) => {
         const { service, lines, audited } = gate(r.bypass ? ['all'] : []);
-        const result = await service.check(check(r));
+        const req = check(r);
+        const result = await service.check(req);
         expect(audited).toHaveLength(1);
         expect(audited[0]).toMatchObject({ decision: result.decision, by: result.by, toolName: r.tool });
         const said = lines.filter((l) => l.msg === 'tool call checked');
         expect(said).toHaveLength(1);
         expect(said[0]).toMatchObject({ decision: result.decision, by: result.by, tool: r.tool });
         const routine = result.decision === 'allow' && result.by === 'rule';
-        expect(said[0].level).toBe(routine ? 20 : 30);
+        expect(said[0].level).toBe(routine ? 'debug' : 'info');
+        const ids = {
+          userId: req.actor.userId,
+          sessionId: req.session_id,
+          turnId: req.turn_id,
+          toolCallId: req.tool_call_id,
+        };
+        for (const line of lines) expect(line).toMatchObject(ids);
       }),
       { seed: SEED, numRuns: RUNS },
     );
@@ -130,7 +147,7 @@ describe('GateService.check: what is logged at info', () => {
       const { service, lines } = gate([]);
       const result = await service.check(check({ tool: 'read_file', path: p, admin: false }));
       expect(result.decision).toBe('deny');
-      expect(lines).toEqual([expect.objectContaining({ level: 30, decision: 'deny', msg: 'tool call checked' })]);
+      expect(lines).toEqual([expect.objectContaining({ level: 'info', decision: 'deny', msg: 'tool call checked' })]);
     }
   });
 
@@ -138,7 +155,7 @@ describe('GateService.check: what is logged at info', () => {
     const bypassed = gate(['all']);
     const r1 = await bypassed.service.check(check({ tool: 'write_file', path: 'a.txt', admin: false }));
     expect(r1).toMatchObject({ decision: 'allow', by: 'bypass' });
-    expect(bypassed.lines).toEqual([expect.objectContaining({ level: 30, by: 'bypass' })]);
+    expect(bypassed.lines).toEqual([expect.objectContaining({ level: 'info', by: 'bypass' })]);
     const pre = gate([]);
     const r2 = await pre.service.check(
       check({
@@ -149,6 +166,6 @@ describe('GateService.check: what is logged at info', () => {
       }),
     );
     expect(r2).toMatchObject({ decision: 'allow', by: 'run_context' });
-    expect(pre.lines).toEqual([expect.objectContaining({ level: 30, by: 'run_context' })]);
+    expect(pre.lines).toEqual([expect.objectContaining({ level: 'info', by: 'run_context' })]);
   });
 });

@@ -1,6 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Bus } from '@skald/messaging';
-import { withRequestLogIds } from '@skald/service-kit';
 import { CatalogService } from '../catalog/catalog.service';
 import { GateService } from './gate.service';
 
@@ -14,12 +13,10 @@ export class GateHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('approval.check', (req) =>
-      withRequestLogIds(req, async () => {
-        const d = await this.gate.check(req);
-        return { decision: d.decision, rule_id: d.ruleId, reason: d.reason };
-      }),
-    );
+    this.bus.handle('approval.check', async (req) => {
+      const d = await this.gate.check(req);
+      return { decision: d.decision, rule_id: d.ruleId, reason: d.reason };
+    });
     this.bus.handle('approval.rules.test', async (req) => {
       const d = await this.gate.test(req);
       return { decision: d.decision, rule_id: d.ruleId, reason: d.reason, by: d.by };

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import type { Logger } from '@skald/service-kit';
+import { loggerWithIds, requestLogIds, type Logger } from '@skald/service-kit';
 import { ApprovalMetrics } from '../approval-metrics';
 import { ParsedRequestOf } from '@skald/contracts';
 import { argsDigest, AuditService } from '../audit/audit.service';
@@ -39,8 +39,10 @@ export class GateService {
     // log line goes to debug (a synchronous write per call was a sixth of the service's CPU). What
     // needs a human, what is refused and what a bypass or the RunContext let through stay at info.
     const line = { tool: req.tool_name, decision: result.decision, by: result.by, ruleId: result.ruleId };
-    if (result.decision === 'allow' && result.by === 'rule') this.log.debug(line, 'tool call checked');
-    else this.log.info(line, 'tool call checked');
+    // The request's ids (user, session, turn, call) name the line.
+    const log = loggerWithIds(this.log, requestLogIds(req));
+    if (result.decision === 'allow' && result.by === 'rule') log.debug(line, 'tool call checked');
+    else log.info(line, 'tool call checked');
     this.audit.record({
       userId: req.actor.userId,
       sessionId: req.session_id,

@@ -1,6 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Bus } from '@skald/messaging';
-import { withRequestLogIds } from '@skald/service-kit';
 import { BypassesService } from '../bypasses/bypasses.service';
 import { RequestsService } from './requests.service';
 
@@ -14,14 +13,12 @@ export class RequestsHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('approval.register', (req) => withRequestLogIds(req, () => this.requests.register(req)));
-    this.bus.handle('approval.resolve', (req) => withRequestLogIds(req, () => this.requests.resolve(req)));
+    this.bus.handle('approval.register', (req) => this.requests.register(req));
+    this.bus.handle('approval.resolve', (req) => this.requests.resolve(req));
     this.bus.handle('approval.get', (req) => this.requests.get(req.actor, req.request_id));
-    this.bus.handle('approval.cancel_session', (req) =>
-      withRequestLogIds(req, async () => ({
-        cancelled: await this.requests.cancelSession(req.actor, req.session_id, req.reason),
-      })),
-    );
+    this.bus.handle('approval.cancel_session', async (req) => ({
+      cancelled: await this.requests.cancelSession(req.actor, req.session_id, req.reason),
+    }));
     this.bus.handle('approval.reset_session', async (req) => ({
       revoked: await this.bypasses.revokeSession(req.actor, req.session_id),
       cancelled: await this.requests.cancelSession(req.actor, req.session_id, 'session reset'),

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import type { Logger } from '@skald/service-kit';
+import { loggerWithIds, requestLogIds, type Logger } from '@skald/service-kit';
 import { Actor, HumanRequestState, HumanRequestStatus, InboxDto, ParsedRequestOf, UserEvent } from '@skald/contracts';
 import { AuditRepository } from '../audit/audit.repository';
 import { argsDigest } from '../audit/audit.service';
@@ -52,7 +52,10 @@ export class RequestsService {
     });
     if (!r) throw new ApprovalError('conflict', 'this request id belongs to another request');
     if (r.created)
-      this.log.info({ requestId: r.row.id, kind: r.row.kind, tool: r.row.toolName }, 'human request registered');
+      loggerWithIds(this.log, requestLogIds(req)).info(
+        { requestId: r.row.id, kind: r.row.kind, tool: r.row.toolName },
+        'human request registered',
+      );
     if (r.row.status === 'pending') this.events.userEvent(r.row.userId, requestedEvent(r.row));
     return toState(r.row);
   }
@@ -116,7 +119,7 @@ export class RequestsService {
     if (!resolved) throw conflict((await this.repo.findById(owner, row.id)) ?? row);
     this.metrics?.humanWait.observe({ action: req.action }, Math.max(0, Date.now() - row.createdAt.getTime()) / 1000);
     if (opensBypass) this.bypassService.opened(resolved.sessionId);
-    this.log.info(
+    loggerWithIds(this.log, requestLogIds(req)).info(
       {
         userId: resolved.userId,
         sessionId: resolved.sessionId,
@@ -135,7 +138,11 @@ export class RequestsService {
   /** /stop, interrupt, job kill: every pending request of the session ends as cancelled. */
   async cancelSession(actor: Actor, sessionId: string, reason: string): Promise<string[]> {
     const rows = await this.repo.cancelSession({ userId: ownerScope(actor) }, sessionId, reason, actor.userId);
-    if (rows.length > 0) this.log.info({ cancelled: rows.length, reason }, 'pending human requests cancelled');
+    if (rows.length > 0)
+      loggerWithIds(this.log, { userId: actor.userId, sessionId }).info(
+        { cancelled: rows.length, reason },
+        'pending human requests cancelled',
+      );
     for (const r of rows) this.announce(r);
     return rows.map((r) => r.id);
   }

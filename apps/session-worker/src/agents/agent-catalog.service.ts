@@ -74,33 +74,34 @@ export class AgentCatalogService implements AgentCatalogPort {
    * `memory` (which asks them with the turn's memory context, in one request); the user's rows
    * read with the turn's start (store/turn-start.ts, one snapshot with the session), when given,
    * answer its reads for `freshMs` after `at` — as a read of `user_agents` at that moment would;
-   * later reads, or another user's, go to the table.
+   * later reads, or another user's, go to the table. `log`: the turn's logger (its lines name the turn).
    */
-  forTurn(userId: string, memory: MemoryDocuments, read: AgentsRead | null): AgentCatalogPort {
+  forTurn(userId: string, memory: MemoryDocuments, read: AgentsRead | null, log: Logger = this.log): AgentCatalogPort {
     const primed = (uid: string): readonly UserAgentRow[] | null =>
       read && uid === userId && Date.now() - read.at <= read.freshMs ? read.rows : null;
     return {
-      getAgent: (agentId, uid) => this.getAgent(agentId, uid, primed(uid), uid === userId ? memory : undefined),
+      getAgent: (agentId, uid) => this.getAgent(agentId, uid, primed(uid), uid === userId ? memory : undefined, log),
       listTaskAgents: (uid) => this.listTaskAgents(uid, primed(uid)),
     };
   }
 
   /**
    * `rows`: the user's rows already read (see `forTurn`); null reads them. `memory`: where the
-   * `inject_memory` documents come from (by default, a request of their own).
+   * `inject_memory` documents come from (by default, a request of their own). `log`: the caller's.
    */
   async getAgent(
     agentId: string,
     userId: string,
     rows: readonly UserAgentRow[] | null = null,
     memory: MemoryDocuments = new NatsMemory(this.bus, userId, 'user'),
+    log: Logger = this.log,
   ): Promise<AgentDefinition | null> {
     const agent = rows
       ? this.merge(agentId, rows.find((r) => r.agentId === agentId) ?? null)
       : await this.effective(userId, agentId);
     if (!agent) return null;
     const [documents, mcpServers, taskAgents] = await Promise.all([
-      this.readMemory(userId, agent.meta.inject_memory, memory),
+      this.readMemory(userId, agent.meta.inject_memory, memory, log),
       this.mcp.listServers(userId),
       this.listTaskAgents(userId, rows),
     ]);
@@ -109,7 +110,7 @@ export class AgentCatalogService implements AgentCatalogPort {
       prompt = staticPrompt({ agentMd: agent.prompt, fragments: this.files.fragments, memory: documents, mcpServers });
     } catch (e) {
       // Checked on every write; a fragment removed since is reported, not fatal.
-      this.log.warn({ userId, agentId, err: String(e) }, 'agent prompt directive could not be resolved');
+      log.warn({ userId, agentId, err: String(e) }, 'agent prompt directive could not be resolved');
       prompt = agent.prompt;
     }
     return {
@@ -260,15 +261,17 @@ export class AgentCatalogService implements AgentCatalogPort {
   }
 
   /** The `inject_memory` documents (from the tool runner, which owns them); unreadable → skipped. */
-  private async readMemory(userId: string, paths: string[], memory: MemoryDocuments): Promise<MemoryDocument[]> {
+  private async readMemory(
+    userId: string,
+    paths: string[],
+    memory: MemoryDocuments,
+    log: Logger,
+  ): Promise<MemoryDocument[]> {
     if (paths.length === 0) return [];
     try {
       return await memory.documents(paths);
     } catch (e) {
-      this.log.warn(
-        { userId, err: String(e) },
-        'inject_memory documents could not be read; the prompt goes without them',
-      );
+      log.warn({ userId, err: String(e) }, 'inject_memory documents could not be read; the prompt goes without them');
       return paths.map((path) => ({ path, content: null }));
     }
   }

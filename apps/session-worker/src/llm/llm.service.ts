@@ -11,8 +11,15 @@ import { LlmUsageRepository } from './llm-usage.repository';
 
 /** What the LLM port needs besides the manager: the budget gate and the ledger. */
 export interface LlmAccounting {
-  admit(userId: string): Promise<LlmRefusal | null>;
-  record(context: LlmCallContext, client: string, model: string, usage: LlmMeteredUsage): Promise<void>;
+  /** `log`: the caller's logger (a turn's: its lines name the turn); the service's own by default. */
+  admit(userId: string, log?: Logger | null): Promise<LlmRefusal | null>;
+  record(
+    context: LlmCallContext,
+    client: string,
+    model: string,
+    usage: LlmMeteredUsage,
+    log?: Logger | null,
+  ): Promise<void>;
 }
 
 const invalidClient = (message: string): RemoteError =>
@@ -121,17 +128,23 @@ export class LlmService implements LlmAccounting {
   }
 
   /** The budget gate, asked before each round: a refusal when today's tokens reached the budget. */
-  async admit(userId: string): Promise<LlmRefusal | null> {
+  async admit(userId: string, log: Logger | null = null): Promise<LlmRefusal | null> {
     const budget = this.budget;
     if (budget === null) return null;
     const today = await this.usage.today({ userId });
     if (today.usedTokens < budget) return null;
-    this.log.info({ userId, used: today.usedTokens, budget }, 'daily token budget exhausted');
+    (log ?? this.log).info({ userId, used: today.usedTokens, budget }, 'daily token budget exhausted');
     return { code: 'exhausted', message: budgetExhaustedText(budget, today, new Date()) };
   }
 
   /** Writes one call to the ledger. A failure is logged, never thrown: the answer is already paid for. */
-  async record(context: LlmCallContext, client: string, model: string, usage: LlmMeteredUsage): Promise<void> {
+  async record(
+    context: LlmCallContext,
+    client: string,
+    model: string,
+    usage: LlmMeteredUsage,
+    log: Logger | null = null,
+  ): Promise<void> {
     try {
       await this.usage.record({
         userId: context.userId,
@@ -148,7 +161,7 @@ export class LlmService implements LlmAccounting {
         costUsd: usage.costUsd,
       });
     } catch (e) {
-      this.log.warn(
+      (log ?? this.log).warn(
         { userId: context.userId, sessionId: context.sessionId, err: e instanceof Error ? e.message : String(e) },
         'could not record LLM usage',
       );

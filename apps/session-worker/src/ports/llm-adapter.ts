@@ -11,19 +11,22 @@ import type {
   WireTool,
 } from '@skald/agent-loop';
 import { isLlmStrength, LlmCallError, LlmManager } from '@skald/llm';
+import type { Logger } from '@skald/service-kit';
 import type { LlmAccounting } from '../llm/llm.service';
 import type { TurnMetrics } from '../turns/turn-metrics';
 
 /**
  * The loop's LLM port on the LLM manager: which client next, the budget gate, and one streaming
  * call whose usage (the provider's, or estimated) is written to the ledger before the loop sees
- * the answer, so it is counted before anything about it is announced.
+ * the answer, so it is counted before anything about it is announced. One per turn: `log` is the
+ * turn's logger, for the ledger's lines.
  */
 export class LlmAdapter implements LlmPort {
   constructor(
     private readonly manager: LlmManager,
     private readonly accounting: LlmAccounting | null = null,
     private readonly metrics: TurnMetrics | null = null,
+    private readonly log: Logger | null = null,
   ) {}
 
   async nextClient(s: ClientSelection): Promise<LlmClientDescriptor | null> {
@@ -37,7 +40,7 @@ export class LlmAdapter implements LlmPort {
   }
 
   admit(context: Omit<LlmCallContext, 'messageId' | 'purpose'>): Promise<LlmRefusal | null> {
-    return this.accounting ? this.accounting.admit(context.userId) : Promise.resolve(null);
+    return this.accounting ? this.accounting.admit(context.userId, this.log) : Promise.resolve(null);
   }
 
   async stream(
@@ -61,7 +64,7 @@ export class LlmAdapter implements LlmPort {
       if (context?.purpose === 'round') this.metrics?.rounds.inc();
       this.metrics?.llmTokens.inc({ client: r.clientName, kind: 'input' }, r.metered.inputTokens);
       this.metrics?.llmTokens.inc({ client: r.clientName, kind: 'output' }, r.metered.outputTokens);
-      if (context && this.accounting) await this.accounting.record(context, r.clientName, r.model, r.metered);
+      if (context && this.accounting) await this.accounting.record(context, r.clientName, r.model, r.metered, this.log);
       return {
         content: r.content,
         reasoningContent: r.reasoning.length > 0 ? r.reasoning : null,

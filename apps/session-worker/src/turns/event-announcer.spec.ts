@@ -1,7 +1,8 @@
 import * as fc from 'fast-check';
 import type { SessionEventDraft } from '@skald/agent-loop';
 import type { Bus } from '@skald/messaging';
-import type { Logger } from '@skald/service-kit';
+import { Writable } from 'node:stream';
+import { createLogger, loggerWithIds, type Logger } from '@skald/service-kit';
 import { Registry } from 'prom-client';
 import type { CommittedEvent } from '../store/pg-session-store';
 import { EventAnnouncer, ToolCallLogLevels, toolCallLine } from './event-announcer';
@@ -94,6 +95,24 @@ async function steps(metrics: TurnMetrics): Promise<Record<string, number>> {
 }
 
 describe('EventAnnouncer: tool call log lines', () => {
+  it("writes a call's lines with the turn's logger, so they name its user, session and turn, and the call once", () => {
+    const raw: string[] = [];
+    const out = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        raw.push(chunk.toString());
+        done();
+      },
+    });
+    const log = createLogger('session-worker', 'debug', 'w1', out);
+    const a = new EventAnnouncer({ publish: () => undefined } as unknown as Bus, log);
+    const turn = loggerWithIds(log, { userId: 'u1', sessionId: 's1', turnId: 't1' });
+    a.announce([at(1, start('c1', 'execute_cmd')), at(2, approval('c1')), at(3, done('c1'))], { log: turn });
+    const lines = raw.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => l.msg)).toEqual(['tool call started', 'tool call awaits approval', 'tool call ended']);
+    for (const l of lines) expect(l).toMatchObject({ userId: 'u1', sessionId: 's1', turnId: 't1', toolCallId: 'c1' });
+    expect(raw.every((l) => l.match(/"toolCallId"/g)?.length === 1)).toBe(true);
+  });
+
   it('logs a read-only call that succeeds at debug from start to end, and counts both steps', async () => {
     const { lines, metrics, announcer: a } = logged();
     a.announce([at(1, start('c1', 'read_file'))]);

@@ -12,8 +12,8 @@ export type ToolCallStep = 'started' | 'awaits_human' | 'done' | 'failed' | 'can
 
 /**
  * The log line of a tool call's step (started, waiting for a human, ended): its id, tool and
- * status — never its arguments, result or the human's words. Written in the turn's log context,
- * so it names the user, session and turn too.
+ * status — never its arguments, result or the human's words. Written with the turn's logger
+ * (`announce`'s `log`), so it names the user, session and turn too.
  */
 export function toolCallLine(
   ev: SessionEventDraft,
@@ -138,14 +138,16 @@ export class EventAnnouncer {
   /**
    * Publishes committed events. A `user_message` is written at once (`now`) unless `now: false`
    * says its writer sends it with something else (the submit's answer, see TurnDriver.announceEntered).
+   * `log`: the logger of the turn that committed the events (its lines name the turn).
    */
-  announce(events: CommittedEvent[], opts: { now?: boolean } = {}): void {
+  announce(events: CommittedEvent[], opts: { now?: boolean; log?: Logger } = {}): void {
+    const log = opts.log ?? this.log;
     for (const e of events) {
       this.count(e.event.type);
       const line = toolCallLine(e.event);
       if (line) {
         this.metrics?.toolCallSteps.inc({ step: line.step });
-        this.log[this.levels.level(e.event, line)](line.fields, line.msg);
+        log[this.levels.level(e.event, line)](line.fields, line.msg);
       }
       const wire = { ...e.event, session_id: e.sessionId, seq: e.seq } as SessionEvent;
       try {
@@ -153,7 +155,7 @@ export class EventAnnouncer {
           now: opts.now ?? e.event.type === 'user_message',
         });
       } catch (err) {
-        this.log.error(
+        log.error(
           { sessionId: e.sessionId, seq: e.seq, type: e.event.type, err: String(err) },
           'event does not match its contract; not announced',
         );

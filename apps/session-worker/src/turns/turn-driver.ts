@@ -21,7 +21,7 @@ import { TOPICS } from '@skald/contracts';
 import { LlmManager } from '@skald/llm';
 import { Bus } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
-import { LogIds, withLogIds, type Logger } from '@skald/service-kit';
+import { LogIds, loggerWithIds, type Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
 import { Lease, LeaseRepository, SESSION_HAS_WORK } from '../lease/lease.repository';
 import { LlmService } from '../llm/llm.service';
@@ -59,6 +59,8 @@ interface Driving {
   lost: AbortController;
   /** The user, session and turn of the current turn, for the lines logged outside it (failure, heartbeat). */
   ids: LogIds;
+  /** The logger of the current turn: its lines carry `ids` (passed down to what logs during the turn). */
+  log: Logger;
 }
 
 /**
@@ -73,7 +75,6 @@ export class TurnDriver implements OnApplicationShutdown {
   private readonly acquiring = new Set<string>();
   /** Each session's history from the end of its last turn here, for its next turn's start read. */
   private readonly carry = new HistoryCarry();
-  private readonly llm: LlmAdapter;
   private draining = false;
 
   constructor(
@@ -84,8 +85,8 @@ export class TurnDriver implements OnApplicationShutdown {
     private readonly announcer: EventAnnouncer,
     private readonly metrics: TurnMetrics,
     private readonly catalog: AgentCatalogService,
-    llmManager: LlmManager,
-    llmService: LlmService,
+    private readonly llmManager: LlmManager,
+    private readonly llmService: LlmService,
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_INSTANCE) private readonly instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
@@ -95,7 +96,6 @@ export class TurnDriver implements OnApplicationShutdown {
      */
     @Optional() private readonly usage?: LlmUsageRepository,
   ) {
-    this.llm = new LlmAdapter(llmManager, llmService, metrics);
     metrics.countDriving(() => this.driving.size);
   }
 
@@ -190,7 +190,13 @@ export class TurnDriver implements OnApplicationShutdown {
       return;
     }
     if (lease.tookOver) this.metrics.leaseTakeovers.inc();
-    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController(), ids: { sessionId } };
+    const d: Driving = {
+      lease,
+      turn: new AbortController(),
+      lost: new AbortController(),
+      ids: { sessionId },
+      log: loggerWithIds(this.log, { sessionId }),
+    };
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
     let again = false;
@@ -256,12 +262,12 @@ export class TurnDriver implements OnApplicationShutdown {
     const store = new PgSessionStore(
       this.ds,
       { owner: d.lease.owner, epoch: d.lease.epoch },
-      (ev) => this.announcer.announce(ev),
+      (ev) => this.announcer.announce(ev, { log: d.log }),
       this.usage ?? null,
     );
     const session = await store.getSession(sessionId);
     const { role } = await this.turnState.turnControl(sessionId);
-    const ended = await endFailedTurn(this.deps(store, session.userId, role, d.ids.turnId), {
+    const ended = await endFailedTurn(this.deps(store, session.userId, role, d.ids.turnId, null, d.log), {
       sessionId,
       ...(d.ids.turnId ? { inboxId: d.ids.turnId } : {}),
       ...(e instanceof LoopInvariantError ? { reason: e.message } : {}),
@@ -290,10 +296,12 @@ export class TurnDriver implements OnApplicationShutdown {
     for (let turns = 0; turns < 100; turns++) {
       if (d.lost.signal.aborted || this.draining) return false;
       d.ids = { sessionId };
+      d.log = loggerWithIds(this.log, d.ids);
       const store = new PgSessionStore(
         this.ds,
         { owner: d.lease.owner, epoch: d.lease.epoch },
-        (ev) => this.announcer.announce(ev),
+        // The turn's logger when the event is announced (the turn's ids are known after its start read).
+        (ev) => this.announcer.announce(ev, { log: d.log }),
         this.usage ?? null,
       );
       // One statement: the session, its stop flag and owner role, its queued inbox, and what the
@@ -316,12 +324,11 @@ export class TurnDriver implements OnApplicationShutdown {
       if (session.turnState === 'finished' && !next) return false;
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
+      d.log = loggerWithIds(this.log, d.ids);
       const agentsRead = start.complete
         ? { rows: start.userAgents.map(toUserAgentRow), at: start.at, freshMs: INBOX_SNAPSHOT_MS }
         : null;
-      const step = await withLogIds(d.ids, () =>
-        this.runTurnOnce(d, store, session, role, next?.id, agentsRead, entered),
-      );
+      const step = await this.runTurnOnce(d, store, session, role, next?.id, agentsRead, entered);
       if (step === 'stop') return false;
       // The turn ended and its last commit (one statement) saw no queued input: nothing more to do
       // now — input queued after that commit is found by the release (releaseAndCheckWork).
@@ -346,9 +353,9 @@ export class TurnDriver implements OnApplicationShutdown {
     entered: EnteredFirst | null = null,
   ): Promise<'stop' | 'next'> {
     const sessionId = session.id;
-    const deps = this.deps(store, session.userId, role, d.ids.turnId, agentsRead);
+    const deps = this.deps(store, session.userId, role, d.ids.turnId, agentsRead, d.log);
     const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
-    const log = this.log.child({ epoch: d.lease.epoch });
+    const log = d.log.child({ epoch: d.lease.epoch });
     let outcome: TurnOutcome;
     if (session.turnState === 'running' && entered && session.turnId === entered.message.id) {
       log.info({}, 'turn started');
@@ -363,7 +370,7 @@ export class TurnDriver implements OnApplicationShutdown {
         log.info({}, 'stopping a parked turn');
         outcome = await recoverTurn(deps, { sessionId, signal });
       } else {
-        const answered = await this.firstAnswered(sessionId, session.userId, role);
+        const answered = await this.firstAnswered(sessionId, session.userId, role, log);
         if (!answered) return 'stop';
         log.info({ toolCallId: answered.toolCallId }, 'a human answered a parked turn');
         try {
@@ -411,7 +418,7 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   /** The first awaiting call of a parked session whose human request has been answered. */
-  private async firstAnswered(sessionId: string, userId: string, role: 'user' | 'admin') {
+  private async firstAnswered(sessionId: string, userId: string, role: 'user' | 'admin', log: Logger) {
     for (const call of await this.turnState.awaitingCalls(sessionId)) {
       if (!call.requestId) continue;
       try {
@@ -422,7 +429,7 @@ export class TurnDriver implements OnApplicationShutdown {
         const answer = answerOf(state);
         if (answer) return { toolCallId: call.toolCallId, answer };
       } catch (e) {
-        this.log.warn({ sessionId, requestId: call.requestId, err: String(e) }, 'could not read a human request');
+        log.warn({ requestId: call.requestId, err: String(e) }, 'could not read a human request');
       }
     }
     return null;
@@ -439,14 +446,20 @@ export class TurnDriver implements OnApplicationShutdown {
   ): Promise<T | null> {
     const lease = await this.acquireForCommand(sessionId);
     if (!lease) return null;
-    const d: Driving = { lease, turn: new AbortController(), lost: new AbortController(), ids: { sessionId } };
+    const d: Driving = {
+      lease,
+      turn: new AbortController(),
+      lost: new AbortController(),
+      ids: { sessionId },
+      log: loggerWithIds(this.log, { sessionId }),
+    };
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
     try {
       const store = new PgSessionStore(
         this.ds,
         { owner: lease.owner, epoch: lease.epoch },
-        (ev) => this.announcer.announce(ev),
+        (ev) => this.announcer.announce(ev, { log: d.log }),
         this.usage ?? null,
       );
       const { role } = await this.turnState.turnControl(sessionId);
@@ -481,6 +494,7 @@ export class TurnDriver implements OnApplicationShutdown {
    * The loop's ports for one session's owner (turns, and the /context and /compact commands).
    * `agentsRead`: the user's agent rows read with the turn's start, for the catalog. The catalog's
    * `inject_memory` documents and the loop's memory context share one `NatsMemory` (one request).
+   * `log`: the turn's logger (its lines name the turn), passed to the ports that log.
    */
   deps(
     store: PgSessionStore,
@@ -488,6 +502,7 @@ export class TurnDriver implements OnApplicationShutdown {
     role: 'user' | 'admin',
     turnId?: string,
     agentsRead: AgentsRead | null = null,
+    log: Logger = loggerWithIds(this.log, { userId }),
   ): LoopDeps {
     const facts = new TurnFacts();
     const memory = new NatsMemory(this.bus, userId, role, facts);
@@ -502,9 +517,9 @@ export class TurnDriver implements OnApplicationShutdown {
       }),
       tools: new RunnerToolSet(this.bus, role, turnId, facts),
       tasks: new NatsAsyncTasks(this.bus, role),
-      llm: this.llm,
+      llm: new LlmAdapter(this.llmManager, this.llmService, this.metrics, log),
       events: this.announcer.sinkFor(userId),
-      catalog: this.catalog.forTurn(userId, memory, agentsRead),
+      catalog: this.catalog.forTurn(userId, memory, agentsRead, log),
       memory,
       clock: {
         now: () => new Date(),

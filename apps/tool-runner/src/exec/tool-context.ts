@@ -1,3 +1,5 @@
+import type { Logger } from '@skald/service-kit';
+
 /** What every tool implementation is handed about the call. */
 export interface ToolContext {
   userId: string;
@@ -11,6 +13,11 @@ export interface ToolContext {
   signal: AbortSignal;
   /** A write approved on a preview: the hash its file must still have (`tools.exec` `expected_base_hash`). */
   expectedBaseHash?: string;
+  /**
+   * The call's logger: its lines name the user, session, turn and call (`tools.exec` sets it; a tool
+   * called without it logs with its service's own logger).
+   */
+  log?: Logger;
 }
 
 /** A finished call: the text the model reads, the workspace path a write changed, the one to show the user. */

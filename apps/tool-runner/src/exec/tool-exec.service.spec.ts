@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import pino from 'pino';
+import { createLogger } from '@skald/service-kit';
 import { ExecuteCmdService, SANDBOX_UNAVAILABLE } from '../command/execute-cmd.service';
 import { PlainCommandRunner } from '../command/plain-command.runner';
 import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';
+import { InMemoryToolCallRecords } from './tool-call-records';
 import { ToolExecRequest, ToolExecService } from './tool-exec.service';
 import { ToolMetrics } from './tool-metrics';
 import { MEMORY_UNAVAILABLE, ToolRouter } from './tool-router';
@@ -77,6 +80,50 @@ describe('ToolExecService', () => {
       ['read_file', 'failed', 'info'],
       ['list_files', 'done', 'debug'],
     ]);
+  });
+
+  it("every line of a call names the request's user, session, turn and call (a replay and a durable record too)", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const out = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    const logged = createLogger('tool-runner', 'debug', 't1', out);
+    const records = new InMemoryToolCallRecords();
+    const commands = new ExecuteCmdService({ SKALD_SANDBOX: 'none' }, fx.workspaces, runner, logged);
+    const runnerOf = (instance: string) =>
+      new ToolExecService(new ToolRouter(fx.files, commands), new ToolMetrics(), runner, logged, records, instance);
+    const tools = runnerOf('r1');
+    const turnId = randomUUID();
+    const calls = [
+      request('write_file', { path: 'a.txt', content: 'x\n' }, { turn_id: turnId }),
+      request('read_file', { path: 'a.txt' }, { turn_id: turnId }),
+      request('read_file', { path: 'missing.txt' }, { turn_id: turnId }),
+      request('execute_cmd', { command: 'true' }, { turn_id: turnId }),
+    ];
+    for (const c of calls) await tools.exec(c);
+    await tools.exec(calls[0]); // a duplicate, answered with its result
+    await runnerOf('r2').exec(calls[3]); // another runner: answered from the durable record
+    const ofCall = (l: Record<string, unknown>) => calls.find((c) => c.tool_call_id === l.toolCallId);
+    expect(lines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining([
+        'tool call finished',
+        'duplicate tool call answered with its result',
+        'tool call answered from its durable record',
+      ]),
+    );
+    for (const l of lines) {
+      const c = ofCall(l);
+      expect(c).toBeDefined();
+      expect(l).toMatchObject({
+        userId: c!.actor.userId,
+        sessionId: c!.session_id,
+        turnId,
+        toolCallId: c!.tool_call_id,
+      });
+    }
   });
 
   it('answers failures as the sentence the model reads', async () => {

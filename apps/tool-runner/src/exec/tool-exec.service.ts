@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { BUILTIN_TOOLS, ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
-import { Logger } from '@skald/service-kit';
+import { Logger, loggerWithIds, requestLogIds } from '@skald/service-kit';
 import { LOGGER } from '../config';
 import { StalePreview, ToolError } from '../tool-error';
 import { callBase } from '../workspace/workspace-path';
@@ -103,20 +103,22 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
 
   async exec(req: ToolExecRequest): Promise<ToolReply> {
     const owner = `${req.actor.userId}:${req.name}`;
+    // The call's logger: its lines name the user, session, turn and call of the request.
+    const log = loggerWithIds(this.log, requestLogIds(req));
     const { value, replayed } = await this.results.run(
       req.tool_call_id,
       owner,
       () => {
         // Not started, so safe for the caller to retry on another replica.
         if (this.draining) throw new RunnerDraining();
-        return this.runDurably(req);
+        return this.runDurably(req, log);
       },
       // A stale preview wrote nothing: the call runs again after a fresh approval.
       (reply) => reply.status !== 'stale',
     );
     if (replayed) {
       this.metrics.replayed();
-      this.log.info({ tool: req.name }, 'duplicate tool call answered with its result');
+      log.info({ tool: req.name }, 'duplicate tool call answered with its result');
     }
     return value;
   }
@@ -146,16 +148,16 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Records the start, runs, records the reply; or answers from the record of an earlier run. */
-  private async runDurably(req: ToolExecRequest): Promise<ToolReply> {
+  private async runDurably(req: ToolExecRequest, log: Logger): Promise<ToolReply> {
     // A read has no effect to repeat: it re-runs after a crash (its restart hint), so no record is kept.
-    if (READ_ONLY.has(req.name)) return this.runOnce(req);
+    if (READ_ONLY.has(req.name)) return this.runOnce(req, log);
     const call = {
       toolCallId: req.tool_call_id,
       userId: req.actor.userId,
       sessionId: req.session_id,
       toolName: req.name,
     };
-    // The user, session, turn and call ids come from the request's log context (tools-exec.handler).
+    // The user, session, turn and call ids come with the call's logger (`exec`).
     const ids = { tool: call.toolName };
     for (;;) {
       const claim = await this.records.claim(call, this.instance, this.durability.staleAfterMs).catch((e: unknown) => {
@@ -164,7 +166,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
       if (claim.kind === 'claimed') break;
       if (claim.userId !== call.userId || claim.toolName !== call.toolName) throw new CallConflict(call.toolCallId);
       if (claim.kind === 'finished') {
-        this.log.info(ids, 'tool call answered from its durable record');
+        log.info(ids, 'tool call answered from its durable record');
         return claim.reply;
       }
       if (claim.kind === 'running') {
@@ -176,23 +178,23 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         const reply: ToolReply = { status: 'failed', error: INTERRUPTED_AFTER_START };
         if (await this.records.takeOver(call.toolCallId, claim.runner, this.instance)) {
           await this.records.finish(call.toolCallId, this.instance, reply);
-          this.log.warn({ ...ids, deadRunner: claim.runner }, 'tool call abandoned by a dead runner: interrupted');
+          log.warn({ ...ids, deadRunner: claim.runner }, 'tool call abandoned by a dead runner: interrupted');
           return reply;
         }
         continue;
       }
       if (await this.records.takeOver(call.toolCallId, claim.runner, this.instance)) {
-        this.log.warn({ ...ids, deadRunner: claim.runner }, 'tool call abandoned by a dead runner: running it again');
+        log.warn({ ...ids, deadRunner: claim.runner }, 'tool call abandoned by a dead runner: running it again');
         break;
       }
     }
     this.mine.add(call.toolCallId);
     try {
-      const reply = await this.runOnce(req);
+      const reply = await this.runOnce(req, log);
       if (reply.status === 'stale') {
         // Nothing happened: the call runs again once the human approves a fresh preview.
         await this.records.release(call.toolCallId, this.instance).catch((e: unknown) => {
-          this.log.error(
+          log.error(
             { ...ids, err: e instanceof Error ? e.message : String(e) },
             'could not release the record of a stale tool call',
           );
@@ -200,7 +202,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         return reply;
       }
       await this.records.finish(call.toolCallId, this.instance, reply).catch((e: unknown) => {
-        this.log.error(
+        log.error(
           { ...ids, err: e instanceof Error ? e.message : String(e) },
           'could not record the result of a tool call',
         );
@@ -211,7 +213,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  private async runOnce(req: ToolExecRequest): Promise<ToolReply> {
+  private async runOnce(req: ToolExecRequest, log: Logger): Promise<ToolReply> {
     const started = performance.now();
     const signal = this.cancellations.begin(req.tool_call_id);
     let reply: ToolReply;
@@ -224,6 +226,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         workdir: sessionWorkdir(req.arguments.workdir, req.working_directory),
         signal,
         ...(req.expected_base_hash !== undefined ? { expectedBaseHash: req.expected_base_hash } : {}),
+        log,
       };
       if (signal.aborted) throw new ToolCancelled();
       const out = await this.router.route(req.name, ctx, req.arguments);
@@ -239,10 +242,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
       else if (e instanceof StalePreview) reply = { status: 'stale', error: e.message };
       else if (e instanceof ToolError) reply = { status: 'failed', error: e.message };
       else {
-        this.log.error(
-          { tool: req.name, err: e instanceof Error ? e.message : String(e) },
-          'tool call failed unexpectedly',
-        );
+        log.error({ tool: req.name, err: e instanceof Error ? e.message : String(e) }, 'tool call failed unexpectedly');
         reply = { status: 'failed', error: `${req.name} failed with an internal error` };
       }
     } finally {
@@ -253,10 +253,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
     // A read that succeeded is the routine call (most of a tool loop's calls): at debug, since a line
     // is a write through the thread pool; its count and time are in the metrics.
     const routine = reply.status === 'done' && READ_ONLY.has(req.name);
-    this.log[routine ? 'debug' : 'info'](
-      { tool: req.name, status: reply.status, ms: Math.round(ms) },
-      'tool call finished',
-    );
+    log[routine ? 'debug' : 'info']({ tool: req.name, status: reply.status, ms: Math.round(ms) }, 'tool call finished');
     return reply;
   }
 }

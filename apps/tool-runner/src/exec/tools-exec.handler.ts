@@ -1,7 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { TOOL_ALIVE_INTERVAL_MS, TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
-import { withRequestLogIds } from '@skald/service-kit';
 import { ToolExecService } from './tool-exec.service';
 
 /**
@@ -18,9 +17,7 @@ export class ToolsExecHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('tools.exec', (req) =>
-      withRequestLogIds(req, () => this.alive(req.tool_call_id, () => this.tools.exec(req))),
-    );
+    this.bus.handle('tools.exec', (req) => this.alive(req.tool_call_id, () => this.tools.exec(req)));
     this.bus.subscribe(TOPICS.toolCancel.pattern, TOPICS.toolCancel.message, (m) => this.tools.cancel(m.tool_call_id));
   }
 

@@ -165,7 +165,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     const wasRunning = this.running(server);
     let conn: McpConnection;
     try {
-      conn = await this.connection(server);
+      conn = await this.connection(server, ctx.log);
     } catch (e) {
       throw new ToolError('unavailable', `MCP server ${server.name} is not available: ${errorText(e)}`);
     }
@@ -210,7 +210,8 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     return !settled.get(p)?.closed;
   }
 
-  private connection(s: StoredMcpServer): Promise<McpConnection> {
+  /** `log`: the logger of the call that needs the connection (its lines name the call), if any. */
+  private connection(s: StoredMcpServer, log: Logger = this.log): Promise<McpConnection> {
     const key = `${s.userId}/${s.name}`;
     const existing = this.live.get(key);
     if (existing) {
@@ -220,7 +221,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       this.live.delete(key);
       void conn.close();
     }
-    const opening = this.open(s).then(
+    const opening = this.open(s, log).then(
       (conn) => {
         settled.set(opening, conn);
         return conn;
@@ -235,7 +236,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     return opening;
   }
 
-  private async open(s: StoredMcpServer): Promise<McpConnection> {
+  private async open(s: StoredMcpServer, log: Logger): Promise<McpConnection> {
     const ids = { userId: s.userId, server: s.name, transport: s.transport };
     try {
       const conn = await McpConnection.open(this.target(s), {
@@ -258,13 +259,13 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
       const count = tools.length;
       await this.repo.setStatus(s.id, 'ready', null, count, tools).catch(() => undefined);
       this.changed(s.userId, s.name); // the list shows status and tool count
-      this.log.info({ ...ids, tools: count }, 'MCP server connected');
+      log.info({ ...ids, tools: count }, 'MCP server connected');
       return conn;
     } catch (e) {
       const message = errorText(e);
       await this.repo.setStatus(s.id, 'error', message, 0).catch(() => undefined);
       this.changed(s.userId, s.name);
-      this.log.warn({ ...ids, err: message }, 'MCP server failed to connect');
+      log.warn({ ...ids, err: message }, 'MCP server failed to connect');
       throw e;
     }
   }

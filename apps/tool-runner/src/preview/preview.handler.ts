@@ -1,6 +1,5 @@
 import { Injectable, OnModuleInit, Optional } from '@nestjs/common';
 import { Bus } from '@skald/messaging';
-import { withRequestLogIds } from '@skald/service-kit';
 import { MemoryToolsService } from '../memory/memory-tools.service';
 import { PreviewService } from './preview.service';
 
@@ -15,7 +14,7 @@ export class PreviewHandler implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.bus.handle('tools.preview', (req) => withRequestLogIds(req, () => this.previews.reply(req)));
+    this.bus.handle('tools.preview', (req) => this.previews.reply(req));
     this.bus.handle('tools.memory_turn', async (req) =>
       this.memory
         ? this.memory.forTurn(req.actor.userId, req.paths, req.query, req.max_chars)

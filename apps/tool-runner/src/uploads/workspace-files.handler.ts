@@ -1,7 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { ErrorCode } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
-import { withRequestLogIds } from '@skald/service-kit';
 import { ToolError, ToolErrorCode } from '../tool-error';
 import { WorkspaceFilesService } from './workspace-files.service';
 
@@ -45,18 +44,14 @@ export class WorkspaceFilesHandler implements OnModuleInit {
 
   onModuleInit(): void {
     this.bus.handle('files.upload', (req) =>
-      withRequestLogIds(req, () =>
-        this.files.upload(req).catch((e: unknown) => {
-          throw asWireError(e);
-        }),
-      ),
+      this.files.upload(req).catch((e: unknown) => {
+        throw asWireError(e);
+      }),
     );
     this.bus.handle('files.read', (req) =>
-      withRequestLogIds(req, () =>
-        this.files.read(req).catch((e: unknown) => {
-          throw asWireError(e);
-        }),
-      ),
+      this.files.read(req).catch((e: unknown) => {
+        throw asWireError(e);
+      }),
     );
   }
 }

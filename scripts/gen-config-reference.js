@@ -60,6 +60,15 @@ const DESCRIPTIONS = {
 
 /** Variables the apps read outside their schema, with where they are read. */
 const OUTSIDE_SCHEMA = {
+  // every app (libs/messaging)
+  base: [
+    {
+      name: 'SKALD_HOP_TRACE',
+      default: 'unset',
+      description:
+        'A file to append hop-trace time marks to (`scripts/bench/echo-trace.js --hops`): each NATS handler, request and write of the process, on the monotonic clock. Unset: off (one constant test per mark). A measurement aid, not for production.',
+    },
+  ],
   gateway: [
     {
       name: 'SKALD_WEB_DIST',
@@ -202,6 +211,7 @@ function renderReference(schemas) {
   for (const [name, field] of Object.entries(baseShape)) {
     lines.push(row(name, formatDefault(describeField(field)), describe(name, field, baseDocs, BASE_SOURCE)));
   }
+  for (const extra of OUTSIDE_SCHEMA.base) lines.push(row(extra.name, extra.default, extra.description));
 
   for (const app of APPS) {
     const schema = schemas.apps[app.name];

@@ -190,13 +190,7 @@ export class TurnDriver implements OnApplicationShutdown {
       return;
     }
     if (lease.tookOver) this.metrics.leaseTakeovers.inc();
-    const d: Driving = {
-      lease,
-      turn: new AbortController(),
-      lost: new AbortController(),
-      ids: { sessionId },
-      log: loggerWithIds(this.log, { sessionId }),
-    };
+    const d = this.newDriving(lease);
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
     let again = false;
@@ -435,6 +429,18 @@ export class TurnDriver implements OnApplicationShutdown {
     return null;
   }
 
+  /** What a driver of `lease` holds: its signals and the session's logger (the turn's ids are added as it starts). */
+  private newDriving(lease: Lease): Driving {
+    const { sessionId } = lease;
+    return {
+      lease,
+      turn: new AbortController(),
+      lost: new AbortController(),
+      ids: { sessionId },
+      log: loggerWithIds(this.log, { sessionId }),
+    };
+  }
+
   /**
    * Runs `fn` holding the session's lease, for a command that writes the conversation (/compact,
    * /clear): no turn can start meanwhile, every write is fenced. Null when another driver holds
@@ -446,13 +452,7 @@ export class TurnDriver implements OnApplicationShutdown {
   ): Promise<T | null> {
     const lease = await this.acquireForCommand(sessionId);
     if (!lease) return null;
-    const d: Driving = {
-      lease,
-      turn: new AbortController(),
-      lost: new AbortController(),
-      ids: { sessionId },
-      log: loggerWithIds(this.log, { sessionId }),
-    };
+    const d = this.newDriving(lease);
     this.driving.set(sessionId, d);
     const heartbeat = this.startHeartbeat(d);
     try {

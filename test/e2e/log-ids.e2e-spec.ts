@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { jsonLines } from '../support/log-lines';
 
 jest.setTimeout(120_000);
 
@@ -52,14 +53,7 @@ describe('log ids: every line about a turn names its user, session and turn', ()
     const calls = ws.frames.filter((f) => f.type === 'tool_start').map((f) => String(f.tool_call_id));
     expect(calls).toHaveLength(2);
     const userId = user.user!.id;
-    const linesOf = (app: 'session-worker' | 'tool-runner' | 'approval-service') =>
-      stack.byName(app)[0].logs.flatMap((l): Array<Record<string, unknown>> => {
-        try {
-          return [JSON.parse(l) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      });
+    const linesOf = (app: 'session-worker' | 'tool-runner' | 'approval-service') => jsonLines(stack.byName(app)[0]);
     const about = (l: Record<string, unknown>) => l.sessionId === sessionId || calls.includes(String(l.toolCallId));
     const seen: Record<string, string[]> = {};
     for (const app of ['session-worker', 'approval-service', 'tool-runner'] as const) {

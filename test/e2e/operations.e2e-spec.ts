@@ -5,6 +5,7 @@ import { REDIS_SERVICES, SKALD_SERVICES } from '@skald/contracts';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { jsonLines } from '../support/log-lines';
 
 jest.setTimeout(180_000);
 
@@ -153,14 +154,7 @@ describe('operations: secrets stay out of logs, responses and events; metrics sh
     const cmdCallId = String(starts.find((f) => f.name === 'execute_cmd')?.tool_call_id);
     const mcpCallId = String(starts.find((f) => f.name === 'mcp__everything__echo')?.tool_call_id);
     expect([sessionId, turnId, cmdCallId, mcpCallId].every((id) => /^[0-9a-f-]{36}$/.test(id))).toBe(true);
-    const linesOf = (app: 'session-worker' | 'tool-runner' | 'approval-service') =>
-      stack.byName(app)[0].logs.flatMap((l): Array<Record<string, unknown>> => {
-        try {
-          return [JSON.parse(l) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      });
+    const linesOf = (app: 'session-worker' | 'tool-runner' | 'approval-service') => jsonLines(stack.byName(app)[0]);
     const ofTurn = { userId, sessionId, turnId };
 
     // session worker: the turn's start and end, and each step of the command's call

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { JobRunContext } from '@skald/contracts';
 import { decodeRow, deepToPgText, fromJsonText, fromPgText, queryRows } from '@skald/persistence';
+import { INBOX_LOCK_ORDER } from '../store/inbox-lock-order';
 
 type Row = Record<string, unknown>;
 
@@ -156,8 +157,10 @@ export class JobSessionsRepository {
   async moveQueuedDeliveries(o: { userId: string; fromSessionId: string; toSessionId: string }): Promise<number> {
     const rows = await queryRows(
       this.ds,
-      `UPDATE session_inbox SET session_id = $3
-        WHERE session_id = $2 AND user_id = $1 AND status = 'queued' AND tool_result IS NOT NULL RETURNING id`,
+      `WITH moving AS (
+         SELECT id FROM session_inbox
+          WHERE session_id = $2 AND user_id = $1 AND status = 'queued' AND tool_result IS NOT NULL ${INBOX_LOCK_ORDER})
+       UPDATE session_inbox i SET session_id = $3 FROM moving WHERE i.id = moving.id RETURNING i.id`,
       [o.userId, o.fromSessionId, o.toSessionId],
     );
     return rows.length;

@@ -1,5 +1,6 @@
 import { deepToPgText, pgParams } from '@skald/persistence';
 import type { Mutation, NewFrame, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatch } from '@skald/agent-loop';
+import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 
 /**
  * The hot commits of a turn (its first commit: the inbox items entering, the root frame of a fresh
@@ -81,7 +82,7 @@ export const ONE_STATEMENT_COMMIT_SQL = `WITH fence AS (
  claim AS (
    SELECT i.id FROM session_inbox i
     WHERE i.id = ANY($65::uuid[]) AND i.session_id = $1::uuid AND i.status = 'queued' AND EXISTS (SELECT 1 FROM fence)
-      FOR UPDATE),
+      ${INBOX_LOCK_ORDER}),
  go AS (
    SELECT EXISTS (SELECT 1 FROM fence) AND (SELECT count(*) FROM claim) = cardinality($65::uuid[]) AS ok),
  settled AS (

@@ -10,6 +10,7 @@ import {
   type SessionEventDraft,
   type ToolCallStatus,
 } from '@skald/agent-loop';
+import { JobSessionsRepository } from '../jobs/job-sessions.repository';
 import { LlmUsageRepository, UsageRecord } from '../llm/llm-usage.repository';
 import { fitsOneStatement } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
@@ -718,5 +719,88 @@ describe('PgSessionStore: a turn’s first commit', () => {
         }
       }
     }
+  });
+
+  /**
+   * Row-lock order: a commit entering several deliveries and a `/new` re-homing the same deliveries
+   * (`moveQueuedDeliveries`) lock the same inbox rows. Each must lock them in one agreed order
+   * whatever the plan and whatever order the commit lists them in, or the two wait on each other and
+   * Postgres aborts one (`deadlock detected`: a failed turn commit or a failed /new). Made
+   * deterministic: a third transaction holds one of the rows; the commit waits on it, the move
+   * starts and takes what it can, then the row is let go. With one order, whoever waits first takes
+   * every row; with two, each holds a row the other waits for. The commit lists the items in queue
+   * order, or not (the first item re-queued last: a commit's order is its caller's).
+   */
+  it('a commit entering several deliveries and a /new moving them never deadlock', async () => {
+    const moves = new JobSessionsRepository(ds);
+    const waiting = async (n: number) => {
+      for (let i = 0; i < 200; i++) {
+        const [r] = await ds.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+        );
+        if (r.n >= n) return;
+        await new Promise((res) => setTimeout(res, 10));
+      }
+      throw new Error(`fewer than ${n} statements waiting for a lock after 2 s`);
+    };
+    const task = { toolName: 'task_completed', argumentsText: '{}', result: 'done' };
+    const results: Array<{
+      forceTransaction: boolean;
+      requeueFirst: boolean;
+      held: number;
+      commit: unknown;
+      move: unknown;
+    }> = [];
+    for (const forceTransaction of [false, true]) {
+      for (const requeueFirst of [false, true]) {
+        for (const held of [0, 1, 2]) {
+          const s = await session(true);
+          const spec: FirstCommitSpec = {
+            items: [0, 1, 2].map((n) => ({
+              content: `delivery ${n}`,
+              attachments: false,
+              delivery: 'steer' as const,
+              task,
+              state: 'queued',
+            })),
+            consumeFirst: false,
+            turn: true,
+            others: [],
+            fence: 'held',
+          };
+          const { mutations, events } = await firstCommit(s, spec, forceTransaction);
+          const ids = (mutations.filter((m) => m.kind === 'enterInbox') as { inboxId: string }[]).map((m) => m.inboxId);
+          if (requeueFirst) await ds.query(`UPDATE session_inbox SET ord = DEFAULT WHERE id = $1`, [ids[0]]);
+          const blocker = ds.createQueryRunner();
+          await blocker.connect();
+          await blocker.startTransaction();
+          await blocker.query(`SELECT 1 FROM session_inbox WHERE id = $1 FOR UPDATE`, [ids[held]]);
+          const committed = outcome(s, mutations, events);
+          await waiting(1);
+          const moved = moves
+            .moveQueuedDeliveries({ userId: s.userId, fromSessionId: s.sessionId, toSessionId: s.elsewhere })
+            .then(
+              (n) => ({ ok: true as const, n }),
+              (e: Error) => ({ ok: false as const, message: e.message }),
+            );
+          await waiting(2);
+          await blocker.commitTransaction();
+          await blocker.release();
+          const [commit, move] = await Promise.all([committed, moved]);
+          results.push({ forceTransaction, requeueFirst, held, commit, move });
+        }
+      }
+    }
+    // The commit waited first, so it takes every row and enters all three; the move then finds none
+    // queued. Two orders would end one of them with "deadlock detected" instead.
+    expect(results).toEqual(
+      results.map(({ forceTransaction, requeueFirst, held }) => ({
+        forceTransaction,
+        requeueFirst,
+        held,
+        commit: { ok: true, queued: [] },
+        move: { ok: true, n: 0 },
+      })),
+    );
   });
 });

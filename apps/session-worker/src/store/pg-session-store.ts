@@ -34,6 +34,7 @@ import {
   fenceAndEventParams,
 } from './one-statement-commit';
 import { SessionCache } from './session-cache';
+import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 import type { CarriedHistory } from './history-carry';
 import type { EnteredFirst } from '../submit/inbox.repository';
 import { jsonRows, parseTurnStart, QUEUED_INBOX_JSON, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
@@ -491,6 +492,7 @@ export class PgSessionStore implements SessionStore {
     const committed = await this.ds.transaction(async (tx) => {
       const fenced = await fenceAndAppend(tx, sessionId, this.fence, events);
       try {
+        await lockInboxItems(tx, mutations);
         for (const m of mutations) await applyMutation(tx, sessionId, m, this.fence.epoch, events.length);
         for (const u of usage) await insertUsage(tx, u);
         return fenced;
@@ -665,6 +667,19 @@ async function settleInbox(
     [inboxId, sessionId, status],
   );
   if (r.length === 0 && status === 'entered') throw notQueued(inboxId);
+}
+
+/**
+ * The inbox rows a commit settles, locked up front in the one order every statement locks them in
+ * (`INBOX_LOCK_ORDER`), not in the order the commit lists them: a racing `/new` moving the same
+ * deliveries would otherwise deadlock with it. One item needs no statement (its update locks it).
+ */
+async function lockInboxItems(tx: EntityManager, mutations: readonly Mutation[]): Promise<void> {
+  const ids = mutations.flatMap((m) =>
+    m.kind === 'enterInbox' || m.kind === 'consumeInbox' || m.kind === 'discardInbox' ? [m.inboxId] : [],
+  );
+  if (ids.length < 2) return;
+  await exec(tx, `SELECT 1 FROM session_inbox WHERE id = ANY($1::uuid[]) ${INBOX_LOCK_ORDER}`, [ids]);
 }
 
 /** An inbox item a commit enters or consumes is no longer queued in its session: the commit is refused. */

@@ -214,6 +214,13 @@ function renderTopologyFloor(skald, floor, skel) {
         `the cores ${pct(skel.busy50)} busy; target ≥ 90 %: ${verdict(frac >= 0.9)}`,
     );
   }
+  if (skel.turnsPerSec200 != null) {
+    const frac = fraction(skel.turnsPerSec200, skel.ideal200);
+    lines.push(
+      `  turns/s at 200: skeleton ${fmt(skel.turnsPerSec200)} = ${pct(frac)} of ideal, ${fmt(skel.cpuMsPerTurn200)} CPU ms a turn, ` +
+        `the cores ${pct(skel.busy200)} busy; target ≥ 50 %: ${verdict(frac >= 0.5)}`,
+    );
+  }
   if (skel.eventP99Ms != null)
     lines.push(
       `  event p50 / p99 at 50: skeleton ${fmt(skel.eventP50Ms)} / ${fmt(skel.eventP99Ms)} ms; target p99 ≤ 25 ms: ${verdict(skel.eventP99Ms <= 25)}`,

@@ -838,7 +838,9 @@ async function floorFigures(infra, stack, sim) {
  * The architecture skeleton (scripts/bench/floor/skeleton/): the same fresh phase as Skald's (its
  * warm-up first), through its own gateway's WebSocket with the same client and llm-sim scripts;
  * CPU by process (named as Skald's apps, for the side-by-side), SQL per round, echo; then the
- * 50-conversation throughput with event latency; then the fresh phase again with the worker sending
+ * 50-conversation throughput with event latency and the 200-conversation throughput (no long
+ * conversation: a ratio of two of its own times bounds nothing of Skald's — its history handling is
+ * not Skald's carry); then the fresh phase again with the worker sending
  * a Skald-size request (13 KB: system prompt and 18 tool schemas) instead of the floor's.
  */
 async function skeletonFigures(infra, stack, sim) {
@@ -889,6 +891,15 @@ async function skeletonFigures(infra, stack, sim) {
         eventP99Ms: r.eventLatency.p99,
       });
       noteLoad('skeleton 50 conversations');
+      const r200 = await skaldLoad(gw, users, sim, 200, { cpu });
+      if (r200.errors > 0) throw new Error(`the skeleton failed ${r200.errors} turns at 200 conversations`);
+      Object.assign(s, {
+        turnsPerSec200: r200.turnsPerSec,
+        ideal200: r200.ideal,
+        cpuMsPerTurn200: r200.cpuMsPerTurn,
+        busy200: r200.busy,
+      });
+      noteLoad('skeleton 200 conversations');
     }
     await skel.setRequestSize('skald');
     await warmUp(gw, users, sim);

@@ -156,6 +156,10 @@ describe('turn benchmark targets', () => {
       busy50: 0.5,
       eventP50Ms: 5,
       eventP99Ms: 20,
+      turnsPerSec200: 130,
+      ideal200: 250,
+      cpuMsPerTurn200: 15,
+      busy200: 0.97,
       skaldSize: { msPerRoundFresh: 6, cpuMsPerRound: 5 },
     };
     const text = report.renderTopologyFloor({ ...atLimits, msPerRoundFresh: 8, cpuMsPerRound: 6 }, floor, skel);
@@ -169,6 +173,9 @@ describe('turn benchmark targets', () => {
     expect(line('echo')).toMatch(/median 3\.50 ms, p99 9\.00 ms; target ≤ 3 ms: NOT reachable/);
     expect(line('turns/s at 50')).toMatch(/80 % of ideal.*NOT reachable/);
     expect(line('event')).toMatch(/5\.00 \/ 20\.0 ms; target p99 ≤ 25 ms: within reach/);
+    expect(line('turns/s at 200')).toMatch(
+      /52 % of ideal, 15\.0 CPU ms a turn, the cores 97 % busy; target ≥ 50 %: within reach/,
+    );
     expect(report.renderTopologyFloor({}, {}, {})).not.toMatch(/NaN|undefined/);
   });
 });

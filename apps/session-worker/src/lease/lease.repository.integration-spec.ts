@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { queryRows } from '@skald/persistence';
 import fc from 'fast-check';
+import { InboxRepository } from '../submit/inbox.repository';
 import { LeaseRepository, RELEASE_AND_CHECK_NAME, RELEASE_AND_CHECK_SQL } from './lease.repository';
 
 jest.setTimeout(30_000);
@@ -110,6 +111,42 @@ describe('LeaseRepository', () => {
     const third = (await leases.acquire(id, 'b', 10_000))!;
     expect(await leases.releaseAndCheckWork({ ...third, owner: 'a' })).toBe(true);
     expect((await row(id)).owner).toBe('b');
+  });
+
+  it("releaseAndCheckWork can miss a message submitted as it runs, whose statement saw the lease still held: only that message's doorbell is left (TurnDriver remembers it)", async () => {
+    const id = await session();
+    const [{ user_id: userId }] = await ds.query(`SELECT user_id FROM sessions WHERE id = $1`, [id]);
+    const lease = (await leases.acquire(id, 'a', 10_000))!;
+    // The release statement takes its snapshot, then waits on the lease row (held here a moment).
+    const blocker = ds.createQueryRunner();
+    await blocker.connect();
+    await blocker.startTransaction();
+    await blocker.query(`SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE`, [id]);
+    const released = leases.releaseAndCheckWork(lease);
+    for (let i = 0; i < 200; i++) {
+      const [w] = await ds.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+      );
+      if (w.n >= 1) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // Meanwhile a message is submitted from another worker: the lease is held in its snapshot, so
+    // the statement stores the message and takes no lease.
+    const stored = await new InboxRepository(ds).submitToActive(
+      { userId, source: 'web', role: 'user' },
+      { clientMessageId: 'late', content: 'hello', delivery: 'queue', isSynthetic: false },
+      { owner: 'b', ttlMs: 10_000, busy: [] },
+    );
+    expect(stored).toMatchObject({ sessionId: id, duplicate: false, lease: null });
+    await blocker.commitTransaction();
+    await blocker.release();
+    // The release's check read before the message was committed: no work, the lease free, the
+    // message queued — nobody drives it unless its doorbell does.
+    expect(await released).toBe(false);
+    expect((await row(id)).owner).toBeNull();
+    expect(await ds.query(`SELECT content, status FROM session_inbox WHERE session_id = $1`, [id])).toEqual([
+      { content: 'hello', status: 'queued' },
+    ]);
   });
 
   it('releaseAndCheckWork, sent by name on a generic plan, answers and writes what the statement sent as text does', async () => {

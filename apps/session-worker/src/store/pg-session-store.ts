@@ -132,6 +132,12 @@ export class PgSessionStore implements SessionStore {
   private sessionRead: { at: number; info: SessionInfo } | null = null;
   /** The same, kept until the next commit (see `queuedAtLastCommit`). */
   private lastCommitInbox: InboxItem[] | null = null;
+  /**
+   * When (performance.now()) this store last sent a statement that reads the queued inbox (a start
+   * read, a commit, an inbox read): input whose doorbell rang later may not have been seen by it.
+   * 0 before any (a start read the submit's statement made counts as before).
+   */
+  lastLookAt = 0;
   /** See `stopAtFinish`. */
   private finishStop: boolean | null = null;
   /** The active frames as read by `startTurn`, taken once by the next `listActiveFrames` (no commit since, under 1 s). */
@@ -153,6 +159,7 @@ export class PgSessionStore implements SessionStore {
    * this lease): not read again, they prime the cache in place of the read ones.
    */
   async startTurn(sessionId: string, carried: CarriedHistory = new Map()): Promise<TurnStart> {
+    this.lastLookAt = performance.now();
     const rows = await preparedRows<Row>(
       this.ds,
       TURN_START_NAME,
@@ -391,6 +398,7 @@ export class PgSessionStore implements SessionStore {
     this.inboxSnapshot = null;
     if (snapshot && snapshot.sessionId === sessionId && Date.now() - snapshot.at <= INBOX_SNAPSHOT_MS)
       return snapshot.items;
+    this.lastLookAt = performance.now();
     const rows: Row[] = await queryRows(
       this.ds,
       `SELECT * FROM session_inbox WHERE session_id = $1 AND status = 'queued' ORDER BY ord`,
@@ -422,6 +430,7 @@ export class PgSessionStore implements SessionStore {
   }
 
   async commit(sessionId: string, mutations: Mutation[], events: SessionEventDraft[]): Promise<void> {
+    this.lastLookAt = performance.now();
     this.inboxSnapshot = null;
     this.lastCommitInbox = null;
     this.sessionRead = null;

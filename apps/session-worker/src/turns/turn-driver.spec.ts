@@ -243,6 +243,55 @@ describe('TurnDriver', () => {
     ]);
   });
 
+  it('a doorbell that rings while the session is driven here, after its last look at the inbox, drives it again after the release', async () => {
+    // The release's own check can miss such a message: its statement's snapshot may predate the
+    // submit's commit, whose statement saw the lease still held and so did not take it (the doorbell
+    // is then all that is left; without this the message waits for the sweep).
+    const ds = idleDataSource();
+    const master = (ds as unknown as { driver: { master: { query: (c: { name: string }) => Promise<unknown> } } })
+      .driver.master;
+    const answer = master.query;
+    let looked: () => void = () => undefined;
+    const lookedAt = new Promise<void>((r) => (looked = r));
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    master.query = async (config) => {
+      looked();
+      await gate;
+      return answer(config);
+    };
+    const { driver, leases } = setUp(ds);
+    startReads.length = 0;
+    const driving = driver.drive(SESSION);
+    await lookedAt;
+    // The submit's doorbell, while the start read (the last look) is under way.
+    await driver.drive(SESSION);
+    release();
+    await driving;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(leases.log).toEqual(['acquire', 'release', 'acquire', 'release']);
+    expect(startReads).toEqual([TURN_START_NAME, TURN_START_NAME]);
+  });
+
+  it('a doorbell that rang before the last look at the inbox drives nothing more', async () => {
+    const ds = idleDataSource();
+    const { driver, leases } = setUp(ds);
+    let acquired: (l: Lease | null) => void = () => undefined;
+    leases.acquire = () => {
+      leases.log.push('acquire');
+      return new Promise((r) => (acquired = r));
+    };
+    startReads.length = 0;
+    const driving = driver.drive(SESSION);
+    // The doorbell while the lease is being asked for: the start read comes after it.
+    await driver.drive(SESSION);
+    acquired({ sessionId: SESSION, owner: 'w1', epoch: 1, tookOver: false });
+    await driving;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(leases.log).toEqual(['acquire', 'release']);
+    expect(startReads).toEqual([TURN_START_NAME]);
+  });
+
   it('takes no session once draining', async () => {
     const { driver, leases } = setUp();
     await driver.drainAll(0);

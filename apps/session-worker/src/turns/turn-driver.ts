@@ -61,6 +61,10 @@ interface Driving {
   ids: LogIds;
   /** The logger of the current turn: its lines carry `ids` (passed down to what logs during the turn). */
   log: Logger;
+  /** The store of the current turn: when it last looked at the queued inbox (`lastLookAt`). */
+  store: PgSessionStore | null;
+  /** When (performance.now()) the session's doorbell last rang here while it was driven; 0 if not. */
+  rangAt: number;
 }
 
 /**
@@ -145,7 +149,11 @@ export class TurnDriver implements OnApplicationShutdown {
    * that worker drains the inbox at its next round boundary.
    */
   async drive(sessionId: string): Promise<void> {
-    if (this.draining || this.driving.has(sessionId) || this.acquiring.has(sessionId)) return;
+    const driven = this.driving.get(sessionId);
+    // Driven here: the doorbell is remembered, and rung again after the release if it came after
+    // the driver's last look at the inbox (see driveWith).
+    if (driven) driven.rangAt = performance.now();
+    if (this.draining || driven || this.acquiring.has(sessionId)) return;
     // One ask at a time: the ask under way, if it gets the lease, reads the inbox after it.
     this.acquiring.add(sessionId);
     let lease: Lease | null;
@@ -229,7 +237,11 @@ export class TurnDriver implements OnApplicationShutdown {
     }
     // Input that arrived while we held the lease but after our last look: take it now. After a
     // failure the sweep retries later instead, so a poisoned session cannot spin a worker.
-    if (!failed && (again || work)) setImmediate(() => void this.drive(sessionId));
+    // The release's check reads in its statement's snapshot, which may predate the commit of a
+    // message whose own statement saw the lease still held (so did not take it): that message's
+    // doorbell, if it rang here after the last look, is the only trace of it.
+    const missed = d.rangAt > 0 && d.rangAt >= (d.store?.lastLookAt ?? 0);
+    if (!failed && (again || work || missed)) setImmediate(() => void this.drive(sessionId));
   }
 
   /** The session's doorbell: one worker of the group tries to drive it. */
@@ -298,6 +310,7 @@ export class TurnDriver implements OnApplicationShutdown {
         (ev) => this.announcer.announce(ev, { log: d.log }),
         this.usage ?? null,
       );
+      d.store = store;
       // One statement: the session, its stop flag and owner role, its queued inbox, and what the
       // turn reads before its first model call (primed in the store and the catalog).
       // The first turn's read may have been taken by the submit's statement with the lease (`primed`).
@@ -438,6 +451,8 @@ export class TurnDriver implements OnApplicationShutdown {
       lost: new AbortController(),
       ids: { sessionId },
       log: loggerWithIds(this.log, { sessionId }),
+      store: null,
+      rangAt: 0,
     };
   }
 
@@ -468,7 +483,10 @@ export class TurnDriver implements OnApplicationShutdown {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
       await this.leases.release(lease).catch(() => undefined);
-      if (!this.draining && (await this.hasWork(sessionId))) setImmediate(() => void this.drive(sessionId));
+      // A doorbell that rang meanwhile (the command looks at no inbox) counts as work: the check
+      // after the release may not see a message whose statement saw the lease held.
+      if (!this.draining && (d.rangAt > 0 || (await this.hasWork(sessionId))))
+        setImmediate(() => void this.drive(sessionId));
     }
   }
 

@@ -662,6 +662,24 @@ describe('PgSessionStore: a turn’s first commit', () => {
     );
   });
 
+  /** A first commit of `n` steer items queued and still queued, the lease held, a turn started. */
+  function queuedSteers(
+    n: number,
+    item: (i: number) => Pick<FirstCommitSpec['items'][number], 'content' | 'task'>,
+  ): FirstCommitSpec {
+    const items = Array.from({ length: n }, (_, i) => ({
+      ...item(i),
+      attachments: false,
+      delivery: 'steer' as const,
+      state: 'queued' as const,
+    }));
+    return { items, consumeFirst: false, turn: true, others: [], fence: 'held' };
+  }
+
+  /** The inbox items a commit enters, in the order it lists them. */
+  const enteredIds = (mutations: Mutation[]): string[] =>
+    mutations.flatMap((m) => (m.kind === 'enterInbox' ? [m.inboxId] : []));
+
   it('an item a racing /new moves while the commit waits for it is refused, and nothing is written', async () => {
     for (const forceTransaction of [false, true]) {
       for (const [moveIndex, commitOutcome] of [
@@ -670,21 +688,12 @@ describe('PgSessionStore: a turn’s first commit', () => {
         [1, 'rollback'],
       ] as const) {
         const s = await session(false);
-        const spec: FirstCommitSpec = {
-          items: [0, 1].map((n) => ({
-            content: `item ${n} \u0000`,
-            attachments: false,
-            delivery: 'steer' as const,
-            task: n === 1 ? { toolName: 'task_completed', argumentsText: '{}', result: 'done \ud800' } : null,
-            state: 'queued',
-          })),
-          consumeFirst: false,
-          turn: true,
-          others: [],
-          fence: 'held',
-        };
+        const spec = queuedSteers(2, (n) => ({
+          content: `item ${n} \u0000`,
+          task: n === 1 ? { toolName: 'task_completed', argumentsText: '{}', result: 'done \ud800' } : null,
+        }));
         const { mutations, events } = await firstCommit(s, spec, forceTransaction);
-        const moved = (mutations.filter((m) => m.kind === 'enterInbox') as { inboxId: string }[])[moveIndex].inboxId;
+        const moved = enteredIds(mutations)[moveIndex];
         // A /new re-homing the delivery holds its row while the commit runs.
         const qr = ds.createQueryRunner();
         await qr.connect();
@@ -755,21 +764,9 @@ describe('PgSessionStore: a turn’s first commit', () => {
       for (const requeueFirst of [false, true]) {
         for (const held of [0, 1, 2]) {
           const s = await session(true);
-          const spec: FirstCommitSpec = {
-            items: [0, 1, 2].map((n) => ({
-              content: `delivery ${n}`,
-              attachments: false,
-              delivery: 'steer' as const,
-              task,
-              state: 'queued',
-            })),
-            consumeFirst: false,
-            turn: true,
-            others: [],
-            fence: 'held',
-          };
+          const spec = queuedSteers(3, (n) => ({ content: `delivery ${n}`, task }));
           const { mutations, events } = await firstCommit(s, spec, forceTransaction);
-          const ids = (mutations.filter((m) => m.kind === 'enterInbox') as { inboxId: string }[]).map((m) => m.inboxId);
+          const ids = enteredIds(mutations);
           if (requeueFirst) await ds.query(`UPDATE session_inbox SET ord = DEFAULT WHERE id = $1`, [ids[0]]);
           const blocker = ds.createQueryRunner();
           await blocker.connect();

@@ -1135,8 +1135,11 @@ module.exports = {
   postgresPids,
   cpuMs,
   CpuMeter,
+  skaldFresh,
   skaldLoad,
   skaldLong,
+  FILE,
+  FILE_TEXT,
 };
 
 if (require.main === module)

@@ -403,7 +403,7 @@ async function startStack(infra, nodeArgs = {}, extraEnv = {}) {
   // The worker's inspector (loopback, a free port) lets the benchmark collect garbage before it
   // weighs the heap of parked turns.
   nodeArgs = { ...nodeArgs, 'session-worker': [...(nodeArgs['session-worker'] ?? []), '--inspect=127.0.0.1:0'] };
-  return Stack.start({
+  const stack = await Stack.start({
     root: ROOT,
     env: {
       DATABASE_URL: infra.skaldUrl,
@@ -420,6 +420,78 @@ async function startStack(infra, nodeArgs = {}, extraEnv = {}) {
     nodeArgs,
     replicas: { 'session-worker': CFG.workers },
   });
+  try {
+    await warmSim(stack.simUrl);
+  } catch (e) {
+    await stack.stop();
+    throw e;
+  }
+  return stack;
+}
+
+// How many chat requests warm llm-sim up before anything is measured. Its per-request CPU keeps
+// falling for its first few thousand requests (V8 tiers its once-a-request code up slowly): the
+// same captured Skald requests cost it 1.15 ms at first and 0.46 ms after ~6,000
+// (scripts/bench/sim-fetch-ab.js). Without this, the system measured first (Skald, after a warm-up of
+// 180 requests) paid ~1 ms a round more of llm-sim's CPU than the floor and the skeleton measured
+// after thousands (docs/performance.md, "Session 13: llm-sim's CPU per Skald round").
+const SIM_WARM_REQUESTS = 4000;
+
+/** A chat request of Skald's shape (system prompt with non-ASCII text, tools, a tool round). */
+function simWarmRequest(marker, i) {
+  const schema = { type: 'object', properties: { path: { type: 'string', description: 'A path — relative.' } } };
+  return {
+    model: 'sim-model',
+    messages: [
+      { role: 'system', content: `You are a warm-up … ${'text '.repeat(200)}` },
+      { role: 'user', content: `${marker} read the file ${i}` },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: `call_w${i}`, type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: `call_w${i}`, content: FILE_TEXT },
+      { role: 'system', content: 'Environment – warm-up.' },
+    ],
+    tools: Array.from({ length: 8 }, (_, t) => ({
+      type: 'function',
+      function: { name: t === 0 ? 'read_file' : `tool_${t}`, description: `Tool ${t} — warm-up.`, parameters: schema },
+    })),
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+}
+
+/** SIM_WARM_REQUESTS streamed requests straight to llm-sim (4 at a time), its request log cleared after. */
+async function warmSim(simUrl) {
+  const sim = new LlmSimAdminClient(simUrl);
+  const [marker] = newMarkers(1, 'simwarm');
+  const id = await sim.script({
+    match: marker,
+    matchIn: 'last_user',
+    repeatLast: true,
+    replies: [{ tool_calls: [{ name: 'read_file', arguments: { path: FILE } }] }],
+  });
+  const url = `${simUrl.replace(/\/$/, '')}/chat/completions`;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < SIM_WARM_REQUESTS) {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+          body: JSON.stringify(simWarmRequest(marker, next++)),
+        });
+        const text = await res.text();
+        if (!res.ok || !text.includes('[DONE]'))
+          throw new Error(`llm-sim warm-up: HTTP ${res.status} ${text.slice(0, 200)}`);
+      }
+    }),
+  );
+  await sim.unscript(id);
+  await sim.reset(); // the log: its warm-up bodies are no one's
 }
 
 /** Users of the benchmark, each with the file read_file reads in its workspace. */
@@ -1146,8 +1218,11 @@ module.exports = {
   postgresPids,
   cpuMs,
   CpuMeter,
+  skaldFresh,
   skaldLoad,
   skaldLong,
+  FILE,
+  FILE_TEXT,
 };
 
 if (require.main === module)

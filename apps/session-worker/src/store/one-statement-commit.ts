@@ -96,10 +96,10 @@ export function fenceAndEventParams(
 
 /**
  * The parts a commit writes, by kind. A part is in the statement only when the commit writes
- * something there: its SHAPE. Each shape is its own prepared statement (at most 2^7 per
- * connection, a handful in practice: the answer, the result, a call `running`, the final answer,
- * the first commit), so the executor initialises only the parts that write this time.
- * The shapes are at most 2^7 × 3 (a part's letter is in the name when it writes; `u` or `U`).
+ * something there: its SHAPE. Each shape is its own prepared statement, so the executor
+ * initialises only the parts that write this time. A connection prepares at most 2^7 × 3 of them (a
+ * part's letter is in the name when it writes; `u` or `U`), a handful in practice: the answer, the
+ * result, a call `running`, the final answer, the first commit.
  */
 interface CommitParts {
   messages: NewMessage[];

@@ -250,7 +250,9 @@ describe('PgSessionStore: one-statement commits', () => {
 
   it('every shape the store sends writes what the transaction writes, and nothing when fenced out', async () => {
     /** A session with a message, three pending calls and two queued inbox items. */
-    const prepared = async (): Promise<Awaited<ReturnType<typeof session>> & ShapeContext> => {
+    const prepared = async (): Promise<
+      Awaited<ReturnType<typeof session>> & ShapeContext & { usage: LlmUsageRepository }
+    > => {
       const usage = new LlmUsageRepository(ds);
       const s = { ...(await session(usage)), usage };
       const messageId = randomUUID();

@@ -25,7 +25,7 @@ const DEFAULT_FNS = [
   'fetch node:internal/deps/undici',
   'readableByteStreamControllerEnqueue',
   'commit /',
-  'oneStatementParams',
+  'oneStatementCommit',
   'announce /',
   'LOG /',
   'request /work/wt-wcpu/libs/messaging',

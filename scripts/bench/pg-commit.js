@@ -10,10 +10,12 @@
 //
 // Variants run alternately in batches on fresh databases (same prefill), so a machine's load
 // drifts over both alike:
-//   --variant name[:setting=value,…][:sql=file][:text=file]   (repeatable; default: `main`)
+//   --variant name[:setting=value,…][:sql=file][:module=file]   (repeatable; default: `main`)
 //   setting: run on the connection (`SET`), e.g. plan_cache_mode=force_generic_plan
 //   sql:     run on the variant's database after the migrations (a schema change)
-//   text:    the commit's statement text from a file (a CommonJS module exporting `sql`)
+//   module:  the commit module of another build (its compiled one-statement-commit.js, e.g. a copy
+//            of main's taken before building a branch): one exporting `oneStatementCommit` (a
+//            statement per commit shape) or, older, `ONE_STATEMENT_COMMIT_SQL`/`oneStatementParams`
 //
 //   node scripts/bench/pg-commit.js [--rounds 500] [--batches 6] [--prefill 2000] [--variant …]…
 //
@@ -41,10 +43,10 @@ const TICK_MS = 10;
 
 function parseVariant(spec) {
   const [name, ...parts] = spec.split(':');
-  const v = { name, settings: {}, sql: [], text: null };
+  const v = { name, settings: {}, sql: [], module: commit };
   for (const p of parts) {
     if (p.startsWith('sql=')) v.sql.push(p.slice(4));
-    else if (p.startsWith('text=')) v.text = require(path.resolve(p.slice(5))).sql;
+    else if (p.startsWith('module=')) v.module = require(path.resolve(p.slice(7)));
     else
       for (const kv of p.split(',')) {
         const i = kv.indexOf('=');
@@ -161,6 +163,13 @@ function round(s) {
   return [answer, result];
 }
 
+/** The commit as the module's store sends it: { name, text, values }. */
+function statement(mod, sessionId, fence, mutations, events, usage) {
+  if (mod.oneStatementCommit) return mod.oneStatementCommit(sessionId, fence, mutations, events, usage);
+  const values = mod.oneStatementParams(sessionId, fence, mutations, events, usage);
+  return { name: mod.ONE_STATEMENT_COMMIT_NAME, text: mod.ONE_STATEMENT_COMMIT_SQL, values };
+}
+
 async function runRounds(v, n) {
   const c = v.client;
   const sessions = [];
@@ -170,8 +179,7 @@ async function runRounds(v, n) {
   for (let i = 0; i < n; i++) {
     const s = sessions[Math.floor(i / 6)];
     for (const [mutations, events, usage] of round(s)) {
-      const values = commit.oneStatementParams(s.id, { owner: v.owner, epoch: 1 }, mutations, events, usage);
-      const { rows } = await c.query({ name: v.statementName, text: v.statementText, values });
+      const { rows } = await c.query(statement(v.module, s.id, { owner: v.owner, epoch: 1 }, mutations, events, usage));
       if (!rows[0].ok) throw new Error(`${v.name}: commit refused`);
     }
   }
@@ -180,7 +188,7 @@ async function runRounds(v, n) {
 
 async function prefill(c, owner, n) {
   // Other sessions' rounds, so that tables and indexes have the size of a running system.
-  const v = { client: c, owner, pid: null, statementName: 'prefill', statementText: commit.ONE_STATEMENT_COMMIT_SQL };
+  const v = { client: c, owner, pid: null, module: commit };
   v.pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   await runRounds(v, n);
   await c.query('ANALYZE');
@@ -199,8 +207,6 @@ async function main() {
     for (const [k, val] of Object.entries(v.settings)) await c.query(`SET ${k} = '${val.replace(/'/g, "''")}'`);
     v.client = c;
     v.pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-    v.statementName = 'bench_commit';
-    v.statementText = v.text ?? commit.ONE_STATEMENT_COMMIT_SQL;
     await runRounds(v, 30); // warm: the statement prepared, five custom plans, caches
     out[v.name] = { cpuMs: [], wallMs: [] };
   }
@@ -226,11 +232,12 @@ async function main() {
     );
   }
   for (const v of VARIANTS) {
-    const plan = await v.client.query(
-      `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`,
-      [v.statementName],
+    const plans = await v.client.query(
+      `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'skald_commit%' ORDER BY name`,
     );
-    console.log(`  ${v.name}: ${JSON.stringify(plan.rows[0])}`);
+    console.log(
+      `  ${v.name}: ${plans.rows.map((r) => `${r.name} ${r.generic_plans} generic, ${r.custom_plans} custom`).join('; ')}`,
+    );
     await v.client.end();
   }
   const admin = new Client({ connectionString: new URL('/postgres', VARIANTS[0].url).toString() });

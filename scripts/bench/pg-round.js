@@ -58,7 +58,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function statementName(q) {
   const t = q.replace(/\s+/g, ' ');
   const known = [
-    [/^WITH fence AS .*chat_history/i, 'commit (one statement)'],
+    [/^WITH fence AS .* go AS \(/i, 'commit (one statement)'],
     [/submit|session_inbox.*lease|ins AS \(INSERT INTO session_inbox/i, 'submit'],
     [/turn_start|SESSION_HAS_WORK|json_agg/i, 'start read'],
   ];

@@ -12,11 +12,12 @@ import {
 } from '@skald/agent-loop';
 import { JobSessionsRepository } from '../jobs/job-sessions.repository';
 import { LlmUsageRepository, UsageRecord } from '../llm/llm-usage.repository';
-import { fitsOneStatement } from './one-statement-commit';
+import { fitsOneStatement, oneStatementCommit, shapeName } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
 import { plainMessage } from '../testing-fixtures/plain-message';
 import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
+import { allShapes, commitOfShape, type ShapeContext } from '../testing-fixtures/commit-shapes';
 
 jest.setTimeout(180_000);
 
@@ -246,6 +247,83 @@ describe('PgSessionStore: one-statement commits', () => {
       }),
       { seed: SEED, numRuns: RUNS },
     );
+  });
+
+  it('every shape the store sends writes what the transaction writes, and nothing when fenced out', async () => {
+    /** A session with a message, three pending calls and two queued inbox items. */
+    const prepared = async (): Promise<
+      Awaited<ReturnType<typeof session>> & ShapeContext & { usage: LlmUsageRepository }
+    > => {
+      const usage = new LlmUsageRepository(ds);
+      const s = { ...(await session(usage)), usage };
+      const messageId = randomUUID();
+      const [mutations] = answer(s, messageId);
+      const callIds = [randomUUID(), randomUUID(), randomUUID()];
+      const calls = callIds.map((id, index): Mutation => {
+        const [first] = mutations.filter((m) => m.kind === 'createToolCall');
+        if (first.kind !== 'createToolCall') throw new Error('no call');
+        return { kind: 'createToolCall', call: { ...first.call, id, index } };
+      });
+      await s.store.commit(s.sessionId, [...mutations.filter((m) => m.kind !== 'createToolCall'), ...calls], []);
+      const inboxIds = [randomUUID(), randomUUID()];
+      for (const id of inboxIds)
+        await ds.query(
+          `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic)
+           VALUES ($1, $2, $3, $4, 'queued', 'steer', false)`,
+          [id, s.sessionId, s.userId, randomUUID()],
+        );
+      return { ...s, messageId, callIds, inboxIds };
+    };
+    const counts = async (sessionId: string) => {
+      const [n] = await ds.query(
+        `SELECT (SELECT count(*) FROM llm_usage WHERE session_id = $1)::int AS usage,
+                (SELECT count(*) FROM session_inbox WHERE session_id = $1 AND status = 'queued')::int AS queued`,
+        [sessionId],
+      );
+      return n;
+    };
+    const names = new Set<string>();
+    for (const shape of allShapes()) {
+      const fast = await prepared();
+      const slow = await prepared();
+      for (const [s, forceTransaction] of [
+        [fast, false],
+        [slow, true],
+      ] as const) {
+        const { mutations, events, usage } = commitOfShape(shape, s, 2);
+        for (const u of usage) await s.usage.record(u);
+        if (forceTransaction)
+          mutations.push({ kind: 'grantTools', scope: { kind: 'frame', frameId: s.frameId }, groups: [] });
+        else names.add(oneStatementCommit(s.sessionId, { owner, epoch: 1 }, mutations, events, usage).name);
+        expect(fitsOneStatement(mutations)).toBe(!forceTransaction);
+        await s.store.commit(s.sessionId, mutations, events);
+        expect(s.store.queuedAtLastCommit()?.length).toBe(shape.includes('i') ? 0 : 2);
+      }
+      const label = shapeName(new Set(shape));
+      expect({ label, ...(await contents(fast.sessionId)), ...(await counts(fast.sessionId)) }).toEqual({
+        label,
+        ...(await contents(slow.sessionId)),
+        ...(await counts(slow.sessionId)),
+      });
+      expect(fast.announced).toEqual(slow.announced);
+
+      // Fenced out (the lease taken over): the same shape writes nothing and announces nothing.
+      const before = { ...(await contents(fast.sessionId)), ...(await counts(fast.sessionId)) };
+      const announced = fast.announced.length;
+      await ds.query(`UPDATE session_leases SET owner = 'other', epoch = epoch + 1 WHERE session_id = $1`, [
+        fast.sessionId,
+      ]);
+      const again = commitOfShape(shape, { ...fast, inboxIds: [randomUUID(), randomUUID()] }, 1);
+      await expect(fast.store.commit(fast.sessionId, again.mutations, again.events)).rejects.toBeInstanceOf(
+        LeaseLostError,
+      );
+      expect({ label, ...(await contents(fast.sessionId)), ...(await counts(fast.sessionId)) }).toEqual({
+        label,
+        ...before,
+      });
+      expect(fast.announced.length).toBe(announced);
+    }
+    expect(names.size).toBe(allShapes().length);
   });
 
   it('a fenced-out round commit writes nothing: message, calls, usage row, events, seq', async () => {

@@ -26,9 +26,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { iso } from '../sessions/row-format';
 import {
   fitsOneStatement,
-  ONE_STATEMENT_COMMIT_NAME,
-  ONE_STATEMENT_COMMIT_SQL,
-  oneStatementParams,
+  oneStatementCommit,
   settledInboxIds,
   UsageRow,
   fenceAndEventParams,
@@ -463,12 +461,8 @@ export class PgSessionStore implements SessionStore {
   ): Promise<CommittedEvent[]> {
     let rows: Row[];
     try {
-      rows = await preparedRows<Row>(
-        this.ds,
-        ONE_STATEMENT_COMMIT_NAME,
-        ONE_STATEMENT_COMMIT_SQL,
-        oneStatementParams(sessionId, this.fence, mutations, events, usage),
-      );
+      const statement = oneStatementCommit(sessionId, this.fence, mutations, events, usage);
+      rows = await preparedRows<Row>(this.ds, statement.name, statement.text, statement.values);
     } catch (e) {
       throw rejected(e);
     }

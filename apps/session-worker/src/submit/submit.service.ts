@@ -39,7 +39,14 @@ export class SubmitService {
 
   async submit(
     s: Submission,
-  ): Promise<{ session_id: string; message_id: string; client_message_id: string; duplicate: boolean }> {
+  ): Promise<{
+    session_id: string;
+    message_id: string;
+    client_message_id: string;
+    duplicate: boolean;
+    /** This worker took the session's lease with the message (and drives it: its carry is here). */
+    leased: boolean;
+  }> {
     const stored =
       (await this.inbox.submitToActive(
         { userId: s.actor.userId, source: s.source, role: s.actor.role },
@@ -74,6 +81,7 @@ export class SubmitService {
       message_id: stored.messageId,
       client_message_id: s.clientMessageId,
       duplicate: stored.duplicate,
+      leased: stored.lease !== null,
     };
   }
 

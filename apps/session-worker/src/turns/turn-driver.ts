@@ -316,6 +316,7 @@ export class TurnDriver implements OnApplicationShutdown {
       }
       const next = session.turnState === 'finished' ? nextTurnItem(start.inbox) : undefined;
       if (session.turnState === 'finished' && !next) return false;
+      if (next) this.metrics.turnHistory.inc({ from: carried.size > 0 ? 'carried' : 'read' });
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
       d.log = loggerWithIds(this.log, d.ids);

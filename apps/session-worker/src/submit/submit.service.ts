@@ -37,9 +37,7 @@ export class SubmitService {
     private readonly leases: LeaseRepository,
   ) {}
 
-  async submit(
-    s: Submission,
-  ): Promise<{
+  async submit(s: Submission): Promise<{
     session_id: string;
     message_id: string;
     client_message_id: string;

@@ -49,25 +49,33 @@ describe('carry affinity (two session workers)', () => {
       .filter((w) => w.logs.some((l) => l.includes(sessionId) && l.includes('"turn started"')))
       .map((w) => w.instance);
 
-  async function turn(ws: WsTestClient, n: number): Promise<void> {
+  async function turn(ws: WsTestClient, sessionId: string, n: number): Promise<void> {
     const m = `aff-${n}-${randomUUID()}`;
     await sim.script({ match: m, replies: [{ content: `answer ${n}` }] });
     const before = ws.frames.length;
     ws.send({ type: 'message', client_message_id: m, content: `turn ${m}` });
     const done = await ws.waitFor((f) => f.type === 'done', 30_000, before);
     expect(done.content).toBe(`answer ${n}`);
+    // The next message comes after the worker let the lease go, as a person's does: one sent within
+    // a few ms of `done` can still race the release (docs/performance.md, session 13, "Left").
+    for (let i = 0; i < 100; i++) {
+      const [l] = await db.query(`SELECT owner FROM session_leases WHERE session_id = $1`, [sessionId]);
+      if (!l?.owner) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error('the lease was not released after the turn');
   }
 
   it("a conversation's turns run on one worker, from its memory; after that worker is killed the next completes on the other", async () => {
     const api = await admin.createUser(`aff-${randomUUID()}@skald.test`, 'correct horse battery');
     const ws = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: SOURCE });
     const sessionId = (await ws.waitForType('hello')).session_id as string;
-    await turn(ws, 1);
+    await turn(ws, sessionId, 1);
     const [owner] = driversOf(sessionId);
     const ownerProc = stack.byName('session-worker').find((w) => w.instance === owner)!;
     const startsBefore = await historyStarts(ownerProc);
     // Without the hint, each turn lands on either worker (queue group): 1 in 32 for all five here.
-    for (let n = 2; n <= 6; n++) await turn(ws, n);
+    for (let n = 2; n <= 6; n++) await turn(ws, sessionId, n);
     expect(driversOf(sessionId)).toEqual([owner]);
     const startsAfter = await historyStarts(ownerProc);
     expect(startsAfter.carried - startsBefore.carried).toBe(5);
@@ -80,8 +88,8 @@ describe('carry affinity (two session workers)', () => {
     });
     const [other] = live();
     const otherBefore = await historyStarts(other);
-    await turn(ws, 7);
-    await turn(ws, 8);
+    await turn(ws, sessionId, 7);
+    await turn(ws, sessionId, 8);
     expect(driversOf(sessionId).sort()).toEqual([owner, other.instance].sort());
     // the move cost one whole read; the turn after it is carried again
     const otherAfter = await historyStarts(other);

@@ -1,7 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import fc from 'fast-check';
 import {
   APPROVAL_TOPICS,
+  DIRECT_SUBJECTS,
+  directSubject,
+  routeOf,
   NATS_GRANTS,
   natsPermissions,
   RequestSubject,
@@ -90,5 +94,24 @@ describe('NATS grants (contracts/access.ts) against what each app does', () => {
   it('lets only the session worker run tools', () => {
     const runs = SKALD_SERVICES.filter((s) => natsPermissions(s).publish.includes('tools.exec'));
     expect(runs).toEqual(['session-worker']);
+  });
+
+  it("lets only the gateway send to a worker's own submit subject, and only session workers answer it (carry affinity)", () => {
+    expect(DIRECT_SUBJECTS).toEqual(['session.submit']);
+    fc.assert(
+      fc.property(fc.string(), fc.stringMatching(/^[0-9a-f]{8}$/), (instance, random) => {
+        // whatever SKALD_INSTANCE a worker is given, its route is one token of its own subject
+        const subject = directSubject('session.submit', routeOf(instance, random));
+        expect(subject.split('.')).toHaveLength(3);
+        const grants = (verb: 'publish' | 'subscribe') =>
+          SKALD_SERVICES.filter((s) => natsPermissions(s)[verb].some((p) => matches(p, subject)));
+        expect(grants('publish')).toEqual(['gateway']);
+        // per service, not per instance: every worker may subscribe to every worker's route (docs/architecture.md)
+        expect(grants('subscribe')).toEqual(['session-worker']);
+      }),
+    );
+    expect(() => directSubject('session.submit', 'a.b')).toThrow();
+    expect(() => directSubject('session.submit', '*')).toThrow();
+    expect(() => directSubject('session.submit', '')).toThrow();
   });
 });

@@ -1,5 +1,5 @@
 import { APPROVAL_TOPICS } from './approvals';
-import { RequestSubject, SUBJECTS, TOPICS } from './subjects';
+import { DIRECT_SUBJECTS, directPattern, RequestSubject, SUBJECTS, TOPICS } from './subjects';
 
 /**
  * What each service may do on NATS and Redis: the one source of truth that the NATS server
@@ -122,12 +122,22 @@ export interface NatsPermissions {
   subscribe: string[];
 }
 
-/** The subjects a service may publish to and subscribe on (replies to requests it received are allowed besides). */
+/**
+ * The subjects a service may publish to and subscribe on (replies to requests it received are allowed besides).
+ * A direct request (`session.submit`) also grants its instances' own subjects (`session.submit.*`):
+ * to its caller, and to its answering service. NATS users are per service, not per instance, so a
+ * worker may subscribe to another worker's route too; nothing there is a secret or a state change
+ * without the lease (any worker may take any submit), so the most such a worker could do is answer
+ * a submit in the other one's place.
+ */
 export function natsPermissions(service: SkaldService): NatsPermissions {
   const g = NATS_GRANTS[service];
+  const directOf = (subjects: readonly RequestSubject[]): string[] =>
+    DIRECT_SUBJECTS.filter((s) => subjects.includes(s)).map(directPattern);
+  const own = requestsOf(service);
   return {
-    publish: [...new Set([...g.calls, ...g.publishes])],
-    subscribe: [...new Set([...requestsOf(service), ...g.subscribes, `${natsInboxPrefix(service)}.>`])],
+    publish: [...new Set([...g.calls, ...directOf(g.calls), ...g.publishes])],
+    subscribe: [...new Set([...own, ...directOf(own), ...g.subscribes, `${natsInboxPrefix(service)}.>`])],
   };
 }
 

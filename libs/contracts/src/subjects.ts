@@ -45,6 +45,12 @@ export const SubmitMessageReply = z.object({
   message_id: Id,
   client_message_id: z.string(),
   duplicate: z.boolean(),
+  /**
+   * The route of the worker that took the session's lease with this message (carry affinity, see
+   * `directSubject`): the gateway sends the conversation's next submit there, where the history is
+   * in memory. Absent when the answering worker took no lease (another one drives the session).
+   */
+  worker: z.string().optional(),
 });
 export const ActiveSessionRequest = z.object({ actor: Actor, source: Source, create_new: z.boolean().default(false) });
 export const ActiveSessionReply = z.object({ session_id: Id, created: z.boolean() });
@@ -267,7 +273,13 @@ export const ToolPreviewReply = z.object({ preview: ApprovalPreview.nullable(), 
  */
 export const SUBJECTS = {
   ...AGENT_SUBJECTS,
-  'session.submit': { request: SubmitMessage, reply: replyOf(SubmitMessageReply), queue: 'session-worker' },
+  // `direct`: each worker also answers it alone on `session.submit.<route>` (carry affinity).
+  'session.submit': {
+    request: SubmitMessage,
+    reply: replyOf(SubmitMessageReply),
+    queue: 'session-worker',
+    direct: true,
+  },
   'session.active': { request: ActiveSessionRequest, reply: replyOf(ActiveSessionReply), queue: 'session-worker' },
   'session.get': { request: GetSessionRequest, reply: replyOf(SessionDetail), queue: 'session-worker' },
   'session.list': { request: ListSessionsRequest, reply: replyOf(SessionList), queue: 'session-worker' },
@@ -389,6 +401,40 @@ export type RequestOf<S extends RequestSubject> = z.input<(typeof SUBJECTS)[S]['
 export type ParsedRequestOf<S extends RequestSubject> = z.output<(typeof SUBJECTS)[S]['request']>;
 export type ReplyOf<S extends RequestSubject> = z.infer<(typeof SUBJECTS)[S]['reply']>;
 export type ReplyDataOf<S extends RequestSubject> = Extract<ReplyOf<S>, { ok: true }>['data'];
+
+/** Requests an instance of the answering service also answers alone, on `<subject>.<route>` (see `directSubject`). */
+export type DirectSubject = {
+  [S in RequestSubject]: (typeof SUBJECTS)[S] extends { direct: true } ? S : never;
+}[RequestSubject];
+export const DIRECT_SUBJECTS = (Object.keys(SUBJECTS) as RequestSubject[]).filter(
+  (s) => (SUBJECTS[s] as { direct?: boolean }).direct === true,
+) as DirectSubject[];
+
+/** The NATS pattern matching every instance's own subject of a direct request (`session.submit.*`). */
+export const directPattern = (subject: DirectSubject): string => `${subject}.*`;
+
+/** A route is one NATS token: no dot, wildcard or whitespace, at most 64 characters. */
+export const ROUTE_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The subject one instance answers a direct request on alone (`session.submit.<route>`). */
+export function directSubject(subject: DirectSubject, route: string): string {
+  if (!ROUTE_TOKEN.test(route)) throw new Error(`not a route token: ${JSON.stringify(route)}`);
+  return `${subject}.${route}`;
+}
+
+/**
+ * An instance's route: its name made one NATS token, and a random suffix so that two processes
+ * given the same name (a copied SKALD_INSTANCE) never share a subject (both would answer).
+ */
+export function routeOf(instance: string, random: string): string {
+  return `${instance.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 48)}-${random}`;
+}
+
+/**
+ * How long a worker keeps a session's history after a turn (HistoryCarry) — and so how long the
+ * gateway's hint naming that worker is worth keeping (an older hint points at a dropped carry).
+ */
+export const CARRY_TTL_MS = 10 * 60_000;
 
 /** Published (fire-and-forget) subjects: doorbells and client events, never the only copy of anything. */
 export const TOPICS = {

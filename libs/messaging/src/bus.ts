@@ -25,6 +25,8 @@ import {
 import { z } from 'zod';
 import {
   describeZodError,
+  type DirectSubject,
+  directSubject,
   ErrorBody,
   ParsedRequestOf,
   ReplyDataOf,
@@ -57,6 +59,12 @@ export interface BusOptions {
    * shows as the subscriber's `dropped invalid message` warning instead of a throw at the sender).
    */
   checkOutgoing?: boolean;
+}
+
+export interface RequestOptions {
+  timeoutMs?: number;
+  /** The route of one instance (a direct request only): sent to `<subject>.<route>`, not to the queue group. */
+  to?: string;
 }
 
 /** A failure of a NATS request that the caller should map to a client error. */
@@ -215,9 +223,11 @@ export class Bus {
   async request<S extends RequestSubject>(
     subject: S,
     payload: RequestOf<S>,
-    opts: { timeoutMs?: number } = {},
+    opts: RequestOptions = {},
   ): Promise<ReplyOf<S>> {
     const spec = SUBJECTS[subject];
+    // `to`: one instance's own subject of a direct request (`session.submit.<route>`), not the queue group.
+    const wire = opts.to === undefined ? subject : directSubject(subject as DirectSubject, opts.to);
     const body = spec.request.parse(payload);
     const span = tracer().startSpan(`${subject} request`, {
       kind: SpanKind.CLIENT,
@@ -229,12 +239,7 @@ export class Bus {
     propagation.inject(trace.setSpan(context.active(), span), carrier);
     let raw: Uint8Array;
     try {
-      raw = await this.replies.request(
-        subject,
-        encode(body),
-        opts.timeoutMs ?? this.requestTimeoutMs,
-        toHeaders(carrier),
-      );
+      raw = await this.replies.request(wire, encode(body), opts.timeoutMs ?? this.requestTimeoutMs, toHeaders(carrier));
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: String(err) });
       span.end();
@@ -257,7 +262,7 @@ export class Bus {
   async call<S extends RequestSubject>(
     subject: S,
     payload: RequestOf<S>,
-    opts: { timeoutMs?: number } = {},
+    opts: RequestOptions = {},
   ): Promise<ReplyDataOf<S>> {
     const reply = await this.request(subject, payload, opts);
     if (reply.ok) return reply.data;
@@ -270,59 +275,66 @@ export class Bus {
    * `replyNow`: the answer is written at once, with whatever the handler queued before it (the
    * session worker's submit: the message's echo), instead of at the end of this pass of the event
    * loop — for an answer someone waits on, ahead of the work the handler started.
+   * `route`: this instance also answers the (direct) request alone on `<subject>.<route>`.
    */
-  handle<S extends RequestSubject>(subject: S, handler: Handler<S>, opts: { replyNow?: boolean } = {}): void {
+  handle<S extends RequestSubject>(
+    subject: S,
+    handler: Handler<S>,
+    opts: { replyNow?: boolean; route?: string } = {},
+  ): void {
     const spec = SUBJECTS[subject];
-    const sub = this.nc.subscribe(subject, {
-      queue: spec.queue,
-      callback: (err, msg) => {
-        if (err) {
-          this.log.error({ subject, err: err.message }, 'subscription error');
-          return;
-        }
-        hopMark('bus.handle', subject);
-        const parent = traceParentOf(msg);
-        const span = tracer().startSpan(
-          `${subject} handle`,
-          { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
-          parent,
-        );
-        const work = context.with(trace.setSpan(parent, span), async () => {
-          let reply: unknown;
-          const parsed = spec.request.safeParse(safeDecode(msg.data));
-          hopMark('bus.handle.parsed', subject);
-          if (!parsed.success) {
-            const { field, message } = describeZodError(parsed.error);
-            reply = { ok: false, error: { code: 'invalid_input', message, field } };
-          } else {
-            try {
-              reply = { ok: true, data: await handler(parsed.data as ParsedRequestOf<S>) };
-            } catch (e) {
-              reply = { ok: false, error: toErrorBody(e) };
-              if (databaseInputError(e)) {
-                // the client's value, refused by Postgres: a contract let it through (a StoredText missing)
-                this.log.warn({ subject, err: String(e) }, 'input the database refused');
-              } else if (!(e instanceof RemoteError)) {
-                const { traceId } = span.spanContext();
-                this.log.error(
-                  { subject, err: String(e), ...(isSpanContextValid(span.spanContext()) ? { traceId } : {}) },
-                  'handler failed',
-                );
-                span.setStatus({ code: SpanStatusCode.ERROR, message: String(e) });
-              }
+    const subscribe = (wire: string, queue: string | undefined): void => {
+      const sub = this.nc.subscribe(wire, { queue, callback: (err, msg) => answer(err, msg) });
+      this.keep(sub);
+    };
+    const answer = (err: NatsError | null, msg: Msg): void => {
+      if (err) {
+        this.log.error({ subject, err: err.message }, 'subscription error');
+        return;
+      }
+      hopMark('bus.handle', subject);
+      const parent = traceParentOf(msg);
+      const span = tracer().startSpan(
+        `${subject} handle`,
+        { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
+        parent,
+      );
+      const work = context.with(trace.setSpan(parent, span), async () => {
+        let reply: unknown;
+        const parsed = spec.request.safeParse(safeDecode(msg.data));
+        hopMark('bus.handle.parsed', subject);
+        if (!parsed.success) {
+          const { field, message } = describeZodError(parsed.error);
+          reply = { ok: false, error: { code: 'invalid_input', message, field } };
+        } else {
+          try {
+            reply = { ok: true, data: await handler(parsed.data as ParsedRequestOf<S>) };
+          } catch (e) {
+            reply = { ok: false, error: toErrorBody(e) };
+            if (databaseInputError(e)) {
+              // the client's value, refused by Postgres: a contract let it through (a StoredText missing)
+              this.log.warn({ subject, err: String(e) }, 'input the database refused');
+            } else if (!(e instanceof RemoteError)) {
+              const { traceId } = span.spanContext();
+              this.log.error(
+                { subject, err: String(e), ...(isSpanContextValid(span.spanContext()) ? { traceId } : {}) },
+                'handler failed',
+              );
+              span.setStatus({ code: SpanStatusCode.ERROR, message: String(e) });
             }
           }
-          hopMark('bus.respond', subject);
-          if (msg.reply) {
-            msg.respond(encode(reply));
-            if (opts.replyNow) this.flushNow();
-          }
-          span.end();
-        });
-        this.track(work);
-      },
-    });
-    this.keep(sub);
+        }
+        hopMark('bus.respond', subject);
+        if (msg.reply) {
+          msg.respond(encode(reply));
+          if (opts.replyNow) this.flushNow();
+        }
+        span.end();
+      });
+      this.track(work);
+    };
+    subscribe(subject, spec.queue);
+    if (opts.route !== undefined) subscribe(directSubject(subject as DirectSubject, opts.route), undefined);
   }
 
   /**

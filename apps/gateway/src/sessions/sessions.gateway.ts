@@ -14,16 +14,21 @@ import {
 import { Bus } from '@skald/messaging';
 import { callService } from '../http/api-error';
 import { handleSlashCommand } from './slash-commands';
+import { SubmitAffinity } from './submit-affinity';
 
 type Message = z.infer<typeof PostMessageRequest>;
 type WorkerCommand = (typeof WORKER_COMMANDS)[number];
 
 /**
  * The gateway's side of sessions: turns client input into NATS requests to the session workers.
- * Holds no session state. With no worker answering, nothing is acknowledged (503, Retry-After).
+ * Holds no session state, only a soft hint of which worker holds a conversation's history
+ * (SubmitAffinity). With no worker answering, nothing is acknowledged (503, Retry-After).
  */
 @Injectable()
 export class SessionsGateway {
+  /** Which worker a conversation's next submit goes to first (carry affinity). */
+  readonly affinity = new SubmitAffinity();
+
   constructor(private readonly bus: Bus) {}
 
   list(actor: Actor, source: string | undefined, page: number, perPage: number): Promise<SessionList> {
@@ -51,15 +56,16 @@ export class SessionsGateway {
     | { command_result: { command: string; content: string }; session_id?: string }
   > {
     if (msg.content.startsWith('/')) return handleSlashCommand(this, actor, source, msg.content);
+    const request = {
+      actor,
+      source,
+      client_message_id: msg.client_message_id,
+      content: msg.content,
+      attachments: msg.attachments,
+      delivery: msg.delivery,
+    };
     const r = await this.call(() =>
-      this.bus.call('session.submit', {
-        actor,
-        source,
-        client_message_id: msg.client_message_id,
-        content: msg.content,
-        attachments: msg.attachments,
-        delivery: msg.delivery,
-      }),
+      this.affinity.submit(actor.userId, source, (to) => this.bus.call('session.submit', request, { to })),
     );
     return {
       message_id: r.message_id,

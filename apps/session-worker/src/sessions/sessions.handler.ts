@@ -1,6 +1,9 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
-import { TOPICS } from '@skald/contracts';
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { routeOf, TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
+import type { Logger } from '@skald/service-kit';
+import { WORKER_INSTANCE, WORKER_LOGGER } from '../config';
 import { SubmitService } from '../submit/submit.service';
 import { TurnDriver } from '../turns/turn-driver';
 import { SessionsService } from './sessions.service';
@@ -8,19 +11,28 @@ import { SessionsService } from './sessions.service';
 /** NATS edge of the session worker: parse (the Bus does), make one call. */
 @Injectable()
 export class SessionsHandler implements OnModuleInit {
+  /** This process's own submit subject's token (`session.submit.<route>`), named in the replies of submits it drives. */
+  readonly route: string;
+
   constructor(
     private readonly bus: Bus,
     private readonly sessions: SessionsService,
     private readonly submit: SubmitService,
     private readonly driver: TurnDriver,
-  ) {}
+    @Inject(WORKER_INSTANCE) instance: string,
+    @Inject(WORKER_LOGGER) private readonly log: Logger,
+  ) {
+    this.route = routeOf(instance, randomBytes(4).toString('hex'));
+  }
 
   onModuleInit(): void {
     // The answer (and the echo the submit queued before it) is written at once, ahead of the turn.
+    // Asked in the queue group or on this worker's route alike (carry affinity: the gateway sends a
+    // conversation's next submit to the worker that took its lease, named by `worker`).
     this.bus.handle(
       'session.submit',
-      (r) =>
-        this.submit.submit({
+      async (r) => {
+        const { leased, ...reply } = await this.submit.submit({
           actor: r.actor,
           source: r.source,
           clientMessageId: r.client_message_id,
@@ -28,9 +40,12 @@ export class SessionsHandler implements OnModuleInit {
           attachments: r.attachments,
           delivery: r.delivery,
           isSynthetic: r.is_synthetic,
-        }),
-      { replyNow: true },
+        });
+        return leased ? { ...reply, worker: this.route } : reply;
+      },
+      { replyNow: true, route: this.route },
     );
+    this.log.info({ route: this.route }, 'answering submits on its route too');
     this.bus.handle('session.active', async (r) => {
       const s = await this.submit.activeSession(r.actor, r.source, r.create_new);
       return { session_id: s.id, created: s.created };

@@ -1,12 +1,13 @@
+import { CARRY_TTL_MS } from '@skald/contracts';
 import type { CarriedFrame } from './session-cache';
 
 /** Frames' rows carried from one turn of a session to the next, by frame id. */
 export type CarriedHistory = ReadonlyMap<string, CarriedFrame>;
 
-/** How many sessions' histories a worker keeps between turns, how many bytes of text, and for how long. */
+/** How many sessions' histories a worker keeps between turns, how many bytes of text, and for how long (contracts: the gateway's hints last as long). */
 export const CARRY_MAX_SESSIONS = 256;
 export const CARRY_MAX_BYTES = 64 * 1024 * 1024;
-export const CARRY_TTL_MS = 10 * 60_000;
+export { CARRY_TTL_MS };
 
 interface Entry {
   epoch: number;

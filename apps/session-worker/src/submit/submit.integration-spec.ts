@@ -654,7 +654,9 @@ describe('SubmitService.submit: the submit takes the lease', () => {
     const retried = await me.service.submit(s);
     const again = await me.service.submit(s);
     await me.settle();
-    expect(again).toEqual({ ...retried, duplicate: true });
+    // the retry took the lease (its reply names this worker to the gateway), the duplicate did not
+    expect(retried.leased).toBe(true);
+    expect(again).toEqual({ ...retried, duplicate: true, leased: false });
     expect(me.taken).toEqual([{ how: 'statement', sessionId, owner: 'w1', epoch: 4, tookOver: false }]);
     expect(await lease()).toEqual([{ owner: 'w1', epoch: 4 }]);
     expect(await ds.query(`SELECT id FROM session_inbox WHERE user_id = $1`, [userId])).toEqual([

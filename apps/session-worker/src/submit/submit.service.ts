@@ -37,15 +37,18 @@ export class SubmitService {
     private readonly leases: LeaseRepository,
   ) {}
 
-  async submit(
-    s: Submission,
-  ): Promise<{ session_id: string; message_id: string; client_message_id: string; duplicate: boolean }> {
+  async submit(s: Submission): Promise<{
+    session_id: string;
+    message_id: string;
+    client_message_id: string;
+    duplicate: boolean;
+    /** This worker took the session's lease with the message (and drives it: its carry is here). */
+    leased: boolean;
+  }> {
+    const ask = this.driver.leaseAsk(s.actor.userId);
     const stored =
-      (await this.inbox.submitToActive(
-        { userId: s.actor.userId, source: s.source, role: s.actor.role },
-        s,
-        this.driver.leaseAsk(s.actor.userId),
-      )) ?? (await this.submitToNewSession(s));
+      (await this.inbox.submitToActive({ userId: s.actor.userId, source: s.source, role: s.actor.role }, s, ask)) ??
+      (await this.submitToNewSession(s));
     if (!stored.duplicate) {
       try {
         // `interrupt`: stop the running (or parked) turn; the message then starts the next one.
@@ -62,7 +65,13 @@ export class SubmitService {
       // The echo of a message the statement entered leaves with this answer (one write, at once).
       if (lease && start?.entered) this.driver.announceEntered(start);
       if (lease) setImmediate(() => void this.driver.driveWith(lease, start));
-      else this.wake(stored.sessionId);
+      // This worker still drives (or is taking) the session after the message was committed, and is
+      // not draining: its lease's release, a later statement, finds the message and drives on with
+      // the history it keeps. No doorbell: a worker of the group answering it could take the lease
+      // between that release and this worker's next take, and start the turn with a whole read
+      // (carry affinity). Asked again now, not before the statement: a driver that released before
+      // the commit would not see the message.
+      else if (!this.driver.leaseAsk(s.actor.userId)?.busy.includes(stored.sessionId)) this.wake(stored.sessionId);
     } else if (stored.lease) {
       // A retry whose first row was committed after the statement's snapshot may still have taken
       // the lease: drive with it (it finds the session's work, or releases it at once).
@@ -74,6 +83,7 @@ export class SubmitService {
       message_id: stored.messageId,
       client_message_id: s.clientMessageId,
       duplicate: stored.duplicate,
+      leased: stored.lease !== null,
     };
   }
 

@@ -335,13 +335,22 @@ export class TurnDriver implements OnApplicationShutdown {
       const agentsRead = start.complete
         ? { rows: start.userAgents.map(toUserAgentRow), at: start.at, freshMs: INBOX_SNAPSHOT_MS }
         : null;
-      const step = await this.runTurnOnce(d, store, session, role, next?.id, agentsRead, entered);
+      // Where a turn started here gets its history: kept here since the session's last turn (carry affinity) or read whole.
+      const history = carried.size > 0 ? 'carried' : 'read';
+      const step = await this.runTurnOnce(d, store, session, role, next?.id, agentsRead, entered, history);
       if (step === 'stop') return false;
       // The turn ended and its last commit (one statement) saw no queued input: nothing more to do
       // now — input queued after that commit is found by the release (releaseAndCheckWork).
       if (store.queuedAtLastCommit()?.length === 0) return false;
     }
     return true;
+  }
+
+  /** A turn started from input: its log line and counters say where its history came from. */
+  private started(log: Logger, history: 'carried' | 'read'): void {
+    log.info({ history }, 'turn started');
+    this.metrics.turnsStarted.inc();
+    this.metrics.turnHistory.inc({ from: history });
   }
 
   /**
@@ -358,6 +367,7 @@ export class TurnDriver implements OnApplicationShutdown {
     inboxId: string | undefined,
     agentsRead: AgentsRead | null,
     entered: EnteredFirst | null = null,
+    history: 'carried' | 'read' = 'read',
   ): Promise<'stop' | 'next'> {
     const sessionId = session.id;
     const deps = this.deps(store, session.userId, role, d.ids.turnId, agentsRead, d.log);
@@ -365,8 +375,7 @@ export class TurnDriver implements OnApplicationShutdown {
     const log = d.log.child({ epoch: d.lease.epoch });
     let outcome: TurnOutcome;
     if (session.turnState === 'running' && entered && session.turnId === entered.message.id) {
-      log.info({}, 'turn started');
-      this.metrics.turnsStarted.inc();
+      this.started(log, history);
       const input = { kind: 'entered' as const, messageId: entered.message.id, frameId: entered.frame.id };
       outcome = await runTurn(deps, { sessionId, input, signal });
     } else if (session.turnState === 'running') {
@@ -394,8 +403,7 @@ export class TurnDriver implements OnApplicationShutdown {
       }
     } else {
       if (!inboxId) return 'stop';
-      log.info({}, 'turn started');
-      this.metrics.turnsStarted.inc();
+      this.started(log, history);
       outcome = await runTurn(deps, { sessionId, input: { kind: 'inbox', inboxId }, signal });
     }
     if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);

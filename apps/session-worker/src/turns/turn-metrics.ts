@@ -6,6 +6,8 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 @Injectable()
 export class TurnMetrics {
   readonly turnsStarted: Counter;
+  /** Turns started from input by where their history came from: `carried` (this worker's memory) or `read` (the database). */
+  readonly turnHistory: Counter<'from'>;
   readonly turnsFinished: Counter<'outcome'>;
   readonly leaseTakeovers: Counter;
   /** Running turns whose lease expired and that no sweep recovered within two intervals. */
@@ -69,6 +71,12 @@ export class TurnMetrics {
       name: 'skald_llm_tokens_total',
       help: 'Tokens of answered LLM calls (provider usage, or estimated), by client and kind (input, output)',
       labelNames: ['client', 'kind'],
+      registers: [registry],
+    });
+    this.turnHistory = new Counter({
+      name: 'skald_turn_history_total',
+      help: "Turns started from user input, by where the history came from: 'carried' (kept by this worker since the session's last turn here) or 'read' (the whole history read from the database)",
+      labelNames: ['from'],
       registers: [registry],
     });
     this.inboxPending = new Gauge({

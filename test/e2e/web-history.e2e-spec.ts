@@ -216,6 +216,9 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       const m = `lost-${randomUUID()}`;
       await sim.script({ match: m, replies: [{ content: `finally answered ${m}` }] });
       const ctx = await browser.newContext({ viewport, bypassCSP: true });
+      // The page's clock is Playwright's: it flows as real time does, and the retry bound (about
+      // 20 s of acks that never come) is run through at once below instead of waited out.
+      await ctx.clock.install();
       let swallow = true;
       let swallowed = 0;
       await ctx.routeWebSocket(/\/api\/ws/, (ws) => {
@@ -240,7 +243,9 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       await shot(page, `message-pending-${screen}`);
       expect(await seriousViolations(page)).toEqual([]);
       const failed = page.getByText(/Not sent: the server did not confirm it/);
-      await failed.waitFor({ timeout: 40_000 });
+      // at most 40 s of the page's time, one second at a time (every timer due in it fires)
+      for (let s = 0; s < 40 && !(await failed.isVisible()); s++) await page.clock.runFor(1_000);
+      expect(await failed.isVisible()).toBe(true);
       // bounded: four sends, then it waits for the user
       expect(swallowed).toBe(4);
       await shot(page, `message-failed-${screen}`);

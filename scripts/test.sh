@@ -15,12 +15,16 @@ mkdir -p test-results
 rm -rf test-results/jest-*.json test-results/attack-suite-* test-results/lint.failed
 echo "Linting…"
 { npm run --silent lint && npx tsc -p apps/web/tsconfig.json; } || touch test-results/lint.failed
-npx jest --selectProjects unit integration --coverage --forceExit --json --outputFile=test-results/jest-main.json "$@"
+# At least two workers: Jest's default (cores - 1) is one on a 2-core machine, and one worker runs
+# every file in band, one after another, so a spec that sleeps (the scheduler's cron windows) holds
+# up the CPU-bound ones. Timing-bound specs are *.serial-spec.ts, in the e2e phase.
+workers=$(node -p 'Math.max(2, require("os").availableParallelism() - 1)')
+npx jest --selectProjects unit integration --maxWorkers="$workers" --coverage --forceExit --json --outputFile=test-results/jest-main.json "$@"
 npx jest --selectProjects e2e --runInBand --forceExit --json --outputFile=test-results/jest-e2e.json "$@"
 # The escape suites again in the sandbox's other limits mode (per-sandbox rlimits, as where no cgroup is writable).
 reports=(test-results/jest-main.json test-results/jest-e2e.json)
 if [ "$#" -eq 0 ]; then
-  SKALD_SANDBOX_CGROUPS=off npx jest --selectProjects integration --forceExit --json \
+  SKALD_SANDBOX_CGROUPS=off npx jest --selectProjects integration --maxWorkers="$workers" --forceExit --json \
     --outputFile=test-results/jest-rlimits.json --testPathPatterns 'sandbox-escape|mcp-escape'
   reports+=(test-results/jest-rlimits.json)
 fi

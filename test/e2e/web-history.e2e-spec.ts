@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
-import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
+import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { DESKTOP, PHONE, seriousViolations, shot } from '../support/browser';
 import { until } from '../support/until';
 import { startWebStack, stopWebStack } from '../support/web-stack';
@@ -43,17 +43,25 @@ describe('web client: history by REST, scroll-back, /clear', () => {
     await page.getByRole('button', { name: 'Send' }).click();
   };
 
-  /** `n` exchanges through the public API, each answered before the next is sent. */
+  /**
+   * `n` exchanges through the public API, each answered before the next is sent: the turn's `done`
+   * on the user's socket says when (no polling), and the REST history then holds the answer.
+   */
   async function converse(api: ApiClient, m: string, n: number): Promise<void> {
     // only the question's own text selects this script (the history holds the marker too)
     await sim.script({ match: m, matchIn: 'last_user', repeatLast: true, replies: [{ content: `answer ${m}` }] });
-    for (let i = 0; i < n; i++) {
-      const r = await api.post('/api/web/messages', { client_message_id: randomUUID(), content: `q${i} ${m}` });
-      expect(r.status).toBe(202);
-      await until(`answer ${i}`, async () => {
+    const ws = await WsTestClient.connect(stack.gatewayUrl, { token: api.token, source: 'web' });
+    try {
+      for (let i = 0; i < n; i++) {
+        const from = ws.frames.length;
+        const r = await api.post('/api/web/messages', { client_message_id: randomUUID(), content: `q${i} ${m}` });
+        expect(r.status).toBe(202);
+        await ws.waitFor((f) => f.type === 'done' && f.content === `answer ${m}`, 60_000, from);
         const page = await api.get<{ items: Array<{ role: string }> }>('/api/web/messages?limit=200');
-        return page.body.items.filter((x) => x.role === 'assistant').length === i + 1;
-      });
+        expect(page.body.items.filter((x) => x.role === 'assistant')).toHaveLength(i + 1);
+      }
+    } finally {
+      ws.close();
     }
   }
 
@@ -216,6 +224,9 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       const m = `lost-${randomUUID()}`;
       await sim.script({ match: m, replies: [{ content: `finally answered ${m}` }] });
       const ctx = await browser.newContext({ viewport, bypassCSP: true });
+      // The page's clock is Playwright's: it flows as real time does, and the retry bound (about
+      // 20 s of acks that never come) is run through faster below instead of waited out.
+      await ctx.clock.install();
       let swallow = true;
       let swallowed = 0;
       await ctx.routeWebSocket(/\/api\/ws/, (ws) => {
@@ -240,7 +251,14 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       await shot(page, `message-pending-${screen}`);
       expect(await seriousViolations(page)).toEqual([]);
       const failed = page.getByText(/Not sent: the server did not confirm it/);
-      await failed.waitFor({ timeout: 40_000 });
+      // At most 40 s of the page's time, one outbox tick (0.5 s) a step, each followed by a real
+      // pause in which React commits what the tick did (two ticks with no render between would
+      // both see the message due, and send it twice, as 0.5 s of real time never lets happen).
+      for (let s = 0; s < 80 && !(await failed.isVisible()); s++) {
+        await page.clock.runFor(500);
+        await page.waitForTimeout(150);
+      }
+      expect(await failed.isVisible()).toBe(true);
       // bounded: four sends, then it waits for the user
       expect(swallowed).toBe(4);
       await shot(page, `message-failed-${screen}`);

@@ -42,7 +42,7 @@ describe('carry affinity: targeted submits, their fallback, and the submit stayi
     const service = new SubmitService(
       new SessionsRepository(ds),
       new InboxRepository(ds),
-      { drive: async () => undefined, leaseAsk: () => null } as never,
+      { drive: async () => undefined, leaseAsk: () => null, looksAgain: () => false } as never,
       { publish: () => undefined } as never,
       new TurnStateRepository(ds),
       {} as never,

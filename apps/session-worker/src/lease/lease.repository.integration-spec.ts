@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { queryRows } from '@skald/persistence';
 import fc from 'fast-check';
 import { InboxRepository } from '../submit/inbox.repository';
+import { waitingOn } from '../testing-fixtures/lock-waits';
 import { LeaseRepository, RELEASE_AND_CHECK_NAME, RELEASE_AND_CHECK_SQL } from './lease.repository';
 
 jest.setTimeout(30_000);
@@ -121,15 +122,10 @@ describe('LeaseRepository', () => {
     const blocker = ds.createQueryRunner();
     await blocker.connect();
     await blocker.startTransaction();
+    const [{ pid }] = await blocker.query(`SELECT pg_backend_pid() AS pid`);
     await blocker.query(`SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE`, [id]);
     const released = leases.releaseAndCheckWork(lease);
-    for (let i = 0; i < 200; i++) {
-      const [w] = await ds.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
-      );
-      if (w.n >= 1) break;
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitingOn(ds, pid, 1);
     // Meanwhile a message is submitted from another worker: the lease is held in its snapshot, so
     // the statement stores the message and takes no lease.
     const stored = await new InboxRepository(ds).submitToActive(

@@ -15,6 +15,7 @@ import { LlmUsageRepository, UsageRecord } from '../llm/llm-usage.repository';
 import { fitsOneStatement, oneStatementCommit, shapeName } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
+import { waitingOn } from '../testing-fixtures/lock-waits';
 import { plainMessage } from '../testing-fixtures/plain-message';
 import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
 import { allShapes, commitOfShape, type ShapeContext } from '../testing-fixtures/commit-shapes';
@@ -820,16 +821,6 @@ describe('PgSessionStore: a turn’s first commit', () => {
    */
   it('a commit entering several deliveries and a /new moving them never deadlock', async () => {
     const moves = new JobSessionsRepository(ds);
-    const waiting = async (n: number) => {
-      for (let i = 0; i < 200; i++) {
-        const [r] = await ds.query(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
-        );
-        if (r.n >= n) return;
-        await new Promise((res) => setTimeout(res, 10));
-      }
-      throw new Error(`fewer than ${n} statements waiting for a lock after 2 s`);
-    };
     const task = { toolName: 'task_completed', argumentsText: '{}', result: 'done' };
     const results: Array<{
       forceTransaction: boolean;
@@ -849,16 +840,17 @@ describe('PgSessionStore: a turn’s first commit', () => {
           const blocker = ds.createQueryRunner();
           await blocker.connect();
           await blocker.startTransaction();
+          const [{ pid }] = await blocker.query(`SELECT pg_backend_pid() AS pid`);
           await blocker.query(`SELECT 1 FROM session_inbox WHERE id = $1 FOR UPDATE`, [ids[held]]);
           const committed = outcome(s, mutations, events);
-          await waiting(1);
+          await waitingOn(ds, pid, 1);
           const moved = moves
             .moveQueuedDeliveries({ userId: s.userId, fromSessionId: s.sessionId, toSessionId: s.elsewhere })
             .then(
               (n) => ({ ok: true as const, n }),
               (e: Error) => ({ ok: false as const, message: e.message }),
             );
-          await waiting(2);
+          await waitingOn(ds, pid, 2);
           await blocker.commitTransaction();
           await blocker.release();
           const [commit, move] = await Promise.all([committed, moved]);

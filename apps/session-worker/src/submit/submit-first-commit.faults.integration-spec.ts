@@ -54,6 +54,7 @@ describe('the first commit in the submit: faults', () => {
     const order: string[] = [];
     const driver = {
       leaseAsk: () => ({ owner, ttlMs: TTL, busy: [...busy], enter: { frameId: randomUUID(), at: new Date() } }),
+      looksAgain: (sessionId: string) => busy.has(sessionId),
       announceEntered: (primed: PrimedStart) => {
         const e = primed.entered!.event;
         primed.announced = true;

@@ -83,7 +83,7 @@ describe('SubmitService.submit: one statement for the common case', () => {
     turnState = new TurnStateRepository(ds);
     // No lease asked for here: the rows and answers of the message itself (the lease take has its
     // own differential spec below).
-    const driver = { drive: async () => undefined, leaseAsk: () => null };
+    const driver = { drive: async () => undefined, leaseAsk: () => null, looksAgain: () => false };
     const bus = { publish: (_s: string, _m: string, p: { session_id: string }) => woken.push(p.session_id) };
     service = new SubmitService(
       sessions,
@@ -439,6 +439,7 @@ describe('SubmitService.submit: the submit takes the lease', () => {
     let acquires = 0;
     const driver = {
       leaseAsk: () => (opts.draining ? null : { owner, ttlMs, busy: [...busy] }),
+      looksAgain: (sessionId: string) => !opts.draining && busy.has(sessionId),
       driveWith: (lease: Lease) => {
         taken.push({ how: 'statement', ...lease, tookOver: lease.tookOver === true });
         busy.add(lease.sessionId);

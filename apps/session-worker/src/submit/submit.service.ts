@@ -65,13 +65,12 @@ export class SubmitService {
       // The echo of a message the statement entered leaves with this answer (one write, at once).
       if (lease && start?.entered) this.driver.announceEntered(start);
       if (lease) setImmediate(() => void this.driver.driveWith(lease, start));
-      // This worker still drives (or is taking) the session after the message was committed, and is
-      // not draining: its lease's release, a later statement, finds the message and drives on with
-      // the history it keeps. No doorbell: a worker of the group answering it could take the lease
-      // between that release and this worker's next take, and start the turn with a whole read
-      // (carry affinity). Asked again now, not before the statement: a driver that released before
-      // the commit would not see the message.
-      else if (!this.driver.leaseAsk(s.actor.userId)?.busy.includes(stored.sessionId)) this.wake(stored.sessionId);
+      // This worker still drives the session after the message was committed, and is not draining:
+      // its lease's release, a later statement, finds the message and drives on with the history it
+      // keeps. No doorbell: a worker of the group answering it could take the lease between that
+      // release and this worker's next take, and start the turn with a whole read (carry affinity).
+      // Asked now, after the statement: a driver that released before the commit would not see it.
+      else if (!this.driver.looksAgain(stored.sessionId)) this.wake(stored.sessionId);
     } else if (stored.lease) {
       // A retry whose first row was committed after the statement's snapshot may still have taken
       // the lease: drive with it (it finds the session's work, or releases it at once).

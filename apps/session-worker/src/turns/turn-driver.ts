@@ -111,6 +111,17 @@ export class TurnDriver implements OnApplicationShutdown {
     return this.driving.has(sessionId);
   }
 
+  /**
+   * Whether this worker will read the session's inbox again after now without a doorbell: it drives
+   * the session and is not draining — its release (`releaseAndCheckWork`, or a command's check) is
+   * sent after the driving ends, so its snapshot follows anything committed before this call. A
+   * session it is only asking the lease for does not count: the ask may lose to another holder,
+   * whose release may have read before the message, and then the doorbell is all there is.
+   */
+  looksAgain(sessionId: string): boolean {
+    return !this.draining && this.driving.has(sessionId);
+  }
+
   /** Aborts the turn this worker drives for the session (a /stop). */
   abort(sessionId: string): boolean {
     const d = this.driving.get(sessionId);

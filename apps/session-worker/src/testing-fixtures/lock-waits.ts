@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
  */
 export async function waitingOn(ds: DataSource, holder: number, n: number): Promise<void> {
   for (let i = 0; i < 200; i++) {
-    const [r] = await ds.query(
+    const [r] = await ds.query<Array<{ n: number }>>(
       `WITH RECURSIVE w(pid) AS (
          SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))
          UNION SELECT a.pid FROM pg_stat_activity a, w WHERE w.pid = ANY (pg_blocking_pids(a.pid)))

@@ -11,14 +11,14 @@ import {
   type ToolCallStatus,
 } from '@skald/agent-loop';
 import { JobSessionsRepository } from '../jobs/job-sessions.repository';
-import { LlmUsageRepository, UsageRecord } from '../llm/llm-usage.repository';
+import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { fitsOneStatement, oneStatementCommit, shapeName } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
 import { waitingOn } from '../testing-fixtures/lock-waits';
 import { plainMessage } from '../testing-fixtures/plain-message';
 import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
-import { allShapes, commitOfShape, type ShapeContext } from '../testing-fixtures/commit-shapes';
+import { allShapes, commitOfShape, usageOf, type ShapeContext } from '../testing-fixtures/commit-shapes';
 
 jest.setTimeout(180_000);
 
@@ -420,23 +420,6 @@ describe('PgSessionStore: one-statement commits', () => {
     await empty.store.commit(empty.sessionId, ...answer(empty, randomUUID()));
     expect(empty.store.queuedAtLastCommit()).toEqual([]);
   });
-
-  function usageOf(s: { sessionId: string; userId: string; frameId: string }, messageId: string): UsageRecord {
-    return {
-      userId: s.userId,
-      sessionId: s.sessionId,
-      frameId: s.frameId,
-      messageId,
-      purpose: 'round',
-      client: 'sim',
-      model: 'm',
-      inputTokens: 10,
-      outputTokens: 5,
-      cachedInputTokens: 0,
-      estimated: false,
-      costUsd: 0.001,
-    };
-  }
 
   function answer(s: { sessionId: string; frameId: string }, messageId: string): [Mutation[], SessionEventDraft[]] {
     const callId = randomUUID();

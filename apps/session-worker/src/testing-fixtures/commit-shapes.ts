@@ -98,21 +98,24 @@ export function commitOfShape(
     });
   if (shape.includes('t'))
     mutations.push({ kind: 'setTurnState', sessionId: ctx.sessionId, state: 'running', turnId: messageIds[0] ?? null });
-  if (shape.includes('l'))
-    for (const messageId of messageIds)
-      usage.push({
-        userId: ctx.userId,
-        sessionId: ctx.sessionId,
-        frameId: ctx.frameId,
-        messageId,
-        purpose: 'round',
-        client: 'sim',
-        model: 'm',
-        inputTokens: 10,
-        outputTokens: 5,
-        cachedInputTokens: 0,
-        estimated: false,
-        costUsd: 0.001,
-      });
+  if (shape.includes('l')) for (const messageId of messageIds) usage.push(usageOf(ctx, messageId));
   return { mutations, events, usage };
+}
+
+/** The usage row of a round's answered model call, for `messageId` in the context's session and frame. */
+export function usageOf(s: { sessionId: string; userId: string; frameId: string }, messageId: string): UsageRow {
+  return {
+    userId: s.userId,
+    sessionId: s.sessionId,
+    frameId: s.frameId,
+    messageId,
+    purpose: 'round',
+    client: 'sim',
+    model: 'm',
+    inputTokens: 10,
+    outputTokens: 5,
+    cachedInputTokens: 0,
+    estimated: false,
+    costUsd: 0.001,
+  };
 }

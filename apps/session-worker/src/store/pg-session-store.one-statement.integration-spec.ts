@@ -18,7 +18,13 @@ import { openRootFrame } from '../testing-fixtures/root-frame';
 import { waitingOn } from '../testing-fixtures/lock-waits';
 import { plainMessage } from '../testing-fixtures/plain-message';
 import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
-import { allShapes, commitOfShape, usageOf, type ShapeContext } from '../testing-fixtures/commit-shapes';
+import {
+  allShapes,
+  commitOfShape,
+  pendingReadFile,
+  usageOf,
+  type ShapeContext,
+} from '../testing-fixtures/commit-shapes';
 
 jest.setTimeout(180_000);
 
@@ -442,24 +448,7 @@ describe('PgSessionStore: one-statement commits', () => {
             createdAt: new Date().toISOString(),
           },
         },
-        {
-          kind: 'createToolCall',
-          call: {
-            id: callId,
-            sessionId: s.sessionId,
-            frameId: s.frameId,
-            messageId,
-            index: 0,
-            llmCallId: 'call_1',
-            name: 'read_file',
-            argumentsText: '{"path":"a"}',
-            status: 'pending',
-            result: null,
-            resultType: null,
-            requestId: null,
-            childFrameId: null,
-          },
-        },
+        { kind: 'createToolCall', call: pendingReadFile(s, messageId, callId, 0, 'call_1') },
       ],
       [{ type: 'thinking', message_id: messageId, content: 'reading' }],
     ];

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Mutation, SessionEventDraft } from '@skald/agent-loop';
+import type { Mutation, NewToolCall, SessionEventDraft } from '@skald/agent-loop';
 import { SHAPE_PARTS, type ShapePart, type UsageRow } from '../store/one-statement-commit';
 import { plainMessage } from './plain-message';
 
@@ -73,21 +73,7 @@ export function commitOfShape(
     for (const i of n)
       mutations.push({
         kind: 'createToolCall',
-        call: {
-          id: randomUUID(),
-          sessionId: ctx.sessionId,
-          frameId: ctx.frameId,
-          messageId: ctx.messageId,
-          index: 10 + i,
-          llmCallId: `call_${i}`,
-          name: 'read_file',
-          argumentsText: '{"path":"a"}',
-          status: 'pending',
-          result: null,
-          resultType: null,
-          requestId: null,
-          childFrameId: null,
-        },
+        call: pendingReadFile(ctx, ctx.messageId, randomUUID(), 10 + i, `call_${i}`),
       });
   const updates = shape.includes('u') ? 1 : shape.includes('U') ? rows + 1 : 0;
   for (let i = 0; i < updates; i++)
@@ -117,5 +103,30 @@ export function usageOf(s: { sessionId: string; userId: string; frameId: string 
     cachedInputTokens: 0,
     estimated: false,
     costUsd: 0.001,
+  };
+}
+
+/** A `read_file` call as the model's answer creates it: pending, no result. */
+export function pendingReadFile(
+  s: { sessionId: string; frameId: string },
+  messageId: string,
+  id: string,
+  index: number,
+  llmCallId: string,
+): NewToolCall {
+  return {
+    id,
+    sessionId: s.sessionId,
+    frameId: s.frameId,
+    messageId,
+    index,
+    llmCallId,
+    name: 'read_file',
+    argumentsText: '{"path":"a"}',
+    status: 'pending',
+    result: null,
+    resultType: null,
+    requestId: null,
+    childFrameId: null,
   };
 }

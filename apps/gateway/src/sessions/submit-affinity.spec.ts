@@ -54,6 +54,24 @@ describe('SubmitAffinity (the gateway sends a conversation to the worker holding
     expect(b.sent).toEqual(['w-a', undefined, undefined]);
   });
 
+  it('a reply naming something that is not a route (a NATS token) is not remembered: the next submit goes to the queue group', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.string(), fc.constantFrom('', 'a.b', 'w-*', '>', 'w a', 'x'.repeat(65), 'w\u0000', 'é')),
+        async (worker) => {
+          fc.pre(!/^[A-Za-z0-9_-]{1,64}$/.test(worker));
+          const a = new SubmitAffinity();
+          await a.submit('u1', 'web', bus({ queue: ok(worker) }).send);
+          expect(a.routeOf('u1', 'web')).toBeUndefined();
+          const b = bus({ queue: ok() });
+          await a.submit('u1', 'web', b.send);
+          expect(b.sent).toEqual([undefined]);
+        },
+      ),
+      { seed: 13, numRuns: 500 },
+    );
+  });
+
   it('a reply without a worker (another worker drives the session) keeps the hint', async () => {
     const a = new SubmitAffinity();
     await a.submit('u1', 'web', bus({ queue: ok('w-a') }).send);

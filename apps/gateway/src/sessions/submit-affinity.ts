@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { CARRY_TTL_MS } from '@skald/contracts';
+import { CARRY_TTL_MS, ROUTE_TOKEN } from '@skald/contracts';
 import { BusRequestError } from '@skald/messaging';
 
 /** How many conversations the gateway remembers a worker for (the least recently used goes first). */
@@ -63,7 +63,9 @@ export class SubmitAffinity {
       }
     }
     reply ??= await send();
-    if (reply.worker !== undefined) this.hints.set(key, reply.worker);
+    // Only a route a subject can carry: anything else would fail this conversation's next send
+    // before its fallback, for as long as the hint lived.
+    if (reply.worker !== undefined && ROUTE_TOKEN.test(reply.worker)) this.hints.set(key, reply.worker);
     return reply;
   }
 }

@@ -4,10 +4,12 @@ import type { CarriedFrame } from './session-cache';
 /** Frames' rows carried from one turn of a session to the next, by frame id. */
 export type CarriedHistory = ReadonlyMap<string, CarriedFrame>;
 
-/** How many sessions' histories a worker keeps between turns, how many bytes of text, and for how long (contracts: the gateway's hints last as long). */
+/**
+ * How many sessions' histories a worker keeps between turns, and how many bytes of text. How long:
+ * `CARRY_TTL_MS` (contracts), which the gateway's hints share.
+ */
 export const CARRY_MAX_SESSIONS = 256;
 export const CARRY_MAX_BYTES = 64 * 1024 * 1024;
-export { CARRY_TTL_MS };
 
 interface Entry {
   epoch: number;

@@ -505,9 +505,7 @@ export class PgSessionStore implements SessionStore {
     });
     // The queued inbox as the fence statement saw it, less what this commit settled: the inbox as
     // of the commit, as a one-statement commit returns it.
-    const settled = new Set<string>();
-    for (const m of mutations)
-      if (m.kind === 'enterInbox' || m.kind === 'consumeInbox' || m.kind === 'discardInbox') settled.add(m.inboxId);
+    const settled = new Set(inboxIdsSettledBy(mutations));
     const items = committed.inbox.filter((i) => !settled.has(i.id));
     this.inboxSnapshot = { sessionId, at: Date.now(), items };
     this.lastCommitInbox = items;
@@ -678,11 +676,16 @@ async function settleInbox(
  * deliveries would otherwise deadlock with it. One item needs no statement (its update locks it).
  */
 async function lockInboxItems(tx: EntityManager, mutations: readonly Mutation[]): Promise<void> {
-  const ids = mutations.flatMap((m) =>
-    m.kind === 'enterInbox' || m.kind === 'consumeInbox' || m.kind === 'discardInbox' ? [m.inboxId] : [],
-  );
+  const ids = inboxIdsSettledBy(mutations);
   if (ids.length < 2) return;
   await exec(tx, `SELECT 1 FROM session_inbox WHERE id = ANY($1::uuid[]) ${INBOX_LOCK_ORDER}`, [ids]);
+}
+
+/** The inbox items a commit settles (enters, consumes or discards), in the order it lists them. */
+function inboxIdsSettledBy(mutations: readonly Mutation[]): string[] {
+  return mutations.flatMap((m) =>
+    m.kind === 'enterInbox' || m.kind === 'consumeInbox' || m.kind === 'discardInbox' ? [m.inboxId] : [],
+  );
 }
 
 /** An inbox item a commit enters or consumes is no longer queued in its session: the commit is refused. */

@@ -1,3 +1,4 @@
+import vm from 'node:vm';
 import fc from 'fast-check';
 import { recordAttackSuite } from '@skald/testing';
 import { PatternFailure, PatternPool } from './pattern-pool';
@@ -15,6 +16,30 @@ const SLOW = { source: '[a-z]{1000}[0-9]', text: `${'a'.repeat(2000)}\n`.repeat(
 /** Made once (40 MB, shared with the workers, never copied): building it per job took longer than a
  * job's deadline on a loaded machine, so the jobs of one case were submitted far apart. */
 const SLOW_BYTES = bytes(SLOW.text);
+
+/**
+ * JavaScript's RegExp as the differential's oracle, in a context with a deadline. Irregexp
+ * backtracks: a generated regex with nested quantifiers (seed 1015847196, case 93:
+ * `^a?(.|(\\w|([^a]|[ab]+)*|\\w|[^a]{2})+|[ab])+[^a]{2}b?` over ten short lines) held the test's
+ * thread for minutes, so Jest's own timeout never fired and the file took 304 s in CI. Now the
+ * oracle answers null past its deadline; V8 interrupts a running match.
+ */
+const ORACLE_MS = 250;
+const oracleContext = vm.createContext({ source: '', lines: [] as string[], hits: [] as number[] });
+vm.runInContext(
+  'function check() { const re = new RegExp(source); hits = lines.flatMap((l, i) => (re.test(l) ? [i] : [])); }',
+  oracleContext,
+);
+function jsHits(source: string, lines: string[]): number[] | null {
+  Object.assign(oracleContext, { source, lines });
+  try {
+    vm.runInContext('check()', oracleContext, { timeout: ORACLE_MS });
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return null;
+    throw e;
+  }
+  return Array.from(oracleContext.hits as number[]);
+}
 
 async function failure(p: Promise<unknown>): Promise<PatternFailure> {
   try {
@@ -129,16 +154,21 @@ describe('PatternPool', () => {
     }));
     const line = fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 12 }).map((a) => a.join(''));
     let cases = 0;
+    // Regexes JavaScript could not answer within ORACLE_MS: exponential for a backtracking engine,
+    // so RE2 must still answer them, and in time; they are few, so the differential covers the rest.
+    const unanswered: string[] = [];
     await fc.assert(
       fc.asyncProperty(regex, fc.array(line, { minLength: 1, maxLength: 10 }), async (r, lines) => {
         cases += lines.length;
-        const js = new RegExp(r);
-        const want = lines.flatMap((l, i) => (js.test(l) ? [i] : []));
+        const want = jsHits(r, lines);
         const got = await p.matchingLines('u', r, true, [bytes(lines.map((l) => `${l}\n`).join(''))]);
-        expect([r, got.hits[0]]).toEqual([r, want]);
+        if (want === null) unanswered.push(r);
+        else expect([r, got.hits[0]]).toEqual([r, want]);
       }),
       { seed: SEED, numRuns: 1000 },
     );
+    console.log(`regex differential: ${cases} lines; JavaScript gave up on ${unanswered.length}: ${unanswered.join('  ')}`);
+    expect(unanswered.length).toBeLessThanOrEqual(20);
     expect(cases).toBeGreaterThan(2000);
 
     // Nested quantifiers over long runs of one letter: exponential for a backtracking engine.
@@ -150,24 +180,31 @@ describe('PatternPool', () => {
       .map((a) => a.join(''));
     const text = bytes(`${'a'.repeat(20_000)}!\n`.repeat(5));
     let worst = 0;
-    let over = 0;
+    const over: string[] = [];
     let runs = 0;
-    await fc.assert(
-      fc.asyncProperty(hostile, async (r) => {
-        runs++;
-        const t0 = performance.now();
-        await p.matchingLines('u', r, true, [text]).catch((e: unknown) => {
-          if (!(e instanceof PatternFailure) || e.kind !== 'syntax') throw e;
-        });
-        const ms = performance.now() - t0;
-        worst = Math.max(worst, ms);
-        if (ms > 2000) over++;
-      }),
-      { seed: SEED, numRuns: 300 },
-    );
-    console.log(`hostile regexes: ${runs} jobs, worst ${worst.toFixed(0)} ms`);
-    recordAttackSuite('patterns', 'regex-property', { patterns: runs + cases, over_bound: over });
-    expect(over).toBe(0);
+    let refused = 0;
+    // Every generated regex runs (a slow one is counted, never thrown: fast-check would shrink it
+    // at up to the pool's 1.5 s a run, past this test's own timeout).
+    const slow = async (r: string): Promise<void> => {
+      runs++;
+      const t0 = performance.now();
+      const timedOut = await p.matchingLines('u', r, true, [text]).then(
+        () => false,
+        (e: unknown) => {
+          if (!(e instanceof PatternFailure) || (e.kind !== 'syntax' && e.kind !== 'timeout')) throw e;
+          if (e.kind === 'syntax') refused++;
+          return e.kind === 'timeout';
+        },
+      );
+      const ms = performance.now() - t0;
+      worst = Math.max(worst, ms);
+      if (timedOut || ms > 2000) over.push(`${r} (${ms.toFixed(0)} ms)`);
+    };
+    await fc.assert(fc.asyncProperty(hostile, slow), { seed: SEED, numRuns: 300 });
+    for (const r of unanswered) await slow(r);
+    console.log(`hostile regexes: ${runs} jobs (${refused} refused as syntax), worst ${worst.toFixed(0)} ms`);
+    recordAttackSuite('patterns', 'regex-property', { patterns: runs + cases, over_bound: over.length });
+    expect(over).toEqual([]);
   }, 60_000);
 
   it('stops a job whose worker runs out of its heap, and keeps serving', async () => {

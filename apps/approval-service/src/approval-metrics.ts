@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { METRICS_REGISTRY } from '@skald/service-kit';
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Prometheus metrics of the approval service. */
 @Injectable()
@@ -11,6 +11,8 @@ export class ApprovalMetrics {
   readonly humanWait: Histogram<'action'>;
   /** The gate's own time for an `approval.check` (from the parsed request to the decision; NATS excluded). */
   readonly checkSeconds: Histogram;
+  /** Automatic decisions not yet written to the audit log (read at each scrape). */
+  private auditPending: () => number = () => 0;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.decisions = new Counter({
@@ -32,5 +34,16 @@ export class ApprovalMetrics {
       buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.25],
       registers: [registry],
     });
+    const pending: Gauge = new Gauge({
+      name: 'skald_approval_audit_pending',
+      help: 'Automatic decisions buffered for the audit log, not yet written (tool calls are refused at 20,000)',
+      registers: [registry],
+      collect: () => pending.set(this.auditPending()),
+    });
+  }
+
+  /** Where the audit gauge reads from (the AuditService; metrics are built before it). */
+  watchAudit(pending: () => number): void {
+    this.auditPending = pending;
   }
 }

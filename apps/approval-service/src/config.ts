@@ -4,7 +4,7 @@ import { BaseConfigSchema } from '@skald/service-kit';
 export const ApprovalConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3102),
   HOST: z.string().default('127.0.0.1'),
-  /** How often automatic decisions buffered for the audit log are written. */
+  /** How often automatic decisions buffered for the audit log are written. While they cannot be, up to 20,000 are kept; past that every tool call is refused (`skald_approval_audit_pending`). */
   SKALD_AUDIT_FLUSH_MS: z.coerce.number().int().min(10).max(60_000).default(200),
   /**
    * Milliseconds the compiled rule set is trusted at most without re-reading the rules' version row.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { Queryable, queryRows } from '@skald/persistence';
+import { fromPgText, pgParams, Queryable, queryRows } from '@skald/persistence';
 
 export interface AuditEntry {
   userId: string;
@@ -28,7 +28,12 @@ export interface StoredAudit extends AuditEntry {
 export class AuditRepository {
   constructor(private readonly ds: DataSource) {}
 
-  /** One INSERT for a batch, its columns sent as arrays (a fixed 13 parameters whatever the batch size). */
+  /**
+   * One INSERT for a batch, its columns sent as arrays (a fixed 13 parameters whatever the batch
+   * size). Text goes through the pg-text codec: a tool name is the model's (or an MCP server's) and
+   * may hold NUL or a lone surrogate, which Postgres text cannot; raw, one such name failed the
+   * whole batch.
+   */
   async insert(entries: readonly AuditEntry[], db: Queryable = this.ds): Promise<void> {
     if (entries.length === 0) return;
     const now = new Date();
@@ -38,7 +43,7 @@ export class AuditRepository {
       `INSERT INTO approval_audit (id, user_id, session_id, tool_call_id, request_id, tool_name, args_digest, decision, by, actor_user_id, rule_id, note, at)
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[],
                             $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::timestamptz[])`,
-      [
+      pgParams([
         entries.map(() => randomUUID()),
         column((e) => e.userId),
         column((e) => e.sessionId),
@@ -52,7 +57,7 @@ export class AuditRepository {
         column((e) => e.ruleId),
         column((e) => e.note),
         column((e) => e.at ?? now),
-      ],
+      ]),
     );
   }
 
@@ -84,13 +89,13 @@ export class AuditRepository {
         sessionId: r.session_id as string | null,
         toolCallId: r.tool_call_id as string | null,
         requestId: r.request_id as string | null,
-        toolName: r.tool_name as string,
+        toolName: fromPgText(r.tool_name as string),
         argsDigest: r.args_digest as string,
         decision: r.decision as AuditEntry['decision'],
         by: r.by as AuditEntry['by'],
         actorUserId: r.actor_user_id as string | null,
         ruleId: r.rule_id as string | null,
-        note: r.note as string | null,
+        note: fromPgText(r.note),
       })),
     };
   }

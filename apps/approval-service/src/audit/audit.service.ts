@@ -1,12 +1,16 @@
 import { hash } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { Actor, AuditItem } from '@skald/contracts';
+import type { Logger } from '@skald/service-kit';
 import { ownerScope } from '../bypasses/bypasses.service';
+import { ApprovalMetrics } from '../approval-metrics';
+import { APPROVAL_LOGGER } from '../config';
 import { AuditEntry, AuditRepository } from './audit.repository';
 
 export const AUDIT_FLUSH_MS = Symbol('AUDIT_FLUSH_MS');
 const MAX_BATCH = 500;
-const MAX_BUFFER = 20_000;
+/** Automatic decisions kept while Postgres cannot be written; past it, tool calls are refused. */
+export const AUDIT_MAX_BUFFER = 20_000;
 
 /** `sha256:` + 16 hex of the arguments' JSON: enough to tell calls apart without storing them twice. */
 export function argsDigest(args: unknown): string {
@@ -20,6 +24,12 @@ export function argsDigest(args: unknown): string {
  * decisions of `approval.check` are buffered and written in batches every `flushMs` (default
  * 200 ms) so that a check never waits for a write; a crash can lose at most that window of
  * automatic entries (never a human one). The buffer is flushed on shutdown.
+ *
+ * Nothing decided is dropped to make room: while Postgres cannot be written, entries are kept up to
+ * {@link AUDIT_MAX_BUFFER}, and then the gate refuses tool calls ({@link accepting}) until the log
+ * is written again. A row Postgres refuses for what it holds (a constraint, a value) would fail its
+ * batch on every retry: the batch is split until that row stands alone, and it alone is set aside,
+ * with an error in the log naming it.
  */
 @Injectable()
 export class AuditService implements OnModuleInit, OnApplicationShutdown {
@@ -31,8 +41,21 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     private readonly repo: AuditRepository,
     @Optional() @Inject(AUDIT_FLUSH_MS) flushMs?: number,
+    @Optional() @Inject(APPROVAL_LOGGER) private readonly log?: Logger,
+    @Optional() metrics?: ApprovalMetrics,
   ) {
     this.flushMs = flushMs ?? 200;
+    metrics?.watchAudit(() => this.buffer.length);
+  }
+
+  /** Automatic decisions not yet written. */
+  get pending(): number {
+    return this.buffer.length;
+  }
+
+  /** False while the buffer is full: a decision taken now could not be audited. */
+  get accepting(): boolean {
+    return this.buffer.length < AUDIT_MAX_BUFFER;
   }
 
   onModuleInit(): void {
@@ -45,10 +68,11 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
     await this.flush();
   }
 
-  /** Fire and forget: automatic decisions. */
-  record(entry: AuditEntry): void {
-    if (this.buffer.length >= MAX_BUFFER) this.buffer.shift();
+  /** Fire and forget: automatic decisions. False, and nothing kept, when the buffer is full. */
+  record(entry: AuditEntry): boolean {
+    if (!this.accepting) return false;
     this.buffer.push({ ...entry, at: entry.at ?? new Date() });
+    return true;
   }
 
   async flush(): Promise<void> {
@@ -56,17 +80,49 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
     this.flushing = (async () => {
       while (this.buffer.length > 0) {
         const batch = this.buffer.splice(0, MAX_BATCH);
-        try {
-          await this.repo.insert(batch);
-        } catch {
-          this.buffer.unshift(...batch);
-          return;
+        const unwritten = await this.write(batch);
+        if (unwritten.length > 0) {
+          this.buffer.unshift(...unwritten);
+          return; // Postgres cannot be reached: the next tick tries again
         }
       }
     })().finally(() => {
       this.flushing = null;
     });
     return this.flushing;
+  }
+
+  /**
+   * Writes a batch; answers what is left to write when Postgres cannot be reached. A batch refused
+   * for its content is halved until the refused rows stand alone (at most 2 × its size inserts).
+   */
+  private async write(batch: AuditEntry[]): Promise<AuditEntry[]> {
+    try {
+      await this.repo.insert(batch);
+      return [];
+    } catch (e) {
+      if (!refusedForContent(e)) return batch;
+      if (batch.length === 1) {
+        const [x] = batch;
+        this.log?.error(
+          {
+            err: e,
+            userId: x.userId,
+            sessionId: x.sessionId,
+            toolCallId: x.toolCallId,
+            toolName: x.toolName,
+            decision: x.decision,
+            by: x.by,
+          },
+          'an audit entry Postgres refused was set aside',
+        );
+        return [];
+      }
+      const half = Math.ceil(batch.length / 2);
+      const first = await this.write(batch.slice(0, half));
+      if (first.length > 0) return [...first, ...batch.slice(half)];
+      return this.write(batch.slice(half));
+    }
   }
 
   async page(actor: Actor, sessionId: string | undefined, page: number, perPage: number) {
@@ -89,4 +145,14 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
       })),
     };
   }
+}
+
+/**
+ * A statement Postgres answered with an error about the data (SQLSTATE class 22: data exception;
+ * 23: integrity constraint), as opposed to not answering at all (connection refused or lost, the
+ * server shutting down or out of resources), which a retry may cure.
+ */
+function refusedForContent(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code);
 }

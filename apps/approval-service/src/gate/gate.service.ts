@@ -31,6 +31,23 @@ export class GateService {
 
   async check(req: CheckRequest): Promise<GateResult> {
     const started = performance.now();
+    // The request's ids (user, session, turn, call) name the line.
+    const log = loggerWithIds(this.log, requestLogIds(req));
+    // No decision goes unaudited: while the audit cannot be written and its buffer is full, every
+    // call is refused (nothing runs, so nothing is left to audit).
+    if (!this.audit.accepting) {
+      const refused: GateResult = {
+        decision: 'deny',
+        by: 'policy',
+        reason: `the audit log cannot be written (${this.audit.pending} decisions wait for the database): tool calls are refused until it can be`,
+      };
+      this.metrics?.decisions.inc({ decision: refused.decision, by: refused.by });
+      log.warn(
+        { tool: req.tool_name, decision: refused.decision, by: refused.by },
+        'tool call refused: audit log full',
+      );
+      return refused;
+    }
     const input = toInput(req);
     const result = await this.decide(input, req.session_id);
     this.metrics?.checkSeconds.observe((performance.now() - started) / 1000);
@@ -39,8 +56,6 @@ export class GateService {
     // log line goes to debug (a synchronous write per call was a sixth of the service's CPU). What
     // needs a human, what is refused and what a bypass or the RunContext let through stay at info.
     const line = { tool: req.tool_name, decision: result.decision, by: result.by, ruleId: result.ruleId };
-    // The request's ids (user, session, turn, call) name the line.
-    const log = loggerWithIds(this.log, requestLogIds(req));
     if (result.decision === 'allow' && result.by === 'rule') log.debug(line, 'tool call checked');
     else log.info(line, 'tool call checked');
     this.audit.record({

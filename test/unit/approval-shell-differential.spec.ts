@@ -267,7 +267,7 @@ async function runUnder(
 }
 
 describe('approval gate shell reading vs dash and bash (differential)', () => {
-  beforeAll(() => initShellParser());
+  beforeAll(() => initShellParser(), 30_000);
 
   it('every program a shell runs for a line the gate reads as simple commands is one the gate saw', async () => {
     const started = performance.now();

@@ -49,7 +49,7 @@ const decide = (toolName: string, args: Record<string, unknown>) => {
 };
 
 describe('default rules are derived from the tool registry', () => {
-  beforeAll(() => initShellParser());
+  beforeAll(() => initShellParser(), 30_000);
 
   it.each(BUILTIN_TOOLS.map((t) => [t.name, t] as const))('%s: the seed decides its default rule', (_n, t) => {
     expect(decide(t.name, workspaceCall(t.parameters))).toBe(t.defaultRule);

@@ -130,7 +130,7 @@ const CASES: Array<[string, 'deny' | 'not_allow']> = [
 ];
 
 describe('deny rules match what runs (evasion table)', () => {
-  beforeAll(() => initShellParser());
+  beforeAll(() => initShellParser(), 30_000);
 
   it('has at least 60 cases', () => {
     expect(CASES.length).toBeGreaterThanOrEqual(60);

@@ -54,7 +54,7 @@ const check = (line: string) =>
   });
 
 describe('read-only catalogue: an allow rule on a writing or executing invocation asks', () => {
-  beforeAll(() => initShellParser());
+  beforeAll(() => initShellParser(), 30_000);
 
   it.each([
     "find . -exec cat '{}' ';'",

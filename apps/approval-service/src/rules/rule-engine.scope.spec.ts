@@ -45,7 +45,7 @@ const call = (toolName: string, args: Record<string, unknown>, over: Partial<Gat
 const sh = (command: string, over: Partial<GateInput> = {}) => call('execute_cmd', { command }, over);
 const ASK_ALL = new RuleSet([rule({ toolPattern: '*', action: 'require', priority: 999999 })]);
 
-beforeAll(() => initShellParser());
+beforeAll(() => initShellParser(), 30_000);
 
 describe('narrow session approvals', () => {
   it('names program and subcommand: the first word after the program that is not an option', () => {

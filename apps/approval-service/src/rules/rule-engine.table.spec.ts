@@ -287,7 +287,7 @@ const CASES: Case[] = [
 ];
 
 describe('approval gate: (rules, call) → decision', () => {
-  beforeAll(() => initShellParser());
+  beforeAll(() => initShellParser(), 30_000);
   it('has at least 80 cases', () => expect(CASES.length).toBeGreaterThanOrEqual(80));
 
   const compiled = Object.fromEntries(Object.entries(SETS).map(([k, v]) => [k, new RuleSet(v)])) as Record<

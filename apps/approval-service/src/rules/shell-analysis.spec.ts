@@ -8,7 +8,7 @@ const argvs = (line: string): string[][] => {
 };
 
 describe('shell analysis (tree-sitter-bash, whitelist)', () => {
-  beforeAll(() => initShellParser());
+  beforeAll(() => initShellParser(), 30_000);
 
   it.each([
     ['ls -la', [['ls', '-la']]],

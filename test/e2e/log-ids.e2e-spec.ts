@@ -59,10 +59,8 @@ describe('log ids: every line about a turn names its user, session and turn', ()
     for (const app of ['session-worker', 'approval-service', 'tool-runner'] as const) {
       const lines = linesOf(app).filter(about);
       seen[app] = [...new Set(lines.map((l) => String(l.msg)))].sort();
-      // An answer comes from the user, not from the turn: 'human request resolved' names the request's
-      // owner, session and call (its resolve request carries no turn).
-      const ofTurn = (l: Record<string, unknown>) => l.msg === 'human request resolved' || l.turnId === turnId;
-      expect(lines.filter((l) => l.userId !== userId || l.sessionId !== sessionId || !ofTurn(l))).toEqual([]);
+      // 'human request resolved' too: the answer comes from the user, and the request remembers its turn.
+      expect(lines.filter((l) => l.userId !== userId || l.sessionId !== sessionId || l.turnId !== turnId)).toEqual([]);
     }
     expect(seen).toEqual({
       'session-worker': expect.arrayContaining([

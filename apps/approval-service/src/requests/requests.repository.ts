@@ -19,6 +19,8 @@ export interface StoredRequest {
   answer: string | null;
   actorUserId: string | null;
   cancelReason: string | null;
+  /** The turn that asked; null on rows written before the column. */
+  turnId: string | null;
   createdAt: Date;
   resolvedAt: Date | null;
 }
@@ -34,6 +36,7 @@ export interface NewRequest {
   arguments: string;
   preview: unknown;
   question: unknown;
+  turnId: string | null;
 }
 
 /** `userId: null` = an admin acting on any user's requests. */
@@ -42,7 +45,7 @@ export interface Owner {
 }
 
 const COLUMNS = `id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, status,
-  note, answer, actor_user_id, cancel_reason, created_at, resolved_at`;
+  note, answer, actor_user_id, cancel_reason, turn_id, created_at, resolved_at`;
 
 @Injectable()
 export class RequestsRepository {
@@ -52,8 +55,8 @@ export class RequestsRepository {
   async insertOrGet(r: NewRequest): Promise<{ row: StoredRequest; created: boolean } | null> {
     const inserted = await queryRows<Record<string, unknown>>(
       this.ds,
-      `INSERT INTO approval_requests (id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+      `INSERT INTO approval_requests (id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, turn_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`,
       [
         r.id,
@@ -66,6 +69,7 @@ export class RequestsRepository {
         toPgText(r.arguments),
         r.preview === undefined ? null : toJsonText(r.preview),
         r.question === undefined ? null : toJsonText(r.question),
+        r.turnId,
       ],
     );
     if (inserted[0]) return { row: toRequest(inserted[0]), created: true };
@@ -148,6 +152,7 @@ function toRequest(r: Record<string, unknown>): StoredRequest {
     answer: fromPgText(r.answer),
     actorUserId: r.actor_user_id as string | null,
     cancelReason: r.cancel_reason as string | null,
+    turnId: (r.turn_id as string | null) ?? null,
     createdAt: r.created_at as Date,
     resolvedAt: r.resolved_at as Date | null,
   };

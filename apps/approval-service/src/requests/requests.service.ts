@@ -49,6 +49,7 @@ export class RequestsService {
       arguments: typeof req.arguments === 'string' ? req.arguments : JSON.stringify(req.arguments ?? {}),
       preview: req.preview,
       question: req.question,
+      turnId: req.turn_id ?? null,
     });
     if (!r) throw new ApprovalError('conflict', 'this request id belongs to another request');
     if (r.created)
@@ -119,15 +120,14 @@ export class RequestsService {
     if (!resolved) throw conflict((await this.repo.findById(owner, row.id)) ?? row);
     this.metrics?.humanWait.observe({ action: req.action }, Math.max(0, Date.now() - row.createdAt.getTime()) / 1000);
     if (opensBypass) this.bypassService.opened(resolved.sessionId);
-    loggerWithIds(this.log, requestLogIds(req)).info(
-      {
-        userId: resolved.userId,
-        sessionId: resolved.sessionId,
-        toolCallId: resolved.toolCallId,
-        requestId: resolved.id,
-        status: resolved.status,
-        actorUserId: req.actor.userId,
-      },
+    // Named as the turn's other lines: its owner, session, turn and call (the person answering is the actor).
+    loggerWithIds(this.log, {
+      userId: resolved.userId,
+      sessionId: resolved.sessionId,
+      turnId: resolved.turnId ?? undefined,
+      toolCallId: resolved.toolCallId,
+    }).info(
+      { requestId: resolved.id, status: resolved.status, actorUserId: req.actor.userId },
       'human request resolved',
     );
     this.announce(resolved);

@@ -38,6 +38,7 @@ export class ApprovalRequestEntity {
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('timestamptz', { name: 'resolved_at', nullable: true }) resolvedAt!: Date | null;
   @Column('text', { name: 'cancel_reason', nullable: true }) cancelReason!: string | null;
+  @Column('uuid', { name: 'turn_id', nullable: true }) turnId!: string | null;
   @Column({ type: 'bigint', insert: false, update: false }) ord!: string;
 }
 

@@ -15,6 +15,7 @@ import { BuiltInApprovalRules1764460802170 } from './1764460802170-built-in-appr
 import { Conversations1764460803600 } from './1764460803600-conversations';
 import { InboxRewind1764460805000 } from './1764460805000-inbox-rewind';
 import { TurnSeq1764460805100 } from './1764460805100-turn-seq';
+import { RequestTurn1764460805200 } from './1764460805200-request-turn';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -35,5 +36,6 @@ export const MIGRATIONS = [
   Conversations1764460803600,
   InboxRewind1764460805000,
   TurnSeq1764460805100,
+  RequestTurn1764460805200,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

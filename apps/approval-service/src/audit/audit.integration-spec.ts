@@ -3,26 +3,16 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import type { Actor, ParsedRequestOf } from '@skald/contracts';
-import { RuleRow, RuleSet } from '../rules/rule-engine';
+import { RuleSet } from '../rules/rule-engine';
 import { GateService } from '../gate/gate.service';
 import { AuditEntry, AuditRepository } from './audit.repository';
 import { AUDIT_MAX_BUFFER, AuditService } from './audit.service';
+import { ruleRow } from '../testing-fixtures/rule-row';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test';
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
-const rule = (id: number, toolPattern: string, action: string): RuleRow => ({
-  id: `00000000-0000-4000-8000-${String(id).padStart(12, '0')}`,
-  toolPattern,
-  pathPattern: null,
-  commandPattern: null,
-  agentId: null,
-  source: null,
-  securityGroup: null,
-  action,
-  priority: id,
-  ord: id,
-});
+const rule = ruleRow;
 const RULES = new RuleSet([rule(1, 'read_file', 'allow'), rule(2, 'mcp__evil__*', 'deny'), rule(3, '*', 'require')]);
 
 /** Any UTF-16 code unit: NUL and lone surrogates included (what a model or an MCP server may name a tool). */

@@ -4,25 +4,14 @@ import { Writable } from 'node:stream';
 import type { ParsedRequestOf } from '@skald/contracts';
 import { createLogger } from '@skald/service-kit';
 import type { AuditEntry } from '../audit/audit.repository';
-import { RuleRow, RuleSet } from '../rules/rule-engine';
+import { RuleSet } from '../rules/rule-engine';
 import { GateService } from './gate.service';
+import { ruleRow } from '../testing-fixtures/rule-row';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 const RUNS = Number(process.env.FC_RUNS ?? 200);
 
-const rule = (id: number, toolPattern: string, action: string, extra: Partial<RuleRow> = {}): RuleRow => ({
-  id: `00000000-0000-4000-8000-${String(id).padStart(12, '0')}`,
-  toolPattern,
-  pathPattern: null,
-  commandPattern: null,
-  agentId: null,
-  source: null,
-  securityGroup: null,
-  action,
-  priority: id,
-  ord: id,
-  ...extra,
-});
+const rule = ruleRow;
 
 const RULES = new RuleSet([
   rule(1, 'read_file', 'deny', { pathPattern: '/workspace/secrets/*' }),

@@ -1,21 +1,10 @@
 import fc from 'fast-check';
-import { computeVisible, isVisible, RuleRow, RuleSet } from './rule-engine';
+import { computeVisible, isVisible, RuleSet } from './rule-engine';
+import { ruleRow } from '../testing-fixtures/rule-row';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
-const r = (id: number, toolPattern: string, action: string, extra: Partial<RuleRow> = {}): RuleRow => ({
-  id: `00000000-0000-4000-8000-${String(id).padStart(12, '0')}`,
-  toolPattern,
-  pathPattern: null,
-  commandPattern: null,
-  agentId: null,
-  source: null,
-  securityGroup: null,
-  action,
-  priority: id,
-  ord: id,
-  ...extra,
-});
+const r = ruleRow;
 
 describe('tool visibility', () => {
   const set = new RuleSet([

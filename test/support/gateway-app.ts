@@ -20,6 +20,9 @@ export function gatewayEnv(overrides: Record<string, string> = {}): Record<strin
     DATABASE_POOL_SIZE: '3',
     LOG_LEVEL: 'silent',
     SKALD_JWT_SECRET: randomBytes(48).toString('base64url'),
+    // Failed-login counters of these replicas only: the shared Redis's default prefix counts every
+    // failure from 127.0.0.1 of any gateway on the machine against this test's logins.
+    SKALD_LOGIN_LIMIT_PREFIX: `skald-it-${randomBytes(6).toString('hex')}:login:`,
     NATS_REQUEST_TIMEOUT_MS: '1000',
     ...overrides,
   };

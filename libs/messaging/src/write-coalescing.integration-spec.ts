@@ -7,10 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import { connect, NatsConnection, StringCodec } from 'nats';
 import { z } from 'zod';
+import { PrivateNats } from '@skald/testing';
 import { Bus } from './bus';
 import { coalesceWrites } from './write-coalescing';
 
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const log = { warn: jest.fn(), error: () => undefined };
 const sc = StringCodec();
 
@@ -38,18 +38,24 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 }
 
 describe('coalesced NATS writes', () => {
+  // A NATS server of its own: the handler test below answers `session.rename` in the session
+  // workers' queue group, which on a shared server would take (and answer wrongly) another
+  // process's requests, and share this test's with any session worker there.
+  let nats: PrivateNats;
   let bus: Bus;
   let plain: NatsConnection;
   let reader: NatsConnection;
   beforeAll(async () => {
-    bus = await Bus.connect({ servers: NATS_URL, name: `coalesce-spec-${randomUUID()}` }, log);
-    plain = await connect({ servers: NATS_URL });
-    reader = await connect({ servers: NATS_URL });
+    nats = await PrivateNats.start();
+    bus = await Bus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
+    plain = await connect({ servers: nats.url });
+    reader = await connect({ servers: nats.url });
   });
   afterAll(async () => {
-    await bus.drain();
-    await plain.drain();
-    await reader.drain();
+    await bus?.drain();
+    await plain?.drain();
+    await reader?.drain();
+    await nats?.destroy();
   });
 
   it('patches the installed nats.js (the Bus did not have to fall back)', () => {
@@ -128,8 +134,8 @@ describe('coalesced NATS writes', () => {
   it.each([true, false])(
     "a handler's answer goes out in one write with what it queued before: at once with `replyNow` (%s), else at the end of the pass, after the handler's later work",
     async (replyNow) => {
-      const server = await Bus.connect({ servers: NATS_URL, name: `coalesce-spec-${randomUUID()}` }, log);
-      const client = await Bus.connect({ servers: NATS_URL, name: `coalesce-spec-${randomUUID()}` }, log);
+      const server = await Bus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
+      const client = await Bus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
       try {
         const subject = `coalesce.${randomUUID()}`;
         const sessionId = randomUUID();

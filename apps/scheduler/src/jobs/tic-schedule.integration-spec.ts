@@ -8,21 +8,35 @@ import { JobsService } from './jobs.service';
 
 /** The periodic system tick: a user's tic job is a schedule BullMQ mirrors (`SKALD_TIC_CRON`). */
 describe('tic schedule', () => {
+  // A private copy of the jobs table: applying SKALD_TIC_CRON rewrites every user's tic job, and the
+  // other scheduler specs of this Jest process (job-engine's tic test among them) run engines on the
+  // public one, which would mirror and fire this file's tic jobs.
+  const schema = `tic_schedule_${process.pid}`;
+  let admin: DataSource;
   let ds: DataSource;
   let repo: JobsRepository;
-  const fired: string[] = [];
   const engine = {
-    fire: (jobId: string) => (fired.push(jobId), Promise.resolve(randomUUID())),
+    fire: () => Promise.resolve(randomUUID()),
   } as unknown as JobEngine;
 
   beforeAll(async () => {
-    ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 2 } });
+    admin = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 1 } });
+    await admin.initialize();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.query(`CREATE TABLE ${schema}.scheduled_jobs (LIKE public.scheduled_jobs INCLUDING ALL)`);
+    ds = new DataSource({
+      type: 'postgres',
+      url: process.env.DATABASE_URL,
+      extra: { max: 2, options: `-c search_path=${schema}` },
+    });
     await ds.initialize();
     repo = new JobsRepository(ds);
   });
   afterAll(async () => {
-    await ds.query(`UPDATE scheduled_jobs SET enabled = false WHERE id = ANY($1)`, [fired]);
     await ds?.destroy();
+    await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin?.destroy();
   });
 
   const service = (ticCron: string | null) =>

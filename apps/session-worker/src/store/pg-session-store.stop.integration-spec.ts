@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Mutation } from '@skald/agent-loop';
 import { PgSessionStore } from './pg-session-store';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
+import { waitingOn } from '../testing-fixtures/lock-waits';
 import { openRootFrame } from '../testing-fixtures/root-frame';
 
 jest.setTimeout(60_000);
@@ -73,18 +74,6 @@ describe('PgSessionStore.stopAtFinish: a stop at any moment around the finishing
 
   const recorded = async (sessionId: string): Promise<boolean> => turnState.stopRequested(sessionId);
 
-  /** Waits until `n` backends wait on a lock (bounded). */
-  async function lockWaiters(n: number): Promise<void> {
-    for (let i = 0; i < 200; i++) {
-      const rows: Array<{ n: number }> = await ds.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
-      );
-      if (rows[0].n >= n) return;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`fewer than ${n} lock waiters after 5 s`);
-  }
-
   for (const moment of MOMENTS) {
     it(`stop ${moment}: stopAtFinish is false only when no stop is recorded`, async () => {
       const { sessionId, store, finishing } = await runningTurn();
@@ -94,13 +83,14 @@ describe('PgSessionStore.stopAtFinish: a stop at any moment around the finishing
         // The stop's UPDATE holds the session row; the commit waits for it, then sees the stop.
         const qr = ds.createQueryRunner();
         await qr.startTransaction();
+        const [{ pid }] = await qr.query(`SELECT pg_backend_pid() AS pid`);
         const r: unknown[] = await qr.query(
           `UPDATE sessions SET stop_requested_at = now(), updated_at = now() WHERE id = $1 AND turn_state <> 'finished' RETURNING id`,
           [sessionId],
         );
         asked = r.length > 0;
         const commit = store.commit(sessionId, finishing(), []);
-        await lockWaiters(1);
+        await waitingOn(ds, pid, 1);
         await qr.commitTransaction();
         await qr.release();
         await commit;
@@ -108,11 +98,12 @@ describe('PgSessionStore.stopAtFinish: a stop at any moment around the finishing
         // Another holder of the row lets the commit through first, the stop queued behind it.
         const qr = ds.createQueryRunner();
         await qr.startTransaction();
+        const [{ pid }] = await qr.query(`SELECT pg_backend_pid() AS pid`);
         await qr.query(`SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
         const commit = store.commit(sessionId, finishing(), []);
-        await lockWaiters(1);
+        await waitingOn(ds, pid, 1);
         const stop = turnState.requestStop(sessionId);
-        await lockWaiters(2);
+        await waitingOn(ds, pid, 2);
         await qr.commitTransaction();
         await qr.release();
         await commit;

@@ -6,6 +6,7 @@ import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { PgSessionStore, type CommittedEvent } from '../store/pg-session-store';
+import { statementWaitingOn } from '../testing-fixtures/lock-waits';
 import { InboxRepository, type PrimedStart } from './inbox.repository';
 import { SubmitService, type Submission } from './submit.service';
 
@@ -176,21 +177,18 @@ describe('the first commit in the submit: faults', () => {
     const holder = ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
+    const [{ pid: holderPid }] = await holder.query(`SELECT pg_backend_pid() AS pid`);
     await holder.query(`SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE`, [sessionId]);
     const pending = me.service.submit(s).then(
       () => 'acknowledged',
       () => 'failed',
     );
-    let pid: number | null = null;
-    for (let i = 0; i < 100 && pid === null; i++) {
-      const [row] = await ds.query(
-        `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'
-            AND query LIKE 'WITH s AS (%SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active%'`,
-      );
-      if (row) pid = row.pid;
-      else await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(pid).not.toBeNull();
+    // this test's submit only: a spec beside it may have the same statement waiting on its own lock
+    const pid = await statementWaitingOn(
+      ds,
+      holderPid,
+      'WITH s AS (%SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active%',
+    );
     await ds.query(`SELECT pg_terminate_backend($1)`, [pid]);
     expect(await pending).toBe('failed');
     await holder.commitTransaction();

@@ -8,12 +8,14 @@ import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { InboxRepository, SUBMIT_NAME } from './inbox.repository';
 
+import { Submission, SubmitService } from './submit.service';
+import { statementWaitingOn } from '../testing-fixtures/lock-waits';
+
 /**
  * The submit statement's opening, as `pg_stat_activity.query` shows it (the text is cut at
  * track_activity_query_size, 1 KiB: match its start).
  */
-const SUBMIT_HEAD = `'WITH s AS (%SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active%'`;
-import { Submission, SubmitService } from './submit.service';
+const SUBMIT_HEAD = 'WITH s AS (%SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active%';
 
 jest.setTimeout(180_000);
 
@@ -309,20 +311,13 @@ describe('SubmitService.submit: one statement for the common case', () => {
     const holder = ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
+    const [{ pid: holderPid }] = await holder.query(`SELECT pg_backend_pid() AS pid`);
     await holder.query(`SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
     const pending = service.submit(s).then(
       () => 'acknowledged',
       () => 'failed',
     );
-    let pid: number | null = null;
-    for (let i = 0; i < 100 && pid === null; i++) {
-      const [row] = await ds.query(
-        `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ${SUBMIT_HEAD}`,
-      );
-      if (row) pid = row.pid;
-      else await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(pid).not.toBeNull();
+    const pid = await statementWaitingOn(ds, holderPid, SUBMIT_HEAD);
     await ds.query(`SELECT pg_terminate_backend($1)`, [pid]);
     expect(await pending).toBe('failed');
     await holder.commitTransaction();
@@ -626,20 +621,13 @@ describe('SubmitService.submit: the submit takes the lease', () => {
     const holder = ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
+    const [{ pid: holderPid }] = await holder.query(`SELECT pg_backend_pid() AS pid`);
     await holder.query(`SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE`, [sessionId]);
     const pending = me.service.submit(s).then(
       () => 'acknowledged',
       () => 'failed',
     );
-    let pid: number | null = null;
-    for (let i = 0; i < 100 && pid === null; i++) {
-      const [row] = await ds.query(
-        `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ${SUBMIT_HEAD}`,
-      );
-      if (row) pid = row.pid;
-      else await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(pid).not.toBeNull();
+    const pid = await statementWaitingOn(ds, holderPid, SUBMIT_HEAD);
     await ds.query(`SELECT pg_terminate_backend($1)`, [pid]);
     expect(await pending).toBe('failed');
     await holder.commitTransaction();

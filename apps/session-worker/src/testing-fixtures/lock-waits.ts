@@ -19,3 +19,21 @@ export async function waitingOn(ds: DataSource, holder: number, n: number): Prom
   }
   throw new Error(`fewer than ${n} statements waiting on backend ${holder} after 2 s`);
 }
+
+/**
+ * The backend of a statement whose text is `LIKE queryLike` and that waits on a lock held by the
+ * backend `holder`: the test's own statement, found to be terminated. A spec running beside it on
+ * the same database may have the same statement waiting on a lock of its own; that backend is never
+ * named here. Bounded: 5 s, then a clear error.
+ */
+export async function statementWaitingOn(ds: DataSource, holder: number, queryLike: string): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const [r] = await ds.query<Array<{ pid: number }>>(
+      `SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid)) AND query LIKE $2`,
+      [holder, queryLike],
+    );
+    if (r) return r.pid;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  throw new Error(`no statement like ${queryLike} waiting on backend ${holder} after 5 s`);
+}

@@ -127,6 +127,66 @@ describe('Bus requests (own reply mux)', () => {
     expect(mux.size).toBe(0);
   });
 
+  it('unchecked (production): the receiver alone parses the request — the same value reaches the handler, the same requests are refused', async () => {
+    const env = nats.serviceEnv('gateway');
+    const unchecked = await Bus.connect(
+      {
+        servers: nats.url,
+        name: 'bus-request-spec-unchecked',
+        user: env.NATS_USER,
+        pass: env.NATS_PASSWORD,
+        checkOutgoing: false,
+      },
+      log,
+    );
+    try {
+      const got: unknown[] = [];
+      worker.handle('session.submit', async (r) => {
+        got.push(r);
+        return {
+          session_id: randomUUID(),
+          message_id: randomUUID(),
+          client_message_id: r.client_message_id,
+          duplicate: false,
+        };
+      });
+      await worker.nc.flush();
+      // Defaults left out and a key the contract does not know: applied and stripped by the receiver.
+      const a = actor();
+      const valid = { actor: a, source: 'web', client_message_id: 'c-1', content: 'hi', extra: 'dropped' };
+      await gateway.call('session.submit', valid);
+      await unchecked.call('session.submit', valid);
+      expect(got).toHaveLength(2);
+      expect(got[1]).toEqual(got[0]);
+      expect(got[0]).toEqual({
+        actor: a,
+        source: 'web',
+        client_message_id: 'c-1',
+        content: 'hi',
+        delivery: 'steer',
+        is_synthetic: false,
+      });
+      // What the checking sender refuses before sending, the receiver answers `invalid_input`; the
+      // handler sees none of it.
+      const invalid: Array<[Record<string, unknown>, string]> = [
+        [{ ...valid, content: 7 }, 'content'],
+        [{ ...valid, source: 'sessions' }, 'source'],
+        [{ ...valid, client_message_id: 'a\u0000b' }, 'client_message_id'],
+        [{ ...valid, actor: { userId: 'not-a-uuid', role: 'user' } }, 'actor.userId'],
+        [{ ...valid, delivery: 'later' }, 'delivery'],
+      ];
+      for (const [payload, field] of invalid) {
+        await expect(gateway.call('session.submit', payload as never)).rejects.toThrow();
+        const err = await unchecked.call('session.submit', payload as never).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(RemoteError);
+        expect((err as RemoteError).body).toMatchObject({ code: 'invalid_input', field });
+      }
+      expect(got).toHaveLength(2);
+    } finally {
+      await unchecked.drain();
+    }
+  });
+
   it('drain ends what still waits with a clear error', async () => {
     const other = await connect('gateway');
     let release = (): void => undefined;

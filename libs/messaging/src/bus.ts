@@ -53,10 +53,12 @@ export interface BusOptions {
   user?: string;
   pass?: string;
   /**
-   * Whether `publish` parses what it sends with its schema (and throws on a mismatch) before the
-   * receiver parses it again. The receiver is the boundary: every subscriber parses every message
-   * and drops what fails. Default: on, except with `NODE_ENV=production` (a sender's mistake then
-   * shows as the subscriber's `dropped invalid message` warning instead of a throw at the sender).
+   * Whether `publish` and `request` parse what they send with its schema (and throw on a mismatch)
+   * before the receiver parses it again. The receiver is the boundary: every subscriber parses
+   * every message and drops what fails, every handler parses every request and answers
+   * `invalid_input`. Default: on, except with `NODE_ENV=production` (a sender's mistake then shows
+   * as the subscriber's `dropped invalid message` warning or the handler's `invalid_input` answer
+   * instead of a throw at the sender).
    */
   checkOutgoing?: boolean;
 }
@@ -228,7 +230,11 @@ export class Bus {
     const spec = SUBJECTS[subject];
     // `to`: one instance's own subject of a direct request (`session.submit.<route>`), not the queue group.
     const wire = opts.to === undefined ? subject : directSubject(subject as DirectSubject, opts.to);
-    const body = spec.request.parse(payload);
+    // The receiver is the boundary: it parses every request (and answers `invalid_input`). The
+    // sender parses what it sends again only with `checkOutgoing`, as `publish` does; unchecked, the
+    // payload (the schema's input type) goes as JSON encodes it and the receiver's parse applies the
+    // defaults and strips unknown keys, as it would have after the sender's.
+    const body = this.checkOutgoing ? spec.request.parse(payload) : payload;
     const span = tracer().startSpan(`${subject} request`, {
       kind: SpanKind.CLIENT,
       attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },

@@ -872,7 +872,7 @@ function registeredMetrics(): Set<string> {
         ? e.name === 'node_modules' || e.name === 'dist'
           ? []
           : sources(join(dir, e.name))
-        : e.name.endsWith('.ts') && !/\.(spec|integration-spec|e2e-spec)\.ts$/.test(e.name)
+        : e.name.endsWith('.ts') && !/\.(spec|integration-spec|serial-spec|e2e-spec)\.ts$/.test(e.name)
           ? [join(dir, e.name)]
           : [],
     );

@@ -106,7 +106,9 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
         const [x] = batch;
         this.log?.error(
           {
-            err: e,
+            // the code and message only: the driver's error also carries the batch's parameters
+            sqlState: (e as { code: string }).code,
+            error: e instanceof Error ? e.message : String(e),
             userId: x.userId,
             sessionId: x.sessionId,
             toolCallId: x.toolCallId,

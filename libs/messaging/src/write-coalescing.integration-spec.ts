@@ -62,7 +62,7 @@ describe('coalesced NATS writes', () => {
     expect(log.warn).not.toHaveBeenCalled();
   });
 
-  it('publishes after 100 awaits in one turn: one write (the plain client: one per publish), all delivered in order', async () => {
+  it('publishes after 100 awaits in one turn: one write (the plain client: one per publish), in order per connection', async () => {
     const subject = `coalesce.${randomUUID()}`;
     const got: number[] = [];
     reader.subscribe(subject, {
@@ -90,7 +90,10 @@ describe('coalesced NATS writes', () => {
     expect(theirs.count()).toBeGreaterThanOrEqual(100);
 
     await until(() => got.length === 200, '200 messages');
-    expect(got).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    // In order per connection; NATS orders nothing across two connections (the server reads each
+    // socket on its own, so the plain client's first messages can arrive before the Bus's one write).
+    expect(got.filter((n) => n < 100)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(got.filter((n) => n >= 100)).toEqual(Array.from({ length: 100 }, (_, i) => 100 + i));
   });
 
   it('a lone publish goes out with nothing else happening', async () => {

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { Actor, AuditItem } from '@skald/contracts';
+import { sqlState } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { ownerScope } from '../bypasses/bypasses.service';
 import { ApprovalMetrics } from '../approval-metrics';
@@ -107,7 +108,7 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
         this.log?.error(
           {
             // the code and message only: the driver's error also carries the batch's parameters
-            sqlState: (e as { code: string }).code,
+            sqlState: sqlState(e),
             error: e instanceof Error ? e.message : String(e),
             userId: x.userId,
             sessionId: x.sessionId,
@@ -155,6 +156,5 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
  * server shutting down or out of resources), which a retry may cure.
  */
 function refusedForContent(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code);
+  return /^2[23]/.test(sqlState(e) ?? '');
 }

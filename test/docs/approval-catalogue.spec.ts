@@ -1,20 +1,31 @@
-// docs/approval.md's read-only table is generated from READ_ONLY_CATALOGUE by catalogueMarkdown():
-// this fails when the catalogue changed and the page was not updated.
+// docs/approval.md's read-only table and runners table are generated from the program table
+// (apps/approval-service/src/rules/programs.ts) by catalogueMarkdown() and runnersMarkdown():
+// this fails when the table changed and the page was not updated.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { catalogueMarkdown } from '../../apps/approval-service/src/rules/read-only-catalogue';
+import { catalogueMarkdown, runnersMarkdown } from '../../apps/approval-service/src/rules/read-only-catalogue';
 
-const BEGIN = '<!-- read-only catalogue: generated from apps/approval-service/src/rules/read-only-catalogue.ts -->';
-const END = '<!-- end of read-only catalogue -->';
+const TABLES: Array<[string, string, () => string]> = [
+  [
+    '<!-- read-only catalogue: generated from apps/approval-service/src/rules/read-only-catalogue.ts -->',
+    '<!-- end of read-only catalogue -->',
+    catalogueMarkdown,
+  ],
+  [
+    '<!-- runners: generated from apps/approval-service/src/rules/programs.ts by runnersMarkdown() -->',
+    '<!-- end of runners -->',
+    runnersMarkdown,
+  ],
+];
 
-describe('docs/approval.md, read-only catalogue', () => {
-  it('shows the catalogue exactly as catalogueMarkdown() renders it', () => {
+describe('docs/approval.md, read-only catalogue and runners', () => {
+  it.each(TABLES)('shows %s exactly as generated', (begin, endMarker, render) => {
     const page = readFileSync(join(__dirname, '../../docs/approval.md'), 'utf8');
-    const start = page.indexOf(BEGIN);
-    const end = page.indexOf(END);
+    const start = page.indexOf(begin);
+    const end = page.indexOf(endMarker);
     expect(start).toBeGreaterThan(-1);
     expect(end).toBeGreaterThan(start);
-    // When this fails: paste the output of catalogueMarkdown() between the markers.
-    expect(page.slice(start + BEGIN.length, end).trim()).toBe(catalogueMarkdown());
+    // When this fails: paste the output of the renderer between the markers.
+    expect(page.slice(start + begin.length, end).trim()).toBe(render());
   });
 });

@@ -7,10 +7,15 @@ export function describeScope(scope: BypassScope): string {
   if (scope === 'all') return 'every tool';
   if ('category' in scope) return `every ${scope.category} tool`;
   if ('mcp_server' in scope) return `every tool of the MCP server ${scope.mcp_server}`;
-  if (scope.program !== undefined)
+  if (scope.program !== undefined) {
+    // the approval service derives the option shape from the approved call (rules/programs.ts);
+    // a scope without one (stored before shapes existed) covers commands without options
+    const opts = scope.options ?? [];
+    const shape = opts.length === 0 ? 'no options' : `options ${opts.join(', ')} only`;
     return scope.subcommand
-      ? `${scope.program} ${scope.subcommand} with any arguments (${scope.tool})`
-      : `${scope.program} with options only (${scope.tool})`;
+      ? `${scope.program} ${scope.subcommand}, any further arguments, ${shape} (${scope.tool})`
+      : `${scope.program} without arguments, ${shape} (${scope.tool})`;
+  }
   if (scope.directory !== undefined) return `${scope.tool} on files directly in ${scope.directory}`;
   return scope.tool;
 }

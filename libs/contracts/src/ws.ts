@@ -22,9 +22,11 @@ export const ResumeFrame = z.object({
 /**
  * What a session bypass lets run without asking. Wide: `all`, a tool category, an MCP server —
  * a deliberate choice in the inbox. Narrow **(new)**: one tool, and for `execute_cmd` one
- * program and subcommand (`{tool: "execute_cmd", program: "git", subcommand: "status"}`; a null
- * subcommand: the program with options only), for a file tool one directory (`{tool:
- * "write_file", directory: "/workspace/src"}`: files directly in it).
+ * program, subcommand and option shape (`{tool: "execute_cmd", program: "git", subcommand:
+ * "status", options: ["-s"]}`: `git status` with at most the option `-s`, whatever its value; a
+ * null subcommand: the program without positional words; no `options` (a scope stored before
+ * they existed): no options at all), for a file tool one directory (`{tool: "write_file",
+ * directory: "/workspace/src"}`: files directly in it).
  */
 export const BypassScope = z.union([
   z.literal('all'),
@@ -35,13 +37,15 @@ export const BypassScope = z.union([
       tool: z.string().regex(/^[A-Za-z0-9_.:-]{1,256}$/),
       program: StoredText(256).min(1).optional(),
       subcommand: StoredText(256).min(1).nullable().optional(),
+      options: z.array(StoredText(256).min(1)).max(64).optional(),
       directory: StoredText(4096).min(1).optional(),
     })
     .strict()
     .refine(
       (s) => !(s.program !== undefined && s.directory !== undefined),
       'a scope names a program or a directory, not both',
-    ),
+    )
+    .refine((s) => s.options === undefined || s.program !== undefined, 'options belong to a program scope'),
 ]);
 export type BypassScope = z.infer<typeof BypassScope>;
 /**

@@ -1,5 +1,6 @@
 import { scanSegments, SimpleCommand } from './shell-analysis';
 import { anyCharsGlob, GlobTest } from './rule-glob';
+import { baseName, catalogueVerdict, gateRunnerKnowledge, parseInvocation, runnerSpec } from './programs';
 
 /**
  * Matching rules against what a command line runs. Allow rules match the command as written
@@ -13,105 +14,29 @@ import { anyCharsGlob, GlobTest } from './rule-glob';
 const MAX_UNWRAP = 8;
 const MAX_SHELL_STARTS = 256;
 
-export function baseName(word: string): string {
-  const i = word.lastIndexOf('/');
-  return i === -1 ? word : word.slice(i + 1);
-}
-
-/** Long flags folded onto a short one, per program. */
-const LONG_FLAGS: Record<string, Record<string, string>> = {
-  rm: { recursive: 'r', force: 'f', dir: 'd', verbose: 'v', interactive: 'i' },
-  cp: { recursive: 'r', force: 'f', archive: 'a', verbose: 'v', link: 'l', 'symbolic-link': 's' },
-  mv: { force: 'f', verbose: 'v', 'no-clobber': 'n', update: 'u' },
-  chmod: { recursive: 'R', verbose: 'v', changes: 'c', silent: 'f', quiet: 'f' },
-  chown: { recursive: 'R', verbose: 'v', changes: 'c', silent: 'f', quiet: 'f' },
-  chgrp: { recursive: 'R', verbose: 'v', changes: 'c', silent: 'f', quiet: 'f' },
-  ln: { symbolic: 's', force: 'f', verbose: 'v' },
-  mkdir: { parents: 'p', verbose: 'v' },
-  rmdir: { parents: 'p', verbose: 'v' },
-  shred: { remove: 'u', zero: 'z', force: 'f', verbose: 'v' },
-  git: { force: 'f' },
-};
-/** Short flags that mean the same: `rm -R` is `rm -r`. */
-const SHORT_ALIASES: Record<string, Record<string, string>> = {
-  rm: { R: 'r' },
-  cp: { R: 'r' },
-};
+export { baseName, gateRunnerKnowledge };
 
 export interface NormalisedCommand {
   program: string;
   flags: Set<string>;
   positional: string[];
+  /** Indices of positional words that may be the value of an option of unknown arity. */
+  ambiguous: ReadonlySet<number>;
 }
 
-/** A command's program, its flags as a set (clusters split, aliases folded) and its other words. */
+/**
+ * A command's program, its options as a set (clusters split, aliases and long forms folded, values
+ * of valued options skipped — programs.ts) and its other words.
+ */
 export function normaliseArgv(argv: readonly string[]): NormalisedCommand {
-  const program = baseName(argv[0] ?? '');
-  const longs = LONG_FLAGS[program] ?? {};
-  const aliases = SHORT_ALIASES[program] ?? {};
+  const inv = parseInvocation(argv);
   const flags = new Set<string>();
-  const positional: string[] = [];
-  let dashdash = false;
-  for (const a of argv.slice(1)) {
-    if (dashdash || a === '-' || !a.startsWith('-')) positional.push(a);
-    else if (a === '--') dashdash = true;
-    else if (a.startsWith('--')) {
-      const name = a.slice(2).split('=')[0];
-      flags.add(longs[name] ?? `--${name}`);
-    } else for (const ch of a.slice(1)) flags.add(aliases[ch] ?? ch);
-  }
-  return { program, flags, positional };
+  for (const o of inv.options) flags.add(o.name);
+  return { program: inv.program, flags, positional: inv.positional, ambiguous: inv.ambiguous };
 }
 
 // ---------------------------------------------------------------- wrappers
 
-/** Options of a wrapper that take a value (`-u USER`), so the value is not the wrapped command. */
-interface WrapperSpec {
-  valued: string[];
-  /** Positional words the wrapper itself consumes before the command (`timeout DUR`). */
-  leading?: number;
-  /** `NAME=value` words before the command are the wrapper's (`env X=1 cmd`, `sudo X=1 cmd`). */
-  assignments?: boolean;
-}
-
-const WRAPPERS: Record<string, WrapperSpec> = {
-  command: { valued: [] },
-  builtin: { valued: [] },
-  exec: { valued: ['-a'] },
-  env: { valued: ['-u', '--unset', '-C', '--chdir', '-S', '--split-string'], assignments: true },
-  nice: { valued: ['-n', '--adjustment'] },
-  nohup: { valued: [] },
-  timeout: { valued: ['-s', '--signal', '-k', '--kill-after'], leading: 1 },
-  stdbuf: { valued: ['-i', '-o', '-e', '--input', '--output', '--error'] },
-  time: { valued: ['-f', '--format', '-o', '--output'] },
-  xargs: {
-    valued: ['-I', '-L', '-n', '-P', '-s', '-d', '-E', '-a', '--max-args', '--max-procs', '--delimiter', '--arg-file'],
-  },
-  sudo: {
-    valued: ['-u', '-g', '-C', '-D', '-h', '-p', '-r', '-t', '-U', '-T', '--user', '--group'],
-    assignments: true,
-  },
-  doas: { valued: ['-u', '-C'] },
-  ionice: { valued: ['-c', '-n', '-p', '--class', '--classdata'] },
-  setsid: { valued: [] },
-  chrt: { valued: [], leading: 1 },
-  taskset: { valued: [], leading: 1 },
-  chroot: { valued: ['--userspec', '--groups'], leading: 1 },
-  flock: { valued: ['-w', '--timeout', '-E', '--conflict-exit-code'], leading: 1 },
-  unbuffer: { valued: [] },
-  watch: { valued: ['-n', '--interval', '-d'] },
-  strace: { valued: ['-e', '-o', '-p', '-s', '-u'] },
-  ltrace: { valued: ['-e', '-o', '-p', '-s', '-u'] },
-  parallel: { valued: ['-j', '--jobs'] },
-  caffeinate: { valued: [] },
-  su: { valued: ['-c', '--command', '-s', '--shell', '-g', '-G'] },
-  runuser: { valued: ['-u', '-g', '-G', '-c', '--command'] },
-  firejail: { valued: [] },
-  busybox: { valued: [] },
-};
-/** Shells and `eval`: their argument is shell code, scanned like an unreadable line. */
-const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'fish', 'csh', 'tcsh', 'busybox']);
-const FIND_EXEC = new Set(['-exec', '-execdir', '-ok', '-okdir']);
 /** Builtins that change how later commands are found or read. */
 const SHELL_STATE = new Set([
   'alias',
@@ -135,12 +60,23 @@ const SHELL_STATE = new Set([
   'umask',
 ]);
 
-/** The command a wrapper runs, or null when the wrapper runs nothing (`env` alone, `command -v x`). */
-function unwrapOnce(argv: readonly string[]): string[] | null {
-  const spec = WRAPPERS[baseName(argv[0])];
-  if (!spec) return null;
+const NAME_ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
+
+interface Unwrapped {
+  /** The command the wrapper runs, or null (`env` alone, `command -v x`, `script -c` only). */
+  inner: string[] | null;
+  /** Shell code given to an option (`script -c CODE`, `flock -c CODE`). */
+  code: string[];
+}
+
+/** What a wrapper runs: its inner command (options and their values skipped, by programs.ts) and its code options. */
+function unwrapOnce(argv: readonly string[]): Unwrapped | null {
+  const w = runnerSpec(argv[0]);
+  if (!w) return null;
+  const { runner } = w;
+  const code: string[] = [];
   let i = 1;
-  let leading = spec.leading ?? 0;
+  let leading = runner.leading ?? 0;
   while (i < argv.length) {
     const a = argv[i];
     if (a === '--') {
@@ -148,16 +84,36 @@ function unwrapOnce(argv: readonly string[]): string[] | null {
       break;
     }
     if (a.startsWith('-') && a.length > 1) {
-      const name = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
-      if ((name === '-S' || name === '--split-string') && baseName(argv[0]) === 'env') {
-        const str = a.includes('=') ? a.slice(a.indexOf('=') + 1) : (argv[i + 1] ?? '');
-        const rest = a.includes('=') ? argv.slice(i + 1) : argv.slice(i + 2);
-        return [...str.split(/\s+/).filter(Boolean), ...rest];
+      if (a.startsWith('--')) {
+        const eq = a.indexOf('=');
+        const name = eq === -1 ? a.slice(2) : a.slice(2, eq);
+        const value = eq === -1 ? (w.valuedLong.has(name) ? (argv[i + 1] ?? '') : null) : a.slice(eq + 1);
+        if (name === 'split-string' && baseName(argv[0]) === 'env') {
+          const rest = eq === -1 ? argv.slice(i + 2) : argv.slice(i + 1);
+          return { inner: [...(value ?? '').split(/\s+/).filter(Boolean), ...rest], code };
+        }
+        if (w.codeLong.has(name) && value !== null) code.push(value);
+        i += eq === -1 && w.valuedLong.has(name) ? 2 : 1;
+        continue;
       }
-      i += spec.valued.includes(name) && !a.includes('=') ? 2 : 1;
+      let next = i + 1;
+      for (let j = 1; j < a.length; j++) {
+        const ch = a[j];
+        if (!w.valuedShort.has(ch)) continue;
+        const attached = j + 1 < a.length;
+        const value = attached ? a.slice(j + 1) : (argv[i + 1] ?? '');
+        if (ch === 'S' && baseName(argv[0]) === 'env') {
+          const rest = attached ? argv.slice(i + 1) : argv.slice(i + 2);
+          return { inner: [...value.split(/\s+/).filter(Boolean), ...rest], code };
+        }
+        if (w.codeShort.has(ch)) code.push(value);
+        if (!attached) next = i + 2;
+        break;
+      }
+      i = next;
       continue;
     }
-    if (spec.assignments && /^[A-Za-z_][A-Za-z0-9_]*=/.test(a)) {
+    if (runner.assignments && NAME_ASSIGNMENT.test(a)) {
       i++;
       continue;
     }
@@ -168,12 +124,25 @@ function unwrapOnce(argv: readonly string[]): string[] | null {
     }
     break;
   }
-  return i < argv.length ? argv.slice(i) : null;
+  const inner = !runner.noPositionalCommand && i < argv.length ? argv.slice(i) : null;
+  return { inner, code };
+}
+
+/** Code read like an unreadable line: every word may start a command (also after a `NAME=`-style prefix). */
+function codeStarts(code: string, depth: number, queue: Array<{ argv: readonly string[]; depth: number }>): void {
+  let starts = 0;
+  for (const seg of scanSegments(code))
+    for (let i = 0; i < seg.length && starts < MAX_SHELL_STARTS; i++, starts++) {
+      queue.push({ argv: seg.slice(i), depth });
+      const eq = seg[i].lastIndexOf('=');
+      if (eq !== -1 && eq + 1 < seg[i].length) queue.push({ argv: [seg[i].slice(eq + 1), ...seg.slice(i + 1)], depth });
+    }
 }
 
 /**
  * Every argv a command would run: itself, what its wrappers run, `find -exec` commands, and
- * (as token sequences) the code given to `sh -c` or `eval`.
+ * (as token sequences) the code given to `sh -c`, `eval`, `script -c`, `tar --to-command` and the
+ * like.
  */
 export function effectiveCommands(argv: readonly string[]): string[][] {
   const out: string[][] = [];
@@ -183,37 +152,72 @@ export function effectiveCommands(argv: readonly string[]): string[][] {
     if (cur.length === 0) continue;
     out.push([...cur]);
     if (depth >= MAX_UNWRAP) continue;
-    const name = baseName(cur[0]);
-    const inner = unwrapOnce(cur);
-    if (inner) queue.push({ argv: inner, depth: depth + 1 });
-    if (SHELLS.has(name) || name === 'eval' || name === 'su' || name === 'runuser') {
-      // the code, read like an unreadable line: every word may start a command
-      let starts = 0;
-      for (const seg of scanSegments(cur.slice(1).join(' ')))
-        for (let i = 0; i < seg.length && starts < MAX_SHELL_STARTS; i++, starts++)
-          queue.push({ argv: seg.slice(i), depth: MAX_UNWRAP });
+    const w = unwrapOnce(cur);
+    if (w) {
+      if (w.inner) queue.push({ argv: w.inner, depth: depth + 1 });
+      for (const code of w.code) codeStarts(code, MAX_UNWRAP, queue);
+      if (runnerSpec(cur[0])?.runner.shell) codeStarts(cur.slice(1).join(' '), MAX_UNWRAP, queue);
     }
-    if (name === 'find') {
+    const inv = parseInvocation(cur);
+    if (inv.program === 'find') {
       for (let i = 1; i < cur.length; i++) {
         if (!FIND_EXEC.has(cur[i])) continue;
-        const end = cur.findIndex((w, j) => j > i && (w === ';' || w === '+'));
+        const end = cur.findIndex((x, j) => j > i && (x === ';' || x === '+'));
         queue.push({ argv: cur.slice(i + 1, end === -1 ? cur.length : end), depth: depth + 1 });
       }
     }
+    for (const o of inv.options)
+      if (o.value !== null && COMMAND_VALUED.has(`${inv.program} ${o.name}`)) codeStarts(o.value, MAX_UNWRAP, queue);
   }
   return out;
 }
+const FIND_EXEC = new Set(['-exec', '-execdir', '-ok', '-okdir']);
+/** Options whose value is a command line the program runs (also judged as runs-code by the catalogue). */
+const COMMAND_VALUED = new Set([
+  'tar --to-command',
+  'tar --checkpoint-action',
+  'tar -I',
+  'tar --use-compress-program',
+  'tar -F',
+  'tar --info-script',
+  'tar --new-volume-script',
+  'tar --rsh-command',
+  'rg --pre',
+  'rg --hostname-bin',
+  'sort --compress-program',
+  'git --upload-pack',
+  'git --receive-pack',
+  'git --exec',
+  'git -x',
+  'git --extcmd',
+]);
 
-/** Why no allow rule can match this command (it runs, or changes how the shell runs, others), or null. */
+/** Why no allow rule can match this command (it runs, or changes how the shell runs, others, or runs code), or null. */
 export function unallowableReason(cmd: SimpleCommand): string | null {
   const name = baseName(cmd.argv[0]);
-  if (WRAPPERS[name] || SHELLS.has(name)) return `${name} runs other commands`;
+  if (gateRunnerKnowledge(name) === 'runs_command') return `${name} runs other commands`;
   if (SHELL_STATE.has(name)) return `${name} changes how the shell runs later commands`;
   if (name === 'find' && cmd.argv.some((a) => FIND_EXEC.has(a))) return 'find -exec runs other commands';
+  const code = runsCodeReason(cmd.argv);
+  if (code) return code;
   if (cmd.assignments.length > 0) return 'variable assignments before a command';
   const write = cmd.redirections.find((r) => isWriteRedirection(r.op) && !HARMLESS_TARGETS.has(r.target));
   if (write) return `redirection writes ${write.target}`;
   return null;
+}
+
+/**
+ * Why this invocation runs code the gate cannot read (an interpreter's `-c`/`-e`/script, a
+ * catalogue row of risk `runs`), or null. Such a command is never covered by a bypass, and under
+ * a deny rule on any program it needs a human.
+ */
+export function runsCodeReason(argv: readonly string[]): string | null {
+  const v = catalogueVerdict(parseInvocation(argv));
+  if (!v || v.row.risk !== 'runs') return null;
+  return `${v.program} ${v.row.when === 'every invocation' ? '' : `with ${v.row.when} `}${v.row.effect}`.replace(
+    /`/g,
+    '',
+  );
 }
 
 const HARMLESS_TARGETS = new Set(['/dev/null', '/dev/stdout', '/dev/stderr']);
@@ -259,7 +263,6 @@ export function patternWords(pattern: string): string[] | string {
 /** A literal word, a word glob (`*` = any characters, matched in linear time), or any one word. */
 type WordMatcher = string | GlobTest | null;
 
-
 function wordMatchers(words: readonly string[]): WordMatcher[] {
   return words.map((w) => (w === '*' ? null : w.includes('*') ? anyCharsGlob(w) : w));
 }
@@ -280,11 +283,45 @@ function prefixMatch(matchers: readonly WordMatcher[], argv: readonly string[]):
   return true;
 }
 
+/**
+ * `prefixMatch` where a word that may be an option's value (an option of unknown arity before it)
+ * may also be skipped: a deny rule `deploytool push` matches `deploytool --env prod push`.
+ * Dynamic programming over (pattern word, argv word): O(pattern × argv).
+ */
+function prefixMatchSkipping(
+  matchers: readonly WordMatcher[],
+  argv: readonly string[],
+  skippable: ReadonlySet<number>,
+): boolean {
+  if (skippable.size === 0) return prefixMatch(matchers, argv);
+  // reach[j]: the first i pattern words can be matched ending before argv word j
+  let reach = new Set<number>([0]);
+  for (let i = 0; i < matchers.length; i++) {
+    const w = matchers[i];
+    if (w === null && i === matchers.length - 1) return reach.size > 0;
+    const next = new Set<number>();
+    for (let j of reach) {
+      for (;;) {
+        const a = argv[j];
+        if (a === undefined) break;
+        if (w === null || (typeof w === 'string' ? a === w : w.test(a))) next.add(j + 1);
+        if (!skippable.has(j)) break;
+        j++;
+      }
+    }
+    if (next.size === 0) return false;
+    reach = next;
+  }
+  return true;
+}
+
 export interface CommandPattern {
   /** As written: for allow rules. */
   exact(argv: readonly string[]): boolean;
   /** By what runs (base name, flags as a set, positional words by prefix): for deny and require rules. */
   normalised(argv: readonly string[]): boolean;
+  /** `normalised` on a command already read by `normaliseArgv`. */
+  matchesNormalised(n: NormalisedCommand): boolean;
   program: string;
 }
 
@@ -297,22 +334,28 @@ export function compileCommandWords(words: readonly string[]): CommandPattern {
   return {
     program: norm.program,
     exact: (argv) => prefixMatch(exact, argv),
-    normalised: (argv) => {
-      const n = normaliseArgv(argv);
-      if (
-        programMatcher !== null &&
-        !(typeof programMatcher === 'string' ? n.program === programMatcher : programMatcher.test(n.program))
-      )
-        return false;
-      for (const f of norm.flags) if (!n.flags.has(f)) return false;
-      return prefixMatch(positional, n.positional);
-    },
+    normalised: (argv) => matchesNormalised(normaliseArgv(argv)),
+    matchesNormalised,
   };
+  function matchesNormalised(n: NormalisedCommand): boolean {
+    if (
+      programMatcher !== null &&
+      !(typeof programMatcher === 'string' ? n.program === programMatcher : programMatcher.test(n.program))
+    )
+      return false;
+    for (const f of norm.flags) if (!n.flags.has(f)) return false;
+    return prefixMatchSkipping(positional, n.positional, n.ambiguous);
+  }
 }
 
 /** Deny/require matching over a command and everything it runs. */
 export function matchesWhatRuns(pattern: CommandPattern, argv: readonly string[]): boolean {
-  return effectiveCommands(argv).some((a) => pattern.normalised(a));
+  return whatRuns(argv).some((n) => pattern.matchesNormalised(n));
+}
+
+/** Every command a command would run (`effectiveCommands`), each read by `normaliseArgv`: computed once per command, matched by every rule. */
+export function whatRuns(argv: readonly string[]): NormalisedCommand[] {
+  return effectiveCommands(argv).map(normaliseArgv);
 }
 
 /**

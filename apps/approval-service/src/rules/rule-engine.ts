@@ -14,12 +14,15 @@ import {
 import {
   CommandPattern,
   compileCommandWords,
-  matchesWhatRuns,
+  NormalisedCommand,
   patternWords,
+  runsCodeReason,
   scanMatches,
   unallowableReason,
+  whatRuns,
 } from './command-match';
-import { writesOrRuns } from './read-only-catalogue';
+import { catalogueRisk, writesOrRuns } from './read-only-catalogue';
+import { parseInvocation } from './programs';
 import { readCommandLine } from './shell-commands';
 import { analyzeCommand, scanSegments, SimpleCommand } from './shell-analysis';
 import { anyCharsGlob, GlobTest, pathGlob, RULE_PATH_MAX_CHARS } from './rule-glob';
@@ -363,18 +366,47 @@ export function mcpServerOf(name: string): string | null {
   return m ? m[1] : null;
 }
 
-/** The program and subcommand a narrow session approval names: argv[0] and the first word after it that is not an option. */
-export function commandKey(argv: readonly string[]): { program: string; subcommand: string | null } {
-  const sub = argv.slice(1).find((w) => !w.startsWith('-'));
-  return { program: argv[0] ?? '', subcommand: sub ?? null };
+/**
+ * What a narrow session approval of a command names: its program (argv[0] as written), its
+ * subcommand (the first word that is neither an option nor an option's value, by the program
+ * table: `git -C . status` → `status`), and its option shape (the set of its options' normalised
+ * names, values left out: `sed -n 1p f` → [`-n`]; `--expression=x` → `--expression`, folded onto
+ * `-e` where the table says). `ambiguous`: the subcommand word follows an option whose arity the
+ * table does not know (an unknown program's `-x word`), so it may be that option's value.
+ */
+export function commandKey(argv: readonly string[]): {
+  program: string;
+  subcommand: string | null;
+  options: string[];
+  ambiguous: boolean;
+} {
+  const inv = parseInvocation(argv);
+  return {
+    program: argv[0] ?? '',
+    subcommand: inv.positional[0] ?? null,
+    options: [...new Set(inv.options.map((o) => o.name))].sort(),
+    ambiguous: inv.positional.length > 0 && inv.ambiguous.has(0),
+  };
 }
+
+/** Why no narrow session approval may name or cover this command, or null. */
+function notNarrowable(argv: readonly string[]): string | null {
+  const risk = catalogueRisk(argv);
+  if (risk === 'writes' || risk === 'runs') return `${argv[0]}: ${writesOrRuns(argv) ?? risk}`;
+  if (commandKey(argv).ambiguous) return `${argv[0]}: its subcommand may be an option's value`;
+  return null;
+}
+
+/** At most this many option names in one scope (the wire schema's bound). */
+const MAX_SCOPE_OPTIONS = 64;
 
 /**
  * The narrow scopes a human's "approve for this session" opens for this call: `execute_cmd` →
- * this tool with each command's program and subcommand (`git status` → {execute_cmd, git,
- * status}); a file tool → this tool in this file's directory; any other tool → this tool. Empty
- * when the call cannot be narrowed (a line the gate cannot read, a path the runner refuses): then
- * no session approval is offered.
+ * this tool with each command's program, subcommand and option shape (`git status -s` →
+ * {execute_cmd, git, status, options: ["-s"]}); a file tool → this tool in this file's directory;
+ * any other tool → this tool. Empty when the call cannot be narrowed (a line the gate cannot
+ * read, a command the read-only catalogue says writes or runs code, a subcommand that may be an
+ * option's value, a path the runner refuses): then no session approval is offered.
  */
 export function narrowScopes(
   toolName: string,
@@ -395,12 +427,17 @@ function deriveScopes(
   if (toolName === 'execute_cmd') {
     const line = readCommandLine(args.command);
     if (!line.readable) return [];
-    const seen = new Map<string, BypassScope>();
+    const seen = new Map<string, { tool: string; program: string; subcommand: string | null; options: Set<string> }>();
     for (const c of line.commands) {
+      if (notNarrowable(c.argv)) return [];
       const k = commandKey(c.argv);
-      seen.set(JSON.stringify([k.program, k.subcommand]), { tool: toolName, ...k });
+      const key = JSON.stringify([k.program, k.subcommand]);
+      const prev = seen.get(key);
+      if (prev) for (const o of k.options) prev.options.add(o);
+      else seen.set(key, { tool: toolName, program: k.program, subcommand: k.subcommand, options: new Set(k.options) });
     }
-    return [...seen.values()];
+    const scopes = [...seen.values()].map((s) => ({ ...s, options: [...s.options].sort() }));
+    return scopes.every((s) => s.options.length <= MAX_SCOPE_OPTIONS) ? scopes : [];
   }
   if (PATH_TOOLS.includes(toolName)) {
     const paths = effectiveCallPaths(toolName, args, workingDirectory);
@@ -411,19 +448,28 @@ function deriveScopes(
   return [{ tool: toolName }];
 }
 
-/** A narrow scope covers a call of its own tool: every command's program and subcommand, or every path's directory. */
+/**
+ * A narrow scope covers a call of its own tool: for `execute_cmd`, every command of the line has
+ * the scope's program and subcommand, its options within the scope's option shape (a scope stored
+ * before option shapes existed has none: it covers commands without options only), and is not one
+ * the read-only catalogue says writes or runs code; for a file tool, every path's directory.
+ */
 function narrowCovers(scope: Extract<BypassScope, { tool: string }>, input: GateInput): boolean {
   if (scope.tool !== input.toolName) return false;
   if (input.toolName === 'execute_cmd') {
     if (scope.program === undefined) return false;
     const line = readCommandLine(input.arguments.command);
-    return (
-      line.readable &&
-      line.commands.every((c) => {
-        const k = commandKey(c.argv);
-        return k.program === scope.program && k.subcommand === (scope.subcommand ?? null);
-      })
-    );
+    if (!line.readable) return false;
+    const shape = new Set(scope.options ?? []);
+    return line.commands.every((c) => {
+      if (notNarrowable(c.argv)) return false;
+      const k = commandKey(c.argv);
+      return (
+        k.program === scope.program &&
+        k.subcommand === (scope.subcommand ?? null) &&
+        k.options.every((o) => shape.has(o))
+      );
+    });
   }
   if (PATH_TOOLS.includes(input.toolName)) {
     if (scope.directory === undefined) return false;
@@ -508,6 +554,35 @@ function decideOne(
 ): GateResult {
   const unallowable = unallowableReason(cmd);
   const text = cmd.argv.join(' ');
+  const d = firstCommandMatch(rules, input, cmd, cwd, unallowable, text);
+  if (d.decision === 'deny') return d;
+  // Code the gate cannot read may run anything a deny rule names: a human decides (no bypass).
+  const code = runsCodeReason(cmd.argv);
+  if (code) {
+    const deny = rules.find(
+      (r) => r.action === 'deny' && !r.broken && r.command && appliesTo(r, input) && workdirMatches(r, cwd),
+    );
+    if (deny)
+      return {
+        decision: 'require',
+        ruleId: deny.id,
+        reason: `${text}: ${code}; ${describe(deny)} cannot see inside it: a human decides`,
+        by: 'rule',
+        needsHuman: true,
+      };
+  }
+  return d;
+}
+
+function firstCommandMatch(
+  rules: readonly CompiledRule[],
+  input: GateInput,
+  cmd: SimpleCommand,
+  cwd: Array<string | null>,
+  unallowable: string | null,
+  text: string,
+): GateResult {
+  let runs: NormalisedCommand[] | undefined;
   for (const rule of rules) {
     if (!appliesTo(rule, input)) continue;
     if (rule.broken) return { decision: 'require', ruleId: rule.id, reason: describe(rule), by: 'rule' };
@@ -523,7 +598,11 @@ function decideOne(
           reason: `${text}: ${caveat}; ${describe(rule)} asks`,
           by: 'rule',
         };
-    } else if (rule.command && !matchesWhatRuns(rule.command, cmd.argv)) continue;
+    } else if (rule.command) {
+      runs ??= whatRuns(cmd.argv);
+      const pattern = rule.command;
+      if (!runs.some((n) => pattern.matchesNormalised(n))) continue;
+    }
     return { decision: rule.action, ruleId: rule.id, reason: `${text}: ${describe(rule)}`, by: 'rule' };
   }
   return {
@@ -558,7 +637,12 @@ function decideShell(rules: readonly CompiledRule[], input: GateInput): GateResu
   let worst: GateResult | null = null;
   for (const cmd of analysis.commands) {
     const d = decideOne(rules, input, cmd, cwd);
-    if (!worst || RANK[d.decision] > RANK[worst.decision]) worst = d;
+    if (
+      !worst ||
+      RANK[d.decision] > RANK[worst.decision] ||
+      (d.decision === worst.decision && d.needsHuman && !worst.needsHuman)
+    )
+      worst = d;
     if (d.decision === 'deny') break;
   }
   return worst as GateResult;

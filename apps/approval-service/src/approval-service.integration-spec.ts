@@ -256,7 +256,8 @@ describe('approval service over NATS and Postgres', () => {
     const sessionId = randomUUID();
     const { req } = await register(alice, { session_id: sessionId, arguments: { command: 'git status' } });
     const inbox = await client.call('approval.inbox', { actor: alice });
-    const scope = { tool: 'execute_cmd', program: 'git', subcommand: 'status' };
+    // the approved invocation: program, subcommand and option shape (here: no options)
+    const scope = { tool: 'execute_cmd', program: 'git', subcommand: 'status', options: [] };
     expect(inbox.approvals.find((a) => a.request_id === req.request_id)?.session_approval).toEqual({
       scopes: [scope],
       secs: 3600,
@@ -271,7 +272,12 @@ describe('approval service over NATS and Postgres', () => {
     expect(b.scope).toEqual(scope);
     const lifetime = new Date(b.expires_at ?? 0).getTime() - new Date(b.created_at).getTime();
     expect(Math.abs(lifetime - 3600_000)).toBeLessThan(5_000);
-    expect((await check(alice, sessionId, 'execute_cmd', { command: 'git status -s' })).decision).toBe('allow');
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'git status' })).decision).toBe('allow');
+    // options outside the approved shape, or one that runs code, are not covered
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'git status -s' })).decision).toBe('require');
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'git --git-dir=evil status' })).decision).toBe(
+      'require',
+    );
     expect((await check(alice, sessionId, 'execute_cmd', { command: 'git push' })).decision).toBe('require');
     expect((await check(alice, sessionId, 'execute_cmd', { command: 'git status; git push' })).decision).toBe(
       'require',
@@ -372,6 +378,21 @@ describe('approval service over NATS and Postgres', () => {
       'echo "x',
     ])
       expect(await check(alice, sessionId, 'execute_cmd', { command })).toMatchObject({ decision: 'require' });
+  });
+
+  it('a narrow scope stored without an option shape (before issue 34) still parses and covers no options', async () => {
+    const alice = user();
+    const sessionId = randomUUID();
+    const legacy = { tool: 'execute_cmd', program: 'ls', subcommand: null };
+    await client.call('approval.bypasses.create', { actor: alice, session_id: sessionId, scope: legacy });
+    const [b] = (await client.call('approval.bypasses.list', { actor: alice, session_id: sessionId })).items;
+    expect(b.scope).toEqual(legacy);
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'ls' })).decision).toBe('allow');
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'ls -la' })).decision).toBe('require');
+    const shaped = { tool: 'execute_cmd', program: 'ls', subcommand: null, options: ['-a', '-l'] };
+    await client.call('approval.bypasses.create', { actor: alice, session_id: sessionId, scope: shaped });
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'ls -la' })).decision).toBe('allow');
+    expect((await check(alice, sessionId, 'execute_cmd', { command: 'ls -laR' })).decision).toBe('require');
   });
 
   it('a bypass with secs expires by the database clock; a revoked one ends at once', async () => {

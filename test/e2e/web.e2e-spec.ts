@@ -264,7 +264,12 @@ describe('web client in a real browser', () => {
       items: Array<{ id: string; scope: unknown; expires_at?: string; created_at: string }>;
     }>('/api/approval/bypasses');
     expect(bypasses.body.items).toHaveLength(1);
-    expect(bypasses.body.items[0].scope).toEqual({ tool: 'execute_cmd', program: 'git', subcommand: 'status' });
+    expect(bypasses.body.items[0].scope).toEqual({
+      tool: 'execute_cmd',
+      program: 'git',
+      subcommand: 'status',
+      options: [],
+    });
     const life = Date.parse(bypasses.body.items[0].expires_at ?? '') - Date.parse(bypasses.body.items[0].created_at);
     expect(Math.abs(life - 3600_000)).toBeLessThan(10_000);
 

@@ -84,7 +84,7 @@ export interface ProgramSpec {
   longFlags?: Readonly<Record<string, string>>;
   /** Short letters folded onto another (`rm -R` ≡ `rm -r`). */
   shortAliases?: Readonly<Record<string, string>>;
-  /** Words that end an option's value list (`find -exec … ;`). */
+  /** It runs other commands (wrappers, shells) or code (interpreters). */
   runner?: RunsCommand | RunsCode;
   /** The read-only catalogue: its rows, and which row (if any) an invocation falls under. */
   catalogue?: { rows: readonly CatalogueRow[]; classify: (inv: Invocation) => number | null };

@@ -24,9 +24,7 @@ describe('program table (programs.ts): the derivations are complete', () => {
         const argv = r?.noPositionalCommand ? [n, '-c', 'rm marker', '/dev/null'] : [n, ...lead, 'rm', 'marker'];
         const seen = effectiveCommands(argv).map((a) => a.join(' '));
         expect({ n, ran: seen.some((a) => a === 'rm marker') }).toEqual({ n, ran: true });
-        expect(unallowableReason({ argv, assignments: [], redirections: [] })).toContain(
-          'runs other commands',
-        );
+        expect(unallowableReason({ argv, assignments: [], redirections: [] })).toContain('runs other commands');
       }
   });
 

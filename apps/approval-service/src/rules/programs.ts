@@ -1147,9 +1147,7 @@ function runsCode(inv: Invocation): boolean {
 }
 
 /** The knowledge command-match needs to unwrap a wrapper. */
-export function runnerSpec(
-  program: string,
-): {
+export function runnerSpec(program: string): {
   runner: RunsCommand;
   valuedShort: ReadonlySet<string>;
   valuedLong: ReadonlySet<string>;

@@ -74,7 +74,7 @@ describe('cron jobs: per-user cap', () => {
     await expect(create(svc, other, 0)).resolves.toMatchObject({ id: expect.any(String) });
     // A deleted job frees its place.
     const [first] = (await svc.list(actor)).items;
-    await svc.delete(actor, first!.id);
+    await svc.delete(actor, first.id);
     await expect(create(svc, actor, 99)).resolves.toMatchObject({ id: expect.any(String) });
     await expect(create(svc, actor, 100)).rejects.toBeInstanceOf(RemoteError);
   });

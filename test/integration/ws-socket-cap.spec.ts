@@ -77,8 +77,8 @@ describe('gateway: sockets per user', () => {
     }
     // A closed socket frees its place.
     await new Promise<void>((r) => {
-      hello[0]!.ws.once('close', () => r());
-      hello[0]!.ws.close();
+      hello[0].ws.once('close', () => r());
+      hello[0].ws.close();
     });
     await new Promise((r) => setTimeout(r, 200));
     const next = await open();

@@ -29,6 +29,7 @@ import { SessionsController } from './sessions/sessions.controller';
 import { SessionsGateway } from './sessions/sessions.gateway';
 import { GATEWAY_LOGGER } from './tokens';
 import { GatewayMetrics } from './ws/gateway-metrics';
+import { SocketCap } from './ws/socket-cap';
 import { WsServer } from './ws/ws.server';
 import { metricsGuard } from './http/metrics-guard';
 
@@ -89,6 +90,7 @@ export class AppModule {
         LlmGateway,
         GatewayMetrics,
         WorkspaceFilesClient,
+        SocketCap,
         WsServer,
         { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
       ],

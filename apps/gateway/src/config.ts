@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
+import { DEFAULT_REDIS_PREFIXES, userCapSetting } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 import { isLoopbackDevUrl } from './web/dev-proxy';
 
@@ -34,6 +34,13 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
    * anyone can pick their address with X-Forwarded-For.
    */
   SKALD_TRUST_PROXY: z.string().min(1).optional(),
+  SKALD_MAX_SOCKETS_PER_USER: userCapSetting('sockets'),
+  /**
+   * How long a socket's place under `SKALD_MAX_SOCKETS_PER_USER` lives in Redis unless its gateway
+   * renews it (every third of it), in ms: a replica that dies frees its users' places within this.
+   * The places are kept under `SKALD_LOGIN_LIMIT_PREFIX` + `sockets:` (the gateway's Redis keys).
+   */
+  SKALD_WS_SOCKET_LEASE_MS: z.coerce.number().int().min(300).max(3_600_000).default(60_000),
   /** How often every open WebSocket re-checks its credential against the database (a lost revocation broadcast ends within this). */
   SKALD_WS_REVALIDATE_SECS: z.coerce.number().min(0.2).max(3600).default(30),
   /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
+import { DEFAULT_REDIS_PREFIXES, userCapSetting } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 import { validateCron } from './jobs/cron-spec';
 
@@ -22,6 +22,7 @@ export const SchedulerConfigSchema = BaseConfigSchema.extend({
   SKALD_CRON_MIN_INTERVAL_S: z.coerce.number().int().min(1).default(60),
   /** Async tasks a user may have open at once; one more is refused with a clear error. */
   SKALD_MAX_ASYNC_TASKS_PER_USER: z.coerce.number().int().min(1).default(5),
+  SKALD_MAX_CRON_JOBS_PER_USER: userCapSetting('cron_jobs'),
   /** How often open runs are checked (the `turn_ended` doorbell makes it sooner). */
   SKALD_JOB_POLL_MS: z.coerce.number().int().min(50).default(1_000),
   /** A run whose runner has not heartbeaten for this long is adopted by another replica. */

@@ -23,7 +23,7 @@ import { JobSessionsHandler } from './jobs/job-sessions.handler';
 import { JobSessionsRepository } from './jobs/job-sessions.repository';
 import { JobSessionsService } from './jobs/job-sessions.service';
 import { DeliveryRouting } from './jobs/delivery-routing.service';
-import { SessionsRepository } from './sessions/sessions.repository';
+import { SessionsRepository, USER_LIMITS, UserLimits } from './sessions/sessions.repository';
 import { SessionsService } from './sessions/sessions.service';
 import { InboxRepository } from './submit/inbox.repository';
 import { SubmitService } from './submit/submit.service';
@@ -83,6 +83,7 @@ export class AppModule {
         { provide: WORKER_CONFIG, useValue: config },
         { provide: WORKER_LOGGER, useValue: log },
         { provide: WORKER_INSTANCE, useValue: instance },
+        { provide: USER_LIMITS, useValue: { sessions: config.SKALD_MAX_SESSIONS_PER_USER } satisfies UserLimits },
         { provide: LlmManager, useValue: llm },
         { provide: LlmResources, useFactory: () => new LlmResources(closeLlm) },
         LlmUsageRepository,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_REDIS_PREFIXES } from '@skald/contracts';
+import { DEFAULT_REDIS_PREFIXES, userCapSetting } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 
 export const WorkerConfigSchema = BaseConfigSchema.extend({
@@ -23,6 +23,7 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   SKALD_HUMAN_POLL_MS: z.coerce.number().int().min(100).default(2_000),
   /** Tokens (input + output) a user may spend a UTC day across all sessions; 0 = unlimited. */
   SKALD_USER_DAILY_TOKENS: z.coerce.number().int().min(0).default(0),
+  SKALD_MAX_SESSIONS_PER_USER: userCapSetting('sessions'),
   /** Prefix of the Redis keys holding the LLM clients' shared health. */
   SKALD_LLM_HEALTH_PREFIX: z.string().default(DEFAULT_REDIS_PREFIXES.llmHealthPrefix),
   /** A client with no outcome for this long is forgotten (healthy again). */

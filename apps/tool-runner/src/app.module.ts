@@ -24,7 +24,7 @@ import { ToolsExecHandler } from './exec/tools-exec.handler';
 import { FileToolsService } from './files/file-tools.service';
 import { PATTERN_POOL_OPTIONS, PatternPool } from './patterns/pattern-pool';
 import { WorkspaceFilesHandler } from './uploads/workspace-files.handler';
-import { WorkspaceFilesService } from './uploads/workspace-files.service';
+import { UPLOAD_OPTIONS, UploadOptions, WorkspaceFilesService } from './uploads/workspace-files.service';
 import { PgWorkspaceLock, WorkspaceLock } from './workspace/workspace-lock';
 import { WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from './workspace/workspaces.service';
 
@@ -66,6 +66,15 @@ export class AppModule {
         { provide: TOOL_RUNNER_CONFIG, useValue: config },
         { provide: LOGGER, useValue: log },
         { provide: WORKSPACE_OPTIONS, useValue: workspaces },
+        {
+          provide: UPLOAD_OPTIONS,
+          useValue: {
+            maxUploads: config.SKALD_MAX_UPLOADS_PER_USER,
+            maxStagedBytes: config.SKALD_MAX_STAGED_BYTES_PER_USER,
+            stagingTtlMs: config.SKALD_UPLOAD_STAGING_TTL_MS,
+            sweepMs: config.SKALD_UPLOAD_SWEEP_MS,
+          } satisfies UploadOptions,
+        },
         {
           provide: CommandRunner,
           useClass: config.SKALD_SANDBOX === 'none' ? PlainCommandRunner : BwrapCommandRunner,

@@ -1,7 +1,9 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { userCapSetting } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 import { DEFAULT_PATTERN_POOL } from './patterns/pattern-pool';
+import { DEFAULT_STAGING_SWEEP_MS, DEFAULT_STAGING_TTL_MS } from './uploads/workspace-files.service';
 import { DEFAULT_INODE_QUOTA, DEFAULT_SAMPLE_MS, DEFAULT_SYNC_READ_BYTES } from './workspace/workspaces.service';
 
 export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
@@ -40,6 +42,20 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .min(0)
     .max(1024 * 1024)
     .default(DEFAULT_SYNC_READ_BYTES),
+  SKALD_MAX_UPLOADS_PER_USER: userCapSetting('uploads'),
+  SKALD_MAX_STAGED_BYTES_PER_USER: userCapSetting('staged_bytes'),
+  /**
+   * A staged upload (chunks received, not yet stored) not written for this long, in ms, is abandoned
+   * and removed by the sweep (default 10 minutes).
+   */
+  SKALD_UPLOAD_STAGING_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3600 * 1000)
+    .default(DEFAULT_STAGING_TTL_MS),
+  /** How often each tool runner sweeps abandoned staged uploads, in ms (default 60000; bounded per sweep). */
+  SKALD_UPLOAD_SWEEP_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_STAGING_SWEEP_MS),
   /** `bwrap` (default; fails closed) or `none` (commands run unsandboxed — development only). */
   SKALD_SANDBOX: z.enum(['bwrap', 'none']).default('bwrap'),
   /** `on` lets commands reach the network (the host's loopback stays unreachable only with `off`). */

@@ -12,3 +12,4 @@ export * from './scheduler';
 export * from './access';
 export * from './tool-paths';
 export * from './run-context';
+export * from './user-caps';

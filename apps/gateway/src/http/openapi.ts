@@ -27,6 +27,8 @@ import {
   McpServerDto,
   McpServerInput,
   McpServerList,
+  USER_CAPS,
+  UserCapName,
 } from '@skald/contracts';
 import { AgentDetail, AgentList, PutAgentRequest } from '@skald/contracts';
 import {
@@ -73,6 +75,8 @@ interface Route {
   sized?: boolean;
   /** Answers 429 with Retry-After after too many failed password checks for the account or the address. */
   throttled?: boolean;
+  /** Answers 429 `rate_limited` at these per-user caps (`USER_CAPS`), the message naming the cap and its value. */
+  capped?: UserCapName[];
   /** `binary`: the body is a file of its own content type, not JSON. */
   ok: { status: number; schema?: z.ZodType; binary?: boolean };
 }
@@ -208,6 +212,7 @@ export const ROUTES: Route[] = [
     path: '/api/sessions',
     summary: 'Start a new active session for a source',
     params: [{ name: 'source', in: 'query' }],
+    capped: ['sessions'],
     ok: { status: 201, schema: CreateSessionResponse },
   },
   {
@@ -216,6 +221,7 @@ export const ROUTES: Route[] = [
     summary: 'Send a message (202; a repeated client_message_id answers 200 with the same ids)',
     params: [{ name: 'source', in: 'path', required: true }],
     body: PostMessageRequest,
+    capped: ['sessions'],
     ok: { status: 202, schema: PostMessageResponse },
   },
   {
@@ -275,6 +281,7 @@ export const ROUTES: Route[] = [
     params: [{ name: 'source', in: 'path', required: true }],
     multipart: true,
     sized: true,
+    capped: ['uploads', 'staged_bytes'],
     ok: { status: 201, schema: Attachment },
   },
   {
@@ -436,6 +443,7 @@ export const ROUTES: Route[] = [
     summary:
       'Schedule an agent (cron: five fields, or six with seconds first; timezone an IANA name; a minimum interval applies)',
     body: CronJobInput,
+    capped: ['cron_jobs'],
     ok: { status: 201, schema: JobCreated },
   },
   {
@@ -571,6 +579,11 @@ export function buildOpenApiDocument(): unknown {
       responses['429'] = {
         description: 'too many failed password checks for this account or address; retry after Retry-After seconds',
         headers: { 'Retry-After': { schema: { type: 'integer' } } },
+        content: errorContent,
+      };
+    if (r.capped)
+      responses['429'] = {
+        description: `a per-user limit is reached: ${r.capped.map((c) => `${c} (${USER_CAPS[c].env})`).join(', ')}`,
         content: errorContent,
       };
     if (r.path.includes('{id}'))

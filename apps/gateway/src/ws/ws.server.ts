@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import WebSocket, { WebSocketServer } from 'ws';
 import {
+  userCapReached,
   Actor,
   ClientFrame,
   describeZodError,
@@ -21,6 +22,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { ApiError } from '../http/api-error';
 import { SessionsGateway } from '../sessions/sessions.gateway';
 import { GatewayMetrics } from './gateway-metrics';
+import { SocketCap } from './socket-cap';
 import { WsConnection } from './ws-connection';
 import { forwardable, forwardableEphemeral } from './forwarded-events';
 import { frameErrorOf, parseClientFrame } from './client-frame';
@@ -56,6 +58,7 @@ export class WsServer implements OnApplicationShutdown {
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
     @Inject(GATEWAY_LOGGER) private readonly log: Logger,
     private readonly metrics: GatewayMetrics,
+    private readonly socketCap: SocketCap,
   ) {
     const own = config.SKALD_PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`;
     this.allowedOrigins = new Set(
@@ -112,7 +115,19 @@ export class WsServer implements OnApplicationShutdown {
       if (e instanceof ApiError) return refuse(socket, e.status, e.code, e.message);
       return refuse(socket, 503, 'unavailable', 'authentication unavailable');
     }
+    // The per-user cap on sockets: a place is taken before the upgrade; at the cap the socket opens
+    // only to be told (an `error` frame naming the cap, which a browser can read) and closed.
+    const place = await this.socketCap.take(principal.actor.userId);
+    if (!place.taken) {
+      const body = userCapReached('sockets', this.socketCap.cap, place.have);
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        ws.send(JSON.stringify({ type: 'error', ...body }));
+        ws.close(1008, 'per-user limit sockets reached');
+      });
+      return;
+    }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.once('close', place.release);
       const replay = (sessionId: string, afterSeq: number | undefined) =>
         this.sessions.replay(principal.actor, sessionId, afterSeq);
       this.open(new WsConnection(ws, principal, source.data, replay)).catch((e: unknown) => {

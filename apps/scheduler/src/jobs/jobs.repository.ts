@@ -117,8 +117,33 @@ export class JobsRepository {
     nextRunAt: Date | null;
     kind?: 'cron' | 'tic';
   }): Promise<string> {
+    return this.insertCron(o, this.ds);
+  }
+
+  /**
+   * A cron job, refused when the user already owns `cap` cron jobs. One transaction under a
+   * per-user lock: parallel creates cannot pass the cap together.
+   */
+  async createCronCapped(
+    o: Parameters<JobsRepository['createCron']>[0],
+    cap: number,
+  ): Promise<{ kind: 'created'; id: string } | { kind: 'capped'; have: number }> {
+    return this.ds.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`cron-cap/${o.userId}`]);
+      const [r] = await queryRows<{ n: string }>(
+        tx,
+        `SELECT count(*) AS n FROM scheduled_jobs WHERE user_id = $1 AND kind = 'cron'`,
+        [o.userId],
+      );
+      const have = Number(r?.n ?? 0);
+      if (have >= cap) return { kind: 'capped' as const, have };
+      return { kind: 'created' as const, id: await this.insertCron(o, tx) };
+    });
+  }
+
+  private async insertCron(o: Parameters<JobsRepository['createCron']>[0], db: Queryable): Promise<string> {
     const id = randomUUID();
-    await this.ds.query(
+    await db.query(
       `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, run_context, next_run_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
       [

@@ -1,3 +1,4 @@
+import { USER_CAPS, userCapReached } from '@skald/contracts';
 import type { Actor, CronJobDto, CronJobInput, CronJobPatch, JobRunDto } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 import { InvalidCronError, nextFire, validateCron } from './cron-spec';
@@ -9,6 +10,8 @@ import { JobRow, JobsRepository, RunRow } from './jobs.repository';
 export interface JobsSettings {
   minIntervalS: number;
   maxAsyncPerUser: number;
+  /** Cron jobs a user may own (`SKALD_MAX_CRON_JOBS_PER_USER`; default `USER_CAPS.cron_jobs`). */
+  maxCronPerUser?: number;
   /** The periodic system tick's schedule (`SKALD_TIC_CRON`, UTC); null: ticks only when asked. */
   ticCron: string | null;
 }
@@ -75,18 +78,24 @@ export class JobsService {
     const timezone = input.timezone ?? 'UTC';
     this.check(input.cron, timezone);
     const enabled = input.enabled ?? true;
-    const id = await this.jobs.createCron({
-      userId: actor.userId,
-      role: actor.role,
-      title: input.title,
-      prompt: input.prompt,
-      agentId: input.agent_id ?? 'main',
-      cron: input.cron,
-      timezone,
-      enabled,
-      runContext: input.run_context ?? {},
-      nextRunAt: enabled ? nextFire(input.cron, timezone, new Date()) : null,
-    });
+    const cap = this.settings.maxCronPerUser ?? USER_CAPS.cron_jobs.default;
+    const created = await this.jobs.createCronCapped(
+      {
+        userId: actor.userId,
+        role: actor.role,
+        title: input.title,
+        prompt: input.prompt,
+        agentId: input.agent_id ?? 'main',
+        cron: input.cron,
+        timezone,
+        enabled,
+        runContext: input.run_context ?? {},
+        nextRunAt: enabled ? nextFire(input.cron, timezone, new Date()) : null,
+      },
+      cap,
+    );
+    if (created.kind === 'capped') throw new RemoteError(userCapReached('cron_jobs', cap, created.have));
+    const { id } = created;
     await this.engine.sync(await this.jobs.jobById(id), id);
     return { id };
   }

@@ -57,6 +57,7 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
     const service = new JobsService(repo, this.engine, sessions, {
       minIntervalS: this.config.SKALD_CRON_MIN_INTERVAL_S,
       maxAsyncPerUser: this.config.SKALD_MAX_ASYNC_TASKS_PER_USER,
+      maxCronPerUser: this.config.SKALD_MAX_CRON_JOBS_PER_USER,
       ticCron: this.config.SKALD_TIC_CRON === 'off' ? null : this.config.SKALD_TIC_CRON,
     });
     await service.applyTicSchedule();

@@ -1,14 +1,30 @@
 import { decodeRow, fromJsonText, queryRows } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { USER_CAPS, userCapReached } from '@skald/contracts';
+import { RemoteError } from '@skald/messaging';
 
 type Row = Record<string, unknown>;
+
+/** Per-user caps the session worker enforces (`USER_CAPS`; from the worker's config). */
+export interface UserLimits {
+  sessions?: number;
+  queuedMessages?: number;
+}
+export const USER_LIMITS = Symbol('USER_LIMITS');
 
 /** Sessions of one user. Every method takes the tenant, so an unscoped query does not compile. */
 @Injectable()
 export class SessionsRepository {
-  constructor(private readonly ds: DataSource) {}
+  private readonly maxSessions: number;
+
+  constructor(
+    private readonly ds: DataSource,
+    @Optional() @Inject(USER_LIMITS) limits?: UserLimits,
+  ) {
+    this.maxSessions = limits?.sessions ?? USER_CAPS.sessions.default;
+  }
 
   /** The active session of (user, source), created on first use; `createNew` starts a fresh one. */
   async active(
@@ -26,6 +42,16 @@ export class SessionsRepository {
       if (rows[0] && !createNew) return { id: String(rows[0].id), created: false };
       if (rows[0])
         await tx.query(`UPDATE sessions SET is_active = false, updated_at = now() WHERE id = $1`, [rows[0].id]);
+      // The per-user cap on conversations: counted under the user's lock in this transaction, so
+      // parallel creations (of any source) cannot pass it together. Job sessions are not counted.
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`session-cap/${scope.userId}`]);
+      const [count] = await queryRows<{ n: string }>(
+        tx,
+        `SELECT count(*) AS n FROM sessions WHERE user_id = $1 AND is_interactive`,
+        [scope.userId],
+      );
+      const have = Number(count?.n ?? 0);
+      if (have >= this.maxSessions) throw new RemoteError(userCapReached('sessions', this.maxSessions, have));
       const id = randomUUID();
       // A new conversation starts with the model last chosen in its source.
       await tx.query(

@@ -48,7 +48,9 @@ describe('WorkspaceFilesService', () => {
       if (last) return r.attachment!;
     }
   };
-  const stagingLeft = async () => (await readdir(join(fx.base, 'ws', '.staging')).catch(() => [])).length;
+  /** Staged uploads left (`.staging/<user>/<upload>`). */
+  const stagingLeft = async () =>
+    (await readdir(join(fx.base, 'ws', '.staging', fx.userId)).catch(() => [] as string[])).length;
 
   it('stores a chunked upload under uploads/ with its sanitised name, and a taken name gets (1)', async () => {
     const bytes = Buffer.alloc(FILE_CHUNK_BYTES + 10, 7);

@@ -197,7 +197,7 @@ describe('a symlink swapped between the check and the write', () => {
       swapper.kill('SIGKILL');
     }
     const inHooks = (await readdir(join(root, '.git/hooks'))).filter((n) => /^f\d+$/.test(n));
-    // eslint-disable-next-line no-console
+
     console.log(
       `swap race: ${JSON.stringify(counts)}, landed elsewhere ${landedWrong.length}, in .git/hooks ${inHooks.length}`,
     );

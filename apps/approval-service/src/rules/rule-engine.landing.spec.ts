@@ -106,7 +106,7 @@ describe('rule engine: lexical and landing paths', () => {
 
   it('generated: the decision on both paths is the more restrictive of the decisions on each (seeded)', () => {
     const seed = Number(process.env.FC_SEED ?? 34_004);
-    // eslint-disable-next-line no-console
+
     console.log(`rule-engine.landing: FC_SEED=${seed}`);
     const dirs = ['/workspace/a', '/workspace/a/b', '/workspace/.git', '/workspace/.git/hooks', '/workspace/c'];
     const path = fc.tuple(fc.constantFrom(...dirs), fc.constantFrom('x', 'y')).map(([d, f]) => `${d}/${f}`);

@@ -369,7 +369,9 @@ export function landingPaths(input: GateInput): Array<string | null> | null {
   if (input.landing === undefined) return null;
   if (input.toolName !== 'execute_cmd' && !PATH_TOOLS.includes(input.toolName)) return null;
   const given = input.landing;
-  return callPaths(input).map((_, i) => {
+  return callPaths(input).map((lexical, i) => {
+    // A memory document is a row, not a file: it lands where it is named.
+    if (lexical !== null && isMemoryPath(lexical)) return lexical;
     const raw = given[i];
     return typeof raw === 'string' ? normalisePath(raw, WORKSPACE) : null;
   });

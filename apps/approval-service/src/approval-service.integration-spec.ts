@@ -103,7 +103,13 @@ describe('approval service over NATS and Postgres', () => {
     };
     return client.call('approval.register', req).then((state) => ({ req, state }));
   };
-  const check = (actor: Actor, sessionId: string, tool: string, args: Record<string, unknown>) =>
+  const check = (
+    actor: Actor,
+    sessionId: string,
+    tool: string,
+    args: Record<string, unknown>,
+    landing?: Array<string | null>,
+  ) =>
     client.call('approval.check', {
       actor,
       session_id: sessionId,
@@ -111,6 +117,7 @@ describe('approval service over NATS and Postgres', () => {
       source: 'web',
       tool_name: tool,
       arguments: args,
+      ...(landing ? { landing } : {}),
     });
 
   it('registers idempotently, announces it to the user, and lists it in the inbox', async () => {
@@ -300,9 +307,11 @@ describe('approval service over NATS and Postgres', () => {
     const [wb] = (await client.call('approval.bypasses.list', { actor: alice, session_id: other })).items;
     expect(wb).toMatchObject({ scope: { tool: 'write_file', directory: '/workspace/src' } });
     expect(wb.expires_at).toBeUndefined();
-    expect((await check(alice, other, 'write_file', { path: '/workspace/src/b.ts', content: '' })).decision).toBe(
-      'allow',
-    );
+    const inSrc = { path: '/workspace/src/b.ts', content: '' };
+    expect((await check(alice, other, 'write_file', inSrc, ['/workspace/src/b.ts'])).decision).toBe('allow');
+    // The directory approved, but the write lands elsewhere (a symlink) or nobody said where: a human.
+    expect((await check(alice, other, 'write_file', inSrc, ['/workspace/.git/b.ts'])).decision).toBe('require');
+    expect((await check(alice, other, 'write_file', inSrc)).decision).toBe('require');
     expect((await check(alice, other, 'write_file', { path: '/workspace/b.ts', content: '' })).decision).toBe(
       'require',
     );
@@ -444,7 +453,7 @@ describe('approval service over NATS and Postgres', () => {
     expect((await check(alice, randomUUID(), 'read_file', { path: 'a' })).decision).toBe('require');
     await client.call('approval.rules.delete', { actor: admin, id: created.id });
     await sleep(1000);
-    expect((await check(alice, randomUUID(), 'read_file', { path: 'a' })).decision).toBe('allow');
+    expect((await check(alice, randomUUID(), 'read_file', { path: 'a' }, ['/workspace/a'])).decision).toBe('allow');
     const tools = await client.call('approval.tools', { actor: alice });
     expect(tools.items).toEqual(
       expect.arrayContaining([
@@ -459,7 +468,7 @@ describe('approval service over NATS and Postgres', () => {
   it('audits automatic decisions (in the background) and human ones, scoped by user', async () => {
     const alice = user();
     const sessionId = randomUUID();
-    await check(alice, sessionId, 'read_file', { path: 'a.txt' });
+    await check(alice, sessionId, 'read_file', { path: 'a.txt' }, ['/workspace/a.txt']);
     await check(alice, sessionId, 'execute_cmd', { command: 'ls' });
     const { req } = await register(alice, { session_id: sessionId });
     await client.call('approval.resolve', { actor: alice, request_id: req.request_id, action: 'reject', note: 'nope' });

@@ -27,6 +27,7 @@ import { WorkspaceFilesHandler } from './uploads/workspace-files.handler';
 import { UPLOAD_OPTIONS, UploadOptions, WorkspaceFilesService } from './uploads/workspace-files.service';
 import { PgWorkspaceLock, WorkspaceLock } from './workspace/workspace-lock';
 import { WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from './workspace/workspaces.service';
+import { LandingService } from './workspace/landing.service';
 
 @Module({})
 export class AppModule {
@@ -82,6 +83,7 @@ export class AppModule {
         ProgressSink,
         { provide: WorkspaceLock, useClass: PgWorkspaceLock },
         WorkspacesService,
+        LandingService,
         {
           provide: PATTERN_POOL_OPTIONS,
           useValue: {

@@ -128,7 +128,11 @@ export interface GateRequest {
 }
 
 export type GateDecision =
-  | { kind: 'allow' }
+  /**
+   * `landing`: where the gate judged the call's paths to land (the tool runner's resolution); the
+   * call is run bound to it (`ToolRunOptions.judgedLanding`).
+   */
+  | { kind: 'allow'; landing?: ReadonlyArray<string | null> }
   /** `reason` is the sentence the model sees as the tool result (status `rejected`). */
   | { kind: 'deny'; reason: string }
   | { kind: 'require' };
@@ -250,6 +254,8 @@ export type ToolResult =
 export interface ToolRunOptions {
   /** The `baseHash` of the preview the human approved; absent when the call was not previewed. */
   expectedBaseHash?: string;
+  /** Where the gate judged the call's paths to land: a file write lands there or fails. */
+  judgedLanding?: ReadonlyArray<string | null>;
 }
 
 export interface ToolProgress {

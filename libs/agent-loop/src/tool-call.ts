@@ -21,6 +21,7 @@ import type {
   ToolExecution,
   ToolProgress,
   ToolResult,
+  ToolRunOptions,
 } from './ports';
 import { cancelledRecord, doneRecord, failedRecord, interruptedRecord, rejectedRecord } from './records';
 import { ABORTED, raceAbort } from './signals';
@@ -150,7 +151,7 @@ export async function runCall(
   }
   switch (decision.kind) {
     case 'allow':
-      return execute(fctx, call, row.status === 'pending');
+      return execute(fctx, call, row.status === 'pending', decision.landing);
     case 'deny':
       return { flow: 'continue', record: rejectedRecord(row, decision.reason) };
     case 'require':
@@ -300,7 +301,12 @@ async function askQuestion(fctx: FrameContext, call: PreparedCall, preset?: Huma
  * that may not run twice, `markInterrupted`, which are still marked before they start). A call
  * that a human approved is marked: its stored status (`awaiting_human`) would otherwise ask again.
  */
-async function execute(fctx: FrameContext, call: PreparedCall, fromPending = false): Promise<CallEnd> {
+async function execute(
+  fctx: FrameContext,
+  call: PreparedCall,
+  fromPending = false,
+  judgedLanding?: ReadonlyArray<string | null>,
+): Promise<CallEnd> {
   const { row, args } = call;
   if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
   if (call.exec === null) {
@@ -324,7 +330,10 @@ async function execute(fctx: FrameContext, call: PreparedCall, fromPending = fal
   }
   if (!(fromPending && call.restartHint === 'reExecute'))
     await commit(fctx.turn, [{ kind: 'updateToolCall', id: row.id, patch: { status: 'running' } }], []);
-  const result = await runExecution(fctx, row, call.exec, row.previewHash ?? undefined);
+  const result = await runExecution(fctx, row, call.exec, {
+    ...(row.previewHash !== null && row.previewHash !== undefined ? { expectedBaseHash: row.previewHash } : {}),
+    ...(judgedLanding ? { judgedLanding } : {}),
+  });
   if (result === ABORTED) return { flow: 'cancelled', record: cancelledRecord(row) };
   if (!result.ok && result.stale) {
     // The file changed after the preview the human approved: nothing was written. Ask again with
@@ -369,7 +378,7 @@ async function runExecution(
   fctx: FrameContext,
   row: ToolCallRow,
   exec: ToolExecution,
-  expectedBaseHash: string | undefined,
+  options: ToolRunOptions,
 ): Promise<ToolResult | typeof ABORTED> {
   const { deps, session } = fctx.turn;
   const onAbort = (): void => exec.stop();
@@ -384,9 +393,7 @@ async function runExecution(
         chunk: p.chunk,
       });
     const running = (
-      expectedBaseHash !== undefined
-        ? exec.run(fctx.signal, onProgress, { expectedBaseHash })
-        : exec.run(fctx.signal, onProgress)
+      Object.keys(options).length > 0 ? exec.run(fctx.signal, onProgress, options) : exec.run(fctx.signal, onProgress)
     ).catch((error: unknown): ToolResult => ({
       ok: false,
       error: error instanceof Error ? error.message : String(error),

@@ -66,6 +66,7 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'approval.visible_tools',
       'tools.exec',
       'tools.preview',
+      'tools.resolve',
       'tools.memory_turn',
       'mcp.servers.list',
       'mcp.catalog',

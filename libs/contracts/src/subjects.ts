@@ -135,6 +135,15 @@ export const WakeSession = z.object({ session_id: Id, reason: z.string() });
 
 // ---------------------------------------------------------------- approval service
 
+/**
+ * Where the paths of a call land (`tools.resolve`), one entry per path the shared resolver names
+ * (`effectiveCallPaths`, in its order): the `/workspace/…` path the tool runner's jail reaches with
+ * symlinks inside the workspace followed, or the memory path itself; null where the runner cannot
+ * resolve it (outside the workspace through a symlink, an I/O error, the runner unreachable).
+ */
+export const LandingPaths = z.array(z.string().max(4096).nullable()).max(16);
+export type LandingPaths = z.infer<typeof LandingPaths>;
+
 export const ApprovalCheckRequest = z.object({
   actor: Actor,
   session_id: Id,
@@ -158,6 +167,13 @@ export const ApprovalCheckRequest = z.object({
       allow_fs_writes: z.array(z.string().max(4096)).max(256).optional(),
     })
     .optional(),
+  /**
+   * Where the call's paths land, as the tool runner resolved them (`tools.resolve`). Path rules,
+   * the RunContext's pre-authorised paths and directory-scoped session approvals judge both the
+   * lexical path and this one: a deny on either denies, an allow needs both. Absent, or an entry
+   * null, for a call with paths: the landing is unknown, and nothing that allows by path allows it.
+   */
+  landing: LandingPaths.optional(),
 });
 export const ApprovalDecision = z.enum(['allow', 'deny', 'require']);
 export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
@@ -243,6 +259,12 @@ export const ToolExecRequest = z.object({
    * When the file's hash differs at write time, nothing is written and the reply is `stale`.
    */
   expected_base_hash: z.string().optional(),
+  /**
+   * Where the approval gate judged the call's paths to land (`tools.resolve`, then `approval.check`).
+   * A file write given one lands exactly there or fails: the runner resolves the path again, refuses
+   * when it leads elsewhere now, and walks the judged path opening no symlink.
+   */
+  judged_landing: LandingPaths.optional(),
 });
 export const ToolExecReply = z.discriminatedUnion('status', [
   z.object({
@@ -260,7 +282,13 @@ export const ToolExecReply = z.discriminatedUnion('status', [
 ]);
 export const ToolCancel = z.object({ tool_call_id: Id });
 /** The diff an approval card shows, computed by the tool runner from the user's workspace exactly as the tool would write. */
-export const ToolPreviewRequest = ToolExecRequest.omit({ expected_base_hash: true });
+export const ToolPreviewRequest = ToolExecRequest.omit({ expected_base_hash: true, judged_landing: true });
+/**
+ * `tools.resolve` (queue `tool-runner`): where a call's paths land (see `LandingPaths`), computed by
+ * the jail's own resolution (the one its writes use) before the call is judged. Reads only.
+ */
+export const ToolResolveRequest = ToolPreviewRequest;
+export const ToolResolveReply = z.object({ landing: LandingPaths });
 /**
  * `refused`: the write can never run as asked (its path resolves outside the workspace, through a
  * symlink too): no human is asked, the call ends as a tool error with this sentence.
@@ -328,6 +356,7 @@ export const SUBJECTS = {
   },
   'tools.exec': { request: ToolExecRequest, reply: replyOf(ToolExecReply), queue: 'tool-runner' },
   'tools.preview': { request: ToolPreviewRequest, reply: replyOf(ToolPreviewReply), queue: 'tool-runner' },
+  'tools.resolve': { request: ToolResolveRequest, reply: replyOf(ToolResolveReply), queue: 'tool-runner' },
   'tools.memory_turn': { request: MemoryTurnRequest, reply: replyOf(MemoryTurnReply), queue: 'tool-runner' },
   'files.upload': { request: FileUploadRequest, reply: replyOf(FileUploadReply), queue: 'tool-runner' },
   'files.read': { request: FileReadRequest, reply: replyOf(FileReadReply), queue: 'tool-runner' },

@@ -87,6 +87,7 @@ describe('GateService.check: what is logged at info', () => {
     path: string;
     admin: boolean;
     runContext?: { allow_fs_reads: string[]; allow_fs_writes: string[] };
+    landing?: string[];
   }): ParsedRequestOf<'approval.check'> {
     return {
       actor: { userId: randomUUID(), role: r.admin ? 'admin' : 'user' },
@@ -98,6 +99,7 @@ describe('GateService.check: what is logged at info', () => {
       tool_name: r.tool,
       arguments: { path: r.path, content: 'x' },
       run_context: r.runContext,
+      ...(r.landing ? { landing: r.landing } : {}),
     };
   }
 
@@ -146,15 +148,17 @@ describe('GateService.check: what is logged at info', () => {
     expect(r1).toMatchObject({ decision: 'allow', by: 'bypass' });
     expect(bypassed.lines).toEqual([expect.objectContaining({ level: 'info', by: 'bypass' })]);
     const pre = gate([]);
-    const r2 = await pre.service.check(
-      check({
-        tool: 'write_file',
-        path: 'reads/ok.txt',
-        admin: false,
-        runContext: { allow_fs_reads: [], allow_fs_writes: ['/workspace/reads'] },
-      }),
-    );
+    const preAuthorised = {
+      tool: 'write_file',
+      path: 'reads/ok.txt',
+      admin: false,
+      runContext: { allow_fs_reads: [], allow_fs_writes: ['/workspace/reads'] },
+    };
+    const r2 = await pre.service.check(check({ ...preAuthorised, landing: ['/workspace/reads/ok.txt'] }));
     expect(r2).toMatchObject({ decision: 'allow', by: 'run_context' });
     expect(pre.lines).toEqual([expect.objectContaining({ level: 'info', by: 'run_context' })]);
+    // Where the write lands unknown (no `landing`): the pre-authorised path alone allows nothing.
+    const unknown = await gate([]).service.check(check(preAuthorised));
+    expect(unknown).toMatchObject({ decision: 'require' });
   });
 });

@@ -129,5 +129,8 @@ function toInput(req: CheckRequest): GateInput {
           allowFsWrites: req.run_context.allow_fs_writes,
         }
       : undefined,
+    // A check that carries no landing judges its paths as landing nobody knows where: nothing
+    // that allows by path (a path rule, the fast path, a directory scope) allows it.
+    landing: req.landing ?? [],
   };
 }

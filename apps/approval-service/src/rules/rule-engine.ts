@@ -75,6 +75,14 @@ export interface GateInput {
   bypasses?: readonly BypassScope[];
   /** Headless session (`auto_deny_approvals`): a Require is rejected without asking. */
   autoDeny?: boolean;
+  /**
+   * Where the call's paths land (`approval.check` `landing`, from the tool runner's `tools.resolve`),
+   * in the order of `callPaths`; a missing or null entry is a landing nobody could resolve. Judged
+   * with the lexical path for the tools whose files the runner owns (file tools, `execute_cmd`'s
+   * directory): a deny on either denies, an allow needs both. Undefined: the lexical path alone (the
+   * rules tester; the service sends `[]` for a check that carried none, so nothing allows by path).
+   */
+  landing?: ReadonlyArray<string | null>;
 }
 
 export interface GateResult {
@@ -355,6 +363,34 @@ function filePaths(input: GateInput): Array<string | null> {
   return input.toolName === 'execute_cmd' ? [] : callPaths(input);
 }
 
+/**
+ * Where the paths of `callPaths` land (see `GateInput.landing`), one entry each, normalised like a
+ * lexical path (null: unknown or refused). Null when the call is judged on its lexical paths alone:
+ * no landing was given, or the tool's paths are not files the runner resolves (an MCP tool's `path`).
+ */
+export function landingPaths(input: GateInput): Array<string | null> | null {
+  if (input.landing === undefined) return null;
+  if (input.toolName !== 'execute_cmd' && !PATH_TOOLS.includes(input.toolName)) return null;
+  const given = input.landing;
+  return callPaths(input).map((lexical, i) => {
+    // A memory document is a row, not a file: it lands where it is named.
+    if (lexical !== null && isMemoryPath(lexical)) return lexical;
+    const raw = given[i];
+    return typeof raw === 'string' ? normalisePath(raw, WORKSPACE) : null;
+  });
+}
+
+/** The landing of the file tools' targets (none for `execute_cmd`), or null: lexical alone. */
+function fileLandings(input: GateInput): Array<string | null> | null {
+  return input.toolName === 'execute_cmd' ? null : landingPaths(input);
+}
+
+/** The directory a judged path lies in (as `parentDirectory` of the shared resolver). */
+function parentOf(virtual: string): string {
+  const r = resolveToolPath(virtual, {}, WORKSPACE);
+  return r.ok ? parentDirectory(r.value) : '';
+}
+
 // ---------------------------------------------------------------- categories
 
 /** A tool's category: from the registry (built-in, the loop's own, synthetic), `mcp`, else `dynamic`. */
@@ -474,7 +510,13 @@ function narrowCovers(scope: Extract<BypassScope, { tool: string }>, input: Gate
   if (PATH_TOOLS.includes(input.toolName)) {
     if (scope.directory === undefined) return false;
     const paths = effectiveCallPaths(input.toolName, input.arguments, input.runContext?.workingDirectory);
-    return paths.length > 0 && paths.every((p) => p.ok && parentDirectory(p.value) === scope.directory);
+    // The directory the human approved, where the call is written and where it lands.
+    const landing = landingPaths(input);
+    return (
+      paths.length > 0 &&
+      paths.every((p) => p.ok && parentDirectory(p.value) === scope.directory) &&
+      (landing === null || landing.every((l) => l !== null && parentOf(l) === scope.directory))
+    );
   }
   return scope.program === undefined && scope.directory === undefined;
 }
@@ -616,9 +658,14 @@ function firstCommandMatch(
  * A line that cannot be read as simple commands: a deny rule whose command could be anywhere in
  * it denies; otherwise it asks a human, whatever the allow rules say.
  */
-function decideUnreadable(rules: readonly CompiledRule[], input: GateInput, line: string, why: string): GateResult {
+function decideUnreadable(
+  rules: readonly CompiledRule[],
+  input: GateInput,
+  line: string,
+  why: string,
+  cwd: Array<string | null>,
+): GateResult {
   const segments = scanSegments(line);
-  const cwd = callPaths(input);
   for (const rule of rules) {
     if (!appliesTo(rule, input) || rule.broken || rule.action !== 'deny' || !workdirMatches(rule, cwd)) continue;
     if (!rule.command || scanMatches(rule.command, segments) === true)
@@ -628,12 +675,11 @@ function decideUnreadable(rules: readonly CompiledRule[], input: GateInput, line
 }
 
 /** `execute_cmd`: every command of the parsed line is decided; the most restrictive answer wins. */
-function decideShell(rules: readonly CompiledRule[], input: GateInput): GateResult {
+function decideShell(rules: readonly CompiledRule[], input: GateInput, cwd: Array<string | null>): GateResult {
   const line = input.arguments.command;
   if (typeof line !== 'string') return { decision: 'require', reason: 'no command', by: 'rule', needsHuman: true };
   const analysis = analyzeCommand(line);
-  if (analysis.kind === 'needs_human') return decideUnreadable(rules, input, line, analysis.reason);
-  const cwd = callPaths(input);
+  if (analysis.kind === 'needs_human') return decideUnreadable(rules, input, line, analysis.reason, cwd);
   let worst: GateResult | null = null;
   for (const cmd of analysis.commands) {
     const d = decideOne(rules, input, cmd, cwd);
@@ -682,9 +728,8 @@ const [SHARED_MEMORY_ADMIN_ONLY, USER_MEMORY_WRITES] = BUILT_IN_RULES;
 export const BUILT_IN_RULE_IDS: ReadonlySet<string> = new Set(BUILT_IN_RULES.map((r) => r.id));
 
 /** The built-in rules' decision for a call, or null when none applies. */
-export function decideBuiltIn(input: GateInput): GateResult | null {
+export function decideBuiltIn(input: GateInput, paths: Array<string | null> = filePaths(input)): GateResult | null {
   if (!FS_WRITE_TOOLS.includes(input.toolName)) return null;
-  const paths = filePaths(input);
   if (paths.length === 0) return null;
   const inRoot = (p: string | null, root: string) => p !== null && (p === root || p.startsWith(`${root}/`));
   if (!input.isAdmin && paths.some((p) => inRoot(p, 'shared-memory')))
@@ -699,12 +744,29 @@ export function decideBuiltIn(input: GateInput): GateResult | null {
   return null;
 }
 
-/** The built-in rules, then the stored rules: what a Require could then be relaxed from. */
+/**
+ * The built-in rules, then the stored rules: what a Require could then be relaxed from. A call
+ * whose landing is known (`landingPaths`) is judged twice, on its lexical paths and on where they
+ * land, and the more restrictive answer stands: a deny on either denies, an allow needs both.
+ */
 export function decideByRules(rules: RuleSet, input: GateInput): GateResult {
-  const builtIn = decideBuiltIn(input);
+  const lexical = decideOn(rules, input, callPaths(input));
+  const landing = landingPaths(input);
+  if (landing === null) return lexical;
+  const there = decideOn(rules, input, landing);
+  const needsHuman = lexical.needsHuman || there.needsHuman ? { needsHuman: true } : {};
+  if (RANK[there.decision] <= RANK[lexical.decision]) return { ...lexical, ...needsHuman };
+  const where = landing.map((l) => l ?? 'a path the tool runner could not resolve').join(', ');
+  return { ...there, reason: `${there.reason} (where the call lands: ${where})`, ...needsHuman };
+}
+
+/** One judgement of the call with `paths` standing for its `callPaths`. */
+function decideOn(rules: RuleSet, input: GateInput, paths: Array<string | null>): GateResult {
+  const files = input.toolName === 'execute_cmd' ? [] : paths;
+  const builtIn = decideBuiltIn(input, files);
   if (builtIn) return builtIn;
   const ordered = rules.ordered(input.securityGroup);
-  return input.toolName === 'execute_cmd' ? decideShell(ordered, input) : firstMatch(ordered, input, filePaths(input));
+  return input.toolName === 'execute_cmd' ? decideShell(ordered, input, paths) : firstMatch(ordered, input, files);
 }
 
 function under(path: string, roots: readonly string[]): boolean {
@@ -721,7 +783,8 @@ export function fastPathAllows(input: GateInput): boolean {
   const reads = FS_READ_TOOLS.includes(input.toolName);
   const writes = FS_WRITE_TOOLS.includes(input.toolName);
   if (!reads && !writes) return false;
-  const paths = filePaths(input);
+  // Inside a pre-authorised path as written and where it lands.
+  const paths = [...filePaths(input), ...(fileLandings(input) ?? [])];
   if (paths.length === 0) return false;
   const roots = writes ? (rc.allowFsWrites ?? []) : [...(rc.allowFsReads ?? []), ...(rc.allowFsWrites ?? [])];
   return roots.length > 0 && paths.every((p) => p !== null && under(p, roots));

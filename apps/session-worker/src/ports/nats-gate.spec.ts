@@ -92,3 +92,46 @@ describe('NatsGate: what an unconditional Deny hides', () => {
     expect(await new NatsGate(bus, 'user').visibleTools(request)).toBeNull();
   });
 });
+
+describe('NatsGate: where the call lands', () => {
+  /** A bus answering `tools.resolve` (or failing it) and `approval.check`, recording each request. */
+  function fakeBus(resolve: (() => { landing: Array<string | null> }) | 'down', decision: 'allow' | 'require') {
+    const calls: Array<{ subject: string; request: unknown }> = [];
+    const bus = {
+      call: async (subject: string, request: unknown) => {
+        calls.push({ subject, request });
+        if (subject === 'tools.resolve') {
+          SUBJECTS['tools.resolve'].request.parse(request);
+          if (resolve === 'down') throw new Error('no responders');
+          return resolve();
+        }
+        SUBJECTS['approval.check'].request.parse(request);
+        return { decision, reason: 'r' };
+      },
+    } as unknown as Bus;
+    return { bus, calls };
+  }
+  const req = { ...base, runContext: noContext, securityGroup: null };
+
+  it('asks the runner before the gate, sends the landing, and an allow carries it to the call', async () => {
+    const { bus, calls } = fakeBus(() => ({ landing: ['/workspace/.git/hooks/r.txt'] }), 'allow');
+    const d = await new NatsGate(bus, 'user').check(req);
+    expect(calls.map((c) => c.subject)).toEqual(['tools.resolve', 'approval.check']);
+    expect(calls[1].request).toMatchObject({ landing: ['/workspace/.git/hooks/r.txt'] });
+    expect(d).toEqual({ kind: 'allow', landing: ['/workspace/.git/hooks/r.txt'] });
+  });
+
+  it('a runner that does not answer leaves the landing unknown ([]): the gate is still asked', async () => {
+    const { bus, calls } = fakeBus('down', 'require');
+    const d = await new NatsGate(bus, 'user').check(req);
+    expect(calls[1].request).toMatchObject({ landing: [] });
+    expect(d).toEqual({ kind: 'require' });
+  });
+
+  it('a tool without runner paths is not resolved', async () => {
+    const { bus, calls } = fakeBus(() => ({ landing: [] }), 'allow');
+    await new NatsGate(bus, 'user').check({ ...req, name: 'mcp__x__y', arguments: { path: 'a' } });
+    expect(calls.map((c) => c.subject)).toEqual(['approval.check']);
+    expect(calls[0].request).not.toHaveProperty('landing');
+  });
+});

@@ -1,5 +1,5 @@
 import type { GateDecision, GatePort, GateRequest, VisibilityRequest } from '@skald/agent-loop';
-import type { RequestOf } from '@skald/contracts';
+import { effectiveCallPaths, PATH_TOOLS, type LandingPaths, type RequestOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { TurnFacts } from './turn-facts';
 
@@ -8,6 +8,7 @@ export function checkRequestOf(
   req: GateRequest,
   role: 'user' | 'admin',
   turnId: string | undefined,
+  landing?: LandingPaths,
 ): RequestOf<'approval.check'> {
   const args =
     req.arguments && typeof req.arguments === 'object' && !Array.isArray(req.arguments)
@@ -29,7 +30,21 @@ export function checkRequestOf(
       allow_fs_reads: rc.allowFsReads ?? [],
       allow_fs_writes: rc.allowFsWrites ?? [],
     },
+    ...(landing !== undefined ? { landing } : {}),
   };
+}
+
+/** Whether the tool runner owns the call's paths (file tools, `execute_cmd`'s directory): it is asked where they land. */
+export function hasLanding(req: GateRequest): boolean {
+  if (req.name !== 'execute_cmd' && !PATH_TOOLS.includes(req.name)) return false;
+  const args = argsOf(req);
+  return effectiveCallPaths(req.name, args, req.runContext.workingDirectory).length > 0;
+}
+
+function argsOf(req: GateRequest): Record<string, unknown> {
+  return req.arguments && typeof req.arguments === 'object' && !Array.isArray(req.arguments)
+    ? (req.arguments as Record<string, unknown>)
+    : {};
 }
 
 /**
@@ -49,13 +64,22 @@ export class NatsGate implements GatePort {
     private readonly facts: TurnFacts = new TurnFacts(),
   ) {}
 
+  /**
+   * The rules judge a path call where it is written and where it lands: the tool runner, which owns
+   * the files, says where (`tools.resolve`, the resolution its writes use); an allowed call then
+   * runs bound to that landing (`tools.exec` `judged_landing`). A runner that does not answer
+   * leaves the landing unknown (`[]`): the call is still checked, and whatever would allow it by
+   * path (a path rule, the RunContext's pre-authorised paths, a directory-scoped session approval)
+   * does not, so it asks a human (or is refused in a session that cannot ask).
+   */
   async check(req: GateRequest): Promise<GateDecision> {
-    const r = await this.bus.call('approval.check', checkRequestOf(req, this.role, this.turnId), {
+    const landing = hasLanding(req) ? await this.landing(req) : undefined;
+    const r = await this.bus.call('approval.check', checkRequestOf(req, this.role, this.turnId, landing), {
       timeoutMs: APPROVAL_CALL_TIMEOUT_MS,
     });
     switch (r.decision) {
       case 'allow':
-        return { kind: 'allow' };
+        return landing !== undefined && landing.length > 0 ? { kind: 'allow', landing } : { kind: 'allow' };
       case 'deny':
         return { kind: 'deny', reason: `Tool call denied by policy: ${r.reason}.` };
       case 'require':
@@ -64,6 +88,28 @@ export class NatsGate implements GatePort {
         const never: never = r.decision;
         throw new Error(`unknown decision ${String(never)}`);
       }
+    }
+  }
+
+  /** Where the call's paths land, by the tool runner; unknown (`[]`) when it does not answer. */
+  private async landing(req: GateRequest): Promise<LandingPaths> {
+    try {
+      const r = await this.bus.call(
+        'tools.resolve',
+        {
+          actor: { userId: req.userId, role: this.role },
+          session_id: req.sessionId,
+          tool_call_id: req.toolCallId,
+          turn_id: this.turnId,
+          name: req.name,
+          arguments: argsOf(req),
+          working_directory: req.runContext.workingDirectory,
+        },
+        { timeoutMs: APPROVAL_CALL_TIMEOUT_MS },
+      );
+      return r.landing;
+    } catch {
+      return [];
     }
   }
 

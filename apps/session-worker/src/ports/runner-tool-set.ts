@@ -146,6 +146,7 @@ export class RunnerToolSet implements ToolSetPort {
                 arguments: args,
                 working_directory: ctx.runContext.workingDirectory,
                 ...(options?.expectedBaseHash !== undefined ? { expected_base_hash: options.expectedBaseHash } : {}),
+                ...(options?.judgedLanding !== undefined ? { judged_landing: [...options.judgedLanding] } : {}),
               },
               { timeoutMs: isMcp ? MCP_REQUEST_MS : Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
             ),

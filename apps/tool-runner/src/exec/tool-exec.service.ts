@@ -226,6 +226,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         workdir: sessionWorkdir(req.arguments.workdir, req.working_directory),
         signal,
         ...(req.expected_base_hash !== undefined ? { expectedBaseHash: req.expected_base_hash } : {}),
+        ...(req.judged_landing !== undefined ? { judgedLanding: req.judged_landing } : {}),
         log,
       };
       if (signal.aborted) throw new ToolCancelled();

@@ -391,9 +391,11 @@ export class FileToolsService {
       try {
         const used = opts.create ? await this.workspaces.used(ctx.userId, jail) : { inodes: 0 };
         const left = Math.max(0, this.workspaces.limits.inodes - used.inodes);
+        const landing = judgedLanding(ctx);
         target = await jail.openWrite(p, {
           create: opts.create,
           budget: { left, full: () => this.workspaces.inodesFull(p.virtual, used) },
+          ...(landing ? { landing } : {}),
         });
       } catch (e) {
         // Approved on a preview of a file that is gone now.
@@ -444,6 +446,16 @@ export class FileToolsService {
       }
     });
   }
+}
+
+/**
+ * The workspace path the gate judged this write to land on (a file tool has one path), if it was
+ * judged with one: the write then lands there or fails (`Jail.openWrite`).
+ */
+function judgedLanding(ctx: ToolContext): WorkspacePath | null {
+  const judged = ctx.judgedLanding?.[0];
+  if (typeof judged !== 'string' || isMemoryPath(judged)) return null;
+  return resolveWorkspacePath(judged);
 }
 
 /** A file's bytes as text, or the error the model reads for a binary file. */

@@ -159,16 +159,28 @@ export class Jail {
    * `budget`, no more than `budget.left` entries (directories and the file) are created: a write that
    * needs more throws `budget.full()` before anything is made.
    */
-  async openWrite(p: WorkspacePath, opts: { create: boolean; budget?: InodeBudget }): Promise<WriteTarget> {
+  async openWrite(
+    p: WorkspacePath,
+    opts: { create: boolean; budget?: InodeBudget; landing?: WorkspacePath },
+  ): Promise<WriteTarget> {
     if (p.segments.length === 0) throw new ToolError('not_a_file', `${p.virtual} is a directory, not a file`);
     const budget = opts.budget ? { ...opts.budget, start: opts.budget.left } : undefined;
-    const parent = await this.walk(p, p.segments.length - 1, opts.create, budget);
-    const name = p.segments[p.segments.length - 1];
+    // A judged landing (see `resolve`): the path must still resolve there, and the write walks the
+    // landing itself following no symlink, so a link swapped at any moment makes it fail, never
+    // land elsewhere.
+    const bound = opts.landing ? await this.boundLanding(p, opts.landing) : null;
+    const walked = bound ?? p;
+    const parent = await this.walk(walked, walked.segments.length - 1, opts.create, budget, bound !== null);
+    const name = walked.segments[walked.segments.length - 1];
     try {
       let handle: FileHandle;
       let created = false;
       try {
-        handle = await this.openLeaf(parent, name, p, RDWR_NOFOLLOW, RDWR_FOLLOW);
+        handle = bound
+          ? await open(at(parent, name), RDWR_NOFOLLOW).catch((err: unknown) => {
+              throw (err as NodeJS.ErrnoException).code === 'ELOOP' ? moved(p, bound) : ioError(err, p);
+            })
+          : await this.openLeaf(parent, name, p, RDWR_NOFOLLOW, RDWR_FOLLOW);
       } catch (e) {
         if (!opts.create || !(e instanceof ToolError && e.code === 'not_found') || (await isSymlink(at(parent, name))))
           throw e;
@@ -200,6 +212,81 @@ export class Jail {
     }
   }
 
+  /**
+   * Where a path lands: the workspace path the walk of `openRead`/`openWrite`/`openDir` reaches,
+   * symlinks inside the workspace followed (by the same steps, `openDirStep` and `checkLinkTarget`),
+   * as the real path of the descriptor reached, with the components that do not exist yet (a write
+   * creates them) appended as named. A dangling symlink lands where its target is (a write through
+   * it is refused, but a rule on where it points still judges it). Throws the walk's error: outside
+   * the workspace through a symlink, a file in the middle of the path, an I/O error. Symlink-free by
+   * construction (a real path, then names that did not exist), which `openWrite` relies on.
+   */
+  async resolve(p: WorkspacePath): Promise<WorkspacePath> {
+    return (await this.resolveLanding(p)).landing;
+  }
+
+  /** `resolve`, and whether the path goes through a dangling symlink (which no write follows). */
+  async resolveLanding(p: WorkspacePath): Promise<{ landing: WorkspacePath; dangling: boolean }> {
+    const found = (landing: WorkspacePath, dangling = false) => ({ landing, dangling });
+    let current = await open(this.root, DIR_NOFOLLOW);
+    try {
+      for (let i = 0; i < p.segments.length; i++) {
+        const name = p.segments[i];
+        const here = `/workspace/${p.segments.slice(0, i + 1).join('/')}`;
+        const last = i === p.segments.length - 1;
+        const st = await lstat(at(current, name)).catch((e: NodeJS.ErrnoException) => {
+          if (e.code === 'ENOENT') return null;
+          throw ioError(e, p, here);
+        });
+        if (st === null) return found(this.landingOf(await this.realOf(current, p), p.segments.slice(i)));
+        if (st.isSymbolicLink()) {
+          let target: string;
+          try {
+            await this.checkLinkTarget(at(current, name), p);
+            target = await realpath(at(current, name));
+          } catch (e) {
+            if (!(e instanceof DanglingSymlink)) throw e;
+            const dangling = posix.resolve(await this.realOf(current, p), await readlink(at(current, name)));
+            return found(this.landingOf(dangling, p.segments.slice(i + 1)), true);
+          }
+          const isDir = await stat(target).then((t) => t.isDirectory());
+          if (last && !isDir) return found(this.landingOf(target, []));
+        } else if (!st.isDirectory()) {
+          if (last) return found(this.landingOf(await this.realOf(current, p), [name]));
+          throw new ToolError('not_a_directory', `${here} is not a directory (in ${p.virtual})`);
+        }
+        const next = await this.openDirStep(current, name, p, here);
+        await current.close();
+        current = next;
+      }
+      return found(this.landingOf(await this.realOf(current, p), []));
+    } finally {
+      await current.close();
+    }
+  }
+
+  /** The real path of an open directory, which must lie inside the root. */
+  private async realOf(dir: FileHandle, p: WorkspacePath): Promise<string> {
+    const real = await realpath(`/proc/self/fd/${dir.fd}`).catch(() => undefined);
+    if (real === undefined || !this.contains(real)) throw escape(p);
+    return real;
+  }
+
+  /** A real host path inside the root and names below it, as the workspace path the model would use. */
+  private landingOf(real: string, rest: readonly string[]): WorkspacePath {
+    const below = real === this.root ? [] : real.slice(this.root.length + 1).split('/');
+    const segments = [...below, ...rest];
+    return { virtual: segments.length === 0 ? '/workspace' : `/workspace/${segments.join('/')}`, segments };
+  }
+
+  /** Before a bound write: `p` must still land on `landing` (else the link changed since it was judged). */
+  private async boundLanding(p: WorkspacePath, landing: WorkspacePath): Promise<WorkspacePath> {
+    const now = await this.resolveLanding(p);
+    if (now.landing.virtual !== landing.virtual) throw moved(p, landing);
+    if (now.dangling) throw new DanglingSymlink(p.virtual);
+    return landing;
+  }
+
   /** Entries of an open directory (types from the directory itself: symlinks are not followed). */
   async entries(dir: FileHandle): Promise<Dirent[]> {
     return readdir(`/proc/self/fd/${dir.fd}`, { withFileTypes: true });
@@ -228,7 +315,13 @@ export class Jail {
   }
 
   /** Opens the root and then `count` segments of `p`, each verified; creates missing ones if asked. */
-  private async walk(p: WorkspacePath, count: number, create: boolean, budget?: InodeBudget): Promise<FileHandle> {
+  private async walk(
+    p: WorkspacePath,
+    count: number,
+    create: boolean,
+    budget?: InodeBudget,
+    noFollow = false,
+  ): Promise<FileHandle> {
     let current = await open(this.root, DIR_NOFOLLOW);
     try {
       for (let i = 0; i < count; i++) {
@@ -253,7 +346,17 @@ export class Jail {
           );
           if (made && budget) budget.left--;
         }
-        const next = await this.openDirStep(current, name, p, here);
+        const next = noFollow
+          ? await open(at(current, name), DIR_NOFOLLOW).catch(async (err: unknown) => {
+              const code = (err as NodeJS.ErrnoException).code;
+              if ((code === 'ELOOP' || code === 'ENOTDIR') && (await isSymlink(at(current, name))))
+                throw new ToolError(
+                  'forbidden',
+                  `${here} became a symlink after the approval gate judged ${p.virtual}: nothing was written`,
+                );
+              throw ioError(err, p, here);
+            })
+          : await this.openDirStep(current, name, p, here);
         await current.close();
         current = next;
         if (made) await this.own(current);
@@ -386,6 +489,14 @@ async function isSymlink(path: string): Promise<boolean> {
   return lstat(path).then(
     (s) => s.isSymbolicLink(),
     () => false,
+  );
+}
+
+/** A bound write whose path no longer leads where it was judged (a symlink changed): nothing is written. */
+function moved(p: WorkspacePath, landing: WorkspacePath): ToolError {
+  return new ToolError(
+    'forbidden',
+    `${p.virtual} no longer leads to ${landing.virtual}, where the approval gate judged it (a symlink changed since the check): nothing was written`,
   );
 }
 

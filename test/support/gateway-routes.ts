@@ -53,4 +53,3 @@ export function routeTable(gw: InProcessGateway): { routes: RouteEntry[]; contro
   }
   return { routes, controllers };
 }
-

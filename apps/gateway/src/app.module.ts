@@ -11,6 +11,7 @@ import { ApprovalsGateway } from './approvals/approvals.gateway';
 import { AuthController } from './auth/auth.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { AuthService } from './auth/auth.service';
+import { UserStandingHandler } from './auth/user-standing.handler';
 import { LoginThrottle } from './auth/login-throttle';
 import { UsersRepository } from './auth/users.repository';
 import { GATEWAY_CONFIG, GatewayConfig } from './config';
@@ -85,6 +86,7 @@ export class AppModule {
         UsersRepository,
         LoginThrottle,
         AuthService,
+        UserStandingHandler,
         SessionsGateway,
         ApprovalsGateway,
         LlmGateway,

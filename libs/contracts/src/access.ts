@@ -107,7 +107,14 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
     subscribes: [TOPICS.toolCancel.pattern, TOPICS.mcpServersChanged.pattern],
   },
   scheduler: {
-    calls: ['session.home_source', 'session.cancel', 'session.job.start', 'session.job.status', 'session.job.deliver'],
+    calls: [
+      'session.home_source',
+      'session.cancel',
+      'session.job.start',
+      'session.job.status',
+      'session.job.deliver',
+      'user.standing',
+    ],
     publishes: [TOPICS.userEvents.pattern],
     subscribes: [TOPICS.sessionTurnEnded.pattern],
   },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Actor, Id, StoredText } from './common';
+import { Actor, Id, Role, StoredText } from './common';
 import { resolvePathAgainst, resolveSessionDirectory, WORKSPACE_ROOT } from './tool-paths';
 
 /** A path of a RunContext: inside the workspace (`/workspace/…` or relative to it), normalised to `/workspace/…`. */
@@ -13,6 +13,35 @@ const WorkspacePathField = StoredText(4096)
     }
     return r.value.virtual;
   });
+
+/**
+ * RunContext fields that choose which approval rules apply (a security group's rules are evaluated
+ * before the org-wide ones): an admin's to set, on every route, frame and subject that takes a
+ * RunContext (`PUT /api/sessions/{id}/run-context`, `POST` / `PATCH /api/cron/jobs`, and any added
+ * later: test/integration/run-context-policy.spec.ts finds them from the route table). The other
+ * fields are the user's: paths inside their own workspace (a Deny rule still wins), their prompt,
+ * and `allow_approvals` (a cron run asks a human instead of auto-denying).
+ */
+export const ADMIN_ONLY_RUN_CONTEXT_FIELDS = ['security_group'] as const;
+export type AdminOnlyRunContextField = (typeof ADMIN_ONLY_RUN_CONTEXT_FIELDS)[number];
+
+/**
+ * The one check: the first admin-only field a RunContext sets that `role` may not set, or null.
+ * A field counts as set when present with any value other than `undefined` (an empty string or
+ * `null` is still a choice of group, and refused). Every handler that takes a RunContext from a
+ * caller, and the scheduler at every fire of a job, asks this.
+ */
+export function adminOnlyRunContextField(
+  rc: Readonly<Record<string, unknown>> | null | undefined,
+  role: Role,
+): AdminOnlyRunContextField | null {
+  if (role === 'admin' || rc === null || rc === undefined) return null;
+  for (const f of ADMIN_ONLY_RUN_CONTEXT_FIELDS) if (rc[f] !== undefined) return f;
+  return null;
+}
+
+/** The sentence a refusal carries (the field is named in the error's `field`). */
+export const adminOnlyRunContextMessage = (field: string): string => `only an admin sets ${field}`;
 
 /**
  * `PUT /sessions/{id}/run-context`: what a user sets for one of their sessions — the working

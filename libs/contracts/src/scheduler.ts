@@ -52,7 +52,8 @@ export const CronJobDto = z.object({
 export type CronJobDto = z.infer<typeof CronJobDto>;
 export const CronJobList = z.object({ items: z.array(CronJobDto) });
 
-export const JobRunStatus = z.enum(['running', 'succeeded', 'failed', 'cancelled']);
+/** `refused`: the fire started nothing (its owner is disabled or deleted, …); `error` says why. */
+export const JobRunStatus = z.enum(['running', 'succeeded', 'failed', 'cancelled', 'refused']);
 export const JobRunDto = z.object({
   id: Id,
   job_id: Id,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AGENT_SUBJECTS } from './agents';
-import { Actor, Attachment, ClientMessageId, Delivery, Id, Source, SourceFilter, StoredText } from './common';
+import { Actor, Attachment, ClientMessageId, Delivery, Id, Role, Source, SourceFilter, StoredText } from './common';
 import { replyOf } from './reply';
 import {
   ChatMessages,
@@ -295,6 +295,23 @@ export const ToolResolveReply = z.object({ landing: LandingPaths });
  */
 export const ToolPreviewReply = z.object({ preview: ApprovalPreview.nullable(), refused: z.string().optional() });
 
+// ---------------------------------------------------------------- gateway (owner of the users table)
+
+/**
+ * `user.standing` (queue `gateway`): a user's standing now, read from the users table at the
+ * moment of asking. The scheduler asks it at every fire of a job (cron, tic, async): a job runs
+ * with its owner's current role, and not at all for a disabled or deleted owner. Read-only, so
+ * idempotent.
+ */
+export const UserStandingRequest = z.object({ user_id: Id });
+export const UserStandingReply = z.object({
+  /** `active`: may act; `disabled`: an admin disabled the account; `deleted`: no such user. */
+  standing: z.enum(['active', 'disabled', 'deleted']),
+  /** The current role; null for a deleted user. */
+  role: Role.nullable(),
+});
+export type UserStandingReply = z.infer<typeof UserStandingReply>;
+
 /**
  * The one map from subject to payload. Requests have `request` and `reply`; published subjects
  * have `message`. Subjects with a `<…>` part are built by the helpers below.
@@ -424,6 +441,7 @@ export const SUBJECTS = {
     queue: 'session-worker',
   },
   'session.job.deliver': { request: S.JobDeliverRequest, reply: replyOf(S.JobDeliverReply), queue: 'session-worker' },
+  'user.standing': { request: UserStandingRequest, reply: replyOf(UserStandingReply), queue: 'gateway' },
 } as const;
 export type RequestSubject = keyof typeof SUBJECTS;
 export type RequestOf<S extends RequestSubject> = z.input<(typeof SUBJECTS)[S]['request']>;

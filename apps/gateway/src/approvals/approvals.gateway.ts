@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Actor, BypassScope, RequestOf } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { ApiError, callService } from '../http/api-error';
+import { refuseAdminOnlyFields } from '../http/admin-only';
 
 /**
  * The gateway's side of approvals: every call carries the verified actor; the approval service
@@ -36,9 +37,28 @@ export class ApprovalsGateway {
     return this.call(() => this.bus.call('approval.rules.delete', { actor, id }));
   }
 
+  /**
+   * `POST /api/approval/rules/test`. An admin tests any group, agent and source. A user tests only
+   * what their own session would get: no `security_group` of their choosing (403, the same check
+   * as every RunContext), a session of theirs required, and the group is the one an admin set on
+   * that session (none: the org-wide rules only). Another user's session is not found.
+   */
   async testRule(req: RequestOf<'approval.rules.test'>) {
-    if (req.session_id) await this.assertSession(req.actor, req.session_id);
-    return this.call(() => this.bus.call('approval.rules.test', req));
+    if (req.actor.role === 'admin') {
+      if (req.session_id) await this.assertSession(req.actor, req.session_id);
+      return this.call(() => this.bus.call('approval.rules.test', req));
+    }
+    refuseAdminOnlyFields(req.actor, req);
+    if (!req.session_id)
+      throw new ApiError('forbidden', 'testing rules without a session of yours is for admins', 'session_id');
+    const rc = await this.sessionRunContext(req.actor, req.session_id);
+    const { security_group: _ignored, ...rest } = req;
+    return this.call(() =>
+      this.bus.call('approval.rules.test', {
+        ...rest,
+        ...(rc.security_group !== null ? { security_group: rc.security_group } : {}),
+      }),
+    );
   }
 
   tools(actor: Actor) {
@@ -60,6 +80,18 @@ export class ApprovalsGateway {
 
   revokeBypass(actor: Actor, id: string) {
     return this.call(() => this.bus.call('approval.bypasses.delete', { actor, id }));
+  }
+
+  /** The caller's session's RunContext (its security group); not_found for another user's session. */
+  private async sessionRunContext(actor: Actor, sessionId: string) {
+    try {
+      return await callService('no session worker is available; retry shortly', () =>
+        this.bus.call('session.run_context.get', { actor, session_id: sessionId }),
+      );
+    } catch (e) {
+      if (e instanceof RemoteError && e.body.code === 'not_found') throw new ApiError('not_found', 'session not found');
+      throw e;
+    }
   }
 
   /** The session is the caller's (the session worker answers not_found otherwise). */

@@ -367,7 +367,8 @@ export const ROUTES: Route[] = [
   {
     method: 'post',
     path: '/api/approval/rules/test',
-    summary: "What the gate would decide (admin, or for the caller's own session)",
+    summary:
+      "What the gate would decide (an admin: any group; a user: their own session's group only, security_group 403)",
     body: RuleTestInput,
     ok: { status: 200, schema: RuleTestResult },
   },
@@ -441,7 +442,7 @@ export const ROUTES: Route[] = [
     method: 'post',
     path: '/api/cron/jobs',
     summary:
-      'Schedule an agent (cron: five fields, or six with seconds first; timezone an IANA name; a minimum interval applies)',
+      'Schedule an agent (cron: five fields, or six with seconds first; timezone an IANA name; a minimum interval applies; run_context.security_group: admins only, else 403)',
     body: CronJobInput,
     capped: ['cron_jobs'],
     ok: { status: 201, schema: JobCreated },
@@ -449,7 +450,7 @@ export const ROUTES: Route[] = [
   {
     method: 'patch',
     path: '/api/cron/jobs/{id}',
-    summary: 'Change a cron job',
+    summary: 'Change a cron job (run_context.security_group: admins only, else 403)',
     params: [{ name: 'id', in: 'path', required: true }],
     body: CronJobPatch,
     ok: { status: 200, schema: CronJobDto },

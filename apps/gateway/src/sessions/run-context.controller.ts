@@ -4,6 +4,7 @@ import { Bus } from '@skald/messaging';
 import { CurrentActor } from '../auth/actor.decorator';
 import { ApiError, callService } from '../http/api-error';
 import { validate } from '../http/validate';
+import { refuseAdminOnlyFields } from '../http/admin-only';
 
 const UNAVAILABLE = 'no session worker is available; retry shortly';
 
@@ -23,8 +24,7 @@ export class RunContextController {
     const sessionId = sessionIdOf(id);
     const rc = validate(RunContextInput, body);
     // The security group picks which rules apply: choosing one is an admin's decision.
-    if (rc.security_group !== undefined && actor.role !== 'admin')
-      throw new ApiError('forbidden', 'only an admin sets a security group', 'security_group');
+    refuseAdminOnlyFields(actor, rc);
     return callService(UNAVAILABLE, () =>
       this.bus.call('session.run_context.set', { actor, session_id: sessionId, run_context: rc }),
     );

@@ -3,13 +3,13 @@ import Redis from 'ioredis';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
-import type { Actor, JobSessionStatusReply } from '@skald/contracts';
+import type { Actor, JobSessionStatusReply, UserStandingReply } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
 import { PrivateRedis } from '@skald/testing';
 import { assertNoEviction, RedisEvictionPolicyError } from '../redis.provider';
 import { JobEngine, QUEUE_NAME } from './job-engine';
-import { HomeSourcePort, JobEventsPort, JobSessionsPort } from './job-ports';
+import { HomeSourcePort, JobEventsPort, JobOwnersPort, JobSessionsPort } from './job-ports';
 import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
 import { SchedulerMetrics } from './scheduler-metrics';
@@ -35,6 +35,8 @@ async function until<T>(fn: () => Promise<T | null | undefined | false>, timeout
 class RecordingSessions implements JobSessionsPort {
   starts: string[] = [];
   kinds = new Map<string, string>();
+  /** The actor each run's session was started as. */
+  actors = new Map<string, Actor>();
   deliveries: Array<{ deliveryId: string; toolName: string; result: string; sessionId?: string; source?: string }> = [];
   cancelled: string[] = [];
   endings = new Map<string, JobSessionStatusReply>();
@@ -44,6 +46,7 @@ class RecordingSessions implements JobSessionsPort {
   start(r: Parameters<JobSessionsPort['start']>[0]) {
     if (!this.starts.includes(r.runId)) this.starts.push(r.runId);
     this.kinds.set(r.runId, r.kind);
+    this.actors.set(r.runId, r.actor);
     return Promise.resolve({ sessionId: r.runId });
   }
   status(_a: Actor, sessionId: string) {
@@ -65,6 +68,19 @@ class RecordingSessions implements JobSessionsPort {
 
 const events: JobEventsPort = { taskUpdate: () => undefined, notification: () => undefined };
 const home: HomeSourcePort = { homeSource: () => Promise.resolve('web') };
+
+/** The gateway's users table as the scheduler asks it (`user.standing`): active users by default. */
+class Owners implements JobOwnersPort {
+  standings = new Map<string, UserStandingReply>();
+  asked = 0;
+  down = false;
+  standing(userId: string): Promise<UserStandingReply> {
+    this.asked++;
+    if (this.down) return Promise.reject(new Error('no responders'));
+    return Promise.resolve(this.standings.get(userId) ?? { standing: 'active', role: 'user' });
+  }
+}
+const owners = new Owners();
 
 describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
   let ds: DataSource;
@@ -100,6 +116,7 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
         lockDurationMs: opts.lockDurationMs,
       },
       log,
+      owners,
     );
     engines.push(e);
     await e.start();
@@ -481,6 +498,148 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     await ds.query(`UPDATE scheduled_jobs SET enabled = false WHERE id = $1`, [jobId]);
     await e.reconcile();
     expect(await sample('delayed')).toBe(before);
+  }, 30_000);
+
+  it("every fire re-reads its owner: a disabled owner's fire is recorded refused with the reason, a demoted admin's runs as user", async () => {
+    const sessions = new RecordingSessions();
+    sessions.defaultEnding = null;
+    const userId = randomUUID();
+    const e = await engine(sessions, 'owner-0');
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5, ticCron: null });
+    // made by an admin: the role at creation is 'admin'
+    const admin: Actor = { userId, role: 'admin' };
+    const { id: jobId } = await service.create(admin, {
+      title: 'nightly',
+      prompt: 'write the notes',
+      cron: '0 3 * * *',
+    });
+    created.push(jobId);
+    const { id: groupJob } = await service.create(admin, {
+      title: 'ops',
+      prompt: 'deploy',
+      cron: '0 4 * * *',
+      run_context: { security_group: 'ops' },
+    });
+    created.push(groupJob);
+
+    // 1. the owner is disabled: the fire is fenced, refused with the reason, no session, nothing delivered
+    owners.standings.set(userId, { standing: 'disabled', role: 'admin' });
+    const refused = await e.fire(jobId, new Date('2027-02-01T03:00:00Z'));
+    expect(refused).not.toBeNull();
+    expect(sessions.starts).not.toContain(refused);
+    const runs = await service.runs(admin, jobId);
+    expect(runs.items).toEqual([
+      expect.objectContaining({ id: refused, status: 'refused', error: "refused: the job's owner is disabled" }),
+    ]);
+    expect((await runsOf(jobId))[0].delivered_at).not.toBeNull();
+
+    // 2. a deleted owner likewise
+    owners.standings.set(userId, { standing: 'deleted', role: null });
+    const gone = await e.fire(jobId, new Date('2027-02-02T03:00:00Z'));
+    expect((await service.runs(admin, jobId)).items.find((r) => r.id === gone)).toMatchObject({
+      status: 'refused',
+      error: "refused: the job's owner no longer exists",
+    });
+
+    // 3. demoted to user: the session starts as 'user', and the job's role follows
+    owners.standings.set(userId, { standing: 'active', role: 'user' });
+    const demoted = await e.fire(jobId, new Date('2027-02-03T03:00:00Z'));
+    expect(demoted).not.toBeNull();
+    expect(sessions.actors.get(demoted!)).toEqual({ userId, role: 'user' });
+    const [row] = await queryRows<{ owner_role: string }>(ds, `SELECT owner_role FROM scheduled_jobs WHERE id = $1`, [
+      jobId,
+    ]);
+    expect(row.owner_role).toBe('user');
+
+    // 4. the group an admin chose is not used by an owner who is no longer an admin
+    const grouped = await e.fire(groupJob, new Date('2027-02-03T04:00:00Z'));
+    expect(sessions.starts).not.toContain(grouped);
+    expect((await service.runs(admin, groupJob)).items[0]).toMatchObject({
+      status: 'refused',
+      error:
+        "refused: the job's run_context sets security_group, which only an admin sets, and its owner is no longer an admin",
+    });
+
+    // 5. promoted back: the group job runs again, as admin
+    owners.standings.set(userId, { standing: 'active', role: 'admin' });
+    const back = await e.fire(groupJob, new Date('2027-02-04T04:00:00Z'));
+    expect(sessions.actors.get(back!)).toEqual({ userId, role: 'admin' });
+    owners.standings.delete(userId);
+  }, 30_000);
+
+  it('a fire whose owner cannot be asked (no gateway) starts nothing until it can, then runs with the role read then', async () => {
+    const sessions = new RecordingSessions();
+    sessions.defaultEnding = null;
+    const userId = randomUUID();
+    const jobId = await newCron(userId, '0 0 1 1 *', null);
+    const e = await engine(sessions, 'owner-1');
+    owners.down = true;
+    const runId = await e.fire(jobId, new Date('2027-03-01T00:00:00Z'), true);
+    await sleep(1_000);
+    expect(sessions.starts).not.toContain(runId);
+    expect((await runsOf(jobId))[0].status).toBe('starting');
+    owners.standings.set(userId, { standing: 'active', role: 'user' });
+    owners.down = false;
+    await until(async () => sessions.starts.includes(runId!), 10_000);
+    expect(sessions.actors.get(runId!)).toEqual({ userId, role: 'user' });
+    owners.standings.delete(userId);
+  }, 30_000);
+
+  it('an async task of a disabled owner is refused at its fire', async () => {
+    const sessions = new RecordingSessions();
+    const userId = randomUUID();
+    const e = await engine(sessions, 'owner-2');
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5, ticCron: null });
+    owners.standings.set(userId, { standing: 'disabled', role: 'user' });
+    const parent = randomUUID();
+    const { job_id } = await service.submitAsync(
+      { userId, role: 'user' },
+      {
+        idempotencyKey: 'k',
+        parentSessionId: parent,
+        parentToolCallId: 'k',
+        source: 'web',
+        scratchpadSessionId: parent,
+        agentId: 'researcher',
+        prompt: 'research this',
+        title: 'task',
+        description: null,
+        client: null,
+      },
+    );
+    const [run] = await until(async () => {
+      const r = await queryRows<{ status: string; error: string }>(
+        ds,
+        `SELECT status, error FROM job_runs WHERE job_id = $1`,
+        [job_id],
+      );
+      return r.length > 0 && r[0].status !== 'starting' ? r : null;
+    }, 10_000);
+    expect(run).toEqual({ status: 'refused', error: "refused: the job's owner is disabled" });
+    expect(sessions.starts).toEqual([]);
+    owners.standings.delete(userId);
+  }, 30_000);
+
+  it('cron create and update refuse a RunContext field only an admin sets, naming it, for a non-admin', async () => {
+    const sessions = new RecordingSessions();
+    const e = await engine(sessions, 'owner-3');
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5, ticCron: null });
+    const user: Actor = { userId: randomUUID(), role: 'user' };
+    const input = { title: 't', prompt: 'p', cron: '0 3 * * *', run_context: { security_group: 'ops' } };
+    await expect(service.create(user, input)).rejects.toMatchObject({
+      body: { code: 'forbidden', field: 'run_context.security_group' },
+    });
+    const { id } = await service.create(user, { ...input, run_context: { allow_fs_reads: ['/workspace/docs'] } });
+    created.push(id);
+    await expect(service.update(user, id, { run_context: { security_group: 'ops' } })).rejects.toMatchObject({
+      body: { code: 'forbidden', field: 'run_context.security_group' },
+    });
+    const [row] = await queryRows<{ run_context: unknown }>(
+      ds,
+      `SELECT run_context FROM scheduled_jobs WHERE id = $1`,
+      [id],
+    );
+    expect(row.run_context).toEqual({ allow_fs_reads: ['/workspace/docs'] });
   }, 30_000);
 
   it('refuses a Redis whose eviction policy is not noeviction', async () => {

@@ -1,10 +1,10 @@
 import { Job, Queue, Worker } from 'bullmq';
 import type Redis from 'ioredis';
-import { SCHEDULER_QUEUE, type Actor } from '@skald/contracts';
+import { adminOnlyRunContextField, SCHEDULER_QUEUE, type Actor, type UserStandingReply } from '@skald/contracts';
 import type { Logger } from '@skald/service-kit';
 import { lastFireAtOrBefore, nextFire } from './cron-spec';
 import { classifyEnding, endingInputOf, notificationSummary, type JobEndingInput } from './job-ending';
-import { HomeSourcePort, JobEventsPort, JobSessionsPort, JobStartRefused } from './job-ports';
+import { HomeSourcePort, JobEventsPort, JobOwnersPort, JobSessionsPort, JobStartRefused } from './job-ports';
 import { JobRow, JobsRepository, RunRow } from './jobs.repository';
 import { QUEUE_STATES, type QueueCounts } from './scheduler-metrics';
 
@@ -78,6 +78,7 @@ export class JobEngine {
     private readonly connect: () => Redis,
     private readonly opts: EngineOptions,
     private readonly log: Logger,
+    private readonly owners: JobOwnersPort,
   ) {}
 
   async start(): Promise<void> {
@@ -259,10 +260,42 @@ export class JobEngine {
     return { userId: job.user_id, role: job.owner_role };
   }
 
+  /**
+   * The owner as the gateway knows them at this fire: the actor the session runs as (the current
+   * role, written back to the job so its status, delivery and cancel use it too), or why the fire
+   * is refused. Null when the gateway cannot be asked: the run stays `starting` and the watcher
+   * asks again — a fire never starts unchecked.
+   */
+  private async owner(job: JobRow, run: RunRow): Promise<{ actor: Actor } | { refused: string } | null> {
+    let standing: UserStandingReply;
+    try {
+      standing = await this.owners.standing(job.user_id);
+    } catch (e) {
+      this.warn("could not read the job owner's standing; will retry", e, { runId: run.id });
+      return null;
+    }
+    const refused = ownerRefusal(job, standing);
+    if (refused !== null || standing.role === null) return { refused: refused ?? 'the job has no owner' };
+    if (standing.role !== job.owner_role) {
+      await this.jobs.setOwnerRole(job.id, standing.role);
+      job.owner_role = standing.role;
+    }
+    return { actor: { userId: job.user_id, role: standing.role } };
+  }
+
   private async startSession(job: JobRow, run: RunRow): Promise<void> {
+    const owner = await this.owner(job, run);
+    if (owner === null) return;
+    if ('refused' in owner) {
+      if (await this.jobs.refuseRun(run.id, owner.refused)) {
+        this.mine.delete(run.id);
+        this.log.warn({ runId: run.id, jobId: job.id, userId: job.user_id, reason: owner.refused }, 'job run refused');
+      }
+      return;
+    }
     try {
       const { sessionId } = await this.sessions.start({
-        actor: this.actor(job),
+        actor: owner.actor,
         runId: run.id,
         kind: job.kind,
         agentId: job.agent_id,
@@ -435,4 +468,18 @@ export class JobEngine {
   private warn(msg: string, e: unknown, extra: Record<string, unknown> = {}): void {
     this.log.warn({ ...extra, err: e instanceof Error ? e.message : String(e) }, msg);
   }
+}
+
+/**
+ * Why a fire may not run for this owner, or null: a disabled or deleted owner runs nothing, and a
+ * RunContext field only an admin sets (`ADMIN_ONLY_RUN_CONTEXT_FIELDS`) is not used by an owner
+ * who is no longer an admin (the same check as every route that takes a RunContext).
+ */
+export function ownerRefusal(job: Pick<JobRow, 'run_context'>, owner: UserStandingReply): string | null {
+  if (owner.standing === 'disabled') return "refused: the job's owner is disabled";
+  if (owner.standing === 'deleted' || owner.role === null) return "refused: the job's owner no longer exists";
+  const field = adminOnlyRunContextField(job.run_context, owner.role);
+  if (field !== null)
+    return `refused: the job's run_context sets ${field}, which only an admin sets, and its owner is no longer an admin`;
+  return null;
 }

@@ -1,4 +1,4 @@
-import type { Actor, JobRunContext, JobSessionStatusReply } from '@skald/contracts';
+import type { Actor, JobRunContext, JobSessionStatusReply, UserStandingReply } from '@skald/contracts';
 
 /** What the scheduler asks of the session workers (NATS in production; swappable in tests). */
 export interface JobSessionsPort {
@@ -63,4 +63,13 @@ export class JobStartRefused extends Error {
  */
 export interface HomeSourcePort {
   homeSource(userId: string): Promise<string>;
+}
+
+/**
+ * The owner of a job as the gateway (owner of the users table) knows them now: asked at every
+ * fire, so a job never runs for a disabled or deleted owner, and runs with the owner's current
+ * role. Throws when it cannot be asked (the fire is retried, never started unchecked).
+ */
+export interface JobOwnersPort {
+  standing(userId: string): Promise<UserStandingReply>;
 }

@@ -35,7 +35,7 @@ export interface RunRow {
   user_id: string;
   due_at: Date;
   attempt: number;
-  status: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  status: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'refused';
   session_id: string | null;
   runner: string | null;
   kill_requested_at: Date | null;
@@ -399,6 +399,25 @@ export class JobsRepository {
       [runId, e.status, e.finalResponse, e.partialOutput, e.error],
     );
     return rows.length > 0;
+  }
+
+  /**
+   * A fenced fire that starts nothing (its owner may not act): terminal, with the reason, and
+   * marked delivered (there is no one to tell). Conditional like `finishRun`.
+   */
+  async refuseRun(runId: string, reason: string): Promise<boolean> {
+    const rows = await queryRows(
+      this.ds,
+      `UPDATE job_runs SET status = 'refused', error = $2, completed_at = now(), delivered_at = now()
+        WHERE id = $1 AND status IN ('starting', 'running') RETURNING id`,
+      [runId, reason],
+    );
+    return rows.length > 0;
+  }
+
+  /** The owner's role as read at the last fire (a demotion or promotion since the job was made). */
+  async setOwnerRole(jobId: string, role: 'user' | 'admin'): Promise<void> {
+    await this.ds.query(`UPDATE scheduled_jobs SET owner_role = $2 WHERE id = $1`, [jobId, role]);
   }
 
   async markDelivered(runId: string): Promise<void> {

@@ -1,5 +1,5 @@
-import { USER_CAPS, userCapReached } from '@skald/contracts';
-import type { Actor, CronJobDto, CronJobInput, CronJobPatch, JobRunDto } from '@skald/contracts';
+import { adminOnlyRunContextField, adminOnlyRunContextMessage, USER_CAPS, userCapReached } from '@skald/contracts';
+import type { Actor, CronJobDto, CronJobInput, CronJobPatch, JobRunContext, JobRunDto } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 import { InvalidCronError, nextFire, validateCron } from './cron-spec';
 import { classifyEnding, endingInputOf, notificationSummary } from './job-ending';
@@ -70,12 +70,21 @@ export class JobsService {
     }
   }
 
+  /** A RunContext field only an admin sets, from a non-admin: refused, naming it (the gateway refuses it first). */
+  private checkRunContext(actor: Actor, rc: JobRunContext | undefined): void {
+    const f = adminOnlyRunContextField(rc, actor.role);
+    if (f === null) return;
+    const field = `run_context.${f}`;
+    throw new RemoteError({ code: 'forbidden', message: adminOnlyRunContextMessage(field), field });
+  }
+
   async list(actor: Actor): Promise<{ items: CronJobDto[] }> {
     return { items: (await this.jobs.listCron(actor.userId)).map(toCronJobDto) };
   }
 
   async create(actor: Actor, input: CronJobInput): Promise<{ id: string }> {
     const timezone = input.timezone ?? 'UTC';
+    this.checkRunContext(actor, input.run_context);
     this.check(input.cron, timezone);
     const enabled = input.enabled ?? true;
     const cap = this.settings.maxCronPerUser ?? USER_CAPS.cron_jobs.default;
@@ -101,6 +110,7 @@ export class JobsService {
   }
 
   async update(actor: Actor, jobId: string, patch: CronJobPatch): Promise<CronJobDto> {
+    this.checkRunContext(actor, patch.run_context);
     const job = await this.jobs.findJob({ userId: actor.userId, jobId, kind: 'cron' });
     if (!job) throw notFound();
     const cron = patch.cron ?? job.cron ?? '';

@@ -1,7 +1,7 @@
-import type { Actor, JobSessionStatusReply } from '@skald/contracts';
+import type { Actor, JobSessionStatusReply, UserStandingReply } from '@skald/contracts';
 import { TOPICS } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
-import { HomeSourcePort, JobEventsPort, JobSessionsPort, JobStartRefused } from './job-ports';
+import { HomeSourcePort, JobEventsPort, JobOwnersPort, JobSessionsPort, JobStartRefused } from './job-ports';
 
 /** The session workers over NATS (request/reply in the `session-worker` queue group). */
 export class NatsJobSessions implements JobSessionsPort {
@@ -73,5 +73,14 @@ export class NatsHomeSource implements HomeSourcePort {
     } catch {
       return 'web';
     }
+  }
+}
+
+/** `user.standing` on the gateway (the users table's owner). */
+export class NatsJobOwners implements JobOwnersPort {
+  constructor(private readonly bus: Bus) {}
+
+  standing(userId: string): Promise<UserStandingReply> {
+    return this.bus.call('user.standing', { user_id: userId });
   }
 }

@@ -9,7 +9,7 @@ import { JobEngine, QUEUE_NAME } from './job-engine';
 import { registerJobHandlers } from './jobs.handler';
 import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
-import { NatsHomeSource, NatsJobEvents, NatsJobSessions } from './nats-job-ports';
+import { NatsHomeSource, NatsJobEvents, NatsJobOwners, NatsJobSessions } from './nats-job-ports';
 import { SchedulerMetrics } from './scheduler-metrics';
 
 export const SCHEDULER_CONFIG = Symbol('SCHEDULER_CONFIG');
@@ -53,6 +53,7 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
         concurrency: this.config.SKALD_JOB_CONCURRENCY,
       },
       this.log,
+      new NatsJobOwners(this.bus),
     );
     const service = new JobsService(repo, this.engine, sessions, {
       minIntervalS: this.config.SKALD_CRON_MIN_INTERVAL_S,

@@ -454,6 +454,7 @@ describe('JobEngine watcher: an idle scheduler costs one statement per safety in
         ...opts,
       },
       log,
+      { standing: () => Promise.resolve({ standing: 'active', role: 'user' }) },
     );
     engines.push(e);
     await e.start();

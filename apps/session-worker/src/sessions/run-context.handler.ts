@@ -1,5 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { Bus } from '@skald/messaging';
+import { adminOnlyRunContextField, adminOnlyRunContextMessage } from '@skald/contracts';
+import { Bus, RemoteError } from '@skald/messaging';
 import { RunContextRepository } from './run-context.repository';
 
 const notFound = () => Object.assign(new Error('session not found'), { code: 'not_found' });
@@ -7,7 +8,7 @@ const notFound = () => Object.assign(new Error('session not found'), { code: 'no
 /**
  * NATS edge of a session's RunContext: read and replace it, for the session's own user only (a
  * foreign id is not found, like an unknown one). The gateway validated and normalised the paths;
- * the security group reaches here only from an admin.
+ * a field only an admin sets (the security group) is refused here too, by the same check.
  */
 @Injectable()
 export class RunContextHandler implements OnModuleInit {
@@ -23,6 +24,8 @@ export class RunContextHandler implements OnModuleInit {
       return rc;
     });
     this.bus.handle('session.run_context.set', async (r) => {
+      const f = adminOnlyRunContextField(r.run_context, r.actor.role);
+      if (f !== null) throw new RemoteError({ code: 'forbidden', message: adminOnlyRunContextMessage(f), field: f });
       const { security_group, ...rest } = r.run_context;
       const rc = await this.repo.set({ userId: r.actor.userId, sessionId: r.session_id }, rest, security_group);
       if (!rc) throw notFound();

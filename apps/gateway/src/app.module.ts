@@ -2,7 +2,8 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule, IDENTITY_ENTITIES } from '@skald/persistence';
-import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { Logger, METRICS_REGISTRY, OpsModule, Readiness } from '@skald/service-kit';
+import type { Registry } from 'prom-client';
 import { AdminUsersController } from './admin/admin-users.controller';
 import { AgentsController } from './agents/agents.controller';
 import { ApprovalConsoleController } from './approvals/approval-console.controller';
@@ -12,6 +13,7 @@ import { AuthController } from './auth/auth.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { AuthService } from './auth/auth.service';
 import { LoginThrottle } from './auth/login-throttle';
+import { PasswordHasher } from './auth/password-hasher';
 import { UsersRepository } from './auth/users.repository';
 import { GATEWAY_CONFIG, GatewayConfig } from './config';
 import { WorkspaceFilesClient } from './files/workspace-files.client';
@@ -83,6 +85,16 @@ export class AppModule {
         { provide: APP_FILTER, useFactory: () => new ErrorFilter(log) },
         UsersRepository,
         LoginThrottle,
+        {
+          provide: PasswordHasher,
+          useFactory: (registry: Registry) =>
+            new PasswordHasher({
+              maxConcurrent: config.SKALD_LOGIN_MAX_CONCURRENT_HASHES,
+              queue: config.SKALD_LOGIN_HASH_QUEUE,
+              registry,
+            }),
+          inject: [METRICS_REGISTRY],
+        },
         AuthService,
         SessionsGateway,
         ApprovalsGateway,

@@ -38,7 +38,10 @@ import { metricsGuard } from './http/metrics-guard';
 export class AppModule {
   static register(config: GatewayConfig, log: Logger, instance: string): DynamicModule {
     const readiness = new Readiness();
-    const guard = metricsGuard(config.SKALD_METRICS_TOKEN);
+    const guard = metricsGuard({
+      token: config.SKALD_METRICS_TOKEN,
+      trustLoopback: config.SKALD_METRICS_TRUST_LOOPBACK === 'on',
+    });
     return {
       module: AppModule,
       imports: [

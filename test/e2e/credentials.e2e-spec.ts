@@ -88,7 +88,7 @@ describe('credentials across gateway replicas', () => {
       expect((await login(a, email, 'wrong password', attacker)).status).toBe(401);
     });
 
-    it("the account's ceiling locks every address on both replicas (429 + Retry-After) until the window ends; a success does not clear it", async () => {
+    it("the account's ceiling locks every address on both replicas (429 + Retry-After) until the window ends", async () => {
       const { email, password } = await newUser();
       for (let i = 0; i < MAX_PER_ACCOUNT; i++) {
         expect((await login(i % 2 ? b : a, email, 'wrong password', address())).status).toBe(401);

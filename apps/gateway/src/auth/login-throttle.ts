@@ -117,7 +117,11 @@ export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
   /**
    * Counts the attempt on every limit, atomically, before any password is checked. When a limit
    * was already used up the attempt is refunded everywhere and refused: 429 with Retry-After (the
-   * rest of the longest window concerned), naming what is locked.
+   * rest of the longest window concerned), naming the narrowest limit refused. While concurrent
+   * attempts are in flight a counter may briefly read higher than it will settle at (their
+   * increments land before their refunds), so a burst may be refused a little more than its
+   * limits say, and a refusal may name a limit that is not used up once the burst settles;
+   * never fewer refusals.
    */
   async begin(attempt: LoginAttempt): Promise<CountedAttempt> {
     const account = accountKey(attempt.email);
@@ -135,9 +139,10 @@ export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
     // every increment happened, the refused ones included: take them all back
     await this.refund(counted, LIMITS);
     if (failed) throw failed.reason;
-    const longest = refused.reduce((a, b) => (b.res.msBeforeNext > a.res.msBeforeNext ? b : a));
-    const secs = Math.max(1, Math.ceil(longest.res.msBeforeNext / 1000));
-    throw new ApiError('rate_limited', `${REFUSAL[longest.limit]}; try again in ${secs} s`, undefined, secs);
+    // Retry-After: the longest wait; the words: the narrowest limit refused (the pair, then the address, then the account)
+    const secs = Math.max(1, Math.ceil(Math.max(...refused.map((r) => r.res.msBeforeNext)) / 1000));
+    const named = LIMITS.find((l) => refused.some((r) => r.limit === l))!;
+    throw new ApiError('rate_limited', `${REFUSAL[named]}; try again in ${secs} s`, undefined, secs);
   }
 
   /** The password was right: the pair's failures are forgotten, and this attempt is not a failure of the address or the account. */

@@ -8,12 +8,18 @@ import { assertInvariantsAndClose } from '../support/invariants';
 jest.setTimeout(180_000);
 
 const WINDOW_SECS = 2;
-const MAX_PER_ACCOUNT = 3;
+/** Consecutive failures of one account from one address (OWASP's username + IP pair). */
+const MAX_PER_PAIR = 3;
+/** Failures from one address, whatever the accounts. */
 const MAX_PER_ADDRESS = 6;
+/** The account's brute-force ceiling, whatever the addresses: far above the pair's. */
+const MAX_PER_ACCOUNT = 12;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Credentials across gateway replicas: login throttling shared through Redis, argon2id with
+ * Credentials across gateway replicas: login throttling shared through Redis (per account and
+ * address, per address, and an account ceiling; the concurrent attack is
+ * test/integration/login-throttle.spec.ts), argon2id with
  * rehash of legacy hashes, and revocation (disable, password change, role change, own password
  * change, API token revoke) reaching tokens, tickets and open sockets on every replica within
  * 2 s; a revocation whose broadcast never came is caught by the sockets' periodic re-validation.
@@ -32,6 +38,7 @@ describe('credentials across gateway replicas', () => {
       perApp: {
         gateway: {
           SKALD_LOGIN_WINDOW_SECS: String(WINDOW_SECS),
+          SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS: String(MAX_PER_PAIR),
           SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT: String(MAX_PER_ACCOUNT),
           SKALD_LOGIN_MAX_FAILURES_PER_ADDRESS: String(MAX_PER_ADDRESS),
           // the tests name their client address in X-Forwarded-For, as a reverse proxy on loopback would
@@ -60,12 +67,31 @@ describe('credentials across gateway replicas', () => {
   const address = () => `10.${randomBytes(1)[0]}.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
 
   describe('login throttling', () => {
-    it('locks an account after its failures on either replica (429 + Retry-After), and lets the owner in after the window', async () => {
+    it("an attacker guessing until refused locks their own address out of the account, not the owner's", async () => {
       const { email, password } = await newUser();
-      // failures from different addresses and replicas add up for the account
+      const attacker = address();
+      let failures = 0;
+      let last = await login(a, email, 'wrong password', attacker);
+      for (let i = 1; i < 50 && last.status === 401; i++) {
+        failures++;
+        last = await login(i % 2 ? b : a, email, 'wrong password', attacker);
+      }
+      expect(last.status).toBe(429);
+      expect(failures).toBe(MAX_PER_PAIR);
+      // the right password from the attacker's address: still refused, without a password check
+      expect((await login(b, email, password, attacker)).status).toBe(429);
+      // the owner from another address, on either replica
+      expect((await login(a, email, password, address())).status).toBe(200);
+      expect((await login(b, email, password, address())).status).toBe(200);
+      // and after the window the attacker's address may try again
+      await sleep(WINDOW_SECS * 1000 + 200);
+      expect((await login(a, email, 'wrong password', attacker)).status).toBe(401);
+    });
+
+    it("the account's ceiling locks every address on both replicas (429 + Retry-After) until the window ends", async () => {
+      const { email, password } = await newUser();
       for (let i = 0; i < MAX_PER_ACCOUNT; i++) {
-        const r = await login(i % 2 ? b : a, email, 'wrong password', address());
-        expect(r.status).toBe(401);
+        expect((await login(i % 2 ? b : a, email, 'wrong password', address())).status).toBe(401);
       }
       for (const base of [a, b]) {
         const locked = await login(base, email, password, address());
@@ -82,9 +108,6 @@ describe('credentials across gateway replicas', () => {
         ok = await login(b, email, password, address());
       }
       expect(ok.status).toBe(200);
-      // the success cleared the account's count: a fresh allowance of failures
-      expect((await login(a, email, 'wrong', address())).status).toBe(401);
-      expect((await login(a, email, password, address())).status).toBe(200);
     });
 
     it('limits one address across accounts and replicas, while other addresses still log in', async () => {
@@ -110,7 +133,7 @@ describe('credentials across gateway replicas', () => {
         new_password: 'short',
       });
       expect(short).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'new_password' } } });
-      for (let i = 0; i < MAX_PER_ACCOUNT; i++) {
+      for (let i = 0; i < MAX_PER_PAIR; i++) {
         const r = await client.request(
           'PUT',
           '/api/auth/password',
@@ -119,12 +142,17 @@ describe('credentials across gateway replicas', () => {
         );
         expect(r).toMatchObject({ status: 403, body: { error: { code: 'forbidden', field: 'current_password' } } });
       }
-      const r = await client.request('PUT', '/api/auth/password', {
-        current_password: password,
-        new_password: 'new password 123',
-      });
+      const r = await client.request(
+        'PUT',
+        '/api/auth/password',
+        { current_password: password, new_password: 'new password 123' },
+        { 'x-forwarded-for': from },
+      );
       expect(r.status).toBe(429);
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+      // the same counter as logins: that address may not log in to the account either, another may
+      expect((await login(b, email, password, from)).status).toBe(429);
+      expect((await login(b, email, password, address())).status).toBe(200);
     });
   });
 

@@ -917,6 +917,12 @@ describe('scraping (k8s/components/monitoring)', () => {
       key: 'SKALD_METRICS_TOKEN',
     });
     expect(APP_ENV.gateway.has('SKALD_METRICS_TOKEN')).toBe(true);
+    // loopback is not trusted without the token in any overlay (the default, `off`)
+    expect(APP_ENV.gateway.has('SKALD_METRICS_TRUST_LOOPBACK')).toBe(true);
+    for (const overlay of OVERLAYS) {
+      const o = rendered[overlay];
+      expect(effectiveEnv(o, appContainer(o, 'gateway'), 'SKALD_METRICS_TRUST_LOOPBACK') ?? 'off').toBe('off');
+    }
     for (const app of APP_NAMES) {
       if (app === 'gateway') continue;
       const e = (find(objects, 'ServiceMonitor', app) as unknown as Monitor).spec.endpoints;

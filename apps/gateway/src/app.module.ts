@@ -2,7 +2,8 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule, IDENTITY_ENTITIES } from '@skald/persistence';
-import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { Logger, METRICS_REGISTRY, OpsModule, Readiness } from '@skald/service-kit';
+import type { Registry } from 'prom-client';
 import { AdminUsersController } from './admin/admin-users.controller';
 import { AgentsController } from './agents/agents.controller';
 import { ApprovalConsoleController } from './approvals/approval-console.controller';
@@ -13,6 +14,7 @@ import { AuthGuard } from './auth/auth.guard';
 import { AuthService } from './auth/auth.service';
 import { UserStandingHandler } from './auth/user-standing.handler';
 import { LoginThrottle } from './auth/login-throttle';
+import { PasswordHasher } from './auth/password-hasher';
 import { UsersRepository } from './auth/users.repository';
 import { GATEWAY_CONFIG, GatewayConfig } from './config';
 import { WorkspaceFilesClient } from './files/workspace-files.client';
@@ -38,7 +40,10 @@ import { metricsGuard } from './http/metrics-guard';
 export class AppModule {
   static register(config: GatewayConfig, log: Logger, instance: string): DynamicModule {
     const readiness = new Readiness();
-    const guard = metricsGuard(config.SKALD_METRICS_TOKEN);
+    const guard = metricsGuard({
+      token: config.SKALD_METRICS_TOKEN,
+      trustLoopback: config.SKALD_METRICS_TRUST_LOOPBACK === 'on',
+    });
     return {
       module: AppModule,
       imports: [
@@ -85,6 +90,16 @@ export class AppModule {
         { provide: APP_FILTER, useFactory: () => new ErrorFilter(log) },
         UsersRepository,
         LoginThrottle,
+        {
+          provide: PasswordHasher,
+          useFactory: (registry: Registry) =>
+            new PasswordHasher({
+              maxConcurrent: config.SKALD_LOGIN_MAX_CONCURRENT_HASHES,
+              queue: config.SKALD_LOGIN_HASH_QUEUE,
+              registry,
+            }),
+          inject: [METRICS_REGISTRY],
+        },
         AuthService,
         UserStandingHandler,
         SessionsGateway,

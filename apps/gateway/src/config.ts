@@ -22,12 +22,25 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   /** Prefix of the Redis keys holding the failed-login counters that every gateway replica shares. */
   SKALD_LOGIN_LIMIT_PREFIX: z.string().min(1).default(DEFAULT_REDIS_PREFIXES.loginLimitPrefix),
-  /** Failed logins (or wrong current passwords) allowed per account within the window; then 429 until it ends. */
-  SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1000).default(5),
+  /**
+   * Failed logins (or wrong current passwords) allowed for one account from one client address within the window
+   * (OWASP: consecutive failures of the username + IP pair); then that address gets 429 for that account until the
+   * window ends, while the owner elsewhere still logs in. A success clears it.
+   */
+  SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS: z.coerce.number().int().min(1).max(1000).default(5),
   /** Failed logins allowed per client address within the window, whatever the accounts. */
   SKALD_LOGIN_MAX_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(20),
-  /** The window of both counters, from the first failure; a locked account or address is free again after it. */
+  /**
+   * Failed logins allowed per account within the window, whatever the addresses: a ceiling against guessing from
+   * many addresses, far above the per-address limit (reaching it locks the owner out too until the window ends).
+   */
+  SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(100_000).default(100),
+  /** The window of the counters, from the first failure; a locked account or address is free again after it. */
   SKALD_LOGIN_WINDOW_SECS: z.coerce.number().int().min(1).max(86_400).default(900),
+  /** Password hashes (argon2id, 19 MiB each) one gateway computes at once, over all logins and password changes. */
+  SKALD_LOGIN_MAX_CONCURRENT_HASHES: z.coerce.number().int().min(1).max(64).default(2),
+  /** Logins that may wait for a hash on one gateway; beyond them a login is refused at once (503 + Retry-After) unhashed and uncounted. */
+  SKALD_LOGIN_HASH_QUEUE: z.coerce.number().int().min(0).max(10_000).default(16),
   /**
    * Express's `trust proxy` for the client address behind a reverse proxy (e.g. `loopback`, `1`,
    * `10.0.0.0/8`); unset: the TCP peer is the client. Only proxies you run may be trusted, or
@@ -45,9 +58,14 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
   SKALD_WS_REVALIDATE_SECS: z.coerce.number().min(0.2).max(3600).default(30),
   /**
    * A bearer token that may read `/metrics` (Prometheus' scrape credential; `node scripts/gen-secrets.js` makes one),
-   * besides loopback and admins' tokens. It opens `/metrics` only.
+   * besides admins' tokens. It opens `/metrics` only.
    */
   SKALD_METRICS_TOKEN: z.string().min(32, 'SKALD_METRICS_TOKEN must be at least 32 characters').optional(),
+  /**
+   * `on`: a loopback peer reads `/metrics` without a token (a Prometheus on the same host, local use). Off by
+   * default and in the production manifests: loopback may be another process of the host or pod.
+   */
+  SKALD_METRICS_TRUST_LOOPBACK: z.enum(['on', 'off']).default('off'),
   /** Largest file one upload (`POST /{source}/uploads`) may carry; the workspace quota applies besides. */
   SKALD_UPLOAD_MAX_BYTES: z.coerce
     .number()

@@ -93,7 +93,7 @@ export class OpsController {
   ): Promise<string> {
     if (this.options.metricsGuard && !(await this.options.metricsGuard(req))) {
       throw new HttpException(
-        { error: { code: 'forbidden', message: 'metrics are served to loopback or an admin token only' } },
+        { error: { code: 'forbidden', message: 'metrics need the scrape token or an admin token' } },
         403,
       );
     }

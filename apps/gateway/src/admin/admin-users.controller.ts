@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CreateUserRequest, Id, NewPassword, Role } from '@skald/contracts';
 import { AdminOnly } from '../auth/auth.guard';
 import { AuthService, toUserDto } from '../auth/auth.service';
-import { hashPassword } from '../auth/passwords';
+import { PasswordHasher } from '../auth/password-hasher';
 import { UsersRepository } from '../auth/users.repository';
 import { ApiError } from '../http/api-error';
 import { validate } from '../http/validate';
@@ -18,6 +18,7 @@ export class AdminUsersController {
   constructor(
     private readonly users: UsersRepository,
     private readonly auth: AuthService,
+    private readonly hasher: PasswordHasher,
   ) {}
 
   @Post()
@@ -26,7 +27,7 @@ export class AdminUsersController {
     const req = validate(CreateUserRequest, body);
     const user = await this.users.create({
       email: req.email,
-      passwordHash: await hashPassword(req.password),
+      passwordHash: await this.hasher.withSlot((h) => h.hash(req.password)),
       role: req.role,
     });
     if (!user) throw new ApiError('conflict', 'a user with this email exists', 'email');
@@ -49,7 +50,7 @@ export class AdminUsersController {
     const user = await this.users.update(id, {
       role: req.role,
       disabled: req.disabled,
-      passwordHash: req.password ? await hashPassword(req.password) : undefined,
+      passwordHash: req.password ? await this.hasher.withSlot((h) => h.hash(req.password!)) : undefined,
     });
     if (!user) throw new ApiError('not_found', 'user not found');
     this.auth.announceRevoked(user.id);

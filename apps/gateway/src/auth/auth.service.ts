@@ -5,8 +5,9 @@ import { Bus } from '@skald/messaging';
 import { UserEntity } from '@skald/persistence';
 import { ApiError } from '../http/api-error';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
-import { LoginAttempt, LoginThrottle } from './login-throttle';
-import { hashPassword, newSecret, sha256, verifyPassword } from './passwords';
+import { CountedAttempt, LoginThrottle } from './login-throttle';
+import { Hashing, PasswordHasher } from './password-hasher';
+import { newSecret, sha256 } from './passwords';
 import { UsersRepository } from './users.repository';
 
 /** A verified credential: who, until when, and what it was issued under. */
@@ -35,6 +36,7 @@ export class AuthService {
   constructor(
     private readonly users: UsersRepository,
     private readonly throttle: LoginThrottle,
+    private readonly hasher: PasswordHasher,
     private readonly bus: Bus,
     @Inject(GATEWAY_CONFIG) private readonly config: GatewayConfig,
   ) {
@@ -46,26 +48,29 @@ export class AuthService {
     const { SKALD_ADMIN_EMAIL: email, SKALD_ADMIN_PASSWORD: password } = this.config;
     if (!email || !password) return 'not_configured';
     if (await this.users.findByEmail(email)) return 'exists';
-    const created = await this.users.create({ email, passwordHash: await hashPassword(password), role: 'admin' });
+    const passwordHash = await this.hasher.withSlot((h) => h.hash(password));
+    const created = await this.users.create({ email, passwordHash, role: 'admin' });
     return created ? 'created' : 'exists';
   }
 
-  /** Throttled per account and per address (429 before any password check); a weak stored hash is upgraded. */
+  /**
+   * Counted against the throttle before the password is checked (429 when a limit is used up),
+   * checked in one of the gateway's bounded hashing slots (503 when they are all taken, the
+   * attempt refunded); a weak stored hash is upgraded.
+   */
   async login(email: string, password: string, address: string): Promise<LoginResponse> {
-    const attempt: LoginAttempt = { email, address };
-    await this.throttle.check(attempt);
-    const user = await this.users.findByEmail(email);
-    if (!user) {
-      await verifyPassword(password, await this.dummy());
-      await this.throttle.failed(attempt);
-      throw new ApiError('unauthorized', 'wrong email or password');
-    }
-    const ok = await this.checkPassword(user, password);
-    if (!ok || user.disabled) {
-      await this.throttle.failed(attempt);
-      throw new ApiError('unauthorized', 'wrong email or password');
-    }
-    await this.throttle.succeeded(attempt);
+    const user = await this.verified(
+      { email, address },
+      () => this.users.findByEmail(email),
+      async (h, found) => {
+        if (!found) {
+          await h.verify(password, await this.dummy(h));
+          return null;
+        }
+        return (await this.checkPassword(h, found, password)) && !found.disabled ? found : null;
+      },
+    );
+    if (!user) throw new ApiError('unauthorized', 'wrong email or password');
     const expiresAt = new Date(Date.now() + this.config.SKALD_TOKEN_TTL_SECS * 1000);
     const token = await new SignJWT({ role: user.role, tv: user.tokenVersion })
       .setProtectedHeader({ alg: 'HS256' })
@@ -78,8 +83,8 @@ export class AuthService {
   }
 
   /**
-   * The caller changes their own password, proving the current one (throttled like a login).
-   * Every credential of theirs ends, on every replica: log in again with the new password.
+   * The caller changes their own password, proving the current one (counted on the same limits as
+   * a login from that address). Every credential of theirs ends, on every replica: log in again.
    */
   async changePassword(
     principal: Principal,
@@ -88,15 +93,37 @@ export class AuthService {
   ): Promise<void> {
     const user = await this.users.findById(principal.actor.userId);
     if (!user || user.disabled) throw new ApiError('unauthorized', 'invalid or expired token');
-    const attempt: LoginAttempt = { email: user.email, address };
-    await this.throttle.check(attempt);
-    if (!(await this.checkPassword(user, change.current))) {
-      await this.throttle.failed(attempt);
-      throw new ApiError('forbidden', 'the current password is wrong', 'current_password');
-    }
-    await this.throttle.succeeded(attempt);
-    await this.users.update(user.id, { passwordHash: await hashPassword(change.next) });
+    const next = await this.verified(
+      { email: user.email, address },
+      () => Promise.resolve(user),
+      async (h) => ((await this.checkPassword(h, user, change.current)) ? h.hash(change.next) : null),
+    );
+    if (next === null) throw new ApiError('forbidden', 'the current password is wrong', 'current_password');
+    await this.users.update(user.id, { passwordHash: next });
     this.announceRevoked(user.id);
+  }
+
+  /**
+   * The attempt is counted first (throws 429 if a limit is used up), then what it names is looked
+   * up, then `check` runs in a hashing slot (throws 503 if none is free, the attempt refunded).
+   * A non-null result is a success.
+   */
+  private async verified<L, T>(
+    attempt: { email: string; address: string },
+    lookup: () => Promise<L>,
+    check: (h: Hashing, found: L) => Promise<T | null>,
+  ): Promise<T | null> {
+    const counted: CountedAttempt = await this.throttle.begin(attempt);
+    let result: T | null;
+    try {
+      const found = await lookup();
+      result = await this.hasher.withSlot((h) => check(h, found));
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 'unavailable') await this.throttle.notChecked(counted);
+      throw e;
+    }
+    if (result !== null) await this.throttle.succeeded(counted);
+    return result;
   }
 
   /** Tells every gateway replica to re-check this user's sockets now (the periodic check catches a lost one). */
@@ -104,20 +131,20 @@ export class AuthService {
     this.bus.publish(TOPICS.userRevoked.subject(), TOPICS.userRevoked.message, { user_id: userId });
   }
 
-  private async checkPassword(user: UserEntity, password: string): Promise<boolean> {
-    const check = await verifyPassword(password, user.passwordHash);
+  private async checkPassword(h: Hashing, user: UserEntity, password: string): Promise<boolean> {
+    const check = await h.verify(password, user.passwordHash);
     if (check.ok && check.needsRehash) {
       await this.users.upgradePasswordHash({
         userId: user.id,
         from: user.passwordHash,
-        to: await hashPassword(password),
+        to: await h.hash(password),
       });
     }
     return check.ok;
   }
 
-  private dummy(): Promise<string> {
-    this.dummyHash ??= hashPassword(newSecret('dummy'));
+  private dummy(h: Hashing): Promise<string> {
+    this.dummyHash ??= h.hash(newSecret('dummy'));
     return this.dummyHash;
   }
 

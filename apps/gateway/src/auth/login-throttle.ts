@@ -16,19 +16,60 @@ export interface LoginAttempt {
   address: string;
 }
 
+/** An attempt already counted against every limit, to be settled once its password was checked (or not). */
+export interface CountedAttempt {
+  readonly attempt: LoginAttempt;
+  readonly keys: Readonly<Record<LimitName, string>>;
+}
+
+type LimitName = 'pair' | 'address' | 'account';
+const LIMITS: readonly LimitName[] = ['pair', 'address', 'account'];
+
+/** What a refusal names, per limit exhausted. */
+const REFUSAL: Record<LimitName, string> = {
+  pair: 'too many failed logins to this account from this address',
+  address: 'too many failed logins from this address',
+  account: 'too many failed logins to this account',
+};
+
 /**
- * Failed-login counters per account and per client address, in Redis so that every gateway
- * replica sees the same counts (rate-limiter-flexible, fixed window from the first failure).
- * While either is exhausted, logins for it answer 429 with Retry-After without checking the
- * password; when the window ends the owner logs in again. A success clears the account's count.
- * If Redis is unreachable each replica counts in memory instead (the insurance limiter), so
- * throttling weakens to per-replica but never switches off and logins keep working.
+ * rate-limiter-flexible's increment script (its `customIncrTtlLuaScript` option), except that a
+ * count never drops below 0: a refund that lands after its window ended (the key gone) must not
+ * leave credit for the next window. Atomic in Redis like the original.
+ */
+const INCR_TTL_NOT_BELOW_ZERO = `redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX') \
+local consumed = redis.call('incrby', KEYS[1], ARGV[1]) \
+if consumed < 0 then \
+  consumed = redis.call('incrby', KEYS[1], -consumed) \
+end \
+local ttl = redis.call('pttl', KEYS[1]) \
+if ttl == -1 then \
+  redis.call('expire', KEYS[1], ARGV[2]) \
+  ttl = 1000 * ARGV[2] \
+end \
+return {consumed, ttl} \
+`;
+
+/**
+ * Login throttling (OWASP Authentication Cheat Sheet): failures are counted per account + client
+ * address pair (`SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS`), per address whatever the account
+ * (`…_PER_ADDRESS`), and per account whatever the address, as a far higher ceiling (`…_PER_ACCOUNT`),
+ * so an attacker locks their own address out of an account while its owner elsewhere still logs in.
+ *
+ * Every attempt is counted before its password is checked (`begin`: an atomic increment in Redis on
+ * each counter, shared by every gateway replica), and the counts that pass are the only ones that
+ * reach the hash: N concurrent guesses against a limit L reach the password check at most L times.
+ * An attempt refused by any limit is refunded on all of them, as is one that was not checked at all
+ * (`notChecked`, every hashing slot busy); a success (`succeeded`) clears the pair's count and
+ * refunds the attempt on the address and the account (whose other failures stay counted). Counts
+ * live for a fixed window from the first failure (`SKALD_LOGIN_WINDOW_SECS`). If Redis is
+ * unreachable each replica counts in memory instead (the insurance limiter), so throttling weakens
+ * to per-replica but never switches off and logins keep working.
  */
 @Injectable()
 export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
   private readonly redis: Redis;
-  private readonly account: RateLimiterRedis;
-  private readonly address: RateLimiterRedis;
+  private readonly limiters: Record<LimitName, RateLimiterRedis>;
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig, @Inject(GATEWAY_LOGGER) log: Logger) {
     this.redis = new Redis(config.REDIS_URL, {
@@ -52,10 +93,15 @@ export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
         points,
         duration: config.SKALD_LOGIN_WINDOW_SECS,
         rejectIfRedisNotReady: true,
+        customIncrTtlLuaScript: INCR_TTL_NOT_BELOW_ZERO,
         insuranceLimiter: new RateLimiterMemory({ points, duration: config.SKALD_LOGIN_WINDOW_SECS }),
       });
-    this.account = limiter('account', config.SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT);
-    this.address = limiter('address', config.SKALD_LOGIN_MAX_FAILURES_PER_ADDRESS);
+    this.limiters = {
+      // `account-ceiling`, not the former per-account limit's `account`: its counts are not read as this one's
+      pair: limiter('account-address', config.SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS),
+      address: limiter('address', config.SKALD_LOGIN_MAX_FAILURES_PER_ADDRESS),
+      account: limiter('account-ceiling', config.SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT),
+    };
   }
 
   /** Connects before the gateway takes logins (so the first ones are counted in Redis), waiting at most 3 s. */
@@ -68,50 +114,55 @@ export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
     clearTimeout(timer);
   }
 
-  /** Throws 429 (Retry-After: the rest of the window) when the account or the address has no failures left. */
-  async check(attempt: LoginAttempt): Promise<void> {
-    const [account, address] = await Promise.all([
-      this.account.get(accountKey(attempt.email)),
-      this.address.get(addressKey(attempt.address)),
-    ]);
-    const blocked = [
-      exhausted(account, this.account.points) ? account : null,
-      exhausted(address, this.address.points) ? address : null,
-    ].filter((r): r is RateLimiterRes => r !== null);
-    if (blocked.length === 0) return;
-    const secs = Math.max(1, Math.ceil(Math.max(...blocked.map((r) => r.msBeforeNext)) / 1000));
-    const who = exhausted(account, this.account.points) ? 'this account' : 'this address';
-    throw new ApiError('rate_limited', `too many failed logins for ${who}; try again in ${secs} s`, undefined, secs);
+  /**
+   * Counts the attempt on every limit, atomically, before any password is checked. When a limit
+   * was already used up the attempt is refunded everywhere and refused: 429 with Retry-After (the
+   * rest of the longest window concerned), naming the narrowest limit refused. While concurrent
+   * attempts are in flight a counter may briefly read higher than it will settle at (their
+   * increments land before their refunds), so a burst may be refused a little more than its
+   * limits say, and a refusal may name a limit that is not used up once the burst settles;
+   * never fewer refusals.
+   */
+  async begin(attempt: LoginAttempt): Promise<CountedAttempt> {
+    const account = accountKey(attempt.email);
+    const keys = { pair: `${account}@${addressKey(attempt.address)}`, address: addressKey(attempt.address), account };
+    const outcomes = await Promise.allSettled(LIMITS.map((l) => this.limiters[l].consume(keys[l])));
+    const refused = LIMITS.flatMap((l, i) => {
+      const o = outcomes[i];
+      return o.status === 'rejected' && o.reason instanceof RateLimiterRes ? [{ limit: l, res: o.reason }] : [];
+    });
+    const failed = outcomes.find(
+      (o): o is PromiseRejectedResult => o.status === 'rejected' && !(o.reason instanceof RateLimiterRes),
+    );
+    const counted: CountedAttempt = { attempt, keys };
+    if (refused.length === 0 && !failed) return counted;
+    // every increment happened, the refused ones included: take them all back
+    await this.refund(counted, LIMITS);
+    if (failed) throw failed.reason;
+    // Retry-After: the longest wait; the words: the narrowest limit refused (the pair, then the address, then the account)
+    const secs = Math.max(1, Math.ceil(Math.max(...refused.map((r) => r.res.msBeforeNext)) / 1000));
+    const named = LIMITS.find((l) => refused.some((r) => r.limit === l))!;
+    throw new ApiError('rate_limited', `${REFUSAL[named]}; try again in ${secs} s`, undefined, secs);
   }
 
-  /** Counts a failure against both the account and the address. */
-  async failed(attempt: LoginAttempt): Promise<void> {
-    // `consume` (not `penalty`) so that a Redis failure falls back to the insurance limiter.
-    const count = (p: Promise<RateLimiterRes>) =>
-      p.then(
-        () => undefined,
-        (e: unknown) => {
-          if (!(e instanceof RateLimiterRes)) throw e;
-        },
-      );
-    await Promise.all([
-      count(this.account.consume(accountKey(attempt.email))),
-      count(this.address.consume(addressKey(attempt.address))),
-    ]);
+  /** The password was right: the pair's failures are forgotten, and this attempt is not a failure of the address or the account. */
+  async succeeded(counted: CountedAttempt): Promise<void> {
+    await Promise.all([this.limiters.pair.delete(counted.keys.pair), this.refund(counted, ['address', 'account'])]);
   }
 
-  /** The owner proved the password: the account's failures are forgotten (the address's are not). */
-  async succeeded(attempt: LoginAttempt): Promise<void> {
-    await this.account.delete(accountKey(attempt.email));
+  /** The password was never checked (no hashing slot free): the attempt is taken back on every limit. */
+  async notChecked(counted: CountedAttempt): Promise<void> {
+    await this.refund(counted, LIMITS);
+  }
+
+  private async refund(counted: CountedAttempt, limits: readonly LimitName[]): Promise<void> {
+    // a refund that cannot be made leaves the count higher: the safe side
+    await Promise.all(limits.map((l) => this.limiters[l].reward(counted.keys[l]).catch(() => undefined)));
   }
 
   onApplicationShutdown(): void {
     this.redis.disconnect();
   }
-}
-
-function exhausted(r: RateLimiterRes | null, points: number): r is RateLimiterRes {
-  return r !== null && r.consumedPoints >= points && r.msBeforeNext > 0;
 }
 
 /** Accounts are keyed by a hash of the lower-cased email: no address book in Redis. */

@@ -10,9 +10,38 @@ const bearer = (t: string) => ({ headers: { authorization: `Bearer ${t}` }, sock
 /** An AuthService that knows no token (every authenticate fails, as for a stranger's bearer). */
 const noTokens = { authenticate: () => Promise.reject(new Error('unknown token')) } as unknown as AuthService;
 
+const LOOPBACKS = ['127.0.0.1', '::1', '::ffff:127.0.0.1'];
+
 describe('the gateway /metrics guard', () => {
+  it('a loopback peer without a token is refused unless SKALD_METRICS_TRUST_LOOPBACK is on; with the token it is let in', async () => {
+    for (const trustLoopback of [false, true]) {
+      const guard = metricsGuard({ token: TOKEN, trustLoopback });
+      guard.bind(noTokens);
+      for (const remoteAddress of LOOPBACKS) {
+        expect(await guard.check({ headers: {}, socket: { remoteAddress } })).toBe(trustLoopback);
+        expect(await guard.check({ headers: { authorization: 'Bearer wrong' }, socket: { remoteAddress } })).toBe(
+          trustLoopback,
+        );
+        expect(await guard.check({ ...bearer(TOKEN), socket: { remoteAddress } })).toBe(true);
+      }
+      // trusting loopback never trusts another peer
+      expect(await guard.check({ headers: {}, socket: remote })).toBe(false);
+      expect(await guard.check({ headers: {}, socket: { remoteAddress: '127.0.0.2.evil' } })).toBe(false);
+    }
+  });
+
+  it("an admin's token opens it, a user's does not", async () => {
+    const guard = metricsGuard({ trustLoopback: false });
+    guard.bind({
+      authenticate: (t: string) =>
+        Promise.resolve({ actor: { userId: 'u', role: t === 'admin-jwt' ? 'admin' : 'user' } }),
+    } as unknown as AuthService);
+    expect(await guard.check(bearer('admin-jwt'))).toBe(true);
+    expect(await guard.check(bearer('user-jwt'))).toBe(false);
+  });
+
   it('lets the scrape token in from anywhere, and nothing else without an admin token', async () => {
-    const guard = metricsGuard(TOKEN);
+    const guard = metricsGuard({ token: TOKEN, trustLoopback: false });
     guard.bind(noTokens);
     expect(await guard.check(bearer(TOKEN))).toBe(true);
     expect(await guard.check({ headers: {}, socket: remote })).toBe(false);
@@ -20,7 +49,7 @@ describe('the gateway /metrics guard', () => {
   });
 
   it(`refuses every other bearer, near misses included (seed ${SEED})`, async () => {
-    const guard = metricsGuard(TOKEN);
+    const guard = metricsGuard({ token: TOKEN, trustLoopback: false });
     guard.bind(noTokens);
     const nearMiss = fc
       .tuple(fc.nat({ max: TOKEN.length - 1 }), fc.string({ minLength: 1, maxLength: 1 }))
@@ -44,7 +73,7 @@ describe('the gateway /metrics guard', () => {
   });
 
   it('has no scrape token unless one is configured', async () => {
-    const guard = metricsGuard(undefined);
+    const guard = metricsGuard({ trustLoopback: false });
     guard.bind(noTokens);
     expect(await guard.check(bearer(TOKEN))).toBe(false);
     expect(await guard.check(bearer(''))).toBe(false);

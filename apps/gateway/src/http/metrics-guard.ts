@@ -10,22 +10,30 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
+export interface MetricsAccess {
+  /** `SKALD_METRICS_TOKEN`: the scrape credential (compared in constant time). */
+  token?: string;
+  /** `SKALD_METRICS_TRUST_LOOPBACK=on`: a loopback peer needs no token (local use; off in production). */
+  trustLoopback: boolean;
+}
+
 /**
- * On the gateway, `/metrics` answers loopback, the scrape token `metricsToken` (compared in constant time) or an
- * admin's token only.
+ * On the gateway, `/metrics` answers the scrape token, an admin's token, or — only when `trustLoopback`
+ * is set — a loopback peer. Off by default: on a host or pod shared with other processes (a sidecar,
+ * a sandboxed command, another user's service) loopback is not the operator.
  */
-export function metricsGuard(metricsToken?: string): {
+export function metricsGuard(access: MetricsAccess): {
   bind(auth: AuthService): void;
   check(req: Req): Promise<boolean>;
 } {
   let auth: AuthService | null = null;
-  const expected = metricsToken ? digest(metricsToken) : null;
+  const expected = access.token ? digest(access.token) : null;
   return {
     bind(a) {
       auth = a;
     },
     async check(req) {
-      if (LOOPBACK.has(req.socket?.remoteAddress ?? '')) return true;
+      if (access.trustLoopback && LOOPBACK.has(req.socket?.remoteAddress ?? '')) return true;
       const header = req.headers.authorization;
       const bearer = typeof header === 'string' ? header.match(/^Bearer\s+(\S+)$/i)?.[1] : undefined;
       if (!bearer) return false;

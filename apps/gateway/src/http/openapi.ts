@@ -73,7 +73,7 @@ interface Route {
   multipart?: boolean;
   /** Answers 413 `too_large` past a configured size. */
   sized?: boolean;
-  /** Answers 429 with Retry-After after too many failed password checks for the account or the address. */
+  /** Answers 429 with Retry-After after too many failed password checks (account + address, address, account ceiling). */
   throttled?: boolean;
   /** Answers 429 `rate_limited` at these per-user caps (`USER_CAPS`), the message naming the cap and its value. */
   capped?: UserCapName[];
@@ -94,7 +94,7 @@ export const ROUTES: Route[] = [
     method: 'post',
     path: '/api/auth/login',
     summary:
-      'Log in with email and password (failed logins are throttled per account and per client address: 429 with Retry-After)',
+      'Log in with email and password (each attempt is counted before the check, per account + client address, per address and per account: 429 with Retry-After; 503 with Retry-After when the server is hashing too many passwords at once)',
     auth: 'public',
     throttled: true,
     body: LoginRequest,
@@ -578,7 +578,8 @@ export function buildOpenApiDocument(): unknown {
     if (r.sized) responses['413'] = { description: 'too_large', content: errorContent };
     if (r.throttled)
       responses['429'] = {
-        description: 'too many failed password checks for this account or address; retry after Retry-After seconds',
+        description:
+          'too many failed password checks for this account from this address, for this address or for this account; retry after Retry-After seconds',
         headers: { 'Retry-After': { schema: { type: 'integer' } } },
         content: errorContent,
       };

@@ -3,11 +3,15 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, posix } from 'node:path';
 import fc from 'fast-check';
 import { recordAttackSuite } from '../../libs/testing/src/attack-suite-report';
 import { baseName, effectiveCommands } from '../../apps/approval-service/src/rules/command-match';
-import { analyzeCommand, initShellParser } from '../../apps/approval-service/src/rules/shell-analysis';
+import {
+  analyzeCommand,
+  initShellParser,
+  type Redirection,
+} from '../../apps/approval-service/src/rules/shell-analysis';
 
 const execFileAsync = promisify(execFile);
 
@@ -304,18 +308,31 @@ const LOG_DIR = `/gate-log-${randomBytes(6).toString('hex')}`;
 const LOG_FN = 'r="R$ID $#"; for a do r="$r\n${#a}:$a"; done; command printf "%s\\n" "$r"';
 /** The process id of the shell running a logging function (a subshell's `$$` is its parent's). */
 const OWN_PID = 'command read -r gate_st </proc/self/stat; gate_pid=${gate_st%% *}';
+/**
+ * For a line with redirections (GATE_PROBE set), the logger adds the process's descriptors 0-9 as
+ * a last argument `FD` + `ls -l /proc/<pid>/fd` lines: what the program got, to compare with the
+ * gate's reading. `ls` runs in a subshell that alone opens the listing file (dash opens a
+ * command's redirections in the shell itself before forking), and no command substitution's pipe
+ * is open while it lists.
+ */
+const probe = (pid: string): string =>
+  `if [ -n "$GATE_PROBE" ]; then (exec /usr/bin/ls -l /proc/${pid}/fd/ >/tmp/gate-fd.${pid} 2>/dev/null); ` +
+  `gate_fd=FD; while IFS= command read -r gate_l; do gate_fd="$gate_fd\n$gate_l"; done </tmp/gate-fd.${pid}; ` +
+  `set -- "$@" "$gate_fd"; fi`;
 
 function shim(name: string): string {
-  return `#!/bin/sh\nset -- "${name}" "$@"\n{ ${LOG_FN}; } >>"${LOG_DIR}/$ID.$$"\n`;
+  return `#!/bin/sh\nset -- "${name}" "$@"\n${probe('$$')}\n{ ${LOG_FN}; } >>"${LOG_DIR}/$ID.$$"\n`;
 }
 
 function driver(lines: readonly string[]): string {
   const out = [
-    'export LC_ALL=C LANG=C ID=0',
-    `gate_log() { ${OWN_PID}; { ${LOG_FN}; } >>"${LOG_DIR}/$ID.$gate_pid"; }`,
+    'export LC_ALL=C LANG=C ID=0 GATE_PROBE=',
+    `gate_log() { ${OWN_PID}; ${probe('$gate_pid')}; { ${LOG_FN}; } >>"${LOG_DIR}/$ID.$gate_pid"; }`,
   ];
   for (const f of FUNCTIONS) out.push(`${f}() { gate_log ${f} "$@"; }`);
-  lines.forEach((l, i) => out.push(`ID=${i}; ( eval ${quote(l)} ) </dev/null >/dev/null 2>&1`));
+  lines.forEach((l, i) =>
+    out.push(`ID=${i}; GATE_PROBE=${/[<>]/.test(l) ? 1 : ''}; ( eval ${quote(l)} ) </dev/null >/dev/null 2>&1`),
+  );
   out.push('exit 0');
   return `${out.join('\n')}\n`;
 }
@@ -395,6 +412,7 @@ async function runUnder(
         ...['--ro-bind-try', '/usr/lib64', '/usr/lib64', '--symlink', 'usr/lib64', '/lib64'],
         ...['--ro-bind', '/usr/bin/dash', '/usr/bin/dash', '--ro-bind', '/usr/bin/dash', '/usr/bin/sh'],
         ...['--ro-bind', '/usr/bin/bash', '/usr/bin/bash', '--symlink', 'usr/bin', '/bin'],
+        ...['--ro-bind', '/usr/bin/ls', '/usr/bin/ls'],
         ...['--ro-bind', join(dir, 's'), '/s', '--bind', work, '/w', '--bind', join(work, 'log'), LOG_DIR],
         ...['--tmpfs', '/tmp', '--dir', '/w/cwd', '--dev', '/dev', '--chdir', '/w/cwd'],
         // the shells start in the C locale (lengths in bytes), whatever the test process has
@@ -411,6 +429,57 @@ async function runUnder(
     );
   }
   return readLogs(join(work, 'log'));
+}
+
+type FdUse = { path: string; mode: string } | 'IN' | 'OUT' | 'ERR';
+/** Descriptors 0-9 the gate's reading gives a command: the driver's /dev/null (or a pipe), then its redirections in order. */
+function expectedFds(redirections: readonly Redirection[]): Map<number, FdUse> | null {
+  const t = new Map<number, FdUse>([
+    [0, 'IN'],
+    [1, 'OUT'],
+    [2, 'ERR'],
+  ]);
+  for (const r of redirections) {
+    const fd = Number(r.fd ?? (r.op.startsWith('<') ? 0 : 1));
+    if (r.op === '>&' || r.op === '<&') {
+      const from = t.get(Number(r.target));
+      if (!from) return null; // a copy of a closed descriptor: the command does not run
+      t.set(fd, from);
+    } else t.set(fd, { path: r.target, mode: r.op === '<' ? 'r' : 'w' });
+  }
+  return t;
+}
+/** `ls -l /proc/<pid>/fd` lines (after the `FD` marker): descriptor -> target and r/w. */
+function listedFds(listing: string): Map<number, { path: string; mode: string }> {
+  const out = new Map<number, { path: string; mode: string }>();
+  for (const l of listing.split('\n').slice(1)) {
+    const m = /^l([r-])([w-])\S* .* (\d+) -> (.*)$/.exec(l);
+    if (!m) continue; // "total 0"
+    if (Number(m[3]) > 9) continue; // the shells' own saved and script descriptors sit at 10 and up
+    out.set(Number(m[3]), { path: m[4], mode: `${m[1] === 'r' ? 'r' : ''}${m[2] === 'w' ? 'w' : ''}` });
+  }
+  return out;
+}
+function fdAgrees(want: FdUse | undefined, got: { path: string; mode: string } | undefined): boolean {
+  if (!want || !got) return !want && !got;
+  const devNullOrPipe = got.path === '/dev/null' || got.path.startsWith('pipe:');
+  if (want === 'IN') return got.mode === 'r' && devNullOrPipe;
+  if (want === 'OUT') return got.mode === 'w' && devNullOrPipe;
+  if (want === 'ERR') return got.mode === 'w' && got.path === '/dev/null';
+  // a relative target lands under the working directory, which a `cd` earlier on the line moves
+  const at = posix.resolve('/w/cwd', want.path);
+  const same = got.path === at || (!want.path.startsWith('/') && basename(got.path) === basename(at));
+  return same && got.mode === want.mode;
+}
+/** Why a program's descriptors differ from the gate's reading, or null. */
+function fdDivergence(redirections: readonly Redirection[], listing: string): string | null {
+  const want = expectedFds(redirections);
+  if (!want) return null;
+  const got = listedFds(listing);
+  for (let fd = 0; fd <= 9; fd++)
+    if (!fdAgrees(want.get(fd), got.get(fd)))
+      return `descriptor ${fd}: ran with ${JSON.stringify(got.get(fd) ?? 'closed')}, the gate read ${JSON.stringify(want.get(fd) ?? 'closed')}`;
+  return null;
 }
 
 /**
@@ -492,7 +561,7 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
     const formLines = forms.map(placeForm);
     const optionLines = fc.sample(optionLine, { seed: SEED, numRuns: OPTION_LINES });
     const all = [...REGRESSIONS, ...generated, ...formLines, ...optionLines];
-    const simple: Array<{ line: string; seen: string[][]; form: boolean }> = [];
+    const simple: Array<{ line: string; seen: string[][]; redirs: Redirection[][]; form: boolean }> = [];
     const reasons = new Map<string, number>();
     let budgetRetries = 0;
     let overBudget = 0;
@@ -500,15 +569,19 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
     for (const l of all) {
       const { analysis: a, retries } = analyzeSteadily(l);
       budgetRetries += retries;
-      if (a.kind === 'simple')
-        simple.push({ line: l, seen: a.commands.flatMap((c) => effectiveCommands(c.argv)), form: formSet.has(l) });
-      else if (/took longer than/.test(a.reason)) overBudget++;
+      if (a.kind === 'simple') {
+        const eff = a.commands.flatMap((c) => effectiveCommands(c.argv).map((argv) => [argv, c.redirections] as const));
+        simple.push({ line: l, seen: eff.map((e) => e[0]), redirs: eff.map((e) => e[1]), form: formSet.has(l) });
+      } else if (/took longer than/.test(a.reason)) overBudget++;
       else if (process.env.SKALD_SHELL_DIFF_REASONS)
         reasons.set(a.reason.replace(/".*"/, '…'), (reasons.get(a.reason.replace(/".*"/, '…')) ?? 0) + 1);
     }
     // a canary: what a naive reader would see for a substitution; the harness must flag it
     const CANARY = 'c1 $(c2 canary)';
-    simple.push({ line: CANARY, seen: [['c1', '$(c2 canary)']], form: false });
+    simple.push({ line: CANARY, seen: [['c1', '$(c2 canary)']], redirs: [[]], form: false });
+    // and a reading that misses a redirection: the descriptor comparison must flag it
+    const FD_CANARY = 'c1 canary 2>f';
+    simple.push({ line: FD_CANARY, seen: [['c1', 'canary']], redirs: [[]], form: false });
     const dir = mkdtempSync(join(tmpdir(), 'skald-shell-diff-'));
     try {
       writeShims(dir);
@@ -518,20 +591,36 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
       let logged = 0;
       let loggable = 0;
       let canaryCaught = 0;
+      let fdChecked = 0;
+      let fdCanaryCaught = 0;
       const runs = await Promise.all(
         (['dash', 'bash'] as const).map(async (shell) => [shell, await runUnder(shell, dir, lines)] as const),
       );
       for (const [shell, ran] of runs) {
         simple.forEach((s, i) => {
           const programs = ran.get(i) ?? [];
-          if (s.line !== CANARY) executed += 1;
+          if (s.line !== CANARY && s.line !== FD_CANARY) executed += 1;
           if (LOGGING.has(baseName(s.seen[0][0]))) {
             loggable += 1;
             if (programs.length > 0) logged += 1;
           }
-          for (const argv of programs) {
+          for (const logged of programs) {
+            const probed = /[<>]/.test(s.line);
+            const listing = probed ? logged[logged.length - 1] : '';
+            if (probed && !listing.startsWith('FD\n'))
+              throw new Error(`harness: no descriptor listing for ${JSON.stringify(s.line)}`);
+            const argv = probed ? logged.slice(0, -1) : logged;
             const key = JSON.stringify([baseName(argv[0]), ...argv.slice(1)]);
-            const ok = s.seen.some((g) => JSON.stringify([baseName(g[0]), ...g.slice(1)]) === key);
+            // the commands of the line the gate read with this argv (`c1; c1 >f` has two)
+            const same = s.seen.flatMap((g, j) => (JSON.stringify([baseName(g[0]), ...g.slice(1)]) === key ? [j] : []));
+            const ok = same.length > 0;
+            if (ok && probed) {
+              fdChecked += 1;
+              const whys = same.map((j) => fdDivergence(s.redirs[j], listing));
+              if (!whys.includes(null) && s.line === FD_CANARY) fdCanaryCaught += 1;
+              else if (!whys.includes(null))
+                divergences.push(`${shell} ran ${key} for ${JSON.stringify(s.line)}: ${whys[0]}`);
+            }
             if (!ok && s.line === CANARY) canaryCaught += 1;
             else if (!ok)
               divergences.push(
@@ -543,11 +632,12 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       const report = {
         shell_lines: all.length,
-        simple_lines: simple.length - 1,
+        simple_lines: simple.length - 2,
         shell_runs: executed,
         redirection_forms: forms.length,
         redirection_forms_simple: simple.filter((s) => s.form).length,
         option_lines: optionLines.length,
+        descriptor_tables_compared: fdChecked,
         divergences: divergences.length,
       };
       if (reasons.size > 0) console.log([...reasons].sort((a, b) => b[1] - a[1]).slice(0, 25));
@@ -560,6 +650,8 @@ describe('approval gate shell reading vs dash and bash (differential)', () => {
       expect(canaryCaught).toBeGreaterThanOrEqual(2); // dash and bash each ran c2 and c1 with c2's output
       expect(simple.length).toBeGreaterThanOrEqual(5000);
       expect(report.redirection_forms_simple).toBeGreaterThan(100); // the forms both shells read alike do run
+      expect(fdChecked).toBeGreaterThan(500); // and their descriptors are compared
+      expect(fdCanaryCaught).toBe(2); // dash and bash each gave c1 descriptor 2 = f, which the planted reading missed
       // the harness sees what runs: a line starting with a logging name logs (unless the shell refused it)
       expect(logged).toBeGreaterThan(loggable * 0.9);
     } finally {

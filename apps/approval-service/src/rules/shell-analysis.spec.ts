@@ -86,6 +86,47 @@ describe('shell analysis (tree-sitter-bash, whitelist)', () => {
     if (why && r.kind === 'needs_human') expect(r.reason).toContain(why);
   });
 
+  // Issue 34: a word glued to a redirection operator is its descriptor to the shells (`0<f`) while
+  // tree-sitter files `0` as an argument; dash takes one digit only, bash any int. Each form the
+  // shells read differently from the tree, or from each other, needs a human.
+  it.each([
+    'git 0</dev/null push --force',
+    'git push 0</dev/null', // tree-sitter files the 0 as an argument: read exactly or not at all
+    'git 0<&3 push',
+    'git 0>f push',
+    'git 0>>f push',
+    'git 0>|f push',
+    'git 0>&1 push',
+    'make 0</dev/null deploy',
+    'git 12<f push',
+    'git 10>f push',
+    'git 99999999999<f push',
+    'git 01<f push',
+    'git {fd}<f push',
+    'git {fd}>f push',
+    'git 3<>f push',
+    'git 2>&12 push',
+    'git >&12 push',
+    'git 0<<<x push',
+    'git 3<<EOF push\nx\nEOF',
+    'git &>f push',
+    'git >1<f push',
+    'git \\\n0<f push',
+  ])('%j (descriptor glued, read differently) needs a human', (line) => {
+    expect(analyzeCommand(line).kind).toBe('needs_human');
+  });
+
+  it.each([
+    ['git push 2>/dev/null', [['git', 'push']], [{ op: '>', fd: '2', target: '/dev/null' }]],
+    ['git x1<f push', [['git', 'x1', 'push']], [{ op: '<', fd: null, target: 'f' }]],
+    ["git '0'<f push", [['git', '0', 'push']], [{ op: '<', fd: null, target: 'f' }]],
+    ['git push 9>&2', [['git', 'push']], [{ op: '>&', fd: '9', target: '2' }]],
+  ])('%j: descriptors both shells read as the tree does', (line, argv, redirections) => {
+    const r = analyzeCommand(line);
+    expect(r.kind === 'simple' ? r.commands.map((c) => c.argv) : r.reason).toEqual(argv);
+    expect(r.kind === 'simple' && r.commands[0].redirections).toEqual(redirections);
+  });
+
   // The old scanner never returned on these; each must answer within the test timeout.
   it.each(['\u00a0', '\u000b', '\f', '\u2028', '\u2029', '\ufeff', '\u3000', '\u0085'])(
     'U+%s in a line answers (needs a human) at once',

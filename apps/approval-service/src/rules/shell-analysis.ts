@@ -99,7 +99,19 @@ const RESERVED = new Set([
 ]);
 /** Unquoted word characters with no meaning to either shell (no glob, tilde, brace, history, comment). */
 const PLAIN_WORD = /^(?:[A-Za-z0-9_./:@%+,=-]|\\[\x20-\x7e])+$/;
-const DIGITS = /^[0-9]+$/;
+/**
+ * A descriptor dash and bash both read as one: a single unquoted digit. Dash takes only one digit
+ * (`12<f` is the argument 12 and `<f`, `>&12` a syntax error); bash takes any int (`12<f` opens
+ * descriptor 12, `99999999999<f` is an argument again).
+ */
+const FD = /^[0-9]$/;
+/**
+ * An unquoted word a shell may take as the descriptor of an operator glued after it: digits
+ * (both shells) or `{name}` (bash allocates a descriptor and assigns it to name).
+ */
+const DESCRIPTOR_LIKE = /^(?:[0-9]+|\{[^{}]*\})$/;
+/** Characters that end a word in front of an operator (the shells' blanks and metacharacters). */
+const WORD_END = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 /** A line continuation counts as a blank only after a blank: `a\\<newline>b` is the one word `ab`. */
 const BLANKS = /^(?:[ \t\n]|[ \t]\\\n)*$/;
 const OPERATORS = new Set([';', '&&', '||', '|']);
@@ -252,12 +264,8 @@ class TreeReader {
       case 'redirected_statement': {
         const body = node.childForFieldName('body');
         const redirs: Array<Redirection & { extra: string[] }> = [];
-        let touching = -1;
         for (const c of node.children) {
           if (!c) continue;
-          if (c.startIndex === touching && c.firstChild?.type === 'file_descriptor')
-            throw new NotSimple('a descriptor number joined to a word');
-          touching = c.endIndex;
           if (c.id === body?.id) continue;
           if (c.type === 'file_redirect') redirs.push(this.redirect(c));
           else throw new NotSimple(notAllowed(c));
@@ -299,8 +307,6 @@ class TreeReader {
       // a node glued to an assignment or a redirection belongs to it in the shell's reading
       if (c.startIndex === touching && lastEnd === -1)
         throw new NotSimple('words joined to an assignment or a redirection');
-      if (c.type === 'file_redirect' && c.startIndex === touching && c.firstChild?.type === 'file_descriptor')
-        throw new NotSimple('a descriptor number joined to a word');
       switch (c.type) {
         case 'variable_assignment':
           if (cmd.argv.length > 0) throw new NotSimple('an assignment after the command name');
@@ -357,11 +363,17 @@ class TreeReader {
   /** A redirection, and the words after its target that tree-sitter files under it (`>f a` → argument a). */
   private redirect(node: TsNode): Redirection & { extra: string[] } {
     const kids = node.children.filter((x) => x !== null);
+    // What the shells take as the descriptor is the word glued to the operator, whichever node
+    // tree-sitter files it under (it reads `0<f` as the argument 0 and `12<f` as descriptor 12).
+    const glued = gluedWord(this.src, node.startIndex);
+    if (glued !== '' && DESCRIPTOR_LIKE.test(glued))
+      throw new NotSimple(`the word ${clip(glued)} joined to a redirection is a descriptor to a shell`);
     let i = 0;
     let fd: string | null = null;
     if (kids[i]?.type === 'file_descriptor') {
       fd = kids[i].text;
-      if (!DIGITS.test(fd) || kids[i + 1]?.startIndex !== kids[i].endIndex) throw new NotSimple(notAllowed(node));
+      if (kids[i + 1]?.startIndex !== kids[i].endIndex) throw new NotSimple(notAllowed(node));
+      if (!FD.test(fd)) throw new NotSimple(`the descriptor ${clip(fd)} is read differently by dash and bash`);
       this.cover(kids[i]);
       i++;
     }
@@ -374,7 +386,7 @@ class TreeReader {
     const target = this.word(dest);
     if (/^\/dev\/(tcp|udp)\//.test(target))
       throw new NotSimple(`the redirection to ${target} opens a connection in bash`);
-    if ((op.type === '>&' || op.type === '<&') && !DIGITS.test(target))
+    if ((op.type === '>&' || op.type === '<&') && !(FD.test(target) && dest.type === 'number'))
       throw new NotSimple(`the redirection ${op.type}${target} needs a human`);
     const extra: string[] = [];
     let end = dest.endIndex;
@@ -451,6 +463,17 @@ class TreeReader {
     }
     if (!BLANKS.test(this.src.slice(at))) throw new NotSimple(gapReason(this.src.slice(at)));
   }
+}
+
+/**
+ * The source text glued in front of `at` back to the last blank or metacharacter: the word a shell
+ * reads together with an operator starting at `at`. Quotes are kept, so a quoted word is never
+ * descriptor-like; an escaped blank ends the run early, which only makes the answer more careful.
+ */
+function gluedWord(src: string, at: number): string {
+  let i = at;
+  while (i > 0 && !WORD_END.has(src[i - 1])) i--;
+  return src.slice(i, at);
 }
 
 /** Runs of characters other than space, tab and newline: an upper bound of the words tree-sitter sees. */

@@ -465,6 +465,59 @@ describe('approval service over NATS and Postgres', () => {
     );
   });
 
+  it("the tool catalogue is per tenant: one user's MCP tool names never reach another's list; each user's names are bounded", async () => {
+    const alice = user();
+    const bob = user();
+    const offer = (actor: Actor, tools: string[]) =>
+      client.call('approval.visible_tools', {
+        actor,
+        session_id: randomUUID(),
+        agent_id: 'main',
+        source: 'web',
+        tools,
+      });
+    const names = async (actor: Actor) =>
+      (await client.call('approval.tools', { actor })).items
+        .filter((t) => t.origin === 'discovered')
+        .map((t) => t.name);
+    const secret = `mcp__alicecorp__export_payroll_${randomUUID().slice(0, 8)}`;
+    await offer(alice, ['read_file', secret]);
+    await offer(bob, ['read_file', 'mcp__bobtools__ping']);
+    const waitFor = async (actor: Actor, name: string) => {
+      for (let i = 0; i < 100 && !(await names(actor)).includes(name); i++) await sleep(50);
+      expect(await names(actor)).toContain(name);
+    };
+    await waitFor(alice, secret);
+    await waitFor(bob, 'mcp__bobtools__ping');
+    expect(await names(bob)).not.toContain(secret);
+    expect(await names(alice)).not.toContain('mcp__bobtools__ping');
+    // The built-in tools are everyone's; an admin (who writes rules for every tenant) sees every name.
+    expect((await client.call('approval.tools', { actor: bob })).items).toEqual(
+      expect.arrayContaining([{ name: 'execute_cmd', category: 'shell', origin: 'registry' }]),
+    );
+    expect(await names(admin)).toEqual(expect.arrayContaining([secret, 'mcp__bobtools__ping']));
+
+    // A generated flood of names from one user: the bound holds, the newest are kept, others untouched.
+    const carol = user();
+    const batches = 6;
+    const perBatch = 400;
+    for (let b = 0; b < batches; b++)
+      await offer(
+        carol,
+        Array.from({ length: perBatch }, (_, i) => `mcp__flood__t${b}_${i}_${randomUUID().slice(0, 6)}`),
+      );
+    const last = `mcp__flood__last_${randomUUID().slice(0, 6)}`;
+    await offer(carol, [last]);
+    await waitFor(carol, last);
+    const [{ n }] = await db.query<Array<{ n: string }>>(`SELECT count(*) AS n FROM known_tools WHERE user_id = $1`, [
+      carol.userId,
+    ]);
+    expect(Number(n)).toBe(500); // KNOWN_TOOLS_PER_USER, after 2,401 names offered
+    expect((await names(carol)).length).toBe(500);
+    expect(await names(bob)).toEqual(['mcp__bobtools__ping']);
+    expect(await names(alice)).toEqual([secret]);
+  });
+
   it('audits automatic decisions (in the background) and human ones, scoped by user', async () => {
     const alice = user();
     const sessionId = randomUUID();

@@ -50,7 +50,8 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, Readonly<Record
       approval_bypasses: ['SELECT', 'INSERT', 'UPDATE'],
       // An audit trail: appended, never changed.
       approval_audit: ['SELECT', 'INSERT'],
-      known_tools: ['SELECT', 'INSERT', 'UPDATE'],
+      // Per user, bounded: the least recently offered names are deleted past the bound.
+      known_tools: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
     },
     'tool-runner': {
       // Written under SELECT … FOR UPDATE; documents are never deleted.

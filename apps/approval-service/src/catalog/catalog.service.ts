@@ -1,10 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { BUILTIN_TOOLS, LOOP_TOOLS, SYNTHETIC_TOOLS, toolCategory } from '@skald/contracts';
+import { Actor, BUILTIN_TOOLS, LOOP_TOOLS, SYNTHETIC_TOOLS, toolCategory } from '@skald/contracts';
 import { KnownToolsRepository } from './known-tools.repository';
 
 /** The registry's names: the built-in tools, then the loop's own. */
 const REGISTRY_NAMES: readonly string[] = [...BUILTIN_TOOLS.map((t) => t.name), ...LOOP_TOOLS.map((t) => t.name)];
 const SYNTHETIC_NAMES: readonly string[] = SYNTHETIC_TOOLS.map((t) => t.name);
+const FIXED = new Set([...REGISTRY_NAMES, ...SYNTHETIC_NAMES]);
+
+/** (user, name) pairs remembered as written, to skip rewriting them each round; least recent dropped past this. */
+export const SEEN_MAX = 20_000;
+/** A remembered pair is written again after this long (its `last_seen_at`, which the per-user bound evicts by). */
+export const SEEN_TTL_MS = 60 * 60 * 1000;
 
 export interface CatalogItem {
   name: string;
@@ -13,24 +19,42 @@ export interface CatalogItem {
 }
 
 /**
- * The known-tools catalog: registry + synthetic + every tool ever offered to a model. Offered
- * names are deduplicated in memory and written in the background, so a round never waits.
+ * The known-tools catalog: registry + synthetic (the same for everyone) + the tools offered to each
+ * user's model (their MCP tools), kept per user and bounded (`KNOWN_TOOLS_PER_USER`). A user is shown
+ * the fixed tools and their own discovered ones; an admin (who writes the rules for every tenant)
+ * every user's. Offered names are deduplicated in a bounded memory (`SEEN_MAX`, `SEEN_TTL_MS`) and
+ * written in the background, so a round never waits.
  */
 @Injectable()
 export class CatalogService {
-  private readonly seen = new Set<string>([...REGISTRY_NAMES, ...SYNTHETIC_NAMES]);
+  /** `${userId} ${name}` → when it was last written; insertion order is recency (oldest first). */
+  private readonly seen = new Map<string, number>();
   private pending: Promise<void> = Promise.resolve();
 
   constructor(private readonly repo: KnownToolsRepository) {}
 
-  offered(names: readonly string[]): void {
-    const fresh = [...new Set(names)].filter((n) => !this.seen.has(n));
+  offered(userId: string, names: readonly string[], now = Date.now()): void {
+    const fresh: string[] = [];
+    for (const name of new Set(names)) {
+      if (FIXED.has(name)) continue;
+      const key = `${userId} ${name}`;
+      const at = this.seen.get(key);
+      if (at !== undefined && now - at < SEEN_TTL_MS) continue;
+      this.seen.delete(key);
+      this.seen.set(key, now);
+      fresh.push(name);
+    }
+    while (this.seen.size > SEEN_MAX) this.seen.delete(this.seen.keys().next().value as string);
     if (fresh.length === 0) return;
-    for (const n of fresh) this.seen.add(n);
     this.pending = this.pending
-      .then(() => this.repo.upsert(fresh.map((name) => ({ name, category: 'dynamic' }))))
+      .then(() =>
+        this.repo.upsert(
+          userId,
+          fresh.map((name) => ({ name, category: 'dynamic' })),
+        ),
+      )
       .catch(() => {
-        for (const n of fresh) this.seen.delete(n); // retried the next time they are offered
+        for (const n of fresh) this.seen.delete(`${userId} ${n}`); // retried the next time they are offered
       });
   }
 
@@ -39,7 +63,8 @@ export class CatalogService {
     return this.pending;
   }
 
-  async list(): Promise<CatalogItem[]> {
+  /** The catalogue `actor` is shown: the fixed tools, and the discovered ones offered to them (an admin: to anyone). */
+  async list(actor: Actor): Promise<CatalogItem[]> {
     const registry: CatalogItem[] = REGISTRY_NAMES.map((name) => ({
       name,
       category: toolCategory(name),
@@ -50,9 +75,8 @@ export class CatalogService {
       category: toolCategory(name),
       origin: 'synthetic',
     }));
-    const fixed = new Set([...registry, ...synthetic].map((t) => t.name));
-    const discovered: CatalogItem[] = (await this.repo.list())
-      .filter((t) => !fixed.has(t.name))
+    const discovered: CatalogItem[] = (await this.repo.list(actor.role === 'admin' ? null : actor.userId))
+      .filter((t) => !FIXED.has(t.name))
       .map((t) => ({ name: t.name, category: 'dynamic', origin: 'discovered' }));
     return [...registry, ...synthetic, ...discovered];
   }

@@ -2,22 +2,57 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { queryRows } from '@skald/persistence';
 
+/** Discovered tool names kept per user; past this the least recently offered are deleted. */
+export const KNOWN_TOOLS_PER_USER = 500;
+/** Names an admin's catalogue lists at most (every tenant's together). */
+const ADMIN_LIST_MAX = 5000;
+
 @Injectable()
 export class KnownToolsRepository {
   constructor(private readonly ds: DataSource) {}
 
-  async upsert(tools: ReadonlyArray<{ name: string; category: string }>): Promise<void> {
+  /**
+   * Records names offered to `userId`'s model (their `last_seen_at` refreshed), then trims the user's
+   * names to `KNOWN_TOOLS_PER_USER`, evicting the least recently offered (the ones just written are
+   * the most recent, so a flood keeps its newest names and the bound holds after every write).
+   */
+  async upsert(userId: string, tools: ReadonlyArray<{ name: string; category: string }>): Promise<void> {
     if (tools.length === 0) return;
     await queryRows(
       this.ds,
-      `INSERT INTO known_tools (name, category)
-       SELECT * FROM unnest($1::text[], $2::text[])
-       ON CONFLICT (name) DO UPDATE SET last_seen_at = now()`,
-      [tools.map((t) => t.name), tools.map((t) => t.category)],
+      `INSERT INTO known_tools (user_id, name, category)
+       SELECT $1, * FROM unnest($2::text[], $3::text[])
+       ON CONFLICT (user_id, name) DO UPDATE SET last_seen_at = now()`,
+      [userId, tools.map((t) => t.name), tools.map((t) => t.category)],
+    );
+    await queryRows(
+      this.ds,
+      `DELETE FROM known_tools WHERE user_id = $1 AND name IN (
+         SELECT name FROM known_tools WHERE user_id = $1
+         ORDER BY last_seen_at DESC, name OFFSET $2)`,
+      [userId, KNOWN_TOOLS_PER_USER],
     );
   }
 
-  async list(): Promise<Array<{ name: string; category: string }>> {
-    return queryRows(this.ds, `SELECT name, category FROM known_tools ORDER BY name LIMIT 5000`);
+  /** The names offered to one user; for an admin (`userId` null) every user's, each name once. */
+  async list(userId: string | null): Promise<Array<{ name: string; category: string }>> {
+    if (userId === null)
+      return queryRows(
+        this.ds,
+        `SELECT DISTINCT ON (name) name, category FROM known_tools ORDER BY name LIMIT ${ADMIN_LIST_MAX}`,
+      );
+    return queryRows(
+      this.ds,
+      `SELECT name, category FROM known_tools WHERE user_id = $1 ORDER BY name LIMIT ${KNOWN_TOOLS_PER_USER}`,
+      [userId],
+    );
+  }
+
+  /** How many names a user has (for tests of the bound). */
+  async count(userId: string): Promise<number> {
+    const [row] = await queryRows<{ n: string }>(this.ds, `SELECT count(*) AS n FROM known_tools WHERE user_id = $1`, [
+      userId,
+    ]);
+    return Number(row.n);
   }
 }

@@ -22,6 +22,6 @@ export class GateHandler implements OnModuleInit {
       return { decision: d.decision, rule_id: d.ruleId, reason: d.reason, by: d.by };
     });
     this.bus.handle('approval.visible_tools', async (req) => ({ visible: await this.gate.visibleTools(req) }));
-    this.bus.handle('approval.tools', async () => ({ items: await this.catalog.list() }));
+    this.bus.handle('approval.tools', async (req) => ({ items: await this.catalog.list(req.actor) }));
   }
 }

@@ -90,7 +90,7 @@ export class GateService {
   }
 
   async visibleTools(req: ParsedRequestOf<'approval.visible_tools'>): Promise<string[]> {
-    this.catalog.offered(req.tools);
+    this.catalog.offered(req.actor.userId, req.tools);
     const set = await this.rules.ruleSet().catch(() => null);
     if (!set) return req.tools; // cannot read the rules: hide nothing, every call still asks
     const ctx = { agentId: req.agent_id, source: req.source, securityGroup: req.security_group };

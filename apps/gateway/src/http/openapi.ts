@@ -375,7 +375,8 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/api/approval/tools',
-    summary: 'Every gate-able tool: registry, synthetic and discovered (category "dynamic")',
+    summary:
+      'The gate-able tools offered to the caller: registry, synthetic and their discovered ones (category "dynamic"; an admin: every user\'s)',
     ok: { status: 200, schema: KnownToolList },
   },
   {

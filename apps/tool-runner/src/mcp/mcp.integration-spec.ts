@@ -168,7 +168,7 @@ describe('MCP servers through the tool runner', () => {
     expect(envReply.status).toBe('done');
     const env = JSON.parse((envReply as { result: string }).result) as Record<string, string>;
     expect(env.EVERYTHING_TOKEN).toBe(TOKEN);
-    expect(env.HOME).toBe('/workspace');
+    expect(env.HOME).toBe('/mcp-home'); // its own, not the workspace the model's commands write
     for (const leaked of ['DATABASE_URL', 'NATS_URL', 'SKALD_SECRETS_KEY', 'SKALD_WORKSPACES'])
       expect(env[leaked]).toBeUndefined();
     expect(JSON.stringify(env)).not.toContain(secretsKey);
@@ -231,7 +231,7 @@ describe('MCP servers through the tool runner', () => {
     expect(JSON.parse((who as { result: string }).result)).toMatchObject({
       hostname: 'sandbox',
       uid: 1000,
-      cwd: '/workspace',
+      cwd: '/mcp-home',
     });
     expect(await exec(alice, 'mcp__grower__grow', {})).toMatchObject({ status: 'done', result: 'now 1 added' });
     let after: string[] = [];

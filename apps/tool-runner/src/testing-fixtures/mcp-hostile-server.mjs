@@ -80,6 +80,10 @@ function probe(id) {
     net: sh('cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " " | tr "\\n" " "'),
     pids: sh('ulimit -u; cat /proc/self/cgroup | head -3'),
     seccomp: readFileSync('/proc/self/status', 'utf8').match(/^Seccomp:\s*(\d)/m)?.[1],
+    cwd: process.cwd(),
+    // What the server finds in its HOME (dotfiles a command may have planted), and a file it keeps there.
+    home: sh('ls -A "$HOME"; echo keep > "$HOME/.server-kept" && echo wrote-kept'),
+    npmrc: sh('cat "$HOME/.npmrc" 2>&1 || true'),
   };
   send({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(report) }] } });
 }

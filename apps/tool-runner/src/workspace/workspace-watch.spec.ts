@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Usage } from './disk-usage';
-import { WorkspacesService } from './workspaces.service';
+import { mkdir } from 'node:fs/promises';
+import { MAX_DEPTH, Usage } from './disk-usage';
+import { full, over, WorkspacesService } from './workspaces.service';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Polls `ok` every 10 ms for at most 10 s (a loaded machine delays timers). */
@@ -58,5 +59,29 @@ describe('WorkspacesService: usage while something else writes the workspace', (
     const jail = await svc.jail(user);
     for (let i = 0; i < 50; i++) await writeFile(join(jail.root, `e${i}`), '');
     expect(await svc.measure(user)).toEqual({ bytes: 0, inodes: 11, partial: true });
+  });
+
+  it('a walk that cannot measure the tree is heard as over quota, never skipped, and never cached', async () => {
+    // A quota the tree stays under: the walk is not stopped by it before the depth bound.
+    svc = new WorkspacesService({ root: base, quota: 1e9, inodes: 1e6, sampleMs: 20 });
+    const user = randomUUID();
+    const jail = await svc.jail(user);
+    // Deeper than the walker descends: every walk answers `unmeasured` (the deterministic case of a
+    // walk that cannot measure; a swap under the walk is the racing one, disk-usage-race).
+    await mkdir(join(jail.root, ...Array.from({ length: MAX_DEPTH + 1 }, () => 'd')), { recursive: true });
+    const heard: Usage[] = [];
+    const stop = svc.watch(user, (u) => heard.push(u));
+    await until(() => heard.length >= 2);
+    stop();
+    const limits = { bytes: 1e9, inodes: 1e9 };
+    for (const u of heard) {
+      expect(u.unmeasured).toMatch(/nest deeper than/);
+      expect(over(u, limits)).toBe(true);
+    }
+    const used = await svc.used(user, jail);
+    expect(full(used, limits)).toBe(true);
+    // Not cached: once the tree is measurable the next check measures it.
+    await rm(join(jail.root, 'd'), { recursive: true });
+    expect(await svc.used(user, jail)).toEqual({ bytes: 0, inodes: 0, partial: false });
   });
 });

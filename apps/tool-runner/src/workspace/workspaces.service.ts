@@ -35,11 +35,44 @@ const USER_DIR = /^[0-9a-fA-F-]{1,64}$/;
 const KEPT_JAILS = 4096;
 export const DEFAULT_INODE_QUOTA = 100_000;
 export const DEFAULT_SAMPLE_MS = 250;
+/**
+ * Walks one measurement makes at most while a walk answers `unmeasured` (a tree changing under it):
+ * past them the measurement answers `unmeasured`, which the quota counts as over (fail closed).
+ */
+export const WALK_ATTEMPTS = 3;
+
+/**
+ * The usage of a workspace, walked again while the walk could not measure it (at most
+ * `WALK_ATTEMPTS` walks). Never rejects: a walk that throws answers `unmeasured` too, so a sample
+ * always has an answer and a failed one counts as over quota.
+ */
+export async function measureTree(
+  root: string,
+  limits: { bytes: number; inodes: number },
+  walk: typeof diskUsage = diskUsage,
+): Promise<Usage> {
+  let u: Usage = { bytes: 0, inodes: 0, partial: true, unmeasured: 'not walked' };
+  for (let attempt = 0; attempt < WALK_ATTEMPTS; attempt++) {
+    u = await walk(root, limits).catch((e: unknown): Usage => ({
+      bytes: 0,
+      inodes: 0,
+      partial: true,
+      unmeasured: `the walk failed (${String(e)})`,
+    }));
+    if (u.unmeasured === undefined) return u;
+  }
+  return u;
+}
 /** 64 KiB: a local disk reads this in tens of µs; a page-cache hit in a few. */
 export const DEFAULT_SYNC_READ_BYTES = 64 * 1024;
 
 /** A workspace's usage beside its quota, for the errors the model reads. */
 export function describeUsage(u: Usage, quota: { bytes: number; inodes: number }): string {
+  if (u.unmeasured !== undefined)
+    return (
+      `the workspace's usage could not be measured (${u.unmeasured}), so it counts as over its quota ` +
+      `until a walk succeeds (quota ${formatBytes(quota.bytes)} / ${quota.inodes} files and directories)`
+    );
   const more = u.partial ? 'more than ' : '';
   return (
     `${more}${formatBytes(u.bytes)} / ${more}${u.inodes} files ` +
@@ -47,14 +80,14 @@ export function describeUsage(u: Usage, quota: { bytes: number; inodes: number }
   );
 }
 
-/** Whether a usage is at or over either quota (nothing more fits). */
+/** Whether a usage is at or over either quota (nothing more fits); an unmeasured usage is (fail closed). */
 export function full(u: Usage, quota: { bytes: number; inodes: number }): boolean {
-  return u.bytes >= quota.bytes || u.inodes >= quota.inodes;
+  return u.unmeasured !== undefined || u.bytes >= quota.bytes || u.inodes >= quota.inodes;
 }
 
-/** Whether a usage has passed either quota. */
+/** Whether a usage has passed either quota; an unmeasured usage has (fail closed). */
 export function over(u: Usage, quota: { bytes: number; inodes: number }): boolean {
-  return u.bytes > quota.bytes || u.inodes > quota.inodes;
+  return u.unmeasured !== undefined || u.bytes > quota.bytes || u.inodes > quota.inodes;
 }
 
 interface Sampler {
@@ -195,8 +228,9 @@ export class WorkspacesService implements OnModuleInit {
    */
   async measure(userId: string): Promise<Usage> {
     const generation = this.generations.get(userId) ?? 0;
-    const u = await diskUsage(this.hostDir(userId), this.limits);
-    if ((this.generations.get(userId) ?? 0) === generation) this.usage.set(userId, { ...u, at: Date.now() });
+    const u = await measureTree(this.hostDir(userId), this.limits);
+    if ((this.generations.get(userId) ?? 0) === generation && u.unmeasured === undefined)
+      this.usage.set(userId, { ...u, at: Date.now() });
     return u;
   }
 
@@ -215,13 +249,17 @@ export class WorkspacesService implements OnModuleInit {
       const every = this.options.sampleMs ?? DEFAULT_SAMPLE_MS;
       const tick = (): void => {
         const started = Date.now();
+        // Every sample is heard: a walk that failed answers `unmeasured`, which is over quota.
         void this.measure(userId)
-          .then(
-            (u) => {
-              for (const l of sampler.listeners) l(u);
-            },
-            () => undefined,
-          )
+          .catch((e: unknown): Usage => ({
+            bytes: 0,
+            inodes: 0,
+            partial: true,
+            unmeasured: `the walk failed (${String(e)})`,
+          }))
+          .then((u) => {
+            for (const l of sampler.listeners) l(u);
+          })
           .finally(() => {
             if (this.samplers.get(userId) !== sampler) return;
             sampler.timer = setTimeout(tick, Math.max(every, 2 * (Date.now() - started)));
@@ -272,8 +310,9 @@ export class WorkspacesService implements OnModuleInit {
       if (u) return u;
     }
     const generation = this.generations.get(userId) ?? 0;
-    const u = await diskUsage(jail.root, this.limits);
-    if ((this.generations.get(userId) ?? 0) === generation) this.usage.set(userId, { ...u, at: Date.now() });
+    const u = await measureTree(jail.root, this.limits);
+    if ((this.generations.get(userId) ?? 0) === generation && u.unmeasured === undefined)
+      this.usage.set(userId, { ...u, at: Date.now() });
     return u;
   }
 }

@@ -74,9 +74,10 @@ export class ApprovalAuditEntity {
   @Column('text', { nullable: true }) note!: string | null;
 }
 
-/** Every tool ever offered to a model, so that the security console can gate it. */
+/** The tools offered to a user's model (per user, bounded), so that the security console can gate them. */
 @Entity({ name: 'known_tools' })
 export class KnownToolEntity {
+  @PrimaryColumn('uuid', { name: 'user_id' }) userId!: string;
   @PrimaryColumn('text') name!: string;
   @Column('text') category!: string;
   @Column('timestamptz', { name: 'first_seen_at' }) firstSeenAt!: Date;

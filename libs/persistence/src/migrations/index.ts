@@ -16,6 +16,7 @@ import { Conversations1764460803600 } from './1764460803600-conversations';
 import { InboxRewind1764460805000 } from './1764460805000-inbox-rewind';
 import { TurnSeq1764460805100 } from './1764460805100-turn-seq';
 import { RequestTurn1764460805200 } from './1764460805200-request-turn';
+import { KnownToolsPerUser1764460805300 } from './1764460805300-known-tools-per-user';
 import { JobRunRefused1764460805340 } from './1764460805340-job-run-refused';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
@@ -38,6 +39,7 @@ export const MIGRATIONS = [
   InboxRewind1764460805000,
   TurnSeq1764460805100,
   RequestTurn1764460805200,
+  KnownToolsPerUser1764460805300,
   JobRunRefused1764460805340,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

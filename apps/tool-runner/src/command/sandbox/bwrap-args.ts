@@ -20,11 +20,21 @@ export interface SandboxSpec {
   tmpSizeBytes: number;
   /** Load the syscall filter from fd `SECCOMP_FD` (the launcher opens it). */
   seccomp: boolean;
+  /**
+   * A HOME of its own (a stdio MCP server's): a fresh tmpfs of `tmpSizeBytes` at this path, which is
+   * also the working directory (`cwd` is then ignored). Without it HOME is `/workspace` (a command's).
+   */
+  home?: string;
 }
 
 /** Uid/gid of the sandbox user inside its user namespace (mapped to the runner's own uid outside). */
 export const SANDBOX_UID = 1000;
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/**
+ * HOME and working directory of a stdio MCP server inside its sandbox: a tmpfs of its own, not the
+ * workspace (which the model's commands write). The server reaches the workspace at `/workspace`.
+ */
+export const MCP_HOME = '/mcp-home';
 
 /**
  * The launch script inside the sandbox: bwrap copies it from `LAUNCH_FD` (`--file`) and the sandbox's
@@ -67,7 +77,7 @@ export function bwrapOptions(spec: SandboxSpec): string[] {
   );
   if (spec.seccomp) a.push('--seccomp', String(SECCOMP_FD));
   a.push('--clearenv', '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'LANG', 'C.UTF-8', '--setenv', 'TERM', 'dumb');
-  a.push('--setenv', 'HOME', '/workspace', '--setenv', 'USER', 'sandbox', '--setenv', 'TMPDIR', '/tmp');
+  a.push('--setenv', 'HOME', spec.home ?? '/workspace', '--setenv', 'USER', 'sandbox', '--setenv', 'TMPDIR', '/tmp');
   for (const dir of spec.layout.roDirs) a.push('--ro-bind', dir, dir);
   for (const link of spec.layout.symlinks) a.push('--symlink', link.target, link.at);
   for (const g of spec.layout.generated) a.push('--ro-bind', g.src, g.dest);
@@ -78,9 +88,13 @@ export function bwrapOptions(spec: SandboxSpec): string[] {
   // no unsized tmpfs is writable (where no memory cgroup counts tmpfs pages, nothing else bounds it).
   a.push('--proc', '/proc', '--dev', '/dev', '--size', String(spec.tmpSizeBytes), '--tmpfs', '/tmp');
   a.push('--size', String(spec.tmpSizeBytes), '--tmpfs', '/dev/shm');
+  // A server's HOME: in this sandbox's mount namespace only, empty at every start, so no dotfile a
+  // command wrote (`.npmrc`, `.bashrc`, `.profile`, `.config/…` in /workspace) is read by a program
+  // that holds the server's credentials, and nothing the server keeps there is seen by a command.
+  if (spec.home !== undefined) a.push('--size', String(spec.tmpSizeBytes), '--tmpfs', spec.home);
   for (const file of spec.layout.roFiles) a.push('--ro-bind', file, file);
   a.push('--perms', '0444', '--file', String(LAUNCH_FD), LAUNCH_FILE);
-  a.push('--bind', spec.workspace, '/workspace', '--chdir', spec.cwd);
+  a.push('--bind', spec.workspace, '/workspace', '--chdir', spec.home ?? spec.cwd);
   a.push('--remount-ro', '/dev', '--remount-ro', '/');
   for (const o of a) if (o.includes('\0')) throw new Error('a sandbox option contains a NUL byte');
   return a;

@@ -83,7 +83,13 @@ export class AppModule {
         { provide: WORKER_CONFIG, useValue: config },
         { provide: WORKER_LOGGER, useValue: log },
         { provide: WORKER_INSTANCE, useValue: instance },
-        { provide: USER_LIMITS, useValue: { sessions: config.SKALD_MAX_SESSIONS_PER_USER } satisfies UserLimits },
+        {
+          provide: USER_LIMITS,
+          useValue: {
+            sessions: config.SKALD_MAX_SESSIONS_PER_USER,
+            queuedMessages: config.SKALD_MAX_QUEUED_MESSAGES_PER_USER,
+          } satisfies UserLimits,
+        },
         { provide: LlmManager, useValue: llm },
         { provide: LlmResources, useFactory: () => new LlmResources(closeLlm) },
         LlmUsageRepository,

@@ -30,6 +30,8 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, Readonly<Record
       chat_history: ['SELECT', 'INSERT', 'UPDATE'],
       tool_calls: ['SELECT', 'INSERT', 'UPDATE'],
       session_inbox: ['SELECT', 'INSERT', 'UPDATE'],
+      // Kept by the row trigger on session_inbox (runs as the role that changed the inbox): an upsert, a decrement.
+      user_inbox_queued: ['SELECT', 'INSERT', 'UPDATE'],
       session_events: ['SELECT', 'INSERT'],
       session_scratchpad: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
       session_todos: ['SELECT', 'INSERT', 'UPDATE'],

@@ -221,7 +221,7 @@ export const ROUTES: Route[] = [
     summary: 'Send a message (202; a repeated client_message_id answers 200 with the same ids)',
     params: [{ name: 'source', in: 'path', required: true }],
     body: PostMessageRequest,
-    capped: ['sessions'],
+    capped: ['sessions', 'queued_messages'],
     ok: { status: 202, schema: PostMessageResponse },
   },
   {
@@ -231,6 +231,7 @@ export const ROUTES: Route[] = [
       'Answer the last user message of the active session again: its old answer is superseded (kept in the debug tree, never sent to the model); 409 while a turn runs',
     params: [{ name: 'source', in: 'path', required: true }],
     body: RegenerateRequest,
+    capped: ['queued_messages'],
     ok: { status: 202, schema: SubmitMessageReply },
   },
   {
@@ -243,6 +244,7 @@ export const ROUTES: Route[] = [
       { name: 'id', in: 'path', required: true, description: 'user message id' },
     ],
     body: EditMessageRequest,
+    capped: ['queued_messages'],
     ok: { status: 202, schema: SubmitMessageReply },
   },
   {

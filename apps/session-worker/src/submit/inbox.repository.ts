@@ -1,10 +1,11 @@
 import { deepToPgText, preparedRows, queryRows, toPgText } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { inboxMessageAt, userMessageEvent, type FrameRow, type NewMessage } from '@skald/agent-loop';
-import { Attachment, Delivery } from '@skald/contracts';
-import { hopMark, hopTraceOn } from '@skald/messaging';
+import { Attachment, Delivery, USER_CAPS, userCapReached } from '@skald/contracts';
+import { hopMark, hopTraceOn, RemoteError, sqlState } from '@skald/messaging';
+import { USER_LIMITS, type UserLimits } from '../sessions/sessions.repository';
 import { Lease, leaseTake } from '../lease/lease.repository';
 import type { CommittedEvent } from '../store/pg-session-store';
 import { turnStartParts } from '../store/turn-start';
@@ -24,7 +25,7 @@ export interface NewInboxItem {
 /**
  * The submit's one statement (see `InboxRepository.submitToActive`), prepared once per connection.
  */
-export const SUBMIT_NAME = 'skald_submit_v3';
+export const SUBMIT_NAME = 'skald_submit_v4';
 
 const START = turnStartParts({
   ses: 'ss',
@@ -60,6 +61,18 @@ const FIRST = `(SELECT work FROM w) AND $14::uuid IS NOT NULL AND $8::text <> 'i
             AND m.ord > COALESCE((SELECT max(a.ord) FROM chat_history a
                                    WHERE a.frame_id = r.id AND a.status = 'ok' AND a.role = 'assistant'), -1))`;
 
+/**
+ * Sets the statement's cap on the user's queued inbox messages (`USER_CAPS.queued_messages`): the
+ * row trigger on `session_inbox` (migration 1764460805400) counts them in `user_inbox_queued`,
+ * exactly under concurrency, and refuses a `queued` insert past this cap with SQLSTATE `SK429`
+ * (nothing the statement wrote is kept). Always true: a condition of the insert's SELECT, so it is
+ * evaluated before the row is inserted.
+ */
+const QUEUED_CAP = (param: string) => `set_config('skald.queued_cap', ${param}::int::text, true) IS NOT NULL`;
+
+/** SQLSTATE of the inbox trigger's refusal (its detail: how many the user has queued). */
+const QUEUED_CAP_STATE = 'SK429';
+
 export const SUBMIT_SQL = `WITH s AS (
    SELECT id FROM sessions WHERE user_id = $1::uuid AND source = $2::text AND is_active
  ), ${leaseTake({
@@ -91,6 +104,8 @@ export const SUBMIT_SQL = `WITH s AS (
      -- Joined (not only read through \`first\`, which a plan may fold away) so that the lease row is
      -- always locked before the inbox row: one lock order for every submit, whatever its plan.
      FROM s LEFT JOIN lease_taken ON true
+    -- The per-user cap on queued messages, for the inbox trigger that counts them (QUEUED_CAP).
+    WHERE ${QUEUED_CAP('$17')}
    ON CONFLICT (user_id, client_message_id) DO NOTHING
    RETURNING *
  ),
@@ -157,10 +172,43 @@ export interface PrimedStart {
   announced?: boolean;
 }
 
+/** One row of the submit's statement. */
+type SubmitRow = Record<string, unknown> & {
+  active_id: string;
+  inserted: boolean;
+  epoch: string | null;
+  took_over: boolean | null;
+  prev_id: string | null;
+  prev_session_id: string | null;
+  prev_rewind_kind: string | null;
+  prev_rewind_message_id: string | null;
+  first_frame_id: string | null;
+  first_frame_opened: boolean;
+  first_agent_id: string | null;
+  first_seq: string | null;
+  complete: boolean | null;
+};
+
 /** The durable session inbox: a message is acknowledged only once its row is committed here. */
 @Injectable()
 export class InboxRepository {
-  constructor(private readonly ds: DataSource) {}
+  /** `SKALD_MAX_QUEUED_MESSAGES_PER_USER`. */
+  private readonly maxQueued: number;
+
+  constructor(
+    private readonly ds: DataSource,
+    @Optional() @Inject(USER_LIMITS) limits?: UserLimits,
+  ) {
+    this.maxQueued = limits?.queuedMessages ?? USER_CAPS.queued_messages.default;
+  }
+
+  /** The trigger's refusal as the caller's error: `rate_limited` naming the cap; any other error as it is. */
+  private capped(e: unknown): unknown {
+    if (sqlState(e) !== QUEUED_CAP_STATE) return e;
+    const detail = (e as { driverError?: { detail?: unknown }; detail?: unknown }).driverError?.detail;
+    const have = Number(detail ?? (e as { detail?: unknown }).detail);
+    return new RemoteError(userCapReached('queued_messages', this.maxQueued, Number.isFinite(have) ? have : undefined));
+  }
 
   /**
    * Stores the message, idempotent on (user, client_message_id): a repeat returns the first row's
@@ -168,11 +216,12 @@ export class InboxRepository {
    */
   async store(item: NewInboxItem): Promise<{ messageId: string; sessionId: string; duplicate: boolean }> {
     const id = randomUUID();
-    const inserted: Array<{ id: string }> = await queryRows(
+    const inserted: Array<{ id: string }> = await queryRows<{ id: string }>(
       this.ds,
       `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic,
                                   rewind_kind, rewind_message_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+       SELECT $1::uuid, $2::uuid, $3::uuid, $4::text, $5::text, $6::jsonb, $7::text, $8::boolean, $9::text, $10::uuid
+        WHERE ${QUEUED_CAP('$11')}
        ON CONFLICT (user_id, client_message_id) DO NOTHING
        RETURNING id`,
       [
@@ -186,8 +235,11 @@ export class InboxRepository {
         item.isSynthetic,
         item.rewind?.kind ?? null,
         item.rewind?.messageId ?? null,
+        this.maxQueued,
       ],
-    );
+    ).catch((e: unknown) => {
+      throw this.capped(e);
+    });
     if (inserted.length > 0) return { messageId: id, sessionId: item.sessionId, duplicate: false };
     const row = await this.findByClientId({ userId: item.userId, clientMessageId: item.clientMessageId });
     if (!row) throw new Error('inbox row vanished after a conflict');
@@ -272,21 +324,7 @@ export class InboxRepository {
     const echo = message ? userMessageEvent(message) : null;
     if (hopTraceOn) tracePool(this.ds);
     hopMark('sql.submit');
-    const rows: Array<{
-      active_id: string;
-      inserted: boolean;
-      epoch: string | null;
-      took_over: boolean | null;
-      prev_id: string | null;
-      prev_session_id: string | null;
-      prev_rewind_kind: string | null;
-      prev_rewind_message_id: string | null;
-      first_frame_id: string | null;
-      first_frame_opened: boolean;
-      first_agent_id: string | null;
-      first_seq: string | null;
-      complete: boolean | null;
-    }> = await preparedRows(this.ds, SUBMIT_NAME, SUBMIT_SQL, [
+    const rows: SubmitRow[] = await preparedRows<SubmitRow>(this.ds, SUBMIT_NAME, SUBMIT_SQL, [
       scope.userId,
       scope.source,
       scope.role,
@@ -303,7 +341,10 @@ export class InboxRepository {
       enter?.frameId ?? null,
       enter ? enter.at.toISOString() : null,
       echo ? toPgText(JSON.stringify(echo)) : null,
-    ]);
+      this.maxQueued,
+    ]).catch((e: unknown) => {
+      throw this.capped(e);
+    });
     hopMark('sql.submit.done');
     const row = rows[0];
     if (!row) return null;

@@ -18,6 +18,7 @@ import { TurnSeq1764460805100 } from './1764460805100-turn-seq';
 import { RequestTurn1764460805200 } from './1764460805200-request-turn';
 import { KnownToolsPerUser1764460805300 } from './1764460805300-known-tools-per-user';
 import { JobRunRefused1764460805340 } from './1764460805340-job-run-refused';
+import { InboxQueuedCap1764460805400 } from './1764460805400-inbox-queued-cap';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -41,5 +42,6 @@ export const MIGRATIONS = [
   RequestTurn1764460805200,
   KnownToolsPerUser1764460805300,
   JobRunRefused1764460805340,
+  InboxQueuedCap1764460805400,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

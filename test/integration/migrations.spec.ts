@@ -32,6 +32,7 @@ const TABLES = [
   'llm_usage',
   'llm_client_pins',
   'user_agents',
+  'user_inbox_queued',
   'user_settings',
   'scheduled_jobs',
   'job_runs',

@@ -132,6 +132,40 @@ describe('service roles', () => {
       expect(await sqlStateOf(db, `SELECT count(*) FROM sessions`)).toBe('ok');
       expect(await sqlStateOf(db, `SELECT * FROM users LIMIT 1`)).toBe('42501');
       expect(await sqlStateOf(db, `SELECT * FROM approval_requests LIMIT 1`)).toBe('42501');
+      // The inbox's counting trigger runs as the worker: insert, settle and a conversation's cascade.
+      const [counted] = (await tryRolledBack(
+        db,
+        `WITH s AS (INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'web') RETURNING id),
+              i AS (INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery)
+                    SELECT gen_random_uuid(), s.id, $2, 'c', 'x', 'queue' FROM s WHERE set_config('skald.queued_cap', '5', true) IS NOT NULL
+                    RETURNING id)
+         SELECT count(*) AS n FROM i`,
+        [randomUUID(), randomUUID()],
+      )) as Array<{ n: string }>;
+      expect(counted.n).toBe('1');
+      await db.query('BEGIN');
+      try {
+        const [sid, uid] = [randomUUID(), randomUUID()];
+        await db.query(`INSERT INTO sessions (id, user_id, source) VALUES ($1, $2, 'web')`, [sid, uid]);
+        for (const c of ['a', 'b'])
+          await db.query(
+            `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery)
+             VALUES (gen_random_uuid(), $1, $2, $3, 'x', 'queue')`,
+            [sid, uid, c],
+          );
+        await db.query(
+          `UPDATE session_inbox SET status = 'entered' WHERE session_id = $1 AND client_message_id = 'a'`,
+          [sid],
+        );
+        const q = async () =>
+          (await db.query<{ queued: number }>(`SELECT queued FROM user_inbox_queued WHERE user_id = $1`, [uid])).rows[0]
+            ?.queued;
+        expect(await q()).toBe(1);
+        await db.query(`DELETE FROM sessions WHERE id = $1`, [sid]);
+        expect(await q()).toBe(0);
+      } finally {
+        await db.query('ROLLBACK');
+      }
       // Events and the ledger are append-only.
       expect(await sqlStateOf(db, `DELETE FROM session_events`)).toBe('42501');
       expect(await sqlStateOf(db, `UPDATE llm_usage SET input_tokens = 0`)).toBe('42501');

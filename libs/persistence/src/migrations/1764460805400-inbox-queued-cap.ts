@@ -59,9 +59,21 @@ export class InboxQueuedCap1764460805400 implements MigrationInterface {
     await q.query(`
       CREATE TRIGGER session_inbox_queued_delete AFTER DELETE ON session_inbox
       FOR EACH ROW WHEN (OLD.status = 'queued') EXECUTE FUNCTION session_inbox_count_queued()`);
+    // A TRUNCATE fires no row trigger (and only the migration admin may run one): the counts go with it.
+    await q.query(`
+      CREATE FUNCTION session_inbox_truncate_queued() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM user_inbox_queued;
+        RETURN NULL;
+      END $$`);
+    await q.query(`
+      CREATE TRIGGER session_inbox_queued_truncate AFTER TRUNCATE ON session_inbox
+      FOR EACH STATEMENT EXECUTE FUNCTION session_inbox_truncate_queued()`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TRIGGER IF EXISTS session_inbox_queued_truncate ON session_inbox`);
+    await q.query(`DROP FUNCTION IF EXISTS session_inbox_truncate_queued()`);
     await q.query(`DROP TRIGGER IF EXISTS session_inbox_queued_delete ON session_inbox`);
     await q.query(`DROP TRIGGER IF EXISTS session_inbox_queued_update ON session_inbox`);
     await q.query(`DROP TRIGGER IF EXISTS session_inbox_queued_insert ON session_inbox`);

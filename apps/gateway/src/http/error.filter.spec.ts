@@ -1,6 +1,9 @@
 import type { ArgumentsHost } from '@nestjs/common';
 import { JsonBodyError, verifyJsonBody } from '@skald/service-kit';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { USER_CAPS, userCapReached, type UserCapName } from '@skald/contracts';
+import { RemoteError } from '@skald/messaging';
+import { frameErrorOf } from '../ws/client-frame';
 import { ErrorFilter } from './error.filter';
 
 function answer(e: unknown): { status: number; body: unknown } {
@@ -68,5 +71,18 @@ describe('REST error boundary', () => {
     expect(answer(nul)).toMatchObject({ status: 400, body: { error: { code: 'invalid_input' } } });
     const other = Object.assign(new Error('deadlock detected'), { driverError: { code: '40P01' } });
     expect(answer(other)).toMatchObject({ status: 500, body: { error: { code: 'internal' } } });
+  });
+
+  it('answers a per-user cap a service refused with 429 (REST) and the same error frame (WS), naming the cap', () => {
+    for (const cap of Object.keys(USER_CAPS) as UserCapName[]) {
+      const body = userCapReached(cap, 5, 5);
+      const e = new RemoteError(body);
+      expect(answer(e)).toMatchObject({
+        status: 429,
+        body: { error: { code: 'rate_limited', message: body.message } },
+      });
+      expect(body.message).toContain(USER_CAPS[cap].env);
+      expect(frameErrorOf(e)).toEqual({ error: body, unexpected: false });
+    }
   });
 });

@@ -111,6 +111,12 @@ async function main() {
   env.SKALD_JWT_SECRET ||= persistent('jwt-secret', () => crypto.randomBytes(48).toString('base64url'));
   // Seals MCP credentials at rest; losing it makes stored credentials unreadable (re-enter them).
   env.SKALD_SECRETS_KEY ||= persistent('secrets-key', () => crypto.randomBytes(32).toString('base64'));
+  // Every app's /metrics needs this bearer token (loopback is not trusted: SKALD_METRICS_TRUST_LOOPBACK stays off).
+  let metricsSource = 'SKALD_METRICS_TOKEN from your environment';
+  if (!env.SKALD_METRICS_TOKEN) {
+    env.SKALD_METRICS_TOKEN = persistent('metrics-token', () => crypto.randomBytes(32).toString('hex'));
+    metricsSource = `bearer token in ${shown(path.join(STATE, 'metrics-token'))} (set SKALD_METRICS_TOKEN to choose)`;
+  }
   let adminSource = 'SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD from your environment';
   if (!env.SKALD_ADMIN_EMAIL || !env.SKALD_ADMIN_PASSWORD) {
     env.SKALD_ADMIN_EMAIL ||= 'admin@skald.local';
@@ -285,6 +291,7 @@ async function main() {
       '────────────────────────────────────────────────────────────────────────',
       `  Skald is running:  http://127.0.0.1:${port}   (the web client; API under /api, OpenAPI at /api/docs)`,
       `  Admin login:       ${adminSource}`,
+      `  /metrics:          ${metricsSource}`,
       `  ${pg.banner}`,
       `  ${natsBanner}`,
       `  ${redisBanner}`,

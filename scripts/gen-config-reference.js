@@ -102,7 +102,7 @@ const OUTSIDE_SCHEMA = {
   ],
 };
 
-const SECRET_NAME = /(PASSWORD|SECRET|_KEY$)/;
+const SECRET_NAME = /(PASSWORD|SECRET|_KEY$|_TOKEN$)/;
 
 // -------------------------------------------------------------------------------------------------------------
 // Doc comments from the schema sources.

@@ -69,6 +69,8 @@ function startService(BENCH_URL, port) {
       PORT: String(port),
       LOG_LEVEL: 'warn',
       SKALD_INSTANCE: `bench-${process.pid}`,
+      // gateHistogram reads /metrics from loopback without the scrape token: this service is the bench's own
+      SKALD_METRICS_TRUST_LOOPBACK: 'on',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

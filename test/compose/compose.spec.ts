@@ -290,6 +290,13 @@ describe('what users of docker-compose.yml rely on', () => {
       expect(Object.keys(env)).not.toContain('POSTGRES_PASSWORD');
     });
 
+    it('requires the scrape token on /metrics and does not trust loopback without it', () => {
+      const env = service(name).environment ?? {};
+
+      expect(env.SKALD_METRICS_TOKEN).toBe(required('SKALD_METRICS_TOKEN'));
+      expect(env.SKALD_METRICS_TRUST_LOOPBACK).toBeUndefined();
+    });
+
     it('gets longer to stop than the app takes to drain', () => {
       const s = service(name);
       const graceMs = Number(s.environment?.SKALD_SHUTDOWN_GRACE_MS);

@@ -613,9 +613,12 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
         e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.key] : [],
       );
 
+      // SKALD_METRICS_TOKEN: the scrape credential its /metrics requires like every app's; no sandboxed
+      // command sees the runner's environment (sandbox-escape.integration-spec.ts).
       expect(secretKeys.sort()).toEqual([
         'NATS_PASSWORD_TOOL_RUNNER',
         'SKALD_DB_PASSWORD_TOOL_RUNNER',
+        'SKALD_METRICS_TOKEN',
         'SKALD_SECRETS_KEY',
       ]);
       expect(c.envFrom?.some((f) => f.secretRef)).toBeFalsy();
@@ -908,25 +911,35 @@ describe('scraping (k8s/components/monitoring)', () => {
     }
   });
 
-  it('sends the gateway the scrape token it accepts on /metrics, and nothing relies on prometheus.io annotations', () => {
-    const endpoint = (find(objects, 'ServiceMonitor', 'gateway') as unknown as Monitor).spec.endpoints[0];
-    const gateway = appContainer(objects, 'gateway');
-    expect(endpoint?.bearerTokenSecret).toEqual({ name: 'skald-secrets', key: 'SKALD_METRICS_TOKEN' });
-    expect(secretKeyOf(gateway, 'SKALD_METRICS_TOKEN')).toMatchObject({
-      name: 'skald-secrets',
-      key: 'SKALD_METRICS_TOKEN',
-    });
-    expect(APP_ENV.gateway.has('SKALD_METRICS_TOKEN')).toBe(true);
-    // loopback is not trusted without the token in any overlay (the default, `off`)
-    expect(APP_ENV.gateway.has('SKALD_METRICS_TRUST_LOOPBACK')).toBe(true);
-    for (const overlay of OVERLAYS) {
-      const o = rendered[overlay];
-      expect(effectiveEnv(o, appContainer(o, 'gateway'), 'SKALD_METRICS_TRUST_LOOPBACK') ?? 'off').toBe('off');
-    }
+  it('sends every app the scrape token it requires on /metrics, and never trusts loopback in any overlay', () => {
     for (const app of APP_NAMES) {
-      if (app === 'gateway') continue;
-      const e = (find(objects, 'ServiceMonitor', app) as unknown as Monitor).spec.endpoints;
-      expect(e.every((x) => x.bearerTokenSecret === undefined)).toBe(true);
+      // the monitor sends the token of the Secret the app reads it from, on every endpoint
+      const endpoints = (find(objects, 'ServiceMonitor', app) as unknown as Monitor).spec.endpoints;
+      expect(endpoints.length).toBeGreaterThan(0);
+      for (const e of endpoints) {
+        expect({ app, token: e.bearerTokenSecret }).toEqual({
+          app,
+          token: { name: 'skald-secrets', key: 'SKALD_METRICS_TOKEN' },
+        });
+      }
+      expect(APP_ENV[app].has('SKALD_METRICS_TOKEN')).toBe(true);
+      expect(APP_ENV[app].has('SKALD_METRICS_TRUST_LOOPBACK')).toBe(true);
+      for (const overlay of OVERLAYS) {
+        const o = rendered[overlay];
+        const c = appContainer(o, app);
+        expect({ app, overlay, ref: secretKeyOf(c, 'SKALD_METRICS_TOKEN') }).toMatchObject({
+          app,
+          overlay,
+          ref: { name: 'skald-secrets', key: 'SKALD_METRICS_TOKEN' },
+        });
+        expect(secretKeyOf(c, 'SKALD_METRICS_TOKEN')?.optional).toBeFalsy();
+        // loopback is not trusted without the token (unset: the default, `off`)
+        expect({ app, overlay, trust: effectiveEnv(o, c, 'SKALD_METRICS_TRUST_LOOPBACK') }).toEqual({
+          app,
+          overlay,
+          trust: undefined,
+        });
+      }
     }
     const annotated = objects.filter((o) =>
       JSON.stringify((o.spec as { template?: { metadata?: unknown } } | undefined)?.template?.metadata ?? {}).includes(

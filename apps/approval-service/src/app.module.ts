@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
 import { APPROVAL_ENTITIES, DatabaseModule } from '@skald/persistence';
-import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import { AdminHandler } from './admin.handler';
 import { AuditRepository } from './audit/audit.repository';
 import { AUDIT_FLUSH_MS, AuditService } from './audit/audit.service';
@@ -27,7 +27,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        OpsModule.forRoot({ service: 'approval-service', readiness }),
+        OpsModule.forRoot({ service: 'approval-service', readiness, metrics: metricsAccessOf(config) }),
         DatabaseModule.forRoot({
           url: config.DATABASE_URL,
           poolSize: config.DATABASE_POOL_SIZE,

@@ -2,7 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule, IDENTITY_ENTITIES } from '@skald/persistence';
-import { Logger, METRICS_REGISTRY, OpsModule, Readiness } from '@skald/service-kit';
+import { Logger, METRICS_REGISTRY, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import type { Registry } from 'prom-client';
 import { AdminUsersController } from './admin/admin-users.controller';
 import { AgentsController } from './agents/agents.controller';
@@ -34,20 +34,21 @@ import { GATEWAY_LOGGER } from './tokens';
 import { GatewayMetrics } from './ws/gateway-metrics';
 import { SocketCap } from './ws/socket-cap';
 import { WsServer } from './ws/ws.server';
-import { metricsGuard } from './http/metrics-guard';
+import { adminMetricsBearer } from './http/metrics-guard';
 
 @Module({})
 export class AppModule {
   static register(config: GatewayConfig, log: Logger, instance: string): DynamicModule {
     const readiness = new Readiness();
-    const guard = metricsGuard({
-      token: config.SKALD_METRICS_TOKEN,
-      trustLoopback: config.SKALD_METRICS_TRUST_LOOPBACK === 'on',
-    });
+    const admins = adminMetricsBearer();
     return {
       module: AppModule,
       imports: [
-        OpsModule.forRoot({ service: 'gateway', readiness, metricsGuard: (req) => guard.check(req) }),
+        OpsModule.forRoot({
+          service: 'gateway',
+          readiness,
+          metrics: { ...metricsAccessOf(config), alsoAccept: (bearer) => admins.accepts(bearer) },
+        }),
         DatabaseModule.forRoot({
           url: config.DATABASE_URL,
           poolSize: config.DATABASE_POOL_SIZE,
@@ -109,7 +110,11 @@ export class AppModule {
         WorkspaceFilesClient,
         SocketCap,
         WsServer,
-        { provide: 'METRICS_GUARD_BINDER', useFactory: (auth: AuthService) => guard.bind(auth), inject: [AuthService] },
+        {
+          provide: 'METRICS_GUARD_BINDER',
+          useFactory: (auth: AuthService) => admins.bind(auth),
+          inject: [AuthService],
+        },
       ],
     };
   }

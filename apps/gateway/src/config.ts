@@ -56,16 +56,6 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
   SKALD_WS_SOCKET_LEASE_MS: z.coerce.number().int().min(300).max(3_600_000).default(60_000),
   /** How often every open WebSocket re-checks its credential against the database (a lost revocation broadcast ends within this). */
   SKALD_WS_REVALIDATE_SECS: z.coerce.number().min(0.2).max(3600).default(30),
-  /**
-   * A bearer token that may read `/metrics` (Prometheus' scrape credential; `node scripts/gen-secrets.js` makes one),
-   * besides admins' tokens. It opens `/metrics` only.
-   */
-  SKALD_METRICS_TOKEN: z.string().min(32, 'SKALD_METRICS_TOKEN must be at least 32 characters').optional(),
-  /**
-   * `on`: a loopback peer reads `/metrics` without a token (a Prometheus on the same host, local use). Off by
-   * default and in the production manifests: loopback may be another process of the host or pod.
-   */
-  SKALD_METRICS_TRUST_LOOPBACK: z.enum(['on', 'off']).default('off'),
   /** Largest file one upload (`POST /{source}/uploads`) may carry; the workspace quota applies besides. */
   SKALD_UPLOAD_MAX_BYTES: z.coerce
     .number()

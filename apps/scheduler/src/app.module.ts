@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule } from '@skald/persistence';
-import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import { SchedulerConfig } from './config';
 import { SCHEDULER_CONFIG, SCHEDULER_INSTANCE, SCHEDULER_LOGGER, SchedulerRuntime } from './jobs/scheduler-runtime';
 import { RedisConnection } from './redis.provider';
@@ -15,7 +15,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        OpsModule.forRoot({ service: 'scheduler', readiness }),
+        OpsModule.forRoot({ service: 'scheduler', readiness, metrics: metricsAccessOf(config) }),
         DatabaseModule.forRoot({
           url: config.DATABASE_URL,
           poolSize: config.DATABASE_POOL_SIZE,

@@ -2,7 +2,7 @@ import { DynamicModule, Module, OnApplicationShutdown } from '@nestjs/common';
 import { LlmManager } from '@skald/llm';
 import { Bus, MessagingModule } from '@skald/messaging';
 import { DatabaseModule, SESSION_ENTITIES } from '@skald/persistence';
-import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from './config';
 import { AGENT_FILES, AgentCatalogService } from './agents/agent-catalog.service';
 import { defaultAgentsDir, loadAgentFiles } from './agents/agent-files';
@@ -59,7 +59,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        OpsModule.forRoot({ service: 'session-worker', readiness }),
+        OpsModule.forRoot({ service: 'session-worker', readiness, metrics: metricsAccessOf(config) }),
         DatabaseModule.forRoot({
           url: config.DATABASE_URL,
           poolSize: config.DATABASE_POOL_SIZE,

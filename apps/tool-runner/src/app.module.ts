@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule, TOOL_RUNNER_ENTITIES } from '@skald/persistence';
-import { Logger, OpsModule, Readiness } from '@skald/service-kit';
+import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import { BwrapCommandRunner } from './command/bwrap-command.runner';
 import { CommandRunner } from './command/command-runner';
 import { ProgressSink } from './command/tool-progress';
@@ -43,7 +43,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        OpsModule.forRoot({ service: 'tool-runner', readiness }),
+        OpsModule.forRoot({ service: 'tool-runner', readiness, metrics: metricsAccessOf(config) }),
         DatabaseModule.forRoot({
           url: config.DATABASE_URL,
           poolSize: config.DATABASE_POOL_SIZE,

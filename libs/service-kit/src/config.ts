@@ -27,6 +27,17 @@ export const BaseConfigSchema = z.object({
   SKALD_INSTANCE: z.string().optional(),
   /** OTLP/HTTP collector base URL (e.g. http://otel-collector:4318); unset: no traces are exported. */
   SKALD_OTLP_ENDPOINT: z.string().url().optional(),
+  /**
+   * The bearer token that reads the app's `/metrics` (Prometheus' scrape credential, the same for all five apps;
+   * `node scripts/gen-secrets.js` makes one). It opens `/metrics` only; on the gateway an admin's token does too.
+   * Unset: only a trusted loopback peer (below) reads it.
+   */
+  SKALD_METRICS_TOKEN: z.string().min(32, 'SKALD_METRICS_TOKEN must be at least 32 characters').optional(),
+  /**
+   * `on`: a loopback peer reads `/metrics` without a token (a Prometheus on the same host, local use). Off by
+   * default and in the production manifests: loopback may be another process of the host or pod.
+   */
+  SKALD_METRICS_TRUST_LOOPBACK: z.enum(['on', 'off']).default('off'),
 });
 export type BaseConfig = z.infer<typeof BaseConfigSchema>;
 

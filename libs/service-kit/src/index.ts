@@ -2,6 +2,7 @@ export * from './config';
 export * from './logger';
 export * from './log-ids';
 export * from './ops';
+export * from './metrics-access';
 export * from './public-route';
 export * from './bootstrap';
 export * from './tracing';

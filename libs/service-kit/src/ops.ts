@@ -1,6 +1,7 @@
 import { Controller, Get, Header, HttpException, Inject, Injectable, Module, DynamicModule, Req } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
 import { logLinesDropped } from './logger';
+import { MetricsAccess, metricsGuard, MetricsRequest } from './metrics-access';
 import { Public } from './public-route';
 
 /**
@@ -54,21 +55,24 @@ export interface OpsOptions {
   service: string;
   /** The app's readiness registry, created before Nest so that other modules can register into it. */
   readiness: Readiness;
-  /** Who may read /metrics; default everyone (apps behind the cluster network). */
-  metricsGuard?: (req: {
-    ip?: string;
-    headers: Record<string, unknown>;
-    socket?: { remoteAddress?: string };
-  }) => Promise<boolean> | boolean;
+  /**
+   * Who may read `/metrics` (required: no app serves it to everyone). Every app passes
+   * `metricsAccessOf(config)`; the gateway adds its admins' tokens.
+   */
+  metrics: MetricsAccess;
 }
 
 @Controller()
 export class OpsController {
+  private readonly mayReadMetrics: (req: MetricsRequest) => Promise<boolean>;
+
   constructor(
     private readonly readiness: Readiness,
     @Inject(METRICS_REGISTRY) private readonly registry: Registry,
     @Inject(OPS_OPTIONS) private readonly options: OpsOptions,
-  ) {}
+  ) {
+    this.mayReadMetrics = metricsGuard(options.metrics);
+  }
 
   @Public()
   @Get('healthz')
@@ -84,16 +88,14 @@ export class OpsController {
     return { status: 'ready', ...report };
   }
 
-  /** Public to the app's auth guard: `metricsGuard` decides who may read it. */
+  /** Public to the app's auth guard: `metricsGuard` (metrics-access.ts) decides who may read it. */
   @Public()
   @Get('metrics')
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
-  async metrics(
-    @Req() req: { ip?: string; headers: Record<string, unknown>; socket?: { remoteAddress?: string } },
-  ): Promise<string> {
-    if (this.options.metricsGuard && !(await this.options.metricsGuard(req))) {
+  async metrics(@Req() req: MetricsRequest): Promise<string> {
+    if (!(await this.mayReadMetrics(req))) {
       throw new HttpException(
-        { error: { code: 'forbidden', message: 'metrics need the scrape token or an admin token' } },
+        { error: { code: 'forbidden', message: 'metrics need the scrape token SKALD_METRICS_TOKEN' } },
         403,
       );
     }

@@ -1,43 +1,21 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AuthService } from '../auth/auth.service';
 
-interface Req {
-  headers: Record<string, unknown>;
-  socket?: { remoteAddress?: string };
-}
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
-
-const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
-
-export interface MetricsAccess {
-  /** `SKALD_METRICS_TOKEN`: the scrape credential (compared in constant time). */
-  token?: string;
-  /** `SKALD_METRICS_TRUST_LOOPBACK=on`: a loopback peer needs no token (local use; off in production). */
-  trustLoopback: boolean;
-}
-
 /**
- * On the gateway, `/metrics` answers the scrape token, an admin's token, or — only when `trustLoopback`
- * is set — a loopback peer. Off by default: on a host or pod shared with other processes (a sidecar,
- * a sandboxed command, another user's service) loopback is not the operator.
+ * The gateway's addition to service-kit's `/metrics` guard (libs/service-kit/src/metrics-access.ts,
+ * which every app uses: the scrape token, loopback only with SKALD_METRICS_TRUST_LOOPBACK=on): an
+ * admin's bearer token, which only the gateway can verify. Bound to the AuthService once Nest has
+ * made it; before that, and for any token that fails to authenticate, no.
  */
-export function metricsGuard(access: MetricsAccess): {
+export function adminMetricsBearer(): {
   bind(auth: AuthService): void;
-  check(req: Req): Promise<boolean>;
+  accepts(bearer: string): Promise<boolean>;
 } {
   let auth: AuthService | null = null;
-  const expected = access.token ? digest(access.token) : null;
   return {
     bind(a) {
       auth = a;
     },
-    async check(req) {
-      if (access.trustLoopback && LOOPBACK.has(req.socket?.remoteAddress ?? '')) return true;
-      const header = req.headers.authorization;
-      const bearer = typeof header === 'string' ? header.match(/^Bearer\s+(\S+)$/i)?.[1] : undefined;
-      if (!bearer) return false;
-      if (expected && timingSafeEqual(digest(bearer), expected)) return true;
+    async accepts(bearer) {
       if (!auth) return false;
       try {
         return (await auth.authenticate(bearer)).actor.role === 'admin';

@@ -35,6 +35,8 @@ describe('tool-runner over NATS (tools.exec)', () => {
       SKALD_WORKSPACES: join(base, 'workspaces'),
       SKALD_SANDBOX: 'none',
       SKALD_WORKSPACE_QUOTA: String(1024 * 1024),
+      // the test reads /metrics from loopback without the scrape token
+      SKALD_METRICS_TRUST_LOOPBACK: 'on',
     });
     app = await NestFactory.create(AppModule.register(config, log, `tool-runner-it-${process.pid}`), { logger: false });
     await app.listen(0, '127.0.0.1');

@@ -92,8 +92,8 @@ export class Stack {
       SKALD_BULL_PREFIX: `skald-test-${randomBytes(6).toString('hex')}`,
       // ... and their login-throttling counters.
       SKALD_LOGIN_LIMIT_PREFIX: `skald-test-${randomBytes(6).toString('hex')}:login:`,
-      // The tests read every app's /metrics from loopback without a token (the gateway's guard; the
-      // production manifests leave it off and Prometheus sends SKALD_METRICS_TOKEN).
+      // The tests read every app's /metrics from loopback without a token (service-kit's guard, on all
+      // five apps; the production manifests leave it off and Prometheus sends SKALD_METRICS_TOKEN).
       SKALD_METRICS_TRUST_LOOPBACK: 'on',
       // A background title request would take a reply scripted for a test's turn; the tests of
       // conversation titles turn them on.

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import WebSocket from 'ws';
 import { DataSource } from 'typeorm';
 import { Bus } from '@skald/messaging';
@@ -84,5 +85,33 @@ describe('gateway: sockets per user', () => {
     const next = await open();
     expect(next.first.type).toBe('hello');
     for (const g of [...got, next]) g.ws.terminate();
+  });
+
+  it('a client that resets its connection during the upgrade leaves no place taken', async () => {
+    await new Promise((r) => setTimeout(r, 200)); // the previous test's sockets have closed
+    const { port } = new URL(gw.url);
+    // 40 upgrades reset at 0–11 ms: while the token is read, the place taken, or the answer written
+    await Promise.all(
+      Array.from(
+        { length: 40 },
+        (_, i) =>
+          new Promise<void>((resolve) => {
+            const c = net.connect(Number(port), '127.0.0.1', () => {
+              c.write(
+                'GET /api/ws?source=web HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+                  'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n' +
+                  `Authorization: Bearer ${token}\r\n\r\n`,
+              );
+              setTimeout(() => c.resetAndDestroy(), i % 12);
+            });
+            c.on('error', () => undefined);
+            c.on('close', () => resolve());
+          }),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const got = await Promise.all(Array.from({ length: 3 }, open));
+    expect(got.map((g) => g.first.type)).toEqual(['hello', 'hello', 'hello']);
+    for (const g of got) g.ws.terminate();
   });
 });

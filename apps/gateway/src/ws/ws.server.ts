@@ -126,8 +126,11 @@ export class WsServer implements OnApplicationShutdown {
       });
       return;
     }
+    // The connection's end frees the place, also when the client leaves before the upgrade completes
+    // (then the upgrade's callback never runs).
+    if (socket.destroyed) return place.release();
+    socket.once('close', place.release);
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      ws.once('close', place.release);
       const replay = (sessionId: string, afterSeq: number | undefined) =>
         this.sessions.replay(principal.actor, sessionId, afterSeq);
       this.open(new WsConnection(ws, principal, source.data, replay)).catch((e: unknown) => {

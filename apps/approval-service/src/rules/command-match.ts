@@ -74,6 +74,113 @@ interface WrapperSpec {
   assignments?: boolean;
 }
 
+/**
+ * Wrappers found by running every executable of the sandbox image as `X rm marker`, `X -- rm
+ * marker`, `X 1 rm marker`, … (test/integration/wrapper-sweep.spec.ts), with their options that
+ * take a separate value and the positional words they consume before the command, from each
+ * program's `--help` and manual page (util-linux 2.38, coreutils 9.1, Debian 12). Options whose value
+ * is optional must be glued (`prlimit --nofile=10`, `nsenter -m/proc/1/ns/mnt`), so they are flags here.
+ */
+export const SWEPT_WRAPPERS: ReadonlyArray<readonly [string, WrapperSpec]> = [
+  [
+    'unshare',
+    {
+      valued: ['-S', '--setuid', '-G', '--setgid', '-R', '--root', '-w', '--wd', '--propagation'].concat([
+        '--map-user',
+        '--map-group',
+        '--map-users',
+        '--map-groups',
+        '--monotonic',
+        '--boottime',
+        '--setgroups',
+      ]),
+    },
+  ],
+  [
+    'setpriv',
+    {
+      valued: ['--ruid', '--euid', '--rgid', '--egid', '--reuid', '--regid', '--groups', '--inh-caps'].concat(
+        ['--ambient-caps', '--bounding-set', '--securebits', '--pdeathsig', '--selinux-label', '--apparmor-profile'],
+        ['--landlock-access', '--landlock-rule', '--seccomp-filter'],
+      ),
+    },
+  ],
+  ['prlimit', { valued: ['-p', '--pid', '-o', '--output'] }],
+  ['nsenter', { valued: ['-t', '--target', '-S', '--setuid', '-G', '--setgid'] }],
+  ['fakeroot', { valued: ['-l', '--lib', '--faked', '-s', '-i', '-b'] }],
+  // Every valgrind option is `--name=value`.
+  ['valgrind', { valued: [] }],
+  ['choom', { valued: ['-n', '--adjust', '-p', '--pid'] }],
+  // `setarch ARCH [options] [program]`; its links (`linux64`, `x86_64`, …) take the arch from their name.
+  ['setarch', { valued: [], leading: 1 }],
+  ['linux32', { valued: [] }],
+  ['linux64', { valued: [] }],
+  ['x86_64', { valued: [] }],
+  ['i386', { valued: [] }],
+  // `runcon CONTEXT cmd` or `runcon -t TYPE cmd`: the positional is tried as the command too.
+  ['runcon', { valued: ['-u', '--user', '-r', '--role', '-t', '--type', '-l', '--range'], leading: 1 }],
+  ['sg', { valued: [], leading: 1 }],
+  ['fakeroot-sysv', { valued: ['-l', '--lib', '--faked', '-s', '-i', '-b'] }],
+  ['fakeroot-tcp', { valued: ['-l', '--lib', '--faked', '-s', '-i', '-b'] }],
+  // `fstab-decode COMMAND [ARGUMENT]...`
+  ['fstab-decode', { valued: [] }],
+  // `logsave [-asv] LOGFILE COMMAND [ARGS]`
+  ['logsave', { valued: [], leading: 1 }],
+  ['heaptrack', { valued: ['-o', '--output', '-p', '--pid'] }],
+  ['memusage', { valued: ['-n', '--progname', '-p', '--png', '-d', '--data', '-b', '--buffer', '-x', '-y'] }],
+  ['sotruss', { valued: ['-F', '--from', '-T', '--to', '-o', '--output'] }],
+  // LLVM's `not [--crash] COMMAND` (installed as `not-14`: a version suffix is ignored).
+  ['not', { valued: [] }],
+  ['npx', { valued: ['-p', '--package', '-c', '--call'] }],
+  ['ssh-agent', { valued: ['-a', '-E', '-O', '-P', '-t'] }],
+  ['dbus-run-session', { valued: [] }],
+  [
+    'dpkg-architecture',
+    {
+      valued: ['-a', '--host-arch', '-t', '--host-type', '-A', '--target-arch', '-T', '--target-type'].concat(
+        ['-W', '--match-wildcard', '-B', '--match-bits', '-E', '--match-endian', '-q', '--query'],
+        ['-e', '--equal', '-i', '--is'],
+      ),
+    },
+  ],
+];
+
+/**
+ * Programs whose arguments are joined and run by `sh -c` (`watch 'rm x'`, `script -c 'rm x'`,
+ * `su -c`, `sg grp 'rm x'`, `flock f -c 'rm x'`): read like an unreadable line, every word may
+ * start a command.
+ */
+const SHELL_CODE_ARGS = new Set(['su', 'runuser', 'script', 'sg', 'watch', 'flock', 'tmux', 'npx']);
+
+/**
+ * Programs that run code given inline, on stdin or in a file (`perl -e`, `python3 -c`, `node -e`,
+ * `awk 'BEGIN{system(…)}'`, `gdb -ex`), found by the same sweep: what they run cannot be matched
+ * against deny rules. Base names without a version suffix (`python3.11` is `python3`).
+ */
+export const RUNS_CODE_PROGRAMS: ReadonlySet<string> = new Set([
+  'perl',
+  'python',
+  'python3',
+  'node',
+  'nodejs',
+  'awk',
+  'gawk',
+  'mawk',
+  'nawk',
+  'tclsh',
+  'wish',
+  'gdb',
+  'pdb',
+  'npm',
+  'vim',
+  'vi',
+  'view',
+  'ex',
+  'vimdiff',
+  'erl',
+  'escript',
+]);
+
 const WRAPPERS: Record<string, WrapperSpec> = {
   command: { valued: [] },
   builtin: { valued: [] },
@@ -108,9 +215,25 @@ const WRAPPERS: Record<string, WrapperSpec> = {
   runuser: { valued: ['-u', '-g', '-G', '-c', '--command'] },
   firejail: { valued: [] },
   busybox: { valued: [] },
+  ...Object.fromEntries(SWEPT_WRAPPERS.map(([name, spec]) => [name, spec])),
 };
 /** Shells and `eval`: their argument is shell code, scanned like an unreadable line. */
-const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'fish', 'csh', 'tcsh', 'busybox']);
+const SHELLS = new Set([
+  'sh',
+  'bash',
+  'rbash',
+  'dash',
+  'zsh',
+  'ksh',
+  'mksh',
+  'ash',
+  'fish',
+  'csh',
+  'tcsh',
+  'busybox',
+  // starts a shell that reads its commands from stdin
+  'newgrp',
+]);
 const FIND_EXEC = new Set(['-exec', '-execdir', '-ok', '-okdir']);
 /** Builtins that change how later commands are found or read. */
 const SHELL_STATE = new Set([
@@ -135,12 +258,42 @@ const SHELL_STATE = new Set([
   'umask',
 ]);
 
-/** The command a wrapper runs, or null when the wrapper runs nothing (`env` alone, `command -v x`). */
-function unwrapOnce(argv: readonly string[]): string[] | null {
-  const spec = WRAPPERS[baseName(argv[0])];
-  if (!spec) return null;
+/** A base name and, when it has one, the name without its version suffix (`python3.11` → `python`, `not-14` → `not`). */
+function namesOf(name: string): string[] {
+  const bare = /^([A-Za-z][A-Za-z_+-]*?)[-.]?[0-9]/.exec(name)?.[1];
+  return bare && bare !== name ? [name, bare] : [name];
+}
+
+/** A wrapper's options, by base name (own keys only: `constructor` is no wrapper), also without a version suffix. */
+function wrapperSpec(name: string): WrapperSpec | undefined {
+  for (const n of namesOf(name)) if (Object.hasOwn(WRAPPERS, n)) return WRAPPERS[n];
+  return undefined;
+}
+
+/** `set` holds the name, or the name without its version suffix. */
+function knownIn(set: ReadonlySet<string>, name: string): boolean {
+  return namesOf(name).some((n) => set.has(n));
+}
+
+/**
+ * The commands a wrapper may run: with its leading positional words consumed, and (when it has
+ * some) without, for wrappers where an option replaces them (`runcon -t T cmd`); empty when the
+ * wrapper runs nothing (`env` alone, `command -v x`).
+ */
+function unwrapOnce(argv: readonly string[]): string[][] {
+  const spec = wrapperSpec(baseName(argv[0]));
+  if (!spec) return [];
+  const out: string[][] = [];
+  for (const leading of spec.leading ? [spec.leading, 0] : [0]) {
+    const inner = unwrapWith(argv, spec, leading);
+    if (inner && !out.some((o) => o.length === inner.length)) out.push(inner);
+  }
+  return out;
+}
+
+function unwrapWith(argv: readonly string[], spec: WrapperSpec, leadingWords: number): string[] | null {
   let i = 1;
-  let leading = spec.leading ?? 0;
+  let leading = leadingWords;
   while (i < argv.length) {
     const a = argv[i];
     if (a === '--') {
@@ -184,9 +337,8 @@ export function effectiveCommands(argv: readonly string[]): string[][] {
     out.push([...cur]);
     if (depth >= MAX_UNWRAP) continue;
     const name = baseName(cur[0]);
-    const inner = unwrapOnce(cur);
-    if (inner) queue.push({ argv: inner, depth: depth + 1 });
-    if (SHELLS.has(name) || name === 'eval' || name === 'su' || name === 'runuser') {
+    for (const inner of unwrapOnce(cur)) queue.push({ argv: inner, depth: depth + 1 });
+    if (knownIn(SHELLS, name) || name === 'eval' || knownIn(SHELL_CODE_ARGS, name)) {
       // the code, read like an unreadable line: every word may start a command
       let starts = 0;
       for (const seg of scanSegments(cur.slice(1).join(' ')))
@@ -204,10 +356,27 @@ export function effectiveCommands(argv: readonly string[]): string[][] {
   return out;
 }
 
+/** How a program is known to the gate: it runs a command (matched against deny rules), or code. */
+export type RunnerKnowledge = 'runs_command' | 'runs_code';
+
+/**
+ * Whether the gate knows `program` (a path or a base name) as running a command — a wrapper, a
+ * shell, `find -exec` — or as running code (an interpreter), else null. A version suffix is
+ * ignored (`python3.11`, `perl5.36.0`).
+ */
+export function gateRunnerKnowledge(program: string): RunnerKnowledge | null {
+  const name = baseName(program);
+  if (wrapperSpec(name) || knownIn(SHELLS, name) || knownIn(SHELL_CODE_ARGS, name) || name === 'find')
+    return 'runs_command';
+  if (knownIn(RUNS_CODE_PROGRAMS, name)) return 'runs_code';
+  return null;
+}
+
 /** Why no allow rule can match this command (it runs, or changes how the shell runs, others), or null. */
 export function unallowableReason(cmd: SimpleCommand): string | null {
   const name = baseName(cmd.argv[0]);
-  if (WRAPPERS[name] || SHELLS.has(name)) return `${name} runs other commands`;
+  if (wrapperSpec(name) || knownIn(SHELLS, name) || knownIn(SHELL_CODE_ARGS, name))
+    return `${name} runs other commands`;
   if (SHELL_STATE.has(name)) return `${name} changes how the shell runs later commands`;
   if (name === 'find' && cmd.argv.some((a) => FIND_EXEC.has(a))) return 'find -exec runs other commands';
   if (cmd.assignments.length > 0) return 'variable assignments before a command';
@@ -258,7 +427,6 @@ export function patternWords(pattern: string): string[] | string {
 
 /** A literal word, a word glob (`*` = any characters, matched in linear time), or any one word. */
 type WordMatcher = string | GlobTest | null;
-
 
 function wordMatchers(words: readonly string[]): WordMatcher[] {
   return words.map((w) => (w === '*' ? null : w.includes('*') ? anyCharsGlob(w) : w));

@@ -132,6 +132,20 @@ export const SWEPT_WRAPPERS: ReadonlyArray<readonly [string, WrapperSpec]> = [
   // LLVM's `not [--crash] COMMAND` (installed as `not-14`: a version suffix is ignored).
   ['not', { valued: [] }],
   ['npx', { valued: ['-p', '--package', '-c', '--call'] }],
+  // `luit [options] [--] [program [args]]`: its options are single-dash words, some with a value.
+  [
+    'luit',
+    {
+      valued: ['-encoding', '-ilog', '-olog', '-argv0', '-alias', '-gl', '-gr', '-g0', '-g1', '-g2', '-g3'].concat([
+        '-kgl',
+        '-kgr',
+        '-kg0',
+        '-kg1',
+        '-kg2',
+        '-kg3',
+      ]),
+    },
+  ],
   ['ssh-agent', { valued: ['-a', '-E', '-O', '-P', '-t'] }],
   ['dbus-run-session', { valued: [] }],
   [

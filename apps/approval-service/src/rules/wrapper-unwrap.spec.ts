@@ -71,6 +71,8 @@ const LINES = [
   'i386 rm x',
   "watch 'rm x'",
   "flock f -c 'rm x'",
+  'luit -- rm x',
+  'luit -encoding UTF-8 rm x',
 ];
 
 describe('wrappers of the sandbox image: a deny on rm matches rm behind them', () => {

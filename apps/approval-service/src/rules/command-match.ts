@@ -63,20 +63,34 @@ const SHELL_STATE = new Set([
 const NAME_ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
 
 interface Unwrapped {
-  /** The command the wrapper runs, or null (`env` alone, `command -v x`, `script -c` only). */
-  inner: string[] | null;
+  /**
+   * The commands the wrapper may run: after its leading words and, where an option can stand for
+   * them (`runcon -t T cmd`), also without consuming them; empty for none (`env` alone,
+   * `command -v x`, `script -c` only).
+   */
+  inner: string[][];
   /** Shell code given to an option (`script -c CODE`, `flock -c CODE`). */
   code: string[];
 }
 
-/** What a wrapper runs: its inner command (options and their values skipped, by programs.ts) and its code options. */
+/** What a wrapper runs: its inner commands (options and their values skipped, by programs.ts) and its code options. */
 function unwrapOnce(argv: readonly string[]): Unwrapped | null {
   const w = runnerSpec(argv[0]);
   if (!w) return null;
+  const lead = w.runner.leading ?? 0;
+  const first = unwrapWith(argv, w, lead);
+  if (!w.runner.leadingOptional || lead === 0) return first;
+  const second = unwrapWith(argv, w, 0);
+  const inner = [...first.inner];
+  for (const x of second.inner) if (!inner.some((o) => o.length === x.length)) inner.push(x);
+  return { inner, code: first.code };
+}
+
+function unwrapWith(argv: readonly string[], w: NonNullable<ReturnType<typeof runnerSpec>>, lead: number): Unwrapped {
   const { runner } = w;
   const code: string[] = [];
   let i = 1;
-  let leading = runner.leading ?? 0;
+  let leading = lead;
   while (i < argv.length) {
     const a = argv[i];
     if (a === '--') {
@@ -84,13 +98,18 @@ function unwrapOnce(argv: readonly string[]): Unwrapped | null {
       break;
     }
     if (a.startsWith('-') && a.length > 1) {
+      if (w.singleDashWords && !a.startsWith('--')) {
+        // luit -encoding UTF-8 cmd: one option per word
+        i += w.valuedLong.has(a.slice(1)) ? 2 : 1;
+        continue;
+      }
       if (a.startsWith('--')) {
         const eq = a.indexOf('=');
         const name = eq === -1 ? a.slice(2) : a.slice(2, eq);
         const value = eq === -1 ? (w.valuedLong.has(name) ? (argv[i + 1] ?? '') : null) : a.slice(eq + 1);
         if (name === 'split-string' && baseName(argv[0]) === 'env') {
           const rest = eq === -1 ? argv.slice(i + 2) : argv.slice(i + 1);
-          return { inner: [...(value ?? '').split(/\s+/).filter(Boolean), ...rest], code };
+          return { inner: [[...(value ?? '').split(/\s+/).filter(Boolean), ...rest]], code };
         }
         if (w.codeLong.has(name) && value !== null) code.push(value);
         i += eq === -1 && w.valuedLong.has(name) ? 2 : 1;
@@ -104,7 +123,7 @@ function unwrapOnce(argv: readonly string[]): Unwrapped | null {
         const value = attached ? a.slice(j + 1) : (argv[i + 1] ?? '');
         if (ch === 'S' && baseName(argv[0]) === 'env') {
           const rest = attached ? argv.slice(i + 1) : argv.slice(i + 2);
-          return { inner: [...value.split(/\s+/).filter(Boolean), ...rest], code };
+          return { inner: [[...value.split(/\s+/).filter(Boolean), ...rest]], code };
         }
         if (w.codeShort.has(ch)) code.push(value);
         if (!attached) next = i + 2;
@@ -124,7 +143,7 @@ function unwrapOnce(argv: readonly string[]): Unwrapped | null {
     }
     break;
   }
-  const inner = !runner.noPositionalCommand && i < argv.length ? argv.slice(i) : null;
+  const inner = !runner.noPositionalCommand && i < argv.length ? [argv.slice(i)] : [];
   return { inner, code };
 }
 
@@ -154,7 +173,7 @@ export function effectiveCommands(argv: readonly string[]): string[][] {
     if (depth >= MAX_UNWRAP) continue;
     const w = unwrapOnce(cur);
     if (w) {
-      if (w.inner) queue.push({ argv: w.inner, depth: depth + 1 });
+      for (const inner of w.inner) queue.push({ argv: inner, depth: depth + 1 });
       for (const code of w.code) codeStarts(code, MAX_UNWRAP, queue);
       if (runnerSpec(cur[0])?.runner.shell) codeStarts(cur.slice(1).join(' '), MAX_UNWRAP, queue);
     }
@@ -195,7 +214,7 @@ const COMMAND_VALUED = new Set([
 /** Why no allow rule can match this command (it runs, or changes how the shell runs, others, or runs code), or null. */
 export function unallowableReason(cmd: SimpleCommand): string | null {
   const name = baseName(cmd.argv[0]);
-  if (gateRunnerKnowledge(name) === 'runs_command') return `${name} runs other commands`;
+  if (runnerSpec(name)) return `${name} runs other commands`;
   if (SHELL_STATE.has(name)) return `${name} changes how the shell runs later commands`;
   if (name === 'find' && cmd.argv.some((a) => FIND_EXEC.has(a))) return 'find -exec runs other commands';
   const code = runsCodeReason(cmd.argv);

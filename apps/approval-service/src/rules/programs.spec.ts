@@ -20,6 +20,12 @@ describe('program table (programs.ts): the derivations are complete', () => {
         expect(gateRunnerKnowledge(n)).toBe('runs_command');
         expect(gateRunnerKnowledge(`/usr/bin/${n}`)).toBe('runs_command');
         const r = s.runner?.kind === 'runs_command' ? s.runner : null;
+        if (r?.noPositionalCommand && !r.codeShort && !r.codeLong) {
+          // `newgrp`: never a command on the line, always a shell reading standard input
+          expect(runsCodeReason([n])).not.toBeNull();
+          expect(runsCodeReason([n, 'grp'])).not.toBeNull();
+          continue;
+        }
         const lead = Array.from({ length: r?.leading ?? 0 }, () => '1');
         const argv = r?.noPositionalCommand ? [n, '-c', 'rm marker', '/dev/null'] : [n, ...lead, 'rm', 'marker'];
         const seen = effectiveCommands(argv).map((a) => a.join(' '));
@@ -31,6 +37,12 @@ describe('program table (programs.ts): the derivations are complete', () => {
   it('every runs_code interpreter runs code with an argument and is unallowable, but not with --version', () => {
     for (const s of runsCode)
       for (const n of s.names) {
+        if (s.catalogue) {
+          // its code is judged by its catalogue rows (`awk '{print}'` is read-only, `awk 'BEGIN{system(…)}'` runs)
+          expect(gateRunnerKnowledge(n)).toBe('runs_code');
+          expect(s.catalogue.rows.some((r) => r.risk === 'runs')).toBe(true);
+          continue;
+        }
         expect(gateRunnerKnowledge(n)).toBe('runs_code');
         expect(runsCodeReason([n, '-e', 'x'])).not.toBeNull();
         expect(runsCodeReason([n, 'script'])).not.toBeNull();

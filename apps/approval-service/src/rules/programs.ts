@@ -59,6 +59,19 @@ export interface RunsCommand {
   codeLong?: readonly string[];
   /** All its arguments are shell code (`sh -c`, `eval`). */
   shell?: boolean;
+  /**
+   * An option can stand for the leading words (`runcon -t T cmd` as well as `runcon CTX cmd`):
+   * the command is read both after the leading words and without consuming them.
+   */
+  leadingOptional?: boolean;
+  /**
+   * It reads the commands it runs from standard input (or a script file) when not given them on
+   * the line, which the gate cannot see (`printf 'rm x' | sh`): `unless_code_option` — unless a
+   * code option (`codeShort`/`codeLong`, e.g. `sh -c`) is given; `unless_command` — unless a
+   * command or code follows its options and `leading` words (`sg grp`, `newgrp`, `script`). Such an
+   * invocation runs code (never covered by a bypass; a human under a deny rule).
+   */
+  readsStdin?: 'unless_code_option' | 'unless_command';
 }
 export interface RunsCode {
   kind: 'runs_code';
@@ -86,6 +99,8 @@ export interface ProgramSpec {
   shortAliases?: Readonly<Record<string, string>>;
   /** It runs other commands (wrappers, shells) or code (interpreters). */
   runner?: RunsCommand | RunsCode;
+  /** Options whose following words up to `;` or `+` are a command it runs (`find -exec rm x ;`): a runner too. */
+  execOptions?: readonly string[];
   /** The read-only catalogue: its rows, and which row (if any) an invocation falls under. */
   catalogue?: { rows: readonly CatalogueRow[]; classify: (inv: Invocation) => number | null };
 }
@@ -119,7 +134,7 @@ const WRAPPERS: ProgramSpec[] = [
   },
   { names: ['nice'], valuedShort: 'n', valuedLong: ['adjustment'], runner: { kind: 'runs_command' } },
   {
-    names: ['nohup', 'setsid', 'unbuffer', 'caffeinate', 'firejail', 'busybox', 'fakeroot-tcp'],
+    names: ['nohup', 'setsid', 'unbuffer', 'caffeinate', 'firejail', 'busybox'],
     runner: { kind: 'runs_command' },
   },
   {
@@ -166,9 +181,9 @@ const WRAPPERS: ProgramSpec[] = [
       'close-from',
       'chroot',
     ],
-    runner: { kind: 'runs_command', assignments: true },
+    runner: { kind: 'runs_command', assignments: true, readsStdin: 'unless_command' },
   },
-  { names: ['doas'], valuedShort: 'uC', runner: { kind: 'runs_command' } },
+  { names: ['doas'], valuedShort: 'uC', runner: { kind: 'runs_command', readsStdin: 'unless_command' } },
   {
     names: ['ionice'],
     valuedShort: 'cnp',
@@ -190,13 +205,25 @@ const WRAPPERS: ProgramSpec[] = [
     names: ['su'],
     valuedShort: 'csgGw',
     valuedLong: ['command', 'shell', 'group', 'supp-group', 'whitelist-environment', 'session-command'],
-    runner: { kind: 'runs_command', shell: true },
+    runner: {
+      kind: 'runs_command',
+      shell: true,
+      codeShort: 'c',
+      codeLong: ['command', 'session-command'],
+      readsStdin: 'unless_code_option',
+    },
   },
   {
     names: ['runuser'],
     valuedShort: 'ugGcsw',
     valuedLong: ['user', 'group', 'supp-group', 'command', 'shell', 'whitelist-environment', 'session-command'],
-    runner: { kind: 'runs_command', shell: true },
+    runner: {
+      kind: 'runs_command',
+      shell: true,
+      codeShort: 'c',
+      codeLong: ['command', 'session-command'],
+      readsStdin: 'unless_code_option',
+    },
   },
   {
     names: ['unshare'],
@@ -247,30 +274,124 @@ const WRAPPERS: ProgramSpec[] = [
     valuedLong: ['target', 'setuid', 'setgid', 'wd', 'root', 'env'],
     runner: { kind: 'runs_command' },
   },
-  { names: ['fakeroot'], valuedShort: 'lsib', valuedLong: ['lib', 'faked'], runner: { kind: 'runs_command' } },
+  {
+    names: ['fakeroot', 'fakeroot-sysv', 'fakeroot-tcp'],
+    valuedShort: 'lsib',
+    valuedLong: ['lib', 'faked'],
+    runner: { kind: 'runs_command' },
+  },
   { names: ['valgrind'], valuedShort: '', runner: { kind: 'runs_command' } },
   {
     names: ['script'],
     valuedShort: 'cEIOBTmo',
     valuedLong: ['command', 'echo', 'log-in', 'log-out', 'log-io', 'log-timing', 'logging-format', 'output-limit'],
-    runner: { kind: 'runs_command', noPositionalCommand: true, codeShort: 'c', codeLong: ['command'] },
+    runner: {
+      kind: 'runs_command',
+      noPositionalCommand: true,
+      codeShort: 'c',
+      codeLong: ['command'],
+      readsStdin: 'unless_code_option',
+    },
+  },
+  // Found by test/integration/wrapper-sweep.spec.ts (every executable of the sandbox image run as
+  // `X rm marker`, `X -- rm marker`, `X -c 'rm marker'`, …); options from each program's `--help`
+  // and manual (util-linux 2.38, coreutils 9.1, Debian 12). Options whose value is optional must
+  // be glued (`prlimit --nofile=10`, `nsenter -m/proc/1/ns/mnt`), so they are flags here.
+  { names: ['choom'], valuedShort: 'np', valuedLong: ['adjust', 'pid'], runner: { kind: 'runs_command' } },
+  // `setarch ARCH [options] [program]`; its links take the arch from their name.
+  { names: ['setarch'], runner: { kind: 'runs_command', leading: 1 } },
+  { names: ['linux32', 'linux64', 'x86_64', 'i386'], runner: { kind: 'runs_command' } },
+  {
+    names: ['runcon'],
+    valuedShort: 'urtl',
+    valuedLong: ['user', 'role', 'type', 'range'],
+    runner: { kind: 'runs_command', leading: 1, leadingOptional: true },
+  },
+  // `sg GROUP [-c] CMD`: the command is given to `sh -c`; `sg GROUP` alone runs a shell on stdin.
+  { names: ['sg'], runner: { kind: 'runs_command', leading: 1, shell: true, readsStdin: 'unless_command' } },
+  // `newgrp [GROUP]` starts a shell that reads its commands from standard input.
+  {
+    names: ['newgrp'],
+    runner: { kind: 'runs_command', leading: 1, noPositionalCommand: true, readsStdin: 'unless_command' },
+  },
+  // `tmux [-c CODE] [command [args]]`: its commands run shell code; alone it starts a shell.
+  {
+    names: ['tmux'],
+    valuedShort: 'cfLST',
+    runner: { kind: 'runs_command', shell: true, codeShort: 'c', readsStdin: 'unless_command' },
+  },
+  // `fstab-decode COMMAND [ARGUMENT]...`, LLVM's `not [--crash] COMMAND` (installed as `not-14`)
+  { names: ['fstab-decode', 'not'], runner: { kind: 'runs_command' } },
+  // `logsave [-asv] LOGFILE COMMAND [ARGS]`
+  { names: ['logsave'], runner: { kind: 'runs_command', leading: 1 } },
+  { names: ['heaptrack'], valuedShort: 'op', valuedLong: ['output', 'pid'], runner: { kind: 'runs_command' } },
+  {
+    names: ['memusage'],
+    valuedShort: 'npdbxy',
+    valuedLong: ['progname', 'png', 'data', 'buffer', 'x-size', 'y-size'],
+    runner: { kind: 'runs_command' },
+  },
+  { names: ['sotruss'], valuedShort: 'FTo', valuedLong: ['from', 'to', 'output'], runner: { kind: 'runs_command' } },
+  {
+    names: ['npx'],
+    valuedShort: 'pc',
+    valuedLong: ['package', 'call'],
+    runner: { kind: 'runs_command', codeShort: 'c', codeLong: ['call'] },
+  },
+  // `luit [options] [--] [program [args]]`: single-dash word options, some with a value.
+  {
+    names: ['luit'],
+    singleDashWords: true,
+    valuedLong: ['encoding', 'ilog', 'olog', 'argv0', 'alias', 'gl', 'gr', 'g0', 'g1', 'g2', 'g3'].concat([
+      'kgl',
+      'kgr',
+      'kg0',
+      'kg1',
+      'kg2',
+      'kg3',
+    ]),
+    runner: { kind: 'runs_command' },
+  },
+  { names: ['ssh-agent'], valuedShort: 'aEOPt', runner: { kind: 'runs_command' } },
+  { names: ['dbus-run-session'], valuedLong: ['config-file', 'dbus-daemon'], runner: { kind: 'runs_command' } },
+  // `dpkg-architecture [options] -c COMMAND`
+  {
+    names: ['dpkg-architecture'],
+    valuedShort: 'atATWBEqei',
+    valuedLong: ['host-arch', 'host-type', 'target-arch', 'target-type', 'match-wildcard', 'match-bits'].concat([
+      'match-endian',
+      'query',
+      'equal',
+      'is',
+    ]),
+    runner: { kind: 'runs_command' },
   },
 ];
 
-/** Shells and `eval`: their arguments are shell code, scanned like an unreadable line. */
-const SHELL_NAMES = ['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'fish', 'csh', 'tcsh', 'eval'];
+/**
+ * Shells and `eval`: their arguments are shell code, scanned like an unreadable line. A shell
+ * without `-c` runs a script file or reads its commands from standard input (`sh`, `bash -s`).
+ */
+const SHELL_NAMES = ['sh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'fish', 'csh', 'tcsh'];
 const SHELLS: ProgramSpec[] = [
   {
     names: SHELL_NAMES,
     valuedShort: 'O',
     valuedLong: ['init-file', 'rcfile'],
-    runner: { kind: 'runs_command', shell: true },
+    runner: {
+      kind: 'runs_command',
+      shell: true,
+      codeShort: 'c',
+      codeLong: ['command'],
+      readsStdin: 'unless_code_option',
+    },
   },
+  { names: ['eval'], runner: { kind: 'runs_command', shell: true } },
 ];
 
 const INTERPRETERS: ProgramSpec[] = [
   {
-    names: ['python', 'python2', 'python3', 'pypy', 'pypy3'],
+    names: ['python', 'python2', 'python3', 'pypy', 'pypy3', 'pdb'],
     valuedShort: 'cmWXQ',
     runner: { kind: 'runs_code', info: ['--version', '-V', '--help', '-h'] },
   },
@@ -314,6 +435,8 @@ const INTERPRETERS: ProgramSpec[] = [
       'ex',
       'vi',
       'vim',
+      'view',
+      'vimdiff',
       'nvim',
       'emacs',
       'gdb',
@@ -328,6 +451,7 @@ const READERS: ProgramSpec[] = [
   {
     names: ['find'],
     singleDashWords: true,
+    execOptions: FIND_EXEC,
     valuedLong: [
       'name',
       'iname',
@@ -505,6 +629,8 @@ const READERS: ProgramSpec[] = [
     names: ['awk', 'gawk', 'mawk', 'nawk'],
     valuedShort: 'fvFilE',
     valuedLong: ['file', 'assign', 'field-separator', 'include', 'load', 'exec', 'source'],
+    // its program is code; the catalogue says which programs run commands or write
+    runner: { kind: 'runs_code' },
     catalogue: {
       rows: [
         {
@@ -827,6 +953,19 @@ const READERS: ProgramSpec[] = [
     names: ['npm', 'pnpm', 'yarn'],
     valuedShort: 'wC',
     valuedLong: ['prefix', 'workspace', 'cwd', 'userconfig', 'registry', 'filter', 'dir'],
+    // runs package scripts and the code `-c`/`--call` or `exec` give; the catalogue says which
+    runner: { kind: 'runs_code' },
+    catalogue: {
+      rows: [
+        {
+          when: '`-c`, `--call`, and the subcommands `exec`, `x`, `dlx`, `explore`',
+          effect: 'runs the command or shell code given',
+          risk: 'runs',
+        },
+      ],
+      classify: (inv) =>
+        has(inv, '-c', '--call') || ['exec', 'x', 'dlx', 'explore'].includes(inv.positional[0] ?? '') ? 0 : null,
+    },
   },
   { names: ['cargo'], valuedShort: 'CZ', valuedLong: ['config', 'color', 'manifest-path'] },
   { names: ['go'], valuedShort: 'C' },
@@ -984,15 +1123,23 @@ export function baseName(word: string): string {
   return i === -1 ? word : word.slice(i + 1);
 }
 
-/** `python3.12` → `python3`'s knowledge, `perl5.36` → `perl`'s: a trailing version is dropped. */
+/**
+ * `python3.12` → `python3`'s knowledge, `perl5.36` → `perl`'s, `not-14` → `not`'s: a trailing
+ * version is dropped, and before it a target triple (`perl5.36-x86_64-linux-gnu`). By Map: a
+ * name such as `constructor` or `__proto__` is no program's.
+ */
 function compiledFor(program: string): Compiled | undefined {
   const exact = BY_NAME.get(program);
   if (exact) return exact;
+  const triple = TARGET_TRIPLE.exec(program);
+  if (triple && triple.index > 0) return compiledFor(program.slice(0, triple.index));
   let end = program.length;
   while (end > 0 && isVersionChar(program.charCodeAt(end - 1))) end--;
   if (end === program.length || end === 0) return undefined;
   return BY_NAME.get(program.slice(0, end));
 }
+/** A trailing `-ARCH-linux-ABI` (Debian's multiarch names: `perl5.36-x86_64-linux-gnu`). */
+const TARGET_TRIPLE = /-[a-z0-9_]+-linux-[a-z0-9_]+$/;
 function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;
 }
@@ -1005,12 +1152,16 @@ export function programSpec(program: string): ProgramSpec | undefined {
 }
 
 /**
- * What the gate knows of a program as a runner: `runs_command` (it runs its arguments or an
- * inner command, which deny rules are matched against), `runs_code` (it runs code given inline or
- * from a file: never covered by a bypass, a human under a deny rule on any program), or null.
+ * What the gate knows of a program as a runner: `runs_command` (it runs its arguments, an inner
+ * command or the command of an option like `find -exec`, which deny rules are matched against;
+ * given none, a program with `readsStdin` runs code), `runs_code` (it runs code given inline, from
+ * a file or from standard input: never covered by a bypass, a human under a deny rule on any
+ * program — every invocation but the info options, or for a catalogued one like `awk`/`npm` the
+ * invocations its `runs` rows name), or null.
  */
 export function gateRunnerKnowledge(program: string): 'runs_command' | 'runs_code' | null {
-  return compiledFor(baseName(program))?.spec.runner?.kind ?? null;
+  const spec = compiledFor(baseName(program))?.spec;
+  return spec?.runner?.kind ?? (spec?.execOptions ? 'runs_command' : null);
 }
 
 /** Bound on the words read per argv (a line has at most 4,096 words: shell-analysis MAX_WORDS). */
@@ -1129,7 +1280,23 @@ export function catalogueVerdict(inv: Invocation): CatalogueVerdict | null {
     return i === null ? null : { program: inv.program, row: spec.catalogue.rows[i] };
   }
   if (spec.runner?.kind === 'runs_code' && runsCode(inv)) return { program: inv.program, row: INTERPRETER_ROW };
+  if (spec.runner?.kind === 'runs_command' && readsStdinCode(inv, spec.runner))
+    return { program: inv.program, row: STDIN_ROW };
   return null;
+}
+
+export const STDIN_ROW: CatalogueRow = {
+  when: 'no command or code given on the line (`sh`, `bash -s`, `sh script`, `script`, `newgrp`, `sg GROUP`)',
+  effect: 'run commands read from standard input or a script file, which the gate cannot see',
+  risk: 'runs',
+};
+
+/** A runner given no command or code on the line reads them from standard input or a file (`readsStdin`). */
+function readsStdinCode(inv: Invocation, r: RunsCommand): boolean {
+  if (!r.readsStdin) return false;
+  const code = [...(r.codeShort ?? '')].map((c) => `-${c}`).concat((r.codeLong ?? []).map((l) => `--${l}`));
+  if (inv.options.some((o) => code.includes(o.name))) return false;
+  return r.readsStdin === 'unless_code_option' || inv.positional.length <= (r.leading ?? 0);
 }
 
 export const INTERPRETER_ROW: CatalogueRow = {
@@ -1153,6 +1320,7 @@ export function runnerSpec(program: string): {
   valuedLong: ReadonlySet<string>;
   codeShort: ReadonlySet<string>;
   codeLong: ReadonlySet<string>;
+  singleDashWords: boolean;
 } | null {
   const c = compiledFor(baseName(program));
   if (!c || c.spec.runner?.kind !== 'runs_command') return null;
@@ -1162,5 +1330,6 @@ export function runnerSpec(program: string): {
     valuedLong: c.valuedLong,
     codeShort: c.codeShort,
     codeLong: c.codeLong,
+    singleDashWords: c.spec.singleDashWords === true,
   };
 }

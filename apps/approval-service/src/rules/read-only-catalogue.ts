@@ -6,6 +6,7 @@ import {
   PROGRAM_SPECS,
   ProgramSpec,
   Risk,
+  STDIN_ROW,
 } from './programs';
 
 /**
@@ -30,6 +31,12 @@ export const READ_ONLY_CATALOGUE: readonly CatalogueEntry[] = [
     (s): s is ProgramSpec & { catalogue: NonNullable<ProgramSpec['catalogue']> } => !!s.catalogue,
   ).flatMap((s) => s.catalogue.rows.map((r: CatalogueRow) => ({ programs: s.names, ...r }))),
   { programs: INTERPRETERS.flatMap((s) => s.names), ...INTERPRETER_ROW },
+  {
+    programs: PROGRAM_SPECS.filter((s) => s.runner?.kind === 'runs_command' && s.runner.readsStdin).flatMap(
+      (s) => s.names,
+    ),
+    ...STDIN_ROW,
+  },
 ];
 
 /** Why this invocation is not read-only (an allow rule then yields Require), or null. */
@@ -74,7 +81,13 @@ export function runnersMarkdown(): string {
       : r?.noPositionalCommand
         ? 'runs the shell code of its option (`-c`), or a shell reading standard input'
         : `runs its arguments as a command${r?.codeShort || r?.codeLong?.length ? '; the value of `-c` is shell code' : ''}`;
-    return `| ${s.names.map((p) => `\`${p}\``).join(', ')} | ${how} |`;
+    const stdin =
+      r?.readsStdin === 'unless_code_option'
+        ? '; without its code option, it runs commands from standard input or a script file (runs code)'
+        : r?.readsStdin === 'unless_command'
+          ? '; given no command, it runs commands from standard input (runs code)'
+          : '';
+    return `| ${s.names.map((p) => `\`${p}\``).join(', ')} | ${how}${stdin} |`;
   });
   return ['| program | what the gate reads as the command it runs |', '| --- | --- |', ...rows].join('\n');
 }

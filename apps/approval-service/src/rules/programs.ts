@@ -293,7 +293,7 @@ const WRAPPERS: ProgramSpec[] = [
       readsStdin: 'unless_code_option',
     },
   },
-  // Found by test/integration/wrapper-sweep.spec.ts (every executable of the sandbox image run as
+  // Found by test/e2e/wrapper-sweep.e2e-spec.ts (every executable of the sandbox image run as
   // `X rm marker`, `X -- rm marker`, `X -c 'rm marker'`, …); options from each program's `--help`
   // and manual (util-linux 2.38, coreutils 9.1, Debian 12). Options whose value is optional must
   // be glued (`prlimit --nofile=10`, `nsenter -m/proc/1/ns/mnt`), so they are flags here.

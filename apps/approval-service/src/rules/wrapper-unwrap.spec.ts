@@ -3,7 +3,7 @@ import { effectiveCommands, gateRunnerKnowledge, runsCodeReason } from './comman
 import { initShellParser } from './shell-analysis';
 
 /**
- * Wrappers the sandbox image holds (found by `test/integration/wrapper-sweep.spec.ts`, which runs
+ * Wrappers the sandbox image holds (found by `test/e2e/wrapper-sweep.e2e-spec.ts`, which runs
  * every executable as `X rm marker`, `X -c "rm marker"`, …) run their arguments: a deny rule on
  * `rm` matches `rm` behind each of them, even under a session bypass of everything.
  */

@@ -280,7 +280,7 @@ const WRAPPERS: ProgramSpec[] = [
     valuedLong: ['lib', 'faked'],
     runner: { kind: 'runs_command' },
   },
-  { names: ['valgrind'], valuedShort: '', runner: { kind: 'runs_command' } },
+  { names: ['valgrind', 'valgrind.bin'], valuedShort: '', runner: { kind: 'runs_command' } },
   {
     names: ['script'],
     valuedShort: 'cEIOBTmo',
@@ -430,6 +430,8 @@ const INTERPRETERS: ProgramSpec[] = [
       'elixir',
       'erl',
       'escript',
+      // `run_erl PIPE_DIR LOG_DIR "CMD"`: its third word is shell code
+      'run_erl',
       'dc',
       'ed',
       'ex',

@@ -52,6 +52,9 @@ const START = turnStartParts({
  * - nothing queued in the session: the new message is the item `nextTurnItem` picks, and the only one;
  * - no orphans: the root frame's last live row (status ok) is the model's, or there is none, so no
  *   row is marked failed. A chat message is stored with no rewind and no tool result.
+ * And (CTE `slot`, judged only when all of these hold) one of the user's turn slots is free
+ * (`SKALD_MAX_CONCURRENT_TURNS_PER_USER`, `$18`): else the message is stored queued — accepted,
+ * acked — and starts when a turn of the user ends (turns/turn-slots.ts).
  */
 const FIRST = `(SELECT work FROM w) AND $14::uuid IS NOT NULL AND $8::text <> 'interrupt'
      AND COALESCE((SELECT stop_requested_at IS NULL FROM ss), false)

@@ -370,7 +370,9 @@ export class TurnDriver implements OnApplicationShutdown {
       if (session.turnState === 'finished' && !next) return false;
       // A new turn from the inbox needs one of the user's slots (recovery, a resumed or stopped
       // parked turn never waits). None: the input stays queued, accepted, for a freed slot's doorbell or the sweep.
-      if (next && !(await this.slots.reserve(d.lease, this.maxTurns))) {
+      // A failed reservation (the database) holds the turn back too: never the failed-turn path,
+      // which could end the turn of an accepted message; the sweep retries.
+      if (next && !(await this.slots.reserve(d.lease, this.maxTurns).catch(() => false))) {
         d.cappedAt = performance.now();
         d.log.info({ cap: this.maxTurns }, 'turn held back: the user has the most turns running at once');
         return false;

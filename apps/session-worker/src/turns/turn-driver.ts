@@ -542,6 +542,8 @@ export class TurnDriver implements OnApplicationShutdown {
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
+      // A slot a dead driver reserved for a turn that never started (the command may have taken its input) goes back.
+      await this.slots.letGo(lease).catch(() => false);
       await this.leases.release(lease).catch(() => undefined);
       // A doorbell that rang meanwhile (the command looks at no inbox) counts as work: the check
       // after the release may not see a message whose statement saw the lease held.

@@ -33,6 +33,7 @@ const TABLES = [
   'llm_client_pins',
   'user_agents',
   'user_inbox_queued',
+  'user_turns_running',
   'user_settings',
   'scheduled_jobs',
   'job_runs',

@@ -88,6 +88,7 @@ export class AppModule {
           useValue: {
             sessions: config.SKALD_MAX_SESSIONS_PER_USER,
             queuedMessages: config.SKALD_MAX_QUEUED_MESSAGES_PER_USER,
+            concurrentTurns: config.SKALD_MAX_CONCURRENT_TURNS_PER_USER,
           } satisfies UserLimits,
         },
         { provide: LlmManager, useValue: llm },

@@ -25,6 +25,7 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   SKALD_USER_DAILY_TOKENS: z.coerce.number().int().min(0).default(0),
   SKALD_MAX_SESSIONS_PER_USER: userCapSetting('sessions'),
   SKALD_MAX_QUEUED_MESSAGES_PER_USER: userCapSetting('queued_messages'),
+  SKALD_MAX_CONCURRENT_TURNS_PER_USER: userCapSetting('concurrent_turns'),
   /** Prefix of the Redis keys holding the LLM clients' shared health. */
   SKALD_LLM_HEALTH_PREFIX: z.string().default(DEFAULT_REDIS_PREFIXES.llmHealthPrefix),
   /** A client with no outcome for this long is forgotten (healthy again). */

@@ -49,6 +49,16 @@ export const USER_CAPS = {
     doc: 'Messages one user may have queued (accepted, not yet entered a turn) across all their sessions; past it a new message is refused, never one already accepted.',
     hint: 'Wait for the running turns to take them, or /stop.',
   },
+  concurrent_turns: {
+    env: 'SKALD_MAX_CONCURRENT_TURNS_PER_USER',
+    default: 4,
+    max: 10_000,
+    noun: 'turns running at once',
+    doc: "Turns one user may have running at once across all their sessions (a turn parked for a human holds none; a resumed or recovered one is never held back). A message past it is accepted and waits in its inbox; it starts when one of the user's turns finishes or parks.",
+    hint: 'Your message is queued and starts when one of your running turns ends.',
+    /** Past it nothing is refused: the message waits (no 429). */
+    waits: true,
+  },
   sockets: {
     env: 'SKALD_MAX_SOCKETS_PER_USER',
     default: 32,
@@ -70,7 +80,7 @@ export function userCapSetting(name: UserCapName) {
     .min(1)
     .max(c.max)
     .default(c.default)
-    .describe(`${c.doc} Past it: 429 / \`error\` \`rate_limited\` naming the cap.`);
+    .describe('waits' in c ? c.doc : `${c.doc} Past it: 429 / \`error\` \`rate_limited\` naming the cap.`);
 }
 
 /** The error a caller gets at a cap: `rate_limited`, naming the cap, its variable and its value. */

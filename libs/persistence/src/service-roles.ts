@@ -32,6 +32,8 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, Readonly<Record
       session_inbox: ['SELECT', 'INSERT', 'UPDATE'],
       // Kept by the row trigger on session_inbox (runs as the role that changed the inbox): an upsert, a decrement.
       user_inbox_queued: ['SELECT', 'INSERT', 'UPDATE'],
+      // Kept by the row triggers on sessions (turn slots); locked by the submit and the driver to judge the cap.
+      user_turns_running: ['SELECT', 'INSERT', 'UPDATE'],
       session_events: ['SELECT', 'INSERT'],
       session_scratchpad: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
       session_todos: ['SELECT', 'INSERT', 'UPDATE'],

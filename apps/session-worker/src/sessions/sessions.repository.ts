@@ -11,6 +11,7 @@ type Row = Record<string, unknown>;
 export interface UserLimits {
   sessions?: number;
   queuedMessages?: number;
+  concurrentTurns?: number;
 }
 export const USER_LIMITS = Symbol('USER_LIMITS');
 

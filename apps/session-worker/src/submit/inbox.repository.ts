@@ -25,7 +25,7 @@ export interface NewInboxItem {
 /**
  * The submit's one statement (see `InboxRepository.submitToActive`), prepared once per connection.
  */
-export const SUBMIT_NAME = 'skald_submit_v4';
+export const SUBMIT_NAME = 'skald_submit_v5';
 
 const START = turnStartParts({
   ses: 'ss',
@@ -52,6 +52,9 @@ const START = turnStartParts({
  * - nothing queued in the session: the new message is the item `nextTurnItem` picks, and the only one;
  * - no orphans: the root frame's last live row (status ok) is the model's, or there is none, so no
  *   row is marked failed. A chat message is stored with no rewind and no tool result.
+ * And (CTE `slot`, judged only when all of these hold) one of the user's turn slots is free
+ * (`SKALD_MAX_CONCURRENT_TURNS_PER_USER`, `$18`): else the message is stored queued — accepted,
+ * acked — and starts when a turn of the user ends (turns/turn-slots.ts).
  */
 const FIRST = `(SELECT work FROM w) AND $14::uuid IS NOT NULL AND $8::text <> 'interrupt'
      AND COALESCE((SELECT stop_requested_at IS NULL FROM ss), false)
@@ -94,7 +97,16 @@ export const SUBMIT_SQL = `WITH s AS (
       AND lease_taken.epoch = COALESCE((SELECT l.epoch FROM session_leases l WHERE l.session_id = ss.id), 0) + 1) AS work),
  r AS (SELECT * FROM stack_frames WHERE session_id = (SELECT id FROM s) AND status = 'active' AND depth = 0
         ORDER BY ord LIMIT 1),
- first AS (SELECT ${FIRST} AS ok),
+ pre AS (SELECT ${FIRST} AS ok),
+ -- The per-user cap on running turns (migration 1764460805500): only when the statement would
+ -- start the turn, the user's counter row is locked and judged in its latest version (a concurrent
+ -- start committed after this snapshot is seen); no slot, and the message is stored queued, to
+ -- start when a turn of the user ends (the trigger on sessions counts the turn this one starts).
+ slot AS (
+   INSERT INTO user_turns_running AS c (user_id, running) SELECT $1::uuid, 0 WHERE (SELECT ok FROM pre)
+   ON CONFLICT (user_id) DO UPDATE SET running = c.running WHERE c.running < $18::int
+   RETURNING 1),
+ first AS (SELECT (SELECT ok FROM pre) AND EXISTS (SELECT 1 FROM slot) AS ok),
  ins AS (
    INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic,
                               status, settled_at)
@@ -194,12 +206,15 @@ type SubmitRow = Record<string, unknown> & {
 export class InboxRepository {
   /** `SKALD_MAX_QUEUED_MESSAGES_PER_USER`. */
   private readonly maxQueued: number;
+  /** `SKALD_MAX_CONCURRENT_TURNS_PER_USER`. */
+  private readonly maxTurns: number;
 
   constructor(
     private readonly ds: DataSource,
     @Optional() @Inject(USER_LIMITS) limits?: UserLimits,
   ) {
     this.maxQueued = limits?.queuedMessages ?? USER_CAPS.queued_messages.default;
+    this.maxTurns = limits?.concurrentTurns ?? USER_CAPS.concurrent_turns.default;
   }
 
   /** The trigger's refusal as the caller's error: `rate_limited` naming the cap; any other error as it is. */
@@ -342,6 +357,7 @@ export class InboxRepository {
       enter ? enter.at.toISOString() : null,
       echo ? toPgText(JSON.stringify(echo)) : null,
       this.maxQueued,
+      this.maxTurns,
     ]).catch((e: unknown) => {
       throw this.capped(e);
     });

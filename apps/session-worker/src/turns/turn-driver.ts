@@ -17,7 +17,7 @@ import {
   SessionInfo,
   TurnOutcome,
 } from '@skald/agent-loop';
-import { TOPICS } from '@skald/contracts';
+import { TOPICS, USER_CAPS } from '@skald/contracts';
 import { LlmManager } from '@skald/llm';
 import { Bus } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
@@ -41,6 +41,7 @@ import { refusedStep } from './refused-step';
 import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
+import { TurnSlots } from './turn-slots';
 import { HistoryCarry } from '../store/history-carry';
 import type { EnteredFirst, PrimedStart } from '../submit/inbox.repository';
 
@@ -65,6 +66,10 @@ interface Driving {
   store: PgSessionStore | null;
   /** When (performance.now()) the session's doorbell last rang here while it was driven; 0 if not. */
   rangAt: number;
+  /** When (performance.now()) a turn was held back by the user's cap on running turns; 0 if not. */
+  cappedAt: number;
+  /** A turn of this drive ended or parked (its slot freed): a held-back session of the user is woken. */
+  freed: boolean;
 }
 
 /**
@@ -80,6 +85,7 @@ export class TurnDriver implements OnApplicationShutdown {
   /** Each session's history from the end of its last turn here, for its next turn's start read. */
   private readonly carry = new HistoryCarry();
   private draining = false;
+  private readonly slots: TurnSlots;
 
   constructor(
     private readonly ds: DataSource,
@@ -101,6 +107,7 @@ export class TurnDriver implements OnApplicationShutdown {
     @Optional() private readonly usage?: LlmUsageRepository,
   ) {
     metrics.countDriving(() => this.driving.size);
+    this.slots = new TurnSlots(ds);
   }
 
   get activeCount(): number {
@@ -238,6 +245,8 @@ export class TurnDriver implements OnApplicationShutdown {
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
+      // A slot reserved for a turn that did not start goes back (fenced by the lease, still ours).
+      if (await this.slots.letGo(lease).catch(() => false)) d.freed = true;
       // One statement: the release, and whether input arrived after our last look.
       work = await this.leases.releaseAndCheckWork(lease).catch(() => false);
     }
@@ -252,7 +261,26 @@ export class TurnDriver implements OnApplicationShutdown {
     // message whose own statement saw the lease still held (so did not take it): that message's
     // doorbell, if it rang here after the last look, is the only trace of it.
     const missed = d.rangAt > 0 && d.rangAt >= (d.store?.lastLookAt ?? 0);
+    // A slot freed here: one session of the user held back by the cap is woken (the sweep is the backstop).
+    if (d.freed && d.ids.userId) void this.wakeWaiting(d.ids.userId, sessionId);
+    // Held back by the cap: driven again only when a doorbell rang after that (a slot freed), never
+    // by its own queued input (which would spin); else a slot's doorbell or the sweep drives it.
+    if (d.cappedAt > 0) {
+      if (!failed && d.rangAt > d.cappedAt) setImmediate(() => void this.drive(sessionId));
+      return;
+    }
     if (!failed && (again || work || missed)) setImmediate(() => void this.drive(sessionId));
+  }
+
+  /** Rings the doorbell of one session of the user held back by the cap on running turns. */
+  private async wakeWaiting(userId: string, except: string): Promise<void> {
+    const id = await this.slots.waiting(userId, except).catch(() => null);
+    if (id !== null) this.ring(id, 'input');
+  }
+
+  /** `SKALD_MAX_CONCURRENT_TURNS_PER_USER`. */
+  private get maxTurns(): number {
+    return this.config.SKALD_MAX_CONCURRENT_TURNS_PER_USER ?? USER_CAPS.concurrent_turns.default;
   }
 
   /** The session's doorbell: one worker of the group tries to drive it. */
@@ -340,6 +368,15 @@ export class TurnDriver implements OnApplicationShutdown {
       }
       const next = session.turnState === 'finished' ? nextTurnItem(start.inbox) : undefined;
       if (session.turnState === 'finished' && !next) return false;
+      // A new turn from the inbox needs one of the user's slots (recovery, a resumed or stopped
+      // parked turn never waits). None: the input stays queued, accepted, for a freed slot's doorbell or the sweep.
+      // A failed reservation (the database) holds the turn back too: never the failed-turn path,
+      // which could end the turn of an accepted message; the sweep retries.
+      if (next && !(await this.slots.reserve(d.lease, this.maxTurns).catch(() => false))) {
+        d.cappedAt = performance.now();
+        d.log.info({ cap: this.maxTurns }, 'turn held back: the user has the most turns running at once');
+        return false;
+      }
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
       d.log = loggerWithIds(this.log, d.ids);
@@ -349,6 +386,8 @@ export class TurnDriver implements OnApplicationShutdown {
       // Where a turn started here gets its history: kept here since the session's last turn (carry affinity) or read whole.
       const history = carried.size > 0 ? 'carried' : 'read';
       const step = await this.runTurnOnce(d, store, session, role, next?.id, agentsRead, entered, history);
+      // A turn ran here (ended, parked or idle): its slot, if it held one, is free now.
+      d.freed = true;
       if (step === 'stop') return false;
       // The turn ended and its last commit (one statement) saw no queued input: nothing more to do
       // now — input queued after that commit is found by the release (releaseAndCheckWork).
@@ -472,6 +511,8 @@ export class TurnDriver implements OnApplicationShutdown {
       log: loggerWithIds(this.log, { sessionId }),
       store: null,
       rangAt: 0,
+      cappedAt: 0,
+      freed: false,
     };
   }
 
@@ -501,6 +542,8 @@ export class TurnDriver implements OnApplicationShutdown {
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
+      // A slot a dead driver reserved for a turn that never started (the command may have taken its input) goes back.
+      await this.slots.letGo(lease).catch(() => false);
       await this.leases.release(lease).catch(() => undefined);
       // A doorbell that rang meanwhile (the command looks at no inbox) counts as work: the check
       // after the release may not see a message whose statement saw the lease held.

@@ -18,6 +18,7 @@ import { TurnSeq1764460805100 } from './1764460805100-turn-seq';
 import { RequestTurn1764460805200 } from './1764460805200-request-turn';
 import { KnownToolsPerUser1764460805300 } from './1764460805300-known-tools-per-user';
 import { JobRunRefused1764460805340 } from './1764460805340-job-run-refused';
+import { TurnSlots1764460805500 } from './1764460805500-turn-slots';
 import { InboxQueuedCap1764460805400 } from './1764460805400-inbox-queued-cap';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
@@ -43,5 +44,6 @@ export const MIGRATIONS = [
   KnownToolsPerUser1764460805300,
   JobRunRefused1764460805340,
   InboxQueuedCap1764460805400,
+  TurnSlots1764460805500,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -8,7 +8,8 @@ export class ApiClient {
   ) {}
 
   static async login(baseUrl: string, email: string, password: string): Promise<ApiClient> {
-    const r = await new ApiClient(baseUrl).request('POST', '/api/auth/login', { email, password });
+    const client = new ApiClient(baseUrl);
+    const r = await whileBusy(() => client.request('POST', '/api/auth/login', { email, password }));
     if (r.status !== 200) throw new Error(`login failed: ${r.status} ${JSON.stringify(r.body)}`);
     const body = r.body as { token: string; user: { id: string; email: string; role: 'user' | 'admin' } };
     return new ApiClient(baseUrl, body.token, body.user);
@@ -49,8 +50,22 @@ export class ApiClient {
 
   /** Creates a user with the admin client; returns a logged-in client for it. */
   async createUser(email: string, password: string, role: 'user' | 'admin' = 'user'): Promise<ApiClient> {
-    const r = await this.post('/api/admin/users', { email, password, role });
+    const r = await whileBusy(() => this.request('POST', '/api/admin/users', { email, password, role }));
     if (r.status !== 201) throw new Error(`create user failed: ${r.status} ${JSON.stringify(r.body)}`);
     return ApiClient.login(this.baseUrl, email, password);
   }
+}
+
+/**
+ * A request the gateway answered 503 with `Retry-After` (its password hashing is saturated: a
+ * burst of logins or user creations) is sent again after that many seconds, as a client should;
+ * at most 30 tries.
+ */
+async function whileBusy<T extends { status: number; headers: Headers }>(send: () => Promise<T>): Promise<T> {
+  let r = await send();
+  for (let i = 1; i < 30 && r.status === 503 && r.headers.get('retry-after'); i++) {
+    await new Promise((done) => setTimeout(done, Math.min(5, Number(r.headers.get('retry-after')) || 1) * 1000));
+    r = await send();
+  }
+  return r;
 }

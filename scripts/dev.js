@@ -9,7 +9,19 @@ const path = require('node:path');
 const { forEachLine, tcpReachable } = require('./lib-services');
 const { startViteDev, startWatch } = require('./lib-watch');
 const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
-const { APP_PORTS, appPort, urlProblems, ensureBinaries, ensurePostgres, ensureRedis, natsPlan, passwordHint, shown, sparePort, stopOwn } = require('./lib-stack');
+const {
+  APP_PORTS,
+  appPort,
+  urlProblems,
+  ensureBinaries,
+  ensurePostgres,
+  ensureRedis,
+  natsPlan,
+  passwordHint,
+  shown,
+  sparePort,
+  stopOwn,
+} = require('./lib-stack');
 
 const ROOT = path.resolve(__dirname, '..');
 // `npm run dev` (--watch): rebuild and restart what changed (scripts/lib-watch.js).
@@ -92,7 +104,10 @@ async function main() {
     natsPlanned = await natsPlan({ env, say });
     redis = { probe: env.REDIS_URL || 'redis://127.0.0.1:6379' };
     const redisUp = await tcpReachable(new URL(redis.probe).hostname, Number(new URL(redis.probe).port) || 6379);
-    ensureBinaries([...(natsPlanned.own && !natsBinary(env) ? ['nats-server'] : []), ...(redisUp ? [] : ['redis-server'])], { env, say });
+    ensureBinaries(
+      [...(natsPlanned.own && !natsBinary(env) ? ['nats-server'] : []), ...(redisUp ? [] : ['redis-server'])],
+      { env, say },
+    );
     pg = await ensurePostgres({ env, state: STATE, say, onLine: infraLine('postgres') });
     own.postgres = pg.own;
     if (pg.own) watchOwn('postgres', pg.own);
@@ -127,7 +142,11 @@ async function main() {
   // Each app connects as its own Postgres role, granted only its tables: the admin URL above migrates and
   // provisions. Passwords: SKALD_DB_PASSWORD_<APP> when set, else generated once into the state directory, so
   // password authentication (scram-sha-256) works as well as trust. No app sees the admin URL or another's password.
-  const migrate = spawnSync(process.execPath, ['libs/persistence/dist/cli.js', 'up'], { cwd: ROOT, env, encoding: 'utf8' });
+  const migrate = spawnSync(process.execPath, ['libs/persistence/dist/cli.js', 'up'], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+  });
   process.stdout.write(migrate.stdout);
   process.stderr.write(migrate.stderr);
   if (migrate.status !== 0) {
@@ -242,9 +261,18 @@ async function main() {
   // published NATS message is checked by its receivers only. `npm run dev` and a NODE_ENV you set keep the sender's
   // check too.
   env.NODE_ENV ||= WATCH ? 'development' : 'production';
-  start('approval-service', 'apps/approval-service/dist/main.js', { ...appEnv['approval-service'], PORT: String(appPort(env, 'approval-service')) });
-  start('tool-runner', 'apps/tool-runner/dist/main.js', { ...appEnv['tool-runner'], PORT: String(appPort(env, 'tool-runner')) });
-  start('session-worker', 'apps/session-worker/dist/main.js', { ...appEnv['session-worker'], PORT: String(appPort(env, 'session-worker')) });
+  start('approval-service', 'apps/approval-service/dist/main.js', {
+    ...appEnv['approval-service'],
+    PORT: String(appPort(env, 'approval-service')),
+  });
+  start('tool-runner', 'apps/tool-runner/dist/main.js', {
+    ...appEnv['tool-runner'],
+    PORT: String(appPort(env, 'tool-runner')),
+  });
+  start('session-worker', 'apps/session-worker/dist/main.js', {
+    ...appEnv['session-worker'],
+    PORT: String(appPort(env, 'session-worker')),
+  });
   start('scheduler', 'apps/scheduler/dist/main.js', { ...appEnv.scheduler, PORT: String(appPort(env, 'scheduler')) });
   // `npm run dev`: the gateway forwards the web client's requests to Vite's dev server (loopback only); `npm start`
   // never turns this on, whatever the environment says.
@@ -278,7 +306,11 @@ async function main() {
   if (WATCH) {
     const apps = Object.fromEntries(Object.keys(APP_PORTS).map((a) => [a, `@skald/${a}`]));
     if (running.has('llm-sim')) apps['llm-sim'] = '@skald/testing';
-    const watchers = startWatch({ apps, restart, onLine: (src, l) => console.log(paint('llm-sim', `[${src}]`.padEnd(19)), l) });
+    const watchers = startWatch({
+      apps,
+      restart,
+      onLine: (src, l) => console.log(paint('llm-sim', `[${src}]`.padEnd(19)), l),
+    });
     // Stopped with the apps: shutdown waits for every child.
     for (const w of watchers) {
       children.push(w);

@@ -320,6 +320,7 @@ function prefixMatchSkipping(
     if (w === null && i === matchers.length - 1) return reach.size > 0;
     const next = new Set<number>();
     for (let j of reach) {
+      // bounded by argv: j only grows, and the word past the end stops it
       for (;;) {
         const a = argv[j];
         if (a === undefined) break;

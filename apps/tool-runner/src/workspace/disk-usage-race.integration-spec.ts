@@ -197,5 +197,4 @@ function snapshot(dir: string): Snapshot {
   );
 });
 
-if (!haveCc)
-  console.warn('disk usage race test SKIPPED: no C compiler (cc) to build the renameat2 helper');
+if (!haveCc) console.warn('disk usage race test SKIPPED: no C compiler (cc) to build the renameat2 helper');

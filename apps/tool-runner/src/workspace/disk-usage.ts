@@ -166,6 +166,7 @@ export async function diskUsage(root: string, stopAbove?: { bytes: number; inode
         for (const n of sizes) bytes += n;
       };
       let child: string | null = null;
+      // bounded by the directory's entries, and by the walk's inode and byte limits (`over()`)
       for (;;) {
         const entry = await level.dir.read().catch((e: unknown) => {
           throw new Unmeasured(`${level.shown || '/'} could not be listed (${code(e) ?? String(e)})`);

@@ -113,6 +113,10 @@ export const SubmitAsyncReply = z.object({ job_id: Id, duplicate: z.boolean() })
 /**
  * Start a job's ephemeral session (idempotent: the run id is the session id) and put the prompt in
  * its inbox. A cron session auto-denies approvals unless its RunContext allows them.
+ * A cron or tic session runs under `run_context`. An async task's session runs under its parent
+ * conversation's policy as the worker reads it from the parent's row when it creates the session
+ * (security group, working directory, pre-authorised paths); `run_context` is not used for it, and
+ * without `parent_session_id`, or with a parent that no longer exists, the task is refused.
  */
 export const JobSessionStartRequest = z.object({
   actor: Actor,
@@ -121,6 +125,8 @@ export const JobSessionStartRequest = z.object({
   agent_id: z.string(),
   prompt: z.string(),
   run_context: JobRunContext,
+  /** async: the conversation that started the task (its policy applies); absent or null otherwise. */
+  parent_session_id: Id.nullable().optional(),
   scratchpad_session_id: Id.nullable(),
   client: z.string().nullable(),
 });

@@ -9,7 +9,14 @@ import { queryRows } from '@skald/persistence';
 import { PrivateRedis } from '@skald/testing';
 import { assertNoEviction, RedisEvictionPolicyError } from '../redis.provider';
 import { JobEngine, QUEUE_NAME } from './job-engine';
-import { HomeSourcePort, JobEventsPort, JobOwnersPort, JobSessionsPort } from './job-ports';
+import {
+  HomeSourcePort,
+  JobDeliveryTargetGone,
+  JobEventsPort,
+  JobOwnersPort,
+  JobSessionsPort,
+  JobStartRefused,
+} from './job-ports';
 import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
 import { SchedulerMetrics } from './scheduler-metrics';
@@ -37,6 +44,8 @@ class RecordingSessions implements JobSessionsPort {
   kinds = new Map<string, string>();
   /** The actor each run's session was started as. */
   actors = new Map<string, Actor>();
+  /** What each start named as the source of its policy. */
+  policies = new Map<string, { parentSessionId: string | null; runContext: unknown }>();
   deliveries: Array<{ deliveryId: string; toolName: string; result: string; sessionId?: string; source?: string }> = [];
   cancelled: string[] = [];
   endings = new Map<string, JobSessionStatusReply>();
@@ -47,6 +56,7 @@ class RecordingSessions implements JobSessionsPort {
     if (!this.starts.includes(r.runId)) this.starts.push(r.runId);
     this.kinds.set(r.runId, r.kind);
     this.actors.set(r.runId, r.actor);
+    this.policies.set(r.runId, { parentSessionId: r.parentSessionId, runContext: r.runContext });
     return Promise.resolve({ sessionId: r.runId });
   }
   status(_a: Actor, sessionId: string) {
@@ -66,7 +76,22 @@ class RecordingSessions implements JobSessionsPort {
   }
 }
 
-const events: JobEventsPort = { taskUpdate: () => undefined, notification: () => undefined };
+const taskUpdates: Array<Parameters<JobEventsPort['taskUpdate']>[1]> = [];
+const events: JobEventsPort = { taskUpdate: (_u, e) => void taskUpdates.push(e), notification: () => undefined };
+
+/** The session workers when the task's parent conversation was deleted before its fire. */
+class ParentDeleted extends RecordingSessions {
+  static readonly REASON = 'the conversation that started this task was deleted, so the task did not run';
+  deliverTries = 0;
+  override start(r: Parameters<JobSessionsPort['start']>[0]): Promise<{ sessionId: string }> {
+    this.policies.set(r.runId, { parentSessionId: r.parentSessionId, runContext: r.runContext });
+    return Promise.reject(new JobStartRefused(ParentDeleted.REASON));
+  }
+  override deliver(): Promise<void> {
+    this.deliverTries++;
+    return Promise.reject(new JobDeliveryTargetGone('session not found'));
+  }
+}
 const home: HomeSourcePort = { homeSource: () => Promise.resolve('web') };
 
 /** The gateway's users table as the scheduler asks it (`user.standing`): active users by default. */
@@ -618,6 +643,64 @@ describe('scheduler engine: Postgres is the truth, BullMQ mirrors it', () => {
     expect(run).toEqual({ status: 'refused', error: "refused: the job's owner is disabled" });
     expect(sessions.starts).toEqual([]);
     owners.standings.delete(userId);
+  }, 30_000);
+
+  const submitTask = (service: JobsService, userId: string, parent: string) =>
+    service.submitAsync(
+      { userId, role: 'user' },
+      {
+        idempotencyKey: randomUUID(),
+        parentSessionId: parent,
+        parentToolCallId: 'k',
+        source: 'web',
+        scratchpadSessionId: parent,
+        agentId: 'researcher',
+        prompt: 'research this',
+        title: 'task',
+        description: null,
+        client: null,
+      },
+    );
+
+  it("an async task's start names its parent as the source of its policy, never a RunContext of its own", async () => {
+    const sessions = new RecordingSessions();
+    const userId = randomUUID();
+    const e = await engine(sessions, 'policy-1');
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5, ticCron: null });
+    const parent = randomUUID();
+    const { job_id } = await submitTask(service, userId, parent);
+    const [run] = await until(async () => {
+      const r = await queryRows<{ id: string }>(ds, `SELECT id FROM job_runs WHERE job_id = $1`, [job_id]);
+      return r.length > 0 && sessions.starts.includes(r[0].id) ? r : null;
+    }, 10_000);
+    expect(sessions.policies.get(run.id)).toEqual({ parentSessionId: parent, runContext: {} });
+  }, 30_000);
+
+  it('an async task whose parent was deleted before its fire ends failed with the reason, told once, retried never', async () => {
+    const sessions = new ParentDeleted();
+    const userId = randomUUID();
+    const e = await engine(sessions, 'policy-2');
+    const service = new JobsService(repo, e, sessions, { minIntervalS: 60, maxAsyncPerUser: 5, ticCron: null });
+    const parent = randomUUID();
+    const { job_id } = await submitTask(service, userId, parent);
+    const [run] = await until(async () => {
+      const r = await queryRows<{ status: string; error: string; session_id: string | null; delivered: boolean }>(
+        ds,
+        `SELECT status, error, session_id, delivered_at IS NOT NULL AS delivered FROM job_runs WHERE job_id = $1`,
+        [job_id],
+      );
+      return r.length > 0 && r[0].delivered ? r : null;
+    }, 10_000);
+    expect(run).toEqual({ status: 'failed', error: ParentDeleted.REASON, session_id: null, delivered: true });
+    expect(sessions.starts).toEqual([]);
+    const told = () => taskUpdates.filter((t) => t.job_id === job_id);
+    expect(told()).toEqual([
+      { job_id, title: 'task', agent_id: 'researcher', state: 'failed', error: ParentDeleted.REASON, source: 'web' },
+    ]);
+    // nothing is retried: one delivery try (there is no conversation to deliver into), one task_update
+    await sleep(1_500);
+    expect(sessions.deliverTries).toBe(1);
+    expect(told()).toHaveLength(1);
   }, 30_000);
 
   it('cron create and update refuse a RunContext field only an admin sets, naming it, for a non-admin', async () => {

@@ -4,7 +4,14 @@ import { adminOnlyRunContextField, SCHEDULER_QUEUE, type Actor, type UserStandin
 import type { Logger } from '@skald/service-kit';
 import { lastFireAtOrBefore, nextFire } from './cron-spec';
 import { classifyEnding, endingInputOf, notificationSummary, type JobEndingInput } from './job-ending';
-import { HomeSourcePort, JobEventsPort, JobOwnersPort, JobSessionsPort, JobStartRefused } from './job-ports';
+import {
+  HomeSourcePort,
+  JobDeliveryTargetGone,
+  JobEventsPort,
+  JobOwnersPort,
+  JobSessionsPort,
+  JobStartRefused,
+} from './job-ports';
 import { JobRow, JobsRepository, RunRow } from './jobs.repository';
 import { QUEUE_STATES, type QueueCounts } from './scheduler-metrics';
 
@@ -300,7 +307,10 @@ export class JobEngine {
         kind: job.kind,
         agentId: job.agent_id,
         prompt: job.prompt,
-        runContext: job.run_context ?? {},
+        // An async task runs under its parent conversation's policy, read by the worker at this
+        // start from the parent's row (a deleted parent: `JobStartRefused`, the run fails with why).
+        runContext: job.kind === 'async' ? {} : (job.run_context ?? {}),
+        parentSessionId: job.kind === 'async' ? job.parent_session_id : null,
         scratchpadSessionId: job.scratchpad_session_id,
         client: job.client,
       });
@@ -418,14 +428,21 @@ export class JobEngine {
     try {
       switch (job.kind) {
         case 'async':
-          await this.sessions.deliver({
-            actor: this.actor(job),
-            deliveryId: run.id,
-            sessionId: job.parent_session_id ?? undefined,
-            toolName: 'task_completed',
-            arguments: { task_id: job.id, title: job.title },
-            result: ending.resultText,
-          });
+          try {
+            await this.sessions.deliver({
+              actor: this.actor(job),
+              deliveryId: run.id,
+              sessionId: job.parent_session_id ?? undefined,
+              toolName: 'task_completed',
+              arguments: { task_id: job.id, title: job.title },
+              result: ending.resultText,
+            });
+          } catch (e) {
+            // The parent conversation was deleted: no conversation to deliver into (asking again
+            // would never succeed); the task_update below still tells the parent's source.
+            if (!(e instanceof JobDeliveryTargetGone)) throw e;
+            this.log.info({ runId: run.id, jobId: job.id, userId: job.user_id }, 'the parent conversation is gone');
+          }
           if (job.parent_source)
             this.events.taskUpdate(job.user_id, {
               job_id: job.id,

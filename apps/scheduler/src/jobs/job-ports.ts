@@ -9,12 +9,15 @@ export interface JobSessionsPort {
     kind: 'cron' | 'async' | 'tic';
     agentId: string;
     prompt: string;
+    /** A cron or tic run's policy; not used for an async task, which runs under its parent's. */
     runContext: JobRunContext;
+    /** async: the conversation that started the task, whose policy the worker reads at this start. */
+    parentSessionId: string | null;
     scratchpadSessionId: string | null;
     client: string | null;
   }): Promise<{ sessionId: string }>;
   status(actor: Actor, sessionId: string): Promise<JobSessionStatusReply>;
-  /** Idempotent on `deliveryId`. */
+  /** Idempotent on `deliveryId`. Throws `JobDeliveryTargetGone` when the named conversation does not exist. */
   deliver(r: {
     actor: Actor;
     deliveryId: string;
@@ -53,6 +56,14 @@ export class JobStartRefused extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'JobStartRefused';
+  }
+}
+
+/** The conversation a delivery names does not exist (it was deleted): there is nowhere to deliver. */
+export class JobDeliveryTargetGone extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JobDeliveryTargetGone';
   }
 }
 

@@ -1,7 +1,14 @@
 import type { Actor, JobSessionStatusReply, UserStandingReply } from '@skald/contracts';
 import { TOPICS } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
-import { HomeSourcePort, JobEventsPort, JobOwnersPort, JobSessionsPort, JobStartRefused } from './job-ports';
+import {
+  HomeSourcePort,
+  JobDeliveryTargetGone,
+  JobEventsPort,
+  JobOwnersPort,
+  JobSessionsPort,
+  JobStartRefused,
+} from './job-ports';
 
 /** The session workers over NATS (request/reply in the `session-worker` queue group). */
 export class NatsJobSessions implements JobSessionsPort {
@@ -16,6 +23,7 @@ export class NatsJobSessions implements JobSessionsPort {
         agent_id: r.agentId,
         prompt: r.prompt,
         run_context: r.runContext,
+        parent_session_id: r.parentSessionId,
         scratchpad_session_id: r.scratchpadSessionId,
         client: r.client,
       });
@@ -32,15 +40,20 @@ export class NatsJobSessions implements JobSessionsPort {
   }
 
   async deliver(r: Parameters<JobSessionsPort['deliver']>[0]): Promise<void> {
-    await this.bus.call('session.job.deliver', {
-      actor: r.actor,
-      delivery_id: r.deliveryId,
-      session_id: r.sessionId,
-      source: r.source,
-      tool_name: r.toolName,
-      arguments: r.arguments,
-      result: r.result,
-    });
+    try {
+      await this.bus.call('session.job.deliver', {
+        actor: r.actor,
+        delivery_id: r.deliveryId,
+        session_id: r.sessionId,
+        source: r.source,
+        tool_name: r.toolName,
+        arguments: r.arguments,
+        result: r.result,
+      });
+    } catch (e) {
+      if (e instanceof RemoteError && e.body.code === 'not_found') throw new JobDeliveryTargetGone(e.message);
+      throw e;
+    }
   }
 
   async cancel(actor: Actor, sessionId: string): Promise<void> {

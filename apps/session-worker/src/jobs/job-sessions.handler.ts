@@ -19,6 +19,7 @@ export class JobSessionsHandler implements OnModuleInit {
         agentId: r.agent_id,
         prompt: r.prompt,
         runContext: r.run_context,
+        parentSessionId: r.parent_session_id ?? null,
         scratchpadSessionId: r.scratchpad_session_id,
         client: r.client,
       }),

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { JobRunContext } from '@skald/contracts';
 import { decodeRow, deepToPgText, fromJsonText, fromPgText, queryRows } from '@skald/persistence';
 import { INBOX_LOCK_ORDER } from '../store/inbox-lock-order';
+import { inheritedPolicy, policyOfJob, type JobPolicySource, type JobSessionPolicy } from './job-policy';
 
 type Row = Record<string, unknown>;
 
@@ -14,6 +14,10 @@ export class JobSessionsRepository {
   /**
    * A job's ephemeral session (its id is the run id: idempotent) with the prompt in its inbox.
    * Never the active session of a source; an async task reads and writes its parent's scratchpad.
+   * Its policy comes from the job's RunContext or, for an async task, from the parent's row read in
+   * this transaction (`FOR SHARE`: a concurrent change of the parent's RunContext or its deletion
+   * orders before or after). `parent_gone`: the parent does not exist for this user and nothing was
+   * created; `exists`: the session was created before (its policy is the one it got then).
    */
   async createJobSession(o: {
     userId: string;
@@ -22,17 +26,28 @@ export class JobSessionsRepository {
     source: string;
     agentId: string;
     prompt: string;
-    runContext: JobRunContext;
+    policy: JobPolicySource;
     autoDeny: boolean;
     scratchpadSessionId: string | null;
     clientPin: string | null;
-  }): Promise<{ created: boolean }> {
+  }): Promise<{ outcome: 'created' | 'exists' | 'parent_gone' }> {
     return this.ds.transaction(async (tx) => {
-      const rc: Record<string, unknown> = {};
-      if (o.runContext.working_directory) rc.working_directory = o.runContext.working_directory;
-      if (o.runContext.system_prompt) rc.system_prompt = o.runContext.system_prompt;
-      if (o.runContext.allow_fs_reads) rc.allow_fs_reads = o.runContext.allow_fs_reads;
-      if (o.runContext.allow_fs_writes) rc.allow_fs_writes = o.runContext.allow_fs_writes;
+      let policy: JobSessionPolicy;
+      if (o.policy.from === 'parent') {
+        const [parent] = await queryRows<{ security_group: unknown; run_context: unknown }>(
+          tx,
+          `SELECT security_group, run_context FROM sessions WHERE id = $1 AND user_id = $2 FOR SHARE`,
+          [o.policy.parentSessionId, o.userId],
+        );
+        if (!parent) {
+          const mine = await queryRows(tx, `SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2`, [
+            o.runId,
+            o.userId,
+          ]);
+          return { outcome: mine.length > 0 ? ('exists' as const) : ('parent_gone' as const) };
+        }
+        policy = inheritedPolicy(parent);
+      } else policy = policyOfJob(o.policy.runContext);
       const inserted = await queryRows(
         tx,
         `INSERT INTO sessions (id, user_id, source, agent_id, owner_role, is_interactive, is_ephemeral, auto_deny_approvals,
@@ -47,18 +62,18 @@ export class JobSessionsRepository {
           o.role,
           o.autoDeny,
           o.scratchpadSessionId,
-          o.runContext.security_group ?? null,
-          JSON.stringify(rc),
+          policy.securityGroup,
+          JSON.stringify(policy.runContext),
           o.clientPin,
         ],
       );
-      if (inserted.length === 0) return { created: false };
+      if (inserted.length === 0) return { outcome: 'exists' as const };
       await tx.query(
         `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic)
          VALUES ($1, $1, $2, $3, $4, 'queue', false)`,
         [o.runId, o.userId, `job-prompt:${o.runId}`, o.prompt],
       );
-      return { created: true };
+      return { outcome: 'created' as const };
     });
   }
 

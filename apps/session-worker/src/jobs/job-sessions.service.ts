@@ -5,6 +5,7 @@ import { AgentCatalogService } from '../agents/agent-catalog.service';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { SubmitService } from '../submit/submit.service';
 import { DeliveryRouting } from './delivery-routing.service';
+import { PARENT_GONE, type JobPolicySource } from './job-policy';
 import { JobSessionsRepository } from './job-sessions.repository';
 
 const SOURCE_OF_KIND = { cron: 'cron', tic: 'tic', async: 'task' } as const;
@@ -30,28 +31,49 @@ export class JobSessionsService {
     agentId: string;
     prompt: string;
     runContext: JobRunContext;
+    parentSessionId: string | null;
     scratchpadSessionId: string | null;
     client: string | null;
   }): Promise<{ session_id: string; created: boolean }> {
     // Only whether it exists: the turn builds the agent (its prompt, memory and MCP list) when it starts.
     if (!(await this.catalog.exists(r.agentId, r.actor.userId)))
       throw new RemoteError({ code: 'invalid_input', message: `unknown agent \`${r.agentId}\``, field: 'agent_id' });
-    const { created } = await this.repo.createJobSession({
+    const { outcome } = await this.repo.createJobSession({
       userId: r.actor.userId,
       role: r.actor.role,
       runId: r.runId,
       source: SOURCE_OF_KIND[r.kind],
       agentId: r.agentId,
       prompt: r.prompt,
-      runContext: r.runContext,
+      policy: this.policySource(r),
       // Nobody is there to answer a cron or tic run: approvals are auto-denied unless its
       // RunContext allows them. An async task's approvals go to the user's inbox like any other.
       autoDeny: r.kind !== 'async' && r.runContext.allow_approvals !== true,
       scratchpadSessionId: r.kind === 'async' ? r.scratchpadSessionId : null,
       clientPin: r.client,
     });
+    if (outcome === 'parent_gone') throw new RemoteError({ code: 'not_found', message: PARENT_GONE });
     this.submit.wake(r.runId);
-    return { session_id: r.runId, created };
+    return { session_id: r.runId, created: outcome === 'created' };
+  }
+
+  /**
+   * An async task runs under its parent conversation's policy as the parent's row says now — never
+   * a RunContext sent with the request, and never the default rules for want of a parent.
+   */
+  private policySource(r: {
+    kind: 'cron' | 'async' | 'tic';
+    runContext: JobRunContext;
+    parentSessionId: string | null;
+  }): JobPolicySource {
+    if (r.kind !== 'async') return { from: 'job', runContext: r.runContext };
+    if (r.parentSessionId === null)
+      throw new RemoteError({
+        code: 'invalid_input',
+        message: 'an async task names no parent conversation, whose rules it would run under',
+        field: 'parent_session_id',
+      });
+    return { from: 'parent', parentSessionId: r.parentSessionId };
   }
 
   async status(actor: Actor, sessionId: string): Promise<JobSessionStatusReply> {

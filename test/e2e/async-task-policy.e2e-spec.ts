@@ -11,9 +11,10 @@ const NOTE = 'async-task-policy e2e';
 
 /**
  * Delegating work never leaves the rules an admin put a conversation under (issue 34, point 5): a
- * conversation in a security group whose rule denies `read_file` delegates a read to a sub-agent —
- * synchronously (it runs in the conversation's own session) or as an async task (a session of its
- * own, which takes the parent's group at its fire) — and the gate denies the read by that rule.
+ * conversation in a security group whose rule denies `read_file` under its working directory
+ * delegates a read of a relative path to a sub-agent — synchronously (it runs in the conversation's
+ * own session) or as an async task (a session of its own, which takes the parent's group and
+ * working directory at its fire) — and the gate denies the read by that rule.
  */
 describe("delegated work runs under the parent conversation's security group", () => {
   let stack: Stack;
@@ -46,7 +47,10 @@ describe("delegated work runs under the parent conversation's security group", (
   async function lockedConversation() {
     const group = `locked-${randomUUID().slice(0, 8)}`;
     const rule = await admin.post<{ id: string }>('/api/approval/rules', {
+      // a path condition keeps the tool offered (an unconditional deny hides it from the model);
+      // the relative path the model sends lands under it only through the working directory
       tool_pattern: 'read_file',
+      path_pattern: '/workspace/proj/**',
       security_group: group,
       action: 'deny',
       priority: 1,

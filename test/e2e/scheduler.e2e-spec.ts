@@ -266,6 +266,23 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
       cron: '* * *',
     });
     expect(bad).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'cron' } } });
+    // a pre-authorised path is a directory, never a pattern, and never outside the workspace
+    for (const [paths, why] of [
+      [['proj/*'], 'covers everything under it'],
+      [['/etc'], '/etc'],
+    ] as const) {
+      const refused = await api.post<{ error: { field: string; message: string } }>('/api/cron/jobs', {
+        title: 'x',
+        prompt: 'x',
+        cron: '0 3 * * *',
+        run_context: { allow_fs_writes: paths },
+      });
+      expect(refused).toMatchObject({
+        status: 400,
+        body: { error: { code: 'invalid_input', field: 'run_context.allow_fs_writes.0' } },
+      });
+      expect(refused.body.error.message).toContain(why);
+    }
     const created = await api.post<{ id: string }>('/api/cron/jobs', {
       title: 'Inbox',
       prompt: `Summarise my inbox [K-${m}]`,

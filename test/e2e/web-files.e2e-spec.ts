@@ -347,6 +347,8 @@ describe('files: uploads, GET /files and the viewer', () => {
         { allow_fs_reads: ['/'] },
         { allow_fs_writes: ['a\u0000b'] },
         { allow_fs_reads: ['user-memory/x'] },
+        { allow_fs_writes: ['proj/*'] },
+        { allow_fs_reads: ['/workspace/docs/**'] },
         { allow_fs_writes: 'out' },
         { allow_fs_writes: Array.from({ length: 101 }, (_, i) => `d${i}`) },
         { working_directory: 'x'.repeat(5000) },

@@ -367,6 +367,31 @@ describe('approval service over NATS and Postgres', () => {
     );
   });
 
+  it('an allow rule that can never allow says why when created and in the list; the gate still asks', async () => {
+    const git = await client.call('approval.rules.create', {
+      actor: admin,
+      rule: { tool_pattern: 'execute_cmd', command_pattern: 'git *', action: 'allow', priority: 5 },
+    });
+    const ls = await client.call('approval.rules.create', {
+      actor: admin,
+      rule: { tool_pattern: 'execute_cmd', command_pattern: 'ls *', action: 'allow', priority: 5 },
+    });
+    try {
+      expect(git.never_allows).toMatch(/^git with every other invocation reads the workspace repository/);
+      expect(ls.never_allows).toBeUndefined();
+      const listed = (await client.call('approval.rules.list', { actor: admin })).items;
+      expect(listed.find((r) => r.id === git.id)?.never_allows).toBe(git.never_allows);
+      expect(listed.find((r) => r.id === ls.id)).not.toHaveProperty('never_allows');
+      await sleep(1100);
+      const alice = user();
+      expect((await check(alice, randomUUID(), 'execute_cmd', { command: 'git status' })).decision).toBe('require');
+      expect((await check(alice, randomUUID(), 'execute_cmd', { command: 'ls -l' })).decision).toBe('allow');
+    } finally {
+      await client.call('approval.rules.delete', { actor: admin, id: git.id });
+      await client.call('approval.rules.delete', { actor: admin, id: ls.id });
+    }
+  });
+
   it('an open bypass never allows a shell line that needs a human, nor a denied one hidden in it', async () => {
     const alice = user();
     const sessionId = randomUUID();

@@ -81,6 +81,7 @@ function Rules({ api }: { api: Api }) {
   const [form, setForm] = useState(emptyRule);
   const [test, setTest] = useState({ tool_name: 'execute_cmd', arguments: '{"command": "ls"}' });
   const [verdict, setVerdict] = useState('');
+  const [created, setCreated] = useState('');
   const create = () => {
     const body = {
       tool_pattern: form.tool_pattern,
@@ -90,8 +91,9 @@ function Rules({ api }: { api: Api }) {
       ...(form.command_pattern ? { command_pattern: form.command_pattern } : {}),
       ...(form.note ? { note: form.note } : {}),
     };
-    api.post('/api/approval/rules', body).then(() => {
+    api.post<ApprovalRuleDto>('/api/approval/rules', body).then((rule) => {
       setForm(emptyRule);
+      setCreated(rule.never_allows ? `Rule created, but it never allows anything: ${rule.never_allows}.` : '');
       reload();
     }, fail);
   };
@@ -137,7 +139,10 @@ function Rules({ api }: { api: Api }) {
               <td>{r.tool_pattern}</td>
               <td>{r.path_pattern ?? ''}</td>
               <td>{r.command_pattern ?? ''}</td>
-              <td className={`action ${r.action}`}>{r.action}</td>
+              <td className={`action ${r.action}`}>
+                {r.action}
+                {r.never_allows ? <span className="never-allows"> — never allows: {r.never_allows}</span> : null}
+              </td>
               <td>
                 {r.note ?? ''}
                 {r.built_in && r.applies ? ` (${r.applies})` : ''}
@@ -208,6 +213,9 @@ function Rules({ api }: { api: Api }) {
           <input value={form.note} onChange={(e) => setForm({ ...form, note: e.target.value })} />
         </label>
         <button type="submit">Add rule</button>
+        <output aria-live="polite" className="never-allows">
+          {created}
+        </output>
       </form>
       <form
         className="grid-form"

@@ -54,6 +54,12 @@ export const ApprovalRuleDto = z.object({
   built_in: z.boolean().optional(),
   /** For a built-in rule: whose sessions it applies to. */
   applies: z.string().optional(),
+  /**
+   * **(new)** An allow rule whose command pattern matches no command the gate can allow (every
+   * such command runs others or code, writes, or reads configuration that runs programs: `git *`,
+   * `env *`): why. The rule is kept; it never allows, the gate asks instead.
+   */
+  never_allows: z.string().optional(),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

@@ -117,7 +117,9 @@ export const McpServerInput = z
   });
 export type McpServerInput = z.infer<typeof McpServerInput>;
 
-export const McpServerStatus = z.enum(['starting', 'ready', 'error', 'disabled']);
+/** `stopped`: registered or changed and not started since (a stdio server runs only for an approved call). */
+export const McpServerStatus = z.enum(['stopped', 'starting', 'ready', 'error', 'disabled']);
+export type McpServerStatus = z.infer<typeof McpServerStatus>;
 export const McpServerDto = z.object({
   name: z.string(),
   transport: z.enum(['stdio', 'http']),

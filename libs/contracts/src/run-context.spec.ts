@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { RunContextInput } from './run-context';
+import { CronJobInput } from './scheduler';
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
 
@@ -68,5 +69,44 @@ describe('RunContextInput', () => {
       }),
       { seed, numRuns: 1000 },
     );
+  });
+
+  it('refuses a pattern as a pre-authorised path, naming the accepted form (cron jobs too)', () => {
+    // A pre-authorised path covers everything under it; `*` would read as a pattern and match nothing.
+    for (const field of ['allow_fs_writes', 'allow_fs_reads'] as const) {
+      for (const p of ['proj/*', '/workspace/proj/**', 'docs/*.md', '*']) {
+        const r = RunContextInput.safeParse({ [field]: [p] });
+        expect([p, r.success]).toEqual([p, false]);
+        if (!r.success) {
+          expect(r.error.issues[0].path).toEqual([field, 0]);
+          expect(r.error.issues[0].message).toContain('everything under it');
+        }
+        const job = CronJobInput.safeParse({
+          title: 't',
+          prompt: 'p',
+          cron: '0 * * * *',
+          run_context: { [field]: [p] },
+        });
+        expect([p, job.success]).toEqual([p, false]);
+      }
+    }
+  });
+
+  it("a cron job's run context is validated and normalised as a session's is", () => {
+    const base = { title: 't', prompt: 'p', cron: '0 * * * *' };
+    expect(
+      CronJobInput.parse({
+        ...base,
+        run_context: { working_directory: 'a/../b', allow_fs_writes: ['out/'], allow_approvals: true },
+      }).run_context,
+    ).toEqual({ working_directory: '/workspace/b', allow_fs_writes: ['/workspace/out'], allow_approvals: true });
+    for (const rc of [
+      { working_directory: '/etc' },
+      { allow_fs_writes: ['/workspace/../x'] },
+      { allow_fs_reads: ['/'] },
+      { allow_fs_writes: ['user-memory/notes'] },
+    ]) {
+      expect([rc, CronJobInput.safeParse({ ...base, run_context: rc }).success]).toEqual([rc, false]);
+    }
   });
 });

@@ -44,30 +44,44 @@ export function adminOnlyRunContextField(
 export const adminOnlyRunContextMessage = (field: string): string => `only an admin sets ${field}`;
 
 /**
- * `PUT /sessions/{id}/run-context`: what a user sets for one of their sessions — the working
- * directory (the base of relative paths and of commands) and pre-authorised paths (reads, writes
- * inside them need no approval; a Deny rule still wins). Every path lies inside the workspace.
- * A field left out is cleared. `security_group` is an admin's to set.
+ * A pre-authorised path: a directory or file inside the workspace; it covers everything under it.
+ * It is no pattern: a `*` (what a rule glob would read as a wildcard) is refused, naming that form.
  */
-export const RunContextInput = z
-  .object({
-    security_group: StoredText(64).min(1).optional(),
-    system_prompt: z.array(StoredText(10_000)).max(20).optional(),
-    allow_fs_writes: z.array(WorkspacePathField).max(100).optional(),
-    allow_fs_reads: z.array(WorkspacePathField).max(100).optional(),
-    working_directory: StoredText(4096)
-      .transform((p, ctx) => {
-        if (p === '') return undefined;
-        const r = resolveSessionDirectory(p);
-        if (!r.ok) {
-          ctx.addIssue({ code: 'custom', message: r.message });
-          return z.NEVER;
-        }
-        return r.value.virtual;
-      })
-      .optional(),
-  })
-  .strict();
+const PreAuthorisedPath = WorkspacePathField.superRefine((p, ctx) => {
+  if (p.includes('*'))
+    ctx.addIssue({
+      code: 'custom',
+      message: `${p} holds a \`*\`: a pre-authorised path is a directory or file inside the workspace and covers everything under it (write /workspace/proj, not /workspace/proj/*); patterns are not supported`,
+    });
+});
+
+/**
+ * What a user sets of a RunContext, as taken from any caller: the working directory (the base of
+ * relative paths and of commands) and pre-authorised paths (reads, writes inside them need no
+ * approval; a Deny rule still wins), every path inside the workspace and normalised;
+ * `security_group` is an admin's to set. A session's (`RunContextInput`) and a cron job's
+ * (`JobRunContextInput`) are these fields.
+ */
+export const RUN_CONTEXT_INPUT_FIELDS = {
+  security_group: StoredText(64).min(1).optional(),
+  system_prompt: z.array(StoredText(10_000)).max(20).optional(),
+  allow_fs_writes: z.array(PreAuthorisedPath).max(100).optional(),
+  allow_fs_reads: z.array(PreAuthorisedPath).max(100).optional(),
+  working_directory: StoredText(4096)
+    .transform((p, ctx) => {
+      if (p === '') return undefined;
+      const r = resolveSessionDirectory(p);
+      if (!r.ok) {
+        ctx.addIssue({ code: 'custom', message: r.message });
+        return z.NEVER;
+      }
+      return r.value.virtual;
+    })
+    .optional(),
+};
+
+/** `PUT /sessions/{id}/run-context`: one of the user's sessions. A field left out is cleared. */
+export const RunContextInput = z.object(RUN_CONTEXT_INPUT_FIELDS).strict();
 export type RunContextInput = z.output<typeof RunContextInput>;
 
 /** A session's RunContext as stored and shown (paths normalised). */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Actor, Id, StoredText, Timestamp } from './common';
+import { RUN_CONTEXT_INPUT_FIELDS } from './run-context';
 
 /**
  * Scheduler wire shapes (issue 8): cron jobs and their runs (REST through the gateway), async
@@ -21,6 +22,15 @@ export const JobRunContext = z
   .strict();
 export type JobRunContext = z.infer<typeof JobRunContext>;
 
+/** A cron job's RunContext as a caller sends it: validated and normalised as a session's is. */
+export const JobRunContextInput = z
+  .object({
+    ...RUN_CONTEXT_INPUT_FIELDS,
+    /** Approvals inside a cron run are auto-denied unless this is true (nobody is there to answer). */
+    allow_approvals: z.boolean().optional(),
+  })
+  .strict();
+
 /** `cron`: five fields, or six with seconds first. Validated (and the minimum interval checked) by the scheduler. */
 export const CronJobInput = z
   .object({
@@ -30,7 +40,7 @@ export const CronJobInput = z
     cron: StoredText(200).min(1),
     timezone: StoredText(64).min(1).optional(),
     enabled: z.boolean().optional(),
-    run_context: JobRunContext.optional(),
+    run_context: JobRunContextInput.optional(),
   })
   .strict();
 export type CronJobInput = z.infer<typeof CronJobInput>;

@@ -4,6 +4,7 @@ import { Bus } from '@skald/messaging';
 import { RULES_MAX_AGE_MS } from '../config';
 import { ApprovalError } from '../errors';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
+import { neverAllows } from './allow-reach';
 import { BUILT_IN_RULE_IDS, BUILT_IN_RULES, RuleCompileError, RuleSet, validateRule } from './rule-engine';
 import { RuleFields, RulesRepository, StoredRule } from './rules.repository';
 
@@ -194,6 +195,7 @@ function toFields(i: ApprovalRuleInput): RuleFields {
 }
 
 export function toRuleDto(r: StoredRule): ApprovalRuleDto {
+  const never = r.action === 'allow' && r.commandPattern ? neverAllows(r.commandPattern) : null;
   return {
     id: r.id,
     tool_pattern: r.toolPattern,
@@ -206,6 +208,7 @@ export function toRuleDto(r: StoredRule): ApprovalRuleDto {
     priority: r.priority,
     note: r.note,
     is_seed: r.isSeed,
+    ...(never ? { never_allows: never } : {}),
     created_at: r.createdAt.toISOString(),
     updated_at: r.updatedAt.toISOString(),
   };

@@ -115,10 +115,10 @@ __attribute__((constructor)) static void evil(void) {
   const settledStatus = async (actor: Actor, name: string): Promise<McpServerDto> => {
     for (let i = 0; i < 300; i++) {
       const s = (await list(actor)).find((x) => x.name === name);
-      if (s && s.status !== 'starting') return s;
+      if (s && s.status !== 'starting' && s.status !== 'stopped') return s;
       await sleep(100);
     }
-    throw new Error(`${name} never left starting`);
+    throw new Error(`${name} never started`);
   };
   /** Registers a hostile server and starts it the only way there is: a call of its start tool (approved). */
   const hostile = async (actor: Actor, name: string, mode: string, more: Record<string, unknown> = {}) => {
@@ -136,7 +136,7 @@ __attribute__((constructor)) static void evil(void) {
     await sleep(1000);
     expect(processesWith(token)).toEqual([]);
     expect(runner.app.get(McpLauncher).runningCount).toBe(0);
-    expect((await list(frank))[0]).toMatchObject({ name: 'idle', status: 'starting', tools_count: 0 });
+    expect((await list(frank))[0]).toMatchObject({ name: 'idle', status: 'stopped', tools_count: 0 });
     expect(granted.tools.map((t) => t.name)).toEqual(['mcp__idle__skald_start']);
     // The approved call starts it, confined, and its tools are offered from then on without starting it again.
     const started = await exec(frank, 'mcp__idle__skald_start', {});
@@ -375,10 +375,10 @@ describe('stdio MCP servers: lifetime and the runner-wide cap', () => {
   const status = async (actor: Actor, name: string) => {
     for (let i = 0; i < 300; i++) {
       const s = (await client.call('mcp.servers.list', { actor })).items.find((x) => x.name === name);
-      if (s && s.status !== 'starting') return s;
+      if (s && s.status !== 'starting' && s.status !== 'stopped') return s;
       await sleep(100);
     }
-    throw new Error(`${name} never left starting`);
+    throw new Error(`${name} never started`);
   };
   const running = () => app.get(McpLauncher).runningCount;
 

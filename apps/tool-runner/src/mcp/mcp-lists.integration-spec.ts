@@ -132,7 +132,8 @@ describe('MCP server lists across tool runner replicas', () => {
     const port = (silent.address() as { port: number }).port;
     // A connects at once (an HTTP server), waits out its 1 s connect timeout, and records the error
     await a.create(carol, { name: 'mute', transport: 'http', url: `http://localhost:${port}/mcp` });
-    expect(await until(b, carol, (l) => l.length === 1, 2000)).toEqual([
+    // registered, then A begins to connect: stopped until then, starting while it tries
+    expect(await until(b, carol, (l) => l[0]?.status === 'starting', 2000)).toEqual([
       expect.objectContaining({ name: 'mute', status: 'starting' }),
     ]);
     const listed = await until(b, carol, (l) => l[0]?.status === 'error', 10_000);

@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { McpToolDef } from '@skald/contracts';
+import { McpServerStatus, McpToolDef } from '@skald/contracts';
 import { queryRows } from '@skald/persistence';
 
 /** Largest tool list kept for the catalog (JSON text); a longer one is not kept (the server must run to list it). */
 const MAX_STORED_TOOLS_CHARS = 1024 * 1024;
 
-export type McpStatus = 'starting' | 'ready' | 'error' | 'disabled';
+export type McpStatus = McpServerStatus;
 
 /** One user's MCP server as stored; `secrets` is the sealed `{env, headers}` document. */
 export interface StoredMcpServer {
@@ -113,6 +113,15 @@ export class McpServersRepository {
       name,
     ]);
     return rows.length > 0;
+  }
+
+  /** A replica begins to connect (its outcome follows by `setStatus`); only for that row (same id). */
+  async markStarting(id: string): Promise<void> {
+    await queryRows(
+      this.db,
+      `UPDATE mcp_servers SET status = 'starting', error = NULL, updated_at = now() WHERE id = $1`,
+      [id],
+    );
   }
 
   /**

@@ -238,6 +238,8 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
 
   private async open(s: StoredMcpServer, log: Logger): Promise<McpConnection> {
     const ids = { userId: s.userId, server: s.name, transport: s.transport };
+    await this.repo.markStarting(s.id).catch(() => undefined);
+    this.changed(s.userId, s.name);
     try {
       const conn = await McpConnection.open(this.target(s), {
         launcher: this.launcher,

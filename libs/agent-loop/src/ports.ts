@@ -135,7 +135,11 @@ export type GateDecision =
   | { kind: 'allow'; landing?: ReadonlyArray<string | null> }
   /** `reason` is the sentence the model sees as the tool result (status `rejected`). */
   | { kind: 'deny'; reason: string }
-  | { kind: 'require' };
+  /**
+   * `landing` as for `allow`: the call is asked about, and once approved run bound to it (kept on
+   * the call row, `judgedLanding`).
+   */
+  | { kind: 'require'; landing?: ReadonlyArray<string | null> };
 
 /** "May this call run?" (rules, bypasses, run-context fast path). */
 /** Who a round's tools are offered to, for `GatePort.visibleTools`. */

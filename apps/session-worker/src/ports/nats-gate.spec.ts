@@ -121,6 +121,12 @@ describe('NatsGate: where the call lands', () => {
     expect(d).toEqual({ kind: 'allow', landing: ['/workspace/.git/hooks/r.txt'] });
   });
 
+  it('a require carries the landing too: the human approves the call bound to it', async () => {
+    const { bus } = fakeBus(() => ({ landing: ['/workspace/real/notes.md'] }), 'require');
+    const d = await new NatsGate(bus, 'user').check(req);
+    expect(d).toEqual({ kind: 'require', landing: ['/workspace/real/notes.md'] });
+  });
+
   it('a runner that does not answer leaves the landing unknown ([]): the gate is still asked', async () => {
     const { bus, calls } = fakeBus('down', 'require');
     const d = await new NatsGate(bus, 'user').check(req);

@@ -136,6 +136,8 @@ export interface ToolRunRecord {
   arguments: unknown;
   /** The approved preview's hash handed to `run()`, when there was one. */
   expectedBaseHash?: string;
+  /** The landing the gate judged, handed to `run()` when there was one. */
+  judgedLanding?: ReadonlyArray<string | null>;
 }
 
 /** A tool set from plain functions; records runs (start / end / stop) per durable call id. */
@@ -191,6 +193,7 @@ export class FakeToolSet implements ToolSetPort {
           name: call.name,
           arguments: structuredClone(call.arguments),
           ...(options.expectedBaseHash !== undefined ? { expectedBaseHash: options.expectedBaseHash } : {}),
+          ...(options.judgedLanding !== undefined ? { judgedLanding: [...options.judgedLanding] } : {}),
         });
         const result = await tool.run(call.arguments, signal, onProgress, call, options);
         finished.push(call.toolCallId);

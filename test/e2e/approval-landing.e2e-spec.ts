@@ -72,7 +72,12 @@ describe('approval landing: a symlink swapped while the card waits', () => {
     });
     ws.send({ type: 'message', client_message_id: m, content: `write the notes ${m}` });
     const card = await ws.waitForType('pending_write');
-    expect(card).toMatchObject({ path: '/workspace/proj/link/notes.md', new_content: content });
+    // The human sees where it lands, not only the path the model named.
+    expect(card).toMatchObject({
+      path: '/workspace/proj/link/notes.md',
+      new_content: content,
+      lands_at: '/workspace/judged/notes.md',
+    });
     return card;
   }
 
@@ -105,6 +110,10 @@ describe('approval landing: a symlink swapped while the card waits', () => {
     });
     const [row] = await db.query(`SELECT status, judged_landing FROM tool_calls WHERE id = $1`, [card.tool_call_id]);
     expect(row).toEqual({ status: 'awaiting_human', judged_landing: ['/workspace/judged/notes.md'] });
+    const inbox = await api.get<{ approvals: Array<{ request_id: string; lands_at?: string }> }>('/api/inbox');
+    expect(inbox.body.approvals).toEqual([
+      expect.objectContaining({ request_id: card.request_id, lands_at: '/workspace/judged/notes.md' }),
+    ]);
     await swap(home);
     const r = await api.post(`/api/tools/${String(card.tool_call_id)}/resolve`, { action: 'approve' });
     expect(r.status).toBe(200);

@@ -108,6 +108,49 @@ describe('an approved call runs where the gate judged it to land', () => {
     expect(h.toolCalls()[0]).toMatchObject({ status: 'done', judgedLanding: JUDGED });
   });
 
+  it('the card and the request show where the write lands when that is not the path it names', async () => {
+    const human = new FakeHuman([{ kind: 'approved' }]);
+    const h = new LoopHarness({
+      gate: new FakeGate({ write_file: requireAt(JUDGED) }),
+      human,
+      tools: [writer()],
+      script: [{ toolCalls: [writeCall] }, { content: 'ok' }],
+    });
+    await h.run('go');
+    expect(h.eventsOf('pending_write')[0]).toMatchObject({ path: '/workspace/link/notes.md', lands_at: JUDGED[0] });
+    expect(human.requests[0]).toMatchObject({ kind: 'approval', landsAt: JUDGED[0] });
+  });
+
+  it('a landing that is the named path adds nothing to the card', async () => {
+    const human = new FakeHuman([{ kind: 'approved' }]);
+    const h = new LoopHarness({
+      gate: new FakeGate({ write_file: requireAt([writeCall.arguments.path]) }),
+      human,
+      tools: [writer()],
+      script: [{ toolCalls: [writeCall] }, { content: 'ok' }],
+    });
+    await h.run('go');
+    expect(h.eventsOf('pending_write')[0]).not.toHaveProperty('lands_at');
+    expect(human.requests[0]).not.toHaveProperty('landsAt');
+  });
+
+  it('a recovery re-ask shows the stored landing on its card', async () => {
+    const h = new LoopHarness({
+      gate: new FakeGate({ write_file: requireAt(JUDGED) }),
+      human: new FakeHuman([{ kind: 'park' }]),
+      tools: [writer()],
+      script: [{ toolCalls: [writeCall] }],
+    });
+    await h.run('go');
+    const r = restart(
+      h,
+      { human: new FakeHuman([{ kind: 'approved' }]), tools: [writer()], script: [{ content: 'ok' }] },
+      'b',
+    );
+    await r.recover();
+    expect(r.eventsOf('pending_write').at(-1)).toMatchObject({ lands_at: JUDGED[0] });
+  });
+
   it('a require without a landing stores none and runs unbound', async () => {
     const h = new LoopHarness({
       gate: new FakeGate({ write_file: requireAt() }),

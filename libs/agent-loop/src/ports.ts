@@ -161,6 +161,12 @@ export interface GatePort {
    * each call). Optional: a gate without it hides nothing.
    */
   visibleTools?(request: VisibilityRequest): Promise<ReadonlySet<string> | null>;
+  /**
+   * The path a human should be shown as where the call lands: the judged `landing`'s path when it
+   * is not the path the call names (a symlink on the way), else null. Optional: without it the
+   * card shows the named path only.
+   */
+  landsAt?(request: GateRequest, landing: ReadonlyArray<string | null>): string | null;
 }
 
 export interface ApprovalPreview {
@@ -196,6 +202,8 @@ export type HumanRequest =
       toolName: string;
       arguments: unknown;
       preview: ApprovalPreview | null;
+      /** Where the call lands when that is not the path it names (`GatePort.landsAt`); shown on the card. */
+      landsAt?: string;
     }
   | {
       kind: 'question';

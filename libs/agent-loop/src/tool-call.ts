@@ -14,6 +14,7 @@ import { activateTools, listAgents, taskCompletedStub, updateScratchpad, writeTo
 import { isPreviewRefusal, LeaseLostError } from './ports';
 import type {
   GateDecision,
+  GateRequest,
   HumanAnswer,
   HumanRequest,
   RestartHint,
@@ -128,21 +129,10 @@ export async function runCall(
     if (call.restartHint === 'markInterrupted') return { flow: 'continue', record: interruptedRecord(row) };
   }
   if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
-  const { session, deps } = fctx.turn;
+  const { deps } = fctx.turn;
   let decision: GateDecision;
   try {
-    decision = await deps.gate.check({
-      sessionId: session.id,
-      userId: session.userId,
-      source: session.source,
-      agentId: fctx.agent.id,
-      depth: fctx.frame.depth,
-      toolCallId: row.id,
-      name: row.name,
-      arguments: call.args,
-      runContext: session.runContext,
-      securityGroup: session.securityGroup ?? null,
-    });
+    decision = await deps.gate.check(gateRequest(fctx, call));
   } catch (error) {
     // The gate did not answer: the call was not run, and the turn goes on.
     if (error instanceof LeaseLostError) throw error;
@@ -157,6 +147,22 @@ export async function runCall(
     case 'require':
       return askApproval(fctx, call, undefined, false, decision.landing);
   }
+}
+
+function gateRequest(fctx: FrameContext, call: PreparedCall): GateRequest {
+  const { session } = fctx.turn;
+  return {
+    sessionId: session.id,
+    userId: session.userId,
+    source: session.source,
+    agentId: fctx.agent.id,
+    depth: fctx.frame.depth,
+    toolCallId: call.row.id,
+    name: call.row.name,
+    arguments: call.args,
+    runContext: session.runContext,
+    securityGroup: session.securityGroup ?? null,
+  };
 }
 
 /**
@@ -197,6 +203,7 @@ async function askApproval(
     const hashPatch = previewHash !== (row.previewHash ?? null) ? { previewHash } : {};
     const reaskPatch = row.staleReasks ? { staleReasks: row.staleReasks } : {};
     const landingPatch = sameLanding(landing, stored) ? {} : { judgedLanding: landing };
+    const landsAt = landing !== null ? (deps.gate.landsAt?.(gateRequest(fctx, call), landing) ?? null) : null;
     const request: HumanRequest = {
       kind: 'approval',
       requestId,
@@ -207,6 +214,7 @@ async function askApproval(
       toolName: row.name,
       arguments: args,
       preview,
+      ...(landsAt !== null ? { landsAt } : {}),
     };
     const unregistered = await prepareHuman(fctx, request);
     if (unregistered !== null) return { flow: 'continue', record: failedRecord(row, unregistered) };
@@ -219,7 +227,7 @@ async function askApproval(
           patch: { status: 'awaiting_human', requestId, ...hashPatch, ...reaskPatch, ...landingPatch },
         },
       ],
-      [approvalEvent(row, requestId, args, preview)],
+      [approvalEvent(row, requestId, args, preview, landsAt)],
     );
     answer = await waitForHuman(fctx, request);
   }

@@ -92,6 +92,17 @@ export class NatsGate implements GatePort {
     }
   }
 
+  /**
+   * Where the call lands for its card: the judged landing of its first path (the one a file tool
+   * writes, `execute_cmd`'s directory) when the shared resolver names it otherwise, else null.
+   */
+  landsAt(req: GateRequest, landing: ReadonlyArray<string | null>): string | null {
+    const judged = landing[0];
+    if (typeof judged !== 'string') return null;
+    const named = effectiveCallPaths(req.name, argsOf(req), req.runContext.workingDirectory)[0];
+    return named?.ok && named.value.virtual === judged ? null : judged;
+  }
+
   /** Where the call's paths land, by the tool runner; unknown (`[]`) when it does not answer. */
   private async landing(req: GateRequest): Promise<LandingPaths> {
     try {

@@ -26,6 +26,7 @@ import type {
   ToolSpec,
 } from '../ports';
 import type { EphemeralEvent } from '../types';
+import { isRecord } from '../json';
 
 /** Deterministic UUID-shaped ids: `00000000-0000-4000-8000-<prefix><counter>`. */
 export class SequentialIds implements IdsPort {
@@ -86,6 +87,12 @@ export class FakeGate implements GatePort {
     this.checks.push(structuredClone(request));
     if (typeof this.rules === 'function') return this.rules(request);
     return Object.hasOwn(this.rules, request.name) ? this.rules[request.name] : { kind: 'allow' };
+  }
+  /** The landing's first path when it is not the call's `path` argument (the fake names paths absolute). */
+  landsAt(request: GateRequest, landing: ReadonlyArray<string | null>): string | null {
+    const named = isRecord(request.arguments) ? request.arguments['path'] : undefined;
+    const judged = landing[0];
+    return typeof judged === 'string' && judged !== named ? judged : null;
   }
 }
 

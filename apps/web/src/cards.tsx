@@ -66,6 +66,11 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
   return (
     <section className="card approval" aria-label={`approval: ${title}`} tabIndex={-1}>
       <h3>{title}</h3>
+      {card.landsAt ? (
+        <p className="lands-at">
+          lands at <code>{card.landsAt}</code>
+        </p>
+      ) : null}
       {card.toolName === 'execute_cmd' ? (
         <pre className="command">{card.newContent}</pre>
       ) : card.path ? (

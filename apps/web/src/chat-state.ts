@@ -31,6 +31,8 @@ export type Item =
       oldContent?: string;
       newContent?: string;
       args?: unknown;
+      /** Where the call lands when that is not the path it names (`lands_at`). */
+      landsAt?: string;
       resolved?: 'approved' | 'rejected' | 'cancelled';
     }
   | {
@@ -260,6 +262,7 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
         ...(f.type === 'pending_write'
           ? { path: s(f.path), oldContent: s(f.old_content), newContent: s(f.new_content) }
           : { args: f.arguments }),
+        ...(typeof f.lands_at === 'string' ? { landsAt: f.lands_at } : {}),
       };
       const items = patchTool(st.items, s(f.tool_call_id), { status: 'awaiting' });
       return {

@@ -38,12 +38,22 @@ export function Inbox({ api }: { api: Api }) {
             <h3>
               {a.tool_name} <small>({a.source})</small>
             </h3>
+            {a.lands_at && !a.preview ? (
+              <p className="lands-at">
+                lands at <code>{a.lands_at}</code>
+              </p>
+            ) : null}
             {a.preview ? (
               <>
                 <p>
                   Write <code>{a.preview.path}</code>
                   {a.preview.old_content === undefined ? ' (a new file)' : ''}
                 </p>
+                {a.lands_at ? (
+                  <p className="lands-at">
+                    lands at <code>{a.lands_at}</code>
+                  </p>
+                ) : null}
                 <Diff oldText={a.preview.old_content ?? ''} newText={a.preview.new_content} />
               </>
             ) : a.tool_name === 'execute_cmd' && typeof commandOf(a.arguments) === 'string' ? (

@@ -17,7 +17,9 @@ export function approvalEvent(
   requestId: string,
   args: unknown,
   preview: ApprovalPreview | null,
+  landsAt: string | null = null,
 ): SessionEventDraft {
+  const lands = landsAt !== null ? { lands_at: landsAt } : {};
   if (row.name === 'execute_cmd') {
     const command = stringArg(args, 'command') ?? (isRecord(args) ? '' : String(args));
     return {
@@ -26,6 +28,7 @@ export function approvalEvent(
       tool_call_id: row.id,
       path: '$ execute_cmd',
       new_content: `$ ${command}`,
+      ...lands,
     };
   }
   if (preview) {
@@ -36,6 +39,7 @@ export function approvalEvent(
       path: preview.path,
       ...(preview.oldContent !== undefined ? { old_content: preview.oldContent } : {}),
       new_content: preview.newContent,
+      ...lands,
     };
   }
   return {
@@ -44,6 +48,7 @@ export function approvalEvent(
     tool_call_id: row.id,
     tool_name: row.name,
     arguments: args,
+    ...lands,
   };
 }
 

@@ -135,7 +135,11 @@ export type GateDecision =
   | { kind: 'allow'; landing?: ReadonlyArray<string | null> }
   /** `reason` is the sentence the model sees as the tool result (status `rejected`). */
   | { kind: 'deny'; reason: string }
-  | { kind: 'require' };
+  /**
+   * `landing` as for `allow`: the call is asked about, and once approved run bound to it (kept on
+   * the call row, `judgedLanding`).
+   */
+  | { kind: 'require'; landing?: ReadonlyArray<string | null> };
 
 /** "May this call run?" (rules, bypasses, run-context fast path). */
 /** Who a round's tools are offered to, for `GatePort.visibleTools`. */
@@ -157,6 +161,12 @@ export interface GatePort {
    * each call). Optional: a gate without it hides nothing.
    */
   visibleTools?(request: VisibilityRequest): Promise<ReadonlySet<string> | null>;
+  /**
+   * The path a human should be shown as where the call lands: the judged `landing`'s path when it
+   * is not the path the call names (a symlink on the way), else null. Optional: without it the
+   * card shows the named path only.
+   */
+  landsAt?(request: GateRequest, landing: ReadonlyArray<string | null>): string | null;
 }
 
 export interface ApprovalPreview {
@@ -192,6 +202,8 @@ export type HumanRequest =
       toolName: string;
       arguments: unknown;
       preview: ApprovalPreview | null;
+      /** Where the call lands when that is not the path it names (`GatePort.landsAt`); shown on the card. */
+      landsAt?: string;
     }
   | {
       kind: 'question';

@@ -14,6 +14,7 @@ import { activateTools, listAgents, taskCompletedStub, updateScratchpad, writeTo
 import { isPreviewRefusal, LeaseLostError } from './ports';
 import type {
   GateDecision,
+  GateRequest,
   HumanAnswer,
   HumanRequest,
   RestartHint,
@@ -128,21 +129,10 @@ export async function runCall(
     if (call.restartHint === 'markInterrupted') return { flow: 'continue', record: interruptedRecord(row) };
   }
   if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
-  const { session, deps } = fctx.turn;
+  const { deps } = fctx.turn;
   let decision: GateDecision;
   try {
-    decision = await deps.gate.check({
-      sessionId: session.id,
-      userId: session.userId,
-      source: session.source,
-      agentId: fctx.agent.id,
-      depth: fctx.frame.depth,
-      toolCallId: row.id,
-      name: row.name,
-      arguments: call.args,
-      runContext: session.runContext,
-      securityGroup: session.securityGroup ?? null,
-    });
+    decision = await deps.gate.check(gateRequest(fctx, call));
   } catch (error) {
     // The gate did not answer: the call was not run, and the turn goes on.
     if (error instanceof LeaseLostError) throw error;
@@ -155,19 +145,37 @@ export async function runCall(
     case 'deny':
       return { flow: 'continue', record: rejectedRecord(row, decision.reason) };
     case 'require':
-      return askApproval(fctx, call);
+      return askApproval(fctx, call, undefined, false, decision.landing);
   }
+}
+
+function gateRequest(fctx: FrameContext, call: PreparedCall): GateRequest {
+  const { session } = fctx.turn;
+  return {
+    sessionId: session.id,
+    userId: session.userId,
+    source: session.source,
+    agentId: fctx.agent.id,
+    depth: fctx.frame.depth,
+    toolCallId: call.row.id,
+    name: call.row.name,
+    arguments: call.args,
+    runContext: session.runContext,
+    securityGroup: session.securityGroup ?? null,
+  };
 }
 
 /**
  * Ask the human to approve a call. `fresh`: the approved preview went stale, so ask under a new
- * request id even though the row has one.
+ * request id even though the row has one. `judged`: where the gate has just judged the call to
+ * land (its `require`); without it the row's stored landing stands.
  */
 async function askApproval(
   fctx: FrameContext,
   call: PreparedCall,
   preset?: HumanAnswer,
   fresh = false,
+  judged?: ReadonlyArray<string | null>,
 ): Promise<CallEnd> {
   const { row, args } = call;
   const { session, deps } = fctx.turn;
@@ -177,6 +185,10 @@ async function askApproval(
   // The file hash the answer is about. A re-ask under the same request id keeps the stored one
   // (the request registered under that id shows that preview); a new request takes its own.
   let previewHash = row.previewHash ?? null;
+  // The landing the approval binds the run to: the gate's new judgement when this is a new request,
+  // else the one stored with the request (what its card shows), else (none stored) the new one.
+  const stored = row.judgedLanding ?? null;
+  const landing = (newRequest ? (judged ?? stored) : (stored ?? judged)) ?? null;
   let answer: HumanAnswer;
   if (preset) {
     answer = preset;
@@ -190,6 +202,8 @@ async function askApproval(
     if (newRequest) previewHash = preview?.baseHash ?? null;
     const hashPatch = previewHash !== (row.previewHash ?? null) ? { previewHash } : {};
     const reaskPatch = row.staleReasks ? { staleReasks: row.staleReasks } : {};
+    const landingPatch = sameLanding(landing, stored) ? {} : { judgedLanding: landing };
+    const landsAt = landing !== null ? (deps.gate.landsAt?.(gateRequest(fctx, call), landing) ?? null) : null;
     const request: HumanRequest = {
       kind: 'approval',
       requestId,
@@ -200,6 +214,7 @@ async function askApproval(
       toolName: row.name,
       arguments: args,
       preview,
+      ...(landsAt !== null ? { landsAt } : {}),
     };
     const unregistered = await prepareHuman(fctx, request);
     if (unregistered !== null) return { flow: 'continue', record: failedRecord(row, unregistered) };
@@ -209,16 +224,21 @@ async function askApproval(
         {
           kind: 'updateToolCall',
           id: row.id,
-          patch: { status: 'awaiting_human', requestId, ...hashPatch, ...reaskPatch },
+          patch: { status: 'awaiting_human', requestId, ...hashPatch, ...reaskPatch, ...landingPatch },
         },
       ],
-      [approvalEvent(row, requestId, args, preview)],
+      [approvalEvent(row, requestId, args, preview, landsAt)],
     );
     answer = await waitForHuman(fctx, request);
   }
   switch (answer.kind) {
     case 'approved':
-      return execute(fctx, { ...call, row: { ...row, requestId, previewHash } });
+      return execute(
+        fctx,
+        { ...call, row: { ...row, requestId, previewHash, judgedLanding: landing } },
+        false,
+        landing ?? undefined,
+      );
     case 'rejected':
       return { flow: 'continue', record: rejectedRecord(row, rejectionMessage(answer.note)) };
     case 'answered':
@@ -356,6 +376,10 @@ async function execute(
         flow: 'continue',
         record: result.interrupted ? interruptedRecord(row, result.error) : failedRecord(row, result.error),
       };
+}
+
+function sameLanding(a: ReadonlyArray<string | null> | null, b: ReadonlyArray<string | null> | null): boolean {
+  return a === b || (a !== null && b !== null && a.length === b.length && a.every((p, i) => p === b[i]));
 }
 
 /** Registers a human request; the sentence the call fails with when that is impossible, else null. */

@@ -92,6 +92,12 @@ export interface ToolCallRow {
   previewHash?: string | null;
   /** Times the human was asked again because an approved preview could not be reproduced. */
   staleReasks?: number;
+  /**
+   * Where the gate judged the call's paths to land when it asked a human (`GateDecision` `require`
+   * `landing`; null / absent: not known). Kept with the approval request: the approved call runs
+   * bound to it (`ToolRunOptions.judgedLanding`), after a park or a restart too.
+   */
+  judgedLanding?: ReadonlyArray<string | null> | null;
 }
 
 export type FrameStatus = 'active' | 'closed';
@@ -223,6 +229,7 @@ export interface ToolCallPatch {
   childFrameId?: string | null;
   previewHash?: string | null;
   staleReasks?: number;
+  judgedLanding?: ReadonlyArray<string | null> | null;
 }
 
 export type Mutation =

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Actor, Id, StoredText, Timestamp } from './common';
-import { BypassScope, SessionApprovalScope } from './ws';
+import { BypassScope, LandsAt, SessionApprovalScope } from './ws';
 
 /**
  * Approval service: REST bodies of PROTOCOL.md "Approvals and inbox" and the NATS payloads behind
@@ -106,6 +106,8 @@ export const InboxApproval = z.object({
   tool_name: z.string(),
   arguments: z.unknown(),
   preview: PreviewShape.optional(),
+  /** **(new)** Where the call's path lands when that differs from the path it names (`LandsAt`). */
+  lands_at: LandsAt,
   /**
    * **(new)** What "approve for this session" opens for this call (`bypass_scope: "call"`): its
    * narrow scopes and the default lifetime in seconds. Absent when the call cannot be narrowed

@@ -20,7 +20,7 @@ import {
   MemoryTurnRequest,
 } from './tool-runner';
 import * as M from './mcp';
-import { EphemeralEventSchema, SessionApprovalScope, SessionEventSchema, UserEventSchema } from './ws';
+import { EphemeralEventSchema, LandsAt, SessionApprovalScope, SessionEventSchema, UserEventSchema } from './ws';
 import * as A from './approvals';
 import * as L from './llm';
 import * as S from './scheduler';
@@ -208,6 +208,8 @@ export const ApprovalRegisterRequest = z.object({
   arguments: z.unknown(),
   preview: ApprovalPreview.optional(),
   question: z.object({ title: z.string(), question: z.string(), suggested_answers: z.array(z.string()) }).optional(),
+  /** Where the call's path lands when that differs from the path it names (`LandsAt`, ws.ts). */
+  lands_at: LandsAt,
 });
 export const HumanRequestStatus = z.enum(['pending', 'approved', 'rejected', 'answered', 'cancelled']);
 export type HumanRequestStatus = z.infer<typeof HumanRequestStatus>;

@@ -110,6 +110,12 @@ export const CLIENT_FRAME_TYPES = ClientFrame.options.map((o) => o.shape.type.va
 // ---------------------------------------------------------------- server → client: session events
 
 const ToolArgs = z.union([z.record(z.string(), z.unknown()), z.string()]);
+/**
+ * Where the call's path lands when that is not the path it names (a symlink inside the workspace
+ * on the way): the `/workspace/…` path the gate judged it on and an approved run is bound to.
+ * Absent when it lands where it says, or when that is not known.
+ */
+export const LandsAt = z.string().max(4096).optional();
 
 export const SessionEventBodies = {
   user_message: z.object({
@@ -151,8 +157,15 @@ export const SessionEventBodies = {
     path: z.string(),
     old_content: z.string().optional(),
     new_content: z.string(),
+    lands_at: LandsAt,
   }),
-  approval_required: z.object({ request_id: Id, tool_call_id: Id, tool_name: z.string(), arguments: ToolArgs }),
+  approval_required: z.object({
+    request_id: Id,
+    tool_call_id: Id,
+    tool_name: z.string(),
+    arguments: ToolArgs,
+    lands_at: LandsAt,
+  }),
   agent_question: z.object({
     request_id: Id,
     tool_call_id: Id,

@@ -14,6 +14,8 @@ export interface StoredRequest {
   arguments: string;
   preview: Record<string, unknown> | null;
   question: { title: string; question: string; suggested_answers: string[] } | null;
+  /** Where the call lands when that is not the path it names (null: where it says, or unknown). */
+  landsAt: string | null;
   status: HumanRequestStatus;
   note: string | null;
   answer: string | null;
@@ -37,6 +39,7 @@ export interface NewRequest {
   preview: unknown;
   question: unknown;
   turnId: string | null;
+  landsAt: string | null;
 }
 
 /** `userId: null` = an admin acting on any user's requests. */
@@ -45,7 +48,7 @@ export interface Owner {
 }
 
 const COLUMNS = `id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, status,
-  note, answer, actor_user_id, cancel_reason, turn_id, created_at, resolved_at`;
+  note, answer, actor_user_id, cancel_reason, turn_id, lands_at, created_at, resolved_at`;
 
 @Injectable()
 export class RequestsRepository {
@@ -55,8 +58,9 @@ export class RequestsRepository {
   async insertOrGet(r: NewRequest): Promise<{ row: StoredRequest; created: boolean } | null> {
     const inserted = await queryRows<Record<string, unknown>>(
       this.ds,
-      `INSERT INTO approval_requests (id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, turn_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+      `INSERT INTO approval_requests (id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, turn_id,
+                                      lands_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
        ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`,
       [
         r.id,
@@ -70,6 +74,7 @@ export class RequestsRepository {
         r.preview === undefined ? null : toJsonText(r.preview),
         r.question === undefined ? null : toJsonText(r.question),
         r.turnId,
+        toPgText(r.landsAt),
       ],
     );
     if (inserted[0]) return { row: toRequest(inserted[0]), created: true };
@@ -153,6 +158,7 @@ function toRequest(r: Record<string, unknown>): StoredRequest {
     actorUserId: r.actor_user_id as string | null,
     cancelReason: r.cancel_reason as string | null,
     turnId: (r.turn_id as string | null) ?? null,
+    landsAt: fromPgText(r.lands_at),
     createdAt: r.created_at as Date,
     resolvedAt: r.resolved_at as Date | null,
   };

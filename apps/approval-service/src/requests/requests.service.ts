@@ -50,6 +50,7 @@ export class RequestsService {
       preview: req.preview,
       question: req.question,
       turnId: req.turn_id ?? null,
+      landsAt: req.kind === 'approval' ? (req.lands_at ?? null) : null,
     });
     if (!r) throw new ApprovalError('conflict', 'this request id belongs to another request');
     if (r.created)
@@ -171,6 +172,7 @@ export class RequestsService {
           tool_name: r.toolName,
           arguments: parseArgs(r.arguments),
           ...(r.preview ? { preview: r.preview as InboxDto['approvals'][number]['preview'] } : {}),
+          ...(r.landsAt !== null ? { lands_at: r.landsAt } : {}),
           ...sessionApproval(callScopes(r), this.sessionApprovalSecs),
         });
     }

@@ -121,6 +121,22 @@ describe('NatsGate: where the call lands', () => {
     expect(d).toEqual({ kind: 'allow', landing: ['/workspace/.git/hooks/r.txt'] });
   });
 
+  it('a require carries the landing too: the human approves the call bound to it', async () => {
+    const { bus } = fakeBus(() => ({ landing: ['/workspace/real/notes.md'] }), 'require');
+    const d = await new NatsGate(bus, 'user').check(req);
+    expect(d).toEqual({ kind: 'require', landing: ['/workspace/real/notes.md'] });
+  });
+
+  it('the card shows the landing only when the shared resolver names the path otherwise', async () => {
+    const gate = new NatsGate({} as Bus, 'user');
+    const call = { ...req, name: 'write_file', arguments: { path: 'link/notes.md' } };
+    const wd = { ...call, runContext: { ...noContext, workingDirectory: '/workspace/proj' } };
+    expect(gate.landsAt(wd, ['/workspace/real/notes.md'])).toBe('/workspace/real/notes.md');
+    expect(gate.landsAt(wd, ['/workspace/proj/link/notes.md'])).toBeNull();
+    expect(gate.landsAt(call, ['/workspace/link/notes.md'])).toBeNull();
+    expect(gate.landsAt(wd, [null])).toBeNull();
+  });
+
   it('a runner that does not answer leaves the landing unknown ([]): the gate is still asked', async () => {
     const { bus, calls } = fakeBus('down', 'require');
     const d = await new NatsGate(bus, 'user').check(req);

@@ -66,8 +66,8 @@ export class NatsGate implements GatePort {
 
   /**
    * The rules judge a path call where it is written and where it lands: the tool runner, which owns
-   * the files, says where (`tools.resolve`, the resolution its writes use); an allowed call then
-   * runs bound to that landing (`tools.exec` `judged_landing`). A runner that does not answer
+   * the files, says where (`tools.resolve`, the resolution its writes use); an allowed call, or one
+   * a human then approves, runs bound to that landing (`tools.exec` `judged_landing`). A runner that does not answer
    * leaves the landing unknown (`[]`): the call is still checked, and whatever would allow it by
    * path (a path rule, the RunContext's pre-authorised paths, a directory-scoped session approval)
    * does not, so it asks a human (or is refused in a session that cannot ask).
@@ -77,18 +77,30 @@ export class NatsGate implements GatePort {
     const r = await this.bus.call('approval.check', checkRequestOf(req, this.role, this.turnId, landing), {
       timeoutMs: APPROVAL_CALL_TIMEOUT_MS,
     });
+    const judged = landing !== undefined && landing.length > 0 ? { landing } : {};
     switch (r.decision) {
       case 'allow':
-        return landing !== undefined && landing.length > 0 ? { kind: 'allow', landing } : { kind: 'allow' };
+        return { kind: 'allow', ...judged };
       case 'deny':
         return { kind: 'deny', reason: `Tool call denied by policy: ${r.reason}.` };
       case 'require':
-        return { kind: 'require' };
+        return { kind: 'require', ...judged };
       default: {
         const never: never = r.decision;
         throw new Error(`unknown decision ${String(never)}`);
       }
     }
+  }
+
+  /**
+   * Where the call lands for its card: the judged landing of its first path (the one a file tool
+   * writes, `execute_cmd`'s directory) when the shared resolver names it otherwise, else null.
+   */
+  landsAt(req: GateRequest, landing: ReadonlyArray<string | null>): string | null {
+    const judged = landing[0];
+    if (typeof judged !== 'string') return null;
+    const named = effectiveCallPaths(req.name, argsOf(req), req.runContext.workingDirectory)[0];
+    return named?.ok && named.value.virtual === judged ? null : judged;
   }
 
   /** Where the call's paths land, by the tool runner; unknown (`[]`) when it does not answer. */

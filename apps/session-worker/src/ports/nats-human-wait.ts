@@ -76,6 +76,7 @@ export class NatsHumanWait implements HumanWaitPort {
               },
             }
           : {}),
+        ...(request.kind === 'approval' && request.landsAt !== undefined ? { lands_at: request.landsAt } : {}),
         ...(request.kind === 'question'
           ? {
               question: {

@@ -168,12 +168,17 @@ function shapeOf(p: CommitParts): Set<ShapePart> {
 export function shapeName(shape: ReadonlySet<ShapePart>): string {
   return `${ONE_STATEMENT_COMMIT_PREFIX}${(Object.keys(SHAPE_PARTS) as ShapePart[]).filter((k) => shape.has(k)).join('')}`;
 }
-export const ONE_STATEMENT_COMMIT_PREFIX = 'skald_commit_v5_';
+export const ONE_STATEMENT_COMMIT_PREFIX = 'skald_commit_v6_';
 
 const text = (v: string | null | undefined): string | null => (v === null || v === undefined ? null : v);
 const str = (v: number | boolean | null | undefined): string | null =>
   v === null || v === undefined ? null : String(v);
 const has = (v: unknown): string => String(v !== undefined);
+
+/** A call's judged landing as the `jsonb` text of `tool_calls.judged_landing` (null: none). */
+export function landingJson(v: ReadonlyArray<string | null> | null | undefined): string | null {
+  return v === null || v === undefined ? null : JSON.stringify(deepToPgText([...v]));
+}
 
 /** A column of a part's `unnest`: its alias and its value of a row, as text or null. */
 type Column<T> = [alias: string, value: (r: T) => string | null];
@@ -212,6 +217,7 @@ const CALL_COLUMNS: Column<NewToolCall>[] = [
   ['req', (c) => text(c.requestId)],
   ['child', (c) => text(c.childFrameId)],
   ['ph', (c) => text(c.previewHash)],
+  ['jl', (c) => landingJson(c.judgedLanding)],
 ];
 const UPDATE_COLUMNS: Column<{ id: string; patch: ToolCallPatch }>[] = [
   ['id', (u) => u.id],
@@ -227,6 +233,8 @@ const UPDATE_COLUMNS: Column<{ id: string; patch: ToolCallPatch }>[] = [
   ['has_ph', (u) => has(u.patch.previewHash)],
   ['ph', (u) => text(u.patch.previewHash)],
   ['stale', (u) => str(u.patch.staleReasks)],
+  ['has_jl', (u) => has(u.patch.judgedLanding)],
+  ['jl', (u) => landingJson(u.patch.judgedLanding)],
 ];
 const USAGE_COLUMNS: Column<UsageRow>[] = [
   ['uid', (r) => r.userId],
@@ -358,9 +366,9 @@ export function oneStatementCommit(
   if (shape.has('c'))
     ctes.push(`calls AS (
    INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
-                           result_type, request_id, child_frame_id, preview_hash, epoch)
+                           result_type, request_id, child_frame_id, preview_hash, judged_landing, epoch)
    SELECT u.id::uuid, u.sid::uuid, u.fid::uuid, u.mid::uuid, u.idx::integer, u.llm, u.name, u.args, u.status,
-          u.result, u.rtype, u.req::uuid, u.child::uuid, u.ph, ${epoch}
+          u.result, u.rtype, u.req::uuid, u.child::uuid, u.ph, u.jl::jsonb, ${epoch}
      FROM ${unnest(p.calls, CALL_COLUMNS)}
     WHERE (SELECT ok FROM go) ORDER BY u.n)`);
   if (shape.has('u') || shape.has('U'))
@@ -372,6 +380,7 @@ export function oneStatementCommit(
           child_frame_id = CASE WHEN u.has_child::boolean THEN u.child::uuid ELSE t.child_frame_id END,
           preview_hash = CASE WHEN u.has_ph::boolean THEN u.ph ELSE t.preview_hash END,
           stale_reasks = COALESCE(u.stale::integer, t.stale_reasks),
+          judged_landing = CASE WHEN u.has_jl::boolean THEN u.jl::jsonb ELSE t.judged_landing END,
           started_at = CASE WHEN u.status = 'running' AND t.started_at IS NULL THEN now() ELSE t.started_at END,
           finished_at = CASE WHEN u.status IN ('done', 'failed', 'rejected', 'cancelled', 'interrupted')
                              THEN now() ELSE t.finished_at END,

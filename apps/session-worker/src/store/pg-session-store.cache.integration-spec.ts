@@ -138,6 +138,7 @@ describe('PgSessionStore: cached reads equal the tables', () => {
               if (st.requestId !== null) patch.requestId = st.requestId;
               if (st.previewHash !== null) patch.previewHash = st.previewHash;
               if (st.staleReasks !== null) patch.staleReasks = st.staleReasks;
+              if (st.judgedLanding !== null) patch.judgedLanding = st.judgedLanding;
               m = { kind: 'updateToolCall', id: calls[st.pick % calls.length], patch };
               break;
             }

@@ -109,7 +109,7 @@ describe('PgSessionStore: one-statement commits', () => {
     );
     const calls = await ds.query(
       `SELECT t.idx, t.llm_call_id, t.name, t.arguments, t.status, t.result, t.result_type, t.request_id,
-              t.preview_hash, t.stale_reasks, t.epoch, (t.started_at IS NULL) AS not_started,
+              t.preview_hash, t.stale_reasks, t.judged_landing, t.epoch, (t.started_at IS NULL) AS not_started,
               (t.finished_at IS NULL) AS not_finished
          FROM tool_calls t WHERE t.session_id = $1 ORDER BY t.ord`,
       [sessionId],
@@ -186,6 +186,7 @@ describe('PgSessionStore: one-statement commits', () => {
                   ...(u.requestId !== null ? { requestId: u.requestId } : {}),
                   ...(u.previewHash !== null ? { previewHash: u.previewHash } : {}),
                   ...(u.staleReasks !== null ? { staleReasks: u.staleReasks } : {}),
+                  ...(u.judgedLanding !== null ? { judgedLanding: u.judgedLanding } : {}),
                 },
               });
             }

@@ -30,6 +30,7 @@ import {
   settledInboxIds,
   UsageRow,
   fenceAndEventParams,
+  landingJson,
 } from './one-statement-commit';
 import { SessionCache } from './session-cache';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
@@ -756,8 +757,8 @@ async function applyMutation(
       await exec(
         tx,
         `INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status, result,
-                                 result_type, request_id, child_frame_id, preview_hash, epoch)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+                                 result_type, request_id, child_frame_id, preview_hash, epoch, judged_landing)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb)`,
         [
           c.id,
           c.sessionId,
@@ -774,6 +775,7 @@ async function applyMutation(
           c.childFrameId,
           c.previewHash ?? null,
           epoch,
+          landingJson(c.judgedLanding),
         ],
       );
       return;
@@ -789,6 +791,7 @@ async function applyMutation(
             child_frame_id = CASE WHEN $9::boolean THEN $10::uuid ELSE child_frame_id END,
             preview_hash = CASE WHEN $12::boolean THEN $13 ELSE preview_hash END,
             stale_reasks = COALESCE($14::integer, stale_reasks),
+            judged_landing = CASE WHEN $15::boolean THEN $16::jsonb ELSE judged_landing END,
             started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN now() ELSE started_at END,
             finished_at = CASE WHEN $2 IN ('done', 'failed', 'rejected', 'cancelled', 'interrupted') THEN now() ELSE finished_at END,
             epoch = $11
@@ -808,6 +811,8 @@ async function applyMutation(
           p.previewHash !== undefined,
           p.previewHash ?? null,
           p.staleReasks ?? null,
+          p.judgedLanding !== undefined,
+          landingJson(p.judgedLanding),
         ],
       );
       return;
@@ -983,6 +988,7 @@ export function toToolCall(r: Row): ToolCallRow {
     childFrameId: (r.child_frame_id as string | null) ?? null,
     previewHash: (r.preview_hash as string | null) ?? null,
     ...(r.stale_reasks ? { staleReasks: Number(r.stale_reasks) } : {}),
+    judgedLanding: (r.judged_landing as ToolCallRow['judgedLanding']) ?? null,
   };
 }
 

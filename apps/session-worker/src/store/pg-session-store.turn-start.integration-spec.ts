@@ -46,6 +46,7 @@ const message = fc.record({
       requestId: fc.option(fc.uuid()),
       previewHash: fc.option(text),
       staleReasks: fc.option(fc.nat({ max: 3 })),
+      judgedLanding: fc.option(fc.array(fc.option(text), { maxLength: 3 })),
     }),
     { maxLength: 3 },
   ),
@@ -250,8 +251,8 @@ describe('PgSessionStore.startTurn: one statement equals the separate reads', ()
         for (const [idx, c] of m.calls.entries())
           await q(
             `INSERT INTO tool_calls (id, session_id, frame_id, message_id, idx, llm_call_id, name, arguments, status,
-                                     result, result_type, request_id, preview_hash, stale_reasks, epoch)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, COALESCE($14::integer, 0), 1)`,
+                                     result, result_type, request_id, preview_hash, stale_reasks, judged_landing, epoch)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, COALESCE($14::integer, 0), $15::jsonb, 1)`,
             [
               randomUUID(),
               sessionId,
@@ -267,6 +268,7 @@ describe('PgSessionStore.startTurn: one statement equals the separate reads', ()
               c.requestId,
               c.previewHash,
               c.staleReasks,
+              c.judgedLanding === null ? null : json(c.judgedLanding),
             ],
           );
       }

@@ -145,6 +145,7 @@ export class SessionCache {
           this.toolCalls.get(c.frameId)?.push({
             ...c,
             previewHash: c.previewHash ?? null,
+            judgedLanding: c.judgedLanding ? [...c.judgedLanding] : null,
             ...(staleReasks ? { staleReasks } : {}),
           });
           break;
@@ -216,6 +217,7 @@ function patched(row: ToolCallRow, p: ToolCallPatch): ToolCallRow {
   if (p.requestId !== undefined) out.requestId = p.requestId ?? null;
   if (p.childFrameId !== undefined) out.childFrameId = p.childFrameId ?? null;
   if (p.previewHash !== undefined) out.previewHash = p.previewHash ?? null;
+  if (p.judgedLanding !== undefined) out.judgedLanding = p.judgedLanding ? [...p.judgedLanding] : null;
   if (p.staleReasks !== undefined && p.staleReasks !== null) {
     if (p.staleReasks) out.staleReasks = p.staleReasks;
     else delete out.staleReasks;

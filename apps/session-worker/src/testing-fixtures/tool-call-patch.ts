@@ -13,5 +13,6 @@ export function toolCallPatchFields(text: fc.Arbitrary<string>, statuses: readon
     requestId: fc.option(fc.option(fc.uuid())),
     previewHash: fc.option(fc.option(text)),
     staleReasks: fc.option(fc.nat({ max: 3 })),
+    judgedLanding: fc.option(fc.option(fc.array(fc.option(text), { maxLength: 3 }))),
   };
 }

@@ -26,6 +26,7 @@ import type {
   ToolSpec,
 } from '../ports';
 import type { EphemeralEvent } from '../types';
+import { isRecord } from '../json';
 
 /** Deterministic UUID-shaped ids: `00000000-0000-4000-8000-<prefix><counter>`. */
 export class SequentialIds implements IdsPort {
@@ -87,6 +88,12 @@ export class FakeGate implements GatePort {
     if (typeof this.rules === 'function') return this.rules(request);
     return Object.hasOwn(this.rules, request.name) ? this.rules[request.name] : { kind: 'allow' };
   }
+  /** The landing's first path when it is not the call's `path` argument (the fake names paths absolute). */
+  landsAt(request: GateRequest, landing: ReadonlyArray<string | null>): string | null {
+    const named = isRecord(request.arguments) ? request.arguments['path'] : undefined;
+    const judged = landing[0];
+    return typeof judged === 'string' && judged !== named ? judged : null;
+  }
 }
 
 /** Answers from a queue or a function; `'wait'` waits until the signal aborts (then cancelled). */
@@ -136,6 +143,8 @@ export interface ToolRunRecord {
   arguments: unknown;
   /** The approved preview's hash handed to `run()`, when there was one. */
   expectedBaseHash?: string;
+  /** The landing the gate judged, handed to `run()` when there was one. */
+  judgedLanding?: ReadonlyArray<string | null>;
 }
 
 /** A tool set from plain functions; records runs (start / end / stop) per durable call id. */
@@ -191,6 +200,7 @@ export class FakeToolSet implements ToolSetPort {
           name: call.name,
           arguments: structuredClone(call.arguments),
           ...(options.expectedBaseHash !== undefined ? { expectedBaseHash: options.expectedBaseHash } : {}),
+          ...(options.judgedLanding !== undefined ? { judgedLanding: [...options.judgedLanding] } : {}),
         });
         const result = await tool.run(call.arguments, signal, onProgress, call, options);
         finished.push(call.toolCallId);

@@ -21,6 +21,7 @@ import { JobRunRefused1764460805340 } from './1764460805340-job-run-refused';
 import { TurnSlots1764460805500 } from './1764460805500-turn-slots';
 import { McpStopped1764460805650 } from './1764460805650-mcp-stopped';
 import { InboxQueuedCap1764460805400 } from './1764460805400-inbox-queued-cap';
+import { JudgedLanding1764460805600 } from './1764460805600-judged-landing';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -46,6 +47,7 @@ export const MIGRATIONS = [
   JobRunRefused1764460805340,
   InboxQueuedCap1764460805400,
   TurnSlots1764460805500,
+  JudgedLanding1764460805600,
   McpStopped1764460805650,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -19,9 +19,9 @@ import { RequestTurn1764460805200 } from './1764460805200-request-turn';
 import { KnownToolsPerUser1764460805300 } from './1764460805300-known-tools-per-user';
 import { JobRunRefused1764460805340 } from './1764460805340-job-run-refused';
 import { TurnSlots1764460805500 } from './1764460805500-turn-slots';
-import { McpStopped1764460805650 } from './1764460805650-mcp-stopped';
 import { InboxQueuedCap1764460805400 } from './1764460805400-inbox-queued-cap';
 import { JudgedLanding1764460805600 } from './1764460805600-judged-landing';
+import { McpStopped1764460805650 } from './1764460805650-mcp-stopped';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [

@@ -114,6 +114,9 @@ function traceParentOf(msg: Msg): Context {
   return h ? propagation.extract(ROOT_CONTEXT, h, headerGetter) : ROOT_CONTEXT;
 }
 
+/** The two moments of a gap in the connection to NATS (see `Bus.onConnectionGap`). */
+export type ConnectionGapEdge = 'lost' | 'back';
+
 /** What a subscriber learns about a published message besides its body. */
 export interface MessageMeta {
   /** When the publisher sent it (ms since the epoch, the publisher's clock), or null when unknown. */
@@ -132,7 +135,7 @@ export class Bus {
   /** Every request's reply comes to one inbox subscription (see ReplyMux). */
   private readonly replies: ReplyMux;
   /** Told when the connection is lost and when it is back (see `onConnectionGap`). */
-  private readonly gapListeners = new Set<() => void>();
+  private readonly gapListeners = new Set<(edge: ConnectionGapEdge) => void>();
   /** Writes the commands queued so far at once (see `coalesceWrites`); nothing to do when not coalesced. */
   private flushNow: () => void = () => undefined;
 
@@ -181,9 +184,12 @@ export class Bus {
    * Calls `listener` when the connection to NATS is lost and again when it is back. Core NATS
    * delivers nothing that was published in between, so whatever a broadcast keeps fresh (a cache
    * dropped on a doorbell) must forget it at both moments: at the loss, so that nothing read while
-   * deaf is kept past the gap, and at the return. Returns the function that removes the listener.
+   * deaf is kept past the gap, and at the return. `edge` says which: `lost` or `back` (requests
+   * made at `back` reach the other services again; this client's subscriptions are already
+   * renewed, so a read made then misses nothing that is published after it). Returns the function
+   * that removes the listener.
    */
-  onConnectionGap(listener: () => void): () => void {
+  onConnectionGap(listener: (edge: ConnectionGapEdge) => void): () => void {
     this.gapListeners.add(listener);
     return () => void this.gapListeners.delete(listener);
   }
@@ -199,9 +205,10 @@ export class Bus {
       if (s.type === Events.Disconnect || s.type === Events.Reconnect) {
         this.log.warn({ event: s.type }, s.type === Events.Disconnect ? 'NATS connection lost' : 'NATS reconnected');
         this.replies.setConnected(s.type === Events.Reconnect);
+        const edge: ConnectionGapEdge = s.type === Events.Reconnect ? 'back' : 'lost';
         for (const listener of [...this.gapListeners]) {
           try {
-            listener();
+            listener(edge);
           } catch (e) {
             this.log.error({ err: String(e) }, 'connection gap listener failed');
           }

@@ -20,6 +20,10 @@ class FakeEvents {
   readonly stored = new Map<string, SessionEvent[]>();
   running = new Map<string, boolean>();
   failing = false;
+  /** Reads that fail before the next one succeeds (no session worker answers yet). */
+  failNext = 0;
+  /** Sessions the caller may not read (another user's, or unknown): `not_found`. */
+  readonly refused = new Set<string>();
 
   constructor(readonly pageSize = 3) {}
 
@@ -37,6 +41,11 @@ class FakeEvents {
 
   replay = (sessionId: string, afterSeq: number | undefined): Promise<ReplayPage> => {
     this.log.push(afterSeq);
+    if (this.refused.has(sessionId)) return Promise.reject(new Error('not_found'));
+    if (this.failNext > 0) {
+      this.failNext--;
+      return Promise.reject(new Error('no session worker'));
+    }
     if (this.failing) return Promise.reject(new Error('no session worker'));
     const all = this.stored.get(sessionId) ?? [];
     const after = afterSeq === undefined ? all.length : afterSeq;
@@ -202,6 +211,86 @@ describe('WsConnection', () => {
     expect(asked).toBe(1);
   });
 
+  it('a refused resume changes nothing: the socket still gets its own session, also what came during the refusal', async () => {
+    const events = new FakeEvents();
+    events.refused.add(S2);
+    const { ws, frames } = socket();
+    const principal = { actor: { userId: 'u1', role: 'user' } } as unknown as Principal;
+    const conn: WsConnection = new WsConnection(ws, principal, 'web', async (sessionId, afterSeq) => {
+      // Events of both sessions go by while the refused session is being asked for.
+      if (sessionId === S2) {
+        conn.deliverLive(events.append(S1, 1, 'user_message')[0]);
+        conn.deliverLive(events.append(S2, 1)[0]);
+      }
+      return events.replay(sessionId, afterSeq);
+    });
+    await conn.resume(S1, undefined);
+    await expect(conn.resume(S2, 0)).rejects.toThrow('not_found');
+    expect(conn.sessionId).toBe(S1);
+    conn.deliverLive(events.append(S1, 1, 'done')[0]);
+    conn.deliverLive(events.append(S2, 1)[0]);
+    await new Promise((r) => setImmediate(r));
+    expect(frames.map((f) => `${f.type}:${f.session_id ?? ''}:${f.seq ?? ''}`)).toEqual([
+      'turn_running::',
+      `user_message:${S1}:1`,
+      `done:${S1}:2`,
+    ]);
+  });
+
+  it('a resume that moves to another session keeps the live events that came while its first page was read', async () => {
+    const events = new FakeEvents();
+    events.append(S2, 2);
+    const { ws, frames } = socket();
+    const principal = { actor: { userId: 'u1', role: 'user' } } as unknown as Principal;
+    const conn: WsConnection = new WsConnection(ws, principal, 'web', async (sessionId, afterSeq) => {
+      const page = await events.replay(sessionId, afterSeq);
+      if (sessionId === S2 && afterSeq === 0) conn.deliverLive(events.append(S2, 1, 'done')[0]);
+      return page;
+    });
+    await conn.resume(S1, undefined);
+    await conn.resume(S2, 0);
+    expect(frames.map((f) => `${f.type}:${f.seq ?? ''}`)).toEqual([
+      'turn_running:',
+      'thinking:1',
+      'thinking:2',
+      'turn_running:',
+      'done:3',
+    ]);
+  });
+
+  it('after a gap in the bus connection a socket gets what it missed, in order, then turn_running', async () => {
+    const { conn, frames, events, seqs } = connection();
+    await conn.resume(S1, undefined);
+    conn.deliverLive(events.append(S1, 1, 'user_message')[0]);
+    // Published while the connection was down: never delivered, and nothing comes after them.
+    events.append(S1, 4);
+    events.append(S1, 1, 'done');
+    await conn.catchUpAfterGap({ attempts: 1, waitMs: 0 });
+    expect(seqs()).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(frames[frames.length - 1]).toEqual({ type: 'turn_running', running: false });
+    // A gap with nothing missed still says where the turn stands, and repeats nothing.
+    await conn.catchUpAfterGap({ attempts: 1, waitMs: 0 });
+    expect(seqs()).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(frames.filter((f) => f.type === 'turn_running').length).toBe(3);
+  });
+
+  it('a catch-up after a gap tries again while no session worker answers, and closes 1011 once its tries are spent', async () => {
+    const { conn, events, seqs, closed } = connection();
+    await conn.resume(S1, undefined);
+    events.append(S1, 2);
+    events.failNext = 2;
+    await conn.catchUpAfterGap({ attempts: 3, waitMs: 1 });
+    expect(seqs()).toEqual([1, 2]);
+    expect(closed).toEqual([]);
+    events.append(S1, 1);
+    events.failNext = 3;
+    const asked = events.log.length;
+    await conn.catchUpAfterGap({ attempts: 3, waitMs: 1 });
+    expect(events.log.length - asked).toBe(3);
+    expect(seqs()).toEqual([1, 2]);
+    expect(closed).toEqual([1011]);
+  });
+
   it('drops duplicates and events of other sessions', async () => {
     const { conn, events, seqs, settle } = connection();
     await conn.resume(S1, undefined);
@@ -231,6 +320,7 @@ describe('WsConnection', () => {
           fc.oneof(
             fc.record({ kind: fc.constant('live' as const), lost: fc.boolean(), dup: fc.boolean() }),
             fc.record({ kind: fc.constant('resume' as const), back: fc.nat(5) }),
+            fc.record({ kind: fc.constant('gap' as const) }),
             fc.record({ kind: fc.constant('tick' as const) }),
           ),
           { maxLength: 60 },
@@ -246,6 +336,8 @@ describe('WsConnection', () => {
               if (step.dup) conn.deliverLive(e);
             } else if (step.kind === 'resume') {
               await conn.resume(S1, Math.max(0, conn.lastSeq - step.back));
+            } else if (step.kind === 'gap') {
+              void conn.catchUpAfterGap({ attempts: 1, waitMs: 0 });
             } else await settle();
           }
           // The last event is always delivered, so any loss before it is found.

@@ -63,13 +63,22 @@ export interface ReplayPage {
 /** Reads stored events of a session after a seq (`undefined`: none, only the state). */
 export type ReplaySource = (sessionId: string, afterSeq: number | undefined) => Promise<ReplayPage>;
 
+/** How a catch-up after a gap in the bus connection retries while no session worker answers yet. */
+export interface GapRetry {
+  /** Reads tried in all (at least 1). */
+  attempts: number;
+  /** Wait between two reads. */
+  waitMs: number;
+}
+
 /**
  * One client socket: who it is, which session it shows, and the replay cursor. Session events are
  * delivered in `seq` order, each once and none skipped: a live event past a gap waits while the
  * missing ones are read from the events table; live events that arrive during a replay or a
  * catch-up wait in a buffer; anything at or below the cursor is dropped. A replay pages through
  * any number of events; its `turn_running` follows the events it summarises and precedes the
- * later ones.
+ * later ones. A `resume` the server refuses (another user's or an unknown session) changes
+ * nothing: the socket follows the session it followed.
  */
 export class WsConnection {
   sessionId: string | null = null;
@@ -77,6 +86,8 @@ export class WsConnection {
   /** Replays and catch-ups in progress or queued; live events are held meanwhile. */
   private busy = 0;
   private held: SequencedEvent[] = [];
+  /** Sessions a resume is about to show (by number of such resumes): their live events are held too. */
+  private readonly joining = new Map<string, number>();
   private chain: Promise<void> = Promise.resolve();
   private windowStart = 0;
   private windowCount = 0;
@@ -106,7 +117,11 @@ export class WsConnection {
     if (hopTraceOn)
       hopMark(
         'ws.send',
-        event instanceof ForwardedEvent ? `seq:${event.seq}` : event instanceof ForwardedEphemeral ? 'ephemeral' : event.type,
+        event instanceof ForwardedEvent
+          ? `seq:${event.seq}`
+          : event instanceof ForwardedEphemeral
+            ? 'ephemeral'
+            : event.type,
       );
     this.ws.send(frameOf(event));
   }
@@ -148,6 +163,11 @@ export class WsConnection {
 
   /** Delivers a live session event of this socket's session, in order, once, with no gap. */
   deliverLive(event: SequencedEvent): void {
+    if (this.joining.has(event.session_id)) {
+      // Its resume has not read the session yet (busy): held, and kept only if the resume succeeds.
+      this.held.push(event);
+      return;
+    }
     if (event.session_id !== this.sessionId || event.seq <= this.lastSeq) return;
     if (this.busy > 0) {
       hopMark('ws.held', event.seq);
@@ -165,24 +185,74 @@ export class WsConnection {
   /**
    * Shows `sessionId` from `afterSeq` on: replays the stored events after it (all of them, page by
    * page; none when undefined), calls `before` (e.g. `hello`) once the first page is in, sends
-   * `turn_running` as of the last replayed event, then the live events that came meanwhile.
+   * `turn_running` as of the last replayed event, then the live events that came meanwhile. The
+   * socket moves to `sessionId` only once its first page is read: a refused read (`not_found`)
+   * rejects and leaves the socket as it was.
    */
   resume(sessionId: string, afterSeq: number | undefined, before?: () => void): Promise<void> {
     this.busy++;
-    if (sessionId !== this.sessionId) {
-      this.sessionId = sessionId;
-      this.lastSeq = 0;
-      this.held = [];
-    }
+    this.joining.set(sessionId, (this.joining.get(sessionId) ?? 0) + 1);
+    let joined = false;
+    const join = (): void => {
+      if (joined) return;
+      joined = true;
+      const n = this.joining.get(sessionId) ?? 1;
+      if (n <= 1) this.joining.delete(sessionId);
+      else this.joining.set(sessionId, n - 1);
+    };
     return this.serially(async () => {
+      const first = await this.replay(sessionId, afterSeq);
+      join();
+      if (sessionId !== this.sessionId) {
+        this.sessionId = sessionId;
+        this.lastSeq = 0;
+      }
       if (afterSeq !== undefined) this.lastSeq = afterSeq;
-      const last = await this.pages(sessionId, afterSeq, before);
+      before?.();
+      const last = await this.pages(sessionId, afterSeq, first);
       if (afterSeq === undefined) this.lastSeq = Math.max(this.lastSeq, last.last_seq);
-      this.send({ type: 'turn_running', running: last.running, ...(last.waiting ? { waiting: last.waiting } : {}) });
+      this.sendTurnRunning(last);
+    }).finally(() => {
+      join();
+      this.busy--;
+      this.flushHeld();
+    });
+  }
+
+  /**
+   * After a gap in the bus connection (core NATS drops what is published meanwhile, and a turn's
+   * last event has no later one to reveal the loss): replays the followed session's stored events
+   * after the cursor, then sends `turn_running`. Live events that come meanwhile wait. While no
+   * session worker answers yet (they reconnect too) the read is tried again, `retry.attempts` in
+   * all; when every try fails the socket is closed (1011) and the client resumes.
+   */
+  catchUpAfterGap(retry: GapRetry): Promise<void> {
+    const sessionId = this.sessionId;
+    if (sessionId === null) return Promise.resolve();
+    this.busy++;
+    return this.serially(async () => {
+      for (let attempt = 1; this.sessionId === sessionId; attempt++) {
+        try {
+          const last = await this.pages(sessionId, this.lastSeq);
+          if (this.sessionId === sessionId) this.sendTurnRunning(last);
+          return;
+        } catch {
+          if (attempt >= retry.attempts) {
+            this.held = [];
+            this.ws.close(1011, 'could not read missed events; reconnect and resume');
+            return;
+          }
+          await new Promise((r) => setTimeout(r, retry.waitMs));
+        }
+      }
     }).finally(() => {
       this.busy--;
       this.flushHeld();
     });
+  }
+
+  private sendTurnRunning(page: ReplayPage): void {
+    this.send({ type: 'turn_running', running: page.running, ...(page.waiting ? { waiting: page.waiting } : {}) });
   }
 
   /** Follows another session of the source from its current end on (`new_session`). */
@@ -190,7 +260,7 @@ export class WsConnection {
     this.busy++;
     this.sessionId = sessionId;
     this.lastSeq = 0;
-    this.held = [];
+    this.held = this.held.filter((e) => this.joining.has(e.session_id));
     this.send({ type: 'new_session', session_id: sessionId });
     return this.serially(async () => {
       const head = await this.replay(sessionId, undefined);
@@ -201,27 +271,30 @@ export class WsConnection {
     });
   }
 
-  /** Reads pages after the cursor until the last one; every replayed event is delivered. */
-  private async pages(sessionId: string, afterSeq: number | undefined, before?: () => void): Promise<ReplayPage> {
+  /**
+   * Reads pages after the cursor until the last one (starting with `first` when it is already
+   * read); every replayed event is delivered.
+   */
+  private async pages(sessionId: string, afterSeq: number | undefined, first?: ReplayPage): Promise<ReplayPage> {
     let cursor = afterSeq;
+    let page = first ?? (await this.replay(sessionId, cursor));
     for (;;) {
-      const page = await this.replay(sessionId, cursor);
-      before?.();
-      before = undefined;
       if (this.sessionId !== sessionId) return page;
       for (const e of page.events) if (e.seq > this.lastSeq) this.deliver(e);
       if (!page.has_more) return page;
       // Every page moves the cursor forward, so the loop ends; a page that does not is refused.
       if (cursor !== undefined && page.last_seq <= cursor) throw new Error('event replay made no progress');
       cursor = page.last_seq;
+      page = await this.replay(sessionId, cursor);
     }
   }
 
   /** Reads the events missing before the held ones from the events table. */
   private async catchUp(): Promise<void> {
     const sessionId = this.sessionId;
-    if (sessionId === null || this.held.length === 0) return;
-    const wanted = Math.min(...this.held.map((e) => e.seq)) - 1;
+    const own = this.held.filter((e) => e.session_id === sessionId);
+    if (sessionId === null || own.length === 0) return;
+    const wanted = Math.min(...own.map((e) => e.seq)) - 1;
     if (wanted <= this.lastSeq) return;
     this.busy++;
     try {

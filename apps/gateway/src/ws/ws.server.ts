@@ -23,7 +23,7 @@ import { ApiError } from '../http/api-error';
 import { SessionsGateway } from '../sessions/sessions.gateway';
 import { GatewayMetrics } from './gateway-metrics';
 import { SocketCap } from './socket-cap';
-import { WsConnection } from './ws-connection';
+import { GapRetry, WsConnection } from './ws-connection';
 import { forwardable, forwardableEphemeral } from './forwarded-events';
 import { frameErrorOf, parseClientFrame } from './client-frame';
 import { GATEWAY_LOGGER } from '../tokens';
@@ -31,6 +31,11 @@ import { GATEWAY_LOGGER } from '../tokens';
 const SERVER_VERSION = '0.1.0';
 /** Sockets whose credentials one revalidation query checks. */
 const REVALIDATE_BATCH = 500;
+/**
+ * A socket's catch-up after a gap in the NATS connection: the session workers reconnect on their
+ * own schedule (500 ms between tries), so the read is tried for about two seconds.
+ */
+const GAP_RETRY: GapRetry = { attempts: 10, waitMs: 200 };
 
 /**
  * The WebSocket edge at `/api/ws?source=`. Authenticates before the upgrade (401 / 403 answered
@@ -50,6 +55,7 @@ export class WsServer implements OnApplicationShutdown {
   private readonly allowedOrigins: Set<string>;
   private readonly revalidateTimer: NodeJS.Timeout;
   private revalidating = false;
+  private readonly unwatchGaps: () => void;
 
   constructor(
     private readonly auth: AuthService,
@@ -68,6 +74,9 @@ export class WsServer implements OnApplicationShutdown {
         .filter(Boolean),
     );
     this.bus.subscribe(TOPICS.userRevoked.pattern, TOPICS.userRevoked.message, (m) => this.recheckUser(m.user_id));
+    this.unwatchGaps = this.bus.onConnectionGap((edge) => {
+      if (edge === 'back') this.catchUpAll();
+    });
     this.revalidateTimer = setInterval(() => void this.revalidateAll(), config.SKALD_WS_REVALIDATE_SECS * 1000);
     this.revalidateTimer.unref();
   }
@@ -340,6 +349,21 @@ export class WsServer implements OnApplicationShutdown {
     ]);
   }
 
+  /**
+   * Session events published while the NATS connection was down never arrive, and a turn's last
+   * one has no later event to reveal the loss: once the connection is back every socket reads what
+   * it missed from the events table (then `turn_running`), or is closed (1011) to resume. User
+   * events lost in the gap are not replayed; their REST routes are the truth.
+   */
+  private catchUpAll(): void {
+    const all = [...this.byUser.values()].flatMap((set) => [...set]);
+    this.log.warn({ sockets: all.length }, 'NATS connection back: catching sockets up from the events table');
+    for (const conn of all)
+      conn.catchUpAfterGap(GAP_RETRY).catch((e: unknown) => {
+        this.log.warn({ userId: conn.userId, err: String(e) }, 'catch-up after a NATS gap failed');
+      });
+  }
+
   private async recheckUser(userId: string): Promise<void> {
     await this.revalidate([...(this.byUser.get(userId) ?? [])]);
   }
@@ -372,6 +396,7 @@ export class WsServer implements OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     clearInterval(this.revalidateTimer);
+    this.unwatchGaps();
     for (const set of this.byUser.values()) for (const c of set) c.ws.close(1001, 'server shutting down');
     this.wss.close();
   }

@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { ConnectionEvent, EphemeralEvent, SessionEvent, UserEvent } from '@skald/contracts';
+import { ConnectionEvent, EphemeralEvent, SessionEvent, TurnWaiting, UserEvent } from '@skald/contracts';
 import { hopMark, hopTraceOn } from '@skald/messaging';
 import type { Principal } from '../auth/auth.service';
 
@@ -56,7 +56,8 @@ export interface ReplayPage {
   events: SessionEvent[];
   last_seq: number;
   running: boolean;
-  waiting?: 'approval' | 'clarification';
+  waiting?: TurnWaiting;
+  limit?: number;
   has_more?: boolean;
 }
 
@@ -178,7 +179,12 @@ export class WsConnection {
       if (afterSeq !== undefined) this.lastSeq = afterSeq;
       const last = await this.pages(sessionId, afterSeq, before);
       if (afterSeq === undefined) this.lastSeq = Math.max(this.lastSeq, last.last_seq);
-      this.send({ type: 'turn_running', running: last.running, ...(last.waiting ? { waiting: last.waiting } : {}) });
+      this.send({
+        type: 'turn_running',
+        running: last.running,
+        ...(last.waiting ? { waiting: last.waiting } : {}),
+        ...(last.limit !== undefined ? { limit: last.limit } : {}),
+      });
     }).finally(() => {
       this.busy--;
       this.flushHeld();

@@ -109,7 +109,7 @@ describe('turns: per-user cap on running turns', () => {
     const waiting = rs.slice(0, 5).filter((r) => r && !r.start?.entered) as Array<{ lease: Lease | null }>;
     expect(waiting).toHaveLength(3);
     const waitLeases = waiting.map((w) => w.lease as Lease);
-    expect((await Promise.all(waitLeases.map((l) => slots.reserve(l, 2)))).filter(Boolean)).toHaveLength(0);
+    expect(await Promise.all(waitLeases.map((l) => slots.reserve(l, 2)))).toEqual(['at_cap', 'at_cap', 'at_cap']);
 
     // One turn ends (finished, in one statement): its slot is free; of three concurrent reserves one wins.
     const [first] = await ds.query<Array<{ id: string }>>(
@@ -121,11 +121,12 @@ describe('turns: per-user cap on running turns', () => {
     // Held-back sessions still leased by their drivers are not offered to a doorbell.
     expect(await slots.waiting(userId, first.id)).toBeNull();
     const won = await Promise.all(waitLeases.map((l) => slots.reserve(l, 2)));
-    expect(won.filter(Boolean)).toHaveLength(1);
+    expect(won.filter((r) => r === 'reserved')).toHaveLength(1);
+    expect(won.filter((r) => r === 'at_cap')).toHaveLength(2);
     expect(await counter(userId)).toBe(2);
     expect(await held(userId)).toBe(2);
     // Its turn starts (the driver's commit): still one slot, not two.
-    const winner = waitLeases[won.indexOf(true)];
+    const winner = waitLeases[won.indexOf('reserved')];
     await ds.query(`UPDATE sessions SET turn_state = 'running' WHERE id = $1`, [winner.sessionId]);
     expect(await counter(userId)).toBe(2);
     // A turn that parks (waiting for a human) holds nothing.
@@ -150,23 +151,25 @@ describe('turns: per-user cap on running turns', () => {
     const { id: b } = await sessions.active({ userId, source: 'b' });
     const dead = await leases.acquire(a, 'worker-dead', 1);
     expect(dead).not.toBeNull();
-    expect(await slots.reserve(dead!, 1)).toBe(true);
+    expect(await slots.reserve(dead!, 1)).toBe('reserved');
     expect(await counter(userId)).toBe(1);
     await new Promise((r) => setTimeout(r, 20));
     // The stale driver can no longer let go or reserve: fenced by its lease's epoch.
     const next = await leases.acquire(a, 'worker-b', 30_000);
     expect(next).not.toBeNull();
     expect(await slots.letGo(dead!)).toBe(false);
+    // A stale driver is not told it is at the cap: the lease is not its own.
+    expect(await slots.reserve(dead!, 1)).toBe('not_ours');
     // The next driver: the session already holds its slot (cap 1 is full with it).
-    expect(await slots.reserve(next!, 1)).toBe(true);
+    expect(await slots.reserve(next!, 1)).toBe('reserved');
     expect(await counter(userId)).toBe(1);
     // Another session of the user is held back at cap 1.
     const lb = await leases.acquire(b, 'worker-b', 30_000);
-    expect(await slots.reserve(lb!, 1)).toBe(false);
+    expect(await slots.reserve(lb!, 1)).toBe('at_cap');
     // The next driver ends without starting the turn: the slot goes back; now b gets it.
     expect(await slots.letGo(next!)).toBe(true);
     expect(await counter(userId)).toBe(0);
-    expect(await slots.reserve(lb!, 1)).toBe(true);
+    expect(await slots.reserve(lb!, 1)).toBe('reserved');
     // Deleting the conversation frees its slot.
     await ds.query(`DELETE FROM sessions WHERE id = $1`, [b]);
     expect(await counter(userId)).toBe(0);

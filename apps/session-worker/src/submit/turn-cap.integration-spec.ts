@@ -4,6 +4,8 @@ import { recordAttackSuite } from '@skald/testing';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { LeaseRepository, type Lease } from '../lease/lease.repository';
 import { TurnSlots } from '../turns/turn-slots';
+import { SessionsService } from '../sessions/sessions.service';
+import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { InboxRepository } from './inbox.repository';
 
 jest.setTimeout(120_000);
@@ -173,5 +175,36 @@ describe('turns: per-user cap on running turns', () => {
     // Deleting the conversation frees its slot.
     await ds.query(`DELETE FROM sessions WHERE id = $1`, [b]);
     expect(await counter(userId)).toBe(0);
+  });
+
+  it('turn_running after a (re)connect: a session whose queued input waits at the cap says waiting turn_slot with the cap; under the cap, or once started, it does not', async () => {
+    const inbox = new InboxRepository(ds, { concurrentTurns: 1 });
+    const service = new SessionsService(
+      new SessionsRepository(ds, { concurrentTurns: 1 }),
+      new TurnStateRepository(ds),
+    );
+    const userId = randomUUID();
+    const actor = { userId, role: 'user' as const };
+    const { id: a } = await sessions.active({ userId, source: 'a' });
+    const { id: b } = await sessions.active({ userId, source: 'b' });
+    // Nothing queued: not waiting.
+    expect(await service.replay(actor, b, undefined)).toMatchObject({ running: false });
+    expect((await service.replay(actor, b, undefined)).waiting).toBeUndefined();
+    const ra = await inbox.submitToActive({ userId, source: 'a', role: 'user' }, msg('a1'), take());
+    expect(ra?.start?.entered).toBeTruthy();
+    const rb = await inbox.submitToActive({ userId, source: 'b', role: 'user' }, msg('b1'), take());
+    expect(rb?.start?.entered).toBeFalsy();
+    expect(await service.replay(actor, b, undefined)).toMatchObject({ running: false, waiting: 'turn_slot', limit: 1 });
+    // The running session is not waiting for a slot.
+    const runningA = await service.replay(actor, a, undefined);
+    expect(runningA).toMatchObject({ running: true });
+    expect(runningA.waiting).toBeUndefined();
+    // Another user's session is not found, as ever.
+    await expect(service.replay({ userId: randomUUID(), role: 'user' }, b, undefined)).rejects.toThrow(
+      'session not found',
+    );
+    // a's turn ends: the slot is free, b is no longer held back (its driver takes it next).
+    await ds.query(`UPDATE sessions SET turn_state = 'finished' WHERE id = $1`, [a]);
+    expect((await service.replay(actor, b, undefined)).waiting).toBeUndefined();
   });
 });

@@ -107,7 +107,11 @@ export class WsConnection {
     if (hopTraceOn)
       hopMark(
         'ws.send',
-        event instanceof ForwardedEvent ? `seq:${event.seq}` : event instanceof ForwardedEphemeral ? 'ephemeral' : event.type,
+        event instanceof ForwardedEvent
+          ? `seq:${event.seq}`
+          : event instanceof ForwardedEphemeral
+            ? 'ephemeral'
+            : event.type,
       );
     this.ws.send(frameOf(event));
   }

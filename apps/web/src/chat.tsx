@@ -299,7 +299,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
         ))}
         {state.slot && outgoing.waitingFor === null ? (
           <li key="slot-wait" className="item notice-item">
-            <p className="slot-wait">{slotNotice(state.slot.limit)}</p>
+            <p className="slot-wait">{slotNotice(state.slot.limit, true)}</p>
           </li>
         ) : null}
       </ol>

@@ -30,7 +30,7 @@ describe('a message held back at the cap on turns running at once', () => {
     expect(st.slot).toEqual({ limit: 4, clientMessageId: 'c1' });
     expect(shownOutbox(list, st)).toEqual({ shown: list, waitingFor: 'c1' });
     expect(slotNotice(4)).toBe(
-      'Waiting to start — you have 4 conversations running at once (your limit). It starts when one ends.',
+      'Waiting to start — you already have 4 conversations running at once (your limit). It starts when one of them ends.',
     );
     // The turn starts: its echo enters the conversation, the notice and the queued copy go.
     const entered = chatReducer(st, {
@@ -55,7 +55,12 @@ describe('a message held back at the cap on turns running at once', () => {
     expect(st.slot).toEqual({ limit: 2, clientMessageId: null });
     expect(st.waiting).toBeNull();
     expect(shownOutbox([], st)).toEqual({ shown: [], waitingFor: null });
-    expect(slotNotice(1)).toContain('you have 1 conversation running at once (your limit)');
+    expect(slotNotice(2, true)).toBe(
+      'Your message is waiting to start — you already have 2 conversations running at once (your limit). It starts when one of them ends.',
+    );
+    expect(slotNotice(1)).toBe(
+      'Waiting to start — you already have 1 conversation running (your limit). It starts when that one ends.',
+    );
     // Reconnected once the turn started: nothing waits.
     expect(fold([{ type: 'turn_running', running: true }], st).slot).toBeNull();
   });

@@ -1,13 +1,20 @@
 import type { ChatState } from '../chat-state';
 import type { Outgoing } from '../outbox/outbox';
 
-/** The notice under a message that waits for one of the user's turn slots. */
-export function slotNotice(limit: number | null): string {
-  const running =
+/**
+ * The notice of a message that waits for one of the user's turn slots: under the message, or on its
+ * own (`alone`) when the page does not hold the message (after a reload: queued messages are not in
+ * the history until they enter).
+ */
+export function slotNotice(limit: number | null, alone = false): string {
+  const have =
     limit === null
-      ? 'you have as many conversations running at once as your account allows'
-      : `you have ${limit} ${limit === 1 ? 'conversation' : 'conversations'} running at once (your limit)`;
-  return `Waiting to start — ${running}. It starts when one ends.`;
+      ? 'you already have as many conversations running at once as your account allows'
+      : limit === 1
+        ? 'you already have 1 conversation running (your limit)'
+        : `you already have ${limit} conversations running at once (your limit)`;
+  const when = limit === 1 ? 'when that one ends' : 'when one of them ends';
+  return `${alone ? 'Your message is waiting to start' : 'Waiting to start'} — ${have}. It starts ${when}.`;
 }
 
 /**

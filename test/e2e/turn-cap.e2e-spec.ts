@@ -83,7 +83,7 @@ describe('per-user cap on concurrent turns, end to end', () => {
       await ws.waitForType('hello');
       sockets.push(ws);
     }
-    return { id: u.user!.id, sockets };
+    return { id: u.user!.id, token: u.token, sockets };
   }
 
   async function sendAll(sockets: WsTestClient[], tag: string, firstByteMs: number): Promise<string[]> {
@@ -150,6 +150,50 @@ describe('per-user cap on concurrent turns, end to end', () => {
     expect(s.max.get(alice.id)).toBe(CAP);
     expect(s.max.get(bob.id)).toBe(2);
     for (const ws of [...alice.sockets, ...bob.sockets]) ws.close();
+  });
+
+  it(`past the cap the waiting session is told why (turn_waiting naming the cap, once per worker), a reconnect reads turn_running waiting turn_slot; under the cap nothing is told`, async () => {
+    const dave = await user('dave', ['s0', 's1', 's2']);
+    const [s0, s1, s2] = dave.sockets;
+    // Two turns that run a while (the cap is 2), then a third message, to another session.
+    const markers = ['w0', 'w1', 'w2'].map((t) => `${t}-${randomUUID()}`);
+    for (const m of markers)
+      await sim.script({ match: m, replies: [{ content: `answer ${m}`, latency: { firstByteMs: 5000 } }] });
+    for (const [i, ws] of [s0, s1].entries()) {
+      ws.send({ type: 'message', client_message_id: `c-${markers[i]}`, content: `go ${markers[i]}` });
+      await ws.waitFor((f) => f.type === 'user_message' && f.client_message_id === `c-${markers[i]}`, 20_000);
+    }
+    s2.send({ type: 'message', client_message_id: `c-${markers[2]}`, content: `go ${markers[2]}` });
+    const ack = await s2.waitFor((f) => f.type === 'ack' && f.client_message_id === `c-${markers[2]}`, 20_000);
+    expect(ack.duplicate).toBe(false);
+    const told = await s2.waitFor((f) => f.type === 'turn_waiting', 10_000);
+    expect(told).toMatchObject({
+      session_id: s2.frames.find((f) => f.type === 'hello')?.session_id,
+      client_message_id: `c-${markers[2]}`,
+      reason: 'concurrent_turns',
+      limit: CAP,
+    });
+    expect(told.message).toContain(`${CAP} turns running at once`);
+    expect(told.message).toContain('SKALD_MAX_CONCURRENT_TURNS_PER_USER');
+    // A socket that connects now reads it from the table.
+    const late = await WsTestClient.connect(stack.gatewayUrl, { token: dave.token, source: 's2' });
+    const running = await late.waitForType('turn_running');
+    expect(running).toMatchObject({ running: false, waiting: 'turn_slot', limit: CAP });
+    // While it waits, sweeps and doorbells drive the session again (1 s sweeps on two workers): the
+    // notice is not repeated on each pass — at most once per worker.
+    await s2.waitFor((f) => f.type === 'user_message' && f.client_message_id === `c-${markers[2]}`, 30_000);
+    const notices = s2.frames.filter((f) => f.type === 'turn_waiting');
+    expect(notices.length).toBeGreaterThanOrEqual(1);
+    expect(notices.length).toBeLessThanOrEqual(2);
+    // Under the cap nothing was told.
+    for (const ws of [s0, s1]) expect(ws.frames.filter((f) => f.type === 'turn_waiting')).toEqual([]);
+    await s2.waitFor((f) => f.type === 'done' && f.content === `answer ${markers[2]}`, 30_000);
+    // Started: a reconnect no longer says it waits.
+    const after = await WsTestClient.connect(stack.gatewayUrl, { token: dave.token, source: 's2' });
+    const now = await after.waitForType('turn_running');
+    expect(now.waiting).toBeUndefined();
+    console.log(`turn cap e2e (told): ${notices.length} turn_waiting while held back`);
+    for (const ws of [...dave.sockets, late, after]) ws.close();
   });
 
   it('a worker killed mid-way: every waiting session still starts, each message answered once, never more than the cap running', async () => {

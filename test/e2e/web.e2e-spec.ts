@@ -251,7 +251,7 @@ describe('web client in a real browser', () => {
     // the scope and the expiry are spelled out on the card
     const scope = await first.locator('.session-scope').innerText();
     expect(scope).toMatch(/Until \d\d:\d\d/);
-    expect(scope).toContain('git status, any further arguments, no options (execute_cmd)');
+    expect(scope).toContain('the command git status with any arguments and no options');
     await page.screenshot({ path: path.join(SHOTS, 'approval-session-scope.png') });
     await session.click();
     // the second git status ran without a card; git push asks

@@ -52,6 +52,12 @@ export interface ChatState {
   items: Item[];
   running: boolean;
   waiting: 'approval' | 'clarification' | null;
+  /**
+   * The conversation's next message waits for one of the user's turn slots (`turn_waiting`, or
+   * `turn_running` with `waiting: "turn_slot"` after a reconnect): the user's cap on conversations
+   * answering at once (`limit`, null when not told) and the waiting message's client id when known.
+   */
+  slot: { limit: number | null; clientMessageId: string | null } | null;
   depth: number;
   /** The oldest history row shown when earlier ones exist (the `before` of the next page), else null. */
   older: string | null;
@@ -62,6 +68,7 @@ export const initialChat: ChatState = {
   items: [],
   running: false,
   waiting: null,
+  slot: null,
   depth: 0,
   older: null,
 };
@@ -101,7 +108,11 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
       // Sent after the replay: `approval_resolved` is not a session event, so a card left open by
       // the replay is settled from what the turn is doing now (the inbox is the truth of what waits).
       const running = f.running === true;
-      const waiting = (f.waiting as ChatState['waiting']) ?? null;
+      const waiting = f.waiting === 'approval' || f.waiting === 'clarification' ? f.waiting : null;
+      const slot =
+        f.waiting === 'turn_slot'
+          ? { limit: typeof f.limit === 'number' ? f.limit : null, clientMessageId: st.slot?.clientMessageId ?? null }
+          : null;
       const open = st.items.filter((i) => i.kind === 'approval' && !i.resolved);
       const stillAsked = waiting === 'approval' ? open.at(-1)?.key : undefined;
       const items = st.items.map((i) =>
@@ -109,8 +120,17 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
           ? { ...i, resolved: running ? ('approved' as const) : ('cancelled' as const) }
           : i,
       );
-      return { ...st, running, waiting, items };
+      return { ...st, running, waiting, slot, items };
     }
+    case 'turn_waiting':
+      if (f.session_id !== st.sessionId) return st;
+      return {
+        ...st,
+        slot: {
+          limit: typeof f.limit === 'number' ? f.limit : null,
+          clientMessageId: typeof f.client_message_id === 'string' ? f.client_message_id : null,
+        },
+      };
     case 'history': {
       // The latest page of `GET /{source}/messages` (a client frame, not from the server): it comes
       // first; what the socket delivered while it loaded follows, unless the page holds it already.
@@ -138,9 +158,11 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
     case 'user_message': {
       const key = `user:${s(f.message_id)}`;
       const item: Item = { kind: 'user', key, content: s(f.content), attachments: attachmentsOf(f) };
+      // A message entered: the turn started, nothing waits for a slot any more.
       return {
         ...st,
         running: true,
+        slot: null,
         items: upsert(
           st.items,
           key,
@@ -346,7 +368,12 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
     case 'command_result':
       return notice(st, f, s(f.content), 'info');
     case 'message_discarded':
-      return notice(st, f, 'A message was discarded by the stop.', 'info');
+      return notice(
+        st.slot?.clientMessageId === f.client_message_id ? { ...st, slot: null } : st,
+        f,
+        'A message was discarded by the stop.',
+        'info',
+      );
     case 'messages_superseded': {
       // edit: the conversation continues before this user message; regenerate (`keeps_message`):
       // the message stays and is answered again. What followed is gone either way.

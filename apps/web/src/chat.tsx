@@ -6,6 +6,7 @@ import { chatReducer, initialChat } from './chat-state';
 import { ChatSocket, type Frame, type SocketState } from './socket';
 import { HISTORY_PAGE } from './history/history-items';
 import { useOutbox } from './outbox/use-outbox';
+import { shownOutbox, slotNotice } from './turn-slot/turn-slot';
 import { shortcutFor } from './shortcuts/shortcuts';
 import type { MessageFrame } from './outbox/outbox';
 import { TaskStrip, useTasks } from './tasks';
@@ -162,6 +163,9 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
     [api],
   );
 
+  // the outbox under the timeline; a message held back at the user's cap on turns carries a notice
+  const outgoing = shownOutbox(outbox.list, state);
+
   // conversations: regenerate, edit-and-resend, model choice (conversations/*)
   const sendFrame = (f: Parameters<ChatSocket['send']>[0]): boolean => socket.current?.send(f) ?? false;
   const lastAnswer = state.items.findLast((i) => i.kind === 'assistant' && i.depth === 0)?.key;
@@ -273,23 +277,31 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
             )}
           </li>
         ))}
-        {outbox.list.map((o) => (
+        {outgoing.shown.map((o) => (
           <li key={`out:${o.frame.client_message_id}`} className={`item user outgoing ${o.state}`}>
             <div className="bubble user-bubble">
               <p>{o.frame.content}</p>
               {o.state === 'pending' ? (
                 <p className="outgoing-state">sending…</p>
-              ) : (
+              ) : o.state === 'failed' ? (
                 <p className="outgoing-state" role="alert">
                   Not sent: the server did not confirm it.{' '}
                   <button type="button" className="link" onClick={() => outbox.retry(o.frame.client_message_id)}>
                     Retry
                   </button>
                 </p>
-              )}
+              ) : null}
             </div>
+            {o.frame.client_message_id === outgoing.waitingFor && state.slot ? (
+              <p className="slot-wait">{slotNotice(state.slot.limit)}</p>
+            ) : null}
           </li>
         ))}
+        {state.slot && outgoing.waitingFor === null ? (
+          <li key="slot-wait" className="item notice-item">
+            <p className="slot-wait">{slotNotice(state.slot.limit, true)}</p>
+          </li>
+        ) : null}
       </ol>
       <div ref={end} />
       <form

@@ -11,10 +11,10 @@ export function describeScope(scope: BypassScope): string {
     // the approval service derives the option shape from the approved call (rules/programs.ts);
     // a scope without one (stored before shapes existed) covers commands without options
     const opts = scope.options ?? [];
-    const shape = opts.length === 0 ? 'no options' : `options ${opts.join(', ')} only`;
+    const only = `using only the ${opts.length === 1 ? 'option' : 'options'} ${opts.join(', ')}`;
     return scope.subcommand
-      ? `${scope.program} ${scope.subcommand}, any further arguments, ${shape} (${scope.tool})`
-      : `${scope.program} without arguments, ${shape} (${scope.tool})`;
+      ? `the command ${scope.program} ${scope.subcommand} with any arguments${opts.length === 0 ? ' and no options' : `, ${only}`}`
+      : `the command ${scope.program} without arguments${opts.length === 0 ? ' or options' : `, ${only}`}`;
   }
   if (scope.directory !== undefined) return `${scope.tool} on files directly in ${scope.directory}`;
   return scope.tool;

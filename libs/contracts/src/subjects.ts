@@ -20,7 +20,14 @@ import {
   MemoryTurnRequest,
 } from './tool-runner';
 import * as M from './mcp';
-import { EphemeralEventSchema, LandsAt, SessionApprovalScope, SessionEventSchema, UserEventSchema } from './ws';
+import {
+  EphemeralEventSchema,
+  LandsAt,
+  SessionApprovalScope,
+  SessionEventSchema,
+  TurnWaitingSchema,
+  UserEventSchema,
+} from './ws';
 import * as A from './approvals';
 import * as L from './llm';
 import * as S from './scheduler';
@@ -82,7 +89,9 @@ export const ReplayReply = z.object({
   events: z.array(SessionEventSchema),
   last_seq: z.number().int().nonnegative(),
   running: z.boolean(),
-  waiting: z.enum(['approval', 'clarification']).optional(),
+  waiting: TurnWaitingSchema.optional(),
+  /** With `waiting: "turn_slot"`: the user's cap on concurrent turns. */
+  limit: z.number().int().positive().optional(),
   /** More events follow: ask again after `last_seq`. */
   has_more: z.boolean().optional(),
 });

@@ -70,6 +70,13 @@ export const USER_CAPS = {
 } as const;
 
 export type UserCapName = keyof typeof USER_CAPS;
+/** The caps past which input waits instead of being refused (`waits: true`). */
+export type WaitingCapName = {
+  [K in UserCapName]: (typeof USER_CAPS)[K] extends { waits: true } ? K : never;
+}[UserCapName];
+export const WAITING_CAPS = (Object.keys(USER_CAPS) as UserCapName[]).filter(
+  (k): k is WaitingCapName => 'waits' in USER_CAPS[k],
+) as [WaitingCapName, ...WaitingCapName[]];
 
 /** The config variable of a cap: a positive integer, with the table's default and documentation. */
 export function userCapSetting(name: UserCapName) {
@@ -91,4 +98,13 @@ export function userCapReached(name: UserCapName, limit: number, have?: number):
     code: 'rate_limited',
     message: `per-user limit ${name} reached: at most ${limit} ${c.noun}${now}, set by ${c.env}. ${c.hint}`,
   };
+}
+
+/**
+ * What a client is told while its input waits at a cap that waits (`turn_waiting`): the cap, its
+ * value and its variable, and when the input goes on.
+ */
+export function userCapWaiting(name: WaitingCapName, limit: number): string {
+  const c = USER_CAPS[name];
+  return `Waiting to start: you have ${limit} ${c.noun}, your limit (per-user limit ${name}, set by ${c.env}). ${c.hint}`;
 }

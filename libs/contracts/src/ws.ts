@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Attachment, ClientMessageId, Delivery, ErrorCode, Id, StoredText, Timestamp } from './common';
+import { WAITING_CAPS } from './user-caps';
 
 /** Version of the WS protocol announced in `hello`. */
 export const PROTOCOL_VERSION = 1;
@@ -241,13 +242,34 @@ export const EphemeralEventSchema = z.discriminatedUnion('type', [
     stream: z.enum(['stdout', 'stderr']),
     chunk: z.string(),
   }),
+  /**
+   * The session's queued input (`client_message_id`: the message that starts the next turn) is held
+   * back by a per-user cap (`reason`, its value `limit`); `message` says so in a sentence. Sent once
+   * per hold-back of that input by a driver; after a (re)connect `turn_running` says it.
+   */
+  z.object({
+    type: z.literal('turn_waiting'),
+    session_id: Id,
+    client_message_id: z.string(),
+    reason: z.enum(WAITING_CAPS),
+    limit: z.number().int().positive(),
+    message: z.string(),
+  }),
 ]);
 export type EphemeralEvent = z.infer<typeof EphemeralEventSchema>;
+
+/**
+ * What a session's turn waits for (`turn_running`): a human's answer (`approval`, `clarification`:
+ * the turn is running, parked), or one of the user's turn slots (`turn_slot`: the turn has not
+ * started; its input is queued at the per-user cap on concurrent turns, whose value is `limit`).
+ */
+export const TurnWaitingSchema = z.enum(['approval', 'clarification', 'turn_slot']);
+export type TurnWaiting = z.infer<typeof TurnWaitingSchema>;
 
 export type ConnectionEvent =
   | { type: 'hello'; protocol: number; server_version: string; session_id: string }
   | { type: 'ack'; client_message_id: string; message_id: string; duplicate: boolean }
-  | { type: 'turn_running'; running: boolean; waiting?: 'approval' | 'clarification' }
+  | { type: 'turn_running'; running: boolean; waiting?: TurnWaiting; limit?: number }
   | { type: 'error'; code: string; message: string; field?: string; request_id?: string }
   | { type: 'command_result'; command: string; content: string }
   | { type: 'client_selected'; client: string }

@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { ConnectionEvent, EphemeralEvent, SessionEvent, UserEvent } from '@skald/contracts';
+import { ConnectionEvent, EphemeralEvent, SessionEvent, TurnWaiting, UserEvent } from '@skald/contracts';
 import { hopMark, hopTraceOn } from '@skald/messaging';
 import type { Principal } from '../auth/auth.service';
 
@@ -56,7 +56,8 @@ export interface ReplayPage {
   events: SessionEvent[];
   last_seq: number;
   running: boolean;
-  waiting?: 'approval' | 'clarification';
+  waiting?: TurnWaiting;
+  limit?: number;
   has_more?: boolean;
 }
 
@@ -252,7 +253,12 @@ export class WsConnection {
   }
 
   private sendTurnRunning(page: ReplayPage): void {
-    this.send({ type: 'turn_running', running: page.running, ...(page.waiting ? { waiting: page.waiting } : {}) });
+    this.send({
+      type: 'turn_running',
+      running: page.running,
+      ...(page.waiting ? { waiting: page.waiting } : {}),
+      ...(page.limit !== undefined ? { limit: page.limit } : {}),
+    });
   }
 
   /** Follows another session of the source from its current end on (`new_session`). */

@@ -19,12 +19,15 @@ export const USER_LIMITS = Symbol('USER_LIMITS');
 @Injectable()
 export class SessionsRepository {
   private readonly maxSessions: number;
+  /** The user's cap on concurrent turns (`USER_CAPS.concurrent_turns`). */
+  readonly maxTurns: number;
 
   constructor(
     private readonly ds: DataSource,
     @Optional() @Inject(USER_LIMITS) limits?: UserLimits,
   ) {
     this.maxSessions = limits?.sessions ?? USER_CAPS.sessions.default;
+    this.maxTurns = limits?.concurrentTurns ?? USER_CAPS.concurrent_turns.default;
   }
 
   /** The active session of (user, source), created on first use; `createNew` starts a fresh one. */
@@ -70,6 +73,25 @@ export class SessionsRepository {
       scope.userId,
     ]);
     return rows[0] ?? null;
+  }
+
+  /**
+   * Whether the session's queued input waits for one of the user's turn slots: its turn finished,
+   * input queued, no slot held, and the user holding `maxTurns` or more (the counter the
+   * reservations judge by).
+   */
+  async heldBackByTurnCap(scope: { userId: string; sessionId: string }): Promise<boolean> {
+    const rows = await queryRows<{ held: boolean }>(
+      this.ds,
+      `SELECT EXISTS (
+         SELECT 1 FROM sessions s
+          WHERE s.id = $1 AND s.user_id = $2 AND s.turn_state = 'finished' AND NOT s.holds_turn_slot
+            AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')
+            AND COALESCE((SELECT c.running FROM user_turns_running c WHERE c.user_id = s.user_id), 0) >= $3::int
+       ) AS held`,
+      [scope.sessionId, scope.userId, this.maxTurns],
+    );
+    return rows[0]?.held === true;
   }
 
   async list(scope: {

@@ -68,7 +68,8 @@ export class SessionsService {
   /**
    * One page of the stored events after `afterSeq` (none without it). The session row is read
    * once: its last seq bounds the page and its turn state is the state as of that seq, so a
-   * client's `turn_running` summarises exactly the events replayed before it.
+   * client's `turn_running` summarises exactly the events replayed before it. A finished turn whose
+   * queued input waits for one of the user's turn slots is `waiting: "turn_slot"` with the cap.
    */
   async replay(actor: Actor, sessionId: string, afterSeq: number | undefined) {
     const session = await this.repo.find({ userId: actor.userId, sessionId });
@@ -89,6 +90,13 @@ export class SessionsService {
     const hasMore = events.length < rows.length;
     if (hasMore) return { events, last_seq: events[events.length - 1].seq, running: true, has_more: true };
     const state = String(session.turn_state);
+    // A finished turn whose queued input waits at the user's cap on concurrent turns.
+    if (
+      state === 'finished' &&
+      session.holds_turn_slot !== true &&
+      (await this.repo.heldBackByTurnCap({ userId: actor.userId, sessionId }))
+    )
+      return { events, last_seq: headSeq, running: false, waiting: 'turn_slot' as const, limit: this.repo.maxTurns };
     const awaiting = state === 'finished' ? [] : await this.turnState.awaitingCalls(sessionId);
     const waiting =
       awaiting.length === 0

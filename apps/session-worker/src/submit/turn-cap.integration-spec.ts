@@ -4,6 +4,8 @@ import { recordAttackSuite } from '@skald/testing';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { LeaseRepository, type Lease } from '../lease/lease.repository';
 import { TurnSlots } from '../turns/turn-slots';
+import { SessionsService } from '../sessions/sessions.service';
+import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { InboxRepository } from './inbox.repository';
 
 jest.setTimeout(120_000);
@@ -109,7 +111,7 @@ describe('turns: per-user cap on running turns', () => {
     const waiting = rs.slice(0, 5).filter((r) => r && !r.start?.entered) as Array<{ lease: Lease | null }>;
     expect(waiting).toHaveLength(3);
     const waitLeases = waiting.map((w) => w.lease as Lease);
-    expect((await Promise.all(waitLeases.map((l) => slots.reserve(l, 2)))).filter(Boolean)).toHaveLength(0);
+    expect(await Promise.all(waitLeases.map((l) => slots.reserve(l, 2)))).toEqual(['at_cap', 'at_cap', 'at_cap']);
 
     // One turn ends (finished, in one statement): its slot is free; of three concurrent reserves one wins.
     const [first] = await ds.query<Array<{ id: string }>>(
@@ -121,11 +123,12 @@ describe('turns: per-user cap on running turns', () => {
     // Held-back sessions still leased by their drivers are not offered to a doorbell.
     expect(await slots.waiting(userId, first.id)).toBeNull();
     const won = await Promise.all(waitLeases.map((l) => slots.reserve(l, 2)));
-    expect(won.filter(Boolean)).toHaveLength(1);
+    expect(won.filter((r) => r === 'reserved')).toHaveLength(1);
+    expect(won.filter((r) => r === 'at_cap')).toHaveLength(2);
     expect(await counter(userId)).toBe(2);
     expect(await held(userId)).toBe(2);
     // Its turn starts (the driver's commit): still one slot, not two.
-    const winner = waitLeases[won.indexOf(true)];
+    const winner = waitLeases[won.indexOf('reserved')];
     await ds.query(`UPDATE sessions SET turn_state = 'running' WHERE id = $1`, [winner.sessionId]);
     expect(await counter(userId)).toBe(2);
     // A turn that parks (waiting for a human) holds nothing.
@@ -150,25 +153,58 @@ describe('turns: per-user cap on running turns', () => {
     const { id: b } = await sessions.active({ userId, source: 'b' });
     const dead = await leases.acquire(a, 'worker-dead', 1);
     expect(dead).not.toBeNull();
-    expect(await slots.reserve(dead!, 1)).toBe(true);
+    expect(await slots.reserve(dead!, 1)).toBe('reserved');
     expect(await counter(userId)).toBe(1);
     await new Promise((r) => setTimeout(r, 20));
     // The stale driver can no longer let go or reserve: fenced by its lease's epoch.
     const next = await leases.acquire(a, 'worker-b', 30_000);
     expect(next).not.toBeNull();
     expect(await slots.letGo(dead!)).toBe(false);
+    // A stale driver is not told it is at the cap: the lease is not its own.
+    expect(await slots.reserve(dead!, 1)).toBe('not_ours');
     // The next driver: the session already holds its slot (cap 1 is full with it).
-    expect(await slots.reserve(next!, 1)).toBe(true);
+    expect(await slots.reserve(next!, 1)).toBe('reserved');
     expect(await counter(userId)).toBe(1);
     // Another session of the user is held back at cap 1.
     const lb = await leases.acquire(b, 'worker-b', 30_000);
-    expect(await slots.reserve(lb!, 1)).toBe(false);
+    expect(await slots.reserve(lb!, 1)).toBe('at_cap');
     // The next driver ends without starting the turn: the slot goes back; now b gets it.
     expect(await slots.letGo(next!)).toBe(true);
     expect(await counter(userId)).toBe(0);
-    expect(await slots.reserve(lb!, 1)).toBe(true);
+    expect(await slots.reserve(lb!, 1)).toBe('reserved');
     // Deleting the conversation frees its slot.
     await ds.query(`DELETE FROM sessions WHERE id = $1`, [b]);
     expect(await counter(userId)).toBe(0);
+  });
+
+  it('turn_running after a (re)connect: a session whose queued input waits at the cap says waiting turn_slot with the cap; under the cap, or once started, it does not', async () => {
+    const inbox = new InboxRepository(ds, { concurrentTurns: 1 });
+    const service = new SessionsService(
+      new SessionsRepository(ds, { concurrentTurns: 1 }),
+      new TurnStateRepository(ds),
+    );
+    const userId = randomUUID();
+    const actor = { userId, role: 'user' as const };
+    const { id: a } = await sessions.active({ userId, source: 'a' });
+    const { id: b } = await sessions.active({ userId, source: 'b' });
+    // Nothing queued: not waiting.
+    expect(await service.replay(actor, b, undefined)).toMatchObject({ running: false });
+    expect((await service.replay(actor, b, undefined)).waiting).toBeUndefined();
+    const ra = await inbox.submitToActive({ userId, source: 'a', role: 'user' }, msg('a1'), take());
+    expect(ra?.start?.entered).toBeTruthy();
+    const rb = await inbox.submitToActive({ userId, source: 'b', role: 'user' }, msg('b1'), take());
+    expect(rb?.start?.entered).toBeFalsy();
+    expect(await service.replay(actor, b, undefined)).toMatchObject({ running: false, waiting: 'turn_slot', limit: 1 });
+    // The running session is not waiting for a slot.
+    const runningA = await service.replay(actor, a, undefined);
+    expect(runningA).toMatchObject({ running: true });
+    expect(runningA.waiting).toBeUndefined();
+    // Another user's session is not found, as ever.
+    await expect(service.replay({ userId: randomUUID(), role: 'user' }, b, undefined)).rejects.toThrow(
+      'session not found',
+    );
+    // a's turn ends: the slot is free, b is no longer held back (its driver takes it next).
+    await ds.query(`UPDATE sessions SET turn_state = 'finished' WHERE id = $1`, [a]);
+    expect((await service.replay(actor, b, undefined)).waiting).toBeUndefined();
   });
 });

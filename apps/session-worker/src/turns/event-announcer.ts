@@ -1,6 +1,14 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import type { EphemeralEvent, EventSink, SessionEventDraft } from '@skald/agent-loop';
-import { BUILTIN_TOOLS, EphemeralEventSchema, SessionEvent, SessionEventSchema, TOPICS } from '@skald/contracts';
+import type { EphemeralEvent as LoopEphemeralEvent, EventSink, SessionEventDraft } from '@skald/agent-loop';
+import {
+  BUILTIN_TOOLS,
+  EphemeralEvent,
+  EphemeralEventSchema,
+  SessionEvent,
+  SessionEventSchema,
+  TOPICS,
+  userCapWaiting,
+} from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_LOGGER } from '../config';
@@ -170,9 +178,30 @@ export class EventAnnouncer {
     else if (type === 'agent_question') this.metrics.humanWaits.inc({ kind: 'clarification' });
   }
 
+  /**
+   * The session's queued input `clientMessageId` is held back at the user's cap on concurrent
+   * turns (`limit`): told to the session's sockets as the ephemeral `turn_waiting`, best effort
+   * (after a reconnect `turn_running` says it, read from the table).
+   */
+  heldBack(userId: string, sessionId: string, clientMessageId: string, limit: number): void {
+    const event: EphemeralEvent = {
+      type: 'turn_waiting',
+      session_id: sessionId,
+      client_message_id: clientMessageId,
+      reason: 'concurrent_turns',
+      limit,
+      message: userCapWaiting('concurrent_turns', limit),
+    };
+    try {
+      this.bus.publish(TOPICS.ephemeralEvents.subject(userId, sessionId), EphemeralEventSchema, event);
+    } catch (err) {
+      this.log.warn({ userId, sessionId, err: String(err) }, 'could not announce a held-back turn');
+    }
+  }
+
   sinkFor(userId: string): EventSink {
     return {
-      ephemeral: (event: EphemeralEvent) => {
+      ephemeral: (event: LoopEphemeralEvent) => {
         try {
           this.bus.publish(TOPICS.ephemeralEvents.subject(userId, event.session_id), EphemeralEventSchema, event);
         } catch {

@@ -42,6 +42,7 @@ import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 import { TurnSlots } from './turn-slots';
+import { HeldBackNotices } from './held-back-notices';
 import { HistoryCarry } from '../store/history-carry';
 import type { EnteredFirst, PrimedStart } from '../submit/inbox.repository';
 
@@ -86,6 +87,8 @@ export class TurnDriver implements OnApplicationShutdown {
   private readonly carry = new HistoryCarry();
   private draining = false;
   private readonly slots: TurnSlots;
+  /** The held-back inputs told to their sessions' sockets (`turn_waiting`). */
+  private readonly heldBack = new HeldBackNotices();
 
   constructor(
     private readonly ds: DataSource,
@@ -372,9 +375,13 @@ export class TurnDriver implements OnApplicationShutdown {
       // parked turn never waits). None: the input stays queued, accepted, for a freed slot's doorbell or the sweep.
       // A failed reservation (the database) holds the turn back too: never the failed-turn path,
       // which could end the turn of an accepted message; the sweep retries.
-      if (next && !(await this.slots.reserve(d.lease, this.maxTurns).catch(() => false))) {
+      const slot = next ? await this.slots.reserve(d.lease, this.maxTurns).catch(() => 'failed' as const) : 'reserved';
+      if (slot !== 'reserved') {
         d.cappedAt = performance.now();
-        d.log.info({ cap: this.maxTurns }, 'turn held back: the user has the most turns running at once');
+        d.log.info({ cap: this.maxTurns, slot }, 'turn held back: the user has the most turns running at once');
+        // At the cap (as the reservation's statement found it): the session's sockets are told, once per input here.
+        if (slot === 'at_cap' && next && this.heldBack.first(sessionId, next.id))
+          this.announcer.heldBack(session.userId, sessionId, next.clientMessageId, this.maxTurns);
         return false;
       }
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.

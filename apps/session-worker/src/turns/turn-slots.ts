@@ -2,6 +2,9 @@ import { queryRows } from '@skald/persistence';
 import type { DataSource } from 'typeorm';
 import type { Lease } from '../lease/lease.repository';
 
+/** What `TurnSlots.reserve` found. */
+export type Reservation = 'reserved' | 'at_cap' | 'not_ours';
+
 /**
  * The per-user cap on running turns (`USER_CAPS.concurrent_turns`, migration 1764460805500), as the
  * driver uses it: a slot reserved before a turn starts from the inbox, let go when the driver ends
@@ -12,13 +15,14 @@ export class TurnSlots {
   constructor(private readonly ds: DataSource) {}
 
   /**
-   * Reserves a slot for the turn the driver is about to start in this (finished) session: true when
-   * the session already holds one (reserved by a driver that stopped before the turn started) or
-   * the user holds fewer than `cap` (judged on the counter row's latest version, under its lock).
-   * False past the cap, or when the lease is no longer this driver's.
+   * Reserves a slot for the turn the driver is about to start in this (finished) session:
+   * `reserved` when the session already holds one (reserved by a driver that stopped before the
+   * turn started) or the user holds fewer than `cap` (judged on the counter row's latest version,
+   * under its lock); `at_cap` when the user holds `cap` or more (the session's input waits);
+   * `not_ours` when the lease is no longer this driver's or the turn is not finished.
    */
-  async reserve(lease: Lease, cap: number): Promise<boolean> {
-    const rows = await queryRows<{ ok: boolean }>(
+  async reserve(lease: Lease, cap: number): Promise<Reservation> {
+    const rows = await queryRows<{ ok: boolean; mine: boolean }>(
       this.ds,
       `WITH me AS (
          SELECT s.id, s.user_id, s.holds_turn_slot FROM sessions s
@@ -34,10 +38,12 @@ export class TurnSlots {
          UPDATE sessions SET holds_turn_slot = true
           WHERE id = (SELECT id FROM me) AND EXISTS (SELECT 1 FROM slot)
          RETURNING 1)
-       SELECT COALESCE((SELECT holds_turn_slot FROM me), false) OR EXISTS (SELECT 1 FROM took) AS ok`,
+       SELECT COALESCE((SELECT holds_turn_slot FROM me), false) OR EXISTS (SELECT 1 FROM took) AS ok,
+              EXISTS (SELECT 1 FROM me) AS mine`,
       [lease.sessionId, lease.owner, lease.epoch, cap],
     );
-    return rows[0]?.ok === true;
+    const r = rows[0];
+    return r?.ok === true ? 'reserved' : r?.mine === true ? 'at_cap' : 'not_ours';
   }
 
   /**

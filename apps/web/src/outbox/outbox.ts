@@ -4,12 +4,14 @@ export type MessageFrame = Extract<ClientFrame, { type: 'message' }>;
 
 /**
  * A message the server has not acknowledged yet (`pending`), or given up on after the retry bound
- * (`failed`: the user may retry it by hand). An acknowledged one leaves the outbox: it is durable
- * on the server, and its `user_message` shows it when it enters the conversation.
+ * (`failed`: the user may retry it by hand), or acknowledged and not yet in the conversation
+ * (`queued`: durable on the server, waiting for a turn; `messageId` is the id its chat row gets).
+ * It leaves the outbox when its `user_message` shows it in the conversation (or a stop discards it).
  */
 export interface Outgoing {
   frame: MessageFrame;
-  state: 'pending' | 'failed';
+  state: 'pending' | 'failed' | 'queued';
+  messageId?: string;
   /** Sends so far (a send while the socket is down does not count). */
   tries: number;
   /** When it is sent (again) if no `ack` came by then (ms since the epoch). */
@@ -27,8 +29,12 @@ export type OutboxAction =
   | { type: 'add'; frame: MessageFrame; now: number }
   /** It was handed to an open socket. */
   | { type: 'sent'; cid: string; now: number }
-  /** `ack` (a `duplicate: true` too: the server already has it), or its `user_message` came first. */
+  /** `ack` of a new message: stored, shown as queued until it enters the conversation. */
+  | { type: 'stored'; cid: string; messageId: string }
+  /** Its `user_message` or `message_discarded`, or an `ack` with `duplicate: true` (the server had it already). */
   | { type: 'acked'; cid: string }
+  /** The socket follows another conversation (`new_session`): messages queued in the one left are not shown here. */
+  | { type: 'left' }
   /** The socket (re)opened: whatever waits for an ack goes again now. */
   | { type: 'reconnected'; now: number }
   /** Past the bound without an ack: failed. */
@@ -55,8 +61,14 @@ function step(list: readonly Outgoing[], a: OutboxAction): Outgoing[] {
           ? { ...o, tries: o.tries + 1, nextAt: a.now + RETRY.ackTimeoutMs + backoff(o.tries + 1) }
           : o,
       );
+    case 'stored':
+      return list.map((o) =>
+        cidOf(o) === a.cid && o.state !== 'queued' ? { ...o, state: 'queued', messageId: a.messageId } : o,
+      );
     case 'acked':
       return list.filter((o) => cidOf(o) !== a.cid);
+    case 'left':
+      return list.filter((o) => o.state !== 'queued');
     case 'reconnected':
       return list.map((o) => (o.state === 'pending' && o.tries < RETRY.maxTries ? { ...o, nextAt: a.now } : o));
     case 'tick':

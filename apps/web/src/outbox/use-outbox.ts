@@ -27,12 +27,16 @@ export function useOutbox(send: (f: MessageFrame) => boolean, isOpen: () => bool
     return () => clearInterval(timer);
   }, [flush]);
 
-  /** A server frame: acks and echoes settle what waits. */
+  /** A server frame: acks store what waits, echoes (and discards) settle it. */
   const onFrame = useCallback((f: Frame) => {
     const cid = typeof f.client_message_id === 'string' ? f.client_message_id : null;
     if (f.type === 'hello') dispatch({ type: 'reconnected', now: Date.now() });
+    if (f.type === 'new_session') dispatch({ type: 'left' });
     if (!cid) return;
-    if (f.type === 'ack' || f.type === 'user_message') dispatch({ type: 'acked', cid });
+    if (f.type === 'ack' && f.duplicate !== true && typeof f.message_id === 'string')
+      dispatch({ type: 'stored', cid, messageId: f.message_id });
+    else if (f.type === 'ack' || f.type === 'user_message' || f.type === 'message_discarded')
+      dispatch({ type: 'acked', cid });
   }, []);
 
   const add = useCallback(

@@ -295,7 +295,7 @@ describe('web client in a real browser', () => {
 
   it("an admin's rule change in the console takes effect; a non-admin cannot reach admin pages or APIs", async () => {
     // the admin signs in and adds a Deny for a marker command with the console
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const ctx = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
     const page = await ctx.newPage();
     await page.goto(stack.gatewayUrl);
     await page.getByLabel('Email').fill(stack.admin.email);
@@ -323,6 +323,28 @@ describe('web client in a real browser', () => {
     await tester.getByRole('button', { name: 'Test' }).click();
     await tester.getByText(/^deny/).waitFor();
     await page.screenshot({ path: path.join(SHOTS, 'admin-rules.png') });
+    // an allow rule that can never allow anything says why, under the form and in the list
+    await form.getByLabel('Tool pattern').fill('execute_cmd');
+    await form.getByLabel('Command pattern').fill('git *');
+    await form.getByLabel('Action').selectOption('allow');
+    await form.getByLabel('Priority').fill('2');
+    await form.getByRole('button', { name: 'Add rule' }).click();
+    await form.getByText(/^Rule created, but it never allows anything: git with every other invocation/).waitFor();
+    const gitRow = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'git *', exact: true }) });
+    await expect(gitRow.innerText()).resolves.toMatch(/allow — never allows: git with every other invocation/);
+    await expectNoSeriousViolations(page, 'admin-rules');
+    for (const [width, name] of [
+      [1280, 'admin-rule-never-allows'],
+      [375, 'admin-rule-never-allows-375'],
+      [320, 'admin-rule-never-allows-320'],
+    ] as const) {
+      await page.setViewportSize({ width, height: 900 });
+      await gitRow.scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await gitRow.getByRole('button', { name: /^delete rule/ }).click();
+    await gitRow.waitFor({ state: 'detached' });
     for (const tab of ['Tools', 'Audit', 'Users']) {
       await page.getByRole('tab', { name: tab }).click();
       await page.getByRole('table').first().waitFor();

@@ -115,39 +115,59 @@ function Rules({ api }: { api: Api }) {
   return (
     <section aria-label="rules">
       {error ? <p role="alert">{error}</p> : null}
-      <table>
+      <table className="rules" role="table">
         <caption>
           Rules, in the order the gate reads them (first match wins); built-in rules are part of the gate and come first
         </caption>
-        <thead>
-          <tr>
-            <th scope="col">Priority</th>
-            <th scope="col">Tool</th>
-            <th scope="col">Path</th>
-            <th scope="col">Command</th>
-            <th scope="col">Action</th>
-            <th scope="col">Note</th>
-            <th scope="col">
+        <thead role="rowgroup">
+          <tr role="row">
+            <th role="columnheader" scope="col">
+              Priority
+            </th>
+            <th role="columnheader" scope="col">
+              Tool
+            </th>
+            <th role="columnheader" scope="col">
+              Path
+            </th>
+            <th role="columnheader" scope="col">
+              Command
+            </th>
+            <th role="columnheader" scope="col">
+              Action
+            </th>
+            <th role="columnheader" scope="col">
+              Note
+            </th>
+            <th role="columnheader" scope="col">
               <span className="sr-only">Actions</span>
             </th>
           </tr>
         </thead>
-        <tbody>
+        <tbody role="rowgroup">
           {(rules?.items ?? []).map((r) => (
-            <tr key={r.id} className={r.built_in ? 'built-in' : undefined}>
-              <td>{r.built_in ? 'built-in' : r.priority}</td>
-              <td>{r.tool_pattern}</td>
-              <td>{r.path_pattern ?? ''}</td>
-              <td>{r.command_pattern ?? ''}</td>
-              <td className={`action ${r.action}`}>
+            <tr role="row" key={r.id} className={r.built_in ? 'built-in' : undefined}>
+              <td role="cell" data-label="Priority">
+                {r.built_in ? 'built-in' : r.priority}
+              </td>
+              <td role="cell" data-label="Tool">
+                {r.tool_pattern}
+              </td>
+              <td role="cell" data-label="Path">
+                {r.path_pattern ?? ''}
+              </td>
+              <td role="cell" data-label="Command">
+                {r.command_pattern ?? ''}
+              </td>
+              <td role="cell" data-label="Action" className={`action ${r.action}`}>
                 {r.action}
                 {r.never_allows ? <span className="never-allows"> — never allows: {r.never_allows}</span> : null}
               </td>
-              <td>
+              <td role="cell" data-label="Note">
                 {r.note ?? ''}
                 {r.built_in && r.applies ? ` (${r.applies})` : ''}
               </td>
-              <td>
+              <td role="cell">
                 {r.built_in ? (
                   <span className="read-only" title="part of the gate: evaluated before every rule, cannot be changed">
                     read-only

@@ -72,6 +72,7 @@ export {
 export {
   CANCELLED_NOTE,
   INTERRUPTED_AFTER_START,
+  INTERRUPTED_AFTER_START_NOTE,
   INTERRUPTED_BEFORE_START,
   rejectionMessage,
   hiddenToolResult,

@@ -79,7 +79,7 @@ export function toolResultContent(call: ToolCallRow): string {
     case 'running':
       return INTERRUPTED_AFTER_START;
     case 'interrupted':
-      return call.result ?? INTERRUPTED_AFTER_START;
+      return call.result === null ? INTERRUPTED_AFTER_START : `Error: ${call.result}`;
   }
 }
 

@@ -76,9 +76,9 @@ export interface ToolCallRow {
   /** The model's arguments exactly as sent (raw JSON text, possibly invalid JSON). */
   argumentsText: string;
   status: ToolCallStatus;
-  /** Meaning depends on status: `done` → result; `failed` → error message (without `Error: `);
-   *  `rejected` → the rejection sentence the model sees; `cancelled` → the note
-   *  (`Cancelled by user.`); otherwise null. */
+  /** Meaning depends on status: `done` → result; `failed` and `interrupted` → error message
+   *  (without `Error: `); `rejected` → the rejection sentence the model sees; `cancelled` → the
+   *  note (`Cancelled by user.`); otherwise null. */
   result: string | null;
   /** Result type for `tool_done` (e.g. `text`). */
   resultType: string | null;

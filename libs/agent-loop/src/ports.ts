@@ -314,7 +314,7 @@ export interface ToolInvocation {
 export interface ToolSetPort {
   /** Tools offered this round (called every round, so granted groups appear at once). */
   definitions(ctx: ToolContext): Promise<ToolSpec[]>;
-  /** Groups `activate_tools` may grant (MCP server names, `config`). */
+  /** Groups `activate_tools` may grant (MCP server names; `config` only where configuration tools exist). */
   groups(ctx: ToolContext): Promise<string[]>;
   /** Build the execution of one call; an unknown tool may return an execution that fails. */
   build(call: ToolInvocation, ctx: ToolContext): ToolExecution;

@@ -125,6 +125,9 @@ export interface InboxItem {
   /** A system delivery (an async task's ending, a notification): it enters as a synthetic
    *  assistant message carrying one completed call of this tool, not as a user message. */
   toolResult?: SyntheticToolResult | null;
+  /** System-made input (a tic's periodic prompt): it enters as a synthetic user row, which the
+   *  model reads and the chat does not show (no `user_message` echo). Absent: false. */
+  isSynthetic?: boolean;
   /** A regenerate or an edit-and-resend, carried out when the item starts its turn (absent: none). */
   rewind?: InboxRewind | null;
 }

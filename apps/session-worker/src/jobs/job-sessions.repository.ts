@@ -24,6 +24,8 @@ export class JobSessionsRepository {
     prompt: string;
     runContext: JobRunContext;
     autoDeny: boolean;
+    /** The prompt is system-made (a tic's): it enters as a synthetic row, not echoed nor shown. */
+    synthetic: boolean;
     scratchpadSessionId: string | null;
     clientPin: string | null;
   }): Promise<{ created: boolean }> {
@@ -55,8 +57,8 @@ export class JobSessionsRepository {
       if (inserted.length === 0) return { created: false };
       await tx.query(
         `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic)
-         VALUES ($1, $1, $2, $3, $4, 'queue', false)`,
-        [o.runId, o.userId, `job-prompt:${o.runId}`, o.prompt],
+         VALUES ($1, $1, $2, $3, $4, 'queue', $5)`,
+        [o.runId, o.userId, `job-prompt:${o.runId}`, o.prompt, o.synthetic],
       );
       return { created: true };
     });

@@ -74,6 +74,7 @@ export {
   INTERRUPTED_AFTER_START,
   INTERRUPTED_AFTER_START_NOTE,
   INTERRUPTED_BEFORE_START,
+  AUTO_DENY_REASON,
   rejectionMessage,
   hiddenToolResult,
   cutToolResult,

@@ -125,6 +125,8 @@ export interface GateRequest {
   runContext: RunContext;
   /** The session's security group (null: the default rules only). */
   securityGroup: string | null;
+  /** The session cannot ask a human (a headless run, `autoDenyApprovals`): a Require is refused. */
+  autoDeny: boolean;
 }
 
 export type GateDecision =

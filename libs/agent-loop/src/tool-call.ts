@@ -142,6 +142,7 @@ export async function runCall(
       arguments: call.args,
       runContext: session.runContext,
       securityGroup: session.securityGroup ?? null,
+      autoDeny: session.autoDenyApprovals,
     });
   } catch (error) {
     // The gate did not answer: the call was not run, and the turn goes on.

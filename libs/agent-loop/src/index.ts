@@ -72,7 +72,9 @@ export {
 export {
   CANCELLED_NOTE,
   INTERRUPTED_AFTER_START,
+  INTERRUPTED_AFTER_START_NOTE,
   INTERRUPTED_BEFORE_START,
+  AUTO_DENY_REASON,
   rejectionMessage,
   hiddenToolResult,
   cutToolResult,

@@ -19,7 +19,7 @@ export function inboxMessageAt(sessionId: string, frameId: string, item: InboxIt
     role: 'user',
     content: item.content,
     reasoningContent: null,
-    isSynthetic: false,
+    isSynthetic: item.isSynthetic === true,
     attachments: item.attachments,
     clientMessageId: item.clientMessageId,
     inputTokens: null,
@@ -39,10 +39,10 @@ export function userMessageEvent(message: NewMessage): SessionEventDraft {
 }
 
 /**
- * The rows an inbox item becomes when it enters the conversation: a user message with its echo,
- * or — for a system delivery — a synthetic assistant message carrying one completed call of the
- * injected tool (`task_completed`, `read_notification`), which the model reads as any tool result.
- * Synthetic rows are not echoed.
+ * The rows an inbox item becomes when it enters the conversation: a user message with its echo
+ * (a synthetic one, such as a tic's prompt, without), or — for a system delivery — a synthetic
+ * assistant message carrying one completed call of the injected tool (`task_completed`,
+ * `read_notification`), which the model reads as any tool result. Synthetic rows are not echoed.
  */
 export function inboxEntry(
   turn: TurnContext,
@@ -55,7 +55,7 @@ export function inboxEntry(
     return {
       message,
       mutations: [{ kind: 'enterInbox', inboxId: item.id, message }],
-      events: [userMessageEvent(message)],
+      events: message.isSynthetic ? [] : [userMessageEvent(message)],
     };
   }
   const message: NewMessage = {

@@ -62,7 +62,7 @@ export const ASK_USER_CLARIFICATION = fn(
 
 export const ACTIVATE_TOOLS = fn(
   'activate_tools',
-  'Make tool groups (MCP server names or `config`) available from your next step on.',
+  'Make tool groups (the MCP server names your instructions list) available from your next step on.',
   { groups: { type: 'array', items: { type: 'string' } } },
   ['groups'],
 );

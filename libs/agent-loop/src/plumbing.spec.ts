@@ -125,7 +125,7 @@ describe('activate_tools', () => {
     expect(h.model.calls[2].tools.map((t) => t.function.name)).toContain('mcp__github__list_issues');
   });
 
-  it('rejects unknown groups', async () => {
+  it('rejects unknown groups, saying which it could not activate and what it can', async () => {
     const h = new LoopHarness({
       tools: [githubTool],
       script: [{ toolCalls: [{ name: 'activate_tools', arguments: { groups: ['nope'] } }] }, { content: 'ok' }],
@@ -133,18 +133,53 @@ describe('activate_tools', () => {
     await h.run('go');
     expect(h.toolCalls()[0]).toMatchObject({
       status: 'failed',
-      result: 'Unknown tool group(s): nope. Available: config, github.',
+      result: 'Not activated: nope (no such tool group). Groups you can activate: github.',
     });
   });
 
-  it('accepts the reserved `config` group whatever the tool set lists', async () => {
+  it('`config` unlocks nothing where no tool set lists it: it is refused, and said why', async () => {
     const h = new LoopHarness({
       tools: [githubTool],
       script: [{ toolCalls: [{ name: 'activate_tools', arguments: { groups: ['config'] } }] }, { content: 'ok' }],
     });
     await h.run('go');
-    expect(h.toolCalls()[0].status).toBe('done');
-    expect(await h.store.getGrants({ kind: 'session', sessionId: 'session-1' })).toEqual(['config']);
+    expect(h.toolCalls()[0]).toMatchObject({
+      status: 'failed',
+      result:
+        'Not activated: config (there are no configuration tools here; settings are changed by the user in the app). Groups you can activate: github.',
+    });
+    expect(await h.store.getGrants({ kind: 'session', sessionId: 'session-1' })).toEqual([]);
+  });
+
+  it('activates the groups it can and names the ones it could not', async () => {
+    const h = new LoopHarness({
+      tools: [githubTool],
+      script: [
+        { toolCalls: [{ name: 'activate_tools', arguments: { groups: ['github', 'config', 'nope'] } }] },
+        { content: 'ok' },
+      ],
+    });
+    await h.run('go');
+    expect(h.toolCalls()[0]).toMatchObject({
+      status: 'done',
+      result:
+        'Activated: github. Their tools are available from your next step. Not activated: config (there are no configuration tools here; settings are changed by the user in the app), nope (no such tool group).',
+    });
+    expect(await h.store.getGrants({ kind: 'session', sessionId: 'session-1' })).toEqual(['github']);
+  });
+
+  it('a tool set that has a `config` group: activating it unlocks its tools from the next round', async () => {
+    const h = new LoopHarness({
+      tools: [{ name: 'set_model', group: 'config', run: async () => ({ ok: true as const, content: 'set' }) }],
+      script: [
+        { toolCalls: [{ name: 'activate_tools', arguments: { groups: ['config'] } }] },
+        { toolCalls: [{ name: 'set_model' }] },
+        { content: 'done' },
+      ],
+    });
+    await h.run('go');
+    expect(h.model.calls.map((c) => c.tools.some((t) => t.function.name === 'set_model'))).toEqual([false, true, true]);
+    expect(h.toolCalls()[1].status).toBe('done');
   });
 });
 

@@ -43,24 +43,35 @@ export function writeTodos(fctx: FrameContext, row: ToolCallRow, args: unknown):
   });
 }
 
-/** The reserved group of the built-in configuration tools: always grantable, whatever the tool set lists. */
+/** The group name of configuration tools (PROTOCOL.md): grantable only where the tool set lists it. */
 export const CONFIG_GROUP = 'config';
 
+/** Why a group the model asked for cannot be activated. */
+function notActivatable(group: string): string {
+  return group === CONFIG_GROUP
+    ? 'there are no configuration tools here; settings are changed by the user in the app'
+    : 'no such tool group';
+}
+
+/**
+ * Grants the groups the tool set lists (their tools are offered from the next round on) and
+ * names each other one with the reason; a call that activates nothing fails.
+ */
 export async function activateTools(fctx: FrameContext, row: ToolCallRow, args: unknown): Promise<CallRecord> {
   const raw = isRecord(args) ? args['groups'] : undefined;
-  const groups = Array.isArray(raw) ? raw.filter((g): g is string => typeof g === 'string') : [];
+  const groups = Array.isArray(raw) ? [...new Set(raw.filter((g): g is string => typeof g === 'string'))] : [];
   if (groups.length === 0) return failedRecord(row, 'activate_tools needs `groups`: a non-empty array of group names.');
-  const listed = await fctx.turn.deps.tools.groups(await toolContext(fctx));
-  const available = [CONFIG_GROUP, ...listed.filter((g) => g !== CONFIG_GROUP)];
-  const unknown = groups.filter((g) => !available.includes(g));
-  if (unknown.length > 0) {
-    return failedRecord(
-      row,
-      `Unknown tool group(s): ${unknown.join(', ')}. Available: ${available.join(', ') || '(none)'}.`,
-    );
+  const available = await fctx.turn.deps.tools.groups(await toolContext(fctx));
+  const granted = groups.filter((g) => available.includes(g));
+  const refused = groups.filter((g) => !available.includes(g));
+  const notActivated =
+    refused.length > 0 ? `Not activated: ${refused.map((g) => `${g} (${notActivatable(g)})`).join(', ')}.` : '';
+  if (granted.length === 0) {
+    return failedRecord(row, `${notActivated} Groups you can activate: ${available.join(', ') || '(none)'}.`);
   }
-  return doneRecord(row, `Activated: ${groups.join(', ')}. Their tools are available from your next step.`, {
-    extra: [{ kind: 'grantTools', scope: grantScope(fctx), groups }],
+  const activated = `Activated: ${granted.join(', ')}. Their tools are available from your next step.`;
+  return doneRecord(row, notActivated ? `${activated} ${notActivated}` : activated, {
+    extra: [{ kind: 'grantTools', scope: grantScope(fctx), groups: granted }],
   });
 }
 

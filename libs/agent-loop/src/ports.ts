@@ -125,6 +125,8 @@ export interface GateRequest {
   runContext: RunContext;
   /** The session's security group (null: the default rules only). */
   securityGroup: string | null;
+  /** The session cannot ask a human (a headless run, `autoDenyApprovals`): a Require is refused. */
+  autoDeny: boolean;
 }
 
 export type GateDecision =
@@ -326,7 +328,7 @@ export interface ToolInvocation {
 export interface ToolSetPort {
   /** Tools offered this round (called every round, so granted groups appear at once). */
   definitions(ctx: ToolContext): Promise<ToolSpec[]>;
-  /** Groups `activate_tools` may grant (MCP server names, `config`). */
+  /** Groups `activate_tools` may grant (MCP server names; `config` only where configuration tools exist). */
   groups(ctx: ToolContext): Promise<string[]>;
   /** Build the execution of one call; an unknown tool may return an execution that fails. */
   build(call: ToolInvocation, ctx: ToolContext): ToolExecution;

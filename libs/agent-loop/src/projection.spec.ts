@@ -218,6 +218,16 @@ describe('projection', () => {
     ]);
   });
 
+  it('an interrupted call with a stored detail reaches the model as an error (ARCHITECTURE.md: Error: prefix)', () => {
+    const a = row('assistant', '');
+    const detail =
+      'the tool runner stopped answering while running this call (no sign of life for 5 s); it may or may not have taken effect. Check the current state before retrying.';
+    const out = projectMessages(
+      input({ messages: [row('user', 'go'), a], toolCalls: [call(a, 0, 'interrupted', detail)] }),
+    );
+    expect(out[3].content).toBe(`Error: ${detail}`);
+  });
+
   it('hides long tool results of previous turns only, with the exact placeholder, leaving the rows unchanged', () => {
     const big = 'x'.repeat(50);
     const old = row('assistant', 'checking');

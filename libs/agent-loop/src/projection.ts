@@ -50,8 +50,16 @@ export function applySubstitutions(text: string, substitutions: Record<string, s
   return out;
 }
 
+/** XML character data: no note's text can close or open an element. */
+function escapeText(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** The scratchpad system message; keys and values are XML-escaped, so any text reads back as it was. */
 export function scratchpadMessage(notes: ScratchpadNote[]): string {
-  const lines = notes.map((n) => `  <note key="${n.key}">${n.value}</note>`);
+  const lines = notes.map(
+    (n) => `  <note key="${escapeText(n.key).replace(/"/g, '&quot;')}">${escapeText(n.value)}</note>`,
+  );
   return ['<scratchpad>', ...lines, '</scratchpad>'].join('\n');
 }
 
@@ -79,7 +87,7 @@ export function toolResultContent(call: ToolCallRow): string {
     case 'running':
       return INTERRUPTED_AFTER_START;
     case 'interrupted':
-      return call.result ?? INTERRUPTED_AFTER_START;
+      return call.result === null ? INTERRUPTED_AFTER_START : `Error: ${call.result}`;
   }
 }
 

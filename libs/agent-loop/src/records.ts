@@ -1,5 +1,5 @@
 /** The write (mutations + events) that records one tool call's terminal status. */
-import { CANCELLED_NOTE, INTERRUPTED_AFTER_START } from './texts';
+import { CANCELLED_NOTE, INTERRUPTED_AFTER_START_NOTE } from './texts';
 import type { Mutation, SessionEventDraft, ToolCallRow, ToolCallStatus, ToolCallSummary } from './types';
 
 export interface CallRecord {
@@ -85,10 +85,9 @@ export function cancelledRecord(
   );
 }
 
-export function interruptedRecord(row: ToolCallRow, error: string = INTERRUPTED_AFTER_START): CallRecord {
-  return record(row, 'interrupted', error === INTERRUPTED_AFTER_START ? null : error, null, [
-    { type: 'tool_error', tool_call_id: row.id, error },
-  ]);
+/** Like `failedRecord`, `error` is stored without the `Error: ` prefix the model sees. */
+export function interruptedRecord(row: ToolCallRow, error: string = INTERRUPTED_AFTER_START_NOTE): CallRecord {
+  return record(row, 'interrupted', error, null, [{ type: 'tool_error', tool_call_id: row.id, error }]);
 }
 
 export function mergeRecords(records: CallRecord[]): { mutations: Mutation[]; events: SessionEventDraft[] } {

@@ -101,6 +101,10 @@ describe('recovery', () => {
     expect(second).toEqual([]);
     const cmd = r.toolCalls()[1];
     expect(cmd.status).toBe('interrupted');
+    // Stored like a failed call's error (without the prefix): what the debug tree shows as `result`.
+    expect(cmd.result).toBe(
+      'tool call was interrupted by a restart after it started; it may or may not have taken effect. Check the current state before retrying.',
+    );
     expect(r.model.calls[0].messages).toContainEqual({
       role: 'tool',
       tool_call_id: cmd.llmCallId,

@@ -5,8 +5,12 @@ export const CANCELLED_NOTE = 'Cancelled by user.';
 export const INTERRUPTED_BEFORE_START =
   'Error: tool call was interrupted (connection lost before user approval). Please retry the operation.';
 
-export const INTERRUPTED_AFTER_START =
-  'Error: tool call was interrupted by a restart after it started; it may or may not have taken effect. Check the current state before retrying.';
+/** What is stored (and announced in `tool_error`) for a call a restart interrupted after it started. */
+export const INTERRUPTED_AFTER_START_NOTE =
+  'tool call was interrupted by a restart after it started; it may or may not have taken effect. Check the current state before retrying.';
+
+/** What the model reads for it (ARCHITECTURE.md: an `interrupted` call is an error). */
+export const INTERRUPTED_AFTER_START = `Error: ${INTERRUPTED_AFTER_START_NOTE}`;
 
 /** The one place the rejection sentence is built (spec: ApprovalDecision::rejection_message). */
 export function rejectionMessage(note?: string | null): string {

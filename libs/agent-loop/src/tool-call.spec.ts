@@ -218,6 +218,25 @@ describe('one tool call', () => {
     expect(h.toolCalls()[0].result).toMatch(/^User rejected this tool call\. Reason: /);
   });
 
+  it('the gate is told the session cannot ask a human (so it can audit the refusal as auto_deny)', async () => {
+    const gate = new FakeGate({ execute_cmd: { kind: 'require' } });
+    const h = new LoopHarness({
+      session: { autoDenyApprovals: true },
+      gate,
+      tools: [{ name: 'execute_cmd', run: async () => ({ ok: true, content: '' }) }],
+      script: [{ toolCalls: [{ name: 'execute_cmd', arguments: { command: 'ls' } }] }, { content: 'ok' }],
+    });
+    await h.run('go');
+    expect(gate.checks.map((c) => c.autoDeny)).toEqual([true]);
+    const interactive = new FakeGate();
+    await new LoopHarness({
+      gate: interactive,
+      tools: [{ name: 'execute_cmd', run: async () => ({ ok: true, content: '' }) }],
+      script: [{ toolCalls: [{ name: 'execute_cmd', arguments: { command: 'ls' } }] }, { content: 'ok' }],
+    }).run('go');
+    expect(interactive.checks.map((c) => c.autoDeny)).toEqual([false]);
+  });
+
   it('a wait ended by /stop (channel closed) cancels the call and ends the turn Cancelled', async () => {
     const stop = new AbortController();
     const h = new LoopHarness({

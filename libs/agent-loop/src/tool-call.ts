@@ -162,6 +162,7 @@ function gateRequest(fctx: FrameContext, call: PreparedCall): GateRequest {
     arguments: call.args,
     runContext: session.runContext,
     securityGroup: session.securityGroup ?? null,
+    autoDeny: session.autoDenyApprovals,
   };
 }
 

@@ -76,9 +76,9 @@ export interface ToolCallRow {
   /** The model's arguments exactly as sent (raw JSON text, possibly invalid JSON). */
   argumentsText: string;
   status: ToolCallStatus;
-  /** Meaning depends on status: `done` → result; `failed` → error message (without `Error: `);
-   *  `rejected` → the rejection sentence the model sees; `cancelled` → the note
-   *  (`Cancelled by user.`); otherwise null. */
+  /** Meaning depends on status: `done` → result; `failed` and `interrupted` → error message
+   *  (without `Error: `); `rejected` → the rejection sentence the model sees; `cancelled` → the
+   *  note (`Cancelled by user.`); otherwise null. */
   result: string | null;
   /** Result type for `tool_done` (e.g. `text`). */
   resultType: string | null;
@@ -131,6 +131,9 @@ export interface InboxItem {
   /** A system delivery (an async task's ending, a notification): it enters as a synthetic
    *  assistant message carrying one completed call of this tool, not as a user message. */
   toolResult?: SyntheticToolResult | null;
+  /** System-made input (a tic's periodic prompt): it enters as a synthetic user row, which the
+   *  model reads and the chat does not show (no `user_message` echo). Absent: false. */
+  isSynthetic?: boolean;
   /** A regenerate or an edit-and-resend, carried out when the item starts its turn (absent: none). */
   rewind?: InboxRewind | null;
 }

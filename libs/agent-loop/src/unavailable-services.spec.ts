@@ -59,6 +59,6 @@ describe('a call whose service is unavailable ends, and the turn goes on', () =>
     expect(ran).toBe(1);
     expect(h.toolCalls()).toEqual([expect.objectContaining({ status: 'interrupted', result: lost })]);
     expect(h.eventsOf('tool_error')).toEqual([expect.objectContaining({ error: lost })]);
-    expect(lastToolMessage(h)).toMatchObject({ role: 'tool', content: lost });
+    expect(lastToolMessage(h)).toMatchObject({ role: 'tool', content: `Error: ${lost}` });
   });
 });

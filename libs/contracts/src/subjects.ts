@@ -183,10 +183,21 @@ export const ApprovalCheckRequest = z.object({
    * null, for a call with paths: the landing is unknown, and nothing that allows by path allows it.
    */
   landing: LandingPaths.optional(),
+  /**
+   * The session cannot ask a human (a headless cron or tic run): a Require that neither the
+   * RunContext nor a bypass relaxes is answered `deny`, audited `by: auto_deny`.
+   */
+  auto_deny: z.boolean().optional(),
 });
 export const ApprovalDecision = z.enum(['allow', 'deny', 'require']);
 export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
-export const ApprovalCheckReply = z.object({ decision: ApprovalDecision, rule_id: Id.optional(), reason: z.string() });
+export const ApprovalCheckReply = z.object({
+  decision: ApprovalDecision,
+  rule_id: Id.optional(),
+  reason: z.string(),
+  /** What decided (as audited); `auto_deny`: refused because the session cannot ask a human. */
+  by: A.GateBy.optional(),
+});
 
 export const ApprovalPreview = z.object({
   path: z.string(),

@@ -128,6 +128,21 @@ describe('GateService.check: what is logged at info', () => {
     );
   });
 
+  it('a headless session (auto_deny) gets a Require refused, audited by auto_deny, not require', async () => {
+    const { service, audited } = gate([]);
+    const result = await service.check({
+      ...check({ tool: 'write_file', path: 'a.txt', admin: false }),
+      auto_deny: true,
+    });
+    expect(result).toMatchObject({ decision: 'deny', by: 'auto_deny' });
+    expect(audited).toEqual([expect.objectContaining({ decision: 'deny', by: 'auto_deny', toolName: 'write_file' })]);
+    // A bypass still lets it through before auto-deny applies (spec: bypasses, then auto-deny).
+    const bypassed = gate(['all']);
+    expect(
+      await bypassed.service.check({ ...check({ tool: 'write_file', path: 'a.txt', admin: false }), auto_deny: true }),
+    ).toMatchObject({ decision: 'allow', by: 'bypass' });
+  });
+
   it('a read of a denied path spelled another way is refused and said at info', async () => {
     for (const p of [
       'secrets/./key',

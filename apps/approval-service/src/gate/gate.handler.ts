@@ -15,7 +15,7 @@ export class GateHandler implements OnModuleInit {
   onModuleInit(): void {
     this.bus.handle('approval.check', async (req) => {
       const d = await this.gate.check(req);
-      return { decision: d.decision, rule_id: d.ruleId, reason: d.reason };
+      return { decision: d.decision, rule_id: d.ruleId, reason: d.reason, by: d.by };
     });
     this.bus.handle('approval.rules.test', async (req) => {
       const d = await this.gate.test(req);

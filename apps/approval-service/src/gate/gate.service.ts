@@ -107,10 +107,11 @@ export class GateService {
       return { decision: 'require', reason: 'the rules could not be loaded: asking', by: 'rule' };
     }
     if (byRules.decision !== 'require') return byRules;
-    const relaxed = relax(byRules, input);
-    if (relaxed.decision !== 'require' || !sessionId) return relaxed;
-    const scopes = await this.bypasses.activeScopes(sessionId).catch(() => []);
-    return scopes.length > 0 ? relax(byRules, { ...input, bypasses: scopes }) : relaxed;
+    // The RunContext and the session's bypasses relax a Require before auto-deny refuses it.
+    const relaxed = relax(byRules, { ...input, autoDeny: false });
+    if (relaxed.decision !== 'require') return relaxed;
+    const scopes = sessionId ? await this.bypasses.activeScopes(sessionId).catch(() => []) : [];
+    return scopes.length > 0 || input.autoDeny ? relax(byRules, { ...input, bypasses: scopes }) : relaxed;
   }
 }
 
@@ -132,5 +133,6 @@ function toInput(req: CheckRequest): GateInput {
     // A check that carries no landing judges its paths as landing nobody knows where: nothing
     // that allows by path (a path rule, the fast path, a directory scope) allows it.
     landing: req.landing ?? [],
+    autoDeny: req.auto_deny === true,
   };
 }

@@ -28,6 +28,8 @@ export class JobSessionsRepository {
     prompt: string;
     policy: JobPolicySource;
     autoDeny: boolean;
+    /** The prompt is system-made (a tic's): it enters as a synthetic row, not echoed nor shown. */
+    synthetic: boolean;
     scratchpadSessionId: string | null;
     clientPin: string | null;
   }): Promise<{ outcome: 'created' | 'exists' | 'parent_gone' }> {
@@ -70,8 +72,8 @@ export class JobSessionsRepository {
       if (inserted.length === 0) return { outcome: 'exists' as const };
       await tx.query(
         `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic)
-         VALUES ($1, $1, $2, $3, $4, 'queue', false)`,
-        [o.runId, o.userId, `job-prompt:${o.runId}`, o.prompt],
+         VALUES ($1, $1, $2, $3, $4, 'queue', $5)`,
+        [o.runId, o.userId, `job-prompt:${o.runId}`, o.prompt, o.synthetic],
       );
       return { outcome: 'created' as const };
     });

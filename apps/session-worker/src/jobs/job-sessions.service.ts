@@ -49,6 +49,8 @@ export class JobSessionsService {
       // Nobody is there to answer a cron or tic run: approvals are auto-denied unless its
       // RunContext allows them. An async task's approvals go to the user's inbox like any other.
       autoDeny: r.kind !== 'async' && r.runContext.allow_approvals !== true,
+      // A tick is the system's prompt (spec 000: synthetic); a cron or task prompt is the user's words.
+      synthetic: r.kind === 'tic',
       scratchpadSessionId: r.kind === 'async' ? r.scratchpadSessionId : null,
       clientPin: r.client,
     });

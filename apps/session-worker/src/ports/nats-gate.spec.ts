@@ -1,3 +1,4 @@
+import { AUTO_DENY_REASON } from '@skald/agent-loop';
 import { SUBJECTS } from '@skald/contracts';
 import type { Bus } from '@skald/messaging';
 import { checkRequestOf, NatsGate } from './nats-gate';
@@ -11,6 +12,7 @@ const base = {
   toolCallId: '00000000-0000-4000-8000-0000000000cc',
   name: 'write_file',
   arguments: { path: '/workspace/reports/r.txt', content: 'x' },
+  autoDeny: false,
 };
 const noContext = { workingDirectory: null, systemPrompt: [] };
 
@@ -49,6 +51,29 @@ describe('NatsGate: the approval.check payload', () => {
     expect(parsed.security_group).toBeUndefined();
     expect(parsed.run_context).toEqual({ working_directory: null, allow_fs_reads: [], allow_fs_writes: [] });
     expect(parsed.actor).toEqual({ userId: base.userId, role: 'admin' });
+  });
+
+  it('says whether the session can ask a human (a headless run cannot: auto-deny)', () => {
+    const headless = SUBJECTS['approval.check'].request.parse(
+      checkRequestOf({ ...base, runContext: noContext, securityGroup: null, autoDeny: true }, 'user', undefined),
+    );
+    expect(headless.auto_deny).toBe(true);
+    const interactive = SUBJECTS['approval.check'].request.parse(
+      checkRequestOf({ ...base, runContext: noContext, securityGroup: null, autoDeny: false }, 'user', undefined),
+    );
+    expect(interactive.auto_deny).toBe(false);
+  });
+
+  it("an auto-denied call reads as the loop's unattended refusal; a policy deny as a policy deny", async () => {
+    const replies = [
+      { decision: 'deny', reason: 'approval required but the session cannot ask a human (auto-deny)', by: 'auto_deny' },
+      { decision: 'deny', reason: 'rule 7', by: 'rule' },
+    ];
+    const bus = { call: async () => replies.shift() } as unknown as Bus;
+    const gate = new NatsGate(bus, 'user');
+    const req = { ...base, name: 'list_agents', runContext: noContext, securityGroup: null, autoDeny: true };
+    expect(await gate.check(req)).toEqual({ kind: 'deny', reason: AUTO_DENY_REASON });
+    expect(await gate.check(req)).toEqual({ kind: 'deny', reason: 'Tool call denied by policy: rule 7.' });
   });
 
   it('a non-object argument (invalid JSON from the model) is checked as no arguments', () => {

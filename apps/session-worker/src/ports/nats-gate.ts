@@ -1,4 +1,10 @@
-import type { GateDecision, GatePort, GateRequest, VisibilityRequest } from '@skald/agent-loop';
+import {
+  AUTO_DENY_REASON,
+  type GateDecision,
+  type GatePort,
+  type GateRequest,
+  type VisibilityRequest,
+} from '@skald/agent-loop';
 import { effectiveCallPaths, PATH_TOOLS, type LandingPaths, type RequestOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { TurnFacts } from './turn-facts';
@@ -31,6 +37,7 @@ export function checkRequestOf(
       allow_fs_writes: rc.allowFsWrites ?? [],
     },
     ...(landing !== undefined ? { landing } : {}),
+    auto_deny: req.autoDeny,
   };
 }
 
@@ -82,6 +89,8 @@ export class NatsGate implements GatePort {
       case 'allow':
         return { kind: 'allow', ...judged };
       case 'deny':
+        // Refused because nobody can be asked: the same sentence as the loop's own auto-deny.
+        if (r.by === 'auto_deny') return { kind: 'deny', reason: AUTO_DENY_REASON };
         return { kind: 'deny', reason: `Tool call denied by policy: ${r.reason}.` };
       case 'require':
         return { kind: 'require', ...judged };

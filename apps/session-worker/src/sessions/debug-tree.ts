@@ -1,3 +1,4 @@
+import { INTERRUPTED_AFTER_START_NOTE } from '@skald/agent-loop';
 import { DebugRow, SessionDetail, SessionSummary } from '@skald/contracts';
 import { iso, parseToolArguments } from './row-format';
 
@@ -76,7 +77,7 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
             name: String(c.name),
             arguments: parseToolArguments(String(c.arguments)),
             status: c.status as 'done',
-            result: (c.result as string | null) ?? null,
+            result: (c.result as string | null) ?? (c.status === 'interrupted' ? INTERRUPTED_AFTER_START_NOTE : null),
             is_synthetic: synthetic,
             ...superseded,
             created_at: iso(c.created_at),

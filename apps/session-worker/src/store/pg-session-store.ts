@@ -1002,6 +1002,7 @@ function toInboxItem(r: Row): InboxItem {
     delivery: r.delivery as InboxItem['delivery'],
     createdAt: iso(r.created_at),
     ...(r.tool_result ? { toolResult: toolResultOf(r.tool_result) } : {}),
+    ...(r.is_synthetic === true ? { isSynthetic: true } : {}),
     ...(r.rewind_kind
       ? { rewind: { kind: r.rewind_kind as 'regenerate' | 'edit', messageId: String(r.rewind_message_id) } }
       : {}),

@@ -47,7 +47,8 @@ const START = turnStartParts({
  * condition rules out a rule of `runTurn`'s first commit the statement does not reproduce:
  * - `work`: the lease is taken here, was free in the snapshot and no holder wrote since (epoch + 1),
  *   and the turn is finished: nothing to recover, and the snapshot is the state the commit would see;
- * - a caller asks for it (`$14`, the root frame's id if one must be opened), not while draining;
+ * - a caller asks for it (`$14`, the root frame's id if one must be opened), not while draining
+ *   and not for a synthetic message (not echoed: the loop enters it);
  * - not an `interrupt` (its stop follows the store) and no /stop recorded (the driver clears it first);
  * - nothing queued in the session: the new message is the item `nextTurnItem` picks, and the only one;
  * - no orphans: the root frame's last live row (status ok) is the model's, or there is none, so no
@@ -131,7 +132,7 @@ export const SUBMIT_SQL = `WITH s AS (
    INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
                              client_message_id, input_tokens, output_tokens, epoch, created_at,
                              cost_usd, tokens_estimated, llm_client, llm_model)
-   SELECT fc.id, fc.session_id, COALESCE((SELECT id FROM r), $14::uuid), 'user', fc.content, NULL, false, 'ok',
+   SELECT fc.id, fc.session_id, COALESCE((SELECT id FROM r), $14::uuid), 'user', fc.content, NULL, fc.is_synthetic, 'ok',
           CASE WHEN fc.attachments IS NULL THEN NULL ELSE jsonb_build_object('attachments', fc.attachments) END,
           fc.client_message_id, NULL, NULL, fc.lease_epoch, $15::timestamptz, NULL, false, NULL, NULL
      FROM fc),
@@ -316,7 +317,8 @@ export class InboxRepository {
     start?: PrimedStart | null;
   } | null> {
     const id = randomUUID();
-    const enter = take?.enter ?? null;
+    // A synthetic message is not echoed: it is entered by the loop (`inboxEntry`), not by this statement.
+    const enter = item.isSynthetic ? null : (take?.enter ?? null);
     // The row and echo the loop's first commit would write for this message (read back from the
     // inbox, the attachments come in jsonb's key order).
     const attachments = item.attachments ? (jsonbOrdered(item.attachments) as Attachment[]) : null;

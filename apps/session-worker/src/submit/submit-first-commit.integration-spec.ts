@@ -87,6 +87,8 @@ function narrowedCase(s: State): boolean {
   const live = root ? root.messages.filter((m) => m.status === 'ok') : [];
   return (
     !s.submit.duplicate &&
+    // A synthetic message is not echoed: the loop enters it.
+    !s.submit.isSynthetic &&
     (s.lease === 'none' || s.lease === 'free') &&
     s.turnState === 'finished' &&
     !s.stop &&

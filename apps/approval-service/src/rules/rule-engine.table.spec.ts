@@ -102,7 +102,13 @@ const WORKDIR: RuleRow[] = [
   rule({ tool: 'execute_cmd', commandPattern: 'rm *', pathPattern: '/workspace/prod/**', action: 'deny', priority: 40 }),
 ];
 
-const SETS = { SEED, SHELL, PATTERNS, TIES, BROKEN, BROKEN_TOOL_ONLY, WORKDIR };
+/** A directory no file write may touch: delete_file is a file write. */
+const KEEP: RuleRow[] = [
+  ...SEED,
+  rule({ tool: '@fs_write', pathPattern: '/workspace/keep/**', action: 'deny', priority: 10 }),
+];
+
+const SETS = { SEED, SHELL, PATTERNS, TIES, BROKEN, BROKEN_TOOL_ONLY, WORKDIR, KEEP };
 
 interface Case {
   name: string;
@@ -152,6 +158,18 @@ const CASES: Case[] = [
   { name: 'unknown tool asks (catch-all)', rules: 'SEED', tool: 'brand_new_tool', expect: 'require' },
   { name: 'working directory resolves relative paths', rules: 'SEED', tool: 'read_file', args: { path: 'x.txt' }, call: { runContext: { workingDirectory: '/workspace/proj' } }, expect: 'allow' },
   { name: 'working directory outside the workspace: the runner refuses, the gate asks', rules: 'SEED', tool: 'read_file', args: { path: 'passwd' }, call: { runContext: { workingDirectory: '/etc' } }, expect: 'require' },
+
+  // ---- delete_file is a file write: @fs_write rules, the fast path and the memory rules judge it
+  { name: 'delete in the workspace asks', rules: 'SEED', tool: 'delete_file', args: { path: 'a.txt' }, expect: 'require' },
+  { name: '@fs_write deny covers delete_file', rules: 'KEEP', tool: 'delete_file', args: { path: 'keep/a.txt' }, expect: 'deny' },
+  { name: '@fs_write deny covers a recursive delete of the directory', rules: 'KEEP', tool: 'delete_file', args: { path: '/workspace/keep/sub', recursive: true }, expect: 'deny' },
+  { name: '@fs_write deny covers delete_file through ..', rules: 'KEEP', tool: 'delete_file', args: { path: 'other/../keep/a.txt' }, expect: 'deny' },
+  { name: '@fs_write deny covers delete_file landing there through a symlinked directory', rules: 'KEEP', tool: 'delete_file', args: { path: 'alias/a.txt' }, call: { landing: ['/workspace/keep/a.txt'] }, expect: 'deny' },
+  { name: 'delete outside the denied directory asks', rules: 'KEEP', tool: 'delete_file', args: { path: 'other/a.txt' }, call: { landing: ['/workspace/other/a.txt'] }, expect: 'require' },
+  { name: 'fast path: pre-authorised delete', rules: 'SEED', tool: 'delete_file', args: { path: 'out/a.txt' }, call: RC([], ['/workspace/out']), expect: 'allow', by: 'run_context' },
+  { name: 'fast path: read authorisation does not cover a delete', rules: 'SEED', tool: 'delete_file', args: { path: 'out/a.txt' }, call: RC(['/workspace/out'], []), expect: 'require' },
+  { name: 'fast path: pre-authorised writes do not beat a deny', rules: 'KEEP', tool: 'delete_file', args: { path: 'keep/a.txt' }, call: RC([], ['/workspace']), expect: 'deny' },
+  { name: 'non-admin delete in shared memory is denied', rules: 'SEED', tool: 'delete_file', args: { path: 'shared-memory/team.md' }, expect: 'deny', by: 'policy' },
 
   // ---- shared memory
   { name: 'non-admin write to shared memory is denied', rules: 'SEED', tool: 'write_file', args: { path: 'shared-memory/team.md', content: 'x' }, expect: 'deny', by: 'policy' },

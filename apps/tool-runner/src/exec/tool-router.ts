@@ -88,6 +88,16 @@ export class ToolRouter {
         (c, a) => files.appendFile(c, a),
         (m, c, a) => m.appendFile(c, a),
       ),
+      // Memory documents are refused whether or not this runner has the memory store.
+      delete_file: (c, a) => {
+        if (!isMemoryPath(a.path)) return files.deleteFile(c, a);
+        parseMemoryPath(a.path);
+        throw new ToolError(
+          'invalid_argument',
+          'delete_file deletes workspace files; memory documents are not deleted by it (they do not count ' +
+            'against the workspace quota): overwrite the document with write_file instead',
+        );
+      },
       search_file: fileTool(
         (c, a) => files.searchFile(c, a),
         (m, c, a) => m.searchFile(c, a),

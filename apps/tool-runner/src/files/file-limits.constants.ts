@@ -18,6 +18,8 @@ export const FILE_LIMITS = {
   grepMaxFiles: 20_000,
   /** grep_files looks at this many files below the path at most (before the glob). */
   grepMaxCandidates: 200_000,
+  /** delete_file removes at most this many entries a call (a larger tree: call it again). */
+  deleteMaxEntries: 20_000,
 } as const;
 
 /** Directories that walks (list_files below the top level, grep_files) do not descend into. */

@@ -11,6 +11,7 @@ export const EditFileArgs = builtinTool('edit_file').args;
 export const InsertAtLineArgs = builtinTool('insert_at_line').args;
 export const ReplaceLinesArgs = builtinTool('replace_lines').args;
 export const AppendFileArgs = builtinTool('append_file').args;
+export const DeleteFileArgs = builtinTool('delete_file').args;
 export const SearchFileArgs = builtinTool('search_file').args;
 export const GrepFilesArgs = builtinTool('grep_files').args;
 export const ExecuteCmdArgs = builtinTool('execute_cmd').args;

@@ -10,6 +10,7 @@ import { assertPreviewBase } from './content-hash';
 import { applyAppend, applyEdit, applyInsert, applyReplaceLines, EditError, EditResult } from './edit-ops';
 import {
   AppendFileArgs,
+  DeleteFileArgs,
   EditFileArgs,
   GrepFilesArgs,
   InsertAtLineArgs,
@@ -341,6 +342,57 @@ export class FileToolsService {
     return this.modify(ctx, p, 'append_file', { create: true, mustBeText: true }, (current) =>
       applyAppend(current, { content: args.content }, p.virtual),
     );
+  }
+
+  /**
+   * `delete_file`: one entry (see `Jail.remove`) under the workspace's write lock, the freed bytes
+   * and entries credited to the measured usage. It asks for no room, so it works at or over the
+   * quota. A judged landing binds it like a write's. Announces no `file_changed`: there is no file
+   * to show.
+   */
+  async deleteFile(ctx: ToolContext, args: Args<typeof DeleteFileArgs>): Promise<ToolOutput> {
+    const p = this.resolve(ctx, args.path);
+    return this.workspaces.exclusive(ctx.userId, async () => {
+      const jail = await this.workspaces.jail(ctx.userId);
+      const landing = judgedLanding(ctx);
+      const removed = await jail
+        .remove(p, {
+          recursive: args.recursive,
+          maxEntries: FILE_LIMITS.deleteMaxEntries,
+          signal: ctx.signal,
+          ...(landing ? { landing } : {}),
+        })
+        .catch((e: unknown) => {
+          // Whatever a failed recursive removal took away is measured again rather than guessed.
+          if (args.recursive) this.workspaces.forgetUsage(ctx.userId);
+          throw ioError(e, p);
+        });
+      this.workspaces.freed(ctx.userId, removed.bytes, removed.inodes);
+      if (!removed.complete && ctx.signal.aborted) throw new ToolCancelled();
+      const size = formatBytes(removed.bytes);
+      const entries = `${removed.inodes} entr${removed.inodes === 1 ? 'y' : 'ies'}`;
+      if (!removed.complete)
+        return {
+          result:
+            `Deleted ${entries} (${size}) below ${p.virtual}, then stopped at the limit of ` +
+            `${FILE_LIMITS.deleteMaxEntries} entries a call; call delete_file again to delete the rest`,
+        };
+      switch (removed.kind) {
+        case 'file':
+          return { result: `Deleted ${p.virtual} (${size})` };
+        case 'symlink':
+          return { result: `Deleted the symlink ${p.virtual} (what it pointed to is untouched)` };
+        case 'other':
+          return { result: `Deleted ${p.virtual}` };
+        case 'directory':
+          return {
+            result:
+              removed.inodes === 1
+                ? `Deleted the empty directory ${p.virtual}`
+                : `Deleted the directory ${p.virtual} and everything in it (${entries}, ${size})`,
+          };
+      }
+    });
   }
 
   // ------------------------------------------------------------------ shared

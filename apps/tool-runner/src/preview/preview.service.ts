@@ -33,8 +33,11 @@ type Apply<N extends FileWriteToolName> = (
   path: string,
 ) => string | null;
 
-/** One preview per file-writing tool of the registry: a write tool without one does not compile. */
-export const PREVIEWS: { readonly [N in FileWriteToolName]: Apply<N> } = {
+/**
+ * One preview per file-writing tool of the registry: a write tool without one does not compile.
+ * Null: the tool writes no new content to show (a deletion); its card shows the call itself.
+ */
+export const PREVIEWS: { readonly [N in FileWriteToolName]: Apply<N> | null } = {
   write_file: (_c, a) => a.content,
   edit_file: (c, a, p) =>
     c === null ? null : applyEdit(c, { old: a.old, new: a.new, replaceAll: a.replace_all }, p).content,
@@ -43,6 +46,7 @@ export const PREVIEWS: { readonly [N in FileWriteToolName]: Apply<N> } = {
   replace_lines: (c, a, p) =>
     c === null ? null : applyReplaceLines(c, { fromLine: a.from_line, toLine: a.to_line, new: a.new }, p).content,
   append_file: (c, a, p) => applyAppend(c ?? '', { content: a.content }, p).content,
+  delete_file: null,
 };
 
 function isFileWrite(name: string): name is FileWriteToolName {
@@ -66,10 +70,14 @@ export class PreviewService {
   async preview(req: PreviewRequest): Promise<ApprovalPreview | null> {
     const name = req.name;
     if (!isFileWrite(name)) return null;
+    const apply = PREVIEWS[name] as ((current: string | null, args: never, path: string) => string | null) | null;
     const parsed = builtinTool(name).args.safeParse(req.arguments);
     if (!parsed.success) return null;
-    const apply = PREVIEWS[name] as (current: string | null, args: never, path: string) => string | null;
     try {
+      if (!apply) {
+        await this.assertReachable(req, parsed.data.path);
+        return null;
+      }
       const current = await this.current(req, parsed.data.path);
       if (!current) return null;
       const next = apply(current.text, parsed.data as never, current.virtual);
@@ -99,6 +107,21 @@ export class PreviewService {
       if (refusal(e)) return { preview: null, refused: e.message };
       throw e;
     }
+  }
+
+  /**
+   * A tool without a preview still has its path checked the way it will run (`Jail.resolveEntry`):
+   * a directory reached outside the workspace or through a dangling symlink is refused.
+   */
+  private async assertReachable(req: PreviewRequest, path: string): Promise<void> {
+    if (isMemoryPath(path)) return;
+    const p = resolveWorkspacePath(path, sessionWorkdir(req.arguments.workdir, req.working_directory));
+    const jail = await this.workspaces.jail(req.actor.userId);
+    const found = await jail.resolveEntry(p).catch((e: unknown) => {
+      if (refusal(e)) throw e;
+      return null;
+    });
+    if (found?.dangling) throw new DanglingSymlink(p.virtual);
   }
 
   /** The file as it is now: text (null when missing) and its hash; null when it cannot be previewed. */

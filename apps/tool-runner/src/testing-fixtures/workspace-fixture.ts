@@ -19,13 +19,15 @@ export interface WorkspaceFixture {
   cleanup(): Promise<void>;
 }
 
-export async function workspaceFixture(opts: { quota?: number; inodes?: number } = {}): Promise<WorkspaceFixture> {
+export async function workspaceFixture(
+  opts: { quota?: number; inodes?: number; usageTtlMs?: number } = {},
+): Promise<WorkspaceFixture> {
   const base = await mkdtemp(join(tmpdir(), 'skald-tr-'));
   const workspaces = new WorkspacesService({
     root: join(base, 'ws'),
     quota: opts.quota ?? 1024 ** 3,
     inodes: opts.inodes,
-    usageTtlMs: 0,
+    usageTtlMs: opts.usageTtlMs ?? 0,
   });
   await workspaces.onModuleInit();
   const userId = randomUUID();

@@ -1,5 +1,17 @@
 import { closeSync, constants as C, Dirent, fstatSync, openSync, readSync } from 'node:fs';
-import { FileHandle, lstat, mkdir, open, readdir, readlink, realpath, stat, unlink } from 'node:fs/promises';
+import {
+  FileHandle,
+  lstat,
+  mkdir,
+  open,
+  opendir,
+  readdir,
+  readlink,
+  realpath,
+  rmdir,
+  stat,
+  unlink,
+} from 'node:fs/promises';
 import { posix } from 'node:path';
 import { DanglingSymlink, ToolError } from '../tool-error';
 import { WorkspacePath } from './workspace-path';
@@ -31,6 +43,17 @@ export interface InodeBudget {
   left: number;
   full(): Error;
 }
+
+/** What `Jail.remove` took away: bytes of regular files, entries, and whether it got through all of them. */
+export interface Removed {
+  bytes: number;
+  inodes: number;
+  /** False when it stopped at `maxEntries` or on `signal`: the entry itself and some below it remain. */
+  complete: boolean;
+}
+
+/** Directory levels a recursive removal descends (one descriptor each); deeper nesting is refused. */
+export const REMOVE_MAX_DEPTH = 256;
 
 /** Which directory a stat describes (the same path may later name another one). */
 export function directoryIdentity(st: { dev: number; ino: number }): string {
@@ -210,6 +233,149 @@ export class Jail {
       await parent.close();
       throw e;
     }
+  }
+
+  /**
+   * Removes the entry `p` names: a file, a symlink (the link itself: the last component is never
+   * followed) or an empty directory; with `recursive`, a directory and everything below it. The
+   * directory holding the entry is reached like a write's (`walk`: symlinks inside the workspace
+   * followed and verified; with a judged `landing`, the landing itself, following none), and every
+   * entry is removed relative to an open descriptor of its directory (`unlink`/`rmdir` of
+   * `/proc/self/fd/<fd>/<name>` never follow the last component). A recursive removal opens each
+   * subdirectory with `O_NOFOLLOW` (a directory swapped for a symlink is refused or, met as a link,
+   * unlinked), descends at most `REMOVE_MAX_DEPTH` levels and removes at most `maxEntries` entries;
+   * it stops early, answering `complete: false`, at that bound or once `signal` is aborted. Never
+   * the workspace root. Needs no room: it works at or over the quota.
+   */
+  async remove(
+    p: WorkspacePath,
+    opts: { recursive: boolean; maxEntries: number; landing?: WorkspacePath; signal?: AbortSignal },
+  ): Promise<Removed & { kind: 'file' | 'symlink' | 'directory' | 'other' }> {
+    if (p.segments.length === 0) throw new ToolError('forbidden', 'the workspace root itself cannot be deleted');
+    const bound = opts.landing ? await this.boundEntry(p, opts.landing) : null;
+    const walked = bound ?? p;
+    const parent = await this.walk(walked, walked.segments.length - 1, false, undefined, bound !== null);
+    const name = walked.segments[walked.segments.length - 1];
+    try {
+      const st = await lstat(at(parent, name)).catch((e: unknown) => {
+        throw ioError(e, p);
+      });
+      if (!st.isDirectory()) {
+        await unlink(at(parent, name)).catch((e: unknown) => {
+          throw ioError(e, p);
+        });
+        const kind = st.isFile() ? 'file' : st.isSymbolicLink() ? 'symlink' : 'other';
+        return { kind, bytes: st.isFile() ? st.size : 0, inodes: 1, complete: true };
+      }
+      const removed: Removed = { bytes: 0, inodes: 0, complete: true };
+      if (opts.recursive) {
+        const dir = await open(at(parent, name), DIR_NOFOLLOW).catch((e: unknown) => {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ELOOP' || code === 'ENOTDIR')
+            throw new ToolError('forbidden', `${p.virtual} changed while it was deleted (no longer a directory)`);
+          throw ioError(e, p);
+        });
+        try {
+          await this.empty(dir, p, 1, removed, opts);
+        } finally {
+          await dir.close();
+        }
+        if (!removed.complete || !room(removed, opts)) return { kind: 'directory', ...removed };
+      }
+      await rmdir(at(parent, name)).catch((e: unknown) => {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOTEMPTY' || code === 'EEXIST')
+          throw new ToolError(
+            'invalid_argument',
+            `${p.virtual} is a directory that is not empty; call delete_file with recursive=true to delete it and everything in it`,
+          );
+        throw ioError(e, p);
+      });
+      removed.inodes++;
+      return { kind: 'directory', ...removed };
+    } finally {
+      await parent.close();
+    }
+  }
+
+  /** Removes everything below the open directory `dir` (see `remove`), counting into `removed`. */
+  private async empty(
+    dir: FileHandle,
+    p: WorkspacePath,
+    depth: number,
+    removed: Removed,
+    opts: { maxEntries: number; signal?: AbortSignal },
+  ): Promise<void> {
+    if (depth > REMOVE_MAX_DEPTH)
+      throw new ToolError(
+        'too_large',
+        `${p.virtual} nests directories deeper than ${REMOVE_MAX_DEPTH} levels; delete a deeper directory first`,
+      );
+    const stream = await opendir(`/proc/self/fd/${dir.fd}`, { bufferSize: 64 });
+    try {
+      for await (const entry of stream) {
+        if (!room(removed, opts)) return;
+        const name = entry.name;
+        const st = await lstat(at(dir, name)).catch(() => null);
+        if (st === null) continue; // gone meanwhile
+        if (st.isDirectory()) {
+          const child = await open(at(dir, name), DIR_NOFOLLOW).catch((e: unknown) => {
+            const code = (e as NodeJS.ErrnoException).code;
+            if (code === 'ELOOP' || code === 'ENOTDIR') return null; // swapped for a link or a file: unlinked below
+            throw ioError(e, p);
+          });
+          if (child) {
+            try {
+              await this.empty(child, p, depth + 1, removed, opts);
+            } finally {
+              await child.close();
+            }
+            if (!removed.complete || !room(removed, opts)) return;
+            await rmdir(at(dir, name)).catch((e: unknown) => {
+              throw ioError(e, p);
+            });
+            removed.inodes++;
+            continue;
+          }
+        }
+        const gone = await unlink(at(dir, name)).then(
+          () => true,
+          (e: unknown) => {
+            if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+            throw ioError(e, p);
+          },
+        );
+        if (!gone) continue;
+        if (st.isFile()) removed.bytes += st.size;
+        removed.inodes++;
+      }
+    } finally {
+      await stream.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Where the entry a path names lands: its directory resolved like `resolve` (symlinks inside the
+   * workspace followed), the last component appended as named, never followed (what `remove` acts
+   * on). The root lands on itself.
+   */
+  async resolveEntry(p: WorkspacePath): Promise<{ landing: WorkspacePath; dangling: boolean }> {
+    if (p.segments.length === 0) return this.resolveLanding(p);
+    const name = p.segments[p.segments.length - 1];
+    const dir = await this.resolveLanding({
+      virtual: p.virtual,
+      segments: p.segments.slice(0, -1),
+    });
+    const segments = [...dir.landing.segments, name];
+    return { landing: { virtual: `/workspace/${segments.join('/')}`, segments }, dangling: dir.dangling };
+  }
+
+  /** Before a bound removal: the entry `p` names must still land on `landing`. */
+  private async boundEntry(p: WorkspacePath, landing: WorkspacePath): Promise<WorkspacePath> {
+    const now = await this.resolveEntry(p);
+    if (now.landing.virtual !== landing.virtual) throw moved(p, landing, 'deleted');
+    if (now.dangling) throw new DanglingSymlink(p.virtual);
+    return landing;
   }
 
   /**
@@ -485,6 +651,13 @@ function readUpToSync(fd: number, max: number, expected: number): Buffer {
   return buf.subarray(0, got);
 }
 
+/** Whether a removal may take one more entry; else it is marked incomplete. */
+function room(removed: Removed, opts: { maxEntries: number; signal?: AbortSignal }): boolean {
+  if (removed.inodes < opts.maxEntries && !opts.signal?.aborted) return true;
+  removed.complete = false;
+  return false;
+}
+
 async function isSymlink(path: string): Promise<boolean> {
   return lstat(path).then(
     (s) => s.isSymbolicLink(),
@@ -492,11 +665,11 @@ async function isSymlink(path: string): Promise<boolean> {
   );
 }
 
-/** A bound write whose path no longer leads where it was judged (a symlink changed): nothing is written. */
-function moved(p: WorkspacePath, landing: WorkspacePath): ToolError {
+/** A bound write (or removal) whose path no longer leads where it was judged (a symlink changed): nothing is written. */
+function moved(p: WorkspacePath, landing: WorkspacePath, what = 'written'): ToolError {
   return new ToolError(
     'forbidden',
-    `${p.virtual} no longer leads to ${landing.virtual}, where the approval gate judged it (a symlink changed since the check): nothing was written`,
+    `${p.virtual} no longer leads to ${landing.virtual}, where the approval gate judged it (a symlink changed since the check): nothing was ${what}`,
   );
 }
 

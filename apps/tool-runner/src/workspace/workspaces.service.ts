@@ -223,6 +223,35 @@ export class WorkspacesService implements OnModuleInit {
   }
 
   /**
+   * Records a completed removal of `bytes` (regular files) and `inodes` entries (walks already under
+   * way no longer fill the cache: they may have counted what is gone). A measured usage
+   * that was a lower bound (`partial`: the walk stopped past a quota) cannot be counted down: it is
+   * forgotten, and the next check walks the tree.
+   */
+  freed(userId: string, bytes: number, inodes: number): void {
+    this.bump(userId);
+    const known = this.usage.get(userId);
+    if (!known) return;
+    if (known.partial) {
+      this.usage.delete(userId);
+      return;
+    }
+    known.bytes = Math.max(0, known.bytes - bytes);
+    known.inodes = Math.max(0, known.inodes - inodes);
+  }
+
+  /** Forgets the measured usage of a workspace: the next check walks it. */
+  forgetUsage(userId: string): void {
+    this.bump(userId);
+    this.usage.delete(userId);
+  }
+
+  /** A walk started before this moment counts what is gone now: it must not fill the cache. */
+  private bump(userId: string): void {
+    this.generations.set(userId, (this.generations.get(userId) ?? 0) + 1);
+  }
+
+  /**
    * The usage of a workspace walked now (bounded: the walk stops once a quota is passed); cached
    * unless the workspace was changed behind the file tools' back (`remeasureSoon`) meanwhile.
    */
@@ -289,7 +318,7 @@ export class WorkspacesService implements OnModuleInit {
    * next check waits for that walk (the cache never answers with figures from before the command).
    */
   remeasureSoon(userId: string): void {
-    this.generations.set(userId, (this.generations.get(userId) ?? 0) + 1);
+    this.bump(userId);
     this.usage.delete(userId);
     const walk = this.measure(userId);
     this.pending.set(userId, walk);

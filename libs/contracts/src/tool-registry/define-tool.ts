@@ -29,6 +29,11 @@ export interface ToolSpecInput<
   /** The `tool` label of `skald_tool_calls_total` (default: the name). */
   metricsLabel?: string;
   defaultRule: DefaultRule;
+  /**
+   * Its `path` names the entry the tool acts on (a delete): a symlink in the last component is that
+   * entry, never followed, so the path lands in the directory reached plus the name (default false).
+   */
+  pathNamesEntry?: boolean;
 }
 
 /** One built-in tool, defined once (`defineTool`); every list of tools is derived from these. */
@@ -57,6 +62,8 @@ export interface ToolDefinition<
   readonly offeredAt: { readonly root: boolean; readonly subAgents: boolean };
   readonly metricsLabel: string;
   readonly defaultRule: DefaultRule;
+  /** Its `path` names the entry itself: a symlink in the last component is not followed. */
+  readonly pathNamesEntry: boolean;
 }
 
 /** The JSON schema the model sees: what the model may send (defaults make a field optional). */
@@ -90,6 +97,7 @@ export function defineTool<
     offeredAt: spec.offeredAt,
     metricsLabel: spec.metricsLabel ?? spec.name,
     defaultRule: spec.defaultRule,
+    pathNamesEntry: spec.pathNamesEntry ?? false,
   };
 }
 

@@ -1,4 +1,13 @@
-import { BUILTIN_TOOLS, FS_READ_TOOLS, FS_WRITE_TOOLS, PATH_TOOLS, toolCategory } from './registry';
+import { builtinToolsMarkdown } from './docs-table';
+import {
+  BUILTIN_TOOLS,
+  builtinTool,
+  ENTRY_PATH_TOOLS,
+  FS_READ_TOOLS,
+  FS_WRITE_TOOLS,
+  PATH_TOOLS,
+  toolCategory,
+} from './registry';
 
 type JsonSchema = {
   type?: string;
@@ -66,7 +75,14 @@ describe('the built-in tool registry', () => {
 
   it('every tool has a rule category, and the rule groups and path tools are derived from the definitions', () => {
     for (const t of BUILTIN_TOOLS) expect([t.name, toolCategory(t.name)]).not.toEqual([t.name, 'dynamic']);
-    expect(FS_WRITE_TOOLS).toEqual(['write_file', 'edit_file', 'insert_at_line', 'replace_lines', 'append_file']);
+    expect(FS_WRITE_TOOLS).toEqual([
+      'write_file',
+      'edit_file',
+      'insert_at_line',
+      'replace_lines',
+      'append_file',
+      'delete_file',
+    ]);
     expect(FS_READ_TOOLS).toEqual([
       'list_files',
       'read_file',
@@ -85,5 +101,29 @@ describe('the built-in tool registry', () => {
       if (t.access === 'read') expect([t.name, t.concurrencySafe, t.restartHint]).toEqual([t.name, true, 'reExecute']);
       expect(t.writesFile).toBe(FS_WRITE_TOOLS.includes(t.name));
     }
+  });
+
+  it('delete_file is a file write of one path that names the entry itself, re-run by no recovery', () => {
+    const del = builtinTool('delete_file');
+    expect(del).toMatchObject({
+      category: 'filesystem',
+      access: 'write',
+      writesFile: true,
+      takesPath: true,
+      pathDefaultsToBase: false,
+      concurrencySafe: false,
+      // A re-run after a crash could delete a file created at that path since: never twice.
+      restartHint: 'markInterrupted',
+      defaultRule: 'require',
+      offeredAt: { root: true, subAgents: true },
+    });
+    expect(del.parameters).toMatchObject({ required: ['path'] });
+    expect(del.args.parse({ path: 'x' })).toEqual({ path: 'x', recursive: false });
+    expect(del.args.parse({ path: 'x', recursive: 'true' })).toEqual({ path: 'x', recursive: true });
+    // Only it removes what its path names (a final symlink is the link, never its target).
+    expect(ENTRY_PATH_TOOLS).toEqual(['delete_file']);
+    expect(builtinToolsMarkdown()).toContain(
+      '| `delete_file` | filesystem | write | `path` | markInterrupted | everywhere | require |',
+    );
   });
 });

@@ -7,6 +7,7 @@
  */
 import { appendFile } from './append-file.tool';
 import type { ToolCategory, ToolDefinition } from './define-tool';
+import { deleteFile } from './delete-file.tool';
 import { editFile } from './edit-file.tool';
 import { executeCmd } from './execute-cmd.tool';
 import { grepFiles } from './grep-files.tool';
@@ -27,6 +28,7 @@ export const BUILTIN_TOOLS = [
   insertAtLine,
   replaceLines,
   appendFile,
+  deleteFile,
   searchFile,
   grepFiles,
   executeCmd,
@@ -64,6 +66,11 @@ export const FS_READ_TOOLS: readonly string[] = BUILTIN_TOOLS.filter(
 export const FS_WRITE_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.writesFile).map((t) => t.name);
 /** Tools whose `path` argument names a file or directory (`list_files` defaults to the base). */
 export const PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.takesPath).map((t) => t.name);
+/**
+ * Path tools whose `path` names the entry they act on (a delete): the last component is never
+ * followed through a symlink, so the path lands in the directory reached plus the name.
+ */
+export const ENTRY_PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.pathNamesEntry).map((t) => t.name);
 /** Path tools that, called without a `path`, work on the call's base directory (as the runner parses them). */
 export const BASE_DEFAULT_PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.pathDefaultsToBase).map(
   (t) => t.name,

@@ -83,5 +83,6 @@ describe('WorkspacesService: usage while something else writes the workspace', (
     // Not cached: once the tree is measurable the next check measures it.
     await rm(join(jail.root, 'd'), { recursive: true });
     expect(await svc.used(user, jail)).toEqual({ bytes: 0, inodes: 0, partial: false });
-  });
+    // a hang guard: 257 nested directories made, walked and removed take 1–5 s on a loaded 2-core machine
+  }, 30_000);
 });

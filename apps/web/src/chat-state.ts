@@ -1,7 +1,8 @@
 import type { Frame } from './socket';
-import { SESSION_EVENT_TURN, type ChatMessageDto } from '@skald/contracts';
+import type { ChatMessageDto } from '@skald/contracts';
 import { attachmentsOf, type Attachment } from './files/attachment-frames';
 import { historyItems, mergeItems } from './history/history-items';
+import { turnSign } from './turn-state/turn-state';
 
 export type ToolStatus = 'running' | 'awaiting' | 'done' | 'error' | 'cancelled' | 'rejected';
 
@@ -98,8 +99,6 @@ function resolveCards(items: Item[], requestId: string, how: 'approved' | 'rejec
   );
 }
 
-const TURN: Readonly<Record<string, 'running' | 'ends' | 'neutral'>> = SESSION_EVENT_TURN;
-
 /**
  * Every server frame of the chat socket folded into what the screen shows. A session event (it
  * carries a `seq`) also says whether a turn runs (`SESSION_EVENT_TURN`): a client that joined
@@ -107,7 +106,7 @@ const TURN: Readonly<Record<string, 'running' | 'ends' | 'neutral'>> = SESSION_E
  */
 export function chatReducer(st: ChatState, f: Frame): ChatState {
   const next = foldFrame(st, f);
-  const turn = typeof f.seq === 'number' ? TURN[f.type] : undefined;
+  const turn = turnSign(f);
   if (turn === 'running' && !next.running) return { ...next, running: true };
   if (turn === 'ends' && (next.running || next.waiting !== null || next.depth !== 0))
     return { ...next, running: false, waiting: null, depth: 0 };

@@ -213,38 +213,6 @@ export const SessionEventBodies = {
 export type SessionEventType = keyof typeof SessionEventBodies;
 export const SESSION_EVENT_TYPES = Object.keys(SessionEventBodies) as SessionEventType[];
 
-/**
- * What a session event says of its session's turn, for a client that follows the stream without
- * `turn_running` (it joined mid-turn, or missed it): `running` — only a running turn produces it;
- * `ends` — the turn ended with it (every session `error` is a turn's ending); `neutral` — neither
- * (a `/stop` of a queued message, `truncated` after `done`, a path of a call already announced, a
- * failure the ending event follows). `turn_running` stays the truth after every (re)connect.
- * A type missing here does not compile.
- */
-export const SESSION_EVENT_TURN: { readonly [K in SessionEventType]: 'running' | 'ends' | 'neutral' } = {
-  user_message: 'running',
-  message_discarded: 'neutral',
-  messages_superseded: 'running',
-  thinking: 'running',
-  tool_start: 'running',
-  tool_done: 'running',
-  tool_error: 'running',
-  tool_cancelled: 'neutral',
-  tool_rejected: 'running',
-  pending_write: 'running',
-  approval_required: 'running',
-  agent_question: 'running',
-  agent_start: 'running',
-  agent_done: 'running',
-  file_changed: 'neutral',
-  open_file: 'neutral',
-  model_fallback: 'running',
-  llm_failed: 'neutral',
-  done: 'ends',
-  truncated: 'neutral',
-  error: 'ends',
-};
-
 /** A session event as stored and as sent: the body plus `type`, `session_id` and the contiguous `seq`. */
 export type SessionEvent = {
   [K in SessionEventType]: { type: K; session_id: string; seq: number } & z.infer<(typeof SessionEventBodies)[K]>;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { SESSION_EVENT_TURN, SESSION_EVENT_TYPES } from '@skald/contracts';
+import { SESSION_EVENT_TYPES } from '@skald/contracts';
 import { chatReducer, initialChat, type ChatState } from '../chat-state';
 import type { Frame } from '../socket';
+import { SESSION_EVENT_TURN } from './turn-state';
 
 const SESSION = '00000000-0000-4000-8000-00000000000a';
 const fold = (frames: Frame[], from: ChatState = initialChat): ChatState => frames.reduce(chatReducer, from);

@@ -2,6 +2,7 @@ import type { Frame } from './socket';
 import type { ChatMessageDto } from '@skald/contracts';
 import { attachmentsOf, type Attachment } from './files/attachment-frames';
 import { historyItems, mergeItems } from './history/history-items';
+import { turnSign } from './turn-state/turn-state';
 
 export type ToolStatus = 'running' | 'awaiting' | 'done' | 'error' | 'cancelled' | 'rejected';
 
@@ -98,8 +99,21 @@ function resolveCards(items: Item[], requestId: string, how: 'approved' | 'rejec
   );
 }
 
-/** Every server frame of the chat socket folded into what the screen shows. */
+/**
+ * Every server frame of the chat socket folded into what the screen shows. A session event (it
+ * carries a `seq`) also says whether a turn runs (`SESSION_EVENT_TURN`): a client that joined
+ * mid-turn or missed `turn_running` still shows the turn running, and sees it end.
+ */
 export function chatReducer(st: ChatState, f: Frame): ChatState {
+  const next = foldFrame(st, f);
+  const turn = turnSign(f);
+  if (turn === 'running' && !next.running) return { ...next, running: true };
+  if (turn === 'ends' && (next.running || next.waiting !== null || next.depth !== 0))
+    return { ...next, running: false, waiting: null, depth: 0 };
+  return next;
+}
+
+function foldFrame(st: ChatState, f: Frame): ChatState {
   switch (f.type) {
     case 'hello':
     case 'new_session':

@@ -10,6 +10,7 @@ import { shownOutbox, slotNotice } from './turn-slot/turn-slot';
 import { shortcutFor } from './shortcuts/shortcuts';
 import type { MessageFrame } from './outbox/outbox';
 import { TaskStrip, useTasks } from './tasks';
+import { NotificationsStrip, useNotifications } from './notifications/notifications-strip';
 import type { FrameHub } from './conversations/frame-hub';
 import { RegenerateButton, UserMessage } from './conversations/message-actions';
 import { ModelPicker } from './conversations/model-picker';
@@ -36,6 +37,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   const end = useRef<HTMLDivElement | null>(null);
 
   const [tasks, onTaskFrame] = useTasks(api, source);
+  const { notifications, onFrame: onNotificationFrame, reload: reloadNotifications } = useNotifications(api);
   // files: attachments of the draft, drop and paste, the viewer (an `open_file` after the replay opens it)
   const attachments = useAttachments(api, source);
   const drop = useFileDrop(attachments.add);
@@ -53,6 +55,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
       onOutboxFrame(f);
       dispatch(f);
       onTaskFrame(f);
+      onNotificationFrame(f);
       hub?.emit(f);
       if (f.type === 'turn_running') live.current = true;
       if (f.type === 'open_file' && live.current && typeof f.path === 'string') setViewing(f.path);
@@ -60,6 +63,8 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
     };
     const onConn = (c: SocketState) => {
       if (c !== 'open') live.current = false;
+      // notifications are user events, never replayed: after every (re)connect the REST list is their truth
+      else reloadNotifications();
       setConn(c);
     };
     // history by REST: the latest page, then the socket resumes after the seq it covers
@@ -73,7 +78,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
     socket.current = s;
     s.start();
     return () => s.stop();
-  }, [api, source, onTaskFrame, hub, onOutboxFrame]);
+  }, [api, source, onTaskFrame, hub, onOutboxFrame, onNotificationFrame, reloadNotifications]);
 
   // The view follows the end of the conversation, not an earlier page put before it.
   const lastKey = state.items.at(-1)?.key;
@@ -214,6 +219,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
         ) : null}
       </div>
       <TaskStrip tasks={tasks} />
+      <NotificationsStrip notifications={notifications} />
       {hasOlder ? (
         <button
           type="button"

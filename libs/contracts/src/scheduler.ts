@@ -184,7 +184,9 @@ export const NotificationDto = z.object({
   refs: z.object({ job_id: Id.optional(), run_id: Id.optional(), session_id: Id.optional() }),
   created_at: Timestamp,
 });
+export type NotificationDto = z.infer<typeof NotificationDto>;
 export const NotificationList = z.object({ items: z.array(NotificationDto), has_more: z.boolean() });
+export type NotificationList = z.infer<typeof NotificationList>;
 export const NotificationsListRequest = z.object({
   actor: Actor,
   before: Id.optional(),

@@ -24,6 +24,7 @@ export const SCHEDULER_INSTANCE = Symbol('SCHEDULER_INSTANCE');
 export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationShutdown {
   engine!: JobEngine;
   private ticTimer: NodeJS.Timeout | null = null;
+  private ticPassRunning = false;
 
   constructor(
     private readonly ds: DataSource,
@@ -67,15 +68,16 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
     registerJobHandlers(this.bus, service, this.engine);
     const engine = this.engine;
     new SchedulerMetrics(this.registry).observeQueue(QUEUE_NAME, () => engine.jobCounts());
-    // Every user gets their periodic tick: one bounded pass now (before the mirror's first
-    // reconcile), then one per reconcile interval; a failed pass (gateway away) is retried by the next.
-    await this.ticPass(service, owners);
+    // Every user gets their periodic tick: one bounded pass now, then one per reconcile interval
+    // (the mirror picks the new jobs up at its next reconcile). Not awaited: a gateway that is away
+    // does not hold up the start; a failed pass is retried by the next.
+    void this.ticPass(service, owners);
     this.ticTimer = setInterval(() => void this.ticPass(service, owners), this.config.SKALD_JOB_RECONCILE_MS);
     this.ticTimer.unref();
     await this.engine.start();
   }
 
-  private ticPassRunning = false;
+  /** One bounded pass of the tic reconciliation; a pass still running makes the next one a no-op. */
   private async ticPass(service: JobsService, owners: NatsJobOwners): Promise<void> {
     if (this.ticPassRunning) return;
     this.ticPassRunning = true;

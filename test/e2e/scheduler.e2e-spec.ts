@@ -414,6 +414,19 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
     web.close();
   });
 
+  it('TIC: a new user gets the periodic tick without pressing anything (an enabled hourly tic job)', async () => {
+    const api = await user();
+    const [tic] = await until('the tic job of the new user', async () => {
+      const r = await db.query<Array<{ cron: string; enabled: boolean; agent_id: string; next_run_at: Date | null }>>(
+        `SELECT cron, enabled, agent_id, next_run_at FROM scheduled_jobs WHERE user_id = $1 AND kind = 'tic'`,
+        [api.user!.id],
+      );
+      return r.length ? r : null;
+    });
+    expect(tic).toMatchObject({ cron: '0 * * * *', enabled: true, agent_id: 'tic' });
+    expect(new Date(tic.next_run_at!).getTime()).toBeGreaterThan(Date.now());
+  });
+
   async function processOf(name: 'scheduler' | 'session-worker', instance: string): Promise<StackProcess> {
     const p = stack.byName(name).find((x) => x.instance === instance);
     if (!p) throw new Error(`no ${name} ${instance}`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_REDIS_PREFIXES, userCapSetting } from '@skald/contracts';
+import { DEFAULT_REDIS_PREFIXES, USER_PAGE_MAX, userCapSetting } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit';
 import { validateCron } from './jobs/cron-spec';
 
@@ -30,13 +30,19 @@ export const SchedulerConfigSchema = BaseConfigSchema.extend({
   /** How often BullMQ's schedulers are reconciled from the table (also on every Redis reconnect). */
   SKALD_JOB_RECONCILE_MS: z.coerce.number().int().min(200).default(15_000),
   /**
-   * The periodic system tick of every user who has one (created by their first
-   * `POST /api/tic/trigger`): a cron expression in UTC, or `off`.
+   * The periodic system tick of every user (each gets a tic job from the scheduler's tic
+   * reconciliation, or their first `POST /api/tic/trigger`): a cron expression in UTC, or `off`.
    */
   SKALD_TIC_CRON: z
     .string()
     .default('0 * * * *')
     .refine((v) => v === 'off' || validCron(v), 'a cron expression (five fields, or six with seconds first) or `off`'),
+  /**
+   * Users one pass of the tic reconciliation gives a tic job (a pass every
+   * `SKALD_JOB_RECONCILE_MS`, walking the users in id order): a new user ticks within
+   * ceil(users / this) passes.
+   */
+  SKALD_TIC_USERS_PER_PASS: z.coerce.number().int().min(1).max(USER_PAGE_MAX).default(200),
   /** Fires this replica's BullMQ worker handles at once (each only starts a session and waits). */
   SKALD_JOB_CONCURRENCY: z.coerce.number().int().min(1).default(8),
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES, userCapSetting } from '@skald/contracts';
+import { DEFAULT_LOOP_CONFIG } from '@skald/agent-loop';
 import { BaseConfigSchema } from '@skald/service-kit';
 
 export const WorkerConfigSchema = BaseConfigSchema.extend({
@@ -11,6 +12,21 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   /** How often each worker looks for sessions that have work and no live driver. */
   SKALD_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(1_000),
   SKALD_MAX_TOOL_ROUNDS: z.coerce.number().int().min(1).max(500).default(50),
+  /**
+   * LLM clients one round may try (the selected one and its fallbacks, each after its own
+   * retries) before the turn fails with `llm_failed`.
+   */
+  SKALD_LLM_MAX_CLIENTS: z.coerce.number().int().min(1).max(10).default(DEFAULT_LOOP_CONFIG.maxLlmAttempts),
+  /**
+   * Fan-out width: calls of one batch run at once when every call of it is safe to run
+   * concurrently (read-only tools, sub-agents); 1 runs every batch one call after another.
+   */
+  SKALD_MAX_PARALLEL_CALLS: z.coerce.number().int().min(1).max(32).default(DEFAULT_LOOP_CONFIG.maxParallelCalls),
+  /**
+   * Deepest sub-agent (the conversation's agent is depth 0): an agent at this depth is not offered
+   * `execute_task` / `execute_subtask`; 0 turns sub-agents off.
+   */
+  SKALD_MAX_AGENT_DEPTH: z.coerce.number().int().min(0).max(10).default(DEFAULT_LOOP_CONFIG.maxDepth),
   /** Tries of a retriable LLM error (429, 5xx, timeout, reset) on one client before the next. */
   SKALD_LLM_RETRY_TRIES: z.coerce.number().int().min(1).max(10).default(3),
   /** Seconds one client's retries may wait in all (a longer Retry-After moves on at once). */

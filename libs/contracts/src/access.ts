@@ -114,6 +114,7 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'session.job.status',
       'session.job.deliver',
       'user.standing',
+      'user.page',
     ],
     publishes: [TOPICS.userEvents.pattern],
     subscribes: [TOPICS.sessionTurnEnded.pattern],

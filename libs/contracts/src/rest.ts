@@ -127,7 +127,11 @@ export const DebugRow = z.discriminatedUnion('kind', [
     is_synthetic: z.boolean(),
     /** Replaced by a regenerate or an edit: kept here, never sent to the model. */
     superseded: z.boolean().optional(),
-    status: z.enum(['ok', 'failed', 'superseded']),
+    /**
+     * `discarded`: sent while a turn ran and dropped by a `/stop` before it entered the conversation
+     * (never sent to the model); it stands where it was sent.
+     */
+    status: z.enum(['ok', 'failed', 'superseded', 'discarded']),
     attachments: z.array(Attachment).optional(),
     created_at: Timestamp,
   }),

@@ -334,6 +334,24 @@ export const UserStandingReply = z.object({
 });
 export type UserStandingReply = z.infer<typeof UserStandingReply>;
 
+/** Users one `user.page` answer lists at most. */
+export const USER_PAGE_MAX = 500;
+/**
+ * `user.page` (queue `gateway`): the users whose id sorts after `after` (from the first when
+ * absent), in id order, at most `limit`. The scheduler walks it a page per pass to give every user
+ * their periodic tic job. `next`: the last id listed when the page was full, else null (the end).
+ * Read-only, so idempotent.
+ */
+export const UserPageRequest = z.object({
+  after: Id.nullable().optional(),
+  limit: z.number().int().min(1).max(USER_PAGE_MAX),
+});
+export const UserPageReply = z.object({
+  items: z.array(z.object({ user_id: Id, role: Role })),
+  next: Id.nullable(),
+});
+export type UserPageReply = z.infer<typeof UserPageReply>;
+
 /**
  * The one map from subject to payload. Requests have `request` and `reply`; published subjects
  * have `message`. Subjects with a `<…>` part are built by the helpers below.
@@ -464,6 +482,7 @@ export const SUBJECTS = {
   },
   'session.job.deliver': { request: S.JobDeliverRequest, reply: replyOf(S.JobDeliverReply), queue: 'session-worker' },
   'user.standing': { request: UserStandingRequest, reply: replyOf(UserStandingReply), queue: 'gateway' },
+  'user.page': { request: UserPageRequest, reply: replyOf(UserPageReply), queue: 'gateway' },
 } as const;
 export type RequestSubject = keyof typeof SUBJECTS;
 export type RequestOf<S extends RequestSubject> = z.input<(typeof SUBJECTS)[S]['request']>;

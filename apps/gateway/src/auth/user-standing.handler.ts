@@ -1,11 +1,12 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import type { UserStandingReply } from '@skald/contracts';
+import type { UserPageReply, UserStandingReply } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { UsersRepository } from './users.repository';
 
 /**
  * `user.standing`: the gateway owns the users table; the scheduler asks at every fire of a job
- * whether its owner may still act and with which role (a read, so idempotent).
+ * whether its owner may still act and with which role, and walks `user.page` to give every user
+ * their periodic tic job (reads, so idempotent).
  */
 @Injectable()
 export class UserStandingHandler implements OnModuleInit {
@@ -16,6 +17,15 @@ export class UserStandingHandler implements OnModuleInit {
 
   onModuleInit(): void {
     this.bus.handle('user.standing', (r) => this.standing(r.user_id));
+    this.bus.handle('user.page', (r) => this.page(r.after ?? null, r.limit));
+  }
+
+  async page(after: string | null, limit: number): Promise<UserPageReply> {
+    const rows = await this.users.page(after, limit);
+    return {
+      items: rows.map((u) => ({ user_id: u.id, role: u.role })),
+      next: rows.length === limit ? rows[rows.length - 1].id : null,
+    };
   }
 
   async standing(userId: string): Promise<UserStandingReply> {

@@ -24,6 +24,15 @@ export class UsersRepository {
     return this.ds.getRepository(UserEntity).find({ order: { createdAt: 'ASC' } });
   }
 
+  /** The users whose id sorts after `after` (from the first when null), in id order, at most `limit`. */
+  page(after: string | null, limit: number): Promise<{ id: string; role: 'user' | 'admin' }[]> {
+    return queryRows(
+      this.ds,
+      `SELECT id, role FROM users WHERE $1::uuid IS NULL OR id > $1::uuid ORDER BY id LIMIT $2`,
+      [after, limit],
+    );
+  }
+
   /** Inserts a user; null if the email is taken. */
   async create(user: { email: string; passwordHash: string; role: 'user' | 'admin' }): Promise<UserEntity | null> {
     const id = randomUUID();

@@ -168,7 +168,8 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/api/sessions/{id}',
-    summary: 'Session debug tree (superseded rows marked `superseded`)',
+    summary:
+      'Session debug tree (superseded rows marked `superseded`; messages a `/stop` discarded are user rows with status `discarded`, where they were sent)',
     params: [{ name: 'id', in: 'path', required: true }],
     ok: { status: 200, schema: SessionDetail },
   },

@@ -1,4 +1,4 @@
-import type { Actor, JobRunContext, JobSessionStatusReply, UserStandingReply } from '@skald/contracts';
+import type { Actor, JobRunContext, JobSessionStatusReply, UserPageReply, UserStandingReply } from '@skald/contracts';
 
 /** What the scheduler asks of the session workers (NATS in production; swappable in tests). */
 export interface JobSessionsPort {
@@ -83,4 +83,9 @@ export interface HomeSourcePort {
  */
 export interface JobOwnersPort {
   standing(userId: string): Promise<UserStandingReply>;
+}
+
+/** The users as the gateway lists them (`user.page`): after `after` in id order, at most `limit`; `next` null at the end. */
+export interface UserPagesPort {
+  page(after: string | null, limit: number): Promise<UserPageReply>;
 }

@@ -247,6 +247,38 @@ export class JobsRepository {
   }
 
   /**
+   * System: the tic job of each of `users` that has none, on the schedule `cron` (UTC; null:
+   * created disabled), in one statement; an existing one is left as it is. How many were created.
+   */
+  async ensureTics(o: {
+    users: { userId: string; role: 'user' | 'admin' }[];
+    agentId: string;
+    prompt: string;
+    cron: string | null;
+    nextRunAt: Date | null;
+  }): Promise<number> {
+    if (o.users.length === 0) return 0;
+    const rows = await queryRows<{ id: string }>(
+      this.ds,
+      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, next_run_at, idempotency_key)
+       SELECT gen_random_uuid(), u.user_id, u.role, 'tic', 'System tick', $3, $4, $5, 'UTC', $6, $7, 'tic'
+         FROM unnest($1::uuid[], $2::text[]) AS u(user_id, role)
+       ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+       RETURNING id`,
+      [
+        o.users.map((u) => u.userId),
+        o.users.map((u) => u.role),
+        o.agentId,
+        o.prompt,
+        o.cron,
+        o.cron !== null,
+        o.nextRunAt,
+      ],
+    );
+    return rows.length;
+  }
+
+  /**
    * System: every tic job follows the configured schedule (UTC; null: off). A job whose schedule
    * changes gets its next fire from `nextRunAt`.
    */

@@ -4,7 +4,7 @@ import { RemoteError } from '@skald/messaging';
 import { InvalidCronError, nextFire, validateCron } from './cron-spec';
 import { classifyEnding, endingInputOf, notificationSummary } from './job-ending';
 import type { JobEngine } from './job-engine';
-import type { JobSessionsPort } from './job-ports';
+import type { JobSessionsPort, UserPagesPort } from './job-ports';
 import { JobRow, JobsRepository, RunRow } from './jobs.repository';
 
 export interface JobsSettings {
@@ -184,6 +184,26 @@ export class JobsService {
     const runId = await this.engine.fire(jobId, new Date(), true);
     if (!runId) throw new RemoteError({ code: 'conflict', message: 'a system tick is already running' });
     return { run_id: runId };
+  }
+
+  /** Where the next `ensureTics` pass reads the users from (null: the first). */
+  private ticCursor: string | null = null;
+
+  /**
+   * One bounded pass of the tic reconciliation: the next `limit` users (in id order, from where the
+   * last pass stopped, starting over at the end) get their tic job if they have none — every user
+   * ticks without ever pressing "run now". A user created meanwhile is reached within one round.
+   * How many were created.
+   */
+  async ensureTics(users: UserPagesPort, limit: number): Promise<number> {
+    const page = await users.page(this.ticCursor, limit);
+    this.ticCursor = page.next;
+    return this.jobs.ensureTics({
+      users: page.items.map((u) => ({ userId: u.user_id, role: u.role })),
+      agentId: 'tic',
+      prompt: TIC_PROMPT,
+      ...this.ticSchedule(),
+    });
   }
 
   /** At start: every tic job follows `SKALD_TIC_CRON` (a changed schedule applies, `off` stops the ticks). */

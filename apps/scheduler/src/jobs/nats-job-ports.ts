@@ -1,4 +1,4 @@
-import type { Actor, JobSessionStatusReply, UserStandingReply } from '@skald/contracts';
+import type { Actor, JobSessionStatusReply, UserPageReply, UserStandingReply } from '@skald/contracts';
 import { TOPICS } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import {
@@ -8,6 +8,7 @@ import {
   JobOwnersPort,
   JobSessionsPort,
   JobStartRefused,
+  UserPagesPort,
 } from './job-ports';
 
 /** The session workers over NATS (request/reply in the `session-worker` queue group). */
@@ -89,11 +90,15 @@ export class NatsHomeSource implements HomeSourcePort {
   }
 }
 
-/** `user.standing` on the gateway (the users table's owner). */
-export class NatsJobOwners implements JobOwnersPort {
+/** `user.standing` and `user.page` on the gateway (the users table's owner). */
+export class NatsJobOwners implements JobOwnersPort, UserPagesPort {
   constructor(private readonly bus: Bus) {}
 
   standing(userId: string): Promise<UserStandingReply> {
     return this.bus.call('user.standing', { user_id: userId });
+  }
+
+  page(after: string | null, limit: number): Promise<UserPageReply> {
+    return this.bus.call('user.page', { after, limit });
   }
 }

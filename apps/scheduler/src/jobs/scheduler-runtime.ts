@@ -23,6 +23,8 @@ export const SCHEDULER_INSTANCE = Symbol('SCHEDULER_INSTANCE');
 @Injectable()
 export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationShutdown {
   engine!: JobEngine;
+  private ticTimer: NodeJS.Timeout | null = null;
+  private ticPassRunning = false;
 
   constructor(
     private readonly ds: DataSource,
@@ -38,6 +40,7 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
     await assertNoEviction(this.redis.client);
     const repo = new JobsRepository(this.ds);
     const sessions = new NatsJobSessions(this.bus);
+    const owners = new NatsJobOwners(this.bus);
     this.engine = new JobEngine(
       repo,
       sessions,
@@ -53,7 +56,7 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
         concurrency: this.config.SKALD_JOB_CONCURRENCY,
       },
       this.log,
-      new NatsJobOwners(this.bus),
+      owners,
     );
     const service = new JobsService(repo, this.engine, sessions, {
       minIntervalS: this.config.SKALD_CRON_MIN_INTERVAL_S,
@@ -65,10 +68,31 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
     registerJobHandlers(this.bus, service, this.engine);
     const engine = this.engine;
     new SchedulerMetrics(this.registry).observeQueue(QUEUE_NAME, () => engine.jobCounts());
+    // Every user gets their periodic tick: one bounded pass now, then one per reconcile interval
+    // (the mirror picks the new jobs up at its next reconcile). Not awaited: a gateway that is away
+    // does not hold up the start; a failed pass is retried by the next.
+    void this.ticPass(service, owners);
+    this.ticTimer = setInterval(() => void this.ticPass(service, owners), this.config.SKALD_JOB_RECONCILE_MS);
+    this.ticTimer.unref();
     await this.engine.start();
   }
 
+  /** One bounded pass of the tic reconciliation; a pass still running makes the next one a no-op. */
+  private async ticPass(service: JobsService, owners: NatsJobOwners): Promise<void> {
+    if (this.ticPassRunning) return;
+    this.ticPassRunning = true;
+    try {
+      const created = await service.ensureTics(owners, this.config.SKALD_TIC_USERS_PER_PASS);
+      if (created > 0) this.log.info({ created }, 'tic jobs created');
+    } catch (e) {
+      this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'tic reconciliation pass failed');
+    } finally {
+      this.ticPassRunning = false;
+    }
+  }
+
   async onApplicationShutdown(): Promise<void> {
+    if (this.ticTimer) clearInterval(this.ticTimer);
     await this.engine?.stop();
   }
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { queryRows } from '@skald/persistence';
 import type { Actor } from '@skald/contracts';
 import type { JobEngine } from './job-engine';
-import type { JobSessionsPort } from './job-ports';
+import type { JobSessionsPort, UserPagesPort } from './job-ports';
 import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
 
@@ -53,6 +54,35 @@ describe('tic schedule', () => {
     expect(next.getTime()).toBeGreaterThan(Date.now());
     expect(next.getTime() - Date.now()).toBeLessThanOrEqual(3_600_000);
     expect(next.getUTCMinutes()).toBe(0);
+  });
+
+  it('every user ticks without pressing anything: bounded passes give each one tic job', async () => {
+    const users = Array.from({ length: 5 }, () => randomUUID()).sort();
+    const asked: number[] = [];
+    const owners: UserPagesPort = {
+      page: (after, limit) => {
+        const rest = users.filter((u) => after === null || u > after);
+        const items = rest.slice(0, limit).map((u) => ({ user_id: u, role: 'user' as const }));
+        asked.push(items.length);
+        return Promise.resolve({ items, next: items.length === limit ? items[limit - 1].user_id : null });
+      },
+    };
+    const s = service('0 * * * *');
+    // Two users a pass: three passes reach all five, each reading at most two.
+    for (let i = 0; i < 3; i++) await s.ensureTics(owners, 2);
+    expect(Math.max(...asked)).toBeLessThanOrEqual(2);
+    for (const u of users) expect(await ticOf(u)).toMatchObject({ cron: '0 * * * *', enabled: true, agent_id: 'tic' });
+    // A pressed "run now" and further rounds find the same job: one tic job per user.
+    const before = (await ticOf(users[0]))!.id;
+    await s.ticTrigger({ userId: users[0], role: 'user' });
+    for (let i = 0; i < 3; i++) expect(await s.ensureTics(owners, 2)).toBe(0);
+    const [{ n }] = await queryRows<{ n: number }>(
+      ds,
+      `SELECT count(*)::int AS n FROM scheduled_jobs WHERE kind = 'tic' AND user_id = ANY($1::uuid[])`,
+      [users],
+    );
+    expect(n).toBe(5);
+    expect((await ticOf(users[0]))!.id).toBe(before);
   });
 
   it('follows a changed SKALD_TIC_CRON at start, and stops ticking when it is off', async () => {

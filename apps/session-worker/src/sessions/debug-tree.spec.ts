@@ -60,4 +60,31 @@ describe('debug tree', () => {
     );
     expect(detail.messages[0]).toMatchObject({ kind: 'user', content: 'tick', is_synthetic: true });
   });
+
+  it('messages a /stop discarded stand in the tree where they were sent, marked discarded', () => {
+    const t = (s: number) => new Date(at.getTime() + s * 1000);
+    const detail = toSessionDetail(
+      session,
+      [frame],
+      [
+        message({ id: 'm1', role: 'user', content: 'build', created_at: t(0) }),
+        message({ id: 'm2', role: 'assistant', content: 'building', created_at: t(2) }),
+        message({ id: 'm3', role: 'user', content: 'now test', created_at: t(9) }),
+      ],
+      [],
+      [
+        { id: 'd1', content: 'also lint', is_synthetic: false, attachments: null, created_at: t(3) },
+        { id: 'd2', content: 'and docs', is_synthetic: false, attachments: null, created_at: t(4) },
+      ],
+    );
+    expect(
+      detail.messages.map((m) => [m.kind, 'content' in m ? m.content : '', 'status' in m ? m.status : '']),
+    ).toEqual([
+      ['user', 'build', 'ok'],
+      ['assistant', 'building', ''],
+      ['user', 'also lint', 'discarded'],
+      ['user', 'and docs', 'discarded'],
+      ['user', 'now test', 'ok'],
+    ]);
+  });
 });

@@ -23,9 +23,17 @@ export function toSessionSummary(r: Row): SessionSummary {
 
 /**
  * The debug tree of the spec: a flat, ordered list in which a sub-agent's rows stand between its
- * `agent` and `agent_end` rows, right after the tool call that spawned it.
+ * `agent` and `agent_end` rows, right after the tool call that spawned it. Inbox messages a `/stop`
+ * discarded (`discarded`, oldest first) are `user` rows with status `discarded`, each before the
+ * first top-level message stored after it was sent.
  */
-export function toSessionDetail(session: Row, frames: Row[], messages: Row[], toolCalls: Row[]): SessionDetail {
+export function toSessionDetail(
+  session: Row,
+  frames: Row[],
+  messages: Row[],
+  toolCalls: Row[],
+  discarded: Row[] = [],
+): SessionDetail {
   const callsByMessage = new Map<string, Row[]>();
   for (const c of toolCalls) {
     const list = callsByMessage.get(String(c.message_id)) ?? [];
@@ -49,8 +57,29 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
   }
 
   const out: DebugRow[] = [];
+  let nextDiscarded = 0;
+  /** The discarded messages sent before `until` (all when null). */
+  const emitDiscarded = (until: Date | null): void => {
+    while (nextDiscarded < discarded.length) {
+      const d = discarded[nextDiscarded];
+      if (until !== null && new Date(d.created_at as string | Date).getTime() >= until.getTime()) return;
+      nextDiscarded += 1;
+      const attachments = d.attachments as Extract<DebugRow, { kind: 'user' }>['attachments'] | null;
+      out.push({
+        kind: 'user',
+        id: String(d.id),
+        content: String(d.content),
+        is_synthetic: Boolean(d.is_synthetic),
+        status: 'discarded',
+        attachments: attachments ?? undefined,
+        created_at: iso(d.created_at),
+      });
+    }
+  };
   const emitFrame = (frame: Row): void => {
+    const topLevel = !frame.parent_frame_id;
     for (const m of messagesByFrame.get(String(frame.id)) ?? []) {
+      if (topLevel) emitDiscarded(new Date(m.created_at as string | Date));
       const calls = callsByMessage.get(String(m.id)) ?? [];
       const synthetic = Boolean(m.is_synthetic);
       const superseded = m.status === 'superseded' ? { superseded: true } : {};
@@ -110,6 +139,7 @@ export function toSessionDetail(session: Row, frames: Row[], messages: Row[], to
     }
   };
   for (const root of frames.filter((f) => !f.parent_frame_id)) emitFrame(root);
+  emitDiscarded(null);
 
   return {
     session: {

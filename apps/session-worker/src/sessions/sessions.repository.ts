@@ -230,6 +230,17 @@ export class SessionsRepository {
       await queryRows<Row>(this.ds, `SELECT * FROM chat_history WHERE session_id = $1 ORDER BY ord`, [sessionId])
     ).map(decodeRow);
   }
+  /** Inbox messages a `/stop` discarded before they entered the conversation, oldest first. */
+  async discardedInbox(sessionId: string): Promise<Row[]> {
+    return (
+      await queryRows<Row>(
+        this.ds,
+        `SELECT id, content, attachments, is_synthetic, created_at FROM session_inbox
+          WHERE session_id = $1 AND status = 'discarded' AND tool_result IS NULL ORDER BY ord`,
+        [sessionId],
+      )
+    ).map(decodeRow);
+  }
   async toolCalls(sessionId: string): Promise<Row[]> {
     return (
       await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE session_id = $1 ORDER BY ord`, [sessionId])

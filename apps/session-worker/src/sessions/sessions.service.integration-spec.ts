@@ -60,6 +60,40 @@ describe('SessionsService', () => {
     };
   }
 
+  describe('GET /sessions/{id}', () => {
+    it('a message a /stop discarded stands in the debug tree where it was sent, marked discarded', async () => {
+      const userId = randomUUID();
+      const { sessionId, store, frameId } = await activeSession(userId);
+      const t = (sec: number) => new Date(Date.now() - 60_000 + sec * 1000).toISOString();
+      await store.commit(
+        sessionId,
+        [
+          { kind: 'appendMessage', message: message(sessionId, frameId, { content: 'build', createdAt: t(0) }) },
+          {
+            kind: 'appendMessage',
+            message: message(sessionId, frameId, { role: 'assistant', content: 'building', createdAt: t(2) }),
+          },
+          { kind: 'appendMessage', message: message(sessionId, frameId, { content: 'now test', createdAt: t(9) }) },
+        ],
+        [],
+      );
+      await ds.query(
+        `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, status, settled_at, created_at)
+         VALUES ($1, $2, $3, $4, 'also lint', 'steer', 'discarded', now(), $5),
+                ($6, $2, $3, $7, 'waiting', 'queue', 'queued', NULL, $8)`,
+        [randomUUID(), sessionId, userId, `c-${randomUUID()}`, t(3), randomUUID(), `c-${randomUUID()}`, t(4)],
+      );
+      const detail = await service.detail({ userId, role: 'user' }, sessionId);
+      expect(detail.messages.map((m) => ('content' in m ? m.content : m.kind))).toEqual([
+        'build',
+        'building',
+        'also lint',
+        'now test',
+      ]);
+      expect(detail.messages[2]).toMatchObject({ kind: 'user', status: 'discarded', is_synthetic: false });
+    });
+  });
+
   describe('GET /{source}/messages', () => {
     it('shows a message whose turn was stopped, and hides the synthetic task_completed delivery', async () => {
       const userId = randomUUID();

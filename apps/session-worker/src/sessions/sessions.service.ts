@@ -36,12 +36,13 @@ export class SessionsService {
   async detail(actor: Actor, sessionId: string): Promise<SessionDetail> {
     const session = await this.repo.find({ userId: actor.userId, sessionId });
     if (!session) throw notFound();
-    const [frames, messages, calls] = await Promise.all([
+    const [frames, messages, calls, discarded] = await Promise.all([
       this.repo.frames(sessionId),
       this.repo.messages(sessionId),
       this.repo.toolCalls(sessionId),
+      this.repo.discardedInbox(sessionId),
     ]);
-    return toSessionDetail(session, frames, messages, calls);
+    return toSessionDetail(session, frames, messages, calls, discarded);
   }
 
   async messages(actor: Actor, source: string, before: string | undefined, limit: number): Promise<ChatMessages> {

@@ -10,8 +10,6 @@ import {
   nextTurnItem,
   LoopDeps,
   recoverTurn,
-  resolveLoopConfig,
-  DEFAULT_LLM_RETRY,
   resolvePendingCall,
   runTurn,
   SessionInfo,
@@ -42,6 +40,7 @@ import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
 import { EventAnnouncer } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 import { TurnSlots } from './turn-slots';
+import { loopConfigOf } from './loop-config';
 import { HeldBackNotices } from './held-back-notices';
 import { HistoryCarry } from '../store/history-carry';
 import type { EnteredFirst, PrimedStart } from '../submit/inbox.repository';
@@ -613,26 +612,7 @@ export class TurnDriver implements OnApplicationShutdown {
         timeZone: () => this.config.SKALD_TIMEZONE ?? HOST_TIME_ZONE,
       },
       ids: { newId: () => randomUUID() },
-      config: resolveLoopConfig({
-        maxToolRounds: this.config.SKALD_MAX_TOOL_ROUNDS,
-        llmRetry: {
-          ...DEFAULT_LLM_RETRY,
-          triesPerClient: this.config.SKALD_LLM_RETRY_TRIES,
-          maxWaitMs: this.config.SKALD_LLM_RETRY_MAX_WAIT_S * 1000,
-        },
-        maxHistoryMessages: this.config.SKALD_MAX_HISTORY_MESSAGES,
-        maxToolResultChars: this.config.SKALD_MAX_TOOL_RESULT_CHARS ?? null,
-        compaction: this.config.SKALD_COMPACTION_THRESHOLD_TOKENS
-          ? {
-              thresholdTokens: this.config.SKALD_COMPACTION_THRESHOLD_TOKENS,
-              keepRecent: this.config.SKALD_COMPACTION_KEEP_RECENT,
-              strength: this.config.SKALD_COMPACTION_STRENGTH ?? null,
-            }
-          : null,
-        contextBudgetTokens: this.config.SKALD_CONTEXT_BUDGET_TOKENS ?? null,
-        os: OS,
-        defaultWorkingDirectory: WORKSPACE_ROOT,
-      }),
+      config: loopConfigOf(this.config, { os: OS, defaultWorkingDirectory: WORKSPACE_ROOT }),
     };
   }
 

@@ -3,22 +3,13 @@ import type { Browser } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
 import { seriousViolations, shot, signIn } from '../support/browser';
+import { until } from '../support/until';
 import { startWebStack, stopWebStack } from '../support/web-stack';
 
 jest.setTimeout(240_000);
 
 const PASSWORD = 'correct horse battery';
 const WIDTHS = [1280, 375];
-
-async function until<T>(what: string, probe: () => Promise<T | null | false>, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
 
 /**
  * Cron results stay findable: a notification that came while no page was open shows after the

@@ -28,8 +28,7 @@ const memo = new Map<string, string | null>();
 
 /** Why no command this allow pattern matches can be allowed, or null when one can (or it cannot be told). */
 export function neverAllows(pattern: string): string | null {
-  const hit = memo.get(pattern);
-  if (hit !== undefined || memo.has(pattern)) return hit ?? null;
+  if (memo.has(pattern)) return memo.get(pattern) ?? null;
   const answer = judge(pattern);
   if (memo.size >= MEMO_MAX) memo.clear();
   memo.set(pattern, answer);

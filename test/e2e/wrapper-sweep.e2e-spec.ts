@@ -25,8 +25,11 @@ import { ToolRunnerConfigSchema } from '../../apps/tool-runner/src/config';
  *
  * Bounds: each process has `CPU_SEC` CPU seconds (a spinning `yes` dies); a sandbox's cases end
  * when nothing in it has been runnable for `QUIET_SEC` (a server waiting in accept(), a prompt
- * waiting for a terminal) — a bound that a loaded machine does not shorten — and in any case after
- * `WALL_SEC` (the runner kills bwrap, the pid namespace's init: everything inside dies).
+ * waiting for a terminal), or once everything in it has been asleep for `WALL_SEC` in all without
+ * ever being quiet that long (a program that wakes on a timer forever). Neither bound is shortened
+ * by a loaded machine: a process waiting for a CPU is runnable, so it counts as neither quiet nor
+ * asleep. `MAX_SEC` by the clock is the backstop (the runner kills bwrap, the pid namespace's init:
+ * everything inside dies).
  *
  * Speed (CI budget ~3 min on 2 idle cores): `BATCH` programs share one sandbox, every shape of each
  * in its own directory with its own marker, `CONCURRENCY` sandboxes at a time. A program can harm
@@ -96,8 +99,9 @@ const CANARIES = ['env', 'xargs', 'sh', 'perl', 'nice'];
 const CPU_SEC = 1;
 const QUIET_SEC = 1;
 const WALL_SEC = 20;
-/** Sandboxes at a time (mostly idle: waiting out QUIET_SEC). */
-const CONCURRENCY = Number(process.env.SKALD_WRAPPER_SWEEP_CONCURRENCY ?? 6);
+const MAX_SEC = 300;
+/** Sandboxes at a time: enough to keep both cores busy while others wait out QUIET_SEC. */
+const CONCURRENCY = Number(process.env.SKALD_WRAPPER_SWEEP_CONCURRENCY ?? 4);
 /** Programs per sandbox. */
 const BATCH = Number(process.env.SKALD_WRAPPER_SWEEP_BATCH ?? 6);
 /** Test-only: sweep just these base names (comma-separated; the canaries are then not required). */
@@ -120,15 +124,15 @@ function batchScript(cases: ReadonlyArray<readonly [string, string]>): string {
   const lines = [
     `ulimit -t ${CPU_SEC}`,
     'cd /workspace || exit 125',
-    `sleep ${WALL_SEC * 3} & sentinel=$!`,
+    `sleep ${MAX_SEC * 2} & sentinel=$!`,
     'echo $sentinel >.sentinel',
-    // the WALL_SEC bound, kept by the monitor (by the clock, /proc/uptime) so that it can report
-    `read -r up _ </proc/uptime; deadline=$((\${up%.*} + ${WALL_SEC}))`,
+    // the MAX_SEC backstop, kept by the monitor (by the clock, /proc/uptime) so that it can report
+    `read -r up _ </proc/uptime; deadline=$((\${up%.*} + ${MAX_SEC}))`,
   ];
   for (const [dir, script] of cases)
     lines.push(`(cd ${dir} && ${script}; echo $? >.rc) >/dev/null 2>&1 & echo $! >${dir}/.pid`);
   lines.push(
-    'quiet=0',
+    'quiet=0 asleep=0',
     'while :; do',
     '  busy= active=',
     '  for p in /proc/[0-9]*; do',
@@ -136,7 +140,10 @@ function batchScript(cases: ReadonlyArray<readonly [string, string]>): string {
     '      case $l in Z*) ;; R*|D*) busy=1 active=1; break;; *) busy=1;; esac; }',
     '  done',
     '  [ -n "$busy" ] || break',
-    `  if [ -n "$active" ]; then quiet=0; else quiet=$((quiet + 1)); [ $quiet -ge ${QUIET_SEC * 10} ] && break; fi`,
+    '  if [ -n "$active" ]; then quiet=0; else',
+    `    quiet=$((quiet + 1)) asleep=$((asleep + 1)); [ $quiet -ge ${QUIET_SEC * 10} ] && break`,
+    `    [ $asleep -lt ${WALL_SEC * 10} ] || { echo walled; break; }`,
+    '  fi',
     '  read -r up _ </proc/uptime; [ "${up%.*}" -lt "$deadline" ] || { echo walled; break; }',
     '  sleep 0.1',
     'done',
@@ -223,7 +230,7 @@ describe('wrappers of the sandbox image, found by running every executable', () 
 
   /**
    * Cases in one fresh sandbox, each in a directory with a marker (and one at the workspace root:
-   * a program that went to $HOME before deleting). Which markers went, and whether it hit WALL_SEC.
+   * a program that went to $HOME before deleting). Which markers went, and whether it hit WALL_SEC or MAX_SEC.
    */
   async function runCases(
     cases: ReadonlyArray<string>,
@@ -236,8 +243,8 @@ describe('wrappers of the sandbox image, found by running every executable', () 
       await mkdir(join(ws, String(k)));
       await writeFile(join(ws, String(k), 'marker'), 'm');
     }
-    // the monitor ends the cases at WALL_SEC; the runner's bound is a backstop (then: not trusted)
-    const out = await run(ws, batchScript(cases.map((c, k) => [String(k), c] as const)), WALL_SEC * 2);
+    // the monitor ends the cases; the runner's bound is a backstop (then: not trusted)
+    const out = await run(ws, batchScript(cases.map((c, k) => [String(k), c] as const)), MAX_SEC + 60);
     const rootGone = !(await exists(join(ws, 'marker')));
     const deleted: boolean[] = [];
     for (let k = 0; k < cases.length; k++) deleted.push(rootGone || !(await exists(join(ws, String(k), 'marker'))));
@@ -399,7 +406,7 @@ describe('wrappers of the sandbox image, found by running every executable', () 
         `${unknown.length} unknown to the gate; ${fileActors.length} delete their file argument ` +
         `(${fileActors.map((f) => basename(f.program)).join(' ')}); ${flaky.length} deleted only in the batch ` +
         `(${flaky.map((f) => basename(f.program)).join(' ')}); ${walled.length} hit the ${WALL_SEC} s bound ` +
-        `(${walled.join(' ')}); ${individual ? 'one program per sandbox' : `${stats.batches} batches of ${BATCH}, ${stats.untrusted} re-run program by program`}, ` +
+        `or ${MAX_SEC} s by the clock (${walled.join(' ')}); ${individual ? 'one program per sandbox' : `${stats.batches} batches of ${BATCH}, ${stats.untrusted} re-run program by program`}, ` +
         `${CONCURRENCY} sandboxes at a time; ${seconds.toFixed(0)} s\n` +
         (untrustedWhy.length > 0 ? `not trusted: ${untrustedWhy.join(' / ')}\n` : '') +
         runners

@@ -55,6 +55,56 @@ function run(cmd, args, what, env = process.env) {
   }
 }
 
+/**
+ * `npm ci` with progress (npm itself shows a spinner at most): a line counting the packages fetched against the
+ * lockfile's, rewritten in place on a terminal, every 100 packages otherwise. npm's whole log (warnings such as
+ * deprecations included) goes to `<state>/npm-ci.log`; its errors are printed, and the log's end when it fails.
+ */
+async function install() {
+  const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+  const total = Object.entries(lock.packages || {}).filter(([k, v]) => k.startsWith('node_modules/') && !v.link).length;
+  fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
+  const logFile = path.join(STATE, 'npm-ci.log');
+  const log = fs.createWriteStream(logFile, { mode: 0o600 });
+  say(`Installing dependencies (npm ci; about two minutes the first time; log in ${shown(logFile)})…`);
+  const started = Date.now();
+  const child = spawn('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=http'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // A lockfile without `resolved` URLs makes npm read each package's registry document before its tarball.
+  let documents = 0;
+  let fetched = 0;
+  let warnings = 0;
+  const progress = () =>
+    `  ${documents > 0 ? `${documents} package documents read, ` : ''}${fetched} of ${total} packages fetched` +
+    ` (${Math.round((Date.now() - started) / 1000)} s)`;
+  const ticker = tty ? setInterval(() => process.stdout.write(`\r${progress()}`), 500) : null;
+  for (const stream of [child.stdout, child.stderr])
+    forEachLine(stream, (l) => {
+      log.write(`${l}\n`);
+      if (/ http fetch GET 2\d\d /.test(l)) {
+        if (/\.tgz /.test(l)) fetched++;
+        else documents++;
+        if (!tty && (fetched + documents) % 200 === 0) console.log(progress());
+      } else if (/^npm warn/i.test(l)) warnings++;
+      else if (/^npm err/i.test(l)) console.error(l);
+    });
+  const code = await new Promise((r) => child.on('exit', (c, signal) => r(c ?? (signal ? 1 : 0))));
+  if (ticker) clearInterval(ticker);
+  if (tty) process.stdout.write(`\r${progress()}\n`);
+  await new Promise((r) => log.end(r));
+  if (code !== 0) {
+    console.error(fs.readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n'));
+    console.error(`[skald] Installing dependencies failed (exit ${code}); the whole log: ${shown(logFile)}`);
+    process.exit(code || 1);
+  }
+  say(
+    `Dependencies installed in ${Math.round((Date.now() - started) / 1000)} s` +
+      (warnings > 0 ? ` (npm's ${warnings} notices, e.g. deprecated packages, are in ${shown(logFile)})` : ''),
+  );
+}
+
 function persistent(file, make) {
   fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
   const p = path.join(STATE, file);
@@ -103,8 +153,7 @@ async function main() {
     process.exit(1);
   }
   // First: the private Postgres's binaries and the Postgres client come from node_modules.
-  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
-    run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
+  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json'))) await install();
   let pg, redis, natsPlanned;
   try {
     natsPlanned = await natsPlan({ env, say });

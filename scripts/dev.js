@@ -62,7 +62,12 @@ function run(cmd, args, what, env = process.env) {
  */
 async function install() {
   const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
-  const total = Object.entries(lock.packages || {}).filter(([k, v]) => k.startsWith('node_modules/') && !v.link).length;
+  // Packages for another platform (`os`, `cpu`: a list, or negations such as `!win32`) are not installed.
+  const fits = (list, value) =>
+    !list || list.includes(value) || (list.every((x) => x.startsWith('!')) && !list.includes(`!${value}`));
+  const total = Object.entries(lock.packages || {}).filter(
+    ([k, v]) => k.startsWith('node_modules/') && !v.link && fits(v.os, process.platform) && fits(v.cpu, process.arch),
+  ).length;
   fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
   const logFile = path.join(STATE, 'npm-ci.log');
   const log = fs.createWriteStream(logFile, { mode: 0o600 });

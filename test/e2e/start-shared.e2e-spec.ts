@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,8 +7,8 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import { freePort } from '@skald/testing';
 import { until } from '../support/until';
+import { ctrlC, gatewayApi, startCommand } from '../support/start-command';
 
-const ROOT = path.resolve(__dirname, '../..');
 const APPS = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'];
 const PG_SERVER = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test');
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -21,7 +21,7 @@ interface Stack {
   gateway: number;
   env: NodeJS.ProcessEnv;
   child?: ChildProcess;
-  out: string;
+  out: () => string;
 }
 
 /**
@@ -45,7 +45,7 @@ describe('two npm start stacks sharing a Postgres cluster and a Redis server', (
         database,
         state,
         gateway: ports.gateway,
-        out: '',
+        out: () => '',
         env: {
           PATH: process.env.PATH,
           HOME: process.env.HOME,
@@ -86,42 +86,14 @@ describe('two npm start stacks sharing a Postgres cluster and a Redis server', (
     }
   });
 
-  /** `npm start` (its own process group, as in a terminal); resolves once its banner is printed. */
   async function start(s: Stack): Promise<void> {
-    const child = spawn(process.execPath, ['scripts/dev.js'], {
-      cwd: ROOT,
-      env: s.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    s.child = child;
-    child.stdout.on('data', (d) => (s.out += d));
-    child.stderr.on('data', (d) => (s.out += d));
-    await until(
-      `the banner of ${s.instance}`,
-      async () => {
-        if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}:\n${s.out}`);
-        return s.out.includes('Skald is running');
-      },
-      120_000,
-    );
+    const started = await startCommand(s.env);
+    s.child = started.child;
+    s.out = started.out;
   }
 
-  /** Ctrl-C to the stack's process group; resolves with its exit code. */
-  async function stop(s: Stack): Promise<number | null> {
-    const child = s.child;
-    if (!child || child.exitCode !== null) return child?.exitCode ?? null;
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    process.kill(-child.pid!, 'SIGINT');
-    return exited;
-  }
-
-  const api = (s: Stack, p: string, token?: string, body?: unknown) =>
-    fetch(`http://127.0.0.1:${s.gateway}${p}`, {
-      method: body ? 'POST' : 'GET',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const stop = async (s: Stack) => (s.child ? ctrlC(s.child) : null);
+  const api = (s: Stack, p: string, token?: string, body?: unknown) => gatewayApi(s.gateway)(p, token, body);
 
   /** Logs in as the stack's admin, sends a message and waits for llm-sim's reply. */
   async function turn(s: Stack): Promise<void> {
@@ -148,13 +120,15 @@ describe('two npm start stacks sharing a Postgres cluster and a Redis server', (
     await start(a);
     await start(b);
     for (const s of stacks) {
-      expect(s.out).toContain(`Install name:      ${s.instance} (Postgres roles ${s.instance}_gateway`);
-      expect(s.out).toContain(`ACL users ${s.instance}-gateway, ${s.instance}-session-worker, ${s.instance}-scheduler`);
+      expect(s.out()).toContain(`Install name:      ${s.instance} (Postgres roles ${s.instance}_gateway`);
+      expect(s.out()).toContain(
+        `ACL users ${s.instance}-gateway, ${s.instance}-session-worker, ${s.instance}-scheduler`,
+      );
     }
     // Each llm-sim on a spare port of its own (no LLM_SIM_PORT), named in the banner.
     const simPorts = stacks.map((s) => Number(readFileSync(path.join(s.state, 'llm-sim-port'), 'utf8')));
     expect(simPorts[0]).not.toBe(simPorts[1]);
-    stacks.forEach((s, i) => expect(s.out).toContain(`answers at http://127.0.0.1:${simPorts[i]}/v1`));
+    stacks.forEach((s, i) => expect(s.out()).toContain(`answers at http://127.0.0.1:${simPorts[i]}/v1`));
 
     // The first stack works on after the second provisioned its roles and Redis users; then the second.
     await turn(a);

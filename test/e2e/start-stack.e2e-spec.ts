@@ -1,4 +1,4 @@
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { ChildProcess, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -15,6 +15,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { freePort } from '@skald/testing';
 import { until } from '../support/until';
+import { ctrlC, gatewayApi, startCommand, type StartedCommand } from '../support/start-command';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -76,45 +77,15 @@ describe('npm start with the standard services unreachable', () => {
     rmSync(rootPostgres, { recursive: true, force: true });
   });
 
-  /** Starts `node scripts/dev.js`; resolves once its banner is printed, with everything it printed so far. */
-  async function start(): Promise<{ child: ChildProcess; out: () => string }> {
-    // The checkout's own path (not the real one): a start from inside the closed directory. Its own process group, so
-    // that Ctrl-C can reach the whole group as a terminal's does.
-    const child = spawn(
-      process.execPath,
-      ['--preserve-symlinks', '--preserve-symlinks-main', path.join(checkout, 'scripts/dev.js')],
-      { cwd: checkout, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-    );
-    running.add(child);
-    child.once('exit', () => running.delete(child));
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    await until(
-      'the banner',
-      async () => {
-        if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}:\n${out}`);
-        return out.includes('Skald is running');
-      },
-      100_000,
-    );
-    return { child, out: () => out };
+  /** Starts `npm start` from the checkout inside the closed directory. */
+  async function start(): Promise<StartedCommand> {
+    const started = await startCommand(env, { checkout, timeoutMs: 100_000 });
+    running.add(started.child);
+    started.child.once('exit', () => running.delete(started.child));
+    return started;
   }
-
-  /** Ctrl-C as a terminal sends it: SIGINT to the whole foreground process group. */
-  async function stop(child: ChildProcess): Promise<number | null> {
-    if (child.exitCode !== null) return child.exitCode;
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    process.kill(-child.pid!, 'SIGINT');
-    return exited;
-  }
-
-  const api = (p: string, token?: string, body?: unknown) =>
-    fetch(`http://127.0.0.1:${ports.gateway}${p}`, {
-      method: body ? 'POST' : 'GET',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const stop = ctrlC;
+  const api = (p: string, token?: string, body?: unknown) => gatewayApi(ports.gateway)(p, token, body);
 
   async function login(): Promise<string> {
     const password = readFileSync(path.join(state, 'admin-password'), 'utf8').trim();

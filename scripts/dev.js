@@ -8,7 +8,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { forEachLine, tcpReachable } = require('./lib-services');
 const { startViteDev, startWatch } = require('./lib-watch');
-const { externalNatsEnv, natsBinary, provisionRedisUsers, startLocalNats } = require('./lib-local-auth');
+const {
+  externalNatsEnv,
+  natsBinary,
+  provisionRedisUsers,
+  redisPrefixEnv,
+  startLocalNats,
+} = require('./lib-local-auth');
 const {
   APP_PORTS,
   appPort,
@@ -47,6 +53,61 @@ function run(cmd, args, what, env = process.env) {
     console.error(`[skald] ${what} failed (exit ${r.status}).`);
     process.exit(r.status || 1);
   }
+}
+
+/**
+ * `npm ci` with progress (npm itself shows a spinner at most): a line counting the packages fetched against the
+ * lockfile's, rewritten in place on a terminal, every 100 packages otherwise. npm's whole log (warnings such as
+ * deprecations included) goes to `<state>/npm-ci.log`; its errors are printed, and the log's end when it fails.
+ */
+async function install() {
+  const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+  // Packages for another platform (`os`, `cpu`: a list, or negations such as `!win32`) are not installed.
+  const fits = (list, value) =>
+    !list || list.includes(value) || (list.every((x) => x.startsWith('!')) && !list.includes(`!${value}`));
+  const total = Object.entries(lock.packages || {}).filter(
+    ([k, v]) => k.startsWith('node_modules/') && !v.link && fits(v.os, process.platform) && fits(v.cpu, process.arch),
+  ).length;
+  fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
+  const logFile = path.join(STATE, 'npm-ci.log');
+  const log = fs.createWriteStream(logFile, { mode: 0o600 });
+  say(`Installing dependencies (npm ci; about two minutes the first time; log in ${shown(logFile)})…`);
+  const started = Date.now();
+  const child = spawn('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=http'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // A lockfile without `resolved` URLs makes npm read each package's registry document before its tarball.
+  let documents = 0;
+  let fetched = 0;
+  let warnings = 0;
+  const progress = () =>
+    `  ${documents > 0 ? `${documents} package documents read, ` : ''}${fetched} of ${total} packages fetched` +
+    ` (${Math.round((Date.now() - started) / 1000)} s)`;
+  const ticker = tty ? setInterval(() => process.stdout.write(`\r${progress()}`), 500) : null;
+  for (const stream of [child.stdout, child.stderr])
+    forEachLine(stream, (l) => {
+      log.write(`${l}\n`);
+      if (/ http fetch GET 2\d\d /.test(l)) {
+        if (/\.tgz /.test(l)) fetched++;
+        else documents++;
+        if (!tty && (fetched + documents) % 200 === 0) console.log(progress());
+      } else if (/^npm warn/i.test(l)) warnings++;
+      else if (/^npm err/i.test(l)) console.error(l);
+    });
+  const code = await new Promise((r) => child.on('exit', (c, signal) => r(c ?? (signal ? 1 : 0))));
+  if (ticker) clearInterval(ticker);
+  if (tty) process.stdout.write(`\r${progress()}\n`);
+  await new Promise((r) => log.end(r));
+  if (code !== 0) {
+    console.error(fs.readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n'));
+    console.error(`[skald] Installing dependencies failed (exit ${code}); the whole log: ${shown(logFile)}`);
+    process.exit(code || 1);
+  }
+  say(
+    `Dependencies installed in ${Math.round((Date.now() - started) / 1000)} s` +
+      (warnings > 0 ? ` (npm's ${warnings} notices, e.g. deprecated packages, are in ${shown(logFile)})` : ''),
+  );
 }
 
 function persistent(file, make) {
@@ -97,8 +158,7 @@ async function main() {
     process.exit(1);
   }
   // First: the private Postgres's binaries and the Postgres client come from node_modules.
-  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json')))
-    run('npm', ['ci', '--no-audit', '--no-fund'], 'Installing dependencies');
+  if (!fs.existsSync(path.join(ROOT, 'node_modules', '.package-lock.json'))) await install();
   let pg, redis, natsPlanned;
   try {
     natsPlanned = await natsPlan({ env, say });
@@ -139,6 +199,21 @@ async function main() {
     adminSource = `email ${env.SKALD_ADMIN_EMAIL}, password in ${shown(path.join(STATE, 'admin-password'))} (set SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD to choose)`;
   }
   const port = appPort(env, 'gateway');
+  const { serviceDatabaseUrl, servicePasswordEnv, serviceRoleName } = require(
+    path.join(ROOT, 'libs/persistence/dist/service-roles'),
+  );
+  const { SKALD_SERVICES: apps, REDIS_SERVICES, instanceName, redisUser } = require(
+    path.join(ROOT, 'libs/contracts/dist'),
+  );
+  // The install's name (SKALD_INSTANCE_NAME, else the database's) is in its role, Redis user and key names: installs
+  // sharing a Postgres cluster or a Redis server never overwrite each other's credentials or keys.
+  let instance;
+  try {
+    instance = instanceName(env, env.DATABASE_URL);
+  } catch (e) {
+    console.error(`[skald] ${e.message}`);
+    process.exit(1);
+  }
   // Each app connects as its own Postgres role, granted only its tables: the admin URL above migrates and
   // provisions. Passwords: SKALD_DB_PASSWORD_<APP> when set, else generated once into the state directory, so
   // password authentication (scram-sha-256) works as well as trust. No app sees the admin URL or another's password.
@@ -155,8 +230,6 @@ async function main() {
     console.error(`[skald] Migrating the database failed (exit ${migrate.status}).`);
     process.exit(migrate.status || 1);
   }
-  const { serviceDatabaseUrl, servicePasswordEnv } = require(path.join(ROOT, 'libs/persistence/dist/service-roles'));
-  const { SKALD_SERVICES: apps, REDIS_SERVICES } = require(path.join(ROOT, 'libs/contracts/dist'));
   const dbPasswordsFile = path.join(STATE, 'db-passwords.json');
   const dbPasswords = fs.existsSync(dbPasswordsFile) ? JSON.parse(fs.readFileSync(dbPasswordsFile, 'utf8')) : {};
   for (const a of apps) dbPasswords[a] ||= crypto.randomBytes(18).toString('base64url');
@@ -168,7 +241,7 @@ async function main() {
   // worker and the scheduler (the other apps get no Redis credentials).
   const appEnv = {};
   for (const a of apps) {
-    appEnv[a] = { DATABASE_URL: serviceDatabaseUrl(env.DATABASE_URL, a, env[servicePasswordEnv(a)]) };
+    appEnv[a] = { DATABASE_URL: serviceDatabaseUrl(env.DATABASE_URL, a, env[servicePasswordEnv(a)], instance) };
     delete env[servicePasswordEnv(a)];
   }
   delete env.DATABASE_URL;
@@ -195,17 +268,14 @@ async function main() {
   }
   let redisBanner;
   try {
-    const users = await provisionRedisUsers({
-      adminUrl: env.REDIS_URL,
-      state: STATE,
-      env,
-    });
+    const users = await provisionRedisUsers({ adminUrl: env.REDIS_URL, state: STATE, env, instance });
     for (const [a, e] of Object.entries(users)) Object.assign(appEnv[a], e);
     redisBanner = `${redis.banner ? `${redis.banner}\n  ` : ''}Redis:             ACL users ${Object.keys(users)
-      .map((a) => `skald-${a}`)
+      .map((a) => redisUser(a, instance))
       .join(', ')}, each reaching only its keys`;
   } catch (e) {
-    for (const a of REDIS_SERVICES) appEnv[a].REDIS_URL = env.REDIS_URL;
+    for (const a of REDIS_SERVICES)
+      Object.assign(appEnv[a], { REDIS_URL: env.REDIS_URL, ...redisPrefixEnv(env, instance) });
     redisBanner = `Redis:             WARNING: could not create ACL users (${e.message}); the apps use REDIS_URL as given`;
   }
   delete env.REDIS_URL;
@@ -243,7 +313,8 @@ async function main() {
 
   let llmBanner;
   if (!env.OPENAI_BASE_URL && !env.SKALD_LLM_CLIENTS) {
-    const simPort = Number(env.LLM_SIM_PORT || 4010);
+    // LLM_SIM_PORT, else a spare port (kept across starts while free, like NATS's).
+    const simPort = env.LLM_SIM_PORT ? Number(env.LLM_SIM_PORT) : await sparePort(path.join(STATE, 'llm-sim-port'));
     start('llm-sim', 'libs/testing/dist/llm-sim/main.js', { PORT: String(simPort) });
     env.OPENAI_BASE_URL = `http://127.0.0.1:${simPort}/v1`;
     env.OPENAI_API_KEY = 'llm-sim';
@@ -325,6 +396,7 @@ async function main() {
       `  Admin login:       ${adminSource}`,
       `  /metrics:          ${metricsSource}`,
       `  ${pg.banner}`,
+      `  Install name:      ${instance} (Postgres roles ${serviceRoleName('gateway', instance)}, …; Redis users ${redisUser('gateway', instance)}, …; SKALD_INSTANCE_NAME to choose)`,
       `  ${natsBanner}`,
       `  ${redisBanner}`,
       `  ${llmBanner}`,

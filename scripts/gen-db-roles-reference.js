@@ -26,15 +26,16 @@ function table(header, rows) {
 }
 
 /**
- * The markdown between the markers.
- * @param {{ SKALD_SERVICES: readonly string[], SERVICE_TABLE_GRANTS: Record<string, Record<string, readonly string[]>>, serviceRoleName(s: string): string, servicePasswordEnv(s: string): string }} roles
+ * The markdown between the markers: the roles of the install `skald` (the database `skald`; other installs' roles
+ * carry their own name instead, docs/operations.md "Sharing a cluster").
+ * @param {{ SKALD_SERVICES: readonly string[], SERVICE_TABLE_GRANTS: Record<string, Record<string, readonly string[]>>, serviceRoleName(s: string, instance: string): string, servicePasswordEnv(s: string): string }} roles
  */
 function renderRoles(roles) {
   const rows = [];
   for (const service of roles.SKALD_SERVICES) {
     for (const [tableName, privileges] of Object.entries(roles.SERVICE_TABLE_GRANTS[service])) {
       rows.push([
-        `\`${roles.serviceRoleName(service)}\``,
+        `\`${roles.serviceRoleName(service, 'skald')}\``,
         service,
         `\`${roles.servicePasswordEnv(service)}\``,
         `\`${tableName}\``,

@@ -44,6 +44,8 @@ async function startLocalNats({ bin, port, state, onLine }) {
   // One OS thread for the server's goroutines unless told otherwise: the stack shares the machine's
   // cores, and idle Go threads spinning for work were a third of the server's CPU (docs/performance.md).
   const child = spawn(bin, ['-c', conf], {
+    // Its own process group: Ctrl-C in the terminal reaches the apps, and NATS stops after they drained.
+    detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, GOMAXPROCS: process.env.SKALD_NATS_GOMAXPROCS ?? process.env.GOMAXPROCS ?? '1' },
   });
@@ -73,19 +75,31 @@ function externalNatsEnv(env) {
   return Object.fromEntries(vars.map(([s, p]) => [s, { NATS_USER: s, NATS_PASSWORD: p }]));
 }
 
+/** The Redis key prefix variables of the install `instance`'s apps: those set in `env`, else the install's own. */
+function redisPrefixEnv(env, instance) {
+  const own = contracts().redisKeyPrefixes(instance);
+  return {
+    SKALD_BULL_PREFIX: env.SKALD_BULL_PREFIX || own.bullPrefix,
+    SKALD_LLM_HEALTH_PREFIX: env.SKALD_LLM_HEALTH_PREFIX || own.llmHealthPrefix,
+    SKALD_LOGIN_LIMIT_PREFIX: env.SKALD_LOGIN_LIMIT_PREFIX || own.loginLimitPrefix,
+  };
+}
+
 /**
- * Creates (or resets) the Redis ACL users of the apps that use Redis (REDIS_SERVICES) through the admin connection
- * REDIS_URL, with passwords kept in `<state>/redis-passwords.json`; returns each one's REDIS_URL. (`userName`
- * renames the users, for tests sharing a Redis server with a running `npm start`.)
+ * Creates (or resets) the Redis ACL users of the apps that use Redis (REDIS_SERVICES) of the install `instance`
+ * through the admin connection REDIS_URL, with passwords kept in `<state>/redis-passwords.json`. The user names and
+ * key prefixes carry the install's name (`<instance>-gateway`, `<instance>:login:…`), so installs sharing a Redis
+ * server never touch each other's; SKALD_BULL_PREFIX, SKALD_LLM_HEALTH_PREFIX and SKALD_LOGIN_LIMIT_PREFIX override
+ * the prefixes. Returns each app's REDIS_URL and key prefix variables.
  */
-async function provisionRedisUsers({ adminUrl, state, env, userName }) {
+async function provisionRedisUsers({ adminUrl, state, env, instance }) {
   const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
-  const { DEFAULT_REDIS_PREFIXES, REDIS_SERVICES, redisAclRules, redisUser } = contracts();
-  const nameOf = userName || redisUser;
+  const { REDIS_SERVICES, redisAclRules, redisUser } = contracts();
+  const prefixEnv = redisPrefixEnv(env, instance);
   const prefixes = {
-    bullPrefix: env.SKALD_BULL_PREFIX || DEFAULT_REDIS_PREFIXES.bullPrefix,
-    llmHealthPrefix: env.SKALD_LLM_HEALTH_PREFIX || DEFAULT_REDIS_PREFIXES.llmHealthPrefix,
-    loginLimitPrefix: env.SKALD_LOGIN_LIMIT_PREFIX || DEFAULT_REDIS_PREFIXES.loginLimitPrefix,
+    bullPrefix: prefixEnv.SKALD_BULL_PREFIX,
+    llmHealthPrefix: prefixEnv.SKALD_LLM_HEALTH_PREFIX,
+    loginLimitPrefix: prefixEnv.SKALD_LOGIN_LIMIT_PREFIX,
   };
   const file = path.join(state, 'redis-passwords.json');
   const saved = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
@@ -96,11 +110,11 @@ async function provisionRedisUsers({ adminUrl, state, env, userName }) {
     await admin.connect();
     const out = {};
     for (const s of REDIS_SERVICES) {
-      await admin.call('ACL', 'SETUSER', nameOf(s), 'reset', ...redisAclRules(s, saved[s], prefixes));
+      await admin.call('ACL', 'SETUSER', redisUser(s, instance), 'reset', ...redisAclRules(s, saved[s], prefixes));
       const u = new URL(adminUrl);
-      u.username = nameOf(s);
+      u.username = redisUser(s, instance);
       u.password = saved[s];
-      out[s] = { REDIS_URL: u.toString() };
+      out[s] = { REDIS_URL: u.toString(), ...prefixEnv };
     }
     return out;
   } finally {
@@ -108,4 +122,4 @@ async function provisionRedisUsers({ adminUrl, state, env, userName }) {
   }
 }
 
-module.exports = { natsBinary, startLocalNats, externalNatsEnv, provisionRedisUsers };
+module.exports = { natsBinary, startLocalNats, externalNatsEnv, provisionRedisUsers, redisPrefixEnv };

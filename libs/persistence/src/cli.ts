@@ -2,6 +2,7 @@
 import { ensureDatabase, migrateDown, migrateUp } from './data-source';
 import { MIGRATIONS } from './migrations';
 import {
+  instanceOf,
   provisionServiceRoles,
   schemaWaitingFor,
   servicePasswordEnv,
@@ -16,7 +17,8 @@ const WAIT_POLL_MS = 2000;
 
 /**
  * `node libs/persistence/dist/cli.js up|down [steps]|roles|wait <app> [max-secs]` — DATABASE_URL names the database (as
- * its admin). `roles` (re)provisions the services' Postgres roles: run it after every `up`. `wait <app>` (with the
+ * its admin). `roles` (re)provisions the services' Postgres roles (named after the install: SKALD_INSTANCE_NAME, else
+ * the database): run it after every `up`. `wait <app>` (with the
  * app's own DATABASE_URL) returns once every migration of this release is applied and the app's grants are in
  * place: a pod's init step during an upgrade, while the migration Job runs (at most max-secs, 600 by default).
  */
@@ -33,8 +35,9 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ msg: 'migrations reverted', steps: Number(steps) }));
   } else if (cmd === 'roles') {
     const passwords = servicePasswordsFromEnv(process.env);
-    const result = await provisionServiceRoles(url, passwords);
-    console.log(JSON.stringify({ msg: 'service roles provisioned', ...result }));
+    const instance = instanceOf(url, process.env);
+    const result = await provisionServiceRoles(url, passwords, undefined, instance);
+    console.log(JSON.stringify({ msg: 'service roles provisioned', instance, ...result }));
     const missing = SKALD_SERVICES.filter((s) => !passwords[s]);
     if (missing.length > 0)
       console.log(

@@ -3,6 +3,7 @@ import { MIGRATIONS } from './migrations';
 import { Client } from 'pg';
 import {
   ADMIN_ONLY_TABLES,
+  instanceOf,
   provisionServiceRoles,
   schemaWaitingFor,
   scramVerifier,
@@ -17,6 +18,8 @@ jest.setTimeout(60_000);
 
 // The run's test database, migrated by the global setup.
 const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test';
+// The roles of the install this database makes (`skald_test_gateway`, …).
+const role = (service: SkaldService) => serviceRoleName(service, instanceOf(ADMIN_URL));
 
 async function connect(url: string): Promise<Client> {
   const c = new Client({ connectionString: url });
@@ -28,7 +31,7 @@ async function asRole<T>(service: SkaldService, work: (db: Client) => Promise<T>
   const db = await connect(serviceDatabaseUrl(ADMIN_URL, service));
   try {
     const { rows } = await db.query<{ me: string }>('SELECT current_user AS me');
-    expect(rows[0].me).toBe(serviceRoleName(service));
+    expect(rows[0].me).toBe(role(service));
     return await work(db);
   } finally {
     await db.end();
@@ -80,14 +83,13 @@ describe('service roles', () => {
     try {
       const { rows } = await admin.query<{ grantee: string; table_name: string; privilege_type: string }>(
         `SELECT grantee, table_name, privilege_type FROM information_schema.role_table_grants
-          WHERE table_schema = 'public' AND grantee LIKE 'skald\\_%'`,
+          WHERE table_schema = 'public' AND grantee = ANY($1::text[])`,
+        [SKALD_SERVICES.map(role)],
       );
       const actual = rows.map((r) => `${r.grantee} ${r.table_name} ${r.privilege_type}`).sort();
       const expected = SKALD_SERVICES.flatMap((s) => [
-        ...Object.entries(SERVICE_TABLE_GRANTS[s]).flatMap(([t, ps]) =>
-          ps.map((p) => `${serviceRoleName(s)} ${t} ${p}`),
-        ),
-        ...ADMIN_ONLY_TABLES.map((t) => `${serviceRoleName(s)} ${t} SELECT`),
+        ...Object.entries(SERVICE_TABLE_GRANTS[s]).flatMap(([t, ps]) => ps.map((p) => `${role(s)} ${t} ${p}`)),
+        ...ADMIN_ONLY_TABLES.map((t) => `${role(s)} ${t} SELECT`),
       ]).sort();
       expect(actual).toEqual(expected);
     } finally {
@@ -98,7 +100,7 @@ describe('service roles', () => {
   it('is idempotent: a third run changes nothing and creates no role', async () => {
     const result = await provisionServiceRoles(ADMIN_URL);
     expect(result.created).toEqual([]);
-    expect(result.withoutPassword).toEqual(SKALD_SERVICES.map(serviceRoleName));
+    expect(result.withoutPassword).toEqual(SKALD_SERVICES.map(role));
   });
 
   it('gateway: its users and tickets, not the session history or the approval rules', async () => {
@@ -251,7 +253,7 @@ describe('service roles', () => {
       const [table, privileges] = Object.entries(SERVICE_TABLE_GRANTS[service])[0];
       const admin = await connect(ADMIN_URL);
       try {
-        await admin.query(`REVOKE ALL ON TABLE ${table} FROM ${serviceRoleName(service)}`);
+        await admin.query(`REVOKE ALL ON TABLE ${table} FROM ${role(service)}`);
         expect(await schemaWaitingFor(url, service, names)).toEqual([`${privileges.join(', ')} on ${table}`]);
       } finally {
         await provisionServiceRoles(ADMIN_URL);

@@ -1,6 +1,6 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { serviceSecretVar, SKALD_SERVICES, type SkaldService } from '@skald/contracts';
+import { instanceName, serviceSecretVar, SKALD_SERVICES, type SkaldService } from '@skald/contracts';
 
 // The five apps, each connecting to Postgres as a role of its own (issue 10).
 export { SKALD_SERVICES, type SkaldService };
@@ -76,9 +76,18 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, Readonly<Record
  */
 export const ADMIN_ONLY_TABLES: readonly string[] = ['skald_migrations'];
 
-/** `skald_session_worker` for `session-worker`. */
-export function serviceRoleName(service: SkaldService): string {
-  return `skald_${service.replace(/-/g, '_')}`;
+/**
+ * The service's role in the install `instance` (contracts' `instanceName`): `skald_session_worker` for
+ * `session-worker` of the install `skald`, `staging_session_worker` of the install `staging`. Roles belong to
+ * the whole Postgres cluster: installs sharing one never touch each other's.
+ */
+export function serviceRoleName(service: SkaldService, instance: string): string {
+  return `${instance}_${service.replace(/-/g, '_')}`;
+}
+
+/** The install named by `adminUrl`'s database, or by `SKALD_INSTANCE_NAME` in `env`. */
+export function instanceOf(adminUrl: string, env: { SKALD_INSTANCE_NAME?: string } = {}): string {
+  return instanceName(env, adminUrl);
 }
 
 /** `SKALD_DB_PASSWORD_SESSION_WORKER` for `session-worker`: the env var holding the role's password. */
@@ -96,10 +105,15 @@ export function servicePasswordsFromEnv(env: NodeJS.ProcessEnv): Partial<Record<
   return out;
 }
 
-/** The admin URL with its user (and password) replaced by the service's role. */
-export function serviceDatabaseUrl(adminUrl: string, service: SkaldService, password?: string): string {
+/** The admin URL with its user (and password) replaced by the service's role (of the install `instance`). */
+export function serviceDatabaseUrl(
+  adminUrl: string,
+  service: SkaldService,
+  password?: string,
+  instance: string = instanceOf(adminUrl),
+): string {
   const u = new URL(adminUrl);
-  u.username = serviceRoleName(service);
+  u.username = serviceRoleName(service, instance);
   // Never carry the admin's password over; pg decodes the percent-encoding.
   u.password = password ? encodeURIComponent(password) : '';
   return u.toString();
@@ -141,22 +155,23 @@ function sqlState(e: unknown): string | undefined {
 }
 
 /**
- * Creates the five service roles when missing (LOGIN, nothing else) and sets the passwords given,
- * then, in the database of `adminUrl`, takes every privilege on schema `public` away from them and
- * grants exactly `SERVICE_TABLE_GRANTS`. Idempotent, and safe to run from two processes at once.
+ * Creates the five service roles of the install `instance` when missing (LOGIN, nothing else) and sets the
+ * passwords given, then, in the database of `adminUrl`, takes every privilege on schema `public` away from them
+ * and grants exactly `SERVICE_TABLE_GRANTS`. Idempotent, and safe to run from two processes at once.
  * Re-run it after every migration: a new table is reachable by nobody until it is in the map.
  */
 export async function provisionServiceRoles(
   adminUrl: string,
   passwords: Partial<Record<SkaldService, string>> = {},
   log: Log = () => undefined,
+  instance: string = instanceOf(adminUrl),
 ): Promise<ProvisionResult> {
   const db = new Client({ connectionString: adminUrl, application_name: 'skald-roles' });
   await db.connect();
   try {
     const result: ProvisionResult = { created: [], passwordsSet: [], withoutPassword: [] };
     for (const service of SKALD_SERVICES) {
-      const role = serviceRoleName(service);
+      const role = serviceRoleName(service, instance);
       if (await ensureRole(db, role)) result.created.push(role);
       const password = passwords[service];
       if (password) {
@@ -165,8 +180,8 @@ export async function provisionServiceRoles(
         result.passwordsSet.push(role);
       } else result.withoutPassword.push(role);
     }
-    await retryConcurrentUpdate(() => grantAll(db));
-    log('service roles provisioned', { ...result, database: new URL(adminUrl).pathname.slice(1) });
+    await retryConcurrentUpdate(() => grantAll(db, instance));
+    log('service roles provisioned', { ...result, instance, database: new URL(adminUrl).pathname.slice(1) });
     return result;
   } finally {
     await db.end();
@@ -197,7 +212,7 @@ async function ensureRole(db: Client, role: string): Promise<boolean> {
 }
 
 /** One transaction, so a running app never sees its privileges missing between REVOKE and GRANT. */
-async function grantAll(db: Client): Promise<void> {
+async function grantAll(db: Client, instance: string): Promise<void> {
   await db.query('BEGIN');
   try {
     // Advisory locks are per database: this serialises provisioning of this database only.
@@ -214,7 +229,7 @@ async function grantAll(db: Client): Promise<void> {
     // A database from before Postgres 15 lets PUBLIC create in `public`: no role may.
     await db.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
     for (const service of SKALD_SERVICES) {
-      const role = ident(serviceRoleName(service));
+      const role = ident(serviceRoleName(service, instance));
       await db.query(`REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${role}`);
       await db.query(`REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM ${role}`);
       await db.query(`REVOKE CREATE ON SCHEMA public FROM ${role}`);

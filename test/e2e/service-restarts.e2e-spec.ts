@@ -120,6 +120,9 @@ describe('service restarts under a stream of tool calls', () => {
       [sessionId],
     );
     const failed = calls.filter((c) => c.status !== 'done');
+    console.log(
+      `runner down ${runnerGap} ms, approval service down ${approvalGap} ms, ${failed.length} of ${calls.length} calls failed`,
+    );
     expect({ runnerGap, approvalGap, calls: calls.length, failed }).toEqual({
       runnerGap,
       approvalGap,

@@ -57,8 +57,14 @@ describe('tool runner and session worker upgraded in either order, and restarted
     return bus;
   };
 
+  /** What a test started and the next one must not meet (run after each test, passed or failed). */
+  const cleanups: Array<() => Promise<void>> = [];
+
   beforeAll(async () => {
     nats = await PrivateNats.start();
+  });
+  afterEach(async () => {
+    await Promise.all(cleanups.splice(0).map((c) => c().catch(() => undefined)));
   });
   afterAll(async () => {
     await Promise.all(buses.map((b) => b.drain().catch(() => undefined)));
@@ -74,13 +80,14 @@ describe('tool runner and session worker upgraded in either order, and restarted
     });
     const worker = await connect('new-worker', 15_000);
     const id = '33333333-3333-4333-8333-000000000001';
+    // Gone before the next test whatever this one finds: it must not answer that test's request.
+    cleanups.push(() => runner.drain());
     const started = Date.now();
     const result = await new RunnerToolSet(worker, 'user')
       .build(call(id), ctx)
       .run(new AbortController().signal, () => undefined);
     expect(result).toEqual({ ok: true, content: 'slept', resultType: 'text' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(LONG_CALL_MS);
-    await runner.drain();
   });
 
   it('new runner + old worker (gives a call up after 5 s without a sign from the hand-over or the last one): the call gets its reply', async () => {
@@ -93,6 +100,7 @@ describe('tool runner and session worker upgraded in either order, and restarted
       cancel: () => undefined,
     } as unknown as ToolExecService;
     new ToolsExecHandler(runner, tools).onModuleInit();
+    cleanups.push(() => runner.drain());
     const worker = await connect('old-worker');
     const id = '33333333-3333-4333-8333-000000000002';
     // The old worker's watch: subscribed from the hand-over, lost after 5 s without a sign.
@@ -108,7 +116,6 @@ describe('tool runner and session worker upgraded in either order, and restarted
     clearTimeout(timer);
     sub.unsubscribe();
     expect({ reply, lost }).toEqual({ reply: DONE, lost: false });
-    await runner.drain();
   });
 
   it('the only runner stopped (drained) and started again 1.5 s later, and one of two replicas drained, under a stream of requests: every request answered once', async () => {
@@ -138,15 +145,13 @@ describe('tool runner and session worker upgraded in either order, and restarted
     };
     const streaming = stream(300);
     await sleep(500);
-    // A restart: drained (nothing it took is lost), gone for 1.5 s, back.
-    await first.stopAnswering();
+    // A restart: drained (it stops answering first; nothing it took is lost), gone for 1.5 s, back.
     await first.drain();
     await sleep(1_500);
     first = await startRunner('runner-a2');
     const second = await startRunner('runner-b');
     await sleep(500);
     // A rolling upgrade: one of two replicas drains; the other answers.
-    await first.stopAnswering();
     await first.drain();
     await streaming;
     const results = await Promise.allSettled(sent);

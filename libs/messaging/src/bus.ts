@@ -476,7 +476,8 @@ export class Bus {
    * waited for by `drain` (or their owner).
    */
   async stopAnswering(boundMs = 2_000): Promise<void> {
-    const drained = Promise.allSettled([...this.answering].map((s) => s.drain()));
+    // (a closed connection's drain throws at once: settled like a rejection)
+    const drained = Promise.allSettled([...this.answering].map(async (s) => s.drain()));
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((r) => (timer = setTimeout(r, boundMs)));
     await Promise.race([drained, bound]);

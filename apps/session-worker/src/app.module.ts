@@ -75,6 +75,7 @@ export class AppModule {
           user: config.NATS_USER,
           pass: config.NATS_PASSWORD,
           requestTimeoutMs: config.NATS_REQUEST_TIMEOUT_MS,
+          noResponderRetryMs: config.SKALD_NO_RESPONDER_RETRY_MS,
           logger: log,
           readiness,
         }),

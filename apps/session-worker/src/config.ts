@@ -13,6 +13,12 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   SKALD_SWEEP_INTERVAL_MS: z.coerce.number().int().min(200).default(1_000),
   SKALD_MAX_TOOL_ROUNDS: z.coerce.number().int().min(1).max(500).default(50),
   /**
+   * How long, in ms from the first attempt, a request that finds no service to answer it (a tool
+   * runner or approval service restarting: nothing was delivered) is sent again, with capped
+   * exponential backoff and jitter, before the call fails "not run"; 0 fails it at once.
+   */
+  SKALD_NO_RESPONDER_RETRY_MS: z.coerce.number().int().min(0).max(300_000).default(15_000),
+  /**
    * LLM clients one round may try (the selected one and its fallbacks, each after its own
    * retries) before the turn fails with `llm_failed`.
    */

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Bus } from '@skald/messaging';
 import { runService } from '@skald/service-kit';
 import { AppModule } from './app.module';
 import { ToolRunnerConfigSchema } from './config';
@@ -19,6 +20,11 @@ runService({
     );
     return AppModule.register(config, log, instance);
   },
-  // Running calls get the grace period (minus a margin to stop commands and answer) to finish.
-  drain: (app, config) => app.get(ToolExecService).drain(Math.max(0, config.SKALD_SHUTDOWN_GRACE_MS - 3_000)),
+  // New requests go to another replica (or wait for this one's restart: the worker retries a
+  // request nobody answers); the calls taken get the grace period (minus a margin to stop commands
+  // and answer) to finish.
+  drain: async (app, config) => {
+    await app.get(Bus).stopAnswering();
+    await app.get(ToolExecService).drain(Math.max(0, config.SKALD_SHUTDOWN_GRACE_MS - 3_000));
+  },
 });

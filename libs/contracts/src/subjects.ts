@@ -588,8 +588,9 @@ export const TOPICS = {
   },
   /**
    * `tools.alive.<toolCallId>`: the tool runner answering a `tools.exec` is alive, sent every
-   * `TOOL_ALIVE_INTERVAL_MS` from its receipt until it replies; a caller that hears none for
-   * `TOOL_ALIVE_LOSS_MS` from the hand-over or the last one ends the call as interrupted.
+   * `TOOL_ALIVE_INTERVAL_MS` from its receipt until it replies; a caller that heard one and then
+   * none for `TOOL_ALIVE_LOSS_MS` ends the call as interrupted. A caller that hears none at all
+   * waits for the request's deadline: a runner of a release before these signs sends none.
    */
   toolAlive: {
     pattern: 'tools.alive.*',

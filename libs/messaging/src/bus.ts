@@ -38,6 +38,7 @@ import {
 import { databaseInputError } from './database-input';
 import { hopMark, hopTraceApp, hopTraceOn } from './hop-trace';
 import { readForwarded } from './forwarded';
+import { NO_RESPONDER_BACKOFF, NoResponderRetry, retryNoResponders } from './no-responder-retry';
 import { MuxRequestError, ReplyMux } from './reply-mux';
 import { headersOf } from './safe-headers';
 import { SENT_AT_HEADER, sentAtOf } from './sent-at';
@@ -61,12 +62,20 @@ export interface BusOptions {
    * instead of a throw at the sender).
    */
   checkOutgoing?: boolean;
+  /**
+   * How long, from the first attempt, a request to a queue group that finds no responder (nothing
+   * was delivered: the service is restarting) is sent again, with capped exponential backoff and
+   * jitter (`NO_RESPONDER_BACKOFF`), before it fails `no_responders`. Default 0: it fails at once.
+   */
+  noResponderRetryMs?: number;
 }
 
 export interface RequestOptions {
   timeoutMs?: number;
   /** The route of one instance (a direct request only): sent to `<subject>.<route>`, not to the queue group. */
   to?: string;
+  /** Ends the retry of a request that found no responder (see `BusOptions.noResponderRetryMs`). */
+  signal?: AbortSignal;
 }
 
 /** A failure of a NATS request that the caller should map to a client error. */
@@ -131,6 +140,8 @@ export interface MessageMeta {
 export class Bus {
   /** The live subscriptions, unsubscribed at drain; one that ended is forgotten (see `keep`). */
   private readonly subs = new Set<Subscription>();
+  /** The subscriptions that answer requests (`handle`), drained first at shutdown (`stopAnswering`). */
+  private readonly answering = new Set<Subscription>();
   private readonly inflight = new Set<Promise<unknown>>();
   /** Every request's reply comes to one inbox subscription (see ReplyMux). */
   private readonly replies: ReplyMux;
@@ -145,6 +156,7 @@ export class Bus {
     private readonly log: BusLogger,
     inboxPrefix: string | undefined,
     private readonly checkOutgoing: boolean,
+    private readonly noResponderRetry: NoResponderRetry,
   ) {
     this.replies = new ReplyMux(nc, createInbox(inboxPrefix));
   }
@@ -174,6 +186,7 @@ export class Bus {
       log,
       inboxPrefix,
       options.checkOutgoing ?? process.env.NODE_ENV !== 'production',
+      { ...NO_RESPONDER_BACKOFF, boundMs: options.noResponderRetryMs ?? 0 },
     );
     if (flushNow) bus.flushNow = flushNow;
     void bus.watchStatus();
@@ -251,12 +264,23 @@ export class Bus {
     const carrier: Record<string, string> = {};
     propagation.inject(trace.setSpan(context.active(), span), carrier);
     let raw: Uint8Array;
+    const data = encode(body);
+    const send = (): Promise<Uint8Array> =>
+      this.replies.request(wire, data, opts.timeoutMs ?? this.requestTimeoutMs, toHeaders(carrier));
     try {
-      raw = await this.replies.request(wire, encode(body), opts.timeoutMs ?? this.requestTimeoutMs, toHeaders(carrier));
+      // A direct request names one instance: when it is gone, waiting for it is pointless.
+      raw =
+        opts.to === undefined && this.noResponderRetry.boundMs > 0
+          ? await retryNoResponders(send, isNoResponders, this.noResponderRetry, {
+              signal: opts.signal,
+              onRetry: (attempts) => span.setAttribute('messaging.no_responder_retries', attempts),
+            })
+          : await send();
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: String(err) });
       span.end();
-      throw toBusError(subject, err);
+      const retried = opts.to === undefined && this.noResponderRetry.boundMs > 0 && !opts.signal?.aborted;
+      throw toBusError(subject, err, retried ? ` (tried again for ${this.noResponderRetry.boundMs / 1000} s)` : '');
     }
     span.end();
     const parsed = spec.reply.safeParse(safeDecode(raw));
@@ -299,6 +323,9 @@ export class Bus {
     const subscribe = (wire: string, queue: string | undefined): void => {
       const sub = this.nc.subscribe(wire, { queue, callback: (err, msg) => answer(err, msg) });
       this.keep(sub);
+      this.answering.add(sub);
+      const forget = (): void => void this.answering.delete(sub);
+      sub.closed.then(forget, forget);
     };
     const answer = (err: NatsError | null, msg: Msg): void => {
       if (err) {
@@ -440,8 +467,37 @@ export class Bus {
     return sub;
   }
 
+  /**
+   * Shutdown, first step: stops answering requests (`handle`) without losing one already on its
+   * way. Each request subscription is drained: the server stops routing to it (a request now goes
+   * to another replica, or finds no responder and its sender retries), and what was delivered
+   * before that is still handled. Broadcast subscriptions stay (a running tool call's cancel).
+   * Resolves when the server has confirmed it, or after `boundMs`; the handlers still running are
+   * waited for by `drain` (or their owner).
+   */
+  async stopAnswering(boundMs = 2_000): Promise<void> {
+    // (a closed connection's drain throws at once: settled like a rejection)
+    const drained = Promise.allSettled([...this.answering].map(async (s) => s.drain()));
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((r) => (timer = setTimeout(r, boundMs)));
+    await Promise.race([drained, bound]);
+    clearTimeout(timer);
+  }
+
+  /** Waits until the handlers running now (and any they lead to) have ended, or `boundMs` has passed. */
+  async settled(boundMs: number): Promise<void> {
+    const until = Date.now() + boundMs;
+    while (this.inflight.size > 0 && Date.now() < until) {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, until - Date.now()))));
+      await Promise.race([Promise.allSettled([...this.inflight]), bound]);
+      clearTimeout(timer);
+    }
+  }
+
   /** Stops taking messages, waits for handlers in flight, then closes the connection. */
   async drain(): Promise<void> {
+    await this.stopAnswering();
     for (const s of [...this.subs]) s.unsubscribe();
     await Promise.allSettled([...this.inflight]);
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
@@ -468,6 +524,10 @@ export class Bus {
   }
 }
 
+function isNoResponders(err: unknown): boolean {
+  return err instanceof MuxRequestError && err.code === 'no_responders';
+}
+
 function toHeaders(carrier: Record<string, string>): MsgHdrs | undefined {
   const keys = Object.keys(carrier);
   if (keys.length === 0) return undefined;
@@ -492,10 +552,11 @@ function safeDecode(b: Uint8Array): unknown {
   }
 }
 
-function toBusError(subject: string, err: unknown): BusRequestError {
+/** `retried`: what the "no responders" message adds when the request was tried again until its bound. */
+function toBusError(subject: string, err: unknown, retried = ''): BusRequestError {
   if (err instanceof MuxRequestError) {
     if (err.code === 'no_responders')
-      return new BusRequestError('no_responders', subject, `no service answers ${subject}`);
+      return new BusRequestError('no_responders', subject, `no service answers ${subject}${retried}`);
     if (err.code === 'timeout') return new BusRequestError('timeout', subject, err.message);
   }
   if (err instanceof NatsError) {

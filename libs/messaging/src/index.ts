@@ -4,3 +4,4 @@ export * from './database-input';
 export * from './forwarded';
 export * from './sent-at';
 export * from './hop-trace';
+export * from './no-responder-retry';

@@ -48,7 +48,7 @@ describe('RunnerToolSet: a runner that dies or does not answer', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
 
-  it('any runner (signs every interval from receipt until it dies or replies): the reply if it comes before 5 s of silence, lost otherwise; a short call is never watched', async () => {
+  it('any runner (signs every interval from receipt until it dies or replies): the reply if it comes before 5 s of silence after a sign, lost otherwise; one that gave no sign is waited for; a short call is never watched', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 0, max: 12 }), // signs the runner sends before it dies (if it has not replied)
@@ -63,7 +63,9 @@ describe('RunnerToolSet: a runner that dies or does not answer', () => {
             .then((r) => (result = r));
           // The runner: a sign at every interval from receipt, until it dies or replies.
           let t = 0;
-          const lostAt = signs * TOOL_ALIVE_INTERVAL_MS + TOOL_ALIVE_LOSS_MS;
+          // No sign at all: a runner of a release before `tools.alive`, or one that died in its first
+          // second; the request's deadline ends it, not the watch.
+          const lostAt = signs === 0 ? Infinity : signs * TOOL_ALIVE_INTERVAL_MS + TOOL_ALIVE_LOSS_MS;
           for (let k = 1; ; k++) {
             const next = Math.min(k * TOOL_ALIVE_INTERVAL_MS, replyAt, lostAt + 1);
             await jest.advanceTimersByTimeAsync(next - t);
@@ -97,6 +99,23 @@ describe('RunnerToolSet: a runner that dies or does not answer', () => {
       await jest.advanceTimersByTimeAsync(TOOL_ALIVE_INTERVAL_MS);
     }
     expect(settled).toBe(false);
+  });
+
+  it('a runner of a release before tools.alive (no signs at all) is waited for: its reply after 30 s of silence is the result', async () => {
+    let reply: (v: unknown) => void = () => undefined;
+    const f = fakeBus(() => new Promise((r) => (reply = r)));
+    let result: unknown;
+    void new RunnerToolSet(f.bus, 'user')
+      .build(cmd, ctx)
+      .run(new AbortController().signal, () => undefined)
+      .then((r) => (result = r));
+    await jest.advanceTimersByTimeAsync(30_000);
+    expect(result).toBeUndefined();
+    reply({ status: 'done', result: 'slept', result_type: 'text' });
+    await jest.advanceTimersByTimeAsync(0);
+    expect(result).toEqual({ ok: true, content: 'slept', resultType: 'text' });
+    expect(f.published).toEqual([]);
+    expect(f.watching(ID)).toBe(false);
   });
 
   it('silence for the loss window ends the call interrupted, sends the kill, and stops watching', async () => {

@@ -148,7 +148,11 @@ export class RunnerToolSet implements ToolSetPort {
                 ...(options?.expectedBaseHash !== undefined ? { expected_base_hash: options.expectedBaseHash } : {}),
                 ...(options?.judgedLanding !== undefined ? { judged_landing: [...options.judgedLanding] } : {}),
               },
-              { timeoutMs: isMcp ? MCP_REQUEST_MS : Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS },
+              {
+                timeoutMs: isMcp ? MCP_REQUEST_MS : Math.min(600, Math.max(1, timeoutSecs)) * 1000 + EXEC_MARGIN_MS,
+                // A stop ends the wait for a runner that is restarting (the request is tried again meanwhile).
+                signal,
+              },
             ),
             watch.lost,
           ]);
@@ -182,7 +186,8 @@ export class RunnerToolSet implements ToolSetPort {
         } catch (e) {
           if (e instanceof RemoteError) return { ok: false, error: e.message };
           if (e instanceof BusRequestError) {
-            // Nobody took the request: nothing ran. Otherwise it may have run: interrupted.
+            // Nobody took the request, even when tried again for the bus's bound: nothing ran.
+            // Otherwise it may have run: interrupted.
             if (e.code === 'no_responders')
               return { ok: false, error: `tool runner unavailable: ${e.message}; the call was not run` };
             return {

@@ -28,7 +28,9 @@ export class ChaosConversation {
   /** This connection's deliveries: seq → index of the frame that brought it. */
   private seenHere = new Map<number, number>();
   /** This connection's resumes: the cursor sent, and how many frames had arrived by then. */
-  private resumes: Array<{ from: number; at: number }> = [];
+  private resumes: Array<{ from: number; at: number; done?: number }> = [];
+  /** `turn_running` frames on this connection (one after the connect, then one per resume). */
+  private runningHere = 0;
   private framesHere = 0;
   private readonly approvals = new Map<string, { sentAt: number; resolved: boolean; tries: number }>();
   private connecting: Promise<WsTestClient> | null = null;
@@ -90,6 +92,7 @@ export class ChaosConversation {
     this.seenHere = new Map();
     this.resumes = [];
     this.framesHere = 0;
+    this.runningHere = 0;
     ws.ws.on('message', (data: WebSocket.RawData) =>
       this.onFrame(
         ws,
@@ -111,16 +114,23 @@ export class ChaosConversation {
     if (ws !== this.socket) return;
     const n = ++this.framesHere;
     if (typeof f.seq === 'number') {
-      // Twice on one connection is a duplicate unless a resume asked for it again after it came
-      // (a live event can overtake the resume the client sent on reconnecting).
+      // Twice on one connection is a duplicate unless a resume asked for it again: one sent after it
+      // came, or one whose replay was still under way when it came live (the live event overtook it).
       const first = this.seenHere.get(f.seq);
       const seq = f.seq;
-      if (first !== undefined && !this.resumes.some((r) => r.at >= first && r.from < seq)) this.duplicateDeliveries++;
+      const asked = (r: { from: number; at: number; done?: number }) =>
+        r.from < seq && (r.at >= first! || r.done === undefined || r.done > first!);
+      if (first !== undefined && !this.resumes.some(asked)) this.duplicateDeliveries++;
       this.seenHere.set(f.seq, n);
       const before = this.received.get(f.seq);
       if (before && JSON.stringify(before) !== JSON.stringify(f)) this.differingDeliveries++;
       if (!before) this.received.set(f.seq, f);
       if (f.seq > this.cursor + 1 && !this.received.has(f.seq - 1)) this.resume(ws);
+    }
+    if (f.type === 'turn_running') {
+      // The first follows the connect; the k-th after it ends the k-th resume's replay.
+      const r = this.resumes[this.runningHere++ - 1];
+      if (r) r.done = n;
     }
     if (APPROVAL_CARDS.has(f.type) && typeof f.request_id === 'string') this.approve(f.request_id);
     if (f.type === 'approval_resolved' && typeof f.request_id === 'string') {

@@ -37,6 +37,7 @@ export interface ChaosReport {
   faults: Record<FaultKind, number>;
   /** Milliseconds from each fault's healing until a fresh turn was answered end to end, per kind. */
   recoveryMs: Record<FaultKind, number[]>;
+  /** Approve frames sent (answers to approval cards, and resends of those not seen resolved). */
   approvals: number;
   cronRuns: number;
   /** Every broken invariant, named; empty when the run passed. */
@@ -526,7 +527,7 @@ export function figuresLine(r: ChaosReport): string {
   return [
     `chaos seed=${r.seed} duration_s=${Math.round(r.durationMs / 1000)} conversations=${r.conversations}`,
     `messages=${r.sent} accepted=${r.accepted} (plain:${r.byKind.plain} effect:${r.byKind.effect} approval:${r.byKind.approval} delegate:${r.byKind.delegate})`,
-    `approvals=${r.approvals} cron_runs=${r.cronRuns}`,
+    `approvals_sent=${r.approvals} cron_runs=${r.cronRuns}`,
     `faults=${faults}`,
     `lost=${c.lost} dup=${c.dup} no_outcome=${c.noOutcome} effect_twice=${c.effectTwice} effect_missing=${c.effectMissing}`,
     `replay_gaps=${c.replayGaps} replay_mismatch=${c.replayMismatch} dup_delivery=${c.dupDelivery} stuck=${c.stuck} cron_twice=${c.cronTwice}`,

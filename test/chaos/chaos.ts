@@ -85,7 +85,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   let db: DataSource | undefined;
   const conversations: ChaosConversation[] = [];
   try {
-    stack = await Stack.start({
+    stack = await startStack(say, {
       root: opts.root,
       replicas: { 'session-worker': 2, gateway: 2 },
       nats,
@@ -288,7 +288,7 @@ async function inject(
       say(`chaos: kill -9 ${p.instance}`);
       p.child.kill('SIGKILL');
       await sleep(step.holdMs);
-      await stack.addReplica(step.app);
+      await again(say, `a new ${step.app}`, () => stack.addReplica(step.app));
       break;
     }
     case 'stop': {
@@ -495,6 +495,25 @@ async function check(
 }
 
 /**
+ * Up to three tries of a process start: on a loaded machine an app's first NATS request at start
+ * can time out ("failed to start"), which is no fault of the run's.
+ */
+async function again<T>(say: (l: string) => void, what: string, start: () => Promise<T>): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await start();
+    } catch (e) {
+      if (i >= 3) throw e;
+      say(`chaos: ${what} did not start (${String(e).split('\n')[0]}); trying again`);
+    }
+  }
+}
+
+function startStack(say: (l: string) => void, options: Parameters<typeof Stack.start>[0]): Promise<Stack> {
+  return again(say, 'the stack', () => Stack.start(options));
+}
+
+/**
  * A query (or check) while Postgres may be restarting: tried again for up to 60 s. A statement the
  * server refused as wrong (SQLSTATE class 22 or 42) fails at once.
  */
@@ -514,7 +533,8 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
 const pct = (xs: number[], p: number): number => {
   if (xs.length === 0) return 0;
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+  // Nearest rank: the smallest value with at least p % of them at or below it.
+  return s[Math.max(0, Math.ceil((p / 100) * s.length) - 1)];
 };
 
 /** The one line a chaos run prints: its seed (to replay it), its load, its faults, its invariants, PASS or FAIL. */

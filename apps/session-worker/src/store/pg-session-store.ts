@@ -139,6 +139,8 @@ export class PgSessionStore implements SessionStore {
   lastLookAt = 0;
   /** See `stopAtFinish`. */
   private finishStop: boolean | null = null;
+  /** See `enteredTurn`. */
+  private turnEntered = false;
   /** The active frames as read by `startTurn`, taken once by the next `listActiveFrames` (no commit since, under 1 s). */
   private framesRead: { sessionId: string; at: number; frames: FrameRow[] } | null = null;
 
@@ -424,6 +426,15 @@ export class PgSessionStore implements SessionStore {
     return this.finishStop;
   }
 
+  /**
+   * Whether a commit of this store started a turn (entered its input: the turn state set to running
+   * under the input's id). A driver that lost the lease before that commit started nothing: the next
+   * driver starts the same input.
+   */
+  enteredTurn(): boolean {
+    return this.turnEntered;
+  }
+
   queuedAtLastCommit(): readonly InboxItem[] | null {
     return this.lastCommitInbox;
   }
@@ -450,6 +461,7 @@ export class PgSessionStore implements SessionStore {
       throw e;
     }
     this.cache.apply(mutations);
+    if (mutations.some((m) => m.kind === 'setTurnState' && m.state === 'running' && m.turnId)) this.turnEntered = true;
     if (committed.length > 0) this.announce(committed);
   }
 

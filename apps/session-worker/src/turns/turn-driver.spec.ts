@@ -94,7 +94,7 @@ function setUp(ds: DataSource = idleDataSource()) {
     turnState,
     { announce: () => undefined, sinkFor: () => ({ emit: () => undefined }) } as unknown as EventAnnouncer,
     metrics,
-    {} as AgentCatalogService,
+    { forTurn: () => ({}) } as unknown as AgentCatalogService,
     {} as LlmManager,
     {} as LlmService,
     WorkerConfigSchema.parse({}),
@@ -103,7 +103,9 @@ function setUp(ds: DataSource = idleDataSource()) {
   );
   const takeovers = async (): Promise<number> =>
     (await registry.getSingleMetric('skald_lease_takeovers_total')!.get()).values[0]?.value ?? 0;
-  return { driver, leases, published, takeovers, errors };
+  const started = async (): Promise<number> =>
+    (await registry.getSingleMetric('skald_turns_started_total')!.get()).values[0]?.value ?? 0;
+  return { driver, leases, published, takeovers, errors, started };
 }
 
 describe('TurnDriver', () => {
@@ -297,5 +299,51 @@ describe('TurnDriver', () => {
     await driver.drainAll(0);
     await driver.drive(SESSION);
     expect(leases.log).toEqual([]);
+  });
+
+  it('a turn from the inbox whose lease is lost before its first commit is not counted as started (the next driver starts it)', async () => {
+    // Found queued under the lease, but the commit that enters it is fenced: another driver holds
+    // the session now and starts the same message again. Counted there, never here as well.
+    const session = {
+      id: SESSION,
+      user_id: 'u1',
+      agent_id: 'main',
+      source: 'web',
+      turn_state: 'finished',
+      turn_id: null,
+    };
+    const item = {
+      id: '00000000-0000-4000-8000-0000000000a1',
+      session_id: SESSION,
+      client_message_id: 'c1',
+      content: 'hello',
+      delivery: 'steer',
+      created_at: new Date().toISOString(),
+    };
+    const ds = {
+      query: (sql: string): Promise<unknown[]> =>
+        Promise.resolve(
+          /user_turns_running/.test(sql)
+            ? [{ ok: true, mine: true }]
+            : /FROM sessions s\s+LEFT JOIN llm_client_pins/.test(sql)
+              ? [session]
+              : [],
+        ),
+      driver: {
+        master: {
+          query: (config: { name: string }): Promise<{ rows: unknown[] }> =>
+            Promise.resolve({
+              rows:
+                config.name === TURN_START_NAME
+                  ? [{ session: JSON.stringify(session), complete: false, inbox: JSON.stringify([item]), frames: '[]' }]
+                  : [{ fenced: 0 }],
+            }),
+        },
+      },
+    } as unknown as DataSource;
+    const { driver, leases, started } = setUp(ds);
+    await driver.drive(SESSION);
+    expect(leases.log).toEqual(['acquire', 'release']);
+    expect(await started()).toBe(0);
   });
 });

@@ -402,9 +402,16 @@ export class TurnDriver implements OnApplicationShutdown {
     return true;
   }
 
-  /** A turn started from input: its log line and counters say where its history came from. */
-  private started(log: Logger, history: 'carried' | 'read'): void {
+  /** A driver starts a turn from input: its log line says where the turn's history came from. */
+  private starting(log: Logger, history: 'carried' | 'read'): void {
     log.info({ history }, 'turn started');
+  }
+
+  /**
+   * A turn started: its input entered the conversation (counted once per turn, by the driver whose
+   * commit entered it; `skald_turns_started_total` is then one per answered input).
+   */
+  private started(history: 'carried' | 'read'): void {
     this.metrics.turnsStarted.inc();
     this.metrics.turnHistory.inc({ from: history });
   }
@@ -431,7 +438,9 @@ export class TurnDriver implements OnApplicationShutdown {
     const log = d.log.child({ epoch: d.lease.epoch });
     let outcome: TurnOutcome;
     if (session.turnState === 'running' && entered && session.turnId === entered.message.id) {
-      this.started(log, history);
+      // The submit's statement entered the input: the turn has started.
+      this.starting(log, history);
+      this.started(history);
       const input = { kind: 'entered' as const, messageId: entered.message.id, frameId: entered.frame.id };
       outcome = await runTurn(deps, { sessionId, input, signal });
     } else if (session.turnState === 'running') {
@@ -459,8 +468,14 @@ export class TurnDriver implements OnApplicationShutdown {
       }
     } else {
       if (!inboxId) return 'stop';
-      this.started(log, history);
-      outcome = await runTurn(deps, { sessionId, input: { kind: 'inbox', inboxId }, signal });
+      this.starting(log, history);
+      try {
+        outcome = await runTurn(deps, { sessionId, input: { kind: 'inbox', inboxId }, signal });
+      } finally {
+        // Started only if its first commit went through: a lease lost before it (or an input already
+        // gone) started nothing here, and the next driver starts the same input.
+        if (store.enteredTurn()) this.started(history);
+      }
     }
     if (d.lost.signal.aborted) throw new LeaseLostError(`lease of session ${sessionId} lost`);
     log.info({ outcome: outcome.kind }, 'turn ended');

@@ -29,7 +29,7 @@ export class TurnMetrics {
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.turnsStarted = new Counter({
       name: 'skald_turns_started_total',
-      help: 'Turns started from user input',
+      help: 'Turns started from user input (counted when the input entered the conversation)',
       registers: [registry],
     });
     this.turnsFinished = new Counter({

@@ -49,6 +49,8 @@ export interface StackOptions {
   nats?: PrivateNats;
   /** Node options for one app's processes (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
   nodeArgs?: Partial<Record<AppName, string[]>>;
+  /** How long each process gets to answer its readiness probe (default 30 s). */
+  readyTimeoutMs?: number;
   /** LLM clients (`SKALD_LLM_CLIENTS`) built from the llm-sim base URL; default: one client `default` on the sim. */
   llmClients?: (simUrl: string) => unknown[];
 }
@@ -238,7 +240,7 @@ export class Stack {
     return proc;
   }
 
-  private async waitReady(proc: StackProcess, timeoutMs = 30_000): Promise<void> {
+  private async waitReady(proc: StackProcess, timeoutMs = this.options.readyTimeoutMs ?? 30_000): Promise<void> {
     const path = proc.name === 'llm-sim' ? '/v1/models' : '/readyz';
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {

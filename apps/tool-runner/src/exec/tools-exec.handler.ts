@@ -4,10 +4,9 @@ import { Bus } from '@skald/messaging';
 import { ToolExecService } from './tool-exec.service';
 
 /**
- * NATS edge: `tools.exec` (queue group `tool-runner`) → one tool call, with `tools.alive.<id>` every
- * `TOOL_ALIVE_INTERVAL_MS` until the reply (so a caller tells a dead runner from a long command;
- * a call answered within the first interval sends none); `tools.cancel.<id>` (every replica) →
- * abort it.
+ * NATS edge: `tools.exec` (queue group `tool-runner`) → one tool call, with `tools.alive.<id>` on
+ * receipt and every `TOOL_ALIVE_INTERVAL_MS` until the reply (so a caller tells a dead runner from a
+ * long command); `tools.cancel.<id>` (every replica) → abort it.
  */
 @Injectable()
 export class ToolsExecHandler implements OnModuleInit {
@@ -29,8 +28,9 @@ export class ToolsExecHandler implements OnModuleInit {
         // A closed connection: the caller hears silence, which is the truth.
       }
     };
-    // No sign on receipt: the caller's loss window (several intervals) runs from the hand-over, and
-    // most calls end before the first interval, so they cost no message.
+    // A sign on receipt: the caller gives a call up on silence only once it heard one (a runner of a
+    // release that sends none is waited for until the request's deadline), so the first comes at once.
+    beat();
     const timer = setInterval(beat, TOOL_ALIVE_INTERVAL_MS);
     try {
       return await work();

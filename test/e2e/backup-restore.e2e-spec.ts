@@ -10,13 +10,15 @@ import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testin
 import { ROOT } from '../support/db';
 import { until } from '../support/until';
 
-jest.setTimeout(240_000);
+jest.setTimeout(480_000);
 
 const run = promisify(execFile);
 const CLI = path.join(ROOT, 'libs/persistence/dist/cli.js');
 const PASSPHRASE = randomBytes(24).toString('base64url');
 /** Quick lease expiry and sweeps: the restored install takes over the interrupted turn within seconds. */
 const RECOVERY = { SKALD_LEASE_TTL_MS: '3000', SKALD_SWEEP_INTERVAL_MS: '1000' };
+/** Six processes boot at once per stack: on a loaded 2-core machine each may take longer than the default 30 s. */
+const READY_MS = 120_000;
 
 async function cli(args: string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string }> {
   // Only what an operator's shell would have: no SKALD_* of the test process leaks in.
@@ -57,7 +59,7 @@ describe('backup and restore', () => {
   });
 
   it('a stack backed up mid-turn and restored elsewhere continues the conversation', async () => {
-    a = await Stack.start({ root: ROOT, env: { DATABASE_URL: srcUrl, ...RECOVERY } });
+    a = await Stack.start({ root: ROOT, readyTimeoutMs: READY_MS, env: { DATABASE_URL: srcUrl, ...RECOVERY } });
     const simA = new LlmSimAdminClient(a.simUrl);
     const adminOfA = a.admin;
     const adminA = await ApiClient.login(a.gatewayUrl, a.admin.email, a.admin.password);
@@ -134,6 +136,7 @@ describe('backup and restore', () => {
 
     b = await Stack.start({
       root: ROOT,
+      readyTimeoutMs: READY_MS,
       admin: adminOfA,
       env: { DATABASE_URL: dstUrl, SKALD_WORKSPACES: restoredWorkspaces, ...secrets, ...RECOVERY },
     });

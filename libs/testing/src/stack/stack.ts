@@ -51,6 +51,8 @@ export interface StackOptions {
   nodeArgs?: Partial<Record<AppName, string[]>>;
   /** LLM clients (`SKALD_LLM_CLIENTS`) built from the llm-sim base URL; default: one client `default` on the sim. */
   llmClients?: (simUrl: string) => unknown[];
+  /** How long each process may take to answer its readiness probe (default 30 s). */
+  readyTimeoutMs?: number;
 }
 
 /**
@@ -234,7 +236,7 @@ export class Stack {
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
     this.processes.push(proc);
-    await this.waitReady(proc);
+    await this.waitReady(proc, this.options.readyTimeoutMs);
     return proc;
   }
 

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { ensureDatabase, migrateUp } from '../data-source';
-import { backup, restore } from './backup';
+import { backup, pruneBackups, restore } from './backup';
 import { ARCHIVE_FILES } from './manifest';
 
 jest.setTimeout(120_000);
@@ -104,5 +104,15 @@ describe('backup and restore (Postgres)', () => {
     await expect(backup({ databaseUrl: src, workspaces: path.join(dir, 'ws'), out: archive, env })).rejects.toThrow(
       /exists: a backup never overwrites a file/,
     );
+  });
+
+  it('--keep: deletes all but the newest archives of the directory, by their dated names, and nothing else', async () => {
+    const shelf = path.join(dir, 'shelf');
+    mkdirSync(shelf);
+    const names = ['skald-20261201T031700Z', 'skald-20261202T031700Z', 'skald-20261203T031700Z'];
+    for (const n of names) writeFileSync(path.join(shelf, `${n}.skald-backup`), '');
+    writeFileSync(path.join(shelf, 'notes.txt'), '');
+    expect(await pruneBackups(shelf, 2)).toEqual([`${names[0]}.skald-backup`]);
+    expect(readdirSync(shelf).sort()).toEqual(['notes.txt', `${names[1]}.skald-backup`, `${names[2]}.skald-backup`]);
   });
 });

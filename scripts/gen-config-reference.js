@@ -100,6 +100,26 @@ const OUTSIDE_SCHEMA = {
         'Model of the client `default`; required with `OPENAI_BASE_URL` / `OPENAI_API_KEY`. With no LLM variable at all the worker has no client. Read by libs/llm.',
     },
   ],
+  // `node libs/persistence/dist/cli.js backup` / `restore` (libs/persistence/src/backup)
+  backup: [
+    {
+      name: 'SKALD_BACKUP_PASSPHRASE',
+      default: 'required',
+      description:
+        '**Secret.** Seals the secrets in a backup archive (at least 16 characters; scrypt, AES-256-GCM); restore needs the same one. Keep it apart from the archives.',
+    },
+    {
+      name: 'SKALD_BACKUP_PASSPHRASE_FILE',
+      default: 'unset',
+      description: 'A file holding the passphrase instead (its trailing newline dropped); wins over `SKALD_BACKUP_PASSPHRASE`.',
+    },
+    {
+      name: 'SKALD_PG_BIN',
+      default: 'the `PATH`',
+      description:
+        'Directory of the `pg_dump` and `pg_restore` to run; they must be of the server\'s major version or newer.',
+    },
+  ],
 };
 
 const SECRET_NAME = /(PASSWORD|SECRET|_KEY$|_TOKEN$)/;
@@ -225,6 +245,16 @@ function renderReference(schemas) {
     }
     for (const extra of OUTSIDE_SCHEMA[app.name] ?? []) lines.push(row(extra.name, extra.default, extra.description));
   }
+  lines.push(
+    '',
+    '### backup and restore',
+    '',
+    '`node libs/persistence/dist/cli.js backup` / `restore` (see Backup and restore). They also read `DATABASE_URL` ' +
+      "(the admin's), `SKALD_WORKSPACES`, and `SKALD_SECRETS_KEY` and `SKALD_JWT_SECRET` (backup).",
+    '',
+    ...header,
+  );
+  for (const extra of OUTSIDE_SCHEMA.backup) lines.push(row(extra.name, extra.default, extra.description));
   lines.push(END);
 
   if (missing.length > 0) {

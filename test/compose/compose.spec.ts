@@ -437,8 +437,8 @@ describe('deploy/Dockerfile', () => {
   const dockerfile = readFileSync(join(repoRoot, 'deploy', 'Dockerfile'), 'utf8');
   const stages = [...dockerfile.matchAll(/^FROM\s+(\S+)\s+AS\s+(\S+)/gim)].map((m) => ({ from: m[1], name: m[2] }));
 
-  it('builds on node:20-bookworm-slim in stages, with the targets docker-compose.yml names', () => {
-    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:20-bookworm-slim$/m);
+  it('builds on the Node LTS (node:26-bookworm-slim) in stages, with the targets docker-compose.yml names', () => {
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:26-bookworm-slim$/m);
     expect(stages.map((s) => s.name)).toEqual(expect.arrayContaining(['build', 'app', 'tool-runner']));
   });
 

@@ -89,7 +89,7 @@ interface Container {
     seccompProfile?: { type: string; localhostProfile?: string };
     appArmorProfile?: { type: string };
   };
-  volumeMounts?: { name: string; mountPath: string }[];
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
 interface PodSpec {
   containers: Container[];
@@ -147,7 +147,11 @@ function migrationJob(objects: K8sObject[]): K8sObject {
 function ofKind(objects: K8sObject[], kind: string): K8sObject[] {
   return objects.filter((o) => o.kind === kind);
 }
+/** The kinds that run pods (a CronJob's pods are those of its Job template). */
+const WORKLOADS = ['Deployment', 'StatefulSet', 'Job', 'CronJob'];
 function podSpecOf(o: K8sObject): PodSpec {
+  if (o.kind === 'CronJob')
+    return (o.spec as { jobTemplate: { spec: { template: { spec: PodSpec } } } }).jobTemplate.spec.template.spec;
   return (o.spec as { template: { spec: PodSpec } }).template.spec;
 }
 function podLabelsOf(o: K8sObject): Record<string, string> {
@@ -486,7 +490,7 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
 
   it('gives every container of every workload CPU and memory requests and limits', () => {
     const missing: string[] = [];
-    for (const o of objects.filter((x) => ['Deployment', 'StatefulSet', 'Job'].includes(x.kind))) {
+    for (const o of objects.filter((x) => WORKLOADS.includes(x.kind))) {
       for (const c of [...podSpecOf(o).containers, ...(podSpecOf(o).initContainers ?? [])]) {
         for (const k of ['requests', 'limits'] as const)
           for (const r of ['cpu', 'memory'])
@@ -499,7 +503,7 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
 
   it('runs no pod as root', () => {
     const rootPods = objects
-      .filter((x) => ['Deployment', 'StatefulSet', 'Job'].includes(x.kind))
+      .filter((x) => WORKLOADS.includes(x.kind))
       .filter((o) => {
         const pod = podSpecOf(o);
         return pod.securityContext?.runAsNonRoot !== true || !pod.securityContext.runAsUser;
@@ -674,6 +678,46 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
     }
   });
 
+  it('backs up nightly in prod only: cli.js backup of the database, the workspaces and the sealed secrets', () => {
+    const cronJobs = ofKind(objects, 'CronJob');
+    if (overlay !== 'prod') {
+      expect(cronJobs).toEqual([]);
+      return;
+    }
+    expect(cronJobs.map((o) => o.metadata.name)).toEqual(['skald-backup']);
+    const cron = cronJobs[0];
+    const spec = cron.spec as { schedule: string; concurrencyPolicy: string };
+    expect(spec.schedule).toMatch(/^\S+ \S+ \S+ \S+ \S+$/);
+    expect(spec.concurrencyPolicy).toBe('Forbid');
+    const pod = podSpecOf(cron) as PodSpec & {
+      volumes: Array<{ name: string; persistentVolumeClaim?: { claimName: string; readOnly?: boolean } }>;
+    };
+    const c = pod.containers[0];
+    const [shell, flag, script] = c?.command ?? [];
+    expect([shell, flag]).toEqual(['sh', '-c']);
+    // The command the docs and `npm run backup` run, into a dated archive on the backups volume, keeping 14.
+    expect(shellSteps(script)).toEqual([
+      'node libs/persistence/dist/cli.js backup --out "/backups/skald-$(date -u +%Y%m%dT%H%M%SZ).skald-backup" --keep 14',
+    ]);
+    // The release's own CLI and migrations: the image the migration Job runs.
+    expect(c?.image).toBe(podSpecOf(migrationJob(objects)).containers[0]?.image);
+    expect(expandedEnv(c, 'DATABASE_URL')).toBe('postgres://skald:<POSTGRES_PASSWORD>@postgres:5432/skald');
+    for (const key of ['SKALD_SECRETS_KEY', 'SKALD_JWT_SECRET', 'SKALD_BACKUP_PASSPHRASE'])
+      expect(secretKeyOf(c, key)).toEqual({ name: 'skald-secrets', key });
+    // The workspaces volume the tool runner writes, read-only, at SKALD_WORKSPACES; the archives on a volume of
+    // their own.
+    const mount = (name: string) => c?.volumeMounts?.find((m) => m.name === name);
+    const claim = (name: string) => pod.volumes.find((v) => v.name === name)?.persistentVolumeClaim;
+    expect(claim(mount('workspaces')?.name ?? '')).toEqual({ claimName: 'skald-workspaces', readOnly: true });
+    expect(mount('workspaces')).toMatchObject({
+      mountPath: effectiveEnv(objects, c, 'SKALD_WORKSPACES'),
+      readOnly: true,
+    });
+    expect(claim('backups')?.claimName).toBe('skald-backups');
+    expect(mount('backups')?.mountPath).toBe('/backups');
+    expect(find(objects, 'PersistentVolumeClaim', 'skald-backups')).toBeDefined();
+  });
+
   it('upgrades with one `kubectl apply -k`: a new image tag is a new migration Job, the same tag the same Job', () => {
     const tagOf = (image: string): string => image.slice(image.lastIndexOf(':') + 1);
     const gatewayTag = tagOf(appContainer(objects, 'gateway').image);
@@ -759,17 +803,19 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
 
   it('reads only Secret keys that secrets.env.example lists, and uses every key it lists', () => {
     const keys = objects
-      .filter((x) => ['Deployment', 'StatefulSet', 'Job'].includes(x.kind))
+      .filter((x) => WORKLOADS.includes(x.kind))
       .flatMap((o) => [...podSpecOf(o).containers, ...(podSpecOf(o).initContainers ?? [])])
       .flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : [])));
 
     expect(keys.filter((r) => !r.optional && !EXAMPLE_SECRET_KEYS.includes(r.key)).map((r) => r.key)).toEqual([]);
-    expect(EXAMPLE_SECRET_KEYS.filter((k) => !keys.some((r) => r.key === k))).toEqual([]);
+    // The backup CronJob, and so its passphrase, is prod's only.
+    const listed = EXAMPLE_SECRET_KEYS.filter((k) => overlay === 'prod' || k !== 'SKALD_BACKUP_PASSPHRASE');
+    expect(listed.filter((k) => !keys.some((r) => r.key === k))).toEqual([]);
   });
 
   it('reads every secret from the Secret skald-secrets, by key, which scripts/gen-secrets.js makes complete', () => {
     const refs = objects
-      .filter((x) => ['Deployment', 'StatefulSet', 'Job'].includes(x.kind))
+      .filter((x) => WORKLOADS.includes(x.kind))
       .flatMap((o) => [...podSpecOf(o).containers, ...(podSpecOf(o).initContainers ?? [])])
       .flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : [])));
     const monitorRefs = ofKind(objects, 'ServiceMonitor').flatMap((m) =>

@@ -8,3 +8,4 @@ export * from './database.module';
 export * from './query-rows';
 export * from './service-roles';
 export * from './pg-text';
+export * from './backup';

@@ -45,7 +45,9 @@ describe('readUpTo', () => {
     try {
       const got = await readUpTo(handle, 10 * 1024 * 1024, 3);
       expect(got.toString()).toBe('abc');
-      expect(got.buffer.byteLength).toBeLessThan(64 * 1024);
+      // A small result may sit in Node's shared pool slab (Buffer.poolSize: 8 KiB on Node 20, 64 KiB on Node 26):
+      // what counts is that no buffer of the 10 MiB limit was taken.
+      expect(got.buffer.byteLength).toBeLessThan(Math.max(64 * 1024, 2 * Buffer.poolSize));
     } finally {
       await handle.close();
     }

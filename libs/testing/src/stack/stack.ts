@@ -53,6 +53,8 @@ export interface StackOptions {
   readyTimeoutMs?: number;
   /** LLM clients (`SKALD_LLM_CLIENTS`) built from the llm-sim base URL; default: one client `default` on the sim. */
   llmClients?: (simUrl: string) => unknown[];
+  /** How long each process may take to answer its readiness probe (default 30 s). */
+  readyTimeoutMs?: number;
 }
 
 /**
@@ -236,7 +238,7 @@ export class Stack {
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
     this.processes.push(proc);
-    await this.waitReady(proc);
+    await this.waitReady(proc, this.options.readyTimeoutMs);
     return proc;
   }
 

@@ -1,0 +1,3 @@
+export * from './backup';
+export * from './manifest';
+export * from './sealed-secrets';

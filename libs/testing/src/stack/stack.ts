@@ -53,8 +53,6 @@ export interface StackOptions {
   readyTimeoutMs?: number;
   /** LLM clients (`SKALD_LLM_CLIENTS`) built from the llm-sim base URL; default: one client `default` on the sim. */
   llmClients?: (simUrl: string) => unknown[];
-  /** How long each process may take to answer its readiness probe (default 30 s). */
-  readyTimeoutMs?: number;
 }
 
 /**

@@ -5,6 +5,7 @@ import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testin
 import { processesWith } from '../../apps/tool-runner/src/testing-fixtures/host-processes';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { until } from '../support/until';
 
 jest.setTimeout(180_000);
 
@@ -134,6 +135,90 @@ describe('MCP through the whole stack', () => {
     // the server's credentials reach neither the model nor the client
     expect(JSON.stringify(bodies)).not.toContain(TOKEN);
     expect(JSON.stringify(ws.frames)).not.toContain(TOKEN);
+    ws.close();
+  });
+
+  it("enabled_mcp_servers: only the caller's servers (400 naming the entry); pre-granted in the session, its async task and a cron run", async () => {
+    const { api, ws } = await userWithServer();
+    const stranger = await admin.createUser(`s-${randomUUID()}@skald.test`, 'correct horse battery');
+    const sid = (await api.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
+    type Refusal = { status: number; body: { error: { code: string; field?: string; message: string } } };
+    const put = (who: ApiClient, body: unknown, id = sid) =>
+      who.request('PUT', `/api/sessions/${id}/run-context`, body) as Promise<Refusal>;
+    const foreign = await put(api, { enabled_mcp_servers: ['everything', 'nope'] });
+    expect(foreign).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_input', field: 'enabled_mcp_servers.1' } },
+    });
+    expect(foreign.body.error.message).toContain('nope');
+    // another user's server of the same name is not the stranger's: refused before the session is looked at
+    const strangerSid = (await stranger.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
+    const strangers = await put(stranger, { enabled_mcp_servers: ['everything'] }, strangerSid);
+    expect(strangers).toMatchObject({ status: 400, body: { error: { field: 'enabled_mcp_servers.0' } } });
+    const set = await put(api, { enabled_mcp_servers: ['everything'] });
+    expect(set).toMatchObject({ status: 200, body: { enabled_mcp_servers: ['everything'] } });
+    expect((await api.get(`/api/sessions/${sid}/run-context`)).body).toEqual(set.body);
+
+    const m = `mcp-pre-${randomUUID()}`;
+    await sim.script({
+      match: `[P-${m}]`,
+      replies: [
+        {
+          tool_calls: [
+            {
+              name: 'execute_task',
+              arguments: { agent_id: 'generalist', prompt: `Look around [C-${m}]`, title: 'look', mode: 'async' },
+            },
+          ],
+        },
+        { content: `Started [D-${m}].` },
+      ],
+    });
+    await sim.script({ match: `[C-${m}]`, replies: [{ content: 'nothing to see' }] });
+    ws.send({ type: 'message', client_message_id: m, content: `use MCP [P-${m}]` });
+    const card = await ws.waitForType('approval_required');
+    expect(card).toMatchObject({ tool_name: 'execute_task' });
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(`[D-${m}]`));
+    const toolNames = (b: SimBody) => (b.tools ?? []).map((t) => t.function.name);
+    const [first] = (await sim.requests({ contains: `[P-${m}]` })).map((r) => r.body as SimBody);
+    expect(toolNames(first)).toContain('mcp__everything__skald_start');
+    expect(toolNames(first)).not.toContain('activate_tools');
+    // the async task runs under its conversation's RunContext: the same servers, pre-granted
+    const [task] = await until('the async task asks the model', async () => {
+      const r = await sim.requests({ contains: `[C-${m}]` });
+      return r.length > 0 ? r : null;
+    });
+    expect(toolNames(task.body as SimBody)).toContain('mcp__everything__skald_start');
+    expect(toolNames(task.body as SimBody)).not.toContain('activate_tools');
+
+    // a cron job: the same check, naming the entry where it sits in the body; its run pre-grants them
+    const refused = await api.post<{ error: { code: string; field?: string } }>('/api/cron/jobs', {
+      title: 'x',
+      prompt: 'x',
+      cron: '0 3 * * *',
+      run_context: { enabled_mcp_servers: ['gone'] },
+    });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_input', field: 'run_context.enabled_mcp_servers.0' } },
+    });
+    const job = await api.post<{ id: string }>('/api/cron/jobs', {
+      title: 'with MCP',
+      prompt: `Cron with MCP [J-${m}]`,
+      cron: '0 3 * * *',
+      enabled: false,
+      run_context: { enabled_mcp_servers: ['everything'] },
+    });
+    expect(job.status).toBe(201);
+    await sim.script({ match: `[J-${m}]`, replies: [{ content: 'cron done' }] });
+    expect((await api.post(`/api/cron/jobs/${job.body.id}/run`)).status).toBe(202);
+    const [run] = await until('the cron run asks the model', async () => {
+      const r = await sim.requests({ contains: `[J-${m}]` });
+      return r.length > 0 ? r : null;
+    });
+    expect(toolNames(run.body as SimBody)).toContain('mcp__everything__skald_start');
+    expect(toolNames(run.body as SimBody)).not.toContain('activate_tools');
     ws.close();
   });
 

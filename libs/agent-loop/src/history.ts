@@ -108,8 +108,10 @@ export async function roundTools(fctx: FrameContext): Promise<WireTool[]> {
     .filter((s) => !isLoopTool(s.definition.function.name))
     .filter((s) => (root ? !s.subAgentsOnly : !s.rootAgentOnly))
     .map((s) => s.definition);
-  const own: WireTool[] = [UPDATE_SCRATCHPAD, WRITE_TODOS, ACTIVATE_TOOLS, LIST_AGENTS];
   const session = fctx.turn.session;
+  // Servers pre-granted by the RunContext are the whole choice: nothing left to activate.
+  const preGranted = (session.runContext.enabledMcpServers ?? []).length > 0;
+  const own: WireTool[] = [UPDATE_SCRATCHPAD, WRITE_TODOS, ...(preGranted ? [] : [ACTIVATE_TOOLS]), LIST_AGENTS];
   // Nobody can answer a session that auto-denies (cron, tic): it is not offered the question.
   if (fctx.agent.type !== 'system' && !session.autoDenyApprovals) own.push(ASK_USER_CLARIFICATION);
   // Background sessions (jobs) delegate synchronously only: `execute_subtask`, never async tasks.

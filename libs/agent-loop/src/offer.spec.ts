@@ -189,6 +189,40 @@ describe('execution enforces the offer', () => {
     expect(h.tools.runsOf('mcp__github__issues')).toHaveLength(1);
   });
 
+  it("the RunContext's enabled MCP servers are offered from the first round, in sub-agents too, without activate_tools", async () => {
+    const h = new LoopHarness({
+      session: { runContext: { workingDirectory: null, systemPrompt: [], enabledMcpServers: ['github'] } },
+      agents: [agent({ id: 'worker' })],
+      tools: [
+        { name: 'mcp__github__issues', group: 'github', run: ok },
+        { name: 'mcp__jira__tickets', group: 'jira', run: ok },
+      ],
+      toolGroups: ['github', 'jira'],
+      script: [
+        {
+          toolCalls: [
+            { name: 'mcp__github__issues', arguments: {} },
+            { name: 'activate_tools', arguments: { groups: ['jira'] } },
+          ],
+        },
+        { toolCalls: [{ name: 'execute_task', arguments: { agent_id: 'worker', prompt: 'p' } }] },
+        { toolCalls: [{ name: 'mcp__github__issues', arguments: {} }] },
+        { content: 'child' },
+        { content: 'done' },
+      ],
+    });
+    expect(await h.run('go')).toMatchObject({ kind: 'final', content: 'done' });
+    const first = toolNames(h.model.calls[0]);
+    expect(first).toContain('mcp__github__issues');
+    expect(first).not.toContain('mcp__jira__tickets');
+    expect(first).not.toContain('activate_tools');
+    expect(toolNames(h.model.calls[2])).toContain('mcp__github__issues');
+    expect(h.tools.runsOf('mcp__github__issues')).toHaveLength(2);
+    expectRefused(h, 'activate_tools');
+    // the override is kept in memory: nothing is written as a grant
+    expect(h.store.view().grants).toEqual({});
+  });
+
   it('recovery checks a call that had not started against the offer recomputed now', async () => {
     const gate = new FakeGate();
     gate.hidden.add('execute_cmd');

@@ -263,7 +263,7 @@ export const ROUTES: Route[] = [
     method: 'get',
     path: '/api/sessions/{id}/run-context',
     summary:
-      "The session's RunContext: working directory, pre-authorised read and write paths, system prompt additions, security group",
+      "The session's RunContext: working directory, pre-authorised read and write paths, system prompt additions, pre-granted MCP servers, security group",
     params: [{ name: 'id', in: 'path', required: true }],
     ok: { status: 200, schema: RunContextDto },
   },
@@ -271,7 +271,7 @@ export const ROUTES: Route[] = [
     method: 'put',
     path: '/api/sessions/{id}/run-context',
     summary:
-      "Replace the session's RunContext (a field left out is cleared; every path inside the workspace, else 400; security_group: admins only, else 403)",
+      "Replace the session's RunContext (a field left out is cleared; every path inside the workspace, else 400; enabled_mcp_servers: the caller's own servers, else 400 naming the entry; security_group: admins only, else 403)",
     params: [{ name: 'id', in: 'path', required: true }],
     body: RunContextInput,
     ok: { status: 200, schema: RunContextDto },
@@ -446,7 +446,7 @@ export const ROUTES: Route[] = [
     method: 'post',
     path: '/api/cron/jobs',
     summary:
-      'Schedule an agent (cron: five fields, or six with seconds first; timezone an IANA name; a minimum interval applies; run_context.security_group: admins only, else 403)',
+      "Schedule an agent (cron: five fields, or six with seconds first; timezone an IANA name; a minimum interval applies; run_context.enabled_mcp_servers: the caller's own servers, else 400; run_context.security_group: admins only, else 403)",
     body: CronJobInput,
     capped: ['cron_jobs'],
     ok: { status: 201, schema: JobCreated },
@@ -454,7 +454,8 @@ export const ROUTES: Route[] = [
   {
     method: 'patch',
     path: '/api/cron/jobs/{id}',
-    summary: 'Change a cron job (run_context.security_group: admins only, else 403)',
+    summary:
+      "Change a cron job (run_context.enabled_mcp_servers: the caller's own servers, else 400; run_context.security_group: admins only, else 403)",
     params: [{ name: 'id', in: 'path', required: true }],
     body: CronJobPatch,
     ok: { status: 200, schema: CronJobDto },

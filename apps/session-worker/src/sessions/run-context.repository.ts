@@ -25,7 +25,13 @@ export class RunContextRepository {
   /** Replaces the RunContext; `securityGroup` undefined leaves the group as it is. */
   async set(
     scope: { userId: string; sessionId: string },
-    rc: { working_directory?: string; system_prompt?: string[]; allow_fs_reads?: string[]; allow_fs_writes?: string[] },
+    rc: {
+      working_directory?: string;
+      system_prompt?: string[];
+      allow_fs_reads?: string[];
+      allow_fs_writes?: string[];
+      enabled_mcp_servers?: string[];
+    },
     securityGroup: string | undefined,
   ): Promise<RunContextDto | null> {
     const stored = {
@@ -33,6 +39,7 @@ export class RunContextRepository {
       ...(rc.system_prompt?.length ? { system_prompt: rc.system_prompt } : {}),
       ...(rc.allow_fs_reads?.length ? { allow_fs_reads: rc.allow_fs_reads } : {}),
       ...(rc.allow_fs_writes?.length ? { allow_fs_writes: rc.allow_fs_writes } : {}),
+      ...(rc.enabled_mcp_servers?.length ? { enabled_mcp_servers: rc.enabled_mcp_servers } : {}),
     };
     const rows = await queryRows<RunContextRow>(
       this.ds,
@@ -54,5 +61,6 @@ function toDto(r: RunContextRow): RunContextDto {
     allow_fs_reads: strings(rc.allow_fs_reads),
     allow_fs_writes: strings(rc.allow_fs_writes),
     working_directory: typeof rc.working_directory === 'string' ? rc.working_directory : null,
+    enabled_mcp_servers: strings(rc.enabled_mcp_servers),
   };
 }

@@ -145,3 +145,23 @@ export const RunContextSetRequest = z.object({
     enabled_mcp_servers: z.array(StoredText(64)).max(64).optional(),
   }),
 });
+
+/**
+ * `session.gate_context` (queue `session-worker`): one session of the actor as the gate is asked
+ * about a call of its root agent — its agent, source, security group, RunContext paths and whether
+ * a Require is rejected unasked. The rules tester evaluates a named session with exactly these.
+ */
+export const GateContextRequest = z.object({ actor: Actor, session_id: Id });
+export const GateRunContext = z.object({
+  working_directory: z.string().nullable(),
+  allow_fs_reads: z.array(z.string()),
+  allow_fs_writes: z.array(z.string()),
+});
+export const GateContextReply = z.object({
+  agent_id: z.string(),
+  source: z.string(),
+  security_group: z.string().nullable(),
+  auto_deny: z.boolean(),
+  run_context: GateRunContext,
+});
+export type GateContextReply = z.infer<typeof GateContextReply>;

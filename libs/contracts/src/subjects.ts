@@ -395,6 +395,11 @@ export const SUBJECTS = {
     reply: replyOf(RC.RunContextDto),
     queue: 'session-worker',
   },
+  'session.gate_context': {
+    request: RC.GateContextRequest,
+    reply: replyOf(RC.GateContextReply),
+    queue: 'session-worker',
+  },
   'llm.clients': { request: L.LlmClientsRequest, reply: replyOf(L.LlmClientList), queue: 'session-worker' },
   'llm.pin': { request: L.LlmPinRequest, reply: replyOf(L.LlmPinReply), queue: 'session-worker' },
   'llm.command': { request: L.LlmCommandRequest, reply: replyOf(L.LlmCommandReply), queue: 'session-worker' },

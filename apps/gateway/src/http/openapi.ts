@@ -371,7 +371,7 @@ export const ROUTES: Route[] = [
     method: 'post',
     path: '/api/approval/rules/test',
     summary:
-      "What the gate would decide (an admin: any group; a user: their own session's group only, security_group 403)",
+      'What the gate would decide: with session_id, for a call of that session (its agent, source, group, RunContext, auto-deny and bypasses; a differing agent_id/source/security_group is 400); without, for the fields sent (admins only)',
     body: RuleTestInput,
     ok: { status: 200, schema: RuleTestResult },
   },

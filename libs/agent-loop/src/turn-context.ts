@@ -1,7 +1,15 @@
 /** Per-turn and per-frame state threaded (by value) through the loop's modules. */
 import { LoopInvariantError } from './errors';
 import type { AgentDefinition, HumanAnswer, LoopDeps, ToolContext } from './ports';
-import type { FrameRow, GrantScope, Mutation, RunContext, SessionEventDraft, SessionInfo, ToolCallSummary } from './types';
+import type {
+  FrameRow,
+  GrantScope,
+  Mutation,
+  RunContext,
+  SessionEventDraft,
+  SessionInfo,
+  ToolCallSummary,
+} from './types';
 
 /** What a frame's round loop ended with (internal; the root's maps onto `TurnOutcome`). */
 export type FrameOutcome =

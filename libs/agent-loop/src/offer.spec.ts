@@ -8,6 +8,7 @@ import { LOOP_TOOL_NAMES } from './loop-tools';
 import {
   agent,
   FakeGate,
+  FakeMemory,
   InMemoryStore,
   LoopHarness,
   SimulatedCrash,
@@ -319,5 +320,51 @@ describe('execution enforces the offer', () => {
       { seed: SEED, numRuns: 1000 },
     );
     expect(cases).toBe(1000);
+  });
+});
+
+describe('the memory context follows the read tool', () => {
+  const MEMORY = 'the user likes green tea';
+  const sent = (c: RecordedLlmCall): string => JSON.stringify(c.messages);
+
+  /** A root turn of two rounds (a call, then the answer) with a memory whose context needs read_file. */
+  function harness(gate?: FakeGate, deny: string[] = []): LoopHarness {
+    const h = new LoopHarness({
+      ...(gate ? { gate } : {}),
+      tools: [
+        { name: 'read_file', run: ok },
+        { name: 'list_files', run: ok },
+      ],
+      script: [{ toolCalls: [{ name: 'list_files', arguments: {} }] }, { content: 'done' }],
+    });
+    h.catalog.add(agent({ id: 'main', type: 'chat', tools: { allow: [], deny } }));
+    h.deps.memory = new FakeMemory(MEMORY, 'read_file');
+    return h;
+  }
+
+  it('an agent offered read_file gets the memory context in every round', async () => {
+    const h = harness();
+    await h.run('what do I like?');
+    expect(h.model.calls).toHaveLength(2);
+    for (const c of h.model.calls) expect(sent(c)).toContain(MEMORY);
+  });
+
+  it("read_file withheld by the agent's filter: the memory context never reaches the model", async () => {
+    const h = harness(undefined, ['read_file']);
+    await h.run('what do I like?');
+    expect(h.model.calls).toHaveLength(2);
+    for (const c of h.model.calls) {
+      expect(toolNames(c)).not.toContain('read_file');
+      expect(sent(c)).not.toContain(MEMORY);
+    }
+  });
+
+  it('read_file hidden by an unconditional Deny: the memory context never reaches the model', async () => {
+    const gate = new FakeGate();
+    gate.hidden.add('read_file');
+    const h = harness(gate);
+    await h.run('what do I like?');
+    expect(h.model.calls).toHaveLength(2);
+    for (const c of h.model.calls) expect(sent(c)).not.toContain(MEMORY);
   });
 });

@@ -222,6 +222,58 @@ describe('MCP through the whole stack', () => {
     ws.close();
   });
 
+  it('PATCH changes a server in place: disabling stops its running process and its status says so; a changed command runs anew', async () => {
+    const { api, ws } = await userWithServer();
+    const sid = (await api.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
+    expect(
+      (await api.request('PUT', `/api/sessions/${sid}/run-context`, { enabled_mcp_servers: ['everything'] })).status,
+    ).toBe(200);
+    const m = `mcp-patch-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [{ tool_calls: [{ name: 'mcp__everything__skald_start', arguments: {} }] }, { content: `started ${m}` }],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `start it ${m}` });
+    const card = await ws.waitForType('approval_required');
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(m));
+    expect(processesWith(EVERYTHING).length).toBeGreaterThan(0);
+    type Server = { name: string; enabled: boolean; status: string; tools_count: number };
+    const patch = (name: string, body: unknown) =>
+      api.request('PATCH', `/api/mcp/servers/${name}`, body) as Promise<{
+        status: number;
+        body: Server & { error: { field?: string } };
+      }>;
+    const listed = async () => (await api.get<{ items: Server[] }>('/api/mcp/servers')).body.items[0];
+    expect(await listed()).toMatchObject({ status: 'ready', enabled: true });
+
+    const off = await patch('everything', { enabled: false });
+    expect(off).toMatchObject({ status: 200, body: { name: 'everything', enabled: false, status: 'disabled' } });
+    await until('the server process to stop', async () => processesWith(EVERYTHING).length === 0, 15_000);
+    expect(await listed()).toMatchObject({ enabled: false, status: 'disabled' });
+    // its tools are gone from the offer while it is disabled
+    const n = `mcp-off-${randomUUID()}`;
+    await sim.script({ match: n, replies: [{ content: `nothing ${n}` }] });
+    ws.send({ type: 'message', client_message_id: n, content: `anything? ${n}` });
+    await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(n));
+    const [offOffer] = (await sim.requests({ contains: n })).map((r) => r.body as SimBody);
+    expect((offOffer.tools ?? []).map((t) => t.function.name).filter((t) => t.startsWith('mcp__'))).toEqual([]);
+
+    // a field of the other transport, and an unknown server, are refused
+    expect(await patch('everything', { url: 'https://93.184.215.14/mcp' })).toMatchObject({
+      status: 400,
+      body: { error: { field: 'url' } },
+    });
+    expect((await patch('nope', { enabled: true })).status).toBe(404);
+    expect((await patch('everything', {})).status).toBe(400);
+
+    // enabled again with other arguments: a server not started since, its old tool list forgotten
+    const back = await patch('everything', { enabled: true, args: [EVERYTHING, 'stdio'] });
+    expect(back).toMatchObject({ status: 200, body: { enabled: true, status: 'stopped', tools_count: 0 } });
+    expect(processesWith(EVERYTHING)).toEqual([]);
+    ws.close();
+  });
+
   it('/stop cancels an MCP call in flight and the turn ends interrupted', async () => {
     const { ws } = await userWithServer();
     const m = `mcp-stop-${randomUUID()}`;

@@ -26,6 +26,7 @@ import {
   WsTicketResponse,
   McpServerDto,
   McpServerInput,
+  McpServerPatch,
   McpServerList,
   USER_CAPS,
   UserCapName,
@@ -428,6 +429,15 @@ export const ROUTES: Route[] = [
       'Add an MCP server (stdio, run in a sandbox of its own; or streamable HTTP, refused on loopback, private or link-local addresses unless allow-listed)',
     body: McpServerInput,
     ok: { status: 201, schema: McpServerDto },
+  },
+  {
+    method: 'patch',
+    path: '/api/mcp/servers/{name}',
+    summary:
+      'Change an MCP server in place: enabled (false stops it on every tool runner and takes its tools away), or what runs (command, args, env, network; url, headers), which stops the running process; a field of the other transport is 400',
+    params: [{ name: 'name', in: 'path', required: true }],
+    body: McpServerPatch,
+    ok: { status: 200, schema: McpServerDto },
   },
   {
     method: 'delete',

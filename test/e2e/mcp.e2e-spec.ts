@@ -224,6 +224,10 @@ describe('MCP through the whole stack', () => {
 
   it('PATCH changes a server in place: disabling stops its running process and its status says so; a changed command runs anew', async () => {
     const { api, ws } = await userWithServer();
+    // this test's server processes: the ones that appear with its start (other tests' servers run until idle)
+    const before = new Set(processesWith(EVERYTHING));
+    let started: string[] = [];
+    const mine = () => processesWith(EVERYTHING).filter((p) => started.includes(p));
     const sid = (await api.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
     expect(
       (await api.request('PUT', `/api/sessions/${sid}/run-context`, { enabled_mcp_servers: ['everything'] })).status,
@@ -237,7 +241,8 @@ describe('MCP through the whole stack', () => {
     const card = await ws.waitForType('approval_required');
     ws.send({ type: 'approve_tool', request_id: card.request_id });
     await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(m));
-    expect(processesWith(EVERYTHING).length).toBeGreaterThan(0);
+    started = processesWith(EVERYTHING).filter((p) => !before.has(p));
+    expect(started.length).toBeGreaterThan(0);
     type Server = { name: string; enabled: boolean; status: string; tools_count: number };
     const patch = (name: string, body: unknown) =>
       api.request('PATCH', `/api/mcp/servers/${name}`, body) as Promise<{
@@ -249,7 +254,7 @@ describe('MCP through the whole stack', () => {
 
     const off = await patch('everything', { enabled: false });
     expect(off).toMatchObject({ status: 200, body: { name: 'everything', enabled: false, status: 'disabled' } });
-    await until('the server process to stop', async () => processesWith(EVERYTHING).length === 0, 15_000);
+    await until('the server process to stop', async () => mine().length === 0, 15_000);
     expect(await listed()).toMatchObject({ enabled: false, status: 'disabled' });
     // its tools are gone from the offer while it is disabled
     const n = `mcp-off-${randomUUID()}`;
@@ -270,7 +275,7 @@ describe('MCP through the whole stack', () => {
     // enabled again with other arguments: a server not started since, its old tool list forgotten
     const back = await patch('everything', { enabled: true, args: [EVERYTHING, 'stdio'] });
     expect(back).toMatchObject({ status: 200, body: { enabled: true, status: 'stopped', tools_count: 0 } });
-    expect(processesWith(EVERYTHING)).toEqual([]);
+    expect(processesWith(EVERYTHING).filter((p) => !before.has(p))).toEqual([]);
     ws.close();
   });
 

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
@@ -81,6 +81,47 @@ describe('approvals through the whole stack', () => {
     ws.send({ type: 'approve_tool', request_id: second.request_id });
     const conflict = await ws.waitFor((f) => f.type === 'error' && f.request_id === second.request_id);
     expect(conflict.code).toBe('conflict');
+    ws.close();
+  });
+
+  it('delete_file passes the gate: it asks with a card; approving deletes the file, rejecting leaves it', async () => {
+    const { api, ws } = await open();
+    const home = path.join(stack.env.SKALD_WORKSPACES, api.user!.id);
+    mkdirSync(path.join(home, 'old'), { recursive: true });
+    writeFileSync(path.join(home, 'old', 'doomed.txt'), 'bye\n');
+    writeFileSync(path.join(home, 'old', 'keep.txt'), 'stay\n');
+    const m = `d-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [
+        { tool_calls: [{ name: 'delete_file', arguments: { path: 'old/doomed.txt' } }] },
+        { tool_calls: [{ name: 'delete_file', arguments: { path: 'old/keep.txt' } }] },
+        { content: `cleaned ${m}` },
+      ],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `clean up ${m}` });
+    const card = await ws.waitForType('approval_required');
+    expect(card).toMatchObject({ tool_name: 'delete_file' });
+    expect(JSON.stringify(card)).toContain('old/doomed.txt');
+    // asking deleted nothing
+    expect(existsSync(path.join(home, 'old', 'doomed.txt'))).toBe(true);
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    await ws.waitFor((f) => f.type === 'tool_done' && f.tool_call_id === card.tool_call_id);
+    expect(existsSync(path.join(home, 'old', 'doomed.txt'))).toBe(false);
+
+    const second = await ws.waitFor((f) => f.type === 'approval_required' && f.request_id !== card.request_id);
+    expect(second).toMatchObject({ tool_name: 'delete_file' });
+    ws.send({ type: 'reject_tool', request_id: second.request_id, note: 'keep it' });
+    const rejected = await ws.waitFor((f) => f.type === 'tool_rejected' && f.tool_call_id === second.tool_call_id);
+    expect(rejected.reason).toBe('User rejected this tool call. Reason: keep it');
+    await ws.waitFor((f) => f.type === 'done' && f.content === `cleaned ${m}`);
+    expect(readFileSync(path.join(home, 'old', 'keep.txt'), 'utf8')).toBe('stay\n');
+    // as stored: the approved call done, the rejected one rejected
+    const calls = await db.query<Array<{ status: string }>>(
+      `SELECT status FROM tool_calls WHERE id = ANY($1::uuid[]) ORDER BY array_position($1::uuid[], id)`,
+      [[card.tool_call_id, second.tool_call_id]],
+    );
+    expect(calls.map((c) => c.status)).toEqual(['done', 'rejected']);
     ws.close();
   });
 

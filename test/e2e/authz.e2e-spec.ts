@@ -131,6 +131,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     'delete /api/approval/bypasses/{id}': { id: () => ids.bypass },
     // MCP servers are named per user: bob's request names alice's server, which he does not have
     'delete /api/mcp/servers/{name}': { id: () => 'alice-tools' },
+    'patch /api/mcp/servers/{name}': { id: () => 'alice-tools', body: { enabled: false } },
     'get /api/agents/{id}': { id: () => ids.agent },
     'put /api/agents/{id}': { id: () => ids.agent, body: { prompt: 'bob was here' } },
     'delete /api/agents/{id}/override': { id: () => ids.agent },

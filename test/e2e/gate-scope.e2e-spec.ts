@@ -124,4 +124,70 @@ describe('gate scope: RunContext and security group reach the gate for a cron se
       ]),
     );
   });
+  it('the rule tester answers for a named session as the gate does for a call of it: agent, source, group, RunContext', async () => {
+    const api = await admin.createUser(`t-${randomUUID()}@skald.test`, 'correct horse battery', 'admin');
+    const m = randomUUID().slice(0, 8);
+    const group = `tester-${m}`;
+    const rule = async (scope: Record<string, string>, action: string) => {
+      const r = await admin.post<{ id: string }>('/api/approval/rules', {
+        tool_pattern: 'execute_cmd',
+        command_pattern: `echo tester-${m}*`,
+        action,
+        priority: 1,
+        note: NOTE,
+        ...scope,
+      });
+      expect(r.status).toBe(201);
+      return r.body.id;
+    };
+    const byAgent = await rule({ agent_id: 'researcher' }, 'deny');
+    const bySource = await rule({ source: 'mobile' }, 'allow');
+    const byGroup = await rule({ security_group: group }, 'allow');
+    const session = async (source: string) =>
+      (await api.post<{ session_id: string }>(`/api/sessions?source=${source}`)).body.session_id;
+    const plain = await session('web');
+    const researcher = await session('web');
+    // a session of another agent (what a cron job of that agent starts)
+    await db.query(`UPDATE sessions SET agent_id = 'researcher' WHERE id = $1`, [researcher]);
+    const mobile = await session('mobile');
+    const grouped = await session('web');
+    const rc = await api.request('PUT', `/api/sessions/${grouped}/run-context`, {
+      security_group: group,
+      working_directory: '/workspace/out',
+      allow_fs_writes: ['/workspace/out'],
+    });
+    expect(rc.status).toBe(200);
+    type Answer = { decision: string; by: string; rule_id?: string };
+    const test = async (sessionId: string, tool: string, args: Record<string, unknown>) =>
+      (await api.post<Answer>('/api/approval/rules/test', { tool_name: tool, arguments: args, session_id: sessionId }))
+        .body;
+    const echo = { command: `echo tester-${m}` };
+    // the rules reach the tester within the rule set's refresh
+    await until('the new rules', async () => (await test(researcher, 'execute_cmd', echo)).decision === 'deny', 10_000);
+    expect(await test(plain, 'execute_cmd', echo)).toMatchObject({ decision: 'require' });
+    expect(await test(researcher, 'execute_cmd', echo)).toMatchObject({ decision: 'deny', rule_id: byAgent });
+    expect(await test(mobile, 'execute_cmd', echo)).toMatchObject({ decision: 'allow', rule_id: bySource });
+    expect(await test(grouped, 'execute_cmd', echo)).toMatchObject({ decision: 'allow', rule_id: byGroup });
+    // the RunContext: a relative path lands in the working directory, inside the pre-authorised path
+    expect(await test(grouped, 'write_file', { path: 'r.txt', content: 'x' })).toMatchObject({
+      decision: 'allow',
+      by: 'run_context',
+    });
+    expect(await test(plain, 'write_file', { path: 'r.txt', content: 'x' })).toMatchObject({ decision: 'require' });
+    // naming another agent than the session's is refused, not silently answered for the session
+    const other = await api.post<{ error: { code: string; field?: string } }>('/api/approval/rules/test', {
+      tool_name: 'execute_cmd',
+      arguments: echo,
+      session_id: researcher,
+      agent_id: 'main',
+    });
+    expect(other).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', field: 'agent_id' } } });
+    // without a session an admin still asks about any agent, source and group
+    const free = await api.post<Answer>('/api/approval/rules/test', {
+      tool_name: 'execute_cmd',
+      arguments: echo,
+      agent_id: 'researcher',
+    });
+    expect(free.body).toMatchObject({ decision: 'deny', rule_id: byAgent });
+  });
 });

@@ -420,6 +420,9 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     const rule = async () =>
       (await created('POST', '/api/approval/rules', { tool_pattern: 'read_file', action: 'allow', priority: 1 }, admin))
         .id!;
+    // made before the fuzz fills the user's MCP server cap with its own
+    const patchable = `p${randomUUID().slice(0, 8)}`;
+    await created('POST', '/api/mcp/servers', { name: patchable, transport: 'stdio', command: 'true' });
     const agentId = `stored-${randomUUID().slice(0, 8)}`;
     await created('PUT', `/api/agents/${agentId}`, { prompt: 'You are an agent.', meta: { name: 'A', type: 'task' } });
     /** A user message of a fresh conversation of its own source (an edit supersedes it). */
@@ -523,6 +526,10 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
           args: ['a'],
           env: { K: 'v' },
         },
+      }),
+      'patch /api/mcp/servers/{name}': async () => ({
+        path: `/api/mcp/servers/${patchable}`,
+        body: { command: 'true', args: ['a'], env: { K: 'v' } },
       }),
       'post /api/cron/jobs': async () => ({
         body: {

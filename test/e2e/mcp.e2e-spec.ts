@@ -5,6 +5,7 @@ import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testin
 import { processesWith } from '../../apps/tool-runner/src/testing-fixtures/host-processes';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { until } from '../support/until';
 
 jest.setTimeout(180_000);
 
@@ -134,6 +135,147 @@ describe('MCP through the whole stack', () => {
     // the server's credentials reach neither the model nor the client
     expect(JSON.stringify(bodies)).not.toContain(TOKEN);
     expect(JSON.stringify(ws.frames)).not.toContain(TOKEN);
+    ws.close();
+  });
+
+  it("enabled_mcp_servers: only the caller's servers (400 naming the entry); pre-granted in the session, its async task and a cron run", async () => {
+    const { api, ws } = await userWithServer();
+    const stranger = await admin.createUser(`s-${randomUUID()}@skald.test`, 'correct horse battery');
+    const sid = (await api.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
+    type Refusal = { status: number; body: { error: { code: string; field?: string; message: string } } };
+    const put = (who: ApiClient, body: unknown, id = sid) =>
+      who.request('PUT', `/api/sessions/${id}/run-context`, body) as Promise<Refusal>;
+    const foreign = await put(api, { enabled_mcp_servers: ['everything', 'nope'] });
+    expect(foreign).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_input', field: 'enabled_mcp_servers.1' } },
+    });
+    expect(foreign.body.error.message).toContain('nope');
+    // another user's server of the same name is not the stranger's: refused before the session is looked at
+    const strangerSid = (await stranger.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
+    const strangers = await put(stranger, { enabled_mcp_servers: ['everything'] }, strangerSid);
+    expect(strangers).toMatchObject({ status: 400, body: { error: { field: 'enabled_mcp_servers.0' } } });
+    const set = await put(api, { enabled_mcp_servers: ['everything'] });
+    expect(set).toMatchObject({ status: 200, body: { enabled_mcp_servers: ['everything'] } });
+    expect((await api.get(`/api/sessions/${sid}/run-context`)).body).toEqual(set.body);
+
+    const m = `mcp-pre-${randomUUID()}`;
+    await sim.script({
+      match: `[P-${m}]`,
+      replies: [
+        {
+          tool_calls: [
+            {
+              name: 'execute_task',
+              arguments: { agent_id: 'generalist', prompt: `Look around [C-${m}]`, title: 'look', mode: 'async' },
+            },
+          ],
+        },
+        { content: `Started [D-${m}].` },
+      ],
+    });
+    await sim.script({ match: `[C-${m}]`, replies: [{ content: 'nothing to see' }] });
+    ws.send({ type: 'message', client_message_id: m, content: `use MCP [P-${m}]` });
+    const card = await ws.waitForType('approval_required');
+    expect(card).toMatchObject({ tool_name: 'execute_task' });
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(`[D-${m}]`));
+    const toolNames = (b: SimBody) => (b.tools ?? []).map((t) => t.function.name);
+    const [first] = (await sim.requests({ contains: `[P-${m}]` })).map((r) => r.body as SimBody);
+    expect(toolNames(first)).toContain('mcp__everything__skald_start');
+    expect(toolNames(first)).not.toContain('activate_tools');
+    // the async task runs under its conversation's RunContext: the same servers, pre-granted
+    const [task] = await until('the async task asks the model', async () => {
+      const r = await sim.requests({ contains: `[C-${m}]` });
+      return r.length > 0 ? r : null;
+    });
+    expect(toolNames(task.body as SimBody)).toContain('mcp__everything__skald_start');
+    expect(toolNames(task.body as SimBody)).not.toContain('activate_tools');
+
+    // a cron job: the same check, naming the entry where it sits in the body; its run pre-grants them
+    const refused = await api.post<{ error: { code: string; field?: string } }>('/api/cron/jobs', {
+      title: 'x',
+      prompt: 'x',
+      cron: '0 3 * * *',
+      run_context: { enabled_mcp_servers: ['gone'] },
+    });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_input', field: 'run_context.enabled_mcp_servers.0' } },
+    });
+    const job = await api.post<{ id: string }>('/api/cron/jobs', {
+      title: 'with MCP',
+      prompt: `Cron with MCP [J-${m}]`,
+      cron: '0 3 * * *',
+      enabled: false,
+      run_context: { enabled_mcp_servers: ['everything'] },
+    });
+    expect(job.status).toBe(201);
+    await sim.script({ match: `[J-${m}]`, replies: [{ content: 'cron done' }] });
+    expect((await api.post(`/api/cron/jobs/${job.body.id}/run`)).status).toBe(202);
+    const [run] = await until('the cron run asks the model', async () => {
+      const r = await sim.requests({ contains: `[J-${m}]` });
+      return r.length > 0 ? r : null;
+    });
+    expect(toolNames(run.body as SimBody)).toContain('mcp__everything__skald_start');
+    expect(toolNames(run.body as SimBody)).not.toContain('activate_tools');
+    ws.close();
+  });
+
+  it('PATCH changes a server in place: disabling stops its running process and its status says so; a changed command runs anew', async () => {
+    const { api, ws } = await userWithServer();
+    // this test's server processes: the ones that appear with its start (other tests' servers run until idle)
+    const before = new Set(processesWith(EVERYTHING));
+    let started: string[] = [];
+    const mine = () => processesWith(EVERYTHING).filter((p) => started.includes(p));
+    const sid = (await api.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
+    expect(
+      (await api.request('PUT', `/api/sessions/${sid}/run-context`, { enabled_mcp_servers: ['everything'] })).status,
+    ).toBe(200);
+    const m = `mcp-patch-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      replies: [{ tool_calls: [{ name: 'mcp__everything__skald_start', arguments: {} }] }, { content: `started ${m}` }],
+    });
+    ws.send({ type: 'message', client_message_id: m, content: `start it ${m}` });
+    const card = await ws.waitForType('approval_required');
+    ws.send({ type: 'approve_tool', request_id: card.request_id });
+    await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(m));
+    started = processesWith(EVERYTHING).filter((p) => !before.has(p));
+    expect(started.length).toBeGreaterThan(0);
+    type Server = { name: string; enabled: boolean; status: string; tools_count: number };
+    const patch = (name: string, body: unknown) =>
+      api.request('PATCH', `/api/mcp/servers/${name}`, body) as Promise<{
+        status: number;
+        body: Server & { error: { field?: string } };
+      }>;
+    const listed = async () => (await api.get<{ items: Server[] }>('/api/mcp/servers')).body.items[0];
+    expect(await listed()).toMatchObject({ status: 'ready', enabled: true });
+
+    const off = await patch('everything', { enabled: false });
+    expect(off).toMatchObject({ status: 200, body: { name: 'everything', enabled: false, status: 'disabled' } });
+    await until('the server process to stop', async () => mine().length === 0, 15_000);
+    expect(await listed()).toMatchObject({ enabled: false, status: 'disabled' });
+    // its tools are gone from the offer while it is disabled
+    const n = `mcp-off-${randomUUID()}`;
+    await sim.script({ match: n, replies: [{ content: `nothing ${n}` }] });
+    ws.send({ type: 'message', client_message_id: n, content: `anything? ${n}` });
+    await ws.waitFor((f) => f.type === 'done' && String(f.content).includes(n));
+    const [offOffer] = (await sim.requests({ contains: n })).map((r) => r.body as SimBody);
+    expect((offOffer.tools ?? []).map((t) => t.function.name).filter((t) => t.startsWith('mcp__'))).toEqual([]);
+
+    // a field of the other transport, and an unknown server, are refused
+    expect(await patch('everything', { url: 'https://93.184.215.14/mcp' })).toMatchObject({
+      status: 400,
+      body: { error: { field: 'url' } },
+    });
+    expect((await patch('nope', { enabled: true })).status).toBe(404);
+    expect((await patch('everything', {})).status).toBe(400);
+
+    // enabled again with other arguments: a server not started since, its old tool list forgotten
+    const back = await patch('everything', { enabled: true, args: [EVERYTHING, 'stdio'] });
+    expect(back).toMatchObject({ status: 200, body: { enabled: true, status: 'stopped', tools_count: 0 } });
+    expect(processesWith(EVERYTHING).filter((p) => !before.has(p))).toEqual([]);
     ws.close();
   });
 

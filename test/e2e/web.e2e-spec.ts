@@ -387,6 +387,31 @@ describe('web client in a real browser', () => {
     await user.ctx.close();
   });
 
+  it('MCP page: a server is disabled and enabled in place, its status follows; desktop and phone widths', async () => {
+    const { api, ctx, page } = await signedIn();
+    const name = `w${randomUUID().slice(0, 6)}`;
+    expect((await api.post('/api/mcp/servers', { name, transport: 'stdio', command: 'true' })).status).toBe(201);
+    await page.goto(`${stack.gatewayUrl}/#mcp`);
+    const card = page.locator('li.card', { has: page.getByRole('heading', { name: new RegExp(name) }) });
+    await card.locator('.status', { hasText: 'stopped' }).waitFor();
+    await card.getByRole('button', { name: `Disable ${name}` }).click();
+    await card.locator('.status', { hasText: 'disabled' }).waitFor();
+    expect((await api.get<{ items: Array<{ enabled: boolean }> }>('/api/mcp/servers')).body.items[0].enabled).toBe(
+      false,
+    );
+    for (const width of [1280, 375, 320]) {
+      await page.setViewportSize({ width, height: 900 });
+      await card.getByRole('button', { name: `Enable ${name}` }).waitFor();
+      await page.screenshot({ path: path.join(SHOTS, `mcp-disabled-${width}.png`), fullPage: true });
+    }
+    await card.getByRole('button', { name: `Enable ${name}` }).click();
+    await card.locator('.status', { hasText: 'stopped' }).waitFor();
+    expect((await api.get<{ items: Array<{ enabled: boolean }> }>('/api/mcp/servers')).body.items[0].enabled).toBe(
+      true,
+    );
+    await ctx.close();
+  });
+
   it('jobs page: add a cron job, run it now and see its run and result; a background task shows on the strip until it reports', async () => {
     const { ctx, page } = await signedIn();
     const m = `cronweb-${randomUUID()}`;

@@ -136,19 +136,18 @@ describe('policy is chosen by admins only: every route and frame that takes a fi
   const sc = StringCodec();
   const admin = { email: `admin-${randomUUID()}@skald.test`, password: 'admin password 123' };
 
+  /** What a real check of the user's session carries: its agent, source, the group an admin set, its paths. */
+  const USER_SESSION_GATE_CONTEXT = {
+    agent_id: 'researcher',
+    source: 'mobile',
+    security_group: 'night',
+    auto_deny: false,
+    run_context: { working_directory: '/workspace/proj', allow_fs_reads: [], allow_fs_writes: ['/workspace/proj/out'] },
+  };
   /** The services' answers: the user's session has a group an admin set; everything else is not found. */
   function answer(subject: string, payload: { actor?: { userId: string }; session_id?: string }): unknown {
-    if (subject === 'session.run_context.get' && payload.session_id === userSession && payload.actor?.userId === userId)
-      return {
-        ok: true,
-        data: {
-          security_group: 'night',
-          system_prompt: [],
-          allow_fs_reads: [],
-          allow_fs_writes: [],
-          working_directory: null,
-        },
-      };
+    if (subject === 'session.gate_context' && payload.session_id === userSession && payload.actor?.userId === userId)
+      return { ok: true, data: USER_SESSION_GATE_CONTEXT };
     if (subject === 'session.replay' && payload.session_id === userSession)
       return { ok: true, data: { events: [], last_seq: 0, running: false } };
     if (subject === 'approval.rules.test')
@@ -296,12 +295,33 @@ describe('policy is chosen by admins only: every route and frame that takes a fi
       session_id: userSession,
     });
     expect(own.status).toBe(200);
+    // evaluated with what the gate is asked with for a call of that session: its agent, source,
+    // group and RunContext, not the tester's defaults (main, web, no paths)
     expect(tested().slice(n)).toEqual([
       {
         subject: 'approval.rules.test',
-        payload: expect.objectContaining({ security_group: 'night', actor: { userId, role: 'user' } }),
+        payload: expect.objectContaining({
+          agent_id: 'researcher',
+          source: 'mobile',
+          security_group: 'night',
+          run_context: USER_SESSION_GATE_CONTEXT.run_context,
+          auto_deny: false,
+          actor: { userId, role: 'user' },
+        }),
       },
     ]);
+    // naming another agent or source than the session's is refused, naming the field; nothing evaluated
+    for (const [field, value] of [
+      ['agent_id', 'main'],
+      ['source', 'web'],
+    ] as const) {
+      const other = await call('post', '/api/approval/rules/test', userToken, {
+        tool_name: 'read_file',
+        session_id: userSession,
+        [field]: value,
+      });
+      expect([other.status, other.json.error?.field]).toEqual([400, field]);
+    }
     // a group of the user's choosing: refused, naming the field; nothing evaluated
     const chosen = await call('post', '/api/approval/rules/test', userToken, {
       tool_name: 'execute_cmd',

@@ -28,6 +28,7 @@ import { SessionsService } from './sessions/sessions.service';
 import { InboxRepository } from './submit/inbox.repository';
 import { SubmitService } from './submit/submit.service';
 import { EventAnnouncer } from './turns/event-announcer';
+import { ResumeKick } from './turns/resume-kick';
 import { Sweeper } from './turns/sweeper';
 import { TurnDriver } from './turns/turn-driver';
 import { TurnMetrics } from './turns/turn-metrics';
@@ -127,6 +128,7 @@ export class AppModule {
         DeliveryRouting,
         JobSessionsHandler,
         Sweeper,
+        ResumeKick,
       ],
     };
   }

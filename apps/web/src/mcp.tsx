@@ -3,7 +3,7 @@ import type { McpServerDto } from '@skald/contracts';
 import { errorText, type Api } from './api';
 import { usePolling } from './poll';
 
-/** The caller's MCP servers: status, tools, credentials listed by key only. */
+/** The caller's MCP servers: status, tools, credentials listed by key only; each enabled or disabled in place. */
 export function McpServers({ api }: { api: Api }) {
   const [servers, setServers] = useState<McpServerDto[]>([]);
   const [error, setError] = useState('');
@@ -58,13 +58,21 @@ export function McpServers({ api }: { api: Api }) {
               {s.header_keys?.length ? ` · headers: ${s.header_keys.join(', ')}` : ''}
             </p>
             {s.error ? <p className="notice error">{s.error}</p> : null}
-            <button
-              type="button"
-              className="danger"
-              onClick={() => void api.delete(`/api/mcp/servers/${s.name}`).then(load, fail)}
-            >
-              Remove <span className="sr-only">{s.name}</span>
-            </button>
+            <div className="actions">
+              <button
+                type="button"
+                onClick={() => void api.patch(`/api/mcp/servers/${s.name}`, { enabled: !s.enabled }).then(load, fail)}
+              >
+                {s.enabled ? 'Disable' : 'Enable'} <span className="sr-only">{s.name}</span>
+              </button>
+              <button
+                type="button"
+                className="danger"
+                onClick={() => void api.delete(`/api/mcp/servers/${s.name}`).then(load, fail)}
+              >
+                Remove <span className="sr-only">{s.name}</span>
+              </button>
+            </div>
           </li>
         ))}
       </ul>

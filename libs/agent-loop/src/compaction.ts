@@ -110,7 +110,7 @@ export async function compactFrame(fctx: FrameContext, options: { force: boolean
   if (session.isEphemeral) return { kind: 'skipped', reason: 'ephemeral' };
   if (!isRoot(fctx)) return { kind: 'skipped', reason: 'sub_agent' };
   if (!options.force) {
-    const current = flattenContext(await buildFrameContext(fctx, { cacheControl: false, withMemory: false }));
+    const current = flattenContext(await buildFrameContext(fctx, { cacheControl: false, memoryFor: null }));
     if (estimateTokens(current) <= cfg.thresholdTokens) return { kind: 'skipped', reason: 'under_threshold' };
   }
   const existing = await deps.store.getCompaction(fctx.frame.id);

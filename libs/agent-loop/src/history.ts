@@ -14,25 +14,38 @@ import type { AgentDefinition, LoopDeps } from './ports';
 import { isRoot, toolContext, type FrameContext, type TurnContext } from './turn-context';
 import type { CompactionSummary, FrameRow, MessageRow, WireMessage, WireTool } from './types';
 
-export async function buildFrameMessages(fctx: FrameContext, cacheControl: boolean): Promise<WireMessage[]> {
-  return flattenContext(await buildFrameContext(fctx, { cacheControl, withMemory: true }));
+/** The frame's request messages for a round that offers `offered` (the memory context needs its read tool). */
+export async function buildFrameMessages(
+  fctx: FrameContext,
+  cacheControl: boolean,
+  offered: ReadonlySet<string>,
+): Promise<WireMessage[]> {
+  return flattenContext(await buildFrameContext(fctx, { cacheControl, memoryFor: offered }));
 }
 
 /**
- * The frame's context in the spec's order. `withMemory: false` skips the memory query (a size
- * estimate before compaction does not need it).
+ * The frame's context in the spec's order. `memoryFor`: the names the round offers — the root
+ * frame's memory context is asked for only when they include the memory's read tool
+ * (`MemoryPort.readTool`); null skips the memory query (a size estimate before compaction does
+ * not need it).
  */
 export async function buildFrameContext(
   fctx: FrameContext,
-  options: { cacheControl: boolean; withMemory: boolean },
+  options: { cacheControl: boolean; memoryFor: ReadonlySet<string> | null },
 ): Promise<ContextParts> {
   const { deps, session } = fctx.turn;
   const { store, config } = deps;
   const { compaction, messages } = await frameHistory(deps, fctx.frame.id);
   const root = isRoot(fctx);
   let memoryContext: string | null = null;
-  if (root && deps.memory && options.withMemory) {
-    memoryContext = await deps.memory.queryContext(session.id, memoryQuery(messages));
+  const memory = deps.memory;
+  if (
+    root &&
+    memory &&
+    options.memoryFor &&
+    (memory.readTool === undefined || options.memoryFor.has(memory.readTool))
+  ) {
+    memoryContext = await memory.queryContext(session.id, memoryQuery(messages));
   }
   return projectContext({
     systemPrompt: fctx.agent.prompt,
@@ -108,8 +121,10 @@ export async function roundTools(fctx: FrameContext): Promise<WireTool[]> {
     .filter((s) => !isLoopTool(s.definition.function.name))
     .filter((s) => (root ? !s.subAgentsOnly : !s.rootAgentOnly))
     .map((s) => s.definition);
-  const own: WireTool[] = [UPDATE_SCRATCHPAD, WRITE_TODOS, ACTIVATE_TOOLS, LIST_AGENTS];
   const session = fctx.turn.session;
+  // Servers pre-granted by the RunContext are the whole choice: nothing left to activate.
+  const preGranted = (session.runContext.enabledMcpServers ?? []).length > 0;
+  const own: WireTool[] = [UPDATE_SCRATCHPAD, WRITE_TODOS, ...(preGranted ? [] : [ACTIVATE_TOOLS]), LIST_AGENTS];
   // Nobody can answer a session that auto-denies (cron, tic): it is not offered the question.
   if (fctx.agent.type !== 'system' && !session.autoDenyApprovals) own.push(ASK_USER_CLARIFICATION);
   // Background sessions (jobs) delegate synchronously only: `execute_subtask`, never async tasks.

@@ -3,7 +3,7 @@
  * holds the lease) and `/context` (what the next request would hold, part by part; read-only).
  */
 import { compactFrame, type CompactionResult } from './compaction';
-import { buildFrameContext, roundTools } from './history';
+import { buildFrameContext, offeredNames, roundTools } from './history';
 import type { CompactionConfig, LoopDeps } from './ports';
 import { frameContext } from './recovery';
 import { startTurn } from './run-turn';
@@ -61,8 +61,8 @@ export async function describeContext(deps: LoopDeps, request: { sessionId: stri
     clientPin: null,
   };
   const fctx = await frameContext(turn, root);
-  const ctx = await buildFrameContext(fctx, { cacheControl: false, withMemory: true });
   const tools = await roundTools(fctx);
+  const ctx = await buildFrameContext(fctx, { cacheControl: false, memoryFor: offeredNames(tools) });
   const one = (part: ContextPartName, m: (typeof ctx)['scratchpad']) => ({
     part,
     messages: m ? 1 : 0,

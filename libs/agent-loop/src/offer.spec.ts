@@ -8,6 +8,7 @@ import { LOOP_TOOL_NAMES } from './loop-tools';
 import {
   agent,
   FakeGate,
+  FakeMemory,
   InMemoryStore,
   LoopHarness,
   SimulatedCrash,
@@ -189,6 +190,40 @@ describe('execution enforces the offer', () => {
     expect(h.tools.runsOf('mcp__github__issues')).toHaveLength(1);
   });
 
+  it("the RunContext's enabled MCP servers are offered from the first round, in sub-agents too, without activate_tools", async () => {
+    const h = new LoopHarness({
+      session: { runContext: { workingDirectory: null, systemPrompt: [], enabledMcpServers: ['github'] } },
+      agents: [agent({ id: 'worker' })],
+      tools: [
+        { name: 'mcp__github__issues', group: 'github', run: ok },
+        { name: 'mcp__jira__tickets', group: 'jira', run: ok },
+      ],
+      toolGroups: ['github', 'jira'],
+      script: [
+        {
+          toolCalls: [
+            { name: 'mcp__github__issues', arguments: {} },
+            { name: 'activate_tools', arguments: { groups: ['jira'] } },
+          ],
+        },
+        { toolCalls: [{ name: 'execute_task', arguments: { agent_id: 'worker', prompt: 'p' } }] },
+        { toolCalls: [{ name: 'mcp__github__issues', arguments: {} }] },
+        { content: 'child' },
+        { content: 'done' },
+      ],
+    });
+    expect(await h.run('go')).toMatchObject({ kind: 'final', content: 'done' });
+    const first = toolNames(h.model.calls[0]);
+    expect(first).toContain('mcp__github__issues');
+    expect(first).not.toContain('mcp__jira__tickets');
+    expect(first).not.toContain('activate_tools');
+    expect(toolNames(h.model.calls[2])).toContain('mcp__github__issues');
+    expect(h.tools.runsOf('mcp__github__issues')).toHaveLength(2);
+    expectRefused(h, 'activate_tools');
+    // the override is kept in memory: nothing is written as a grant
+    expect(h.store.view().grants).toEqual({});
+  });
+
   it('recovery checks a call that had not started against the offer recomputed now', async () => {
     const gate = new FakeGate();
     gate.hidden.add('execute_cmd');
@@ -285,5 +320,51 @@ describe('execution enforces the offer', () => {
       { seed: SEED, numRuns: 1000 },
     );
     expect(cases).toBe(1000);
+  });
+});
+
+describe('the memory context follows the read tool', () => {
+  const MEMORY = 'the user likes green tea';
+  const sent = (c: RecordedLlmCall): string => JSON.stringify(c.messages);
+
+  /** A root turn of two rounds (a call, then the answer) with a memory whose context needs read_file. */
+  function harness(gate?: FakeGate, deny: string[] = []): LoopHarness {
+    const h = new LoopHarness({
+      ...(gate ? { gate } : {}),
+      tools: [
+        { name: 'read_file', run: ok },
+        { name: 'list_files', run: ok },
+      ],
+      script: [{ toolCalls: [{ name: 'list_files', arguments: {} }] }, { content: 'done' }],
+    });
+    h.catalog.add(agent({ id: 'main', type: 'chat', tools: { allow: [], deny } }));
+    h.deps.memory = new FakeMemory(MEMORY, 'read_file');
+    return h;
+  }
+
+  it('an agent offered read_file gets the memory context in every round', async () => {
+    const h = harness();
+    await h.run('what do I like?');
+    expect(h.model.calls).toHaveLength(2);
+    for (const c of h.model.calls) expect(sent(c)).toContain(MEMORY);
+  });
+
+  it("read_file withheld by the agent's filter: the memory context never reaches the model", async () => {
+    const h = harness(undefined, ['read_file']);
+    await h.run('what do I like?');
+    expect(h.model.calls).toHaveLength(2);
+    for (const c of h.model.calls) {
+      expect(toolNames(c)).not.toContain('read_file');
+      expect(sent(c)).not.toContain(MEMORY);
+    }
+  });
+
+  it('read_file hidden by an unconditional Deny: the memory context never reaches the model', async () => {
+    const gate = new FakeGate();
+    gate.hidden.add('read_file');
+    const h = harness(gate);
+    await h.run('what do I like?');
+    expect(h.model.calls).toHaveLength(2);
+    for (const c of h.model.calls) expect(sent(c)).not.toContain(MEMORY);
   });
 });

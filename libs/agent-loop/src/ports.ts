@@ -358,6 +358,12 @@ export interface AsyncTaskPort {
 export interface MemoryPort {
   queryContext(sessionId: string, userText: string): Promise<string | null>;
   /**
+   * The tool whose reads the context stands for (the user's memory documents are files `read_file`
+   * reads): the context is given only to a frame offered that tool this round — not to an agent
+   * whose filter or an unconditional Deny withholds it. Unset: the context needs no tool.
+   */
+  readonly readTool?: string;
+  /**
    * Said before the root frame's agent loads, with the text its `queryContext` will be asked with:
    * an adapter may fetch the context together with the agent's own lookups (its memory documents),
    * in one request. A hint only: `queryContext` is asked all the same, and may get another text

@@ -24,7 +24,8 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
   if (root) await drainSteer(fctx);
   const tools = await roundTools(fctx);
   const messageId = deps.ids.newId();
-  const call = await callModel(fctx, (cc) => buildFrameMessages(fctx, cc), tools, messageId);
+  const offered = offeredNames(tools);
+  const call = await callModel(fctx, (cc) => buildFrameMessages(fctx, cc, offered), tools, messageId);
   switch (call.kind) {
     case 'cancelled':
       return { kind: 'cancelled' };

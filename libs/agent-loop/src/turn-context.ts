@@ -1,7 +1,15 @@
 /** Per-turn and per-frame state threaded (by value) through the loop's modules. */
 import { LoopInvariantError } from './errors';
 import type { AgentDefinition, HumanAnswer, LoopDeps, ToolContext } from './ports';
-import type { FrameRow, GrantScope, Mutation, SessionEventDraft, SessionInfo, ToolCallSummary } from './types';
+import type {
+  FrameRow,
+  GrantScope,
+  Mutation,
+  RunContext,
+  SessionEventDraft,
+  SessionInfo,
+  ToolCallSummary,
+} from './types';
 
 /** What a frame's round loop ended with (internal; the root's maps onto `TurnOutcome`). */
 export type FrameOutcome =
@@ -94,10 +102,16 @@ export async function toolContext(fctx: FrameContext): Promise<ToolContext> {
     agentId: fctx.agent.id,
     frameId: fctx.frame.id,
     depth: fctx.frame.depth,
-    grants: await deps.store.getGrants(grantScope(fctx)),
+    grants: withEnabledServers(await deps.store.getGrants(grantScope(fctx)), session.runContext),
     runContext: session.runContext,
     securityGroup: session.securityGroup ?? null,
   };
+}
+
+/** The scope's grants and the RunContext's pre-granted servers, each once. */
+function withEnabledServers(grants: string[], rc: RunContext): string[] {
+  const extra = (rc.enabledMcpServers ?? []).filter((g) => !grants.includes(g));
+  return extra.length > 0 ? [...grants, ...extra] : grants;
 }
 
 export function nowIso(turn: TurnContext): string {

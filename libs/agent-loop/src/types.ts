@@ -186,6 +186,11 @@ export interface RunContext {
   allowFsReads?: string[];
   /** Pre-authorised paths for writes (and reads). */
   allowFsWrites?: string[];
+  /**
+   * Tool groups (MCP server names) granted to every frame of the session without `activate_tools`;
+   * when any is named, `activate_tools` is not offered (the override is the whole choice).
+   */
+  enabledMcpServers?: string[];
 }
 
 export type AgentType = 'chat' | 'task' | 'system';

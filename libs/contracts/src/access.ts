@@ -44,6 +44,7 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'approval.bypasses.delete',
       'mcp.servers.list',
       'mcp.servers.create',
+      'mcp.servers.update',
       'mcp.servers.delete',
       'files.upload',
       'files.read',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Actor, Id, StoredText, Timestamp } from './common';
+import { GateRunContext } from './run-context';
 import { BypassScope, LandsAt, SessionApprovalScope } from './ws';
 
 /**
@@ -184,7 +185,16 @@ export const RulesListRequest = z.object({ actor: Actor });
 export const RuleCreateRequest = z.object({ actor: Actor, rule: ApprovalRuleInput });
 export const RuleUpdateRequest = z.object({ actor: Actor, id: Id, patch: ApprovalRulePatch });
 export const RuleDeleteRequest = z.object({ actor: Actor, id: Id });
-export const RuleTestRequest = RuleTestInput.extend({ actor: Actor });
+/**
+ * A test of a named session carries what the gate is asked with for a call of it (set by the
+ * gateway from `session.gate_context`, never by the caller): its agent, source and group in the
+ * fields above, its RunContext paths and whether a Require is rejected unasked.
+ */
+export const RuleTestRequest = RuleTestInput.extend({
+  actor: Actor,
+  run_context: GateRunContext.optional(),
+  auto_deny: z.boolean().optional(),
+});
 export const InboxRequest = z.object({ actor: Actor });
 export const BypassListRequest = z.object({ actor: Actor, session_id: Id.optional() });
 export const BypassCreateRequest = CreateBypassInput.extend({ actor: Actor });

@@ -117,6 +117,51 @@ export const McpServerInput = z
   });
 export type McpServerInput = z.infer<typeof McpServerInput>;
 
+/**
+ * `PATCH /api/mcp/servers/{name}`: the fields to change of one of the caller's servers, each
+ * validated as on creation (and against the server's transport by the tool runner); `env` /
+ * `headers` replace all of that kind. `enabled: false` stops it everywhere and takes its tools
+ * away; a change of what runs (command, args, env, network, url, headers) stops the running
+ * process and forgets its tool list (status `stopped` until it runs again). The name and transport
+ * are the server's identity: not editable (delete and add).
+ */
+export const McpServerPatch = z
+  .object({
+    enabled: z.boolean().optional(),
+    command: StoredText(4096).min(1).optional(),
+    args: z.array(StoredText(4096)).max(64).optional(),
+    env: z.record(EnvKey, SecretValue).optional(),
+    network: z.boolean().optional(),
+    url: z
+      .url({ protocol: /^https?$/ })
+      .max(2048)
+      .optional(),
+    headers: z.record(HeaderKey, SecretValue).optional(),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    if (Object.keys(s).length === 0) ctx.addIssue({ code: 'custom', message: 'nothing to change: name a field' });
+    if (s.env && Object.keys(s.env).length > 64)
+      ctx.addIssue({ code: 'custom', path: ['env'], message: 'at most 64 variables' });
+    for (const name of Object.keys(s.env ?? {})) {
+      const why = refusedEnvName(name);
+      if (why) ctx.addIssue({ code: 'custom', path: ['env', name], message: why });
+    }
+    for (const [field, words] of [
+      ['command', [s.command ?? '']],
+      ['args', s.args ?? []],
+      ['env', Object.values(s.env ?? {})],
+    ] as const)
+      if (words.some((w) => w.includes('\0')))
+        ctx.addIssue({ code: 'custom', path: [field], message: 'must not contain a NUL byte' });
+    if (s.headers && Object.keys(s.headers).length > 64)
+      ctx.addIssue({ code: 'custom', path: ['headers'], message: 'at most 64 headers' });
+  });
+export type McpServerPatch = z.infer<typeof McpServerPatch>;
+/** The fields of a stdio server and of an http server (a patch may name only its server's). */
+export const MCP_STDIO_FIELDS = ['command', 'args', 'env', 'network'] as const;
+export const MCP_HTTP_FIELDS = ['url', 'headers'] as const;
+
 /** `stopped`: registered or changed and not started since (a stdio server runs only for an approved call). */
 export const McpServerStatus = z.enum(['stopped', 'starting', 'ready', 'error', 'disabled']);
 export type McpServerStatus = z.infer<typeof McpServerStatus>;
@@ -140,6 +185,7 @@ export const McpServerList = z.object({ items: z.array(McpServerDto) });
 export const McpServersListRequest = z.object({ actor: Actor });
 export const McpServersCreateRequest = z.object({ actor: Actor, server: McpServerInput });
 export const McpServersDeleteRequest = z.object({ actor: Actor, name: StoredText(64) });
+export const McpServersUpdateRequest = z.object({ actor: Actor, name: StoredText(64), patch: McpServerPatch });
 export const McpServersDeleteReply = z.object({ deleted: z.literal(true) });
 
 /** One MCP tool as the model is offered it, with what the restart logic needs to know. */

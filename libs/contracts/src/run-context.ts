@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Actor, Id, Role, StoredText } from './common';
+import { McpServerName } from './mcp';
 import { resolvePathAgainst, resolveSessionDirectory, WORKSPACE_ROOT } from './tool-paths';
 
 /** A path of a RunContext: inside the workspace (`/workspace/…` or relative to it), normalised to `/workspace/…`. */
@@ -20,7 +21,8 @@ const WorkspacePathField = StoredText(4096)
  * RunContext (`PUT /api/sessions/{id}/run-context`, `POST` / `PATCH /api/cron/jobs`, and any added
  * later: test/integration/run-context-policy.spec.ts finds them from the route table). The other
  * fields are the user's: paths inside their own workspace (a Deny rule still wins), their prompt,
- * and `allow_approvals` (a cron run asks a human instead of auto-denying).
+ * their own MCP servers to enable without `activate_tools` (`enabled_mcp_servers`), and
+ * `allow_approvals` (a cron run asks a human instead of auto-denying).
  */
 export const ADMIN_ONLY_RUN_CONTEXT_FIELDS = ['security_group'] as const;
 export type AdminOnlyRunContextField = (typeof ADMIN_ONLY_RUN_CONTEXT_FIELDS)[number];
@@ -56,10 +58,43 @@ const PreAuthorisedPath = WorkspacePathField.superRefine((p, ctx) => {
 });
 
 /**
+ * MCP servers (by name) enabled for every round of a session, cron run or async task without the
+ * agent activating them: their tools are offered from the first round, and `activate_tools` is not
+ * offered (the override is the whole choice). Each must be one of the caller's own servers: the
+ * gateway refuses any other, naming it (`enabledMcpServersRefusal`). Their calls still pass the gate.
+ */
+export const EnabledMcpServers = z
+  .array(McpServerName)
+  .max(64)
+  .superRefine((names, ctx) => {
+    const seen = new Set<string>();
+    names.forEach((n, i) => {
+      if (seen.has(n)) ctx.addIssue({ code: 'custom', path: [i], message: `${n} is named twice` });
+      seen.add(n);
+    });
+  });
+
+/**
+ * The refusal of a RunContext's `enabled_mcp_servers` against the caller's servers (`own`), or
+ * null: the first entry naming no server of theirs, with its field (`at` is where the RunContext
+ * sits in the body, `run_context` of a cron job).
+ */
+export function enabledMcpServersRefusal(
+  names: readonly string[] | undefined,
+  own: readonly string[],
+  at = '',
+): { field: string; message: string } | null {
+  const i = (names ?? []).findIndex((n) => !own.includes(n));
+  if (i < 0) return null;
+  const field = `${at ? `${at}.` : ''}enabled_mcp_servers.${i}`;
+  return { field, message: `${field}: you have no MCP server named ${names![i]}` };
+}
+
+/**
  * What a user sets of a RunContext, as taken from any caller: the working directory (the base of
- * relative paths and of commands) and pre-authorised paths (reads, writes inside them need no
- * approval; a Deny rule still wins), every path inside the workspace and normalised;
- * `security_group` is an admin's to set. A session's (`RunContextInput`) and a cron job's
+ * relative paths and of commands), pre-authorised paths (reads, writes inside them need no
+ * approval; a Deny rule still wins), every path inside the workspace and normalised, and the MCP
+ * servers enabled from the start (`EnabledMcpServers`); `security_group` is an admin's to set. A session's (`RunContextInput`) and a cron job's
  * (`JobRunContextInput`) are these fields.
  */
 export const RUN_CONTEXT_INPUT_FIELDS = {
@@ -78,6 +113,7 @@ export const RUN_CONTEXT_INPUT_FIELDS = {
       return r.value.virtual;
     })
     .optional(),
+  enabled_mcp_servers: EnabledMcpServers.optional(),
 };
 
 /** `PUT /sessions/{id}/run-context`: one of the user's sessions. A field left out is cleared. */
@@ -91,6 +127,7 @@ export const RunContextDto = z.object({
   allow_fs_writes: z.array(z.string()),
   allow_fs_reads: z.array(z.string()),
   working_directory: z.string().nullable(),
+  enabled_mcp_servers: z.array(z.string()),
 });
 export type RunContextDto = z.infer<typeof RunContextDto>;
 
@@ -105,5 +142,26 @@ export const RunContextSetRequest = z.object({
     allow_fs_writes: z.array(StoredText(4096)).max(100).optional(),
     allow_fs_reads: z.array(StoredText(4096)).max(100).optional(),
     working_directory: StoredText(4096).optional(),
+    enabled_mcp_servers: z.array(StoredText(64)).max(64).optional(),
   }),
 });
+
+/**
+ * `session.gate_context` (queue `session-worker`): one session of the actor as the gate is asked
+ * about a call of its root agent — its agent, source, security group, RunContext paths and whether
+ * a Require is rejected unasked. The rules tester evaluates a named session with exactly these.
+ */
+export const GateContextRequest = z.object({ actor: Actor, session_id: Id });
+export const GateRunContext = z.object({
+  working_directory: z.string().nullable(),
+  allow_fs_reads: z.array(z.string()),
+  allow_fs_writes: z.array(z.string()),
+});
+export const GateContextReply = z.object({
+  agent_id: z.string(),
+  source: z.string(),
+  security_group: z.string().nullable(),
+  auto_deny: z.boolean(),
+  run_context: GateRunContext,
+});
+export type GateContextReply = z.infer<typeof GateContextReply>;

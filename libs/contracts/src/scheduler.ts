@@ -16,6 +16,8 @@ export const JobRunContext = z
     allow_fs_writes: z.array(StoredText(4096)).max(100).optional(),
     allow_fs_reads: z.array(StoredText(4096)).max(100).optional(),
     working_directory: StoredText(4096).optional(),
+    /** MCP servers enabled for the run without `activate_tools` (checked against the owner's when set). */
+    enabled_mcp_servers: z.array(StoredText(64)).max(64).optional(),
     /** Approvals inside a cron run are auto-denied unless this is true (nobody is there to answer). */
     allow_approvals: z.boolean().optional(),
   })

@@ -395,6 +395,11 @@ export const SUBJECTS = {
     reply: replyOf(RC.RunContextDto),
     queue: 'session-worker',
   },
+  'session.gate_context': {
+    request: RC.GateContextRequest,
+    reply: replyOf(RC.GateContextReply),
+    queue: 'session-worker',
+  },
   'llm.clients': { request: L.LlmClientsRequest, reply: replyOf(L.LlmClientList), queue: 'session-worker' },
   'llm.pin': { request: L.LlmPinRequest, reply: replyOf(L.LlmPinReply), queue: 'session-worker' },
   'llm.command': { request: L.LlmCommandRequest, reply: replyOf(L.LlmCommandReply), queue: 'session-worker' },
@@ -419,6 +424,7 @@ export const SUBJECTS = {
   'files.read': { request: FileReadRequest, reply: replyOf(FileReadReply), queue: 'tool-runner' },
   'mcp.servers.list': { request: M.McpServersListRequest, reply: replyOf(M.McpServerList), queue: 'tool-runner' },
   'mcp.servers.create': { request: M.McpServersCreateRequest, reply: replyOf(M.McpServerDto), queue: 'tool-runner' },
+  'mcp.servers.update': { request: M.McpServersUpdateRequest, reply: replyOf(M.McpServerDto), queue: 'tool-runner' },
   'mcp.servers.delete': {
     request: M.McpServersDeleteRequest,
     reply: replyOf(M.McpServersDeleteReply),
@@ -566,7 +572,8 @@ export const TOPICS = {
   mcpServersChanged: {
     pattern: 'mcp.servers.changed.*',
     subject: (userId: string) => `mcp.servers.changed.${userId}`,
-    message: z.object({ user_id: Id, name: z.string() }),
+    /** `reconfigured`: what runs changed or it was disabled: every replica closes its connection to it. */
+    message: z.object({ user_id: Id, name: z.string(), reconfigured: z.boolean().optional() }),
   },
   /** `gateway.user.revoked`: a user's credentials changed (disabled, role, password): close their sockets. */
   userRevoked: {

@@ -74,7 +74,12 @@ export class GateService {
     return result;
   }
 
-  /** `POST /api/approval/rules/test`: the same decision, not audited. */
+  /**
+   * `POST /api/approval/rules/test`: the same decision, not audited. For a named session the
+   * gateway sends what a real check of it carries (agent, source, group, RunContext, auto-deny);
+   * the session's bypasses are read here as for a check. Paths are judged lexically (a test has no
+   * landing from the tool runner).
+   */
   async test(req: ParsedRequestOf<'approval.rules.test'>): Promise<GateResult> {
     if (req.actor.role !== 'admin' && !req.session_id)
       throw new ApprovalError('forbidden', 'testing rules without a session of yours is for admins');
@@ -85,6 +90,14 @@ export class GateService {
       source: req.source ?? 'web',
       securityGroup: req.security_group,
       isAdmin: req.actor.role === 'admin',
+      runContext: req.run_context
+        ? {
+            workingDirectory: req.run_context.working_directory,
+            allowFsReads: req.run_context.allow_fs_reads,
+            allowFsWrites: req.run_context.allow_fs_writes,
+          }
+        : undefined,
+      autoDeny: req.auto_deny === true,
     };
     return this.decide(input, req.session_id);
   }

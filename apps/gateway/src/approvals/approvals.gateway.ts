@@ -38,25 +38,39 @@ export class ApprovalsGateway {
   }
 
   /**
-   * `POST /api/approval/rules/test`. An admin tests any group, agent and source. A user tests only
-   * what their own session would get: no `security_group` of their choosing (403, the same check
-   * as every RunContext), a session of theirs required, and the group is the one an admin set on
-   * that session (none: the org-wide rules only). Another user's session is not found.
+   * `POST /api/approval/rules/test`. Without a session (an admin's question only) the fields sent
+   * are the inputs. With a session of the caller's, the test is evaluated with what the gate is
+   * asked with for a real call of that session's root agent (`session.gate_context`): its agent,
+   * source, security group, RunContext paths and auto-deny, and its bypasses; a field sent that
+   * differs from the session's is refused, naming it (400), never silently replaced. A user may not
+   * name a group (403, the same check as every RunContext) and must name a session of theirs;
+   * another user's session is not found.
    */
   async testRule(req: RequestOf<'approval.rules.test'>) {
-    if (req.actor.role === 'admin') {
-      if (req.session_id) await this.assertSession(req.actor, req.session_id);
-      return this.call(() => this.bus.call('approval.rules.test', req));
+    if (req.actor.role !== 'admin') {
+      refuseAdminOnlyFields(req.actor, req);
+      if (!req.session_id)
+        throw new ApiError('forbidden', 'testing rules without a session of yours is for admins', 'session_id');
     }
-    refuseAdminOnlyFields(req.actor, req);
-    if (!req.session_id)
-      throw new ApiError('forbidden', 'testing rules without a session of yours is for admins', 'session_id');
-    const rc = await this.sessionRunContext(req.actor, req.session_id);
-    const { security_group: _ignored, ...rest } = req;
+    if (!req.session_id) return this.call(() => this.bus.call('approval.rules.test', req));
+    const gc = await this.gateContext(req.actor, req.session_id);
+    const sessions = { agent_id: gc.agent_id, source: gc.source, security_group: gc.security_group ?? undefined };
+    for (const f of ['agent_id', 'source', 'security_group'] as const)
+      if (req[f] !== undefined && req[f] !== sessions[f])
+        throw new ApiError(
+          'invalid_input',
+          `session ${req.session_id} runs with ${f} ${sessions[f] ?? '(none)'}: a test of a session uses the session's own; leave ${f} out, or test without session_id`,
+          f,
+        );
     return this.call(() =>
       this.bus.call('approval.rules.test', {
-        ...rest,
-        ...(rc.security_group !== null ? { security_group: rc.security_group } : {}),
+        actor: req.actor,
+        tool_name: req.tool_name,
+        arguments: req.arguments,
+        session_id: req.session_id,
+        ...sessions,
+        run_context: gc.run_context,
+        auto_deny: gc.auto_deny,
       }),
     );
   }
@@ -82,11 +96,11 @@ export class ApprovalsGateway {
     return this.call(() => this.bus.call('approval.bypasses.delete', { actor, id }));
   }
 
-  /** The caller's session's RunContext (its security group); not_found for another user's session. */
-  private async sessionRunContext(actor: Actor, sessionId: string) {
+  /** What the gate is asked with for the caller's session; not_found for another user's session. */
+  private async gateContext(actor: Actor, sessionId: string) {
     try {
       return await callService('no session worker is available; retry shortly', () =>
-        this.bus.call('session.run_context.get', { actor, session_id: sessionId }),
+        this.bus.call('session.gate_context', { actor, session_id: sessionId }),
       );
     } catch (e) {
       if (e instanceof RemoteError && e.body.code === 'not_found') throw new ApiError('not_found', 'session not found');

@@ -5,6 +5,7 @@ import { CurrentActor } from '../auth/actor.decorator';
 import { ApiError, callService } from '../http/api-error';
 import { validate } from '../http/validate';
 import { refuseAdminOnlyFields } from '../http/admin-only';
+import { refuseForeignMcpServers } from '../http/own-mcp-servers';
 import { SessionsGateway } from '../sessions/sessions.gateway';
 
 const jobId = (id: string): string => {
@@ -27,16 +28,18 @@ export class CronController {
 
   @Post('cron/jobs')
   @HttpCode(201)
-  create(@CurrentActor() actor: Actor, @Body() body: unknown) {
+  async create(@CurrentActor() actor: Actor, @Body() body: unknown) {
     const job = validate(CronJobInput, body);
     refuseAdminOnlyFields(actor, job.run_context, 'run_context');
+    await refuseForeignMcpServers(this.bus, actor, job.run_context, 'run_context');
     return this.call(() => this.bus.call('cron.jobs.create', { actor, job }));
   }
 
   @Patch('cron/jobs/:id')
-  update(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
+  async update(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
     const patch = validate(CronJobPatch, body);
     refuseAdminOnlyFields(actor, patch.run_context, 'run_context');
+    await refuseForeignMcpServers(this.bus, actor, patch.run_context, 'run_context');
     return this.call(() => this.bus.call('cron.jobs.update', { actor, job_id: jobId(id), patch }));
   }
 

@@ -26,6 +26,7 @@ import {
   WsTicketResponse,
   McpServerDto,
   McpServerInput,
+  McpServerPatch,
   McpServerList,
   USER_CAPS,
   UserCapName,
@@ -263,7 +264,7 @@ export const ROUTES: Route[] = [
     method: 'get',
     path: '/api/sessions/{id}/run-context',
     summary:
-      "The session's RunContext: working directory, pre-authorised read and write paths, system prompt additions, security group",
+      "The session's RunContext: working directory, pre-authorised read and write paths, system prompt additions, pre-granted MCP servers, security group",
     params: [{ name: 'id', in: 'path', required: true }],
     ok: { status: 200, schema: RunContextDto },
   },
@@ -271,7 +272,7 @@ export const ROUTES: Route[] = [
     method: 'put',
     path: '/api/sessions/{id}/run-context',
     summary:
-      "Replace the session's RunContext (a field left out is cleared; every path inside the workspace, else 400; security_group: admins only, else 403)",
+      "Replace the session's RunContext (a field left out is cleared; every path inside the workspace, else 400; enabled_mcp_servers: the caller's own servers, else 400 naming the entry; security_group: admins only, else 403)",
     params: [{ name: 'id', in: 'path', required: true }],
     body: RunContextInput,
     ok: { status: 200, schema: RunContextDto },
@@ -371,7 +372,7 @@ export const ROUTES: Route[] = [
     method: 'post',
     path: '/api/approval/rules/test',
     summary:
-      "What the gate would decide (an admin: any group; a user: their own session's group only, security_group 403)",
+      'What the gate would decide: with session_id, for a call of that session (its agent, source, group, RunContext, auto-deny and bypasses; a differing agent_id/source/security_group is 400); without, for the fields sent (admins only)',
     body: RuleTestInput,
     ok: { status: 200, schema: RuleTestResult },
   },
@@ -430,6 +431,15 @@ export const ROUTES: Route[] = [
     ok: { status: 201, schema: McpServerDto },
   },
   {
+    method: 'patch',
+    path: '/api/mcp/servers/{name}',
+    summary:
+      'Change an MCP server in place: enabled (false stops it on every tool runner and takes its tools away), or what runs (command, args, env, network; url, headers), which stops the running process; a field of the other transport is 400',
+    params: [{ name: 'name', in: 'path', required: true }],
+    body: McpServerPatch,
+    ok: { status: 200, schema: McpServerDto },
+  },
+  {
     method: 'delete',
     path: '/api/mcp/servers/{name}',
     summary: 'Remove an MCP server (its connections close on every tool runner)',
@@ -446,7 +456,7 @@ export const ROUTES: Route[] = [
     method: 'post',
     path: '/api/cron/jobs',
     summary:
-      'Schedule an agent (cron: five fields, or six with seconds first; timezone an IANA name; a minimum interval applies; run_context.security_group: admins only, else 403)',
+      "Schedule an agent (cron: five fields, or six with seconds first; timezone an IANA name; a minimum interval applies; run_context.enabled_mcp_servers: the caller's own servers, else 400; run_context.security_group: admins only, else 403)",
     body: CronJobInput,
     capped: ['cron_jobs'],
     ok: { status: 201, schema: JobCreated },
@@ -454,7 +464,8 @@ export const ROUTES: Route[] = [
   {
     method: 'patch',
     path: '/api/cron/jobs/{id}',
-    summary: 'Change a cron job (run_context.security_group: admins only, else 403)',
+    summary:
+      "Change a cron job (run_context.enabled_mcp_servers: the caller's own servers, else 400; run_context.security_group: admins only, else 403)",
     params: [{ name: 'id', in: 'path', required: true }],
     body: CronJobPatch,
     ok: { status: 200, schema: CronJobDto },

@@ -1,5 +1,5 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { Actor, McpServerInput, McpServerName } from '@skald/contracts';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import { Actor, McpServerInput, McpServerName, McpServerPatch } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { CurrentActor } from '../auth/actor.decorator';
 import { callService, notFound } from '../http/api-error';
@@ -23,6 +23,13 @@ export class McpController {
   create(@CurrentActor() actor: Actor, @Body() body: unknown) {
     const server = validate(McpServerInput, body);
     return this.call(() => this.bus.call('mcp.servers.create', { actor, server }));
+  }
+
+  @Patch(':name')
+  update(@CurrentActor() actor: Actor, @Param('name') name: string, @Body() body: unknown) {
+    if (!McpServerName.safeParse(name).success) throw notFound('MCP server');
+    const patch = validate(McpServerPatch, body);
+    return this.call(() => this.bus.call('mcp.servers.update', { actor, name, patch }));
   }
 
   @Delete(':name')

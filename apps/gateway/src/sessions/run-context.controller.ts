@@ -5,10 +5,11 @@ import { CurrentActor } from '../auth/actor.decorator';
 import { ApiError, callService } from '../http/api-error';
 import { validate } from '../http/validate';
 import { refuseAdminOnlyFields } from '../http/admin-only';
+import { refuseForeignMcpServers } from '../http/own-mcp-servers';
 
 const UNAVAILABLE = 'no session worker is available; retry shortly';
 
-/** A session's RunContext (working directory, pre-authorised paths), for the session's own user. */
+/** A session's RunContext (working directory, pre-authorised paths, enabled MCP servers), for the session's own user. */
 @Controller('api/sessions')
 export class RunContextController {
   constructor(private readonly bus: Bus) {}
@@ -20,11 +21,12 @@ export class RunContextController {
   }
 
   @Put(':id/run-context')
-  put(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
+  async put(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
     const sessionId = sessionIdOf(id);
     const rc = validate(RunContextInput, body);
     // The security group picks which rules apply: choosing one is an admin's decision.
     refuseAdminOnlyFields(actor, rc);
+    await refuseForeignMcpServers(this.bus, actor, rc);
     return callService(UNAVAILABLE, () =>
       this.bus.call('session.run_context.set', { actor, session_id: sessionId, run_context: rc }),
     );

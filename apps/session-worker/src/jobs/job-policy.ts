@@ -3,7 +3,8 @@ import type { JobRunContext } from '@skald/contracts';
 /**
  * What a job session's row says about which rules apply to its calls: the security group (its
  * rules are evaluated before the org-wide ones) and the stored RunContext (the working directory,
- * against which paths are resolved before rules match them, and the pre-authorised paths).
+ * against which paths are resolved before rules match them, the pre-authorised paths, and the MCP
+ * servers enabled without `activate_tools`).
  */
 export interface JobSessionPolicy {
   securityGroup: string | null;
@@ -12,6 +13,7 @@ export interface JobSessionPolicy {
     system_prompt?: string[];
     allow_fs_reads?: string[];
     allow_fs_writes?: string[];
+    enabled_mcp_servers?: string[];
   };
 }
 
@@ -30,6 +32,7 @@ export function policyOfJob(rc: JobRunContext): JobSessionPolicy {
       ...(rc.system_prompt ? { system_prompt: rc.system_prompt } : {}),
       ...(rc.allow_fs_reads ? { allow_fs_reads: rc.allow_fs_reads } : {}),
       ...(rc.allow_fs_writes ? { allow_fs_writes: rc.allow_fs_writes } : {}),
+      ...(rc.enabled_mcp_servers?.length ? { enabled_mcp_servers: rc.enabled_mcp_servers } : {}),
     },
   };
 }
@@ -38,8 +41,8 @@ const strings = (v: unknown): string[] | undefined =>
   Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : undefined;
 
 /**
- * An async task: the parent conversation's row as it is now — the same group, working directory
- * and pre-authorised paths, so delegating work never leaves the rules an admin put the
+ * An async task: the parent conversation's row as it is now — the same group, working directory,
+ * pre-authorised paths and enabled MCP servers, so delegating work never leaves the rules an admin put the
  * conversation under. The parent's prompt parts are its own agent's instructions (a sync sub-agent
  * does not get them either) and choose no rule: not inherited.
  */
@@ -50,6 +53,7 @@ export function inheritedPolicy(parent: { security_group: unknown; run_context: 
   >;
   const reads = strings(rc.allow_fs_reads);
   const writes = strings(rc.allow_fs_writes);
+  const mcp = strings(rc.enabled_mcp_servers);
   return {
     securityGroup:
       typeof parent.security_group === 'string' && parent.security_group !== '' ? parent.security_group : null,
@@ -59,6 +63,7 @@ export function inheritedPolicy(parent: { security_group: unknown; run_context: 
         : {}),
       ...(reads?.length ? { allow_fs_reads: reads } : {}),
       ...(writes?.length ? { allow_fs_writes: writes } : {}),
+      ...(mcp?.length ? { enabled_mcp_servers: mcp } : {}),
     },
   };
 }

@@ -25,6 +25,8 @@ export interface MemoryDocuments {
  * unreachable runner means no memory context (and the catalog's prompt goes without the documents).
  */
 export class NatsMemory implements MemoryPort, MemoryDocuments {
+  /** The user's memory documents are files: their context is for an agent that may read files. */
+  readonly readTool = 'read_file';
   private expected: { sessionId: string; query: string } | null = null;
 
   constructor(

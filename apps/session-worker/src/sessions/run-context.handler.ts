@@ -6,7 +6,8 @@ import { RunContextRepository } from './run-context.repository';
 const notFound = () => Object.assign(new Error('session not found'), { code: 'not_found' });
 
 /**
- * NATS edge of a session's RunContext: read and replace it, for the session's own user only (a
+ * NATS edge of a session's RunContext: read and replace it, and read what the gate is asked with
+ * for the session (`session.gate_context`, for the rules tester), for the session's own user only (a
  * foreign id is not found, like an unknown one). The gateway validated and normalised the paths;
  * a field only an admin sets (the security group) is refused here too, by the same check.
  */
@@ -22,6 +23,11 @@ export class RunContextHandler implements OnModuleInit {
       const rc = await this.repo.get({ userId: r.actor.userId, sessionId: r.session_id });
       if (!rc) throw notFound();
       return rc;
+    });
+    this.bus.handle('session.gate_context', async (r) => {
+      const gc = await this.repo.gateContext({ userId: r.actor.userId, sessionId: r.session_id });
+      if (!gc) throw notFound();
+      return gc;
     });
     this.bus.handle('session.run_context.set', async (r) => {
       const f = adminOnlyRunContextField(r.run_context, r.actor.role);

@@ -5,6 +5,7 @@ import { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_INSTANCE, WORKER_LOGGER } from '../config';
 import { SubmitService } from '../submit/submit.service';
+import { ResumeKick } from '../turns/resume-kick';
 import { TurnDriver } from '../turns/turn-driver';
 import { SessionsService } from './sessions.service';
 
@@ -19,6 +20,7 @@ export class SessionsHandler implements OnModuleInit {
     private readonly sessions: SessionsService,
     private readonly submit: SubmitService,
     private readonly driver: TurnDriver,
+    private readonly kick: ResumeKick,
     @Inject(WORKER_INSTANCE) instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
   ) {
@@ -53,7 +55,12 @@ export class SessionsHandler implements OnModuleInit {
     this.bus.handle('session.messages', (r) => this.sessions.messages(r.actor, r.source, r.before, r.limit));
     this.bus.handle('session.get', (r) => this.sessions.detail(r.actor, r.session_id));
     this.bus.handle('session.list', (r) => this.sessions.list(r.actor, r.source, r.page, r.per_page));
-    this.bus.handle('session.replay', (r) => this.sessions.replay(r.actor, r.session_id, r.after_seq));
+    this.bus.handle('session.replay', async (r) => {
+      const page = await this.sessions.replay(r.actor, r.session_id, r.after_seq);
+      // The user's own session (replay answered): a turn whose worker died continues now.
+      void this.kick.resumed(r.session_id);
+      return page;
+    });
     this.bus.handle('session.cancel', (r) => this.submit.cancel(r.actor, r.session_id));
     // Doorbells: one worker of the group tries to drive; the stop goes to every worker.
     this.bus.subscribe(

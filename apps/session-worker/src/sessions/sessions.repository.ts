@@ -267,11 +267,7 @@ export class SessionsRepository {
       this.ds,
       `SELECT s.id FROM sessions s
          LEFT JOIN session_leases l ON l.session_id = s.id
-        WHERE (l.session_id IS NULL OR l.owner IS NULL OR l.expires_at <= now())
-          AND (s.turn_state = 'running'
-               OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
-               OR (s.turn_state = 'finished'
-                   AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))
+        WHERE ${NO_LIVE_LEASE} AND ${HAS_DRIVER_WORK}
           AND s.id > $2::uuid
         ORDER BY s.id
         LIMIT $1`,
@@ -279,7 +275,34 @@ export class SessionsRepository {
     );
     return rows.map((r) => String(r.id));
   }
+
+  /**
+   * One session as the sweep judges it (`needingDriver`): `now` when it has work and no live lease
+   * holder; the time left on its holder's lease (ms, by the database clock) when it has work and a
+   * lease still runs; null when no work waits for a driver.
+   */
+  async driverWanted(sessionId: string): Promise<{ now: true } | { leaseLeftMs: number } | null> {
+    const rows = await queryRows<{ work: boolean; free: boolean; left_ms: number | null }>(
+      this.ds,
+      `SELECT ${HAS_DRIVER_WORK} AS work, ${NO_LIVE_LEASE} AS free,
+              GREATEST(0, EXTRACT(EPOCH FROM (l.expires_at - now())) * 1000)::float8 AS left_ms
+         FROM sessions s LEFT JOIN session_leases l ON l.session_id = s.id
+        WHERE s.id = $1`,
+      [sessionId],
+    );
+    const r = rows[0];
+    if (!r || !r.work) return null;
+    return r.free ? { now: true } : { leaseLeftMs: Number(r.left_ms ?? 0) };
+  }
 }
+
+/** No worker holds the session's lease (`l`), or its holder let it expire (judged by the database clock). */
+const NO_LIVE_LEASE = `(l.session_id IS NULL OR l.owner IS NULL OR l.expires_at <= now())`;
+/** The session (`s`) has work for a driver: a running turn, a stop for a parked one, or queued input after a finished one. */
+const HAS_DRIVER_WORK = `(s.turn_state = 'running'
+               OR (s.turn_state = 'parked' AND s.stop_requested_at IS NOT NULL)
+               OR (s.turn_state = 'finished'
+                   AND EXISTS (SELECT 1 FROM session_inbox i WHERE i.session_id = s.id AND i.status = 'queued')))`;
 
 /** Below every session id: the start of a keyset page. */
 export const FIRST_ID = '00000000-0000-0000-0000-000000000000';

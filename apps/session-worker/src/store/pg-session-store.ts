@@ -919,6 +919,7 @@ export function toSessionInfo(r: Row): SessionInfo {
     system_prompt?: string[];
     allow_fs_reads?: string[];
     allow_fs_writes?: string[];
+    enabled_mcp_servers?: string[];
   };
   return {
     id: String(r.id),
@@ -934,6 +935,7 @@ export function toSessionInfo(r: Row): SessionInfo {
       systemPrompt: rc.system_prompt ?? [],
       allowFsReads: stringList(rc.allow_fs_reads),
       allowFsWrites: stringList(rc.allow_fs_writes),
+      enabledMcpServers: stringList(rc.enabled_mcp_servers),
     },
     securityGroup: typeof r.security_group === 'string' && r.security_group !== '' ? r.security_group : null,
     pinnedClient: (r.user_pin as string | null) ?? (r.client_pin as string | null) ?? null,

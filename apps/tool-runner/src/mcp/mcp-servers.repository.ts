@@ -107,6 +107,45 @@ export class McpServersRepository {
     return rows[0] ? toServer(rows[0]) : null;
   }
 
+  /**
+   * Changes one server of the user; `reconfigured`: what runs changed, so its status, error and
+   * tool list are those of a server not started since. Null when the user has no such server.
+   */
+  async update(
+    userId: string,
+    name: string,
+    fields: Partial<
+      Pick<StoredMcpServer, 'enabled' | 'command' | 'args' | 'url' | 'network' | 'envKeys' | 'headerKeys' | 'secrets'>
+    >,
+    reconfigured: boolean,
+  ): Promise<StoredMcpServer | null> {
+    const cols: Record<string, unknown> = {
+      enabled: fields.enabled,
+      command: fields.command,
+      args: fields.args === undefined ? undefined : JSON.stringify(fields.args),
+      url: fields.url,
+      network: fields.network,
+      env_keys: fields.envKeys,
+      header_keys: fields.headerKeys,
+      secrets: fields.secrets,
+    };
+    const sets: string[] = [];
+    const params: unknown[] = [userId, name];
+    for (const [col, v] of Object.entries(cols)) {
+      if (v === undefined) continue;
+      params.push(v);
+      sets.push(`${col} = $${params.length}${col === 'args' ? '::jsonb' : ''}`);
+    }
+    if (reconfigured) sets.push(`status = 'stopped', error = NULL, tools = NULL, tools_count = 0`);
+    sets.push('updated_at = now()');
+    const rows = await queryRows<Row>(
+      this.db,
+      `UPDATE mcp_servers SET ${sets.join(', ')} WHERE user_id = $1 AND name = $2 RETURNING *`,
+      params,
+    );
+    return rows[0] ? toServer(rows[0]) : null;
+  }
+
   async delete(userId: string, name: string): Promise<boolean> {
     const rows = await queryRows(this.db, `DELETE FROM mcp_servers WHERE user_id = $1 AND name = $2 RETURNING id`, [
       userId,

@@ -13,6 +13,7 @@ export class McpHandler implements OnModuleInit {
   onModuleInit(): void {
     this.bus.handle('mcp.servers.list', async (req) => ({ items: await this.mcp.list(req.actor) }));
     this.bus.handle('mcp.servers.create', (req) => this.mcp.create(req.actor, req.server));
+    this.bus.handle('mcp.servers.update', (req) => this.mcp.update(req.actor, req.name, req.patch));
     this.bus.handle('mcp.servers.delete', async (req) => {
       await this.mcp.delete(req.actor, req.name);
       return { deleted: true as const };

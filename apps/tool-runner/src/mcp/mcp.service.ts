@@ -1,6 +1,15 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Actor, McpServerDto, McpServerInput, McpToolDef, TOPICS } from '@skald/contracts';
+import {
+  Actor,
+  MCP_HTTP_FIELDS,
+  MCP_STDIO_FIELDS,
+  McpServerDto,
+  McpServerInput,
+  McpServerPatch,
+  McpToolDef,
+  TOPICS,
+} from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { Logger } from '@skald/service-kit';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
@@ -63,7 +72,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
   onModuleInit(): void {
     this.bus.subscribe(TOPICS.mcpServersChanged.pattern, TOPICS.mcpServersChanged.message, (m) => {
       this.lists.invalidate(m.user_id);
-      return this.changedElsewhere(m.user_id, m.name);
+      return m.reconfigured ? this.drop(m.user_id, m.name) : this.changedElsewhere(m.user_id, m.name);
     });
     // A doorbell rung while this replica was deaf is lost: forget every list.
     this.unwatchGaps = this.bus.onConnectionGap(() => this.lists.clear());
@@ -129,6 +138,70 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     // recorded, not thrown); a stdio server runs nothing until a call of it is approved.
     if (stored.transport === 'http') void this.connection(stored).catch(() => undefined);
     return toDto(stored);
+  }
+
+  /**
+   * `PATCH /api/mcp/servers/{name}`: changes one of the caller's servers. A field of the other
+   * transport is refused, naming it; credentials are checked as on creation. Disabling it, or
+   * changing what runs, closes every replica's connection (a stdio server's process is stopped) and
+   * the next use starts it again as configured; enabling an HTTP server connects it as on creation.
+   */
+  async update(actor: Actor, name: string, patch: McpServerPatch): Promise<McpServerDto> {
+    const current = await this.repo.find(actor.userId, name);
+    if (!current) throw new RemoteError({ code: 'not_found', message: `no MCP server named ${name}` });
+    const foreign = current.transport === 'stdio' ? MCP_HTTP_FIELDS : MCP_STDIO_FIELDS;
+    for (const f of foreign)
+      if (patch[f] !== undefined)
+        throw invalid(f, `only ${current.transport === 'stdio' ? 'an http' : 'a stdio'} server has this field`);
+    if (patch.url !== undefined) {
+      try {
+        await this.policy.checkUrl(new URL(patch.url));
+      } catch (e) {
+        if (e instanceof BlockedAddressError) throw invalid('url', e.message);
+        throw invalid('url', `cannot resolve ${new URL(patch.url).hostname}: ${errorText(e)}`);
+      }
+    }
+    let secrets: string | null | undefined;
+    let envKeys: string[] | undefined;
+    let headerKeys: string[] | undefined;
+    if (patch.env !== undefined || patch.headers !== undefined) {
+      const kept = this.target(current);
+      const next: Secrets = { env: patch.env ?? kept.env, headers: patch.headers ?? kept.headers };
+      const any = Object.keys(next.env).length + Object.keys(next.headers).length > 0;
+      if (any && !this.secretBox)
+        throw invalid(
+          patch.env !== undefined ? 'env' : 'headers',
+          'credentials cannot be stored: the operator has not configured SKALD_SECRETS_KEY',
+        );
+      secrets = any ? this.secretBox!.seal(JSON.stringify(next), actor.userId) : null;
+      envKeys = Object.keys(next.env).sort();
+      headerKeys = Object.keys(next.headers).sort();
+    }
+    const reconfigured = (['command', 'args', 'env', 'network', 'url', 'headers'] as const).some(
+      (f) => patch[f] !== undefined,
+    );
+    const updated = await this.repo.update(
+      actor.userId,
+      name,
+      {
+        enabled: patch.enabled,
+        command: patch.command,
+        args: patch.args,
+        url: patch.url,
+        network: patch.network,
+        envKeys,
+        headerKeys,
+        secrets,
+      },
+      reconfigured,
+    );
+    if (!updated) throw new RemoteError({ code: 'not_found', message: `no MCP server named ${name}` });
+    const stops = reconfigured || (patch.enabled === false && current.enabled);
+    this.changed(actor.userId, name, stops);
+    if (stops) await this.drop(actor.userId, name);
+    if (updated.enabled && updated.transport === 'http' && (reconfigured || !current.enabled))
+      void this.connection(updated).catch(() => undefined);
+    return toDto(updated);
   }
 
   async delete(actor: Actor, name: string): Promise<void> {
@@ -334,12 +407,14 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
    * After every write of `mcp_servers` (it is committed): drops the user's list here at once and, by
    * the doorbell, on every replica (this one included).
    */
-  private changed(userId: string, name: string): void {
+  /** `reconfigured`: every other replica closes its connection to it too (`changedElsewhere`). */
+  private changed(userId: string, name: string, reconfigured = false): void {
     this.lists.invalidate(userId);
     try {
       this.bus.publish(TOPICS.mcpServersChanged.subject(userId), TOPICS.mcpServersChanged.message, {
         user_id: userId,
         name,
+        ...(reconfigured ? { reconfigured: true } : {}),
       });
     } catch (e) {
       // the connection is closed (shutting down): other replicas see the change within the list's age bound

@@ -262,7 +262,11 @@ export class FakeMemory implements MemoryPort {
   readonly queries: string[] = [];
   /** The texts `expectQuery` was told, in order. */
   readonly expected: string[] = [];
-  constructor(private readonly context: string | null) {}
+  constructor(
+    private readonly context: string | null,
+    /** `MemoryPort.readTool`: the context is given only to a frame offered it. */
+    readonly readTool?: string,
+  ) {}
   expectQuery(_sessionId: string, userText: string): void {
     this.expected.push(userText);
   }

@@ -153,9 +153,9 @@ export const RunContextSetRequest = z.object({
  */
 export const GateContextRequest = z.object({ actor: Actor, session_id: Id });
 export const GateRunContext = z.object({
-  working_directory: z.string().nullable(),
-  allow_fs_reads: z.array(z.string()),
-  allow_fs_writes: z.array(z.string()),
+  working_directory: StoredText(4096).nullable(),
+  allow_fs_reads: z.array(StoredText(4096)),
+  allow_fs_writes: z.array(StoredText(4096)),
 });
 export const GateContextReply = z.object({
   agent_id: z.string(),

@@ -74,7 +74,9 @@ export function httpTelemetry(log: Logger, registry: Registry | null) {
     const reqId = requestIdOf(req.headers['x-request-id']);
     res.setHeader(REQUEST_ID_HEADER, reqId);
     const span = trace.getActiveSpan();
-    res.once('close', () => {
+    // Before the HTTP instrumentation's own `close` listener, which ends the span: the route is
+    // named on it while it is still open.
+    res.prependOnceListener('close', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const method = methodOf(req);
       const route = routeOf(req);

@@ -154,20 +154,25 @@ describe('traces across the services (OTLP/HTTP)', () => {
       spans.find((s) => s.service === 'gateway' && s.name === `POST ${route}`),
     );
     const traceId = root.traceId;
-    const complete = (all: Collected[]) => {
+    /** What the trace still lacks (empty: complete). */
+    const missing = (all: Collected[]): string[] => {
       const ids = new Set(all.map((s) => s.spanId));
-      return (
-        APPS.every((a) => all.some((s) => s.service === a)) &&
-        all.some((s) => s.service === 'tool-runner' && s.name === 'tools.exec handle') &&
-        all.some((s) => s.attrs['gen_ai.operation.name'] === 'chat' && s.attrs['gen_ai.response.finish_reasons']) &&
-        all.filter((s) => s.attrs['gen_ai.operation.name'] === 'chat').length >= 2 &&
-        all.some((s) => s.attrs['db.system'] === 'redis') &&
-        all.every((s) => s === root || ids.has(s.parentSpanId ?? ''))
-      );
+      const lacks = APPS.filter((a) => !all.some((s) => s.service === a)).map((a) => `a span from ${a}`);
+      if (!all.some((s) => s.service === 'tool-runner' && s.name === 'tools.exec handle'))
+        lacks.push('tools.exec handle');
+      if (all.filter((s) => s.attrs['gen_ai.operation.name'] === 'chat').length < 2) lacks.push('two chat spans');
+      if (!all.some((s) => s.attrs['db.system'] === 'redis')) lacks.push('a redis span');
+      const orphans = all.filter((s) => s !== root && !ids.has(s.parentSpanId ?? ''));
+      if (orphans.length > 0) lacks.push(`parents of ${orphans.map((s) => `${s.service}: ${s.name}`).join(', ')}`);
+      return lacks;
     };
-    const trace = await until('the turn run by the scheduler in one connected trace', async () =>
-      complete(inTrace(traceId)) ? inTrace(traceId) : null,
-    );
+    let lacking: string[] = [];
+    const trace = await until('the turn run by the scheduler in one connected trace', async () => {
+      lacking = missing(inTrace(traceId));
+      return lacking.length === 0 ? inTrace(traceId) : null;
+    }).catch((e: Error) => {
+      throw new Error(`${e.message}; still missing: ${lacking.join('; ')}`);
+    });
 
     // one root: the gateway's HTTP server span; every other span's parent is in the trace
     expect(trace.filter((s) => !s.parentSpanId)).toEqual([expect.objectContaining({ spanId: root.spanId })]);

@@ -68,6 +68,40 @@ const OUTSIDE_SCHEMA = {
       description:
         'A file to append hop-trace time marks to (`scripts/bench/echo-trace.js --hops`): each NATS handler, request and write of the process, on the monotonic clock. Unset: off (one constant test per mark). A measurement aid, not for production.',
     },
+    // libs/service-kit/src/telemetry.ts (the OpenTelemetry SDK reads the other OTEL_* variables itself)
+    {
+      name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+      default: 'unset',
+      description:
+        'The full URL traces are sent to (instead of `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`); set, traces are on. See *Telemetry*.',
+    },
+    {
+      name: 'OTEL_TRACES_EXPORTER',
+      default: '`otlp`',
+      description: '`none` turns traces off whatever the endpoint; another exporter (`console`) turns them on.',
+    },
+    { name: 'OTEL_SDK_DISABLED', default: 'unset', description: '`true`: traces off whatever the endpoint.' },
+    {
+      name: 'OTEL_SERVICE_NAME',
+      default: 'the app’s name',
+      description: 'The `service.name` of the app’s spans; set it per app only (all five would share it).',
+    },
+    {
+      name: 'OTEL_METRICS_EXPORTER',
+      default: 'unset',
+      description: 'Unset: the SDK exports no metrics (Prometheus reads `/metrics`); set, as the SDK documents.',
+    },
+    {
+      name: 'OTEL_LOGS_EXPORTER',
+      default: 'unset',
+      description: 'Unset: the SDK exports no logs (they are stdout’s JSON lines); set, as the SDK documents.',
+    },
+    {
+      name: 'OTEL_SEMCONV_STABILITY_OPT_IN',
+      default: 'unset',
+      description:
+        '`http` or `http/dup`: HTTP spans follow the stable conventions (`url.path`, …) or both; the query string is left out either way.',
+    },
   ],
   gateway: [
     {

@@ -1,3 +1,4 @@
+import { SERVICE } from './instrument';
 import 'reflect-metadata';
 import { Bus } from '@skald/messaging';
 import { runService } from '@skald/service-kit';
@@ -5,7 +6,7 @@ import { AppModule } from './app.module';
 import { ApprovalConfigSchema } from './config';
 
 runService({
-  service: 'approval-service',
+  service: SERVICE,
   schema: ApprovalConfigSchema,
   module: (config, log, instance) => AppModule.register(config, log, instance),
   // New requests go to another replica (or wait for this one's restart: the worker retries a

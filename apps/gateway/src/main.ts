@@ -1,3 +1,4 @@
+import { SERVICE } from './instrument';
 import 'reflect-metadata';
 import { runService } from '@skald/service-kit';
 import { AppModule } from './app.module';
@@ -5,7 +6,7 @@ import { GatewayConfigSchema } from './config';
 import { wireGateway } from './gateway-app';
 
 runService({
-  service: 'gateway',
+  service: SERVICE,
   schema: GatewayConfigSchema,
   module: (config, log, instance) => AppModule.register(config, log, instance),
   configure: (app, _config, log) => wireGateway(app, log),

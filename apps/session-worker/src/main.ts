@@ -1,3 +1,4 @@
+import { SERVICE } from './instrument';
 import 'reflect-metadata';
 import { LlmManager } from '@skald/llm';
 import { runService } from '@skald/service-kit';
@@ -7,7 +8,7 @@ import { sharedLlmHealth } from './llm/shared-llm-health';
 import { TurnDriver } from './turns/turn-driver';
 
 runService({
-  service: 'session-worker',
+  service: SERVICE,
   schema: WorkerConfigSchema,
   module: (config, log, instance) => {
     const { health, close } = sharedLlmHealth(config, log);

@@ -1,3 +1,4 @@
+import { SERVICE } from './instrument';
 import 'reflect-metadata';
 import { Bus } from '@skald/messaging';
 import { runService } from '@skald/service-kit';
@@ -6,7 +7,7 @@ import { ToolRunnerConfigSchema } from './config';
 import { ToolExecService } from './exec/tool-exec.service';
 
 runService({
-  service: 'tool-runner',
+  service: SERVICE,
   schema: ToolRunnerConfigSchema,
   module: (config, log, instance) => {
     log.info(

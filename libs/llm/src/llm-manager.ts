@@ -11,6 +11,7 @@ import {
   type LlmSelectRequest,
 } from './llm-selection';
 import { createLlmHttpFetch } from './llm-http-fetch';
+import { inChatSpan } from './llm-span';
 import { streamChat } from './llm-stream-chat';
 import type { LlmChatRequest, LlmChatResult } from './llm-wire.types';
 
@@ -122,7 +123,7 @@ export class LlmManager {
     const client = this.definitions.get(clientName);
     if (!client) throw new LlmConfigError(`unknown LLM client "${clientName}"`, 'llm_unknown_client');
     try {
-      const result = await streamChat(this.sdkClient(client), client, request);
+      const result = await inChatSpan(client, () => streamChat(this.sdkClient(client), client, request));
       await this.health.recordSuccess(client.name);
       return result;
     } catch (err) {

@@ -8,8 +8,10 @@ import { ConfigError, loadConfig } from './config';
 import { createLogger, flushLogs, instanceName } from './logger';
 import { JSON_LIMITS } from './bounded-json';
 import { verifyJsonBody } from './json-body';
-import { Readiness } from './ops';
-import { startTracing, TracingHandle } from './tracing';
+import type { Registry } from 'prom-client';
+import { httpTelemetry } from './http-telemetry';
+import { METRICS_REGISTRY, Readiness } from './ops';
+import { startTelemetry, telemetryStarted, TracingHandle } from './telemetry';
 
 /** Nest's own log lines, as JSON through pino. */
 export class PinoNestLogger implements LoggerService {
@@ -69,9 +71,20 @@ export async function createHttpApp(
     bodyParser: false,
     abortOnError: false,
   });
+  // First, so that a request refused by the body parser is logged and counted too.
+  app.use(httpTelemetry(log, metricsRegistryOf(app)));
   app.useBodyParser('json', { limit: JSON_LIMITS.maxBytes, verify: verifyJsonBody });
   app.disable('x-powered-by');
   return app;
+}
+
+/** The app's Prometheus registry (OpsModule's), or null in an app built without it. */
+function metricsRegistryOf(app: INestApplication): Registry | null {
+  try {
+    return app.get<Registry>(METRICS_REGISTRY, { strict: false });
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -170,7 +183,13 @@ export function runService<C extends ServiceSettings>(opts: RunServiceOptions<C>
     const config = loadConfig(opts.schema);
     const instance = instanceName(opts.service, config.SKALD_INSTANCE);
     const log = createLogger(opts.service, config.LOG_LEVEL, instance);
-    const tracing = startTracing(opts.service, instance, config.SKALD_OTLP_ENDPOINT, log);
+    // Started by the app's `instrument` module before anything loaded; here only if it was not.
+    const preloaded = telemetryStarted();
+    const tracing = startTelemetry(opts.service);
+    if (tracing) log.info({ endpoint: tracing.target }, 'exporting traces (OpenTelemetry, OTLP)');
+    if (tracing && !preloaded) {
+      log.warn({}, 'tracing started after the app loaded: HTTP, Postgres and Redis spans may be missing');
+    }
     await bootstrapService({
       tracing,
       service: opts.service,

@@ -25,7 +25,13 @@ export const BaseConfigSchema = z.object({
   SKALD_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   /** Instance name in logs and NATS connection names; defaults to host + pid. */
   SKALD_INSTANCE: z.string().optional(),
-  /** OTLP/HTTP collector base URL (e.g. http://otel-collector:4318); unset: no traces are exported. */
+  /**
+   * OpenTelemetry: the OTLP collector's base URL (e.g. http://otel-collector:4318); set, every app
+   * exports traces there (`/v1/traces`); unset, tracing is off and costs nothing. The other standard
+   * `OTEL_*` variables (protocol, headers, sampler, batch, resource) are read by the SDK as they are.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /** An alias of `OTEL_EXPORTER_OTLP_ENDPOINT` (which wins when both are set). */
   SKALD_OTLP_ENDPOINT: z.string().url().optional(),
   /**
    * The bearer token that reads the app's `/metrics` (Prometheus' scrape credential, the same for all five apps;

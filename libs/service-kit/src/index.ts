@@ -5,6 +5,7 @@ export * from './ops';
 export * from './metrics-access';
 export * from './public-route';
 export * from './bootstrap';
-export * from './tracing';
+export * from './telemetry';
+export * from './http-telemetry';
 export * from './bounded-json';
 export * from './json-body';

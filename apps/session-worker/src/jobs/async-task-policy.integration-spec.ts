@@ -81,13 +81,19 @@ describe("an async task's session takes its parent's policy at its fire", () => 
   it("the task's session has the parent's group, working directory and pre-authorised paths", async () => {
     const { userId, parent } = await parentIn('locked');
     // the run_context of the request is not a source, whatever it names
-    const { runId, started } = fire(userId, parent, { security_group: 'open', allow_fs_writes: ['/workspace'] });
+    const { runId, started } = fire(userId, parent, {
+      security_group: 'open',
+      allow_fs_writes: ['/workspace'],
+      enabled_mcp_servers: ['other'],
+    });
     expect(await started).toEqual({ session_id: runId, created: true });
     expect(await runContexts.get({ userId, sessionId: runId })).toEqual({
       security_group: 'locked',
       working_directory: '/workspace/proj',
       allow_fs_reads: ['/workspace/proj/docs'],
       allow_fs_writes: ['/workspace/proj/out'],
+      // the parent's pre-granted MCP servers (none)
+      enabled_mcp_servers: [],
       // the parent's prompt parts are its own agent's, as with a sync sub-agent
       system_prompt: [],
     });

@@ -1,5 +1,5 @@
 import { describeZodError } from './common';
-import { McpServerInput, refusedEnvName } from './mcp';
+import { McpServerInput, McpServerPatch, refusedEnvName } from './mcp';
 
 const stdio = (env: Record<string, string>) => ({ name: 'srv', transport: 'stdio', command: 'node', env });
 
@@ -60,5 +60,33 @@ describe('MCP server variables', () => {
       stdio({ TOKEN: 'a\0b' }),
     ])
       expect(McpServerInput.safeParse(bad).success).toBe(false);
+  });
+});
+
+describe('MCP server patch: the creation checks of every field it names', () => {
+  it.each([
+    [{}, ''],
+    [{ command: 'a\0b' }, 'command'],
+    [{ args: ['ok', 'a\0b'] }, 'args'],
+    [{ env: { TOKEN: 'a\0b' } }, 'env'],
+    [{ env: { LD_PRELOAD: '/x.so' } }, 'env.LD_PRELOAD'],
+    [{ env: Object.fromEntries(Array.from({ length: 65 }, (_, k) => [`V${k}`, 'x'])) }, 'env'],
+    [{ headers: Object.fromEntries(Array.from({ length: 65 }, (_, k) => [`h${k}`, 'x'])) }, 'headers'],
+    [{ url: 'file:///etc/passwd' }, 'url'],
+    [{ name: 'renamed' }, ''],
+  ])('refuses %j (at %s)', (patch, path) => {
+    const r = McpServerPatch.safeParse(patch);
+    expect(r.success).toBe(false);
+    if (!r.success) expect(r.error.issues.map((i) => i.path.join('.'))).toContain(path);
+  });
+
+  it('takes each field alone, as on creation', () => {
+    for (const patch of [
+      { enabled: false },
+      { command: 'node', args: ['server.js'] },
+      { env: { TOKEN: 'secret' }, network: true },
+      { url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' } },
+    ])
+      expect(McpServerPatch.safeParse(patch).success).toBe(true);
   });
 });

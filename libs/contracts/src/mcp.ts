@@ -75,21 +75,41 @@ export function refusedEnvName(name: string): string | null {
 const HeaderKey = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name');
 const SecretValue = StoredText(8192);
 
+/** What a server runs and how it is reached: the fields of a creation and of a patch. */
+const McpServerFields = z.object({
+  command: StoredText(4096).min(1).optional(),
+  args: z.array(StoredText(4096)).max(64).optional(),
+  env: z.record(EnvKey, SecretValue).optional(),
+  network: z.boolean().optional(),
+  url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional(),
+  headers: z.record(HeaderKey, SecretValue).optional(),
+});
+
+/** The checks of those fields that do not depend on the transport (env names, counts, NUL bytes). */
+function checkServerFields(s: z.infer<typeof McpServerFields>, ctx: z.RefinementCtx): void {
+  const refuse = (path: Array<string>, message: string) => ctx.addIssue({ code: 'custom', path, message });
+  if (s.env && Object.keys(s.env).length > 64) refuse(['env'], 'at most 64 variables');
+  for (const name of Object.keys(s.env ?? {})) {
+    const why = refusedEnvName(name);
+    if (why) refuse(['env', name], why);
+  }
+  for (const [field, words] of [
+    ['command', [s.command ?? '']],
+    ['args', s.args ?? []],
+    ['env', Object.values(s.env ?? {})],
+  ] as const)
+    if (words.some((w) => w.includes('\0'))) refuse([field], 'must not contain a NUL byte');
+  if (s.headers && Object.keys(s.headers).length > 64) refuse(['headers'], 'at most 64 headers');
+}
+
 /** `POST /api/mcp/servers`: `env` and `headers` values are credentials, write-only. */
-export const McpServerInput = z
-  .object({
-    name: McpServerName,
-    transport: z.enum(['stdio', 'http']),
-    command: StoredText(4096).min(1).optional(),
-    args: z.array(StoredText(4096)).max(64).optional(),
-    env: z.record(EnvKey, SecretValue).optional(),
-    network: z.boolean().optional(),
-    url: z
-      .url({ protocol: /^https?$/ })
-      .max(2048)
-      .optional(),
-    headers: z.record(HeaderKey, SecretValue).optional(),
-  })
+export const McpServerInput = McpServerFields.extend({
+  name: McpServerName,
+  transport: z.enum(['stdio', 'http']),
+})
   .strict()
   .superRefine((s, ctx) => {
     const misplaced = (field: string, why: string) => ctx.addIssue({ code: 'custom', path: [field], message: why });
@@ -102,18 +122,7 @@ export const McpServerInput = z
       for (const f of ['command', 'args', 'env', 'network'] as const)
         if (s[f] !== undefined) misplaced(f, 'only a stdio server has this field');
     }
-    if (s.env && Object.keys(s.env).length > 64) misplaced('env', 'at most 64 variables');
-    for (const name of Object.keys(s.env ?? {})) {
-      const why = refusedEnvName(name);
-      if (why) ctx.addIssue({ code: 'custom', path: ['env', name], message: why });
-    }
-    for (const [field, words] of [
-      ['command', [s.command ?? '']],
-      ['args', s.args ?? []],
-      ['env', Object.values(s.env ?? {})],
-    ] as const)
-      if (words.some((w) => w.includes('\0'))) misplaced(field, 'must not contain a NUL byte');
-    if (s.headers && Object.keys(s.headers).length > 64) misplaced('headers', 'at most 64 headers');
+    checkServerFields(s, ctx);
   });
 export type McpServerInput = z.infer<typeof McpServerInput>;
 
@@ -125,37 +134,11 @@ export type McpServerInput = z.infer<typeof McpServerInput>;
  * process and forgets its tool list (status `stopped` until it runs again). The name and transport
  * are the server's identity: not editable (delete and add).
  */
-export const McpServerPatch = z
-  .object({
-    enabled: z.boolean().optional(),
-    command: StoredText(4096).min(1).optional(),
-    args: z.array(StoredText(4096)).max(64).optional(),
-    env: z.record(EnvKey, SecretValue).optional(),
-    network: z.boolean().optional(),
-    url: z
-      .url({ protocol: /^https?$/ })
-      .max(2048)
-      .optional(),
-    headers: z.record(HeaderKey, SecretValue).optional(),
-  })
+export const McpServerPatch = McpServerFields.extend({ enabled: z.boolean().optional() })
   .strict()
   .superRefine((s, ctx) => {
     if (Object.keys(s).length === 0) ctx.addIssue({ code: 'custom', message: 'nothing to change: name a field' });
-    if (s.env && Object.keys(s.env).length > 64)
-      ctx.addIssue({ code: 'custom', path: ['env'], message: 'at most 64 variables' });
-    for (const name of Object.keys(s.env ?? {})) {
-      const why = refusedEnvName(name);
-      if (why) ctx.addIssue({ code: 'custom', path: ['env', name], message: why });
-    }
-    for (const [field, words] of [
-      ['command', [s.command ?? '']],
-      ['args', s.args ?? []],
-      ['env', Object.values(s.env ?? {})],
-    ] as const)
-      if (words.some((w) => w.includes('\0')))
-        ctx.addIssue({ code: 'custom', path: [field], message: 'must not contain a NUL byte' });
-    if (s.headers && Object.keys(s.headers).length > 64)
-      ctx.addIssue({ code: 'custom', path: ['headers'], message: 'at most 64 headers' });
+    checkServerFields(s, ctx);
   });
 export type McpServerPatch = z.infer<typeof McpServerPatch>;
 /** The fields of a stdio server and of an http server (a patch may name only its server's). */

@@ -145,13 +145,14 @@ const OUTSIDE_SCHEMA = {
     {
       name: 'SKALD_BACKUP_PASSPHRASE_FILE',
       default: 'unset',
-      description: 'A file holding the passphrase instead (its trailing newline dropped); wins over `SKALD_BACKUP_PASSPHRASE`.',
+      description:
+        'A file holding the passphrase instead (its trailing newline dropped); wins over `SKALD_BACKUP_PASSPHRASE`.',
     },
     {
       name: 'SKALD_PG_BIN',
       default: 'the `PATH`',
       description:
-        'Directory of the `pg_dump` and `pg_restore` to run; they must be of the server\'s major version or newer.',
+        "Directory of the `pg_dump` and `pg_restore` to run; they must be of the server's major version or newer.",
     },
   ],
 };

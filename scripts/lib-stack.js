@@ -51,7 +51,8 @@ function freePort() {
 async function sparePort(file) {
   if (fs.existsSync(file)) {
     const kept = Number(fs.readFileSync(file, 'utf8'));
-    if (Number.isInteger(kept) && kept > 0 && kept < 65536 && !(await tcpReachable('127.0.0.1', kept, 500))) return kept;
+    if (Number.isInteger(kept) && kept > 0 && kept < 65536 && !(await tcpReachable('127.0.0.1', kept, 500)))
+      return kept;
   }
   const port = await freePort();
   fs.writeFileSync(file, String(port));
@@ -97,7 +98,10 @@ function ensureBinaries(names, { env = process.env, say, find = findBinary, root
   }
   say(`running as root: installing the Debian package${pkgs.length > 1 ? 's' : ''} ${pkgs.join(', ')} (${command})`);
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', '--no-install-recommends', ...pkgs]]) {
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', '--no-install-recommends', ...pkgs],
+  ]) {
     const r = spawnSync('apt-get', args, { stdio: 'inherit', env: aptEnv });
     if (r.status !== 0) throw new Error(`apt-get ${args[0]} failed (exit ${r.status}); install by hand: ${command}`);
   }
@@ -163,10 +167,16 @@ function postgresUser(say) {
   };
   let user = lookup();
   if (!user) {
-    say(`running as root: creating the system user ${PG_USER} for the private Postgres (Postgres refuses to run as root)`);
-    spawnSync('useradd', ['--system', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', PG_USER], {
-      stdio: 'inherit',
-    });
+    say(
+      `running as root: creating the system user ${PG_USER} for the private Postgres (Postgres refuses to run as root)`,
+    );
+    spawnSync(
+      'useradd',
+      ['--system', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', PG_USER],
+      {
+        stdio: 'inherit',
+      },
+    );
     user = lookup();
   }
   if (!user) throw new Error(`could not create the user ${PG_USER} (useradd); run npm start as a regular user instead`);
@@ -183,7 +193,8 @@ function chownTree(p, uid, gid) {
  * or the client's own refusal to answer a password challenge without a password.
  */
 const isAuthError = (e) =>
-  Boolean(e) && (e.code === '28P01' || e.code === '28000' || /password must be a string|password authentication/i.test(e.message));
+  Boolean(e) &&
+  (e.code === '28P01' || e.code === '28000' || /password must be a string|password authentication/i.test(e.message));
 
 /** The hint printed when Postgres refuses the credentials of `url`. */
 function passwordHint(url) {
@@ -276,9 +287,16 @@ async function startPrivatePostgres({ state, say, onLine }) {
     bin('postgres'),
     ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
     // Its own process group: Ctrl-C in the terminal reaches the apps, and Postgres stops after they drained.
-    { ...ids, cwd: '/', detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, LC_ALL: 'C' } },
+    {
+      ...ids,
+      cwd: '/',
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH, LC_ALL: 'C' },
+    },
   );
-  for (const stream of [child.stdout, child.stderr]) forEachLine(stream, (l) => /(ERROR|FATAL|PANIC)/.test(l) && onLine(l));
+  for (const stream of [child.stdout, child.stderr])
+    forEachLine(stream, (l) => /(ERROR|FATAL|PANIC)/.test(l) && onLine(l));
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/skald`;
   const deadline = Date.now() + STARTUP_WAIT_MS;
   while (Date.now() < deadline && child.exitCode === null) {
@@ -299,10 +317,17 @@ async function ensurePostgres({ env, state, say, onLine }) {
   const url = configured || DEFAULT_DATABASE_URL;
   const probe = await probePostgres(url);
   const where = `${new URL(url).hostname}:${new URL(url).port || 5432}`;
-  if (probe.state === 'ok') return { url, own: null, banner: `PostgreSQL:        ${where} (${configured ? 'DATABASE_URL' : 'the default URL'})` };
+  if (probe.state === 'ok')
+    return {
+      url,
+      own: null,
+      banner: `PostgreSQL:        ${where} (${configured ? 'DATABASE_URL' : 'the default URL'})`,
+    };
   if (probe.state === 'auth') {
     if (configured) throw new Error(passwordHint(url));
-    say(`PostgreSQL at ${where} wants a password for "postgres" (set DATABASE_URL with one to use it); starting a private one`);
+    say(
+      `PostgreSQL at ${where} wants a password for "postgres" (set DATABASE_URL with one to use it); starting a private one`,
+    );
   } else {
     say(`PostgreSQL does not answer at ${where}${configured ? ' (DATABASE_URL)' : ''}; starting a private one`);
   }
@@ -330,12 +355,22 @@ function privateRedisConfig({ port, dir, password }) {
 }
 
 /** Each app's HTTP port (health, metrics; the gateway's is the public one): PORT_<APP>, else this default. */
-const APP_PORTS = { gateway: 8080, 'session-worker': 3101, 'approval-service': 3102, 'tool-runner': 3103, scheduler: 3104 };
+const APP_PORTS = {
+  gateway: 8080,
+  'session-worker': 3101,
+  'approval-service': 3102,
+  'tool-runner': 3103,
+  scheduler: 3104,
+};
 const appPortVar = (app) => `PORT_${app.toUpperCase().replace(/-/g, '_')}`;
 const appPort = (env, app) => Number(env[appPortVar(app)] || APP_PORTS[app]);
 
 /** The URL variables npm start reads, with the schemes each accepts. */
-const URL_VARS = { DATABASE_URL: ['postgres:', 'postgresql:'], REDIS_URL: ['redis:', 'rediss:'], NATS_URL: ['nats:', 'tls:'] };
+const URL_VARS = {
+  DATABASE_URL: ['postgres:', 'postgresql:'],
+  REDIS_URL: ['redis:', 'rediss:'],
+  NATS_URL: ['nats:', 'tls:'],
+};
 
 /**
  * What is wrong with the URL variables of `env` (set ones only), one sentence each naming the variable; [] when
@@ -353,7 +388,8 @@ function urlProblems(env) {
       problems.push(`${name} is not a URL (expected ${schemes[0]}//host:port…)`);
       continue;
     }
-    if (!schemes.includes(u.protocol)) problems.push(`${name} must start with ${schemes.map((x) => `${x}//`).join(' or ')}`);
+    if (!schemes.includes(u.protocol))
+      problems.push(`${name} must start with ${schemes.map((x) => `${x}//`).join(' or ')}`);
     else if (!u.hostname) problems.push(`${name} names no host`);
     else if (u.port !== '' && !(Number(u.port) > 0)) problems.push(`${name} names port 0`);
   }
@@ -370,7 +406,8 @@ async function startPrivateRedis({ state, onLine }) {
   const conf = path.join(dir, 'redis.conf');
   fs.writeFileSync(conf, privateRedisConfig({ port, dir, password }), { mode: 0o600 });
   const child = spawn(bin, [conf], { cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  for (const stream of [child.stdout, child.stderr]) forEachLine(stream, (l) => /error|fatal|failed|can't/i.test(l) && onLine(l));
+  for (const stream of [child.stdout, child.stderr])
+    forEachLine(stream, (l) => /error|fatal|failed|can't/i.test(l) && onLine(l));
   const deadline = Date.now() + STARTUP_WAIT_MS;
   while (Date.now() < deadline && child.exitCode === null) {
     if (await tcpReachable('127.0.0.1', port, 500)) {
@@ -392,7 +429,11 @@ async function ensureRedis({ env, state, say, onLine }) {
   }
   say(`Redis does not answer at ${where}${env.REDIS_URL ? ' (REDIS_URL)' : ''}; starting a private one`);
   const own = await startPrivateRedis({ state, onLine });
-  return { url: own.url, own, banner: `Redis:             127.0.0.1:${own.port} (npm start's own, data in ${shown(path.join(state, 'redis'))})` };
+  return {
+    url: own.url,
+    own,
+    banner: `Redis:             127.0.0.1:${own.port} (npm start's own, data in ${shown(path.join(state, 'redis'))})`,
+  };
 }
 
 /**

@@ -14,7 +14,19 @@ import {
 } from '@skald/testing';
 import { invariantViolations } from '../support/invariants';
 import { ChaosConversation } from './conversation';
-import { ChaosApp, chaosPlan, FAULT_KINDS, FaultKind, FaultStep, MessageKind, messageKind } from './plan';
+import {
+  APP_FAULTS,
+  AppFault,
+  CHAOS_APPS,
+  ChaosApp,
+  chaosPlan,
+  FAULT_KINDS,
+  FaultKind,
+  FaultStep,
+  isAppFault,
+  MessageKind,
+  messageKind,
+} from './plan';
 
 export interface ChaosOptions {
   root: string;
@@ -35,6 +47,8 @@ export interface ChaosReport {
   accepted: number;
   byKind: Record<MessageKind, number>;
   faults: Record<FaultKind, number>;
+  /** Of the `kill` and `stop` faults, how many hit each app. */
+  appFaults: Record<AppFault, Record<ChaosApp, number>>;
   /** Milliseconds from each fault's healing until a fresh turn was answered end to end, per kind. */
   recoveryMs: Record<FaultKind, number[]>;
   /** Approve frames sent (answers to approval cards, and resends of those not seen resolved). */
@@ -243,6 +257,9 @@ async function drive(opts: ChaosOptions, plan: ReturnType<typeof chaosPlan>, w: 
   const endAt = started + opts.durationMs;
   const faults = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
   const recoveryMs = Object.fromEntries(FAULT_KINDS.map((k) => [k, [] as number[]])) as Record<FaultKind, number[]>;
+  const appFaults = Object.fromEntries(
+    APP_FAULTS.map((k) => [k, Object.fromEntries(CHAOS_APPS.map((a) => [a, 0]))]),
+  ) as ChaosReport['appFaults'];
   const talking = users.map(async (c, i) => {
     for (let k = 0; Date.now() < endAt; k++) await talk(c, messageKind(plan, i, k));
   });
@@ -251,12 +268,11 @@ async function drive(opts: ChaosOptions, plan: ReturnType<typeof chaosPlan>, w: 
       if (Date.now() > endAt) return;
       const healedAt = await inject(step, w, stopped, say);
       faults[step.kind]++;
+      if (isAppFault(step.kind)) appFaults[step.kind][step.app]++;
       // Recovery: a fresh turn answered end to end after the fault was healed.
       const probeSent = await talk(probe, 'plain');
       if (probeSent.accepted) recoveryMs[step.kind].push(Date.now() - healedAt);
-      say(
-        `chaos: ${step.kind}${step.kind === 'kill' || step.kind === 'stop' ? ` ${step.app}` : ''} recovered in ${Date.now() - healedAt} ms`,
-      );
+      say(`chaos: ${step.kind}${isAppFault(step.kind) ? ` ${step.app}` : ''} recovered in ${Date.now() - healedAt} ms`);
       await sleep(step.gapMs);
     }
   })();
@@ -266,7 +282,7 @@ async function drive(opts: ChaosOptions, plan: ReturnType<typeof chaosPlan>, w: 
   await cronUser.post(`/api/cron/jobs/${job.body.id}/toggle`).catch(() => undefined);
   const settleBy = Date.now() + SETTLE_MS;
   await Promise.all(w.conversations.map((c) => settled(c, null, settleBy).catch(() => undefined)));
-  return check(opts, w, sent, { faults, recoveryMs, cronJob: job.body.id, probe, q });
+  return check(opts, w, sent, { faults, appFaults, recoveryMs, cronJob: job.body.id, probe, q });
 }
 
 /** Injects one fault and heals it; returns when it was healed. */
@@ -340,6 +356,7 @@ async function check(
   sent: Sent[],
   ctx: {
     faults: Record<FaultKind, number>;
+    appFaults: ChaosReport['appFaults'];
     recoveryMs: Record<FaultKind, number[]>;
     cronJob: string;
     probe: ChaosConversation;
@@ -486,6 +503,7 @@ async function check(
     accepted: accepted.length,
     byKind,
     faults: ctx.faults,
+    appFaults: ctx.appFaults,
     recoveryMs: ctx.recoveryMs,
     approvals: w.conversations.reduce((n, c) => n + c.approvalsSent, 0),
     cronRuns: runs.length,
@@ -539,7 +557,11 @@ const pct = (xs: number[], p: number): number => {
 
 /** The one line a chaos run prints: its seed (to replay it), its load, its faults, its invariants, PASS or FAIL. */
 export function figuresLine(r: ChaosReport): string {
-  const faults = FAULT_KINDS.map((k) => `${k}:${r.faults[k]}`).join(' ');
+  const byApp = (k: AppFault): string => {
+    const hit = CHAOS_APPS.filter((a) => r.appFaults[k][a] > 0).map((a) => `${a}:${r.appFaults[k][a]}`);
+    return hit.length > 0 ? `(${hit.join(',')})` : '';
+  };
+  const faults = FAULT_KINDS.map((k) => `${k}:${r.faults[k]}${isAppFault(k) ? byApp(k) : ''}`).join(' ');
   const recovery = FAULT_KINDS.filter((k) => r.recoveryMs[k].length > 0)
     .map((k) => `${k}:${pct(r.recoveryMs[k], 50)}/${Math.max(...r.recoveryMs[k])}`)
     .join(' ');

@@ -8,6 +8,11 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export const CHAOS_APPS = ['gateway', 'session-worker', 'approval-service', 'tool-runner', 'scheduler'] as const;
 export type ChaosApp = (typeof CHAOS_APPS)[number];
 
+/** The faults that hit one app's process. */
+export const APP_FAULTS = ['kill', 'stop'] as const satisfies readonly FaultKind[];
+export type AppFault = (typeof APP_FAULTS)[number];
+export const isAppFault = (k: FaultKind): k is AppFault => (APP_FAULTS as readonly FaultKind[]).includes(k);
+
 /** What a conversation's message asks the model to do (each scripted in llm-sim). */
 export const MESSAGE_KINDS = ['plain', 'effect', 'approval', 'delegate'] as const;
 export type MessageKind = (typeof MESSAGE_KINDS)[number];

@@ -17,6 +17,10 @@ const CLI = path.join(ROOT, 'libs/persistence/dist/cli.js');
 const PASSPHRASE = randomBytes(24).toString('base64url');
 /** Quick lease expiry and sweeps: the restored install takes over the interrupted turn within seconds. */
 const RECOVERY = { SKALD_LEASE_TTL_MS: '3000', SKALD_SWEEP_INTERVAL_MS: '1000' };
+/** An MCP server whose `get-env` tool shows the environment it was started with (its sealed credential). */
+const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+/** The runner's sandbox sees node_modules (where the MCP server's code is). */
+const PER_APP = { 'tool-runner': { SKALD_SANDBOX_RO_BINDS: path.join(ROOT, 'node_modules') } };
 /** Six processes boot at once per stack: on a loaded 2-core machine each may take longer than the default 30 s. */
 const READY_MS = 120_000;
 
@@ -30,7 +34,8 @@ async function cli(args: string[], env: Record<string, string>): Promise<{ stdou
 /**
  * `cli.js backup` of a stack in the middle of a turn, `cli.js restore` into an empty database and
  * workspaces root, a second stack on the restored install: the conversation is there, the interrupted
- * turn is taken up, a new message gets its answer, and the file written before the backup is there.
+ * turn is taken up, a new message gets its answer, the file written before the backup is there, and
+ * the user's MCP server starts with the credential sealed before the backup (its key came along).
  */
 describe('backup and restore', () => {
   const base = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skald_test';
@@ -59,13 +64,28 @@ describe('backup and restore', () => {
   });
 
   it('a stack backed up mid-turn and restored elsewhere continues the conversation', async () => {
-    a = await Stack.start({ root: ROOT, readyTimeoutMs: READY_MS, env: { DATABASE_URL: srcUrl, ...RECOVERY } });
+    a = await Stack.start({
+      root: ROOT,
+      readyTimeoutMs: READY_MS,
+      perApp: PER_APP,
+      env: { DATABASE_URL: srcUrl, ...RECOVERY },
+    });
     const simA = new LlmSimAdminClient(a.simUrl);
     const adminOfA = a.admin;
     const adminA = await ApiClient.login(a.gatewayUrl, a.admin.email, a.admin.password);
     const user = await adminA.createUser(`bk-${randomUUID()}@skald.test`, 'correct horse battery');
     const ws = await WsTestClient.connect(a.gatewayUrl, { token: user.token });
     const sessionId = (await ws.waitForType('hello')).session_id as string;
+    // A credential sealed with the install's key (stored encrypted, write-only through the API).
+    const mcpToken = `mcp-${randomBytes(12).toString('hex')}`;
+    const registered = await new ApiClient(a.gatewayUrl, user.token).post('/api/mcp/servers', {
+      name: 'everything',
+      transport: 'stdio',
+      command: 'node',
+      args: [EVERYTHING, 'stdio'],
+      env: { EVERYTHING_TOKEN: mcpToken },
+    });
+    expect(registered.status).toBe(201);
 
     // A finished exchange that wrote a workspace file.
     const m1 = `bk1-${randomUUID()}`;
@@ -138,6 +158,7 @@ describe('backup and restore', () => {
       root: ROOT,
       readyTimeoutMs: READY_MS,
       admin: adminOfA,
+      perApp: PER_APP,
       env: { DATABASE_URL: dstUrl, SKALD_WORKSPACES: restoredWorkspaces, ...secrets, ...RECOVERY },
     });
     const simB = new LlmSimAdminClient(b.simUrl);
@@ -169,6 +190,36 @@ describe('backup and restore', () => {
     );
     expect(exported.status).toBe(200);
     for (const text of [m1, 'first answer', m2, m3, 'third answer']) expect(exported.body).toContain(text);
+
+    // The MCP credential sealed on the first install opens on the second: the server, started on
+    // the restored install, was given the token.
+    const m4 = `bk4-${randomUUID()}`;
+    await simB.script({
+      match: m4,
+      replies: [
+        { tool_calls: [{ name: 'activate_tools', arguments: { groups: ['everything'] } }] },
+        { tool_calls: [{ name: 'mcp__everything__skald_start', arguments: {} }] },
+        { tool_calls: [{ name: 'mcp__everything__get-env', arguments: {} }] },
+        { content: 'fourth answer' },
+      ],
+    });
+    again.send({ type: 'message', client_message_id: m4, content: `show the server's environment ${m4}` });
+    const startCard = await again.waitFor(
+      (f) => f.type === 'approval_required' && f.tool_name === 'mcp__everything__skald_start',
+      60_000,
+    );
+    again.send({
+      type: 'approve_tool',
+      request_id: startCard.request_id,
+      bypass_secs: 0,
+      bypass_scope: { mcp_server: 'everything' },
+    });
+    const env = await again.waitFor(
+      (f) => f.type === 'tool_done' && String(f.result).includes('EVERYTHING_TOKEN'),
+      60_000,
+    );
+    expect(String(env.result)).toContain(mcpToken);
+    await again.waitFor((f) => f.type === 'done' && f.content === 'fourth answer', 60_000);
     again.close();
   });
 });

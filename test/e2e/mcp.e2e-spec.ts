@@ -155,6 +155,12 @@ describe('MCP through the whole stack', () => {
     const strangerSid = (await stranger.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
     const strangers = await put(stranger, { enabled_mcp_servers: ['everything'] }, strangerSid);
     expect(strangers).toMatchObject({ status: 400, body: { error: { field: 'enabled_mcp_servers.0' } } });
+    // a disabled server of theirs would offer nothing: refused, saying so
+    expect((await api.request('PATCH', '/api/mcp/servers/everything', { enabled: false })).status).toBe(200);
+    const disabled = await put(api, { enabled_mcp_servers: ['everything'] });
+    expect(disabled).toMatchObject({ status: 400, body: { error: { field: 'enabled_mcp_servers.0' } } });
+    expect(disabled.body.error.message).toContain('everything is disabled');
+    expect((await api.request('PATCH', '/api/mcp/servers/everything', { enabled: true })).status).toBe(200);
     const set = await put(api, { enabled_mcp_servers: ['everything'] });
     expect(set).toMatchObject({ status: 200, body: { enabled_mcp_servers: ['everything'] } });
     expect((await api.get(`/api/sessions/${sid}/run-context`)).body).toEqual(set.body);

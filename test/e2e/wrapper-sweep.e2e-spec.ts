@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { homedir, release, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import fc from 'fast-check';
 import pino from 'pino';
 import { recordAttackSuite } from '@skald/testing';
 import { gateRunnerKnowledge } from '../../apps/approval-service/src/rules/command-match';
@@ -39,6 +41,15 @@ import { ToolRunnerConfigSchema } from '../../apps/tool-runner/src/config';
  * each of its programs is swept again alone, in a sandbox of its own (`SKALD_WRAPPER_SWEEP_MODE=
  * individual` sweeps every program so: the design before batching, for comparison). Every shape that
  * deleted in the batch is confirmed alone in a fresh sandbox, with its decoy, as before.
+ *
+ * Memoised per image: what a full sweep found is kept outside the checkout (`SKALD_CACHE_DIR`, else
+ * `$XDG_CACHE_HOME/skald`, else `~/.cache/skald`) under a fingerprint of everything its result
+ * depends on — each executable on the PATH (path, size, mtime, inode), the package database, the
+ * kernel, the uid, and the source of this harness and of the runner's sandbox. A later run with the
+ * same fingerprint re-judges the kept findings against today's `gateRunnerKnowledge` (the gate is
+ * what changes between commits) and spot-checks a seeded random sample of programs against them
+ * (`SPOT_RUNNERS` runners, `SPOT_OTHERS` others, swept for real); any difference, any other
+ * fingerprint, or `SKALD_WRAPPER_SWEEP_CACHE=off` runs the full sweep.
  */
 
 jest.setTimeout(60 * 60_000);
@@ -107,6 +118,23 @@ const BATCH = Number(process.env.SKALD_WRAPPER_SWEEP_BATCH ?? 6);
 /** Test-only: sweep just these base names (comma-separated; the canaries are then not required). */
 const ONLY = process.env.SKALD_WRAPPER_SWEEP_ONLY?.split(',').filter(Boolean);
 
+/** Programs swept for real on a cache hit, to catch a cache the fingerprint failed to invalidate. */
+const SPOT_RUNNERS = 6;
+const SPOT_OTHERS = 18;
+/** Fingerprints kept (each a full sweep's findings, a few kB). */
+const CACHE_KEEP = 4;
+const CACHE_DIR = join(
+  process.env.SKALD_CACHE_DIR ?? (process.env.XDG_CACHE_HOME || join(homedir(), '.cache')) + '/skald',
+  'wrapper-sweep',
+);
+/** Sources whose text decides what a sweep finds: this harness and the runner's sandbox. */
+const HARNESS_SOURCES = [
+  __filename,
+  join(__dirname, '../../apps/tool-runner/src/config.ts'),
+  join(__dirname, '../../apps/tool-runner/src/command/bwrap-command.runner.ts'),
+  join(__dirname, '../../apps/tool-runner/src/command/sandbox'),
+];
+
 /** One case as shell text, run in its directory. */
 function caseScript(program: string, shape: Shape): string {
   const cmd = [program, ...shape.args].map(shellQuote).join(' ');
@@ -172,6 +200,31 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** The files under `path` (itself when a file), sorted. */
+async function filesUnder(path: string): Promise<string[]> {
+  if (!(await stat(path)).isDirectory()) return [path];
+  const names = (await readdir(path)).sort();
+  return (await Promise.all(names.map((n) => filesUnder(join(path, n))))).flat();
+}
+
+/**
+ * What a sweep's result depends on, hashed: each executable the sandbox lists (its host stat: the
+ * sandbox binds the host's directories at the same paths), the package database, the kernel, the
+ * uid (root sweeps in another limits mode), and the harness's and sandbox's source.
+ */
+async function imageFingerprint(listed: readonly string[]): Promise<string> {
+  const h = createHash('sha256');
+  for (const p of listed) {
+    const st = await stat(p).catch(() => null);
+    h.update(`${p}\0${st ? `${st.size}:${st.mtimeMs}:${st.ino}` : 'missing'}\n`);
+  }
+  const dpkg = await stat('/var/lib/dpkg/status').catch(() => null);
+  h.update(`dpkg ${dpkg ? `${dpkg.size}:${dpkg.mtimeMs}` : 'none'}\nkernel ${release()}\nuid ${process.getuid?.()}\n`);
+  for (const source of HARNESS_SOURCES)
+    for (const file of await filesUnder(source)) h.update(`${basename(file)}\0`).update(await readFile(file));
+  return h.digest('hex').slice(0, 32);
 }
 
 interface Found {
@@ -366,17 +419,9 @@ describe('wrappers of the sandbox image, found by running every executable', () 
     }
   });
 
-  it('every program that runs what it is given is known to the gate as running a command or code', async () => {
-    const started = performance.now();
-    stats.batches = 0;
-    stats.untrusted = 0;
-    untrustedWhy.length = 0;
-    const excluded = new Set(EXCLUDED.map((e) => e.program));
-    const listed = await listExecutables();
-    const programs = listed.filter((p) => !excluded.has(p) && (!ONLY || ONLY.includes(basename(p))));
-    if (!ONLY) expect(programs.length).toBeGreaterThan(100);
+  /** Sweeps `programs` with `CONCURRENCY` sandboxes at a time; what each found, and those walled. */
+  async function sweepAll(programs: readonly string[]): Promise<{ found: Found[]; walled: string[] }> {
     const individual = process.env.SKALD_WRAPPER_SWEEP_MODE === 'individual';
-
     const found: Found[] = [];
     const walled: string[] = [];
     let next = 0;
@@ -393,6 +438,99 @@ describe('wrappers of the sandbox image, found by running every executable', () 
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, () => worker()));
+    return { found, walled };
+  }
+
+  interface Kept {
+    fingerprint: string;
+    sweptAt: string;
+    seconds: number;
+    batches: number;
+    untrusted: number;
+    found: Found[];
+    walled: string[];
+  }
+
+  /**
+   * The kept sweep of this fingerprint if a seeded random sample of its programs, swept again now,
+   * agrees with it (each sampled runner still runs what it is given, no sampled other does); else null.
+   */
+  async function keptSweep(fingerprint: string, programs: readonly string[]): Promise<Kept | null> {
+    if (process.env.SKALD_WRAPPER_SWEEP_CACHE === 'off' || ONLY) return null;
+    const kept = await readFile(join(CACHE_DIR, `${fingerprint}.json`), 'utf8')
+      .then((t) => JSON.parse(t) as Kept)
+      .catch(() => null);
+    if (kept?.fingerprint !== fingerprint) return null;
+    const runners = kept.found.filter((f) => f.runs.length > 0).map((f) => f.program);
+    const inFound = new Set(kept.found.map((f) => f.program));
+    const others = programs.filter((p) => !inFound.has(p));
+    const seed = Number(process.env.SKALD_WRAPPER_SWEEP_SEED ?? Date.now() % 2 ** 31);
+    const pick = (from: string[], n: number): string[] =>
+      fc.sample(
+        fc.shuffledSubarray(from, { minLength: Math.min(n, from.length), maxLength: Math.min(n, from.length) }),
+        {
+          seed,
+          numRuns: 1,
+        },
+      )[0];
+    const spotRunners = pick(runners, SPOT_RUNNERS);
+    const spotOthers = pick(others, SPOT_OTHERS);
+    const now = await sweepAll([...spotRunners, ...spotOthers]);
+    const runsNow = new Set(now.found.filter((f) => f.runs.length > 0).map((f) => f.program));
+    const differ = [
+      ...spotRunners.filter((p) => !runsNow.has(p)).map((p) => `${basename(p)} no longer runs its arguments`),
+      ...spotOthers.filter((p) => runsNow.has(p)).map((p) => `${basename(p)} now runs its arguments`),
+    ];
+    process.stdout.write(
+      `wrapper sweep: kept result of ${kept.sweptAt} (fingerprint ${fingerprint}); spot check seed=${seed} ` +
+        `of ${spotRunners.length} runners and ${spotOthers.length} others: ` +
+        `${differ.length === 0 ? 'agrees' : `differs (${differ.join('; ')}): sweeping all`}\n`,
+    );
+    return differ.length === 0 ? kept : null;
+  }
+
+  async function keep(kept: Kept): Promise<void> {
+    await mkdir(CACHE_DIR, { recursive: true });
+    await writeFile(join(CACHE_DIR, `${kept.fingerprint}.json`), JSON.stringify(kept));
+    const files = await readdir(CACHE_DIR);
+    const dated = await Promise.all(
+      files.map(async (f) => ({ f, t: (await stat(join(CACHE_DIR, f)).catch(() => null))?.mtimeMs ?? 0 })),
+    );
+    dated.sort((a, b) => b.t - a.t);
+    for (const { f } of dated.slice(CACHE_KEEP)) await rm(join(CACHE_DIR, f), { force: true });
+  }
+
+  it('every program that runs what it is given is known to the gate as running a command or code', async () => {
+    const started = performance.now();
+    stats.batches = 0;
+    stats.untrusted = 0;
+    untrustedWhy.length = 0;
+    const excluded = new Set(EXCLUDED.map((e) => e.program));
+    const listed = await listExecutables();
+    const programs = listed.filter((p) => !excluded.has(p) && (!ONLY || ONLY.includes(basename(p))));
+    if (!ONLY) expect(programs.length).toBeGreaterThan(100);
+    const individual = process.env.SKALD_WRAPPER_SWEEP_MODE === 'individual';
+    const fingerprint = await imageFingerprint(listed);
+
+    let kept = await keptSweep(fingerprint, programs);
+    if (!kept) {
+      stats.batches = 0;
+      stats.untrusted = 0;
+      untrustedWhy.length = 0;
+      const { found, walled } = await sweepAll(programs);
+      kept = {
+        fingerprint,
+        sweptAt: new Date().toISOString(),
+        seconds: Math.round((performance.now() - started) / 1000),
+        batches: stats.batches,
+        untrusted: stats.untrusted,
+        found,
+        walled,
+      };
+      // Only a sweep whose every batch ran to its end is worth keeping.
+      if (!ONLY && !individual && walled.length === 0) await keep(kept);
+    }
+    const { found, walled } = kept;
     const seconds = (performance.now() - started) / 1000;
 
     found.sort((a, b) => a.program.localeCompare(b.program));
@@ -406,8 +544,9 @@ describe('wrappers of the sandbox image, found by running every executable', () 
         `${unknown.length} unknown to the gate; ${fileActors.length} delete their file argument ` +
         `(${fileActors.map((f) => basename(f.program)).join(' ')}); ${flaky.length} deleted only in the batch ` +
         `(${flaky.map((f) => basename(f.program)).join(' ')}); ${walled.length} hit the ${WALL_SEC} s bound ` +
-        `or ${MAX_SEC} s by the clock (${walled.join(' ')}); ${individual ? 'one program per sandbox' : `${stats.batches} batches of ${BATCH}, ${stats.untrusted} re-run program by program`}, ` +
-        `${CONCURRENCY} sandboxes at a time; ${seconds.toFixed(0)} s\n` +
+        `or ${MAX_SEC} s by the clock (${walled.join(' ')}); ${individual ? 'one program per sandbox' : `${kept.batches} batches of ${BATCH}, ${kept.untrusted} re-run program by program`}, ` +
+        `${CONCURRENCY} sandboxes at a time; ${seconds.toFixed(0)} s` +
+        `${Math.abs(seconds - kept.seconds) > 1 ? ` (the kept full sweep of ${kept.sweptAt} took ${kept.seconds} s)` : ''}\n` +
         (untrustedWhy.length > 0 ? `not trusted: ${untrustedWhy.join(' / ')}\n` : '') +
         runners
           .map(

@@ -47,9 +47,15 @@ export async function buildFrameContext(
   ) {
     memoryContext = await memory.queryContext(session.id, memoryQuery(messages));
   }
+  const preGranted = session.runContext.enabledMcpServers ?? [];
   return projectContext({
     systemPrompt: fctx.agent.prompt,
-    substitutions: fctx.agent.substitutions,
+    // Servers the RunContext enables are the whole choice (`activate_tools` is not offered): the
+    // MCP list names them as enabled rather than how to activate the rest.
+    substitutions:
+      preGranted.length > 0
+        ? { ...fctx.agent.substitutions, MCP_SERVERS: renderPreGrantedMcpList(preGranted) }
+        : fctx.agent.substitutions,
     cacheControl: options.cacheControl,
     scratchpad: await store.getScratchpad(session.scratchpadSessionId),
     compactionSummary: compaction?.summary ?? null,
@@ -112,6 +118,11 @@ export function agentAllows(agent: AgentDefinition, name: string): boolean {
  * unconditional Deny hides (the loop's own tools too). A call to any other name is refused
  * (`offerRefusal`), never dispatched.
  */
+/** The MCP list of a session whose RunContext enables `names` from the start. */
+export function renderPreGrantedMcpList(names: readonly string[]): string {
+  return names.map((n) => `- \`${n}\` (enabled for this session: its tools are offered)`).join('\n');
+}
+
 export async function roundTools(fctx: FrameContext): Promise<WireTool[]> {
   const { deps } = fctx.turn;
   const root = isRoot(fctx);

@@ -193,7 +193,18 @@ describe('execution enforces the offer', () => {
   it("the RunContext's enabled MCP servers are offered from the first round, in sub-agents too, without activate_tools", async () => {
     const h = new LoopHarness({
       session: { runContext: { workingDirectory: null, systemPrompt: [], enabledMcpServers: ['github'] } },
-      agents: [agent({ id: 'worker' })],
+      agents: [
+        agent({
+          id: 'main',
+          type: 'chat',
+          prompt: 'You are the main agent.\n\nMCP servers:\n__MCP_SERVERS__',
+          substitutions: {
+            MCP_SERVERS:
+              '- `github` (1 tool; activate_tools {"groups": ["github"]})\n- `jira` (1 tool; activate_tools {"groups": ["jira"]})',
+          },
+        }),
+        agent({ id: 'worker' }),
+      ],
       tools: [
         { name: 'mcp__github__issues', group: 'github', run: ok },
         { name: 'mcp__jira__tickets', group: 'jira', run: ok },
@@ -217,6 +228,11 @@ describe('execution enforces the offer', () => {
     expect(first).toContain('mcp__github__issues');
     expect(first).not.toContain('mcp__jira__tickets');
     expect(first).not.toContain('activate_tools');
+    // the prompt's MCP list names the enabled servers as enabled, not how to activate (it is not offered)
+    const system = JSON.stringify(h.model.calls[0].messages[0]);
+    expect(system).toContain('`github` (enabled for this session: its tools are offered)');
+    expect(system).not.toContain('activate_tools');
+    expect(system).not.toContain('jira');
     expect(toolNames(h.model.calls[2])).toContain('mcp__github__issues');
     expect(h.tools.runsOf('mcp__github__issues')).toHaveLength(2);
     expectRefused(h, 'activate_tools');

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { RunContextInput } from './run-context';
+import { enabledMcpServersRefusal, RunContextInput } from './run-context';
 import { CronJobInput } from './scheduler';
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
@@ -108,5 +108,30 @@ describe('RunContextInput', () => {
     ]) {
       expect([rc, CronJobInput.safeParse({ ...base, run_context: rc }).success]).toEqual([rc, false]);
     }
+  });
+});
+
+describe('enabledMcpServersRefusal', () => {
+  const name = fc.stringMatching(/^[a-z][a-z0-9-]{0,8}$/);
+  it("accepts exactly lists of the caller's enabled servers; names the first other entry and why", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.record({ name, enabled: fc.boolean() }), { selector: (s) => s.name, maxLength: 6 }),
+        fc.uniqueArray(name, { maxLength: 6 }),
+        fc.constantFrom('', 'run_context'),
+        (own, names, at) => {
+          const refusal = enabledMcpServersRefusal(names, own, at);
+          const bad = names.findIndex((n) => !own.some((s) => s.name === n && s.enabled));
+          if (bad < 0) return expect(refusal).toBeNull();
+          const field = `${at ? `${at}.` : ''}enabled_mcp_servers.${bad}`;
+          expect(refusal?.field).toBe(field);
+          const disabled = own.some((s) => s.name === names[bad]);
+          expect(refusal?.message).toContain(
+            disabled ? `your MCP server ${names[bad]} is disabled` : `you have no MCP server named ${names[bad]}`,
+          );
+        },
+      ),
+      { seed, numRuns: 2000 },
+    );
   });
 });

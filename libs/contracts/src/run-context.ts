@@ -76,18 +76,24 @@ export const EnabledMcpServers = z
 
 /**
  * The refusal of a RunContext's `enabled_mcp_servers` against the caller's servers (`own`), or
- * null: the first entry naming no server of theirs, with its field (`at` is where the RunContext
- * sits in the body, `run_context` of a cron job).
+ * null: the first entry naming no server of theirs, or one of theirs that is disabled (it would
+ * offer nothing), with its field (`at` is where the RunContext sits in the body, `run_context` of a
+ * cron job).
  */
 export function enabledMcpServersRefusal(
   names: readonly string[] | undefined,
-  own: readonly string[],
+  own: ReadonlyArray<{ name: string; enabled: boolean }>,
   at = '',
 ): { field: string; message: string } | null {
-  const i = (names ?? []).findIndex((n) => !own.includes(n));
+  const byName = new Map(own.map((s) => [s.name, s]));
+  const i = (names ?? []).findIndex((n) => byName.get(n)?.enabled !== true);
   if (i < 0) return null;
   const field = `${at ? `${at}.` : ''}enabled_mcp_servers.${i}`;
-  return { field, message: `${field}: you have no MCP server named ${names![i]}` };
+  const name = names![i];
+  const message = byName.has(name)
+    ? `${field}: your MCP server ${name} is disabled; enable it first (PATCH /api/mcp/servers/${name} {"enabled": true})`
+    : `${field}: you have no MCP server named ${name}`;
+  return { field, message };
 }
 
 /**

@@ -4,7 +4,7 @@ import { ApiError, callService } from './api-error';
 
 /**
  * 400 naming the entry when a RunContext's `enabled_mcp_servers` names a server that is not one
- * of the caller's (the tool runner's list of them). `at` is where the RunContext sits in the body
+ * of the caller's (the tool runner's list of them) or is disabled. `at` is where the RunContext sits in the body
  * (`run_context` of a cron job), so the field is named as sent. Nothing is asked when none is named.
  */
 export async function refuseForeignMcpServers(
@@ -19,10 +19,6 @@ export async function refuseForeignMcpServers(
     'the tool runner is not available to check enabled_mcp_servers; retry shortly',
     () => bus.call('mcp.servers.list', { actor }),
   );
-  const refusal = enabledMcpServersRefusal(
-    names,
-    items.map((s) => s.name),
-    at,
-  );
+  const refusal = enabledMcpServersRefusal(names, items, at);
   if (refusal) throw new ApiError('invalid_input', refusal.message, refusal.field);
 }

@@ -36,7 +36,7 @@ describe('AGENT.md directives', () => {
       [
         'You are X.',
         'The following memory documents are part of your instructions:\n\n<memory path="user-memory/profile.md">\nName: Ada\n</memory>',
-        'MCP servers you can enable with activate_tools:\n- `github` — Issues and PRs (12 tools; activate_tools {"groups": ["github"]})',
+        'MCP servers:\n__MCP_SERVERS__',
       ].join('\n\n'),
     );
     expect(staticPrompt({ agentMd: 'MCP: <!-- mcp -->', fragments, memory: [], mcpServers: servers })).toBe(

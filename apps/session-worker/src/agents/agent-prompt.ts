@@ -99,7 +99,7 @@ export function staticPrompt(input: {
     );
   }
   if (!resolved.includes('__MCP_SERVERS__') && input.mcpServers.length > 0) {
-    parts.push(`MCP servers you can enable with activate_tools:\n${renderMcpList(input.mcpServers)}`);
+    parts.push('MCP servers:\n__MCP_SERVERS__');
   }
   return parts.join('\n\n');
 }

@@ -27,7 +27,7 @@ const moduleNameMapper = {
   '^@skald/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
 };
 const base = { rootDir: __dirname, transform, transformIgnorePatterns, moduleNameMapper, testEnvironment: 'node' };
-// Coverage is measured for the loop library (issue 3: ≥ 90 % of lines, no exclusions).
+// Coverage is measured for the loop library: at least 90 % of its lines, no exclusions.
 const collectCoverageFrom = ['<rootDir>/libs/agent-loop/src/**/*.ts', '!<rootDir>/libs/agent-loop/src/**/*.spec.ts'];
 
 module.exports = {

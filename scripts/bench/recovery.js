@@ -1,5 +1,5 @@
 'use strict';
-// Benchmark of crash recovery (issue 4, point 6; target 5 s): two session-worker replicas with the
+// Benchmark of crash recovery (target 5 s): two session-worker replicas with the
 // default lease settings; a turn is streaming when its driver is killed with SIGKILL; measured is
 // the time from the kill to the recovered turn's `done` (the recovered LLM call answers at once).
 // Uses the built dist (`npm run build` first) and a database `skald_bench_recovery` next to

@@ -1,5 +1,5 @@
 'use strict';
-// Benchmark of the tool runner (issue 6, point 9): `execute_cmd` of `true` end to end (NATS request,
+// Benchmark of the tool runner: `execute_cmd` of `true` end to end (NATS request,
 // durable start record, bubblewrap sandbox start, reply; target p50 ≤ 20 ms) and `read_file` of a small
 // file (target p50 ≤ 5 ms). Uses the built dist (run `npm run build` first), a Postgres database
 // `skald_bench_tools` it (re)creates next to DATABASE_URL, and a NATS server of its own when

@@ -11,7 +11,7 @@ import { until } from '../support/until';
 jest.setTimeout(180_000);
 
 /**
- * Issue 34, point 4, through the real stack: a write a human approves runs bound to where the gate
+ * Through the real stack: a write a human approves runs bound to where the gate
  * judged it to land when the card was shown. A workspace symlink swapped to point elsewhere
  * between the card and the approval — live, or while the turn is parked and resumed by another
  * lease — never redirects the write: it lands at the judged path or fails.

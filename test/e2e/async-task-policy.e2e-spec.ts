@@ -10,7 +10,7 @@ jest.setTimeout(180_000);
 const NOTE = 'async-task-policy e2e';
 
 /**
- * Delegating work never leaves the rules an admin put a conversation under (issue 34, point 5): a
+ * Delegating work never leaves the rules an admin put a conversation under: a
  * conversation in a security group whose rule denies `read_file` under its working directory
  * delegates a read of a relative path to a sub-agent — synchronously (it runs in the conversation's
  * own session) or as an async task (a session of its own, which takes the parent's group and

@@ -15,7 +15,7 @@ interface OpenApiDoc {
 }
 
 /**
- * Issue 5 point 11: an authorization matrix generated from the served OpenAPI document (every
+ * An authorization matrix generated from the served OpenAPI document (every
  * route, and every WS message that takes an id), plus approvals through the gateway with two
  * users. Human requests are registered over NATS the way the session worker does it (the loop's
  * side is wired separately); everything else goes through the public REST / WS API.

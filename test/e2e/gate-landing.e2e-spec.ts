@@ -15,7 +15,7 @@ interface Tree {
 }
 
 /**
- * Issue 34, point 4, through the real stack: the worker asks the runner where a write lands
+ * Through the real stack: the worker asks the runner where a write lands
  * (`tools.resolve`), the gate judges that path too, and a deny on where it lands denies.
  */
 describe('gate landing: a pre-authorised path through a symlink into .git/hooks', () => {

@@ -41,7 +41,7 @@ describe('gate scope: RunContext and security group reach the gate for a cron se
   });
 
   it('a cron job: pre-authorised writes and its group rule run, everything else is rejected', async () => {
-    // a security group is an admin's choice (issue 34): the job's owner is an admin
+    // a security group is an admin's choice: the job's owner is an admin
     const api = await admin.createUser(`g-${randomUUID()}@skald.test`, 'correct horse battery', 'admin');
     const m = randomUUID().slice(0, 8);
     const group = `nightly-${m}`;

@@ -10,7 +10,7 @@ jest.setTimeout(180_000);
 const NOTE = 'job-owner e2e';
 
 /**
- * Cron jobs do not outlive their owner's rights (issue 34, must-show 5): the scheduler asks the
+ * Cron jobs do not outlive their owner's rights: the scheduler asks the
  * gateway (`user.standing`) at every fire. A disabled owner's schedule keeps firing but every fire
  * is recorded `refused` with the reason and starts no session; a demoted admin's job runs as a
  * user, so the built-in rule denies its write to shared-memory/ (which the main agent puts in every

@@ -26,7 +26,7 @@ interface ClientList {
 }
 
 /**
- * Issue 7 points 2 and 6 through the real gateway: two named clients on llm-sim (two worker
+ * LLM clients through the real gateway: two named clients on llm-sim (two worker
  * replicas sharing health through Redis), one failed by llm-sim's admin API. Fallback and its
  * event, degraded health on GET /api/llm/clients, /models, /model and select_client pins, /cost and
  * the debug tree's tokens and cost, and the daily budget's `exhausted` error.

@@ -11,7 +11,7 @@ jest.setTimeout(300_000);
 const PASSWORD = 'correct horse battery';
 
 /**
- * Issue 20: the chat history is rebuilt from `GET /{source}/messages` (then the socket resumes
+ * The chat history is rebuilt from `GET /{source}/messages` (then the socket resumes
  * after the seq the page covers), scrolling to the top loads earlier pages, and `/clear` clears
  * the screen — a reload does not bring the cleared messages back.
  */

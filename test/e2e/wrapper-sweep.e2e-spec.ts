@@ -13,7 +13,7 @@ import { SANDBOX_PATH, shellQuote } from '../../apps/tool-runner/src/command/san
 import { ToolRunnerConfigSchema } from '../../apps/tool-runner/src/config';
 
 /**
- * Wrappers are found by asking the system (issue 34, point 3). Every executable the sandbox sees on
+ * Wrappers are found by asking the system. Every executable the sandbox sees on
  * its PATH (`SANDBOX_PATH`: /usr/local/sbin, /usr/local/bin, /usr/sbin, /usr/bin, /sbin, /bin, as the
  * sandbox resolves them) is run in the tool runner's own bubblewrap sandbox (`BwrapCommandRunner`:
  * the same options, mounts, syscall filter and limits as `execute_cmd`; no network, stdin

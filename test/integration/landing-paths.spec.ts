@@ -1,4 +1,4 @@
-// Issue 34, point 4: path rules judge where the write lands. Real files on disk, the tool runner's own
+// Path rules judge where the write lands. Real files on disk, the tool runner's own
 // resolution (Jail.resolve, what `tools.resolve` answers) and its bound write (Jail.openWrite with the
 // judged landing), and the approval gate's rule engine, wired as the session worker wires them:
 // resolve → approval.check (lexical + landing) → tools.exec bound to the landing.

@@ -11,7 +11,7 @@ import { gatewayEnv, InProcessGateway, startGateway } from '../support/gateway-a
 jest.setTimeout(120_000);
 
 /**
- * Policy is an admin's choice on every path (issue 34, must-show 5). The routes that take a field
+ * Policy is an admin's choice on every path. The routes that take a field
  * choosing rules (`ADMIN_ONLY_RUN_CONTEXT_FIELDS`) are found, not listed: every route of the app
  * (Nest metadata, the same derivation as gateway-route-auth.spec.ts), its body schema from the
  * OpenAPI table (whose completeness that spec checks), walked for those fields. Each is sent the

@@ -414,7 +414,7 @@ describe('approval service over NATS and Postgres', () => {
       expect(await check(alice, sessionId, 'execute_cmd', { command })).toMatchObject({ decision: 'require' });
   });
 
-  it('a narrow scope stored without an option shape (before issue 34) still parses and covers no options', async () => {
+  it('a narrow scope stored without an option shape (an older row) still parses and covers no options', async () => {
     const alice = user();
     const sessionId = randomUUID();
     const legacy = { tool: 'execute_cmd', program: 'ls', subcommand: null };

@@ -1,5 +1,5 @@
 /**
- * Issue 34 point 4: a call the gate answers `require` is judged on where it lands too; once the
+ * A call the gate answers `require` is judged on where it lands too; once the
  * human approves it, it runs bound to that landing — live, after a park and a restart, after a
  * stale-preview re-ask — so a symlink swapped while the card waits cannot redirect the write.
  */

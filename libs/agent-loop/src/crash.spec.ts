@@ -1,5 +1,5 @@
 /**
- * Randomized crash test (issue 3 point 3): scripted turns mixing tools, sub-agents, parallel
+ * Randomized crash test: scripted turns mixing tools, sub-agents, parallel
  * batches and approvals; crash after the k-th store commit for every k (which includes every
  * point between a tool's side effect and its record); recover in fresh objects from the
  * serialised snapshot; check the invariants. Reproduce with FC_SEED=<n>.

@@ -1,5 +1,5 @@
 /**
- * Issue 5 point 7: a preview records the hash of the file it was computed from; a write approved on
+ * A preview records the hash of the file it was computed from; a write approved on
  * a preview whose file changed since writes nothing and the human is asked again, under a new
  * request id, with a fresh preview.
  */

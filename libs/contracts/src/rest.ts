@@ -232,7 +232,7 @@ export const ChatMessagesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 /**
- * `GET /{source}/messages`. `session_id`, `resume_seq` (issue 20): the session the page is of, and
+ * `GET /{source}/messages`. `session_id`, `resume_seq`: the session the page is of, and
  * the seq a client passes as `resume {last_seq}` to receive only what the page does not cover
  * (the session's last seq, or — while a turn is unfinished — the seq before that turn began, so
  * its cards are rebuilt from its events; rows the page already holds come again and are matched

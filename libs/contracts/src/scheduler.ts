@@ -3,7 +3,7 @@ import { Actor, Id, StoredText, Timestamp } from './common';
 import { RUN_CONTEXT_INPUT_FIELDS } from './run-context';
 
 /**
- * Scheduler wire shapes (issue 8): cron jobs and their runs (REST through the gateway), async
+ * Scheduler wire shapes: cron jobs and their runs (REST through the gateway), async
  * tasks (`execute_task` mode async from the session worker), and the two subjects the scheduler
  * asks of the session worker (start a job's ephemeral session, read how its turn ended).
  */

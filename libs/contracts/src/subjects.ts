@@ -556,7 +556,7 @@ export const TOPICS = {
     subject: (userId: string, sessionId: string) => `ephemeral.${userId}.${sessionId}`,
     message: EphemeralEventSchema,
   },
-  /** `session.<id>.turn_ended` (issue 8): a turn of the session ended (its rows say how); the scheduler's doorbell for job sessions. */
+  /** `session.<id>.turn_ended`: a turn of the session ended (its rows say how); the scheduler's doorbell for job sessions. */
   sessionTurnEnded: {
     pattern: 'session.*.turn_ended',
     subject: (sessionId: string) => `session.${sessionId}.turn_ended`,

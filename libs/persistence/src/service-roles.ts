@@ -2,7 +2,7 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { instanceName, serviceSecretVar, SKALD_SERVICES, type SkaldService } from '@skald/contracts';
 
-// The five apps, each connecting to Postgres as a role of its own (issue 10).
+// The five apps, each connecting to Postgres as a role of its own, granted only its tables.
 export { SKALD_SERVICES, type SkaldService };
 
 export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';

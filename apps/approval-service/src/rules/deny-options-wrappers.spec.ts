@@ -4,7 +4,7 @@ import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
 import { initShellParser } from './shell-analysis';
 
 /**
- * Issue 34: deny rules that name a subcommand match it after any options the program takes
+ * Deny rules that name a subcommand match it after any options the program takes
  * (`git -C . push`, `make -f x deploy`), and a deny on `rm` holds through the wrappers and
  * interpreters the review found (`unshare`, `setpriv`, `prlimit`, `script -c`, `nsenter`,
  * `fakeroot`, `valgrind`, `perl -e`, `python3 -c`, …): denied, or a human — never allowed, not

@@ -6,7 +6,7 @@ import { PROGRAM_SPECS } from './programs';
 import { initShellParser } from './shell-analysis';
 
 /**
- * Issue 34, must-show 1: for every program of the read-only catalogue, generated approved
+ * For every program of the read-only catalogue, generated approved
  * invocations and generated later lines (the table's own options, the options the catalogue
  * names, random option-looking words, `--x=v`, clusters, values): a later line the catalogue says
  * writes or runs code is never covered by any narrow approval derived from an approved call.

@@ -2,7 +2,7 @@ import { bypassCovers, evaluate, GateInput, narrowScopes, RuleRow, RuleSet } fro
 import { initShellParser } from './shell-analysis';
 
 /**
- * Issue 34: "approve for this session" covers the approved invocation, not the program. Each
+ * "Approve for this session" covers the approved invocation, not the program. Each
  * pair: a human approves the first line for the session; the second line (which writes or runs
  * code) must not be covered by the scope that approval opened.
  */
@@ -44,7 +44,7 @@ export const REGRESSIONS: Array<[approved: string, later: string]> = [
   ['git status', 'git --git-dir=evil status'],
 ];
 
-describe('narrow session approvals cover the approved invocation (issue 34 regressions)', () => {
+describe('narrow session approvals cover the approved invocation (regressions)', () => {
   beforeAll(() => initShellParser(), 30_000);
 
   it.each(REGRESSIONS)('approving %j does not cover %j', (approved, later) => {

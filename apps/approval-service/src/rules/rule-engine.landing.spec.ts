@@ -4,7 +4,7 @@ import { initShellParser } from './shell-analysis';
 
 beforeAll(() => initShellParser());
 
-// Issue 34, point 4: rules, the RunContext's pre-authorised paths and directory-scoped approvals judge
+// Rules, the RunContext's pre-authorised paths and directory-scoped approvals judge
 // the lexical path and where the tool runner resolves it to land; a deny on either denies, an allow
 // needs both; an unknown landing allows nothing by path.
 

@@ -86,7 +86,7 @@ describe('shell analysis (tree-sitter-bash, whitelist)', () => {
     if (why && r.kind === 'needs_human') expect(r.reason).toContain(why);
   });
 
-  // Issue 34: a word glued to a redirection operator is its descriptor to the shells (`0<f`) while
+  // A word glued to a redirection operator is its descriptor to the shells (`0<f`) while
   // tree-sitter files `0` as an argument; dash takes one digit only, bash any int. Each form the
   // shells read differently from the tree, or from each other, needs a human.
   it.each([

@@ -538,7 +538,7 @@ export const ROUTES: Route[] = [
   ...agentRoutes(),
 ];
 
-/** The agents catalog (issue 7). */
+/** The agents catalog: the agents a user may run, and their definitions. */
 function agentRoutes(): Route[] {
   const id = [{ name: 'id', in: 'path' as const, required: true, description: 'agent id' }];
   return [

@@ -19,8 +19,8 @@ const STALE_MS = 15_000;
 const ME = 'me';
 
 /**
- * The five statements the sweep ran before it was one (jobs.repository.ts up to session 6), word
- * for word: the reference the one statement is compared with.
+ * The sweep as five separate statements, word for word (what the one statement in
+ * jobs.repository.ts must be equivalent to): the reference the one statement is compared with.
  */
 const legacy = {
   async heartbeatAndAdopt(ds: DataSource, runner: string, staleMs: number): Promise<void> {

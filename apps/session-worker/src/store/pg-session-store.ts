@@ -1023,7 +1023,7 @@ function toInboxItem(r: Row): InboxItem {
   };
 }
 
-/** `session_inbox.tool_result` (issue 8): a system delivery entering as a completed call. */
+/** `session_inbox.tool_result`: a system delivery (an async task's result) entering as a completed call. */
 function toolResultOf(v: unknown): InboxItem['toolResult'] {
   const t = v as { tool_name: string; arguments_text: string; result: string };
   return { toolName: t.tool_name, argumentsText: t.arguments_text, result: t.result };

@@ -31,8 +31,9 @@ export interface SandboxStatus {
 }
 
 /**
- * The shell as an injectable adapter (STYLE.md): a test or another sandbox swaps it. Issue 6 adds a
- * bubblewrap implementation; `PlainCommandRunner` is the unsandboxed `SKALD_SANDBOX=none` one.
+ * The shell as an injectable adapter (STYLE.md): a test or another sandbox swaps it.
+ * `BwrapCommandRunner` is the bubblewrap sandbox; `PlainCommandRunner` the unsandboxed
+ * `SKALD_SANDBOX=none` one.
  */
 export abstract class CommandRunner {
   /** Prepares the runner (a sandbox self-test); memoised, never throws. */

@@ -12,8 +12,8 @@ const DRAIN_MS = 200;
  * a process group of its own that is killed (SIGKILL) on timeout, on cancel, on shutdown, and once
  * the shell has exited (so background children do not outlive the call). NO isolation: a command
  * can read and write anything the service user can, and `setsid` children escape the group kill.
- * Development only. Issue 6 replaces this with the bubblewrap sandbox (pid namespace: killing the
- * sandbox's init takes every descendant with it).
+ * Development only. `BwrapCommandRunner` is the sandbox (pid namespace: killing the sandbox's
+ * init takes every descendant with it).
  */
 @Injectable()
 export class PlainCommandRunner extends CommandRunner implements OnApplicationShutdown {

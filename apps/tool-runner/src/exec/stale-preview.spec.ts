@@ -12,7 +12,7 @@ import { ToolExecRequest, ToolExecService } from './tool-exec.service';
 import { ToolMetrics } from './tool-metrics';
 import { ToolRouter } from './tool-router';
 
-/** Issue 5 point 7: `expected_base_hash` — a write approved on a preview of another version writes nothing. */
+/** `expected_base_hash` — a write approved on a preview of another version writes nothing. */
 describe('tools.exec with expected_base_hash', () => {
   let fx: WorkspaceFixture;
   let runner: PlainCommandRunner;

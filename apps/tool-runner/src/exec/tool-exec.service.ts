@@ -46,7 +46,7 @@ export const INTERRUPTED_AFTER_START =
  * running call), a cancel aborts the running call. Every call ends with exactly one reply: done,
  * failed (the sentence the model reads) or cancelled.
  *
- * Durable (issue 6 point 7): the start of a call is recorded in Postgres before it runs and its
+ * Durable: the start of a call is recorded in Postgres before it runs and its
  * reply when it ends, keyed by tool call id, with a heartbeat while it runs. A duplicate on any
  * replica, or after a restart of this one, gets the recorded reply; while another live runner runs
  * the call it waits for it; when the runner that started it died (heartbeat stale), a

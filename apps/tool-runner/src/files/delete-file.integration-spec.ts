@@ -13,7 +13,7 @@ import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspac
 import { ToolError } from '../tool-error';
 
 /**
- * `delete_file` (issue 35): deletes inside the workspace only — never the root, never a symlink's
+ * `delete_file`: deletes inside the workspace only — never the root, never a symlink's
  * target, never anything outside — and frees room in a workspace at or over its quota, after which
  * a command runs again.
  */

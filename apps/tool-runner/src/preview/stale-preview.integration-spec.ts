@@ -17,7 +17,7 @@ import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats'
 jest.setTimeout(60_000);
 const log = pino({ level: 'silent' });
 
-/** Issue 5 point 7 over NATS and Postgres: `tools.preview`'s hash guards the approved `tools.exec`. */
+/** Stale previews over NATS and Postgres: `tools.preview`'s hash guards the approved `tools.exec`. */
 describe('tool-runner: stale previews', () => {
   let nats: PrivateNats;
   let base: string;

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { recordAttackSuite } from '@skald/testing';
 
 /**
- * The usage walker against a hostile command (issue 34, point 7): while the walker samples a
+ * The usage walker against a hostile command: while the walker samples a
  * workspace again and again, a process of the workspace's uid swaps a directory of it with a symlink
  * to a host directory (`renameat2(RENAME_EXCHANGE)`, 10,000 swaps) and makes the directory
  * unreadable to its owner after every swap (the walker's chmod path). Both run as uid 1000, the uid

@@ -21,7 +21,7 @@ function typed(combo: string): KeyLike {
 const where = (at: 'composer' | 'text' | 'page') => ({ inComposer: at === 'composer', inText: at !== 'page' });
 
 describe('keyboard shortcuts: one table binds the keys and lists them', () => {
-  it('every action issue 20 asks for is in the table exactly once', () => {
+  it('every action the web client offers a key for is in the table exactly once', () => {
     const ids = SHORTCUTS.map((s) => s.id);
     const wanted: ShortcutId[] = ['send', 'stop', 'new-chat', 'search', 'approve', 'reject', 'help'];
     expect([...ids].sort()).toEqual([...wanted].sort());

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool, EVERYWHERE } from './define-tool';
 
-/** Issue 20: the `open_file` event (PROTOCOL) — the user's file viewer opens the file. */
+/** The `open_file` event (PROTOCOL) — the user's file viewer opens the file. */
 export const openFile = defineTool({
   name: 'open_file',
   description:

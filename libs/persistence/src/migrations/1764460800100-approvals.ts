@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Approval service (issue 5): session bypasses with expiry (shared by every replica: the row is the
+ * Approval service: session bypasses with expiry (shared by every replica: the row is the
  * truth), the audit log of every decision, the known-tools catalog, and the columns pending
  * requests need for cancellation and fast lookups.
  */

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Session worker, LLM accounting and pins (issue 7):
+ * Session worker, LLM accounting and pins:
  * - `llm_usage`: one row per model call that answered (rounds, sub-agents, compaction): tokens
  *   from the provider or estimated, cost at the client's prices. The per-user daily token budget
  *   is summed from it; it outlives the session it names (no foreign key: the ledger is kept).

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Scheduler (issue 8): the truth of cron jobs and async tasks. BullMQ's job schedulers in Redis
+ * Scheduler: the truth of cron jobs and async tasks. BullMQ's job schedulers in Redis
  * mirror `scheduled_jobs`; a fire becomes a `job_runs` row before anything starts.
  * - `scheduled_jobs`: kind `cron` (a user's schedule), `async` (an `execute_task` mode async,
  *   idempotent on the spawning tool call id) or `tic` (the periodic system tick).

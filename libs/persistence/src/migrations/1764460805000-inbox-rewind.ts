@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Regenerate and edit-and-resend as inbox items (issue 20): the rewind is stored in the durable
+ * Regenerate and edit-and-resend as inbox items: the rewind is stored in the durable
  * inbox under the client's id (so a retry is acknowledged as a duplicate and changes nothing) and
  * carried out when the item starts its turn, in the same commit — superseding the rows and
  * entering the input never happen apart. `rewind_kind` `regenerate`: the rows after the user

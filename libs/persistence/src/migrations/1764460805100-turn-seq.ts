@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * `sessions.turn_seq` (issue 20, history by REST): the seq of the session's last event before its
+ * `sessions.turn_seq` (history by REST): the seq of the session's last event before its
  * current turn began, written in the commit that starts the turn. The chat history endpoint
  * answers, with its page, the seq a client resumes after: the session's `last_seq` when no turn
  * is unfinished, else `turn_seq` — the running turn's cards (tools, approvals, sub-agents) are

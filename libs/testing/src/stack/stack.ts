@@ -284,7 +284,7 @@ export class Stack {
     return this.byName(name).find((p) => p.logs.some((l) => needles.every((n) => l.includes(n))));
   }
 
-  // ---- Postgres roles (issue 10): every app connects as its own role, provisioned by `boot` on the
+  // ---- Postgres roles: every app connects as its own role, provisioned by `boot` on the
   // admin URL, which `env.DATABASE_URL` stays (tests query with it). A DATABASE_URL in `perApp` or
   // in `addReplica`'s env wins.
   /** The credentials the apps were given (NATS and Redis passwords), by name: what a secrets scan looks for. */

@@ -434,7 +434,7 @@ async function startStack(infra, nodeArgs = {}, extraEnv = {}) {
 // same captured Skald requests cost it 1.15 ms at first and 0.46 ms after ~6,000
 // (scripts/bench/sim-fetch-ab.js). Without this, the system measured first (Skald, after a warm-up of
 // 180 requests) paid ~1 ms a round more of llm-sim's CPU than the floor and the skeleton measured
-// after thousands (docs/performance.md, "Session 13: llm-sim's CPU per Skald round").
+// after thousands (docs/performance.md, "llm-sim warmed up before measuring").
 const SIM_WARM_REQUESTS = 4000;
 
 /** A chat request of Skald's shape (system prompt with non-ASCII text, tools, a tool round). */

@@ -57,7 +57,7 @@ describe('carry affinity (two session workers)', () => {
     const done = await ws.waitFor((f) => f.type === 'done', 30_000, before);
     expect(done.content).toBe(`answer ${n}`);
     // The next message comes after the worker let the lease go, as a person's does: one sent within
-    // a few ms of `done` can still race the release (docs/performance.md, session 13, "Left").
+    // a few ms of `done` can still race the release (docs/performance.md, "What is left").
     for (let i = 0; i < 100; i++) {
       const [l] = await db.query(`SELECT owner FROM session_leases WHERE session_id = $1`, [sessionId]);
       if (!l?.owner) return;

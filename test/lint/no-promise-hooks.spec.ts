@@ -1,7 +1,7 @@
 // No AsyncLocalStorage or async_hooks.createHook in the apps' and libs' run-time code. On Node 20 the
 // first AsyncLocalStorage run (or an enabled hook) turns on V8's promise hooks for every promise of
 // the process for good: the session worker paid ~0.4–0.7 ms of its ~5 ms of CPU per tool round for
-// them (docs/performance.md, "Session 12"). Context a line or a call needs travels explicitly (a
+// them (docs/performance.md, "No promise hooks"). Context a line or a call needs travels explicitly (a
 // logger made with `loggerWithIds`, a parameter). Tests and bench scripts may use them.
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

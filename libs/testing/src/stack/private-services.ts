@@ -214,7 +214,7 @@ export class PrivateNats {
  * (`GOMAXPROCS`, from `SKALD_NATS_GOMAXPROCS`, default 1) unless told otherwise. On a machine whose
  * few cores every process of the stack shares, the server's default (one thread per core, idle ones
  * spinning for work before they sleep) spent a third of its CPU handing each message between threads
- * (futex and nanosleep were half of its system calls): docs/performance.md, Session 11.
+ * (futex and nanosleep were half of its system calls): docs/performance.md, "NATS on one thread".
  */
 export function natsServerEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return { ...env, GOMAXPROCS: env.SKALD_NATS_GOMAXPROCS ?? env.GOMAXPROCS ?? '1' };

@@ -17,7 +17,7 @@
 //
 // SKEL_REQUEST_SIZE: `floor` sends the floor's request (history and one 190-byte tool, no system
 // prompt); `skald` adds what makes a Skald model call 13.2 KB at a turn's first round (docs/
-// performance.md, session 10): a 4.2 KB system prompt, 18 tool schemas of 8.3 KB in all, 0.4 KB of
+// performance.md, "The model request"): a 4.2 KB system prompt, 18 tool schemas of 8.3 KB in all, 0.4 KB of
 // environment and style messages — generated, deterministic (a fixed word list and a fixed LCG seed).
 const { req, natsConnect, enc, run } = require('./common');
 const { Pool } = req('pg');

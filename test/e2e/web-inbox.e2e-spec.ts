@@ -103,9 +103,9 @@ describe('inbox in a real browser', () => {
       const block = page.locator('.assistant-bubble pre.code-block').last();
       await block.locator('.hljs-keyword').first().waitFor();
       // The answer's block is decorated again whenever its bubble's markup is replaced (the Copy
-      // button with it), so a click can land on a button that is gone: after this session's merges the
-      // first click's 'Copied' was missed in 2 of 4 runs (cause not pinned down). Click the current
-      // button until it says it copied (3 tries); a button that never copies still fails.
+      // button with it), so a click can land on a button that is gone and its 'Copied' never shows
+      // (cause not pinned down). Click the current button until it says it copied (3 tries); a
+      // button that never copies still fails.
       for (let attempt = 1; ; attempt++) {
         await block.getByRole('button', { name: 'Copy code' }).click();
         try {

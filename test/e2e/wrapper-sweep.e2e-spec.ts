@@ -210,13 +210,13 @@ async function filesUnder(path: string): Promise<string[]> {
 }
 
 /**
- * What a sweep's result depends on, hashed: each executable the sandbox lists (its host stat: the
+ * What a sweep's result depends on, hashed: each executable swept (its host stat: the
  * sandbox binds the host's directories at the same paths), the package database, the kernel, the
  * uid (root sweeps in another limits mode), and the harness's and sandbox's source.
  */
-async function imageFingerprint(listed: readonly string[]): Promise<string> {
+async function imageFingerprint(programs: readonly string[]): Promise<string> {
   const h = createHash('sha256');
-  for (const p of listed) {
+  for (const p of programs) {
     const st = await stat(p).catch(() => null);
     h.update(`${p}\0${st ? `${st.size}:${st.mtimeMs}:${st.ino}` : 'missing'}\n`);
   }
@@ -456,7 +456,7 @@ describe('wrappers of the sandbox image, found by running every executable', () 
    * agrees with it (each sampled runner still runs what it is given, no sampled other does); else null.
    */
   async function keptSweep(fingerprint: string, programs: readonly string[]): Promise<Kept | null> {
-    if (process.env.SKALD_WRAPPER_SWEEP_CACHE === 'off' || ONLY) return null;
+    if (process.env.SKALD_WRAPPER_SWEEP_CACHE === 'off') return null;
     const kept = await readFile(join(CACHE_DIR, `${fingerprint}.json`), 'utf8')
       .then((t) => JSON.parse(t) as Kept)
       .catch(() => null);
@@ -510,7 +510,7 @@ describe('wrappers of the sandbox image, found by running every executable', () 
     const programs = listed.filter((p) => !excluded.has(p) && (!ONLY || ONLY.includes(basename(p))));
     if (!ONLY) expect(programs.length).toBeGreaterThan(100);
     const individual = process.env.SKALD_WRAPPER_SWEEP_MODE === 'individual';
-    const fingerprint = await imageFingerprint(listed);
+    const fingerprint = await imageFingerprint(programs);
 
     let kept = await keptSweep(fingerprint, programs);
     if (!kept) {
@@ -528,7 +528,7 @@ describe('wrappers of the sandbox image, found by running every executable', () 
         walled,
       };
       // Only a sweep whose every batch ran to its end is worth keeping.
-      if (!ONLY && !individual && walled.length === 0) await keep(kept);
+      if (walled.length === 0) await keep(kept);
     }
     const { found, walled } = kept;
     const seconds = (performance.now() - started) / 1000;

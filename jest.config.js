@@ -1,6 +1,8 @@
 // One Jest configuration, three projects:
-//   unit         *.spec.ts next to the code: no I/O, milliseconds each.
-//   integration  *.integration-spec.ts: real Postgres / Redis / NATS on loopback.
+//   unit         *.spec.ts next to the code: no I/O, milliseconds each. test/setup/unit-guard.ts fails a spec
+//                that starts a process, opens a connection or changes a file outside os.tmpdir().
+//   integration  *.integration-spec.ts: real Postgres / Redis / NATS on loopback, and every test that needs a
+//                process (a kustomize render, an ESLint run, dash and bash), the network or real files.
 //   e2e          test/e2e/**: the five apps as separate processes + llm-sim, public API only; and
 //                *.serial-spec.ts next to the code: integration tests whose bounds are wall-clock times
 //                (another user's call answered within N ms during an attack), run in the serial phase
@@ -24,6 +26,7 @@ const transformIgnorePatterns = ['/node_modules/(?!jose/)'];
 const moduleNameMapper = {
   '^@skald/agent-loop/testing$': '<rootDir>/libs/agent-loop/src/testing/index.ts',
   '^@skald/service-kit/telemetry$': '<rootDir>/libs/service-kit/src/telemetry.ts',
+  '^@skald/testing/unit$': '<rootDir>/libs/testing/src/unit/new-test-service.ts',
   '^@skald/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
 };
 const base = { rootDir: __dirname, transform, transformIgnorePatterns, moduleNameMapper, testEnvironment: 'node' };
@@ -39,6 +42,7 @@ module.exports = {
       ...base,
       displayName: 'unit',
       collectCoverageFrom,
+      setupFilesAfterEnv: ['<rootDir>/test/setup/unit-guard.ts'],
       testMatch: [
         '<rootDir>/{apps,libs}/*/src/**/*.spec.ts',
         '<rootDir>/test/{lint,compose,unit,k8s,docs}/**/*.spec.ts',
@@ -47,7 +51,11 @@ module.exports = {
     {
       ...base,
       displayName: 'integration',
-      testMatch: ['<rootDir>/{apps,libs}/*/src/**/*.integration-spec.ts', '<rootDir>/test/integration/**/*.spec.ts'],
+      testMatch: [
+        '<rootDir>/{apps,libs}/*/src/**/*.integration-spec.ts',
+        '<rootDir>/test/{lint,compose,k8s,docs}/**/*.integration-spec.ts',
+        '<rootDir>/test/integration/**/*.spec.ts',
+      ],
       globalSetup: '<rootDir>/test/setup/global-setup.js',
       globalTeardown: '<rootDir>/test/setup/global-teardown.js',
     },

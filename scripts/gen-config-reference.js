@@ -7,7 +7,7 @@
 // Names, defaults and allowed values come from the schemas the apps validate their environment with
 // (apps/<app>/dist/config.js, libs/service-kit/dist/config.js); descriptions from the schema field's `.describe()`,
 // else the doc comment above the field in the schema's source, else DESCRIPTIONS below. A variable with none of
-// them stops the generator, so a new variable cannot land undocumented (test/docs/operations.spec.ts runs this).
+// them stops the generator, so a new variable cannot land undocumented (test/docs/operations.integration-spec.ts runs this).
 'use strict';
 
 const { readFileSync, writeFileSync } = require('node:fs');

@@ -22,12 +22,12 @@ workers=$(node -p 'Math.max(2, require("os").availableParallelism() - 1)')
 npx jest --selectProjects unit integration --maxWorkers="$workers" --coverage --forceExit --json --outputFile=test-results/jest-main.json "$@"
 # The unit tier again on the Node LTS the images run (the major of deploy/Dockerfile's NODE_IMAGE), while the
 # machine's node is the oldest the code supports (package.json `engines`): the code runs on both. That Node comes
-# from the npm registry's `node` package (npx caches it after the first run). Left out: the shell differential,
-# a third of the tier's time, spent in the dash and bash it runs (the gate's parser it checks runs in the other
-# unit specs of the approval service).
+# from the npm registry's `node` package (npx caches it after the first run). The unit tier runs no process, so
+# what it checks is the code on that Node (the shell differential, which spends its time in dash and bash, is an
+# integration test).
 lts=$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9][0-9]*\)-.*/\1/p' deploy/Dockerfile)
 npx --yes -p "node@$lts" -- node node_modules/jest/bin/jest.js --selectProjects unit --maxWorkers="$workers" \
-  --testPathIgnorePatterns /node_modules/ approval-shell-differential --passWithNoTests --forceExit --json \
+  --passWithNoTests --forceExit --json \
   --outputFile=test-results/jest-unit-lts.json "$@"
 npx jest --selectProjects e2e --runInBand --forceExit --json --outputFile=test-results/jest-e2e.json "$@"
 # The escape suites again in the sandbox's other limits mode (per-sandbox rlimits, as where no cgroup is writable).

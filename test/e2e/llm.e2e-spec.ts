@@ -42,7 +42,7 @@ describe('LLM clients through the gateway: fallback, shared health, pins, cost, 
       root: ROOT,
       replicas: { 'session-worker': 2 },
       // One try per client: these tests follow the fallback between clients and the health count of
-      // each failure; retries on the same client are llm-adapter.sim.spec's (session worker).
+      // each failure; retries on the same client are llm-adapter.sim.integration-spec's (session worker).
       perApp: {
         'session-worker': {
           SKALD_USER_DAILY_TOKENS: String(BUDGET),

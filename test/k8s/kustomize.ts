@@ -1,4 +1,4 @@
-// Renders a kustomization the way `kubectl kustomize` does, for test/k8s/k8s.spec.ts.
+// Renders a kustomization the way `kubectl kustomize` does, for test/k8s/k8s.integration-spec.ts.
 //
 // `kubectl kustomize` is used when it is installed (CI machines have it). Without it, `buildKustomization` resolves
 // the subset of kustomize that k8s/ uses (resources, components, namespace, labels, images, replicas, strategic

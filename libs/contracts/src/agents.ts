@@ -18,7 +18,7 @@ const ToolFilter = z.strictObject({
   allow: z.array(ToolPatternText(128)).max(200).default([]),
   deny: z.array(ToolPatternText(128)).max(200).default([]),
 });
-/** As stored before patterns were checked on write: a malformed entry matches no tool (`compileToolFilter`). */
+/** As a row holds it: entries unchecked; one that does not parse matches no tool (`compileToolFilter`). */
 const StoredToolFilter = z.strictObject({
   allow: z.array(StoredText(128).min(1)).max(200).default([]),
   deny: z.array(StoredText(128).min(1)).max(200).default([]),

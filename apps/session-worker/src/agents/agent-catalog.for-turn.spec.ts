@@ -33,7 +33,7 @@ const row = fc.record({
     { type: 'system' },
     { name: '' },
     { tools: { allow: ['@read_only'], deny: ['list_*'] } },
-    // stored before patterns were checked on write: matches no tool
+    // a stored entry that does not parse: it matches no tool
     { name: 'Old', type: 'task', tools: { allow: [], deny: ['list files'] } },
   ),
   updatedAt: fc.constant('2026-01-01T00:00:00.000Z'),

@@ -192,9 +192,9 @@ export interface CompiledToolFilter {
 }
 
 /**
- * Compiles an agent's filter. Writes are validated (`ToolPatternText`); a pattern stored before
- * that and malformed now matches no tool — as it did then, since no tool name has the characters
- * that make it malformed.
+ * Compiles an agent's filter. Writes are checked (`ToolPatternText`), but a stored row may hold an
+ * entry that does not parse: it matches no tool (no tool name has the characters that make a
+ * pattern malformed).
  */
 export function compileToolFilter(filter: ToolFilterLists, groups: ToolGroups = REGISTRY_GROUPS): CompiledToolFilter {
   const compile = (patterns: readonly string[]): Array<(n: string) => boolean> =>

@@ -144,7 +144,11 @@ describe('sub-agents', () => {
       agent({
         id: 'main',
         type: 'system',
-        tools: { allow: ['read_*', 'mcp__*', 'list_agents'], deny: ['mcp__gh__*'] },
+        // as the catalog compiles { allow: ['read_*', 'mcp__*', 'list_agents'], deny: ['mcp__gh__*'] }
+        tools: {
+          allows: (n) =>
+            !n.startsWith('mcp__gh__') && (n.startsWith('read_') || n.startsWith('mcp__') || n === 'list_agents'),
+        },
       }),
     );
     await h.run('tick');

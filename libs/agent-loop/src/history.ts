@@ -10,7 +10,7 @@ import {
   WRITE_TODOS,
 } from './loop-tools';
 import { dynamicTail, flattenContext, projectContext, type ContextParts } from './projection';
-import type { AgentDefinition, LoopDeps } from './ports';
+import type { LoopDeps } from './ports';
 import { isRoot, toolContext, type FrameContext, type TurnContext } from './turn-context';
 import type { CompactionSummary, FrameRow, MessageRow, WireMessage, WireTool } from './types';
 
@@ -102,15 +102,6 @@ export async function expectMemoryQuery(turn: TurnContext, frame: FrameRow): Pro
   deps.memory.expectQuery(session.id, memoryQuery((await frameHistory(deps, frame.id)).messages));
 }
 
-function matches(pattern: string, name: string): boolean {
-  return pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : pattern === name;
-}
-
-export function agentAllows(agent: AgentDefinition, name: string): boolean {
-  if (agent.tools.deny.some((p) => matches(p, name))) return false;
-  return agent.tools.allow.length === 0 || agent.tools.allow.some((p) => matches(p, name));
-}
-
 /**
  * The tools offered this round: the tool set's (minus `root_agent_only` in sub-agents and
  * `sub_agents_only` at the root, minus names the loop owns) + the loop's own, each added once per
@@ -140,7 +131,7 @@ export async function roundTools(fctx: FrameContext): Promise<WireTool[]> {
   if (fctx.agent.type !== 'system' && !session.autoDenyApprovals) own.push(ASK_USER_CLARIFICATION);
   // Background sessions (jobs) delegate synchronously only: `execute_subtask`, never async tasks.
   if (fctx.frame.depth < deps.config.maxDepth) own.push(root && session.isInteractive ? EXECUTE_TASK : EXECUTE_SUBTASK);
-  const allowed = [...external, ...own].filter((t) => agentAllows(fctx.agent, t.function.name));
+  const allowed = [...external, ...own].filter((t) => fctx.agent.tools.allows(t.function.name));
   if (!deps.gate.visibleTools || allowed.length === 0) return allowed;
   const visible = await deps.gate.visibleTools({
     sessionId: ctx.sessionId,

@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import { LOOP_TOOL_NAMES } from './loop-tools';
+import type { AgentDefinition } from './ports';
 import {
   agent,
   FakeGate,
@@ -19,6 +20,8 @@ import {
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 const ok: FakeToolDefinition['run'] = async () => ({ ok: true, content: 'ran' });
 const toolNames = (c: RecordedLlmCall): string[] => c.tools.map((t) => t.function.name);
+/** An agent filter that denies these names (what the catalog compiles from `deny: [names]`). */
+const denying = (names: readonly string[]): AgentDefinition['tools'] => ({ allows: (n) => !names.includes(n) });
 const notAvailable = (name: string) => ({ status: 'failed', result: `tool ${name} is not available to this agent` });
 
 /** The named call was refused and nothing acted on it. */
@@ -37,7 +40,7 @@ describe('execution enforces the offer', () => {
       tools: [{ name: 'read_file', run: ok }],
       script: [{ toolCalls: [{ name: 'read_file', arguments: { path: 'secret' } }] }, { content: 'done' }],
     });
-    h.catalog.add(agent({ id: 'main', type: 'chat', tools: { allow: [], deny: ['read_file'] } }));
+    h.catalog.add(agent({ id: 'main', type: 'chat', tools: denying(['read_file']) }));
     expect(await h.run('read it')).toMatchObject({ kind: 'final', content: 'done' });
     expect(toolNames(h.model.calls[0])).not.toContain('read_file');
     expectRefused(h, 'read_file');
@@ -59,7 +62,7 @@ describe('execution enforces the offer', () => {
         { content: 'done' },
       ],
     });
-    h.catalog.add(agent({ id: 'main', type: 'chat', tools: { allow: ['read_*'], deny: [] } }));
+    h.catalog.add(agent({ id: 'main', type: 'chat', tools: { allows: (n) => n.startsWith('read_') } }));
     await h.run('go');
     expectRefused(h, 'execute_cmd');
     expect(h.tools.runsOf('read_file')).toHaveLength(1);
@@ -306,7 +309,7 @@ describe('execution enforces the offer', () => {
               { content: 'done' },
             ],
           });
-          h.catalog.add(agent({ id: 'main', type: 'chat', tools: { allow: [], deny: denied } }));
+          h.catalog.add(agent({ id: 'main', type: 'chat', tools: denying(denied) }));
           gate.hidden.delete('activate_tools');
           await h.run('go');
           const round = h.model.calls[granted ? 1 : 0];
@@ -353,7 +356,7 @@ describe('the memory context follows the read tool', () => {
       ],
       script: [{ toolCalls: [{ name: 'list_files', arguments: {} }] }, { content: 'done' }],
     });
-    h.catalog.add(agent({ id: 'main', type: 'chat', tools: { allow: [], deny } }));
+    h.catalog.add(agent({ id: 'main', type: 'chat', tools: denying(deny) }));
     h.deps.memory = new FakeMemory(MEMORY, 'read_file');
     return h;
   }

@@ -498,12 +498,20 @@ export interface AgentDefinition {
   strength: string | null;
   /** Scope for AUTO selection (clients serving it are preferred); null / absent: any. */
   scope?: string | null;
-  /** Tool name filters (`prefix*` or exact); deny wins. Empty allow list = everything. */
-  tools: { allow: string[]; deny: string[] };
+  /**
+   * The agent's tool filters (`meta.json` `tools`), compiled by the catalog in the tool-pattern
+   * language of libs/contracts: whether a tool may be offered to this agent.
+   */
+  tools: AgentToolFilter;
   /** `__KEY__` → value substitutions applied to the prompt. */
   substitutions: Record<string, string>;
   /** Short reminder appended as the last system message. */
   tailReminder: string | null;
+}
+
+/** Whether a tool may be offered to an agent: its filters, compiled (deny wins; no allow list: every tool). */
+export interface AgentToolFilter {
+  allows(toolName: string): boolean;
 }
 
 export interface AgentSummary {

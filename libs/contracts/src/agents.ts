@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Actor, Source, StoredText } from './common';
 import { replyOf } from './reply';
+import { ToolPatternText } from './tool-registry/tool-patterns';
 
 /**
  * The agents catalog (owned by the session worker): built-in agents are files in the repository
@@ -12,7 +13,13 @@ import { replyOf } from './reply';
 export const AgentId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,47}$/, 'agent id must match [a-z0-9][a-z0-9_-]{0,47}');
 export const AgentType = z.enum(['chat', 'task', 'system']);
 export const AgentStrength = z.enum(['very_low', 'low', 'medium', 'high', 'very_high']);
+/** An agent's tool filter as written: every entry a tool pattern (`ToolPatternText`: `*`, a name, a glob, a group). */
 const ToolFilter = z.strictObject({
+  allow: z.array(ToolPatternText(128)).max(200).default([]),
+  deny: z.array(ToolPatternText(128)).max(200).default([]),
+});
+/** As a row holds it: entries unchecked; one that does not parse matches no tool (`compileToolFilter`). */
+const StoredToolFilter = z.strictObject({
   allow: z.array(StoredText(128).min(1)).max(200).default([]),
   deny: z.array(StoredText(128).min(1)).max(200).default([]),
 });
@@ -36,10 +43,15 @@ export const AgentMeta = z.strictObject({
   inject_memory: z.array(MemoryDocPath).max(20).default([]),
   /** A short reminder sent as the last system message of every request (never cached). */
   instructions: StoredText(4000).nullable().default(null),
-  /** Tool name filters (`prefix*` or exact); deny wins; an empty allow list allows everything. */
+  /**
+   * Tool filters in the tool-pattern language of the approval rules (`*`, a name, a glob, a group
+   * such as `@read_only` or `@fs_write`); deny wins; an empty allow list allows everything.
+   */
   tools: ToolFilter.default({ allow: [], deny: [] }),
 });
 export type AgentMeta = z.infer<typeof AgentMeta>;
+/** `meta` of a `user_agents` row: AgentMeta, with the tool filters as they may have been stored. */
+export const StoredAgentMeta = AgentMeta.extend({ tools: StoredToolFilter.default({ allow: [], deny: [] }) });
 /** What `PUT /api/agents/{id}` may change in `meta`: any field, the others are kept. */
 export const AgentMetaPatch = AgentMeta.partial();
 

@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import {
   BypassScope as BypassScopeSchema,
   BypassScope as ContractBypassScope,
+  compileToolPattern as compileSharedToolPattern,
   effectiveCallPaths,
   FS_READ_TOOLS,
   FS_WRITE_TOOLS,
@@ -10,6 +11,7 @@ import {
   resolveToolPath,
   toolCategory,
   type ToolCategory,
+  ToolPatternError,
 } from '@skald/contracts';
 import {
   CommandPattern,
@@ -25,7 +27,7 @@ import { catalogueRisk, writesOrRuns } from './read-only-catalogue';
 import { parseInvocation } from './programs';
 import { readCommandLine } from './shell-commands';
 import { analyzeCommand, scanSegments, SimpleCommand } from './shell-analysis';
-import { anyCharsGlob, GlobTest, pathGlob, RULE_PATH_MAX_CHARS } from './rule-glob';
+import { pathGlob, RULE_PATH_MAX_CHARS } from './rule-glob';
 
 /**
  * The approval gate as a pure function: rules (ordered by priority, then insertion; the session's
@@ -98,8 +100,6 @@ export interface GateResult {
 export { FS_READ_TOOLS, FS_WRITE_TOOLS };
 export const WORKSPACE = '/workspace';
 const MEMORY_ROOTS = ['user-memory', 'shared-memory'];
-const TOOL_NAME = /^[A-Za-z0-9_.:-]+$/;
-const TOOL_GLOB = /^[A-Za-z0-9_.:*-]+$/;
 
 // ---------------------------------------------------------------- compiling rules
 
@@ -130,24 +130,14 @@ export class RuleCompileError extends Error {
   }
 }
 
+/** The tool patterns of libs/contracts (`*`, a name, a glob, a registry group), as a rule's field. */
 export function compileToolPattern(pattern: string): (name: string) => boolean {
-  const p = pattern.trim();
-  if (p === '*') return () => true;
-  if (p === '@fs_read') return (n) => FS_READ_TOOLS.includes(n);
-  if (p === '@fs_write') return (n) => FS_WRITE_TOOLS.includes(n);
-  if (p === '@fs_any') return (n) => FS_READ_TOOLS.includes(n) || FS_WRITE_TOOLS.includes(n);
-  if (p.startsWith('@')) throw new RuleCompileError('tool_pattern', `unknown tool group ${p}`);
-  if (p.includes('*')) {
-    if (!TOOL_GLOB.test(p)) throw new RuleCompileError('tool_pattern', `invalid tool pattern ${p}`);
-    if (p.endsWith('*') && !p.slice(0, -1).includes('*')) {
-      const prefix = p.slice(0, -1);
-      return (n) => n.startsWith(prefix);
-    }
-    const re = globRegex(p, '.*');
-    return (n) => re.test(n);
+  try {
+    return compileSharedToolPattern(pattern);
+  } catch (e) {
+    if (e instanceof ToolPatternError) throw new RuleCompileError('tool_pattern', e.message);
+    throw e;
   }
-  if (!TOOL_NAME.test(p)) throw new RuleCompileError('tool_pattern', `invalid tool name ${p}`);
-  return (n) => n === p;
 }
 
 /** `*` alone: any path; `dir/*`: dir and its whole subtree; otherwise `*` within a segment, `**` across. */
@@ -161,7 +151,7 @@ export function compilePathPattern(pattern: string): (path: string) => boolean {
     const dir = posix.normalize(anchored.slice(0, -2)).replace(/\/+$/, '') || '/';
     return (path) => path === dir || path.startsWith(dir === '/' ? '/' : `${dir}/`);
   }
-  const re = globRegex(posix.normalize(anchored), '[^/]*');
+  const re = pathGlob(posix.normalize(anchored));
   return (path) => re.test(path);
 }
 
@@ -175,11 +165,6 @@ export function compileCommandPattern(pattern: string): CommandPattern {
   if (typeof words === 'string')
     throw new RuleCompileError('command_pattern', `command pattern does not parse: ${words}`);
   return compileCommandWords(words);
-}
-
-/** A rule glob, matched in linear time (rule-glob.ts): `*` any characters, or within a path segment. */
-function globRegex(pattern: string, star: '.*' | '[^/]*'): GlobTest {
-  return star === '.*' ? anyCharsGlob(pattern) : pathGlob(pattern);
 }
 
 /** Never throws: a rule that fails to compile is kept, marked broken. */

@@ -1,42 +1,16 @@
+import { anyCharsGlob, type GlobTest } from '@skald/contracts';
 import { RE2JS } from 're2js';
 
 /**
  * The globs of approval rules, matched in time linear in the value: an admin writes the glob, the
  * model supplies the value (a tool name, a command word of up to a whole command line, a path), so
  * no glob may backtrack. A JS RegExp built from `a*a*a*…b` takes time polynomial in the value.
+ * `anyCharsGlob` (`*` any characters) is the tool patterns' glob, from libs/contracts.
  */
-export interface GlobTest {
-  test(value: string): boolean;
-}
+export { anyCharsGlob, type GlobTest };
 
 /** Longest path a path rule is matched against; a longer one is no valid path (PATH_MAX). */
 export const RULE_PATH_MAX_CHARS = 4096;
-
-/**
- * `*` (or `**`) any characters, everything else itself: the literals between the stars are found
- * leftmost, in order (a leftmost placement never prevents a match), so a value is scanned a bounded
- * number of times whatever the glob.
- */
-export function anyCharsGlob(pattern: string): GlobTest {
-  const parts = pattern.split(/\*+/);
-  if (parts.length === 1) return { test: (v) => v === pattern };
-  const first = parts[0];
-  const last = parts[parts.length - 1];
-  const middle = parts.slice(1, -1).filter((p) => p !== '');
-  return {
-    test(v) {
-      if (v.length < first.length + last.length || !v.startsWith(first) || !v.endsWith(last)) return false;
-      const end = v.length - last.length;
-      let pos = first.length;
-      for (const m of middle) {
-        const i = v.indexOf(m, pos);
-        if (i === -1 || i + m.length > end) return false;
-        pos = i + m.length;
-      }
-      return true;
-    },
-  };
-}
 
 /**
  * Paths: `*` any characters within a segment, `**` any characters across segments. Without `**`

@@ -6,8 +6,10 @@ import {
   AgentList,
   AgentMeta,
   AgentMetaPatch,
+  compileToolFilter,
   describeZodError,
   PutAgentRequest,
+  StoredAgentMeta,
 } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
@@ -122,7 +124,7 @@ export class AgentCatalogService implements AgentCatalogPort {
       client: agent.meta.client,
       strength: agent.meta.strength,
       scope: agent.meta.scope,
-      tools: agent.meta.tools,
+      tools: compileToolFilter(agent.meta.tools),
       substitutions: {
         ...this.promptVars,
         AGENTS: renderAgentList(taskAgents.filter((a) => a.id !== agent.id)),
@@ -213,7 +215,7 @@ export class AgentCatalogService implements AgentCatalogPort {
       }
       const meta = { ...(existing?.meta ?? {}), ...patch };
       if (meta.type === 'system') throw invalid('meta.type', 'system agents are built in; use chat or task');
-      const full = AgentMeta.safeParse(meta);
+      const full = StoredAgentMeta.safeParse(meta);
       if (!full.success) throw invalidFrom(full.error, 'meta');
       await this.repo.upsert(scope, prompt ?? existing?.prompt ?? null, full.data);
     }
@@ -237,7 +239,7 @@ export class AgentCatalogService implements AgentCatalogPort {
   private merge(agentId: string, row: UserAgentRow | null): EffectiveAgent | null {
     const builtin = this.files.agents.get(agentId);
     if (builtin) {
-      const meta = row ? AgentMeta.safeParse({ ...builtin.meta, ...row.meta }) : null;
+      const meta = row ? StoredAgentMeta.safeParse({ ...builtin.meta, ...row.meta }) : null;
       return {
         id: agentId,
         meta: meta?.success ? meta.data : builtin.meta,
@@ -248,7 +250,7 @@ export class AgentCatalogService implements AgentCatalogPort {
       };
     }
     if (!row) return null;
-    const meta = AgentMeta.safeParse(row.meta);
+    const meta = StoredAgentMeta.safeParse(row.meta);
     if (!meta.success) return null;
     return {
       id: agentId,

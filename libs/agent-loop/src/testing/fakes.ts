@@ -225,7 +225,7 @@ export function agent(partial: Partial<AgentDefinition> & { id: string }): Agent
     type: 'task',
     client: null,
     strength: null,
-    tools: { allow: [], deny: [] },
+    tools: { allows: () => true },
     substitutions: {},
     tailReminder: null,
     ...partial,

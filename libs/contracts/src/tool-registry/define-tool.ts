@@ -1,7 +1,11 @@
 import { z } from 'zod';
 
-/** What the approval rules and the security console group a tool under. */
-export type ToolCategory = 'filesystem' | 'shell' | 'mcp' | 'agents' | 'plumbing' | 'system' | 'dynamic';
+/** What the approval rules, the agents' tool filters and the security console group a tool under. */
+export const TOOL_CATEGORIES = ['filesystem', 'shell', 'mcp', 'agents', 'plumbing', 'system', 'dynamic'] as const;
+export type ToolCategory = (typeof TOOL_CATEGORIES)[number];
+
+/** `write` changes the workspace, memory or the world; `read` does not. */
+export type ToolAccess = 'read' | 'write';
 
 /** What recovery does with a call found running after a crash. */
 export type RestartHint = 'reExecute' | 'markInterrupted';

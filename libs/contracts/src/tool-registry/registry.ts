@@ -6,7 +6,7 @@
  * for its handler (and, for a file write, its preview) in apps/tool-runner.
  */
 import { appendFile } from './append-file.tool';
-import type { ToolCategory, ToolDefinition } from './define-tool';
+import type { ToolAccess, ToolCategory, ToolDefinition } from './define-tool';
 import { deleteFile } from './delete-file.tool';
 import { editFile } from './edit-file.tool';
 import { executeCmd } from './execute-cmd.tool';
@@ -58,11 +58,11 @@ export function isBuiltinTool(name: string): name is BuiltinToolName {
   return BUILTIN_TOOLS_BY_NAME.has(name);
 }
 
-/** `@fs_read` of the approval rules: the file tools that only read. */
+/** `@fs_read` of the tool patterns: the file tools that only read. */
 export const FS_READ_TOOLS: readonly string[] = BUILTIN_TOOLS.filter(
   (t) => t.category === 'filesystem' && t.access === 'read',
 ).map((t) => t.name);
-/** `@fs_write` of the approval rules: the file tools that write. */
+/** `@fs_write` of the tool patterns: the file tools that write. */
 export const FS_WRITE_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.writesFile).map((t) => t.name);
 /** Tools whose `path` argument names a file or directory (`list_files` defaults to the base). */
 export const PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.takesPath).map((t) => t.name);
@@ -76,18 +76,31 @@ export const BASE_DEFAULT_PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((
   (t) => t.name,
 );
 
+/** One of the tools the agent loop implements itself. */
+export interface LoopToolDefinition {
+  name: string;
+  category: ToolCategory;
+  /**
+   * As a built-in tool's: `write` changes the workspace, memory or the world. The frame's own notes
+   * (scratchpad, todos) and a question to the user change none of them; activating MCP servers
+   * starts them, and a delegated agent may write.
+   */
+  access: ToolAccess;
+  defaultRule: 'allow' | 'require';
+}
+
 /**
  * The tools the agent loop implements itself (libs/agent-loop `loop-tools.ts` defines what the
- * model sees; a test checks both name the same tools): their category and default rule.
+ * model sees; a test checks both name the same tools): their category, access and default rule.
  */
-export const LOOP_TOOLS: ReadonlyArray<{ name: string; category: ToolCategory; defaultRule: 'allow' | 'require' }> = [
-  { name: 'update_scratchpad', category: 'plumbing', defaultRule: 'allow' },
-  { name: 'write_todos', category: 'plumbing', defaultRule: 'allow' },
-  { name: 'ask_user_clarification', category: 'plumbing', defaultRule: 'allow' },
-  { name: 'activate_tools', category: 'plumbing', defaultRule: 'allow' },
-  { name: 'list_agents', category: 'plumbing', defaultRule: 'allow' },
-  { name: 'execute_task', category: 'agents', defaultRule: 'require' },
-  { name: 'execute_subtask', category: 'agents', defaultRule: 'require' },
+export const LOOP_TOOLS: readonly LoopToolDefinition[] = [
+  { name: 'update_scratchpad', category: 'plumbing', access: 'read', defaultRule: 'allow' },
+  { name: 'write_todos', category: 'plumbing', access: 'read', defaultRule: 'allow' },
+  { name: 'ask_user_clarification', category: 'plumbing', access: 'read', defaultRule: 'allow' },
+  { name: 'activate_tools', category: 'plumbing', access: 'write', defaultRule: 'allow' },
+  { name: 'list_agents', category: 'plumbing', access: 'read', defaultRule: 'allow' },
+  { name: 'execute_task', category: 'agents', access: 'write', defaultRule: 'require' },
+  { name: 'execute_subtask', category: 'agents', access: 'write', defaultRule: 'require' },
 ];
 
 /** Core interface tools injected by the system, never offered to a model. */

@@ -8,7 +8,7 @@
  *   one of two replicas drains: every request is answered, none is lost or answered twice.
  */
 import type { ToolContext } from '@skald/agent-loop';
-import { ReplyDataOf, TOOL_ALIVE_LOSS_MS, TOPICS } from '@skald/contracts';
+import { ReplyDataOf, TOOL_ALIVE_LOSS_MS, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { PrivateNats } from '@skald/testing';
 import { RunnerToolSet } from '../../apps/session-worker/src/ports/runner-tool-set';
@@ -110,7 +110,7 @@ describe('tool runner and session worker upgraded in either order, and restarted
       clearTimeout(timer);
       timer = setTimeout(() => (lost = true), TOOL_ALIVE_LOSS_MS);
     };
-    const sub = worker.subscribe(TOPICS.toolAlive.subject(id), TOPICS.toolAlive.message, arm);
+    const sub = worker.subscribe(topicOf('toolAlive', id), arm);
     arm();
     const reply = await worker.call('tools.exec', request(id), { timeoutMs: 30_000 });
     clearTimeout(timer);

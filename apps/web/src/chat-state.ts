@@ -1,5 +1,5 @@
 import type { Frame } from './socket';
-import type { ChatMessageDto } from '@skald/contracts';
+import type { ChatMessageDto, PendingWriteKind } from '@skald/contracts';
 import { attachmentsOf, type Attachment } from './files/attachment-frames';
 import { historyItems, mergeItems } from './history/history-items';
 import { turnSign } from './turn-state/turn-state';
@@ -73,6 +73,15 @@ export const initialChat: ChatState = {
   depth: 0,
   older: null,
 };
+
+/**
+ * What a `pending_write` asks to approve: its `kind`; an event stored before `kind` existed has
+ * none, and a command's carries the path `"$ execute_cmd"`.
+ */
+function pendingWriteKind(f: Frame): PendingWriteKind {
+  if (f.kind === 'command' || f.kind === 'file') return f.kind;
+  return f.path === '$ execute_cmd' ? 'command' : 'file';
+}
 
 const s = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
 const OUTPUT_KEEP = 20_000;
@@ -294,7 +303,7 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
         requestId,
         toolCallId: s(f.tool_call_id),
         toolName:
-          f.type === 'pending_write' ? (s(f.path) === '$ execute_cmd' ? 'execute_cmd' : 'write') : s(f.tool_name),
+          f.type === 'pending_write' ? (pendingWriteKind(f) === 'command' ? 'execute_cmd' : 'write') : s(f.tool_name),
         ...(f.type === 'pending_write'
           ? { path: s(f.path), oldContent: s(f.old_content), newContent: s(f.new_content) }
           : { args: f.arguments }),

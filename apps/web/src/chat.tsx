@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
-import type { ChatMessages, InboxDto } from '@skald/contracts';
+import type { ChatMessages, InboxDto, SlashCommand } from '@skald/contracts';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
@@ -59,7 +59,8 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
       hub?.emit(f);
       if (f.type === 'turn_running') live.current = true;
       if (f.type === 'open_file' && live.current && typeof f.path === 'string') setViewing(f.path);
-      if (f.type === 'command_result' && f.command === '/clear') void reloadNow.current().catch(() => undefined);
+      if (f.type === 'command_result' && f.command === ('/clear' satisfies SlashCommand))
+        void reloadNow.current().catch(() => undefined);
     };
     const onConn = (c: SocketState) => {
       if (c !== 'open') live.current = false;

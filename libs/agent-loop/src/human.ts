@@ -11,6 +11,12 @@ export async function waitForHuman(fctx: FrameContext, request: HumanRequest): P
   return answer === ABORTED ? { kind: 'cancelled' } : answer;
 }
 
+/**
+ * The `path` of a command's `pending_write`: what clients that do not read `kind` recognise a
+ * command by (the card shows `new_content`, `$ <command>`).
+ */
+export const COMMAND_CARD_PATH = '$ execute_cmd';
+
 /** `pending_write` for execute_cmd and previewable writes, otherwise `approval_required`. */
 export function approvalEvent(
   row: ToolCallRow,
@@ -26,7 +32,8 @@ export function approvalEvent(
       type: 'pending_write',
       request_id: requestId,
       tool_call_id: row.id,
-      path: '$ execute_cmd',
+      kind: 'command',
+      path: COMMAND_CARD_PATH,
       new_content: `$ ${command}`,
       ...lands,
     };
@@ -36,6 +43,7 @@ export function approvalEvent(
       type: 'pending_write',
       request_id: requestId,
       tool_call_id: row.id,
+      kind: 'file',
       path: preview.path,
       ...(preview.oldContent !== undefined ? { old_content: preview.oldContent } : {}),
       new_content: preview.newContent,

@@ -139,7 +139,13 @@ describe('one tool call', () => {
     await h.run('go');
     const [call] = h.toolCalls();
     const [pw] = h.eventsOf('pending_write');
-    expect(pw).toMatchObject({ tool_call_id: call.id, path: 'a.txt', old_content: 'old', new_content: 'new' });
+    expect(pw).toMatchObject({
+      tool_call_id: call.id,
+      kind: 'file',
+      path: 'a.txt',
+      old_content: 'old',
+      new_content: 'new',
+    });
     expect(pw.request_id).toBe(call.requestId);
     expect(h.human.requests[0]).toMatchObject({ kind: 'approval', requestId: call.requestId, toolCallId: call.id });
     expect(call.status).toBe('done');
@@ -153,7 +159,7 @@ describe('one tool call', () => {
     ]);
   });
 
-  it('execute_cmd approvals are a pending_write with path "$ execute_cmd" and new_content "$ <command>"', async () => {
+  it('execute_cmd approvals are a pending_write of kind command, new_content "$ <command>" (path "$ execute_cmd" for older clients)', async () => {
     const h = new LoopHarness({
       gate: new FakeGate({ execute_cmd: { kind: 'require' } }),
       human: new FakeHuman([{ kind: 'approved' }]),
@@ -161,7 +167,11 @@ describe('one tool call', () => {
       script: [{ toolCalls: [{ name: 'execute_cmd', arguments: { command: 'echo hi' } }] }, { content: 'ok' }],
     });
     await h.run('go');
-    expect(h.eventsOf('pending_write')[0]).toMatchObject({ path: '$ execute_cmd', new_content: '$ echo hi' });
+    expect(h.eventsOf('pending_write')[0]).toMatchObject({
+      kind: 'command',
+      path: '$ execute_cmd',
+      new_content: '$ echo hi',
+    });
   });
 
   it('other tools without a preview get approval_required with the arguments', async () => {

@@ -311,6 +311,8 @@ export type SessionEventDraft =
       type: 'pending_write';
       request_id: string;
       tool_call_id: string;
+      /** `file`: a write with its diff; `command`: an `execute_cmd` call (`new_content` is `$ <command>`). */
+      kind: 'file' | 'command';
       path: string;
       old_content?: string;
       new_content: string;

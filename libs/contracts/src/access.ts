@@ -1,5 +1,4 @@
-import { APPROVAL_TOPICS } from './approvals';
-import { DIRECT_SUBJECTS, directPattern, RequestSubject, SUBJECTS, TOPICS } from './subjects';
+import { DIRECT_SUBJECTS, directPattern, RequestSubject, SUBJECTS, TopicKey, TOPICS } from './subjects';
 
 /**
  * What each service may do on NATS and Redis: the one source of truth that the NATS server
@@ -16,10 +15,10 @@ export type SkaldService = (typeof SKALD_SERVICES)[number];
 interface NatsGrant {
   /** Requests the service sends (answered by another service). */
   calls: readonly RequestSubject[];
-  /** Topics it publishes (patterns: `*` is one token). */
-  publishes: readonly string[];
-  /** Topics it subscribes to. */
-  subscribes: readonly string[];
+  /** Topics it publishes (granted by their pattern: every instance of the topic). */
+  publishes: readonly TopicKey[];
+  /** Topics it subscribes to (by their pattern). */
+  subscribes: readonly TopicKey[];
 }
 
 const requestsOf = (service: SkaldService): RequestSubject[] =>
@@ -49,13 +48,8 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'files.upload',
       'files.read',
     ],
-    publishes: [TOPICS.userRevoked.pattern],
-    subscribes: [
-      TOPICS.userRevoked.pattern,
-      TOPICS.sessionEvents.pattern,
-      TOPICS.ephemeralEvents.pattern,
-      TOPICS.userEvents.pattern,
-    ],
+    publishes: ['userRevoked'],
+    subscribes: ['userRevoked', 'sessionEvents', 'ephemeralEvents', 'userEvents'],
   },
   'session-worker': {
     calls: [
@@ -74,38 +68,32 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'tasks.submit_async',
     ],
     publishes: [
-      TOPICS.sessionWake.pattern,
-      TOPICS.sessionCancel.pattern,
-      TOPICS.sessionTurnEnded.pattern,
-      TOPICS.sessionEvents.pattern,
-      TOPICS.ephemeralEvents.pattern,
-      TOPICS.userEvents.pattern,
-      TOPICS.toolCancel.pattern,
+      'sessionWake',
+      'sessionCancel',
+      'sessionTurnEnded',
+      'sessionEvents',
+      'ephemeralEvents',
+      'userEvents',
+      'toolCancel',
     ],
     subscribes: [
-      TOPICS.sessionWake.pattern,
-      TOPICS.sessionCancel.pattern,
-      TOPICS.approvalResolved.pattern,
-      TOPICS.toolAlive.pattern,
+      'sessionWake',
+      'sessionCancel',
+      'approvalResolved',
+      'toolAlive',
       // A finished turn is the doorbell of the conversation's title.
-      TOPICS.sessionTurnEnded.pattern,
+      'sessionTurnEnded',
     ],
   },
   'approval-service': {
     calls: [],
-    publishes: [
-      TOPICS.userEvents.pattern,
-      TOPICS.approvalResolved.pattern,
-      TOPICS.sessionWake.pattern,
-      APPROVAL_TOPICS.rulesChanged.pattern,
-      APPROVAL_TOPICS.bypassOpened.pattern,
-    ],
-    subscribes: [APPROVAL_TOPICS.rulesChanged.pattern, APPROVAL_TOPICS.bypassOpened.pattern],
+    publishes: ['userEvents', 'approvalResolved', 'sessionWake', 'approvalRulesChanged', 'approvalBypassOpened'],
+    subscribes: ['approvalRulesChanged', 'approvalBypassOpened'],
   },
   'tool-runner': {
     calls: [],
-    publishes: [TOPICS.ephemeralEvents.pattern, TOPICS.mcpServersChanged.pattern, TOPICS.toolAlive.pattern],
-    subscribes: [TOPICS.toolCancel.pattern, TOPICS.mcpServersChanged.pattern],
+    publishes: ['ephemeralEvents', 'mcpServersChanged', 'toolAlive'],
+    subscribes: ['toolCancel', 'mcpServersChanged'],
   },
   scheduler: {
     calls: [
@@ -117,8 +105,8 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'user.standing',
       'user.page',
     ],
-    publishes: [TOPICS.userEvents.pattern],
-    subscribes: [TOPICS.sessionTurnEnded.pattern],
+    publishes: ['userEvents'],
+    subscribes: ['sessionTurnEnded'],
   },
 };
 
@@ -145,9 +133,10 @@ export function natsPermissions(service: SkaldService): NatsPermissions {
   const directOf = (subjects: readonly RequestSubject[]): string[] =>
     DIRECT_SUBJECTS.filter((s) => subjects.includes(s)).map(directPattern);
   const own = requestsOf(service);
+  const patterns = (topics: readonly TopicKey[]): string[] => topics.map((t) => TOPICS[t].pattern);
   return {
-    publish: [...new Set([...g.calls, ...directOf(g.calls), ...g.publishes])],
-    subscribe: [...new Set([...own, ...directOf(own), ...g.subscribes, `${natsInboxPrefix(service)}.>`])],
+    publish: [...new Set([...g.calls, ...directOf(g.calls), ...patterns(g.publishes)])],
+    subscribe: [...new Set([...own, ...directOf(own), ...patterns(g.subscribes), `${natsInboxPrefix(service)}.>`])],
   };
 }
 

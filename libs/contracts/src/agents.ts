@@ -120,8 +120,76 @@ export const AgentPutRequest = z.object({
 export const AgentDeleteOverrideRequest = z.object({ actor: Actor, agent_id: AgentId });
 export const AgentDeleteOverrideReply = z.object({ deleted: z.boolean() });
 
-/** Slash commands answered by the session worker (the gateway answers /stop, /new, /help). */
-export const WORKER_COMMANDS = ['/context', '/compact', '/resettools', '/clear', '/sethome'] as const;
+/**
+ * Every slash command, in the order the help lists them: who answers it (`gateway`: the gateway
+ * itself; `session-worker`: the worker that owns the session's state; `llm`: the gateway from the
+ * model registry), how it is written and what it does. An unknown command gets the help.
+ */
+export const SLASH_COMMANDS = {
+  '/stop': { answeredBy: 'gateway', usage: '/stop', help: 'stop the running turn' },
+  '/new': { answeredBy: 'gateway', usage: '/new', help: 'start a new conversation (new session)' },
+  '/clear': {
+    answeredBy: 'session-worker',
+    usage: '/clear',
+    help: 'clear this conversation: the agent and the chat start empty (scratchpad and tools kept)',
+  },
+  '/compact': {
+    answeredBy: 'session-worker',
+    usage: '/compact',
+    help: 'fold the older messages into the conversation summary now',
+  },
+  '/context': {
+    answeredBy: 'session-worker',
+    usage: '/context',
+    help: 'what the context sent to the model holds, with token estimates',
+  },
+  '/resettools': {
+    answeredBy: 'session-worker',
+    usage: '/resettools',
+    help: 'deactivate the tool groups the agent activated (activate_tools)',
+  },
+  '/sethome': { answeredBy: 'session-worker', usage: '/sethome', help: 'send notifications to this source' },
+  '/models': { answeredBy: 'llm', usage: '/models', help: 'the models, their health, and which one is pinned here' },
+  '/model': {
+    answeredBy: 'llm',
+    usage: '/model N',
+    help: 'pin a model for this source by number or name (/model auto: automatic choice)',
+  },
+  '/cost': { answeredBy: 'llm', usage: '/cost', help: "tokens and cost of this conversation, and today's budget" },
+  '/help': { answeredBy: 'gateway', usage: '/help', help: 'this list' },
+} as const satisfies Record<
+  `/${string}`,
+  { answeredBy: 'gateway' | 'session-worker' | 'llm'; usage: string; help: string }
+>;
+export type SlashCommand = keyof typeof SLASH_COMMANDS;
+export type SlashCommandAnswerer = (typeof SLASH_COMMANDS)[SlashCommand]['answeredBy'];
+/** The commands of one answerer. */
+export type SlashCommandOf<A extends SlashCommandAnswerer> = {
+  [C in SlashCommand]: (typeof SLASH_COMMANDS)[C]['answeredBy'] extends A ? C : never;
+}[SlashCommand];
+export type WorkerCommand = SlashCommandOf<'session-worker'>;
+/** Slash commands answered by the session worker (derived from `SLASH_COMMANDS`). */
+export const WORKER_COMMANDS = (Object.keys(SLASH_COMMANDS) as SlashCommand[]).filter(
+  (c): c is WorkerCommand => SLASH_COMMANDS[c].answeredBy === 'session-worker',
+) as [WorkerCommand, ...WorkerCommand[]];
+/** Whether a command is one of `answerer`'s. */
+export function isAnsweredBy<A extends SlashCommandAnswerer>(
+  answerer: A,
+  command: SlashCommand,
+): command is SlashCommandOf<A> {
+  return SLASH_COMMANDS[command].answeredBy === answerer;
+}
+/** Whether a word is a slash command of the table. */
+export function isSlashCommand(word: string): word is SlashCommand {
+  return Object.prototype.hasOwnProperty.call(SLASH_COMMANDS, word);
+}
+/** The help text: every command with its usage, as the table lists them. */
+export const SLASH_HELP_TEXT = [
+  'Commands:',
+  ...(Object.keys(SLASH_COMMANDS) as SlashCommand[]).map(
+    (c) => `  ${SLASH_COMMANDS[c].usage.padEnd(13)}${SLASH_COMMANDS[c].help}`,
+  ),
+].join('\n');
 export const SessionCommandRequest = z.object({
   actor: Actor,
   source: Source,

@@ -225,18 +225,3 @@ export const VisibleToolsRequest = z.object({
 export const VisibleToolsReply = z.object({ visible: z.array(z.string()) });
 export const Deleted = z.object({ deleted: z.literal(true) });
 export const Created = z.object({ id: Id });
-
-/** Broadcast to every approval-service replica when the rule set changed (the 1 s cache TTL is the backstop). */
-export const APPROVAL_TOPICS = {
-  rulesChanged: {
-    pattern: 'approval.rules.changed',
-    subject: () => 'approval.rules.changed',
-    message: z.object({ at: Timestamp }),
-  },
-  /** A bypass was opened for the session: replicas drop their "no bypass here" memory of it. */
-  bypassOpened: {
-    pattern: 'approval.bypass.opened',
-    subject: () => 'approval.bypass.opened',
-    message: z.object({ session_id: Id }),
-  },
-} as const;

@@ -1,6 +1,17 @@
 import { z } from 'zod';
 import { AGENT_SUBJECTS } from './agents';
-import { Actor, Attachment, ClientMessageId, Delivery, Id, Role, Source, SourceFilter, StoredText } from './common';
+import {
+  Actor,
+  Attachment,
+  ClientMessageId,
+  Delivery,
+  Id,
+  Role,
+  Source,
+  SourceFilter,
+  StoredText,
+  Timestamp,
+} from './common';
 import { replyOf } from './reply';
 import {
   ChatMessages,
@@ -604,7 +615,64 @@ export const TOPICS = {
     subject: (toolCallId: string) => `tools.alive.${toolCallId}`,
     message: ToolCancel,
   },
-} as const;
+  /** `approval.rules.changed`: the rule set changed; every approval-service replica drops its cache (the 1 s TTL is the backstop). */
+  approvalRulesChanged: {
+    pattern: 'approval.rules.changed',
+    subject: () => 'approval.rules.changed',
+    message: z.object({ at: Timestamp }),
+  },
+  /** `approval.bypass.opened`: a bypass was opened for the session: replicas drop their "no bypass here" memory of it. */
+  approvalBypassOpened: {
+    pattern: 'approval.bypass.opened',
+    subject: () => 'approval.bypass.opened',
+    message: z.object({ session_id: Id }),
+  },
+} as const satisfies Record<string, TopicSpec>;
+
+/** A published subject: the pattern every instance of it matches, how one is named, what it carries. */
+interface TopicSpec {
+  /** Every subject of the topic (`*` is one id): what NATS permissions and whole-topic subscriptions use. */
+  pattern: string;
+  /** The subject of one instance, from its ids (one NATS token each, in the order of the pattern's `*`). */
+  subject: (...ids: string[]) => string;
+  message: z.ZodTypeAny;
+}
+
+/** The name of a published subject in `TOPICS`: what `Bus.publish` and `Bus.subscribe` take. */
+export type TopicKey = keyof typeof TOPICS;
+/** The ids that name one subject of a topic (none for a topic of one subject). */
+export type TopicIds<K extends TopicKey> = Parameters<(typeof TOPICS)[K]['subject']>;
+/** Topics of one subject, published by their key alone. */
+export type FixedTopicKey = { [K in TopicKey]: TopicIds<K> extends [] ? K : never }[TopicKey];
+/** What a publisher of the topic sends. */
+export type TopicMessageOf<K extends TopicKey> = z.input<(typeof TOPICS)[K]['message']>;
+/** What a subscriber of the topic receives (parsed). */
+export type ParsedTopicMessageOf<K extends TopicKey> = z.output<(typeof TOPICS)[K]['message']>;
+
+/** One subject of a topic (or, with `ANY_ID` among its ids, a pattern of some of them), built by `topicOf`. */
+export interface TopicAddress<K extends TopicKey> {
+  readonly topic: K;
+  readonly subject: string;
+}
+
+/** In `topicOf` for subscribing: any id at this place (`events.<userId>.*`: every session of one user). */
+export const ANY_ID = '*';
+
+/**
+ * The subject of one instance of a topic, e.g. `topicOf('sessionWake', sessionId)` is
+ * `session.<sessionId>.wake`: the only way a call site names a templated subject, never by
+ * concatenating strings.
+ */
+export function topicOf<K extends TopicKey>(topic: K, ...ids: TopicIds<K>): TopicAddress<K> {
+  const build: (...a: string[]) => string = TOPICS[topic].subject;
+  const subject = build(...(ids as string[]));
+  return { topic, subject };
+}
+
+/** The subject a key or an address stands for: a bare key is the whole topic (its pattern). */
+export function topicSubject<K extends TopicKey>(to: K | TopicAddress<K>): string {
+  return typeof to === 'string' ? TOPICS[to].pattern : to.subject;
+}
 
 /** How often a tool runner says it is still running a call (`TOPICS.toolAlive`). */
 export const TOOL_ALIVE_INTERVAL_MS = 1_000;

@@ -118,6 +118,10 @@ const ToolArgs = z.union([z.record(z.string(), z.unknown()), z.string()]);
  */
 export const LandsAt = z.string().max(4096).optional();
 
+/** What a `pending_write` asks to approve: a file's new content (with its diff), or a command. */
+export const PendingWriteKind = z.enum(['file', 'command']);
+export type PendingWriteKind = z.infer<typeof PendingWriteKind>;
+
 export const SessionEventBodies = {
   user_message: z.object({
     message_id: Id,
@@ -152,9 +156,16 @@ export const SessionEventBodies = {
   tool_error: z.object({ tool_call_id: Id, error: z.string() }),
   tool_cancelled: z.object({ tool_call_id: Id }),
   tool_rejected: z.object({ tool_call_id: Id, reason: z.string() }),
+  /**
+   * An approval with something to show: `kind: "file"`, a write (`path`, `old_content?`,
+   * `new_content`); `kind: "command"`, an `execute_cmd` call (`new_content`: `$ <command>`; `path`
+   * is `"$ execute_cmd"` for clients that do not read `kind`). Events stored before `kind` have
+   * none: a command's is known by that path.
+   */
   pending_write: z.object({
     request_id: Id,
     tool_call_id: Id,
+    kind: PendingWriteKind.optional(),
     path: z.string(),
     old_content: z.string().optional(),
     new_content: z.string(),

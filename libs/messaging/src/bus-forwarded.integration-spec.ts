@@ -5,7 +5,7 @@
  * subscription goes on.
  */
 import { randomUUID } from 'node:crypto';
-import { readSessionEventEnvelope, SessionEventSchema, type SessionEventEnvelope } from '@skald/contracts';
+import { readSessionEventEnvelope, SessionEventSchema, topicOf, type SessionEventEnvelope } from '@skald/contracts';
 import { Bus } from './bus';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -26,16 +26,17 @@ describe('Bus.subscribeForwarded', () => {
   });
 
   it('hands on the published text, drops the invalid with a warning, survives a throwing handler', async () => {
-    const subject = `bus-fwd-spec.${randomUUID()}`;
+    const sessionId = randomUUID();
+    const to = topicOf('sessionEvents', randomUUID(), sessionId);
+    const subject = to.subject;
     const got: Array<{ text: string; envelope: SessionEventEnvelope; sentAt: number | null }> = [];
-    bus.subscribeForwarded(subject, readSessionEventEnvelope, (text, envelope, _s, meta) => {
+    bus.subscribeForwarded(to, readSessionEventEnvelope, (text, envelope, _s, meta) => {
       if (envelope.seq === 3) throw new Error('handler broke');
       got.push({ text, envelope, sentAt: meta.sentAt });
     });
-    const sessionId = randomUUID();
     const event = { type: 'file_changed', path: 'a.txt', session_id: sessionId, seq: 1 } as const;
     const before = Date.now();
-    bus.publish(subject, SessionEventSchema, event);
+    bus.publish(to, event);
     const after = Date.now();
     for (const junk of [
       new Uint8Array([0xff, 0xfe]),
@@ -44,8 +45,8 @@ describe('Bus.subscribeForwarded', () => {
       new TextEncoder().encode(`{"__proto__":{"x":1},${JSON.stringify(event).slice(1)}`),
     ])
       bus.nc.publish(subject, junk);
-    bus.publish(subject, SessionEventSchema, { ...event, seq: 3 });
-    bus.publish(subject, SessionEventSchema, { ...event, seq: 2 });
+    bus.publish(to, { ...event, seq: 3 });
+    bus.publish(to, { ...event, seq: 2 });
     await bus.nc.flush();
     for (let i = 0; i < 100 && got.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
     // the publisher's bytes: its schema's output (keys in the schema's order), as JSON

@@ -80,7 +80,7 @@ describe('Bus: hostile header blocks', () => {
   it('subscribe hands on every valid body, whatever its header block, in order', async () => {
     const subject = `bus-hostile.${randomUUID()}`;
     const got: number[] = [];
-    bus.subscribe(subject, z.object({ n: z.number() }), (m) => void got.push(m.n));
+    bus.subscribeUnkeyed(subject, z.object({ n: z.number() }), (m) => void got.push(m.n));
     await bus.nc.flush();
     const raw = await rawClient(nats.port);
     raw.write(Buffer.concat(blocks.map((h, n) => hpub(subject, null, h, te.encode(JSON.stringify({ n }))))));

@@ -124,18 +124,18 @@ describe('Bus: the receiver is the boundary (outgoing messages unchecked)', () =
     const base = `out-spec.${id()}`;
     const got = new Map<string, unknown>();
     for (const [i, s] of SEEDS.entries())
-      receiver.subscribe(`${base}.${i}.>`, s.schema, (m, subject) => void got.set(subject, m));
+      receiver.subscribeUnkeyed(`${base}.${i}.>`, s.schema, (m, subject) => void got.set(subject, m));
     await receiver.nc.flush();
 
     const refused = new Set<number>();
     runs.forEach(({ seed, value }, n) => {
       const schema = SEEDS[seed].schema;
       try {
-        checking.publish(`${base}.${seed}.old.${n}`, schema, value);
+        checking.publishUnkeyed(`${base}.${seed}.old.${n}`, schema, value);
       } catch {
         refused.add(n);
       }
-      unchecked.publish(`${base}.${seed}.new.${n}`, schema, value);
+      unchecked.publishUnkeyed(`${base}.${seed}.new.${n}`, schema, value);
     });
     await Promise.all([checking.nc.flush(), unchecked.nc.flush()]);
     const expected = 2 * runs.length - refused.size;
@@ -168,10 +168,10 @@ describe('Bus: the receiver is the boundary (outgoing messages unchecked)', () =
     const subject = `out-spec.${id()}`;
     const schema = z.object({ n: z.string() });
     const got: unknown[] = [];
-    receiver.subscribe(subject, schema, (m) => void got.push(m));
+    receiver.subscribeUnkeyed(subject, schema, (m) => void got.push(m));
     await receiver.nc.flush();
-    expect(() => unchecked.publish(subject, schema, { n: 1 } as unknown as { n: string })).not.toThrow();
-    unchecked.publish(subject, schema, { n: 'ok' });
+    expect(() => unchecked.publishUnkeyed(subject, schema, { n: 1 } as unknown as { n: string })).not.toThrow();
+    unchecked.publishUnkeyed(subject, schema, { n: 'ok' });
     await unchecked.nc.flush();
     await until(() => got.length === 1 && dropped.has(subject), 'the valid message and the dropped one');
     expect(got).toEqual([{ n: 'ok' }]);
@@ -179,6 +179,6 @@ describe('Bus: the receiver is the boundary (outgoing messages unchecked)', () =
 
   it('a checking sender still refuses an invalid message (tests and development)', () => {
     const schema = z.object({ n: z.string() });
-    expect(() => checking.publish(`out-spec.${id()}`, schema, { n: 1 } as unknown as { n: string })).toThrow();
+    expect(() => checking.publishUnkeyed(`out-spec.${id()}`, schema, { n: 1 } as unknown as { n: string })).toThrow();
   });
 });

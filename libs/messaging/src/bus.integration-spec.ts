@@ -24,15 +24,15 @@ describe('Bus subscriptions', () => {
     const before = held(bus);
     const live = `bus-spec.${randomUUID()}`;
     const got: string[] = [];
-    bus.subscribe(live, z.object({ n: z.string() }), (m) => void got.push(m.n));
+    bus.subscribeUnkeyed(live, z.object({ n: z.string() }), (m) => void got.push(m.n));
     for (let i = 0; i < 1_000; i++) {
-      const sub = bus.subscribe(`bus-spec.${randomUUID()}`, z.object({}), () => undefined);
+      const sub = bus.subscribeUnkeyed(`bus-spec.${randomUUID()}`, z.object({}), () => undefined);
       sub.unsubscribe();
     }
     await bus.nc.flush();
     await new Promise((r) => setImmediate(r));
     expect(held(bus)).toBe(before + 1);
-    bus.publish(live, z.object({ n: z.string() }), { n: 'still here' });
+    bus.publishUnkeyed(live, z.object({ n: z.string() }), { n: 'still here' });
     await bus.nc.flush();
     for (let i = 0; i < 50 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(got).toEqual(['still here']);

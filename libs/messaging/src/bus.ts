@@ -28,12 +28,19 @@ import {
   type DirectSubject,
   directSubject,
   ErrorBody,
+  type FixedTopicKey,
   ParsedRequestOf,
+  type ParsedTopicMessageOf,
   ReplyDataOf,
   ReplyOf,
   RequestOf,
   RequestSubject,
   SUBJECTS,
+  type TopicAddress,
+  type TopicKey,
+  type TopicMessageOf,
+  TOPICS,
+  topicSubject,
 } from '@skald/contracts';
 import { databaseInputError } from './database-input';
 import { hopMark, hopTraceApp, hopTraceOn } from './hop-trace';
@@ -378,7 +385,9 @@ export class Bus {
   }
 
   /**
-   * Publishes a message for its schema, stamped with the time it was sent (for latency metrics).
+   * Publishes a message of a topic (`TOPICS` in `@skald/contracts`), stamped with the time it was
+   * sent (for latency metrics): `publish('userRevoked', m)` for a topic of one subject,
+   * `publish(topicOf('sessionWake', sessionId), m)` for one subject of a templated topic.
    * Parsed here only with `checkOutgoing` (tests, development): the subscriber parses it in any
    * case and drops what does not match. Unchecked, the message goes as JSON encodes it, the
    * encoding its stored copy has (NaN and ±Infinity become null, undefined keys are left out).
@@ -386,7 +395,35 @@ export class Bus {
    * end); `now`: it and whatever was queued before it are written at once, ahead of the work that
    * follows in this pass — for a message a user waits on (a message's echo).
    */
-  publish<T>(subject: string, schema: z.ZodType<T>, message: T, opts: { now?: boolean } = {}): void {
+  publish<K extends FixedTopicKey>(to: K, message: TopicMessageOf<K>, opts?: { now?: boolean }): void;
+  publish<K extends TopicKey>(to: TopicAddress<K>, message: TopicMessageOf<K>, opts?: { now?: boolean }): void;
+  publish<K extends TopicKey>(to: K | TopicAddress<K>, message: TopicMessageOf<K>, opts: { now?: boolean } = {}): void {
+    const key = typeof to === 'string' ? to : to.topic;
+    this.publishUnkeyed<unknown>(topicSubject(to), TOPICS[key].message as z.ZodType<unknown>, message, opts);
+  }
+
+  /**
+   * Subscribes to a topic: its every subject by its key (`subscribe('sessionWake', …)`), or the
+   * subjects an address names (`topicOf('userEvents', userId)`). Each message is parsed with the
+   * topic's schema; invalid ones are dropped with a warning. `queue`: one subscriber of the group
+   * gets each message.
+   */
+  subscribe<K extends TopicKey>(
+    from: K | TopicAddress<K>,
+    onMessage: (message: ParsedTopicMessageOf<K>, subject: string, meta: MessageMeta) => void | Promise<void>,
+    queue?: string,
+  ): Subscription {
+    const key = typeof from === 'string' ? from : from.topic;
+    const schema = TOPICS[key].message as z.ZodType<ParsedTopicMessageOf<K>>;
+    return this.subscribeUnkeyed(topicSubject(from), schema, onMessage, queue);
+  }
+
+  /**
+   * `publish` on any subject with any schema: for this library's own specs of the wire (what the
+   * sender encodes, when it writes). Services publish by topic key; a unit spec
+   * (test/unit/access.spec.ts) keeps this out of their code.
+   */
+  publishUnkeyed<T>(subject: string, schema: z.ZodType<T>, message: T, opts: { now?: boolean } = {}): void {
     const h = natsHeaders();
     h.set(SENT_AT_HEADER, String(Date.now()));
     propagation.inject(context.active(), h, headerSetter);
@@ -395,8 +432,8 @@ export class Bus {
     if (opts.now) this.flushNow();
   }
 
-  /** Subscribes to a (wildcard) subject; each message parsed with the schema, invalid ones dropped with a warning. */
-  subscribe<T>(
+  /** `subscribe` on any pattern with any schema: for this library's own specs, as `publishUnkeyed`. */
+  subscribeUnkeyed<T>(
     pattern: string,
     schema: z.ZodType<T>,
     onMessage: (message: T, subject: string, meta: MessageMeta) => void | Promise<void>,
@@ -443,11 +480,11 @@ export class Bus {
    * publisher's context is not read); a handler that throws is logged.
    */
   subscribeForwarded<E>(
-    pattern: string,
+    from: TopicKey | TopicAddress<TopicKey>,
     readEnvelope: (value: unknown) => E | null,
     onMessage: (text: string, envelope: E, subject: string, meta: MessageMeta) => void,
   ): Subscription {
-    const sub = this.nc.subscribe(pattern, {
+    const sub = this.nc.subscribe(topicSubject(from), {
       callback: (err, msg) => {
         if (err) return;
         if (hopTraceOn) hopMark('bus.forwarded', msg.subject.split('.')[0]);

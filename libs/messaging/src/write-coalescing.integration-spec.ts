@@ -75,7 +75,7 @@ describe('coalesced NATS writes', () => {
     await inOneTurn(async () => {
       for (let i = 0; i < 100; i++) {
         await Promise.resolve();
-        bus.publish(subject, schema, { n: i });
+        bus.publishUnkeyed(subject, schema, { n: i });
       }
     });
     expect(ours.count()).toBe(1);
@@ -101,7 +101,7 @@ describe('coalesced NATS writes', () => {
     const got: string[] = [];
     reader.subscribe(subject, { callback: (_e, m) => void got.push(sc.decode(m.data)) });
     await reader.flush();
-    bus.publish(subject, z.string(), 'alone');
+    bus.publishUnkeyed(subject, z.string(), 'alone');
     await until(() => got.length === 1, 'the lone message');
     expect(got).toEqual(['"alone"']);
   });
@@ -117,14 +117,14 @@ describe('coalesced NATS writes', () => {
     const writes = countWrites(bus.nc);
     const seen: number[] = [];
     await inOneTurn(async () => {
-      bus.publish(subject, schema, { n: 0 });
+      bus.publishUnkeyed(subject, schema, { n: 0 });
       await Promise.resolve();
-      bus.publish(subject, schema, { n: 1 }, { now: true });
+      bus.publishUnkeyed(subject, schema, { n: 1 }, { now: true });
       // the work that follows in this turn: the two are already on the socket
       seen.push(writes.count());
       for (let i = 2; i < 5; i++) {
         await Promise.resolve();
-        bus.publish(subject, schema, { n: i });
+        bus.publishUnkeyed(subject, schema, { n: i });
       }
       seen.push(writes.count());
     });
@@ -153,7 +153,7 @@ describe('coalesced NATS writes', () => {
             if (req.session_id !== sessionId) throw new Error('not this spec');
             // the work the handler starts after answering (the submit's turn): the next pass
             setImmediate(() => (atLaterWork = writes.count()));
-            server.publish(subject, z.string(), 'echo');
+            server.publishUnkeyed(subject, z.string(), 'echo');
             return { id: sessionId, title: 'answered' };
           },
           { replyNow },
@@ -183,7 +183,7 @@ describe('coalesced NATS writes', () => {
     const writes = countWrites(bus.nc);
     const limit = (bus.nc as unknown as { protocol: { pendingLimit: number } }).protocol.pendingLimit;
     const body = 'x'.repeat(1024);
-    for (let i = 0; i * 1024 < limit * 2; i++) bus.publish(`coalesce.${randomUUID()}`, z.string(), body);
+    for (let i = 0; i * 1024 < limit * 2; i++) bus.publishUnkeyed(`coalesce.${randomUUID()}`, z.string(), body);
     expect(writes.count()).toBeGreaterThanOrEqual(1);
   });
 

@@ -13,7 +13,7 @@ import type { BypassScope } from '../rules/rule-engine';
 class FakeBus {
   opened: ((m: { session_id: string }) => void) | null = null;
   gaps = new Set<() => void>();
-  subscribe(_p: string, _s: unknown, cb: (m: { session_id: string }) => void) {
+  subscribe(_topic: string, cb: (m: { session_id: string }) => void) {
     this.opened = cb;
     return { unsubscribe: () => undefined };
   }

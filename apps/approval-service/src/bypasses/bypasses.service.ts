@@ -1,5 +1,5 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { Actor, APPROVAL_TOPICS, BypassDto } from '@skald/contracts';
+import { Actor, BypassDto } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { ApprovalError } from '../errors';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
@@ -37,7 +37,7 @@ export class BypassesService implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    this.bus.subscribe(APPROVAL_TOPICS.bypassOpened.pattern, APPROVAL_TOPICS.bypassOpened.message, (m) => {
+    this.bus.subscribe('approvalBypassOpened', (m) => {
       this.forget(m.session_id);
     });
     this.unwatchGaps = this.bus.onConnectionGap(() => this.forget(null));

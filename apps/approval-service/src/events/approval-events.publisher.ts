@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { HumanRequestState, TOPICS, UserEvent, APPROVAL_TOPICS } from '@skald/contracts';
+import { HumanRequestState, UserEvent, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 
 /**
@@ -11,28 +11,28 @@ export class ApprovalEventsPublisher {
   constructor(private readonly bus: Bus) {}
 
   userEvent(userId: string, event: UserEvent): void {
-    this.bus.publish(TOPICS.userEvents.subject(userId), TOPICS.userEvents.message, event);
+    this.bus.publish(topicOf('userEvents', userId), event);
   }
 
   resolved(state: HumanRequestState): void {
-    this.bus.publish(TOPICS.approvalResolved.subject(state.session_id), TOPICS.approvalResolved.message, state);
+    this.bus.publish(topicOf('approvalResolved', state.session_id), state);
   }
 
   wake(sessionId: string): void {
-    this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
+    this.bus.publish(topicOf('sessionWake', sessionId), {
       session_id: sessionId,
       reason: 'answer',
     });
   }
 
   bypassOpened(sessionId: string): void {
-    this.bus.publish(APPROVAL_TOPICS.bypassOpened.subject(), APPROVAL_TOPICS.bypassOpened.message, {
+    this.bus.publish('approvalBypassOpened', {
       session_id: sessionId,
     });
   }
 
   rulesChanged(): void {
-    this.bus.publish(APPROVAL_TOPICS.rulesChanged.subject(), APPROVAL_TOPICS.rulesChanged.message, {
+    this.bus.publish('approvalRulesChanged', {
       at: new Date().toISOString(),
     });
   }

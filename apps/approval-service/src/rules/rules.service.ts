@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
-import { APPROVAL_TOPICS, ApprovalRuleDto, ApprovalRuleInput, ApprovalRulePatch } from '@skald/contracts';
+import { ApprovalRuleDto, ApprovalRuleInput, ApprovalRulePatch } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { RULES_MAX_AGE_MS } from '../config';
 import { ApprovalError } from '../errors';
@@ -47,9 +47,7 @@ export class RulesService implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleInit(): void {
-    this.bus.subscribe(APPROVAL_TOPICS.rulesChanged.pattern, APPROVAL_TOPICS.rulesChanged.message, () =>
-      this.invalidate(),
-    );
+    this.bus.subscribe('approvalRulesChanged', () => this.invalidate());
     this.unwatchGaps = this.bus.onConnectionGap(() => this.invalidate());
   }
 

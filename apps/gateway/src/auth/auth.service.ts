@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { jwtVerify, SignJWT } from 'jose';
-import { Actor, LoginResponse, TOPICS, UserDto } from '@skald/contracts';
+import { Actor, LoginResponse, UserDto } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { UserEntity } from '@skald/persistence';
 import { ApiError } from '../http/api-error';
@@ -128,7 +128,7 @@ export class AuthService {
 
   /** Tells every gateway replica to re-check this user's sockets now (the periodic check catches a lost one). */
   announceRevoked(userId: string): void {
-    this.bus.publish(TOPICS.userRevoked.subject(), TOPICS.userRevoked.message, { user_id: userId });
+    this.bus.publish('userRevoked', { user_id: userId });
   }
 
   private async checkPassword(h: Hashing, user: UserEntity, password: string): Promise<boolean> {

@@ -8,7 +8,7 @@ import {
   SessionDetail,
   SessionList,
   SessionSearchList,
-  WORKER_COMMANDS,
+  type WorkerCommand,
   type ReplyDataOf,
 } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
@@ -17,7 +17,6 @@ import { handleSlashCommand } from './slash-commands';
 import { SubmitAffinity } from './submit-affinity';
 
 type Message = z.infer<typeof PostMessageRequest>;
-type WorkerCommand = (typeof WORKER_COMMANDS)[number];
 
 /**
  * The gateway's side of sessions: turns client input into NATS requests to the session workers.

@@ -11,8 +11,8 @@ import {
   readEphemeralEventEnvelope,
   readSessionEventEnvelope,
   Source,
-  TOPICS,
-  UserEventSchema,
+  topicOf,
+  ANY_ID,
 } from '@skald/contracts';
 import { Bus, hopMark } from '@skald/messaging';
 import { JSON_LIMITS, type Logger } from '@skald/service-kit';
@@ -73,7 +73,7 @@ export class WsServer implements OnApplicationShutdown {
         .map((o) => o.trim().replace(/\/$/, ''))
         .filter(Boolean),
     );
-    this.bus.subscribe(TOPICS.userRevoked.pattern, TOPICS.userRevoked.message, (m) => this.recheckUser(m.user_id));
+    this.bus.subscribe('userRevoked', (m) => this.recheckUser(m.user_id));
     this.unwatchGaps = this.bus.onConnectionGap((edge) => {
       if (edge === 'back') this.catchUpAll();
     });
@@ -308,20 +308,24 @@ export class WsServer implements OnApplicationShutdown {
   private subscribeUser(userId: string): void {
     const conns = (): Set<WsConnection> => this.byUser.get(userId) ?? new Set();
     this.userSubs.set(userId, [
-      this.bus.subscribeForwarded(`events.${userId}.*`, readSessionEventEnvelope, (text, envelope, subject, meta) => {
-        const event = forwardable(userId, subject, envelope, text);
-        if (!event) {
-          this.log.warn(
-            { userId, subject, sessionId: envelope.session_id },
-            'dropped a session event sent on another subject',
-          );
-          return;
-        }
-        for (const c of conns()) c.deliverLive(event);
-        this.metrics.fannedOut('session', meta.sentAt);
-      }),
       this.bus.subscribeForwarded(
-        `ephemeral.${userId}.*`,
+        topicOf('sessionEvents', userId, ANY_ID),
+        readSessionEventEnvelope,
+        (text, envelope, subject, meta) => {
+          const event = forwardable(userId, subject, envelope, text);
+          if (!event) {
+            this.log.warn(
+              { userId, subject, sessionId: envelope.session_id },
+              'dropped a session event sent on another subject',
+            );
+            return;
+          }
+          for (const c of conns()) c.deliverLive(event);
+          this.metrics.fannedOut('session', meta.sentAt);
+        },
+      ),
+      this.bus.subscribeForwarded(
+        topicOf('ephemeralEvents', userId, ANY_ID),
         readEphemeralEventEnvelope,
         (text, envelope, subject, meta) => {
           const event = forwardableEphemeral(userId, subject, envelope, text);
@@ -336,7 +340,7 @@ export class WsServer implements OnApplicationShutdown {
           this.metrics.fannedOut('ephemeral', meta.sentAt);
         },
       ),
-      this.bus.subscribe(TOPICS.userEvents.subject(userId), UserEventSchema, (e, _s, meta) => {
+      this.bus.subscribe(topicOf('userEvents', userId), (e, _s, meta) => {
         this.metrics.fannedOut('user', meta.sentAt);
         for (const c of conns()) {
           if (e.type === 'new_session') {

@@ -1,5 +1,5 @@
 import type { Bus } from '@skald/messaging';
-import { TOPICS } from '@skald/contracts';
+
 import type { JobEngine } from './job-engine';
 import type { JobsService } from './jobs.service';
 
@@ -31,5 +31,5 @@ export function registerJobHandlers(bus: Bus, jobs: JobsService, engine: JobEngi
     }),
   );
   // The doorbell: a session's turn ended; the replica that runs it (if any) looks at once.
-  bus.subscribe(TOPICS.sessionTurnEnded.pattern, TOPICS.sessionTurnEnded.message, (m) => engine.ring(m.session_id));
+  bus.subscribe('sessionTurnEnded', (m) => engine.ring(m.session_id));
 }

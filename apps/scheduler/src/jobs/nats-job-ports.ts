@@ -1,5 +1,5 @@
 import type { Actor, JobSessionStatusReply, UserPageReply, UserStandingReply } from '@skald/contracts';
-import { TOPICS } from '@skald/contracts';
+import { topicOf } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import {
   HomeSourcePort,
@@ -66,11 +66,11 @@ export class NatsJobEvents implements JobEventsPort {
   constructor(private readonly bus: Bus) {}
 
   taskUpdate(userId: string, e: Parameters<JobEventsPort['taskUpdate']>[1]): void {
-    this.bus.publish(TOPICS.userEvents.subject(userId), TOPICS.userEvents.message, { type: 'task_update', ...e });
+    this.bus.publish(topicOf('userEvents', userId), { type: 'task_update', ...e });
   }
 
   notification(userId: string, e: Parameters<JobEventsPort['notification']>[1]): void {
-    this.bus.publish(TOPICS.userEvents.subject(userId), TOPICS.userEvents.message, { type: 'notification', ...e });
+    this.bus.publish(topicOf('userEvents', userId), { type: 'notification', ...e });
   }
 }
 

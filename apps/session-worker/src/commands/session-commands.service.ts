@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { compactSession, CompactSessionResult, ContextReport, describeContext } from '@skald/agent-loop';
-import { Actor } from '@skald/contracts';
+import { Actor, type WorkerCommand } from '@skald/contracts';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { UserSettingsRepository } from '../settings/user-settings.repository';
 import { PgSessionStore } from '../store/pg-session-store';
@@ -28,14 +28,14 @@ export class SessionCommandsService {
   async run(
     actor: Actor,
     source: string,
-    command: string,
+    command: WorkerCommand,
     _args: string,
   ): Promise<{ command: string; content: string }> {
     const content = await this.dispatch(actor, source, command);
     return { command, content };
   }
 
-  private async dispatch(actor: Actor, source: string, command: string): Promise<string> {
+  private async dispatch(actor: Actor, source: string, command: WorkerCommand): Promise<string> {
     switch (command) {
       case '/sethome':
         await this.settings.setHomeSource({ userId: actor.userId }, source);
@@ -48,8 +48,6 @@ export class SessionCommandsService {
         return this.compact(actor, source);
       case '/clear':
         return this.clear(actor, source);
-      default:
-        return `Unknown command ${command}.`;
     }
   }
 

@@ -1,5 +1,5 @@
 import type { HumanAnswer, HumanRequest, HumanWaitPort } from '@skald/agent-loop';
-import { HumanRequestState, TOPICS } from '@skald/contracts';
+import { HumanRequestState, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { APPROVAL_CALL_TIMEOUT_MS } from './nats-gate';
 
@@ -112,15 +112,11 @@ export class NatsHumanWait implements HumanWaitPort {
       };
       const onAbort = (): void => finish({ kind: 'cancelled' });
       signal.addEventListener('abort', onAbort, { once: true });
-      const sub = this.bus.subscribe(
-        TOPICS.approvalResolved.subject(request.sessionId),
-        TOPICS.approvalResolved.message,
-        (s) => {
-          if (s.request_id !== request.requestId) return;
-          const a = answerOf(s);
-          if (a) finish(a);
-        },
-      );
+      const sub = this.bus.subscribe(topicOf('approvalResolved', request.sessionId), (s) => {
+        if (s.request_id !== request.requestId) return;
+        const a = answerOf(s);
+        if (a) finish(a);
+      });
       const parkTimer = setTimeout(() => finish({ kind: 'park' }), this.options.parkAfterMs);
       const poll = setInterval(() => {
         if (this.options.draining()) return finish({ kind: 'park' });

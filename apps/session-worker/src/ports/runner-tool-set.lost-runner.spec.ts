@@ -13,12 +13,12 @@ function fakeBus(execOutcome: () => Promise<unknown> = () => new Promise(() => u
   const counts = { subscribes: 0 };
   const bus = {
     call: (subject: string) => (subject === 'tools.exec' ? execOutcome() : Promise.reject(new Error(subject))),
-    subscribe: (subject: string, _schema: unknown, cb: () => void) => {
+    subscribe: ({ subject }: { subject: string }, cb: () => void) => {
       counts.subscribes++;
       listeners.set(subject, cb);
       return { unsubscribe: () => listeners.delete(subject) };
     },
-    publish: (subject: string, _schema: unknown, message: unknown) => published.push({ subject, message }),
+    publish: ({ subject }: { subject: string }, message: unknown) => published.push({ subject, message }),
   };
   return {
     bus: bus as unknown as Bus,

@@ -16,7 +16,7 @@ import {
   BUILTIN_TOOLS_BY_NAME,
   McpToolDef,
   TOOL_ALIVE_LOSS_MS,
-  TOPICS,
+  topicOf,
 } from '@skald/contracts';
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
 import { RUNNER_LOST, watchRunner } from './runner-watch';
@@ -158,7 +158,7 @@ export class RunnerToolSet implements ToolSetPort {
           ]);
           if (reply === RUNNER_LOST) {
             // Kill it, should the runner be alive but cut off; the call is never run again.
-            bus.publish(TOPICS.toolCancel.subject(call.toolCallId), TOPICS.toolCancel.message, {
+            bus.publish(topicOf('toolCancel', call.toolCallId), {
               tool_call_id: call.toolCallId,
             });
             return { ok: false, interrupted: true, error: runnerLostMessage(TOOL_ALIVE_LOSS_MS) };
@@ -231,7 +231,7 @@ export class RunnerToolSet implements ToolSetPort {
         }
       },
       stop(): void {
-        bus.publish(TOPICS.toolCancel.subject(call.toolCallId), TOPICS.toolCancel.message, {
+        bus.publish(topicOf('toolCancel', call.toolCallId), {
           tool_call_id: call.toolCallId,
         });
       },

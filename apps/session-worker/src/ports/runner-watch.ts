@@ -1,4 +1,4 @@
-import { TOOL_ALIVE_LOSS_MS, TOPICS } from '@skald/contracts';
+import { TOOL_ALIVE_LOSS_MS, topicOf } from '@skald/contracts';
 import type { Bus } from '@skald/messaging';
 
 export const RUNNER_LOST = 'lost' as const;
@@ -27,7 +27,7 @@ export function watchRunner(
     clearTimeout(timer);
     timer = setTimeout(() => declare(RUNNER_LOST), lossMs);
   };
-  const sub = bus.subscribe(TOPICS.toolAlive.subject(toolCallId), TOPICS.toolAlive.message, arm);
+  const sub = bus.subscribe(topicOf('toolAlive', toolCallId), arm);
   return {
     lost,
     close: () => {

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { TOPICS } from '@skald/contracts';
+
 import { Bus } from '@skald/messaging';
 import { RewindService } from '../submit/rewind.service';
 import { ConversationTitlesService } from './conversation-titles.service';
@@ -31,11 +31,6 @@ export class ConversationsHandler implements OnModuleInit {
       }),
     );
     if (this.titles.enabled)
-      this.bus.subscribe(
-        TOPICS.sessionTurnEnded.pattern,
-        TOPICS.sessionTurnEnded.message,
-        (m) => this.titles.onTurnEnded(m.session_id),
-        'session-worker-titles',
-      );
+      this.bus.subscribe('sessionTurnEnded', (m) => this.titles.onTurnEnded(m.session_id), 'session-worker-titles');
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Actor, ExportFormat, SessionExport, SessionSearchList, TOPICS, type ReplyDataOf } from '@skald/contracts';
+import { Actor, ExportFormat, SessionExport, SessionSearchList, type ReplyDataOf, topicOf } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { SubmitService } from '../submit/submit.service';
@@ -115,7 +115,7 @@ export class ConversationsService {
     if (!r) throw notFound();
     if (r.changed) {
       await this.pins.setPin({ userId: actor.userId, source: r.source }, r.clientPin);
-      this.bus.publish(TOPICS.userEvents.subject(actor.userId), TOPICS.userEvents.message, {
+      this.bus.publish(topicOf('userEvents', actor.userId), {
         type: 'new_session',
         session_id: sessionId,
         source: r.source,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import { routeOf, TOPICS } from '@skald/contracts';
+import { routeOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_INSTANCE, WORKER_LOGGER } from '../config';
@@ -63,13 +63,8 @@ export class SessionsHandler implements OnModuleInit {
     });
     this.bus.handle('session.cancel', (r) => this.submit.cancel(r.actor, r.session_id));
     // Doorbells: one worker of the group tries to drive; the stop goes to every worker.
-    this.bus.subscribe(
-      TOPICS.sessionWake.pattern,
-      TOPICS.sessionWake.message,
-      (m) => this.driver.drive(m.session_id),
-      'session-worker',
-    );
-    this.bus.subscribe(TOPICS.sessionCancel.pattern, TOPICS.sessionCancel.message, (m) => {
+    this.bus.subscribe('sessionWake', (m) => this.driver.drive(m.session_id), 'session-worker');
+    this.bus.subscribe('sessionCancel', (m) => {
       this.driver.abort(m.session_id);
     });
   }

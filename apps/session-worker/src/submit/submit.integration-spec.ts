@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { TOPICS, type Delivery } from '@skald/contracts';
+import { topicOf, type Delivery } from '@skald/contracts';
 import { toPgText } from '@skald/persistence';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
@@ -453,8 +453,8 @@ describe('SubmitService.submit: the submit takes the lease', () => {
       },
     };
     const bus = {
-      publish: (subject: string, _m: string, p: { session_id: string }) => {
-        if (subject === TOPICS.sessionWake.subject(p.session_id)) doorbells.push(p.session_id);
+      publish: ({ subject }: { subject: string }, p: { session_id: string }) => {
+        if (subject === topicOf('sessionWake', p.session_id).subject) doorbells.push(p.session_id);
       },
     };
     const service = new SubmitService(sessions, inbox, driver as never, bus as never, turnState, {} as never, leases);

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Actor, Attachment, Delivery, TOPICS } from '@skald/contracts';
+import { Actor, Attachment, Delivery, topicOf } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
@@ -127,7 +127,7 @@ export class SubmitService {
         // A session reset ends its bypasses and waiting requests.
         await this.bus.call('approval.reset_session', { actor, session_id: s.previousId }).catch(() => undefined);
       }
-      this.bus.publish(TOPICS.userEvents.subject(actor.userId), TOPICS.userEvents.message, {
+      this.bus.publish(topicOf('userEvents', actor.userId), {
         type: 'new_session',
         session_id: s.id,
         source,
@@ -139,7 +139,7 @@ export class SubmitService {
   /** Try to drive here; ring the doorbell too, in case this worker is draining. */
   wake(sessionId: string): void {
     setImmediate(() => void this.driver.drive(sessionId));
-    this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
+    this.bus.publish(topicOf('sessionWake', sessionId), {
       session_id: sessionId,
       reason: 'input',
     });
@@ -157,7 +157,7 @@ export class SubmitService {
   /** Writes the stop to the session row, then broadcasts it to whichever worker drives the turn. */
   private async stop(sessionId: string): Promise<boolean> {
     if (!(await this.turnState.requestStop(sessionId))) return false;
-    this.bus.publish(TOPICS.sessionCancel.subject(sessionId), TOPICS.sessionCancel.message, {
+    this.bus.publish(topicOf('sessionCancel', sessionId), {
       session_id: sessionId,
       reason: 'stop',
     });

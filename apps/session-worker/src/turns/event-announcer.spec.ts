@@ -12,7 +12,7 @@ import { TurnMetrics } from './turn-metrics';
 function announcer() {
   const sent: Array<{ subject: string; type: string; seq: number; now: boolean }> = [];
   const bus = {
-    publish: (subject: string, _schema: unknown, m: { type: string; seq: number }, opts: { now?: boolean } = {}) =>
+    publish: ({ subject }: { subject: string }, m: { type: string; seq: number }, opts: { now?: boolean } = {}) =>
       sent.push({ subject, type: m.type, seq: m.seq, now: opts.now === true }),
   };
   const log = { info: () => undefined, error: () => undefined };

@@ -1,14 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { EphemeralEvent as LoopEphemeralEvent, EventSink, SessionEventDraft } from '@skald/agent-loop';
-import {
-  BUILTIN_TOOLS,
-  EphemeralEvent,
-  EphemeralEventSchema,
-  SessionEvent,
-  SessionEventSchema,
-  TOPICS,
-  userCapWaiting,
-} from '@skald/contracts';
+import { BUILTIN_TOOLS, EphemeralEvent, SessionEvent, userCapWaiting, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_LOGGER } from '../config';
@@ -159,7 +151,7 @@ export class EventAnnouncer {
       }
       const wire = { ...e.event, session_id: e.sessionId, seq: e.seq } as SessionEvent;
       try {
-        this.bus.publish(TOPICS.sessionEvents.subject(e.userId, e.sessionId), SessionEventSchema, wire, {
+        this.bus.publish(topicOf('sessionEvents', e.userId, e.sessionId), wire, {
           now: opts.now ?? e.event.type === 'user_message',
         });
       } catch (err) {
@@ -193,7 +185,7 @@ export class EventAnnouncer {
       message: userCapWaiting('concurrent_turns', limit),
     };
     try {
-      this.bus.publish(TOPICS.ephemeralEvents.subject(userId, sessionId), EphemeralEventSchema, event);
+      this.bus.publish(topicOf('ephemeralEvents', userId, sessionId), event);
     } catch (err) {
       this.log.warn({ userId, sessionId, err: String(err) }, 'could not announce a held-back turn');
     }
@@ -203,7 +195,7 @@ export class EventAnnouncer {
     return {
       ephemeral: (event: LoopEphemeralEvent) => {
         try {
-          this.bus.publish(TOPICS.ephemeralEvents.subject(userId, event.session_id), EphemeralEventSchema, event);
+          this.bus.publish(topicOf('ephemeralEvents', userId, event.session_id), event);
         } catch {
           // Ephemeral events are best effort: the final event carries the whole text.
         }

@@ -76,7 +76,7 @@ function setUp(ds: DataSource = idleDataSource()) {
   const errors: string[] = [];
   const published: Array<{ subject: string; body: unknown }> = [];
   const bus = {
-    publish: (subject: string, _schema: unknown, body: unknown) => published.push({ subject, body }),
+    publish: ({ subject }: { subject: string }, body: unknown) => published.push({ subject, body }),
     call: () => Promise.reject(new Error('no bus in this test')),
   } as unknown as Bus;
   const turnState = {

@@ -15,7 +15,7 @@ import {
   SessionInfo,
   TurnOutcome,
 } from '@skald/agent-loop';
-import { TOPICS, USER_CAPS } from '@skald/contracts';
+import { USER_CAPS, topicOf } from '@skald/contracts';
 import { LlmManager } from '@skald/llm';
 import { Bus } from '@skald/messaging';
 import { queryRows } from '@skald/persistence';
@@ -287,7 +287,7 @@ export class TurnDriver implements OnApplicationShutdown {
 
   /** The session's doorbell: one worker of the group tries to drive it. */
   private ring(sessionId: string, reason: 'input' | 'handover'): void {
-    this.bus.publish(TOPICS.sessionWake.subject(sessionId), TOPICS.sessionWake.message, {
+    this.bus.publish(topicOf('sessionWake', sessionId), {
       session_id: sessionId,
       reason,
     });
@@ -331,7 +331,7 @@ export class TurnDriver implements OnApplicationShutdown {
         reason: 'stop',
       })
       .catch((err: unknown) => this.log.warn({ err: String(err) }, "could not cancel the session's pending requests"));
-    this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {
+    this.bus.publish(topicOf('sessionTurnEnded', sessionId), {
       session_id: sessionId,
       reason: 'failed',
     });
@@ -487,7 +487,7 @@ export class TurnDriver implements OnApplicationShutdown {
     if (outcome.kind !== 'parked' && store.stopAtFinish() !== false) await this.turnState.clearStop(sessionId);
     // The scheduler's doorbell for job sessions (it reads the ending from the session's rows).
     if (outcome.kind !== 'parked')
-      this.bus.publish(TOPICS.sessionTurnEnded.subject(sessionId), TOPICS.sessionTurnEnded.message, {
+      this.bus.publish(topicOf('sessionTurnEnded', sessionId), {
         session_id: sessionId,
         reason: outcome.kind,
       });

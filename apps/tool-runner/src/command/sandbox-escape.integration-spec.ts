@@ -8,7 +8,7 @@ import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { EphemeralEvent, EphemeralEventSchema, TOPICS } from '@skald/contracts';
+import { EphemeralEvent, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
@@ -274,7 +274,7 @@ describe(`execute_cmd sandbox: the escape suite (bubblewrap, ${CGROUPS ? 'cgroup
   it('`yes` is capped while reading and ends at the timeout with the output so far', async () => {
     const events: EphemeralEvent[] = [];
     const sessionId = randomUUID();
-    const sub = client.subscribe(TOPICS.ephemeralEvents.subject(userId, sessionId), EphemeralEventSchema, (e) => {
+    const sub = client.subscribe(topicOf('ephemeralEvents', userId, sessionId), (e) => {
       events.push(e);
     });
     const id = randomUUID();
@@ -325,7 +325,7 @@ describe(`execute_cmd sandbox: the escape suite (bubblewrap, ${CGROUPS ? 'cgroup
     const id = randomUUID();
     const pending = exec('execute_cmd', { command: `: ${marker}; setsid sleep 3604 & sleep 3600` }, userId, id);
     await new Promise((r) => setTimeout(r, 500));
-    client.publish(TOPICS.toolCancel.subject(id), TOPICS.toolCancel.message, { tool_call_id: id });
+    client.publish(topicOf('toolCancel', id), { tool_call_id: id });
     expect(await pending).toEqual({ status: 'cancelled' });
     expect(leftovers('sleep 360')).toEqual([]);
   });

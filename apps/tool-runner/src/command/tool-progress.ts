@@ -1,6 +1,6 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { StringDecoder } from 'node:string_decoder';
-import { EphemeralEvent, EphemeralEventSchema, TOPICS } from '@skald/contracts';
+import { EphemeralEvent, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 
 export type ProgressEvent = Extract<EphemeralEvent, { type: 'tool_progress' }>;
@@ -11,7 +11,7 @@ export class ProgressSink {
   constructor(@Optional() private readonly bus?: Bus) {}
 
   publish(userId: string, event: ProgressEvent): void {
-    this.bus?.publish(TOPICS.ephemeralEvents.subject(userId, event.session_id), EphemeralEventSchema, event);
+    this.bus?.publish(topicOf('ephemeralEvents', userId, event.session_id), event);
   }
 }
 

@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { TOPICS } from '@skald/contracts';
+import { topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
@@ -113,7 +113,7 @@ describe('tool-runner over NATS (tools.exec)', () => {
     const id = randomUUID();
     const pending = exec('execute_cmd', { command: 'sleep 30' }, id);
     await new Promise((r) => setTimeout(r, 300));
-    client.publish(TOPICS.toolCancel.subject(id), TOPICS.toolCancel.message, { tool_call_id: id });
+    client.publish(topicOf('toolCancel', id), { tool_call_id: id });
     expect(await pending).toEqual({ status: 'cancelled' });
   });
 

@@ -10,7 +10,7 @@ function setUp() {
   const bus = {
     handle: (subject: string, fn: (req: unknown) => Promise<unknown>) => handlers.set(subject, fn),
     subscribe: () => ({ unsubscribe: () => undefined }),
-    publish: (subject: string) => signs.push({ at: Date.now(), subject }),
+    publish: (to: { subject: string }) => signs.push({ at: Date.now(), subject: to.subject }),
   } as unknown as Bus;
   let finish: (v: unknown) => void = () => undefined;
   const tools = { exec: () => new Promise((r) => (finish = r)), cancel: () => undefined } as unknown as ToolExecService;

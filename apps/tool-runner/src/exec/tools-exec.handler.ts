@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { TOOL_ALIVE_INTERVAL_MS, TOPICS } from '@skald/contracts';
+import { TOOL_ALIVE_INTERVAL_MS, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { ToolExecService } from './tool-exec.service';
 
@@ -17,13 +17,13 @@ export class ToolsExecHandler implements OnModuleInit {
 
   onModuleInit(): void {
     this.bus.handle('tools.exec', (req) => this.alive(req.tool_call_id, () => this.tools.exec(req)));
-    this.bus.subscribe(TOPICS.toolCancel.pattern, TOPICS.toolCancel.message, (m) => this.tools.cancel(m.tool_call_id));
+    this.bus.subscribe('toolCancel', (m) => this.tools.cancel(m.tool_call_id));
   }
 
   private async alive<T>(toolCallId: string, work: () => Promise<T>): Promise<T> {
     const beat = (): void => {
       try {
-        this.bus.publish(TOPICS.toolAlive.subject(toolCallId), TOPICS.toolAlive.message, { tool_call_id: toolCallId });
+        this.bus.publish(topicOf('toolAlive', toolCallId), { tool_call_id: toolCallId });
       } catch {
         // A closed connection: the caller hears silence, which is the truth.
       }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
-import { Actor, McpServerDto, TOPICS } from '@skald/contracts';
+import { Actor, McpServerDto, topicOf } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
@@ -189,7 +189,7 @@ describe('MCP servers through the tool runner', () => {
     const started = Date.now();
     const running = exec(alice, 'mcp__everything__trigger-long-running-operation', { duration: 30, steps: 30 }, id);
     await sleep(1500);
-    client.publish(TOPICS.toolCancel.subject(id), TOPICS.toolCancel.message, { tool_call_id: id });
+    client.publish(topicOf('toolCancel', id), { tool_call_id: id });
     expect(await running).toEqual({ status: 'cancelled' });
     expect(Date.now() - started).toBeLessThan(20_000);
     // the connection survives a cancelled call

@@ -8,7 +8,7 @@ import {
   McpServerInput,
   McpServerPatch,
   McpToolDef,
-  TOPICS,
+  topicOf,
 } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { Logger } from '@skald/service-kit';
@@ -70,7 +70,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
   }
 
   onModuleInit(): void {
-    this.bus.subscribe(TOPICS.mcpServersChanged.pattern, TOPICS.mcpServersChanged.message, (m) => {
+    this.bus.subscribe('mcpServersChanged', (m) => {
       this.lists.invalidate(m.user_id);
       return m.reconfigured ? this.drop(m.user_id, m.name) : this.changedElsewhere(m.user_id, m.name);
     });
@@ -411,7 +411,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
   private changed(userId: string, name: string, reconfigured = false): void {
     this.lists.invalidate(userId);
     try {
-      this.bus.publish(TOPICS.mcpServersChanged.subject(userId), TOPICS.mcpServersChanged.message, {
+      this.bus.publish(topicOf('mcpServersChanged', userId), {
         user_id: userId,
         name,
         ...(reconfigured ? { reconfigured: true } : {}),

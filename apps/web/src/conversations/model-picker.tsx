@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import type { LlmClientList } from '@skald/contracts';
+import type { LlmClientList, SlashCommand } from '@skald/contracts';
 import type { Api, Outgoing } from '../api';
 import type { Frame } from '../socket';
 
@@ -30,7 +30,8 @@ export function ModelPicker({
         if (
           f.type === 'client_selected' ||
           f.type === 'new_session' ||
-          (f.type === 'command_result' && (f.command === '/model' || f.command === '/new'))
+          (f.type === 'command_result' &&
+            (f.command === ('/model' satisfies SlashCommand) || f.command === ('/new' satisfies SlashCommand)))
         )
           load();
       }),

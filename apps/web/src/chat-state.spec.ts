@@ -1,0 +1,45 @@
+import { describe, expect, it } from '@jest/globals';
+import { chatReducer, initialChat, type Item } from './chat-state';
+
+const SESSION = '00000000-0000-4000-8000-000000000001';
+
+function card(frame: Record<string, unknown>): Extract<Item, { kind: 'approval' }> {
+  const st = chatReducer(
+    { ...initialChat, sessionId: SESSION },
+    {
+      type: 'pending_write',
+      session_id: SESSION,
+      seq: 1,
+      request_id: 'r1',
+      tool_call_id: 't1',
+      ...frame,
+    },
+  );
+  const found = st.items.find((i) => i.kind === 'approval');
+  if (found?.kind !== 'approval') throw new Error('no approval card');
+  return found;
+}
+
+describe('chat reducer: a pending_write card', () => {
+  it('is a command card when its kind says command', () => {
+    expect(card({ kind: 'command', path: '$ execute_cmd', new_content: '$ ls' })).toMatchObject({
+      toolName: 'execute_cmd',
+      newContent: '$ ls',
+    });
+  });
+
+  it('is a write card when its kind says file, whatever its path', () => {
+    expect(card({ kind: 'file', path: '$ execute_cmd', new_content: 'x' }).toolName).toBe('write');
+    expect(card({ kind: 'file', path: '/workspace/a.txt', old_content: 'a', new_content: 'b' })).toMatchObject({
+      toolName: 'write',
+      path: '/workspace/a.txt',
+      oldContent: 'a',
+      newContent: 'b',
+    });
+  });
+
+  it('without a kind (an event stored before it), a command is known by its path', () => {
+    expect(card({ path: '$ execute_cmd', new_content: '$ ls' }).toolName).toBe('execute_cmd');
+    expect(card({ path: '/workspace/a.txt', new_content: 'b' }).toolName).toBe('write');
+  });
+});

@@ -5,7 +5,6 @@
  * the same "wrong email or password", an unknown email still costs a hash, and a password change
  * needs the current password and revokes every session.
  */
-import { TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { UserEntity } from '@skald/persistence';
 import { fake, newTestService } from '@skald/testing/unit';
@@ -95,7 +94,7 @@ describe('AuthService sessions', () => {
     expect(users.update).not.toHaveBeenCalled();
     await sut.changePassword(p, { current: 'right', next: 'new' }, 'a');
     expect(users.update).toHaveBeenCalledWith('u1', { passwordHash: 'hash:new' });
-    expect(mock(Bus).publish).toHaveBeenCalledWith(TOPICS.userRevoked.subject(), TOPICS.userRevoked.message, {
+    expect(mock(Bus).publish).toHaveBeenCalledWith('userRevoked', {
       user_id: 'u1',
     });
   });

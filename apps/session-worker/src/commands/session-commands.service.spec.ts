@@ -4,7 +4,7 @@
  * holds the conversation, and that an unknown command says so. (/context builds a PgSessionStore
  * on the DataSource itself, so it is covered by the integration and e2e tests.)
  */
-import { Actor } from '@skald/contracts';
+import { Actor, SessionCommandRequest, WORKER_COMMANDS } from '@skald/contracts';
 import { newTestService } from '@skald/testing/unit';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { UserSettingsRepository } from '../settings/user-settings.repository';
@@ -74,7 +74,13 @@ describe('SessionCommandsService', () => {
     expect(revoke).toHaveBeenCalledWith('s1');
   });
 
-  it('answers an unknown command by name', async () => {
-    expect((await setUp({}).sut.run(actor, 'web', '/frobnicate', '')).content).toBe('Unknown command /frobnicate.');
+  it('takes only the commands the worker answers: any other is refused at the request', () => {
+    const commandRefused = (command: string) =>
+      SessionCommandRequest.safeParse({ actor, source: 'web', command }).error?.issues.some(
+        (i) => i.path[0] === 'command',
+      ) ?? false;
+    expect(commandRefused('/frobnicate')).toBe(true);
+    expect(commandRefused('/help')).toBe(true); // the gateway's
+    for (const command of WORKER_COMMANDS) expect([command, commandRefused(command)]).toEqual([command, false]);
   });
 });

@@ -4,7 +4,7 @@
  * lease, and deleting the active conversation gives its source a fresh one; reopening a conversation
  * tells the user's sockets only when the active one changed.
  */
-import { Actor, TOPICS } from '@skald/contracts';
+import { Actor, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { newTestService } from '@skald/testing/unit';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
@@ -70,7 +70,7 @@ describe('ConversationsService', () => {
     repo.activate.mockResolvedValueOnce({ changed: true, source: 'web', clientPin: 'local' });
     expect(await sut.activate(actor, 's2')).toEqual({ session_id: 's2', source: 'web' });
     expect(mock(LlmUsageRepository).setPin).toHaveBeenCalledWith({ userId: 'u1', source: 'web' }, 'local');
-    expect(bus.publish).toHaveBeenCalledWith(TOPICS.userEvents.subject('u1'), TOPICS.userEvents.message, {
+    expect(bus.publish).toHaveBeenCalledWith(topicOf('userEvents', 'u1'), {
       type: 'new_session',
       session_id: 's2',
       source: 'web',

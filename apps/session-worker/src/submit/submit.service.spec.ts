@@ -6,7 +6,7 @@
  * stops the old conversation, and tells the source's sockets; `/stop` of a foreign session is
  * not found.
  */
-import { Actor, TOPICS } from '@skald/contracts';
+import { Actor, topicOf, topicSubject, TOPICS } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { newTestService } from '@skald/testing/unit';
 import { DeliveryRouting } from '../jobs/delivery-routing.service';
@@ -39,7 +39,7 @@ function setUp() {
   driver.looksAgain.mockReturnValue(false);
   driver.drive.mockResolvedValue(undefined);
   driver.driveWith.mockResolvedValue(undefined);
-  const subjects = () => bus.publish.mock.calls.map((c) => c[0]);
+  const subjects = () => bus.publish.mock.calls.map((c) => topicSubject(c[0]));
   return { ...t, inbox, driver, bus, turnState, subjects };
 }
 
@@ -127,7 +127,7 @@ describe('SubmitService /new and /stop', () => {
     expect(await sut.activeSession(actor, 'web', true)).toEqual({ id: 's2', created: true });
     expect(order).toEqual(['rehome', 'stop']);
     expect(bus.call).toHaveBeenCalledWith('approval.reset_session', { actor, session_id: 's1' });
-    expect(bus.publish).toHaveBeenCalledWith(TOPICS.userEvents.subject('u1'), TOPICS.userEvents.message, {
+    expect(bus.publish).toHaveBeenCalledWith(topicOf('userEvents', 'u1'), {
       type: 'new_session',
       session_id: 's2',
       source: 'web',

@@ -9,7 +9,6 @@ import {
   PATH_TOOLS,
   resolveToolPath,
   toolCategory,
-  type ToolCategory,
 } from '@skald/contracts';
 import {
   CommandPattern,
@@ -394,7 +393,7 @@ function parentOf(virtual: string): string {
 // ---------------------------------------------------------------- categories
 
 /** A tool's category: from the registry (built-in, the loop's own, synthetic), `mcp`, else `dynamic`. */
-export { toolCategory, type ToolCategory };
+export { toolCategory };
 
 /** `mcp__<server>__<tool>` → server. */
 export function mcpServerOf(name: string): string | null {

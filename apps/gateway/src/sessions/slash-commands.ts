@@ -1,5 +1,4 @@
 import { Actor, WORKER_COMMANDS } from '@skald/contracts';
-import type { SessionsGateway } from './sessions.gateway';
 
 export const HELP_TEXT = [
   'Commands:',
@@ -16,8 +15,22 @@ export const HELP_TEXT = [
   '  /help        this list',
 ].join('\n');
 
-const isWorkerCommand = (c: string): c is (typeof WORKER_COMMANDS)[number] =>
-  (WORKER_COMMANDS as readonly string[]).includes(c);
+type WorkerCommand = (typeof WORKER_COMMANDS)[number];
+
+const isWorkerCommand = (c: string): c is WorkerCommand => (WORKER_COMMANDS as readonly string[]).includes(c);
+
+/** What the commands need of the sessions gateway (which implements it and calls `handleSlashCommand`). */
+export interface SlashCommandSessions {
+  workerCommand(
+    actor: Actor,
+    source: string,
+    command: WorkerCommand,
+    args: string,
+  ): Promise<{ command: string; content: string }>;
+  cancelActive(actor: Actor, source: string): Promise<{ cancelled: boolean }>;
+  newSession(actor: Actor, source: string): Promise<string>;
+  llmCommand(actor: Actor, source: string, command: '/models' | '/model' | '/cost', args: string): Promise<string>;
+}
 
 /**
  * Slash commands are answered with `command_result` and never reach the LLM. The gateway answers
@@ -25,7 +38,7 @@ const isWorkerCommand = (c: string): c is (typeof WORKER_COMMANDS)[number] =>
  * An unknown command gets the help text.
  */
 export async function handleSlashCommand(
-  sessions: SessionsGateway,
+  sessions: SlashCommandSessions,
   actor: Actor,
   source: string,
   content: string,

@@ -9,14 +9,14 @@ const path = require('node:path');
 const args = process.argv.slice(2);
 const i = args.indexOf('--only');
 const only = i >= 0 ? args.splice(i, 2)[1] : null;
-const BENCHES = [
+const BENCHES = /** @type {[string, string[]][]} */ ([
   ['approval-check.js', []],
   ['tools.js', []],
   ['recovery.js', []],
   ['dependency-recovery.js', []],
   ['turn.js', args],
   ['syscalls.js', []],
-].filter(([b]) => !only || b === `${only}.js`);
+]).filter(([b]) => !only || b === `${only}.js`);
 if (BENCHES.length === 0) {
   console.error(`no benchmark named ${only}`);
   process.exit(2);

@@ -13,7 +13,12 @@ const WEB = path.join(ROOT, 'apps', 'web');
 const DIST = path.join(WEB, 'dist');
 const STAMP = path.join(DIST, '.inputs-hash');
 /** What the bundle is built from: directories are walked (bounded by the repository's size), files read. */
-const INPUTS = [WEB, path.join(ROOT, 'libs', 'contracts', 'src'), path.join(ROOT, 'node_modules', 'vite', 'package.json'), path.join(ROOT, 'package-lock.json')];
+const INPUTS = [
+  WEB,
+  path.join(ROOT, 'libs', 'contracts', 'src'),
+  path.join(ROOT, 'node_modules', 'vite', 'package.json'),
+  path.join(ROOT, 'package-lock.json'),
+];
 const SKIP = new Set(['dist', 'node_modules']);
 
 function files(p, out = []) {
@@ -41,9 +46,12 @@ function inputsHash() {
 
 function main() {
   const hash = inputsHash();
-  const built = fs.existsSync(path.join(DIST, 'index.html')) && fs.existsSync(STAMP) && fs.readFileSync(STAMP, 'utf8') === hash;
+  const built =
+    fs.existsSync(path.join(DIST, 'index.html')) && fs.existsSync(STAMP) && fs.readFileSync(STAMP, 'utf8') === hash;
   if (built && !process.argv.includes('--force')) {
-    console.log('web client unchanged since its last build: Vite build skipped (npm run build:web -- --force rebuilds)');
+    console.log(
+      'web client unchanged since its last build: Vite build skipped (npm run build:web -- --force rebuilds)',
+    );
     return;
   }
   const r = spawnSync('npm', ['run', 'build', '-w', '@skald/web'], { cwd: ROOT, stdio: 'inherit' });

@@ -25,11 +25,13 @@ function main() {
     console.error(`${e.message}\nusage: npm run chaos -- [--seed N] [--duration SECONDS] [--conversations N]`);
     return 2;
   }
-  for (const [name, min] of [
+  /** @type {[keyof typeof values, number][]} */
+  const minimums = [
     ['seed', 0],
     ['duration', 10],
     ['conversations', 1],
-  ]) {
+  ];
+  for (const [name, min] of minimums) {
     const v = values[name];
     if (v !== undefined && !(/^\d+$/.test(v) && Number(v) >= min && Number.isSafeInteger(Number(v)))) {
       console.error(`--${name} must be an integer ≥ ${min}, got "${v}"`);

@@ -119,11 +119,14 @@ function persistent(file, make) {
 
 async function main() {
   const env = { ...process.env };
+  /** @typedef {{ child: import('node:child_process').ChildProcess, stopSignal?: string }} OwnProcess */
+  /** @type {{ postgres: OwnProcess | null, redis: OwnProcess | null, nats: OwnProcess | null }} */
   const own = { postgres: null, redis: null, nats: null };
   const infraLine = (name) => (l) => console.log(paint('llm-sim', `[${name}]`.padEnd(19)), l);
   // Private instances are killed with the start command whatever ends it (a crash included).
   process.on('exit', () => {
-    for (const o of Object.values(own)) if (o && o.child.exitCode === null) o.child.kill(o.stopSignal || 'SIGTERM');
+    for (const o of Object.values(own))
+      if (o && o.child.exitCode === null) o.child.kill(/** @type {NodeJS.Signals} */ (o.stopSignal || 'SIGTERM'));
   });
   const children = [];
   let stopping = false;

@@ -12,7 +12,7 @@
 
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { replaceSection: replaceDocSection } = require('./lib-doc-section');
+const { formatWithPrettier, replaceSection: replaceDocSection } = require('./lib-doc-section');
 
 const ROOT = join(__dirname, '..');
 const OPERATIONS_MD = join(ROOT, 'docs', 'operations.md');
@@ -187,6 +187,7 @@ function docCommentsOf(file) {
 
 /** `{ default?, required, values? }` of one field: unwraps pipes (transforms), defaults and optionals. */
 function describeField(field) {
+  /** @type {{ required: boolean, hasDefault: boolean, default: unknown, values: unknown[] | undefined, type: string | undefined }} */
   const out = { required: true, hasDefault: false, default: undefined, values: undefined, type: undefined };
   let node = field;
   for (let depth = 0; node && depth < 20; depth++) {
@@ -313,6 +314,7 @@ function loadBuiltSchemas() {
     if (!mod[exportName]) throw new Error(`${path} exports no ${exportName}`);
     return mod[exportName];
   };
+  /** @type {Record<string, { shape: Record<string, unknown> }>} */
   const apps = {};
   for (const app of APPS) apps[app.name] = load(`apps/${app.name}/dist/config.js`, app.schema);
   return { base: load('libs/service-kit/dist/config.js', 'BaseConfigSchema'), apps };
@@ -325,16 +327,11 @@ function replaceSection(markdown, section) {
 
 /**
  * docs/operations.md as it should be: `markdown` with a fresh section, formatted by Prettier like the repo's files.
- * Prettier runs in a child process: its API is asynchronous and loads plugins with dynamic imports.
+ * @param {string} markdown
+ * @param {string} section
  */
 function expectedDocument(markdown, section) {
-  const { execFileSync } = require('node:child_process');
-  const bin = join(require.resolve('prettier/package.json', { paths: [ROOT] }), '..', 'bin', 'prettier.cjs');
-  return execFileSync(process.execPath, [bin, '--stdin-filepath', OPERATIONS_MD], {
-    cwd: ROOT,
-    input: replaceSection(markdown, section),
-    encoding: 'utf8',
-  });
+  return formatWithPrettier(replaceSection(markdown, section), OPERATIONS_MD);
 }
 
 function main() {

@@ -5,24 +5,28 @@
 //   npx tsc -b libs/persistence && node scripts/gen-db-roles-reference.js    # rewrite the section
 //   node scripts/gen-db-roles-reference.js --check                          # exit 1 when it is out of date
 //
-// The table is padded the way Prettier pads markdown tables, so the page stays Prettier-clean without running
-// Prettier on it (test/docs/db-roles.spec.ts checks both).
+// The page is formatted with Prettier's API, so it stays `prettier --check` clean (test/docs/db-roles.spec.ts
+// checks it is up to date).
 'use strict';
 
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { replaceSection: replaceDocSection } = require('./lib-doc-section');
+const { formatWithPrettier, replaceSection: replaceDocSection } = require('./lib-doc-section');
 
 const ROOT = join(__dirname, '..');
 const OPERATIONS_MD = join(ROOT, 'docs', 'operations.md');
 const BEGIN = '<!-- BEGIN GENERATED: database roles (scripts/gen-db-roles-reference.js) -->';
 const END = '<!-- END GENERATED: database roles -->';
 
-/** A markdown table with every column padded to its widest cell. */
+/**
+ * A markdown table (Prettier pads its columns).
+ * @param {string[]} header
+ * @param {string[][]} rows
+ */
 function table(header, rows) {
-  const widths = header.map((h, i) => Math.max(h.length, 3, ...rows.map((r) => r[i].length)));
-  const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+  /** @param {string[]} cells */
+  const line = (cells) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)];
 }
 
 /**
@@ -53,9 +57,13 @@ function renderRoles(roles) {
   ].join('\n');
 }
 
-/** `markdown` with the generated section replaced by `section`. */
+/**
+ * `markdown` with the generated section replaced by `section`, formatted by Prettier like the repo's files.
+ * @param {string} markdown
+ * @param {string} section
+ */
 function replaceSection(markdown, section) {
-  return replaceDocSection(markdown, BEGIN, END, section);
+  return formatWithPrettier(replaceDocSection(markdown, BEGIN, END, section), OPERATIONS_MD);
 }
 
 module.exports = { OPERATIONS_MD, renderRoles, replaceSection };

@@ -11,7 +11,7 @@
 
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { replaceSection } = require('./lib-doc-section');
+const { formatWithPrettier, replaceSection } = require('./lib-doc-section');
 
 const ROOT = join(__dirname, '..');
 const PROTOCOL_MD = join(ROOT, 'docs', 'protocol.md');
@@ -97,8 +97,13 @@ function loadBuilt() {
   };
 }
 
+/**
+ * docs/protocol.md as it should be: `markdown` with a fresh section, formatted by Prettier like the repo's files.
+ * @param {string} markdown
+ * @param {string} section
+ */
 function expectedDocument(markdown, section) {
-  return replaceSection(markdown, BEGIN, END, section);
+  return formatWithPrettier(replaceSection(markdown, BEGIN, END, section), PROTOCOL_MD);
 }
 
 if (require.main === module) {

@@ -28,7 +28,9 @@ function secretKeys() {
 
 /** A value for `key`: URL-safe (embedded in DATABASE_URL / REDIS_URL), 32 random bytes as 64 hex digits. */
 function generate(key) {
-  return key === 'SKALD_ADMIN_PASSWORD' ? crypto.randomBytes(16).toString('hex') : crypto.randomBytes(32).toString('hex');
+  return key === 'SKALD_ADMIN_PASSWORD'
+    ? crypto.randomBytes(16).toString('hex')
+    : crypto.randomBytes(32).toString('hex');
 }
 
 /** The Secret's data: every listed key generated, operator-provided ones from `env`. */

@@ -17,7 +17,8 @@ const SERVICES = [
     env: 'REDIS_URL',
     url: 'redis://127.0.0.1:6379',
     defaultPort: 6379,
-    start: 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --maxmemory-policy noeviction',
+    start:
+      'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --maxmemory-policy noeviction',
   },
 ];
 
@@ -51,7 +52,7 @@ function forEachLine(stream, onLine) {
   stream.on('data', (d) => {
     buf += d;
     const lines = buf.split('\n');
-    buf = lines.pop();
+    buf = lines.pop() ?? '';
     for (const l of lines) onLine(l);
   });
 }

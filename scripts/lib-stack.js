@@ -41,7 +41,7 @@ function freePort() {
     const srv = net.createServer();
     srv.once('error', reject);
     srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
+      const { port } = /** @type {import('node:net').AddressInfo} */ (srv.address());
       srv.close(() => resolve(port));
     });
   });
@@ -399,6 +399,7 @@ function urlProblems(env) {
 /** Starts the private Redis under `<state>/redis`: append-only file, `noeviction`, a password for the default user. */
 async function startPrivateRedis({ state, onLine }) {
   const bin = findBinary('redis-server');
+  if (bin === null) throw new Error('redis-server is not installed (PATH, /usr/sbin, /usr/bin, /usr/local/bin)');
   const dir = path.join(state, 'redis');
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const password = keptSecret(state, 'redis-password');
@@ -451,7 +452,8 @@ async function natsPlan({ env, say }) {
 /** Stops a private instance started here and waits for it (bounded: SIGKILL after `ms`). */
 function stopOwn(own, ms = 20_000) {
   if (!own || own.child.exitCode !== null || own.child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
+  /** @type {Promise<void>} */
+  const stopped = new Promise((resolve) => {
     const t = setTimeout(() => own.child.kill('SIGKILL'), ms);
     own.child.once('exit', () => {
       clearTimeout(t);
@@ -459,6 +461,7 @@ function stopOwn(own, ms = 20_000) {
     });
     own.child.kill(own.stopSignal);
   });
+  return stopped;
 }
 
 module.exports = {

@@ -82,7 +82,13 @@ function startWatch({ apps, restart, onLine }) {
   let snapshot = distSnapshot(packages);
   const tsc = spawn(
     process.execPath,
-    [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b', 'tsconfig.build.json', '--watch', '--preserveWatchOutput'],
+    [
+      path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+      '-b',
+      'tsconfig.build.json',
+      '--watch',
+      '--preserveWatchOutput',
+    ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   for (const stream of [tsc.stdout, tsc.stderr])
@@ -102,14 +108,26 @@ function startWatch({ apps, restart, onLine }) {
 
 /** Vite's dev server for the web client on a loopback port (apps/web/vite.config.ts reads SKALD_WEB_DEV_PORT). */
 function startViteDev(port, onLine) {
-  const vite = spawn(process.execPath, [path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), '--clearScreen', 'false'], {
-    cwd: path.join(ROOT, 'apps', 'web'),
-    env: { ...process.env, SKALD_WEB_DEV_PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const vite = spawn(
+    process.execPath,
+    [path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), '--clearScreen', 'false'],
+    {
+      cwd: path.join(ROOT, 'apps', 'web'),
+      env: { ...process.env, SKALD_WEB_DEV_PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   for (const stream of [vite.stdout, vite.stderr])
     forEachLine(stream, (line) => line.trim() && onLine('vite', line.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')));
   return vite;
 }
 
-module.exports = { CYCLE_END, startViteDev, changedPackages, distSnapshot, runtimeClosure, startWatch, workspacePackages };
+module.exports = {
+  CYCLE_END,
+  startViteDev,
+  changedPackages,
+  distSnapshot,
+  runtimeClosure,
+  startWatch,
+  workspacePackages,
+};

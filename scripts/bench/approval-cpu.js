@@ -39,7 +39,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 function traced(pid, name) {
   if (!STRACE) return async () => undefined;
   fs.mkdirSync(STRACE, { recursive: true });
-  const child = spawn('strace', ['-c', '-f', '-o', path.join(STRACE, `${name}.txt`), '-p', String(pid)], { stdio: 'ignore' });
+  const child = spawn('strace', ['-c', '-f', '-o', path.join(STRACE, `${name}.txt`), '-p', String(pid)], {
+    stdio: 'ignore',
+  });
   const exited = new Promise((r) => child.once('exit', r));
   return async () => {
     child.kill('SIGINT');
@@ -63,7 +65,10 @@ async function startService(tree, name, dbUrl, natsUrl) {
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`, `--cpu-prof-name=${name}.cpuprofile`] : []), path.join(tree, 'apps/approval-service/dist/main.js')],
+    [
+      ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
+      path.join(tree, 'apps/approval-service/dist/main.js'),
+    ],
     {
       cwd: tree,
       env: {
@@ -189,7 +194,9 @@ async function main() {
       `CPU µs per approval.check (read_file, allowed, audited), ${BATCHES} × ${PER_BATCH}${GAP_MS ? `, ${GAP_MS} ms apart` : ''}, median of batches:`,
     );
     for (const r of responders)
-      console.log(`  ${r.name.padEnd(8)} ${med(r.cpu).toFixed(1).padStart(7)}   (batches: ${r.cpu.map((x) => x.toFixed(1)).join(', ')})`);
+      console.log(
+        `  ${r.name.padEnd(8)} ${med(r.cpu).toFixed(1).padStart(7)}   (batches: ${r.cpu.map((x) => x.toFixed(1)).join(', ')})`,
+      );
   } finally {
     for (const r of responders) {
       await r.nc.close().catch(() => undefined);

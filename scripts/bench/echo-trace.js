@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Where a message's echo goes: fresh conversations each send one message through the stack the
 // turn benchmark runs (the five apps as separate processes, llm-sim), on a private Postgres that
@@ -379,7 +380,13 @@ const HOP_STEPS = [
   ['worker: Postgres answer read', 'session-worker', 'pg.read'],
   ['worker: statement returned', 'session-worker', 'sql.submit.done'],
   ['worker: reply queued', 'session-worker', 'bus.respond', (d) => d === 'session.submit'],
-  ['worker: echo published', 'session-worker', 'bus.publish', (d) => d.startsWith('events'), { after: 'worker: statement returned' }],
+  [
+    'worker: echo published',
+    'session-worker',
+    'bus.publish',
+    (d) => d.startsWith('events'),
+    { after: 'worker: statement returned' },
+  ],
   ['worker: NATS write', 'session-worker', 'nats.write'],
   ['gateway: NATS read', 'gateway', 'nats.read'],
   ['gateway: reply taken', 'gateway', 'mux.reply', (d) => d === 'session.submit'],
@@ -415,7 +422,8 @@ function hopSteps(turns) {
     );
   }
   fs.rmSync(HOP_FILE, { force: true });
-  const appOf = (m) => (m.app.startsWith('session-worker') ? 'session-worker' : m.app.startsWith('gateway') ? 'gateway' : m.app);
+  const appOf = (m) =>
+    m.app.startsWith('session-worker') ? 'session-worker' : m.app.startsWith('gateway') ? 'gateway' : m.app;
   const ends = new Map(HOP_STEPS.map(([name]) => [name, []]));
   const steps = new Map(HOP_STEPS.map(([name]) => [name, []]));
   const tail = { ack: [], echo: [], ackStep: [], echoStep: [] };
@@ -454,7 +462,9 @@ function hopSteps(turns) {
     if (missing && shown++ < 3) console.log(`\nhops: a turn with a hop not found: ${line.join(', ')}`);
   }
   console.log(`\n== the echo, hop by hop (µs after the client's send, median over ${turns.length} turns; one clock)`);
-  console.log('  hop                                    ends at    step   (step p10–p90)   (side hops: step from the hop named)');
+  console.log(
+    '  hop                                    ends at    step   (step p10–p90)   (side hops: step from the hop named)',
+  );
   for (const [name, , , , side] of HOP_STEPS) {
     const e = ends.get(name);
     if (e.length === 0) continue;
@@ -466,7 +476,9 @@ function hopSteps(turns) {
         (side ? `  (side: from ${side.after})` : ''),
     );
   }
-  console.log(`  ${'client: echo read'.padEnd(38)} ${String(median(tail.echo)).padStart(6)} ${String(median(tail.echoStep)).padStart(7)}`);
+  console.log(
+    `  ${'client: echo read'.padEnd(38)} ${String(median(tail.echo)).padStart(6)} ${String(median(tail.echoStep)).padStart(7)}`,
+  );
   console.log(`  ${'client: ack read'.padEnd(38)} ${String(median(tail.ack)).padStart(6)}`);
   console.log('  marks inside the windows (per turn):');
   for (const [k, n] of [...other.entries()].sort((a, b) => b[1] - a[1]))

@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // In-process A/B of the gateway's live session event path, from the NATS message to the socket's
 // send: the subscription callback of build A (e.g. main's dist: decode, zod parse, deliverLive,

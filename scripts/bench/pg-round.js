@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // What Postgres spends per tool round, by statement and by service (the turn benchmark's stack and
 // workload: fresh conversations, one turn of 5 `read_file` rounds each, one after the other).

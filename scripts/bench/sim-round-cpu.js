@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // What llm-sim spends per round under Skald and under the architecture skeleton, in one run: the turn
 // bench's stack, warm-up and fresh phase (turn.js), then the skeleton's fresh phase with its

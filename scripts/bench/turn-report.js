@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // The turn benchmark's pure part: figures → ratios to the floor → targets (met / NOT met) → one
 // table. No I/O, so a unit test holds it (test/unit/bench-turn-report.spec.ts).

@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Turn benchmark: Skald's turns through the gateway's WebSocket against a durable floor, in one run.
 //

@@ -80,7 +80,9 @@ describe('docs/operations.md, configuration reference', () => {
         const path = join(dir, e.name);
         if (e.isDirectory())
           return ['node_modules', 'dist', 'testing', 'testing-fixtures'].includes(e.name) ? [] : sources(path);
-        return e.name.endsWith('.ts') && !/\.(spec|integration-spec|serial-spec|e2e-spec)\.ts$/.test(e.name) ? [path] : [];
+        return e.name.endsWith('.ts') && !/\.(spec|integration-spec|serial-spec|e2e-spec)\.ts$/.test(e.name)
+          ? [path]
+          : [];
       });
     const roots = [
       ...readdirSync(join(repoRoot, 'apps'))

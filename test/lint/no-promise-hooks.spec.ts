@@ -7,7 +7,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import * as ts from 'typescript';
-import { listSources } from './import-cycles';
+
+interface Sources {
+  listSources(dir: string): string[];
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { listSources } = require('../../scripts/check-import-cycles.js') as Sources;
 
 const repoRoot = join(__dirname, '..', '..');
 

@@ -3,7 +3,12 @@
 // system and is not one.
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { listSources } from './import-cycles';
+
+interface Sources {
+  listSources(dir: string): string[];
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { listSources } = require('../../scripts/check-import-cycles.js') as Sources;
 
 const repoRoot = join(__dirname, '..', '..');
 const IMPORT = /(?:from\s+|import\s*\(\s*|import\s+|require\s*\(\s*)['"](\.{1,2}(?:\/[^'"]*)?)['"]/g;

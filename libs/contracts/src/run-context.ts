@@ -86,14 +86,15 @@ export function enabledMcpServersRefusal(
   at = '',
 ): { field: string; message: string } | null {
   const byName = new Map(own.map((s) => [s.name, s]));
-  const i = (names ?? []).findIndex((n) => byName.get(n)?.enabled !== true);
-  if (i < 0) return null;
-  const field = `${at ? `${at}.` : ''}enabled_mcp_servers.${i}`;
-  const name = names![i];
-  const message = byName.has(name)
-    ? `${field}: your MCP server ${name} is disabled; enable it first (PATCH /api/mcp/servers/${name} {"enabled": true})`
-    : `${field}: you have no MCP server named ${name}`;
-  return { field, message };
+  for (const [i, name] of (names ?? []).entries()) {
+    if (byName.get(name)?.enabled === true) continue;
+    const field = `${at ? `${at}.` : ''}enabled_mcp_servers.${i}`;
+    const message = byName.has(name)
+      ? `${field}: your MCP server ${name} is disabled; enable it first (PATCH /api/mcp/servers/${name} {"enabled": true})`
+      : `${field}: you have no MCP server named ${name}`;
+    return { field, message };
+  }
+  return null;
 }
 
 /**

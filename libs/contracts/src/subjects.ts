@@ -318,7 +318,9 @@ export const ToolCancel = z.object({ tool_call_id: Id });
 export const ToolPreviewRequest = ToolExecRequest.omit({ expected_base_hash: true, judged_landing: true });
 /**
  * `tools.resolve` (queue `tool-runner`): where a call's paths land (see `LandingPaths`), computed by
- * the jail's own resolution (the one its writes use) before the call is judged. Reads only.
+ * the jail's own resolution (the one its writes use) before the call is judged. Reads only. The same
+ * fields as a preview, under the name of its own subject.
+ * @alias
  */
 export const ToolResolveRequest = ToolPreviewRequest;
 export const ToolResolveReply = z.object({ landing: LandingPaths });

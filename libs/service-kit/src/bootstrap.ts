@@ -33,10 +33,12 @@ export class PinoNestLogger implements LoggerService {
   }
 }
 
+/** What Nest boots: the app's root module (`AppModule.register(...)`). */
+type RootModule = Parameters<typeof NestFactory.create>[0];
+
 export interface ServiceBootstrap {
   service: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  module: any;
+  module: RootModule;
   port: number;
   host: string;
   log: Logger;
@@ -55,10 +57,7 @@ export interface ServiceBootstrap {
  * variant of a path reaches a handler by another name. Authentication never depends on it: each
  * app's guard decides by the route's metadata (`@Public()`).
  */
-export async function createHttpApp(
-  module: Parameters<typeof NestFactory.create>[0],
-  log: Logger,
-): Promise<NestExpressApplication> {
+export async function createHttpApp(module: RootModule, log: Logger): Promise<NestExpressApplication> {
   // Express (a dependency of @nestjs/platform-express) ships no types here; these settings must be
   // made before the adapter exists, because the adapter's first middleware creates the router.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -168,8 +167,7 @@ export interface RunServiceOptions<C extends ServiceSettings> {
   service: string;
   schema: z.ZodType<C>;
   /** The app's root module, built from its validated configuration. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  module: (config: C, log: Logger, instance: string) => any;
+  module: (config: C, log: Logger, instance: string) => RootModule;
   drain?: (app: INestApplication, config: C) => Promise<void>;
   configure?: (app: INestApplication, config: C, log: Logger) => Promise<void> | void;
 }

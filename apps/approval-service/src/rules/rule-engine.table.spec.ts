@@ -98,8 +98,20 @@ const BROKEN_TOOL_ONLY: RuleRow[] = [
 /** Command rules with a path condition: it judges the directory the command runs in. */
 const WORKDIR: RuleRow[] = [
   ...SEED,
-  rule({ tool: 'execute_cmd', commandPattern: 'make *', pathPattern: '/workspace/proj/**', action: 'allow', priority: 50 }),
-  rule({ tool: 'execute_cmd', commandPattern: 'rm *', pathPattern: '/workspace/prod/**', action: 'deny', priority: 40 }),
+  rule({
+    tool: 'execute_cmd',
+    commandPattern: 'make *',
+    pathPattern: '/workspace/proj/**',
+    action: 'allow',
+    priority: 50,
+  }),
+  rule({
+    tool: 'execute_cmd',
+    commandPattern: 'rm *',
+    pathPattern: '/workspace/prod/**',
+    action: 'deny',
+    priority: 40,
+  }),
 ];
 
 /** A directory no file write may touch: delete_file is a file write. */

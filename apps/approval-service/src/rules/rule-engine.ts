@@ -379,7 +379,7 @@ function parentOf(virtual: string): string {
 // ---------------------------------------------------------------- categories
 
 /** A tool's category: from the registry (built-in, the loop's own, synthetic), `mcp`, else `dynamic`. */
-export { toolCategory, type ToolCategory };
+export { toolCategory };
 
 /** `mcp__<server>__<tool>` → server. */
 export function mcpServerOf(name: string): string | null {

@@ -66,10 +66,6 @@ export function initShellParser(): Promise<void> {
   return loading;
 }
 
-export function shellParserReady(): boolean {
-  return parser !== null;
-}
-
 const needs = (reason: string): ShellAnalysis => ({ kind: 'needs_human', reason });
 
 /** Shell reserved words (bash and dash): as a command name they start syntax, not a program. */

@@ -13,7 +13,7 @@ import {
 } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { callService } from '../http/api-error';
-import { handleSlashCommand } from './slash-commands';
+import { handleSlashCommand, type SlashCommandSessions } from './slash-commands';
 import { SubmitAffinity } from './submit-affinity';
 
 type Message = z.infer<typeof PostMessageRequest>;
@@ -24,7 +24,7 @@ type Message = z.infer<typeof PostMessageRequest>;
  * (SubmitAffinity). With no worker answering, nothing is acknowledged (503, Retry-After).
  */
 @Injectable()
-export class SessionsGateway {
+export class SessionsGateway implements SlashCommandSessions {
   /** Which worker a conversation's next submit goes to first (carry affinity). */
   readonly affinity = new SubmitAffinity();
 

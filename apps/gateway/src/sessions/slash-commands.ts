@@ -1,7 +1,19 @@
-import { Actor, isAnsweredBy, isSlashCommand, SLASH_HELP_TEXT } from '@skald/contracts';
-import type { SessionsGateway } from './sessions.gateway';
+import { Actor, isAnsweredBy, isSlashCommand, SLASH_HELP_TEXT, type SlashCommandOf, type WorkerCommand } from '@skald/contracts';
 
 export const HELP_TEXT = SLASH_HELP_TEXT;
+
+/** What the commands need of the sessions gateway (which implements it and calls `handleSlashCommand`). */
+export interface SlashCommandSessions {
+  workerCommand(
+    actor: Actor,
+    source: string,
+    command: WorkerCommand,
+    args: string,
+  ): Promise<{ command: string; content: string }>;
+  cancelActive(actor: Actor, source: string): Promise<{ cancelled: boolean }>;
+  newSession(actor: Actor, source: string): Promise<string>;
+  llmCommand(actor: Actor, source: string, command: SlashCommandOf<'llm'>, args: string): Promise<string>;
+}
 
 /**
  * Slash commands (`SLASH_COMMANDS`) are answered with `command_result` and never reach the LLM.
@@ -9,7 +21,7 @@ export const HELP_TEXT = SLASH_HELP_TEXT;
  * owns it; the model commands to the model registry. An unknown command gets the help text.
  */
 export async function handleSlashCommand(
-  sessions: SessionsGateway,
+  sessions: SlashCommandSessions,
   actor: Actor,
   source: string,
   content: string,

@@ -36,6 +36,7 @@ import { SessionCache } from './session-cache';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 import type { CarriedHistory } from './history-carry';
 import type { EnteredFirst } from '../submit/inbox.repository';
+import type { CommittedEvent } from './committed-event';
 import { jsonRows, parseTurnStart, QUEUED_INBOX_JSON, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
 
 /** Who writes: the lease holder's epoch fences every commit of a turn. */
@@ -68,13 +69,7 @@ function rejected(e: unknown): unknown {
     : e;
 }
 
-/** A committed session event, ready to announce. */
-export interface CommittedEvent {
-  userId: string;
-  sessionId: string;
-  seq: number;
-  event: SessionEventDraft;
-}
+export type { CommittedEvent } from './committed-event';
 
 type Row = Record<string, unknown>;
 
@@ -630,36 +625,6 @@ const TURN_START_MAPPERS = {
   toToolCall: (r: Row) => toToolCall(r),
   toInboxItem: (r: Row) => toInboxItem(r),
 };
-
-/** Appends events with the session's next contiguous seqs; returns them for announcing after commit. */
-export async function appendEvents(
-  tx: EntityManager,
-  sessionId: string,
-  events: SessionEventDraft[],
-): Promise<CommittedEvent[]> {
-  if (events.length === 0) return [];
-  const rows: Row[] = await queryRows(
-    tx,
-    `UPDATE sessions SET last_seq = last_seq + $2, updated_at = now() WHERE id = $1 RETURNING last_seq, user_id`,
-    [sessionId, events.length],
-  );
-  const head = rows[0];
-  if (!head) throw new Error(`session ${sessionId} not found`);
-  const first = Number(head.last_seq) - events.length + 1;
-  const out: CommittedEvent[] = events.map((event, i) => ({
-    userId: String(head.user_id),
-    sessionId,
-    seq: first + i,
-    event,
-  }));
-  await exec(
-    tx,
-    `INSERT INTO session_events (session_id, seq, type, payload)
-     SELECT $1, s, t, p FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(s, t, p)`,
-    [sessionId, out.map((e) => e.seq), out.map((e) => e.event.type), out.map((e) => JSON.stringify(e.event))],
-  );
-  return out;
-}
 
 /**
  * Settles one queued inbox item of this session, only while it is queued HERE: an item moved to

@@ -7,7 +7,7 @@ import { Attachment, Delivery, USER_CAPS, userCapReached } from '@skald/contract
 import { hopMark, hopTraceOn, RemoteError, sqlState } from '@skald/messaging';
 import { USER_LIMITS, type UserLimits } from '../sessions/sessions.repository';
 import { Lease, leaseTake } from '../lease/lease.repository';
-import type { CommittedEvent } from '../store/pg-session-store';
+import type { CommittedEvent } from '../store/committed-event';
 import { turnStartParts } from '../store/turn-start';
 
 export interface NewInboxItem {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { builtinTool, describeZodError, PATTERN_MAX_CHARS } from '@skald/contracts';
+import { builtinTool, describeZodError } from '@skald/contracts';
 import { ToolError } from '../tool-error';
 
 /** Each tool's arguments, as the registry defines them (the schema the model sees is generated from the same). */
@@ -15,10 +15,6 @@ export const DeleteFileArgs = builtinTool('delete_file').args;
 export const SearchFileArgs = builtinTool('search_file').args;
 export const GrepFilesArgs = builtinTool('grep_files').args;
 export const ExecuteCmdArgs = builtinTool('execute_cmd').args;
-export { PATTERN_MAX_CHARS };
-
-/** The session's working directory, injected into the arguments by the session worker. */
-export const WorkdirArg = z.object({ workdir: z.string().optional() });
 
 /** Parses a tool's arguments; the error names the tool and the argument. */
 export function parseArgs<S extends z.ZodType>(tool: string, schema: S, args: Record<string, unknown>): z.output<S> {

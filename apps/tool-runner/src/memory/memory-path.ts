@@ -1,8 +1,8 @@
-import { MEMORY_KEY_MAX, MEMORY_ROOT, MemoryScope, resolvePathAgainst, WORKSPACE_ROOT } from '@skald/contracts';
+import { MEMORY_ROOT, MemoryScope, resolvePathAgainst, WORKSPACE_ROOT } from '@skald/contracts';
 import { ToolError } from '../tool-error';
 import { orThrow } from '../workspace/workspace-path';
 
-export { MEMORY_KEY_MAX, MemoryScope };
+export { MemoryScope };
 
 /** A memory document's address: `user-memory/<key>` (the caller's) or `shared-memory/<key>` (everyone's). */
 export interface MemoryPath {

@@ -167,7 +167,9 @@ describe('PatternPool', () => {
       }),
       { seed: SEED, numRuns: 1000 },
     );
-    console.log(`regex differential: ${cases} lines; JavaScript gave up on ${unanswered.length}: ${unanswered.join('  ')}`);
+    console.log(
+      `regex differential: ${cases} lines; JavaScript gave up on ${unanswered.length}: ${unanswered.join('  ')}`,
+    );
     expect(unanswered.length).toBeLessThanOrEqual(20);
     expect(cases).toBeGreaterThan(2000);
 

@@ -1,5 +1,5 @@
 import type { ChatMessageDto, ToolCallStatus } from '@skald/contracts';
-import type { Item, ToolStatus } from '../chat-state';
+import type { Item, ToolStatus } from '../chat-items';
 
 /** The size of one history page (`GET /{source}/messages?limit=`). */
 export const HISTORY_PAGE = 50;

@@ -141,8 +141,8 @@ export interface GlobTest {
 export function anyCharsGlob(pattern: string): GlobTest {
   const parts = pattern.split(/\*+/);
   if (parts.length === 1) return { test: (v) => v === pattern };
-  const first = parts[0];
-  const last = parts[parts.length - 1];
+  const first = parts[0] ?? '';
+  const last = parts[parts.length - 1] ?? '';
   const middle = parts.slice(1, -1).filter((p) => p !== '');
   return {
     test(v) {

@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // The skeleton's gateway: a WebSocket server on loopback (SKEL_GATEWAY_PORT, 0: any) at /api/ws.
 // A socket gets a fresh session (`hello`); its user is the bearer token as given (no JWT: a token is

@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // The architecture skeleton: the least the fixed topology of ARCHITECTURE.md costs on this machine.
 // Bare Node processes — gateway.js, worker.js, approval.js, runner.js — doing exactly the hops of a

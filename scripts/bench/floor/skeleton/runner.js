@@ -1,3 +1,4 @@
+// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // The skeleton's tool runner: answers `tools.exec` (queue group) for `read_file`, jailed to the
 // user's workspace (SKEL_WORKSPACES/<userId>; the path resolved, then its real path checked to be

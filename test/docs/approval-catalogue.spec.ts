@@ -4,6 +4,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { catalogueMarkdown, runnersMarkdown } from '../../apps/approval-service/src/rules/read-only-catalogue';
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the generators' CommonJS helper
+const { formatWithPrettier } = require('../../scripts/lib-doc-section') as {
+  formatWithPrettier: (text: string, filepath: string) => string;
+};
 
 const TABLES: Array<[string, string, () => string]> = [
   [
@@ -20,12 +24,14 @@ const TABLES: Array<[string, string, () => string]> = [
 
 describe('docs/approval.md, read-only catalogue and runners', () => {
   it.each(TABLES)('shows %s exactly as generated', (begin, endMarker, render) => {
-    const page = readFileSync(join(__dirname, '../../docs/approval.md'), 'utf8');
+    const file = join(__dirname, '../../docs/approval.md');
+    const page = readFileSync(file, 'utf8');
     const start = page.indexOf(begin);
     const end = page.indexOf(endMarker);
     expect(start).toBeGreaterThan(-1);
     expect(end).toBeGreaterThan(start);
-    // When this fails: paste the output of the renderer between the markers.
-    expect(page.slice(start + begin.length, end).trim()).toBe(render());
+    // When this fails: paste the output of the renderer between the markers and run Prettier on
+    // the page (lint checks it; the rendering is compared as Prettier writes it).
+    expect(page.slice(start + begin.length, end).trim()).toBe(formatWithPrettier(render(), file).trim());
   });
 });

@@ -10,7 +10,6 @@ import {
   PATH_TOOLS,
   resolveToolPath,
   toolCategory,
-  type ToolCategory,
   ToolPatternError,
 } from '@skald/contracts';
 import {

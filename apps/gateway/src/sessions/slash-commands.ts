@@ -1,4 +1,11 @@
-import { Actor, isAnsweredBy, isSlashCommand, SLASH_HELP_TEXT, type SlashCommandOf, type WorkerCommand } from '@skald/contracts';
+import {
+  Actor,
+  isAnsweredBy,
+  isSlashCommand,
+  SLASH_HELP_TEXT,
+  type SlashCommandOf,
+  type WorkerCommand,
+} from '@skald/contracts';
 
 export const HELP_TEXT = SLASH_HELP_TEXT;
 

@@ -27,8 +27,12 @@ function setUp() {
   return { sut, jobs, engine, sessions };
 }
 
-const input = (over: Partial<CronJobInput> = {}): CronJobInput =>
-  ({ title: 'News', prompt: 'check the news', cron: '0 8 * * *', ...over });
+const input = (over: Partial<CronJobInput> = {}): CronJobInput => ({
+  title: 'News',
+  prompt: 'check the news',
+  cron: '0 8 * * *',
+  ...over,
+});
 
 describe('JobsService cron jobs', () => {
   it('creates a job with its next fire time and schedules it', async () => {

@@ -15,12 +15,11 @@ function setUp(session: Record<string, unknown> | null) {
   const t = newTestService(SessionsService);
   const repo = t.mock(SessionsRepository);
   repo.find.mockResolvedValue(session);
-  repo.eventsAfter.mockImplementation(
-    async (_s, after, head, limit) =>
-      Array.from({ length: Math.min(head - after, limit) }, (_, i) => ({
-        seq: String(after + i + 1),
-        payload: { type: 'text_delta', delta: 'x' },
-      })),
+  repo.eventsAfter.mockImplementation(async (_s, after, head, limit) =>
+    Array.from({ length: Math.min(head - after, limit) }, (_, i) => ({
+      seq: String(after + i + 1),
+      payload: { type: 'text_delta', delta: 'x' },
+    })),
   );
   repo.heldBackByTurnCap.mockResolvedValue(false);
   Object.defineProperty(repo, 'maxTurns', { value: 2 });

@@ -25,9 +25,7 @@ function setUp(c: Conversation = {}) {
   t.mock(SessionsRepository).active.mockResolvedValue({ id: 's1' } as never);
   const inbox = t.mock(InboxRepository);
   inbox.findByClientId.mockResolvedValue(null);
-  inbox.store.mockImplementation(
-    async (item) => ({ messageId: 'new', duplicate: false, sessionId: item.sessionId }),
-  );
+  inbox.store.mockImplementation(async (item) => ({ messageId: 'new', duplicate: false, sessionId: item.sessionId }));
   const store = {
     getSession: async () => ({ turnState: c.turnState ?? 'finished' }),
     listInbox: async () => c.inbox ?? [],

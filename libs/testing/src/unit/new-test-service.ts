@@ -104,9 +104,9 @@ export function newTestService<S>(Service: new (...args: never[]) => S, fakes: r
   const sut = new Service(...(args as never[]));
   return {
     sut,
-    mock: ((token: Token) => {
+    mock: (token: Token) => {
       if (!byToken.has(token)) throw new Error(`${Service.name} does not take ${describeToken(token)}`);
       return byToken.get(token);
-    }),
+    },
   };
 }

@@ -76,7 +76,7 @@ describe('the first commit in the submit: faults', () => {
       },
       drive: () => Promise.resolve(),
     };
-    const bus = { publish: (_s: string, _m: string, _p: unknown) => undefined };
+    const bus = { publish: (_topic: unknown, _p: unknown) => undefined };
     const service = new SubmitService(sessions, inbox, driver as never, bus as never, turnState, {} as never, leases);
     return { service, handed, echoes, order, settle: () => new Promise((r) => setImmediate(r)) };
   }

@@ -86,7 +86,7 @@ describe('SubmitService.submit: one statement for the common case', () => {
     // No lease asked for here: the rows and answers of the message itself (the lease take has its
     // own differential spec below).
     const driver = { drive: async () => undefined, leaseAsk: () => null, looksAgain: () => false };
-    const bus = { publish: (_s: string, _m: string, p: { session_id: string }) => woken.push(p.session_id) };
+    const bus = { publish: (_topic: unknown, p: { session_id: string }) => woken.push(p.session_id) };
     service = new SubmitService(
       sessions,
       inbox,

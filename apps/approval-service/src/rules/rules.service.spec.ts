@@ -99,7 +99,7 @@ describe('RulesService', () => {
     const first = await sut.ruleSet();
     expect(await sut.ruleSet()).toBe(first);
     expect(repo.listAll).toHaveBeenCalledTimes(1);
-    const [, , onChanged] = bus.subscribe.mock.calls[0] as unknown as [string, unknown, () => void];
+    const [, onChanged] = bus.subscribe.mock.calls[0] as unknown as [string, () => void];
     onChanged();
     const second = await sut.ruleSet();
     expect(second).not.toBe(first);

@@ -18,7 +18,13 @@ import { promisify } from 'node:util';
 import { insideTmp, takeRefusals, UnitIsolationError } from '../setup/unit-guard';
 
 const RULE = /change no file outside os\.tmpdir\(\).*integration-spec\.ts/;
-const outside = path.join(__dirname, 'unit-guard.must-not-exist');
+/**
+ * A file outside os.tmpdir(): beside this spec, unless the checkout itself lies under the temp
+ * directory (a clone in /tmp), then in the home directory or /var/tmp.
+ */
+const outsideDir = [__dirname, os.homedir(), '/var/tmp'].find((d) => !insideTmp(d));
+if (outsideDir === undefined) throw new Error('no directory outside os.tmpdir() to test the guard with');
+const outside = path.join(outsideDir, 'skald-unit-guard.must-not-exist');
 
 /** Runs `fn`, expects the guard's refusal, and clears it so this test does not fail for it. */
 function refused(fn: () => unknown): UnitIsolationError {
@@ -104,21 +110,21 @@ describe('the unit guard', () => {
     expect(insideTmp(path.join(os.tmpdir(), '..', 'etc'))).toBe(false);
     expect(insideTmp(`${os.tmpdir()}-other`)).toBe(false);
     expect(insideTmp(path.join(__dirname, '../../test-results/attack-suite-x.json'))).toBe(true);
-    expect(insideTmp(path.join(__dirname, '../../test-results-other/x'))).toBe(false);
+    expect(insideTmp(path.join(outsideDir, 'test-results-other/x'))).toBe(false);
   });
 
   it('judges a path below an open directory descriptor (/proc/self/fd/<n>/…) by where it lands', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'unit-guard-'));
     const inTmp = fs.openSync(dir, 'r');
-    const inRepo = fs.openSync(__dirname, 'r');
+    const inOutside = fs.openSync(outsideDir, 'r');
     try {
       expect(insideTmp(`/proc/self/fd/${inTmp}/a.txt`)).toBe(true);
-      expect(insideTmp(`/proc/self/fd/${inRepo}/a.txt`)).toBe(false);
+      expect(insideTmp(`/proc/self/fd/${inOutside}/a.txt`)).toBe(false);
       fs.writeFileSync(`/proc/self/fd/${inTmp}/a.txt`, 'x');
       expect(fs.readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('x');
     } finally {
       fs.closeSync(inTmp);
-      fs.closeSync(inRepo);
+      fs.closeSync(inOutside);
       fs.rmSync(dir, { recursive: true });
     }
   });

@@ -11,25 +11,17 @@ import { AuditService } from '../audit/audit.service';
 import { BypassesService } from '../bypasses/bypasses.service';
 import { CatalogService } from '../catalog/catalog.service';
 import { APPROVAL_LOGGER } from '../config';
-import { RuleRow, RuleSet } from '../rules/rule-engine';
+import { RuleSet } from '../rules/rule-engine';
 import { RulesService } from '../rules/rules.service';
+import { ruleRow } from '../testing-fixtures/rule-row';
 import { GateService } from './gate.service';
 
 const log = { debug: jest.fn(), info: jest.fn(), warn: jest.fn(), error: jest.fn(), child: () => log };
 
-const rule = (id: string, toolPattern: string, action: string, ord: number): RuleRow => ({
-  id,
-  ord,
-  toolPattern,
-  pathPattern: null,
-  commandPattern: null,
-  agentId: null,
-  source: null,
-  securityGroup: null,
-  action,
-  priority: 0,
-});
-const RULES = new RuleSet([rule('allow-web', 'web_search', 'allow', 1), rule('ask-fetch', 'web_fetch', 'require', 2)]);
+const RULES = new RuleSet([
+  ruleRow(1, 'web_search', 'allow', { id: 'allow-web' }),
+  ruleRow(2, 'web_fetch', 'require', { id: 'ask-fetch' }),
+]);
 
 const check = (tool: string, over: Partial<ParsedRequestOf<'approval.check'>> = {}) =>
   ({

@@ -1,20 +1,9 @@
+import { ruleRow } from '../testing-fixtures/rule-row';
 import { evaluate, GateInput, RuleCompileError, RuleRow, RuleSet, validateRule } from './rule-engine';
 
 /** A rule's `tool_pattern` is the shared tool-pattern language of libs/contracts (tool-patterns.spec.ts). */
 
-let ord = 0;
-const row = (toolPattern: string, action: string, priority: number): RuleRow => ({
-  id: `00000000-0000-4000-9000-${String(++ord).padStart(12, '0')}`,
-  toolPattern,
-  pathPattern: null,
-  commandPattern: null,
-  agentId: null,
-  source: null,
-  securityGroup: null,
-  action,
-  priority,
-  ord,
-});
+const row = (toolPattern: string, action: string, priority: number): RuleRow => ruleRow(priority, toolPattern, action);
 const call = (toolName: string): GateInput => ({
   toolName,
   arguments: { path: 'notes.md', command: 'ls' },

@@ -12,7 +12,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { natsServerConfig, REDIS_SERVICES, redisServerUserArgs, redisUser, serviceSecretVar } from '@skald/contracts';
 import { parse } from 'yaml';
-import { APP_NAMES, APPS, shellSteps, usesRedis } from '../support/deployment';
+import { APP_NAMES, APPS, requiredEnv, shellSteps, usesRedis } from '../support/deployment';
 import { instanceOf, serviceRoleName } from '@skald/persistence';
 
 const repoRoot = join(__dirname, '..', '..');
@@ -315,6 +315,14 @@ describe('what users of docker-compose.yml rely on', () => {
       expect(service(name).privileged).toBeUndefined();
       expect(service(name).cap_add).toBeUndefined();
     });
+  });
+
+  it('gives every app each variable it cannot start without (a new required setting fails here, not at up)', () => {
+    for (const app of APP_NAMES) {
+      const env = service(app).environment ?? {};
+
+      expect({ app, missing: requiredEnv(app).filter((name) => !(name in env)) }).toEqual({ app, missing: [] });
+    }
   });
 
   it('publishes only the gateway, on 8080', () => {

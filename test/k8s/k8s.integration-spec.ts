@@ -28,7 +28,7 @@ import {
   repoRoot,
   type K8sObject,
 } from './kustomize';
-import { APP_NAMES, APPS, type AppName, shellSteps, usesRedis } from '../support/deployment';
+import { APP_NAMES, APPS, type AppName, requiredEnv, shellSteps, usesRedis } from '../support/deployment';
 import { instanceOf, serviceRoleName } from '@skald/persistence';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -429,6 +429,20 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
       ];
 
       expect(names.filter((n) => !APP_ENV[app].has(n) && !HELPER_ENV.has(n))).toEqual([]);
+    });
+
+    it('sets every variable the app cannot start without (a new required setting fails here, not at rollout)', () => {
+      const c = appContainer(objects, app);
+      const set = new Set([
+        ...(c.env ?? []).map((e) => e.name),
+        ...(c.envFrom ?? []).flatMap((f) => {
+          if (f.configMapRef) return Object.keys(find(objects, 'ConfigMap', f.configMapRef.name).data ?? {});
+          // The Secret is made apart (scripts/gen-secrets.js), with every key it generates.
+          return f.secretRef ? Object.keys(genSecrets.secretData({})) : [];
+        }),
+      ]);
+
+      expect(requiredEnv(app).filter((name) => !set.has(name))).toEqual([]);
     });
 
     it('connects to Postgres and NATS as its own user with its own password from the Secret', () => {

@@ -1,6 +1,6 @@
 // One Jest configuration, three projects:
 //   unit         *.spec.ts next to the code: no I/O, milliseconds each. test/setup/unit-guard.ts fails a spec
-//                that starts a process, opens a connection or changes a file outside os.tmpdir().
+//                that starts a process, opens a connection, or changes a file outside os.tmpdir() or in the checkout.
 //   integration  *.integration-spec.ts: real Postgres / Redis / NATS on loopback, and every test that needs a
 //                process (a kustomize render, an ESLint run, dash and bash), the network or real files.
 //   e2e          test/e2e/**: the five apps as separate processes + llm-sim, public API only; and

@@ -1,10 +1,10 @@
 /**
  * The unit project's rule, enforced: a unit spec starts no process, opens no network connection
- * and changes no file outside os.tmpdir(). While a spec file runs, the child_process functions,
- * socket connects and listens, UDP sockets and the file system's writing calls (write, append,
- * mkdir, rm, rename, copy, link, chmod, open for writing — callback, sync and promise forms) outside
- * os.tmpdir() and the run's `test-results/` throw
- * an error naming the rule; and since code under test may catch that error, each test that made
+ * and changes no file outside os.tmpdir() nor any file of the checkout. While a spec file runs, the
+ * child_process functions, socket connects and listens, UDP sockets and the file system's writing
+ * calls (write, append, mkdir, rm, rename, copy, link, chmod, open for writing — callback, sync and
+ * promise forms) throw an error naming the rule, unless the path is under os.tmpdir() and outside
+ * the checkout (a clone in /tmp is under os.tmpdir() too), or in the run's `test-results/`; and since code under test may catch that error, each test that made
  * such a call fails afterwards too. Reading files stays allowed (fixtures, docs, source).
  *
  * A test that needs a process, the network or real files belongs in the integration project:
@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 export const UNIT_RULE =
-  'unit specs start no process, open no network connection and change no file outside os.tmpdir(); ' +
+  'unit specs start no process, open no network connection and change no file outside os.tmpdir() nor in the checkout; ' +
   'fake the dependency, or move the test to the integration project (rename it *.integration-spec.ts)';
 
 export class UnitIsolationError extends Error {
@@ -38,16 +38,23 @@ interface Patch {
   original: unknown;
 }
 
-/**
- * Where a unit spec may write: os.tmpdir(), and `test-results/` at the repository root, the run's
- * own reports (the attack suite's figures, libs/testing/src/attack-suite-report.ts), as Jest's
- * `--outputFile` writes there.
- */
-const TMP_ROOTS = [
-  ...new Set(
-    [os.tmpdir(), safeRealpath(os.tmpdir()), path.resolve(__dirname, '../../test-results')].map((p) => path.resolve(p)),
-  ),
-];
+/** Where a unit spec may write, and the checkout it may not write to (wherever it lies). */
+export interface WritablePlaces {
+  /** os.tmpdir(), as given and resolved. */
+  tmp: string[];
+  /** The repository checkout, as found and resolved: refused even when it lies under `tmp`. */
+  checkout: string[];
+  /** The run's own reports, `test-results/` of the checkout (Jest's `--outputFile`, the attack suite's figures). */
+  reports: string[];
+}
+
+const CHECKOUT = path.resolve(__dirname, '../..');
+const both = (p: string): string[] => [...new Set([path.resolve(p), path.resolve(safeRealpath(p))])];
+const PLACES: WritablePlaces = {
+  tmp: both(os.tmpdir()),
+  checkout: both(CHECKOUT),
+  reports: both(path.join(CHECKOUT, 'test-results')),
+};
 
 function safeRealpath(p: string): string {
   try {
@@ -78,9 +85,14 @@ function throughDescriptor(abs: string): string {
   }
 }
 
-export function insideTmp(p: string): boolean {
+const within = (abs: string, root: string): boolean => abs === root || abs.startsWith(root + path.sep);
+
+/** Whether a unit spec may change `p`: the run's reports, or under os.tmpdir() and outside the checkout. */
+export function writable(p: string, places: WritablePlaces = PLACES): boolean {
   const abs = throughDescriptor(path.resolve(p));
-  return TMP_ROOTS.some((root) => abs === root || abs.startsWith(root + path.sep));
+  if (places.reports.some((r) => within(abs, r))) return true;
+  if (places.checkout.some((r) => within(abs, r))) return false;
+  return places.tmp.some((r) => within(abs, r));
 }
 
 /** open() flags that can change the file. */
@@ -152,11 +164,13 @@ const FS_WRITES: Record<string, number[]> = {
   createWriteStream: [0],
 };
 
+const WHERE = 'outside os.tmpdir() or in the checkout';
+
 function checkPaths(call: string, indexes: number[]) {
   return (args: unknown[]) => {
     for (const i of indexes) {
       const p = asPath(args[i]);
-      if (p !== null && !insideTmp(p)) refuse(`fs.${call}(${JSON.stringify(p)}) outside os.tmpdir()`);
+      if (p !== null && !writable(p)) refuse(`fs.${call}(${JSON.stringify(p)}) ${WHERE}`);
     }
   };
 }
@@ -164,8 +178,8 @@ function checkPaths(call: string, indexes: number[]) {
 function checkOpen(call: string, flagsAt: number) {
   return (args: unknown[]) => {
     const p = asPath(args[0]);
-    if (p !== null && writes(args[flagsAt]) && !insideTmp(p))
-      refuse(`fs.${call}(${JSON.stringify(p)}, ${JSON.stringify(args[flagsAt])}) outside os.tmpdir()`);
+    if (p !== null && writes(args[flagsAt]) && !writable(p))
+      refuse(`fs.${call}(${JSON.stringify(p)}, ${JSON.stringify(args[flagsAt])}) ${WHERE}`);
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * The unit project's guard (test/setup/unit-guard.ts), checked from inside the unit project: a
- * process, a connection, a listening server, a UDP socket or a file changed outside os.tmpdir() is
- * refused with the rule's message; the same under os.tmpdir() and every read are let through; and a
+ * process, a connection, a listening server, a UDP socket, a file changed outside os.tmpdir() or
+ * in the checkout (even a checkout under os.tmpdir(), a clone in /tmp) is refused with the rule's
+ * message; a file under os.tmpdir() outside the checkout and every read are let through; and a
  * refusal the code under test swallows still fails the test.
  */
 import { exec, execFileSync, fork, spawn, spawnSync } from 'node:child_process';
@@ -15,16 +16,14 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
-import { insideTmp, takeRefusals, UnitIsolationError } from '../setup/unit-guard';
+import { takeRefusals, UnitIsolationError, writable } from '../setup/unit-guard';
 
-const RULE = /change no file outside os\.tmpdir\(\).*integration-spec\.ts/;
-/**
- * A file outside os.tmpdir(): beside this spec, unless the checkout itself lies under the temp
- * directory (a clone in /tmp), then in the home directory or /var/tmp.
- */
-const outsideDir = [__dirname, os.homedir(), '/var/tmp'].find((d) => !insideTmp(d));
-if (outsideDir === undefined) throw new Error('no directory outside os.tmpdir() to test the guard with');
+const RULE = /change no file outside os\.tmpdir\(\) nor in the checkout.*integration-spec\.ts/;
+/** A file of the checkout, beside this spec: refused wherever the checkout lies, under os.tmpdir() or not. */
+const outsideDir = __dirname;
 const outside = path.join(outsideDir, 'skald-unit-guard.must-not-exist');
+/** A file outside os.tmpdir() and outside the checkout. */
+const elsewhere = [os.homedir(), '/var/tmp', '/usr'].find((d) => !d.startsWith(os.tmpdir()));
 
 /** Runs `fn`, expects the guard's refusal, and clears it so this test does not fail for it. */
 function refused(fn: () => unknown): UnitIsolationError {
@@ -94,7 +93,9 @@ describe('the unit guard', () => {
       }
     };
     quietly();
-    expect(takeRefusals()).toEqual([`fs.writeFileSync(${JSON.stringify(outside)}) outside os.tmpdir()`]);
+    expect(takeRefusals()).toEqual([
+      `fs.writeFileSync(${JSON.stringify(outside)}) outside os.tmpdir() or in the checkout`,
+    ]);
   });
 
   it('lets files under os.tmpdir() be written and removed, and any file be read', async () => {
@@ -106,11 +107,27 @@ describe('the unit guard', () => {
     fs.closeSync(fs.openSync(__filename, 'r'));
     fs.rmSync(dir, { recursive: true });
     expect(takeRefusals()).toEqual([]);
-    expect(insideTmp(path.join(os.tmpdir(), 'x', '..', 'y'))).toBe(true);
-    expect(insideTmp(path.join(os.tmpdir(), '..', 'etc'))).toBe(false);
-    expect(insideTmp(`${os.tmpdir()}-other`)).toBe(false);
-    expect(insideTmp(path.join(__dirname, '../../test-results/attack-suite-x.json'))).toBe(true);
-    expect(insideTmp(path.join(outsideDir, 'test-results-other/x'))).toBe(false);
+    expect(writable(path.join(os.tmpdir(), 'x', '..', 'y'))).toBe(true);
+    expect(writable(path.join(os.tmpdir(), '..', 'etc'))).toBe(false);
+    expect(writable(`${os.tmpdir()}-other`)).toBe(false);
+    expect(writable(path.join(__dirname, '../../test-results/attack-suite-x.json'))).toBe(true);
+    expect(writable(path.join(outsideDir, 'test-results-other/x'))).toBe(false);
+    if (elsewhere !== undefined) expect(writable(path.join(elsewhere, 'x'))).toBe(false);
+  });
+
+  it('refuses a file of the checkout, also when the checkout lies under os.tmpdir() (a clone in /tmp)', () => {
+    // This checkout, wherever it is:
+    refused(() => fs.writeFileSync(path.join(__dirname, '../../package.json'), '{}'));
+    refused(() => fs.mkdirSync(path.join(__dirname, '../../node_modules/.skald-unit-guard')));
+    expect(swallowed()).toBe(2);
+    // A clone in the temp directory: its files are refused, the rest of the temp directory is not.
+    const clone = path.join(os.tmpdir(), 'ci-clone');
+    const places = { tmp: [os.tmpdir()], checkout: [clone], reports: [path.join(clone, 'test-results')] };
+    expect(writable(path.join(clone, 'apps/gateway/src/main.ts'), places)).toBe(false);
+    expect(writable(clone, places)).toBe(false);
+    expect(writable(path.join(clone, 'test-results/report.json'), places)).toBe(true);
+    expect(writable(path.join(os.tmpdir(), 'ci-clone-other/x'), places)).toBe(true);
+    expect(writable(path.join(os.tmpdir(), 'skald-x/a'), places)).toBe(true);
   });
 
   it('judges a path below an open directory descriptor (/proc/self/fd/<n>/…) by where it lands', () => {
@@ -118,8 +135,8 @@ describe('the unit guard', () => {
     const inTmp = fs.openSync(dir, 'r');
     const inOutside = fs.openSync(outsideDir, 'r');
     try {
-      expect(insideTmp(`/proc/self/fd/${inTmp}/a.txt`)).toBe(true);
-      expect(insideTmp(`/proc/self/fd/${inOutside}/a.txt`)).toBe(false);
+      expect(writable(`/proc/self/fd/${inTmp}/a.txt`)).toBe(true);
+      expect(writable(`/proc/self/fd/${inOutside}/a.txt`)).toBe(false);
       fs.writeFileSync(`/proc/self/fd/${inTmp}/a.txt`, 'x');
       expect(fs.readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('x');
     } finally {

@@ -1,3 +1,8 @@
+/**
+ * The jail's inode budget against the kernel: each generated case builds a real directory tree,
+ * writes through the jail's descriptors and counts the inodes with a real walk (integration: a
+ * real file system, 150 trees).
+ */
 import fc from 'fast-check';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

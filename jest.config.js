@@ -27,6 +27,7 @@ const moduleNameMapper = {
   '^@skald/agent-loop/testing$': '<rootDir>/libs/agent-loop/src/testing/index.ts',
   '^@skald/service-kit/telemetry$': '<rootDir>/libs/service-kit/src/telemetry.ts',
   '^@skald/testing/unit$': '<rootDir>/libs/testing/src/unit/new-test-service.ts',
+  '^@skald/testing/attack-suite$': '<rootDir>/libs/testing/src/attack-suite-report.ts',
   '^@skald/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
 };
 const base = { rootDir: __dirname, transform, transformIgnorePatterns, moduleNameMapper, testEnvironment: 'node' };

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { INestApplication, LoggerService } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'pino';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config';
@@ -58,14 +58,19 @@ export interface ServiceBootstrap {
  * app's guard decides by the route's metadata (`@Public()`).
  */
 export async function createHttpApp(module: RootModule, log: Logger): Promise<NestExpressApplication> {
+  // Nest's application factory and the Express adapter load with the first app, not with every
+  // importer of this library (a unit spec that needs a logger or a config loader).
+  /* eslint-disable @typescript-eslint/no-require-imports -- loaded only when an app is built */
+  const { NestFactory: Factory } = require('@nestjs/core') as typeof import('@nestjs/core');
+  const { ExpressAdapter } = require('@nestjs/platform-express') as typeof import('@nestjs/platform-express');
   // Express (a dependency of @nestjs/platform-express) ships no types here; these settings must be
   // made before the adapter exists, because the adapter's first middleware creates the router.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const express = require('express') as () => { set(setting: string, value: boolean): unknown };
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const server = express();
   server.set('case sensitive routing', true);
   server.set('strict routing', true);
-  const app = await NestFactory.create<NestExpressApplication>(module, new ExpressAdapter(server), {
+  const app = await Factory.create<NestExpressApplication>(module, new ExpressAdapter(server), {
     logger: new PinoNestLogger(log),
     bodyParser: false,
     abortOnError: false,

@@ -1,5 +1,5 @@
 import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
-import { recordAttackSuite } from '@skald/testing';
+import { recordAttackSuite } from '@skald/testing/attack-suite';
 import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
 import { initShellParser } from './shell-analysis';
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { recordAttackSuite } from '@skald/testing';
+import { recordAttackSuite } from '@skald/testing/attack-suite';
 import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
 import { initShellParser } from './shell-analysis';
 

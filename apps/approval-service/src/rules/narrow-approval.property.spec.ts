@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { recordAttackSuite } from '@skald/testing';
+import { recordAttackSuite } from '@skald/testing/attack-suite';
 import { bypassCovers, GateInput, narrowScopes } from './rule-engine';
 import { catalogueRisk, READ_ONLY_CATALOGUE } from './read-only-catalogue';
 import { PROGRAM_SPECS } from './programs';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { RE2JS } from 're2js';
-import { recordAttackSuite } from '@skald/testing';
+import { recordAttackSuite } from '@skald/testing/attack-suite';
 import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
 import { anyCharsGlob, pathGlob, RULE_PATH_MAX_CHARS } from './rule-glob';
 

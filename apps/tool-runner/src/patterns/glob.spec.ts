@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { matchesGlob } from 'node:path';
 import { RE2JS } from 're2js';
-import { recordAttackSuite } from '@skald/testing';
+import { recordAttackSuite } from '@skald/testing/attack-suite';
 import { GLOB_MAX_CHARS, GlobError, globSubject, globToRe2 } from './glob';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);

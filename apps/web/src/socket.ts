@@ -119,6 +119,8 @@ export class ChatSocket {
     } catch {
       return this.reconnectLater();
     }
+    // stopped while the ticket was on its way (the screen left): no socket
+    if (this.stopped) return;
     const proto = location.protocol === 'https:' ? 'wss' : 'ws';
     const ws = new WebSocket(
       `${proto}://${location.host}/api/ws?source=${encodeURIComponent(this.source)}&ticket=${encodeURIComponent(ticket)}`,

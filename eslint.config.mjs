@@ -143,6 +143,28 @@ export default tseslint.config(
     },
   },
 
+  // The web bundle takes no zod: from the contracts it imports types, and values only from their zod-free
+  // entry (`@skald/contracts/server-frame`, which the bundler and the web tsconfig map to its source).
+  {
+    files: ['apps/web/**/*.ts', 'apps/web/**/*.tsx'],
+    ignores: TEST_FILES,
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@skald/contracts',
+              allowTypeImports: true,
+              message: 'the web bundle takes no zod: import types here, values from @skald/contracts/server-frame.',
+            },
+            { name: 'zod', message: 'the web bundle takes no zod.' },
+          ],
+        },
+      ],
+    },
+  },
+
   // Tests and shipped fakes (`src/testing/`): fakes implement async ports synchronously, so `async` without
   // `await` is the honest shape there.
   {

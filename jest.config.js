@@ -25,6 +25,7 @@ transform['/node_modules/jose/.+\\.js$'] = ['@swc/jest', { jsc: { target: 'es202
 const transformIgnorePatterns = ['/node_modules/(?!jose/)'];
 const moduleNameMapper = {
   '^@skald/agent-loop/testing$': '<rootDir>/libs/agent-loop/src/testing/index.ts',
+  '^@skald/contracts/server-frame$': '<rootDir>/libs/contracts/src/server-frame.ts',
   '^@skald/service-kit/telemetry$': '<rootDir>/libs/service-kit/src/telemetry.ts',
   '^@skald/testing/unit$': '<rootDir>/libs/testing/src/unit/new-test-service.ts',
   '^@skald/testing/attack-suite$': '<rootDir>/libs/testing/src/attack-suite-report.ts',

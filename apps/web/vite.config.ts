@@ -12,16 +12,26 @@ export default defineConfig({
   root: __dirname,
   base: '/',
   esbuild: { jsx: 'automatic' },
+  // The contracts' zod-free entry, from its source: the bundle reads server frames with it and takes no zod.
+  resolve: {
+    alias: {
+      '@skald/contracts/server-frame': resolve(__dirname, '../../libs/contracts/src/server-frame.ts'),
+    },
+  },
   server: {
     host: '127.0.0.1',
     port: devPort,
     strictPort: true,
     // The HMR socket connects straight to this port (the gateway's dev CSP allows exactly it).
     hmr: { host: '127.0.0.1', port: devPort, clientPort: devPort },
-    // Only the client's own files and the packages; never the rest of the repository (`.skald/` holds secrets).
+    // Only the client's own files, the packages and the contracts' zod-free entry; never the rest of the repository (`.skald/` holds secrets).
     fs: {
       strict: true,
-      allow: [__dirname, resolve(__dirname, '../../node_modules')],
+      allow: [
+        __dirname,
+        resolve(__dirname, '../../node_modules'),
+        resolve(__dirname, '../../libs/contracts/src/server-frame.ts'),
+      ],
       deny: ['.env', '.env.*', '*.{crt,pem,key}', '**/.skald/**'],
     },
   },

@@ -253,6 +253,17 @@ describe('web client in a real browser', () => {
     expect(scope).toMatch(/Until \d\d:\d\d/);
     expect(scope).toContain('the command git status with any arguments and no options');
     await page.screenshot({ path: path.join(SHOTS, 'approval-session-scope.png') });
+    // the command card at a desktop's, a phone's and the narrowest width
+    for (const [width, name] of [
+      [1280, 'approval-command'],
+      [375, 'approval-command-375'],
+      [320, 'approval-command-320'],
+    ] as const) {
+      await page.setViewportSize({ width, height: 900 });
+      await first.scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
     await session.click();
     // the second git status ran without a card; git push asks
     await cards.nth(1).waitFor();

@@ -85,6 +85,7 @@ describe('approval service over NATS and Postgres', () => {
       session_id: string;
       tool_name: string;
       arguments: Record<string, unknown>;
+      preview: { path: string; old_content?: string; new_content: string };
     }> = {},
   ) => {
     const req = {
@@ -96,7 +97,7 @@ describe('approval service over NATS and Postgres', () => {
       source: 'web',
       tool_name: over.tool_name ?? 'execute_cmd',
       arguments: over.arguments ?? { command: 'make deploy' },
-      preview: { path: '$ execute_cmd', new_content: '$ make deploy' },
+      ...(over.preview ? { preview: over.preview } : {}),
       ...(over.kind === 'clarification'
         ? { question: { title: 'Which?', question: 'Which env?', suggested_answers: ['prod', 'dev'] } }
         : {}),
@@ -122,7 +123,11 @@ describe('approval service over NATS and Postgres', () => {
 
   it('registers idempotently, announces it to the user, and lists it in the inbox', async () => {
     const alice = user();
-    const { req, state } = await register(alice);
+    const { req, state } = await register(alice, {
+      tool_name: 'write_file',
+      arguments: { path: 'deploy.md', content: 'make deploy' },
+      preview: { path: '/workspace/deploy.md', old_content: 'make', new_content: 'make deploy' },
+    });
     expect(state).toMatchObject({ request_id: req.request_id, status: 'pending', note: null });
     const again = await client.call('approval.register', req);
     expect(again).toEqual(state);
@@ -135,13 +140,13 @@ describe('approval service over NATS and Postgres', () => {
     expect(events[0]).toMatchObject({
       type: 'approval_requested',
       request_id: req.request_id,
-      tool_name: 'execute_cmd',
+      tool_name: 'write_file',
     });
     const inbox = await client.call('approval.inbox', { actor: alice });
     expect(inbox.approvals).toEqual([
       expect.objectContaining({
         request_id: req.request_id,
-        arguments: { command: 'make deploy' },
+        arguments: { path: 'deploy.md', content: 'make deploy' },
         preview: req.preview,
       }),
     ]);

@@ -1,5 +1,4 @@
-import type { Frame } from './socket';
-import type { ChatMessageDto, PendingWriteKind } from '@skald/contracts';
+import type { ChatMessageDto, ServerFrame } from '@skald/contracts';
 import type { Item } from './chat-items';
 import { attachmentsOf } from './files/attachment-frames';
 import { historyItems, mergeItems } from './history/history-items';
@@ -34,15 +33,17 @@ export const initialChat: ChatState = {
 };
 
 /**
- * What a `pending_write` asks to approve: its `kind`; an event stored before `kind` existed has
- * none, and a command's carries the path `"$ execute_cmd"`.
+ * A page of the conversation by REST, handed to the reducer as the screen loads it (not a server
+ * frame): `history` the latest page (`replace`: after /clear it is the whole truth), `history_older`
+ * an earlier one (scroll-back).
  */
-function pendingWriteKind(f: Frame): PendingWriteKind {
-  if (f.kind === 'command' || f.kind === 'file') return f.kind;
-  return f.path === '$ execute_cmd' ? 'command' : 'file';
-}
+export type HistoryFrame =
+  | { type: 'history'; session_id: string | undefined; items: ChatMessageDto[]; has_more?: boolean; replace?: boolean }
+  | { type: 'history_older'; session_id: string | undefined; items: ChatMessageDto[]; has_more?: boolean };
 
-const s = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+/** What the chat reducer folds: the socket's server frames and the REST history pages. */
+export type ChatFrame = ServerFrame | HistoryFrame;
+
 const OUTPUT_KEEP = 20_000;
 
 function upsert(items: Item[], key: string, make: () => Item, change: (i: Item) => Item): Item[] {
@@ -72,7 +73,7 @@ function resolveCards(items: Item[], requestId: string, how: 'approved' | 'rejec
  * carries a `seq`) also says whether a turn runs (`SESSION_EVENT_TURN`): a client that joined
  * mid-turn or missed `turn_running` still shows the turn running, and sees it end.
  */
-export function chatReducer(st: ChatState, f: Frame): ChatState {
+export function chatReducer(st: ChatState, f: ChatFrame): ChatState {
   const next = foldFrame(st, f);
   const turn = turnSign(f);
   if (turn === 'running' && !next.running) return { ...next, running: true };
@@ -81,19 +82,19 @@ export function chatReducer(st: ChatState, f: Frame): ChatState {
   return next;
 }
 
-function foldFrame(st: ChatState, f: Frame): ChatState {
+function foldFrame(st: ChatState, f: ChatFrame): ChatState {
   switch (f.type) {
     case 'hello':
     case 'new_session':
-      return f.session_id === st.sessionId ? st : { ...initialChat, sessionId: s(f.session_id) };
+      return f.session_id === st.sessionId ? st : { ...initialChat, sessionId: f.session_id };
     case 'turn_running': {
       // Sent after the replay: `approval_resolved` is not a session event, so a card left open by
       // the replay is settled from what the turn is doing now (the inbox is the truth of what waits).
-      const running = f.running === true;
+      const running = f.running;
       const waiting = f.waiting === 'approval' || f.waiting === 'clarification' ? f.waiting : null;
       const slot =
         f.waiting === 'turn_slot'
-          ? { limit: typeof f.limit === 'number' ? f.limit : null, clientMessageId: st.slot?.clientMessageId ?? null }
+          ? { limit: f.limit ?? null, clientMessageId: st.slot?.clientMessageId ?? null }
           : null;
       const open = st.items.filter((i) => i.kind === 'approval' && !i.resolved);
       const stillAsked = waiting === 'approval' ? open.at(-1)?.key : undefined;
@@ -108,16 +109,13 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
       if (f.session_id !== st.sessionId) return st;
       return {
         ...st,
-        slot: {
-          limit: typeof f.limit === 'number' ? f.limit : null,
-          clientMessageId: typeof f.client_message_id === 'string' ? f.client_message_id : null,
-        },
+        slot: { limit: f.limit, clientMessageId: f.client_message_id },
       };
     case 'history': {
       // The latest page of `GET /{source}/messages` (a client frame, not from the server): it comes
       // first; what the socket delivered while it loaded follows, unless the page holds it already.
       if (f.session_id !== st.sessionId) return st;
-      const rows = (f.items ?? []) as ChatMessageDto[];
+      const rows = f.items;
       // `replace` (after /clear): the page is the whole truth; only the command's own answer stays
       const last = st.items.at(-1);
       const kept = f.replace === true ? (last?.kind === 'notice' ? [last] : []) : st.items;
@@ -130,7 +128,7 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
     case 'history_older': {
       // scroll-back: an earlier page goes before everything shown; a row already shown is not doubled
       if (f.session_id !== st.sessionId) return st;
-      const rows = (f.items ?? []) as ChatMessageDto[];
+      const rows = f.items;
       return {
         ...st,
         items: mergeItems(historyItems(rows), st.items),
@@ -138,8 +136,8 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
       };
     }
     case 'user_message': {
-      const key = `user:${s(f.message_id)}`;
-      const item: Item = { kind: 'user', key, content: s(f.content), attachments: attachmentsOf(f) };
+      const key = `user:${f.message_id}`;
+      const item: Item = { kind: 'user', key, content: f.content, attachments: attachmentsOf(f) };
       // A message entered: the turn started, nothing waits for a slot any more.
       return {
         ...st,
@@ -155,22 +153,21 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
     }
     case 'file_changed':
     case 'open_file':
-      if (typeof f.path !== 'string') return st;
       return {
         ...st,
         items: [
           ...st.items,
           {
             kind: 'file',
-            key: `file:${f.seq ?? st.items.length}:${f.path}`,
+            key: `file:${f.seq}:${f.path}`,
             path: f.path,
             how: f.type === 'open_file' ? 'opened' : 'changed',
           },
         ],
       };
     case 'token_delta': {
-      const key = `msg:${s(f.message_id)}`;
-      const add = s(f.delta);
+      const key = `msg:${f.message_id}`;
+      const add = f.delta;
       const reasoning = f.kind === 'reasoning';
       return {
         ...st,
@@ -199,9 +196,9 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
     }
     case 'thinking':
     case 'done': {
-      const key = `msg:${s(f.message_id)}`;
-      const content = s(f.content);
-      const reasoning = s(f.reasoning_content);
+      const key = `msg:${f.message_id}`;
+      const content = f.content;
+      const reasoning = f.reasoning_content ?? '';
       const items = upsert(
         st.items,
         key,
@@ -214,12 +211,11 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
         : { ...st, items: dropEmpty };
     }
     case 'tool_start': {
-      const id = s(f.tool_call_id);
       const item: Item = {
         kind: 'tool',
-        key: `tool:${id}`,
-        name: s(f.name),
-        label: s(f.label_short) || s(f.name),
+        key: `tool:${f.tool_call_id}`,
+        name: f.name,
+        label: f.label_short || f.name,
         args: f.arguments,
         status: 'running',
         output: '',
@@ -240,35 +236,30 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
       return {
         ...st,
         items: st.items.map((i) =>
-          i.kind === 'tool' && i.key === `tool:${s(f.tool_call_id)}`
-            ? { ...i, output: (i.output + s(f.chunk)).slice(-OUTPUT_KEEP) }
+          i.kind === 'tool' && i.key === `tool:${f.tool_call_id}`
+            ? { ...i, output: (i.output + f.chunk).slice(-OUTPUT_KEEP) }
             : i,
         ),
       };
     case 'tool_done':
-      return settle(st, f, 'approved', { status: 'done', result: s(f.result) });
+      return settle(st, f.tool_call_id, 'approved', { status: 'done', result: f.result });
     case 'tool_error':
-      return settle(st, f, 'approved', { status: 'error', result: s(f.error) });
+      return settle(st, f.tool_call_id, 'approved', { status: 'error', result: f.error });
     case 'tool_cancelled':
-      return settle(st, f, 'cancelled', { status: 'cancelled' });
+      return settle(st, f.tool_call_id, 'cancelled', { status: 'cancelled' });
     case 'tool_rejected':
-      return settle(st, f, 'rejected', { status: 'rejected', result: s(f.reason) });
+      return settle(st, f.tool_call_id, 'rejected', { status: 'rejected', result: f.reason });
     case 'pending_write':
     case 'approval_required': {
-      const requestId = s(f.request_id);
       const card: Item = {
         kind: 'approval',
-        key: `req:${requestId}`,
-        requestId,
-        toolCallId: s(f.tool_call_id),
-        toolName:
-          f.type === 'pending_write' ? (pendingWriteKind(f) === 'command' ? 'execute_cmd' : 'write') : s(f.tool_name),
-        ...(f.type === 'pending_write'
-          ? { path: s(f.path), oldContent: s(f.old_content), newContent: s(f.new_content) }
-          : { args: f.arguments }),
-        ...(typeof f.lands_at === 'string' ? { landsAt: f.lands_at } : {}),
+        key: `req:${f.request_id}`,
+        requestId: f.request_id,
+        toolCallId: f.tool_call_id,
+        ...approvalShown(f),
+        ...(f.lands_at !== undefined ? { landsAt: f.lands_at } : {}),
       };
-      const items = patchTool(st.items, s(f.tool_call_id), { status: 'awaiting' });
+      const items = patchTool(st.items, f.tool_call_id, { status: 'awaiting' });
       return {
         ...st,
         waiting: 'approval',
@@ -281,14 +272,13 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
       };
     }
     case 'agent_question': {
-      const requestId = s(f.request_id);
       const card: Item = {
         kind: 'question',
-        key: `req:${requestId}`,
-        requestId,
-        title: s(f.title),
-        question: s(f.question),
-        suggested: Array.isArray(f.suggested_answers) ? f.suggested_answers.map(s) : [],
+        key: `req:${f.request_id}`,
+        requestId: f.request_id,
+        title: f.title,
+        question: f.question,
+        suggested: f.suggested_answers,
       };
       return {
         ...st,
@@ -303,9 +293,9 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
     }
     case 'approval_resolved': {
       const how = f.cancelled ? 'cancelled' : f.approved ? 'approved' : 'rejected';
-      const toolKey = `tool:${s(f.tool_call_id)}`;
+      const toolKey = `tool:${f.tool_call_id}`;
       // an approved call runs now (its tool card leaves "waiting for approval")
-      const items = resolveCards(st.items, s(f.request_id), how).map((i) =>
+      const items = resolveCards(st.items, f.request_id, how).map((i) =>
         how === 'approved' && i.kind === 'tool' && i.key === toolKey && i.status === 'awaiting'
           ? { ...i, status: 'running' as const }
           : i,
@@ -313,14 +303,14 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
       return { ...st, waiting: null, items };
     }
     case 'clarification_resolved':
-      return { ...st, waiting: null, items: resolveCards(st.items, s(f.request_id), 'approved') };
+      return { ...st, waiting: null, items: resolveCards(st.items, f.request_id, 'approved') };
     case 'agent_start': {
       const item: Item = {
         kind: 'agent',
-        key: `agent:${s(f.stack_id)}`,
-        agentId: s(f.agent_id),
+        key: `agent:${f.stack_id}`,
+        agentId: f.agent_id,
         depth: st.depth,
-        prompt: s(f.prompt_preview),
+        prompt: f.prompt_preview,
       };
       return {
         ...st,
@@ -338,17 +328,17 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
         ...st,
         depth: Math.max(0, st.depth - 1),
         items: st.items.map((i) =>
-          i.kind === 'agent' && i.key === `agent:${s(f.stack_id)}` ? { ...i, result: s(f.result_preview) } : i,
+          i.kind === 'agent' && i.key === `agent:${f.stack_id}` ? { ...i, result: f.result_preview } : i,
         ),
       };
     case 'model_fallback':
-      return notice(st, f, `Model ${s(f.from)} failed (${s(f.reason)}); using ${s(f.to)}.`, 'info');
+      return notice(st, f, `Model ${f.from} failed (${f.reason}); using ${f.to}.`, 'info');
     case 'llm_failed':
-      return notice(st, f, `No model answered: ${s(f.last_error)}`, 'error');
+      return notice(st, f, `No model answered: ${f.last_error}`, 'error');
     case 'notification':
-      return notice(st, f, s(f.summary), 'info');
+      return notice(st, f, f.summary, 'info');
     case 'command_result':
-      return notice(st, f, s(f.content), 'info');
+      return notice(st, f, f.content, 'info');
     case 'message_discarded':
       return notice(
         st.slot?.clientMessageId === f.client_message_id ? { ...st, slot: null } : st,
@@ -359,29 +349,52 @@ function foldFrame(st: ChatState, f: Frame): ChatState {
     case 'messages_superseded': {
       // edit: the conversation continues before this user message; regenerate (`keeps_message`):
       // the message stays and is answered again. What followed is gone either way.
-      const at = st.items.findIndex((i) => i.key === `user:${s(f.from_message_id)}`);
+      const at = st.items.findIndex((i) => i.key === `user:${f.from_message_id}`);
       // The turn that answers starts in the same commit.
       return at < 0 ? st : { ...st, running: true, items: st.items.slice(0, f.keeps_message === true ? at + 1 : at) };
     }
     case 'error': {
-      const next = notice(st, f, s(f.message), 'error');
+      const next = notice(st, f, f.message, 'error');
       return f.code === 'interrupted' || f.code === 'llm_failed' || f.code === 'exhausted'
         ? { ...next, running: false, waiting: null, depth: 0 }
         : next;
     }
-    default:
+    // What the chat does not show: the outbox reads `ack`, the model picker `client_selected`, the
+    // inbox and the task list their events; `truncated` follows the `done` it qualifies.
+    case 'ack':
+    case 'client_selected':
+    case 'approval_requested':
+    case 'clarification_requested':
+    case 'task_update':
+    case 'truncated':
       return st;
+    default: {
+      const unhandled: never = f;
+      return unhandled;
+    }
+  }
+}
+
+/** What an approval card shows: a command, a file's diff, or the call's arguments. */
+function approvalShown(
+  f: Extract<ChatFrame, { type: 'pending_write' | 'approval_required' }>,
+): Pick<Extract<Item, { kind: 'approval' }>, 'toolName' | 'path' | 'oldContent' | 'newContent' | 'args'> {
+  if (f.type === 'approval_required') return { toolName: f.tool_name, args: f.arguments };
+  switch (f.kind) {
+    case 'command':
+      return { toolName: 'execute_cmd', newContent: f.new_content };
+    case 'file':
+      return { toolName: 'write', path: f.path ?? '', oldContent: f.old_content ?? '', newContent: f.new_content };
   }
 }
 
 /** A tool call ended: its card, and an approval card of it still open, show how. */
 function settle(
   st: ChatState,
-  f: Frame,
+  id: string,
   how: 'approved' | 'rejected' | 'cancelled',
   patch: Partial<Extract<Item, { kind: 'tool' }>>,
 ): ChatState {
-  const id = s(f.tool_call_id);
   const items = patchTool(st.items, id, patch).map((i) =>
     i.kind === 'approval' && i.toolCallId === id && !i.resolved ? { ...i, resolved: how } : i,
   );
@@ -389,8 +402,8 @@ function settle(
 }
 
 let noticeCounter = 0;
-function notice(st: ChatState, f: Frame, text: string, level: 'info' | 'error'): ChatState {
-  const key = typeof f.seq === 'number' ? `seq:${f.seq}` : `notice:${++noticeCounter}`;
+function notice(st: ChatState, f: ServerFrame, text: string, level: 'info' | 'error'): ChatState {
+  const key = 'seq' in f ? `seq:${f.seq}` : `notice:${++noticeCounter}`;
   if (st.items.some((i) => i.key === key)) return st;
   return { ...st, items: [...st.items, { kind: 'notice', key, text, level }] };
 }

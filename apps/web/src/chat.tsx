@@ -1,9 +1,9 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
-import type { ChatMessages, InboxDto, SlashCommand } from '@skald/contracts';
+import type { ChatMessages, InboxDto, ServerFrame, SlashCommand } from '@skald/contracts';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
-import { ChatSocket, type Frame, type SocketState } from './socket';
+import { ChatSocket, type SocketState } from './socket';
 import { HISTORY_PAGE } from './history/history-items';
 import { useOutbox } from './outbox/use-outbox';
 import { shownOutbox, slotNotice } from './turn-slot/turn-slot';
@@ -51,14 +51,14 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   const onOutboxFrame = outbox.onFrame;
 
   useEffect(() => {
-    const onFrame = (f: Frame) => {
+    const onFrame = (f: ServerFrame) => {
       onOutboxFrame(f);
       dispatch(f);
       onTaskFrame(f);
       onNotificationFrame(f);
       hub?.emit(f);
       if (f.type === 'turn_running') live.current = true;
-      if (f.type === 'open_file' && live.current && typeof f.path === 'string') setViewing(f.path);
+      if (f.type === 'open_file' && live.current) setViewing(f.path);
       if (f.type === 'command_result' && f.command === ('/clear' satisfies SlashCommand))
         void reloadNow.current().catch(() => undefined);
     };

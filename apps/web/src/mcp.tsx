@@ -1,13 +1,72 @@
 import { useCallback, useState } from 'react';
-import type { McpServerDto } from '@skald/contracts';
+import type { McpServerDto, McpServerInput, McpTransport } from '@skald/contracts';
 import { errorText, type Api } from './api';
 import { usePolling } from './poll';
+
+/** The transports the form offers, each with its label and what its credentials are called. */
+const TRANSPORTS: { readonly [T in McpTransport]: { label: string; secrets: string } } = {
+  stdio: { label: 'stdio (runs in a sandbox)', secrets: 'Environment' },
+  http: { label: 'streamable HTTP', secrets: 'Headers' },
+};
+const TRANSPORT_NAMES = Object.keys(TRANSPORTS) as McpTransport[];
+
+interface Form {
+  name: string;
+  transport: McpTransport;
+  command: string;
+  args: string;
+  url: string;
+  secrets: string;
+}
+
+/** A switch over the transports ends here: a transport no case handled does not compile. */
+function unhandled(transport: never): never {
+  throw new Error(`unknown MCP transport ${String(transport)}`);
+}
+
+/** The body of `POST /api/mcp/servers` the form describes (credentials: `KEY=value` lines). */
+function serverBody(form: Form, pairs: Record<string, string>): McpServerInput {
+  const transport = form.transport;
+  switch (transport) {
+    case 'stdio':
+      return {
+        name: form.name,
+        transport,
+        command: form.command,
+        args: form.args.split(' ').filter(Boolean),
+        ...(Object.keys(pairs).length ? { env: pairs } : {}),
+      };
+    case 'http':
+      return { name: form.name, transport, url: form.url, ...(Object.keys(pairs).length ? { headers: pairs } : {}) };
+    default:
+      return unhandled(transport);
+  }
+}
+
+/** What a listed server runs, or where it is. */
+function serverSummary(s: McpServerDto): string {
+  switch (s.transport) {
+    case 'stdio':
+      return `${s.command} ${s.args.join(' ')}`;
+    case 'http':
+      return s.url;
+    default:
+      return unhandled(s);
+  }
+}
 
 /** The caller's MCP servers: status, tools, credentials listed by key only; each enabled or disabled in place. */
 export function McpServers({ api }: { api: Api }) {
   const [servers, setServers] = useState<McpServerDto[]>([]);
   const [error, setError] = useState('');
-  const [form, setForm] = useState({ name: '', transport: 'stdio', command: '', args: '', url: '', secrets: '' });
+  const [form, setForm] = useState<Form>({
+    name: '',
+    transport: 'stdio',
+    command: '',
+    args: '',
+    url: '',
+    secrets: '',
+  });
   const fail = (e: unknown) => setError(errorText(e));
   const load = useCallback(() => {
     api.get<{ items: McpServerDto[] }>('/api/mcp/servers').then((r) => setServers(r.items), fail);
@@ -21,22 +80,7 @@ export function McpServers({ api }: { api: Api }) {
         .filter((l) => l.includes('='))
         .map((l) => [l.slice(0, l.indexOf('=')).trim(), l.slice(l.indexOf('=') + 1)]),
     );
-    const body =
-      form.transport === 'stdio'
-        ? {
-            name: form.name,
-            transport: 'stdio',
-            command: form.command,
-            args: form.args.split(' ').filter(Boolean),
-            ...(Object.keys(pairs).length ? { env: pairs } : {}),
-          }
-        : {
-            name: form.name,
-            transport: 'http',
-            url: form.url,
-            ...(Object.keys(pairs).length ? { headers: pairs } : {}),
-          };
-    api.post('/api/mcp/servers', body).then(() => {
+    api.post('/api/mcp/servers', serverBody(form, pairs)).then(() => {
       setError('');
       setForm({ ...form, name: '', secrets: '' });
       load();
@@ -52,10 +96,10 @@ export function McpServers({ api }: { api: Api }) {
             <h3>
               {s.name} <small>{s.transport}</small> <span className={`status ${s.status}`}>{s.status}</span>
             </h3>
-            <p>{s.transport === 'stdio' ? `${s.command ?? ''} ${(s.args ?? []).join(' ')}` : s.url}</p>
+            <p>{serverSummary(s)}</p>
             <p>
-              {s.tools_count} tools{s.env_keys?.length ? ` · env: ${s.env_keys.join(', ')}` : ''}
-              {s.header_keys?.length ? ` · headers: ${s.header_keys.join(', ')}` : ''}
+              {s.tools_count} tools{'env_keys' in s && s.env_keys.length ? ` · env: ${s.env_keys.join(', ')}` : ''}
+              {'header_keys' in s && s.header_keys.length ? ` · headers: ${s.header_keys.join(', ')}` : ''}
             </p>
             {s.error ? <p className="notice error">{s.error}</p> : null}
             <div className="actions">
@@ -95,34 +139,55 @@ export function McpServers({ api }: { api: Api }) {
         </label>
         <label>
           Transport
-          <select value={form.transport} onChange={(e) => setForm({ ...form, transport: e.target.value })}>
-            <option value="stdio">stdio (runs in a sandbox)</option>
-            <option value="http">streamable HTTP</option>
+          <select
+            value={form.transport}
+            onChange={(e) =>
+              setForm({ ...form, transport: TRANSPORT_NAMES.find((t) => t === e.target.value) ?? 'stdio' })
+            }
+          >
+            {TRANSPORT_NAMES.map((t) => (
+              <option key={t} value={t}>
+                {TRANSPORTS[t].label}
+              </option>
+            ))}
           </select>
         </label>
-        {form.transport === 'stdio' ? (
-          <>
-            <label>
-              Command
-              <input value={form.command} onChange={(e) => setForm({ ...form, command: e.target.value })} />
-            </label>
-            <label>
-              Arguments
-              <input value={form.args} onChange={(e) => setForm({ ...form, args: e.target.value })} />
-            </label>
-          </>
-        ) : (
-          <label>
-            URL
-            <input type="url" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />
-          </label>
-        )}
+        <TransportFields form={form} setForm={setForm} />
         <label>
-          {form.transport === 'stdio' ? 'Environment' : 'Headers'} (KEY=value per line; write-only)
+          {TRANSPORTS[form.transport].secrets} (KEY=value per line; write-only)
           <textarea value={form.secrets} onChange={(e) => setForm({ ...form, secrets: e.target.value })} rows={2} />
         </label>
         <button type="submit">Add server</button>
       </form>
     </main>
   );
+}
+
+/** The fields of the form's transport: a command and its arguments, or a URL. */
+function TransportFields({ form, setForm }: { form: Form; setForm: (f: Form) => void }) {
+  const transport = form.transport;
+  switch (transport) {
+    case 'stdio':
+      return (
+        <>
+          <label>
+            Command
+            <input value={form.command} onChange={(e) => setForm({ ...form, command: e.target.value })} />
+          </label>
+          <label>
+            Arguments
+            <input value={form.args} onChange={(e) => setForm({ ...form, args: e.target.value })} />
+          </label>
+        </>
+      );
+    case 'http':
+      return (
+        <label>
+          URL
+          <input type="url" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />
+        </label>
+      );
+    default:
+      return unhandled(transport);
+  }
 }

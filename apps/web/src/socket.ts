@@ -1,8 +1,25 @@
+import type { ServerFrame } from '@skald/contracts';
+import { readServerFrame } from '@skald/contracts/server-frame';
 import type { Api, Outgoing } from './api';
 
-export type Frame = { type: string; seq?: number; session_id?: string } & Record<string, unknown>;
-
 export type SocketState = 'connecting' | 'open' | 'closed';
+
+/**
+ * A session event of a type this client does not know (a newer server's): not shown, but it takes
+ * its place in the stream, so the socket resumes after it as after any event it saw.
+ */
+interface UnknownEvent {
+  type: null;
+  seq: number;
+  session_id: string;
+}
+
+function unknownEvent(v: unknown): UnknownEvent | null {
+  if (typeof v !== 'object' || v === null) return null;
+  const { seq, session_id } = v as { seq?: unknown; session_id?: unknown };
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1 || typeof session_id !== 'string') return null;
+  return { type: null, seq, session_id };
+}
 
 /**
  * Loads a session's latest history page by REST (and hands it to the screen); answers the seq
@@ -26,12 +43,12 @@ export class ChatSocket {
   private stopped = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
   /** Session events that arrived while the history page loads (null: not loading). */
-  private held: Frame[] | null = null;
+  private held: Array<ServerFrame | UnknownEvent> | null = null;
 
   constructor(
     private readonly api: Api,
     private readonly source: string,
-    private readonly onFrame: (f: Frame) => void,
+    private readonly onFrame: (f: ServerFrame) => void,
     private readonly onState: (s: SocketState) => void,
     private readonly loadHistory?: HistoryLoader,
   ) {}
@@ -80,9 +97,9 @@ export class ChatSocket {
     ws.send(JSON.stringify({ type: 'resume', session_id: sessionId, last_seq: this.lastSeq }));
   }
 
-  private deliver(f: Frame): void {
-    if (typeof f.seq === 'number') {
-      if (f.session_id && f.session_id !== this.sessionId) return;
+  private deliver(f: ServerFrame | UnknownEvent): void {
+    if ('seq' in f) {
+      if (f.session_id !== this.sessionId) return;
       if (this.held) {
         this.held.push(f);
         return;
@@ -90,7 +107,7 @@ export class ChatSocket {
       if (f.seq <= this.lastSeq) return;
       this.lastSeq = f.seq;
     }
-    this.onFrame(f);
+    if (f.type !== null) this.onFrame(f);
   }
 
   private async connect(): Promise<void> {
@@ -102,22 +119,32 @@ export class ChatSocket {
     } catch {
       return this.reconnectLater();
     }
+    // stopped while the ticket was on its way (the screen left): no socket
+    if (this.stopped) return;
     const proto = location.protocol === 'https:' ? 'wss' : 'ws';
     const ws = new WebSocket(
       `${proto}://${location.host}/api/ws?source=${encodeURIComponent(this.source)}&ticket=${encodeURIComponent(ticket)}`,
     );
     this.ws = ws;
     ws.onmessage = (ev) => {
-      let f: Frame;
+      let parsed: unknown;
       try {
-        f = JSON.parse(String(ev.data)) as Frame;
+        parsed = JSON.parse(String(ev.data));
       } catch {
+        return;
+      }
+      const f = readServerFrame(parsed);
+      if (!f) {
+        // a frame of a newer server (or none at all): nothing here knows what it says
+        console.warn('dropped a WS frame this client does not know', parsed);
+        const unknown = unknownEvent(parsed);
+        if (unknown) this.deliver(unknown);
         return;
       }
       if (f.type === 'hello') {
         this.retry = 0;
         this.onState('open');
-        const sid = String(f.session_id);
+        const sid = f.session_id;
         this.onFrame(f);
         if (sid !== this.sessionId || this.lastSeq === 0) void this.begin(ws, sid);
         else ws.send(JSON.stringify({ type: 'resume', session_id: sid, last_seq: this.lastSeq }));
@@ -126,7 +153,7 @@ export class ChatSocket {
       if (f.type === 'new_session') {
         // a new or reopened conversation: its history page, then what follows it
         this.onFrame(f);
-        void this.begin(ws, String(f.session_id));
+        void this.begin(ws, f.session_id);
         return;
       }
       this.deliver(f);

@@ -1,7 +1,7 @@
 import { useCallback, useState } from 'react';
 import { usePolling } from './poll';
 import type { Api } from './api';
-import type { Frame } from './socket';
+import type { ServerFrame } from '@skald/contracts';
 
 export interface Task {
   job_id: string;
@@ -16,7 +16,7 @@ export interface Task {
  * The task strip: background tasks this conversation started (running, and failures of the last
  * 30 minutes), loaded by REST and kept current by `task_update` events.
  */
-export function useTasks(api: Api, source: string): [Task[], (f: Frame) => void] {
+export function useTasks(api: Api, source: string): [Task[], (f: ServerFrame) => void] {
   const [tasks, setTasks] = useState<Task[]>([]);
   const load = useCallback(() => {
     void api.get<{ items: Task[] }>(`/api/${source}/tasks`).then(
@@ -25,15 +25,15 @@ export function useTasks(api: Api, source: string): [Task[], (f: Frame) => void]
     );
   }, [api, source]);
   usePolling(load, 15_000);
-  const onFrame = useCallback((f: Frame) => {
+  const onFrame = useCallback((f: ServerFrame) => {
     if (f.type !== 'task_update') return;
     const next: Task = {
-      job_id: String(f.job_id),
-      title: typeof f.title === 'string' ? f.title : '',
-      agent_id: typeof f.agent_id === 'string' ? f.agent_id : '',
-      session_id: typeof f.session_id === 'string' ? f.session_id : null,
-      state: f.state as Task['state'],
-      ...(typeof f.error === 'string' ? { error: f.error } : {}),
+      job_id: f.job_id,
+      title: f.title,
+      agent_id: f.agent_id,
+      session_id: f.session_id ?? null,
+      state: f.state,
+      ...(f.error !== undefined ? { error: f.error } : {}),
     };
     setTasks((ts) =>
       next.state === 'completed'

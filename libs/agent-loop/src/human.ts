@@ -11,12 +11,6 @@ export async function waitForHuman(fctx: FrameContext, request: HumanRequest): P
   return answer === ABORTED ? { kind: 'cancelled' } : answer;
 }
 
-/**
- * The `path` of a command's `pending_write`: what clients that do not read `kind` recognise a
- * command by (the card shows `new_content`, `$ <command>`).
- */
-export const COMMAND_CARD_PATH = '$ execute_cmd';
-
 /** `pending_write` for execute_cmd and previewable writes, otherwise `approval_required`. */
 export function approvalEvent(
   row: ToolCallRow,
@@ -33,7 +27,6 @@ export function approvalEvent(
       request_id: requestId,
       tool_call_id: row.id,
       kind: 'command',
-      path: COMMAND_CARD_PATH,
       new_content: `$ ${command}`,
       ...lands,
     };

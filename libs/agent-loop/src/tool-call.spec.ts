@@ -159,7 +159,7 @@ describe('one tool call', () => {
     ]);
   });
 
-  it('execute_cmd approvals are a pending_write of kind command, new_content "$ <command>" (path "$ execute_cmd" for older clients)', async () => {
+  it('execute_cmd approvals are a pending_write of kind command, new_content "$ <command>", no path', async () => {
     const h = new LoopHarness({
       gate: new FakeGate({ execute_cmd: { kind: 'require' } }),
       human: new FakeHuman([{ kind: 'approved' }]),
@@ -167,11 +167,9 @@ describe('one tool call', () => {
       script: [{ toolCalls: [{ name: 'execute_cmd', arguments: { command: 'echo hi' } }] }, { content: 'ok' }],
     });
     await h.run('go');
-    expect(h.eventsOf('pending_write')[0]).toMatchObject({
-      kind: 'command',
-      path: '$ execute_cmd',
-      new_content: '$ echo hi',
-    });
+    const [card] = h.eventsOf('pending_write');
+    expect(card).toMatchObject({ kind: 'command', new_content: '$ echo hi' });
+    expect(card).not.toHaveProperty('path');
   });
 
   it('other tools without a preview get approval_required with the arguments', async () => {

@@ -311,9 +311,9 @@ export type SessionEventDraft =
       type: 'pending_write';
       request_id: string;
       tool_call_id: string;
-      /** `file`: a write with its diff; `command`: an `execute_cmd` call (`new_content` is `$ <command>`). */
+      /** `file`: a write (`path`) with its diff; `command`: an `execute_cmd` call (`new_content` is `$ <command>`). */
       kind: 'file' | 'command';
-      path: string;
+      path?: string;
       old_content?: string;
       new_content: string;
     }

@@ -13,3 +13,4 @@ export * from './access';
 export * from './tool-paths';
 export * from './run-context';
 export * from './user-caps';
+export * from './server-frame';

@@ -75,6 +75,25 @@ export function refusedEnvName(name: string): string | null {
 const HeaderKey = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name');
 const SecretValue = StoredText(8192);
 
+/**
+ * How an MCP server is reached: `stdio`, a command the runner starts in the user's sandbox; `http`,
+ * a streamable HTTP endpoint. Every layer switches on it exhaustively (a new transport does not
+ * compile until each one handles it).
+ */
+export const MCP_TRANSPORTS = ['stdio', 'http'] as const;
+export const McpTransport = z.enum(MCP_TRANSPORTS);
+export type McpTransport = z.infer<typeof McpTransport>;
+
+/**
+ * A switch over the transports ends here: a transport no case handled does not compile. Takes the
+ * transport or the configuration it was read from (never printed: it may hold credentials).
+ */
+export function unknownTransport(value: never): never {
+  const transport: unknown =
+    typeof value === 'object' && value !== null ? (value as { transport?: unknown }).transport : value;
+  throw new Error(`unknown MCP transport ${String(transport)}`);
+}
+
 /** What a server runs and how it is reached: the fields of a creation and of a patch. */
 const McpServerFields = z.object({
   command: StoredText(4096).min(1).optional(),
@@ -108,23 +127,55 @@ function checkServerFields(s: z.infer<typeof McpServerFields>, ctx: z.Refinement
 /** `POST /api/mcp/servers`: `env` and `headers` values are credentials, write-only. */
 export const McpServerInput = McpServerFields.extend({
   name: McpServerName,
-  transport: z.enum(['stdio', 'http']),
+  transport: McpTransport,
 })
   .strict()
   .superRefine((s, ctx) => {
     const misplaced = (field: string, why: string) => ctx.addIssue({ code: 'custom', path: [field], message: why });
-    if (s.transport === 'stdio') {
-      if (!s.command) misplaced('command', 'a stdio server needs a command');
-      if (s.url !== undefined) misplaced('url', 'only an http server has a url');
-      if (s.headers !== undefined) misplaced('headers', 'only an http server has headers');
-    } else {
-      if (!s.url) misplaced('url', 'an http server needs a url');
-      for (const f of ['command', 'args', 'env', 'network'] as const)
-        if (s[f] !== undefined) misplaced(f, 'only a stdio server has this field');
+    switch (s.transport) {
+      case 'stdio':
+        if (!s.command) misplaced('command', 'a stdio server needs a command');
+        if (s.url !== undefined) misplaced('url', 'only an http server has a url');
+        if (s.headers !== undefined) misplaced('headers', 'only an http server has headers');
+        break;
+      case 'http':
+        if (!s.url) misplaced('url', 'an http server needs a url');
+        for (const f of MCP_TRANSPORT_FIELDS.stdio)
+          if (s[f] !== undefined) misplaced(f, 'only a stdio server has this field');
+        break;
+      default:
+        unknownTransport(s.transport);
     }
     checkServerFields(s, ctx);
   });
 export type McpServerInput = z.infer<typeof McpServerInput>;
+
+type ServerFields = z.infer<typeof McpServerFields>;
+/**
+ * A server's configuration by transport, its credentials open: a stdio server's command, arguments,
+ * environment and whether its sandbox has a network; an http server's URL and headers.
+ */
+export type McpServerConfig =
+  | ({ transport: 'stdio' } & Required<Pick<ServerFields, 'command' | 'args' | 'env' | 'network'>>)
+  | ({ transport: 'http' } & Required<Pick<ServerFields, 'url' | 'headers'>>);
+
+/** The configuration a checked creation describes (`McpServerInput` has refused one that mixes transports). */
+export function mcpServerConfig(input: McpServerInput): McpServerConfig {
+  switch (input.transport) {
+    case 'stdio':
+      return {
+        transport: 'stdio',
+        command: input.command ?? '',
+        args: input.args ?? [],
+        env: input.env ?? {},
+        network: input.network ?? false,
+      };
+    case 'http':
+      return { transport: 'http', url: input.url ?? '', headers: input.headers ?? {} };
+    default:
+      return unknownTransport(input.transport);
+  }
+}
 
 /**
  * `PATCH /api/mcp/servers/{name}`: the fields to change of one of the caller's servers, each
@@ -141,28 +192,44 @@ export const McpServerPatch = McpServerFields.extend({ enabled: z.boolean().opti
     checkServerFields(s, ctx);
   });
 export type McpServerPatch = z.infer<typeof McpServerPatch>;
-/** The fields of a stdio server and of an http server (a patch may name only its server's). */
-export const MCP_STDIO_FIELDS = ['command', 'args', 'env', 'network'] as const;
-export const MCP_HTTP_FIELDS = ['url', 'headers'] as const;
+/** The fields of each transport's servers (a patch may name only its server's). */
+export const MCP_TRANSPORT_FIELDS = {
+  stdio: ['command', 'args', 'env', 'network'],
+  http: ['url', 'headers'],
+} as const satisfies { [T in McpTransport]: ReadonlyArray<keyof ServerFields> };
+/** The transport whose servers have a field, said in a sentence ("only an http server has this field"). */
+export const MCP_TRANSPORT_NOUN: { readonly [T in McpTransport]: string } = { stdio: 'a stdio', http: 'an http' };
 
 /** `stopped`: registered or changed and not started since (a stdio server runs only for an approved call). */
 export const McpServerStatus = z.enum(['stopped', 'starting', 'ready', 'error', 'disabled']);
 export type McpServerStatus = z.infer<typeof McpServerStatus>;
-export const McpServerDto = z.object({
+const McpServerDtoCommon = z.object({
   name: z.string(),
-  transport: z.enum(['stdio', 'http']),
-  command: z.string().optional(),
-  args: z.array(z.string()).optional(),
-  url: z.string().optional(),
-  network: z.boolean().optional(),
   enabled: z.boolean(),
   status: McpServerStatus,
   error: z.string().optional(),
   tools_count: z.number().int().nonnegative(),
-  env_keys: z.array(z.string()).optional(),
-  header_keys: z.array(z.string()).optional(),
 });
+/** One of the caller's servers as listed: what it runs or where it is, and its credentials by key only. */
+export const McpServerDto = z.discriminatedUnion('transport', [
+  McpServerDtoCommon.extend({
+    transport: z.literal('stdio'),
+    command: z.string(),
+    args: z.array(z.string()),
+    network: z.boolean(),
+    env_keys: z.array(z.string()),
+  }),
+  McpServerDtoCommon.extend({
+    transport: z.literal('http'),
+    url: z.string(),
+    header_keys: z.array(z.string()),
+  }),
+]);
 export type McpServerDto = z.infer<typeof McpServerDto>;
+// The list above names every transport: a transport without its DTO does not compile.
+export const MCP_DTO_TRANSPORTS_COMPLETE: Exclude<McpTransport, McpServerDto['transport']> extends never
+  ? true
+  : never = true;
 export const McpServerList = z.object({ items: z.array(McpServerDto) });
 
 export const McpServersListRequest = z.object({ actor: Actor });

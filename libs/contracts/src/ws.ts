@@ -157,16 +157,14 @@ export const SessionEventBodies = {
   tool_cancelled: z.object({ tool_call_id: Id }),
   tool_rejected: z.object({ tool_call_id: Id, reason: z.string() }),
   /**
-   * An approval with something to show: `kind: "file"`, a write (`path`, `old_content?`,
-   * `new_content`); `kind: "command"`, an `execute_cmd` call (`new_content`: `$ <command>`; `path`
-   * is `"$ execute_cmd"` for clients that do not read `kind`). Events stored before `kind` have
-   * none: a command's is known by that path.
+   * An approval with something to show, told by `kind`: `"file"`, a write (`path`, `old_content?`,
+   * `new_content`); `"command"`, an `execute_cmd` call (`new_content`: `$ <command>`, no `path`).
    */
   pending_write: z.object({
     request_id: Id,
     tool_call_id: Id,
-    kind: PendingWriteKind.optional(),
-    path: z.string(),
+    kind: PendingWriteKind,
+    path: z.string().optional(),
     old_content: z.string().optional(),
     new_content: z.string(),
     lands_at: LandsAt,

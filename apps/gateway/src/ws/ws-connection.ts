@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { ConnectionEvent, EphemeralEvent, SessionEvent, TurnWaiting, UserEvent } from '@skald/contracts';
+import type { ServerFrame, SessionEvent, TurnWaiting } from '@skald/contracts';
 import { hopMark, hopTraceOn } from '@skald/messaging';
 import type { Principal } from '../auth/auth.service';
 
@@ -7,8 +7,6 @@ import type { Principal } from '../auth/auth.service';
 export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 const RATE_LIMIT_PER_SEC = 50;
 const RATE_LIMIT_SECONDS = 5;
-
-export type Outbound = SessionEvent | EphemeralEvent | ConnectionEvent | UserEvent;
 
 /**
  * A live session event as it came from NATS: its place in the session and the publisher's JSON
@@ -40,8 +38,8 @@ export type SequencedEvent = ForwardedEvent | SessionEvent;
  * (events come parsed from NATS or from a replay page; other frames are built per send). A
  * forwarded event's frame is its text.
  */
-const frames = new WeakMap<Outbound, string>();
-export function frameOf(event: Outbound | ForwardedEvent | ForwardedEphemeral): string {
+const frames = new WeakMap<ServerFrame, string>();
+export function frameOf(event: ServerFrame | ForwardedEvent | ForwardedEphemeral): string {
   if (event instanceof ForwardedEvent || event instanceof ForwardedEphemeral) return event.text;
   let text = frames.get(event);
   if (text === undefined) {
@@ -108,7 +106,8 @@ export class WsConnection {
     return this.principal.actor.userId;
   }
 
-  send(event: Outbound | ForwardedEvent | ForwardedEphemeral): void {
+  /** Sends a frame the `ServerFrame` union names, or a forwarded event's text. */
+  send(event: ServerFrame | ForwardedEvent | ForwardedEphemeral): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     if (this.ws.bufferedAmount > MAX_BUFFERED_BYTES) {
       this.ws.close(1013, 'client too slow; reconnect and resume');

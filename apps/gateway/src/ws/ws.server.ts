@@ -23,7 +23,7 @@ import { ApiError } from '../http/api-error';
 import { SessionsGateway } from '../sessions/sessions.gateway';
 import { GatewayMetrics } from './gateway-metrics';
 import { SocketCap } from './socket-cap';
-import { GapRetry, WsConnection } from './ws-connection';
+import { frameOf, GapRetry, WsConnection } from './ws-connection';
 import { forwardable, forwardableEphemeral } from './forwarded-events';
 import { frameErrorOf, parseClientFrame } from './client-frame';
 import { GATEWAY_LOGGER } from '../tokens';
@@ -130,7 +130,7 @@ export class WsServer implements OnApplicationShutdown {
     if (!place.taken) {
       const body = userCapReached('sockets', this.socketCap.cap, place.have);
       this.wss.handleUpgrade(req, socket, head, (ws) => {
-        ws.send(JSON.stringify({ type: 'error', ...body }));
+        ws.send(frameOf({ type: 'error', ...body }));
         ws.close(1008, 'per-user limit sockets reached');
       });
       return;

@@ -1,3 +1,4 @@
+import { type McpServerDto, unknownTransport } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import type { McpServerInfo } from './agent-prompt';
 
@@ -21,11 +22,23 @@ export class NatsMcpDirectory implements McpDirectory {
         .filter((s) => s.enabled)
         .map((s) => ({
           name: s.name,
-          description: s.transport === 'stdio' ? `stdio: ${s.command ?? ''}` : `HTTP: ${s.url ?? ''}`,
+          description: describeServer(s),
           toolsCount: s.tools_count,
         }));
     } catch {
       return []; // the tool runner is unreachable: the prompt lists none, activate_tools still asks it
     }
+  }
+}
+
+/** What the prompt says a server is: the command it runs, or where it is. */
+function describeServer(s: McpServerDto): string {
+  switch (s.transport) {
+    case 'stdio':
+      return `stdio: ${s.command}`;
+    case 'http':
+      return `HTTP: ${s.url}`;
+    default:
+      return unknownTransport(s);
   }
 }

@@ -2,23 +2,29 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResult, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { McpToolDef } from '@skald/contracts';
+import { McpServerConfig, McpToolDef, unknownTransport } from '@skald/contracts';
 import { AddressPolicy } from './address-guard';
 import { McpLauncher } from './mcp-launcher';
 import { mcpWireName } from './tool-names';
 
 /** A configured server with its credentials opened: what a connection needs. */
-export interface McpServerTarget {
+export type McpServerTarget = McpServerConfig & {
   id: string;
   userId: string;
   name: string;
-  transport: 'stdio' | 'http';
-  command: string | null;
-  args: string[];
-  url: string | null;
-  network: boolean;
-  env: Record<string, string>;
-  headers: Record<string, string>;
+};
+
+/** The values of a target's credentials: a stdio server's environment, an http server's headers. */
+function credentialValues(target: McpServerConfig): string[] {
+  const kind = target.transport;
+  switch (kind) {
+    case 'stdio':
+      return Object.values(target.env);
+    case 'http':
+      return Object.values(target.headers);
+    default:
+      return unknownTransport(kind);
+  }
 }
 
 export interface McpTool {
@@ -71,28 +77,36 @@ export class McpConnection {
     const client = new Client({ name: 'skald', version: '0.1.0' }, { capabilities: {} });
     const conn = new McpConnection(target, client, deps.bounds, deps.onClosed);
     let transport: Transport;
-    if (target.transport === 'stdio') {
-      const stdio = await deps.launcher.stdio({
-        userId: target.userId,
-        command: target.command ?? '',
-        args: target.args,
-        env: target.env,
-        network: target.network,
-      });
-      stdio.stderr.on('data', (chunk: Buffer) => {
-        conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
-      });
-      conn.failure = () => stdio.failure;
-      transport = stdio;
-    } else {
-      const url = new URL(target.url ?? '');
-      await deps.policy.checkUrl(url);
-      const limited = boundedFetch(deps.policy.guardedFetch(), deps.bounds.maxMessageBytes);
-      conn.failure = () => limited.failure;
-      transport = new StreamableHTTPClientTransport(url, {
-        fetch: limited.fetch,
-        requestInit: { headers: target.headers },
-      });
+    const kind = target.transport;
+    switch (kind) {
+      case 'stdio': {
+        const stdio = await deps.launcher.stdio({
+          userId: target.userId,
+          command: target.command,
+          args: target.args,
+          env: target.env,
+          network: target.network,
+        });
+        stdio.stderr.on('data', (chunk: Buffer) => {
+          conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+        });
+        conn.failure = () => stdio.failure;
+        transport = stdio;
+        break;
+      }
+      case 'http': {
+        const url = new URL(target.url);
+        await deps.policy.checkUrl(url);
+        const limited = boundedFetch(deps.policy.guardedFetch(), deps.bounds.maxMessageBytes);
+        conn.failure = () => limited.failure;
+        transport = new StreamableHTTPClientTransport(url, {
+          fetch: limited.fetch,
+          requestInit: { headers: target.headers },
+        });
+        break;
+      }
+      default:
+        return unknownTransport(kind);
     }
     client.onclose = () => conn.markClosed();
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -146,8 +160,7 @@ export class McpConnection {
     let text = this.failure() ?? (e instanceof Error ? e.message : String(e));
     const tail = this.stderrTail.trim();
     if (tail) text += ` (stderr: ${tail.slice(-500)})`;
-    for (const secret of [...Object.values(this.target.env), ...Object.values(this.target.headers)])
-      if (secret.length >= 4) text = text.split(secret).join('***');
+    for (const secret of credentialValues(this.target)) if (secret.length >= 4) text = text.split(secret).join('***');
     return text;
   }
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { McpServerStatus, McpToolDef } from '@skald/contracts';
+import { McpServerStatus, McpToolDef, McpTransport, unknownTransport } from '@skald/contracts';
 import { queryRows } from '@skald/persistence';
 
 /** Largest tool list kept for the catalog (JSON text); a longer one is not kept (the server must run to list it). */
@@ -9,19 +9,17 @@ const MAX_STORED_TOOLS_CHARS = 1024 * 1024;
 
 export type McpStatus = McpServerStatus;
 
+/** What a stored server runs (stdio) or where it is (http); credentials by key only. */
+export type StoredMcpConfig =
+  | { transport: 'stdio'; command: string; args: string[]; network: boolean; envKeys: string[] }
+  | { transport: 'http'; url: string; headerKeys: string[] };
+
 /** One user's MCP server as stored; `secrets` is the sealed `{env, headers}` document. */
-export interface StoredMcpServer {
+export type StoredMcpServer = StoredMcpConfig & {
   id: string;
   userId: string;
   name: string;
-  transport: 'stdio' | 'http';
-  command: string | null;
-  args: string[];
-  url: string | null;
-  network: boolean;
   enabled: boolean;
-  envKeys: string[];
-  headerKeys: string[];
   secrets: string | null;
   status: McpStatus;
   error: string | null;
@@ -29,18 +27,27 @@ export interface StoredMcpServer {
   /** The tool list last read from the server by any replica; null before its first start. */
   tools: McpToolDef[] | null;
   updatedAt: Date;
-}
+};
 
-export type NewMcpServer = Omit<
-  StoredMcpServer,
-  'id' | 'status' | 'error' | 'toolsCount' | 'tools' | 'enabled' | 'updatedAt'
->;
+export type NewMcpServer = StoredMcpConfig & { userId: string; name: string; secrets: string | null };
+
+/** The columns a change may set (a patch names only its transport's; the service checks it). */
+export interface McpServerChange {
+  enabled?: boolean;
+  command?: string;
+  args?: string[];
+  url?: string;
+  network?: boolean;
+  envKeys?: string[];
+  headerKeys?: string[];
+  secrets?: string | null;
+}
 
 interface Row {
   id: string;
   user_id: string;
   name: string;
-  transport: 'stdio' | 'http';
+  transport: McpTransport;
   command: string | null;
   args: string[];
   url: string | null;
@@ -85,6 +92,7 @@ export class McpServersRepository {
 
   /** Null when the user already has a server of that name. */
   async create(s: NewMcpServer): Promise<StoredMcpServer | null> {
+    const cols = columnsOf(s);
     const rows = await queryRows<Row>(
       this.db,
       `INSERT INTO mcp_servers (id, user_id, name, transport, command, args, url, network, env_keys, header_keys, secrets)
@@ -95,12 +103,12 @@ export class McpServersRepository {
         s.userId,
         s.name,
         s.transport,
-        s.command,
-        JSON.stringify(s.args),
-        s.url,
-        s.network,
-        s.envKeys,
-        s.headerKeys,
+        cols.command,
+        JSON.stringify(cols.args),
+        cols.url,
+        cols.network,
+        cols.envKeys,
+        cols.headerKeys,
         s.secrets,
       ],
     );
@@ -114,9 +122,7 @@ export class McpServersRepository {
   async update(
     userId: string,
     name: string,
-    fields: Partial<
-      Pick<StoredMcpServer, 'enabled' | 'command' | 'args' | 'url' | 'network' | 'envKeys' | 'headerKeys' | 'secrets'>
-    >,
+    fields: McpServerChange,
     reconfigured: boolean,
   ): Promise<StoredMcpServer | null> {
     const cols: Record<string, unknown> = {
@@ -185,19 +191,49 @@ export class McpServersRepository {
   }
 }
 
+/**
+ * The columns of a configuration: the other transport's are empty (null, `[]`, the column defaults);
+ * `network` of an http server is false.
+ */
+function columnsOf(c: StoredMcpConfig): {
+  command: string | null;
+  args: string[];
+  url: string | null;
+  network: boolean;
+  envKeys: string[];
+  headerKeys: string[];
+} {
+  const transport = c.transport;
+  switch (transport) {
+    case 'stdio':
+      return { command: c.command, args: c.args, url: null, network: c.network, envKeys: c.envKeys, headerKeys: [] };
+    case 'http':
+      return { command: null, args: [], url: c.url, network: false, envKeys: [], headerKeys: c.headerKeys };
+    default:
+      return unknownTransport(transport);
+  }
+}
+
+/** A row's configuration, read by its transport (the creation checked that it has what that needs). */
+function configOf(r: Row): StoredMcpConfig {
+  const transport = r.transport;
+  switch (transport) {
+    case 'stdio':
+      return { transport, command: r.command ?? '', args: r.args, network: r.network, envKeys: r.env_keys };
+    case 'http':
+      return { transport, url: r.url ?? '', headerKeys: r.header_keys };
+    default:
+      return unknownTransport(transport);
+  }
+}
+
 function toServer(r: Row): StoredMcpServer {
   return {
+    ...configOf(r),
     id: r.id,
     userId: r.user_id,
     name: r.name,
-    transport: r.transport,
-    command: r.command,
-    args: r.args,
-    url: r.url,
-    network: r.network,
     enabled: r.enabled,
-    envKeys: r.env_keys,
-    headerKeys: r.header_keys,
     secrets: r.secrets,
     status: r.status,
     error: r.error,

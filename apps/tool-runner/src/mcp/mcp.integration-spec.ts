@@ -259,7 +259,7 @@ describe('MCP servers through the tool runner', () => {
       url: `http://localhost:${httpPort}/mcp`,
       headers: { Authorization: `Bearer ${TOKEN}` },
     });
-    expect(dto.header_keys).toEqual(['Authorization']);
+    expect(dto).toMatchObject({ transport: 'http', header_keys: ['Authorization'] });
     expect(JSON.stringify(dto)).not.toContain(TOKEN);
     await until(alice, 'web', 'ready');
     expect(await exec(alice, 'mcp__web__get-sum', { a: 20, b: 22 })).toMatchObject({

@@ -23,24 +23,26 @@ const config = {
   SKALD_MCP_CALL_TIMEOUT_SECS: 5,
 } as unknown as ToolRunnerConfig;
 
-const server = (over: Partial<StoredMcpServer> = {}): StoredMcpServer => ({
+const stored = {
   id: 'id1',
   userId: 'u1',
   name: 'gh',
-  transport: 'stdio',
-  command: 'gh-mcp',
-  args: [],
-  url: null,
-  network: false,
   enabled: true,
-  envKeys: [],
-  headerKeys: [],
   secrets: null,
-  status: 'stopped',
+  status: 'stopped' as const,
   error: null,
   toolsCount: 0,
   tools: null,
   updatedAt: new Date(),
+};
+type StoredStdio = Extract<StoredMcpServer, { transport: 'stdio' }>;
+const server = (over: Partial<Omit<StoredStdio, 'transport'>> = {}): StoredMcpServer => ({
+  ...stored,
+  transport: 'stdio',
+  command: 'gh-mcp',
+  args: [],
+  network: false,
+  envKeys: [],
   ...over,
 });
 
@@ -49,7 +51,7 @@ function setUp() {
   const t = newTestService(McpService, [fake(TOOL_RUNNER_CONFIG, config), fake(LOGGER, log as unknown as Logger)]);
   const repo = t.mock(McpServersRepository);
   repo.count.mockResolvedValue(0);
-  repo.create.mockImplementation(async (s) => server({ ...s, name: s.name }));
+  repo.create.mockImplementation(async (s) => ({ ...stored, ...s }));
   return { ...t, repo, launcher: t.mock(McpLauncher) };
 }
 

@@ -2,13 +2,18 @@ import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
   Actor,
-  MCP_HTTP_FIELDS,
-  MCP_STDIO_FIELDS,
+  MCP_TRANSPORT_FIELDS,
+  MCP_TRANSPORT_NOUN,
+  MCP_TRANSPORTS,
+  McpServerConfig,
+  mcpServerConfig,
   McpServerDto,
   McpServerInput,
   McpServerPatch,
   McpToolDef,
+  McpTransport,
   topicOf,
+  unknownTransport,
 } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { Logger } from '@skald/service-kit';
@@ -20,7 +25,7 @@ import { ToolError } from '../tool-error';
 import { AddressPolicy, BlockedAddressError } from './address-guard';
 import { McpConnection, McpServerTarget } from './mcp-connections';
 import { McpLauncher } from './mcp-launcher';
-import { McpServersRepository, StoredMcpServer } from './mcp-servers.repository';
+import { McpServersRepository, StoredMcpConfig, StoredMcpServer } from './mcp-servers.repository';
 import { PerUserCache } from './per-user.cache';
 import { SecretBox } from './secret-box';
 import { mcpWireName } from './tool-names';
@@ -122,21 +127,15 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     const stored = await this.repo.create({
       userId: actor.userId,
       name: input.name,
-      transport: input.transport,
-      command: input.command ?? null,
-      args: input.args ?? [],
-      url: input.url ?? null,
-      network: input.network ?? false,
-      envKeys: Object.keys(secrets.env).sort(),
-      headerKeys: Object.keys(secrets.headers).sort(),
+      ...storedConfig(mcpServerConfig(input)),
       secrets: hasSecrets ? this.secretBox!.seal(JSON.stringify(secrets), actor.userId) : null,
     });
     if (!stored)
       throw new RemoteError({ code: 'conflict', message: `an MCP server named ${input.name} exists`, field: 'name' });
     this.changed(actor.userId, input.name);
-    // An HTTP server is connected now so that the list shows ready or the error soon (a failure is
-    // recorded, not thrown); a stdio server runs nothing until a call of it is approved.
-    if (stored.transport === 'http') void this.connection(stored).catch(() => undefined);
+    // A server that may start before a call is connected now so that the list shows ready or the
+    // error soon (a failure is recorded, not thrown).
+    if (!startsOnlyByCall(stored.transport)) void this.connection(stored).catch(() => undefined);
     return toDto(stored);
   }
 
@@ -149,10 +148,9 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
   async update(actor: Actor, name: string, patch: McpServerPatch): Promise<McpServerDto> {
     const current = await this.repo.find(actor.userId, name);
     if (!current) throw new RemoteError({ code: 'not_found', message: `no MCP server named ${name}` });
-    const foreign = current.transport === 'stdio' ? MCP_HTTP_FIELDS : MCP_STDIO_FIELDS;
-    for (const f of foreign)
-      if (patch[f] !== undefined)
-        throw invalid(f, `only ${current.transport === 'stdio' ? 'an http' : 'a stdio'} server has this field`);
+    for (const other of MCP_TRANSPORTS.filter((t) => t !== current.transport))
+      for (const f of MCP_TRANSPORT_FIELDS[other])
+        if (patch[f] !== undefined) throw invalid(f, `only ${MCP_TRANSPORT_NOUN[other]} server has this field`);
     if (patch.url !== undefined) {
       try {
         await this.policy.checkUrl(new URL(patch.url));
@@ -165,7 +163,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     let envKeys: string[] | undefined;
     let headerKeys: string[] | undefined;
     if (patch.env !== undefined || patch.headers !== undefined) {
-      const kept = this.target(current);
+      const kept = this.secrets(current);
       const next: Secrets = { env: patch.env ?? kept.env, headers: patch.headers ?? kept.headers };
       const any = Object.keys(next.env).length + Object.keys(next.headers).length > 0;
       if (any && !this.secretBox)
@@ -199,7 +197,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     const stops = reconfigured || (patch.enabled === false && current.enabled);
     this.changed(actor.userId, name, stops);
     if (stops) await this.drop(actor.userId, name);
-    if (updated.enabled && updated.transport === 'http' && (reconfigured || !current.enabled))
+    if (updated.enabled && !startsOnlyByCall(updated.transport) && (reconfigured || !current.enabled))
       void this.connection(updated).catch(() => undefined);
     return toDto(updated);
   }
@@ -218,7 +216,7 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     const lists = await Promise.all(
       wanted.map(async (s) => {
         // Never started here for the catalog: its last known tools, or the placeholder that starts it.
-        if (s.transport === 'stdio' && !this.running(s)) return s.tools ?? [startTool(s)];
+        if (startsOnlyByCall(s.transport) && !this.running(s)) return s.tools ?? [startTool(s)];
         try {
           return (await (await this.connection(s)).list()).map((t) => t.def);
         } catch {
@@ -345,28 +343,28 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  private target(s: StoredMcpServer): McpServerTarget {
-    let secrets: Secrets = { env: {}, headers: {} };
-    if (s.secrets) {
-      if (!this.secretBox) throw new Error('its credentials cannot be opened: SKALD_SECRETS_KEY is not configured');
-      try {
-        secrets = JSON.parse(this.secretBox.open(s.secrets, s.userId)) as Secrets;
-      } catch {
-        throw new Error('its credentials cannot be opened with the configured SKALD_SECRETS_KEY');
-      }
+  /** A stored server's credentials, opened. */
+  private secrets(s: StoredMcpServer): Secrets {
+    if (!s.secrets) return { env: {}, headers: {} };
+    if (!this.secretBox) throw new Error('its credentials cannot be opened: SKALD_SECRETS_KEY is not configured');
+    try {
+      return JSON.parse(this.secretBox.open(s.secrets, s.userId)) as Secrets;
+    } catch {
+      throw new Error('its credentials cannot be opened with the configured SKALD_SECRETS_KEY');
     }
-    return {
-      id: s.id,
-      userId: s.userId,
-      name: s.name,
-      transport: s.transport,
-      command: s.command,
-      args: s.args,
-      url: s.url,
-      network: s.network,
-      env: secrets.env,
-      headers: secrets.headers,
-    };
+  }
+
+  private target(s: StoredMcpServer): McpServerTarget {
+    const secrets = this.secrets(s);
+    const ids = { id: s.id, userId: s.userId, name: s.name };
+    switch (s.transport) {
+      case 'stdio':
+        return { ...ids, transport: 'stdio', command: s.command, args: s.args, network: s.network, env: secrets.env };
+      case 'http':
+        return { ...ids, transport: 'http', url: s.url, headers: secrets.headers };
+      default:
+        return unknownTransport(s);
+    }
   }
 
   /**
@@ -445,18 +443,62 @@ export function startTool(s: Pick<StoredMcpServer, 'name'>): McpToolDef {
   };
 }
 
+/**
+ * A stdio server runs the tenant's command, so only an approved call of one of its tools starts it
+ * (never the catalog nor its configuration); an http server is connected when it is configured.
+ */
+function startsOnlyByCall(transport: McpTransport): boolean {
+  switch (transport) {
+    case 'stdio':
+      return true;
+    case 'http':
+      return false;
+    default:
+      return unknownTransport(transport);
+  }
+}
+
+/** A configuration as stored: credentials sealed elsewhere, listed by key. */
+function storedConfig(c: McpServerConfig): StoredMcpConfig {
+  switch (c.transport) {
+    case 'stdio':
+      return {
+        transport: 'stdio',
+        command: c.command,
+        args: c.args,
+        network: c.network,
+        envKeys: Object.keys(c.env).sort(),
+      };
+    case 'http':
+      return { transport: 'http', url: c.url, headerKeys: Object.keys(c.headers).sort() };
+    default:
+      return unknownTransport(c);
+  }
+}
+
 function toDto(s: StoredMcpServer): McpServerDto {
-  return {
-    name: s.name,
-    transport: s.transport,
-    ...(s.command !== null ? { command: s.command, args: s.args, network: s.network } : {}),
-    ...(s.url !== null ? { url: s.url } : {}),
+  const state = {
     enabled: s.enabled,
-    status: s.enabled ? s.status : 'disabled',
+    status: s.enabled ? s.status : ('disabled' as const),
     ...(s.error ? { error: s.error } : {}),
     tools_count: s.toolsCount,
-    ...(s.transport === 'stdio' ? { env_keys: s.envKeys } : { header_keys: s.headerKeys }),
   };
+  switch (s.transport) {
+    case 'stdio':
+      return {
+        name: s.name,
+        transport: 'stdio',
+        command: s.command,
+        args: s.args,
+        network: s.network,
+        ...state,
+        env_keys: s.envKeys,
+      };
+    case 'http':
+      return { name: s.name, transport: 'http', url: s.url, ...state, header_keys: s.headerKeys };
+    default:
+      return unknownTransport(s);
+  }
 }
 
 function invalid(field: string, message: string): RemoteError {

@@ -11,8 +11,7 @@ export function ChatScreen({ api, source }: { api: Api; source: string }) {
   useEffect(
     () =>
       hub.subscribe((f) => {
-        if ((f.type === 'hello' || f.type === 'new_session') && typeof f.session_id === 'string')
-          setActiveId(f.session_id);
+        if (f.type === 'hello' || f.type === 'new_session') setActiveId(f.session_id);
       }),
     [hub],
   );

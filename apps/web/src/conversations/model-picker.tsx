@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import type { LlmClientList, SlashCommand } from '@skald/contracts';
 import type { Api, Outgoing } from '../api';
-import type { Frame } from '../socket';
+import type { ServerFrame } from '@skald/contracts';
 
 /**
  * The model of this conversation, chosen in the composer: AUTO first, then the user's LLM clients
@@ -17,7 +17,7 @@ export function ModelPicker({
   api: Api;
   source: string;
   send: (f: Outgoing) => boolean;
-  subscribe: (on: (f: Frame) => void) => () => void;
+  subscribe: (on: (f: ServerFrame) => void) => () => void;
 }) {
   const [list, setList] = useState<LlmClientList | null>(null);
   const load = useCallback(() => {

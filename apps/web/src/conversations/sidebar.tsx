@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { SessionList, SessionSearchList, SessionSummary } from '@skald/contracts';
 import { errorText, type Api } from '../api';
-import type { Frame } from '../socket';
+import type { ServerFrame } from '@skald/contracts';
 import './conversations.css';
 
 const PAGE = 20;
@@ -50,7 +50,7 @@ export function ConversationSidebar({
   source: string;
   activeId: string | null;
   /** Frames of the chat socket: the list follows new sessions and finished answers. */
-  subscribe: (on: (f: Frame) => void) => () => void;
+  subscribe: (on: (f: ServerFrame) => void) => () => void;
 }) {
   const [items, setItems] = useState<SessionSummary[]>([]);
   const [total, setTotal] = useState(0);

@@ -1,12 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { chatReducer, initialChat, type ChatState } from '../chat-state';
-import type { Frame } from '../socket';
+import { chatReducer, type ChatState } from '../chat-state';
+import { foldFrames, type RawFrame } from '../testing/frames';
 
-const fold = (frames: Frame[]): ChatState => frames.reduce(chatReducer, initialChat);
+const fold = (frames: RawFrame[]): ChatState => foldFrames(frames);
 const SID = '00000000-0000-4000-8000-00000000000a';
 
 describe('chat reducer: a regenerate or an edit', () => {
-  const history: Frame[] = [
+  const history: RawFrame[] = [
     { type: 'hello', session_id: SID },
     { type: 'user_message', seq: 1, session_id: SID, message_id: 'u1', content: 'first' },
     { type: 'done', seq: 2, session_id: SID, message_id: 'a1', stack_id: 's', content: 'answer one' },

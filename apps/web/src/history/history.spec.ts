@@ -2,11 +2,11 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { ChatMessageDto } from '@skald/contracts';
 import { chatReducer, initialChat, type ChatState } from '../chat-state';
-import type { Frame } from '../socket';
+import { foldFrames, type RawFrame } from '../testing/frames';
 
 const SID = '00000000-0000-4000-8000-00000000000a';
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
-const fold = (frames: Frame[], from: ChatState = initialChat): ChatState => frames.reduce(chatReducer, from);
+const fold = (frames: RawFrame[], from: ChatState = initialChat): ChatState => foldFrames(frames, from);
 const at = '2026-01-01T00:00:00.000Z';
 
 const user = (id: string, content: string): ChatMessageDto => ({ id, role: 'user', content, created_at: at });

@@ -1,7 +1,7 @@
 import { useCallback, useState } from 'react';
 import type { NotificationList } from '@skald/contracts';
 import type { Api } from '../api';
-import type { Frame } from '../socket';
+import type { ServerFrame } from '@skald/contracts';
 import { fromFrame, mergeNotifications, NOTIFICATIONS_KEPT, type Notification } from './notifications';
 
 /**
@@ -11,7 +11,7 @@ import { fromFrame, mergeNotifications, NOTIFICATIONS_KEPT, type Notification } 
  */
 export function useNotifications(api: Api): {
   notifications: Notification[];
-  onFrame: (f: Frame) => void;
+  onFrame: (f: ServerFrame) => void;
   reload: () => void;
 } {
   const [notifications, setNotifications] = useState<Notification[]>([]);
@@ -21,7 +21,7 @@ export function useNotifications(api: Api): {
       () => undefined,
     );
   }, [api]);
-  const onFrame = useCallback((f: Frame) => {
+  const onFrame = useCallback((f: ServerFrame) => {
     const n = fromFrame(f, new Date());
     if (n) setNotifications((shown) => mergeNotifications(shown, [n]));
   }, []);

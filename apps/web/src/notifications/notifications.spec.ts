@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import type { ServerFrame } from '@skald/contracts';
 import { fromFrame, mergeNotifications, NOTIFICATIONS_KEPT, type Notification } from './notifications';
 
 const RUN = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
@@ -8,7 +9,7 @@ const rest = (n: number, at: string): Notification => ({
   refs: { job_id: RUN(100 + n), run_id: RUN(n) },
   created_at: at,
 });
-const live = (n: number) => ({
+const live = (n: number): ServerFrame => ({
   type: 'notification',
   summary: `Cron job ${n} finished`,
   refs: { job_id: RUN(100 + n), run_id: RUN(n) },
@@ -19,7 +20,15 @@ describe('notifications: GET /api/notifications merged with live `notification` 
   it('a live event is the notification of its run (the id GET /api/notifications gives it)', () => {
     const n = fromFrame(live(3), new Date('2026-12-06T10:00:00Z'));
     expect(n).toEqual({ ...rest(3, '2026-12-06T10:00:00.000Z') });
-    expect(fromFrame({ type: 'task_update' }, new Date())).toBeNull();
+    const task: ServerFrame = {
+      type: 'task_update',
+      job_id: RUN(100),
+      title: 'Nightly report',
+      agent_id: 'default',
+      state: 'completed',
+      source: 'web',
+    };
+    expect(fromFrame(task, new Date())).toBeNull();
   });
 
   it('after a reload the list is the stored one, newest first', () => {
@@ -44,8 +53,14 @@ describe('notifications: GET /api/notifications merged with live `notification` 
   });
 
   it('a live event without a run still shows, once per event', () => {
-    const a = fromFrame({ type: 'notification', summary: 'hello', refs: {} }, new Date('2026-12-06T08:00:00Z'))!;
-    const b = fromFrame({ type: 'notification', summary: 'hello', refs: {} }, new Date('2026-12-06T08:00:00Z'))!;
+    const a = fromFrame(
+      { type: 'notification', summary: 'hello', refs: {}, source: 'web' },
+      new Date('2026-12-06T08:00:00Z'),
+    )!;
+    const b = fromFrame(
+      { type: 'notification', summary: 'hello', refs: {}, source: 'web' },
+      new Date('2026-12-06T08:00:00Z'),
+    )!;
     expect(mergeNotifications([a], [b]).length).toBe(2);
   });
 

@@ -1,4 +1,4 @@
-import type { NotificationDto } from '@skald/contracts';
+import type { NotificationDto, ServerFrame } from '@skald/contracts';
 
 /** A notification as `GET /api/notifications` gives it; a live `notification` event becomes one. */
 export type Notification = NotificationDto;
@@ -13,14 +13,16 @@ let unnamed = 0;
  * its run's (`refs.run_id`: the id `GET /api/notifications` gives the same notification), so the
  * two show once; one without a run is its own. `created_at` is when it arrived.
  */
-export function fromFrame(f: { type: string } & Record<string, unknown>, now: Date): Notification | null {
+export function fromFrame(f: ServerFrame, now: Date): Notification | null {
   if (f.type !== 'notification') return null;
-  const raw = typeof f.refs === 'object' && f.refs !== null ? (f.refs as Record<string, unknown>) : {};
   const refs: Notification['refs'] = {};
-  for (const k of ['job_id', 'run_id', 'session_id'] as const) if (typeof raw[k] === 'string') refs[k] = raw[k];
+  for (const k of ['job_id', 'run_id', 'session_id'] as const) {
+    const ref = f.refs[k];
+    if (ref !== undefined) refs[k] = ref;
+  }
   return {
     id: refs.run_id ?? `live:${++unnamed}`,
-    summary: typeof f.summary === 'string' ? f.summary : '',
+    summary: f.summary,
     refs,
     created_at: now.toISOString(),
   };

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useReducer, useRef } from 'react';
-import type { Frame } from '../socket';
+import type { ServerFrame } from '@skald/contracts';
 import { due, outboxReducer, type MessageFrame, type Outgoing } from './outbox';
 
 /** How often the outbox looks for what is due (the only loop; each look is bounded by the list). */
@@ -28,15 +28,15 @@ export function useOutbox(send: (f: MessageFrame) => boolean, isOpen: () => bool
   }, [flush]);
 
   /** A server frame: acks store what waits, echoes (and discards) settle it. */
-  const onFrame = useCallback((f: Frame) => {
-    const cid = typeof f.client_message_id === 'string' ? f.client_message_id : null;
+  const onFrame = useCallback((f: ServerFrame) => {
     if (f.type === 'hello') dispatch({ type: 'reconnected', now: Date.now() });
     if (f.type === 'new_session') dispatch({ type: 'left' });
-    if (!cid) return;
-    if (f.type === 'ack' && f.duplicate !== true && typeof f.message_id === 'string')
-      dispatch({ type: 'stored', cid, messageId: f.message_id });
-    else if (f.type === 'ack' || f.type === 'user_message' || f.type === 'message_discarded')
-      dispatch({ type: 'acked', cid });
+    if (f.type === 'ack') {
+      if (!f.client_message_id) return;
+      if (!f.duplicate) dispatch({ type: 'stored', cid: f.client_message_id, messageId: f.message_id });
+      else dispatch({ type: 'acked', cid: f.client_message_id });
+    } else if ((f.type === 'user_message' || f.type === 'message_discarded') && f.client_message_id)
+      dispatch({ type: 'acked', cid: f.client_message_id });
   }, []);
 
   const add = useCallback(

@@ -1,15 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { chatReducer, initialChat, type ChatState } from '../chat-state';
 import { outboxReducer, type MessageFrame, type OutboxAction, type Outgoing } from '../outbox/outbox';
-import type { Frame } from '../socket';
+import { foldFrames, type RawFrame } from '../testing/frames';
 import { shownOutbox, slotNotice } from './turn-slot';
 
 const SESSION = '00000000-0000-4000-8000-00000000000a';
-const fold = (frames: Frame[], from: ChatState = initialChat): ChatState => frames.reduce(chatReducer, from);
+const fold = (frames: RawFrame[], from: ChatState = initialChat): ChatState => foldFrames(frames, from);
 const frame = (cid: string): MessageFrame => ({ type: 'message', client_message_id: cid, content: `text ${cid}` });
 const box = (actions: OutboxAction[]): Outgoing[] => actions.reduce(outboxReducer, [] as Outgoing[]);
-const hello: Frame = { type: 'hello', session_id: SESSION };
-const waiting: Frame = {
+const hello: RawFrame = { type: 'hello', session_id: SESSION };
+const waiting: RawFrame = {
   type: 'turn_waiting',
   session_id: SESSION,
   client_message_id: 'c1',

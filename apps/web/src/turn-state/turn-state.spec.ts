@@ -1,15 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { SESSION_EVENT_TYPES } from '@skald/contracts';
-import { chatReducer, initialChat, type ChatState } from '../chat-state';
-import type { Frame } from '../socket';
+import { initialChat, type ChatState } from '../chat-state';
+import { foldFrames, type RawFrame } from '../testing/frames';
 import { SESSION_EVENT_TURN } from './turn-state';
 
 const SESSION = '00000000-0000-4000-8000-00000000000a';
-const fold = (frames: Frame[], from: ChatState = initialChat): ChatState => frames.reduce(chatReducer, from);
-const hello: Frame = { type: 'hello', session_id: SESSION };
+const fold = (frames: RawFrame[], from: ChatState = initialChat): ChatState => foldFrames(frames, from);
+const hello: RawFrame = { type: 'hello', session_id: SESSION };
 const idle = fold([hello, { type: 'turn_running', running: false }]);
 const busy = fold([hello, { type: 'turn_running', running: true }]);
-const ev = (type: string, body: Record<string, unknown> = {}, seq = 7): Frame => ({
+const ev = (type: string, body: Record<string, unknown> = {}, seq = 7): RawFrame => ({
   type,
   session_id: SESSION,
   seq,

@@ -22,6 +22,7 @@ import { TurnSlots1764460805500 } from './1764460805500-turn-slots';
 import { InboxQueuedCap1764460805400 } from './1764460805400-inbox-queued-cap';
 import { JudgedLanding1764460805600 } from './1764460805600-judged-landing';
 import { McpStopped1764460805650 } from './1764460805650-mcp-stopped';
+import { PendingWriteKind1764460805700 } from './1764460805700-pending-write-kind';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -49,5 +50,6 @@ export const MIGRATIONS = [
   TurnSlots1764460805500,
   JudgedLanding1764460805600,
   McpStopped1764460805650,
+  PendingWriteKind1764460805700,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

@@ -19,7 +19,7 @@ const AGENT_LOOP_BANNED_MESSAGE =
   'the OpenAI SDK or zod. Add a port (store, gate, tool set, LLM client, event sink, clock) and implement it in the app.';
 
 const TEST_FILES = [
-  '**/*.spec.ts',
+  '**/*.spec.{ts,tsx}',
   '**/*.integration-spec.ts',
   '**/*.serial-spec.ts',
   '**/*.e2e-spec.ts',
@@ -58,7 +58,7 @@ export default tseslint.config(
   },
 
   {
-    files: ['**/*.ts'],
+    files: ['**/*.{ts,tsx}'],
     plugins: { '@nx': nx },
     rules: {
       // Type-aware rules STYLE.md makes errors.
@@ -126,7 +126,7 @@ export default tseslint.config(
 
   // libs/testing (llm-sim, stack launcher, WS client) may be used by anything, but only from tests.
   {
-    files: ['apps/**/*.ts', 'libs/**/*.ts'],
+    files: ['apps/**/*.{ts,tsx}', 'libs/**/*.ts'],
     ignores: [...TEST_FILES, 'libs/testing/**', '**/testing-fixtures/**'],
     rules: {
       'no-restricted-imports': [

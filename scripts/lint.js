@@ -27,6 +27,7 @@ const LANES = [
   [
     { name: 'prettier --check', args: [bin('prettier', 'bin/prettier.cjs'), '--check', '--log-level', 'warn', '.'] },
     { name: 'tsc scripts/', args: [bin('typescript', 'bin/tsc'), '-p', 'scripts/tsconfig.json'] },
+    { name: 'tsc scripts/bench/', args: [bin('typescript', 'bin/tsc'), '-p', 'scripts/bench/tsconfig.json'] },
     { name: 'knip (dead code)', args: [bin('knip', 'bin/knip.js'), '--no-progress'] },
     { name: 'import cycles', args: [join(ROOT, 'scripts/check-import-cycles.js')] },
     { name: 'commit messages', args: [join(ROOT, 'scripts/check-commit-msg.js'), '--history'] },

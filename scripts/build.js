@@ -56,4 +56,4 @@ async function main() {
   process.exit(web.status ?? 1);
 }
 
-main();
+void main();

@@ -152,15 +152,15 @@ async function main() {
     const deadline = setTimeout(() => {
       for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
     }, 25_000);
-    Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(
-      async () => {
-        clearTimeout(deadline);
-        // The backing services last: the apps drain through them.
-        await Promise.all([stopOwn(own.nats), stopOwn(own.redis), stopOwn(own.postgres)]);
-        say('stopped.');
-        process.exit(code);
-      },
-    );
+    void Promise.all(
+      children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r)))),
+    ).then(async () => {
+      clearTimeout(deadline);
+      // The backing services last: the apps drain through them.
+      await Promise.all([stopOwn(own.nats), stopOwn(own.redis), stopOwn(own.postgres)]);
+      say('stopped.');
+      process.exit(code);
+    });
   };
   process.on('SIGINT', () => shutdown(0));
   process.on('SIGTERM', () => shutdown(0));

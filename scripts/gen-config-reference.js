@@ -244,7 +244,7 @@ function formatDefault(info) {
     // A default computed from the working directory (SKALD_WORKSPACES) is shown relative to it.
     const cwd = process.cwd();
     if (value === cwd || value.startsWith(`${cwd}/`)) value = `<working directory>${value.slice(cwd.length)}`;
-    return `\`${value}\``;
+    return `\`${String(value)}\``;
   }
   return `\`${JSON.stringify(value)}\``;
 }
@@ -280,7 +280,7 @@ function renderReference(schemas) {
       return '';
     }
     const info = describeField(field);
-    const values = info.values ? ` One of ${info.values.map((v) => `\`${v}\``).join(', ')}.` : '';
+    const values = info.values ? ` One of ${info.values.map((v) => `\`${String(v)}\``).join(', ')}.` : '';
     const secret = SECRET_NAME.test(name) && !/^\*\*Secret/.test(text) ? '**Secret.** ' : '';
     return `${secret}${text}${values}`;
   };

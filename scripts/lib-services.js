@@ -58,7 +58,7 @@ async function unreachableServices(env = process.env) {
 function forEachLine(stream, onLine) {
   let buf = '';
   stream.on('data', (/** @type {Buffer | string} */ d) => {
-    buf += d;
+    buf += String(d);
     const lines = buf.split('\n');
     buf = lines.pop() ?? '';
     for (const l of lines) onLine(l);

@@ -110,6 +110,7 @@ function startWatch({ apps, restart, onLine }) {
   );
   for (const stream of [tsc.stdout, tsc.stderr])
     forEachLine(stream, (line) => {
+      // eslint-disable-next-line no-control-regex -- ANSI escapes (ESC c clears the screen) are what is removed
       if (line.trim()) onLine('tsc', line.replace(/\x1bc|\x1b\[[0-9;]*[A-Za-z]/g, ''));
       if (!CYCLE_END.test(line)) return;
       const next = distSnapshot(packages);
@@ -139,6 +140,7 @@ function startViteDev(port, onLine) {
     },
   );
   for (const stream of [vite.stdout, vite.stderr])
+    // eslint-disable-next-line no-control-regex -- ANSI escapes are what is removed
     forEachLine(stream, (line) => line.trim() && onLine('vite', line.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')));
   return vite;
 }

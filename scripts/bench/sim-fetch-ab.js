@@ -99,7 +99,7 @@ async function main() {
   });
   // The same requests with every non-ASCII character replaced by as many ASCII bytes as its UTF-8 has.
   const ascii = bodies.map((b) =>
-    JSON.parse(JSON.stringify(b).replace(/[^\x00-\x7f]/gu, (c) => '-'.repeat(Buffer.byteLength(c)))),
+    JSON.parse(JSON.stringify(b).replace(/[\u0080-\u{10ffff}]/gu, (c) => '-'.repeat(Buffer.byteLength(c)))),
   );
   const skaldFetch = new OpenAI({ baseURL: sim.url, apiKey: 'sk-bench', maxRetries: 0, fetch: createLlmHttpFetch() });
   const defaultFetch = new OpenAI({ baseURL: sim.url, apiKey: 'sk-bench', maxRetries: 0 });

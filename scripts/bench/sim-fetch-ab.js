@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // llm-sim's CPU per request by the client that calls it: the same captured Skald requests
 // (sim-capture.js), one at a time as the turn bench's fresh phase sends them, through the `openai`
@@ -72,7 +71,9 @@ async function admin(sim, method, p, body) {
 function markerOf(body) {
   const last = [...body.messages].reverse().find((m) => m.role === 'user');
   const text = typeof last.content === 'string' ? last.content : last.content.map((p) => p.text ?? '').join('\n');
-  return /cap-[0-9a-f-]+/.exec(text)[0];
+  const marker = /cap-[0-9a-f-]+/.exec(text);
+  if (!marker) throw new Error('a captured request without its cap- marker');
+  return marker[0];
 }
 
 async function one(client, body) {
@@ -107,7 +108,12 @@ async function main() {
     { name: 'skald fetch', client: skaldFetch, bodies },
     { name: 'default fetch', client: defaultFetch, bodies },
     { name: 'skald, ASCII', client: skaldFetch, bodies: ascii },
-  ].map((s) => ({ ...s, us: [], mainUs: [], conns: [] }));
+  ].map((s) => ({
+    ...s,
+    us: /** @type {number[]} */ ([]),
+    mainUs: /** @type {number[]} */ ([]),
+    conns: /** @type {number[]} */ ([]),
+  }));
   const batch = async (s) => {
     const before = cpuNs(sim.child.pid);
     const mainBefore = cpuNs(sim.child.pid, true);

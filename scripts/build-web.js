@@ -21,6 +21,11 @@ const INPUTS = [
 ];
 const SKIP = new Set(['dist', 'node_modules']);
 
+/**
+ * @param {string} p
+ * @param {string[]} out
+ * @returns {string[]}
+ */
 function files(p, out = []) {
   const st = fs.statSync(p, { throwIfNoEntry: false });
   if (!st) return out;

@@ -19,6 +19,7 @@ function compile() {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
+    /** @type {string[]} */
     const projects = [];
     let compiled = 0;
     forEachLine(child.stdout, (line) => {
@@ -55,4 +56,4 @@ async function main() {
   process.exit(web.status ?? 1);
 }
 
-main();
+void main();

@@ -4,7 +4,7 @@
 // private nats-server when none answers at NATS_URL; test/setup/global-setup.js).
 const { unreachableServices } = require('./lib-services');
 
-unreachableServices().then((down) => {
+void unreachableServices().then((down) => {
   for (const s of down)
     console.error(`${s.name} is not reachable at ${s.where} (${s.env}). Start it with:\n    ${s.start}`);
   process.exit(down.length > 0 ? 1 : 0);

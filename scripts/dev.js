@@ -34,6 +34,7 @@ const ROOT = path.resolve(__dirname, '..');
 const WATCH = process.argv.includes('--watch');
 // SKALD_STATE_DIR moves it (tests run a whole stack of their own).
 const STATE = path.resolve(process.env.SKALD_STATE_DIR || path.join(ROOT, '.skald'));
+/** @type {Record<string, number>} */
 const COLORS = {
   gateway: 36,
   'session-worker': 35,
@@ -43,9 +44,15 @@ const COLORS = {
   'llm-sim': 90,
 };
 const tty = process.stdout.isTTY;
-const paint = (name, text) => (tty ? `\x1b[${COLORS[name] || 37}m${text}\x1b[0m` : text);
-const say = (msg) => console.log(paint('gateway', '[skald]'), msg);
+const paint = (/** @type {string} */ name, /** @type {string} */ text) =>
+  tty ? `\x1b[${COLORS[name] || 37}m${text}\x1b[0m` : text;
+const say = (/** @type {string} */ msg) => console.log(paint('gateway', '[skald]'), msg);
 
+/**
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {string} what
+ */
 function run(cmd, args, what, env = process.env) {
   say(`${what}…`);
   const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env });
@@ -63,8 +70,10 @@ function run(cmd, args, what, env = process.env) {
 async function install() {
   const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
   // Packages for another platform (`os`, `cpu`: a list, or negations such as `!win32`) are not installed.
-  const fits = (list, value) =>
-    !list || list.includes(value) || (list.every((x) => x.startsWith('!')) && !list.includes(`!${value}`));
+  const fits = (/** @type {string[]} */ list, /** @type {string} */ value) =>
+    !list ||
+    list.includes(value) ||
+    (list.every((/** @type {string} */ x) => x.startsWith('!')) && !list.includes(`!${value}`));
   const total = Object.entries(lock.packages || {}).filter(
     ([k, v]) => k.startsWith('node_modules/') && !v.link && fits(v.os, process.platform) && fits(v.cpu, process.arch),
   ).length;
@@ -86,7 +95,7 @@ async function install() {
     ` (${Math.round((Date.now() - started) / 1000)} s)`;
   const ticker = tty ? setInterval(() => process.stdout.write(`\r${progress()}`), 500) : null;
   for (const stream of [child.stdout, child.stderr])
-    forEachLine(stream, (l) => {
+    forEachLine(stream, (/** @type {string} */ l) => {
       log.write(`${l}\n`);
       if (/ http fetch GET 2\d\d /.test(l)) {
         if (/\.tgz /.test(l)) fetched++;
@@ -110,6 +119,10 @@ async function install() {
   );
 }
 
+/**
+ * @param {string} file
+ * @param {() => string} make
+ */
 function persistent(file, make) {
   fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
   const p = path.join(STATE, file);
@@ -119,18 +132,19 @@ function persistent(file, make) {
 
 async function main() {
   const env = { ...process.env };
-  /** @typedef {{ child: import('node:child_process').ChildProcess, stopSignal?: string }} OwnProcess */
+  /** @typedef {import('./lib-stack').OwnProcess} OwnProcess */
   /** @type {{ postgres: OwnProcess | null, redis: OwnProcess | null, nats: OwnProcess | null }} */
   const own = { postgres: null, redis: null, nats: null };
-  const infraLine = (name) => (l) => console.log(paint('llm-sim', `[${name}]`.padEnd(19)), l);
+  const infraLine = (/** @type {string} */ name) => (/** @type {string} */ l) =>
+    console.log(paint('llm-sim', `[${name}]`.padEnd(19)), l);
   // Private instances are killed with the start command whatever ends it (a crash included).
   process.on('exit', () => {
-    for (const o of Object.values(own))
-      if (o && o.child.exitCode === null) o.child.kill(/** @type {NodeJS.Signals} */ (o.stopSignal || 'SIGTERM'));
+    for (const o of Object.values(own)) if (o && o.child.exitCode === null) o.child.kill(o.stopSignal || 'SIGTERM');
   });
+  /** @type {import('node:child_process').ChildProcess[]} */
   const children = [];
   let stopping = false;
-  const shutdown = (code) => {
+  const shutdown = (/** @type {string | number | null | undefined} */ code) => {
     if (stopping) return;
     stopping = true;
     say('stopping…');
@@ -138,19 +152,19 @@ async function main() {
     const deadline = setTimeout(() => {
       for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
     }, 25_000);
-    Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r))))).then(
-      async () => {
-        clearTimeout(deadline);
-        // The backing services last: the apps drain through them.
-        await Promise.all([stopOwn(own.nats), stopOwn(own.redis), stopOwn(own.postgres)]);
-        say('stopped.');
-        process.exit(code);
-      },
-    );
+    void Promise.all(
+      children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r)))),
+    ).then(async () => {
+      clearTimeout(deadline);
+      // The backing services last: the apps drain through them.
+      await Promise.all([stopOwn(own.nats), stopOwn(own.redis), stopOwn(own.postgres)]);
+      say('stopped.');
+      process.exit(code);
+    });
   };
   process.on('SIGINT', () => shutdown(0));
   process.on('SIGTERM', () => shutdown(0));
-  const watchOwn = (name, o) =>
+  const watchOwn = (/** @type {string} */ name, /** @type {OwnProcess} */ o) =>
     o.child.on('exit', (code, signal) => {
       console.log(paint('llm-sim', `[${name}]`.padEnd(19)), `exited (${signal || code})`);
       if (!stopping) shutdown(1);
@@ -202,12 +216,16 @@ async function main() {
     adminSource = `email ${env.SKALD_ADMIN_EMAIL}, password in ${shown(path.join(STATE, 'admin-password'))} (set SKALD_ADMIN_EMAIL / SKALD_ADMIN_PASSWORD to choose)`;
   }
   const port = appPort(env, 'gateway');
-  const { serviceDatabaseUrl, servicePasswordEnv, serviceRoleName } = require(
-    path.join(ROOT, 'libs/persistence/dist/service-roles'),
-  );
-  const { SKALD_SERVICES: apps, REDIS_SERVICES, instanceName, redisUser } = require(
-    path.join(ROOT, 'libs/contracts/dist'),
-  );
+  const { serviceDatabaseUrl, servicePasswordEnv, serviceRoleName } =
+    /** @type {typeof import('../libs/persistence/src/service-roles')} */ (
+      require(path.join(ROOT, 'libs/persistence/dist/service-roles'))
+    );
+  const {
+    SKALD_SERVICES: apps,
+    REDIS_SERVICES,
+    instanceName,
+    redisUser,
+  } = /** @type {typeof import('../libs/contracts/src')} */ (require(path.join(ROOT, 'libs/contracts/dist')));
   // The install's name (SKALD_INSTANCE_NAME, else the database's) is in its role, Redis user and key names: installs
   // sharing a Postgres cluster or a Redis server never overwrite each other's credentials or keys.
   let instance;
@@ -234,6 +252,7 @@ async function main() {
     process.exit(migrate.status || 1);
   }
   const dbPasswordsFile = path.join(STATE, 'db-passwords.json');
+  /** @type {Record<string, string>} */
   const dbPasswords = fs.existsSync(dbPasswordsFile) ? JSON.parse(fs.readFileSync(dbPasswordsFile, 'utf8')) : {};
   for (const a of apps) dbPasswords[a] ||= crypto.randomBytes(18).toString('base64url');
   fs.writeFileSync(dbPasswordsFile, JSON.stringify(dbPasswords), { mode: 0o600 });
@@ -242,6 +261,7 @@ async function main() {
 
   // Per-app credentials: its Postgres role, its NATS user, and Redis ACL users for the session
   // worker and the scheduler (the other apps get no Redis credentials).
+  /** @type {Record<string, NodeJS.ProcessEnv>} */
   const appEnv = {};
   for (const a of apps) {
     appEnv[a] = { DATABASE_URL: serviceDatabaseUrl(env.DATABASE_URL, a, env[servicePasswordEnv(a)], instance) };
@@ -251,8 +271,11 @@ async function main() {
   let natsBanner;
   if (natsPlanned.own) {
     const natsPort = env.SKALD_NATS_PORT ? Number(env.SKALD_NATS_PORT) : await sparePort(path.join(STATE, 'nats-port'));
+    const natsBin = natsBinary(env);
+    if (natsBin === null)
+      throw new Error('nats-server is not installed (SKALD_NATS_BIN, PATH, /usr/sbin, /usr/local/bin)');
     const nats = await startLocalNats({
-      bin: natsBinary(env),
+      bin: natsBin,
       port: natsPort,
       state: STATE,
       onLine: infraLine('nats'),
@@ -273,9 +296,9 @@ async function main() {
   try {
     const users = await provisionRedisUsers({ adminUrl: env.REDIS_URL, state: STATE, env, instance });
     for (const [a, e] of Object.entries(users)) Object.assign(appEnv[a], e);
-    redisBanner = `${redis.banner ? `${redis.banner}\n  ` : ''}Redis:             ACL users ${Object.keys(users)
-      .map((a) => redisUser(a, instance))
-      .join(', ')}, each reaching only its keys`;
+    redisBanner = `${redis.banner ? `${redis.banner}\n  ` : ''}Redis:             ACL users ${REDIS_SERVICES.map((a) =>
+      redisUser(a, instance),
+    ).join(', ')}, each reaching only its keys`;
   } catch (e) {
     for (const a of REDIS_SERVICES)
       Object.assign(appEnv[a], { REDIS_URL: env.REDIS_URL, ...redisPrefixEnv(env, instance) });
@@ -285,7 +308,11 @@ async function main() {
 
   // The running processes by name, for `npm run dev`'s restarts.
   const running = new Map();
-  const start = (name, script, extraEnv) => {
+  const start = (
+    /** @type {string} */ name,
+    /** @type {string} */ script,
+    /** @type {NodeJS.ProcessEnv} */ extraEnv,
+  ) => {
     const child = spawn(process.execPath, [script], {
       cwd: ROOT,
       env: { ...env, ...extraEnv },
@@ -307,7 +334,7 @@ async function main() {
     return child;
   };
   /** Restarts one process (it drains on SIGTERM like at Ctrl-C); a second call while it stops is one restart. */
-  const restart = (name) => {
+  const restart = (/** @type {string} */ name) => {
     const r = running.get(name);
     if (!r || r.restarting || stopping) return;
     r.restarting = true;
@@ -351,6 +378,7 @@ async function main() {
   // `npm run dev`: the gateway forwards the web client's requests to Vite's dev server (loopback only); `npm start`
   // never turns this on, whatever the environment says.
   delete env.SKALD_WEB_DEV_URL;
+  /** @type {NodeJS.ProcessEnv} */
   const gatewayEnv = { ...appEnv.gateway, PORT: String(port) };
   if (WATCH) {
     const webDevPort = await sparePort(path.join(STATE, 'web-dev-port'));

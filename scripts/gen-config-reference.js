@@ -28,9 +28,19 @@ const APPS = [
   { name: 'scheduler', schema: 'SchedulerConfigSchema' },
 ];
 const BASE_SOURCE = 'libs/service-kit/src/config.ts';
-const appSource = (app) => `apps/${app}/src/config.ts`;
+const appSource = (/** @type {string} */ app) => `apps/${app}/src/config.ts`;
 
-/** Descriptions of the fields that have no doc comment in their schema. */
+/**
+ * A zod (v4) schema as far as this reader looks into it: `_zod.def` is zod's own description of a schema.
+ * @typedef {{ description?: string, _zod: { def: ZodDef } }} ZodField
+ * @typedef {{ type: string, in?: ZodField, innerType?: ZodField, defaultValue?: unknown, entries?: Record<string, ZodField> }} ZodDef
+ */
+/** @typedef {{ name: string, default: string, description: string }} OutsideVariable */
+
+/**
+ * Descriptions of the fields that have no doc comment in their schema.
+ * @type {Record<string, string>}
+ */
 const DESCRIPTIONS = {
   NODE_ENV:
     '`production` in deployments and under `npm start`, `development` under `npm run dev`. In production a published NATS message is checked against its schema by its receivers only, not also by its sender.',
@@ -58,7 +68,10 @@ const DESCRIPTIONS = {
     "Previous turns' tool results longer than this are hidden from the model (default: never).",
 };
 
-/** Variables the apps read outside their schema, with where they are read. */
+/**
+ * Variables the apps read outside their schema, with where they are read.
+ * @type {Record<string, OutsideVariable[]>}
+ */
 const OUTSIDE_SCHEMA = {
   // every app (libs/messaging)
   base: [
@@ -162,13 +175,17 @@ const SECRET_NAME = /(PASSWORD|SECRET|_KEY$|_TOKEN$)/;
 // -------------------------------------------------------------------------------------------------------------
 // Doc comments from the schema sources.
 
-/** `{ NAME: 'doc comment text' }` for every UPPER_CASE property with a /** *\/ comment in the file. */
+/**
+ * `{ NAME: 'doc comment text' }` for every UPPER_CASE property with a /** *\/ comment in the file.
+ * @param {string} file
+ */
 function docCommentsOf(file) {
   const ts = require('typescript');
   const text = readFileSync(join(ROOT, file), 'utf8');
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  /** @type {Record<string, string>} */
   const docs = {};
-  const visit = (node) => {
+  const visit = (/** @type {ts.Node} */ node) => {
     if (ts.isPropertyAssignment(node) && ts.isIdentifier(node.name) && /^[A-Z][A-Z0-9_]*$/.test(node.name.text)) {
       const comments = ts
         .getJSDocCommentsAndTags(node)
@@ -185,12 +202,17 @@ function docCommentsOf(file) {
 // -------------------------------------------------------------------------------------------------------------
 // Reading a zod (v4) field.
 
-/** `{ default?, required, values? }` of one field: unwraps pipes (transforms), defaults and optionals. */
+/**
+ * `{ default?, required, values? }` of one field: unwraps pipes (transforms), defaults and optionals.
+ * @param {ZodField} field
+ */
 function describeField(field) {
   /** @type {{ required: boolean, hasDefault: boolean, default: unknown, values: unknown[] | undefined, type: string | undefined }} */
   const out = { required: true, hasDefault: false, default: undefined, values: undefined, type: undefined };
+  /** @type {ZodField | undefined} */
   let node = field;
   for (let depth = 0; node && depth < 20; depth++) {
+    /** @type {ZodDef} */
     const def = node._zod.def;
     if (def.type === 'pipe') node = def.in;
     else if (def.type === 'default' || def.type === 'prefault') {
@@ -203,13 +225,16 @@ function describeField(field) {
       node = def.innerType;
     } else {
       out.type = def.type;
-      if (def.type === 'enum') out.values = Object.values(def.entries);
+      if (def.type === 'enum') out.values = Object.values(def.entries ?? {});
       break;
     }
   }
   return out;
 }
 
+/**
+ * @param {ReturnType<typeof describeField>} info
+ */
 function formatDefault(info) {
   if (info.required) return '**required**';
   if (!info.hasDefault) return 'unset';
@@ -219,11 +244,14 @@ function formatDefault(info) {
     // A default computed from the working directory (SKALD_WORKSPACES) is shown relative to it.
     const cwd = process.cwd();
     if (value === cwd || value.startsWith(`${cwd}/`)) value = `<working directory>${value.slice(cwd.length)}`;
-    return `\`${value}\``;
+    return `\`${String(value)}\``;
   }
   return `\`${JSON.stringify(value)}\``;
 }
 
+/**
+ * @param {string} text
+ */
 function cell(text) {
   return String(text).replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
@@ -233,12 +261,18 @@ function cell(text) {
 
 /**
  * The markdown between the markers.
- * @param {{ base: { shape: Record<string, unknown> }, apps: Record<string, { shape: Record<string, unknown> }> }} schemas
+ * @param {{ base: { shape: Record<string, ZodField> }, apps: Record<string, { shape: Record<string, ZodField> }> }} schemas
  */
 function renderReference(schemas) {
   const baseDocs = docCommentsOf(BASE_SOURCE);
+  /** @type {string[]} */
   const missing = [];
-  const describe = (name, field, docs, where) => {
+  const describe = (
+    /** @type {string} */ name,
+    /** @type {ZodField} */ field,
+    /** @type {Record<string, string>} */ docs,
+    /** @type {string} */ where,
+  ) => {
     const fromSchema = field.description;
     const text = fromSchema ?? docs[name] ?? baseDocs[name] ?? DESCRIPTIONS[name];
     if (!text) {
@@ -246,11 +280,12 @@ function renderReference(schemas) {
       return '';
     }
     const info = describeField(field);
-    const values = info.values ? ` One of ${info.values.map((v) => `\`${v}\``).join(', ')}.` : '';
+    const values = info.values ? ` One of ${info.values.map((v) => `\`${String(v)}\``).join(', ')}.` : '';
     const secret = SECRET_NAME.test(name) && !/^\*\*Secret/.test(text) ? '**Secret.** ' : '';
     return `${secret}${text}${values}`;
   };
-  const row = (name, def, description) => `| \`${name}\` | ${cell(def)} | ${cell(description)} |`;
+  const row = (/** @type {string} */ name, /** @type {string} */ def, /** @type {string} */ description) =>
+    `| \`${name}\` | ${cell(def)} | ${cell(description)} |`;
   const header = ['| Variable | Default | Description |', '| --- | --- | --- |'];
 
   const lines = [
@@ -304,7 +339,7 @@ function renderReference(schemas) {
 
 /** The schemas of the built apps (`npm run build` first). */
 function loadBuiltSchemas() {
-  const load = (path, exportName) => {
+  const load = (/** @type {string} */ path, /** @type {string} */ exportName) => {
     let mod;
     try {
       mod = require(join(ROOT, path));
@@ -314,13 +349,17 @@ function loadBuiltSchemas() {
     if (!mod[exportName]) throw new Error(`${path} exports no ${exportName}`);
     return mod[exportName];
   };
-  /** @type {Record<string, { shape: Record<string, unknown> }>} */
+  /** @type {Record<string, { shape: Record<string, ZodField> }>} */
   const apps = {};
   for (const app of APPS) apps[app.name] = load(`apps/${app.name}/dist/config.js`, app.schema);
   return { base: load('libs/service-kit/dist/config.js', 'BaseConfigSchema'), apps };
 }
 
-/** `markdown` with the generated section replaced by `section`. */
+/**
+ * `markdown` with the generated section replaced by `section`.
+ * @param {string} markdown
+ * @param {string} section
+ */
 function replaceSection(markdown, section) {
   return replaceDocSection(markdown, BEGIN, END, section);
 }

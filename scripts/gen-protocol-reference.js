@@ -18,7 +18,26 @@ const PROTOCOL_MD = join(ROOT, 'docs', 'protocol.md');
 const BEGIN = '<!-- BEGIN GENERATED: wire reference (scripts/gen-protocol-reference.js) -->';
 const END = '<!-- END GENERATED: wire reference -->';
 
-/** The field list of a zod object: `name` when required, `name?` when it may be left out; `type` first. */
+/**
+ * What the reference reads of the contracts (zod 4 schemas and the gateway's route table).
+ * @typedef {{ shape: Record<string, { safeParse(value: unknown): { success: boolean } }> }} ObjectSchema
+ * @typedef {ObjectSchema & { shape: { type: { value: string } } }} FrameSchema  an object schema with a literal `type`
+ * @typedef {{ options: FrameSchema[] }} UnionSchema
+ * @typedef {{ method: string, path: string, auth: string, summary: string }} Route
+ * @typedef {{
+ *   clientFrames: UnionSchema,
+ *   sessionEvents: Record<string, ObjectSchema | undefined>,
+ *   ephemeralEvents: UnionSchema,
+ *   userEvents: UnionSchema,
+ *   connectionEvents: readonly string[],
+ *   routes: readonly Route[],
+ * }} WireContracts
+ */
+
+/**
+ * The field list of a zod object: `name` when required, `name?` when it may be left out; `type` first.
+ * @param {ObjectSchema | undefined} schema
+ */
 function fields(schema) {
   const shape = schema && schema.shape;
   if (!shape) return '';
@@ -28,7 +47,10 @@ function fields(schema) {
     .join(', ');
 }
 
-/** The object schemas of a discriminated union (zod 4 keeps them in `options`). */
+/**
+ * The object schemas of a discriminated union (zod 4 keeps them in `options`).
+ * @param {UnionSchema} union
+ */
 function options(union) {
   return union.options;
 }
@@ -36,10 +58,11 @@ function options(union) {
 /**
  * The markdown section. `c` holds: clientFrames (a discriminated union), sessionEvents (type → body schema),
  * ephemeralEvents and userEvents (unions), connectionEvents (type names), routes (the gateway's ROUTES).
+ * @param {WireContracts} c
  */
 function renderReference(c) {
   const out = [BEGIN, ''];
-  const table = (title, head, rows) => {
+  const table = (/** @type {string} */ title, /** @type {string[]} */ head, /** @type {string[][]} */ rows) => {
     out.push(`### ${title}`, '', `| ${head.join(' | ')} |`, `| ${head.map(() => '---').join(' | ')} |`);
     for (const r of rows) out.push(`| ${r.join(' | ')} |`);
     out.push('');
@@ -84,6 +107,7 @@ function renderReference(c) {
   return out.join('\n');
 }
 
+/** @returns {WireContracts} */
 function loadBuilt() {
   const contracts = require(join(ROOT, 'libs/contracts/dist/index.js'));
   const { ROUTES } = require(join(ROOT, 'apps/gateway/dist/http/openapi.js'));

@@ -26,7 +26,10 @@ function secretKeys() {
     .flatMap((l) => /^([A-Z][A-Z0-9_]*)=/.exec(l)?.[1] ?? []);
 }
 
-/** A value for `key`: URL-safe (embedded in DATABASE_URL / REDIS_URL), 32 random bytes as 64 hex digits. */
+/**
+ * A value for `key`: URL-safe (embedded in DATABASE_URL / REDIS_URL), 32 random bytes as 64 hex digits.
+ * @param {string} key
+ */
 function generate(key) {
   return key === 'SKALD_ADMIN_PASSWORD'
     ? crypto.randomBytes(16).toString('hex')
@@ -35,6 +38,7 @@ function generate(key) {
 
 /** The Secret's data: every listed key generated, operator-provided ones from `env`. */
 function secretData(env = process.env) {
+  /** @type {Record<string, string>} */
   const data = {};
   for (const key of secretKeys()) {
     if (PROVIDED.includes(key)) {
@@ -45,6 +49,9 @@ function secretData(env = process.env) {
   return data;
 }
 
+/**
+ * @param {string[]} argv
+ */
 function main(argv) {
   const at = argv.indexOf('--namespace');
   const namespace = at >= 0 ? argv[at + 1] : 'skald';

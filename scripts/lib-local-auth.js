@@ -9,10 +9,15 @@ const path = require('node:path');
 const { forEachLine, tcpReachable } = require('./lib-services');
 
 const ROOT = path.resolve(__dirname, '..');
-const contracts = () => require(path.join(ROOT, 'libs', 'contracts', 'dist'));
+/** The built contracts library (its types are those of its sources). */
+const contracts = () =>
+  /** @type {typeof import('../libs/contracts/src')} */ (require(path.join(ROOT, 'libs', 'contracts', 'dist')));
 const secret = () => crypto.randomBytes(18).toString('base64url');
 
-/** The nats-server binary: SKALD_NATS_BIN, else the first nats-server on PATH or in /usr/sbin. */
+/**
+ * The nats-server binary: SKALD_NATS_BIN, else the first nats-server on PATH or in /usr/sbin.
+ * @param {NodeJS.ProcessEnv} env
+ */
 function natsBinary(env) {
   if (env.SKALD_NATS_BIN) return fs.existsSync(env.SKALD_NATS_BIN) ? env.SKALD_NATS_BIN : null;
   const dirs = [...(env.PATH || '').split(path.delimiter), '/usr/sbin', '/usr/local/bin'];
@@ -23,6 +28,7 @@ function natsBinary(env) {
  * Starts nats-server on 127.0.0.1:`port` with one user per app (fresh passwords each start) and an operator user
  * `skald-ops` for the `nats` CLI (password kept in `<state>/nats-ops-password`). Resolves to the child process and
  * each app's NATS_USER / NATS_PASSWORD.
+ * @param {{ bin: string, port: number, state: string, onLine: import('./lib-stack').OnLine }} options
  */
 async function startLocalNats({ bin, port, state, onLine }) {
   const { SKALD_SERVICES, natsAuthorizationBlock } = contracts();
@@ -50,7 +56,10 @@ async function startLocalNats({ bin, port, state, onLine }) {
     env: { ...process.env, GOMAXPROCS: process.env.SKALD_NATS_GOMAXPROCS ?? process.env.GOMAXPROCS ?? '1' },
   });
   for (const stream of [child.stdout, child.stderr])
-    forEachLine(stream, (l) => /\[(ERR|WRN|FTL)\]/.test(l) && !/Plaintext passwords/.test(l) && onLine(l));
+    forEachLine(
+      stream,
+      (/** @type {string} */ l) => /\[(ERR|WRN|FTL)\]/.test(l) && !/Plaintext passwords/.test(l) && onLine(l),
+    );
   for (let i = 0; i < 100 && child.exitCode === null; i++) {
     if (await tcpReachable('127.0.0.1', port, 500)) {
       const env = Object.fromEntries(SKALD_SERVICES.map((s) => [s, { NATS_USER: s, NATS_PASSWORD: passwords[s] }]));
@@ -65,17 +74,22 @@ async function startLocalNats({ bin, port, state, onLine }) {
 /**
  * Each app's NATS credentials on a NATS server the operator runs (NATS_URL set): the users of
  * k8s/base/infra/nats.conf, passwords from NATS_PASSWORD_<APP>. Null when none is set (anonymous).
+ * @param {NodeJS.ProcessEnv} env
  */
 function externalNatsEnv(env) {
   const { SKALD_SERVICES, serviceSecretVar } = contracts();
-  const vars = SKALD_SERVICES.map((s) => [s, env[serviceSecretVar('NATS_PASSWORD', s)]]);
+  const vars = SKALD_SERVICES.map((s) => /** @type {const} */ ([s, env[serviceSecretVar('NATS_PASSWORD', s)]]));
   if (vars.every(([, p]) => !p)) return null;
   const missing = vars.filter(([, p]) => !p).map(([s]) => serviceSecretVar('NATS_PASSWORD', s));
   if (missing.length > 0) throw new Error(`set every NATS_PASSWORD_<APP> or none; missing: ${missing.join(', ')}`);
   return Object.fromEntries(vars.map(([s, p]) => [s, { NATS_USER: s, NATS_PASSWORD: p }]));
 }
 
-/** The Redis key prefix variables of the install `instance`'s apps: those set in `env`, else the install's own. */
+/**
+ * The Redis key prefix variables of the install `instance`'s apps: those set in `env`, else the install's own.
+ * @param {NodeJS.ProcessEnv} env
+ * @param {string} instance
+ */
 function redisPrefixEnv(env, instance) {
   const own = contracts().redisKeyPrefixes(instance);
   return {
@@ -91,9 +105,10 @@ function redisPrefixEnv(env, instance) {
  * key prefixes carry the install's name (`<instance>-gateway`, `<instance>:login:…`), so installs sharing a Redis
  * server never touch each other's; SKALD_BULL_PREFIX, SKALD_LLM_HEALTH_PREFIX and SKALD_LOGIN_LIMIT_PREFIX override
  * the prefixes. Returns each app's REDIS_URL and key prefix variables.
+ * @param {{ adminUrl: string, state: string, env: NodeJS.ProcessEnv, instance: string }} options
  */
 async function provisionRedisUsers({ adminUrl, state, env, instance }) {
-  const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
+  const Redis = /** @type {typeof import('ioredis').default} */ (require(path.join(ROOT, 'node_modules', 'ioredis')));
   const { REDIS_SERVICES, redisAclRules, redisUser } = contracts();
   const prefixEnv = redisPrefixEnv(env, instance);
   const prefixes = {
@@ -102,12 +117,14 @@ async function provisionRedisUsers({ adminUrl, state, env, instance }) {
     loginLimitPrefix: prefixEnv.SKALD_LOGIN_LIMIT_PREFIX,
   };
   const file = path.join(state, 'redis-passwords.json');
+  /** @type {Record<string, string>} */
   const saved = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
   for (const s of REDIS_SERVICES) saved[s] ||= secret();
   fs.writeFileSync(file, JSON.stringify(saved), { mode: 0o600 });
   const admin = new Redis(adminUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await admin.connect();
+    /** @type {Record<string, Record<string, string>>} */
     const out = {};
     for (const s of REDIS_SERVICES) {
       await admin.call('ACL', 'SETUSER', redisUser(s, instance), 'reset', ...redisAclRules(s, saved[s], prefixes));

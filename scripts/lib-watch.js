@@ -16,6 +16,7 @@ const SERVED = new Set(['@skald/web']);
 
 /** Directory of each workspace package, by name (`@skald/gateway` → apps/gateway). */
 function workspacePackages(root = ROOT) {
+  /** @type {Map<string, string>} */
   const out = new Map();
   for (const group of ['apps', 'libs']) {
     const dir = path.join(root, group);
@@ -27,26 +28,34 @@ function workspacePackages(root = ROOT) {
   return out;
 }
 
-/** The workspace packages `pkg` runs with: itself and its `@skald/*` dependencies, transitively. */
+/**
+ * The workspace packages `pkg` runs with: itself and its `@skald/*` dependencies, transitively.
+ * @param {string} pkg
+ */
 function runtimeClosure(pkg, packages = workspacePackages()) {
+  /** @type {Set<string>} */
   const seen = new Set();
   const todo = [pkg];
   while (todo.length > 0) {
-    const name = todo.pop();
-    if (seen.has(name) || !packages.has(name)) continue;
+    const name = /** @type {string} */ (todo.pop());
+    const dir = packages.get(name);
+    if (seen.has(name) || dir === undefined) continue;
     seen.add(name);
-    const json = JSON.parse(fs.readFileSync(path.join(packages.get(name), 'package.json'), 'utf8'));
+    const json = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
     for (const dep of Object.keys(json.dependencies || {})) if (packages.has(dep) && !SERVED.has(dep)) todo.push(dep);
   }
   return seen;
 }
 
-/** The newest modification time under `dir` (0 when it does not exist). */
+/**
+ * The newest modification time under `dir` (0 when it does not exist).
+ * @param {string} dir
+ */
 function newestMtime(dir) {
   let newest = 0;
   const stack = [dir];
   while (stack.length > 0) {
-    const d = stack.pop();
+    const d = /** @type {string} */ (stack.pop());
     let entries;
     try {
       entries = fs.readdirSync(d, { withFileTypes: true });
@@ -62,12 +71,19 @@ function newestMtime(dir) {
   return newest;
 }
 
-/** Newest mtime of each workspace package's `dist`. */
+/**
+ * Newest mtime of each workspace package's `dist`.
+ * @param {Map<string, string>} packages
+ */
 function distSnapshot(packages) {
   return new Map([...packages].map(([name, dir]) => [name, newestMtime(path.join(dir, 'dist'))]));
 }
 
-/** The packages whose `dist` changed between two snapshots. */
+/**
+ * The packages whose `dist` changed between two snapshots.
+ * @param {Map<string, number>} before
+ * @param {Map<string, number>} after
+ */
 function changedPackages(before, after) {
   return [...after].filter(([name, t]) => t > (before.get(name) ?? 0)).map(([name]) => name);
 }
@@ -75,6 +91,7 @@ function changedPackages(before, after) {
 /**
  * Starts the watchers. `apps` maps a process name to the workspace package it runs (`gateway` → `@skald/gateway`);
  * `restart(name)` restarts one; `onLine(source, line)` prints the watchers' output.
+ * @param {{ apps: Record<string, string>, restart: (name: string) => void, onLine: (source: string, line: string) => void }} options
  */
 function startWatch({ apps, restart, onLine }) {
   const packages = workspacePackages();
@@ -93,6 +110,7 @@ function startWatch({ apps, restart, onLine }) {
   );
   for (const stream of [tsc.stdout, tsc.stderr])
     forEachLine(stream, (line) => {
+      // eslint-disable-next-line no-control-regex -- ANSI escapes (ESC c clears the screen) are what is removed
       if (line.trim()) onLine('tsc', line.replace(/\x1bc|\x1b\[[0-9;]*[A-Za-z]/g, ''));
       if (!CYCLE_END.test(line)) return;
       const next = distSnapshot(packages);
@@ -106,7 +124,11 @@ function startWatch({ apps, restart, onLine }) {
   return [tsc];
 }
 
-/** Vite's dev server for the web client on a loopback port (apps/web/vite.config.ts reads SKALD_WEB_DEV_PORT). */
+/**
+ * Vite's dev server for the web client on a loopback port (apps/web/vite.config.ts reads SKALD_WEB_DEV_PORT).
+ * @param {number} port
+ * @param {(source: string, line: string) => void} onLine
+ */
 function startViteDev(port, onLine) {
   const vite = spawn(
     process.execPath,
@@ -118,6 +140,7 @@ function startViteDev(port, onLine) {
     },
   );
   for (const stream of [vite.stdout, vite.stderr])
+    // eslint-disable-next-line no-control-regex -- ANSI escapes are what is removed
     forEachLine(stream, (line) => line.trim() && onLine('vite', line.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')));
   return vite;
 }

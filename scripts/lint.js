@@ -2,7 +2,8 @@
 // `npm run lint`: every static check, each reported with its time; exits 1 when one fails.
 //
 //   ESLint (type-aware, no warning allowed), Prettier --check, the type-check of scripts/ (checked JSDoc), knip's
-//   dead exports, file-level import cycles (.ts and .tsx), and the commit messages after the cut-over.
+//   dead files, exports and dependencies, file-level import cycles (.ts and .tsx), and the commit messages after the
+//   cut-over.
 //
 // ESLint takes most of the time, so it runs beside the others (two lanes: the machines here have two cores).
 'use strict';
@@ -26,7 +27,8 @@ const LANES = [
   [
     { name: 'prettier --check', args: [bin('prettier', 'bin/prettier.cjs'), '--check', '--log-level', 'warn', '.'] },
     { name: 'tsc scripts/', args: [bin('typescript', 'bin/tsc'), '-p', 'scripts/tsconfig.json'] },
-    { name: 'knip (dead exports)', args: [bin('knip', 'bin/knip.js'), '--no-progress'] },
+    { name: 'tsc scripts/bench/', args: [bin('typescript', 'bin/tsc'), '-p', 'scripts/bench/tsconfig.json'] },
+    { name: 'knip (dead code)', args: [bin('knip', 'bin/knip.js'), '--no-progress'] },
     { name: 'import cycles', args: [join(ROOT, 'scripts/check-import-cycles.js')] },
     { name: 'commit messages', args: [join(ROOT, 'scripts/check-commit-msg.js'), '--history'] },
   ],

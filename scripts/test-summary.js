@@ -5,6 +5,18 @@
 // as one failure; a run of 0 tests is a failure.
 const fs = require('node:fs');
 
+/**
+ * The part of Jest's JSON report (`--json`) read here.
+ * @typedef {{
+ *   numPassedTests: number,
+ *   numFailedTests: number,
+ *   testResults: Array<{ name: string, status: string, message?: string, assertionResults: Array<{ status: string }> }>,
+ * }} JestReport
+ */
+
+/**
+ * @param {string[]} files
+ */
 function summarize(files) {
   let passed = 0;
   let failed = 0;
@@ -15,6 +27,7 @@ function summarize(files) {
       problems.push(`${file}: no report (the test runner did not finish)`);
       continue;
     }
+    /** @type {JestReport} */
     const report = JSON.parse(fs.readFileSync(file, 'utf8'));
     passed += report.numPassedTests;
     failed += report.numFailedTests;
@@ -43,6 +56,7 @@ function summarize(files) {
 /**
  * The attack suite's figures: every hostile test writes `attack-suite-<name>.json` (an object of
  * counts) beside the Jest reports; they are printed as one line so a run shows how much was tried.
+ * @param {string} dir
  */
 function attackFigures(dir) {
   if (!fs.existsSync(dir)) return null;

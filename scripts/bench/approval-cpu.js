@@ -37,7 +37,7 @@ const { connect } = require(path.join(ROOT, 'node_modules/nats'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function traced(pid, name) {
-  if (!STRACE) return async () => undefined;
+  if (!STRACE) return () => Promise.resolve(undefined);
   fs.mkdirSync(STRACE, { recursive: true });
   const child = spawn('strace', ['-c', '-f', '-o', path.join(STRACE, `${name}.txt`), '-p', String(pid)], {
     stdio: 'ignore',

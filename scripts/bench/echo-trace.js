@@ -367,6 +367,11 @@ function profileSteps(turns) {
  * for after the hop `side.after` names, and its step is measured from there; the next hops go on
  * from the previous main hop.
  */
+/**
+ * Each hop: its name, the app and trace point it is read at, a test of the point's detail, and whether it is a side
+ * step (not on the path from the previous hop).
+ * @type {Array<[string, string, string, ((detail: string) => boolean)?, boolean?]>}
+ */
 const HOP_STEPS = [
   ['gateway: frame read (ws message)', 'gateway', 'ws.frame'],
   ['gateway: frame parsed', 'gateway', 'ws.parsed'],

@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Preload (`node -r scripts/bench/gc-log.js app.js`) that appends one JSON line per garbage collection
 // to $SKALD_GC_LOG: its end on CLOCK_MONOTONIC in µs (as .cpuprofile samples and
@@ -18,9 +17,11 @@ if (file) {
   const fd = fs.openSync(file, 'a');
   new PerformanceObserver((list) => {
     const now = Number(process.hrtime.bigint() / 1000n);
-    const lines = list
-      .getEntries()
-      .map((e) => JSON.stringify({ at: now, kind: KINDS[e.detail?.kind] ?? String(e.detail?.kind), ms: e.duration }));
+    const lines = list.getEntries().map((e) => {
+      // A gc entry's detail (Node's NodeGCPerformanceDetail) names the collection's kind.
+      const kind = /** @type {{ detail?: { kind?: number } }} */ (e).detail?.kind;
+      return JSON.stringify({ at: now, kind: KINDS[kind ?? -1] ?? String(kind), ms: e.duration });
+    });
     fs.writeSync(fd, lines.join('\n') + '\n');
   }).observe({ entryTypes: ['gc'] });
 }

@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // CPU of one streaming model call in the worker's process (libs/llm streamChat on the openai SDK),
 // A/B in one process: the SDK as `new OpenAI(...)` defaults, with global fetch and
@@ -147,7 +146,7 @@ async function main() {
           env: { ...process.env, LLM_CALL_PORT: String(port) },
           stdio: 'inherit',
         });
-        c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`client exited ${code}`))));
+        c.once('exit', (code) => (code === 0 ? resolve(undefined) : reject(new Error(`client exited ${code}`))));
       });
     }
   } finally {

@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // llm-sim's CPU per chat-completions request, A/B: two llm-sim processes (this tree's build and another
 // build, e.g. main's, copied aside before a change) answer the same captured Skald requests
@@ -81,7 +80,9 @@ async function admin(sim, method, p, body) {
 /** The marker each captured request carries in its last user message (the turn bench's `cap-…`). */
 function markerOf(body) {
   const last = [...body.messages].reverse().find((m) => m.role === 'user');
-  return /cap-[0-9a-f-]+/.exec(last.content)[0];
+  const marker = /cap-[0-9a-f-]+/.exec(last.content);
+  if (!marker) throw new Error('a captured request without its cap- marker');
+  return marker[0];
 }
 
 async function prepare(sim, bodies) {

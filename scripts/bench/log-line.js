@@ -35,7 +35,11 @@ async function child() {
   const turn = () => new Promise((r) => setImmediate(r));
   const us = Object.fromEntries(Object.keys(variants).map((k) => [k, 0]));
   for (const [name, log] of Object.entries(variants))
-    if (!only || name === only) for (let i = 0; i < WARM; i++) (log.info(fields, 'tool call finished'), await turn());
+    if (!only || name === only)
+      for (let i = 0; i < WARM; i++) {
+        log.info(fields, 'tool call finished');
+        await turn();
+      }
   for (let done = 0; done < LINES; done += BLOCK)
     for (const [name, log] of Object.entries(variants)) {
       if (only && name !== only) continue;

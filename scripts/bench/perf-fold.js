@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Where a process's on-CPU samples go, from a `perf record -e cpu-clock -g` file of a Node process
 // started with --perf-basic-prof (scripts/bench/worker-perf.js writes them):
@@ -54,7 +53,9 @@ const r = spawnSync('perf', ['script', '-i', file, '-F', 'tid,period,ip,sym'], {
   encoding: 'utf8',
   maxBuffer: 1 << 30,
 });
+/** @type {Array<{ tid: number, period: number, frames: string[] }>} */
 const samples = [];
+/** @type {{ tid: number, period: number, frames: string[] } | null} */
 let cur = null;
 for (const line of r.stdout.split('\n')) {
   if (!line.startsWith('\t') && !line.startsWith(' ') && line.trim()) {
@@ -120,6 +121,7 @@ console.log('-- by owner (innermost JS frame):');
 for (const [o, p] of [...byOwner.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP))
   console.log(`${((100 * p) / total).toFixed(1).padStart(5)} %  ${ms(p).toFixed(3)} ms  ${o}`);
 // The owners grouped into what a round does (first matching rule wins).
+/** @type {Array<[string, RegExp]>} */
 const GROUPS = [
   ['JIT compiler (background threads)', /^bg: JIT/],
   ['GC (main thread and helpers)', /^GC|^bg: GC/],

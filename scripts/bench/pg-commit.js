@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Postgres CPU per tool round of the session worker's two round commits, in isolation: the
 // one-statement commit (apps/session-worker/dist/store/one-statement-commit.js) sent by name over
@@ -44,7 +43,7 @@ const TICK_MS = 10;
 
 function parseVariant(spec) {
   const [name, ...parts] = spec.split(':');
-  const v = { name, settings: {}, sql: [], module: commit };
+  const v = { name, settings: {}, sql: /** @type {string[]} */ ([]), module: commit };
   for (const p of parts) {
     if (p.startsWith('sql=')) v.sql.push(p.slice(4));
     else if (p.startsWith('module=')) v.module = require(path.resolve(p.slice(7)));

@@ -6,6 +6,8 @@
 const { AsyncLocalStorage } = require('node:async_hooks');
 const on = process.argv[2] === 'on';
 const N = 300000;
+// The promise machinery is what is measured: an async function without await, and awaiting a plain value.
+// eslint-disable-next-line @typescript-eslint/require-await
 async function leaf(i) {
   return i;
 }
@@ -17,6 +19,7 @@ async function top(i) {
 }
 const patterns = {
   'await resolved value': async () => {
+    // eslint-disable-next-line @typescript-eslint/await-thenable -- awaiting a resolved value is the case measured
     for (let i = 0; i < N; i++) await i;
   },
   'async call chain of 3': async () => {
@@ -40,5 +43,5 @@ async function main() {
     }
   for (const [k, v] of Object.entries(out)) console.log(`${on ? 'on ' : 'off'}  ${v.toFixed(0).padStart(5)} ns  ${k}`);
 }
-if (on) new AsyncLocalStorage().run({ userId: 'u' }, main);
-else main();
+if (on) void new AsyncLocalStorage().run({ userId: 'u' }, main);
+else void main();

@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // llm-sim's CPU per request by the client that calls it: the same captured Skald requests
 // (sim-capture.js), one at a time as the turn bench's fresh phase sends them, through the `openai`
@@ -72,7 +71,9 @@ async function admin(sim, method, p, body) {
 function markerOf(body) {
   const last = [...body.messages].reverse().find((m) => m.role === 'user');
   const text = typeof last.content === 'string' ? last.content : last.content.map((p) => p.text ?? '').join('\n');
-  return /cap-[0-9a-f-]+/.exec(text)[0];
+  const marker = /cap-[0-9a-f-]+/.exec(text);
+  if (!marker) throw new Error('a captured request without its cap- marker');
+  return marker[0];
 }
 
 async function one(client, body) {
@@ -99,7 +100,7 @@ async function main() {
   });
   // The same requests with every non-ASCII character replaced by as many ASCII bytes as its UTF-8 has.
   const ascii = bodies.map((b) =>
-    JSON.parse(JSON.stringify(b).replace(/[^\x00-\x7f]/gu, (c) => '-'.repeat(Buffer.byteLength(c)))),
+    JSON.parse(JSON.stringify(b).replace(/[\u0080-\u{10ffff}]/gu, (c) => '-'.repeat(Buffer.byteLength(c)))),
   );
   const skaldFetch = new OpenAI({ baseURL: sim.url, apiKey: 'sk-bench', maxRetries: 0, fetch: createLlmHttpFetch() });
   const defaultFetch = new OpenAI({ baseURL: sim.url, apiKey: 'sk-bench', maxRetries: 0 });
@@ -107,7 +108,12 @@ async function main() {
     { name: 'skald fetch', client: skaldFetch, bodies },
     { name: 'default fetch', client: defaultFetch, bodies },
     { name: 'skald, ASCII', client: skaldFetch, bodies: ascii },
-  ].map((s) => ({ ...s, us: [], mainUs: [], conns: [] }));
+  ].map((s) => ({
+    ...s,
+    us: /** @type {number[]} */ ([]),
+    mainUs: /** @type {number[]} */ ([]),
+    conns: /** @type {number[]} */ ([]),
+  }));
   const batch = async (s) => {
     const before = cpuNs(sim.child.pid);
     const mainBefore = cpuNs(sim.child.pid, true);

@@ -26,7 +26,8 @@ const PROF = i >= 0 ? path.resolve(ROOT, argv[i + 1]) : null;
 // --idle <ms>: an idle wait just before each phase's window, as turn.js's SQL meter settles (10500).
 const j = argv.indexOf('--idle');
 const IDLE_MS = j >= 0 ? Number(argv[j + 1]) : 0;
-const idle = IDLE_MS > 0 ? { start: () => new Promise((r) => setTimeout(r, IDLE_MS)), stop: async () => null } : null;
+const idle =
+  IDLE_MS > 0 ? { start: () => new Promise((r) => setTimeout(r, IDLE_MS)), stop: () => Promise.resolve(null) } : null;
 const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 
 function simCounters(pid) {

@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Benchmark of the tool runner: `execute_cmd` of `true` end to end (NATS request,
 // durable start record, bubblewrap sandbox start, reply; target p50 ≤ 20 ms) and `read_file` of a small
@@ -52,7 +51,7 @@ async function privateNats() {
   const port = await new Promise((resolve) => {
     const srv = net.createServer();
     srv.listen(0, '127.0.0.1', () => {
-      const p = srv.address().port;
+      const p = /** @type {import('node:net').AddressInfo} */ (srv.address()).port;
       srv.close(() => resolve(p));
     });
   });
@@ -136,7 +135,7 @@ async function main() {
     await sandboxStarts(workspaces).catch((e) => console.error(`sandbox start bench failed: ${e.message}`));
     await bus.drain().catch(() => undefined);
     child.kill('SIGTERM');
-    await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+    await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));
     if (nats) nats.child.kill('SIGKILL');
     rmSync(workspaces, { recursive: true, force: true });
   }

@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // On-CPU attribution of the session worker per tool round. The V8 CPU profiles of `turn.js
 // --profile` sample by wall clock: a thread preempted inside a system call (a socket write that
@@ -86,6 +85,7 @@ function report(file, children, extra = []) {
     ],
     { encoding: 'utf8', maxBuffer: 256 << 20 },
   );
+  /** @type {Array<[number, string]>} */
   const rows = [];
   for (const line of r.stdout.split('\n')) {
     if (line.startsWith('#') || !line.trim()) continue;

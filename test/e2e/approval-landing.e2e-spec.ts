@@ -108,7 +108,10 @@ describe('approval landing: a symlink swapped while the card waits', () => {
       );
       return rows[0]?.turn_state === 'parked' && rows[0].owner === null ? true : null;
     });
-    const [row] = await db.query(`SELECT status, judged_landing FROM tool_calls WHERE id = $1`, [card.tool_call_id]);
+    const [row] = await db.query<Array<{ status: string; judged_landing: string[] | null }>>(
+      `SELECT status, judged_landing FROM tool_calls WHERE id = $1`,
+      [card.tool_call_id],
+    );
     expect(row).toEqual({ status: 'awaiting_human', judged_landing: ['/workspace/judged/notes.md'] });
     const inbox = await api.get<{ approvals: Array<{ request_id: string; lands_at?: string }> }>('/api/inbox');
     expect(inbox.body.approvals).toEqual([

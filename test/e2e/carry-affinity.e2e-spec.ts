@@ -59,7 +59,10 @@ describe('carry affinity (two session workers)', () => {
     // The next message comes after the worker let the lease go, as a person's does: one sent within
     // a few ms of `done` can still race the release (docs/performance.md, "What is left").
     for (let i = 0; i < 100; i++) {
-      const [l] = await db.query(`SELECT owner FROM session_leases WHERE session_id = $1`, [sessionId]);
+      const [l] = await db.query<Array<{ owner: string | null }>>(
+        `SELECT owner FROM session_leases WHERE session_id = $1`,
+        [sessionId],
+      );
       if (!l?.owner) return;
       await new Promise((r) => setTimeout(r, 20));
     }

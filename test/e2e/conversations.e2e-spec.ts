@@ -503,7 +503,7 @@ describe('conversations: titles, search, export, reopen, delete, regenerate, edi
       'session_leases',
     ])
       expect({ table, rows: await rows(table, sessionId) }).toEqual({ table, rows: 0 });
-    expect((await db.query(`SELECT 1 FROM sessions WHERE id = $1`, [sessionId])).length).toBe(0);
+    expect(await db.query<unknown[]>(`SELECT 1 FROM sessions WHERE id = $1`, [sessionId])).toHaveLength(0);
     expect((await alice.get(`/api/sessions/${sessionId}`)).status).toBe(404);
     expect((await alice.request('DELETE', `/api/sessions/${sessionId}`)).status).toBe(404);
     // its approval is no longer waiting in the inbox

@@ -135,7 +135,7 @@ describe('session worker faults', () => {
     ws2.send({ type: 'message', client_message_id: ids[0], content: 'burst 0', delivery: 'queue' });
     ws.send({ type: 'message', client_message_id: ids[1], content: 'burst 1', delivery: 'queue' });
     const settled = async (): Promise<boolean> => {
-      const [r] = await db.query(
+      const [r] = await db.query<Array<{ users: number; queued: number; state: string }>>(
         `SELECT (SELECT count(*)::int FROM chat_history WHERE session_id = $1 AND role = 'user') AS users,
                 (SELECT count(*)::int FROM session_inbox WHERE session_id = $1 AND status = 'queued') AS queued,
                 (SELECT turn_state FROM sessions WHERE id = $1) AS state`,

@@ -3,6 +3,7 @@
 // exception, every bad frame gets an `error` event (PROTOCOL.md) on a socket that keeps working,
 // a frame over 1 MiB closes its socket with 1009, and no body gets a 5xx.
 // FC_SEED=<seed> replays a run; the seed is printed.
+import { expect } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { mkdirSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -202,7 +203,9 @@ describe('poison through the whole stack', () => {
       [sessionId],
     );
     expect(rows.length).toBeGreaterThan(10);
-    const open0 = await db.query(`SELECT turn_state FROM sessions WHERE id = $1`, [sessionId]);
+    const open0 = await db.query<Array<{ turn_state: string }>>(`SELECT turn_state FROM sessions WHERE id = $1`, [
+      sessionId,
+    ]);
     expect(open0[0].turn_state).toBe('finished');
     ws.close();
   });
@@ -262,7 +265,10 @@ describe('poison through the whole stack', () => {
     // Several sweeps later: nothing re-drove it.
     await new Promise((r) => setTimeout(r, 2_500));
     expect((await sim.requests({ contains: m })).length).toBe(3);
-    const s = await db.query(`SELECT turn_state, commit_failures FROM sessions WHERE id = $1`, [sessionId]);
+    const s = await db.query<Array<{ turn_state: string; commit_failures: number }>>(
+      `SELECT turn_state, commit_failures FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
     expect(s[0]).toEqual({ turn_state: 'finished', commit_failures: 0 });
     const logged = stack
       .byName('session-worker')
@@ -288,7 +294,10 @@ describe('poison through the whole stack', () => {
     expect(error.message).toContain('3 attempts in a row');
     await new Promise((r) => setTimeout(r, 2_500));
     expect(await sim.requests({ contains: m })).toEqual([]);
-    const s = await db.query(`SELECT turn_state, commit_failures FROM sessions WHERE id = $1`, [sessionId]);
+    const s = await db.query<Array<{ turn_state: string; commit_failures: number }>>(
+      `SELECT turn_state, commit_failures FROM sessions WHERE id = $1`,
+      [sessionId],
+    );
     expect(s[0]).toEqual({ turn_state: 'finished', commit_failures: 0 });
     const attempts = stack
       .byName('session-worker')
@@ -326,7 +335,10 @@ describe('poison through the whole stack', () => {
         error: '/workspace/link.txt resolves outside the workspace (through a symlink); access refused',
       }),
     ]);
-    const asked = await db.query(`SELECT count(*)::int AS n FROM approval_requests WHERE session_id = $1`, [sessionId]);
+    const asked = await db.query<Array<{ n: number }>>(
+      `SELECT count(*)::int AS n FROM approval_requests WHERE session_id = $1`,
+      [sessionId],
+    );
     expect(asked[0].n).toBe(0);
     ws.close();
   });
@@ -357,11 +369,15 @@ describe('poison through the whole stack', () => {
           error: expect.stringMatching(/changed since the preview.*could not be reproduced after 2 approvals/),
         }),
       ]);
-      const asked = await db.query(`SELECT count(*)::int AS n FROM approval_requests WHERE session_id = $1`, [
-        sessionId,
-      ]);
+      const asked = await db.query<Array<{ n: number }>>(
+        `SELECT count(*)::int AS n FROM approval_requests WHERE session_id = $1`,
+        [sessionId],
+      );
       expect(asked[0].n).toBe(2);
-      const row = await db.query(`SELECT status, stale_reasks FROM tool_calls WHERE session_id = $1`, [sessionId]);
+      const row = await db.query<Array<{ status: string; stale_reasks: number }>>(
+        `SELECT status, stale_reasks FROM tool_calls WHERE session_id = $1`,
+        [sessionId],
+      );
       expect(row[0]).toEqual({ status: 'failed', stale_reasks: 1 });
     } finally {
       clearInterval(churn);

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { createServer, Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
@@ -210,7 +211,7 @@ describe('traces across the services (OTLP/HTTP)', () => {
     }
     // nothing secret or private in any span: no bearer token, no prompt, no answer
     const dump = JSON.stringify(trace);
-    expect(dump).not.toContain(user.token as string);
+    expect(dump).not.toContain(user.token);
     expect(dump).not.toContain(`List my files`);
     expect(dump).not.toContain(`listed ${m}`);
 

@@ -50,8 +50,8 @@ describe('per-user cap on concurrent turns, end to end', () => {
     let on = true;
     const done = (async () => {
       while (on) {
-        const rows: Array<{ user_id: string; n: number }> = await db
-          .query(
+        const rows = await db
+          .query<Array<{ user_id: string; n: number }>>(
             `SELECT user_id, count(*)::int AS n FROM sessions
             WHERE user_id = ANY($1::uuid[]) AND turn_state = 'running' GROUP BY user_id`,
             [userIds],

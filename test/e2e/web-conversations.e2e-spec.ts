@@ -222,8 +222,8 @@ describe('web client: conversations, regenerate and edit, model choice', () => {
           .getByRole('button', { name: /Boat launch/ })
           .count()) === 0,
     );
-    expect((await db.query(`SELECT 1 FROM sessions WHERE id = $1`, [firstId])).length).toBe(0);
-    expect((await db.query(`SELECT 1 FROM session_events WHERE session_id = $1`, [firstId])).length).toBe(0);
+    expect(await db.query<unknown[]>(`SELECT 1 FROM sessions WHERE id = $1`, [firstId])).toHaveLength(0);
+    expect(await db.query<unknown[]>(`SELECT 1 FROM session_events WHERE session_id = $1`, [firstId])).toHaveLength(0);
     await shot(page, 'conversations-after-delete-desktop');
     await ctx.close();
   });

@@ -9,6 +9,8 @@ jest.setTimeout(240_000);
 
 const PASSWORD = 'correct horse battery';
 const WIDTHS = [1280, 375, 320];
+/** The element a locator's `evaluate` gets, as far as this spec uses it (its tsconfig has no DOM types). */
+type Scrollable = { scrollIntoView(options: { block: 'center' }): void };
 const NOTICE = 'Waiting to start — you already have 1 conversation running (your limit). It starts when that one ends.';
 const NOTICE_ALONE =
   'Your message is waiting to start — you already have 1 conversation running (your limit). It starts when that one ends.';
@@ -94,7 +96,7 @@ describe('web: a message held back by the cap on turns running at once', () => {
     for (const width of WIDTHS) {
       await page.setViewportSize({ width, height: 740 });
       // the scope line in the middle of the view (the composer stays at the bottom of narrow screens)
-      await card.locator('.session-scope').evaluate((e) => e.scrollIntoView({ block: 'center' }));
+      await card.locator('.session-scope').evaluate((e: Scrollable) => e.scrollIntoView({ block: 'center' }));
       await shot(page, `approval-scope-${width}`);
       expect(await seriousViolations(page)).toEqual([]);
     }

@@ -191,7 +191,7 @@ describe('web client in a real browser', () => {
     await page.getByText('onerror', { exact: false }).first().waitFor(); // the tool output is shown as text
     expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
     expect(await page.locator('.timeline img, .timeline script').count()).toBe(0);
-    const hrefs = await page.locator('.timeline a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    const hrefs = await Promise.all((await page.locator('.timeline a').all()).map((a) => a.getAttribute('href')));
     expect(hrefs).toEqual([null, 'https://example.com/']);
     await ctx.close();
   });

@@ -177,7 +177,11 @@ describe('a socket gets every event of its session', () => {
 
     // Nothing twice and nothing skipped: every socket saw each event of the session once, in order.
     const head = Number(
-      (await db.query(`SELECT max(seq) AS n FROM session_events WHERE session_id = $1`, [sessionId]))[0].n,
+      (
+        await db.query<Array<{ n: string }>>(`SELECT max(seq) AS n FROM session_events WHERE session_id = $1`, [
+          sessionId,
+        ])
+      )[0].n,
     );
     for (const s of sockets) expect(s.seqs()).toEqual(Array.from({ length: head }, (_, i) => i + 1));
     for (const s of sockets) s.ws.close();

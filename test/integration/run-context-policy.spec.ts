@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { connect, NatsConnection, StringCodec } from 'nats';

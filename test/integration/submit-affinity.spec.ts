@@ -95,8 +95,11 @@ describe('carry affinity: targeted submits, their fallback, and the submit stayi
     );
   const stored = async (userId: string) =>
     (
-      await ds.query(`SELECT id, client_message_id FROM session_inbox WHERE user_id = $1 ORDER BY created_at`, [userId])
-    ).map((r: { id: string; client_message_id: string }) => [r.client_message_id, r.id]);
+      await ds.query<Array<{ id: string; client_message_id: string }>>(
+        `SELECT id, client_message_id FROM session_inbox WHERE user_id = $1 ORDER BY created_at`,
+        [userId],
+      )
+    ).map((r): [string, string] => [r.client_message_id, r.id]);
 
   it("a conversation's consecutive submits are answered by the worker that answered its first", async () => {
     const userId = randomUUID();
@@ -118,7 +121,7 @@ describe('carry affinity: targeted submits, their fallback, and the submit stayi
     slowOnce.add('m2');
     const r = await submit('m2');
     const rows = await stored(userId);
-    expect(rows.map(([c]: [string]) => c)).toEqual(['m1', 'm2']);
+    expect(rows.map(([c]) => c)).toEqual(['m1', 'm2']);
     expect(r.message_id).toBe(rows[1][1]);
     // what the client sees: the message acknowledged as already stored (its first send was the hinted worker's)
     expect(r.duplicate).toBe(true);
@@ -139,6 +142,6 @@ describe('carry affinity: targeted submits, their fallback, and the submit stayi
     expect(Date.now() - started).toBeLessThan(TIMEOUT_MS);
     expect(r.worker).toBe(other.route);
     expect((await submit('m3')).worker).toBe(other.route);
-    expect((await stored(userId)).map(([c]: [string]) => c)).toEqual(['m1', 'm2', 'm3']);
+    expect((await stored(userId)).map(([c]) => c)).toEqual(['m1', 'm2', 'm3']);
   });
 });

@@ -110,6 +110,10 @@ function isMap(v: Json): v is JsonMap {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+function isList(v: Json): v is Json[] {
+  return Array.isArray(v);
+}
+
 function readKustomization(dir: string): Kustomization {
   const file = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'].map((f) => join(dir, f)).find(existsSync);
   if (!file) throw new Error(`${dir}: no kustomization.yaml`);
@@ -141,7 +145,7 @@ function strategicMerge(target: Json, patch: Json, field = ''): Json {
     return out;
   }
   const mergeKey = MERGE_KEYS[field];
-  if (mergeKey && Array.isArray(patch) && Array.isArray(target)) {
+  if (mergeKey && isList(patch) && isList(target)) {
     // As kubectl orders them: the patch's items first (merged into their originals), then the untouched ones.
     const keyOf = (item: Json): Json => (isMap(item) ? item[mergeKey] : undefined);
     const patched = patch.map((item) => {

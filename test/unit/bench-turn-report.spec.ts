@@ -1,5 +1,6 @@
 // The turn benchmark's targets (scripts/bench/turn-report.js): each is judged against the floor or
 // its fixed limit, a skipped phase is neither met nor failed, and the table names both systems.
+import { expect } from '@jest/globals';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const report = require('../../scripts/bench/turn-report.js') as {
   median: (xs: number[]) => number | null;

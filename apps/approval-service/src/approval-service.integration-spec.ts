@@ -131,7 +131,10 @@ describe('approval service over NATS and Postgres', () => {
     expect(state).toMatchObject({ request_id: req.request_id, status: 'pending', note: null });
     const again = await client.call('approval.register', req);
     expect(again).toEqual(state);
-    const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM approval_requests WHERE id = $1`, [req.request_id]);
+    const [{ n }] = await db.query<Array<{ n: number }>>(
+      `SELECT count(*)::int AS n FROM approval_requests WHERE id = $1`,
+      [req.request_id],
+    );
     expect(n).toBe(1);
     await sleep(100);
     const events = published
@@ -170,7 +173,7 @@ describe('approval service over NATS and Postgres', () => {
     );
     expect(codes.filter((c) => c === 'ok')).toHaveLength(1);
     expect(codes.filter((c) => c === 'conflict')).toHaveLength(49);
-    const [{ n }] = await db.query(
+    const [{ n }] = await db.query<Array<{ n: number }>>(
       `SELECT count(*)::int AS n FROM approval_audit WHERE request_id = $1 AND by = 'human'`,
       [req.request_id],
     );

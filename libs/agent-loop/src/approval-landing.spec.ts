@@ -3,6 +3,7 @@
  * human approves it, it runs bound to that landing — live, after a park and a restart, after a
  * stale-preview re-ask — so a symlink swapped while the card waits cannot redirect the write.
  */
+import { expect } from '@jest/globals';
 import {
   FakeGate,
   FakeHuman,

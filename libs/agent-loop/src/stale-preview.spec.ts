@@ -3,6 +3,7 @@
  * a preview whose file changed since writes nothing and the human is asked again, under a new
  * request id, with a fresh preview.
  */
+import { expect } from '@jest/globals';
 import {
   FakeGate,
   FakeHuman,
@@ -10,6 +11,7 @@ import {
   LoopHarness,
   type FakeToolDefinition,
   type HarnessOptions,
+  type StoreState,
 } from './testing';
 import type { HumanRequest } from './ports';
 
@@ -172,7 +174,8 @@ describe('stale previews', () => {
       script: [{ content: 'ok' }],
     });
     await r.recover();
-    const firstId = JSON.parse(snapshot).toolCalls[0].requestId as string;
+    const firstId = (JSON.parse(snapshot) as StoreState).toolCalls[0].requestId;
+    if (firstId === null) throw new Error('the first call was never sent for approval');
     expect(human.requests.map((q) => q.requestId)).toEqual([firstId, expect.not.stringMatching(firstId)]);
     expect(r.tools.started.map((x) => x.expectedBaseHash)).toEqual(['h:v1', 'h:v2']);
     expect(d.files.get('notes.md')).toBe('v2+agent');

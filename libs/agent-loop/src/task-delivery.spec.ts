@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { nextTurnItem } from './injection';
 import { agent, LoopHarness } from './testing';
 import type { InboxDelivery } from './types';

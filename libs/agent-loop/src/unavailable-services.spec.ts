@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { LoopHarness } from './testing';
 import { FakeGate } from './testing/fakes';
 

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { getEventListeners } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';

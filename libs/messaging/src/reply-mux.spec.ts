@@ -7,6 +7,7 @@
  * `timeout`, `closed`, `publish_failed`); nothing leaks: no map entry or timer is left once every
  * request has ended.
  */
+import { expect } from '@jest/globals';
 import fc from 'fast-check';
 import type { Msg, MsgHdrs, Subscription, SubscriptionOptions } from 'nats';
 import { MuxRequestError, ReplyMux, type MuxConnection } from './reply-mux';

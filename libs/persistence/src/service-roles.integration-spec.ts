@@ -42,7 +42,7 @@ async function asRole<T>(service: SkaldService, work: (db: Client) => Promise<T>
 async function tryRolledBack(db: Client, sql: string, params: unknown[] = []): Promise<unknown[]> {
   await db.query('BEGIN');
   try {
-    return (await db.query(sql, params)).rows;
+    return (await db.query<Record<string, unknown>>(sql, params)).rows;
   } finally {
     await db.query('ROLLBACK');
   }

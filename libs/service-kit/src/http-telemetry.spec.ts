@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';

@@ -82,7 +82,10 @@ describe('the approval audit, written to Postgres', () => {
     const session = randomUUID();
     const repo = new AuditRepository(ds);
     const lines: Array<{ level: number; msg: string }> = [];
-    const errors = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+    const errors = pino(
+      { level: 'info' },
+      { write: (s: string) => void lines.push(JSON.parse(s) as (typeof lines)[number]) },
+    );
     const audit = new AuditService(repo, 10_000, errors);
     const entry = (n: number, extra: Partial<AuditEntry> = {}): AuditEntry => ({
       userId: actor.userId,

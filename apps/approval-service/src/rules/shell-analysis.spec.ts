@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import fc from 'fast-check';
 import { analyzeCommand, initShellParser, MAX_LINE_BYTES, MAX_WORDS, ShellAnalysis } from './shell-analysis';
 

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import fc from 'fast-check';
 import { ClientFrame } from '@skald/contracts';
 import { BusRequestError, RemoteError } from '@skald/messaging';

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { queryRows } from '@skald/persistence';
 import fc from 'fast-check';
 import { InboxRepository } from '../submit/inbox.repository';
-import { waitingOn } from '../testing-fixtures/lock-waits';
+import { backendPid, waitingOn } from '../testing-fixtures/lock-waits';
 import { LeaseRepository, RELEASE_AND_CHECK_NAME, RELEASE_AND_CHECK_SQL } from './lease.repository';
 
 jest.setTimeout(30_000);
@@ -116,13 +116,16 @@ describe('LeaseRepository', () => {
 
   it("releaseAndCheckWork can miss a message submitted as it runs, whose statement saw the lease still held: only that message's doorbell is left (TurnDriver remembers it)", async () => {
     const id = await session();
-    const [{ user_id: userId }] = await ds.query(`SELECT user_id FROM sessions WHERE id = $1`, [id]);
+    const [{ user_id: userId }] = await ds.query<Array<{ user_id: string }>>(
+      `SELECT user_id FROM sessions WHERE id = $1`,
+      [id],
+    );
     const lease = (await leases.acquire(id, 'a', 10_000))!;
     // The release statement takes its snapshot, then waits on the lease row (held here a moment).
     const blocker = ds.createQueryRunner();
     await blocker.connect();
     await blocker.startTransaction();
-    const [{ pid }] = await blocker.query(`SELECT pg_backend_pid() AS pid`);
+    const pid = await backendPid(blocker);
     await blocker.query(`SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE`, [id]);
     const released = leases.releaseAndCheckWork(lease);
     await waitingOn(ds, pid, 1);

@@ -3,6 +3,7 @@
  * the message a user reads for a model that does not exist), the daily token budget refusing a
  * round once used up, and a ledger write that fails never failing the answer.
  */
+import { expect } from '@jest/globals';
 import { Actor } from '@skald/contracts';
 import { LlmManager } from '@skald/llm';
 import type { Logger } from '@skald/service-kit';

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { LoopHarness } from '@skald/agent-loop/testing';
 import { LlmManager, resolveLlmClients } from '@skald/llm';
 import { simFail, startLlmSim, type LlmSim } from '@skald/testing';

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import fc from 'fast-check';
 import type { ToolContext } from '@skald/agent-loop';
 import { TOOL_ALIVE_INTERVAL_MS, TOOL_ALIVE_LOSS_MS } from '@skald/contracts';

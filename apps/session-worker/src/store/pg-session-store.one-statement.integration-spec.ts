@@ -15,7 +15,7 @@ import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { fitsOneStatement, oneStatementCommit, shapeName } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
 import { openRootFrame } from '../testing-fixtures/root-frame';
-import { waitingOn } from '../testing-fixtures/lock-waits';
+import { backendPid, waitingOn } from '../testing-fixtures/lock-waits';
 import { plainMessage } from '../testing-fixtures/plain-message';
 import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
 import {
@@ -101,28 +101,28 @@ describe('PgSessionStore: one-statement commits', () => {
 
   /** What a session holds, without what differs by construction (ids, ord, clock columns). */
   async function contents(sessionId: string) {
-    const messages = await ds.query(
+    const messages = await ds.query<Array<Record<string, unknown>>>(
       `SELECT role, content, reasoning, is_synthetic, status, metadata, client_message_id, input_tokens, output_tokens,
               epoch, cost_usd, tokens_estimated, llm_client, llm_model
          FROM chat_history WHERE session_id = $1 ORDER BY ord`,
       [sessionId],
     );
-    const calls = await ds.query(
+    const calls = await ds.query<Array<Record<string, unknown>>>(
       `SELECT t.idx, t.llm_call_id, t.name, t.arguments, t.status, t.result, t.result_type, t.request_id,
               t.preview_hash, t.stale_reasks, t.judged_landing, t.epoch, (t.started_at IS NULL) AS not_started,
               (t.finished_at IS NULL) AS not_finished
          FROM tool_calls t WHERE t.session_id = $1 ORDER BY t.ord`,
       [sessionId],
     );
-    const events = await ds.query(
+    const events = await ds.query<Array<Record<string, unknown>>>(
       `SELECT seq::int, type, payload FROM session_events WHERE session_id = $1 ORDER BY seq`,
       [sessionId],
     );
-    const [head] = await ds.query(
+    const [head] = await ds.query<Array<Record<string, unknown> & { turn_id: string | null }>>(
       `SELECT last_seq::int, turn_state, turn_id, turn_seq::int FROM sessions WHERE id = $1`,
       [sessionId],
     );
-    const frames = await ds.query(
+    const frames = await ds.query<Array<Record<string, unknown>>>(
       `SELECT (parent_frame_id IS NULL) AS root, (parent_tool_call_id IS NULL) AS no_call, agent_id, depth, status,
               client, epoch
          FROM stack_frames WHERE session_id = $1 ORDER BY ord`,
@@ -283,7 +283,7 @@ describe('PgSessionStore: one-statement commits', () => {
       return { ...s, messageId, callIds, inboxIds };
     };
     const counts = async (sessionId: string) => {
-      const [n] = await ds.query(
+      const [n] = await ds.query<Array<{ usage: number; queued: number }>>(
         `SELECT (SELECT count(*) FROM llm_usage WHERE session_id = $1)::int AS usage,
                 (SELECT count(*) FROM session_inbox WHERE session_id = $1 AND status = 'queued')::int AS queued`,
         [sessionId],
@@ -341,7 +341,7 @@ describe('PgSessionStore: one-statement commits', () => {
     await usage.record(usageOf(s, messageId));
     await ds.query(`UPDATE session_leases SET owner = 'other', epoch = epoch + 1 WHERE session_id = $1`, [s.sessionId]);
     await expect(s.store.commit(s.sessionId, ...answer(s, messageId))).rejects.toBeInstanceOf(LeaseLostError);
-    const [n] = await ds.query(
+    const [n] = await ds.query<Array<Record<string, unknown>>>(
       `SELECT (SELECT count(*) FROM chat_history WHERE session_id = $1)::int AS messages,
               (SELECT count(*) FROM tool_calls WHERE session_id = $1)::int AS calls,
               (SELECT count(*) FROM llm_usage WHERE session_id = $1)::int AS usage,
@@ -456,7 +456,9 @@ describe('PgSessionStore: one-statement commits', () => {
   }
 
   async function usageRows(sessionId: string): Promise<number> {
-    const [r] = await ds.query(`SELECT count(*)::int AS n FROM llm_usage WHERE session_id = $1`, [sessionId]);
+    const [r] = await ds.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM llm_usage WHERE session_id = $1`, [
+      sessionId,
+    ]);
     return r.n;
   }
 });
@@ -631,34 +633,36 @@ describe('PgSessionStore: a turn’s first commit', () => {
   /** What a session holds, ids replaced by the order they first appear in (they differ by construction). */
   async function contents(s: S) {
     const rows = {
-      frames: await ds.query(
+      frames: await ds.query<Array<Record<string, unknown>>>(
         `SELECT id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch
            FROM stack_frames WHERE session_id = $1 ORDER BY ord`,
         [s.sessionId],
       ),
-      messages: await ds.query(
+      messages: await ds.query<Array<Record<string, unknown>>>(
         `SELECT id, frame_id, role, content, reasoning, is_synthetic, status, metadata, client_message_id, input_tokens,
                 output_tokens, epoch, created_at, cost_usd, tokens_estimated, llm_client, llm_model
            FROM chat_history WHERE session_id = $1 ORDER BY ord`,
         [s.sessionId],
       ),
-      calls: await ds.query(
+      calls: await ds.query<Array<Record<string, unknown>>>(
         `SELECT id, frame_id, message_id, idx, name, arguments, status, result, result_type, request_id, epoch,
                 (started_at IS NULL) AS not_started, (finished_at IS NULL) AS not_finished
            FROM tool_calls WHERE session_id = $1 ORDER BY ord`,
         [s.sessionId],
       ),
-      inbox: await ds.query(
+      inbox: await ds.query<Array<Record<string, unknown>>>(
         `SELECT id, session_id = $1 AS here, status, (settled_at IS NULL) AS unsettled, content
            FROM session_inbox WHERE user_id = $2 ORDER BY ord`,
         [s.sessionId, s.userId],
       ),
-      events: await ds.query(`SELECT seq::int, type, payload FROM session_events WHERE session_id = $1 ORDER BY seq`, [
-        s.sessionId,
-      ]),
-      head: await ds.query(`SELECT last_seq::int, turn_state, turn_id, turn_seq::int FROM sessions WHERE id = $1`, [
-        s.sessionId,
-      ]),
+      events: await ds.query<Array<Record<string, unknown>>>(
+        `SELECT seq::int, type, payload FROM session_events WHERE session_id = $1 ORDER BY seq`,
+        [s.sessionId],
+      ),
+      head: await ds.query<Array<Record<string, unknown>>>(
+        `SELECT last_seq::int, turn_state, turn_id, turn_seq::int FROM sessions WHERE id = $1`,
+        [s.sessionId],
+      ),
     };
     const names = new Map<string, string>();
     const named = JSON.stringify(rows, (_k, v: unknown) => (v instanceof Date ? v.toISOString() : v)).replace(
@@ -757,7 +761,7 @@ describe('PgSessionStore: a turn’s first commit', () => {
         else await qr.rollbackTransaction();
         await qr.release();
         const result = await pending;
-        const [n] = await ds.query(
+        const [n] = await ds.query<Array<Record<string, unknown>>>(
           `SELECT (SELECT count(*) FROM chat_history WHERE session_id = $1)::int AS messages,
                   (SELECT count(*) FROM tool_calls WHERE session_id = $1)::int AS calls,
                   (SELECT count(*) FROM stack_frames WHERE session_id = $1)::int AS frames,
@@ -813,7 +817,7 @@ describe('PgSessionStore: a turn’s first commit', () => {
           const blocker = ds.createQueryRunner();
           await blocker.connect();
           await blocker.startTransaction();
-          const [{ pid }] = await blocker.query(`SELECT pg_backend_pid() AS pid`);
+          const pid = await backendPid(blocker);
           await blocker.query(`SELECT 1 FROM session_inbox WHERE id = $1 FOR UPDATE`, [ids[held]]);
           const committed = outcome(s, mutations, events);
           await waitingOn(ds, pid, 1);

@@ -118,7 +118,8 @@ describe('PgSessionStore: poison strings', () => {
             { kind: 'setTodos', sessionId, frameId, todos: [{ content: v.todo, status: 'pending' }] },
           ];
           const before = Number(
-            (await ds.query(`SELECT last_seq FROM sessions WHERE id = $1`, [sessionId]))[0].last_seq,
+            (await ds.query<Array<{ last_seq: string }>>(`SELECT last_seq FROM sessions WHERE id = $1`, [sessionId]))[0]
+              .last_seq,
           );
           await store.commit(sessionId, mutations, events);
 
@@ -163,7 +164,10 @@ describe('PgSessionStore: poison strings', () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CommitRejectedError);
     expect((err as CommitRejectedError).sqlState).toBe('22P02');
-    expect((await ds.query(`SELECT last_seq FROM sessions WHERE id = $1`, [sessionId]))[0].last_seq).toBe('0');
+    expect(
+      (await ds.query<Array<{ last_seq: string }>>(`SELECT last_seq FROM sessions WHERE id = $1`, [sessionId]))[0]
+        .last_seq,
+    ).toBe('0');
     expect(announced).toEqual([]);
   });
 });

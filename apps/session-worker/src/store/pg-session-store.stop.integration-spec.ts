@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { Mutation } from '@skald/agent-loop';
+import { queryRows } from '@skald/persistence';
 import { PgSessionStore } from './pg-session-store';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { waitingOn } from '../testing-fixtures/lock-waits';
+import { backendPid, waitingOn } from '../testing-fixtures/lock-waits';
 import { openRootFrame } from '../testing-fixtures/root-frame';
 
 jest.setTimeout(60_000);
@@ -83,8 +84,9 @@ describe('PgSessionStore.stopAtFinish: a stop at any moment around the finishing
         // The stop's UPDATE holds the session row; the commit waits for it, then sees the stop.
         const qr = ds.createQueryRunner();
         await qr.startTransaction();
-        const [{ pid }] = await qr.query(`SELECT pg_backend_pid() AS pid`);
-        const r: unknown[] = await qr.query(
+        const pid = await backendPid(qr);
+        const r = await queryRows(
+          qr,
           `UPDATE sessions SET stop_requested_at = now(), updated_at = now() WHERE id = $1 AND turn_state <> 'finished' RETURNING id`,
           [sessionId],
         );
@@ -98,7 +100,7 @@ describe('PgSessionStore.stopAtFinish: a stop at any moment around the finishing
         // Another holder of the row lets the commit through first, the stop queued behind it.
         const qr = ds.createQueryRunner();
         await qr.startTransaction();
-        const [{ pid }] = await qr.query(`SELECT pg_backend_pid() AS pid`);
+        const pid = await backendPid(qr);
         await qr.query(`SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
         const commit = store.commit(sessionId, finishing(), []);
         await waitingOn(ds, pid, 1);

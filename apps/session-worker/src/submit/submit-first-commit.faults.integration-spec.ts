@@ -6,7 +6,7 @@ import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { PgSessionStore, type CommittedEvent } from '../store/pg-session-store';
-import { statementWaitingOn } from '../testing-fixtures/lock-waits';
+import { backendPid, statementWaitingOn } from '../testing-fixtures/lock-waits';
 import { InboxRepository, type PrimedStart } from './inbox.repository';
 import { SubmitService, type Submission } from './submit.service';
 
@@ -177,7 +177,7 @@ describe('the first commit in the submit: faults', () => {
     const holder = ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
-    const [{ pid: holderPid }] = await holder.query(`SELECT pg_backend_pid() AS pid`);
+    const holderPid = await backendPid(holder);
     await holder.query(`SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE`, [sessionId]);
     const pending = me.service.submit(s).then(
       () => 'acknowledged',

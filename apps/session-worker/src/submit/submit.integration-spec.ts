@@ -9,7 +9,7 @@ import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { InboxRepository, SUBMIT_NAME } from './inbox.repository';
 
 import { Submission, SubmitService } from './submit.service';
-import { statementWaitingOn } from '../testing-fixtures/lock-waits';
+import { backendPid, statementWaitingOn } from '../testing-fixtures/lock-waits';
 
 /**
  * The submit statement's opening, as `pg_stat_activity.query` shows it (the text is cut at
@@ -233,7 +233,7 @@ describe('SubmitService.submit: one statement for the common case', () => {
               };
               const r = i === 0 ? await threeStatements(s) : await service.submit(s);
               // The answered session is the caller's, and the message is committed when answered.
-              const [owned] = await ds.query(
+              const [owned] = await ds.query<Array<{ mine: boolean; stored: boolean }>>(
                 `SELECT (SELECT user_id FROM sessions WHERE id = $1) = $2 AS mine,
                       EXISTS (SELECT 1 FROM session_inbox WHERE user_id = $2 AND client_message_id = $3) AS stored`,
                 [r.session_id, w.user, toPgText(op.client)],
@@ -311,7 +311,7 @@ describe('SubmitService.submit: one statement for the common case', () => {
     const holder = ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
-    const [{ pid: holderPid }] = await holder.query(`SELECT pg_backend_pid() AS pid`);
+    const holderPid = await backendPid(holder);
     await holder.query(`SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
     const pending = service.submit(s).then(
       () => 'acknowledged',
@@ -352,7 +352,7 @@ describe('SubmitService.submit: one statement for the common case', () => {
         isSynthetic: false,
       };
       const answers = await Promise.all(Array.from({ length: 6 }, () => service.submit(s)));
-      const stored = await ds.query(`SELECT id FROM session_inbox WHERE user_id = $1`, [userId]);
+      const stored = await ds.query<Array<{ id: string }>>(`SELECT id FROM session_inbox WHERE user_id = $1`, [userId]);
       expect(stored).toHaveLength(1);
       expect(answers.filter((a) => !a.duplicate)).toHaveLength(1);
       for (const a of answers) expect(a).toMatchObject({ session_id: sessionId, message_id: stored[0].id });
@@ -621,7 +621,7 @@ describe('SubmitService.submit: the submit takes the lease', () => {
     const holder = ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
-    const [{ pid: holderPid }] = await holder.query(`SELECT pg_backend_pid() AS pid`);
+    const holderPid = await backendPid(holder);
     await holder.query(`SELECT 1 FROM session_leases WHERE session_id = $1 FOR UPDATE`, [sessionId]);
     const pending = me.service.submit(s).then(
       () => 'acknowledged',
@@ -713,7 +713,10 @@ describe('SubmitService.submit: the submit takes the lease', () => {
       );
       await Promise.all(workers.map((w) => w.settle()));
       const taken = workers.flatMap((w) => w.taken);
-      const [row] = await ds.query(`SELECT owner, epoch::int FROM session_leases WHERE session_id = $1`, [sessionId]);
+      const [row] = await ds.query<Array<{ owner: string; epoch: number }>>(
+        `SELECT owner, epoch::int FROM session_leases WHERE session_id = $1`,
+        [sessionId],
+      );
       expect(taken).toHaveLength(1);
       expect(row).toEqual({ owner: taken[0].owner, epoch: taken[0].epoch });
       expect(taken[0].epoch).toBe(round % 2 === 1 ? 3 : 1);

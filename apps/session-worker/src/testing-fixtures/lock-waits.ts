@@ -1,4 +1,10 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
+
+/** The backend (`pg_backend_pid()`) of a query runner's connection: the `holder` the waits below name. */
+export async function backendPid(qr: QueryRunner): Promise<number> {
+  const [r] = (await qr.query(`SELECT pg_backend_pid() AS pid`)) as Array<{ pid: number }>;
+  return r.pid;
+}
 
 /**
  * Waits until at least `n` backends wait, directly or through one another, on a lock held by the

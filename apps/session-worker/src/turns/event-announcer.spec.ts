@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import * as fc from 'fast-check';
 import type { SessionEventDraft } from '@skald/agent-loop';
 import type { Bus } from '@skald/messaging';

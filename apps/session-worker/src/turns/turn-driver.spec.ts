@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import 'reflect-metadata';
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';

@@ -4,6 +4,7 @@
  * a field of the other transport — and what the model sees of a stdio server that is not running
  * (its last known tools, or the placeholder that starts it) without anything being launched.
  */
+import { expect } from '@jest/globals';
 import { Actor, McpServerInput } from '@skald/contracts';
 import type { Logger } from '@skald/service-kit';
 import { fake, newTestService } from '@skald/testing/unit';

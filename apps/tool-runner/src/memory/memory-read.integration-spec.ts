@@ -108,11 +108,11 @@ describe('MemoryToolsService.forTurn documents: one statement', () => {
           // Another user's documents at the same paths never read as mine.
           const mine = new Set(
             (
-              await ds.query(
+              await ds.query<Array<{ content: string }>>(
                 `SELECT content FROM memory_documents WHERE user_id = $1 OR (scope = 'shared' AND path LIKE $2)`,
                 [me, `${prefix}/%`],
               )
-            ).map((r: { content: string }) => r.content),
+            ).map((r) => r.content),
           );
           for (const r of expected) if (r.content !== null) expect(mine.has(r.content)).toBe(true);
         },

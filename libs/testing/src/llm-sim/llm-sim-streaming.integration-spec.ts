@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import type OpenAI from 'openai';
 import { startLlmSim, type LlmSim } from './sim-server';
 import { marker, openAiFor } from './testing-fixtures/sim-test-client';
@@ -25,7 +26,7 @@ describe('llm-sim with the real openai client: answers', () => {
     const events = (await response.text()).split('\n\n').filter((e) => e !== '');
     expect(events.every((e) => e.startsWith('data: '))).toBe(true);
     expect(events[events.length - 1]).toBe('data: [DONE]');
-    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)));
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)) as OpenAI.ChatCompletionChunk);
     expect(chunks[0]).toEqual({
       id: expect.stringMatching(/^chatcmpl-/),
       object: 'chat.completion.chunk',

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import OpenAI, { BadRequestError } from 'openai';
 import { startLlmSim, type LlmSim } from './sim-server';
 import { openAiFor } from './testing-fixtures/sim-test-client';

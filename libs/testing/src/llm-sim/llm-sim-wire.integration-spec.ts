@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import fc from 'fast-check';
 import { connect } from 'node:net';
 import { setFlagsFromString } from 'node:v8';

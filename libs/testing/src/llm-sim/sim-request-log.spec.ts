@@ -91,7 +91,9 @@ describe('SimRequestLog bodies', () => {
           expect(log.list()[0].body).toEqual(expected);
           expect(log.list({ contains: raw })).toHaveLength(1);
           expect(entry.body).toEqual(expected);
-          expect(JSON.parse(JSON.stringify(log.list()[0])).body).toEqual(JSON.parse(JSON.stringify(expected ?? null)));
+          expect((JSON.parse(JSON.stringify(log.list()[0])) as { body: unknown }).body).toEqual(
+            JSON.parse(JSON.stringify(expected ?? null)),
+          );
           entry.body = 'replaced';
           expect(log.list()[0].body).toBe('replaced');
         },

@@ -30,7 +30,7 @@ run(async () => {
       values: ['at', 'user', 'session', 'call', 'tool', 'decision', 'digest'].map((k) => b.map((x) => x[k])),
     });
   };
-  const timer = setInterval(() => flush().catch(() => undefined), 200);
+  const timer = setInterval(() => void flush().catch(() => undefined), 200);
   nc.subscribe('approval.check', {
     queue: 'approval-service',
     callback: (err, msg) => {

@@ -10,7 +10,7 @@ const req = (m) => require(path.join(ROOT, 'node_modules', m));
 const { connect } = req('nats');
 
 /** A NATS connection as Skald's apps open one (loopback, no TLS), named after the process. */
-async function natsConnect(name) {
+function natsConnect(name) {
   return connect({ servers: process.env.SKEL_NATS_URL, name: `skeleton-${name}`, maxReconnectAttempts: -1 });
 }
 
@@ -22,7 +22,7 @@ function run(main) {
     (stop) => {
       process.stdout.write('ready\n');
       process.once('SIGTERM', () => {
-        Promise.resolve(stop?.()).finally(() => process.exit(0));
+        void Promise.resolve(stop?.()).finally(() => process.exit(0));
       });
     },
     (e) => {

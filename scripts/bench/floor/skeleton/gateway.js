@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // The skeleton's gateway: a WebSocket server on loopback (SKEL_GATEWAY_PORT, 0: any) at /api/ws.
 // A socket gets a fresh session (`hello`); its user is the bearer token as given (no JWT: a token is
@@ -44,7 +43,7 @@ run(async () => {
   });
   const wss = new WebSocketServer({ noServer: true });
   server.on('upgrade', (request, socket, head) => {
-    const url = new URL(request.url, 'http://x');
+    const url = new URL(request.url ?? '/', 'http://x');
     const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
     if (url.pathname !== '/api/ws' || !token) {
       socket.end('HTTP/1.1 401 Unauthorized\r\n\r\n');
@@ -101,8 +100,10 @@ run(async () => {
   }
 
   await nc.flush();
-  await new Promise((resolve) => server.listen(Number(process.env.SKEL_GATEWAY_PORT ?? 0), '127.0.0.1', resolve));
-  process.stdout.write(`port ${server.address().port}\n`);
+  await new Promise((resolve) =>
+    server.listen(Number(process.env.SKEL_GATEWAY_PORT ?? 0), '127.0.0.1', () => resolve(undefined)),
+  );
+  process.stdout.write(`port ${/** @type {import('node:net').AddressInfo} */ (server.address()).port}\n`);
   return async () => {
     for (const set of byUser.values()) for (const c of set) c.ws.close(1001);
     server.close();

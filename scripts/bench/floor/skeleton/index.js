@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // The architecture skeleton: the least the fixed topology of ARCHITECTURE.md costs on this machine.
 // Bare Node processes — gateway.js, worker.js, approval.js, runner.js — doing exactly the hops of a
@@ -50,7 +49,7 @@ function startRole(role, env) {
   });
   const lines = readline.createInterface({ input: child.stdout });
   return new Promise((resolve, reject) => {
-    const p = { role, child, port: null };
+    const p = { role, child, port: /** @type {number | null} */ (null) };
     const onExit = (code) => reject(new Error(`skeleton ${role} exited with ${code}`));
     child.once('exit', onExit);
     lines.on('line', (l) => {

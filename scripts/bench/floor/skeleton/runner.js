@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // The skeleton's tool runner: answers `tools.exec` (queue group) for `read_file`, jailed to the
 // user's workspace (SKEL_WORKSPACES/<userId>; the path resolved, then its real path checked to be
@@ -7,7 +6,14 @@ const fs = require('node:fs/promises');
 const path = require('node:path');
 const { natsConnect, enc, run } = require('./common');
 
-const ROOT_DIR = process.env.SKEL_WORKSPACES;
+const ROOT_DIR = workspacesDir(process.env.SKEL_WORKSPACES);
+
+/** @param {string | undefined} dir */
+function workspacesDir(dir) {
+  if (!dir) throw new Error('SKEL_WORKSPACES is not set (the skeleton sets it)');
+  return dir;
+}
+
 const MAX_BYTES = 1 << 20;
 
 async function readFile(userId, p) {

@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';

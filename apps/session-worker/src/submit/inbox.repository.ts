@@ -7,8 +7,8 @@ import { Attachment, Delivery, USER_CAPS, userCapReached } from '@skald/contract
 import { hopMark, hopTraceOn, RemoteError, sqlState } from '@skald/messaging';
 import { USER_LIMITS, type UserLimits } from '../sessions/sessions.repository';
 import { Lease, leaseTake } from '../lease/lease.repository';
-import type { CommittedEvent } from '../store/committed-event';
-import { turnStartParts } from '../store/turn-start';
+import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
+import { turnStartParts } from '../loop-adapters/session-store/turn-start';
 
 export interface NewInboxItem {
   userId: string;
@@ -286,7 +286,7 @@ export class InboxRepository {
    * When it takes the lease of a session whose turn is finished, and no driver held the lease
    * since the statement's snapshot (the lease was free there, not expired, and the epoch taken is
    * the snapshot's + 1: no lease holder wrote in between), the statement is also the turn's start
-   * read (store/turn-start.ts, `start`: the session with the role it records, the queued inbox
+   * read (loop-adapters/session-store/turn-start.ts, `start`: the session with the role it records, the queued inbox
    * with the new item, the turn's reads; the rows of `take.carried`'s frames not read), so the
    * driver's first turn needs no read of its own. Otherwise `start` is null and the driver reads.
    *

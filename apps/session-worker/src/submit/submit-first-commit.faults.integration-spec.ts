@@ -5,7 +5,7 @@ import { LoopHarness } from '@skald/agent-loop/testing';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { PgSessionStore, type CommittedEvent } from '../store/pg-session-store';
+import { PgSessionStore, type CommittedEvent } from '../loop-adapters/session-store/pg-session-store';
 import { statementWaitingOn } from '../testing-fixtures/lock-waits';
 import { InboxRepository, type PrimedStart } from './inbox.repository';
 import { SubmitService, type Submission } from './submit.service';

@@ -23,7 +23,7 @@ import {
   ToolCallRow,
 } from '@skald/agent-loop';
 import { DataSource, EntityManager } from 'typeorm';
-import { iso } from '../sessions/row-format';
+import { iso } from '../../sessions/row-format';
 import {
   fitsOneStatement,
   oneStatementCommit,
@@ -35,7 +35,7 @@ import {
 import { SessionCache } from './session-cache';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 import type { CarriedHistory } from './history-carry';
-import type { EnteredFirst } from '../submit/inbox.repository';
+import type { EnteredFirst } from '../../submit/inbox.repository';
 import type { CommittedEvent } from './committed-event';
 import { jsonRows, parseTurnStart, QUEUED_INBOX_JSON, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
 

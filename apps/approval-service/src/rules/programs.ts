@@ -1,3 +1,6 @@
+// Size: one table of what the gate knows of programs (one row per program: options, subcommands,
+// risks, wrappers); its rows change one at a time, and splitting it would split the table, not its
+// reasons to change.
 /**
  * What the gate knows of programs, in one table: which options take a value, where the
  * subcommand is, which invocations write or run code (the read-only catalogue), and which programs

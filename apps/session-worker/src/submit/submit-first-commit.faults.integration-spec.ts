@@ -8,7 +8,8 @@ import { TurnStateRepository } from '../sessions/turn-state.repository';
 import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
 import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 import { statementWaitingOn } from '../testing-fixtures/lock-waits';
-import { InboxRepository, type PrimedStart } from './inbox.repository';
+import type { PrimedStart } from './entered-first';
+import { InboxRepository } from './inbox.repository';
 import { SubmitService, type Submission } from './submit.service';
 
 jest.setTimeout(120_000);

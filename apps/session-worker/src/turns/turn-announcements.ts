@@ -2,7 +2,7 @@ import type { TurnOutcome } from '@skald/agent-loop';
 import { topicOf } from '@skald/contracts';
 import type { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
-import type { PrimedStart } from '../submit/inbox.repository';
+import type { PrimedStart } from '../submit/entered-first';
 import type { EventAnnouncer } from './event-announcer';
 
 /**

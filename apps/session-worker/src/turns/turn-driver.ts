@@ -14,7 +14,7 @@ import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { INBOX_SNAPSHOT_MS, PgSessionStore } from '../loop-adapters';
 import { HistoryCarry } from '../loop-adapters/session-store/history-carry';
 import { toUserAgentRow } from '../agents/user-agents.repository';
-import type { EnteredFirst, PrimedStart } from '../submit/inbox.repository';
+import type { EnteredFirst, PrimedStart } from '../submit/entered-first';
 import { Driving, newDriving } from './driving';
 import { EventAnnouncer } from './event-announcer';
 import { InboxIntake } from './inbox-intake';

@@ -17,7 +17,7 @@ import {
 import { DataSource } from 'typeorm';
 import { SessionCache } from './session-cache';
 import type { CarriedHistory } from './history-carry';
-import type { EnteredFirst } from '../../submit/inbox.repository';
+import type { EnteredFirst } from '../../submit/entered-first';
 import type { CommittedEvent } from './committed-event';
 import type { Fence } from './fence';
 import { messageIdsOf, revokeGrants } from './mutation-sql';

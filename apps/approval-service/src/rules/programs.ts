@@ -7,7 +7,7 @@
  * run other commands (wrappers, shells) or run code (interpreters). Everything else is derived
  * from it: the read-only catalogue and its docs table (read-only-catalogue.ts), deny-rule matching
  * and unwrapping (command-match.ts), the narrow session approval's scope and its check
- * (rule-engine.ts). Lookups are by Map; no regular expression is built per call.
+ * (session-bypass.ts). Lookups are by Map; no regular expression is built per call.
  */
 
 /** How an invocation is not read-only, from least to most: the catalogue's three kinds. */

@@ -11,7 +11,7 @@ const { randomUUID } = require('node:crypto');
 
 const ROOT = path.resolve(__dirname, '../..');
 const { decodeRow } = require(path.join(ROOT, 'libs/persistence/dist'));
-const { jsonRows } = require(path.join(ROOT, 'apps/session-worker/dist/store/turn-start'));
+const { jsonRows } = require(path.join(ROOT, 'apps/session-worker/dist/loop-adapters/session-store/turn-start'));
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => {

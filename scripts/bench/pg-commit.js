@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // Postgres CPU per tool round of the session worker's two round commits, in isolation: the
-// one-statement commit (apps/session-worker/dist/store/one-statement-commit.js) sent by name over
+// one-statement commit (apps/session-worker/dist/loop-adapters/session-store/one-statement-commit.js) sent by name over
 // one connection, as the worker sends it, with the turn benchmark's round (the answer: an
 // assistant message, its `read_file` call `pending`, the usage row and `tool_start`; then the
 // result: the call `done` with a 1.35 kB result and `tool_done`). The backend's CPU is read from
@@ -28,7 +28,7 @@ const { randomUUID } = require('node:crypto');
 const ROOT = path.resolve(__dirname, '../..');
 const { Client } = require(path.join(ROOT, 'node_modules/pg'));
 const { freshDatabase } = require('./bench-db');
-const commit = require(path.join(ROOT, 'apps/session-worker/dist/store/one-statement-commit'));
+const commit = require(path.join(ROOT, 'apps/session-worker/dist/loop-adapters/session-store/one-statement-commit'));
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => {

@@ -17,10 +17,17 @@ const QUESTIONS = arg('questions', 20000);
 
 const { BUILTIN_TOOLS } = require(path.join(ROOT, 'libs/contracts/dist'));
 const { DEFAULT_APPROVAL_RULES } = require(path.join(ROOT, 'libs/persistence/dist'));
-const engines = {
-  A: require(path.join(OLD, 'apps/approval-service/dist/rules/rule-engine')),
-  B: require(path.join(ROOT, 'apps/approval-service/dist/rules/rule-engine')),
-};
+/**
+ * The rule engine of a build with its `RuleSet` (in rules/rule-set.js; a build without that file
+ * has it in rules/rule-engine.js).
+ * @param {string} root
+ */
+function engineOf(root) {
+  const rules = path.join(root, 'apps/approval-service/dist/rules');
+  const engine = require(path.join(rules, 'rule-engine'));
+  return engine.RuleSet ? engine : { ...engine, RuleSet: require(path.join(rules, 'rule-set')).RuleSet };
+}
+const engines = { A: engineOf(OLD), B: engineOf(ROOT) };
 const rows = DEFAULT_APPROVAL_RULES.map((r, i) => ({
   id: r.id,
   toolPattern: r.tool_pattern,

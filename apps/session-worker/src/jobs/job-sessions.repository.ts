@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { decodeRow, deepToPgText, fromJsonText, fromPgText, queryRows } from '@skald/persistence';
-import { INBOX_LOCK_ORDER } from '../store/inbox-lock-order';
+import { INBOX_LOCK_ORDER } from '../loop-adapters/session-store/inbox-lock-order';
 import { inheritedPolicy, policyOfJob, type JobPolicySource, type JobSessionPolicy } from './job-policy';
 
 type Row = Record<string, unknown>;

@@ -18,20 +18,17 @@ import {
 import { Bus, RemoteError } from '@skald/messaging';
 import { Logger } from '@skald/service-kit';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
-import { capText } from '../command/output-capture';
-import { OUTPUT_MAX_BYTES } from '../command/plain-command.runner';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { ToolError } from '../tool-error';
 import { AddressPolicy, BlockedAddressError } from './address-guard';
 import { McpConnection, McpServerTarget } from './mcp-connections';
 import { McpLauncher } from './mcp-launcher';
+import { resultText } from './mcp-result';
+import { START_TOOL, startTool, toDto } from './mcp-server-view';
 import { McpServersRepository, StoredMcpConfig, StoredMcpServer } from './mcp-servers.repository';
 import { PerUserCache } from './per-user.cache';
 import { SecretBox } from './secret-box';
 import { mcpWireName } from './tool-names';
-
-/** The tool part of the placeholder a stdio server offers before it has run (`startTool`). */
-export const START_TOOL = 'skald_start';
 
 interface Secrets {
   env: Record<string, string>;
@@ -427,23 +424,6 @@ const settled = new WeakMap<Promise<McpConnection>, McpConnection>();
 const openingIds = new WeakMap<Promise<McpConnection>, string>();
 
 /**
- * What the catalog offers for a stdio server that has never run: one tool whose call (approved like
- * any MCP tool) starts it and loads its tools.
- */
-export function startTool(s: Pick<StoredMcpServer, 'name'>): McpToolDef {
-  return {
-    name: mcpWireName(s.name, START_TOOL),
-    server: s.name,
-    description:
-      `Starts the MCP server "${s.name}" (its configured command, in your sandbox) and loads its tools, ` +
-      'which can be called from the next step. Call it before using the server.',
-    parameters: { type: 'object', properties: {}, additionalProperties: false },
-    read_only: false,
-    idempotent: true,
-  };
-}
-
-/**
  * A stdio server runs the tenant's command, so only an approved call of one of its tools starts it
  * (never the catalog nor its configuration); an http server is connected when it is configured.
  */
@@ -476,60 +456,10 @@ function storedConfig(c: McpServerConfig): StoredMcpConfig {
   }
 }
 
-function toDto(s: StoredMcpServer): McpServerDto {
-  const state = {
-    enabled: s.enabled,
-    status: s.enabled ? s.status : ('disabled' as const),
-    ...(s.error ? { error: s.error } : {}),
-    tools_count: s.toolsCount,
-  };
-  switch (s.transport) {
-    case 'stdio':
-      return {
-        name: s.name,
-        transport: 'stdio',
-        command: s.command,
-        args: s.args,
-        network: s.network,
-        ...state,
-        env_keys: s.envKeys,
-      };
-    case 'http':
-      return { name: s.name, transport: 'http', url: s.url, ...state, header_keys: s.headerKeys };
-    default:
-      return unknownTransport(s);
-  }
-}
-
 function invalid(field: string, message: string): RemoteError {
   return new RemoteError({ code: 'invalid_input', message, field });
 }
 
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
-}
-
-/** What the model reads of an MCP result: its text, with other content named, capped like command output. */
-export function resultText(r: CallToolResult): string {
-  const parts: string[] = [];
-  for (const c of r.content ?? []) {
-    switch (c.type) {
-      case 'text':
-        parts.push(c.text);
-        break;
-      case 'image':
-      case 'audio':
-        parts.push(`[${c.type} ${c.mimeType}, ${Math.floor((c.data.length * 3) / 4)} bytes]`);
-        break;
-      case 'resource':
-        parts.push('text' in c.resource ? c.resource.text : `[resource ${c.resource.uri}]`);
-        break;
-      case 'resource_link':
-        parts.push(`[resource link ${c.uri}${c.name ? ` (${c.name})` : ''}]`);
-        break;
-    }
-  }
-  if (parts.length === 0 && r.structuredContent) parts.push(JSON.stringify(r.structuredContent));
-  const text = parts.join('\n');
-  return capText(text, OUTPUT_MAX_BYTES);
 }

@@ -3,9 +3,9 @@ import { DataSource } from 'typeorm';
 import type { Mutation } from '@skald/agent-loop';
 import { queryRows } from '@skald/persistence';
 import { PgSessionStore } from './pg-session-store';
-import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { backendPid, waitingOn } from '../testing-fixtures/lock-waits';
-import { openRootFrame } from '../testing-fixtures/root-frame';
+import { TurnStateRepository } from '../../sessions/turn-state.repository';
+import { backendPid, waitingOn } from '../../testing-fixtures/lock-waits';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
 
 jest.setTimeout(60_000);
 

@@ -5,13 +5,11 @@ import {
   MCP_TRANSPORT_FIELDS,
   MCP_TRANSPORT_NOUN,
   MCP_TRANSPORTS,
-  McpServerConfig,
   mcpServerConfig,
   McpServerDto,
   McpServerInput,
   McpServerPatch,
   McpToolDef,
-  McpTransport,
   topicOf,
   unknownTransport,
 } from '@skald/contracts';
@@ -25,7 +23,8 @@ import { McpConnection, McpServerTarget } from './mcp-connections';
 import { McpLauncher } from './mcp-launcher';
 import { resultText } from './mcp-result';
 import { START_TOOL, startTool, toDto } from './mcp-server-view';
-import { McpServersRepository, StoredMcpConfig, StoredMcpServer } from './mcp-servers.repository';
+import { startsOnlyByCall, storedConfig } from './mcp-transports';
+import { McpServersRepository, StoredMcpServer } from './mcp-servers.repository';
 import { PerUserCache } from './per-user.cache';
 import { SecretBox } from './secret-box';
 import { mcpWireName } from './tool-names';
@@ -422,39 +421,6 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
 const settled = new WeakMap<Promise<McpConnection>, McpConnection>();
 /** The stored server id each connection was opened for. */
 const openingIds = new WeakMap<Promise<McpConnection>, string>();
-
-/**
- * A stdio server runs the tenant's command, so only an approved call of one of its tools starts it
- * (never the catalog nor its configuration); an http server is connected when it is configured.
- */
-function startsOnlyByCall(transport: McpTransport): boolean {
-  switch (transport) {
-    case 'stdio':
-      return true;
-    case 'http':
-      return false;
-    default:
-      return unknownTransport(transport);
-  }
-}
-
-/** A configuration as stored: credentials sealed elsewhere, listed by key. */
-function storedConfig(c: McpServerConfig): StoredMcpConfig {
-  switch (c.transport) {
-    case 'stdio':
-      return {
-        transport: 'stdio',
-        command: c.command,
-        args: c.args,
-        network: c.network,
-        envKeys: Object.keys(c.env).sort(),
-      };
-    case 'http':
-      return { transport: 'http', url: c.url, headerKeys: Object.keys(c.headers).sort() };
-    default:
-      return unknownTransport(c);
-  }
-}
 
 function invalid(field: string, message: string): RemoteError {
   return new RemoteError({ code: 'invalid_input', message, field });

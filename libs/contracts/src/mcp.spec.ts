@@ -1,5 +1,13 @@
 import { describeZodError } from './common';
-import { McpServerInput, McpServerPatch, refusedEnvName } from './mcp';
+import {
+  MCP_TRANSPORT_FIELDS,
+  MCP_TRANSPORT_NOUN,
+  MCP_TRANSPORTS,
+  McpServerInput,
+  McpServerPatch,
+  type McpTransport,
+  refusedEnvName,
+} from './mcp';
 
 const stdio = (env: Record<string, string>) => ({ name: 'srv', transport: 'stdio', command: 'node', env });
 
@@ -88,5 +96,43 @@ describe('MCP server patch: the creation checks of every field it names', () => 
       { url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' } },
     ])
       expect(McpServerPatch.safeParse(patch).success).toBe(true);
+  });
+});
+
+describe('MCP server creation: each field belongs to one transport', () => {
+  const minimal: Record<McpTransport, Record<string, unknown>> = {
+    stdio: { name: 'srv', transport: 'stdio', command: 'node' },
+    http: { name: 'srv', transport: 'http', url: 'https://mcp.example.com/mcp' },
+  };
+  const valid: Record<string, unknown> = {
+    command: 'node',
+    args: ['x'],
+    env: { TOKEN: 'secret-value' },
+    network: true,
+    url: 'https://mcp.example.com/mcp',
+    headers: { Authorization: 'Bearer x' },
+  };
+
+  it('refuses a field of another transport, naming it and the transport that has it', () => {
+    for (const transport of MCP_TRANSPORTS)
+      for (const other of MCP_TRANSPORTS.filter((t) => t !== transport))
+        for (const field of MCP_TRANSPORT_FIELDS[other]) {
+          const parsed = McpServerInput.safeParse({ ...minimal[transport], [field]: valid[field] });
+
+          expect({ transport, field, ok: parsed.success }).toEqual({ transport, field, ok: false });
+          if (!parsed.success)
+            expect(describeZodError(parsed.error)).toMatchObject({
+              field,
+              message: expect.stringContaining(`only ${MCP_TRANSPORT_NOUN[other]} server`) as unknown,
+            });
+        }
+  });
+
+  it('accepts every field of its own transport', () => {
+    for (const transport of MCP_TRANSPORTS) {
+      const all = Object.fromEntries(MCP_TRANSPORT_FIELDS[transport].map((f) => [f, valid[f]]));
+
+      expect(McpServerInput.safeParse({ ...minimal[transport], ...all }).success).toBe(true);
+    }
   });
 });

@@ -135,17 +135,17 @@ export const McpServerInput = McpServerFields.extend({
     switch (s.transport) {
       case 'stdio':
         if (!s.command) misplaced('command', 'a stdio server needs a command');
-        if (s.url !== undefined) misplaced('url', 'only an http server has a url');
-        if (s.headers !== undefined) misplaced('headers', 'only an http server has headers');
         break;
       case 'http':
         if (!s.url) misplaced('url', 'an http server needs a url');
-        for (const f of MCP_TRANSPORT_FIELDS.stdio)
-          if (s[f] !== undefined) misplaced(f, 'only a stdio server has this field');
         break;
       default:
         unknownTransport(s.transport);
     }
+    for (const other of MCP_TRANSPORTS)
+      if (other !== s.transport)
+        for (const f of MCP_TRANSPORT_FIELDS[other])
+          if (s[f] !== undefined) misplaced(f, `only ${MCP_TRANSPORT_NOUN[other]} server has this field`);
     checkServerFields(s, ctx);
   });
 export type McpServerInput = z.infer<typeof McpServerInput>;
@@ -155,9 +155,9 @@ type ServerFields = z.infer<typeof McpServerFields>;
  * A server's configuration by transport, its credentials open: a stdio server's command, arguments,
  * environment and whether its sandbox has a network; an http server's URL and headers.
  */
-export type McpServerConfig =
-  | ({ transport: 'stdio' } & Required<Pick<ServerFields, 'command' | 'args' | 'env' | 'network'>>)
-  | ({ transport: 'http' } & Required<Pick<ServerFields, 'url' | 'headers'>>);
+export type McpServerConfig = {
+  [T in McpTransport]: { transport: T } & Required<Pick<ServerFields, (typeof MCP_TRANSPORT_FIELDS)[T][number]>>;
+}[McpTransport];
 
 /** The configuration a checked creation describes (`McpServerInput` has refused one that mixes transports). */
 export function mcpServerConfig(input: McpServerInput): McpServerConfig {
@@ -197,6 +197,13 @@ export const MCP_TRANSPORT_FIELDS = {
   stdio: ['command', 'args', 'env', 'network'],
   http: ['url', 'headers'],
 } as const satisfies { [T in McpTransport]: ReadonlyArray<keyof ServerFields> };
+// Every field belongs to exactly one transport: a new field no transport names does not compile.
+export const MCP_TRANSPORT_FIELDS_COMPLETE: Exclude<
+  keyof ServerFields,
+  (typeof MCP_TRANSPORT_FIELDS)[McpTransport][number]
+> extends never
+  ? true
+  : never = true;
 /** The transport whose servers have a field, said in a sentence ("only an http server has this field"). */
 export const MCP_TRANSPORT_NOUN: { readonly [T in McpTransport]: string } = { stdio: 'a stdio', http: 'an http' };
 

@@ -6,6 +6,7 @@ export * from './entities/approval.entity';
 export * from './entities/tool-runner.entity';
 export * from './database.module';
 export * from './query-rows';
+export * from './generated/rows';
 export * from './service-roles';
 export * from './pg-text';
 export * from './backup';

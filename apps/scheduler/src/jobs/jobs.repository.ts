@@ -2,50 +2,52 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { JobRunContext } from '@skald/contracts';
-import { Queryable, queryRows } from '@skald/persistence';
+import { Queryable, queryRows, type JobRunsRow, type ScheduledJobsRow } from '@skald/persistence';
 import type { JobEnding } from './job-ending';
 
 export type JobKind = 'cron' | 'async' | 'tic';
 
-export interface JobRow {
-  id: string;
-  user_id: string;
+/** The columns a job is read with. */
+const JOB_COLUMNS = [
+  'id',
+  'user_id',
+  'owner_role',
+  'kind',
+  'title',
+  'agent_id',
+  'prompt',
+  'cron',
+  'timezone',
+  'enabled',
+  'run_context',
+  'next_run_at',
+  'last_run_at',
+  'parent_session_id',
+  'parent_tool_call_id',
+  'parent_source',
+  'scratchpad_session_id',
+  'client',
+  'created_at',
+] as const satisfies readonly (keyof ScheduledJobsRow)[];
+
+/** A job as read: the text columns the schema checks, as the values it allows; `run_context` as written. */
+export type JobRow = Omit<
+  Pick<ScheduledJobsRow, (typeof JOB_COLUMNS)[number]>,
+  'owner_role' | 'kind' | 'run_context'
+> & {
   owner_role: 'user' | 'admin';
   kind: JobKind;
-  title: string;
-  agent_id: string;
-  prompt: string;
-  cron: string | null;
-  timezone: string | null;
-  enabled: boolean;
   run_context: JobRunContext;
-  next_run_at: Date | null;
-  last_run_at: Date | null;
-  parent_session_id: string | null;
-  parent_tool_call_id: string | null;
-  parent_source: string | null;
-  scratchpad_session_id: string | null;
-  client: string | null;
-  created_at: Date;
-}
+};
 
-export interface RunRow {
-  id: string;
-  job_id: string;
-  user_id: string;
-  due_at: Date;
-  attempt: number;
+/** A run as read: `status` as the values the schema allows. */
+export type RunRow = Omit<JobRunsRow, 'status'> & {
   status: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'refused';
-  session_id: string | null;
-  runner: string | null;
-  kill_requested_at: Date | null;
-  started_at: Date;
-  completed_at: Date | null;
-  final_response: string | null;
-  partial_output: string | null;
-  error: string | null;
-  delivered_at: Date | null;
-}
+};
+
+/** An async task of a parent session with its latest run (the run's columns null when it has none). */
+type ParentTask = { job_id: string } & Pick<ScheduledJobsRow, 'title' | 'agent_id'> &
+  Pick<JobRunsRow, 'session_id' | 'started_at' | 'error'> & { status: JobRunsRow['status'] | null };
 
 /** What one sweep found (`JobsRepository.sweep`). */
 export interface SweepResult {
@@ -68,7 +70,12 @@ const RUN_TIMESTAMPS = [
   'kill_requested_at',
   'delivered_at',
   'heartbeat_at',
-] as const;
+] as const satisfies readonly (keyof JobRunsRow)[];
+
+/** A run as `to_jsonb` writes it: its timestamps as text. */
+type RunJson = Omit<RunRow, (typeof RUN_TIMESTAMPS)[number]> & {
+  [K in (typeof RUN_TIMESTAMPS)[number]]: null extends RunRow[K] ? string | null : string;
+};
 
 /**
  * A `timestamptz` as `to_jsonb` writes it (`2026-12-02T11:57:37.123456+00:00`) to the Date the
@@ -88,16 +95,22 @@ export function timestampFromJson(s: string): Date {
   return d;
 }
 
-function runFromJson(o: Record<string, unknown>): RunRow {
-  const run = { ...o } as Record<string, unknown>;
-  for (const k of RUN_TIMESTAMPS) if (typeof run[k] === 'string') run[k] = timestampFromJson(run[k]);
-  return run as unknown as RunRow;
+function runFromJson(o: RunJson): RunRow {
+  const at = (s: string | null) => (s === null ? null : timestampFromJson(s));
+  return {
+    ...o,
+    due_at: timestampFromJson(o.due_at),
+    started_at: timestampFromJson(o.started_at),
+    completed_at: at(o.completed_at),
+    kill_requested_at: at(o.kill_requested_at),
+    delivered_at: at(o.delivered_at),
+    heartbeat_at: at(o.heartbeat_at),
+  };
 }
 
 export type FenceResult = { kind: 'started'; runId: string } | { kind: 'duplicate' } | { kind: 'busy' };
 
-const JOB_COLS = `id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, run_context,
-  next_run_at, last_run_at, parent_session_id, parent_tool_call_id, parent_source, scratchpad_session_id, client, created_at`;
+const JOB_COLS = JOB_COLUMNS.join(', ');
 
 /** Scheduled jobs and their runs. Every user-facing method takes the owner. */
 @Injectable()
@@ -319,11 +332,9 @@ export class JobsRepository {
   }
 
   async listCron(userId: string): Promise<Array<JobRow & { running_session_id: string | null }>> {
-    return queryRows(
+    return queryRows<JobRow & { running_session_id: string | null }>(
       this.ds,
-      `SELECT ${JOB_COLS.split(',')
-        .map((c) => `j.${c.trim()}`)
-        .join(', ')},
+      `SELECT ${JOB_COLUMNS.map((c) => `j.${c}`).join(', ')},
               (SELECT r.session_id FROM job_runs r WHERE r.job_id = j.id AND r.status IN ('starting', 'running') LIMIT 1) AS running_session_id
          FROM scheduled_jobs j WHERE j.user_id = $1 AND j.kind = 'cron' ORDER BY j.created_at`,
       [userId],
@@ -351,7 +362,7 @@ export class JobsRepository {
       sets.push(`${k} = $${params.length}`);
     }
     sets.push('updated_at = now()');
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
       this.ds,
       `UPDATE scheduled_jobs SET ${sets.join(', ')} WHERE id = $1 AND user_id = $2 AND kind = 'cron' RETURNING id`,
       params,
@@ -360,7 +371,7 @@ export class JobsRepository {
   }
 
   async deleteJob(q: { userId: string; jobId: string }): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
       this.ds,
       `DELETE FROM scheduled_jobs WHERE id = $1 AND user_id = $2 AND kind = 'cron' RETURNING id`,
       [q.jobId, q.userId],
@@ -424,7 +435,7 @@ export class JobsRepository {
 
   /** The terminal write: conditional, so an ending is recorded (and then delivered) once. */
   async finishRun(runId: string, e: JobEnding): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<JobRunsRow, 'id'>>(
       this.ds,
       `UPDATE job_runs SET status = $2, final_response = $3, partial_output = $4, error = $5, completed_at = now()
         WHERE id = $1 AND status IN ('starting', 'running') RETURNING id`,
@@ -438,7 +449,7 @@ export class JobsRepository {
    * marked delivered (there is no one to tell). Conditional like `finishRun`.
    */
   async refuseRun(runId: string, reason: string): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<JobRunsRow, 'id'>>(
       this.ds,
       `UPDATE job_runs SET status = 'refused', error = $2, completed_at = now(), delivered_at = now()
         WHERE id = $1 AND status IN ('starting', 'running') RETURNING id`,
@@ -471,8 +482,8 @@ export class JobsRepository {
     userId: string;
     before?: string;
     limit: number;
-  }): Promise<Array<RunRow & { title: string }>> {
-    return queryRows(
+  }): Promise<Array<RunRow & Pick<ScheduledJobsRow, 'title'>>> {
+    return queryRows<RunRow & Pick<ScheduledJobsRow, 'title'>>(
       this.ds,
       `SELECT r.*, j.title FROM job_runs r JOIN scheduled_jobs j ON j.id = r.job_id
         WHERE r.user_id = $1 AND j.kind = 'cron' AND r.completed_at IS NOT NULL
@@ -484,18 +495,8 @@ export class JobsRepository {
   }
 
   /** The task strip: running async tasks of a parent session + failures of the last 30 minutes. */
-  async tasksOfParent(q: { userId: string; sessionId: string }): Promise<
-    Array<{
-      job_id: string;
-      title: string;
-      agent_id: string;
-      session_id: string | null;
-      status: string | null;
-      started_at: Date;
-      error: string | null;
-    }>
-  > {
-    return queryRows(
+  async tasksOfParent(q: { userId: string; sessionId: string }): Promise<ParentTask[]> {
+    return queryRows<ParentTask>(
       this.ds,
       `SELECT j.id AS job_id, j.title, j.agent_id, r.session_id, r.status, coalesce(r.started_at, j.created_at) AS started_at, r.error
          FROM scheduled_jobs j
@@ -529,9 +530,9 @@ export class JobsRepository {
    */
   async sweep(runner: string, staleMs: number, limits = { undelivered: 20, orphans: 50 }): Promise<SweepResult> {
     const [row] = await queryRows<{
-      mine: Array<Record<string, unknown>>;
+      mine: RunJson[];
       adopted: string[];
-      undelivered: Array<Record<string, unknown>>;
+      undelivered: RunJson[];
       orphans: Array<{ id: string; created_at: string }>;
       wake_ms: number | null;
     }>(

@@ -1,11 +1,11 @@
 import { INTERRUPTED_AFTER_START_NOTE } from '@skald/agent-loop';
 import { DebugRow, SessionDetail, SessionSummary } from '@skald/contracts';
+import type { ChatHistoryRow, SessionsRow, StackFramesRow, ToolCallsRow } from '@skald/persistence';
 import { iso, parseToolArguments } from './row-format';
-
-type Row = Record<string, unknown>;
+import type { DiscardedInboxRow, SessionListRow } from './sessions.repository';
 const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
-export function toSessionSummary(r: Row): SessionSummary {
+export function toSessionSummary(r: SessionListRow): SessionSummary {
   return {
     id: String(r.id),
     source: String(r.source),
@@ -28,25 +28,25 @@ export function toSessionSummary(r: Row): SessionSummary {
  * first top-level message stored after it was sent.
  */
 export function toSessionDetail(
-  session: Row,
-  frames: Row[],
-  messages: Row[],
-  toolCalls: Row[],
-  discarded: Row[] = [],
+  session: SessionsRow,
+  frames: StackFramesRow[],
+  messages: ChatHistoryRow[],
+  toolCalls: ToolCallsRow[],
+  discarded: DiscardedInboxRow[] = [],
 ): SessionDetail {
-  const callsByMessage = new Map<string, Row[]>();
+  const callsByMessage = new Map<string, ToolCallsRow[]>();
   for (const c of toolCalls) {
     const list = callsByMessage.get(String(c.message_id)) ?? [];
     list.push(c);
     callsByMessage.set(String(c.message_id), list);
   }
-  const messagesByFrame = new Map<string, Row[]>();
+  const messagesByFrame = new Map<string, ChatHistoryRow[]>();
   for (const m of messages) {
     const list = messagesByFrame.get(String(m.frame_id)) ?? [];
     list.push(m);
     messagesByFrame.set(String(m.frame_id), list);
   }
-  const childFrames = new Map<string, Row[]>();
+  const childFrames = new Map<string, StackFramesRow[]>();
   for (const f of frames) {
     const parentCall = f.parent_tool_call_id as string | null;
     if (parentCall) {
@@ -76,7 +76,7 @@ export function toSessionDetail(
       });
     }
   };
-  const emitFrame = (frame: Row): void => {
+  const emitFrame = (frame: StackFramesRow): void => {
     const topLevel = !frame.parent_frame_id;
     for (const m of messagesByFrame.get(String(frame.id)) ?? []) {
       if (topLevel) emitDiscarded(new Date(m.created_at as string | Date));

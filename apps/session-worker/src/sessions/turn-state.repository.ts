@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { failureKey, nextFailureCount } from '@skald/agent-loop';
-import { queryRows } from '@skald/persistence';
+import { queryRows, type SessionsRow } from '@skald/persistence';
 import { DataSource } from 'typeorm';
 
 export interface AwaitingCall {
@@ -82,7 +82,7 @@ export class TurnStateRepository {
 
   /** Records a /stop for a session whose turn is not finished; false when there is nothing to stop. */
   async requestStop(sessionId: string): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<SessionsRow, 'id'>>(
       this.ds,
       `UPDATE sessions SET stop_requested_at = now(), updated_at = now() WHERE id = $1 AND turn_state <> 'finished' RETURNING id`,
       [sessionId],

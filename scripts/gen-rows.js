@@ -52,6 +52,8 @@ const rowsOnly = (tableOf) => (output) => {
             {
               ...d,
               properties: d.properties.map((p) => {
+                // `unknown` (json, jsonb) holds null already: `unknown | null` says nothing more.
+                if (p.typeName === 'unknown') return { ...p, isNullable: false };
                 const type = plain.get(p.typeName);
                 return type === undefined
                   ? p

@@ -63,18 +63,12 @@ export const UNDELIVERED_AFTER = '2 seconds';
 /** An async job without a run is enqueued again by the sweep once it is this old. */
 export const ORPHAN_AFTER_MS = 5_000;
 
-const RUN_TIMESTAMPS = [
-  'due_at',
-  'started_at',
-  'completed_at',
-  'kill_requested_at',
-  'delivered_at',
-  'heartbeat_at',
-] as const satisfies readonly (keyof JobRunsRow)[];
+/** The timestamp columns of a run (`to_jsonb` writes them as text). */
+type RunTimestamp = 'due_at' | 'started_at' | 'completed_at' | 'kill_requested_at' | 'delivered_at' | 'heartbeat_at';
 
 /** A run as `to_jsonb` writes it: its timestamps as text. */
-type RunJson = Omit<RunRow, (typeof RUN_TIMESTAMPS)[number]> & {
-  [K in (typeof RUN_TIMESTAMPS)[number]]: null extends RunRow[K] ? string | null : string;
+type RunJson = Omit<RunRow, RunTimestamp> & {
+  [K in RunTimestamp]: null extends RunRow[K] ? string | null : string;
 };
 
 /**
@@ -111,6 +105,22 @@ function runFromJson(o: RunJson): RunRow {
 export type FenceResult = { kind: 'started'; runId: string } | { kind: 'duplicate' } | { kind: 'busy' };
 
 const JOB_COLS = JOB_COLUMNS.join(', ');
+
+/** The columns a tic job is inserted with (one user's, or many users' at once). */
+const TIC_INSERT = [
+  'id',
+  'user_id',
+  'owner_role',
+  'kind',
+  'title',
+  'agent_id',
+  'prompt',
+  'cron',
+  'timezone',
+  'enabled',
+  'next_run_at',
+  'idempotency_key',
+] as const satisfies readonly (keyof ScheduledJobsRow)[];
 
 /** Scheduled jobs and their runs. Every user-facing method takes the owner. */
 @Injectable()
@@ -200,7 +210,7 @@ export class JobsRepository {
   ): Promise<{ kind: 'created' | 'duplicate'; id: string } | { kind: 'capped'; open: number }> {
     return this.ds.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`async-cap/${o.userId}`]);
-      const existing = await queryRows<{ id: string }>(
+      const existing = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
         tx,
         `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = $2`,
         [o.userId, o.idempotencyKey],
@@ -245,12 +255,12 @@ export class JobsRepository {
     nextRunAt: Date | null;
   }): Promise<string> {
     await this.ds.query(
-      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, next_run_at, idempotency_key)
+      `INSERT INTO scheduled_jobs (${TIC_INSERT.join(', ')})
        VALUES ($1, $2, $3, 'tic', 'System tick', $4, $5, $6, 'UTC', $7, $8, 'tic')
        ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
       [randomUUID(), o.userId, o.role, o.agentId, o.prompt, o.cron, o.cron !== null, o.nextRunAt],
     );
-    const [row] = await queryRows<{ id: string }>(
+    const [row] = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
       this.ds,
       `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = 'tic' AND kind = 'tic'`,
       [o.userId],
@@ -271,9 +281,9 @@ export class JobsRepository {
     nextRunAt: Date | null;
   }): Promise<number> {
     if (o.users.length === 0) return 0;
-    const rows = await queryRows<{ id: string }>(
+    const rows = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
       this.ds,
-      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, next_run_at, idempotency_key)
+      `INSERT INTO scheduled_jobs (${TIC_INSERT.join(', ')})
        SELECT gen_random_uuid(), u.user_id, u.role, 'tic', 'System tick', $3, $4, $5, 'UTC', $6, $7, 'tic'
          FROM unnest($1::uuid[], $2::text[]) AS u(user_id, role)
        ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -404,7 +414,7 @@ export class JobsRepository {
   async fenceRun(o: { jobId: string; userId: string; dueAt: Date; runner: string }): Promise<FenceResult> {
     const id = randomUUID();
     try {
-      const rows = await queryRows<{ id: string }>(
+      const rows = await queryRows<Pick<JobRunsRow, 'id'>>(
         this.ds,
         `INSERT INTO job_runs (id, job_id, user_id, due_at, status, runner, heartbeat_at)
          VALUES ($1, $2, $3, $4, 'starting', $5, now())

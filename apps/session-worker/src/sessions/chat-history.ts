@@ -18,7 +18,7 @@ export function toChatMessage(m: ChatHistoryRow, calls: ToolCallsRow[]): ChatMes
             name: String(c.name),
             arguments: parseToolArguments(String(c.arguments)),
             status: c.status as ToolCallStatus,
-            result: (c.result as string | null) ?? null,
+            result: c.result ?? null,
           })),
         }
       : {}),

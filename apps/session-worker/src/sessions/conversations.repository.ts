@@ -95,7 +95,7 @@ export class ConversationsRepository {
     return {
       userId: String(r.user_id),
       agentId: String(r.agent_id),
-      pinnedClient: (r.pin as string | null) ?? null,
+      pinnedClient: r.pin ?? null,
       question: fromPgText(r.question) ?? '',
       answer: fromPgText(r.answer) ?? '',
     };
@@ -108,7 +108,7 @@ export class ConversationsRepository {
    */
   async delete(scope: { userId: string; sessionId: string }): Promise<{ source: string; wasActive: boolean } | null> {
     return this.ds.transaction(async (tx) => {
-      const rows = await queryRows<{ source: string; is_active: boolean; scratchpad_session_id: string | null }>(
+      const rows = await queryRows<Pick<SessionsRow, 'source' | 'is_active' | 'scratchpad_session_id'>>(
         tx,
         `DELETE FROM sessions WHERE id = $1 AND user_id = $2 RETURNING source, is_active, scratchpad_session_id`,
         [scope.sessionId, scope.userId],
@@ -196,7 +196,7 @@ export class ConversationsRepository {
     sessionId: string;
   }): Promise<{ source: string; changed: boolean; clientPin: string | null } | null> {
     return this.ds.transaction(async (tx) => {
-      const found = await queryRows<{ source: string; is_active: boolean; client_pin: string | null }>(
+      const found = await queryRows<Pick<SessionsRow, 'source' | 'is_active' | 'client_pin'>>(
         tx,
         `SELECT source, is_active, client_pin FROM sessions
           WHERE id = $1 AND user_id = $2 AND is_interactive AND NOT is_ephemeral`,

@@ -152,7 +152,7 @@ export class SessionsRepository {
    * walks every parked turn, a page a sweep, then starts over).
    */
   async parked(limit: number, after: string = FIRST_ID): Promise<string[]> {
-    const rows = await queryRows<{ id: string }>(
+    const rows = await queryRows<Pick<SessionsRow, 'id'>>(
       this.ds,
       `SELECT s.id FROM sessions s LEFT JOIN session_leases l ON l.session_id = s.id
         WHERE s.turn_state = 'parked' AND (l.session_id IS NULL OR l.owner IS NULL OR l.expires_at <= now())
@@ -174,7 +174,7 @@ export class SessionsRepository {
   }
 
   async stuck(graceMs: number): Promise<string[]> {
-    const rows = await queryRows<{ id: string }>(
+    const rows = await queryRows<Pick<SessionsRow, 'id'>>(
       this.ds,
       `SELECT s.id FROM sessions s JOIN session_leases l ON l.session_id = s.id
         WHERE s.turn_state = 'running' AND l.expires_at < now() - $1 * interval '1 millisecond'`,

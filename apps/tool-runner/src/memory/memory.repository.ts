@@ -113,7 +113,7 @@ export class MemoryRepository {
 
   /** Documents under `prefix` (a key, '' for all), by path. */
   async list(k: MemoryKey, limit: number): Promise<Array<{ path: string; size: number; updatedAt: Date }>> {
-    const rows = await queryRows<{ path: string; size: number; updated_at: Date }>(
+    const rows = await queryRows<Pick<MemoryDocumentsRow, 'path' | 'updated_at'> & { size: number }>(
       this.db,
       `SELECT path, octet_length(content) AS size, updated_at FROM memory_documents
         WHERE ${owner(k)} AND ($2 = '' OR path LIKE $3 ESCAPE '\\') ORDER BY path LIMIT $4`,

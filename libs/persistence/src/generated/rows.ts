@@ -136,7 +136,7 @@ export interface ChatHistoryRow {
   reasoning: string | null;
   is_synthetic: boolean;
   status: string;
-  metadata: unknown | null;
+  metadata: unknown;
   client_message_id: string | null;
   input_tokens: number | null;
   output_tokens: number | null;
@@ -290,13 +290,13 @@ export interface SessionInboxRow {
   user_id: string;
   client_message_id: string;
   content: string;
-  attachments: unknown | null;
+  attachments: unknown;
   delivery: string;
   is_synthetic: boolean;
   status: string;
   created_at: Date;
   settled_at: Date | null;
-  tool_result: unknown | null;
+  tool_result: unknown;
   rewind_kind: string | null;
   rewind_message_id: string | null;
 }
@@ -411,7 +411,7 @@ export interface ToolCallsRow {
   finished_at: Date | null;
   preview_hash: string | null;
   stale_reasks: number;
-  judged_landing: unknown | null;
+  judged_landing: unknown;
 }
 
 /** A row of `tool_grants`. */

@@ -7,7 +7,9 @@ import { mkdir, mkdtemp, readdir, realpath, rm, stat, symlink, writeFile } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { recordAttackSuite } from '@skald/testing';
-import { evaluate, GateResult, RuleRow, RuleSet } from '../../apps/approval-service/src/rules/rule-engine';
+import { evaluate } from '../../apps/approval-service/src/rules/rule-engine';
+import { GateResult, RuleRow } from '../../apps/approval-service/src/rules/gate-input';
+import { RuleSet } from '../../apps/approval-service/src/rules/rule-set';
 import { Jail } from '../../apps/tool-runner/src/workspace/jail';
 import { resolveWorkspacePath, WorkspacePath } from '../../apps/tool-runner/src/workspace/workspace-path';
 

@@ -11,7 +11,7 @@ import type { ToolContext } from '@skald/agent-loop';
 import { ReplyDataOf, TOOL_ALIVE_LOSS_MS, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { PrivateNats } from '@skald/testing';
-import { RunnerToolSet } from '../../apps/session-worker/src/ports/runner-tool-set';
+import { RunnerToolSet } from '../../apps/session-worker/src/loop-adapters/runner-tool-set';
 import { ToolsExecHandler } from '../../apps/tool-runner/src/exec/tools-exec.handler';
 import type { ToolExecService } from '../../apps/tool-runner/src/exec/tool-exec.service';
 

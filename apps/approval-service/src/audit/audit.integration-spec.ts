@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import type { Actor, ParsedRequestOf } from '@skald/contracts';
-import { RuleSet } from '../rules/rule-engine';
+import { RuleSet } from '../rules/rule-set';
 import { GateService } from '../gate/gate.service';
 import { AuditEntry, AuditRepository } from './audit.repository';
 import { AUDIT_MAX_BUFFER, AuditService } from './audit.service';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Queryable, queryRows, type ApprovalBypassesRow } from '@skald/persistence';
-import { BypassScope } from '../rules/rule-engine';
+import { BypassScope } from '../rules/gate-input';
 
 export interface StoredBypass {
   id: string;

@@ -8,7 +8,7 @@ import { BypassesService } from './bypasses.service';
 import type { BypassesRepository } from './bypasses.repository';
 import type { Bus } from '@skald/messaging';
 import type { ApprovalEventsPublisher } from '../events/approval-events.publisher';
-import type { BypassScope } from '../rules/rule-engine';
+import type { BypassScope } from '../rules/gate-input';
 
 class FakeBus {
   opened: ((m: { session_id: string }) => void) | null = null;

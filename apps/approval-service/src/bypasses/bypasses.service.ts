@@ -3,7 +3,7 @@ import { Actor, BypassDto } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { ApprovalError } from '../errors';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
-import { BypassScope } from '../rules/rule-engine';
+import { BypassScope } from '../rules/gate-input';
 import { BypassesRepository } from './bypasses.repository';
 
 /** Admins see and revoke every user's bypasses; a user only their own. */

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import type { ParsedRequestOf } from '@skald/contracts';
 import { createLogger } from '@skald/service-kit';
 import type { AuditEntry } from '../audit/audit.repository';
-import { RuleSet } from '../rules/rule-engine';
+import { RuleSet } from '../rules/rule-set';
 import { GateService } from './gate.service';
 import { ruleRow } from '../testing-fixtures/rule-row';
 

@@ -11,7 +11,7 @@ import { AuditService } from '../audit/audit.service';
 import { BypassesService } from '../bypasses/bypasses.service';
 import { CatalogService } from '../catalog/catalog.service';
 import { APPROVAL_LOGGER } from '../config';
-import { RuleSet } from '../rules/rule-engine';
+import { RuleSet } from '../rules/rule-set';
 import { RulesService } from '../rules/rules.service';
 import { ruleRow } from '../testing-fixtures/rule-row';
 import { GateService } from './gate.service';

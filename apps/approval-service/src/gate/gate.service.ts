@@ -7,7 +7,8 @@ import { BypassesService } from '../bypasses/bypasses.service';
 import { CatalogService } from '../catalog/catalog.service';
 import { APPROVAL_LOGGER } from '../config';
 import { ApprovalError } from '../errors';
-import { decideByRules, GateInput, GateResult, relax, visibleTools } from '../rules/rule-engine';
+import { decideByRules, relax, visibleTools } from '../rules/rule-engine';
+import { GateInput, GateResult } from '../rules/gate-input';
 import { RulesService } from '../rules/rules.service';
 import { initShellParser } from '../rules/shell-analysis';
 

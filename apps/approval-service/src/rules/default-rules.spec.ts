@@ -5,7 +5,9 @@
  */
 import { BUILTIN_TOOLS, LOOP_TOOLS, toolCategory } from '@skald/contracts';
 import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
-import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
+import { evaluate } from './rule-engine';
+import { GateInput, RuleRow } from './gate-input';
+import { RuleSet } from './rule-set';
 import { initShellParser } from './shell-analysis';
 
 const SEED = new RuleSet(

@@ -1,6 +1,8 @@
 import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
 import { recordAttackSuite } from '@skald/testing';
-import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
+import { evaluate } from './rule-engine';
+import { GateInput, RuleRow } from './gate-input';
+import { RuleSet } from './rule-set';
 import { initShellParser } from './shell-analysis';
 
 /**

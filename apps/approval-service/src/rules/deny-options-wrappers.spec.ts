@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { recordAttackSuite } from '@skald/testing';
-import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
+import { evaluate } from './rule-engine';
+import { GateInput, RuleRow } from './gate-input';
+import { RuleSet } from './rule-set';
 import { initShellParser } from './shell-analysis';
 
 /**

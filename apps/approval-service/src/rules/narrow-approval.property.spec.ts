@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { recordAttackSuite } from '@skald/testing';
-import { bypassCovers, GateInput, narrowScopes } from './rule-engine';
+import { bypassCovers, narrowScopes } from './session-bypass';
+import { GateInput } from './gate-input';
 import { catalogueRisk, READ_ONLY_CATALOGUE } from './read-only-catalogue';
 import { PROGRAM_SPECS } from './programs';
 import { initShellParser } from './shell-analysis';

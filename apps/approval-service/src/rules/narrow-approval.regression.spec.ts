@@ -1,4 +1,7 @@
-import { bypassCovers, evaluate, GateInput, narrowScopes, RuleRow, RuleSet } from './rule-engine';
+import { bypassCovers, narrowScopes } from './session-bypass';
+import { evaluate } from './rule-engine';
+import { GateInput, RuleRow } from './gate-input';
+import { RuleSet } from './rule-set';
 import { initShellParser } from './shell-analysis';
 
 /**

@@ -1,10 +1,13 @@
+// Size: one table of what the gate knows of programs (one row per program: options, subcommands,
+// risks, wrappers); its rows change one at a time, and splitting it would split the table, not its
+// reasons to change.
 /**
  * What the gate knows of programs, in one table: which options take a value, where the
  * subcommand is, which invocations write or run code (the read-only catalogue), and which programs
  * run other commands (wrappers, shells) or run code (interpreters). Everything else is derived
  * from it: the read-only catalogue and its docs table (read-only-catalogue.ts), deny-rule matching
  * and unwrapping (command-match.ts), the narrow session approval's scope and its check
- * (rule-engine.ts). Lookups are by Map; no regular expression is built per call.
+ * (session-bypass.ts). Lookups are by Map; no regular expression is built per call.
  */
 
 /** How an invocation is not read-only, from least to most: the catalogue's three kinds. */

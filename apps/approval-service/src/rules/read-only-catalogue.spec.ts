@@ -1,4 +1,6 @@
-import { evaluate, RuleRow, RuleSet } from './rule-engine';
+import { evaluate } from './rule-engine';
+import { RuleRow } from './gate-input';
+import { RuleSet } from './rule-set';
 import { analyzeCommand, initShellParser } from './shell-analysis';
 import { catalogueRisk, writesOrRuns } from './read-only-catalogue';
 

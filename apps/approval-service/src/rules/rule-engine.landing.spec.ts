@@ -1,5 +1,8 @@
 import fc from 'fast-check';
-import { bypassCovers, decideByRules, evaluate, GateInput, RuleAction, RuleRow, RuleSet } from './rule-engine';
+import { bypassCovers } from './session-bypass';
+import { decideByRules, evaluate } from './rule-engine';
+import { GateInput, RuleAction, RuleRow } from './gate-input';
+import { RuleSet } from './rule-set';
 import { initShellParser } from './shell-analysis';
 
 beforeAll(() => initShellParser());

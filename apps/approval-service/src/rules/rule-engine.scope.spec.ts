@@ -2,18 +2,11 @@ import fc from 'fast-check';
 import { initShellParser } from './shell-analysis';
 import { readCommandLine } from './shell-commands';
 import { BypassScope as BypassScopeSchema, effectiveCallPaths } from '@skald/contracts';
-import {
-  BUILT_IN_RULES,
-  BypassScope,
-  bypassCovers,
-  callPaths,
-  commandKey,
-  evaluate,
-  GateInput,
-  narrowScopes,
-  RuleRow,
-  RuleSet,
-} from './rule-engine';
+import { BUILT_IN_RULES, evaluate } from './rule-engine';
+import { BypassScope, GateInput, RuleRow } from './gate-input';
+import { bypassCovers, commandKey, narrowScopes } from './session-bypass';
+import { callPaths } from './gate-paths';
+import { RuleSet } from './rule-set';
 
 /** Session approvals (narrow scopes, what no bypass relaxes), built-in rules, and the gate's paths. */
 

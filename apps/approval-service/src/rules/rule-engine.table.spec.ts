@@ -1,5 +1,7 @@
 import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
-import { BypassScope, evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
+import { BypassScope, GateInput, RuleRow } from './gate-input';
+import { evaluate } from './rule-engine';
+import { RuleSet } from './rule-set';
 import { initShellParser } from './shell-analysis';
 
 /**

@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { RE2JS } from 're2js';
 import { recordAttackSuite } from '@skald/testing';
-import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
+import { evaluate } from './rule-engine';
+import { GateInput, RuleRow } from './gate-input';
+import { RuleSet } from './rule-set';
 import { anyCharsGlob, pathGlob, RULE_PATH_MAX_CHARS } from './rule-glob';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);

@@ -1,5 +1,7 @@
 import { ruleRow } from '../testing-fixtures/rule-row';
-import { evaluate, GateInput, RuleCompileError, RuleRow, RuleSet, validateRule } from './rule-engine';
+import { evaluate } from './rule-engine';
+import { GateInput, RuleRow } from './gate-input';
+import { RuleCompileError, RuleSet, validateRule } from './rule-set';
 
 /** A rule's `tool_pattern` is the shared tool-pattern language of libs/contracts (tool-patterns.spec.ts). */
 

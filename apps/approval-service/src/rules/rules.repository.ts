@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { queryRows, type ApprovalRulesRow, type ApprovalRulesVersionRow } from '@skald/persistence';
-import { RuleRow } from './rule-engine';
+import { RuleRow } from './gate-input';
 
 export interface StoredRule extends RuleRow {
   note: string | null;

@@ -5,7 +5,8 @@ import { RULES_MAX_AGE_MS } from '../config';
 import { ApprovalError } from '../errors';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
 import { neverAllows } from './allow-reach';
-import { BUILT_IN_RULE_IDS, BUILT_IN_RULES, RuleCompileError, RuleSet, validateRule } from './rule-engine';
+import { BUILT_IN_RULE_IDS, BUILT_IN_RULES } from './rule-engine';
+import { RuleCompileError, RuleSet, validateRule } from './rule-set';
 import { RuleFields, RulesRepository, StoredRule } from './rules.repository';
 
 /** Without configuration (unit tests): `SKALD_RULES_MAX_AGE_MS`'s default. */

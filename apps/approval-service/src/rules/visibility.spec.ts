@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { computeVisible, isVisible, RuleSet } from './rule-engine';
+import { computeVisible, isVisible } from './rule-engine';
+import { RuleSet } from './rule-set';
 import { ruleRow } from '../testing-fixtures/rule-row';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);

@@ -1,4 +1,6 @@
-import { evaluate, GateInput, RuleRow, RuleSet } from './rule-engine';
+import { evaluate } from './rule-engine';
+import { GateInput, RuleRow } from './gate-input';
+import { RuleSet } from './rule-set';
 import { effectiveCommands, gateRunnerKnowledge, runsCodeReason } from './command-match';
 import { initShellParser } from './shell-analysis';
 

@@ -1,4 +1,4 @@
-import type { RuleRow } from '../rules/rule-engine';
+import type { RuleRow } from '../rules/gate-input';
 
 /** A stored rule for specs: id and priority from `n` (lower first), every condition but the tool empty. */
 export const ruleRow = (n: number, toolPattern: string, action: string, extra: Partial<RuleRow> = {}): RuleRow => ({

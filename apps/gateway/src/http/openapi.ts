@@ -1,3 +1,5 @@
+// Size: the REST surface's route table for the OpenAPI document, one entry per route with its
+// contract schemas; a document generated from the routes themselves is to replace it.
 import { z } from 'zod';
 import {
   Attachment,

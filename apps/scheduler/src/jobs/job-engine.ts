@@ -1,3 +1,5 @@
+// Size: one class over one BullMQ queue; its mirror, runner and watcher (a section each below)
+// share its state (the runs it holds, its sweep timer, the fires it fenced during a sweep).
 import { Job, Queue, Worker } from 'bullmq';
 import type Redis from 'ioredis';
 import { adminOnlyRunContextField, SCHEDULER_QUEUE, type Actor, type UserStandingReply } from '@skald/contracts';
@@ -12,7 +14,8 @@ import {
   JobSessionsPort,
   JobStartRefused,
 } from './job-ports';
-import { JobRow, JobsRepository, RunRow } from './jobs.repository';
+import { JobRow, RunRow } from './job-rows';
+import { JobsRepository } from './jobs.repository';
 import { QUEUE_STATES, type QueueCounts } from './scheduler-metrics';
 
 export const QUEUE_NAME = SCHEDULER_QUEUE;

@@ -4,123 +4,12 @@ import { DataSource } from 'typeorm';
 import type { JobRunContext } from '@skald/contracts';
 import { Queryable, queryRows, type JobRunsRow, type ScheduledJobsRow } from '@skald/persistence';
 import type { JobEnding } from './job-ending';
-
-export type JobKind = 'cron' | 'async' | 'tic';
-
-/** The columns a job is read with. */
-const JOB_COLUMNS = [
-  'id',
-  'user_id',
-  'owner_role',
-  'kind',
-  'title',
-  'agent_id',
-  'prompt',
-  'cron',
-  'timezone',
-  'enabled',
-  'run_context',
-  'next_run_at',
-  'last_run_at',
-  'parent_session_id',
-  'parent_tool_call_id',
-  'parent_source',
-  'scratchpad_session_id',
-  'client',
-  'created_at',
-] as const satisfies readonly (keyof ScheduledJobsRow)[];
-
-/** A job as read: the text columns the schema checks, as the values it allows; `run_context` as written. */
-export type JobRow = Omit<
-  Pick<ScheduledJobsRow, (typeof JOB_COLUMNS)[number]>,
-  'owner_role' | 'kind' | 'run_context'
-> & {
-  owner_role: 'user' | 'admin';
-  kind: JobKind;
-  run_context: JobRunContext;
-};
-
-/** A run as read: `status` as the values the schema allows. */
-export type RunRow = Omit<JobRunsRow, 'status'> & {
-  status: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'refused';
-};
+import { FenceResult, JOB_COLS, JOB_COLUMNS, JobKind, JobRow, RunRow, SweepResult, TIC_INSERT } from './job-rows';
+import { sweepRuns } from './jobs-sweep';
 
 /** An async task of a parent session with its latest run (the run's columns null when it has none). */
 type ParentTask = { job_id: string } & Pick<ScheduledJobsRow, 'title' | 'agent_id'> &
   Pick<JobRunsRow, 'session_id' | 'started_at' | 'error'> & { status: JobRunsRow['status'] | null };
-
-/** What one sweep found (`JobsRepository.sweep`). */
-export interface SweepResult {
-  mine: RunRow[];
-  adopted: string[];
-  undelivered: RunRow[];
-  orphans: Array<{ id: string; created_at: Date }>;
-  wakeInMs: number | null;
-}
-
-/** An ended run is redelivered by the sweep once it has been undelivered this long. */
-export const UNDELIVERED_AFTER = '2 seconds';
-/** An async job without a run is enqueued again by the sweep once it is this old. */
-export const ORPHAN_AFTER_MS = 5_000;
-
-/** The timestamp columns of a run (`to_jsonb` writes them as text). */
-type RunTimestamp = 'due_at' | 'started_at' | 'completed_at' | 'kill_requested_at' | 'delivered_at' | 'heartbeat_at';
-
-/** A run as `to_jsonb` writes it: its timestamps as text. */
-type RunJson = Omit<RunRow, RunTimestamp> & {
-  [K in RunTimestamp]: null extends RunRow[K] ? string | null : string;
-};
-
-/**
- * A `timestamptz` as `to_jsonb` writes it (`2026-12-02T11:57:37.123456+00:00`) to the Date the
- * pg driver makes of the same value: microseconds truncated to milliseconds, exactly.
- */
-export function timestampFromJson(s: string): Date {
-  const m =
-    /^(\d{4,})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2})(?::?(\d{2}))?(?::?(\d{2}))?)$/.exec(
-      s,
-    );
-  if (!m) throw new Error(`not a timestamptz: ${s}`);
-  const n = (i: number) => Number(m[i] ?? 0);
-  const ms = Number(((m[7] ?? '') + '000').slice(0, 3));
-  const offsetS = m[8] ? (m[8] === '-' ? -1 : 1) * (n(9) * 3600 + n(10) * 60 + n(11)) : 0;
-  const d = new Date(Date.UTC(n(1), n(2) - 1, n(3), n(4), n(5), n(6), ms) - offsetS * 1000);
-  if (Number.isNaN(d.getTime())) throw new Error(`not a timestamptz: ${s}`);
-  return d;
-}
-
-function runFromJson(o: RunJson): RunRow {
-  const at = (s: string | null) => (s === null ? null : timestampFromJson(s));
-  return {
-    ...o,
-    due_at: timestampFromJson(o.due_at),
-    started_at: timestampFromJson(o.started_at),
-    completed_at: at(o.completed_at),
-    kill_requested_at: at(o.kill_requested_at),
-    delivered_at: at(o.delivered_at),
-    heartbeat_at: at(o.heartbeat_at),
-  };
-}
-
-export type FenceResult = { kind: 'started'; runId: string } | { kind: 'duplicate' } | { kind: 'busy' };
-
-const JOB_COLS = JOB_COLUMNS.join(', ');
-
-/** The columns a tic job is inserted with (one user's, or many users' at once). */
-const TIC_INSERT = [
-  'id',
-  'user_id',
-  'owner_role',
-  'kind',
-  'title',
-  'agent_id',
-  'prompt',
-  'cron',
-  'timezone',
-  'enabled',
-  'next_run_at',
-  'idempotency_key',
-] as const satisfies readonly (keyof ScheduledJobsRow)[];
 
 /** Scheduled jobs and their runs. Every user-facing method takes the owner. */
 @Injectable()
@@ -519,77 +408,9 @@ export class JobsRepository {
     );
   }
 
-  /**
-   * The watcher's sweep in one statement (it was five): heartbeat this runner's open runs, adopt
-   * the open runs whose runner went silent for `staleMs`, and read what needs work —
-   * - `mine`: this runner's open runs after both updates, by start time (the heartbeat's and the
-   *   adoption's RETURNING: the statement's own snapshot predates its updates);
-   * - `adopted`: the ids adopted by this sweep;
-   * - `undelivered`: ended runs whose delivery did not happen (a crash between the terminal write
-   *   and the submit, a failed submit), ended more than `UNDELIVERED_AFTER` ago, oldest first;
-   * - `orphans`: async jobs older than `ORPHAN_AFTER_MS` that never got a run (the scheduler died
-   *   between the insert and the enqueue);
-   * - `wakeInMs`: ms until the earliest moment something not yet due becomes due by time alone
-   *   (another runner's open run goes stale, an ended run's delivery is overdue, a run-less async
-   *   job is old enough), measured on Postgres' clock; null when nothing can. Negative when
-   *   something is due now.
-   * The adoption skips this runner's own rows (one statement must not update a row twice; the
-   * heartbeat refreshes them, as the separate heartbeat before the adoption did). Row locks and
-   * READ COMMITTED's re-check of the `WHERE` after a concurrent update keep an adoption exclusive:
-   * of two replicas adopting one run, the second finds it fresh and leaves it.
-   */
-  async sweep(runner: string, staleMs: number, limits = { undelivered: 20, orphans: 50 }): Promise<SweepResult> {
-    const [row] = await queryRows<{
-      mine: RunJson[];
-      adopted: string[];
-      undelivered: RunJson[];
-      orphans: Array<{ id: string; created_at: string }>;
-      wake_ms: number | null;
-    }>(
-      this.ds,
-      `WITH beat AS (
-         UPDATE job_runs SET heartbeat_at = now() WHERE runner = $1 AND status IN ('starting', 'running') RETURNING *
-       ), adopted AS (
-         UPDATE job_runs SET runner = $1, heartbeat_at = now(), attempt = attempt + 1
-          WHERE status IN ('starting', 'running') AND runner IS DISTINCT FROM $1
-            AND heartbeat_at < now() - ($2::int * interval '1 millisecond')
-         RETURNING *
-       ), mine AS (
-         SELECT * FROM beat UNION ALL SELECT * FROM adopted
-       ), ended AS (
-         SELECT * FROM job_runs WHERE delivered_at IS NULL AND completed_at IS NOT NULL
-       ), undelivered AS (
-         SELECT * FROM ended WHERE completed_at < now() - interval '${UNDELIVERED_AFTER}'
-          ORDER BY completed_at, id LIMIT $3
-       ), runless AS (
-         SELECT j.id, j.created_at FROM scheduled_jobs j
-          WHERE j.kind = 'async' AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id)
-       ), orphans AS (
-         SELECT id, created_at FROM runless WHERE created_at < now() - (${ORPHAN_AFTER_MS} * interval '1 millisecond')
-          ORDER BY created_at, id LIMIT $4
-       )
-       SELECT
-         (SELECT coalesce(jsonb_agg(to_jsonb(m) ORDER BY m.started_at, m.id), '[]') FROM mine m) AS mine,
-         (SELECT coalesce(jsonb_agg(a.id), '[]') FROM adopted a) AS adopted,
-         (SELECT coalesce(jsonb_agg(to_jsonb(u) ORDER BY u.completed_at, u.id), '[]') FROM undelivered u) AS undelivered,
-         (SELECT coalesce(jsonb_agg(to_jsonb(o) ORDER BY o.created_at, o.id), '[]') FROM orphans o) AS orphans,
-         extract(epoch FROM least(
-           (SELECT min(heartbeat_at) FROM job_runs
-             WHERE status IN ('starting', 'running') AND runner IS DISTINCT FROM $1)
-             + ($2::int * interval '1 millisecond'),
-           (SELECT min(completed_at) FROM ended) + interval '${UNDELIVERED_AFTER}',
-           (SELECT min(created_at) FROM runless) + (${ORPHAN_AFTER_MS} * interval '1 millisecond')
-         ) - now())::float8 * 1000 AS wake_ms`,
-      [runner, staleMs, limits.undelivered, limits.orphans],
-    );
-    if (!row) throw new Error('the sweep returned no row');
-    return {
-      mine: row.mine.map(runFromJson),
-      adopted: row.adopted,
-      undelivered: row.undelivered.map(runFromJson),
-      orphans: row.orphans.map((o) => ({ id: o.id, created_at: timestampFromJson(o.created_at) })),
-      wakeInMs: row.wake_ms === null ? null : Number(row.wake_ms),
-    };
+  /** The watcher's sweep (see `sweepRuns`): this runner's open runs, the adopted ones, and what needs work. */
+  sweep(runner: string, staleMs: number, limits = { undelivered: 20, orphans: 50 }): Promise<SweepResult> {
+    return sweepRuns(this.ds, runner, staleMs, limits);
   }
 
   /** The open run of a job (for kill). */

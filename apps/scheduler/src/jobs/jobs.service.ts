@@ -5,7 +5,8 @@ import { InvalidCronError, nextFire, validateCron } from './cron-spec';
 import { classifyEnding, endingInputOf, notificationSummary } from './job-ending';
 import type { JobEngine } from './job-engine';
 import type { JobSessionsPort, UserPagesPort } from './job-ports';
-import { JobRow, JobsRepository, RunRow } from './jobs.repository';
+import { JobRow, RunRow } from './job-rows';
+import { JobsRepository } from './jobs.repository';
 
 export interface JobsSettings {
   minIntervalS: number;

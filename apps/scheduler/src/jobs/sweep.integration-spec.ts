@@ -8,7 +8,8 @@ import { queryRows } from '@skald/persistence';
 import { PrivateRedis } from '@skald/testing';
 import { JobEngine } from './job-engine';
 import type { JobSessionsPort } from './job-ports';
-import { JobsRepository, RunRow, timestampFromJson } from './jobs.repository';
+import { JobsRepository } from './jobs.repository';
+import { RunRow, timestampFromJson } from './job-rows';
 
 jest.setTimeout(180_000);
 

@@ -6,7 +6,7 @@ import type { Logger } from '@skald/service-kit';
 import type { WorkerConfig } from '../config';
 import { AgentCatalogService } from './agent-catalog.service';
 import type { AgentFiles } from './agent-files';
-import type { MemoryDocuments } from '../ports/nats-memory';
+import type { MemoryDocuments } from '../loop-adapters/nats-memory';
 import type { UserAgentRow, UserAgentsRepository } from './user-agents.repository';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);

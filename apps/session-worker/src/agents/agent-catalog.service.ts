@@ -15,7 +15,7 @@ import { Bus, RemoteError } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { z } from 'zod';
 import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';
-import { MemoryDocument, MemoryDocuments, NatsMemory } from '../ports/nats-memory';
+import { MemoryDocument, MemoryDocuments, NatsMemory } from '../loop-adapters/nats-memory';
 import { AgentFiles } from './agent-files';
 import { renderAgentList, renderMcpList, resolveDirectives, staticPrompt } from './agent-prompt';
 import { MCP_DIRECTORY, McpDirectory } from './mcp-directory';
@@ -74,7 +74,7 @@ export class AgentCatalogService implements AgentCatalogPort {
   /**
    * The port for one turn of `userId`: the agents' `inject_memory` documents come from the turn's
    * `memory` (which asks them with the turn's memory context, in one request); the user's rows
-   * read with the turn's start (store/turn-start.ts, one snapshot with the session), when given,
+   * read with the turn's start (loop-adapters/session-store/turn-start.ts, one snapshot with the session), when given,
    * answer its reads for `freshMs` after `at` — as a read of `user_agents` at that moment would;
    * later reads, or another user's, go to the table. `log`: the turn's logger (its lines name the turn).
    */

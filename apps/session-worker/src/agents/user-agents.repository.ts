@@ -13,7 +13,7 @@ export interface UserAgentRow {
 }
 
 type Row = { agent_id: string; prompt: string | null; meta: Record<string, unknown>; updated_at: unknown };
-/** A `user_agents` row as read (also from the turn's start read, see store/turn-start.ts). */
+/** A `user_agents` row as read (also from the turn's start read, see loop-adapters/session-store/turn-start.ts). */
 export const toUserAgentRow = (r: Row): UserAgentRow => ({
   agentId: r.agent_id,
   prompt: r.prompt,

@@ -4,7 +4,7 @@ import { compactSession, CompactSessionResult, ContextReport, describeContext } 
 import { Actor, type WorkerCommand } from '@skald/contracts';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { UserSettingsRepository } from '../settings/user-settings.repository';
-import { PgSessionStore } from '../store/pg-session-store';
+import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 import { TurnDriver } from '../turns/turn-driver';
 
 const BUSY = 'A turn is running in this conversation. Try again when it has finished, or /stop it first.';

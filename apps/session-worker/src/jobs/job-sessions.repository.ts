@@ -10,7 +10,7 @@ import {
   type SessionInboxRow,
   type SessionsRow,
 } from '@skald/persistence';
-import { INBOX_LOCK_ORDER } from '../store/inbox-lock-order';
+import { INBOX_LOCK_ORDER } from '../loop-adapters/session-store/inbox-lock-order';
 import { inheritedPolicy, policyOfJob, type JobPolicySource, type JobSessionPolicy } from './job-policy';
 
 /** The one column a statement that only proves a row exists returns. */

@@ -5,7 +5,7 @@ import type { AgentCatalogService } from '../agents/agent-catalog.service';
 import { LeaseRepository } from '../lease/lease.repository';
 import { toSessionDetail } from '../sessions/debug-tree';
 import { SessionsRepository } from '../sessions/sessions.repository';
-import { PgSessionStore } from '../store/pg-session-store';
+import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 import type { SubmitService } from '../submit/submit.service';
 import { openRootFrame } from '../testing-fixtures/root-frame';
 import { JobSessionsRepository } from './job-sessions.repository';

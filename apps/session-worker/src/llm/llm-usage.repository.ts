@@ -1,8 +1,9 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { queryRows, type LlmClientPinsRow, type LlmUsageRow } from '@skald/persistence';
-import type { UsageRow } from '../store/one-statement-commit';
-import { insertUsage, type PendingUsage } from '../store/pg-session-store';
+import type { UsageRow } from '../loop-adapters/session-store/one-statement-commit';
+import { insertUsage } from '../loop-adapters/session-store/mutation-sql';
+import type { PendingUsage } from '../loop-adapters/session-store/store-commit';
 
 /** One answered model call. `title`: the conversation's title, written after its first exchange. */
 export type UsageRecord = UsageRow;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { Mutation, NewMessage } from '@skald/agent-loop';
 import { REPLAY_PAGE_EVENTS } from '@skald/contracts';
-import { PgSessionStore } from '../store/pg-session-store';
+import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 import { TurnStateRepository } from './turn-state.repository';

@@ -5,9 +5,11 @@ import { LoopHarness } from '@skald/agent-loop/testing';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { PgSessionStore, type CommittedEvent } from '../store/pg-session-store';
+import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
+import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 import { statementWaitingOn } from '../testing-fixtures/lock-waits';
-import { InboxRepository, type PrimedStart } from './inbox.repository';
+import type { PrimedStart } from './entered-first';
+import { InboxRepository } from './inbox.repository';
 import { SubmitService, type Submission } from './submit.service';
 
 jest.setTimeout(120_000);

@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { deepToPgText, pgParams } from '@skald/persistence';
 import { nextTurnItem, runTurn, type LoopDeps, type SessionEventDraft } from '@skald/agent-loop';
-import { PgSessionStore, type CommittedEvent } from '../store/pg-session-store';
+import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
+import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 import { InboxRepository } from './inbox.repository';
 
 jest.setTimeout(300_000);

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { deepToPgText, pgParams } from '@skald/persistence';
-import { PgSessionStore } from '../store/pg-session-store';
-import type { TurnStart } from '../store/turn-start';
+import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
+import type { TurnStart } from '../loop-adapters/session-store/turn-start';
 import { InboxRepository } from './inbox.repository';
 
 jest.setTimeout(180_000);

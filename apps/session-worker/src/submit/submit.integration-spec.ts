@@ -6,7 +6,8 @@ import { toPgText } from '@skald/persistence';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { Lease, LeaseRepository } from '../lease/lease.repository';
-import { InboxRepository, SUBMIT_NAME } from './inbox.repository';
+import { InboxRepository } from './inbox.repository';
+import { SUBMIT_NAME } from './submit-statement';
 
 import { Submission, SubmitService } from './submit.service';
 import { statementWaitingOn } from '../testing-fixtures/lock-waits';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Mutation, NewToolCall, SessionEventDraft } from '@skald/agent-loop';
-import { SHAPE_PARTS, type ShapePart, type UsageRow } from '../store/one-statement-commit';
+import { SHAPE_PARTS, type ShapePart, type UsageRow } from '../loop-adapters/session-store/one-statement-commit';
 import { plainMessage } from './plain-message';
 
 /** What a shape's commit refers to: a session with a message, three calls of it and two queued inbox items. */

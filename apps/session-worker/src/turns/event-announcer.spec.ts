@@ -4,7 +4,7 @@ import type { Bus } from '@skald/messaging';
 import { Writable } from 'node:stream';
 import { createLogger, loggerWithIds, type Logger } from '@skald/service-kit';
 import { Registry } from 'prom-client';
-import type { CommittedEvent } from '../store/pg-session-store';
+import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
 import { EventAnnouncer, ToolCallLogLevels, toolCallLine } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 

@@ -4,7 +4,7 @@ import { BUILTIN_TOOLS, EphemeralEvent, SessionEvent, userCapWaiting, topicOf } 
 import { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_LOGGER } from '../config';
-import type { CommittedEvent } from '../store/pg-session-store';
+import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
 import { TurnMetrics } from './turn-metrics';
 
 /** A tool call's step as the worker logs and counts it. */

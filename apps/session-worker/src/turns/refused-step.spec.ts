@@ -1,6 +1,6 @@
 import { BusRequestError, RemoteError } from '@skald/messaging';
 import { LeaseLostError, LoopInvariantError } from '@skald/agent-loop';
-import { CommitRejectedError } from '../store/pg-session-store';
+import { CommitRejectedError } from '../loop-adapters/session-store/fence';
 import { refusedStep } from './refused-step';
 
 describe('refusedStep: what counts against a turn’s retry budget', () => {

@@ -1,6 +1,6 @@
 import { LoopInvariantError } from '@skald/agent-loop';
 import { BusRequestError, RemoteError } from '@skald/messaging';
-import { CommitRejectedError } from '../store/pg-session-store';
+import { CommitRejectedError } from '../loop-adapters/session-store/fence';
 
 /**
  * Why a failed turn counts against its retry budget, or null when it does not: a commit Postgres

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import { TURN_START_NAME } from '../store/turn-start';
+import { TURN_START_NAME } from '../loop-adapters/session-store/turn-start';
 import type { Bus } from '@skald/messaging';
 import type { LlmManager } from '@skald/llm';
 import { WorkerConfigSchema } from '../config';

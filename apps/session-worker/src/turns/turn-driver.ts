@@ -1,81 +1,39 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import {
-  CallNotAwaitingHumanError,
-  endFailedTurn,
-  LeaseLostError,
-  LoopInvariantError,
-  MAX_COMMIT_FAILURES,
-  nextTurnItem,
-  LoopDeps,
-  recoverTurn,
-  resolvePendingCall,
-  runTurn,
-  SessionInfo,
-  TurnOutcome,
-} from '@skald/agent-loop';
-import { USER_CAPS, topicOf } from '@skald/contracts';
+import { LeaseLostError, LoopDeps, runTurn, SessionInfo, TurnOutcome } from '@skald/agent-loop';
 import { LlmManager } from '@skald/llm';
 import { Bus } from '@skald/messaging';
-import { queryRows } from '@skald/persistence';
-import { LogIds, loggerWithIds, type Logger } from '@skald/service-kit';
+import { loggerWithIds, type Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
-import { Lease, LeaseRepository, SESSION_HAS_WORK } from '../lease/lease.repository';
+import { Lease, LeaseRepository } from '../lease/lease.repository';
 import { LlmService } from '../llm/llm.service';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
-import { AgentCatalogService, AgentsRead, WORKSPACE_ROOT } from '../agents/agent-catalog.service';
-import { LlmAdapter } from '../ports/llm-adapter';
-import { NatsGate } from '../ports/nats-gate';
-import { NatsMemory } from '../ports/nats-memory';
-import { osInfo } from '../ports/os-info';
-import { answerOf, NatsHumanWait } from '../ports/nats-human-wait';
-import { RunnerToolSet } from '../ports/runner-tool-set';
-import { TurnFacts } from '../ports/turn-facts';
+import { AgentCatalogService, AgentsRead } from '../agents/agent-catalog.service';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { INBOX_SNAPSHOT_MS, PgSessionStore } from '../store/pg-session-store';
+import { INBOX_SNAPSHOT_MS, PgSessionStore } from '../loop-adapters';
+import { HistoryCarry } from '../loop-adapters/session-store/history-carry';
 import { toUserAgentRow } from '../agents/user-agents.repository';
-import { refusedStep } from './refused-step';
-import { NatsAsyncTasks } from '../jobs/nats-async-tasks';
+import type { EnteredFirst, PrimedStart } from '../submit/entered-first';
+import { Driving, newDriving } from './driving';
 import { EventAnnouncer } from './event-announcer';
+import { InboxIntake } from './inbox-intake';
+import { LeaseKeeping } from './lease-keeping';
+import { LoopDepsBuilder } from './loop-deps';
+import { refusedStep } from './refused-step';
+import { TurnAnnouncements } from './turn-announcements';
 import { TurnMetrics } from './turn-metrics';
-import { TurnSlots } from './turn-slots';
-import { loopConfigOf } from './loop-config';
-import { HeldBackNotices } from './held-back-notices';
-import { HistoryCarry } from '../store/history-carry';
-import type { EnteredFirst, PrimedStart } from '../submit/inbox.repository';
-
-const OS = osInfo();
-/** The host's time zone, read once (the default when SKALD_TIMEZONE is unset). */
-const HOST_TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
-
-/** How long a command waits for a driver that is letting go of a finished session. */
-const COMMAND_LEASE_WAIT_MS = 5_000;
-
-interface Driving {
-  lease: Lease;
-  /** The current turn's /stop signal; replaced for each turn of the session. */
-  turn: AbortController;
-  /** Aborted when the lease is lost: stop driving, write nothing more. */
-  lost: AbortController;
-  /** The user, session and turn of the current turn, for the lines logged outside it (failure, heartbeat). */
-  ids: LogIds;
-  /** The logger of the current turn: its lines carry `ids` (passed down to what logs during the turn). */
-  log: Logger;
-  /** The store of the current turn: when it last looked at the queued inbox (`lastLookAt`). */
-  store: PgSessionStore | null;
-  /** When (performance.now()) the session's doorbell last rang here while it was driven; 0 if not. */
-  rangAt: number;
-  /** When (performance.now()) a turn was held back by the user's cap on running turns; 0 if not. */
-  cappedAt: number;
-  /** A turn of this drive ended or parked (its slot freed): a held-back session of the user is woken. */
-  freed: boolean;
-}
+import { TurnRecovery } from './turn-recovery';
 
 /**
  * Drives sessions: takes the lease (one driver per session across replicas), runs turns until the
  * session has nothing left to do, heartbeats the lease meanwhile, releases it. A lost lease aborts
  * the turn at once; the stale worker writes nothing more (its commits are fenced).
+ *
+ * The driver orchestrates; each of its parts is one file: the lease's heartbeat and a command's
+ * take (lease-keeping.ts), which queued input starts a turn and when (inbox-intake.ts), the loop's
+ * dependencies (loop-deps.ts), recovery and resumption of turns it did not start
+ * (turn-recovery.ts), and what it tells others (turn-announcements.ts).
  */
 @Injectable()
 export class TurnDriver implements OnApplicationShutdown {
@@ -85,20 +43,22 @@ export class TurnDriver implements OnApplicationShutdown {
   /** Each session's history from the end of its last turn here, for its next turn's start read. */
   private readonly carry = new HistoryCarry();
   private draining = false;
-  private readonly slots: TurnSlots;
-  /** The held-back inputs told to their sessions' sockets (`turn_waiting`). */
-  private readonly heldBack = new HeldBackNotices();
+  private readonly lease: LeaseKeeping;
+  private readonly intake: InboxIntake;
+  private readonly loopDeps: LoopDepsBuilder;
+  private readonly recovery: TurnRecovery;
+  private readonly announce: TurnAnnouncements;
 
   constructor(
-    private readonly ds: DataSource,
+    ds: DataSource,
     private readonly bus: Bus,
     private readonly leases: LeaseRepository,
     private readonly turnState: TurnStateRepository,
-    private readonly announcer: EventAnnouncer,
+    announcer: EventAnnouncer,
     private readonly metrics: TurnMetrics,
-    private readonly catalog: AgentCatalogService,
-    private readonly llmManager: LlmManager,
-    private readonly llmService: LlmService,
+    catalog: AgentCatalogService,
+    llmManager: LlmManager,
+    llmService: LlmService,
     @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
     @Inject(WORKER_INSTANCE) private readonly instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
@@ -106,10 +66,29 @@ export class TurnDriver implements OnApplicationShutdown {
      * The ledger rows of answered round calls, written with their messages' commits. (Typed
      * without `| null`: a union type would hide the class from Nest's injection metadata.)
      */
-    @Optional() private readonly usage?: LlmUsageRepository,
+    @Optional() usage?: LlmUsageRepository,
   ) {
     metrics.countDriving(() => this.driving.size);
-    this.slots = new TurnSlots(ds);
+    this.announce = new TurnAnnouncements(bus, announcer);
+    this.lease = new LeaseKeeping(leases, turnState, config, instance, log, {
+      draining: () => this.draining,
+      driving: (sessionId) => this.driving.has(sessionId),
+    });
+    this.intake = new InboxIntake(ds, config, announcer, this.announce);
+    this.loopDeps = new LoopDepsBuilder({
+      ds,
+      bus,
+      announcer,
+      metrics,
+      catalog,
+      llmManager,
+      llmService,
+      config,
+      log,
+      usage: usage ?? null,
+      draining: () => this.draining,
+    });
+    this.recovery = new TurnRecovery(bus, turnState, this.loopDeps, this.announce, log);
   }
 
   get activeCount(): number {
@@ -186,6 +165,14 @@ export class TurnDriver implements OnApplicationShutdown {
   }
 
   /**
+   * Announces the echo of a message the submit's statement entered, with the submit's answer (see
+   * TurnAnnouncements.entered); `driveWith` then does not announce it again.
+   */
+  announceEntered(primed: PrimedStart): void {
+    this.announce.entered(primed);
+  }
+
+  /**
    * Drives the session with a lease already taken — by `drive`, or by the submit's statement, which
    * hands its lease here at once. Every read of the turn comes after the take (the start read is
    * its own, later statement, so it sees the previous holder's last commit). A lease this worker
@@ -196,31 +183,18 @@ export class TurnDriver implements OnApplicationShutdown {
    * first, and the turn starts from that commit; a turn this worker does not drive after all is
    * running in the table and recovered by the next driver, as after a crash.
    */
-  /**
-   * Announces the echo of a message the submit's statement entered (`primed.entered`), in the
-   * submit's own pass, as soon as the statement returned (it committed: node-postgres answers at
-   * ReadyForQuery): not written at once but queued, so that it leaves with the submit's answer in
-   * one NATS write (`Bus.handle`'s `replyNow`), before the turn's set-up. The gateway sends it after
-   * the `ack` in any case (WsConnection.holdingLive). `driveWith` then does not announce it again.
-   */
-  announceEntered(primed: PrimedStart): void {
-    if (!primed.entered || primed.announced) return;
-    primed.announced = true;
-    this.announcer.announce([primed.entered.event], { now: false });
-  }
-
   async driveWith(lease: Lease, primed: PrimedStart | null = null): Promise<void> {
     const { sessionId } = lease;
-    if (primed?.entered && !primed.announced) this.announcer.announce([primed.entered.event]);
+    this.announce.enteredNow(primed);
     if (this.draining || this.driving.has(sessionId)) {
       await this.leases.release(lease).catch(() => undefined);
-      this.ring(sessionId, this.draining ? 'handover' : 'input');
+      this.announce.ring(sessionId, this.draining ? 'handover' : 'input');
       return;
     }
     if (lease.tookOver) this.metrics.leaseTakeovers.inc();
-    const d = this.newDriving(lease);
+    const d = newDriving(lease, this.log);
     this.driving.set(sessionId, d);
-    const heartbeat = this.startHeartbeat(d);
+    const heartbeat = this.lease.startHeartbeat(d);
     let again = false;
     let failed = false;
     let work = false;
@@ -240,21 +214,21 @@ export class TurnDriver implements OnApplicationShutdown {
         );
         const sqlState = refusedStep(e);
         if (sqlState !== null && !d.lost.signal.aborted)
-          await this.countRefusedStep(d, e, sqlState).catch((err: unknown) =>
-            this.log.warn({ ...d.ids, err: String(err) }, 'could not record a failed commit'),
-          );
+          await this.recovery
+            .countRefusedStep(d, e, sqlState)
+            .catch((err: unknown) => this.log.warn({ ...d.ids, err: String(err) }, 'could not record a failed commit'));
       }
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
       // A slot reserved for a turn that did not start goes back (fenced by the lease, still ours).
-      if (await this.slots.letGo(lease).catch(() => false)) d.freed = true;
+      if (await this.intake.letGo(lease).catch(() => false)) d.freed = true;
       // One statement: the release, and whether input arrived after our last look.
       work = await this.leases.releaseAndCheckWork(lease).catch(() => false);
     }
     if (this.draining) {
       // Hand the session to another replica at once.
-      this.ring(sessionId, 'handover');
+      this.announce.ring(sessionId, 'handover');
       return;
     }
     // Input that arrived while we held the lease but after our last look: take it now. After a
@@ -264,7 +238,7 @@ export class TurnDriver implements OnApplicationShutdown {
     // doorbell, if it rang here after the last look, is the only trace of it.
     const missed = d.rangAt > 0 && d.rangAt >= (d.store?.lastLookAt ?? 0);
     // A slot freed here: one session of the user held back by the cap is woken (the sweep is the backstop).
-    if (d.freed && d.ids.userId) void this.wakeWaiting(d.ids.userId, sessionId);
+    if (d.freed && d.ids.userId) void this.intake.wakeWaiting(d.ids.userId, sessionId);
     // Held back by the cap: driven again only when a doorbell rang after that (a slot freed), never
     // by its own queued input (which would spin); else a slot's doorbell or the sweep drives it.
     if (d.cappedAt > 0) {
@@ -274,69 +248,6 @@ export class TurnDriver implements OnApplicationShutdown {
     if (!failed && (again || work || missed)) setImmediate(() => void this.drive(sessionId));
   }
 
-  /** Rings the doorbell of one session of the user held back by the cap on running turns. */
-  private async wakeWaiting(userId: string, except: string): Promise<void> {
-    const id = await this.slots.waiting(userId, except).catch(() => null);
-    if (id !== null) this.ring(id, 'input');
-  }
-
-  /** `SKALD_MAX_CONCURRENT_TURNS_PER_USER`. */
-  private get maxTurns(): number {
-    return this.config.SKALD_MAX_CONCURRENT_TURNS_PER_USER ?? USER_CAPS.concurrent_turns.default;
-  }
-
-  /** The session's doorbell: one worker of the group tries to drive it. */
-  private ring(sessionId: string, reason: 'input' | 'handover'): void {
-    this.bus.publish(topicOf('sessionWake', sessionId), {
-      session_id: sessionId,
-      reason,
-    });
-  }
-
-  /**
-   * The retry budget: a step refused for what it carries (see `refusedStep`) is counted on the
-   * session row, per step; the sweep drives the session again later. After `MAX_COMMIT_FAILURES`
-   * in a row the turn is ended (its open calls failed, an `error` event) so that the sweep has
-   * nothing left to re-drive.
-   */
-  private async countRefusedStep(d: Driving, e: unknown, sqlState: string): Promise<void> {
-    const sessionId = d.lease.sessionId;
-    const failures = await this.turnState.recordCommitFailure(sessionId, d.ids.turnId ?? null);
-    if (failures < MAX_COMMIT_FAILURES) {
-      this.log.warn({ ...d.ids, failures, sqlState }, 'step refused; the sweep retries the turn later');
-      return;
-    }
-    const store = new PgSessionStore(
-      this.ds,
-      { owner: d.lease.owner, epoch: d.lease.epoch },
-      (ev) => this.announcer.announce(ev, { log: d.log }),
-      this.usage ?? null,
-    );
-    const session = await store.getSession(sessionId);
-    const { role } = await this.turnState.turnControl(sessionId);
-    const ended = await endFailedTurn(this.deps(store, session.userId, role, d.ids.turnId, null, d.log), {
-      sessionId,
-      ...(d.ids.turnId ? { inboxId: d.ids.turnId } : {}),
-      ...(e instanceof LoopInvariantError ? { reason: e.message } : {}),
-    });
-    await this.turnState.clearCommitFailures(sessionId);
-    this.log.error(
-      { ...d.ids, failures, sqlState, err: e instanceof Error ? e.message : String(e), ...ended },
-      'turn ended: the same step failed too many times in a row',
-    );
-    await this.bus
-      .call('approval.cancel_session', {
-        actor: { userId: session.userId, role },
-        session_id: sessionId,
-        reason: 'stop',
-      })
-      .catch((err: unknown) => this.log.warn({ err: String(err) }, "could not cancel the session's pending requests"));
-    this.bus.publish(topicOf('sessionTurnEnded', sessionId), {
-      session_id: sessionId,
-      reason: 'failed',
-    });
-  }
-
   /** Runs turns while there is work; true when more work may have arrived meanwhile. */
   private async runUntilIdle(d: Driving, primed: PrimedStart | null = null): Promise<boolean> {
     const sessionId = d.lease.sessionId;
@@ -344,13 +255,8 @@ export class TurnDriver implements OnApplicationShutdown {
       if (d.lost.signal.aborted || this.draining) return false;
       d.ids = { sessionId };
       d.log = loggerWithIds(this.log, d.ids);
-      const store = new PgSessionStore(
-        this.ds,
-        { owner: d.lease.owner, epoch: d.lease.epoch },
-        // The turn's logger when the event is announced (the turn's ids are known after its start read).
-        (ev) => this.announcer.announce(ev, { log: d.log }),
-        this.usage ?? null,
-      );
+      // The turn's logger when the event is announced (the turn's ids are known after its start read).
+      const store = this.loopDeps.store(d.lease, () => d.log);
       d.store = store;
       // One statement: the session, its stop flag and owner role, its queued inbox, and what the
       // turn reads before its first model call (primed in the store and the catalog).
@@ -368,21 +274,9 @@ export class TurnDriver implements OnApplicationShutdown {
         if (session.turnState === 'finished') await this.turnState.clearStop(sessionId);
         else d.turn.abort();
       }
-      const next = session.turnState === 'finished' ? nextTurnItem(start.inbox) : undefined;
-      if (session.turnState === 'finished' && !next) return false;
-      // A new turn from the inbox needs one of the user's slots (recovery, a resumed or stopped
-      // parked turn never waits). None: the input stays queued, accepted, for a freed slot's doorbell or the sweep.
-      // A failed reservation (the database) holds the turn back too: never the failed-turn path,
-      // which could end the turn of an accepted message; the sweep retries.
-      const slot = next ? await this.slots.reserve(d.lease, this.maxTurns).catch(() => 'failed' as const) : 'reserved';
-      if (slot !== 'reserved') {
-        d.cappedAt = performance.now();
-        d.log.info({ cap: this.maxTurns, slot }, 'turn held back: the user has the most turns running at once');
-        // At the cap (as the reservation's statement found it): the session's sockets are told, once per input here.
-        if (slot === 'at_cap' && next && this.heldBack.first(sessionId, next.id))
-          this.announcer.heldBack(session.userId, sessionId, next.clientMessageId, this.maxTurns);
-        return false;
-      }
+      const admitted = await this.intake.admit(d, start);
+      if (!admitted) return false;
+      const { next } = admitted;
       // A turn is named by the message that started it: a recovered or resumed turn keeps its id.
       d.ids = { userId: session.userId, sessionId, turnId: next?.id ?? session.turnId ?? undefined };
       d.log = loggerWithIds(this.log, d.ids);
@@ -433,7 +327,7 @@ export class TurnDriver implements OnApplicationShutdown {
     history: 'carried' | 'read' = 'read',
   ): Promise<'stop' | 'next'> {
     const sessionId = session.id;
-    const deps = this.deps(store, session.userId, role, d.ids.turnId, agentsRead, d.log);
+    const deps = this.loopDeps.deps(store, session.userId, role, d.ids.turnId, agentsRead, d.log);
     const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
     const log = d.log.child({ epoch: d.lease.epoch });
     let outcome: TurnOutcome;
@@ -443,29 +337,10 @@ export class TurnDriver implements OnApplicationShutdown {
       this.started(history);
       const input = { kind: 'entered' as const, messageId: entered.message.id, frameId: entered.frame.id };
       outcome = await runTurn(deps, { sessionId, input, signal });
-    } else if (session.turnState === 'running') {
-      log.info({}, 'recovering an unfinished turn');
-      outcome = await recoverTurn(deps, { sessionId, signal });
-    } else if (session.turnState === 'parked') {
-      if (d.turn.signal.aborted) {
-        log.info({}, 'stopping a parked turn');
-        outcome = await recoverTurn(deps, { sessionId, signal });
-      } else {
-        const answered = await this.firstAnswered(sessionId, session.userId, role, log);
-        if (!answered) return 'stop';
-        log.info({ toolCallId: answered.toolCallId }, 'a human answered a parked turn');
-        try {
-          outcome = await resolvePendingCall(deps, {
-            sessionId,
-            toolCallId: answered.toolCallId,
-            answer: answered.answer,
-            signal,
-          });
-        } catch (e) {
-          if (!(e instanceof CallNotAwaitingHumanError)) throw e;
-          return 'next';
-        }
-      }
+    } else if (session.turnState === 'running' || session.turnState === 'parked') {
+      const continued = await this.recovery.continueTurn(deps, d, session, role, signal, log);
+      if (continued === 'stop' || continued === 'next') return continued;
+      outcome = continued;
     } else {
       if (!inboxId) return 'stop';
       this.starting(log, history);
@@ -486,55 +361,9 @@ export class TurnDriver implements OnApplicationShutdown {
     // that commit did not say) — after that commit no stop can be recorded for this turn.
     if (outcome.kind !== 'parked' && store.stopAtFinish() !== false) await this.turnState.clearStop(sessionId);
     // The scheduler's doorbell for job sessions (it reads the ending from the session's rows).
-    if (outcome.kind !== 'parked')
-      this.bus.publish(topicOf('sessionTurnEnded', sessionId), {
-        session_id: sessionId,
-        reason: outcome.kind,
-      });
-    if (outcome.kind === 'cancelled') {
-      await this.bus
-        .call('approval.cancel_session', {
-          actor: { userId: session.userId, role },
-          session_id: sessionId,
-          reason: 'stop',
-        })
-        .catch((e: unknown) => log.warn({ err: String(e) }, "could not cancel the session's pending requests"));
-    }
+    if (outcome.kind !== 'parked') this.announce.turnEnded(sessionId, outcome.kind);
+    if (outcome.kind === 'cancelled') await this.announce.cancelPending(session.userId, role, sessionId, log);
     return outcome.kind === 'parked' ? 'stop' : 'next';
-  }
-
-  /** The first awaiting call of a parked session whose human request has been answered. */
-  private async firstAnswered(sessionId: string, userId: string, role: 'user' | 'admin', log: Logger) {
-    for (const call of await this.turnState.awaitingCalls(sessionId)) {
-      if (!call.requestId) continue;
-      try {
-        const state = await this.bus.call('approval.get', {
-          actor: { userId, role },
-          request_id: call.requestId,
-        });
-        const answer = answerOf(state);
-        if (answer) return { toolCallId: call.toolCallId, answer };
-      } catch (e) {
-        log.warn({ requestId: call.requestId, err: String(e) }, 'could not read a human request');
-      }
-    }
-    return null;
-  }
-
-  /** What a driver of `lease` holds: its signals and the session's logger (the turn's ids are added as it starts). */
-  private newDriving(lease: Lease): Driving {
-    const { sessionId } = lease;
-    return {
-      lease,
-      turn: new AbortController(),
-      lost: new AbortController(),
-      ids: { sessionId },
-      log: loggerWithIds(this.log, { sessionId }),
-      store: null,
-      rangAt: 0,
-      cappedAt: 0,
-      freed: false,
-    };
   }
 
   /**
@@ -546,118 +375,38 @@ export class TurnDriver implements OnApplicationShutdown {
     sessionId: string,
     fn: (store: PgSessionStore, signal: AbortSignal, role: 'user' | 'admin') => Promise<T>,
   ): Promise<T | null> {
-    const lease = await this.acquireForCommand(sessionId);
+    const lease = await this.lease.acquireForCommand(sessionId);
     if (!lease) return null;
-    const d = this.newDriving(lease);
+    const d = newDriving(lease, this.log);
     this.driving.set(sessionId, d);
-    const heartbeat = this.startHeartbeat(d);
+    const heartbeat = this.lease.startHeartbeat(d);
     try {
-      const store = new PgSessionStore(
-        this.ds,
-        { owner: lease.owner, epoch: lease.epoch },
-        (ev) => this.announcer.announce(ev, { log: d.log }),
-        this.usage ?? null,
-      );
+      const store = this.loopDeps.store(lease, () => d.log);
       const { role } = await this.turnState.turnControl(sessionId);
       return await fn(store, AbortSignal.any([d.turn.signal, d.lost.signal]), role);
     } finally {
       clearInterval(heartbeat);
       this.driving.delete(sessionId);
       // A slot a dead driver reserved for a turn that never started (the command may have taken its input) goes back.
-      await this.slots.letGo(lease).catch(() => false);
+      await this.intake.letGo(lease).catch(() => false);
       await this.leases.release(lease).catch(() => undefined);
       // A doorbell that rang meanwhile (the command looks at no inbox) counts as work: the check
       // after the release may not see a message whose statement saw the lease held.
-      if (!this.draining && (d.rangAt > 0 || (await this.hasWork(sessionId))))
+      if (!this.draining && (d.rangAt > 0 || (await this.intake.hasWork(sessionId))))
         setImmediate(() => void this.drive(sessionId));
     }
   }
 
-  /**
-   * The lease for a command. A driver that has just finished a turn still holds the lease for a
-   * moment (it looks at the inbox once more), so while the session's turn is finished the command
-   * waits up to `COMMAND_LEASE_WAIT_MS` for it; a running or parked turn answers null at once.
-   */
-  private async acquireForCommand(sessionId: string): Promise<Lease | null> {
-    const deadline = Date.now() + COMMAND_LEASE_WAIT_MS;
-    for (;;) {
-      if (this.draining) return null;
-      if (!this.driving.has(sessionId)) {
-        const lease = await this.leases.acquire(sessionId, this.instance, this.config.SKALD_LEASE_TTL_MS);
-        if (lease) return lease;
-      }
-      if (Date.now() >= deadline || (await this.turnState.turnState(sessionId)) !== 'finished') return null;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-
-  /**
-   * The loop's ports for one session's owner (turns, and the /context and /compact commands).
-   * `agentsRead`: the user's agent rows read with the turn's start, for the catalog. The catalog's
-   * `inject_memory` documents and the loop's memory context share one `NatsMemory` (one request).
-   * `log`: the turn's logger (its lines name the turn), passed to the ports that log.
-   */
+  /** The loop's ports for one session's owner (see LoopDepsBuilder.deps): the /context and /compact commands. */
   deps(
     store: PgSessionStore,
     userId: string,
     role: 'user' | 'admin',
     turnId?: string,
     agentsRead: AgentsRead | null = null,
-    log: Logger = loggerWithIds(this.log, { userId }),
+    log?: Logger,
   ): LoopDeps {
-    const facts = new TurnFacts();
-    const memory = new NatsMemory(this.bus, userId, role, facts);
-    return {
-      store,
-      gate: new NatsGate(this.bus, role, turnId, facts),
-      human: new NatsHumanWait(this.bus, role, {
-        parkAfterMs: this.config.SKALD_PARK_AFTER * 1000,
-        pollMs: this.config.SKALD_HUMAN_POLL_MS,
-        draining: () => this.draining,
-        turnId,
-      }),
-      tools: new RunnerToolSet(this.bus, role, turnId, facts),
-      tasks: new NatsAsyncTasks(this.bus, role),
-      llm: new LlmAdapter(this.llmManager, this.llmService, this.metrics, log),
-      events: this.announcer.sinkFor(userId),
-      catalog: this.catalog.forTurn(userId, memory, agentsRead, log),
-      memory,
-      clock: {
-        now: () => new Date(),
-        timeZone: () => this.config.SKALD_TIMEZONE ?? HOST_TIME_ZONE,
-      },
-      ids: { newId: () => randomUUID() },
-      config: loopConfigOf(this.config, { os: OS, defaultWorkingDirectory: WORKSPACE_ROOT }),
-    };
-  }
-
-  /** Renews the lease every third of its TTL; a lost lease aborts the turn; a stored stop too. */
-  private startHeartbeat(d: Driving): NodeJS.Timeout {
-    const { lease } = d;
-    const every = Math.max(200, Math.floor(this.config.SKALD_LEASE_TTL_MS / 3));
-    const timer = setInterval(() => {
-      void (async () => {
-        try {
-          if (!(await this.leases.renew(lease, this.config.SKALD_LEASE_TTL_MS))) {
-            this.log.warn({ ...d.ids, epoch: lease.epoch }, 'lease not renewed; aborting the turn');
-            d.lost.abort();
-            return;
-          }
-          if (!d.turn.signal.aborted && (await this.turnState.stopRequested(lease.sessionId))) d.turn.abort();
-        } catch (e) {
-          this.log.warn({ ...d.ids, err: String(e) }, 'lease renewal failed');
-        }
-      })();
-    }, every);
-    timer.unref();
-    return timer;
-  }
-
-  private async hasWork(sessionId: string): Promise<boolean> {
-    const rows = await queryRows(this.ds, `SELECT 1 FROM sessions s WHERE s.id = $1 AND ${SESSION_HAS_WORK}`, [
-      sessionId,
-    ]).catch(() => []);
-    return rows.length > 0;
+    return this.loopDeps.deps(store, userId, role, turnId, agentsRead, log);
   }
 
   /**
@@ -675,7 +424,7 @@ export class TurnDriver implements OnApplicationShutdown {
       // cannot record it as stopped by the user; the next driver recovers it.
       await this.leases.release(d.lease).catch(() => undefined);
       d.lost.abort();
-      this.ring(sessionId, 'handover');
+      this.announce.ring(sessionId, 'handover');
     }
   }
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readUpTo } from './file-tools.service';
+import { readUpTo } from './file-io';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 console.log(`readUpTo: seed ${SEED} (FC_SEED=${SEED} replays)`);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { OUTPUT_MAX_BYTES } from '../command/plain-command.runner';
-import { resultText } from './mcp.service';
+import { resultText } from './mcp-result';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 const LINE = /\n\[output truncated: (\d+) bytes omitted\]\n/;

@@ -13,20 +13,17 @@ import {
 import { Bus, RemoteError } from '@skald/messaging';
 import { Logger } from '@skald/service-kit';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
-import { capText } from '../command/output-capture';
-import { OUTPUT_MAX_BYTES } from '../command/plain-command.runner';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { ToolError } from '../tool-error';
 import { AddressPolicy, BlockedAddressError } from './address-guard';
 import { McpConnection, McpServerTarget } from './mcp-connections';
 import { McpLauncher } from './mcp-launcher';
+import { resultText } from './mcp-result';
+import { START_TOOL, startTool, toDto } from './mcp-server-view';
 import { McpServersRepository, StoredMcpServer } from './mcp-servers.repository';
 import { PerUserCache } from './per-user.cache';
 import { SecretBox } from './secret-box';
 import { mcpWireName } from './tool-names';
-
-/** The tool part of the placeholder a stdio server offers before it has run (`startTool`). */
-export const START_TOOL = 'skald_start';
 
 interface Secrets {
   env: Record<string, string>;
@@ -428,66 +425,10 @@ const settled = new WeakMap<Promise<McpConnection>, McpConnection>();
 /** The stored server id each connection was opened for. */
 const openingIds = new WeakMap<Promise<McpConnection>, string>();
 
-/**
- * What the catalog offers for a stdio server that has never run: one tool whose call (approved like
- * any MCP tool) starts it and loads its tools.
- */
-export function startTool(s: Pick<StoredMcpServer, 'name'>): McpToolDef {
-  return {
-    name: mcpWireName(s.name, START_TOOL),
-    server: s.name,
-    description:
-      `Starts the MCP server "${s.name}" (its configured command, in your sandbox) and loads its tools, ` +
-      'which can be called from the next step. Call it before using the server.',
-    parameters: { type: 'object', properties: {}, additionalProperties: false },
-    read_only: false,
-    idempotent: true,
-  };
-}
-
-function toDto(s: StoredMcpServer): McpServerDto {
-  return {
-    name: s.name,
-    transport: s.transport,
-    ...(s.command !== null ? { command: s.command, args: s.args, network: s.network } : {}),
-    ...(s.url !== null ? { url: s.url } : {}),
-    enabled: s.enabled,
-    status: s.enabled ? s.status : 'disabled',
-    ...(s.error ? { error: s.error } : {}),
-    tools_count: s.toolsCount,
-    ...(s.transport === 'stdio' ? { env_keys: s.envKeys } : { header_keys: s.headerKeys }),
-  };
-}
-
 function invalid(field: string, message: string): RemoteError {
   return new RemoteError({ code: 'invalid_input', message, field });
 }
 
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
-}
-
-/** What the model reads of an MCP result: its text, with other content named, capped like command output. */
-export function resultText(r: CallToolResult): string {
-  const parts: string[] = [];
-  for (const c of r.content ?? []) {
-    switch (c.type) {
-      case 'text':
-        parts.push(c.text);
-        break;
-      case 'image':
-      case 'audio':
-        parts.push(`[${c.type} ${c.mimeType}, ${Math.floor((c.data.length * 3) / 4)} bytes]`);
-        break;
-      case 'resource':
-        parts.push('text' in c.resource ? c.resource.text : `[resource ${c.resource.uri}]`);
-        break;
-      case 'resource_link':
-        parts.push(`[resource link ${c.uri}${c.name ? ` (${c.name})` : ''}]`);
-        break;
-    }
-  }
-  if (parts.length === 0 && r.structuredContent) parts.push(JSON.stringify(r.structuredContent));
-  const text = parts.join('\n');
-  return capText(text, OUTPUT_MAX_BYTES);
 }

@@ -13,7 +13,7 @@ import {
   SearchFileArgs,
   WriteFileArgs,
 } from '../files/file-tool-args';
-import { renderRead, renderSearch } from '../files/file-tools.service';
+import { renderRead, renderSearch } from '../files/file-render';
 import { ToolError } from '../tool-error';
 import { formatBytes } from '../workspace/workspaces.service';
 import { memoryVirtual, MemoryPath, parseMemoryPath } from './memory-path';

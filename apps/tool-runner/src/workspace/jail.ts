@@ -1,3 +1,6 @@
+// Size: one class, the only way the file tools touch a workspace: opening, resolving and removing
+// all go through its private component-by-component walk and its checks of what a descriptor
+// reached; split, those checks would have to be public, and a second way in would be possible.
 import { closeSync, constants as C, Dirent, fstatSync, openSync, readSync } from 'node:fs';
 import {
   FileHandle,

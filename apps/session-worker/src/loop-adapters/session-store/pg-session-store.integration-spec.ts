@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { queryRows } from '@skald/persistence';
 import { LeaseLostError, type NewMessage, type SessionEventDraft } from '@skald/agent-loop';
-import { LeaseRepository } from '../lease/lease.repository';
-import { CommittedEvent, PgSessionStore } from './pg-session-store';
-import { openRootFrame } from '../testing-fixtures/root-frame';
-import { plainMessage } from '../testing-fixtures/plain-message';
+import { LeaseRepository } from '../../lease/lease.repository';
+import type { CommittedEvent } from './committed-event';
+import { PgSessionStore } from './pg-session-store';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
+import { plainMessage } from '../../testing-fixtures/plain-message';
 
 jest.setTimeout(30_000);
 

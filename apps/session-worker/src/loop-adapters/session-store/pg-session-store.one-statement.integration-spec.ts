@@ -10,21 +10,21 @@ import {
   type SessionEventDraft,
   type ToolCallStatus,
 } from '@skald/agent-loop';
-import { JobSessionsRepository } from '../jobs/job-sessions.repository';
-import { LlmUsageRepository } from '../llm/llm-usage.repository';
+import { JobSessionsRepository } from '../../jobs/job-sessions.repository';
+import { LlmUsageRepository } from '../../llm/llm-usage.repository';
 import { fitsOneStatement, oneStatementCommit, shapeName } from './one-statement-commit';
 import { PgSessionStore } from './pg-session-store';
-import { openRootFrame } from '../testing-fixtures/root-frame';
-import { waitingOn } from '../testing-fixtures/lock-waits';
-import { plainMessage } from '../testing-fixtures/plain-message';
-import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
+import { waitingOn } from '../../testing-fixtures/lock-waits';
+import { plainMessage } from '../../testing-fixtures/plain-message';
+import { toolCallPatchFields } from '../../testing-fixtures/tool-call-patch';
 import {
   allShapes,
   commitOfShape,
   pendingReadFile,
   usageOf,
   type ShapeContext,
-} from '../testing-fixtures/commit-shapes';
+} from '../../testing-fixtures/commit-shapes';
 
 jest.setTimeout(180_000);
 

@@ -3,8 +3,8 @@ import { DataSource } from 'typeorm';
 import type { Mutation } from '@skald/agent-loop';
 import { PgSessionStore } from './pg-session-store';
 import { fitsOneStatement } from './one-statement-commit';
-import { openRootFrame } from '../testing-fixtures/root-frame';
-import { plainMessage } from '../testing-fixtures/plain-message';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
+import { plainMessage } from '../../testing-fixtures/plain-message';
 
 jest.setTimeout(60_000);
 

@@ -4,9 +4,9 @@ import { DataSource } from 'typeorm';
 import type { Mutation, ToolCallPatch, ToolCallStatus } from '@skald/agent-loop';
 import { ToolCallStatus as ToolCallStatusEnum } from '@skald/contracts';
 import { PgSessionStore } from './pg-session-store';
-import { openRootFrame } from '../testing-fixtures/root-frame';
-import { plainMessage } from '../testing-fixtures/plain-message';
-import { toolCallPatchFields } from '../testing-fixtures/tool-call-patch';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
+import { plainMessage } from '../../testing-fixtures/plain-message';
+import { toolCallPatchFields } from '../../testing-fixtures/tool-call-patch';
 
 jest.setTimeout(120_000);
 

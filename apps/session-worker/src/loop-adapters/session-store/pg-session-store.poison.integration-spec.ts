@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import type { Mutation, NewMessage, SessionEventDraft, ToolCallRow } from '@skald/agent-loop';
-import { SessionsRepository } from '../sessions/sessions.repository';
-import { CommitRejectedError, CommittedEvent, PgSessionStore } from './pg-session-store';
-import { openRootFrame } from '../testing-fixtures/root-frame';
+import { SessionsRepository } from '../../sessions/sessions.repository';
+import type { CommittedEvent } from './committed-event';
+import { CommitRejectedError } from './fence';
+import { PgSessionStore } from './pg-session-store';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
 
 jest.setTimeout(60_000);
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { allShapes, commitOfShape, type ShapeContext } from '../testing-fixtures/commit-shapes';
+import { allShapes, commitOfShape, type ShapeContext } from '../../testing-fixtures/commit-shapes';
 import { fitsOneStatement, oneStatementCommit, shapeName } from './one-statement-commit';
 
 const ctx: ShapeContext = {

@@ -1,5 +1,5 @@
 import { parseJsonText } from '@skald/persistence';
-import { SESSION_HAS_WORK } from '../lease/lease.repository';
+import { SESSION_HAS_WORK } from '../../lease/lease.repository';
 import type { CarriedHistory } from './history-carry';
 import type { CarriedFrame } from './session-cache';
 import type {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { LeaseLostError, type Mutation } from '@skald/agent-loop';
 import { PgSessionStore } from './pg-session-store';
-import { openRootFrame } from '../testing-fixtures/root-frame';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
 
 /**
  * The fence of every commit: a writer whose lease was taken over, or has expired, writes nothing —

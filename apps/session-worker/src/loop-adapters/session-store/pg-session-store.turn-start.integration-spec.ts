@@ -4,11 +4,11 @@ import { DataSource } from 'typeorm';
 import { deepToPgText, pgParams } from '@skald/persistence';
 import type { Mutation, ToolCallStatus } from '@skald/agent-loop';
 import { ToolCallStatus as ToolCallStatusEnum } from '@skald/contracts';
-import { openRootFrame } from '../testing-fixtures/root-frame';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
 import { PgSessionStore } from './pg-session-store';
 import { TURN_START_SQL } from './turn-start';
-import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { toUserAgentRow, UserAgentsRepository } from '../agents/user-agents.repository';
+import { TurnStateRepository } from '../../sessions/turn-state.repository';
+import { toUserAgentRow, UserAgentsRepository } from '../../agents/user-agents.repository';
 
 jest.setTimeout(180_000);
 
@@ -136,7 +136,7 @@ const emptyState: State = {
 };
 
 /**
- * The turn's start read (store/turn-start.ts: ONE statement) answers exactly what the separate
+ * The turn's start read (loop-adapters/session-store/turn-start.ts: ONE statement) answers exactly what the separate
  * reads it replaces answer — PgSessionStore.getSession / listInbox / listActiveFrames /
  * listMessages / listToolCalls / getGrants / getScratchpad / getCompaction on a fresh store,
  * TurnStateRepository.turnControl, UserAgentsRepository.list — over generated session states

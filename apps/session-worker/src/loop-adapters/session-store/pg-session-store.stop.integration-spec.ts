@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { Mutation } from '@skald/agent-loop';
 import { PgSessionStore } from './pg-session-store';
-import { TurnStateRepository } from '../sessions/turn-state.repository';
-import { waitingOn } from '../testing-fixtures/lock-waits';
-import { openRootFrame } from '../testing-fixtures/root-frame';
+import { TurnStateRepository } from '../../sessions/turn-state.repository';
+import { waitingOn } from '../../testing-fixtures/lock-waits';
+import { openRootFrame } from '../../testing-fixtures/root-frame';
 
 jest.setTimeout(60_000);
 

@@ -1,0 +1,64 @@
+import type { BypassScope as ContractBypassScope } from '@skald/contracts';
+
+// What the approval gate judges and answers (see rule-engine.ts): a rule as stored, the call with
+// its session's context, and the decision.
+
+export type RuleAction = 'allow' | 'deny' | 'require';
+export type GateBy = 'rule' | 'bypass' | 'run_context' | 'auto_deny' | 'policy';
+
+/** A rule as stored. `action` is a string: a row with an unknown action fails to load. */
+export interface RuleRow {
+  id: string;
+  toolPattern: string;
+  pathPattern: string | null;
+  commandPattern: string | null;
+  agentId: string | null;
+  source: string | null;
+  securityGroup: string | null;
+  action: string;
+  priority: number;
+  /** Insertion order: ties on priority are broken by it. */
+  ord: number;
+}
+
+/** A session bypass's scope (contracts `BypassScope`): wide (`all`, a category, an MCP server) or narrow (one tool's command or directory). */
+export type BypassScope = ContractBypassScope;
+
+export interface RunContext {
+  /** The base of relative paths (with the call's `workdir` argument), as in the tool runner. */
+  workingDirectory?: string | null;
+  allowFsReads?: readonly string[];
+  allowFsWrites?: readonly string[];
+}
+
+export interface GateInput {
+  toolName: string;
+  arguments: Record<string, unknown>;
+  agentId: string;
+  source: string;
+  securityGroup?: string;
+  /** The session belongs to an admin (shared memory is writable from an admin's session only). */
+  isAdmin: boolean;
+  runContext?: RunContext;
+  /** Active bypasses of the session. */
+  bypasses?: readonly BypassScope[];
+  /** Headless session (`auto_deny_approvals`): a Require is rejected without asking. */
+  autoDeny?: boolean;
+  /**
+   * Where the call's paths land (`approval.check` `landing`, from the tool runner's `tools.resolve`),
+   * in the order of `callPaths`; a missing or null entry is a landing nobody could resolve. Judged
+   * with the lexical path for the tools whose files the runner owns (file tools, `execute_cmd`'s
+   * directory): a deny on either denies, an allow needs both. Undefined: the lexical path alone (the
+   * rules tester; the service sends `[]` for a check that carried none, so nothing allows by path).
+   */
+  landing?: ReadonlyArray<string | null>;
+}
+
+export interface GateResult {
+  decision: RuleAction;
+  ruleId?: string;
+  reason: string;
+  by: GateBy;
+  /** The shell line could not be read as simple commands: only a human may allow it (no bypass). */
+  needsHuman?: boolean;
+}

@@ -1,0 +1,157 @@
+import type {
+  CompactionSummary,
+  FrameRow,
+  InboxItem,
+  MessageRow,
+  ScratchpadNote,
+  SessionInfo,
+  ToolCallRow,
+} from '@skald/agent-loop';
+import { iso } from '../../sessions/row-format';
+import { jsonRows } from './turn-start';
+
+/**
+ * The session store's rows as Postgres returns them, and their mapping to the loop's domain types.
+ * A row is read through the text codec (see pg-text-query.ts) before it is mapped here.
+ */
+export type Row = Record<string, unknown>;
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+/** A JSON aggregate of queued inbox rows (see QUEUED_INBOX_JSON and the one-statement commit). */
+export function inboxOf(json: unknown): InboxItem[] {
+  return jsonRows(json, ['created_at']).map(toInboxItem);
+}
+
+/** The mappers the turn's start read (turn-start.ts) parses its aggregates with. */
+export const TURN_START_MAPPERS = {
+  toSessionInfo: (r: Row) => toSessionInfo(r),
+  toFrame: (r: Row) => toFrame(r),
+  toMessage: (r: Row) => toMessage(r),
+  toToolCall: (r: Row) => toToolCall(r),
+  toInboxItem: (r: Row) => toInboxItem(r),
+};
+
+export function toSessionInfo(r: Row): SessionInfo {
+  const rc = (r.run_context ?? {}) as {
+    working_directory?: string;
+    system_prompt?: string[];
+    allow_fs_reads?: string[];
+    allow_fs_writes?: string[];
+    enabled_mcp_servers?: string[];
+  };
+  return {
+    id: String(r.id),
+    userId: String(r.user_id),
+    agentId: String(r.agent_id),
+    source: String(r.source),
+    isInteractive: Boolean(r.is_interactive),
+    isEphemeral: Boolean(r.is_ephemeral),
+    autoDenyApprovals: Boolean(r.auto_deny_approvals),
+    scratchpadSessionId: String(r.scratchpad_session_id ?? r.id),
+    runContext: {
+      workingDirectory: rc.working_directory ?? null,
+      systemPrompt: rc.system_prompt ?? [],
+      allowFsReads: stringList(rc.allow_fs_reads),
+      allowFsWrites: stringList(rc.allow_fs_writes),
+      enabledMcpServers: stringList(rc.enabled_mcp_servers),
+    },
+    securityGroup: typeof r.security_group === 'string' && r.security_group !== '' ? r.security_group : null,
+    pinnedClient: (r.user_pin as string | null) ?? (r.client_pin as string | null) ?? null,
+    turnState: r.turn_state as SessionInfo['turnState'],
+    turnId: (r.turn_id as string | null) ?? null,
+  };
+}
+
+/** A stored list of paths; anything else (an old or hand-edited row) counts as none. */
+function stringList(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+export function toFrame(r: Row): FrameRow {
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    parentFrameId: (r.parent_frame_id as string | null) ?? null,
+    parentToolCallId: (r.parent_tool_call_id as string | null) ?? null,
+    agentId: String(r.agent_id),
+    depth: Number(r.depth),
+    status: r.status as FrameRow['status'],
+    clientPin: (r.client as string | null) ?? null,
+  };
+}
+
+export function toMessage(r: Row): MessageRow {
+  const meta = r.metadata as { attachments?: MessageRow['attachments'] } | null;
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    frameId: String(r.frame_id),
+    role: r.role as MessageRow['role'],
+    content: String(r.content),
+    reasoningContent: (r.reasoning as string | null) ?? null,
+    status: r.status as MessageRow['status'],
+    isSynthetic: Boolean(r.is_synthetic),
+    attachments: meta?.attachments ?? null,
+    clientMessageId: (r.client_message_id as string | null) ?? null,
+    inputTokens: num(r.input_tokens),
+    outputTokens: num(r.output_tokens),
+    costUsd: r.cost_usd === null || r.cost_usd === undefined ? null : Number(r.cost_usd),
+    tokensEstimated: Boolean(r.tokens_estimated),
+    llmClient: (r.llm_client as string | null) ?? null,
+    llmModel: (r.llm_model as string | null) ?? null,
+    createdAt: iso(r.created_at),
+  };
+}
+
+export function toToolCall(r: Row): ToolCallRow {
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    frameId: String(r.frame_id),
+    messageId: String(r.message_id),
+    index: Number(r.idx),
+    llmCallId: String(r.llm_call_id),
+    name: String(r.name),
+    argumentsText: String(r.arguments),
+    status: r.status as ToolCallRow['status'],
+    result: (r.result as string | null) ?? null,
+    resultType: (r.result_type as string | null) ?? null,
+    requestId: (r.request_id as string | null) ?? null,
+    childFrameId: (r.child_frame_id as string | null) ?? null,
+    previewHash: (r.preview_hash as string | null) ?? null,
+    ...(r.stale_reasks ? { staleReasks: Number(r.stale_reasks) } : {}),
+    judgedLanding: (r.judged_landing as ToolCallRow['judgedLanding']) ?? null,
+  };
+}
+
+export function toInboxItem(r: Row): InboxItem {
+  return {
+    id: String(r.id),
+    sessionId: String(r.session_id),
+    clientMessageId: String(r.client_message_id),
+    content: String(r.content),
+    attachments: (r.attachments as InboxItem['attachments']) ?? null,
+    delivery: r.delivery as InboxItem['delivery'],
+    createdAt: iso(r.created_at),
+    ...(r.tool_result ? { toolResult: toolResultOf(r.tool_result) } : {}),
+    ...(r.is_synthetic === true ? { isSynthetic: true } : {}),
+    ...(r.rewind_kind
+      ? { rewind: { kind: r.rewind_kind as 'regenerate' | 'edit', messageId: String(r.rewind_message_id) } }
+      : {}),
+  };
+}
+
+/** `session_inbox.tool_result`: a system delivery (an async task's result) entering as a completed call. */
+function toolResultOf(v: unknown): InboxItem['toolResult'] {
+  const t = v as { tool_name: string; arguments_text: string; result: string };
+  return { toolName: t.tool_name, argumentsText: t.arguments_text, result: t.result };
+}
+
+export function toScratchpadNote(r: Row): ScratchpadNote {
+  return { key: String(r.key), value: String(r.value) };
+}
+
+export function toCompaction(r: Row): CompactionSummary {
+  return { frameId: String(r.frame_id), summary: String(r.summary), boundaryMessageId: String(r.boundary_message_id) };
+}

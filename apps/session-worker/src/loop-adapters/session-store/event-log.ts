@@ -25,7 +25,7 @@ export async function fenceAndAppend(
 ): Promise<{ events: CommittedEvent[]; inbox: InboxItem[] }> {
   const lost = (): LeaseLostError => new LeaseLostError(`lease of session ${sessionId} lost (epoch ${fence.epoch})`);
   if (events.length === 0) {
-    const lease: Row[] = await rawQueryRows(
+    const lease = await rawQueryRows<Row>(
       tx,
       `SELECT epoch, ${QUEUED_INBOX_JSON} AS inbox FROM session_leases
         WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
@@ -36,7 +36,7 @@ export async function fenceAndAppend(
   }
   let rows: Row[];
   try {
-    rows = await rawQueryRows(
+    rows = await rawQueryRows<Row>(
       tx,
       `WITH fence AS (
          SELECT epoch FROM session_leases

@@ -1,11 +1,10 @@
-import { deepToPgText, Queryable } from '@skald/persistence';
+import { deepToPgText, Queryable, type SessionInboxRow, type StackFramesRow } from '@skald/persistence';
 import { LeaseLostError, type Mutation } from '@skald/agent-loop';
 import type { EntityManager } from 'typeorm';
 import type { Fence } from './fence';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 import { landingJson, UsageRow } from './one-statement-commit';
 import { exec, queryRows } from './pg-text-query';
-import type { Row } from './session-rows';
 
 // The statements of the transaction path of a commit: one per mutation kind (`applyMutation`), the
 // inbox rows it settles locked in queue order first, and the ledger rows that ride with it. The hot
@@ -60,7 +59,7 @@ async function settleInbox(
   inboxId: string,
   status: 'entered' | 'discarded',
 ): Promise<void> {
-  const r: Row[] = await queryRows(
+  const r = await queryRows<Pick<SessionInboxRow, 'id'>>(
     tx,
     `UPDATE session_inbox SET status = $3, settled_at = now()
       WHERE id = $1 AND session_id = $2 AND status = 'queued' RETURNING id`,
@@ -226,7 +225,7 @@ export async function applyMutation(
       return;
     }
     case 'closeFrame': {
-      const r: Row[] = await queryRows(
+      const r = await queryRows<Pick<StackFramesRow, 'id'>>(
         tx,
         `UPDATE stack_frames SET status = 'closed', closed_at = now(), epoch = $2 WHERE id = $1 AND status = 'active' RETURNING id`,
         [m.frameId, epoch],
@@ -305,7 +304,7 @@ export async function applyMutation(
  * sorted and once each. Throws `LeaseLostError` when the lease is not held.
  */
 export async function revokeGrants(db: Queryable, sessionId: string, fence: Fence): Promise<string[]> {
-  const rows: Row[] = await queryRows(
+  const rows = await queryRows<{ fenced: number; groups: unknown[] }>(
     db,
     `WITH fence AS (
          SELECT epoch FROM session_leases
@@ -318,5 +317,5 @@ export async function revokeGrants(db: Queryable, sessionId: string, fence: Fenc
   );
   if (Number(rows[0]?.fenced) === 0)
     throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${fence.epoch})`);
-  return (rows[0].groups as unknown[]).map(String);
+  return rows[0].groups.map(String);
 }

@@ -6,6 +6,7 @@ import { Fence, rejected } from './fence';
 import { fenceAndEventParams } from './one-statement-commit';
 import { inboxOf, Row } from './session-rows';
 import { QUEUED_INBOX_JSON } from './turn-start';
+import { insertColumns, SESSION_EVENTS_INSERT } from '../../sessions/insert-columns.constants';
 
 // The session's event log (`session_events`) as a commit of the transaction path writes it. The
 // one-statement commit (one-statement-commit.ts) appends its events in its own statement, with the
@@ -45,7 +46,7 @@ export async function fenceAndAppend(
          UPDATE sessions SET last_seq = last_seq + $4, updated_at = now()
           WHERE id = $1 AND EXISTS (SELECT 1 FROM fence) RETURNING last_seq, user_id),
        appended AS (
-         INSERT INTO session_events (session_id, seq, type, payload)
+         INSERT INTO session_events ${insertColumns(SESSION_EVENTS_INSERT)}
          SELECT $1, head.last_seq - $4 + u.n, u.t, u.p
            FROM head, unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(t, p, n))
        SELECT (SELECT count(*) FROM fence)::int AS fenced, head.last_seq, head.user_id,

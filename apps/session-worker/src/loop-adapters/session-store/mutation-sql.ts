@@ -5,6 +5,7 @@ import type { Fence } from './fence';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 import { landingJson, UsageRow } from './one-statement-commit';
 import { exec, queryRows } from './pg-text-query';
+import { CHAT_HISTORY_INSERT, insertColumns, STACK_FRAMES_INSERT } from '../../sessions/insert-columns.constants';
 
 // The statements of the transaction path of a commit: one per mutation kind (`applyMutation`), the
 // inbox rows it settles locked in queue order first, and the ledger rows that ride with it. The hot
@@ -106,9 +107,7 @@ export async function applyMutation(
       if (m.kind === 'enterInbox') await settleInbox(tx, sessionId, m.inboxId, 'entered');
       await exec(
         tx,
-        `INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
-                                   client_message_id, input_tokens, output_tokens, epoch, created_at,
-                                   cost_usd, tokens_estimated, llm_client, llm_model)
+        `INSERT INTO chat_history ${insertColumns(CHAT_HISTORY_INSERT)}
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
         [
           msg.id,
@@ -218,7 +217,7 @@ export async function applyMutation(
       const f = m.frame;
       await exec(
         tx,
-        `INSERT INTO stack_frames (id, session_id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch)
+        `INSERT INTO stack_frames ${insertColumns(STACK_FRAMES_INSERT)}
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [f.id, f.sessionId, f.parentFrameId, f.parentToolCallId, f.agentId, f.depth, f.status, f.clientPin, epoch],
       );

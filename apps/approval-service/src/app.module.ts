@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
-import { APPROVAL_ENTITIES, DatabaseModule } from '@skald/persistence';
+import { DatabaseModule } from '@skald/persistence';
 import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import { AdminHandler } from './admin.handler';
 import { AuditRepository } from './audit/audit.repository';
@@ -33,7 +33,6 @@ export class AppModule {
           poolSize: config.DATABASE_POOL_SIZE,
           poolMin: config.DATABASE_POOL_MIN,
           poolIdleMs: config.DATABASE_POOL_IDLE_MS,
-          entities: APPROVAL_ENTITIES,
           applicationName: instance,
           readiness,
         }),

@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { MessagingModule } from '@skald/messaging';
-import { DatabaseModule, IDENTITY_ENTITIES } from '@skald/persistence';
+import { DatabaseModule } from '@skald/persistence';
 import { Logger, METRICS_REGISTRY, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import type { Registry } from 'prom-client';
 import { AdminUsersController } from './admin/admin-users.controller';
@@ -54,7 +54,6 @@ export class AppModule {
           poolSize: config.DATABASE_POOL_SIZE,
           poolMin: config.DATABASE_POOL_MIN,
           poolIdleMs: config.DATABASE_POOL_IDLE_MS,
-          entities: IDENTITY_ENTITIES,
           applicationName: instance,
           readiness,
         }),

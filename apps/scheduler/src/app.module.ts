@@ -21,7 +21,6 @@ export class AppModule {
           poolSize: config.DATABASE_POOL_SIZE,
           poolMin: config.DATABASE_POOL_MIN,
           poolIdleMs: config.DATABASE_POOL_IDLE_MS,
-          entities: [],
           applicationName: instance,
           readiness,
         }),

@@ -1,7 +1,7 @@
 import { DynamicModule, Module, OnApplicationShutdown } from '@nestjs/common';
 import { LlmManager } from '@skald/llm';
 import { Bus, MessagingModule } from '@skald/messaging';
-import { DatabaseModule, SESSION_ENTITIES } from '@skald/persistence';
+import { DatabaseModule } from '@skald/persistence';
 import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from './config';
 import { AGENT_FILES, AgentCatalogService } from './agents/agent-catalog.service';
@@ -66,7 +66,6 @@ export class AppModule {
           poolSize: config.DATABASE_POOL_SIZE,
           poolMin: config.DATABASE_POOL_MIN,
           poolIdleMs: config.DATABASE_POOL_IDLE_MS,
-          entities: SESSION_ENTITIES,
           applicationName: instance,
           readiness,
         }),

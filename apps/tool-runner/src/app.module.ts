@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
-import { DatabaseModule, TOOL_RUNNER_ENTITIES } from '@skald/persistence';
+import { DatabaseModule } from '@skald/persistence';
 import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
 import { BwrapCommandRunner } from './command/bwrap-command.runner';
 import { CommandRunner } from './command/command-runner';
@@ -49,7 +49,6 @@ export class AppModule {
           poolSize: config.DATABASE_POOL_SIZE,
           poolMin: config.DATABASE_POOL_MIN,
           poolIdleMs: config.DATABASE_POOL_IDLE_MS,
-          entities: TOOL_RUNNER_ENTITIES,
           applicationName: instance,
           readiness,
         }),

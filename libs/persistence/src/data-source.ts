@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { DataSource, EntitySchema } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { MIGRATIONS } from './migrations';
 
 export interface DatabaseOptions {
@@ -19,18 +19,17 @@ export interface DatabaseOptions {
    * setting raises the bound on connections: a process never holds more than `poolSize`.
    */
   poolIdleMs?: number;
-  /** Tables this process may touch: the owning service registers only its own entities. */
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-  entities?: Array<Function | EntitySchema>;
   applicationName?: string;
 }
 
-/** A DataSource with the migrations registered and `synchronize` off. */
+/**
+ * A DataSource with the migrations registered and `synchronize` off, and no entities: repositories run SQL and
+ * type its rows with the generated row types (`generated/rows.ts`).
+ */
 export function createDataSource(options: DatabaseOptions): DataSource {
   return new DataSource({
     type: 'postgres',
     url: options.url,
-    entities: options.entities ?? [],
     migrations: MIGRATIONS,
     migrationsTableName: 'skald_migrations',
     synchronize: false,

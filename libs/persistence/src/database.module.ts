@@ -10,7 +10,7 @@ class DatabaseLifecycle implements OnApplicationShutdown {
   }
 }
 
-/** The app's TypeORM DataSource, with only the entities of the tables it owns. */
+/** The app's TypeORM DataSource: its pool, transactions and readiness check. */
 @Module({})
 export class DatabaseModule {
   static forRoot(

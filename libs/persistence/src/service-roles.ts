@@ -1,5 +1,6 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import type { TableRows } from './generated/rows';
 import { instanceName, serviceSecretVar, SKALD_SERVICES, type SkaldService } from '@skald/contracts';
 
 // The five apps, each connecting to Postgres as a role of its own, granted only its tables.
@@ -7,68 +8,77 @@ export { SKALD_SERVICES, type SkaldService };
 
 export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
 
+/** A service's privileges, table by table (tables as the generated row types name them). */
+type TableGrants = Readonly<{ [T in keyof TableRows]?: readonly TablePrivilege[] }>;
+
 /**
- * The single source of truth of who may touch which table, read off the code of each app: its
- * TypeORM entities and every raw SQL statement. `UPDATE` is also what `ON CONFLICT DO UPDATE` and
- * `SELECT … FOR UPDATE / FOR SHARE` need; every statement with a `WHERE` or `RETURNING` needs
- * `SELECT`. A table named nowhere here is reachable by no service (only by the migration admin).
+ * The single source of truth of who may touch which table, read off the SQL statements of each app; a table is
+ * named as the generated row types name it, so a misspelt or dropped table does not compile. `UPDATE` is also what
+ * `ON CONFLICT DO UPDATE` and `SELECT … FOR UPDATE / FOR SHARE` need; every statement with a `WHERE` or `RETURNING`
+ * needs `SELECT`. A table named nowhere here is reachable by no service (only by the migration admin).
  */
-export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, Readonly<Record<string, readonly TablePrivilege[]>>>> =
-  {
-    gateway: {
-      users: ['SELECT', 'INSERT', 'UPDATE'],
-      api_tokens: ['SELECT', 'INSERT', 'UPDATE'],
-      // Expired tickets are deleted when a new one is issued.
-      ws_tickets: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-    },
-    'session-worker': {
-      // Deleting a conversation deletes its session; the rows it owns go with it (ON DELETE CASCADE).
-      sessions: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-      // Taken with ON CONFLICT DO UPDATE; checked with FOR SHARE in every turn write.
-      session_leases: ['SELECT', 'INSERT', 'UPDATE'],
-      stack_frames: ['SELECT', 'INSERT', 'UPDATE'],
-      chat_history: ['SELECT', 'INSERT', 'UPDATE'],
-      tool_calls: ['SELECT', 'INSERT', 'UPDATE'],
-      session_inbox: ['SELECT', 'INSERT', 'UPDATE'],
-      // Kept by the row trigger on session_inbox (runs as the role that changed the inbox): an upsert, a decrement.
-      user_inbox_queued: ['SELECT', 'INSERT', 'UPDATE'],
-      // Kept by the row triggers on sessions (turn slots); locked by the submit and the driver to judge the cap.
-      user_turns_running: ['SELECT', 'INSERT', 'UPDATE'],
-      session_events: ['SELECT', 'INSERT'],
-      session_scratchpad: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-      session_todos: ['SELECT', 'INSERT', 'UPDATE'],
-      // Granted with ON CONFLICT DO NOTHING; a session reset deletes them.
-      tool_grants: ['SELECT', 'INSERT', 'DELETE'],
-      compaction_summaries: ['SELECT', 'INSERT', 'UPDATE'],
-      // A ledger: appended, summed, never changed.
-      llm_usage: ['SELECT', 'INSERT'],
-      llm_client_pins: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-      user_agents: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-      user_settings: ['SELECT', 'INSERT', 'UPDATE'],
-    },
-    'approval-service': {
-      approval_rules: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-      // Bumped by the statement trigger on approval_rules, which runs as the role that changed the rules.
-      approval_rules_version: ['SELECT', 'UPDATE'],
-      approval_requests: ['SELECT', 'INSERT', 'UPDATE'],
-      approval_bypasses: ['SELECT', 'INSERT', 'UPDATE'],
-      // An audit trail: appended, never changed.
-      approval_audit: ['SELECT', 'INSERT'],
-      // Per user, bounded: the least recently offered names are deleted past the bound.
-      known_tools: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-    },
-    'tool-runner': {
-      // Written under SELECT … FOR UPDATE; documents are never deleted.
-      memory_documents: ['SELECT', 'INSERT', 'UPDATE'],
-      tool_call_results: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-      mcp_servers: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-    },
-    scheduler: {
-      scheduled_jobs: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
-      // Deleted only by the cascade of a deleted job, which runs as the table owner.
-      job_runs: ['SELECT', 'INSERT', 'UPDATE'],
-    },
-  };
+export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, TableGrants>> = {
+  gateway: {
+    users: ['SELECT', 'INSERT', 'UPDATE'],
+    api_tokens: ['SELECT', 'INSERT', 'UPDATE'],
+    // Expired tickets are deleted when a new one is issued.
+    ws_tickets: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+  },
+  'session-worker': {
+    // Deleting a conversation deletes its session; the rows it owns go with it (ON DELETE CASCADE).
+    sessions: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    // Taken with ON CONFLICT DO UPDATE; checked with FOR SHARE in every turn write.
+    session_leases: ['SELECT', 'INSERT', 'UPDATE'],
+    stack_frames: ['SELECT', 'INSERT', 'UPDATE'],
+    chat_history: ['SELECT', 'INSERT', 'UPDATE'],
+    tool_calls: ['SELECT', 'INSERT', 'UPDATE'],
+    session_inbox: ['SELECT', 'INSERT', 'UPDATE'],
+    // Kept by the row trigger on session_inbox (runs as the role that changed the inbox): an upsert, a decrement.
+    user_inbox_queued: ['SELECT', 'INSERT', 'UPDATE'],
+    // Kept by the row triggers on sessions (turn slots); locked by the submit and the driver to judge the cap.
+    user_turns_running: ['SELECT', 'INSERT', 'UPDATE'],
+    session_events: ['SELECT', 'INSERT'],
+    session_scratchpad: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    session_todos: ['SELECT', 'INSERT', 'UPDATE'],
+    // Granted with ON CONFLICT DO NOTHING; a session reset deletes them.
+    tool_grants: ['SELECT', 'INSERT', 'DELETE'],
+    compaction_summaries: ['SELECT', 'INSERT', 'UPDATE'],
+    // A ledger: appended, summed, never changed.
+    llm_usage: ['SELECT', 'INSERT'],
+    llm_client_pins: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    user_agents: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    user_settings: ['SELECT', 'INSERT', 'UPDATE'],
+  },
+  'approval-service': {
+    approval_rules: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    // Bumped by the statement trigger on approval_rules, which runs as the role that changed the rules.
+    approval_rules_version: ['SELECT', 'UPDATE'],
+    approval_requests: ['SELECT', 'INSERT', 'UPDATE'],
+    approval_bypasses: ['SELECT', 'INSERT', 'UPDATE'],
+    // An audit trail: appended, never changed.
+    approval_audit: ['SELECT', 'INSERT'],
+    // Per user, bounded: the least recently offered names are deleted past the bound.
+    known_tools: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+  },
+  'tool-runner': {
+    // Written under SELECT … FOR UPDATE; documents are never deleted.
+    memory_documents: ['SELECT', 'INSERT', 'UPDATE'],
+    tool_call_results: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    mcp_servers: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+  },
+  scheduler: {
+    scheduled_jobs: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    // Deleted only by the cascade of a deleted job, which runs as the table owner.
+    job_runs: ['SELECT', 'INSERT', 'UPDATE'],
+  },
+};
+
+/** The tables `service` is granted, each with its privileges. */
+export function tableGrants(service: SkaldService): Array<[table: string, privileges: readonly TablePrivilege[]]> {
+  return Object.entries(SERVICE_TABLE_GRANTS[service]).flatMap(([table, privileges]) =>
+    privileges ? [[table, privileges] as [string, readonly TablePrivilege[]]] : [],
+  );
+}
 
 /**
  * Tables no service may write: the migration admin's own. Every service may read them: the list of applied
@@ -236,7 +246,7 @@ async function grantAll(db: Client, instance: string): Promise<void> {
       await db.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
       await db.query(`GRANT CONNECT ON DATABASE ${database} TO ${role}`);
       for (const table of ADMIN_ONLY_TABLES) await db.query(`GRANT SELECT ON TABLE public.${ident(table)} TO ${role}`);
-      for (const [table, privileges] of Object.entries(SERVICE_TABLE_GRANTS[service])) {
+      for (const [table, privileges] of tableGrants(service)) {
         await db.query(`GRANT ${privileges.join(', ')} ON TABLE public.${ident(table)} TO ${role}`);
         if (!privileges.includes('INSERT')) continue;
         // Sequences the table owns (serial, identity): inserting draws from them.
@@ -295,7 +305,7 @@ export async function schemaWaitingFor(
       });
     const done = new Set(applied.map((r) => r.name));
     waiting.push(...migrationNames.filter((n) => !done.has(n)).map((n) => `migration ${n}`));
-    for (const [table, privileges] of Object.entries(SERVICE_TABLE_GRANTS[service])) {
+    for (const [table, privileges] of tableGrants(service)) {
       const { rows } = await db.query<{ ok: boolean }>(
         `SELECT to_regclass($1) IS NOT NULL AND has_table_privilege($1, $2) AS ok`,
         [`public.${table}`, privileges.join(', ')],

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { fromPgText, pgParams, Queryable, queryRows } from '@skald/persistence';
+import { fromPgText, pgParams, Queryable, queryRows, type ApprovalAuditRow } from '@skald/persistence';
 
 export interface AuditEntry {
   userId: string;
@@ -38,8 +38,7 @@ export class AuditRepository {
     if (entries.length === 0) return;
     const now = new Date();
     const column = <T>(pick: (e: AuditEntry) => T): T[] => entries.map(pick);
-    await queryRows(
-      db,
+    await db.query(
       `INSERT INTO approval_audit (id, user_id, session_id, tool_call_id, request_id, tool_name, args_digest, decision, by, actor_user_id, rule_id, note, at)
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[],
                             $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::timestamptz[])`,
@@ -75,7 +74,7 @@ export class AuditRepository {
       `SELECT count(*) AS n FROM approval_audit WHERE ${where}`,
       args,
     );
-    const rows = await queryRows<Record<string, unknown>>(
+    const rows = await queryRows<ApprovalAuditRow>(
       this.ds,
       `SELECT * FROM approval_audit WHERE ${where} ORDER BY at DESC, ord DESC LIMIT $3 OFFSET $4`,
       [...args, q.perPage, (q.page - 1) * q.perPage],
@@ -83,18 +82,18 @@ export class AuditRepository {
     return {
       total: Number(count?.n ?? 0),
       items: rows.map((r) => ({
-        id: r.id as string,
-        at: r.at as Date,
-        userId: r.user_id as string,
-        sessionId: r.session_id as string | null,
-        toolCallId: r.tool_call_id as string | null,
-        requestId: r.request_id as string | null,
-        toolName: fromPgText(r.tool_name as string),
-        argsDigest: r.args_digest as string,
+        id: r.id,
+        at: r.at,
+        userId: r.user_id,
+        sessionId: r.session_id,
+        toolCallId: r.tool_call_id,
+        requestId: r.request_id,
+        toolName: fromPgText(r.tool_name),
+        argsDigest: r.args_digest,
         decision: r.decision as AuditEntry['decision'],
         by: r.by as AuditEntry['by'],
-        actorUserId: r.actor_user_id as string | null,
-        ruleId: r.rule_id as string | null,
+        actorUserId: r.actor_user_id,
+        ruleId: r.rule_id,
         note: fromPgText(r.note),
       })),
     };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { Queryable, queryRows } from '@skald/persistence';
+import { Queryable, queryRows, type ApprovalBypassesRow } from '@skald/persistence';
 import { BypassScope } from '../rules/gate-input';
 
 export interface StoredBypass {
@@ -13,14 +13,10 @@ export interface StoredBypass {
   createdAt: Date;
 }
 
-interface Row {
-  id: string;
-  session_id: string;
-  user_id: string;
+/** A bypass as it is listed; `scope` holds the BypassScope it was created with. */
+type Row = Pick<ApprovalBypassesRow, 'id' | 'session_id' | 'user_id' | 'expires_at' | 'created_at'> & {
   scope: BypassScope;
-  expires_at: Date | null;
-  created_at: Date;
-}
+};
 
 const ACTIVE = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`;
 
@@ -33,7 +29,7 @@ export class BypassesRepository {
   constructor(private readonly ds: DataSource) {}
 
   async activeScopes(sessionId: string): Promise<BypassScope[]> {
-    const rows = await queryRows<{ scope: BypassScope }>(
+    const rows = await queryRows<Pick<Row, 'scope'>>(
       this.ds,
       `SELECT scope FROM approval_bypasses WHERE session_id = $1 AND ${ACTIVE}`,
       [sessionId],
@@ -46,8 +42,7 @@ export class BypassesRepository {
     db: Queryable = this.ds,
   ): Promise<string> {
     const id = randomUUID();
-    await queryRows(
-      db,
+    await db.query(
       `INSERT INTO approval_bypasses (id, session_id, user_id, created_by, scope, expires_at)
        VALUES ($1, $2, $3, $4, $5::jsonb, CASE WHEN $6::int > 0 THEN now() + make_interval(secs => $6::int) END)`,
       [id, b.sessionId, b.userId, b.createdBy, JSON.stringify(b.scope), b.secs ?? 0],
@@ -74,7 +69,7 @@ export class BypassesRepository {
   }
 
   async revoke(scope: { userId: string | null; id: string }): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<ApprovalBypassesRow, 'id'>>(
       this.ds,
       `UPDATE approval_bypasses SET revoked_at = now()
        WHERE id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR user_id = $2) RETURNING id`,
@@ -84,7 +79,7 @@ export class BypassesRepository {
   }
 
   async revokeSession(scope: { userId: string | null; sessionId: string }): Promise<number> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<ApprovalBypassesRow, 'id'>>(
       this.ds,
       `UPDATE approval_bypasses SET revoked_at = now()
        WHERE session_id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR user_id = $2) RETURNING id`,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows, type KnownToolsRow } from '@skald/persistence';
 
 /** Discovered tool names kept per user; past this the least recently offered are deleted. */
 export const KNOWN_TOOLS_PER_USER = 500;
@@ -43,11 +43,11 @@ export class KnownToolsRepository {
   /** The names offered to one user; for an admin (`userId` null) every user's, each name once. */
   async list(userId: string | null): Promise<Array<{ name: string; category: string }>> {
     if (userId === null)
-      return queryRows(
+      return queryRows<Pick<KnownToolsRow, 'name' | 'category'>>(
         this.ds,
         `SELECT DISTINCT ON (name) name, category FROM known_tools ORDER BY name LIMIT ${ADMIN_LIST_MAX}`,
       );
-    return queryRows(
+    return queryRows<Pick<KnownToolsRow, 'name' | 'category'>>(
       this.ds,
       `SELECT name, category FROM known_tools WHERE user_id = $1 ORDER BY name LIMIT ${KNOWN_TOOLS_PER_USER}`,
       [userId],

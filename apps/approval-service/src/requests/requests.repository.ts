@@ -1,7 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { HumanRequestStatus } from '@skald/contracts';
-import { fromJsonText, fromPgText, Queryable, queryRows, toJsonText, toPgText } from '@skald/persistence';
+import {
+  fromJsonText,
+  fromPgText,
+  Queryable,
+  queryRows,
+  toJsonText,
+  toPgText,
+  type ApprovalRequestsRow,
+} from '@skald/persistence';
 
 export interface StoredRequest {
   id: string;
@@ -47,8 +55,30 @@ export interface Owner {
   userId: string | null;
 }
 
-const COLUMNS = `id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, status,
-  note, answer, actor_user_id, cancel_reason, turn_id, lands_at, created_at, resolved_at`;
+/** The columns a request is read with (all but `ord`, its order of arrival). */
+const REQUEST_COLUMNS = [
+  'id',
+  'kind',
+  'tool_call_id',
+  'session_id',
+  'user_id',
+  'source',
+  'tool_name',
+  'arguments',
+  'preview',
+  'question',
+  'status',
+  'note',
+  'answer',
+  'actor_user_id',
+  'cancel_reason',
+  'turn_id',
+  'lands_at',
+  'created_at',
+  'resolved_at',
+] as const satisfies readonly (keyof ApprovalRequestsRow)[];
+type RequestRow = Pick<ApprovalRequestsRow, (typeof REQUEST_COLUMNS)[number]>;
+const COLUMNS = REQUEST_COLUMNS.join(', ');
 
 @Injectable()
 export class RequestsRepository {
@@ -56,7 +86,7 @@ export class RequestsRepository {
 
   /** Inserts unless the id exists; returns the row and whether it was new. */
   async insertOrGet(r: NewRequest): Promise<{ row: StoredRequest; created: boolean } | null> {
-    const inserted = await queryRows<Record<string, unknown>>(
+    const inserted = await queryRows<RequestRow>(
       this.ds,
       `INSERT INTO approval_requests (id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, turn_id,
                                       lands_at)
@@ -83,7 +113,7 @@ export class RequestsRepository {
   }
 
   async findById(owner: Owner, id: string): Promise<StoredRequest | null> {
-    const rows = await queryRows<Record<string, unknown>>(
+    const rows = await queryRows<RequestRow>(
       this.ds,
       `SELECT ${COLUMNS} FROM approval_requests WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2)`,
       [id, owner.userId],
@@ -93,7 +123,7 @@ export class RequestsRepository {
 
   /** The request of a tool call: its pending one if any, else the latest. */
   async findByToolCall(owner: Owner, toolCallId: string): Promise<StoredRequest | null> {
-    const rows = await queryRows<Record<string, unknown>>(
+    const rows = await queryRows<RequestRow>(
       this.ds,
       `SELECT ${COLUMNS} FROM approval_requests WHERE tool_call_id = $1 AND ($2::uuid IS NULL OR user_id = $2)
        ORDER BY (status = 'pending') DESC, ord DESC LIMIT 1`,
@@ -107,7 +137,7 @@ export class RequestsRepository {
     db: Queryable,
     r: { id: string; status: HumanRequestStatus; note: string | null; answer: string | null; actorUserId: string },
   ): Promise<StoredRequest | null> {
-    const rows = await queryRows<Record<string, unknown>>(
+    const rows = await queryRows<RequestRow>(
       db,
       `UPDATE approval_requests SET status = $2, note = $3, answer = $4, actor_user_id = $5, resolved_at = now()
        WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`,
@@ -117,7 +147,7 @@ export class RequestsRepository {
   }
 
   async cancelSession(owner: Owner, sessionId: string, reason: string, actorUserId: string): Promise<StoredRequest[]> {
-    const rows = await queryRows<Record<string, unknown>>(
+    const rows = await queryRows<RequestRow>(
       this.ds,
       `UPDATE approval_requests SET status = 'cancelled', cancel_reason = $3, actor_user_id = $4, resolved_at = now()
        WHERE session_id = $1 AND status = 'pending' AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${COLUMNS}`,
@@ -127,7 +157,7 @@ export class RequestsRepository {
   }
 
   async pendingOfUser(userId: string): Promise<StoredRequest[]> {
-    const rows = await queryRows<Record<string, unknown>>(
+    const rows = await queryRows<RequestRow>(
       this.ds,
       `SELECT ${COLUMNS} FROM approval_requests WHERE user_id = $1 AND status = 'pending' ORDER BY ord LIMIT 1000`,
       [userId],
@@ -140,26 +170,26 @@ export class RequestsRepository {
   }
 }
 
-function toRequest(r: Record<string, unknown>): StoredRequest {
+function toRequest(r: RequestRow): StoredRequest {
   return {
-    id: r.id as string,
+    id: r.id,
     kind: r.kind as StoredRequest['kind'],
-    toolCallId: r.tool_call_id as string,
-    sessionId: r.session_id as string,
-    userId: r.user_id as string,
-    source: r.source as string,
-    toolName: fromPgText(r.tool_name as string),
-    arguments: fromPgText(r.arguments as string),
+    toolCallId: r.tool_call_id,
+    sessionId: r.session_id,
+    userId: r.user_id,
+    source: r.source,
+    toolName: fromPgText(r.tool_name),
+    arguments: fromPgText(r.arguments),
     preview: r.preview === null ? null : fromJsonText<StoredRequest['preview']>(r.preview),
     question: r.question === null ? null : fromJsonText<StoredRequest['question']>(r.question),
     status: r.status as HumanRequestStatus,
     note: fromPgText(r.note),
     answer: fromPgText(r.answer),
-    actorUserId: r.actor_user_id as string | null,
-    cancelReason: r.cancel_reason as string | null,
-    turnId: (r.turn_id as string | null) ?? null,
+    actorUserId: r.actor_user_id,
+    cancelReason: r.cancel_reason,
+    turnId: r.turn_id,
     landsAt: fromPgText(r.lands_at),
-    createdAt: r.created_at as Date,
-    resolvedAt: r.resolved_at as Date | null,
+    createdAt: r.created_at,
+    resolvedAt: r.resolved_at,
   };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows, type ApprovalRulesRow, type ApprovalRulesVersionRow } from '@skald/persistence';
 import { RuleRow } from './gate-input';
 
 export interface StoredRule extends RuleRow {
@@ -23,23 +23,6 @@ export interface RuleFields {
   note: string | null;
 }
 
-interface Row {
-  id: string;
-  ord: string;
-  tool_pattern: string;
-  path_pattern: string | null;
-  command_pattern: string | null;
-  agent_id: string | null;
-  source: string | null;
-  security_group: string | null;
-  action: string;
-  priority: number;
-  note: string | null;
-  is_seed: boolean;
-  created_at: Date;
-  updated_at: Date;
-}
-
 /** Rules are deployment-wide (not per user): admin-only writes are enforced by the service. */
 @Injectable()
 export class RulesRepository {
@@ -47,22 +30,25 @@ export class RulesRepository {
 
   /** Bumped by a trigger on every change of `approval_rules` (read it before the rules it vouches for). */
   async version(): Promise<string> {
-    const rows = await queryRows<{ version: string }>(this.ds, `SELECT version FROM approval_rules_version`);
+    const rows = await queryRows<Pick<ApprovalRulesVersionRow, 'version'>>(
+      this.ds,
+      `SELECT version FROM approval_rules_version`,
+    );
     return rows[0]?.version ?? '0';
   }
 
   async listAll(): Promise<StoredRule[]> {
-    const rows = await queryRows<Row>(this.ds, `SELECT * FROM approval_rules ORDER BY priority, ord`);
+    const rows = await queryRows<ApprovalRulesRow>(this.ds, `SELECT * FROM approval_rules ORDER BY priority, ord`);
     return rows.map(toRule);
   }
 
   async find(id: string): Promise<StoredRule | null> {
-    const rows = await queryRows<Row>(this.ds, `SELECT * FROM approval_rules WHERE id = $1`, [id]);
+    const rows = await queryRows<ApprovalRulesRow>(this.ds, `SELECT * FROM approval_rules WHERE id = $1`, [id]);
     return rows[0] ? toRule(rows[0]) : null;
   }
 
   async create(f: RuleFields): Promise<StoredRule> {
-    const rows = await queryRows<Row>(
+    const rows = await queryRows<ApprovalRulesRow>(
       this.ds,
       `INSERT INTO approval_rules (id, tool_pattern, path_pattern, command_pattern, agent_id, source, security_group, action, priority, note)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
@@ -72,7 +58,7 @@ export class RulesRepository {
   }
 
   async update(id: string, f: RuleFields): Promise<StoredRule | null> {
-    const rows = await queryRows<Row>(
+    const rows = await queryRows<ApprovalRulesRow>(
       this.ds,
       `UPDATE approval_rules SET tool_pattern = $2, path_pattern = $3, command_pattern = $4, agent_id = $5,
          source = $6, security_group = $7, action = $8, priority = $9, note = $10, updated_at = now()
@@ -83,7 +69,11 @@ export class RulesRepository {
   }
 
   async delete(id: string): Promise<boolean> {
-    const rows = await queryRows(this.ds, `DELETE FROM approval_rules WHERE id = $1 RETURNING id`, [id]);
+    const rows = await queryRows<Pick<ApprovalRulesRow, 'id'>>(
+      this.ds,
+      `DELETE FROM approval_rules WHERE id = $1 RETURNING id`,
+      [id],
+    );
     return rows.length > 0;
   }
 }
@@ -102,7 +92,7 @@ function fieldParams(f: RuleFields): unknown[] {
   ];
 }
 
-function toRule(r: Row): StoredRule {
+function toRule(r: ApprovalRulesRow): StoredRule {
   return {
     id: r.id,
     toolPattern: r.tool_pattern,

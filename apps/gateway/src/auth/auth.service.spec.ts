@@ -6,7 +6,7 @@
  * needs the current password and revokes every session.
  */
 import { Bus } from '@skald/messaging';
-import { UserEntity } from '@skald/persistence';
+import type { User } from './users.repository';
 import { fake, newTestService } from '@skald/testing/unit';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { AuthService, Principal } from './auth.service';
@@ -14,7 +14,7 @@ import { LoginThrottle } from './login-throttle';
 import { Hashing, PasswordHasher } from './password-hasher';
 import { UsersRepository } from './users.repository';
 
-const user = (over: Partial<UserEntity> = {}): UserEntity =>
+const user = (over: Partial<User> = {}): User =>
   ({
     id: 'u1',
     email: 'ada@example.com',
@@ -23,9 +23,9 @@ const user = (over: Partial<UserEntity> = {}): UserEntity =>
     disabled: false,
     tokenVersion: 1,
     ...over,
-  }) as UserEntity;
+  }) as User;
 
-function setUp(stored: UserEntity | null = user()) {
+function setUp(stored: User | null = user()) {
   const hashing: jest.Mocked<Hashing> = {
     verify: jest.fn(async (pw: string, h: string) => ({ ok: h === `hash:${pw}`, needsRehash: false })),
     hash: jest.fn(async (pw: string) => `hash:${pw}`),
@@ -42,7 +42,7 @@ function setUp(stored: UserEntity | null = user()) {
   return { ...t, hashing, throttle, users };
 }
 
-const principalOf = (u: UserEntity, over: Partial<Principal> = {}): Principal => ({
+const principalOf = (u: User, over: Partial<Principal> = {}): Principal => ({
   actor: { userId: u.id, role: u.role },
   expiresAt: null,
   tokenVersion: u.tokenVersion,

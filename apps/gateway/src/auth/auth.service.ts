@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { jwtVerify, SignJWT } from 'jose';
 import { Actor, LoginResponse, UserDto } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
-import { UserEntity } from '@skald/persistence';
+import type { User } from './users.repository';
 import { ApiError } from '../http/api-error';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { CountedAttempt, LoginThrottle } from './login-throttle';
@@ -23,7 +23,7 @@ export interface Principal {
 
 const TICKET_TTL_SECS = 30;
 
-export function toUserDto(u: UserEntity): UserDto {
+export function toUserDto(u: User): UserDto {
   return { id: u.id, email: u.email, role: u.role };
 }
 
@@ -131,7 +131,7 @@ export class AuthService {
     this.bus.publish('userRevoked', { user_id: userId });
   }
 
-  private async checkPassword(h: Hashing, user: UserEntity, password: string): Promise<boolean> {
+  private async checkPassword(h: Hashing, user: User, password: string): Promise<boolean> {
     const check = await h.verify(password, user.passwordHash);
     if (check.ok && check.needsRehash) {
       await this.users.upgradePasswordHash({

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { Bus } from '@skald/messaging';
-import { UserEntity } from '@skald/persistence';
 import { UserStandingHandler } from './user-standing.handler';
 import { UsersRepository } from './users.repository';
 
@@ -12,7 +11,7 @@ describe('user.page', () => {
   let users: UsersRepository;
 
   beforeAll(async () => {
-    ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, entities: [UserEntity], extra: { max: 2 } });
+    ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 2 } });
     await ds.initialize();
     users = new UsersRepository(ds);
     handler = new UserStandingHandler({} as Bus, users);

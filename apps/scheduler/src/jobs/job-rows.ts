@@ -1,49 +1,48 @@
 import type { JobRunContext } from '@skald/contracts';
+import type { JobRunsRow, ScheduledJobsRow } from '@skald/persistence';
 
 // The scheduler's rows (`scheduled_jobs`, `job_runs`) as the repository returns them, and the
 // parsing of runs read as JSON aggregates.
 
 export type JobKind = 'cron' | 'async' | 'tic';
 
-export interface JobRow {
-  id: string;
-  user_id: string;
+/** The columns a job is read with. */
+export const JOB_COLUMNS = [
+  'id',
+  'user_id',
+  'owner_role',
+  'kind',
+  'title',
+  'agent_id',
+  'prompt',
+  'cron',
+  'timezone',
+  'enabled',
+  'run_context',
+  'next_run_at',
+  'last_run_at',
+  'parent_session_id',
+  'parent_tool_call_id',
+  'parent_source',
+  'scratchpad_session_id',
+  'client',
+  'created_at',
+] as const satisfies readonly (keyof ScheduledJobsRow)[];
+
+/** A job as read: the text columns the schema checks, as the values it allows; `run_context` as written. */
+export type JobRow = Omit<
+  Pick<ScheduledJobsRow, (typeof JOB_COLUMNS)[number]>,
+  'owner_role' | 'kind' | 'run_context'
+> & {
   owner_role: 'user' | 'admin';
   kind: JobKind;
-  title: string;
-  agent_id: string;
-  prompt: string;
-  cron: string | null;
-  timezone: string | null;
-  enabled: boolean;
   run_context: JobRunContext;
-  next_run_at: Date | null;
-  last_run_at: Date | null;
-  parent_session_id: string | null;
-  parent_tool_call_id: string | null;
-  parent_source: string | null;
-  scratchpad_session_id: string | null;
-  client: string | null;
-  created_at: Date;
-}
+};
 
-export interface RunRow {
-  id: string;
-  job_id: string;
-  user_id: string;
-  due_at: Date;
-  attempt: number;
+/** A run as read: `status` as the values the schema allows. */
+export type RunRow = Omit<JobRunsRow, 'status'> & {
   status: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'refused';
-  session_id: string | null;
-  runner: string | null;
-  kill_requested_at: Date | null;
-  started_at: Date;
-  completed_at: Date | null;
-  final_response: string | null;
-  partial_output: string | null;
-  error: string | null;
-  delivered_at: Date | null;
-}
+};
 
 /** What one sweep found (`JobsRepository.sweep`). */
 export interface SweepResult {
@@ -54,14 +53,13 @@ export interface SweepResult {
   wakeInMs: number | null;
 }
 
-const RUN_TIMESTAMPS = [
-  'due_at',
-  'started_at',
-  'completed_at',
-  'kill_requested_at',
-  'delivered_at',
-  'heartbeat_at',
-] as const;
+/** The timestamp columns of a run (`to_jsonb` writes them as text). */
+type RunTimestamp = 'due_at' | 'started_at' | 'completed_at' | 'kill_requested_at' | 'delivered_at' | 'heartbeat_at';
+
+/** A run as `to_jsonb` writes it: its timestamps as text. */
+export type RunJson = Omit<RunRow, RunTimestamp> & {
+  [K in RunTimestamp]: null extends RunRow[K] ? string | null : string;
+};
 
 /**
  * A `timestamptz` as `to_jsonb` writes it (`2026-12-02T11:57:37.123456+00:00`) to the Date the
@@ -82,14 +80,35 @@ export function timestampFromJson(s: string): Date {
 }
 
 /** A `job_runs` row as `to_jsonb` writes it, with its timestamps as the pg driver gives them. */
-export function runFromJson(o: Record<string, unknown>): RunRow {
-  const run = { ...o } as Record<string, unknown>;
-  for (const k of RUN_TIMESTAMPS) if (typeof run[k] === 'string') run[k] = timestampFromJson(run[k]);
-  return run as unknown as RunRow;
+export function runFromJson(o: RunJson): RunRow {
+  const at = (t: string | null) => (t === null ? null : timestampFromJson(t));
+  return {
+    ...o,
+    due_at: timestampFromJson(o.due_at),
+    started_at: timestampFromJson(o.started_at),
+    completed_at: at(o.completed_at),
+    kill_requested_at: at(o.kill_requested_at),
+    delivered_at: at(o.delivered_at),
+    heartbeat_at: at(o.heartbeat_at),
+  };
 }
-
 export type FenceResult = { kind: 'started'; runId: string } | { kind: 'duplicate' } | { kind: 'busy' };
 
 /** The columns of a `JobRow`, in its order. */
-export const JOB_COLS = `id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, run_context,
-  next_run_at, last_run_at, parent_session_id, parent_tool_call_id, parent_source, scratchpad_session_id, client, created_at`;
+export const JOB_COLS = JOB_COLUMNS.join(', ');
+
+/** The columns a tic job is inserted with (one user's, or many users' at once). */
+export const TIC_INSERT = [
+  'id',
+  'user_id',
+  'owner_role',
+  'kind',
+  'title',
+  'agent_id',
+  'prompt',
+  'cron',
+  'timezone',
+  'enabled',
+  'next_run_at',
+  'idempotency_key',
+] as const satisfies readonly (keyof ScheduledJobsRow)[];

@@ -1,5 +1,5 @@
 import { Queryable, queryRows } from '@skald/persistence';
-import { runFromJson, SweepResult, timestampFromJson } from './job-rows';
+import { runFromJson, type RunJson, SweepResult, timestampFromJson } from './job-rows';
 
 /** An ended run is redelivered by the sweep once it has been undelivered this long. */
 export const UNDELIVERED_AFTER = '2 seconds';
@@ -32,9 +32,9 @@ export async function sweepRuns(
   limits: { undelivered: number; orphans: number },
 ): Promise<SweepResult> {
   const [row] = await queryRows<{
-    mine: Array<Record<string, unknown>>;
+    mine: RunJson[];
     adopted: string[];
-    undelivered: Array<Record<string, unknown>>;
+    undelivered: RunJson[];
     orphans: Array<{ id: string; created_at: string }>;
     wake_ms: number | null;
   }>(

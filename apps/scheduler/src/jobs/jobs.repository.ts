@@ -2,10 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { JobRunContext } from '@skald/contracts';
-import { Queryable, queryRows } from '@skald/persistence';
+import { Queryable, queryRows, type JobRunsRow, type ScheduledJobsRow } from '@skald/persistence';
 import type { JobEnding } from './job-ending';
-import { FenceResult, JOB_COLS, JobKind, JobRow, RunRow, SweepResult } from './job-rows';
+import { FenceResult, JOB_COLS, JOB_COLUMNS, JobKind, JobRow, RunRow, SweepResult, TIC_INSERT } from './job-rows';
 import { sweepRuns } from './jobs-sweep';
+
+/** An async task of a parent session with its latest run (the run's columns null when it has none). */
+type ParentTask = { job_id: string } & Pick<ScheduledJobsRow, 'title' | 'agent_id'> &
+  Pick<JobRunsRow, 'session_id' | 'started_at' | 'error'> & { status: JobRunsRow['status'] | null };
 
 /** Scheduled jobs and their runs. Every user-facing method takes the owner. */
 @Injectable()
@@ -95,7 +99,7 @@ export class JobsRepository {
   ): Promise<{ kind: 'created' | 'duplicate'; id: string } | { kind: 'capped'; open: number }> {
     return this.ds.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`async-cap/${o.userId}`]);
-      const existing = await queryRows<{ id: string }>(
+      const existing = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
         tx,
         `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = $2`,
         [o.userId, o.idempotencyKey],
@@ -140,12 +144,12 @@ export class JobsRepository {
     nextRunAt: Date | null;
   }): Promise<string> {
     await this.ds.query(
-      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, next_run_at, idempotency_key)
+      `INSERT INTO scheduled_jobs (${TIC_INSERT.join(', ')})
        VALUES ($1, $2, $3, 'tic', 'System tick', $4, $5, $6, 'UTC', $7, $8, 'tic')
        ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
       [randomUUID(), o.userId, o.role, o.agentId, o.prompt, o.cron, o.cron !== null, o.nextRunAt],
     );
-    const [row] = await queryRows<{ id: string }>(
+    const [row] = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
       this.ds,
       `SELECT id FROM scheduled_jobs WHERE user_id = $1 AND idempotency_key = 'tic' AND kind = 'tic'`,
       [o.userId],
@@ -166,9 +170,9 @@ export class JobsRepository {
     nextRunAt: Date | null;
   }): Promise<number> {
     if (o.users.length === 0) return 0;
-    const rows = await queryRows<{ id: string }>(
+    const rows = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
       this.ds,
-      `INSERT INTO scheduled_jobs (id, user_id, owner_role, kind, title, agent_id, prompt, cron, timezone, enabled, next_run_at, idempotency_key)
+      `INSERT INTO scheduled_jobs (${TIC_INSERT.join(', ')})
        SELECT gen_random_uuid(), u.user_id, u.role, 'tic', 'System tick', $3, $4, $5, 'UTC', $6, $7, 'tic'
          FROM unnest($1::uuid[], $2::text[]) AS u(user_id, role)
        ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -227,11 +231,9 @@ export class JobsRepository {
   }
 
   async listCron(userId: string): Promise<Array<JobRow & { running_session_id: string | null }>> {
-    return queryRows(
+    return queryRows<JobRow & { running_session_id: string | null }>(
       this.ds,
-      `SELECT ${JOB_COLS.split(',')
-        .map((c) => `j.${c.trim()}`)
-        .join(', ')},
+      `SELECT ${JOB_COLUMNS.map((c) => `j.${c}`).join(', ')},
               (SELECT r.session_id FROM job_runs r WHERE r.job_id = j.id AND r.status IN ('starting', 'running') LIMIT 1) AS running_session_id
          FROM scheduled_jobs j WHERE j.user_id = $1 AND j.kind = 'cron' ORDER BY j.created_at`,
       [userId],
@@ -259,7 +261,7 @@ export class JobsRepository {
       sets.push(`${k} = $${params.length}`);
     }
     sets.push('updated_at = now()');
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
       this.ds,
       `UPDATE scheduled_jobs SET ${sets.join(', ')} WHERE id = $1 AND user_id = $2 AND kind = 'cron' RETURNING id`,
       params,
@@ -268,7 +270,7 @@ export class JobsRepository {
   }
 
   async deleteJob(q: { userId: string; jobId: string }): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<ScheduledJobsRow, 'id'>>(
       this.ds,
       `DELETE FROM scheduled_jobs WHERE id = $1 AND user_id = $2 AND kind = 'cron' RETURNING id`,
       [q.jobId, q.userId],
@@ -301,7 +303,7 @@ export class JobsRepository {
   async fenceRun(o: { jobId: string; userId: string; dueAt: Date; runner: string }): Promise<FenceResult> {
     const id = randomUUID();
     try {
-      const rows = await queryRows<{ id: string }>(
+      const rows = await queryRows<Pick<JobRunsRow, 'id'>>(
         this.ds,
         `INSERT INTO job_runs (id, job_id, user_id, due_at, status, runner, heartbeat_at)
          VALUES ($1, $2, $3, $4, 'starting', $5, now())
@@ -332,7 +334,7 @@ export class JobsRepository {
 
   /** The terminal write: conditional, so an ending is recorded (and then delivered) once. */
   async finishRun(runId: string, e: JobEnding): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<JobRunsRow, 'id'>>(
       this.ds,
       `UPDATE job_runs SET status = $2, final_response = $3, partial_output = $4, error = $5, completed_at = now()
         WHERE id = $1 AND status IN ('starting', 'running') RETURNING id`,
@@ -346,7 +348,7 @@ export class JobsRepository {
    * marked delivered (there is no one to tell). Conditional like `finishRun`.
    */
   async refuseRun(runId: string, reason: string): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<JobRunsRow, 'id'>>(
       this.ds,
       `UPDATE job_runs SET status = 'refused', error = $2, completed_at = now(), delivered_at = now()
         WHERE id = $1 AND status IN ('starting', 'running') RETURNING id`,
@@ -379,8 +381,8 @@ export class JobsRepository {
     userId: string;
     before?: string;
     limit: number;
-  }): Promise<Array<RunRow & { title: string }>> {
-    return queryRows(
+  }): Promise<Array<RunRow & Pick<ScheduledJobsRow, 'title'>>> {
+    return queryRows<RunRow & Pick<ScheduledJobsRow, 'title'>>(
       this.ds,
       `SELECT r.*, j.title FROM job_runs r JOIN scheduled_jobs j ON j.id = r.job_id
         WHERE r.user_id = $1 AND j.kind = 'cron' AND r.completed_at IS NOT NULL
@@ -392,18 +394,8 @@ export class JobsRepository {
   }
 
   /** The task strip: running async tasks of a parent session + failures of the last 30 minutes. */
-  async tasksOfParent(q: { userId: string; sessionId: string }): Promise<
-    Array<{
-      job_id: string;
-      title: string;
-      agent_id: string;
-      session_id: string | null;
-      status: string | null;
-      started_at: Date;
-      error: string | null;
-    }>
-  > {
-    return queryRows(
+  async tasksOfParent(q: { userId: string; sessionId: string }): Promise<ParentTask[]> {
+    return queryRows<ParentTask>(
       this.ds,
       `SELECT j.id AS job_id, j.title, j.agent_id, r.session_id, r.status, coalesce(r.started_at, j.created_at) AS started_at, r.error
          FROM scheduled_jobs j

@@ -50,7 +50,7 @@ const legacy = {
     );
   },
   asyncWithoutRun(ds: DataSource, olderThanMs: number): Promise<Array<{ id: string; created_at: Date }>> {
-    return queryRows(
+    return queryRows<{ id: string; created_at: Date }>(
       ds,
       `SELECT id, created_at FROM scheduled_jobs j WHERE j.kind = 'async'
           AND j.created_at < now() - ($1::int * interval '1 millisecond')

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows, type UserAgentsRow } from '@skald/persistence';
 import { iso } from '../sessions/row-format';
 
 /** A user's row for an agent: an override of a built-in one, or an agent of their own. */
@@ -53,7 +53,7 @@ export class UserAgentsRepository {
   }
 
   async delete(scope: { userId: string; agentId: string }): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<UserAgentsRow, 'agent_id'>>(
       this.ds,
       `DELETE FROM user_agents WHERE user_id = $1 AND agent_id = $2 RETURNING agent_id`,
       [scope.userId, scope.agentId],

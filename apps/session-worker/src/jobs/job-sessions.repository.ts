@@ -1,10 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { decodeRow, deepToPgText, fromJsonText, fromPgText, queryRows } from '@skald/persistence';
+import {
+  decodeRow,
+  deepToPgText,
+  fromJsonText,
+  fromPgText,
+  queryRows,
+  type SessionEventsRow,
+  type SessionInboxRow,
+  type SessionsRow,
+} from '@skald/persistence';
 import { INBOX_LOCK_ORDER } from '../loop-adapters/session-store/inbox-lock-order';
 import { inheritedPolicy, policyOfJob, type JobPolicySource, type JobSessionPolicy } from './job-policy';
 
-type Row = Record<string, unknown>;
+/** The one column a statement that only proves a row exists returns. */
+type Exists = { '?column?': number };
 
 /** The session worker's side of scheduler jobs: their ephemeral sessions and system deliveries. */
 @Injectable()
@@ -36,13 +46,13 @@ export class JobSessionsRepository {
     return this.ds.transaction(async (tx) => {
       let policy: JobSessionPolicy;
       if (o.policy.from === 'parent') {
-        const [parent] = await queryRows<{ security_group: unknown; run_context: unknown }>(
+        const [parent] = await queryRows<Pick<SessionsRow, 'security_group' | 'run_context'>>(
           tx,
           `SELECT security_group, run_context FROM sessions WHERE id = $1 AND user_id = $2 FOR SHARE`,
           [o.policy.parentSessionId, o.userId],
         );
         if (!parent) {
-          const mine = await queryRows(tx, `SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2`, [
+          const mine = await queryRows<Exists>(tx, `SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2`, [
             o.runId,
             o.userId,
           ]);
@@ -50,7 +60,7 @@ export class JobSessionsRepository {
         }
         policy = inheritedPolicy(parent);
       } else policy = policyOfJob(o.policy.runContext);
-      const inserted = await queryRows(
+      const inserted = await queryRows<Pick<SessionsRow, 'id'>>(
         tx,
         `INSERT INTO sessions (id, user_id, source, agent_id, owner_role, is_interactive, is_ephemeral, auto_deny_approvals,
                                is_active, scratchpad_session_id, security_group, run_context, client_pin)
@@ -79,8 +89,8 @@ export class JobSessionsRepository {
     });
   }
 
-  async session(q: { userId: string; sessionId: string }): Promise<Row | null> {
-    const rows = await queryRows(this.ds, `SELECT * FROM sessions WHERE id = $1 AND user_id = $2`, [
+  async session(q: { userId: string; sessionId: string }): Promise<SessionsRow | null> {
+    const rows = await queryRows<SessionsRow>(this.ds, `SELECT * FROM sessions WHERE id = $1 AND user_id = $2`, [
       q.sessionId,
       q.userId,
     ]);
@@ -88,7 +98,7 @@ export class JobSessionsRepository {
   }
 
   async hasQueuedInput(sessionId: string): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Exists>(
       this.ds,
       `SELECT 1 FROM session_inbox WHERE session_id = $1 AND status = 'queued' LIMIT 1`,
       [sessionId],
@@ -98,7 +108,7 @@ export class JobSessionsRepository {
 
   /** The last turn ending the session recorded (`done`, or an `error` event of the turn's end). */
   async lastEnding(sessionId: string): Promise<{ type: string; payload: Record<string, unknown> } | null> {
-    const rows = await queryRows<{ type: string; payload: unknown }>(
+    const rows = await queryRows<Pick<SessionEventsRow, 'type' | 'payload'>>(
       this.ds,
       `SELECT type, payload FROM session_events WHERE session_id = $1 AND type IN ('done', 'error')
         ORDER BY seq DESC LIMIT 1`,
@@ -148,7 +158,7 @@ export class JobSessionsRepository {
           [o.sessionId, o.userId],
         );
         if (!session) return { outcome: 'not_found' as const };
-        const rows = await queryRows(
+        const rows = await queryRows<Pick<SessionInboxRow, 'id'>>(
           tx,
           `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, delivery, is_synthetic, tool_result)
          VALUES (gen_random_uuid(), $1, $2, $3, '', 'steer', true, $4)
@@ -172,7 +182,7 @@ export class JobSessionsRepository {
 
   /** System deliveries still queued in `fromSessionId` move to `toSessionId` (same user). */
   async moveQueuedDeliveries(o: { userId: string; fromSessionId: string; toSessionId: string }): Promise<number> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<SessionInboxRow, 'id'>>(
       this.ds,
       `WITH moving AS (
          SELECT id FROM session_inbox

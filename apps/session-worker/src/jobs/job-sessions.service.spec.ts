@@ -12,6 +12,7 @@ import { SubmitService } from '../submit/submit.service';
 import { DeliveryRouting } from './delivery-routing.service';
 import { JobSessionsRepository } from './job-sessions.repository';
 import { JobSessionsService } from './job-sessions.service';
+import { sessionRow } from '../testing-fixtures/session-row';
 
 const actor = { userId: 'u1', role: 'user' } as Actor;
 const job = (over: Partial<Parameters<JobSessionsService['start']>[0]> = {}) => ({
@@ -85,7 +86,7 @@ describe('JobSessionsService.start', () => {
 describe('JobSessionsService.status', () => {
   it('reads the ending from the rows: final text, cancelled, or failed with the message', async () => {
     const { sut, repo } = setUp();
-    repo.session.mockResolvedValue({ turn_state: 'finished' });
+    repo.session.mockResolvedValue(sessionRow({ turn_state: 'finished' }));
     repo.hasQueuedInput.mockResolvedValue(false);
     repo.partialOutput.mockResolvedValue('half');
     repo.lastEnding.mockResolvedValueOnce({ type: 'done', payload: { content: 'all good' } });
@@ -98,7 +99,7 @@ describe('JobSessionsService.status', () => {
 
   it('says running, and rings the doorbell, for a finished turn with input still queued', async () => {
     const { sut, repo, submit } = setUp();
-    repo.session.mockResolvedValue({ turn_state: 'finished' });
+    repo.session.mockResolvedValue(sessionRow({ turn_state: 'finished' }));
     repo.hasQueuedInput.mockResolvedValue(true);
     expect(await sut.status(actor, 'run1')).toEqual({ state: 'running' });
     expect(submit.wake).toHaveBeenCalledWith('run1');

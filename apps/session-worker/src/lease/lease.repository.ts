@@ -1,4 +1,4 @@
-import { preparedRows, queryRows } from '@skald/persistence';
+import { preparedRows, queryRows, type SessionLeasesRow } from '@skald/persistence';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 
@@ -54,7 +54,7 @@ export class LeaseRepository {
   constructor(private readonly ds: DataSource) {}
 
   async acquire(sessionId: string, owner: string, ttlMs: number): Promise<Lease | null> {
-    const rows: Array<{ epoch: string; took_over: boolean | null }> = await queryRows(
+    const rows = await queryRows<Pick<SessionLeasesRow, 'epoch'> & { took_over: boolean | null }>(
       this.ds,
       `WITH ${leaseTake({ session: '$1::uuid', owner: '$2::text', ttlMs: '$3::int' })}
        SELECT epoch, took_over FROM lease_taken`,
@@ -66,7 +66,7 @@ export class LeaseRepository {
 
   /** Extends the lease; false when it was lost (expired or taken over). */
   async renew(lease: Lease, ttlMs: number): Promise<boolean> {
-    const rows: unknown[] = await queryRows(
+    const rows = await queryRows<{ '?column?': number }>(
       this.ds,
       `UPDATE session_leases SET expires_at = now() + $4 * interval '1 millisecond'
         WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() RETURNING 1`,

@@ -1,11 +1,9 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows, type LlmClientPinsRow, type LlmUsageRow } from '@skald/persistence';
 import type { UsageRow } from '../loop-adapters/session-store/one-statement-commit';
 import { insertUsage } from '../loop-adapters/session-store/mutation-sql';
 import type { PendingUsage } from '../loop-adapters/session-store/store-commit';
-
-type Row = Record<string, unknown>;
 
 /** One answered model call. `title`: the conversation's title, written after its first exchange. */
 export type UsageRecord = UsageRow;
@@ -125,7 +123,7 @@ export class LlmUsageRepository implements PendingUsage, BeforeApplicationShutdo
   }
 
   async today(scope: { userId: string }): Promise<DailyUsage> {
-    const rows: Row[] = await queryRows(
+    const rows = await queryRows<{ used: string; resets_at: Date }>(
       this.ds,
       `WITH day AS (SELECT date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS start)
        SELECT COALESCE((SELECT SUM(input_tokens + output_tokens) FROM llm_usage, day
@@ -133,12 +131,20 @@ export class LlmUsageRepository implements PendingUsage, BeforeApplicationShutdo
               (SELECT start + interval '1 day' FROM day) AS resets_at`,
       [scope.userId],
     );
-    return { usedTokens: Number(rows[0].used), resetsAt: new Date(rows[0].resets_at as string | Date) };
+    return { usedTokens: Number(rows[0].used), resetsAt: new Date(rows[0].resets_at) };
   }
 
   /** Per client (and model), in order of first use: the calls of one session of the user. */
   async sessionTotals(scope: { userId: string; sessionId: string }): Promise<ClientTotals[]> {
-    const rows: Row[] = await queryRows(
+    const rows = await queryRows<
+      // Sums of bigint and numeric columns come back as text.
+      Pick<LlmUsageRow, 'client' | 'model' | 'estimated'> & {
+        calls: number;
+        input_tokens: string;
+        output_tokens: string;
+        cost_usd: string | null;
+      }
+    >(
       this.ds,
       `SELECT client, model, count(*)::int AS calls,
               SUM(input_tokens)::bigint AS input_tokens, SUM(output_tokens)::bigint AS output_tokens,
@@ -162,7 +168,7 @@ export class LlmUsageRepository implements PendingUsage, BeforeApplicationShutdo
   }
 
   async pin(scope: { userId: string; source: string }): Promise<string | null> {
-    const rows: Row[] = await queryRows(
+    const rows = await queryRows<Pick<LlmClientPinsRow, 'client'>>(
       this.ds,
       `SELECT client FROM llm_client_pins WHERE user_id = $1 AND source = $2`,
       [scope.userId, scope.source],

@@ -1,10 +1,9 @@
 import { ChatMessageDto, ToolCallStatus } from '@skald/contracts';
+import type { ChatHistoryRow, ToolCallsRow } from '@skald/persistence';
 import { iso, parseToolArguments } from './row-format';
 
-type Row = Record<string, unknown>;
-
 /** Chat rows for the UI: users and the assistant, each assistant row with its tool calls. */
-export function toChatMessage(m: Row, calls: Row[]): ChatMessageDto {
+export function toChatMessage(m: ChatHistoryRow, calls: ToolCallsRow[]): ChatMessageDto {
   const meta = m.metadata as { attachments?: ChatMessageDto['attachments'] } | null;
   return {
     id: String(m.id),
@@ -19,7 +18,7 @@ export function toChatMessage(m: Row, calls: Row[]): ChatMessageDto {
             name: String(c.name),
             arguments: parseToolArguments(String(c.arguments)),
             status: c.status as ToolCallStatus,
-            result: (c.result as string | null) ?? null,
+            result: c.result ?? null,
           })),
         }
       : {}),

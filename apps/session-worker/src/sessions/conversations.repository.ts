@@ -1,8 +1,28 @@
-import { decodeRow, fromPgText, queryRows, toPgText } from '@skald/persistence';
+import {
+  decodeRow,
+  fromPgText,
+  queryRows,
+  toPgText,
+  type ChatHistoryRow,
+  type SessionsRow,
+  type ToolCallsRow,
+} from '@skald/persistence';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 
-type Row = Record<string, unknown>;
+/** A conversation the search found: its best-ranked message's snippet, and when it last had a message. */
+export type SearchHitRow = Pick<SessionsRow, 'id' | 'source' | 'title'> & {
+  rank: number;
+  snippet: string;
+  last_message_at: Date | null;
+};
+
+/** The first exchange of a conversation, as `firstExchange` reads it. */
+type ExchangeRow = Pick<SessionsRow, 'user_id' | 'agent_id'> & {
+  pin: string | null;
+  question: ChatHistoryRow['content'];
+  answer: ChatHistoryRow['content'];
+};
 
 /** Characters of a message that are indexed for search (the index's expression uses the same bound). */
 export const SEARCH_INDEXED_CHARS = 20_000;
@@ -39,7 +59,7 @@ export class ConversationsRepository {
 
   /** Sets a generated title unless the conversation already has one (the user's wins). */
   async setGeneratedTitle(sessionId: string, title: string): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<SessionsRow, 'id'>>(
       this.ds,
       `UPDATE sessions SET title = $2, title_source = 'generated' WHERE id = $1 AND title IS NULL RETURNING id`,
       [sessionId, toPgText(title)],
@@ -52,7 +72,7 @@ export class ConversationsRepository {
    * it (root frames, shown rows only); null when it has a title or no answer yet.
    */
   async firstExchange(sessionId: string): Promise<FirstExchange | null> {
-    const rows = await queryRows<Row>(
+    const rows = await queryRows<ExchangeRow>(
       this.ds,
       `SELECT s.user_id, s.agent_id, COALESCE(p.client, s.client_pin) AS pin, u.content AS question, a.content AS answer
          FROM sessions s
@@ -75,7 +95,7 @@ export class ConversationsRepository {
     return {
       userId: String(r.user_id),
       agentId: String(r.agent_id),
-      pinnedClient: (r.pin as string | null) ?? null,
+      pinnedClient: r.pin ?? null,
       question: fromPgText(r.question) ?? '',
       answer: fromPgText(r.answer) ?? '',
     };
@@ -88,7 +108,7 @@ export class ConversationsRepository {
    */
   async delete(scope: { userId: string; sessionId: string }): Promise<{ source: string; wasActive: boolean } | null> {
     return this.ds.transaction(async (tx) => {
-      const rows = await queryRows<{ source: string; is_active: boolean; scratchpad_session_id: string | null }>(
+      const rows = await queryRows<Pick<SessionsRow, 'source' | 'is_active' | 'scratchpad_session_id'>>(
         tx,
         `DELETE FROM sessions WHERE id = $1 AND user_id = $2 RETURNING source, is_active, scratchpad_session_id`,
         [scope.sessionId, scope.userId],
@@ -115,7 +135,7 @@ export class ConversationsRepository {
     source?: string;
     page: number;
     perPage: number;
-  }): Promise<{ items: Row[]; total: number }> {
+  }): Promise<{ items: SearchHitRow[]; total: number }> {
     const params: unknown[] = [scope.userId, toPgText(scope.q), SEARCH_INDEXED_CHARS];
     let sourceCond = '';
     if (scope.source) {
@@ -134,7 +154,7 @@ export class ConversationsRepository {
            AND to_tsvector('simple'::regconfig, left(h.content, $3)) @@ query.q
          ORDER BY h.session_id, rank DESC, h.ord DESC)`;
     const total = await queryRows<{ n: number }>(this.ds, `${matches} SELECT count(*)::int AS n FROM hits`, params);
-    const items = await queryRows<Row>(
+    const items = await queryRows<SearchHitRow>(
       this.ds,
       `${matches}
        SELECT s.id, s.source, s.title, hits.rank,
@@ -150,15 +170,15 @@ export class ConversationsRepository {
   }
 
   /** The rows a conversation shows (root frames, shown rows, oldest first) and their tool calls. */
-  async transcript(sessionId: string): Promise<{ rows: Row[]; calls: Row[] }> {
-    const rows = await queryRows<Row>(
+  async transcript(sessionId: string): Promise<{ rows: ChatHistoryRow[]; calls: ToolCallsRow[] }> {
+    const rows = await queryRows<ChatHistoryRow>(
       this.ds,
       `SELECT h.* FROM chat_history h JOIN stack_frames f ON f.id = h.frame_id
         WHERE h.session_id = $1 AND f.depth = 0 AND NOT h.is_synthetic AND h.status = 'ok'
         ORDER BY h.ord`,
       [sessionId],
     );
-    const calls = await queryRows<Row>(
+    const calls = await queryRows<ToolCallsRow>(
       this.ds,
       `SELECT c.* FROM tool_calls c JOIN stack_frames f ON f.id = c.frame_id
         WHERE c.session_id = $1 AND f.depth = 0 ORDER BY c.ord`,
@@ -176,7 +196,7 @@ export class ConversationsRepository {
     sessionId: string;
   }): Promise<{ source: string; changed: boolean; clientPin: string | null } | null> {
     return this.ds.transaction(async (tx) => {
-      const found = await queryRows<{ source: string; is_active: boolean; client_pin: string | null }>(
+      const found = await queryRows<Pick<SessionsRow, 'source' | 'is_active' | 'client_pin'>>(
         tx,
         `SELECT source, is_active, client_pin FROM sessions
           WHERE id = $1 AND user_id = $2 AND is_interactive AND NOT is_ephemeral`,

@@ -13,6 +13,7 @@ import { TurnDriver } from '../turns/turn-driver';
 import { ConversationsRepository } from './conversations.repository';
 import { ConversationsService } from './conversations.service';
 import { SessionsRepository } from './sessions.repository';
+import { sessionRow } from '../testing-fixtures/session-row';
 
 const actor = { userId: 'u1', role: 'user' } as Actor;
 
@@ -22,7 +23,7 @@ function setUp() {
   const submit = t.mock(SubmitService);
   submit.cancel.mockImplementation(async () => void order.push('cancel') as never);
   t.mock(Bus).call.mockResolvedValue({} as never);
-  t.mock(SessionsRepository).find.mockResolvedValue({ id: 's1' });
+  t.mock(SessionsRepository).find.mockResolvedValue(sessionRow({ id: 's1' }));
   const repo = t.mock(ConversationsRepository);
   repo.delete.mockImplementation(async () => {
     order.push('delete');

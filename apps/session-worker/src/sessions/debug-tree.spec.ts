@@ -1,37 +1,71 @@
 import { toSessionDetail } from './debug-tree';
+import type { ChatHistoryRow, StackFramesRow, ToolCallsRow } from '@skald/persistence';
+import { sessionRow } from '../testing-fixtures/session-row';
 
 const at = new Date('2026-01-01T00:00:00Z');
-const session = {
-  id: 's1',
-  source: 'web',
-  agent_id: 'main',
-  is_interactive: true,
-  is_ephemeral: false,
-  created_at: at,
-};
-const frame = {
+const session = sessionRow({ created_at: at });
+const frame: StackFramesRow = {
   id: 'f1',
+  ord: '1',
+  session_id: 's1',
   parent_frame_id: null,
   parent_tool_call_id: null,
   agent_id: 'main',
   depth: 0,
+  status: 'active',
+  client: null,
+  result: null,
+  epoch: '1',
   created_at: at,
+  closed_at: null,
 };
-const message = (o: Record<string, unknown>) => ({
+const message = (o: Partial<ChatHistoryRow>): ChatHistoryRow => ({
+  id: 'm1',
+  ord: '1',
+  session_id: 's1',
   frame_id: 'f1',
+  role: 'user',
   content: '',
   reasoning: null,
   is_synthetic: false,
   status: 'ok',
   metadata: null,
+  client_message_id: null,
+  input_tokens: null,
+  output_tokens: null,
+  epoch: '1',
   created_at: at,
+  cost_usd: null,
+  tokens_estimated: false,
+  llm_client: null,
+  llm_model: null,
+  superseded_at: null,
   ...o,
 });
-const toolCall = (o: Record<string, unknown>) => ({
+const toolCall = (o: Partial<ToolCallsRow>): ToolCallsRow => ({
+  id: 'c1',
+  ord: '1',
+  session_id: 's1',
+  frame_id: 'f1',
   message_id: 'm2',
+  idx: 0,
+  llm_call_id: 'l1',
   name: 'execute_cmd',
   arguments: '{"command":"make"}',
+  status: 'done',
+  result: null,
+  result_type: null,
+  error: null,
+  request_id: null,
+  child_frame_id: null,
+  restart_hint: null,
+  epoch: '1',
   created_at: at,
+  started_at: null,
+  finished_at: null,
+  preview_hash: null,
+  stale_reasks: 0,
+  judged_landing: null,
   ...o,
 });
 

@@ -1,11 +1,11 @@
 import { INTERRUPTED_AFTER_START_NOTE } from '@skald/agent-loop';
 import { DebugRow, SessionDetail, SessionSummary } from '@skald/contracts';
+import type { ChatHistoryRow, SessionsRow, StackFramesRow, ToolCallsRow } from '@skald/persistence';
 import { iso, parseToolArguments } from './row-format';
-
-type Row = Record<string, unknown>;
+import type { DiscardedInboxRow, SessionListRow } from './sessions.repository';
 const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
-export function toSessionSummary(r: Row): SessionSummary {
+export function toSessionSummary(r: SessionListRow): SessionSummary {
   return {
     id: String(r.id),
     source: String(r.source),
@@ -28,27 +28,27 @@ export function toSessionSummary(r: Row): SessionSummary {
  * first top-level message stored after it was sent.
  */
 export function toSessionDetail(
-  session: Row,
-  frames: Row[],
-  messages: Row[],
-  toolCalls: Row[],
-  discarded: Row[] = [],
+  session: SessionsRow,
+  frames: StackFramesRow[],
+  messages: ChatHistoryRow[],
+  toolCalls: ToolCallsRow[],
+  discarded: DiscardedInboxRow[] = [],
 ): SessionDetail {
-  const callsByMessage = new Map<string, Row[]>();
+  const callsByMessage = new Map<string, ToolCallsRow[]>();
   for (const c of toolCalls) {
     const list = callsByMessage.get(String(c.message_id)) ?? [];
     list.push(c);
     callsByMessage.set(String(c.message_id), list);
   }
-  const messagesByFrame = new Map<string, Row[]>();
+  const messagesByFrame = new Map<string, ChatHistoryRow[]>();
   for (const m of messages) {
     const list = messagesByFrame.get(String(m.frame_id)) ?? [];
     list.push(m);
     messagesByFrame.set(String(m.frame_id), list);
   }
-  const childFrames = new Map<string, Row[]>();
+  const childFrames = new Map<string, StackFramesRow[]>();
   for (const f of frames) {
-    const parentCall = f.parent_tool_call_id as string | null;
+    const parentCall = f.parent_tool_call_id;
     if (parentCall) {
       const list = childFrames.get(parentCall) ?? [];
       list.push(f);
@@ -62,7 +62,7 @@ export function toSessionDetail(
   const emitDiscarded = (until: Date | null): void => {
     while (nextDiscarded < discarded.length) {
       const d = discarded[nextDiscarded];
-      if (until !== null && new Date(d.created_at as string | Date).getTime() >= until.getTime()) return;
+      if (until !== null && new Date(d.created_at).getTime() >= until.getTime()) return;
       nextDiscarded += 1;
       const attachments = d.attachments as Extract<DebugRow, { kind: 'user' }>['attachments'] | null;
       out.push({
@@ -76,10 +76,10 @@ export function toSessionDetail(
       });
     }
   };
-  const emitFrame = (frame: Row): void => {
+  const emitFrame = (frame: StackFramesRow): void => {
     const topLevel = !frame.parent_frame_id;
     for (const m of messagesByFrame.get(String(frame.id)) ?? []) {
-      if (topLevel) emitDiscarded(new Date(m.created_at as string | Date));
+      if (topLevel) emitDiscarded(new Date(m.created_at));
       const calls = callsByMessage.get(String(m.id)) ?? [];
       const synthetic = Boolean(m.is_synthetic);
       const superseded = m.status === 'superseded' ? { superseded: true } : {};
@@ -88,7 +88,7 @@ export function toSessionDetail(
           kind: calls.length > 0 ? 'thinking' : 'assistant',
           id: String(m.id),
           content: String(m.content),
-          reasoning: (m.reasoning as string | null) ?? null,
+          reasoning: m.reasoning ?? null,
           is_synthetic: synthetic,
           ...superseded,
           created_at: iso(m.created_at),
@@ -96,8 +96,8 @@ export function toSessionDetail(
           output_tokens: intOrNull(m.output_tokens),
           cost_usd: m.cost_usd === null || m.cost_usd === undefined ? null : Number(m.cost_usd),
           tokens_estimated: Boolean(m.tokens_estimated),
-          client: (m.llm_client as string | null) ?? null,
-          model: (m.llm_model as string | null) ?? null,
+          client: m.llm_client ?? null,
+          model: m.llm_model ?? null,
         });
         for (const c of calls) {
           out.push({
@@ -106,7 +106,7 @@ export function toSessionDetail(
             name: String(c.name),
             arguments: parseToolArguments(String(c.arguments)),
             status: c.status as 'done',
-            result: (c.result as string | null) ?? (c.status === 'interrupted' ? INTERRUPTED_AFTER_START_NOTE : null),
+            result: c.result ?? (c.status === 'interrupted' ? INTERRUPTED_AFTER_START_NOTE : null),
             is_synthetic: synthetic,
             ...superseded,
             created_at: iso(c.created_at),

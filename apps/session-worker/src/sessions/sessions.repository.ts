@@ -1,11 +1,24 @@
-import { decodeRow, fromJsonText, queryRows } from '@skald/persistence';
+import {
+  decodeRow,
+  fromJsonText,
+  queryRows,
+  type ChatHistoryRow,
+  type SessionEventsRow,
+  type SessionInboxRow,
+  type SessionsRow,
+  type StackFramesRow,
+  type ToolCallsRow,
+} from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { USER_CAPS, userCapReached } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 
-type Row = Record<string, unknown>;
+/** A session as listed: with its message count and the time of its last message. */
+export type SessionListRow = SessionsRow & { message_count: number; last_message_at: Date | null };
+/** An inbox message a `/stop` discarded. */
+export type DiscardedInboxRow = Pick<SessionInboxRow, 'id' | 'content' | 'attachments' | 'is_synthetic' | 'created_at'>;
 
 /** Per-user caps the session worker enforces (`USER_CAPS`; from the worker's config). */
 export interface UserLimits {
@@ -38,7 +51,7 @@ export class SessionsRepository {
     return this.ds.transaction(async (tx) => {
       // Serialise concurrent first-uses of one (user, source) pair.
       await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${scope.userId}/${scope.source}`]);
-      const rows: Row[] = await queryRows(
+      const rows = await queryRows<Pick<SessionsRow, 'id'>>(
         tx,
         `SELECT id FROM sessions WHERE user_id = $1 AND source = $2 AND is_active`,
         [scope.userId, scope.source],
@@ -67,8 +80,8 @@ export class SessionsRepository {
     });
   }
 
-  async find(scope: { userId: string; sessionId: string }): Promise<Row | null> {
-    const rows: Row[] = await queryRows(this.ds, `SELECT * FROM sessions WHERE id = $1 AND user_id = $2`, [
+  async find(scope: { userId: string; sessionId: string }): Promise<SessionsRow | null> {
+    const rows = await queryRows<SessionsRow>(this.ds, `SELECT * FROM sessions WHERE id = $1 AND user_id = $2`, [
       scope.sessionId,
       scope.userId,
     ]);
@@ -99,15 +112,19 @@ export class SessionsRepository {
     source?: string;
     page: number;
     perPage: number;
-  }): Promise<{ items: Row[]; total: number }> {
+  }): Promise<{ items: SessionListRow[]; total: number }> {
     const params: unknown[] = [scope.userId];
     let where = `s.user_id = $1`;
     if (scope.source) {
       params.push(scope.source);
       where += ` AND s.source = $2`;
     }
-    const total: Row[] = await queryRows(this.ds, `SELECT count(*)::int AS n FROM sessions s WHERE ${where}`, params);
-    const items: Row[] = await queryRows(
+    const total = await queryRows<{ n: number }>(
+      this.ds,
+      `SELECT count(*)::int AS n FROM sessions s WHERE ${where}`,
+      params,
+    );
+    const items = await queryRows<SessionListRow>(
       this.ds,
       `SELECT s.*, COALESCE(h.n, 0)::int AS message_count, h.last_at AS last_message_at
          FROM sessions s
@@ -135,7 +152,7 @@ export class SessionsRepository {
    * walks every parked turn, a page a sweep, then starts over).
    */
   async parked(limit: number, after: string = FIRST_ID): Promise<string[]> {
-    const rows = await queryRows<{ id: string }>(
+    const rows = await queryRows<Pick<SessionsRow, 'id'>>(
       this.ds,
       `SELECT s.id FROM sessions s LEFT JOIN session_leases l ON l.session_id = s.id
         WHERE s.turn_state = 'parked' AND (l.session_id IS NULL OR l.owner IS NULL OR l.expires_at <= now())
@@ -157,7 +174,7 @@ export class SessionsRepository {
   }
 
   async stuck(graceMs: number): Promise<string[]> {
-    const rows = await queryRows<{ id: string }>(
+    const rows = await queryRows<Pick<SessionsRow, 'id'>>(
       this.ds,
       `SELECT s.id FROM sessions s JOIN session_leases l ON l.session_id = s.id
         WHERE s.turn_state = 'running' AND l.expires_at < now() - $1 * interval '1 millisecond'`,
@@ -183,11 +200,13 @@ export class SessionsRepository {
     sessionId: string;
     before?: string;
     limit: number;
-  }): Promise<{ rows: Row[]; calls: Row[]; hasMore: boolean; resumeSeq: number }> {
+  }): Promise<{ rows: ChatHistoryRow[]; calls: ToolCallsRow[]; hasMore: boolean; resumeSeq: number }> {
     return this.ds.transaction('REPEATABLE READ', async (tx) => {
-      const head = await queryRows<Row>(tx, `SELECT last_seq, turn_state, turn_seq FROM sessions WHERE id = $1`, [
-        scope.sessionId,
-      ]);
+      const head = await queryRows<Pick<SessionsRow, 'last_seq' | 'turn_state' | 'turn_seq'>>(
+        tx,
+        `SELECT last_seq, turn_state, turn_seq FROM sessions WHERE id = $1`,
+        [scope.sessionId],
+      );
       const s = head[0];
       const resumeSeq = !s
         ? 0
@@ -202,7 +221,7 @@ export class SessionsRepository {
         params.push(scope.before);
         before = `AND h.ord < (SELECT ord FROM chat_history WHERE id = $3 AND session_id = $1)`;
       }
-      const rows = await queryRows<Row>(
+      const rows = await queryRows<ChatHistoryRow>(
         tx,
         `SELECT h.* FROM chat_history h JOIN stack_frames f ON f.id = h.frame_id
           WHERE h.session_id = $1 AND f.depth = 0 AND f.status = 'active' AND NOT h.is_synthetic AND h.status <> 'superseded' ${before}
@@ -215,25 +234,33 @@ export class SessionsRepository {
       const calls =
         ids.length === 0
           ? []
-          : await queryRows<Row>(tx, `SELECT * FROM tool_calls WHERE message_id = ANY($1::uuid[]) ORDER BY ord`, [ids]);
+          : await queryRows<ToolCallsRow>(
+              tx,
+              `SELECT * FROM tool_calls WHERE message_id = ANY($1::uuid[]) ORDER BY ord`,
+              [ids],
+            );
       return { rows: page, calls: calls.map(decodeRow), hasMore, resumeSeq };
     });
   }
 
-  async frames(sessionId: string): Promise<Row[]> {
+  async frames(sessionId: string): Promise<StackFramesRow[]> {
     return (
-      await queryRows<Row>(this.ds, `SELECT * FROM stack_frames WHERE session_id = $1 ORDER BY ord`, [sessionId])
+      await queryRows<StackFramesRow>(this.ds, `SELECT * FROM stack_frames WHERE session_id = $1 ORDER BY ord`, [
+        sessionId,
+      ])
     ).map(decodeRow);
   }
-  async messages(sessionId: string): Promise<Row[]> {
+  async messages(sessionId: string): Promise<ChatHistoryRow[]> {
     return (
-      await queryRows<Row>(this.ds, `SELECT * FROM chat_history WHERE session_id = $1 ORDER BY ord`, [sessionId])
+      await queryRows<ChatHistoryRow>(this.ds, `SELECT * FROM chat_history WHERE session_id = $1 ORDER BY ord`, [
+        sessionId,
+      ])
     ).map(decodeRow);
   }
   /** Inbox messages a `/stop` discarded before they entered the conversation, oldest first. */
-  async discardedInbox(sessionId: string): Promise<Row[]> {
+  async discardedInbox(sessionId: string): Promise<DiscardedInboxRow[]> {
     return (
-      await queryRows<Row>(
+      await queryRows<DiscardedInboxRow>(
         this.ds,
         `SELECT id, content, attachments, is_synthetic, created_at FROM session_inbox
           WHERE session_id = $1 AND status = 'discarded' AND tool_result IS NULL ORDER BY ord`,
@@ -241,15 +268,20 @@ export class SessionsRepository {
       )
     ).map(decodeRow);
   }
-  async toolCalls(sessionId: string): Promise<Row[]> {
+  async toolCalls(sessionId: string): Promise<ToolCallsRow[]> {
     return (
-      await queryRows<Row>(this.ds, `SELECT * FROM tool_calls WHERE session_id = $1 ORDER BY ord`, [sessionId])
+      await queryRows<ToolCallsRow>(this.ds, `SELECT * FROM tool_calls WHERE session_id = $1 ORDER BY ord`, [sessionId])
     ).map(decodeRow);
   }
 
   /** Stored events with `afterSeq < seq <= untilSeq`, oldest first, at most `limit`. */
-  async eventsAfter(sessionId: string, afterSeq: number, untilSeq: number, limit: number): Promise<Row[]> {
-    const rows = await queryRows<Row>(
+  async eventsAfter(
+    sessionId: string,
+    afterSeq: number,
+    untilSeq: number,
+    limit: number,
+  ): Promise<Array<{ seq: SessionEventsRow['seq']; payload: unknown }>> {
+    const rows = await queryRows<Pick<SessionEventsRow, 'seq' | 'payload'>>(
       this.ds,
       `SELECT seq, payload FROM session_events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
       [sessionId, afterSeq, untilSeq, limit],
@@ -263,7 +295,7 @@ export class SessionsRepository {
    * for a parked turn, queued input of a finished one), in id order after `after` (keyset paging).
    */
   async needingDriver(limit: number, after: string = FIRST_ID): Promise<string[]> {
-    const rows: Row[] = await queryRows(
+    const rows = await queryRows<Pick<SessionsRow, 'id'>>(
       this.ds,
       `SELECT s.id FROM sessions s
          LEFT JOIN session_leases l ON l.session_id = s.id

@@ -8,13 +8,15 @@ import { newTestService } from '@skald/testing/unit';
 import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 import { TurnStateRepository } from './turn-state.repository';
+import { sessionRow } from '../testing-fixtures/session-row';
+import type { SessionsRow } from '@skald/persistence';
 
 const actor = { userId: 'u1', role: 'user' } as Actor;
 
-function setUp(session: Record<string, unknown> | null) {
+function setUp(session: Partial<SessionsRow> | null) {
   const t = newTestService(SessionsService);
   const repo = t.mock(SessionsRepository);
-  repo.find.mockResolvedValue(session);
+  repo.find.mockResolvedValue(session && sessionRow(session));
   repo.eventsAfter.mockImplementation(async (_s, after, head, limit) =>
     Array.from({ length: Math.min(head - after, limit) }, (_, i) => ({
       seq: String(after + i + 1),

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { failureKey, nextFailureCount } from '@skald/agent-loop';
-import { queryRows } from '@skald/persistence';
+import { queryRows, type SessionsRow, type ToolCallsRow } from '@skald/persistence';
 import { DataSource } from 'typeorm';
 
 export interface AwaitingCall {
@@ -34,7 +34,7 @@ export class TurnStateRepository {
    * survives restarts and is shared by every replica.
    */
   async recordCommitFailure(sessionId: string, turnId: string | null): Promise<number> {
-    const rows = await queryRows<{ last_seq: string; commit_failures: number; commit_failure_key: string | null }>(
+    const rows = await queryRows<Pick<SessionsRow, 'last_seq' | 'commit_failures' | 'commit_failure_key'>>(
       this.ds,
       `SELECT last_seq, commit_failures, commit_failure_key FROM sessions WHERE id = $1`,
       [sessionId],
@@ -82,7 +82,7 @@ export class TurnStateRepository {
 
   /** Records a /stop for a session whose turn is not finished; false when there is nothing to stop. */
   async requestStop(sessionId: string): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Pick<SessionsRow, 'id'>>(
       this.ds,
       `UPDATE sessions SET stop_requested_at = now(), updated_at = now() WHERE id = $1 AND turn_state <> 'finished' RETURNING id`,
       [sessionId],
@@ -99,7 +99,7 @@ export class TurnStateRepository {
   }
 
   async awaitingCalls(sessionId: string): Promise<AwaitingCall[]> {
-    const rows = await queryRows<{ id: string; request_id: string | null; name: string }>(
+    const rows = await queryRows<Pick<ToolCallsRow, 'id' | 'request_id' | 'name'>>(
       this.ds,
       `SELECT id, request_id, name FROM tool_calls WHERE session_id = $1 AND status = 'awaiting_human' ORDER BY ord`,
       [sessionId],

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows, type UserSettingsRow } from '@skald/persistence';
 
 /** The home source that gets notifications until `/sethome` names another. */
 export const DEFAULT_HOME_SOURCE = 'web';
@@ -11,7 +11,7 @@ export class UserSettingsRepository {
   constructor(private readonly ds: DataSource) {}
 
   async homeSource(scope: { userId: string }): Promise<string> {
-    const rows = await queryRows<{ home_source: string }>(
+    const rows = await queryRows<Pick<UserSettingsRow, 'home_source'>>(
       this.ds,
       `SELECT home_source FROM user_settings WHERE user_id = $1`,
       [scope.userId],

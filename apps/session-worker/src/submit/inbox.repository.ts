@@ -1,4 +1,4 @@
-import { deepToPgText, preparedRows, queryRows, toPgText } from '@skald/persistence';
+import { deepToPgText, preparedRows, queryRows, toPgText, type SessionInboxRow } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -70,7 +70,7 @@ export class InboxRepository {
    */
   async store(item: NewInboxItem): Promise<{ messageId: string; sessionId: string; duplicate: boolean }> {
     const id = randomUUID();
-    const inserted: Array<{ id: string }> = await queryRows<{ id: string }>(
+    const inserted = await queryRows<Pick<SessionInboxRow, 'id'>>(
       this.ds,
       `INSERT INTO session_inbox (id, session_id, user_id, client_message_id, content, attachments, delivery, is_synthetic,
                                   rewind_kind, rewind_message_id)
@@ -252,12 +252,7 @@ export class InboxRepository {
     userId: string;
     clientMessageId: string;
   }): Promise<{ messageId: string; sessionId: string } | null> {
-    const rows: Array<{
-      id: string;
-      session_id: string;
-      rewind_kind: string | null;
-      rewind_message_id: string | null;
-    }> = await queryRows(
+    const rows = await queryRows<Pick<SessionInboxRow, 'id' | 'session_id' | 'rewind_kind' | 'rewind_message_id'>>(
       this.ds,
       `SELECT id, session_id, rewind_kind, rewind_message_id FROM session_inbox WHERE user_id = $1 AND client_message_id = $2`,
       [scope.userId, toPgText(scope.clientMessageId)],

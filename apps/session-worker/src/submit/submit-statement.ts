@@ -1,4 +1,10 @@
 import { leaseTake } from '../lease/lease.repository';
+import {
+  CHAT_HISTORY_INSERT,
+  insertColumns,
+  SESSION_EVENTS_INSERT,
+  STACK_FRAMES_INSERT,
+} from '../sessions/insert-columns.constants';
 import { turnStartParts } from '../loop-adapters/session-store/turn-start';
 
 // The submit's one statement (InboxRepository.submitToActive): the message stored, the session's
@@ -7,7 +13,7 @@ import { turnStartParts } from '../loop-adapters/session-store/turn-start';
 /**
  * The submit's one statement (see `InboxRepository.submitToActive`), prepared once per connection.
  */
-export const SUBMIT_NAME = 'skald_submit_v5';
+export const SUBMIT_NAME = 'skald_submit_v6';
 
 const START = turnStartParts({
   ses: 'ss',
@@ -106,14 +112,12 @@ export const SUBMIT_SQL = `WITH s AS (
  ),
  fc AS (SELECT ins.*, lease_taken.epoch AS lease_epoch FROM ins, lease_taken WHERE ins.status = 'entered'),
  root_opened AS (
-   INSERT INTO stack_frames (id, session_id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch)
+   INSERT INTO stack_frames ${insertColumns(STACK_FRAMES_INSERT)}
    SELECT $14::uuid, fc.session_id, NULL, NULL, ss.agent_id, 0, 'active', NULL, fc.lease_epoch
      FROM fc, ss WHERE NOT EXISTS (SELECT 1 FROM r)
    RETURNING id),
  entered AS (
-   INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
-                             client_message_id, input_tokens, output_tokens, epoch, created_at,
-                             cost_usd, tokens_estimated, llm_client, llm_model)
+   INSERT INTO chat_history ${insertColumns(CHAT_HISTORY_INSERT)}
    SELECT fc.id, fc.session_id, COALESCE((SELECT id FROM r), $14::uuid), 'user', fc.content, NULL, fc.is_synthetic, 'ok',
           CASE WHEN fc.attachments IS NULL THEN NULL ELSE jsonb_build_object('attachments', fc.attachments) END,
           fc.client_message_id, NULL, NULL, fc.lease_epoch, $15::timestamptz, NULL, false, NULL, NULL
@@ -129,7 +133,7 @@ export const SUBMIT_SQL = `WITH s AS (
     WHERE sessions.id = s.id AND (sessions.owner_role <> $3::text OR fc.id IS NOT NULL)
    RETURNING sessions.last_seq, fc.id IS NOT NULL AS first),
  echo AS (
-   INSERT INTO session_events (session_id, seq, type, payload)
+   INSERT INTO session_events ${insertColumns(SESSION_EVENTS_INSERT)}
    SELECT fc.session_id, head.last_seq, 'user_message', $16::text FROM head, fc WHERE head.first),
  ${START.ctes}
  SELECT s.id AS active_id, (ins.id IS NOT NULL) AS inserted, lease_taken.epoch, lease_taken.took_over,

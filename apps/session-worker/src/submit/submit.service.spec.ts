@@ -16,6 +16,7 @@ import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { TurnDriver } from '../turns/turn-driver';
 import { InboxRepository } from './inbox.repository';
 import { Submission, SubmitService } from './submit.service';
+import { sessionRow } from '../testing-fixtures/session-row';
 
 const actor = { userId: 'u1', role: 'user' } as Actor;
 const message = (over: Partial<Submission> = {}): Submission => ({
@@ -143,7 +144,7 @@ describe('SubmitService /new and /stop', () => {
 
   it('/stop of a finished turn answers cancelled: false and wakes nobody', async () => {
     const { sut, turnState, bus, mock } = setUp();
-    mock(SessionsRepository).find.mockResolvedValue({ id: 's1' });
+    mock(SessionsRepository).find.mockResolvedValue(sessionRow({ id: 's1' }));
     turnState.requestStop.mockResolvedValue(false);
     expect(await sut.cancel(actor, 's1')).toEqual({ cancelled: false });
     expect(bus.publish).not.toHaveBeenCalled();

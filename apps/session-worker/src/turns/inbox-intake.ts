@@ -75,9 +75,11 @@ export class InboxIntake {
 
   /** Whether the session has work for a driver (`SESSION_HAS_WORK`; a failed read counts as none). */
   async hasWork(sessionId: string): Promise<boolean> {
-    const rows = await queryRows(this.ds, `SELECT 1 FROM sessions s WHERE s.id = $1 AND ${SESSION_HAS_WORK}`, [
-      sessionId,
-    ]).catch(() => []);
+    const rows = await queryRows<{ '?column?': number }>(
+      this.ds,
+      `SELECT 1 FROM sessions s WHERE s.id = $1 AND ${SESSION_HAS_WORK}`,
+      [sessionId],
+    ).catch(() => []);
     return rows.length > 0;
   }
 }

@@ -51,7 +51,7 @@ export class TurnSlots {
    * true when one was held. A running turn keeps its slot (recovery continues it).
    */
   async letGo(lease: Lease): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<{ '?column?': number }>(
       this.ds,
       `UPDATE sessions s SET holds_turn_slot = false
         WHERE s.id = $1::uuid AND s.holds_turn_slot AND s.turn_state <> 'running'

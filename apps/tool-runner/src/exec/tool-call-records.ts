@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ReplyDataOf } from '@skald/contracts';
-import { fromJsonText, queryRows } from '@skald/persistence';
+import { fromJsonText, queryRows, type ToolCallResultsRow } from '@skald/persistence';
 
 export type ToolReply = ReplyDataOf<'tools.exec'>;
 
@@ -40,15 +40,9 @@ export abstract class ToolCallRecords {
   abstract prune(days: number): Promise<number>;
 }
 
-interface Row {
-  user_id: string;
-  tool_name: string;
-  status: 'running' | 'done' | 'failed' | 'cancelled';
-  /** JSON text of the reply. */
-  reply: string | null;
-  runner: string;
-  stale: boolean;
-}
+/** A record as `claim` reads it: `reply` is the reply's JSON text; `stale`, whether its heartbeat stopped. */
+type Row = Pick<ToolCallResultsRow, 'user_id' | 'tool_name' | 'status' | 'reply' | 'runner'> & { stale: boolean };
+type Key = Pick<ToolCallResultsRow, 'tool_call_id'>;
 
 @Injectable()
 export class PgToolCallRecords extends ToolCallRecords {
@@ -57,7 +51,7 @@ export class PgToolCallRecords extends ToolCallRecords {
   }
 
   async claim(call: CallIdentity, runner: string, staleAfterMs: number): Promise<Claim> {
-    const inserted = await queryRows(
+    const inserted = await queryRows<Key>(
       this.db,
       `INSERT INTO tool_call_results (tool_call_id, user_id, session_id, tool_name, status, runner)
        VALUES ($1, $2, $3, $4, 'running', $5)
@@ -80,7 +74,7 @@ export class PgToolCallRecords extends ToolCallRecords {
   }
 
   async takeOver(toolCallId: string, from: string, to: string): Promise<boolean> {
-    const rows = await queryRows(
+    const rows = await queryRows<Key>(
       this.db,
       `UPDATE tool_call_results SET runner = $3, heartbeat_at = now(), started_at = now()
         WHERE tool_call_id = $1 AND runner = $2 AND status = 'running' RETURNING tool_call_id`,
@@ -114,7 +108,7 @@ export class PgToolCallRecords extends ToolCallRecords {
   }
 
   async prune(days: number): Promise<number> {
-    const rows = await queryRows(
+    const rows = await queryRows<Key>(
       this.db,
       `DELETE FROM tool_call_results WHERE finished_at < now() - make_interval(days => $1) RETURNING tool_call_id`,
       [days],

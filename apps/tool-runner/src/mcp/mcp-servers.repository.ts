@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { McpServerStatus, McpToolDef, McpTransport, unknownTransport } from '@skald/contracts';
-import { queryRows } from '@skald/persistence';
+import { queryRows, type McpServersRow } from '@skald/persistence';
 
 /** Largest tool list kept for the catalog (JSON text); a longer one is not kept (the server must run to list it). */
 const MAX_STORED_TOOLS_CHARS = 1024 * 1024;
@@ -43,25 +43,12 @@ export interface McpServerChange {
   secrets?: string | null;
 }
 
-interface Row {
-  id: string;
-  user_id: string;
-  name: string;
+/** A server as stored: `transport` and `status` as the values the schema allows, `args` as written (a JSON array). */
+type Row = Omit<McpServersRow, 'transport' | 'args' | 'status'> & {
   transport: McpTransport;
-  command: string | null;
   args: string[];
-  url: string | null;
-  network: boolean;
-  enabled: boolean;
-  env_keys: string[];
-  header_keys: string[];
-  secrets: string | null;
   status: McpStatus;
-  error: string | null;
-  tools_count: number;
-  tools: string | null;
-  updated_at: Date;
-}
+};
 
 /** `mcp_servers`: every query is scoped by the owner. */
 @Injectable()
@@ -125,7 +112,7 @@ export class McpServersRepository {
     fields: McpServerChange,
     reconfigured: boolean,
   ): Promise<StoredMcpServer | null> {
-    const cols: Record<string, unknown> = {
+    const cols: { [C in keyof Row]?: unknown } = {
       enabled: fields.enabled,
       command: fields.command,
       args: fields.args === undefined ? undefined : JSON.stringify(fields.args),
@@ -153,20 +140,19 @@ export class McpServersRepository {
   }
 
   async delete(userId: string, name: string): Promise<boolean> {
-    const rows = await queryRows(this.db, `DELETE FROM mcp_servers WHERE user_id = $1 AND name = $2 RETURNING id`, [
-      userId,
-      name,
-    ]);
+    const rows = await queryRows<Pick<Row, 'id'>>(
+      this.db,
+      `DELETE FROM mcp_servers WHERE user_id = $1 AND name = $2 RETURNING id`,
+      [userId, name],
+    );
     return rows.length > 0;
   }
 
   /** A replica begins to connect (its outcome follows by `setStatus`); only for that row (same id). */
   async markStarting(id: string): Promise<void> {
-    await queryRows(
-      this.db,
-      `UPDATE mcp_servers SET status = 'starting', error = NULL, updated_at = now() WHERE id = $1`,
-      [id],
-    );
+    await this.db.query(`UPDATE mcp_servers SET status = 'starting', error = NULL, updated_at = now() WHERE id = $1`, [
+      id,
+    ]);
   }
 
   /**
@@ -182,8 +168,7 @@ export class McpServersRepository {
   ): Promise<void> {
     const text = tools === undefined ? undefined : JSON.stringify(tools);
     const kept = text !== undefined && text.length <= MAX_STORED_TOOLS_CHARS ? text : null;
-    await queryRows(
-      this.db,
+    await this.db.query(
       `UPDATE mcp_servers SET status = $2, error = $3, tools_count = $4,
          tools = CASE WHEN $5::boolean THEN $6 ELSE tools END, updated_at = now() WHERE id = $1`,
       [id, status, error, toolsCount, tools !== undefined, kept],

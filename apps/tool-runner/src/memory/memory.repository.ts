@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
-import { preparedRows, queryRows } from '@skald/persistence';
+import { preparedRows, queryRows, type MemoryDocumentsRow } from '@skald/persistence';
 import { MemoryScope } from './memory-path';
 
 /** A document's address, always with the tenant: `userId` scopes `user` documents (ignored for `shared`). */
@@ -24,7 +24,7 @@ export class MemoryRepository {
   constructor(private readonly db: DataSource) {}
 
   async get(k: MemoryKey): Promise<string | null> {
-    const rows = await queryRows<{ content: string }>(
+    const rows = await queryRows<Pick<MemoryDocumentsRow, 'content'>>(
       this.db,
       `SELECT content FROM memory_documents WHERE ${owner(k)} AND path = $2`,
       [k.userId, k.key],
@@ -85,7 +85,7 @@ export class MemoryRepository {
   ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const done = await this.db.transaction(async (tx: EntityManager) => {
-        const rows = await queryRows<{ id: string; content: string }>(
+        const rows = await queryRows<Pick<MemoryDocumentsRow, 'id' | 'content'>>(
           tx,
           `SELECT id, content FROM memory_documents WHERE ${owner(k)} AND path = $2 FOR UPDATE`,
           [k.userId, k.key],
@@ -98,7 +98,7 @@ export class MemoryRepository {
           );
           return result;
         }
-        const inserted = await queryRows(
+        const inserted = await queryRows<Pick<MemoryDocumentsRow, 'id'>>(
           tx,
           `INSERT INTO memory_documents (id, scope, user_id, path, content, updated_by)
            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING id`,
@@ -113,7 +113,7 @@ export class MemoryRepository {
 
   /** Documents under `prefix` (a key, '' for all), by path. */
   async list(k: MemoryKey, limit: number): Promise<Array<{ path: string; size: number; updatedAt: Date }>> {
-    const rows = await queryRows<{ path: string; size: number; updated_at: Date }>(
+    const rows = await queryRows<Pick<MemoryDocumentsRow, 'path' | 'updated_at'> & { size: number }>(
       this.db,
       `SELECT path, octet_length(content) AS size, updated_at FROM memory_documents
         WHERE ${owner(k)} AND ($2 = '' OR path LIKE $3 ESCAPE '\\') ORDER BY path LIMIT $4`,

@@ -6,6 +6,7 @@ import { Fence, rejected } from './fence';
 import { fenceAndEventParams } from './one-statement-commit';
 import { inboxOf, Row } from './session-rows';
 import { QUEUED_INBOX_JSON } from './turn-start';
+import { insertColumns, SESSION_EVENTS_INSERT } from '../../sessions/insert-columns.constants';
 
 // The session's event log (`session_events`) as a commit of the transaction path writes it. The
 // one-statement commit (one-statement-commit.ts) appends its events in its own statement, with the
@@ -25,7 +26,7 @@ export async function fenceAndAppend(
 ): Promise<{ events: CommittedEvent[]; inbox: InboxItem[] }> {
   const lost = (): LeaseLostError => new LeaseLostError(`lease of session ${sessionId} lost (epoch ${fence.epoch})`);
   if (events.length === 0) {
-    const lease: Row[] = await rawQueryRows(
+    const lease = await rawQueryRows<Row>(
       tx,
       `SELECT epoch, ${QUEUED_INBOX_JSON} AS inbox FROM session_leases
         WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
@@ -36,7 +37,7 @@ export async function fenceAndAppend(
   }
   let rows: Row[];
   try {
-    rows = await rawQueryRows(
+    rows = await rawQueryRows<Row>(
       tx,
       `WITH fence AS (
          SELECT epoch FROM session_leases
@@ -45,7 +46,7 @@ export async function fenceAndAppend(
          UPDATE sessions SET last_seq = last_seq + $4, updated_at = now()
           WHERE id = $1 AND EXISTS (SELECT 1 FROM fence) RETURNING last_seq, user_id),
        appended AS (
-         INSERT INTO session_events (session_id, seq, type, payload)
+         INSERT INTO session_events ${insertColumns(SESSION_EVENTS_INSERT)}
          SELECT $1, head.last_seq - $4 + u.n, u.t, u.p
            FROM head, unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(t, p, n))
        SELECT (SELECT count(*) FROM fence)::int AS fenced, head.last_seq, head.user_id,

@@ -1,11 +1,11 @@
-import { deepToPgText, Queryable } from '@skald/persistence';
+import { deepToPgText, Queryable, type SessionInboxRow, type StackFramesRow } from '@skald/persistence';
 import { LeaseLostError, type Mutation } from '@skald/agent-loop';
 import type { EntityManager } from 'typeorm';
 import type { Fence } from './fence';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 import { landingJson, UsageRow } from './one-statement-commit';
 import { exec, queryRows } from './pg-text-query';
-import type { Row } from './session-rows';
+import { CHAT_HISTORY_INSERT, insertColumns, STACK_FRAMES_INSERT } from '../../sessions/insert-columns.constants';
 
 // The statements of the transaction path of a commit: one per mutation kind (`applyMutation`), the
 // inbox rows it settles locked in queue order first, and the ledger rows that ride with it. The hot
@@ -60,7 +60,7 @@ async function settleInbox(
   inboxId: string,
   status: 'entered' | 'discarded',
 ): Promise<void> {
-  const r: Row[] = await queryRows(
+  const r = await queryRows<Pick<SessionInboxRow, 'id'>>(
     tx,
     `UPDATE session_inbox SET status = $3, settled_at = now()
       WHERE id = $1 AND session_id = $2 AND status = 'queued' RETURNING id`,
@@ -107,9 +107,7 @@ export async function applyMutation(
       if (m.kind === 'enterInbox') await settleInbox(tx, sessionId, m.inboxId, 'entered');
       await exec(
         tx,
-        `INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
-                                   client_message_id, input_tokens, output_tokens, epoch, created_at,
-                                   cost_usd, tokens_estimated, llm_client, llm_model)
+        `INSERT INTO chat_history ${insertColumns(CHAT_HISTORY_INSERT)}
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
         [
           msg.id,
@@ -219,14 +217,14 @@ export async function applyMutation(
       const f = m.frame;
       await exec(
         tx,
-        `INSERT INTO stack_frames (id, session_id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch)
+        `INSERT INTO stack_frames ${insertColumns(STACK_FRAMES_INSERT)}
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [f.id, f.sessionId, f.parentFrameId, f.parentToolCallId, f.agentId, f.depth, f.status, f.clientPin, epoch],
       );
       return;
     }
     case 'closeFrame': {
-      const r: Row[] = await queryRows(
+      const r = await queryRows<Pick<StackFramesRow, 'id'>>(
         tx,
         `UPDATE stack_frames SET status = 'closed', closed_at = now(), epoch = $2 WHERE id = $1 AND status = 'active' RETURNING id`,
         [m.frameId, epoch],
@@ -305,7 +303,7 @@ export async function applyMutation(
  * sorted and once each. Throws `LeaseLostError` when the lease is not held.
  */
 export async function revokeGrants(db: Queryable, sessionId: string, fence: Fence): Promise<string[]> {
-  const rows: Row[] = await queryRows(
+  const rows = await queryRows<{ fenced: number; groups: unknown[] }>(
     db,
     `WITH fence AS (
          SELECT epoch FROM session_leases
@@ -318,5 +316,5 @@ export async function revokeGrants(db: Queryable, sessionId: string, fence: Fenc
   );
   if (Number(rows[0]?.fenced) === 0)
     throw new LeaseLostError(`lease of session ${sessionId} lost (epoch ${fence.epoch})`);
-  return (rows[0].groups as unknown[]).map(String);
+  return rows[0].groups.map(String);
 }

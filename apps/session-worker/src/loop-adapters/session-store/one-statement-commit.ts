@@ -1,6 +1,12 @@
 import { deepToPgText, pgParams } from '@skald/persistence';
 import type { Mutation, NewFrame, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatch } from '@skald/agent-loop';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
+import {
+  CHAT_HISTORY_INSERT,
+  insertColumns,
+  SESSION_EVENTS_INSERT,
+  STACK_FRAMES_INSERT,
+} from '../../sessions/insert-columns.constants';
 
 /**
  * The hot commits of a turn (its first commit: the inbox items entering, the root frame of a fresh
@@ -168,7 +174,7 @@ function shapeOf(p: CommitParts): Set<ShapePart> {
 export function shapeName(shape: ReadonlySet<ShapePart>): string {
   return `${ONE_STATEMENT_COMMIT_PREFIX}${(Object.keys(SHAPE_PARTS) as ShapePart[]).filter((k) => shape.has(k)).join('')}`;
 }
-export const ONE_STATEMENT_COMMIT_PREFIX = 'skald_commit_v6_';
+export const ONE_STATEMENT_COMMIT_PREFIX = 'skald_commit_v7_';
 
 const text = (v: string | null | undefined): string | null => (v === null || v === undefined ? null : v);
 const str = (v: number | boolean | null | undefined): string | null =>
@@ -326,7 +332,7 @@ export function oneStatementCommit(
   } else ctes.push(`go AS (SELECT EXISTS (SELECT 1 FROM fence) AS ok)`);
   if (shape.has('f'))
     ctes.push(`frames AS (
-   INSERT INTO stack_frames (id, session_id, parent_frame_id, parent_tool_call_id, agent_id, depth, status, client, epoch)
+   INSERT INTO stack_frames ${insertColumns(STACK_FRAMES_INSERT)}
    SELECT u.id::uuid, u.sid::uuid, u.pfid::uuid, u.ptcid::uuid, u.agent, u.depth::integer, u.status, u.client, ${epoch}
      FROM ${unnest(p.frames, FRAME_COLUMNS)}
     WHERE (SELECT ok FROM go) ORDER BY u.n)`);
@@ -349,15 +355,13 @@ export function oneStatementCommit(
     RETURNING last_seq, user_id, stop_requested_at IS NOT NULL AS stop)`);
     if (shape.has('e'))
       ctes.push(`appended AS (
-   INSERT INTO session_events (session_id, seq, type, payload)
+   INSERT INTO session_events ${insertColumns(SESSION_EVENTS_INSERT)}
    SELECT ${sid}::uuid, head.last_seq - ${count} + u.n, u.t, u.p
      FROM head, unnest(${bind(eventTypes)}::text[], ${bind(eventPayloads)}::text[]) WITH ORDINALITY AS u(t, p, n))`);
   }
   if (shape.has('m'))
     ctes.push(`messages AS (
-   INSERT INTO chat_history (id, session_id, frame_id, role, content, reasoning, is_synthetic, status, metadata,
-                             client_message_id, input_tokens, output_tokens, epoch, created_at,
-                             cost_usd, tokens_estimated, llm_client, llm_model)
+   INSERT INTO chat_history ${insertColumns(CHAT_HISTORY_INSERT)}
    SELECT u.id::uuid, u.sid::uuid, u.fid::uuid, u.role, u.content, u.reasoning, u.syn::boolean, u.status,
           u.meta::jsonb, u.cmid, u.itok::integer, u.otok::integer, ${epoch}, u.created::timestamptz,
           u.cost::numeric, u.est::boolean, u.client, u.model

@@ -176,7 +176,9 @@ describe('PgSessionStore', () => {
       );
       expect(row).toEqual({ session_id: home, status: 'queued' });
     }
-    expect(await queryRows(ds, `SELECT 1 FROM chat_history WHERE session_id = $1`, [sessionId])).toEqual([]);
+    expect(
+      await queryRows<{ '?column?': number }>(ds, `SELECT 1 FROM chat_history WHERE session_id = $1`, [sessionId]),
+    ).toEqual([]);
     expect(announced).toEqual([]);
   });
 });

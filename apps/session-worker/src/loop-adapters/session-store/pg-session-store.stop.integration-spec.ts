@@ -85,7 +85,7 @@ describe('PgSessionStore.stopAtFinish: a stop at any moment around the finishing
         const qr = ds.createQueryRunner();
         await qr.startTransaction();
         const pid = await backendPid(qr);
-        const r = await queryRows(
+        const r = await queryRows<{ id: string }>(
           qr,
           `UPDATE sessions SET stop_requested_at = now(), updated_at = now() WHERE id = $1 AND turn_state <> 'finished' RETURNING id`,
           [sessionId],

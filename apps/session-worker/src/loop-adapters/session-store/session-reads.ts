@@ -1,4 +1,4 @@
-import type { Queryable } from '@skald/persistence';
+import type { Queryable, ToolGrantsRow } from '@skald/persistence';
 import type {
   CompactionSummary,
   FrameRow,
@@ -28,7 +28,7 @@ import {
 
 export async function readSession(db: Queryable, sessionId: string): Promise<SessionInfo> {
   // The user's pin for the session's source (`/model`, `select_client`) is the session's pin.
-  const rows: Row[] = await queryRows(
+  const rows = await queryRows<Row>(
     db,
     `SELECT s.*, p.client AS user_pin FROM sessions s
          LEFT JOIN llm_client_pins p ON p.user_id = s.user_id AND p.source = s.source
@@ -41,7 +41,7 @@ export async function readSession(db: Queryable, sessionId: string): Promise<Ses
 }
 
 export async function readActiveFrames(db: Queryable, sessionId: string): Promise<FrameRow[]> {
-  const rows: Row[] = await queryRows(
+  const rows = await queryRows<Row>(
     db,
     `SELECT * FROM stack_frames WHERE session_id = $1 AND status = 'active' ORDER BY depth, ord`,
     [sessionId],
@@ -50,7 +50,7 @@ export async function readActiveFrames(db: Queryable, sessionId: string): Promis
 }
 
 export async function readFrame(db: Queryable, frameId: string): Promise<FrameRow | null> {
-  const rows: Row[] = await queryRows(db, `SELECT * FROM stack_frames WHERE id = $1`, [frameId]);
+  const rows = await queryRows<Row>(db, `SELECT * FROM stack_frames WHERE id = $1`, [frameId]);
   return rows[0] ? toFrame(rows[0]) : null;
 }
 
@@ -66,22 +66,22 @@ export async function readMessages(
     params.push(options.afterMessageId);
     where += ` AND ord > (SELECT ord FROM chat_history WHERE id = $2)`;
   }
-  const rows: Row[] = await queryRows(db, `SELECT * FROM chat_history WHERE ${where} ORDER BY ord`, params);
+  const rows = await queryRows<Row>(db, `SELECT * FROM chat_history WHERE ${where} ORDER BY ord`, params);
   return rows.map(toMessage);
 }
 
 export async function readToolCalls(db: Queryable, frameId: string): Promise<ToolCallRow[]> {
-  const rows: Row[] = await queryRows(db, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [frameId]);
+  const rows = await queryRows<Row>(db, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [frameId]);
   return rows.map(toToolCall);
 }
 
 export async function readToolCall(db: Queryable, toolCallId: string): Promise<ToolCallRow | null> {
-  const rows: Row[] = await queryRows(db, `SELECT * FROM tool_calls WHERE id = $1`, [toolCallId]);
+  const rows = await queryRows<Row>(db, `SELECT * FROM tool_calls WHERE id = $1`, [toolCallId]);
   return rows[0] ? toToolCall(rows[0]) : null;
 }
 
 export async function readScratchpad(db: Queryable, scratchpadSessionId: string): Promise<ScratchpadNote[]> {
-  const rows: Row[] = await queryRows(
+  const rows = await queryRows<Row>(
     db,
     `SELECT key, value FROM session_scratchpad WHERE scratchpad_session_id = $1 ORDER BY ord`,
     [scratchpadSessionId],
@@ -90,31 +90,33 @@ export async function readScratchpad(db: Queryable, scratchpadSessionId: string)
 }
 
 export async function readTodos(db: Queryable, frameId: string): Promise<TodoItem[]> {
-  const rows: Row[] = await queryRows(db, `SELECT todos FROM session_todos WHERE frame_id = $1`, [frameId]);
+  const rows = await queryRows<Row>(db, `SELECT todos FROM session_todos WHERE frame_id = $1`, [frameId]);
   return (rows[0]?.todos as TodoItem[] | undefined) ?? [];
 }
 
 export async function readGrants(db: Queryable, scope: GrantScope): Promise<string[]> {
-  const rows: Row[] =
+  const rows =
     scope.kind === 'session'
-      ? await queryRows(
+      ? await queryRows<Pick<ToolGrantsRow, 'group_name'>>(
           db,
           `SELECT group_name FROM tool_grants WHERE session_id = $1 AND frame_id IS NULL ORDER BY created_at, group_name`,
           [scope.sessionId],
         )
-      : await queryRows(db, `SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at, group_name`, [
-          scope.frameId,
-        ]);
+      : await queryRows<Pick<ToolGrantsRow, 'group_name'>>(
+          db,
+          `SELECT group_name FROM tool_grants WHERE frame_id = $1 ORDER BY created_at, group_name`,
+          [scope.frameId],
+        );
   return rows.map((r) => String(r.group_name));
 }
 
 export async function readCompaction(db: Queryable, frameId: string): Promise<CompactionSummary | null> {
-  const rows: Row[] = await queryRows(db, `SELECT * FROM compaction_summaries WHERE frame_id = $1`, [frameId]);
+  const rows = await queryRows<Row>(db, `SELECT * FROM compaction_summaries WHERE frame_id = $1`, [frameId]);
   return rows[0] ? toCompaction(rows[0]) : null;
 }
 
 export async function readQueuedInbox(db: Queryable, sessionId: string): Promise<InboxItem[]> {
-  const rows: Row[] = await queryRows(
+  const rows = await queryRows<Row>(
     db,
     `SELECT * FROM session_inbox WHERE session_id = $1 AND status = 'queued' ORDER BY ord`,
     [sessionId],

@@ -6,6 +6,7 @@
  * `tool_progress`. The workspace is a directory under os.tmpdir() (the jail resolves the real
  * directory the command runs in).
  */
+import { expect } from '@jest/globals';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

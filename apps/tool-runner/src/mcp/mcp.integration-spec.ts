@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
-import { Actor, McpServerDto, topicOf } from '@skald/contracts';
+import { Actor, MCP_TRANSPORT_FIELDS, MCP_TRANSPORTS, McpServerDto, McpServerInput, topicOf } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit';
 import { AppModule } from '../app.module';
@@ -283,5 +283,44 @@ describe('MCP servers through the tool runner', () => {
     expect((await list(alice)).map((s) => s.name)).not.toContain('everything');
     expect(await exec(alice, 'mcp__everything__get-sum', { a: 1, b: 1 })).toMatchObject({ status: 'failed' });
     expect((await catalog(alice, ['everything'])).tools).toEqual([]);
+  }, 60_000);
+
+  it('shows every configuration field as created and as patched, credentials by key (none is dropped)', async () => {
+    type Fields = Required<Omit<McpServerInput, 'name' | 'transport'>>;
+    // One pair of values per field of every transport: a field added to McpServerInput does not compile here.
+    const samples: { [F in keyof Fields]: [Fields[F], Fields[F]] } = {
+      command: ['node', 'python3'],
+      args: [['--one'], ['--two', 'three']],
+      env: [{ ONE_TOKEN: 'value-one' }, { TWO_TOKEN: 'value-two', THREE: 'value-three' }],
+      network: [true, false],
+      url: [`http://localhost:${httpPort}/one`, `http://localhost:${httpPort}/two`],
+      headers: [{ 'X-One': 'value-one' }, { 'X-Two': 'value-two' }],
+    };
+    /** Where the list shows a field: credentials only by their names. */
+    const credentials: Partial<Record<keyof Fields, string>> = { env: 'env_keys', headers: 'header_keys' };
+    const shown = (field: keyof Fields, value: unknown): [string, unknown] => {
+      const keys = credentials[field];
+      return keys ? [keys, Object.keys(value as object).sort()] : [field, value];
+    };
+    const read = async (name: string) =>
+      (await list(bob)).find((s) => s.name === name) as unknown as Record<string, unknown>;
+    for (const transport of MCP_TRANSPORTS) {
+      const name = `round-trip-${transport}`;
+      const fields = MCP_TRANSPORT_FIELDS[transport];
+      await create(bob, { name, transport, ...Object.fromEntries(fields.map((f) => [f, samples[f][0]])) });
+      const created = await read(name);
+      for (const f of fields) {
+        const [key, value] = shown(f, samples[f][0]);
+
+        expect({ transport, field: f, shows: created[key] }).toEqual({ transport, field: f, shows: value });
+      }
+      for (const f of fields) {
+        await client.call('mcp.servers.update', { actor: bob, name, patch: { [f]: samples[f][1] } });
+        const [key, value] = shown(f, samples[f][1]);
+
+        expect({ transport, field: f, shows: (await read(name))[key] }).toEqual({ transport, field: f, shows: value });
+      }
+      await client.call('mcp.servers.delete', { actor: bob, name });
+    }
   }, 60_000);
 });

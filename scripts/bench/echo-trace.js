@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Where a message's echo goes: fresh conversations each send one message through the stack the
 // turn benchmark runs (the five apps as separate processes, llm-sim), on a private Postgres that
@@ -64,6 +63,20 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * one): the submit's statement, the lease take, the start read, and the first commit (one prepared
  * statement, or the transaction's COMMIT).
  */
+/**
+ * A map's entry for a key every caller put there first.
+ * @template K, V
+ * @param {Map<K, V>} map
+ * @param {K} key
+ * @returns {V}
+ */
+function entry(map, key) {
+  const v = map.get(key);
+  if (v === undefined) throw new Error(`no entry ${String(key)}`);
+  return v;
+}
+
+/** @type {Array<[string, RegExp]>} */
 const STEPS = [
   ['submit', /^execute (<unnamed>|skald_submit_v\d+): WITH s AS/],
   ['lease take', /^execute <unnamed>: WITH prev AS/],
@@ -77,32 +90,34 @@ async function oneTurn(gatewayUrl, token, marker) {
   url.searchParams.set('source', `trace-${marker}`);
   const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
   const t = { sent: 0, sentUs: 0, ack: 0, echo: 0, ackUs: 0, echoUs: 0, done: 0, echoFirst: false };
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no hello / echo / done')), 30_000);
-    ws.on('message', (data) => {
-      const f = JSON.parse(data.toString('utf8'));
-      if (f.type === 'hello') {
-        t.sent = Date.now();
-        t.sentUs = monoUs();
-        ws.send(JSON.stringify({ type: 'message', client_message_id: randomUUID(), content: `trace ${marker}` }));
-      }
-      if (f.type === 'ack' && !t.ack) {
-        t.ack = Date.now();
-        t.ackUs = monoUs();
-      }
-      if (f.type === 'user_message' && !t.echo) {
-        t.echo = Date.now();
-        t.echoUs = monoUs();
-        t.echoFirst = !t.ack;
-      }
-      if (f.type === 'done' || f.type === 'error') {
-        t.done = Date.now();
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    ws.once('error', reject);
-  });
+  await new Promise(
+    /** @param {(v?: unknown) => void} resolve */ (resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no hello / echo / done')), 30_000);
+      ws.on('message', (data) => {
+        const f = JSON.parse(data.toString('utf8'));
+        if (f.type === 'hello') {
+          t.sent = Date.now();
+          t.sentUs = monoUs();
+          ws.send(JSON.stringify({ type: 'message', client_message_id: randomUUID(), content: `trace ${marker}` }));
+        }
+        if (f.type === 'ack' && !t.ack) {
+          t.ack = Date.now();
+          t.ackUs = monoUs();
+        }
+        if (f.type === 'user_message' && !t.echo) {
+          t.echo = Date.now();
+          t.echoUs = monoUs();
+          t.echoFirst = !t.ack;
+        }
+        if (f.type === 'done' || f.type === 'error') {
+          t.done = Date.now();
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      ws.once('error', reject);
+    },
+  );
   ws.close();
   return t;
 }
@@ -188,11 +203,16 @@ async function main() {
     }
     await sleep(500);
     const log = statements(path.join(pg.dir, 'log'));
-    const byStep = new Map(STEPS.map(([name]) => [name, []]));
+    const byStep = new Map(STEPS.map(([name]) => [name, /** @type {number[]} */ ([])]));
     /** Per step, Postgres' own ms for its statement: parse + bind + execute on that backend within the step. */
-    const pgMs = new Map(STEPS.map(([name]) => [name, []]));
+    const pgMs = new Map(STEPS.map(([name]) => [name, /** @type {number[]} */ ([])]));
     /** The same, split: parse, bind (planning, for a custom plan) and execute. */
-    const pgParts = new Map(STEPS.map(([name]) => [name, { parse: [], bind: [], execute: [] }]));
+    const pgParts = new Map(
+      STEPS.map(([name]) => [
+        name,
+        /** @type {Record<'parse' | 'bind' | 'execute', number[]>} */ ({ parse: [], bind: [], execute: [] }),
+      ]),
+    );
     const echo = [];
     const worker = log.filter((s) => s.role === 'skald_session_worker');
     turns.forEach((t, n) => {
@@ -203,15 +223,15 @@ async function main() {
       for (const [name, re] of STEPS) {
         const hit = worker.find((s) => s.end >= from && s.end <= t.echo + 1 && re.test(s.what));
         if (!hit) continue;
-        byStep.get(name).push(hit.end - t.sent);
+        entry(byStep, name).push(hit.end - t.sent);
         const stmt = /^execute (\S+):/.exec(hit.what)?.[1];
         if (stmt) {
           const parts = worker
             .filter((s) => s.pid === hit.pid && s.end >= from && s.end <= hit.end)
             .filter((s) => s.what.startsWith(`parse ${stmt}:`) || s.what.startsWith(`bind ${stmt}:`) || s === hit);
-          pgMs.get(name).push(parts.reduce((sum, s) => sum + s.ms, 0));
-          const split = pgParts.get(name);
-          for (const kind of ['parse', 'bind'])
+          entry(pgMs, name).push(parts.reduce((sum, s) => sum + s.ms, 0));
+          const split = entry(pgParts, name);
+          for (const kind of /** @type {const} */ (['parse', 'bind']))
             split[kind].push(parts.filter((s) => s.what.startsWith(`${kind} `)).reduce((sum, s) => sum + s.ms, 0));
           split.execute.push(hit.ms);
         }
@@ -248,14 +268,14 @@ async function main() {
     for (const [name, ends] of byStep) {
       if (ends.length === 0) continue;
       const at = median(ends);
-      const pgStep = pgMs.get(name);
+      const pgStep = entry(pgMs, name);
       console.log(
         `  ${name.padEnd(13)} ends at ${String(at).padStart(4)} ms (median of ${ends.length}); step ${at - prev} ms` +
           (pgStep.length
             ? `; Postgres parse + bind + execute ${median(pgStep).toFixed(2)} ms (median; parse ${median(
-                pgParts.get(name).parse,
-              ).toFixed(2)}, bind ${median(pgParts.get(name).bind).toFixed(2)}, execute ${median(
-                pgParts.get(name).execute,
+                entry(pgParts, name).parse,
+              ).toFixed(2)}, bind ${median(entry(pgParts, name).bind).toFixed(2)}, execute ${median(
+                entry(pgParts, name).execute,
               ).toFixed(2)})`
             : ''),
       );
@@ -286,7 +306,7 @@ async function main() {
       }
       console.log('\n== the last submit statement, auto_explain (analyze):');
       const plan = last ? last.slice(last.findIndex((l) => l.includes('(cost=') || l.includes('(actual'))) : null;
-      console.log(last ? [last[0], ...plan].join('\n') : 'not found');
+      console.log(last && plan ? [last[0], ...plan].join('\n') : 'not found');
     }
   } finally {
     await stack?.stop();
@@ -372,6 +392,7 @@ function profileSteps(turns) {
  * step (not on the path from the previous hop).
  * @type {Array<[string, string, string, ((detail: string) => boolean)?, boolean?]>}
  */
+/** @type {Array<[string, string, string, ((detail: string) => boolean)?, { after: string }?]>} */
 const HOP_STEPS = [
   ['gateway: frame read (ws message)', 'gateway', 'ws.frame'],
   ['gateway: frame parsed', 'gateway', 'ws.parsed'],
@@ -429,8 +450,9 @@ function hopSteps(turns) {
   fs.rmSync(HOP_FILE, { force: true });
   const appOf = (m) =>
     m.app.startsWith('session-worker') ? 'session-worker' : m.app.startsWith('gateway') ? 'gateway' : m.app;
-  const ends = new Map(HOP_STEPS.map(([name]) => [name, []]));
-  const steps = new Map(HOP_STEPS.map(([name]) => [name, []]));
+  const ends = new Map(HOP_STEPS.map(([name]) => [name, /** @type {number[]} */ ([])]));
+  const steps = new Map(HOP_STEPS.map(([name]) => [name, /** @type {number[]} */ ([])]));
+  /** @type {Record<'ack' | 'echo' | 'ackStep' | 'echoStep', number[]>} */
   const tail = { ack: [], echo: [], ackStep: [], echoStep: [] };
   const other = new Map();
   let shown = 0;
@@ -451,8 +473,8 @@ function hopSteps(turns) {
         continue;
       }
       at.set(name, hit.us);
-      ends.get(name).push(hit.us - t.sentUs);
-      steps.get(name).push(hit.us - start);
+      entry(ends, name).push(hit.us - t.sentUs);
+      entry(steps, name).push(hit.us - start);
       line.push(`${name} +${hit.us - t.sentUs}`);
       if (!side) from = hit.us;
     }
@@ -471,9 +493,9 @@ function hopSteps(turns) {
     '  hop                                    ends at    step   (step p10–p90)   (side hops: step from the hop named)',
   );
   for (const [name, , , , side] of HOP_STEPS) {
-    const e = ends.get(name);
+    const e = entry(ends, name);
     if (e.length === 0) continue;
-    const st = [...steps.get(name)].sort((a, b) => a - b);
+    const st = [...entry(steps, name)].sort((a, b) => a - b);
     const q = (p) => st[Math.min(st.length - 1, Math.floor(p * st.length))];
     console.log(
       `  ${name.padEnd(38)} ${String(median(e)).padStart(6)} ${String(median(st)).padStart(7)}   (${q(0.1)}–${q(0.9)})` +

@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // What Postgres spends per tool round, by statement and by service (the turn benchmark's stack and
 // workload: fresh conversations, one turn of 5 `read_file` rounds each, one after the other).
@@ -58,6 +57,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** A short name for a statement of the stack, from its text (pg_stat_statements' normalized form). */
 function statementName(q) {
   const t = q.replace(/\s+/g, ' ');
+  /** @type {Array<[RegExp, string]>} */
   const known = [
     [/^WITH fence AS .* go AS \(/i, 'commit (one statement)'],
     [/submit|session_inbox.*lease|ins AS \(INSERT INTO session_inbox/i, 'submit'],
@@ -145,14 +145,18 @@ async function phase(ctx, n) {
   const convs = await bench.openConversations(stack, users, markers);
   if (GAP_S > 0) await sleep(GAP_S * 1000);
   const s0 = await snapshot(admin, datname, logFile);
-  const pgCpu0 = bench.postgresPids(pg).reduce((s, p) => s + bench.cpuMs(p.pid, p.withChildren), 0);
+  const pgCpu0 = bench
+    .postgresPids(pg)
+    .reduce((s, p) => s + bench.cpuMs(p.pid, 'withChildren' in p && p.withChildren), 0);
   const pgRead0 = postgresReading(pg);
   const live0 = cpuByRole(s0.backends);
   for (const c of convs) {
     const t = await c.turn();
     if (t.how !== 'done') throw new Error(`turn: ${t.how}`);
   }
-  const pgCpu1 = bench.postgresPids(pg).reduce((s, p) => s + bench.cpuMs(p.pid, p.withChildren), 0);
+  const pgCpu1 = bench
+    .postgresPids(pg)
+    .reduce((s, p) => s + bench.cpuMs(p.pid, 'withChildren' in p && p.withChildren), 0);
   const pgRead1 = postgresReading(pg);
   const s1 = await snapshot(admin, datname, logFile);
   const live1 = cpuByRole(s1.backends);

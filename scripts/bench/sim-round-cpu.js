@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // What llm-sim spends per round under Skald and under the architecture skeleton, in one run: the turn
 // bench's stack, warm-up and fresh phase (turn.js), then the skeleton's fresh phase with its
@@ -38,7 +37,7 @@ function simCounters(pid) {
       if (Number(t) === pid) {
         c.mainNs += ns;
         c.wakes = Number(
-          /voluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8'))[1],
+          /voluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8'))?.[1],
         );
       } else c.otherNs += ns;
     } catch {
@@ -46,8 +45,8 @@ function simCounters(pid) {
     }
   }
   const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
-  c.syscr = Number(/syscr: (\d+)/.exec(io)[1]);
-  c.syscw = Number(/syscw: (\d+)/.exec(io)[1]);
+  c.syscr = Number(/syscr: (\d+)/.exec(io)?.[1]);
+  c.syscw = Number(/syscw: (\d+)/.exec(io)?.[1]);
   return c;
 }
 
@@ -94,6 +93,7 @@ async function main() {
   process.once('exit', () => infra.stopNow());
   let stack = null;
   let skel = null;
+  /** @type {Record<string, any>} */
   const out = {};
   const windows = {};
   const workspaces = fs.mkdtempSync(path.join(os.tmpdir(), 'skald-simcpu-'));

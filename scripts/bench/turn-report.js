@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // The turn benchmark's pure part: figures → ratios to the floor → targets (met / NOT met) → one
 // table. No I/O, so a unit test holds it (test/unit/bench-turn-report.spec.ts).
@@ -95,6 +94,7 @@ function judge(skald, floor) {
 }
 
 /** The columns of the comparison table: a header and how a system's figures fill it. */
+/** @type {Array<[string, (x: any) => string]>} */
 const COLUMNS = [
   ['ms/round fresh (median)', (x) => fmt(x.msPerRoundFresh)],
   ['CPU ms/round, all processes', (x) => fmt(x.cpuMsPerRound)],
@@ -181,10 +181,10 @@ function renderTopologyFloor(skald, floor, skel) {
   const lines = [
     'Topology floor (architecture skeleton: the fixed processes and hops, trivial handlers; a reference, judged by no target):',
   ];
-  for (const [label, key, max] of [
+  for (const [label, key, max] of /** @type {Array<[string, string, number]>} */ ([
     ['ms per round, fresh', 'msPerRoundFresh', 2],
     ['CPU ms per round', 'cpuMsPerRound', 2.5],
-  ]) {
+  ])) {
     const k = skel[key];
     const f = floor[key];
     const s = skald[key];
@@ -212,14 +212,14 @@ function renderTopologyFloor(skald, floor, skel) {
     const frac = fraction(skel.turnsPerSec50, skel.ideal50);
     lines.push(
       `  turns/s at 50: skeleton ${fmt(skel.turnsPerSec50)} = ${pct(frac)} of ideal, ${fmt(skel.cpuMsPerTurn50)} CPU ms a turn, ` +
-        `the cores ${pct(skel.busy50)} busy; target ≥ 90 %: ${verdict(frac >= 0.9)}`,
+        `the cores ${pct(skel.busy50)} busy; target ≥ 90 %: ${verdict(frac != null && frac >= 0.9)}`,
     );
   }
   if (skel.turnsPerSec200 != null) {
     const frac = fraction(skel.turnsPerSec200, skel.ideal200);
     lines.push(
       `  turns/s at 200: skeleton ${fmt(skel.turnsPerSec200)} = ${pct(frac)} of ideal, ${fmt(skel.cpuMsPerTurn200)} CPU ms a turn, ` +
-        `the cores ${pct(skel.busy200)} busy; target ≥ 50 %: ${verdict(frac >= 0.5)}`,
+        `the cores ${pct(skel.busy200)} busy; target ≥ 50 %: ${verdict(frac != null && frac >= 0.5)}`,
     );
   }
   if (skel.eventP99Ms != null)

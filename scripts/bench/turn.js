@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // Turn benchmark: Skald's turns through the gateway's WebSocket against a durable floor, in one run.
 //
@@ -143,6 +142,9 @@ function rssBytes(pid) {
   return m ? Number(m[1]) * 1024 : 0;
 }
 
+/** Anything measured over a phase: `start()`, then `stop()` answers a figure per name. */
+/** @typedef {{ start(): unknown, stop(): Record<string, number> }} Meter */
+
 /**
  * A CPU meter over named process groups: `start()` then `stop()` answers ms per group. Postgres is
  * its postmaster (with the time of backends that exited) plus every live backend.
@@ -150,8 +152,11 @@ function rssBytes(pid) {
 class CpuMeter {
   constructor(groups) {
     this.groups = groups; // { name: () => [{ pid, withChildren }] }
+    /** @type {Record<string, number>} */
+    this.t0 = {};
   }
   read() {
+    /** @type {Record<string, number>} */
     const out = {};
     for (const [name, list] of Object.entries(this.groups))
       out[name] = list().reduce((s, p) => s + cpuMs(p.pid, p.withChildren), 0);
@@ -178,6 +183,10 @@ class SqlMeter {
   constructor(admin, datname) {
     this.admin = admin;
     this.datname = datname;
+    /** Counters at `start()`. */
+    this.s0 = { statements: 0, xacts: 0, sessions: 0, idle: 0 };
+    /** @type {Map<string, { calls: number, query: string }>} */
+    this.b0 = new Map();
   }
   async read() {
     const { rows } = await this.admin.query(
@@ -238,6 +247,8 @@ class Conversation {
     this.ackAt = null;
     this.errors = 0;
     this.approvals = 0;
+    /** @type {(() => void) | null} Called once on the gateway's hello. */
+    this.onHello = null;
     ws.on('message', (data) => this.onFrame(JSON.parse(data.toString('utf8'))));
   }
 
@@ -547,7 +558,11 @@ function postgresPids(pg) {
 const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
 const perRound = (o, rounds) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v / rounds]));
 
-/** Sequential turns of fresh conversations: ms per round, echo, CPU and SQL per round. */
+/**
+ * Sequential turns of fresh conversations: ms per round, echo, CPU and SQL per round.
+ * @param {Meter} cpu
+ * @param {Meter | null} [workerCpu]
+ */
 async function skaldFresh(stack, users, sim, cpu, sql, workerCpu = null) {
   const markers = newMarkers(CFG.fresh, 'fresh');
   const ids = await scriptConversations(sim, markers, 1, CFG.perRound);
@@ -611,20 +626,17 @@ function earlyLate(msPerRound) {
 /**
  * N conversations in a closed loop (3 tool rounds at 200 ms), `turnsEach` turns each: turns/s is
  * every turn over the time from the first message to the last answer (ideal: N / 0.8 s).
+ * @param {{ events?: boolean, infra?: any, cpu?: Meter | null, workerCpu?: Meter | null,
+ *   eventsFrom?: { db: string, table: string, column: string } }} [options]
  */
-async function skaldLoad(
-  stack,
-  users,
-  sim,
-  n,
-  {
+async function skaldLoad(stack, users, sim, n, options = {}) {
+  const {
     events = false,
     infra = null,
     cpu = null,
     workerCpu = null,
     eventsFrom = { db: 'skald', table: 'session_events', column: 'created_at' },
-  } = {},
-) {
+  } = options;
   const markers = newMarkers(n, `load${n}`);
   const turnsEach = CFG.loadTurns[n];
   const ids = await scriptConversations(sim, markers, turnsEach, CFG.load);
@@ -754,7 +766,7 @@ async function skaldParked(stack, users, sim, infra) {
 async function memory(proc) {
   const line = proc.logs.find((l) => l.includes('Debugger listening on ws://'));
   if (!line) throw new Error('the session worker has no inspector');
-  const ws = new WebSocket(/(ws:\/\/\S+)/.exec(line)[1]);
+  const ws = new WebSocket(/(ws:\/\/\S+)/.exec(line)?.[1] ?? '');
   await new Promise((resolve, reject) => {
     ws.once('open', resolve);
     ws.once('error', reject);
@@ -875,6 +887,7 @@ async function floorFigures(infra, stack, sim) {
   f.msPerRoundFresh = median(fresh.out.turnMs.map((ms) => ms / PER_ROUND_ROUNDS));
   f.cpuMsPerRound = sum(fresh.cpuByProcess) / rounds;
   f.cpuMsPerRoundByProcess = perRound(fresh.cpuByProcess, rounds);
+  if (!fresh.q) throw new Error("the floor's fresh phase measured no SQL");
   f.sqlStatementsPerRound = fresh.q.statements / rounds;
   f.sqlTransactionsPerRound = fresh.q.xacts / rounds;
   f.backendsOpened = fresh.q.sessions;
@@ -955,6 +968,7 @@ async function skeletonFigures(infra, stack, sim) {
         eventsFrom: { db: 'skeleton', table: 'skel_events', column: 'created_at' },
       });
       if (r.errors > 0) throw new Error(`the skeleton failed ${r.errors} turns at 50 conversations`);
+      if (!r.eventLatency) throw new Error('the skeleton at 50 conversations timed no events');
       Object.assign(s, {
         turnsPerSec50: r.turnsPerSec,
         ideal50: r.ideal,

@@ -1,4 +1,3 @@
-// @ts-nocheck: not yet clean under scripts/tsconfig.json's strict null checks; remove when it is.
 'use strict';
 // One session-worker process against two, alternating on ONE stack within one run: this machine's
 // load varies ~30 % from one run of turn.js to the next (other jobs share the cores), more than
@@ -42,6 +41,7 @@ async function main() {
   const infra = await T.startInfra();
   process.once('exit', () => infra.stopNow());
   let stack = null;
+  /** @type {any[]} */
   const results = [];
   try {
     stack = await T.startStack(infra);

@@ -4,7 +4,11 @@ import type { EntityManager } from 'typeorm';
 import type { CommittedEvent } from './committed-event';
 import { Fence, rejected } from './fence';
 import { fenceAndEventParams } from './one-statement-commit';
-import { inboxOf, Row } from './session-rows';
+import type { Read } from './row-reads';
+import { inboxOf } from './session-rows';
+
+/** What the event log's statements answer: the fence held, the session's head, the queued inbox (JSON text). */
+type AppendRead = Read<{ epoch: number; fenced: number; last_seq: number; user_id: string; inbox: string }>;
 import { QUEUED_INBOX_JSON } from './turn-start';
 import { insertColumns, SESSION_EVENTS_INSERT } from '../../sessions/insert-columns.constants';
 
@@ -26,7 +30,7 @@ export async function fenceAndAppend(
 ): Promise<{ events: CommittedEvent[]; inbox: InboxItem[] }> {
   const lost = (): LeaseLostError => new LeaseLostError(`lease of session ${sessionId} lost (epoch ${fence.epoch})`);
   if (events.length === 0) {
-    const lease = await rawQueryRows<Row>(
+    const lease = await rawQueryRows<AppendRead>(
       tx,
       `SELECT epoch, ${QUEUED_INBOX_JSON} AS inbox FROM session_leases
         WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
@@ -35,9 +39,9 @@ export async function fenceAndAppend(
     if (lease.length === 0) throw lost();
     return { events: [], inbox: inboxOf(lease[0].inbox) };
   }
-  let rows: Row[];
+  let rows: AppendRead[];
   try {
-    rows = await rawQueryRows<Row>(
+    rows = await rawQueryRows<AppendRead>(
       tx,
       `WITH fence AS (
          SELECT epoch FROM session_leases

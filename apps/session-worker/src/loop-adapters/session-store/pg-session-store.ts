@@ -34,7 +34,8 @@ import {
   readToolCalls,
   readTodos,
 } from './session-reads';
-import { Row, TURN_START_MAPPERS } from './session-rows';
+import { TURN_START_MAPPERS } from './session-rows';
+import type { TurnStartRead } from './turn-start';
 import { PendingUsage, writeCommit } from './store-commit';
 import { parseTurnStart, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
 
@@ -102,7 +103,7 @@ export class PgSessionStore implements SessionStore {
    */
   async startTurn(sessionId: string, carried: CarriedHistory = new Map()): Promise<TurnStart> {
     this.lastLookAt = performance.now();
-    const rows = await preparedRows<Row>(
+    const rows = await preparedRows<TurnStartRead>(
       this.ds,
       TURN_START_NAME,
       TURN_START_SQL,

@@ -1,4 +1,10 @@
-import type { Queryable, ToolGrantsRow } from '@skald/persistence';
+import type {
+  CompactionSummariesRow,
+  Queryable,
+  SessionScratchpadRow,
+  SessionTodosRow,
+  ToolGrantsRow,
+} from '@skald/persistence';
 import type {
   CompactionSummary,
   FrameRow,
@@ -12,8 +18,8 @@ import type {
   ToolCallRow,
 } from '@skald/agent-loop';
 import { queryRows } from './pg-text-query';
+import type { FrameRead, InboxRead, MessageRead, Read, SessionRead, ToolCallRead } from './row-reads';
 import {
-  Row,
   toCompaction,
   toFrame,
   toInboxItem,
@@ -28,7 +34,7 @@ import {
 
 export async function readSession(db: Queryable, sessionId: string): Promise<SessionInfo> {
   // The user's pin for the session's source (`/model`, `select_client`) is the session's pin.
-  const rows = await queryRows<Row>(
+  const rows = await queryRows<SessionRead>(
     db,
     `SELECT s.*, p.client AS user_pin FROM sessions s
          LEFT JOIN llm_client_pins p ON p.user_id = s.user_id AND p.source = s.source
@@ -41,7 +47,7 @@ export async function readSession(db: Queryable, sessionId: string): Promise<Ses
 }
 
 export async function readActiveFrames(db: Queryable, sessionId: string): Promise<FrameRow[]> {
-  const rows = await queryRows<Row>(
+  const rows = await queryRows<FrameRead>(
     db,
     `SELECT * FROM stack_frames WHERE session_id = $1 AND status = 'active' ORDER BY depth, ord`,
     [sessionId],
@@ -50,7 +56,7 @@ export async function readActiveFrames(db: Queryable, sessionId: string): Promis
 }
 
 export async function readFrame(db: Queryable, frameId: string): Promise<FrameRow | null> {
-  const rows = await queryRows<Row>(db, `SELECT * FROM stack_frames WHERE id = $1`, [frameId]);
+  const rows = await queryRows<FrameRead>(db, `SELECT * FROM stack_frames WHERE id = $1`, [frameId]);
   return rows[0] ? toFrame(rows[0]) : null;
 }
 
@@ -66,22 +72,24 @@ export async function readMessages(
     params.push(options.afterMessageId);
     where += ` AND ord > (SELECT ord FROM chat_history WHERE id = $2)`;
   }
-  const rows = await queryRows<Row>(db, `SELECT * FROM chat_history WHERE ${where} ORDER BY ord`, params);
+  const rows = await queryRows<MessageRead>(db, `SELECT * FROM chat_history WHERE ${where} ORDER BY ord`, params);
   return rows.map(toMessage);
 }
 
 export async function readToolCalls(db: Queryable, frameId: string): Promise<ToolCallRow[]> {
-  const rows = await queryRows<Row>(db, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [frameId]);
+  const rows = await queryRows<ToolCallRead>(db, `SELECT * FROM tool_calls WHERE frame_id = $1 ORDER BY ord`, [
+    frameId,
+  ]);
   return rows.map(toToolCall);
 }
 
 export async function readToolCall(db: Queryable, toolCallId: string): Promise<ToolCallRow | null> {
-  const rows = await queryRows<Row>(db, `SELECT * FROM tool_calls WHERE id = $1`, [toolCallId]);
+  const rows = await queryRows<ToolCallRead>(db, `SELECT * FROM tool_calls WHERE id = $1`, [toolCallId]);
   return rows[0] ? toToolCall(rows[0]) : null;
 }
 
 export async function readScratchpad(db: Queryable, scratchpadSessionId: string): Promise<ScratchpadNote[]> {
-  const rows = await queryRows<Row>(
+  const rows = await queryRows<Read<SessionScratchpadRow>>(
     db,
     `SELECT key, value FROM session_scratchpad WHERE scratchpad_session_id = $1 ORDER BY ord`,
     [scratchpadSessionId],
@@ -90,7 +98,9 @@ export async function readScratchpad(db: Queryable, scratchpadSessionId: string)
 }
 
 export async function readTodos(db: Queryable, frameId: string): Promise<TodoItem[]> {
-  const rows = await queryRows<Row>(db, `SELECT todos FROM session_todos WHERE frame_id = $1`, [frameId]);
+  const rows = await queryRows<Read<SessionTodosRow>>(db, `SELECT todos FROM session_todos WHERE frame_id = $1`, [
+    frameId,
+  ]);
   return (rows[0]?.todos as TodoItem[] | undefined) ?? [];
 }
 
@@ -111,12 +121,16 @@ export async function readGrants(db: Queryable, scope: GrantScope): Promise<stri
 }
 
 export async function readCompaction(db: Queryable, frameId: string): Promise<CompactionSummary | null> {
-  const rows = await queryRows<Row>(db, `SELECT * FROM compaction_summaries WHERE frame_id = $1`, [frameId]);
+  const rows = await queryRows<Read<CompactionSummariesRow>>(
+    db,
+    `SELECT * FROM compaction_summaries WHERE frame_id = $1`,
+    [frameId],
+  );
   return rows[0] ? toCompaction(rows[0]) : null;
 }
 
 export async function readQueuedInbox(db: Queryable, sessionId: string): Promise<InboxItem[]> {
-  const rows = await queryRows<Row>(
+  const rows = await queryRows<InboxRead>(
     db,
     `SELECT * FROM session_inbox WHERE session_id = $1 AND status = 'queued' ORDER BY ord`,
     [sessionId],

@@ -7,32 +7,37 @@ import type {
   SessionInfo,
   ToolCallRow,
 } from '@skald/agent-loop';
+import type { CompactionSummariesRow, SessionInboxRow, SessionScratchpadRow } from '@skald/persistence';
 import { iso } from '../../sessions/row-format';
-import { jsonRows } from './turn-start';
+import {
+  type FrameRead,
+  type InboxRead,
+  jsonRows,
+  type MessageRead,
+  type Read,
+  type SessionRead,
+  type ToolCallRead,
+} from './row-reads';
 
-/**
- * The session store's rows as Postgres returns them, and their mapping to the loop's domain types.
- * A row is read through the text codec (see pg-text-query.ts) before it is mapped here.
- */
-export type Row = Record<string, unknown>;
+/** The mapping of the session store's rows (see row-reads.ts) to the loop's domain types. */
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /** A JSON aggregate of queued inbox rows (see QUEUED_INBOX_JSON and the one-statement commit). */
 export function inboxOf(json: unknown): InboxItem[] {
-  return jsonRows(json, ['created_at']).map(toInboxItem);
+  return jsonRows<SessionInboxRow>(json, ['created_at']).map(toInboxItem);
 }
 
 /** The mappers the turn's start read (turn-start.ts) parses its aggregates with. */
 export const TURN_START_MAPPERS = {
-  toSessionInfo: (r: Row) => toSessionInfo(r),
-  toFrame: (r: Row) => toFrame(r),
-  toMessage: (r: Row) => toMessage(r),
-  toToolCall: (r: Row) => toToolCall(r),
-  toInboxItem: (r: Row) => toInboxItem(r),
+  toSessionInfo: (r: SessionRead) => toSessionInfo(r),
+  toFrame: (r: FrameRead) => toFrame(r),
+  toMessage: (r: MessageRead) => toMessage(r),
+  toToolCall: (r: ToolCallRead) => toToolCall(r),
+  toInboxItem: (r: InboxRead) => toInboxItem(r),
 };
 
-export function toSessionInfo(r: Row): SessionInfo {
+export function toSessionInfo(r: SessionRead): SessionInfo {
   const rc = (r.run_context ?? {}) as {
     working_directory?: string;
     system_prompt?: string[];
@@ -68,7 +73,7 @@ function stringList(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }
 
-export function toFrame(r: Row): FrameRow {
+export function toFrame(r: FrameRead): FrameRow {
   return {
     id: String(r.id),
     sessionId: String(r.session_id),
@@ -81,7 +86,7 @@ export function toFrame(r: Row): FrameRow {
   };
 }
 
-export function toMessage(r: Row): MessageRow {
+export function toMessage(r: MessageRead): MessageRow {
   const meta = r.metadata as { attachments?: MessageRow['attachments'] } | null;
   return {
     id: String(r.id),
@@ -104,7 +109,7 @@ export function toMessage(r: Row): MessageRow {
   };
 }
 
-export function toToolCall(r: Row): ToolCallRow {
+export function toToolCall(r: ToolCallRead): ToolCallRow {
   return {
     id: String(r.id),
     sessionId: String(r.session_id),
@@ -125,7 +130,7 @@ export function toToolCall(r: Row): ToolCallRow {
   };
 }
 
-export function toInboxItem(r: Row): InboxItem {
+export function toInboxItem(r: InboxRead): InboxItem {
   return {
     id: String(r.id),
     sessionId: String(r.session_id),
@@ -148,10 +153,10 @@ function toolResultOf(v: unknown): InboxItem['toolResult'] {
   return { toolName: t.tool_name, argumentsText: t.arguments_text, result: t.result };
 }
 
-export function toScratchpadNote(r: Row): ScratchpadNote {
+export function toScratchpadNote(r: Read<SessionScratchpadRow>): ScratchpadNote {
   return { key: String(r.key), value: String(r.value) };
 }
 
-export function toCompaction(r: Row): CompactionSummary {
+export function toCompaction(r: Read<CompactionSummariesRow>): CompactionSummary {
   return { frameId: String(r.frame_id), summary: String(r.summary), boundaryMessageId: String(r.boundary_message_id) };
 }

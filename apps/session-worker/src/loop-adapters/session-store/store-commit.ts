@@ -6,7 +6,19 @@ import { fenceAndAppend } from './event-log';
 import { Fence, rejected } from './fence';
 import { applyMutation, inboxIdsSettledBy, insertUsage, lockInboxItems, notQueued } from './mutation-sql';
 import { fitsOneStatement, oneStatementCommit, settledInboxIds, UsageRow } from './one-statement-commit';
-import { inboxOf, Row } from './session-rows';
+import type { Read } from './row-reads';
+import { inboxOf } from './session-rows';
+
+/** The one-statement commit's head row: the fence, whether every inbox item it needs was queued, and the outcome. */
+type CommitRead = Read<{
+  fenced: number;
+  ok: boolean;
+  claimed: string[];
+  inbox: string;
+  stop: boolean;
+  last_seq: number;
+  user_id: string;
+}>;
 
 /**
  * The answered model calls whose ledger rows wait to ride with the commit of their message (see
@@ -56,10 +68,10 @@ async function writeOneStatement(
   events: SessionEventDraft[],
   usage: UsageRow[],
 ): Promise<Written> {
-  let rows: Row[];
+  let rows: CommitRead[];
   try {
     const statement = oneStatementCommit(sessionId, fence, mutations, events, usage);
-    rows = await preparedRows<Row>(ds, statement.name, statement.text, statement.values);
+    rows = await preparedRows<CommitRead>(ds, statement.name, statement.text, statement.values);
   } catch (e) {
     throw rejected(e);
   }

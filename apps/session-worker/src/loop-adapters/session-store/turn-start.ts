@@ -1,6 +1,25 @@
-import { parseJsonText } from '@skald/persistence';
+import {
+  type ChatHistoryRow,
+  type CompactionSummariesRow,
+  parseJsonText,
+  type SessionInboxRow,
+  type SessionScratchpadRow,
+  type StackFramesRow,
+  type ToolCallsRow,
+  type ToolGrantsRow,
+} from '@skald/persistence';
 import { SESSION_HAS_WORK } from '../../lease/lease.repository';
 import type { CarriedHistory } from './history-carry';
+import {
+  type FrameRead,
+  type InboxRead,
+  jsonRows,
+  jsonText,
+  type MessageRead,
+  type Read,
+  type SessionRead,
+  type ToolCallRead,
+} from './row-reads';
 import type { CarriedFrame } from './session-cache';
 import type {
   CompactionSummary,
@@ -95,7 +114,20 @@ export const TURN_START_SQL = `WITH s AS (
 SELECT
 ${START.columns}`;
 
-type Row = Record<string, unknown>;
+/** The statement's one row: the session as JSON text, each other part a JSON aggregate (text). */
+export type TurnStartRead = Read<{
+  session: string;
+  complete: boolean;
+  frames: string;
+  session_grants: string;
+  frame_grants: string;
+  compactions: string;
+  inbox: string;
+  messages: string;
+  tool_calls: string;
+  scratchpad: string;
+  user_agents: string;
+}>;
 
 /** A user's `user_agents` row as the statement returns it (the catalog maps it). */
 export type RawUserAgentRow = {
@@ -128,26 +160,11 @@ export interface TurnStart {
 }
 
 export interface TurnStartMappers {
-  toSessionInfo: (r: Row) => SessionInfo;
-  toFrame: (r: Row) => FrameRow;
-  toMessage: (r: Row) => MessageRow;
-  toToolCall: (r: Row) => ToolCallRow;
-  toInboxItem: (r: Row) => InboxItem;
-}
-
-/** A JSON text column (an aggregate: null counts as none). */
-const jsonText = (v: unknown, none = '[]'): string => (typeof v === 'string' ? v : none);
-
-/**
- * A JSON aggregate of rows, through the text codec (`parseJsonText`: decoded only when a coded
- * string may be in it), with the named timestamp columns as Dates (as node-postgres gives them).
- */
-export function jsonRows(text: unknown, timestamps: readonly string[] = []): Row[] {
-  const rows = parseJsonText<Row[]>(jsonText(text));
-  if (timestamps.length > 0)
-    for (const r of rows)
-      for (const c of timestamps) if (r[c] !== null && r[c] !== undefined) r[c] = new Date(r[c] as string);
-  return rows;
+  toSessionInfo: (r: SessionRead) => SessionInfo;
+  toFrame: (r: FrameRead) => FrameRow;
+  toMessage: (r: MessageRead) => MessageRow;
+  toToolCall: (r: ToolCallRead) => ToolCallRow;
+  toInboxItem: (r: InboxRead) => InboxItem;
 }
 
 /** The read rows by frame, with each active frame's carried rows in place of the (unread) ones. */
@@ -173,20 +190,21 @@ function byFrame<T>(frames: readonly FrameRow[], rows: readonly T[], frameOf: (r
  */
 export function parseTurnStart(
   sessionId: string,
-  row: Row | undefined,
+  row: TurnStartRead | undefined,
   map: TurnStartMappers,
   at: number,
   carried: CarriedHistory = new Map(),
 ): TurnStart {
   if (!row || typeof row.session !== 'string') throw new Error(`session ${sessionId} not found`);
-  const s = parseJsonText<Row>(row.session);
-  const frames = jsonRows(row.frames).map(map.toFrame);
+  const s = parseJsonText<SessionRead>(row.session);
+  const frames = jsonRows<StackFramesRow>(row.frames).map(map.toFrame);
   const sessionGrants = parseJsonText<string[]>(jsonText(row.session_grants));
   const grants = new Map<string, string[]>([[`s:${sessionId}`, sessionGrants]]);
   for (const f of frames) grants.set(`f:${f.id}`, []);
-  for (const g of jsonRows(row.frame_grants)) grants.get(`f:${String(g.frame_id)}`)?.push(String(g.group_name));
+  for (const g of jsonRows<ToolGrantsRow>(row.frame_grants))
+    grants.get(`f:${String(g.frame_id)}`)?.push(String(g.group_name));
   const compactions = new Map<string, CompactionSummary | null>(frames.map((f) => [f.id, null]));
-  for (const c of jsonRows(row.compactions))
+  for (const c of jsonRows<CompactionSummariesRow>(row.compactions))
     compactions.set(String(c.frame_id), {
       frameId: String(c.frame_id),
       summary: String(c.summary),
@@ -198,20 +216,23 @@ export function parseTurnStart(
     session: map.toSessionInfo(s),
     stop: s.stop_requested_at !== null && s.stop_requested_at !== undefined,
     role: (s.owner_role as 'user' | 'admin' | undefined) ?? 'user',
-    inbox: jsonRows(row.inbox, ['created_at']).map(map.toInboxItem),
+    inbox: jsonRows<SessionInboxRow>(row.inbox, ['created_at']).map(map.toInboxItem),
     frames,
     messages: withCarried(
-      byFrame(frames, jsonRows(row.messages, ['created_at']).map(map.toMessage), (m) => m.frameId),
+      byFrame(frames, jsonRows<ChatHistoryRow>(row.messages, ['created_at']).map(map.toMessage), (m) => m.frameId),
       carried,
       (f) => f.messages,
     ),
     toolCalls: withCarried(
-      byFrame(frames, jsonRows(row.tool_calls).map(map.toToolCall), (c) => c.frameId),
+      byFrame(frames, jsonRows<ToolCallsRow>(row.tool_calls).map(map.toToolCall), (c) => c.frameId),
       carried,
       (f) => f.toolCalls,
     ),
     grants,
-    scratchpad: jsonRows(row.scratchpad).map((n) => ({ key: String(n.key), value: String(n.value) })),
+    scratchpad: jsonRows<SessionScratchpadRow>(row.scratchpad).map((n) => ({
+      key: String(n.key),
+      value: String(n.value),
+    })),
     compactions,
     // Not through the text codec: UserAgentsRepository reads and writes these rows without it.
     userAgents: (JSON.parse(jsonText(row.user_agents)) as RawUserAgentRow[]).map((a) => ({

@@ -1,5 +1,6 @@
 import type { FrameRow, NewMessage, userMessageEvent } from '@skald/agent-loop';
 import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
+import type { TurnStartRead } from '../loop-adapters/session-store/turn-start';
 
 /** The turn's first commit made by the submit's statement: the message entered, as the loop's commit would have written it. */
 export interface EnteredFirst {
@@ -13,7 +14,7 @@ export interface EnteredFirst {
 
 /** The start read taken by the submit's statement: its row (TURN_START_SQL's columns) and the carried frames it did not read. */
 export interface PrimedStart {
-  row: Record<string, unknown>;
+  row: TurnStartRead;
   carried: readonly string[];
   /** When the statement answered (`Date.now()`): the read is as old as that. */
   at: number;

@@ -7,6 +7,7 @@ import { Attachment, Delivery, USER_CAPS, userCapReached } from '@skald/contract
 import { hopMark, hopTraceOn, RemoteError, sqlState } from '@skald/messaging';
 import { USER_LIMITS, type UserLimits } from '../sessions/sessions.repository';
 import type { Lease } from '../lease/lease.repository';
+import type { TurnStartRead } from '../loop-adapters/session-store/turn-start';
 import { enteredFirst, jsonbOrdered, type PrimedStart } from './entered-first';
 import { tracePool } from './pool-trace';
 import { QUEUED_CAP, QUEUED_CAP_STATE, SUBMIT_NAME, SUBMIT_SQL } from './submit-statement';
@@ -23,8 +24,8 @@ export interface NewInboxItem {
   rewind?: { kind: 'regenerate' | 'edit'; messageId: string };
 }
 
-/** One row of the submit's statement. */
-type SubmitRow = Record<string, unknown> & {
+/** One row of the submit's statement: its own columns, and the turn start's (TURN_START_SQL's) when it took the lease. */
+type SubmitRow = TurnStartRead & {
   active_id: string;
   inserted: boolean;
   epoch: string | null;

@@ -120,7 +120,7 @@ export class PgSessionStore implements SessionStore {
    */
   startFrom(
     sessionId: string,
-    row: Record<string, unknown>,
+    row: TurnStartRead,
     excluded: readonly string[],
     carried: CarriedHistory = new Map(),
     at: number = Date.now(),

@@ -13,10 +13,6 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { natsServerConfig, REDIS_SERVICES, redisServerUserArgs, redisUser, serviceSecretVar } from '@skald/contracts';
 import Ajv from 'ajv';
-import { ApprovalConfigSchema } from '../../apps/approval-service/src/config';
-import { GatewayConfigSchema } from '../../apps/gateway/src/config';
-import { SchedulerConfigSchema } from '../../apps/scheduler/src/config';
-import { WorkerConfigSchema } from '../../apps/session-worker/src/config';
 import { ToolRunnerConfigSchema } from '../../apps/tool-runner/src/config';
 import {
   buildKustomization,
@@ -28,7 +24,15 @@ import {
   repoRoot,
   type K8sObject,
 } from './kustomize';
-import { APP_NAMES, APPS, type AppName, requiredEnv, shellSteps, usesRedis } from '../support/deployment';
+import {
+  APP_CONFIG_SCHEMAS,
+  APP_NAMES,
+  APPS,
+  type AppName,
+  requiredEnv,
+  shellSteps,
+  usesRedis,
+} from '../support/deployment';
 import { instanceOf, serviceRoleName } from '@skald/persistence';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -38,19 +42,13 @@ const genSecrets = require('../../scripts/gen-secrets.js') as {
 };
 
 /** Env vars each app reads: its config schema, plus what libs/llm reads in the session worker. */
-const APP_ENV: Record<AppName, Set<string>> = {
-  gateway: new Set(Object.keys(GatewayConfigSchema.shape)),
-  'session-worker': new Set([
-    ...Object.keys(WorkerConfigSchema.shape),
-    'OPENAI_BASE_URL',
-    'OPENAI_API_KEY',
-    'SKALD_LLM_MODEL',
-    'SKALD_LLM_CLIENTS',
+const LLM_ENV = ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'SKALD_LLM_MODEL', 'SKALD_LLM_CLIENTS'];
+const APP_ENV = Object.fromEntries(
+  APP_NAMES.map((app) => [
+    app,
+    new Set([...Object.keys(APP_CONFIG_SCHEMAS[app].shape), ...(app === 'session-worker' ? LLM_ENV : [])]),
   ]),
-  'approval-service': new Set(Object.keys(ApprovalConfigSchema.shape)),
-  'tool-runner': new Set(Object.keys(ToolRunnerConfigSchema.shape)),
-  scheduler: new Set(Object.keys(SchedulerConfigSchema.shape)),
-};
+) as Record<AppName, Set<string>>;
 /** Set only to build other variables with $(VAR) (DATABASE_URL, REDIS_URL). */
 const HELPER_ENV = new Set(['SKALD_DB_PASSWORD', 'REDIS_PASSWORD']);
 

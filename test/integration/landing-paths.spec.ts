@@ -12,6 +12,7 @@ import { GateResult, RuleRow } from '../../apps/approval-service/src/rules/gate-
 import { RuleSet } from '../../apps/approval-service/src/rules/rule-set';
 import { Jail } from '../../apps/tool-runner/src/workspace/jail';
 import { resolveWorkspacePath, WorkspacePath } from '../../apps/tool-runner/src/workspace/workspace-path';
+import { tp } from '../../apps/tool-runner/src/testing-fixtures/workspace-fixture';
 
 const rule = (ord: number, action: string, toolPattern: string, pathPattern: string | null): RuleRow => ({
   id: `00000000-0000-4000-8000-${String(ord).padStart(12, '0')}`,
@@ -50,7 +51,7 @@ afterEach(async () => {
 
 /** resolve (tools.resolve) → evaluate (approval.check) → bound write (tools.exec), as the stack does. */
 async function attempt(rules: RuleSet, path: string, runContext = RC): Promise<Outcome> {
-  const p = resolveWorkspacePath(path);
+  const p = resolveWorkspacePath(tp(path));
   const landing = await jail.resolve(p).then(
     (l) => l.virtual,
     () => null,
@@ -66,7 +67,7 @@ async function attempt(rules: RuleSet, path: string, runContext = RC): Promise<O
   });
   if (d.decision !== 'allow') return { decision: d.decision, landing, wrote: false };
   try {
-    const bound: WorkspacePath | undefined = landing ? resolveWorkspacePath(landing) : undefined;
+    const bound: WorkspacePath | undefined = landing ? resolveWorkspacePath(tp(landing)) : undefined;
     const t = await jail.openWrite(p, { create: true, ...(bound ? { landing: bound } : {}) });
     await t.handle.write('x', 0);
     await t.close();

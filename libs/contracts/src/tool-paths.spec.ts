@@ -1,12 +1,16 @@
 import { posix } from 'node:path';
 import fc from 'fast-check';
+import { z } from 'zod';
+import { defineTool, EVERYWHERE, toolPath, toolPathOrBase } from './tool-registry/define-tool';
 import {
+  effectiveCallPathArgs,
   effectiveCallPaths,
   isMemoryPath,
   normalizeLexical,
   parentDirectory,
   resolveCallBase,
   resolveToolPath,
+  toolCallPaths,
   WORKSPACE_ROOT,
 } from './tool-paths';
 
@@ -73,6 +77,48 @@ describe('the shared tool path resolver', () => {
     expect(v('read_file', {}, null)).toEqual([]);
     expect(v('read_file', { path: 7 }, null)).toEqual(['error:invalid_argument']);
     expect(v('memory_search', { query: 'x', path: 'a' }, null)).toEqual([]);
+  });
+
+  it('resolves every argument a tool declares with toolPath, not only `path`', () => {
+    // A new tool with a second path argument: the gate, the landing and the memory routing all
+    // read a call's paths from here, so declaring `from` with toolPath is all they need.
+    const copy = defineTool({
+      name: 'copy_file',
+      description: 'Copy a file.',
+      args: z.object({ from: toolPath('Source'), path: toolPath('Destination'), note: z.string().optional() }),
+      category: 'filesystem',
+      access: 'write',
+      restartHint: 'reExecute',
+      offeredAt: EVERYWHERE,
+      defaultRule: 'require',
+    });
+    expect(copy.pathArgs).toEqual([
+      { name: 'from', defaultsToBase: false },
+      { name: 'path', defaultsToBase: false },
+    ]);
+    const paths = toolCallPaths(copy, { from: '../../etc/passwd', path: 'user-memory/x', note: '/etc' }, null);
+    expect(paths.map((p) => [p.arg, p.target.ok ? p.target.value.virtual : p.target.code])).toEqual([
+      ['from', 'outside_workspace'],
+      ['path', 'user-memory/x'],
+    ]);
+    // A defaulted path argument works on the base; optional ones the call leaves out are not paths.
+    const listing = defineTool({
+      name: 'tree',
+      description: 'Show a tree.',
+      args: z.object({ root: toolPathOrBase('Root'), also: toolPath('Other').optional() }),
+      category: 'filesystem',
+      access: 'read',
+      restartHint: 'reExecute',
+      offeredAt: EVERYWHERE,
+      defaultRule: 'allow',
+    });
+    expect(listing.pathArgs).toEqual([
+      { name: 'root', defaultsToBase: true },
+      { name: 'also', defaultsToBase: false },
+    ]);
+    expect(toolCallPaths(listing, {}, '/workspace/p').map((p) => p.arg)).toEqual(['root']);
+    expect(effectiveCallPathArgs('list_files', {})).toEqual(['path']);
+    expect(effectiveCallPathArgs('execute_cmd', { command: 'ls' })).toEqual(['workdir']);
   });
 
   it('names the directory of a target (narrow session approvals)', () => {

@@ -18,7 +18,8 @@
  * Pure: no `node:path`, so browser bundles that import contracts still build.
  */
 
-import { BASE_DEFAULT_PATH_TOOLS, PATH_TOOLS } from './tool-registry/registry';
+import type { ToolDefinition } from './tool-registry/define-tool';
+import { BUILTIN_TOOLS_BY_NAME } from './tool-registry/registry';
 
 export const WORKSPACE_ROOT = '/workspace';
 export const MEMORY_KEY_MAX = 512;
@@ -151,24 +152,51 @@ export function resolveToolPath(
 }
 
 /**
- * What a call touches on disk or in memory: its `path` (for the file tools; a tool whose `path` has
- * a default, `list_files` and `grep_files`, works on the base without one) and, for `execute_cmd`,
- * the directory it runs in. Other tools touch nothing this resolver knows of (an empty list).
+ * What a call touches on disk or in memory: each of a built-in tool's path arguments (`toolPath`,
+ * in the schema's order; one with a default, as `list_files`' `path`, works on the base without a
+ * value) and, for `execute_cmd`, the directory it runs in. Other tools touch nothing this resolver
+ * knows of (an empty list).
  */
 export function effectiveCallPaths(
   toolName: string,
   args: Readonly<Record<string, unknown>>,
   sessionWorkingDirectory: string | null | undefined,
 ): Array<Resolved<PathTarget>> {
-  if (toolName === 'execute_cmd') return [resolveCallBase(args.workdir, sessionWorkingDirectory)];
-  if (!PATH_TOOLS.includes(toolName)) return [];
-  const raw = args.path;
-  if (raw === undefined || raw === null || raw === '') {
-    if (raw === undefined && !BASE_DEFAULT_PATH_TOOLS.includes(toolName)) return [];
-    return [resolveCallBase(args.workdir, sessionWorkingDirectory)];
+  return callPathEntries(toolName, args, sessionWorkingDirectory).map((e) => e.target);
+}
+
+/** The argument each of `effectiveCallPaths`' entries comes from, in the same order (`workdir` for `execute_cmd`). */
+export function effectiveCallPathArgs(toolName: string, args: Readonly<Record<string, unknown>>): string[] {
+  return callPathEntries(toolName, args, null).map((e) => e.arg);
+}
+
+function callPathEntries(
+  toolName: string,
+  args: Readonly<Record<string, unknown>>,
+  sessionWorkingDirectory: string | null | undefined,
+): Array<{ arg: string; target: Resolved<PathTarget> }> {
+  if (toolName === 'execute_cmd')
+    return [{ arg: 'workdir', target: resolveCallBase(args.workdir, sessionWorkingDirectory) }];
+  const tool = BUILTIN_TOOLS_BY_NAME.get(toolName);
+  return tool ? toolCallPaths(tool, args, sessionWorkingDirectory) : [];
+}
+
+/** A tool's path arguments (`toolPath`, its schema's order) as a call gives them, resolved. */
+export function toolCallPaths(
+  tool: Pick<ToolDefinition, 'pathArgs'>,
+  args: Readonly<Record<string, unknown>>,
+  sessionWorkingDirectory: string | null | undefined,
+): Array<{ arg: string; target: Resolved<PathTarget> }> {
+  const out: Array<{ arg: string; target: Resolved<PathTarget> }> = [];
+  for (const { name: arg, defaultsToBase } of tool.pathArgs) {
+    const raw = args[arg];
+    if (raw === undefined || raw === null || raw === '') {
+      if (raw === undefined && !defaultsToBase) continue;
+      out.push({ arg, target: resolveCallBase(args.workdir, sessionWorkingDirectory) });
+    } else if (typeof raw !== 'string') out.push({ arg, target: fail('invalid_argument', `${arg} must be a string`) });
+    else out.push({ arg, target: resolveToolPath(raw, args, sessionWorkingDirectory) });
   }
-  if (typeof raw !== 'string') return [fail('invalid_argument', 'path must be a string')];
-  return [resolveToolPath(raw, args, sessionWorkingDirectory)];
+  return out;
 }
 
 /** The directory a file-tool path lies in (memory: its parent key), for narrow session approvals. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { ExecuteCmdService } from '../command/execute-cmd.service';
 import { PlainCommandRunner } from '../command/plain-command.runner';
-import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';
+import { workspaceFixture, WorkspaceFixture, tp } from '../testing-fixtures/workspace-fixture';
 import { InMemoryToolCallRecords } from './tool-call-records';
 import { INTERRUPTED_AFTER_START, ToolExecRequest, ToolExecService } from './tool-exec.service';
 import { ToolMetrics } from './tool-metrics';
@@ -47,7 +47,7 @@ describe('ToolExecService: durable results by tool call id', () => {
     const first = await service('r1').exec(req);
     expect(records.rows.get(req.tool_call_id)?.reply).toEqual(first);
     expect(await service('r2').exec(req)).toEqual(first);
-    expect(await fx.files.readFile(fx.ctx(), { path: 'a.txt' })).toEqual({ result: '     1\tx' });
+    expect(await fx.files.readFile(fx.ctx(), { path: tp('a.txt') })).toEqual({ result: '     1\tx' });
   });
 
   it('answers interrupted for a markInterrupted call a dead runner started, without running it', async () => {
@@ -59,7 +59,7 @@ describe('ToolExecService: durable results by tool call id', () => {
     );
     (records.rows.get(req.tool_call_id) as { heartbeat: number }).heartbeat = Date.now() - 60_000;
     expect(await service('r2').exec(req)).toEqual({ status: 'failed', error: INTERRUPTED_AFTER_START });
-    await expect(fx.files.readFile(fx.ctx(), { path: 'ran.txt' })).rejects.toThrow(/no such file/);
+    await expect(fx.files.readFile(fx.ctx(), { path: tp('ran.txt') })).rejects.toThrow(/no such file/);
   });
 
   it('refuses to start (unavailable) when the start cannot be recorded', async () => {
@@ -67,6 +67,6 @@ describe('ToolExecService: durable results by tool call id', () => {
     await expect(service('r1').exec(request('write_file', { path: 'w.txt', content: 'x' }))).rejects.toMatchObject({
       code: 'unavailable',
     });
-    await expect(fx.files.readFile(fx.ctx(), { path: 'w.txt' })).rejects.toThrow(/no such file/);
+    await expect(fx.files.readFile(fx.ctx(), { path: tp('w.txt') })).rejects.toThrow(/no such file/);
   });
 });

@@ -14,10 +14,10 @@ export interface ToolContext {
   /** A write approved on a preview: the hash its file must still have (`tools.exec` `expected_base_hash`). */
   expectedBaseHash?: string;
   /**
-   * Where the approval gate judged the call's paths to land (`tools.exec` `judged_landing`): a file
-   * write lands exactly there or fails.
+   * Where the approval gate judged each path argument to land (`tools.exec` `judged_landing`, keyed
+   * by the argument it came from): a file write lands exactly there or fails.
    */
-  judgedLanding?: ReadonlyArray<string | null>;
+  judgedLanding?: Readonly<Record<string, string | null>>;
   /**
    * The call's logger: its lines name the user, session, turn and call (`tools.exec` sets it; a tool
    * called without it logs with its service's own logger).

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
-import { BUILTIN_TOOLS, ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
+import { BUILTIN_TOOLS, effectiveCallPathArgs, ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
 import { Logger, loggerWithIds, requestLogIds } from '@skald/service-kit';
 import { LOGGER } from '../config';
 import { StalePreview, ToolError } from '../tool-error';
@@ -226,7 +226,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
         workdir: sessionWorkdir(req.arguments.workdir, req.working_directory),
         signal,
         ...(req.expected_base_hash !== undefined ? { expectedBaseHash: req.expected_base_hash } : {}),
-        ...(req.judged_landing !== undefined ? { judgedLanding: req.judged_landing } : {}),
+        ...(req.judged_landing !== undefined ? { judgedLanding: landingByArgument(req) } : {}),
         log,
       };
       if (signal.aborted) throw new ToolCancelled();
@@ -304,4 +304,10 @@ export class RunnerDraining extends Error {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** `judged_landing` keyed by the path argument each entry is for (the shared resolver's order). */
+function landingByArgument(req: ToolExecRequest): Record<string, string | null> {
+  const landing = req.judged_landing ?? [];
+  return Object.fromEntries(effectiveCallPathArgs(req.name, req.arguments).map((arg, i) => [arg, landing[i] ?? null]));
 }

@@ -7,6 +7,7 @@ import {
   isBuiltinTool,
   type BuiltinToolName,
   type BuiltinToolOf,
+  type ToolPath,
 } from '@skald/contracts';
 import { ExecuteCmdService } from '../command/execute-cmd.service';
 import { parseArgs } from '../files/file-tool-args';
@@ -48,50 +49,71 @@ export class ToolRouter {
       if (!memory) throw new ToolError('unavailable', MEMORY_UNAVAILABLE);
       return memory;
     };
-    /** Same tool, two homes: the memory documents for memory paths, the workspace otherwise. */
+    /**
+     * Same tool, two homes: the memory documents when its path arguments name memory documents,
+     * the workspace when they name workspace files; one of each is refused.
+     */
     const fileTool =
-      <A extends { path: string }>(
+      <N extends BuiltinToolName, A extends z.output<BuiltinToolOf<N>['args']>>(
+        name: N,
         onFiles: (c: ToolContext, a: A) => Promise<ToolOutput>,
         onMemory: (m: MemoryToolsService, c: ToolContext, a: A) => Promise<ToolOutput>,
       ) =>
       (c: ToolContext, args: A): Promise<ToolOutput> => {
-        if (!isMemoryPath(args.path)) return onFiles(c, args);
-        parseMemoryPath(args.path); // a memory path the resolver refuses is refused here, memory store or not
+        const paths = pathArguments(name, args);
+        const memoryPaths = paths.filter((p) => isMemoryPath(p.value));
+        if (memoryPaths.length === 0) return onFiles(c, args);
+        if (memoryPaths.length < paths.length) {
+          throw new ToolError(
+            'invalid_argument',
+            `${name}: ${paths.map((p) => p.name).join(' and ')} must all name workspace files or all memory documents`,
+          );
+        }
+        // A memory path the resolver refuses is refused here, memory store or not.
+        for (const p of memoryPaths) parseMemoryPath(p.value);
         return onMemory(mem(), c, args);
       };
     this.handlers = {
       list_files: fileTool(
+        'list_files',
         (c, a) => files.listFiles(c, a),
         (m, c, a) => m.listFiles(c, a),
       ),
       read_file: fileTool(
+        'read_file',
         (c, a) => files.readFile(c, a),
         (m, c, a) => m.readFile(c, a),
       ),
       write_file: fileTool(
+        'write_file',
         (c, a) => files.writeFile(c, a),
         (m, c, a) => m.writeFile(c, a),
       ),
       edit_file: fileTool(
+        'edit_file',
         (c, a) => files.editFile(c, a),
         (m, c, a) => m.editFile(c, a),
       ),
       insert_at_line: fileTool(
+        'insert_at_line',
         (c, a) => files.insertAtLine(c, a),
         (m, c, a) => m.insertAtLine(c, a),
       ),
       replace_lines: fileTool(
+        'replace_lines',
         (c, a) => files.replaceLines(c, a),
         (m, c, a) => m.replaceLines(c, a),
       ),
       append_file: fileTool(
+        'append_file',
         (c, a) => files.appendFile(c, a),
         (m, c, a) => m.appendFile(c, a),
       ),
       // Memory documents are refused whether or not this runner has the memory store.
       delete_file: (c, a) => {
-        if (!isMemoryPath(a.path)) return files.deleteFile(c, a);
-        parseMemoryPath(a.path);
+        const memoryPaths = pathArguments('delete_file', a).filter((p) => isMemoryPath(p.value));
+        if (memoryPaths.length === 0) return files.deleteFile(c, a);
+        for (const p of memoryPaths) parseMemoryPath(p.value);
         throw new ToolError(
           'invalid_argument',
           'delete_file deletes workspace files; memory documents are not deleted by it (they do not count ' +
@@ -99,10 +121,12 @@ export class ToolRouter {
         );
       },
       search_file: fileTool(
+        'search_file',
         (c, a) => files.searchFile(c, a),
         (m, c, a) => m.searchFile(c, a),
       ),
       grep_files: fileTool(
+        'grep_files',
         (c, a) => files.grepFiles(c, a),
         () => {
           throw new ToolError(
@@ -114,6 +138,7 @@ export class ToolRouter {
       execute_cmd: (c, a) => commands.execute(c, a),
       memory_search: (c, a) => mem().search(c, a.query),
       open_file: fileTool(
+        'open_file',
         (c, a) => files.openFile(c, a),
         () => {
           throw new ToolError(
@@ -153,4 +178,16 @@ export class ToolRouter {
     if (name.startsWith('mcp__')) return this.mcp?.restartHint(userId, name) ?? 'markInterrupted';
     return BUILTIN_TOOLS_BY_NAME.get(name)?.restartHint ?? 'markInterrupted';
   }
+}
+
+/** A parsed call's path arguments (the registry's `toolPath`s) that it gave. */
+function pathArguments<N extends BuiltinToolName>(
+  name: N,
+  args: z.output<BuiltinToolOf<N>['args']>,
+): Array<{ name: string; value: ToolPath }> {
+  const given = args as Readonly<Record<string, ToolPath | undefined>>;
+  return builtinTool(name).pathArgs.flatMap((a) => {
+    const value = given[a.name];
+    return value === undefined ? [] : [{ name: a.name, value }];
+  });
 }

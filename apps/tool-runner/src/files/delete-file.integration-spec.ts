@@ -9,7 +9,7 @@ import { ToolContext } from '../exec/tool-context';
 import { ToolRouter } from '../exec/tool-router';
 import { PreviewService } from '../preview/preview.service';
 import { LandingService } from '../workspace/landing.service';
-import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';
+import { workspaceFixture, WorkspaceFixture, tp } from '../testing-fixtures/workspace-fixture';
 import { ToolError } from '../tool-error';
 
 /**
@@ -213,14 +213,14 @@ describe('delete_file', () => {
       // Judged while alias led to real/; now it leads to other/.
       await rm(join(fx.home, 'alias'));
       await symlink(join(fx.home, 'other'), join(fx.home, 'alias'));
-      const e = await failure(del({ path: 'alias/a.txt' }, { judgedLanding: ['/workspace/real/a.txt'] }));
+      const e = await failure(del({ path: tp('alias/a.txt') }, { judgedLanding: { path: '/workspace/real/a.txt' } }));
       expect(e.message).toBe(
         '/workspace/alias/a.txt no longer leads to /workspace/real/a.txt, where the approval gate judged it (a symlink changed since the check): nothing was deleted',
       );
       expect(await readFile(join(fx.home, 'other/a.txt'), 'utf8')).toBe('b');
       expect(await readFile(join(fx.home, 'real/a.txt'), 'utf8')).toBe('a');
       // Where it was judged to land, it deletes.
-      await del({ path: 'alias/a.txt' }, { judgedLanding: ['/workspace/other/a.txt'] });
+      await del({ path: tp('alias/a.txt') }, { judgedLanding: { path: '/workspace/other/a.txt' } });
       expect(await exists(join(fx.home, 'other/a.txt'))).toBe(false);
     });
 

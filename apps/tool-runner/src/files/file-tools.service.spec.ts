@@ -2,7 +2,7 @@ import { RE2_SYNTAX_NOTE } from '@skald/contracts';
 import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ToolCancelled } from '../exec/tool-context';
-import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';
+import { workspaceFixture, WorkspaceFixture, tp } from '../testing-fixtures/workspace-fixture';
 import { ToolError } from '../tool-error';
 import { FILE_LIMITS } from './file-limits.constants';
 import { GrepFilesArgs, ListFilesArgs, parseArgs, ReadFileArgs } from './file-tool-args';
@@ -92,14 +92,14 @@ describe('FileToolsService', () => {
 
   describe('write tools', () => {
     it('write_file creates parents, overwrites and reports file_changed', async () => {
-      const created = await fx.files.writeFile(fx.ctx(), { path: 'deep/new/f.txt', content: 'hello\n' });
+      const created = await fx.files.writeFile(fx.ctx(), { path: tp('deep/new/f.txt'), content: 'hello\n' });
       expect(created).toEqual({
         result: 'Created /workspace/deep/new/f.txt (6 bytes)',
         fileChanged: '/workspace/deep/new/f.txt',
       });
       expect(await host('deep/new/f.txt')).toBe('hello\n');
       const over = await fx.files.writeFile(fx.ctx({ workdir: '/workspace/deep' }), {
-        path: 'new/f.txt',
+        path: tp('new/f.txt'),
         content: 'hi',
       });
       expect(over.result).toBe('Overwrote /workspace/deep/new/f.txt (2 bytes)');
@@ -107,59 +107,63 @@ describe('FileToolsService', () => {
     });
     it('write_file refuses a directory', async () => {
       await mkdir(join(fx.home, 'd'));
-      expect((await error(fx.files.writeFile(fx.ctx(), { path: 'd', content: 'x' }))).message).toBe(
+      expect((await error(fx.files.writeFile(fx.ctx(), { path: tp('d'), content: 'x' }))).message).toBe(
         '/workspace/d is a directory, not a file',
       );
     });
     it('edit_file edits in place and explains failures', async () => {
       await put('e.txt', 'alpha\nbeta\nalpha\n');
       expect(
-        (await fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'beta', new: 'BETA', replace_all: false }))
+        (await fx.files.editFile(fx.ctx(), { path: tp('e.txt'), old: 'beta', new: 'BETA', replace_all: false }))
           .fileChanged,
       ).toBe('/workspace/e.txt');
       expect(await host('e.txt')).toBe('alpha\nBETA\nalpha\n');
       expect(
-        (await error(fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'alpha', new: 'x', replace_all: false })))
+        (await error(fx.files.editFile(fx.ctx(), { path: tp('e.txt'), old: 'alpha', new: 'x', replace_all: false })))
           .message,
       ).toMatch(/occurs 2 times .* \(at lines 1, 3\)/);
       expect(
-        (await error(fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'gamma', new: 'x', replace_all: false })))
+        (await error(fx.files.editFile(fx.ctx(), { path: tp('e.txt'), old: 'gamma', new: 'x', replace_all: false })))
           .message,
       ).toMatch(/was not found in \/workspace\/e.txt/);
-      await fx.files.editFile(fx.ctx(), { path: 'e.txt', old: 'alpha', new: 'A', replace_all: true });
+      await fx.files.editFile(fx.ctx(), { path: tp('e.txt'), old: 'alpha', new: 'A', replace_all: true });
       expect(await host('e.txt')).toBe('A\nBETA\nA\n');
     });
     it('edit tools do not create missing files', async () => {
       expect(
-        (await error(fx.files.editFile(fx.ctx(), { path: 'missing.txt', old: 'a', new: 'b', replace_all: false })))
+        (await error(fx.files.editFile(fx.ctx(), { path: tp('missing.txt'), old: 'a', new: 'b', replace_all: false })))
           .message,
       ).toBe('no such file or directory: /workspace/missing.txt');
       await expect(stat(join(fx.home, 'missing.txt'))).rejects.toThrow(/ENOENT/);
       expect(
-        (await error(fx.files.replaceLines(fx.ctx(), { path: 'no/dir/x', from_line: 1, to_line: 1, new: '' }))).code,
+        (await error(fx.files.replaceLines(fx.ctx(), { path: tp('no/dir/x'), from_line: 1, to_line: 1, new: '' })))
+          .code,
       ).toBe('not_found');
       await expect(stat(join(fx.home, 'no'))).rejects.toThrow(/ENOENT/);
     });
     it('edit tools refuse binary files', async () => {
       await put('b.bin', Buffer.from([1, 0, 2]));
-      expect((await error(fx.files.appendFile(fx.ctx(), { path: 'b.bin', content: 'x' }))).code).toBe('binary');
+      expect((await error(fx.files.appendFile(fx.ctx(), { path: tp('b.bin'), content: 'x' }))).code).toBe('binary');
     });
     it('insert_at_line, replace_lines and append_file change the file', async () => {
       await put('l.txt', 'a\nb\nc\n');
-      await fx.files.insertAtLine(fx.ctx(), { path: 'l.txt', line: 1, content: 'A', position: 'after' });
+      await fx.files.insertAtLine(fx.ctx(), { path: tp('l.txt'), line: 1, content: 'A', position: 'after' });
       expect(await host('l.txt')).toBe('a\nA\nb\nc\n');
-      await fx.files.replaceLines(fx.ctx(), { path: 'l.txt', from_line: 3, to_line: 4, new: 'BC' });
+      await fx.files.replaceLines(fx.ctx(), { path: tp('l.txt'), from_line: 3, to_line: 4, new: 'BC' });
       expect(await host('l.txt')).toBe('a\nA\nBC\n');
-      const out = await fx.files.appendFile(fx.ctx(), { path: 'l.txt', content: 'z\n' });
+      const out = await fx.files.appendFile(fx.ctx(), { path: tp('l.txt'), content: 'z\n' });
       expect(out).toEqual({ result: 'Appended 2 bytes to /workspace/l.txt', fileChanged: '/workspace/l.txt' });
       expect(await host('l.txt')).toBe('a\nA\nBC\nz\n');
       expect(
-        (await error(fx.files.insertAtLine(fx.ctx(), { path: 'l.txt', line: 10, content: 'x', position: 'before' })))
-          .message,
+        (
+          await error(
+            fx.files.insertAtLine(fx.ctx(), { path: tp('l.txt'), line: 10, content: 'x', position: 'before' }),
+          )
+        ).message,
       ).toBe('insert_at_line: line 10 is out of range; /workspace/l.txt has 4 lines (1–4)');
     });
     it('append_file creates a missing file', async () => {
-      await fx.files.appendFile(fx.ctx(), { path: 'log/new.log', content: 'first\n' });
+      await fx.files.appendFile(fx.ctx(), { path: tp('log/new.log'), content: 'first\n' });
       expect(await host('log/new.log')).toBe('first\n');
     });
     it('a write cancelled before it takes effect changes nothing', async () => {
@@ -167,11 +171,11 @@ describe('FileToolsService', () => {
       const controller = new AbortController();
       controller.abort();
       await expect(
-        fx.files.writeFile(fx.ctx({ signal: controller.signal }), { path: 'c.txt', content: 'lost' }),
+        fx.files.writeFile(fx.ctx({ signal: controller.signal }), { path: tp('c.txt'), content: 'lost' }),
       ).rejects.toBeInstanceOf(ToolCancelled);
       expect(await host('c.txt')).toBe('keep');
       await expect(
-        fx.files.writeFile(fx.ctx({ signal: controller.signal }), { path: 'fresh.txt', content: 'x' }),
+        fx.files.writeFile(fx.ctx({ signal: controller.signal }), { path: tp('fresh.txt'), content: 'x' }),
       ).rejects.toBeInstanceOf(ToolCancelled);
       await expect(stat(join(fx.home, 'fresh.txt'))).rejects.toThrow(/ENOENT/);
     });
@@ -185,22 +189,22 @@ describe('FileToolsService', () => {
     afterEach(() => small.cleanup());
 
     it('refuses a write that would pass the quota, with a clear error, and leaves no file behind', async () => {
-      await small.files.writeFile(small.ctx(), { path: 'a.txt', content: 'x'.repeat(60) });
-      const e = await error(small.files.writeFile(small.ctx(), { path: 'b.txt', content: 'y'.repeat(50) }));
+      await small.files.writeFile(small.ctx(), { path: tp('a.txt'), content: 'x'.repeat(60) });
+      const e = await error(small.files.writeFile(small.ctx(), { path: tp('b.txt'), content: 'y'.repeat(50) }));
       expect(e.code).toBe('quota_exceeded');
       expect(e.message).toBe(
         'workspace quota exceeded: writing /workspace/b.txt needs 50 B more, but the workspace uses 60 B of its 100 B quota. Delete files to make room.',
       );
       await expect(stat(join(small.home, 'b.txt'))).rejects.toThrow(/ENOENT/);
-      expect((await error(small.files.appendFile(small.ctx(), { path: 'a.txt', content: 'z'.repeat(41) }))).code).toBe(
-        'quota_exceeded',
-      );
+      expect(
+        (await error(small.files.appendFile(small.ctx(), { path: tp('a.txt'), content: 'z'.repeat(41) }))).code,
+      ).toBe('quota_exceeded');
     });
     it('counts the growth only: overwriting or shrinking within the quota is allowed', async () => {
-      await small.files.writeFile(small.ctx(), { path: 'a.txt', content: 'x'.repeat(90) });
-      await small.files.writeFile(small.ctx(), { path: 'a.txt', content: 'y'.repeat(100) });
+      await small.files.writeFile(small.ctx(), { path: tp('a.txt'), content: 'x'.repeat(90) });
+      await small.files.writeFile(small.ctx(), { path: tp('a.txt'), content: 'y'.repeat(100) });
       await small.files.editFile(small.ctx(), {
-        path: 'a.txt',
+        path: tp('a.txt'),
         old: 'y'.repeat(100),
         new: 'short',
         replace_all: false,
@@ -209,14 +213,14 @@ describe('FileToolsService', () => {
     });
     it('counts files written by other means (commands) on the next measurement', async () => {
       await writeFile(join(small.home, 'by-command.bin'), Buffer.alloc(95));
-      expect((await error(small.files.writeFile(small.ctx(), { path: 'n.txt', content: 'x'.repeat(10) }))).code).toBe(
-        'quota_exceeded',
-      );
+      expect(
+        (await error(small.files.writeFile(small.ctx(), { path: tp('n.txt'), content: 'x'.repeat(10) }))).code,
+      ).toBe('quota_exceeded');
     });
     it('serialises concurrent writes of one workspace so both cannot pass the check', async () => {
       const results = await Promise.allSettled([
-        small.files.writeFile(small.ctx(), { path: 'p.txt', content: 'x'.repeat(60) }),
-        small.files.writeFile(small.ctx(), { path: 'q.txt', content: 'x'.repeat(60) }),
+        small.files.writeFile(small.ctx(), { path: tp('p.txt'), content: 'x'.repeat(60) }),
+        small.files.writeFile(small.ctx(), { path: tp('q.txt'), content: 'x'.repeat(60) }),
       ]);
       expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
     });
@@ -231,23 +235,23 @@ describe('FileToolsService', () => {
 
     it('counts new files and the directories a write creates, refuses the one past the quota and leaves nothing behind', async () => {
       // a/ and a/b/ and a/b/one.txt: 3 entries.
-      await small.files.writeFile(small.ctx(), { path: 'a/b/one.txt', content: '' });
-      await small.files.writeFile(small.ctx(), { path: 'two.txt', content: '' });
+      await small.files.writeFile(small.ctx(), { path: tp('a/b/one.txt'), content: '' });
+      await small.files.writeFile(small.ctx(), { path: tp('two.txt'), content: '' });
       // c/ would be the 5th, c/d/ the 6th: refused before anything is made.
-      const e = await error(small.files.writeFile(small.ctx(), { path: 'c/d/three.txt', content: 'x' }));
+      const e = await error(small.files.writeFile(small.ctx(), { path: tp('c/d/three.txt'), content: 'x' }));
       expect(e.code).toBe('quota_exceeded');
       expect(e.message).toBe(
         'workspace quota exceeded: writing /workspace/c/d/three.txt creates new files or directories, but the workspace holds 4 of its 5 files and directories. Delete files to make room.',
       );
       await expect(stat(join(small.home, 'c'))).rejects.toThrow(/ENOENT/);
       // The 5th entry fits; then nothing new, but existing files can still be rewritten and appended to.
-      await small.files.writeFile(small.ctx(), { path: 'three.txt', content: '' });
-      expect((await error(small.files.writeFile(small.ctx(), { path: 'four.txt', content: '' }))).code).toBe(
+      await small.files.writeFile(small.ctx(), { path: tp('three.txt'), content: '' });
+      expect((await error(small.files.writeFile(small.ctx(), { path: tp('four.txt'), content: '' }))).code).toBe(
         'quota_exceeded',
       );
       await expect(stat(join(small.home, 'four.txt'))).rejects.toThrow(/ENOENT/);
-      await small.files.writeFile(small.ctx(), { path: 'two.txt', content: 'rewritten' });
-      await small.files.appendFile(small.ctx(), { path: 'a/b/one.txt', content: 'more' });
+      await small.files.writeFile(small.ctx(), { path: tp('two.txt'), content: 'rewritten' });
+      await small.files.appendFile(small.ctx(), { path: tp('a/b/one.txt'), content: 'more' });
       expect(await readFile(join(small.home, 'two.txt'), 'utf8')).toBe('rewritten');
     });
     it('counts entries made by other means (commands): empty files, directories, symlinks', async () => {
@@ -255,7 +259,7 @@ describe('FileToolsService', () => {
       await writeFile(join(small.home, 'empty'), '');
       await symlink('/nowhere', join(small.home, 'link'));
       await writeFile(join(small.home, 'fifth'), '');
-      expect((await error(small.files.writeFile(small.ctx(), { path: 'x', content: '' }))).message).toContain(
+      expect((await error(small.files.writeFile(small.ctx(), { path: tp('x'), content: '' }))).message).toContain(
         'holds 5 of its 5 files and directories',
       );
     });
@@ -302,13 +306,13 @@ describe('FileToolsService', () => {
   describe('search_file', () => {
     it('finds case-insensitive literal matches with context', async () => {
       await put('s.txt', 'one\nTwo (x)\nthree\nfour\nfive two\n');
-      expect((await fx.files.searchFile(fx.ctx(), { path: 's.txt', query: 'two (x', context_lines: 1 })).result).toBe(
-        '1 match for "two (x" in /workspace/s.txt:\n     1- one\n     2: Two (x)\n     3- three',
-      );
-      expect((await fx.files.searchFile(fx.ctx(), { path: 's.txt', query: 'two', context_lines: 0 })).result).toBe(
+      expect(
+        (await fx.files.searchFile(fx.ctx(), { path: tp('s.txt'), query: 'two (x', context_lines: 1 })).result,
+      ).toBe('1 match for "two (x" in /workspace/s.txt:\n     1- one\n     2: Two (x)\n     3- three');
+      expect((await fx.files.searchFile(fx.ctx(), { path: tp('s.txt'), query: 'two', context_lines: 0 })).result).toBe(
         '2 matches for "two" in /workspace/s.txt:\n     2: Two (x)\n--\n     5: five two',
       );
-      expect((await fx.files.searchFile(fx.ctx(), { path: 's.txt', query: 'zzz', context_lines: 0 })).result).toBe(
+      expect((await fx.files.searchFile(fx.ctx(), { path: tp('s.txt'), query: 'zzz', context_lines: 0 })).result).toBe(
         'No matches for "zzz" in /workspace/s.txt',
       );
     });

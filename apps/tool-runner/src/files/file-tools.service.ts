@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
+import type { ToolPath } from '@skald/contracts';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { StalePreview, ToolError } from '../tool-error';
 import { ioError, Jail } from '../workspace/jail';
-import { isMemoryPath, resolveWorkspacePath, WorkspacePath } from '../workspace/workspace-path';
+import { isMemoryPath, nonToolPath, resolveWorkspacePath, WorkspacePath } from '../workspace/workspace-path';
 import { formatBytes, WorkspacesService } from '../workspace/workspaces.service';
 import { asText, readUpTo, writeAllAt0 } from './file-io';
 import { capOutput, renderRead, renderSearch } from './file-render';
@@ -188,7 +189,7 @@ export class FileToolsService {
     const p = this.resolve(ctx, args.path);
     return this.workspaces.exclusive(ctx.userId, async () => {
       const jail = await this.workspaces.jail(ctx.userId);
-      const landing = judgedLanding(ctx);
+      const landing = judgedLanding(ctx, 'path');
       const removed = await jail
         .remove(p, {
           recursive: args.recursive,
@@ -232,7 +233,7 @@ export class FileToolsService {
   // ------------------------------------------------------------------ shared
 
   /** A workspace path from the model's argument (memory paths never reach this service: see ToolRouter). */
-  private resolve(ctx: ToolContext, path: string): WorkspacePath {
+  private resolve(ctx: ToolContext, path: ToolPath): WorkspacePath {
     if (isMemoryPath(path))
       throw new ToolError('invalid_argument', `${path} is a memory document, not a workspace file`);
     return resolveWorkspacePath(path, ctx.workdir);
@@ -277,7 +278,7 @@ export class FileToolsService {
       try {
         const used = opts.create ? await this.workspaces.used(ctx.userId, jail) : { inodes: 0 };
         const left = Math.max(0, this.workspaces.limits.inodes - used.inodes);
-        const landing = judgedLanding(ctx);
+        const landing = judgedLanding(ctx, 'path');
         target = await jail.openWrite(p, {
           create: opts.create,
           budget: { left, full: () => this.workspaces.inodesFull(p.virtual, used) },
@@ -335,11 +336,11 @@ export class FileToolsService {
 }
 
 /**
- * The workspace path the gate judged this write to land on (a file tool has one path), if it was
- * judged with one: the write then lands there or fails (`Jail.openWrite`).
+ * The workspace path the gate judged the path argument `arg` to land on, if it was judged with one:
+ * the write then lands there or fails (`Jail.openWrite`).
  */
-function judgedLanding(ctx: ToolContext): WorkspacePath | null {
-  const judged = ctx.judgedLanding?.[0];
+function judgedLanding(ctx: ToolContext, arg: string): WorkspacePath | null {
+  const judged = ctx.judgedLanding?.[arg];
   if (typeof judged !== 'string' || isMemoryPath(judged)) return null;
-  return resolveWorkspacePath(judged);
+  return resolveWorkspacePath(nonToolPath(judged));
 }

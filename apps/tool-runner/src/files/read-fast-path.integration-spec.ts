@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';
+import { workspaceFixture, WorkspaceFixture, tp } from '../testing-fixtures/workspace-fixture';
 import { ToolError } from '../tool-error';
 import { PatternPool } from '../patterns/pattern-pool';
 import { WorkspacesService } from '../workspace/workspaces.service';
@@ -15,7 +15,7 @@ console.log(`read fast path: seed ${SEED} (FC_SEED=${SEED} replays)`);
 /** What a read answered: its text, or the error's code and sentence. */
 async function outcome(files: FileToolsService, ctx: ReturnType<WorkspaceFixture['ctx']>, path: string) {
   try {
-    return { ok: (await files.readFile(ctx, { path })).result };
+    return { ok: (await files.readFile(ctx, { path: tp(path) })).result };
   } catch (e) {
     if (!(e instanceof ToolError)) throw e;
     return { code: e.code, message: e.message };
@@ -58,12 +58,12 @@ describe('read_file: small files on the event loop, everything else as before', 
     await mkdir(join(fx.home, 'a/b'), { recursive: true });
     await writeFile(join(fx.home, 'a/b/deep.txt'), 'deep\n');
     await writeFile(join(fx.home, 'big.txt'), 'x'.repeat(fx.workspaces.syncReadBytes + 1));
-    await fx.files.readFile(fx.ctx(), { path: 'small.txt' }); // the jail is kept
-    expect(await settlesInThisPass(() => fx.files.readFile(fx.ctx(), { path: 'small.txt' }))).toBe(true);
-    expect(await settlesInThisPass(() => fx.files.readFile(fx.ctx(), { path: 'a/b/deep.txt' }))).toBe(true);
-    expect(await settlesInThisPass(() => fx.files.readFile(fx.ctx(), { path: 'big.txt' }))).toBe(false);
+    await fx.files.readFile(fx.ctx(), { path: tp('small.txt') }); // the jail is kept
+    expect(await settlesInThisPass(() => fx.files.readFile(fx.ctx(), { path: tp('small.txt') }))).toBe(true);
+    expect(await settlesInThisPass(() => fx.files.readFile(fx.ctx(), { path: tp('a/b/deep.txt') }))).toBe(true);
+    expect(await settlesInThisPass(() => fx.files.readFile(fx.ctx(), { path: tp('big.txt') }))).toBe(false);
     // Switched off: through the pool, the same answer.
-    expect(await settlesInThisPass(() => slow.readFile(fx.ctx(), { path: 'small.txt' }))).toBe(false);
+    expect(await settlesInThisPass(() => slow.readFile(fx.ctx(), { path: tp('small.txt') }))).toBe(false);
     expect(await outcome(slow, fx.ctx(), 'small.txt')).toEqual(await outcome(fx.files, fx.ctx(), 'small.txt'));
   });
 

@@ -1,20 +1,21 @@
 import { ToolError } from '../tool-error';
 import { parseMemoryPath } from './memory-path';
+import { tp } from '../testing-fixtures/workspace-fixture';
 
 describe('parseMemoryPath', () => {
   it('splits scope and normalised key', () => {
-    expect(parseMemoryPath('user-memory/notes/./a.md')).toEqual({
+    expect(parseMemoryPath(tp('user-memory/notes/./a.md'))).toEqual({
       scope: 'user',
       key: 'notes/a.md',
       virtual: 'user-memory/notes/a.md',
     });
-    expect(parseMemoryPath('shared-memory/x/../y.md')).toEqual({
+    expect(parseMemoryPath(tp('shared-memory/x/../y.md'))).toEqual({
       scope: 'shared',
       key: 'y.md',
       virtual: 'shared-memory/y.md',
     });
-    expect(parseMemoryPath('user-memory')).toEqual({ scope: 'user', key: '', virtual: 'user-memory' });
-    expect(parseMemoryPath('user-memory/')).toEqual({ scope: 'user', key: '', virtual: 'user-memory' });
+    expect(parseMemoryPath(tp('user-memory'))).toEqual({ scope: 'user', key: '', virtual: 'user-memory' });
+    expect(parseMemoryPath(tp('user-memory/'))).toEqual({ scope: 'user', key: '', virtual: 'user-memory' });
   });
 
   it.each([
@@ -26,7 +27,7 @@ describe('parseMemoryPath', () => {
   ])('refuses %j', (path, code) => {
     let err: unknown;
     try {
-      parseMemoryPath(path);
+      parseMemoryPath(tp(path));
     } catch (e) {
       err = e;
     }

@@ -1,4 +1,4 @@
-import { MEMORY_ROOT, MemoryScope, resolvePathAgainst, WORKSPACE_ROOT } from '@skald/contracts';
+import { MEMORY_ROOT, MemoryScope, resolvePathAgainst, type ToolPath, WORKSPACE_ROOT } from '@skald/contracts';
 import { ToolError } from '../tool-error';
 import { orThrow } from '../workspace/workspace-path';
 
@@ -17,7 +17,7 @@ export interface MemoryPath {
  * Parses a memory path with the shared resolver (the gate's): `..` may not climb out of the scope's
  * root; NUL bytes, non-memory paths and over-long keys are refused with a sentence naming the path.
  */
-export function parseMemoryPath(path: string): MemoryPath {
+export function parseMemoryPath(path: ToolPath): MemoryPath {
   const base = { kind: 'workspace', virtual: WORKSPACE_ROOT, segments: [] } as const;
   const t = orThrow(resolvePathAgainst(path, base));
   if (t.kind !== 'memory') throw new ToolError('invalid_argument', `not a memory path: ${path}`);

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { MemoryPath, parseMemoryPath } from './memory-path';
 import { MEMORY_TURN_NAME, MemoryRepository } from './memory.repository';
 import { MemoryToolsService } from './memory-tools.service';
+import { tp } from '../testing-fixtures/workspace-fixture';
 
 jest.setTimeout(180_000);
 
@@ -66,7 +67,7 @@ describe('MemoryToolsService.forTurn documents: one statement', () => {
     for (const p of paths) {
       let m: MemoryPath;
       try {
-        m = parseMemoryPath(p);
+        m = parseMemoryPath(tp(p));
         if (m.key === '') throw new Error('directory');
       } catch {
         out.push({ path: p, content: null });

@@ -9,6 +9,7 @@ import { contentHash } from '../files/content-hash';
 import type { ToolContext } from '../exec/tool-context';
 import { MEMORY_DOC_MAX_BYTES, MemoryToolsService } from './memory-tools.service';
 import { MemoryRepository } from './memory.repository';
+import { tp } from '../testing-fixtures/workspace-fixture';
 
 const ctx = (over: Partial<ToolContext> = {}): ToolContext => ({
   userId: 'u1',
@@ -38,29 +39,29 @@ function setUp() {
 describe('MemoryToolsService writes', () => {
   it('creates and then edits a user document, saying what it did', async () => {
     const { sut } = setUp();
-    expect(await sut.writeFile(ctx(), { path: 'user-memory/notes.md', content: 'a b' })).toEqual({
+    expect(await sut.writeFile(ctx(), { path: tp('user-memory/notes.md'), content: 'a b' })).toEqual({
       result: 'Created user-memory/notes.md (3 bytes)',
       fileChanged: 'user-memory/notes.md',
     });
     await sut.editFile(ctx(), { path: 'user-memory/notes.md', old: 'b', new: 'c' } as never);
-    expect((await sut.readFile(ctx(), { path: 'user-memory/notes.md' })).result).toContain('a c');
+    expect((await sut.readFile(ctx(), { path: tp('user-memory/notes.md') })).result).toContain('a c');
   });
 
   it('writes shared memory only from an admin session', async () => {
     const { sut, repo } = setUp();
-    await expect(sut.writeFile(ctx(), { path: 'shared-memory/team.md', content: 'x' })).rejects.toThrow(
+    await expect(sut.writeFile(ctx(), { path: tp('shared-memory/team.md'), content: 'x' })).rejects.toThrow(
       "shared-memory/team.md is read-only here: shared-memory/ is written only from an admin's session",
     );
     expect(repo.modify).not.toHaveBeenCalled();
     await expect(
-      sut.writeFile(ctx({ role: 'admin' }), { path: 'shared-memory/team.md', content: 'x' }),
+      sut.writeFile(ctx({ role: 'admin' }), { path: tp('shared-memory/team.md'), content: 'x' }),
     ).resolves.toMatchObject({ fileChanged: 'shared-memory/team.md' });
   });
 
   it('refuses a document past 1 MiB, and an edit of a document that does not exist', async () => {
     const { sut, docs } = setUp();
     const big = 'x'.repeat(MEMORY_DOC_MAX_BYTES + 1);
-    await expect(sut.writeFile(ctx(), { path: 'user-memory/big.md', content: big })).rejects.toMatchObject({
+    await expect(sut.writeFile(ctx(), { path: tp('user-memory/big.md'), content: big })).rejects.toMatchObject({
       code: 'too_large',
     });
     await expect(
@@ -73,16 +74,16 @@ describe('MemoryToolsService writes', () => {
     const { sut, docs } = setUp();
     docs.set('u1:user:notes.md', 'now');
     const stale = ctx({ expectedBaseHash: contentHash('before') });
-    await expect(sut.writeFile(stale, { path: 'user-memory/notes.md', content: 'x' })).rejects.toThrow();
+    await expect(sut.writeFile(stale, { path: tp('user-memory/notes.md'), content: 'x' })).rejects.toThrow();
     expect(docs.get('u1:user:notes.md')).toBe('now');
     const fresh = ctx({ expectedBaseHash: contentHash('now') });
-    await sut.writeFile(fresh, { path: 'user-memory/notes.md', content: 'x' });
+    await sut.writeFile(fresh, { path: tp('user-memory/notes.md'), content: 'x' });
     expect(docs.get('u1:user:notes.md')).toBe('x');
   });
 
   it('reads a directory as an error naming it, not as a document', async () => {
     const { sut } = setUp();
-    await expect(sut.readFile(ctx(), { path: 'user-memory' })).rejects.toMatchObject({ code: 'not_a_file' });
+    await expect(sut.readFile(ctx(), { path: tp('user-memory') })).rejects.toMatchObject({ code: 'not_a_file' });
   });
 });
 

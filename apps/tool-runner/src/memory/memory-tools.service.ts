@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
+import type { ToolPath } from '@skald/contracts';
 import { ToolContext, ToolOutput } from '../exec/tool-context';
 import { assertPreviewBase } from '../files/content-hash';
 import { applyAppend, applyEdit, applyInsert, applyReplaceLines, EditError, EditResult } from '../files/edit-ops';
@@ -16,6 +17,7 @@ import {
 import { renderRead, renderSearch } from '../files/file-render';
 import { ToolError } from '../tool-error';
 import { formatBytes } from '../workspace/workspaces.service';
+import { nonToolPath } from '../workspace/workspace-path';
 import { memoryVirtual, MemoryPath, parseMemoryPath } from './memory-path';
 import { MemoryHit, MemoryRepository } from './memory.repository';
 
@@ -125,7 +127,7 @@ export class MemoryToolsService {
   ): Promise<{ documents: Array<{ path: string; content: string | null }>; context: string | null }> {
     const parsed = paths.map((path) => {
       try {
-        return this.document(path);
+        return this.document(nonToolPath(path));
       } catch {
         return null;
       }
@@ -144,7 +146,7 @@ export class MemoryToolsService {
   }
 
   /** The current content of a document, for previews; null when it does not exist. */
-  async current(ctx: ToolContext, path: string): Promise<{ path: MemoryPath; content: string | null }> {
+  async current(ctx: ToolContext, path: ToolPath): Promise<{ path: MemoryPath; content: string | null }> {
     const p = this.document(path);
     return { path: p, content: await this.repo.get({ userId: ctx.userId, scope: p.scope, key: p.key }) };
   }
@@ -159,7 +161,7 @@ export class MemoryToolsService {
     }
   }
 
-  private document(path: string): MemoryPath {
+  private document(path: ToolPath): MemoryPath {
     const p = parseMemoryPath(path);
     if (p.key === '') throw new ToolError('not_a_file', `${p.virtual} is a directory, not a document`);
     return p;
@@ -173,7 +175,7 @@ export class MemoryToolsService {
 
   private async modify(
     ctx: ToolContext,
-    path: string,
+    path: ToolPath,
     create: boolean,
     compute: (current: string | null, p: MemoryPath) => EditResult,
   ): Promise<ToolOutput> {

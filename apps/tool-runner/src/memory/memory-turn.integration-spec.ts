@@ -4,6 +4,7 @@ import { DataSource, QueryRunner } from 'typeorm';
 import { MemoryPath, memoryVirtual, MemoryScope, parseMemoryPath } from './memory-path';
 import { MEMORY_TURN_NAME, MemoryHit, MemoryRepository } from './memory.repository';
 import { MemoryToolsService } from './memory-tools.service';
+import { tp } from '../testing-fixtures/workspace-fixture';
 
 jest.setTimeout(300_000);
 
@@ -70,7 +71,7 @@ async function oldSearch(db: Db, userId: string, query: string, limit: number): 
 async function oldDocuments(db: Db, userId: string, paths: string[]) {
   const parsed = paths.map((path): MemoryPath | null => {
     try {
-      const p = parseMemoryPath(path);
+      const p = parseMemoryPath(tp(path));
       return p.key === '' ? null : p;
     } catch {
       return null;

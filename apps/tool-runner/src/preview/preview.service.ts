@@ -7,6 +7,7 @@ import {
   ParsedRequestOf,
   type BuiltinToolOf,
   type FileWriteToolName,
+  type ToolPath,
 } from '@skald/contracts';
 import { ToolContext } from '../exec/tool-context';
 import { sessionWorkdir } from '../exec/tool-exec.service';
@@ -113,7 +114,7 @@ export class PreviewService {
    * A tool without a preview still has its path checked the way it will run (`Jail.resolveEntry`):
    * a directory reached outside the workspace or through a dangling symlink is refused.
    */
-  private async assertReachable(req: PreviewRequest, path: string): Promise<void> {
+  private async assertReachable(req: PreviewRequest, path: ToolPath): Promise<void> {
     if (isMemoryPath(path)) return;
     const p = resolveWorkspacePath(path, sessionWorkdir(req.arguments.workdir, req.working_directory));
     const jail = await this.workspaces.jail(req.actor.userId);
@@ -127,7 +128,7 @@ export class PreviewService {
   /** The file as it is now: text (null when missing) and its hash; null when it cannot be previewed. */
   private async current(
     req: PreviewRequest,
-    path: string,
+    path: ToolPath,
   ): Promise<{ virtual: string; text: string | null; hash: string | null } | null> {
     if (isMemoryPath(path)) {
       if (!this.memory) return null;

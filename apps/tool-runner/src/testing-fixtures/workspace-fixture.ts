@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ToolPath } from '@skald/contracts';
 import { ToolContext } from '../exec/tool-context';
 import { FileToolsService } from '../files/file-tools.service';
 import { PatternPool } from '../patterns/pattern-pool';
@@ -55,3 +56,6 @@ export async function workspaceFixture(
     },
   };
 }
+
+/** A path argument as the registry's schema parses it (specs call the tools' services directly). */
+export const tp = (path: string): ToolPath => path as ToolPath;

@@ -15,7 +15,7 @@ import { RemoteError } from '@skald/messaging';
 import { ToolError } from '../tool-error';
 import { ioError } from '../workspace/jail';
 import { KeyedMutex } from '../workspace/keyed-mutex';
-import { resolveWorkspacePath } from '../workspace/workspace-path';
+import { nonToolPath, resolveWorkspacePath } from '../workspace/workspace-path';
 import { formatBytes, WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from '../workspace/workspaces.service';
 import { candidateNames, sanitizeUploadName } from './upload-name';
 
@@ -145,7 +145,7 @@ export class WorkspaceFilesService implements OnModuleInit, OnModuleDestroy {
   }
 
   async read(req: ReadChunk): Promise<z.output<typeof FileReadReply>> {
-    const p = resolveWorkspacePath(req.path, WORKSPACE_ROOT);
+    const p = resolveWorkspacePath(nonToolPath(req.path), WORKSPACE_ROOT);
     const jail = await this.workspaces.jail(req.actor.userId);
     const { handle, size } = await jail.openRead(p);
     try {
@@ -175,7 +175,7 @@ export class WorkspaceFilesService implements OnModuleInit, OnModuleDestroy {
       await this.workspaces.ensureRoom(userId, jail, size, `${WORKSPACE_ROOT}/${UPLOADS_DIR}/${name}`);
       const left = Math.max(0, this.workspaces.limits.inodes - used.inodes);
       for (const candidate of [...candidateNames(name, NAME_TRIES), `${req.upload_id}-${name}`]) {
-        const p = resolveWorkspacePath(`${WORKSPACE_ROOT}/${UPLOADS_DIR}/${candidate}`);
+        const p = resolveWorkspacePath(nonToolPath(`${WORKSPACE_ROOT}/${UPLOADS_DIR}/${candidate}`));
         const target = await jail.openWrite(p, {
           create: true,
           budget: { left, full: () => this.workspaces.inodesFull(p.virtual, used) },

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { diskUsage } from './disk-usage';
 import { Jail } from './jail';
 import { resolveWorkspacePath } from './workspace-path';
+import { tp } from '../testing-fixtures/workspace-fixture';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 console.log(`jail inode budget: seed ${SEED} (FC_SEED=${SEED} replays)`);
@@ -36,7 +37,7 @@ describe('Jail.openWrite with an inode budget', () => {
         for (const p of existing) await mkdir(join(root, ...p), { recursive: true });
         const jail = await Jail.at(root);
         const before = (await diskUsage(root)).inodes;
-        const wp = resolveWorkspacePath(target.join('/'));
+        const wp = resolveWorkspacePath(tp(target.join('/')));
         let outcome: { newInodes: number; created: boolean } | 'full' | 'other';
         try {
           const t = await jail.openWrite(wp, { create: true, budget: { left, full: () => new Full() } });
@@ -64,7 +65,7 @@ describe('Jail.openWrite with an inode budget', () => {
     await mkdir(join(root, 'd'), { recursive: true });
     await writeFile(join(root, 'd', 'f'), 'x');
     const jail = await Jail.at(root);
-    const t = await jail.openWrite(resolveWorkspacePath('d/f'), {
+    const t = await jail.openWrite(resolveWorkspacePath(tp('d/f')), {
       create: true,
       budget: { left: 0, full: () => new Full() },
     });

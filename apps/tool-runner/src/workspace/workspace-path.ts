@@ -5,6 +5,7 @@ import {
   resolveCallBase,
   resolvePathAgainst,
   Resolved,
+  type ToolPath,
   WORKSPACE_ROOT,
   WorkspaceTarget,
 } from '@skald/contracts';
@@ -39,10 +40,19 @@ export function orThrow<T>(r: Resolved<T>): T {
 const toWorkspacePath = (t: WorkspaceTarget): WorkspacePath => ({ virtual: t.virtual, segments: t.segments });
 
 /**
+ * A path that is not a tool's argument but resolves the same way: where the gate judged a path
+ * to land, the path of a REST upload or download. A tool's own path arguments are `ToolPath`s
+ * from the registry's `toolPath` schema, so the gate has judged every one of them.
+ */
+export function nonToolPath(path: string): ToolPath {
+  return path as ToolPath;
+}
+
+/**
  * Resolves a workspace path the model sent against the call's base directory (see the shared
  * resolver). A memory path here is an error: memory documents are routed elsewhere.
  */
-export function resolveWorkspacePath(path: string, workdir: string = WORKSPACE, field = 'path'): WorkspacePath {
+export function resolveWorkspacePath(path: ToolPath, workdir: string = WORKSPACE, field = 'path'): WorkspacePath {
   const base = resolveWorkdir(workdir);
   const target: PathTarget = orThrow(resolvePathAgainst(path, { kind: 'workspace', ...base }, field));
   if (target.kind === 'memory')

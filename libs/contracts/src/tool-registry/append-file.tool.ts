@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineTool, EVERYWHERE } from './define-tool';
+import { defineTool, EVERYWHERE, toolPath } from './define-tool';
 
 export const appendFile = defineTool({
   name: 'append_file',
   description: 'Append content to the end of a file.',
-  args: z.object({ path: z.string().describe('File'), content: z.string().describe('Text to append') }),
+  args: z.object({ path: toolPath('File'), content: z.string().describe('Text to append') }),
   category: 'filesystem',
   access: 'write',
   restartHint: 'markInterrupted',

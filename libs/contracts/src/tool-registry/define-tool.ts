@@ -34,10 +34,51 @@ export interface ToolSpecInput<
   metricsLabel?: string;
   defaultRule: DefaultRule;
   /**
-   * Its `path` names the entry the tool acts on (a delete): a symlink in the last component is that
+   * Its paths name the entry the tool acts on (a delete): a symlink in the last component is that
    * entry, never followed, so the path lands in the directory reached plus the name (default false).
    */
   pathNamesEntry?: boolean;
+}
+
+const TOOL_PATH_SCHEMAS = new WeakSet<z.ZodType>();
+
+/**
+ * A path argument of a tool: a file or directory of the workspace, or a memory document. Every
+ * argument declared with it is resolved by the shared resolver (`effectiveCallPaths`), judged by
+ * the approval gate, asked where it lands and routed to the workspace or the memory documents;
+ * its parsed value is a `ToolPath`, the only kind of string the runner's file and memory tools
+ * accept, so an argument declared as a plain string cannot reach the disk unjudged.
+ */
+export function toolPath(description: string) {
+  const schema = z.string().describe(description).brand<'ToolPath'>();
+  TOOL_PATH_SCHEMAS.add(schema);
+  return schema;
+}
+
+/** A parsed path argument (see `toolPath`). */
+export type ToolPath = z.output<ReturnType<typeof toolPath>>;
+
+/** A path argument with a default: without it the call works on its base directory. */
+export function toolPathOrBase(description: string) {
+  return toolPath(description).default('.' as ToolPath);
+}
+
+/** Whether a schema is a `toolPath`, under any number of optional/default wrappers (bounded). */
+function isToolPath(schema: z.ZodType): boolean {
+  let s: z.ZodType = schema;
+  for (let depth = 0; depth < 8; depth += 1) {
+    if (TOOL_PATH_SCHEMAS.has(s)) return true;
+    if (s instanceof z.ZodDefault || s instanceof z.ZodOptional) s = s.unwrap() as z.ZodType;
+    else return false;
+  }
+  return false;
+}
+
+/** One path argument of a tool, as `defineTool` finds it in the arguments' schema. */
+export interface PathArgument {
+  readonly name: string;
+  /** Without it the call works on its base directory (the argument has a default). */
+  readonly defaultsToBase: boolean;
 }
 
 /** One built-in tool, defined once (`defineTool`); every list of tools is derived from these. */
@@ -59,14 +100,12 @@ export interface ToolDefinition<
   readonly restartHint: RestartHint;
   /** Writes the file named by `path` (shown as a diff for approval, announced with `file_changed`). */
   readonly writesFile: boolean;
-  /** Its `path` argument names a file or directory the gate and the runner resolve. */
-  readonly takesPath: boolean;
-  /** Without a `path` it works on the call's base directory (the argument has a default). */
-  readonly pathDefaultsToBase: boolean;
+  /** Its arguments declared with `toolPath`, in the schema's order: what the gate and the runner resolve. */
+  readonly pathArgs: readonly PathArgument[];
   readonly offeredAt: { readonly root: boolean; readonly subAgents: boolean };
   readonly metricsLabel: string;
   readonly defaultRule: DefaultRule;
-  /** Its `path` names the entry itself: a symlink in the last component is not followed. */
+  /** Its paths name the entry itself: a symlink in the last component is not followed. */
   readonly pathNamesEntry: boolean;
 }
 
@@ -86,6 +125,9 @@ export function defineTool<
   const W extends 'read' | 'write',
 >(spec: ToolSpecInput<N, A, C, W>): ToolDefinition<N, A, C, W> {
   const shape = spec.args.shape as Record<string, z.ZodType>;
+  const pathArgs = Object.entries(shape)
+    .filter(([, schema]) => isToolPath(schema))
+    .map(([name, schema]) => ({ name, defaultsToBase: schema.safeParse(undefined).data !== undefined }));
   return {
     name: spec.name,
     description: spec.description,
@@ -96,8 +138,7 @@ export function defineTool<
     concurrencySafe: spec.access === 'read',
     restartHint: spec.restartHint,
     writesFile: spec.access === 'write' && spec.category === 'filesystem',
-    takesPath: 'path' in shape,
-    pathDefaultsToBase: 'path' in shape && shape.path.safeParse(undefined).success,
+    pathArgs,
     offeredAt: spec.offeredAt,
     metricsLabel: spec.metricsLabel ?? spec.name,
     defaultRule: spec.defaultRule,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { boolArg, defineTool, EVERYWHERE } from './define-tool';
+import { boolArg, defineTool, EVERYWHERE, toolPath } from './define-tool';
 
 export const deleteFile = defineTool({
   name: 'delete_file',
@@ -7,7 +7,7 @@ export const deleteFile = defineTool({
     'Delete a file, a symlink (never what it points to) or an empty directory; with recursive, a directory and ' +
     'everything in it. Works when the workspace is over its quota: use it to make room.',
   args: z.object({
-    path: z.string().describe('File, symlink or directory to delete'),
+    path: toolPath('File, symlink or directory to delete'),
     recursive: boolArg.default(false).describe('Delete a directory with everything in it (default false)'),
   }),
   category: 'filesystem',

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { boolArg, defineTool, EVERYWHERE } from './define-tool';
+import { boolArg, defineTool, EVERYWHERE, toolPath } from './define-tool';
 
 export const editFile = defineTool({
   name: 'edit_file',
   description: 'Replace text in a file. `old` must occur exactly once unless replace_all is set.',
   args: z.object({
-    path: z.string().describe('File to edit'),
+    path: toolPath('File to edit'),
     old: z.string().describe('Exact text to replace'),
     new: z.string().describe('Replacement text'),
     replace_all: boolArg.default(false).describe('Replace every occurrence'),

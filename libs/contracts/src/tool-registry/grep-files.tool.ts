@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { boolArg, defineTool, EVERYWHERE, intArg } from './define-tool';
+import { boolArg, defineTool, EVERYWHERE, intArg, toolPathOrBase } from './define-tool';
 
 /**
  * The regular-expression dialect of grep_files (RE2: linear-time matching), as the model is told it
@@ -17,7 +17,7 @@ export const grepFiles = defineTool({
   name: 'grep_files',
   description: `Search files under a path for a regular expression. ${RE2_SYNTAX_NOTE}`,
   args: z.object({
-    path: z.string().default('.').describe('Directory or file'),
+    path: toolPathOrBase('Directory or file'),
     pattern: z.string().min(1).max(PATTERN_MAX_CHARS).describe('Regular expression (RE2 syntax)'),
     case_sensitive: boolArg.default(true).describe('Case sensitive (default true)'),
     glob: z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, EVERYWHERE } from './define-tool';
+import { defineTool, EVERYWHERE, toolPath } from './define-tool';
 
 /** The `open_file` event (PROTOCOL) — the user's file viewer opens the file. */
 export const openFile = defineTool({
@@ -7,7 +7,7 @@ export const openFile = defineTool({
   description:
     "Show a workspace file to the user: it opens in the user's file viewer, highlighted. Use it to point the user at a file you wrote or found; it does not return the file's content (read_file does).",
   args: z.object({
-    path: z.string().describe('File to show'),
+    path: toolPath('File to show'),
   }),
   category: 'filesystem',
   access: 'read',

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { defineTool, EVERYWHERE, intArg } from './define-tool';
+import { defineTool, EVERYWHERE, intArg, toolPath } from './define-tool';
 
 export const readFile = defineTool({
   name: 'read_file',
   description: 'Read a text file, with line numbers.',
   args: z.object({
-    path: z.string().describe('File to read'),
+    path: toolPath('File to read'),
     start_line: intArg(1, Number.MAX_SAFE_INTEGER).optional().describe('First line (1-based)'),
     end_line: intArg(1, Number.MAX_SAFE_INTEGER).optional().describe('Last line (inclusive)'),
     limit: intArg(1, 100_000).optional().describe('Maximum number of lines'),

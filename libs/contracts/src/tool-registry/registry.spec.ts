@@ -109,8 +109,7 @@ describe('the built-in tool registry', () => {
       category: 'filesystem',
       access: 'write',
       writesFile: true,
-      takesPath: true,
-      pathDefaultsToBase: false,
+      pathArgs: [{ name: 'path', defaultsToBase: false }],
       concurrencySafe: false,
       // A re-run after a crash could delete a file created at that path since: never twice.
       restartHint: 'markInterrupted',

@@ -64,17 +64,13 @@ export const FS_READ_TOOLS: readonly string[] = BUILTIN_TOOLS.filter(
 ).map((t) => t.name);
 /** `@fs_write` of the tool patterns: the file tools that write. */
 export const FS_WRITE_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.writesFile).map((t) => t.name);
-/** Tools whose `path` argument names a file or directory (`list_files` defaults to the base). */
-export const PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.takesPath).map((t) => t.name);
+/** Tools with path arguments (`toolPath`): files or directories the gate and the runner resolve. */
+export const PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.pathArgs.length > 0).map((t) => t.name);
 /**
  * Path tools whose `path` names the entry they act on (a delete): the last component is never
  * followed through a symlink, so the path lands in the directory reached plus the name.
  */
 export const ENTRY_PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.pathNamesEntry).map((t) => t.name);
-/** Path tools that, called without a `path`, work on the call's base directory (as the runner parses them). */
-export const BASE_DEFAULT_PATH_TOOLS: readonly string[] = BUILTIN_TOOLS.filter((t) => t.pathDefaultsToBase).map(
-  (t) => t.name,
-);
 
 /** One of the tools the agent loop implements itself. */
 export interface LoopToolDefinition {

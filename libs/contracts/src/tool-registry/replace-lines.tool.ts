@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { defineTool, EVERYWHERE, intArg } from './define-tool';
+import { defineTool, EVERYWHERE, intArg, toolPath } from './define-tool';
 
 export const replaceLines = defineTool({
   name: 'replace_lines',
   description: 'Replace a range of lines (1-based, inclusive).',
   args: z.object({
-    path: z.string().describe('File'),
+    path: toolPath('File'),
     from_line: intArg(1, Number.MAX_SAFE_INTEGER).describe('First line'),
     to_line: intArg(1, Number.MAX_SAFE_INTEGER).describe('Last line (inclusive)'),
     new: z.string().describe('Replacement text'),

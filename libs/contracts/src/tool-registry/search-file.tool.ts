@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { defineTool, EVERYWHERE, intArg } from './define-tool';
+import { defineTool, EVERYWHERE, intArg, toolPath } from './define-tool';
 
 export const searchFile = defineTool({
   name: 'search_file',
   description: 'Search one file for a text, with context lines.',
   args: z.object({
-    path: z.string().describe('File'),
+    path: toolPath('File'),
     query: z.string().min(1).describe('Text to find'),
     context_lines: intArg(0, 10).default(0).describe('Lines of context'),
   }),

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineTool, EVERYWHERE } from './define-tool';
+import { defineTool, EVERYWHERE, toolPath } from './define-tool';
 
 export const writeFile = defineTool({
   name: 'write_file',
   description: 'Create or overwrite a file with the given content.',
-  args: z.object({ path: z.string().describe('File to write'), content: z.string().describe('The whole new content') }),
+  args: z.object({ path: toolPath('File to write'), content: z.string().describe('The whole new content') }),
   category: 'filesystem',
   access: 'write',
   restartHint: 'reExecute',

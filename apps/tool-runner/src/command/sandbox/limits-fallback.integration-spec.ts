@@ -12,6 +12,7 @@ import { BwrapCommandRunner } from '../bwrap-command.runner';
 import { CommandRequest } from '../command-runner';
 import { Jail } from '../../workspace/jail';
 import { resolveWorkspacePath } from '../../workspace/workspace-path';
+import { tp } from '../../testing-fixtures/workspace-fixture';
 
 jest.setTimeout(30_000);
 
@@ -154,7 +155,7 @@ describe('per-sandbox rlimits with tenant uids (no cgroup)', () => {
     expect((await stat(join(root, a))).mode & 0o777).toBe(0o700);
     // A file tool (root) creating a file and a directory gives them to the tenant.
     const jail = await Jail.at(join(root, a));
-    const target = await jail.openWrite(resolveWorkspacePath('sub/dir/tool.txt'), { create: true });
+    const target = await jail.openWrite(resolveWorkspacePath(tp('sub/dir/tool.txt')), { create: true });
     await target.handle.writeFile('from a file tool\n');
     await target.close();
     for (const p of ['sub', 'sub/dir', 'sub/dir/tool.txt']) expect((await stat(join(root, a, p))).uid).toBe(uidA);

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { SESSION_EVENT_HISTORY, type SessionEventType } from '@skald/contracts';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
@@ -115,6 +116,31 @@ describe('one turn end to end: five apps and llm-sim as separate processes', () 
       [sessionId],
     );
     expect(stored.map((r) => [Number(r.seq), r.type])).toEqual(events.map((e) => [e.seq, e.type]));
+
+    // The reloaded chat shows each event where SESSION_EVENT_HISTORY says it does.
+    const page = await alice.get<{ items: Array<{ id: string; tool_calls?: Array<{ id: string; status: string }> }> }>(
+      '/api/web/messages',
+    );
+    const rows = new Set(page.body.items.map((m) => m.id));
+    const calls = new Set(page.body.items.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+    const stored2: Array<{ type: SessionEventType; payload: string }> = await db.query(
+      `SELECT type, payload FROM session_events WHERE session_id = $1 ORDER BY seq`,
+      [sessionId],
+    );
+    const places = stored2.map((e) => {
+      const payload = JSON.parse(e.payload) as { message_id?: string; tool_call_id?: string };
+      const place = SESSION_EVENT_HISTORY[e.type].in;
+      if (place === 'message') return [e.type, rows.has(String(payload.message_id))];
+      if (place === 'tool_call') return [e.type, calls.has(String(payload.tool_call_id))];
+      return [e.type, place];
+    });
+    expect(places).toEqual([
+      ['user_message', true],
+      ['thinking', true],
+      ['tool_start', true],
+      ['tool_done', true],
+      ['done', true],
+    ]);
     ws.close();
   });
 

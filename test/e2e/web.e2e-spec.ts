@@ -420,6 +420,31 @@ describe('web client in a real browser', () => {
     expect((await api.get<{ items: Array<{ enabled: boolean }> }>('/api/mcp/servers')).body.items[0].enabled).toBe(
       true,
     );
+    // The form asks every field of a stdio server: command, arguments, network, environment.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const added = `n${randomUUID().slice(0, 6)}`;
+    await page.getByLabel('Name').fill(added);
+    await page.getByLabel('Command').fill('node');
+    await page.getByLabel('Arguments').fill('server.js --stdio');
+    await page.getByLabel('Network access (only where the operator allows it)').check();
+    await page.getByLabel(/^Environment/).fill('API_TOKEN=t0ken');
+    await page.getByRole('button', { name: 'Add server' }).click();
+    const addedCard = page.locator('li.card', { has: page.getByRole('heading', { name: new RegExp(added) }) });
+    await addedCard.getByText('network asked').waitFor();
+    const listed = (await api.get<{ items: Array<Record<string, unknown>> }>('/api/mcp/servers')).body.items.find(
+      (s) => s.name === added,
+    );
+    expect(listed).toMatchObject({
+      transport: 'stdio',
+      command: 'node',
+      args: ['server.js', '--stdio'],
+      network: true,
+      env_keys: ['API_TOKEN'],
+    });
+    for (const width of [1280, 375, 320]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.screenshot({ path: path.join(SHOTS, `mcp-form-${width}.png`), fullPage: true });
+    }
     await ctx.close();
   });
 

@@ -1,5 +1,5 @@
 import { useCallback, useState } from 'react';
-import type { McpServerDto, McpServerInput, McpTransport } from '@skald/contracts';
+import type { MCP_TRANSPORT_FIELDS, McpServerDto, McpServerInput, McpTransport } from '@skald/contracts';
 import { errorText, type Api } from './api';
 import { usePolling } from './poll';
 
@@ -15,9 +15,20 @@ interface Form {
   transport: McpTransport;
   command: string;
   args: string;
+  network: boolean;
   url: string;
   secrets: string;
 }
+
+/**
+ * The body the form sends for a transport: every field of that transport's servers, so a field
+ * added to a transport does not compile until the form asks for it.
+ */
+type FormBody = {
+  [T in McpTransport]: { name: string; transport: T } & {
+    [F in (typeof MCP_TRANSPORT_FIELDS)[T][number]]-?: NonNullable<McpServerInput[F]>;
+  };
+}[McpTransport];
 
 /** A switch over the transports ends here: a transport no case handled does not compile. */
 function unhandled(transport: never): never {
@@ -25,7 +36,7 @@ function unhandled(transport: never): never {
 }
 
 /** The body of `POST /api/mcp/servers` the form describes (credentials: `KEY=value` lines). */
-function serverBody(form: Form, pairs: Record<string, string>): McpServerInput {
+function serverBody(form: Form, pairs: Record<string, string>): FormBody {
   const transport = form.transport;
   switch (transport) {
     case 'stdio':
@@ -34,10 +45,11 @@ function serverBody(form: Form, pairs: Record<string, string>): McpServerInput {
         transport,
         command: form.command,
         args: form.args.split(' ').filter(Boolean),
-        ...(Object.keys(pairs).length ? { env: pairs } : {}),
+        env: pairs,
+        network: form.network,
       };
     case 'http':
-      return { name: form.name, transport, url: form.url, ...(Object.keys(pairs).length ? { headers: pairs } : {}) };
+      return { name: form.name, transport, url: form.url, headers: pairs };
     default:
       return unhandled(transport);
   }
@@ -64,6 +76,7 @@ export function McpServers({ api }: { api: Api }) {
     transport: 'stdio',
     command: '',
     args: '',
+    network: false,
     url: '',
     secrets: '',
   });
@@ -99,6 +112,7 @@ export function McpServers({ api }: { api: Api }) {
             <p>{serverSummary(s)}</p>
             <p>
               {s.tools_count} tools{'env_keys' in s && s.env_keys.length ? ` · env: ${s.env_keys.join(', ')}` : ''}
+              {'network' in s && s.network ? ' · network asked' : ''}
               {'header_keys' in s && s.header_keys.length ? ` · headers: ${s.header_keys.join(', ')}` : ''}
             </p>
             {s.error ? <p className="notice error">{s.error}</p> : null}
@@ -163,7 +177,7 @@ export function McpServers({ api }: { api: Api }) {
   );
 }
 
-/** The fields of the form's transport: a command and its arguments, or a URL. */
+/** The fields of the form's transport: a command, its arguments and network access, or a URL. */
 function TransportFields({ form, setForm }: { form: Form; setForm: (f: Form) => void }) {
   const transport = form.transport;
   switch (transport) {
@@ -177,6 +191,14 @@ function TransportFields({ form, setForm }: { form: Form; setForm: (f: Form) => 
           <label>
             Arguments
             <input value={form.args} onChange={(e) => setForm({ ...form, args: e.target.value })} />
+          </label>
+          <label>
+            <input
+              type="checkbox"
+              checked={form.network}
+              onChange={(e) => setForm({ ...form, network: e.target.checked })}
+            />
+            Network access (only where the operator allows it)
           </label>
         </>
       );

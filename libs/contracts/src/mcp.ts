@@ -159,6 +159,17 @@ export type McpServerConfig = {
   [T in McpTransport]: { transport: T } & Required<Pick<ServerFields, (typeof MCP_TRANSPORT_FIELDS)[T][number]>>;
 }[McpTransport];
 
+/** The configuration of one transport's servers, without the tag: what its connection is made from. */
+export type McpConfigFields<T extends McpTransport> = Omit<Extract<McpServerConfig, { transport: T }>, 'transport'>;
+
+/**
+ * Ends the destructuring of a configuration where its fields are applied: the fields not taken are
+ * `rest`, which must be empty, so a field added to a transport does not compile until it is used.
+ */
+export function everyFieldApplied(rest: Record<string, never>): void {
+  void rest;
+}
+
 /** The configuration a checked creation describes (`McpServerInput` has refused one that mixes transports). */
 export function mcpServerConfig(input: McpServerInput): McpServerConfig {
   switch (input.transport) {

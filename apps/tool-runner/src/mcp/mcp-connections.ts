@@ -2,17 +2,18 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResult, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { McpServerConfig, McpToolDef, unknownTransport } from '@skald/contracts';
+import { everyFieldApplied, McpServerConfig, McpToolDef, unknownTransport } from '@skald/contracts';
 import { AddressPolicy } from './address-guard';
 import { McpLauncher } from './mcp-launcher';
 import { mcpWireName } from './tool-names';
 
 /** A configured server with its credentials opened: what a connection needs. */
-export type McpServerTarget = McpServerConfig & {
+export interface McpServerTarget {
   id: string;
   userId: string;
   name: string;
-};
+  config: McpServerConfig;
+}
 
 /** The values of a target's credentials: a stdio server's environment, an http server's headers. */
 function credentialValues(target: McpServerConfig): string[] {
@@ -77,16 +78,11 @@ export class McpConnection {
     const client = new Client({ name: 'skald', version: '0.1.0' }, { capabilities: {} });
     const conn = new McpConnection(target, client, deps.bounds, deps.onClosed);
     let transport: Transport;
-    const kind = target.transport;
-    switch (kind) {
+    const config = target.config;
+    switch (config.transport) {
       case 'stdio': {
-        const stdio = await deps.launcher.stdio({
-          userId: target.userId,
-          command: target.command,
-          args: target.args,
-          env: target.env,
-          network: target.network,
-        });
+        const { transport: _stdio, ...fields } = config;
+        const stdio = await deps.launcher.stdio({ userId: target.userId, ...fields });
         stdio.stderr.on('data', (chunk: Buffer) => {
           conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
         });
@@ -95,18 +91,20 @@ export class McpConnection {
         break;
       }
       case 'http': {
-        const url = new URL(target.url);
-        await deps.policy.checkUrl(url);
+        const { transport: _http, url, headers, ...rest } = config;
+        everyFieldApplied(rest);
+        const endpoint = new URL(url);
+        await deps.policy.checkUrl(endpoint);
         const limited = boundedFetch(deps.policy.guardedFetch(), deps.bounds.maxMessageBytes);
         conn.failure = () => limited.failure;
-        transport = new StreamableHTTPClientTransport(url, {
+        transport = new StreamableHTTPClientTransport(endpoint, {
           fetch: limited.fetch,
-          requestInit: { headers: target.headers },
+          requestInit: { headers },
         });
         break;
       }
       default:
-        return unknownTransport(kind);
+        return unknownTransport(config);
     }
     client.onclose = () => conn.markClosed();
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -160,7 +158,8 @@ export class McpConnection {
     let text = this.failure() ?? (e instanceof Error ? e.message : String(e));
     const tail = this.stderrTail.trim();
     if (tail) text += ` (stderr: ${tail.slice(-500)})`;
-    for (const secret of credentialValues(this.target)) if (secret.length >= 4) text = text.split(secret).join('***');
+    for (const secret of credentialValues(this.target.config))
+      if (secret.length >= 4) text = text.split(secret).join('***');
     return text;
   }
 

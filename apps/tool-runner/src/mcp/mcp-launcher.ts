@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { refusedEnvName } from '@skald/contracts';
+import { everyFieldApplied, type McpConfigFields, refusedEnvName } from '@skald/contracts';
 import { Logger } from '@skald/service-kit';
 import { BwrapCommandRunner } from '../command/bwrap-command.runner';
 import { CommandRunner } from '../command/command-runner';
@@ -14,15 +14,12 @@ import { ToolError } from '../tool-error';
 import { describeUsage, full, over, WorkspacesService } from '../workspace/workspaces.service';
 import { BoundedStdioTransport, StdioProcess } from './bounded-stdio-transport';
 
-export interface StdioServerSpec {
-  userId: string;
-  command: string;
-  args: string[];
-  /** The server's configured variables (its credentials), exported inside the sandbox only. */
-  env: Record<string, string>;
-  /** What the server's configuration asks; it gets the network only when the operator allows it too. */
-  network: boolean;
-}
+/**
+ * A stdio server's configuration and its user: the command, its arguments, its variables (its
+ * credentials, exported inside the sandbox only) and whether it asks for the network (it gets it
+ * only when the operator allows it too).
+ */
+export type StdioServerSpec = { userId: string } & McpConfigFields<'stdio'>;
 
 /**
  * Starts stdio MCP servers confined exactly like `execute_cmd`: the command runner's sandbox (same
@@ -105,16 +102,18 @@ export class McpLauncher {
   }
 
   private async spawn(spec: StdioServerSpec): Promise<StdioProcess> {
-    const jail = await this.workspaces.jail(spec.userId); // creates the workspace on first use
-    const workspace = this.workspaces.hostDir(spec.userId);
+    const { userId, command, args, env, network, ...rest } = spec;
+    everyFieldApplied(rest);
+    const jail = await this.workspaces.jail(userId); // creates the workspace on first use
+    const workspace = this.workspaces.hostDir(userId);
     const limits = this.workspaces.limits;
-    const before = await this.workspaces.used(spec.userId, jail);
+    const before = await this.workspaces.used(userId, jail);
     if (full(before, limits))
       throw new ToolError(
         'quota_exceeded',
         `workspace quota exceeded: ${describeUsage(before, limits)}; the MCP server was not started. Delete files to make room.`,
       );
-    const script = execScript(spec.env, [spec.command, ...spec.args]);
+    const script = execScript(env, [command, ...args]);
     if (this.config.SKALD_SANDBOX === 'none') {
       // No sandbox (stated loudly at start): still a HOME of the server's own, never the workspace's
       // dotfiles; removed when it exits.
@@ -136,7 +135,7 @@ export class McpLauncher {
     if (!status.available) throw new ToolError('unavailable', `MCP stdio servers need the sandbox: ${status.summary}`);
     return this.commands.spawnServer({
       workspace,
-      network: spec.network && this.config.SKALD_MCP_NETWORK === 'on',
+      network: network && this.config.SKALD_MCP_NETWORK === 'on',
       script,
       cpuSeconds: this.config.SKALD_MCP_LIFETIME_SECS,
       maxFileBytes: Math.max(0, limits.bytes - before.bytes),

@@ -355,9 +355,12 @@ export class McpService implements OnModuleInit, OnApplicationShutdown {
     const ids = { id: s.id, userId: s.userId, name: s.name };
     switch (s.transport) {
       case 'stdio':
-        return { ...ids, transport: 'stdio', command: s.command, args: s.args, network: s.network, env: secrets.env };
+        return {
+          ...ids,
+          config: { transport: 'stdio', command: s.command, args: s.args, network: s.network, env: secrets.env },
+        };
       case 'http':
-        return { ...ids, transport: 'http', url: s.url, headers: secrets.headers };
+        return { ...ids, config: { transport: 'http', url: s.url, headers: secrets.headers } };
       default:
         return unknownTransport(s);
     }

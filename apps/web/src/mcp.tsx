@@ -192,7 +192,7 @@ function TransportFields({ form, setForm }: { form: Form; setForm: (f: Form) => 
             Arguments
             <input value={form.args} onChange={(e) => setForm({ ...form, args: e.target.value })} />
           </label>
-          <label>
+          <label className="check">
             <input
               type="checkbox"
               checked={form.network}

@@ -9,6 +9,7 @@ import {
   AuditItem,
   Delivery,
   GateBy,
+  HumanRequestStatus,
   JobSessionStartRequest,
   McpServerStatus,
   McpTransport,
@@ -19,6 +20,7 @@ import {
 } from '@skald/contracts';
 import type {
   ApprovalAuditRow,
+  ApprovalRequestsRow,
   ApprovalRulesRow,
   McpServersRow,
   MemoryDocumentsRow,
@@ -28,31 +30,29 @@ import type {
   ToolCallsRow,
   UsersRow,
 } from './rows';
-
-/** True when A and B are the same type (each assignable to the other, no `any` on either side). */
-type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
-type Assert<T extends true> = T;
+import type { AssertTrue, SameType } from '../same-type';
 
 type _ContractsAreTheChecks = [
-  Assert<Equal<Role, UsersRow['role']>>,
-  Assert<Equal<Role, SessionsRow['owner_role']>>,
-  Assert<Equal<Role, ScheduledJobsRow['owner_role']>>,
-  Assert<Equal<Delivery, SessionInboxRow['delivery']>>,
-  Assert<Equal<ToolCallStatus, ToolCallsRow['status']>>,
-  Assert<Equal<McpTransport, McpServersRow['transport']>>,
-  Assert<Equal<McpServerStatus, McpServersRow['status']>>,
-  Assert<Equal<(typeof RuleAction)['options'][number], ApprovalRulesRow['action']>>,
-  Assert<Equal<GateBy, ApprovalAuditRow['by']>>,
-  Assert<Equal<(typeof AuditItem)['shape']['decision']['options'][number], ApprovalAuditRow['decision']>>,
-  Assert<Equal<(typeof JobSessionStartRequest)['shape']['kind']['options'][number], ScheduledJobsRow['kind']>>,
-  Assert<Equal<MemoryScope, MemoryDocumentsRow['scope']>>,
+  AssertTrue<SameType<Role, UsersRow['role']>>,
+  AssertTrue<SameType<Role, SessionsRow['owner_role']>>,
+  AssertTrue<SameType<Role, ScheduledJobsRow['owner_role']>>,
+  AssertTrue<SameType<Delivery, SessionInboxRow['delivery']>>,
+  AssertTrue<SameType<ToolCallStatus, ToolCallsRow['status']>>,
+  AssertTrue<SameType<McpTransport, McpServersRow['transport']>>,
+  AssertTrue<SameType<McpServerStatus, McpServersRow['status']>>,
+  AssertTrue<SameType<(typeof RuleAction)['options'][number], ApprovalRulesRow['action']>>,
+  AssertTrue<SameType<GateBy, ApprovalAuditRow['by']>>,
+  AssertTrue<SameType<HumanRequestStatus, ApprovalRequestsRow['status']>>,
+  AssertTrue<SameType<(typeof AuditItem)['shape']['decision']['options'][number], ApprovalAuditRow['decision']>>,
+  AssertTrue<SameType<(typeof JobSessionStartRequest)['shape']['kind']['options'][number], ScheduledJobsRow['kind']>>,
+  AssertTrue<SameType<MemoryScope, MemoryDocumentsRow['scope']>>,
 ];
 
 // The check can fail: one literal more or less on either side does not compile.
 // @ts-expect-error a union with a value the constraint lacks
-type _Wider = Assert<Equal<Role | 'owner', UsersRow['role']>>;
+type _Wider = AssertTrue<SameType<Role | 'owner', UsersRow['role']>>;
 // @ts-expect-error a union without a value the constraint allows
-type _Narrower = Assert<Equal<'user', UsersRow['role']>>;
+type _Narrower = AssertTrue<SameType<'user', UsersRow['role']>>;
 
 /** The string literals of `interface.column` in rows.ts, as the TypeScript parser reads the file. */
 function generatedUnion(rowInterface: string, column: string): string[] {
@@ -80,6 +80,7 @@ describe('contract enums and the CHECK constraints they copy', () => {
     ['McpServerStatus', 'McpServersRow', 'status', McpServerStatus.options],
     ['RuleAction', 'ApprovalRulesRow', 'action', RuleAction.options],
     ['GateBy', 'ApprovalAuditRow', 'by', GateBy.options],
+    ['HumanRequestStatus', 'ApprovalRequestsRow', 'status', HumanRequestStatus.options],
     ['AuditItem.decision', 'ApprovalAuditRow', 'decision', AuditItem.shape.decision.options],
     ['JobSessionStartRequest.kind', 'ScheduledJobsRow', 'kind', JobSessionStartRequest.shape.kind.options],
   ] as const)('%s holds the values of %s.%s', (_name, rowInterface, column, options) => {

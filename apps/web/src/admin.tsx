@@ -1,6 +1,6 @@
 import { ResetPassword } from './account/account';
 import { useCallback, useEffect, useState } from 'react';
-import type { ApprovalRuleDto, AuditItem } from '@skald/contracts';
+import type { Role, ApprovalRuleDto, AuditItem } from '@skald/contracts';
 
 interface KnownTool {
   name: string;
@@ -338,7 +338,7 @@ function Audit({ api }: { api: Api }) {
 interface AdminUser {
   id: string;
   email: string;
-  role: 'user' | 'admin';
+  role: Role;
   disabled: boolean;
 }
 

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
-import type { ChatMessages, InboxDto, ServerFrame, SlashCommand } from '@skald/contracts';
+import type { ChatMessages, Delivery, InboxDto, ServerFrame, SlashCommand } from '@skald/contracts';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
@@ -24,8 +24,6 @@ import {
   useAttachments,
   useFileDrop,
 } from './files/attachments';
-
-type Delivery = 'steer' | 'queue' | 'interrupt';
 
 /** The conversation of one source: stream, tool cards, inline approvals, stop, steer/queue/interrupt. */
 export function Chat({ api, source, hub }: { api: Api; source: string; hub?: FrameHub }) {

@@ -6,3 +6,4 @@ export * from './generated/rows';
 export * from './service-roles';
 export * from './pg-text';
 export * from './backup';
+export * from './same-type';

@@ -10,8 +10,8 @@ export interface AuditEntry {
   requestId: string | null;
   toolName: string;
   argsDigest: string;
-  decision: 'allow' | 'deny' | 'require' | 'approve' | 'reject' | 'answer';
-  by: 'rule' | 'bypass' | 'run_context' | 'human' | 'auto_deny' | 'policy';
+  decision: ApprovalAuditRow['decision'];
+  by: ApprovalAuditRow['by'];
   actorUserId: string | null;
   ruleId: string | null;
   note: string | null;
@@ -90,8 +90,8 @@ export class AuditRepository {
         requestId: r.request_id,
         toolName: fromPgText(r.tool_name),
         argsDigest: r.args_digest,
-        decision: r.decision as AuditEntry['decision'],
-        by: r.by as AuditEntry['by'],
+        decision: r.decision,
+        by: r.by,
         actorUserId: r.actor_user_id,
         ruleId: r.rule_id,
         note: fromPgText(r.note),

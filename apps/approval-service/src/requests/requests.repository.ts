@@ -13,7 +13,7 @@ import {
 
 export interface StoredRequest {
   id: string;
-  kind: 'approval' | 'clarification';
+  kind: ApprovalRequestsRow['kind'];
   toolCallId: string;
   sessionId: string;
   userId: string;
@@ -37,7 +37,7 @@ export interface StoredRequest {
 
 export interface NewRequest {
   id: string;
-  kind: 'approval' | 'clarification';
+  kind: ApprovalRequestsRow['kind'];
   toolCallId: string;
   sessionId: string;
   userId: string;
@@ -173,7 +173,7 @@ export class RequestsRepository {
 function toRequest(r: RequestRow): StoredRequest {
   return {
     id: r.id,
-    kind: r.kind as StoredRequest['kind'],
+    kind: r.kind,
     toolCallId: r.tool_call_id,
     sessionId: r.session_id,
     userId: r.user_id,
@@ -182,7 +182,7 @@ function toRequest(r: RequestRow): StoredRequest {
     arguments: fromPgText(r.arguments),
     preview: r.preview === null ? null : fromJsonText<StoredRequest['preview']>(r.preview),
     question: r.question === null ? null : fromJsonText<StoredRequest['question']>(r.question),
-    status: r.status as HumanRequestStatus,
+    status: r.status,
     note: fromPgText(r.note),
     answer: fromPgText(r.answer),
     actorUserId: r.actor_user_id,

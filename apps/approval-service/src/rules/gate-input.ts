@@ -1,10 +1,12 @@
 import type { BypassScope as ContractBypassScope } from '@skald/contracts';
+import type { ApprovalAuditRow, ApprovalRulesRow } from '@skald/persistence';
 
 // What the approval gate judges and answers (see rule-engine.ts): a rule as stored, the call with
 // its session's context, and the decision.
 
-export type RuleAction = 'allow' | 'deny' | 'require';
-export type GateBy = 'rule' | 'bypass' | 'run_context' | 'auto_deny' | 'policy';
+export type RuleAction = ApprovalRulesRow['action'];
+/** Who decided, the gate being the judge: every `approval_audit.by` but a human's answer. */
+export type GateBy = Exclude<ApprovalAuditRow['by'], 'human'>;
 
 /** A rule as stored. `action` is a string: a row with an unknown action fails to load. */
 export interface RuleRow {

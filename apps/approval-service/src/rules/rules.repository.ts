@@ -18,7 +18,7 @@ export interface RuleFields {
   agentId: string | null;
   source: string | null;
   securityGroup: string | null;
-  action: 'allow' | 'deny' | 'require';
+  action: ApprovalRulesRow['action'];
   priority: number;
   note: string | null;
 }

@@ -1,4 +1,5 @@
 import type { Actor, JobRunContext, JobSessionStatusReply, UserPageReply, UserStandingReply } from '@skald/contracts';
+import type { JobKind } from './job-rows';
 
 /** What the scheduler asks of the session workers (NATS in production; swappable in tests). */
 export interface JobSessionsPort {
@@ -6,7 +7,7 @@ export interface JobSessionsPort {
   start(r: {
     actor: Actor;
     runId: string;
-    kind: 'cron' | 'async' | 'tic';
+    kind: JobKind;
     agentId: string;
     prompt: string;
     /** A cron or tic run's policy; not used for an async task, which runs under its parent's. */

@@ -4,7 +4,8 @@ import type { JobRunsRow, ScheduledJobsRow } from '@skald/persistence';
 // The scheduler's rows (`scheduled_jobs`, `job_runs`) as the repository returns them, and the
 // parsing of runs read as JSON aggregates.
 
-export type JobKind = 'cron' | 'async' | 'tic';
+/** The kinds `scheduled_jobs.kind`'s CHECK constraint allows. */
+export type JobKind = ScheduledJobsRow['kind'];
 
 /** The columns a job is read with. */
 export const JOB_COLUMNS = [
@@ -29,20 +30,13 @@ export const JOB_COLUMNS = [
   'created_at',
 ] as const satisfies readonly (keyof ScheduledJobsRow)[];
 
-/** A job as read: the text columns the schema checks, as the values it allows; `run_context` as written. */
-export type JobRow = Omit<
-  Pick<ScheduledJobsRow, (typeof JOB_COLUMNS)[number]>,
-  'owner_role' | 'kind' | 'run_context'
-> & {
-  owner_role: 'user' | 'admin';
-  kind: JobKind;
+/** A job as read: `run_context` as written (the checked text columns are their unions in the generated row). */
+export type JobRow = Omit<Pick<ScheduledJobsRow, (typeof JOB_COLUMNS)[number]>, 'run_context'> & {
   run_context: JobRunContext;
 };
 
-/** A run as read: `status` as the values the schema allows. */
-export type RunRow = Omit<JobRunsRow, 'status'> & {
-  status: 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'refused';
-};
+/** A run as read. */
+export type RunRow = JobRunsRow;
 
 /** What one sweep found (`JobsRepository.sweep`). */
 export interface SweepResult {

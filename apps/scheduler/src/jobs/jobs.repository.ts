@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { JobRunContext } from '@skald/contracts';
+import type { Role, JobRunContext } from '@skald/contracts';
 import { Queryable, queryRows, type JobRunsRow, type ScheduledJobsRow } from '@skald/persistence';
 import type { JobEnding } from './job-ending';
 import { FenceResult, JOB_COLS, JOB_COLUMNS, JobKind, JobRow, RunRow, SweepResult, TIC_INSERT } from './job-rows';
@@ -18,7 +18,7 @@ export class JobsRepository {
 
   async createCron(o: {
     userId: string;
-    role: 'user' | 'admin';
+    role: Role;
     title: string;
     prompt: string;
     agentId: string;
@@ -84,7 +84,7 @@ export class JobsRepository {
   async createAsync(
     o: {
       userId: string;
-      role: 'user' | 'admin';
+      role: Role;
       idempotencyKey: string;
       title: string;
       agentId: string;
@@ -137,7 +137,7 @@ export class JobsRepository {
    */
   async ensureTic(o: {
     userId: string;
-    role: 'user' | 'admin';
+    role: Role;
     agentId: string;
     prompt: string;
     cron: string | null;
@@ -163,7 +163,7 @@ export class JobsRepository {
    * created disabled), in one statement; an existing one is left as it is. How many were created.
    */
   async ensureTics(o: {
-    users: { userId: string; role: 'user' | 'admin' }[];
+    users: { userId: string; role: Role }[];
     agentId: string;
     prompt: string;
     cron: string | null;
@@ -358,7 +358,7 @@ export class JobsRepository {
   }
 
   /** The owner's role as read at the last fire (a demotion or promotion since the job was made). */
-  async setOwnerRole(jobId: string, role: 'user' | 'admin'): Promise<void> {
+  async setOwnerRole(jobId: string, role: Role): Promise<void> {
     await this.ds.query(`UPDATE scheduled_jobs SET owner_role = $2 WHERE id = $1`, [jobId, role]);
   }
 

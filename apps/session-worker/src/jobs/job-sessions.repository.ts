@@ -12,6 +12,7 @@ import {
 } from '@skald/persistence';
 import { INBOX_LOCK_ORDER } from '../loop-adapters/session-store/inbox-lock-order';
 import { inheritedPolicy, policyOfJob, type JobPolicySource, type JobSessionPolicy } from './job-policy';
+import type { Role } from '@skald/contracts';
 
 /** The one column a statement that only proves a row exists returns. */
 type Exists = { '?column?': number };
@@ -31,7 +32,7 @@ export class JobSessionsRepository {
    */
   async createJobSession(o: {
     userId: string;
-    role: 'user' | 'admin';
+    role: Role;
     runId: string;
     source: string;
     agentId: string;

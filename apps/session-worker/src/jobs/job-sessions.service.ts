@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor, JobRunContext, JobSessionStatusReply } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
+import type { ScheduledJobsRow } from '@skald/persistence';
 import { AgentCatalogService } from '../agents/agent-catalog.service';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { SubmitService } from '../submit/submit.service';
@@ -27,7 +28,7 @@ export class JobSessionsService {
   async start(r: {
     actor: Actor;
     runId: string;
-    kind: 'cron' | 'async' | 'tic';
+    kind: ScheduledJobsRow['kind'];
     agentId: string;
     prompt: string;
     runContext: JobRunContext;
@@ -64,7 +65,7 @@ export class JobSessionsService {
    * a RunContext sent with the request, and never the default rules for want of a parent.
    */
   private policySource(r: {
-    kind: 'cron' | 'async' | 'tic';
+    kind: ScheduledJobsRow['kind'];
     runContext: JobRunContext;
     parentSessionId: string | null;
   }): JobPolicySource {

@@ -1,11 +1,12 @@
 import type { AsyncTaskPort } from '@skald/agent-loop';
 import { Bus } from '@skald/messaging';
+import type { Role } from '@skald/contracts';
 
 /** `execute_task` mode async → a durable job in the scheduler (idempotent by the tool call id). */
 export class NatsAsyncTasks implements AsyncTaskPort {
   constructor(
     private readonly bus: Bus,
-    private readonly role: 'user' | 'admin',
+    private readonly role: Role,
   ) {}
 
   async submitAsync(r: Parameters<AsyncTaskPort['submitAsync']>[0]): Promise<{ jobId: string }> {

@@ -5,14 +5,14 @@ import {
   type GateRequest,
   type VisibilityRequest,
 } from '@skald/agent-loop';
-import { effectiveCallPaths, PATH_TOOLS, type LandingPaths, type RequestOf } from '@skald/contracts';
+import { type Role, effectiveCallPaths, PATH_TOOLS, type LandingPaths, type RequestOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { TurnFacts } from './turn-facts';
 
 /** The `approval.check` payload of a call: with the session's RunContext and security group, always. */
 export function checkRequestOf(
   req: GateRequest,
-  role: 'user' | 'admin',
+  role: Role,
   turnId: string | undefined,
   landing?: LandingPaths,
 ): RequestOf<'approval.check'> {
@@ -64,7 +64,7 @@ export const APPROVAL_CALL_TIMEOUT_MS = 5_000;
 export class NatsGate implements GatePort {
   constructor(
     private readonly bus: Bus,
-    private readonly role: 'user' | 'admin',
+    private readonly role: Role,
     /** The turn that asks (logged by the approval service). */
     private readonly turnId?: string,
     /** The turn's remembered facts: the visible tools are asked once per turn and set of names. */

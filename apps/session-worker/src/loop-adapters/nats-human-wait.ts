@@ -1,5 +1,5 @@
 import type { HumanAnswer, HumanRequest, HumanWaitPort } from '@skald/agent-loop';
-import { HumanRequestState, topicOf } from '@skald/contracts';
+import { type Role, HumanRequestState, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { APPROVAL_CALL_TIMEOUT_MS } from './nats-gate';
 
@@ -42,7 +42,7 @@ export interface HumanWaitOptions {
 export class NatsHumanWait implements HumanWaitPort {
   constructor(
     private readonly bus: Bus,
-    private readonly role: 'user' | 'admin',
+    private readonly role: Role,
     private readonly options: HumanWaitOptions,
   ) {}
 

@@ -1,6 +1,7 @@
 import type { MemoryPort } from '@skald/agent-loop';
 import { Bus } from '@skald/messaging';
 import { TurnFacts } from './turn-facts';
+import type { Role } from '@skald/contracts';
 
 /** The longest query the tool runner takes (`MemoryTurnRequest.query`). */
 const MAX_QUERY_CHARS = 64 * 1024;
@@ -32,7 +33,7 @@ export class NatsMemory implements MemoryPort, MemoryDocuments {
   constructor(
     private readonly bus: Bus,
     private readonly userId: string,
-    private readonly role: 'user' | 'admin',
+    private readonly role: Role,
     private readonly facts: TurnFacts = new TurnFacts(),
   ) {}
 

@@ -11,6 +11,7 @@ import type {
   ToolSpec,
 } from '@skald/agent-loop';
 import {
+  type Role,
   ABSENT_FILE_HASH,
   BUILTIN_TOOLS,
   BUILTIN_TOOLS_BY_NAME,
@@ -43,7 +44,7 @@ export class RunnerToolSet implements ToolSetPort {
 
   constructor(
     private readonly bus: Bus,
-    private readonly role: 'user' | 'admin',
+    private readonly role: Role,
     /** The turn whose calls these are (logged by the tool runner). */
     private readonly turnId?: string,
     /** The turn's remembered facts: the visible tools are asked once; a call that may write forgets them. */

@@ -1,4 +1,4 @@
-import { ChatMessageDto, ToolCallStatus } from '@skald/contracts';
+import { ChatMessageDto } from '@skald/contracts';
 import type { ChatHistoryRow, ToolCallsRow } from '@skald/persistence';
 import { iso, parseToolArguments } from './row-format';
 
@@ -17,7 +17,7 @@ export function toChatMessage(m: ChatHistoryRow, calls: ToolCallsRow[]): ChatMes
             id: String(c.id),
             name: String(c.name),
             arguments: parseToolArguments(String(c.arguments)),
-            status: c.status as ToolCallStatus,
+            status: c.status,
             result: c.result ?? null,
           })),
         }

@@ -131,7 +131,7 @@ export function toSessionDetail(
           content: String(m.content),
           is_synthetic: synthetic,
           ...superseded,
-          status: m.status as 'ok' | 'failed' | 'superseded',
+          status: m.status,
           attachments: (meta?.attachments as Extract<DebugRow, { kind: 'user' }>['attachments']) ?? undefined,
           created_at: iso(m.created_at),
         });

@@ -19,8 +19,8 @@ export class TurnStateRepository {
    * session's owner as of their latest message (the gate and the tool runner judge admin-only
    * actions, such as shared-memory writes, by it).
    */
-  async turnControl(sessionId: string): Promise<{ stop: boolean; role: 'user' | 'admin' }> {
-    const rows = await queryRows<{ stop: boolean; owner_role: 'user' | 'admin' }>(
+  async turnControl(sessionId: string): Promise<{ stop: boolean; role: SessionsRow['owner_role'] }> {
+    const rows = await queryRows<{ stop: boolean } & Pick<SessionsRow, 'owner_role'>>(
       this.ds,
       `SELECT stop_requested_at IS NOT NULL AS stop, owner_role FROM sessions WHERE id = $1`,
       [sessionId],
@@ -58,12 +58,12 @@ export class TurnStateRepository {
     );
   }
 
-  async recordOwnerRole(sessionId: string, role: 'user' | 'admin'): Promise<void> {
+  async recordOwnerRole(sessionId: string, role: SessionsRow['owner_role']): Promise<void> {
     await this.ds.query(`UPDATE sessions SET owner_role = $2 WHERE id = $1 AND owner_role <> $2`, [sessionId, role]);
   }
 
-  async turnState(sessionId: string): Promise<'running' | 'parked' | 'finished' | null> {
-    const rows = await queryRows<{ turn_state: 'running' | 'parked' | 'finished' }>(
+  async turnState(sessionId: string): Promise<SessionsRow['turn_state'] | null> {
+    const rows = await queryRows<Pick<SessionsRow, 'turn_state'>>(
       this.ds,
       `SELECT turn_state FROM sessions WHERE id = $1`,
       [sessionId],

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { inboxMessageAt, userMessageEvent } from '@skald/agent-loop';
-import { Attachment, Delivery, USER_CAPS, userCapReached } from '@skald/contracts';
+import { type Role, Attachment, Delivery, USER_CAPS, userCapReached } from '@skald/contracts';
 import { hopMark, hopTraceOn, RemoteError, sqlState } from '@skald/messaging';
 import { USER_LIMITS, type UserLimits } from '../sessions/sessions.repository';
 import type { Lease } from '../lease/lease.repository';
@@ -21,7 +21,7 @@ export interface NewInboxItem {
   delivery: Delivery;
   isSynthetic: boolean;
   /** A regenerate or an edit-and-resend, carried out when the item starts its turn. */
-  rewind?: { kind: 'regenerate' | 'edit'; messageId: string };
+  rewind?: { kind: NonNullable<SessionInboxRow['rewind_kind']>; messageId: string };
 }
 
 /** One row of the submit's statement: its own columns, and the turn start's (TURN_START_SQL's) when it took the lease. */
@@ -139,7 +139,7 @@ export class InboxRepository {
    * and runs the turn with the loop's `entered` input.
    */
   async submitToActive(
-    scope: { userId: string; source: string; role: 'user' | 'admin' },
+    scope: { userId: string; source: string; role: Role },
     item: Pick<NewInboxItem, 'clientMessageId' | 'content' | 'attachments' | 'delivery' | 'isSynthetic'>,
     take: {
       owner: string;

@@ -23,6 +23,7 @@ import type { EventAnnouncer } from './event-announcer';
 import { loopConfigOf } from './loop-config';
 import { osInfo } from './os-info';
 import type { TurnMetrics } from './turn-metrics';
+import type { Role } from '@skald/contracts';
 
 const OS = osInfo();
 /** The host's time zone, read once (the default when SKALD_TIMEZONE is unset). */
@@ -70,7 +71,7 @@ export class LoopDepsBuilder {
   deps(
     store: PgSessionStore,
     userId: string,
-    role: 'user' | 'admin',
+    role: Role,
     turnId?: string,
     agentsRead: AgentsRead | null = null,
     log: Logger = loggerWithIds(this.src.log, { userId }),

@@ -1,5 +1,5 @@
 import type { TurnOutcome } from '@skald/agent-loop';
-import { topicOf } from '@skald/contracts';
+import { type Role, topicOf } from '@skald/contracts';
 import type { Bus } from '@skald/messaging';
 import type { Logger } from '@skald/service-kit';
 import type { PrimedStart } from '../submit/entered-first';
@@ -52,7 +52,7 @@ export class TurnAnnouncements {
   }
 
   /** Cancels the session's pending approval requests (a stopped or failed turn); a failure is logged. */
-  async cancelPending(userId: string, role: 'user' | 'admin', sessionId: string, log: Logger): Promise<void> {
+  async cancelPending(userId: string, role: Role, sessionId: string, log: Logger): Promise<void> {
     await this.bus
       .call('approval.cancel_session', {
         actor: { userId, role },

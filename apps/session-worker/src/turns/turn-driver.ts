@@ -24,6 +24,7 @@ import { refusedStep } from './refused-step';
 import { TurnAnnouncements } from './turn-announcements';
 import { TurnMetrics } from './turn-metrics';
 import { TurnRecovery } from './turn-recovery';
+import type { Role } from '@skald/contracts';
 
 /**
  * Drives sessions: takes the lease (one driver per session across replicas), runs turns until the
@@ -320,7 +321,7 @@ export class TurnDriver implements OnApplicationShutdown {
     d: Driving,
     store: PgSessionStore,
     session: SessionInfo,
-    role: 'user' | 'admin',
+    role: Role,
     inboxId: string | undefined,
     agentsRead: AgentsRead | null,
     entered: EnteredFirst | null = null,
@@ -373,7 +374,7 @@ export class TurnDriver implements OnApplicationShutdown {
    */
   async withLease<T>(
     sessionId: string,
-    fn: (store: PgSessionStore, signal: AbortSignal, role: 'user' | 'admin') => Promise<T>,
+    fn: (store: PgSessionStore, signal: AbortSignal, role: Role) => Promise<T>,
   ): Promise<T | null> {
     const lease = await this.lease.acquireForCommand(sessionId);
     if (!lease) return null;
@@ -401,7 +402,7 @@ export class TurnDriver implements OnApplicationShutdown {
   deps(
     store: PgSessionStore,
     userId: string,
-    role: 'user' | 'admin',
+    role: Role,
     turnId?: string,
     agentsRead: AgentsRead | null = null,
     log?: Logger,

@@ -16,6 +16,7 @@ import type { TurnStateRepository } from '../sessions/turn-state.repository';
 import type { Driving } from './driving';
 import type { LoopDepsBuilder } from './loop-deps';
 import type { TurnAnnouncements } from './turn-announcements';
+import type { Role } from '@skald/contracts';
 
 /**
  * The turns a driver did not start: an unfinished one (its driver died or lost the lease) is
@@ -39,7 +40,7 @@ export class TurnRecovery {
     deps: LoopDeps,
     d: Driving,
     session: SessionInfo,
-    role: 'user' | 'admin',
+    role: Role,
     signal: AbortSignal,
     log: Logger,
   ): Promise<TurnOutcome | 'stop' | 'next'> {
@@ -69,7 +70,7 @@ export class TurnRecovery {
   }
 
   /** The first awaiting call of a parked session whose human request has been answered. */
-  private async firstAnswered(sessionId: string, userId: string, role: 'user' | 'admin', log: Logger) {
+  private async firstAnswered(sessionId: string, userId: string, role: Role, log: Logger) {
     for (const call of await this.turnState.awaitingCalls(sessionId)) {
       if (!call.requestId) continue;
       try {

@@ -1,10 +1,11 @@
 import type { Logger } from '@skald/service-kit';
+import type { Role } from '@skald/contracts';
 
 /** What every tool implementation is handed about the call. */
 export interface ToolContext {
   userId: string;
   /** The actor's role: shared memory is written only from an admin's session. */
-  role: 'user' | 'admin';
+  role: Role;
   sessionId: string;
   toolCallId: string;
   /** The session's working directory inside `/workspace` (the `workdir` argument), default `/workspace`. */

@@ -1,17 +1,18 @@
+import type { Role } from '@skald/contracts';
 /** A small REST client for tests, holding one bearer token. */
 export class ApiClient {
   constructor(
     readonly baseUrl: string,
     public token?: string,
     /** The logged-in user, when this client came from `login`. */
-    readonly user?: { id: string; email: string; role: 'user' | 'admin' },
+    readonly user?: { id: string; email: string; role: Role },
   ) {}
 
   static async login(baseUrl: string, email: string, password: string): Promise<ApiClient> {
     const client = new ApiClient(baseUrl);
     const r = await whileBusy(() => client.request('POST', '/api/auth/login', { email, password }));
     if (r.status !== 200) throw new Error(`login failed: ${r.status} ${JSON.stringify(r.body)}`);
-    const body = r.body as { token: string; user: { id: string; email: string; role: 'user' | 'admin' } };
+    const body = r.body as { token: string; user: { id: string; email: string; role: Role } };
     return new ApiClient(baseUrl, body.token, body.user);
   }
 
@@ -49,7 +50,7 @@ export class ApiClient {
   }
 
   /** Creates a user with the admin client; returns a logged-in client for it. */
-  async createUser(email: string, password: string, role: 'user' | 'admin' = 'user'): Promise<ApiClient> {
+  async createUser(email: string, password: string, role: Role = 'user'): Promise<ApiClient> {
     const r = await whileBusy(() => this.request('POST', '/api/admin/users', { email, password, role }));
     if (r.status !== 201) throw new Error(`create user failed: ${r.status} ${JSON.stringify(r.body)}`);
     return ApiClient.login(this.baseUrl, email, password);

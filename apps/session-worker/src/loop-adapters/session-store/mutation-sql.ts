@@ -58,7 +58,7 @@ async function settleInbox(
   tx: EntityManager,
   sessionId: string,
   inboxId: string,
-  status: 'entered' | 'discarded',
+  status: Exclude<SessionInboxRow['status'], 'queued'>,
 ): Promise<void> {
   const r = await queryRows<Pick<SessionInboxRow, 'id'>>(
     tx,

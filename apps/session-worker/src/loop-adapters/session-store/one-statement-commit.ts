@@ -1,4 +1,4 @@
-import { deepToPgText, pgParams } from '@skald/persistence';
+import { deepToPgText, pgParams, type LlmUsageRow } from '@skald/persistence';
 import type { Mutation, NewFrame, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatch } from '@skald/agent-loop';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 import {
@@ -42,7 +42,7 @@ export interface UsageRow {
   sessionId: string;
   frameId: string | null;
   messageId: string | null;
-  purpose: 'round' | 'compaction' | 'title';
+  purpose: LlmUsageRow['purpose'];
   client: string;
   model: string;
   inputTokens: number;

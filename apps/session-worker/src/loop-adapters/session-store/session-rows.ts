@@ -1,13 +1,32 @@
 import type {
   CompactionSummary,
   FrameRow,
+  FrameStatus,
+  InboxDelivery,
   InboxItem,
+  InboxRewind,
+  LlmCallContext,
+  MessageRole,
   MessageRow,
+  MessageStatus,
   ScratchpadNote,
   SessionInfo,
   ToolCallRow,
+  ToolCallStatus,
+  TurnState,
 } from '@skald/agent-loop';
-import type { CompactionSummariesRow, SessionInboxRow, SessionScratchpadRow } from '@skald/persistence';
+import type {
+  AssertTrue,
+  ChatHistoryRow,
+  CompactionSummariesRow,
+  LlmUsageRow,
+  SameType,
+  SessionInboxRow,
+  SessionScratchpadRow,
+  SessionsRow,
+  StackFramesRow,
+  ToolCallsRow,
+} from '@skald/persistence';
 import { iso } from '../../sessions/row-format';
 import {
   type FrameRead,
@@ -20,6 +39,23 @@ import {
 } from './row-reads';
 
 /** The mapping of the session store's rows (see row-reads.ts) to the loop's domain types. */
+
+/**
+ * The loop's unions (libs/agent-loop imports no other project, so it cannot take them from rows.ts) hold exactly
+ * the literals of the CHECK constraints the generated rows carry: a migration that changes a list, or an edit of
+ * the loop's type alone, stops this file compiling on the line naming the column. The loop meters rounds and
+ * compactions only (the worker writes the titles' usage), so its purpose is one of the column's.
+ */
+type _LoopUnionsAreTheChecks = [
+  AssertTrue<SameType<MessageRole, ChatHistoryRow['role']>>,
+  AssertTrue<SameType<MessageStatus, ChatHistoryRow['status']>>,
+  AssertTrue<SameType<ToolCallStatus, ToolCallsRow['status']>>,
+  AssertTrue<SameType<FrameStatus, StackFramesRow['status']>>,
+  AssertTrue<SameType<InboxDelivery, SessionInboxRow['delivery']>>,
+  AssertTrue<SameType<InboxRewind['kind'], NonNullable<SessionInboxRow['rewind_kind']>>>,
+  AssertTrue<SameType<TurnState, SessionsRow['turn_state']>>,
+  AssertTrue<LlmCallContext['purpose'] extends LlmUsageRow['purpose'] ? true : false>,
+];
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
@@ -63,7 +99,7 @@ export function toSessionInfo(r: SessionRead): SessionInfo {
     },
     securityGroup: typeof r.security_group === 'string' && r.security_group !== '' ? r.security_group : null,
     pinnedClient: (r.user_pin as string | null) ?? (r.client_pin as string | null) ?? null,
-    turnState: r.turn_state as SessionInfo['turnState'],
+    turnState: r.turn_state as SessionsRow['turn_state'],
     turnId: (r.turn_id as string | null) ?? null,
   };
 }
@@ -81,7 +117,7 @@ export function toFrame(r: FrameRead): FrameRow {
     parentToolCallId: (r.parent_tool_call_id as string | null) ?? null,
     agentId: String(r.agent_id),
     depth: Number(r.depth),
-    status: r.status as FrameRow['status'],
+    status: r.status as StackFramesRow['status'],
     clientPin: (r.client as string | null) ?? null,
   };
 }
@@ -92,10 +128,10 @@ export function toMessage(r: MessageRead): MessageRow {
     id: String(r.id),
     sessionId: String(r.session_id),
     frameId: String(r.frame_id),
-    role: r.role as MessageRow['role'],
+    role: r.role as ChatHistoryRow['role'],
     content: String(r.content),
     reasoningContent: (r.reasoning as string | null) ?? null,
-    status: r.status as MessageRow['status'],
+    status: r.status as ChatHistoryRow['status'],
     isSynthetic: Boolean(r.is_synthetic),
     attachments: meta?.attachments ?? null,
     clientMessageId: (r.client_message_id as string | null) ?? null,
@@ -119,7 +155,7 @@ export function toToolCall(r: ToolCallRead): ToolCallRow {
     llmCallId: String(r.llm_call_id),
     name: String(r.name),
     argumentsText: String(r.arguments),
-    status: r.status as ToolCallRow['status'],
+    status: r.status as ToolCallsRow['status'],
     result: (r.result as string | null) ?? null,
     resultType: (r.result_type as string | null) ?? null,
     requestId: (r.request_id as string | null) ?? null,
@@ -137,12 +173,17 @@ export function toInboxItem(r: InboxRead): InboxItem {
     clientMessageId: String(r.client_message_id),
     content: String(r.content),
     attachments: (r.attachments as InboxItem['attachments']) ?? null,
-    delivery: r.delivery as InboxItem['delivery'],
+    delivery: r.delivery as SessionInboxRow['delivery'],
     createdAt: iso(r.created_at),
     ...(r.tool_result ? { toolResult: toolResultOf(r.tool_result) } : {}),
     ...(r.is_synthetic === true ? { isSynthetic: true } : {}),
     ...(r.rewind_kind
-      ? { rewind: { kind: r.rewind_kind as 'regenerate' | 'edit', messageId: String(r.rewind_message_id) } }
+      ? {
+          rewind: {
+            kind: r.rewind_kind as NonNullable<SessionInboxRow['rewind_kind']>,
+            messageId: String(r.rewind_message_id),
+          },
+        }
       : {}),
   };
 }

@@ -4,6 +4,7 @@ import {
   parseJsonText,
   type SessionInboxRow,
   type SessionScratchpadRow,
+  type SessionsRow,
   type StackFramesRow,
   type ToolCallsRow,
   type ToolGrantsRow,
@@ -145,7 +146,7 @@ export interface TurnStart {
   complete: boolean;
   session: SessionInfo;
   stop: boolean;
-  role: 'user' | 'admin';
+  role: SessionsRow['owner_role'];
   inbox: InboxItem[];
   frames: FrameRow[];
   /** Every message of each active frame (failed and superseded too), in `ord` order. */
@@ -215,7 +216,7 @@ export function parseTurnStart(
     complete: row.complete === true,
     session: map.toSessionInfo(s),
     stop: s.stop_requested_at !== null && s.stop_requested_at !== undefined,
-    role: (s.owner_role as 'user' | 'admin' | undefined) ?? 'user',
+    role: (s.owner_role as SessionsRow['owner_role'] | undefined) ?? 'user',
     inbox: jsonRows<SessionInboxRow>(row.inbox, ['created_at']).map(map.toInboxItem),
     frames,
     messages: withCarried(

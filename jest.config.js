@@ -20,9 +20,15 @@ const transform = {
     },
   ],
 };
-// jose ships ES modules only; Jest's CommonJS runtime gets it compiled (tests that boot the gateway in-process).
-transform['/node_modules/jose/.+\\.js$'] = ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }];
-const transformIgnorePatterns = ['/node_modules/(?!jose/)'];
+// jose and @seriousme/openapi-schema-validator ship ES modules only; Jest's CommonJS runtime gets them compiled
+// (tests that boot the gateway in-process; the OpenAPI document's validation).
+const esmOnly = ['jose', '@seriousme/openapi-schema-validator'];
+for (const pkg of esmOnly)
+  transform[`/node_modules/${pkg}/.+\\.js$`] = [
+    '@swc/jest',
+    { jsc: { target: 'es2022' }, module: { type: 'commonjs' } },
+  ];
+const transformIgnorePatterns = [`/node_modules/(?!(${esmOnly.join('|')})/)`];
 const moduleNameMapper = {
   '^@skald/agent-loop/testing$': '<rootDir>/libs/agent-loop/src/testing/index.ts',
   '^@skald/contracts/server-frame$': '<rootDir>/libs/contracts/src/server-frame.ts',

@@ -423,7 +423,7 @@ async function main() {
     [
       '',
       '────────────────────────────────────────────────────────────────────────',
-      `  Skald is running:  http://127.0.0.1:${port}   (the web client; API under /api, OpenAPI at /api/docs)`,
+      `  Skald is running:  http://127.0.0.1:${port}   (the web client; API under /api, OpenAPI at /api/docs, shown at /docs)`,
       `  Admin login:       ${adminSource}`,
       `  /metrics:          ${metricsSource}`,
       `  ${pg.banner}`,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The wire reference of docs/protocol.md: every WS frame and event and every REST route, generated from the
-// schemas the gateway validates with (libs/contracts) and the gateway's route table (ROUTES, which also makes
-// the OpenAPI document).
+// schemas the gateway validates with and the route table (libs/contracts: ROUTES, which the gateway's
+// controllers bind to and the OpenAPI document is made from).
 //
 //   npm run build && node scripts/gen-protocol-reference.js     # rewrite the section in docs/protocol.md
 //   node scripts/gen-protocol-reference.js --check              # exit 1 when the section is out of date
@@ -23,14 +23,14 @@ const END = '<!-- END GENERATED: wire reference -->';
  * @typedef {{ shape: Record<string, { safeParse(value: unknown): { success: boolean } }> }} ObjectSchema
  * @typedef {ObjectSchema & { shape: { type: { value: string } } }} FrameSchema  an object schema with a literal `type`
  * @typedef {{ options: FrameSchema[] }} UnionSchema
- * @typedef {{ method: string, path: string, auth: string, summary: string }} Route
+ * @typedef {{ method: string, path: string, auth: string, summary: string }} Route  an entry of ROUTES
  * @typedef {{
  *   clientFrames: UnionSchema,
  *   sessionEvents: Record<string, ObjectSchema | undefined>,
  *   ephemeralEvents: UnionSchema,
  *   userEvents: UnionSchema,
  *   connectionEvents: readonly string[],
- *   routes: readonly Route[],
+ *   routes: Readonly<Record<string, Route>>,
  * }} WireContracts
  */
 
@@ -57,7 +57,7 @@ function options(union) {
 
 /**
  * The markdown section. `c` holds: clientFrames (a discriminated union), sessionEvents (type → body schema),
- * ephemeralEvents and userEvents (unions), connectionEvents (type names), routes (the gateway's ROUTES).
+ * ephemeralEvents and userEvents (unions), connectionEvents (type names), routes (ROUTES, by operationId).
  * @param {WireContracts} c
  */
 function renderReference(c) {
@@ -94,12 +94,13 @@ function renderReference(c) {
     '',
   );
   table(
-    'REST routes (the OpenAPI document at `GET /api/docs` is made from the same table)',
-    ['method', 'path', 'who', 'what'],
-    c.routes.map((r) => [
+    'REST routes (`ROUTES` in libs/contracts; the OpenAPI document at `GET /api/docs`, shown at `/docs`, is made from it)',
+    ['method', 'path', 'operationId', 'who', 'what'],
+    Object.entries(c.routes).map(([id, r]) => [
       r.method.toUpperCase(),
       `\`${r.path}\``,
-      r.auth ?? 'user',
+      `\`${id}\``,
+      r.auth,
       r.summary.replace(/\|/g, '\\|').replace(/\s+/g, ' '),
     ]),
   );
@@ -110,14 +111,13 @@ function renderReference(c) {
 /** @returns {WireContracts} */
 function loadBuilt() {
   const contracts = require(join(ROOT, 'libs/contracts/dist/index.js'));
-  const { ROUTES } = require(join(ROOT, 'apps/gateway/dist/http/openapi.js'));
   return {
     clientFrames: contracts.ClientFrame,
     sessionEvents: contracts.SessionEventBodies,
     ephemeralEvents: contracts.EphemeralEventSchema,
     userEvents: contracts.UserEventSchema,
     connectionEvents: contracts.CONNECTION_EVENT_TYPES,
-    routes: ROUTES,
+    routes: contracts.ROUTES,
   };
 }
 

@@ -10,9 +10,9 @@ import {
   EphemeralEventSchema,
   SESSION_EVENT_TYPES,
   SessionEventBodies,
+  ROUTES,
   UserEventSchema,
 } from '../../libs/contracts/src';
-import { ROUTES } from '../../apps/gateway/src/http/openapi';
 
 interface Generator {
   PROTOCOL_MD: string;
@@ -48,7 +48,8 @@ describe('docs/protocol.md: the wire reference', () => {
       ...CONNECTION_EVENT_TYPES,
     ])
       expect(section).toContain(`\`${t}\``);
-    for (const r of ROUTES) expect(section).toContain(`| ${r.method.toUpperCase()} | \`${r.path}\` |`);
+    for (const [id, r] of Object.entries(ROUTES))
+      expect(section).toContain(`| ${r.method.toUpperCase()} | \`${r.path}\` | \`${id}\` | ${r.auth} |`);
   });
 
   it('marks optional fields and lists every field of a frame', () => {

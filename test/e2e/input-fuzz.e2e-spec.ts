@@ -27,6 +27,7 @@ import {
   veryDeep,
 } from '../support/hostile-json';
 import { assertInvariantsAndClose } from '../support/invariants';
+import { fetchInlinedOpenApi } from '../support/openapi-doc';
 import { until } from '../support/until';
 
 jest.setTimeout(180_000);
@@ -272,9 +273,9 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
   });
 
   it(`answers ${BODIES} generated bodies over every route that takes one with a 4xx or success, never a 5xx`, async () => {
-    const doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as {
+    const doc = await fetchInlinedOpenApi<{
       paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>;
-    };
+    }>(stack.gatewayUrl);
     const routes = Object.entries(doc.paths).flatMap(([p, ops]) =>
       Object.entries(ops)
         .filter(([m]) => ['post', 'put', 'patch'].includes(m))
@@ -382,7 +383,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     // Every string a client may send, taken from the served OpenAPI document (bodies and query
     // parameters) and from the WS contract (ClientFrame): each one in turn holds a NUL byte or a lone
     // surrogate inside an otherwise valid request that reaches the service that stores it.
-    const doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as OpenApiDoc;
+    const doc = await fetchInlinedOpenApi<OpenApiDoc>(stack.gatewayUrl);
     const bus = await Bus.connect(
       { ...stack.natsClient, name: `stored-text-${process.pid}` },
       pino({ level: 'silent' }),
@@ -448,6 +449,12 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
       'post /api/admin/users': async () => ({
         body: { email: `u-${randomUUID()}@skald.test`, password: 'correct horse battery' },
       }),
+      // a throwaway user of the admin's, whose password the poisoned body sets
+      'patch /api/admin/users/{id}': async () => {
+        const email = `patched-${randomUUID()}@skald.test`;
+        const u = await created('POST', '/api/admin/users', { email, password: 'correct horse battery' }, admin);
+        return { path: `/api/admin/users/${u.id}`, body: { password: 'another password' } };
+      },
       'patch /api/sessions/{id}': async () => ({ path: `/api/sessions/${session}`, body: { title: 'renamed' } }),
       'post /api/{source}/messages': async () => ({
         path: `/api/st-${randomUUID().slice(0, 8)}/messages`,

@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { PrivateNats, recordAttackSuite } from '@skald/testing';
-import { ROUTES } from '../../apps/gateway/src/http/openapi';
+import { ROUTES, RouteDef } from '@skald/contracts';
 import { testDb } from '../support/db';
 import { Auth, routeTable } from '../support/gateway-routes';
 import { gatewayEnv, InProcessGateway, startGateway } from '../support/gateway-app';
@@ -140,7 +140,7 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
     await nats?.destroy();
   });
 
-  it('the route table is derived from the app, complete, and the OpenAPI document states the same auth for every /api route', () => {
+  it('the routes Express serves are the route table of contracts (each handler bound to its entry), with its auth', () => {
     const { routes, controllers } = routeTable(gw);
     const live = expressRoutes(gw);
     expect(routes.length).toBeGreaterThan(40);
@@ -148,13 +148,38 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
     expect(new Set(routes.map((r) => r.controller))).toEqual(new Set(controllers));
     expect(controllers).toEqual(expect.arrayContaining(['AdminUsersController', 'AuthController', 'OpsController']));
     expect(new Set(routes.map((r) => `${r.method} ${r.path}`))).toEqual(live);
-    const documented = new Map(ROUTES.map((r) => [`${r.method} ${r.path}`, r.auth ?? 'user']));
+    // every route of the table is served, and every /api route served is one of the table, with its auth
+    const table = Object.values(ROUTES as Record<string, RouteDef>);
+    const documented = new Map(table.map((r) => [`${r.method} ${r.path}`, r.auth]));
     const served = new Map(
       routes
         .filter((r) => r.path.startsWith('/api/'))
         .map((r) => [`${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`, r.auth]),
     );
     expect(Object.fromEntries(served)).toEqual(Object.fromEntries(documented));
+    expect(served.size).toBe(table.length);
+    // each /api handler is bound to its entry by @Route (the path is spelled in the table only)
+    const unbound = routes.filter((r) => r.path.startsWith('/api/') && r.route === undefined);
+    expect(unbound.map((r) => `${r.method} ${r.path} (${r.controller})`)).toEqual([]);
+    for (const r of routes.filter((x) => x.route))
+      expect(`${r.method} ${r.path}`).toBe(`${r.route!.method} ${r.route!.path.replace(/\{(\w+)\}/g, ':$1')}`);
+    // outside /api: the web client, the API document's page and the ops endpoints, nothing else
+    expect(
+      routes
+        .filter((r) => !r.path.startsWith('/api/'))
+        .map((r) => `${r.method} ${r.path}`)
+        .sort(),
+    ).toEqual(
+      [
+        'get /',
+        'get /assets/:file',
+        'get /docs',
+        'get /docs/assets/:file',
+        'get /healthz',
+        'get /readyz',
+        'get /metrics',
+      ].sort(),
+    );
     // exactly these are public: login, the API document, the web client and the ops endpoints
     expect(
       routes
@@ -167,6 +192,8 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
         'get /api/docs',
         'get /',
         'get /assets/:file',
+        'get /docs',
+        'get /docs/assets/:file',
         'get /healthz',
         'get /readyz',
         'get /metrics',
@@ -250,6 +277,10 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
     expect((await send(gw.url, 'GET', '/healthz', null, undefined)).status).toBe(200);
     expect((await send(gw.url, 'GET', '/readyz', null, undefined)).status).toBe(200);
     expect((await send(gw.url, 'GET', '/api/docs', null, undefined)).status).toBe(200);
+    expect((await send(gw.url, 'GET', '/docs', null, undefined)).status).toBe(200);
+    expect((await send(gw.url, 'GET', '/docs/assets/swagger-ui-bundle.js', null, undefined)).status).toBe(200);
+    expect((await send(gw.url, 'GET', '/docs/assets/package.json', null, undefined)).status).toBe(404);
+    expect((await send(gw.url, 'GET', '/docs/assets/..%2fpackage.json', null, undefined)).status).toBe(404);
     // /metrics has its own guard: loopback is not trusted unless SKALD_METRICS_TRUST_LOOPBACK=on
     // (test/integration/metrics-access.spec.ts), so without a token it is refused, not hidden
     expect((await send(gw.url, 'GET', '/metrics', null, undefined)).status).toBe(403);

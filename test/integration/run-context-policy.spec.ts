@@ -3,9 +3,16 @@ import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { connect, NatsConnection, StringCodec } from 'nats';
 import type { z } from 'zod';
-import { ADMIN_ONLY_RUN_CONTEXT_FIELDS, ClientFrame, SUBJECTS, type RequestSubject } from '@skald/contracts';
+import {
+  ADMIN_ONLY_RUN_CONTEXT_FIELDS,
+  ClientFrame,
+  expressPath,
+  ROUTES,
+  RouteDef,
+  SUBJECTS,
+  type RequestSubject,
+} from '@skald/contracts';
 import { PrivateNats, recordAttackSuite } from '@skald/testing';
-import { ROUTES } from '../../apps/gateway/src/http/openapi';
 import { routeTable } from '../support/gateway-routes';
 import { gatewayEnv, InProcessGateway, startGateway } from '../support/gateway-app';
 
@@ -221,7 +228,12 @@ describe('policy is chosen by admins only: every route and frame that takes a fi
 
   it('every route whose body takes a field that chooses rules refuses it from a user (403 naming it) and passes it on for an admin', async () => {
     const { routes } = routeTable(gw);
-    const bodies = new Map(ROUTES.map((r) => [`${r.method} ${r.path.replace(/\{(\w+)\}/g, ':$1')}`, r.body]));
+    const bodies = new Map(
+      Object.values(ROUTES as Record<string, RouteDef>).map((r) => [
+        `${r.method} ${expressPath(r.path)}`,
+        r.body === 'multipart' ? undefined : r.body,
+      ]),
+    );
     const found = routes.flatMap((r) => {
       const key = `${r.method} ${r.path}`;
       const schema = bodies.get(key);

@@ -2,8 +2,10 @@ import 'reflect-metadata';
 import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { ModulesContainer, Reflector } from '@nestjs/core';
+import type { RouteDef } from '@skald/contracts';
 import { PUBLIC_ROUTE } from '@skald/service-kit';
 import { ADMIN_ONLY } from '../../apps/gateway/src/auth/auth.guard';
+import { ROUTE_DEF } from '../../apps/gateway/src/http/route.decorator';
 import type { InProcessGateway } from './gateway-app';
 
 export type Auth = 'public' | 'user' | 'admin';
@@ -13,6 +15,8 @@ export interface RouteEntry {
   path: string;
   controller: string;
   auth: Auth;
+  /** The route-table entry the handler is bound to (`@Route`), if any. */
+  route?: RouteDef;
 }
 
 /**
@@ -47,7 +51,8 @@ export function routeTable(gw: InProcessGateway): { routes: RouteEntry[]; contro
           : reflector.getAllAndOverride<boolean>(ADMIN_ONLY, targets)
             ? 'admin'
             : 'user';
-        routes.push({ method: RequestMethod[method].toLowerCase(), path, controller: ctrl.name, auth });
+        const route = Reflect.getMetadata(ROUTE_DEF, handler) as RouteDef | undefined;
+        routes.push({ method: RequestMethod[method].toLowerCase(), path, controller: ctrl.name, auth, route });
       }
     }
   }

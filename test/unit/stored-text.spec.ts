@@ -7,8 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { z } from 'zod';
-import { ClientFrame, StoredText, SUBJECTS } from '@skald/contracts';
-import { ROUTES } from '../../apps/gateway/src/http/openapi';
+import { ClientFrame, ROUTES, RouteDef, StoredText, SUBJECTS } from '@skald/contracts';
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
 
@@ -93,7 +92,9 @@ function gatewaySubjects(): Set<string> {
 const CALLED = gatewaySubjects();
 
 const SURFACES: Array<[string, z.ZodType]> = [
-  ...ROUTES.filter((r) => r.body).map((r): [string, z.ZodType] => [`rest ${r.method} ${r.path}`, r.body!]),
+  ...Object.values(ROUTES as Record<string, RouteDef>).flatMap((r): Array<[string, z.ZodType]> =>
+    r.body && r.body !== 'multipart' ? [[`rest ${r.method} ${r.path}`, r.body]] : [],
+  ),
   ...ClientFrame.options.map((o): [string, z.ZodType] => [`ws ${o.shape.type.value}`, o]),
   // A subject only services call carries the model's and tools' strings (content, arguments, results,
   // previews): those are stored by the pg-text codec without loss (docs/security.md, "What poison is
@@ -138,6 +139,7 @@ const VERBATIM: Record<string, string> = {
   'rest put /api/auth/password.current_password': PASSWORD,
   'rest put /api/auth/password.new_password': PASSWORD,
   'rest post /api/admin/users.password': PASSWORD,
+  'rest patch /api/admin/users/{id}.password': PASSWORD,
   'rest post /api/approval/rules/test.arguments{key}': 'a dry run of the gate: judged, never stored',
   'nats approval.rules.test.arguments{key}': 'a dry run of the gate: judged, never stored',
   'nats files.upload.name': 'sanitised by the tool runner into a file name, never stored as given',

@@ -20,6 +20,7 @@ import { GATEWAY_CONFIG, GatewayConfig } from './config';
 import { WorkspaceFilesClient } from './files/workspace-files.client';
 import { WorkspaceFilesController } from './files/workspace-files.controller';
 import { ErrorFilter } from './http/error.filter';
+import { DocsController } from './http/docs.controller';
 import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
 import { WebController } from './web/web.controller';
@@ -78,6 +79,7 @@ export class AppModule {
         CronController,
         TicController,
         OpenApiController,
+        DocsController,
         LlmController,
         AgentsController,
         WorkspaceFilesController,

@@ -15,3 +15,4 @@ export * from './run-context';
 export * from './user-caps';
 export * from './server-frame';
 export * from './history-places';
+export * from './routes';

@@ -5,6 +5,7 @@ import {
   Delivery,
   Id,
   Role,
+  Source,
   SourceFilter,
   StoredText,
   Timestamp,
@@ -40,6 +41,13 @@ export const TokenDto = z.object({
   created_at: Timestamp,
   last_used_at: Timestamp.nullable(),
 });
+export const TokenList = z.object({ items: z.array(TokenDto) });
+/** `PATCH /api/admin/users/{id}`: at least one of role, disabled, password. */
+export const PatchUserRequest = z
+  .object({ role: Role.optional(), disabled: z.boolean().optional(), password: NewPassword.optional() })
+  .refine((v) => v.role !== undefined || v.disabled !== undefined || v.password !== undefined, 'nothing to change');
+export const AdminUserDto = UserDto.extend({ disabled: z.boolean() });
+export const AdminUserList = z.object({ items: z.array(AdminUserDto.extend({ created_at: Timestamp })) });
 
 export const SessionSummary = z.object({
   id: Id,
@@ -94,6 +102,8 @@ export type SessionSearchList = z.infer<typeof SessionSearchList>;
 /** `PATCH /sessions/{id}`. */
 export const RenameSessionRequest = z.object({ title: StoredText(200).trim().min(1) });
 export type RenameSessionRequest = z.infer<typeof RenameSessionRequest>;
+export const RenamedSession = z.object({ id: Id, title: z.string() });
+export const SessionActivated = z.object({ session_id: Id, source: z.string() });
 export const ExportFormat = z.enum(['markdown', 'json']);
 export type ExportFormat = z.infer<typeof ExportFormat>;
 export const ExportQuery = z.object({ format: ExportFormat.default('markdown') });
@@ -246,6 +256,10 @@ export const ChatMessages = z.object({
 });
 export type ChatMessages = z.infer<typeof ChatMessages>;
 export const CreateSessionResponse = z.object({ session_id: Id });
+/** `POST /api/sessions?source=`: the source the new session is active for (`web` when left out). */
+export const CreateSessionQuery = z.object({ source: Source.optional() });
+/** `GET /api/approval/bypasses?session_id=`: one session's bypasses only. */
+export const BypassQuery = z.object({ session_id: Id.optional() });
 /** The JSON export of a conversation: what the chat shows, oldest first (superseded and synthetic rows left out). */
 export const SessionExport = z.object({
   session: z.object({

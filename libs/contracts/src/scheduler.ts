@@ -176,6 +176,8 @@ export const JobDeliverReply = z.object({ session_id: Id, duplicate: z.boolean()
 
 // ---------------------------------------------------------------- notifications (the truth of `notification` events)
 
+/** `GET /api/cron/runs?job_id=`: one job's runs only. */
+export const CronRunsQuery = z.object({ job_id: Id.optional() });
 export const NotificationsQuery = z.object({
   before: Id.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),

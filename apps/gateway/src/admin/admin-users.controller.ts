@@ -1,19 +1,13 @@
-import { Body, Controller, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
-import { z } from 'zod';
-import { CreateUserRequest, Id, NewPassword, Role } from '@skald/contracts';
-import { AdminOnly } from '../auth/auth.guard';
+import { Body, Controller, Param } from '@nestjs/common';
+import { Id, ROUTES } from '@skald/contracts';
 import { AuthService, toUserDto } from '../auth/auth.service';
 import { PasswordHasher } from '../auth/password-hasher';
 import { UsersRepository } from '../auth/users.repository';
 import { ApiError } from '../http/api-error';
 import { validate } from '../http/validate';
+import { Route } from '../http/route.decorator';
 
-const PatchUser = z
-  .object({ role: Role.optional(), disabled: z.boolean().optional(), password: NewPassword.optional() })
-  .refine((v) => v.role !== undefined || v.disabled !== undefined || v.password !== undefined, 'nothing to change');
-
-@AdminOnly()
-@Controller('api/admin/users')
+@Controller()
 export class AdminUsersController {
   constructor(
     private readonly users: UsersRepository,
@@ -21,10 +15,9 @@ export class AdminUsersController {
     private readonly hasher: PasswordHasher,
   ) {}
 
-  @Post()
-  @HttpCode(201)
+  @Route(ROUTES.createUser)
   async create(@Body() body: unknown) {
-    const req = validate(CreateUserRequest, body);
+    const req = validate(ROUTES.createUser.body, body);
     const user = await this.users.create({
       email: req.email,
       passwordHash: await this.hasher.withSlot((h) => h.hash(req.password)),
@@ -34,7 +27,7 @@ export class AdminUsersController {
     return { id: user.id };
   }
 
-  @Get()
+  @Route(ROUTES.listUsers)
   async list() {
     const users = await this.users.list();
     return {
@@ -43,10 +36,10 @@ export class AdminUsersController {
   }
 
   /** A change of role, password or the disabled flag ends the user's tokens, tickets and sockets on every replica. */
-  @Patch(':id')
+  @Route(ROUTES.updateUser)
   async update(@Param('id') id: string, @Body() body: unknown) {
     if (!Id.safeParse(id).success) throw new ApiError('not_found', 'user not found');
-    const req = validate(PatchUser, body);
+    const req = validate(ROUTES.updateUser.body, body);
     const user = await this.users.update(id, {
       role: req.role,
       disabled: req.disabled,

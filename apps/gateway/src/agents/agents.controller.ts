@@ -1,9 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
-import { Actor, AgentId, PutAgentRequest } from '@skald/contracts';
+import { Body, Controller, Param } from '@nestjs/common';
+import { Actor, AgentId, ROUTES } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { CurrentActor } from '../auth/actor.decorator';
 import { notFound } from '../http/api-error';
 import { validate } from '../http/validate';
+import { Route } from '../http/route.decorator';
 
 const checkAgentId = (id: string): string => {
   if (!AgentId.safeParse(id).success) throw notFound('agent');
@@ -11,29 +12,28 @@ const checkAgentId = (id: string): string => {
 };
 
 /** The agents catalog (owned by the session worker): task agents, one agent, the caller's overrides. */
-@Controller('api/agents')
+@Controller()
 export class AgentsController {
   constructor(private readonly bus: Bus) {}
 
-  @Get()
+  @Route(ROUTES.listAgents)
   list(@CurrentActor() actor: Actor) {
     return this.bus.call('agents.list', { actor });
   }
 
-  @Get(':id')
+  @Route(ROUTES.getAgent)
   get(@CurrentActor() actor: Actor, @Param('id') id: string) {
     return this.bus.call('agents.get', { actor, agent_id: checkAgentId(id) });
   }
 
-  @Put(':id')
+  @Route(ROUTES.putAgent)
   put(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
     const agentId = checkAgentId(id);
-    const { prompt, meta } = validate(PutAgentRequest, body);
+    const { prompt, meta } = validate(ROUTES.putAgent.body, body);
     return this.bus.call('agents.put', { actor, agent_id: agentId, prompt, meta });
   }
 
-  @Delete(':id/override')
-  @HttpCode(204)
+  @Route(ROUTES.deleteAgentOverride)
   async deleteOverride(@CurrentActor() actor: Actor, @Param('id') id: string) {
     await this.bus.call('agents.delete_override', { actor, agent_id: checkAgentId(id) });
   }

@@ -1,9 +1,10 @@
-import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { Actor, Id, ResolveApprovalInput, ResolveClarificationInput, ResolveToolInput } from '@skald/contracts';
+import { Body, Controller, Param } from '@nestjs/common';
+import { Actor, Id, ROUTES } from '@skald/contracts';
 import { CurrentActor } from '../auth/actor.decorator';
 import { notFound } from '../http/api-error';
 import { validate } from '../http/validate';
 import { ApprovalsGateway } from './approvals.gateway';
+import { Route } from '../http/route.decorator';
 
 const checkId = (id: string, what: string): string => {
   if (!Id.safeParse(id).success) throw notFound(what);
@@ -11,33 +12,30 @@ const checkId = (id: string, what: string): string => {
 };
 
 /** Answers to human requests (by tool call id from the chat card, by request id from the inbox) and the inbox. */
-@Controller('api')
+@Controller()
 export class ApprovalsController {
   constructor(private readonly approvals: ApprovalsGateway) {}
 
-  @Post('tools/:id/resolve')
-  @HttpCode(200)
+  @Route(ROUTES.resolveToolCall)
   resolveTool(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
-    const b = validate(ResolveToolInput, body);
+    const b = validate(ROUTES.resolveToolCall.body, body);
     return this.approvals.resolve({ actor, tool_call_id: checkId(id, 'tool call'), ...b });
   }
 
-  @Get('inbox')
+  @Route(ROUTES.getInbox)
   inbox(@CurrentActor() actor: Actor) {
     return this.approvals.inbox(actor);
   }
 
-  @Post('inbox/approvals/:id/resolve')
-  @HttpCode(200)
+  @Route(ROUTES.resolveApproval)
   resolveApproval(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
-    const b = validate(ResolveApprovalInput, body);
+    const b = validate(ROUTES.resolveApproval.body, body);
     return this.approvals.resolve({ actor, request_id: checkId(id, 'request'), ...b });
   }
 
-  @Post('inbox/clarifications/:id/resolve')
-  @HttpCode(200)
+  @Route(ROUTES.answerClarification)
   answer(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
-    const b = validate(ResolveClarificationInput, body);
+    const b = validate(ROUTES.answerClarification.body, body);
     return this.approvals.resolve({ actor, request_id: checkId(id, 'request'), action: 'answer', answer: b.answer });
   }
 }

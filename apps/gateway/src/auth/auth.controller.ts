@@ -1,46 +1,42 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { Actor, ChangePasswordRequest, CreateTokenRequest, Id, LoginRequest } from '@skald/contracts';
+import { Body, Controller, Param } from '@nestjs/common';
+import { Actor, Id, ROUTES } from '@skald/contracts';
 import { ApiError } from '../http/api-error';
 import { validate } from '../http/validate';
 import { ClientAddress, CurrentActor, CurrentPrincipal } from './actor.decorator';
-import { Public } from './auth.guard';
 import { AuthService, Principal } from './auth.service';
 import { UsersRepository } from './users.repository';
+import { Route } from '../http/route.decorator';
 
-@Controller('api/auth')
+@Controller()
 export class AuthController {
   constructor(
     private readonly auth: AuthService,
     private readonly users: UsersRepository,
   ) {}
 
-  @Public()
-  @Post('login')
-  @HttpCode(200)
+  @Route(ROUTES.login)
   login(@Body() body: unknown, @ClientAddress() address: string) {
-    const { email, password } = validate(LoginRequest, body);
+    const { email, password } = validate(ROUTES.login.body, body);
     return this.auth.login(email, password, address);
   }
 
   /** The caller's own password; every credential of theirs ends (204, log in again). */
-  @Put('password')
-  @HttpCode(204)
+  @Route(ROUTES.changePassword)
   async changePassword(
     @CurrentPrincipal() principal: Principal,
     @Body() body: unknown,
     @ClientAddress() address: string,
   ): Promise<void> {
-    const req = validate(ChangePasswordRequest, body);
+    const req = validate(ROUTES.changePassword.body, body);
     await this.auth.changePassword(principal, { current: req.current_password, next: req.new_password }, address);
   }
 
-  @Post('ws-ticket')
-  @HttpCode(200)
+  @Route(ROUTES.createWsTicket)
   async wsTicket(@CurrentPrincipal() principal: Principal) {
     return { ticket: await this.auth.issueWsTicket(principal) };
   }
 
-  @Get('tokens')
+  @Route(ROUTES.listTokens)
   async listTokens(@CurrentActor() actor: Actor) {
     const tokens = await this.users.listTokens(actor.userId);
     return {
@@ -53,14 +49,13 @@ export class AuthController {
     };
   }
 
-  @Post('tokens')
+  @Route(ROUTES.createToken)
   createToken(@CurrentActor() actor: Actor, @Body() body: unknown) {
-    return this.auth.createApiToken(actor, validate(CreateTokenRequest, body).name);
+    return this.auth.createApiToken(actor, validate(ROUTES.createToken.body, body).name);
   }
 
   /** Revokes one of the caller's API tokens; sockets opened with it close on every replica. */
-  @Delete('tokens/:id')
-  @HttpCode(204)
+  @Route(ROUTES.revokeToken)
   async revokeToken(@CurrentActor() actor: Actor, @Param('id') id: string): Promise<void> {
     if (!Id.safeParse(id).success || !(await this.users.revokeToken({ userId: actor.userId, tokenId: id }))) {
       throw new ApiError('not_found', 'token not found');

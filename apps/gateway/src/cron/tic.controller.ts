@@ -1,16 +1,16 @@
-import { Controller, HttpCode, Post } from '@nestjs/common';
-import { Actor } from '@skald/contracts';
+import { Controller } from '@nestjs/common';
+import { Actor, ROUTES } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { CurrentActor } from '../auth/actor.decorator';
 import { callService } from '../http/api-error';
+import { Route } from '../http/route.decorator';
 
 /** The periodic system tick, run now through the scheduler's job path. */
-@Controller('api/tic')
+@Controller()
 export class TicController {
   constructor(private readonly bus: Bus) {}
 
-  @Post('trigger')
-  @HttpCode(202)
+  @Route(ROUTES.triggerTic)
   async trigger(@CurrentActor() actor: Actor) {
     return callService('the scheduler is not available; retry shortly', () => this.bus.call('tic.trigger', { actor }));
   }

@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import { Controller, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { Actor, FilePathQuery, Source } from '@skald/contracts';
+import { Controller, Param, Query, Req, Res } from '@nestjs/common';
+import { Actor, ROUTES, Source } from '@skald/contracts';
 import { CurrentActor } from '../auth/actor.decorator';
 import { validate } from '../http/validate';
 import { fileHeaders } from './content-headers';
 import { WorkspaceFilesClient } from './workspace-files.client';
+import { Route } from '../http/route.decorator';
 
 interface FileRes {
   setHeader(name: string, value: string): void;
@@ -15,20 +16,19 @@ interface FileRes {
   once(event: 'drain', cb: () => void): void;
 }
 
-@Controller('api')
+@Controller()
 export class WorkspaceFilesController {
   constructor(private readonly files: WorkspaceFilesClient) {}
 
-  @Post(':source/uploads')
-  @HttpCode(201)
+  @Route(ROUTES.uploadFile)
   upload(@CurrentActor() actor: Actor, @Param('source') source: string, @Req() req: IncomingMessage) {
     validate(Source, source);
     return this.files.upload(actor, req);
   }
 
-  @Get('files')
+  @Route(ROUTES.getFile)
   async serve(@CurrentActor() actor: Actor, @Query() query: unknown, @Res() res: FileRes): Promise<void> {
-    const { path } = validate(FilePathQuery, query);
+    const { path } = validate(ROUTES.getFile.query, query);
     const file = await this.files.open(actor, path);
     for (const [k, v] of Object.entries(fileHeaders(file.name, file.size))) res.setHeader(k, v);
     res.status(200);

@@ -1,15 +1,15 @@
-import { Controller, Get } from '@nestjs/common';
-import { Public } from '../auth/auth.guard';
+import { Controller } from '@nestjs/common';
+import { ROUTES } from '@skald/contracts';
 import { buildOpenApiDocument } from './openapi';
+import { Route } from './route.decorator';
 
-@Controller('api')
+@Controller()
 export class OpenApiController {
-  private readonly doc = buildOpenApiDocument();
+  private doc: unknown = null;
 
-  /** The REST contract as an OpenAPI 3.1 document, generated from the zod schemas in contracts. */
-  @Public()
-  @Get('docs')
+  /** The REST contract as an OpenAPI 3.1 document, generated from the route table (made on the first request). */
+  @Route(ROUTES.getOpenApiDocument)
   docs(): unknown {
-    return this.doc;
+    return (this.doc ??= buildOpenApiDocument());
   }
 }

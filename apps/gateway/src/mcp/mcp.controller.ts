@@ -1,39 +1,38 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
-import { Actor, McpServerInput, McpServerName, McpServerPatch } from '@skald/contracts';
+import { Body, Controller, Param } from '@nestjs/common';
+import { Actor, McpServerName, ROUTES } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
 import { CurrentActor } from '../auth/actor.decorator';
 import { callService, notFound } from '../http/api-error';
 import { validate } from '../http/validate';
+import { Route } from '../http/route.decorator';
 
 /**
  * The caller's MCP servers, kept by the tool runner. Credentials (`env`, `headers` values) are
  * write-only: the answers list their keys only.
  */
-@Controller('api/mcp/servers')
+@Controller()
 export class McpController {
   constructor(private readonly bus: Bus) {}
 
-  @Get()
+  @Route(ROUTES.listMcpServers)
   list(@CurrentActor() actor: Actor) {
     return this.call(() => this.bus.call('mcp.servers.list', { actor }));
   }
 
-  @Post()
-  @HttpCode(201)
+  @Route(ROUTES.createMcpServer)
   create(@CurrentActor() actor: Actor, @Body() body: unknown) {
-    const server = validate(McpServerInput, body);
+    const server = validate(ROUTES.createMcpServer.body, body);
     return this.call(() => this.bus.call('mcp.servers.create', { actor, server }));
   }
 
-  @Patch(':name')
+  @Route(ROUTES.updateMcpServer)
   update(@CurrentActor() actor: Actor, @Param('name') name: string, @Body() body: unknown) {
     if (!McpServerName.safeParse(name).success) throw notFound('MCP server');
-    const patch = validate(McpServerPatch, body);
+    const patch = validate(ROUTES.updateMcpServer.body, body);
     return this.call(() => this.bus.call('mcp.servers.update', { actor, name, patch }));
   }
 
-  @Delete(':name')
-  @HttpCode(204)
+  @Route(ROUTES.deleteMcpServer)
   async delete(@CurrentActor() actor: Actor, @Param('name') name: string) {
     if (!McpServerName.safeParse(name).success) throw notFound('MCP server');
     await this.call(() => this.bus.call('mcp.servers.delete', { actor, name }));

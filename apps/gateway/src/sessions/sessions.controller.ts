@@ -1,20 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
-import {
-  Actor,
-  ChatMessagesQuery,
-  EditMessageRequest,
-  ExportQuery,
-  Id,
-  PostMessageRequest,
-  RegenerateRequest,
-  RenameSessionRequest,
-  SessionListQuery,
-  Source,
-} from '@skald/contracts';
+import { Body, Controller, Param, Query, Res } from '@nestjs/common';
+import { Actor, Id, ROUTES, Source } from '@skald/contracts';
 import { CurrentActor } from '../auth/actor.decorator';
 import { ApiError } from '../http/api-error';
 import { validate } from '../http/validate';
 import { SessionsGateway } from './sessions.gateway';
+import { Route } from '../http/route.decorator';
 
 interface StatusRes {
   status(code: number): void;
@@ -29,36 +19,35 @@ function sessionId(id: string): string {
   return id;
 }
 
-@Controller('api')
+@Controller()
 export class SessionsController {
   constructor(private readonly sessions: SessionsGateway) {}
 
-  @Get('sessions')
+  @Route(ROUTES.listSessions)
   list(@CurrentActor() actor: Actor, @Query() query: unknown) {
-    const q = validate(SessionListQuery, query);
+    const q = validate(ROUTES.listSessions.query, query);
     if (q.q !== undefined) return this.sessions.search(actor, q.q, q.source, q.page, q.per_page);
     return this.sessions.list(actor, q.source, q.page, q.per_page);
   }
 
-  @Get('sessions/:id')
+  @Route(ROUTES.getSession)
   detail(@CurrentActor() actor: Actor, @Param('id') id: string) {
     return this.sessions.detail(actor, sessionId(id));
   }
 
-  @Patch('sessions/:id')
+  @Route(ROUTES.renameSession)
   rename(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
     const sid = sessionId(id);
-    return this.sessions.rename(actor, sid, validate(RenameSessionRequest, body).title);
+    return this.sessions.rename(actor, sid, validate(ROUTES.renameSession.body, body).title);
   }
 
-  @Delete('sessions/:id')
-  @HttpCode(204)
+  @Route(ROUTES.deleteSession)
   async remove(@CurrentActor() actor: Actor, @Param('id') id: string): Promise<void> {
     await this.sessions.delete(actor, sessionId(id));
   }
 
   /** A download: never rendered by the browser as a page. */
-  @Get('sessions/:id/export')
+  @Route(ROUTES.exportSession)
   async export(
     @CurrentActor() actor: Actor,
     @Param('id') id: string,
@@ -66,7 +55,7 @@ export class SessionsController {
     @Res({ passthrough: true }) res: HeaderRes,
   ) {
     const sid = sessionId(id);
-    const r = await this.sessions.export(actor, sid, validate(ExportQuery, query).format);
+    const r = await this.sessions.export(actor, sid, validate(ROUTES.exportSession.query, query).format);
     res.setHeader('content-disposition', `attachment; filename="${r.filename}"`);
     res.setHeader('x-content-type-options', 'nosniff');
     if (r.format === 'json') return r.content;
@@ -74,20 +63,18 @@ export class SessionsController {
     return r.content;
   }
 
-  @Post('sessions/:id/activate')
-  @HttpCode(200)
+  @Route(ROUTES.activateSession)
   activate(@CurrentActor() actor: Actor, @Param('id') id: string) {
     return this.sessions.activate(actor, sessionId(id));
   }
 
-  @Post('sessions')
-  @HttpCode(201)
+  @Route(ROUTES.createSession)
   async create(@CurrentActor() actor: Actor, @Query('source') source: unknown) {
     const s = validate(Source, source ?? 'web');
     return { session_id: await this.sessions.newSession(actor, s) };
   }
 
-  @Post(':source/messages')
+  @Route(ROUTES.postMessage)
   async post(
     @CurrentActor() actor: Actor,
     @Param('source') source: string,
@@ -95,7 +82,7 @@ export class SessionsController {
     @Res({ passthrough: true }) res: StatusRes,
   ) {
     const s = validate(Source, source);
-    const msg = validate(PostMessageRequest, body);
+    const msg = validate(ROUTES.postMessage.body, body);
     const result = await this.sessions.submit(actor, s, msg);
     if ('command_result' in result) {
       res.status(200);
@@ -105,31 +92,28 @@ export class SessionsController {
     return result;
   }
 
-  @Post(':source/regenerate')
-  @HttpCode(202)
+  @Route(ROUTES.regenerate)
   regenerate(@CurrentActor() actor: Actor, @Param('source') source: string, @Body() body: unknown) {
     const s = validate(Source, source);
-    return this.sessions.rewind(actor, s, validate(RegenerateRequest, body));
+    return this.sessions.rewind(actor, s, validate(ROUTES.regenerate.body, body));
   }
 
-  @Post(':source/messages/:id/edit')
-  @HttpCode(202)
+  @Route(ROUTES.editMessage)
   edit(@CurrentActor() actor: Actor, @Param('source') source: string, @Param('id') id: string, @Body() body: unknown) {
     const s = validate(Source, source);
     if (!Id.safeParse(id).success) throw new ApiError('not_found', 'message not found');
-    const b = validate(EditMessageRequest, body);
+    const b = validate(ROUTES.editMessage.body, body);
     return this.sessions.rewind(actor, s, { ...b, message_id: id });
   }
 
-  @Get(':source/messages')
+  @Route(ROUTES.listMessages)
   messages(@CurrentActor() actor: Actor, @Param('source') source: string, @Query() query: unknown) {
     const s = validate(Source, source);
-    const q = validate(ChatMessagesQuery, query);
+    const q = validate(ROUTES.listMessages.query, query);
     return this.sessions.messages(actor, s, q.before, q.limit);
   }
 
-  @Post(':source/cancel')
-  @HttpCode(202)
+  @Route(ROUTES.cancelTurn)
   async cancel(@CurrentActor() actor: Actor, @Param('source') source: string) {
     const s = validate(Source, source);
     return this.sessions.cancelActive(actor, s);

@@ -22,6 +22,9 @@ import { WorkspaceFilesController } from './files/workspace-files.controller';
 import { ErrorFilter } from './http/error.filter';
 import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
+import { ChatCompletionsService } from './openai/chat-completions.service';
+import { OpenAiConversationsRepository } from './openai/conversations.repository';
+import { OpenAiController } from './openai/openai.controller';
 import { WebController } from './web/web.controller';
 import { CronController } from './cron/cron.controller';
 import { TicController } from './cron/tic.controller';
@@ -82,6 +85,7 @@ export class AppModule {
         AgentsController,
         WorkspaceFilesController,
         RunContextController,
+        OpenAiController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: config },
@@ -103,6 +107,8 @@ export class AppModule {
         AuthService,
         UserStandingHandler,
         SessionsGateway,
+        OpenAiConversationsRepository,
+        ChatCompletionsService,
         ApprovalsGateway,
         LlmGateway,
         GatewayMetrics,

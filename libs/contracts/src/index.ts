@@ -14,3 +14,4 @@ export * from './tool-paths';
 export * from './run-context';
 export * from './user-caps';
 export * from './server-frame';
+export * from './openai-compat';

@@ -63,6 +63,7 @@ import {
   NotificationList,
   RunNowReply,
   TaskList,
+  ChatCompletionRequest,
 } from '@skald/contracts';
 
 interface Route {
@@ -538,6 +539,7 @@ export const ROUTES: Route[] = [
     ok: { status: 200, schema: LlmClientList },
   },
   ...agentRoutes(),
+  ...openAiRoutes(),
 ];
 
 /** The agents catalog: the agents a user may run, and their definitions. */
@@ -572,6 +574,27 @@ function agentRoutes(): Route[] {
       summary: 'Remove the caller’s override (the built-in agent is back to its files) or the caller’s own agent',
       params: id,
       ok: { status: 204 },
+    },
+  ];
+}
+
+/** The OpenAI-compatible endpoint (errors in OpenAI's shape: `{error: {message, type, param, code}}`). */
+function openAiRoutes(): Route[] {
+  return [
+    {
+      method: 'get',
+      path: '/v1/models',
+      summary: 'OpenAI-compatible: the agents the caller may use, as models `skald/<agent id>`',
+      ok: { status: 200 },
+    },
+    {
+      method: 'post',
+      path: '/v1/chat/completions',
+      summary:
+        'OpenAI-compatible Chat Completions (streamed with `stream: true`): the agent answers the last user message in the conversation the x-skald-conversation header (or metadata.skald_conversation) names, else the one this API token opened whose messages the request extends exactly, else a new one (docs/openai-compatible.md)',
+      body: ChatCompletionRequest,
+      capped: ['sessions', 'queued_messages'],
+      ok: { status: 200 },
     },
   ];
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AgentId } from './agents';
-import { Id } from './common';
+import { Id, StoredText } from './common';
 
 // The OpenAI-compatible endpoint (`/v1`): what a Chat Completions request may say to a Skald agent.
 
@@ -96,3 +96,8 @@ export function canonicalMessages(
 ): { role: 'system' | 'user' | 'assistant'; content: string }[] {
   return messages.map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: messageText(m) }));
 }
+
+/** System messages a new conversation keeps at most, as its RunContext prompt parts. */
+export const OPENAI_SYSTEM_MAX = 20;
+/** A system message's text as a RunContext prompt part stores it (no NUL, no lone surrogate). */
+export const OpenAiSystemText = StoredText(10_000);

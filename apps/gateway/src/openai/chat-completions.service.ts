@@ -10,6 +10,8 @@ import {
   OPENAI_CONVERSATION_METADATA,
   OPENAI_MODEL_PREFIX,
   OpenAiConversationId,
+  OpenAiSystemText,
+  OPENAI_SYSTEM_MAX,
   readSessionEventEnvelope,
   topicOf,
 } from '@skald/contracts';
@@ -57,6 +59,19 @@ export function parseChatRequest(body: unknown): ChatCompletionRequest {
   if (!parsed.success) {
     const { field, message } = describeZodError(parsed.error);
     throw new ApiError('invalid_input', message, field);
+  }
+  // System messages become the conversation's prompt parts: held to what those store.
+  const system = parsed.data.messages.flatMap((m, i) => (m.role === 'system' || m.role === 'developer' ? [i] : []));
+  if (system.length > OPENAI_SYSTEM_MAX)
+    throw new ApiError('invalid_input', `at most ${OPENAI_SYSTEM_MAX} system messages`, 'messages');
+  for (const i of system) {
+    const text = OpenAiSystemText.safeParse(messageText(parsed.data.messages[i]));
+    if (!text.success)
+      throw new ApiError(
+        'invalid_input',
+        `messages.${i}.content: ${describeZodError(text.error).message}`,
+        `messages.${i}.content`,
+      );
   }
   const last = parsed.data.messages[parsed.data.messages.length - 1];
   if (last?.role !== 'user')

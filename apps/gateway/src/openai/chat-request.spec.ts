@@ -48,6 +48,23 @@ describe('the Chat Completions request parser', () => {
     [{ model: '', messages: [user('a')] }, 'model'],
     [{ messages: [user('a')] }, 'model'],
     [{ model: 'skald/main', messages: [user('a')], stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
+    // A system message becomes a stored prompt part: no NUL, no lone surrogate, at most 10,000 characters.
+    [{ model: 'skald/main', messages: [{ role: 'system', content: 'a\u0000b' }, user('a')] }, 'messages.0.content'],
+    [
+      { model: 'skald/main', messages: [user('a'), { role: 'developer', content: '\ud800' }, user('b')] },
+      'messages.1.content',
+    ],
+    [
+      { model: 'skald/main', messages: [{ role: 'system', content: 'x'.repeat(10_001) }, user('a')] },
+      'messages.0.content',
+    ],
+    [
+      {
+        model: 'skald/main',
+        messages: [...Array.from({ length: 21 }, () => ({ role: 'system', content: 's' })), user('a')],
+      },
+      'messages',
+    ],
   ])('refuses %j naming %s', (body, param) => {
     const v = verdict(body);
     expect(v).toMatchObject({ ok: false, status: 400, param });

@@ -156,6 +156,18 @@ describe('OpenAI-compatible endpoint with the openai SDK', () => {
     expect(d.response.headers.get('x-skald-conversation')).toBe(conversation);
     expect(d.data.choices[0].message.content).toBe('Still blue.');
 
+    // The same messages through another token of the same user: that token opened nothing, so a new one.
+    const token2 = (await user.post<{ token: string }>('/api/auth/tokens', { name: 'second' })).body.token;
+    const second2 = new OpenAI({ apiKey: token2, baseURL: `${stack.gatewayUrl}/v1`, maxRetries: 0 });
+    await sim.script({ match: `other token ${m}`, replies: [{ content: 'Fresh.' }] });
+    const e = await second2.chat.completions
+      .create({
+        model: 'skald/main',
+        messages: [...first, { role: 'assistant', content: answer }, { role: 'user', content: `other token ${m}` }],
+      })
+      .withResponse();
+    expect(e.response.headers.get('x-skald-conversation')).not.toBe(conversation);
+
     // Another user's conversation, named: 404 as if it did not exist.
     const other = await admin.createUser(`oai-o-${randomUUID()}@skald.test`, 'correct horse battery');
     const otherToken = (await other.post<{ token: string }>('/api/auth/tokens', { name: 'x' })).body.token;

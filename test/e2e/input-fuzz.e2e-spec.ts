@@ -38,6 +38,17 @@ const BODIES = 5000;
 /** Close codes PROTOCOL.md gives a socket. */
 const PROTOCOL_CLOSE_CODES = [1000, 1001, 1008, 1009, 1011, 1013, 4401];
 const CODES = new Set<string>(ErrorCode.options);
+/**
+ * An error body as its route answers it: `{error: {code, message}}` with one of Skald's codes, or
+ * under `/v1` (the OpenAI-compatible endpoint) OpenAI's `{error: {message, type, param, code}}`.
+ */
+function wellFormedError(path: string, body: unknown): boolean {
+  const e = (body as { error?: Record<string, unknown> } | null)?.error;
+  if (!e || typeof e.message !== 'string') return false;
+  if (path.startsWith('/v1/'))
+    return typeof e.type === 'string' && 'param' in e && (typeof e.code === 'string' || e.code === null);
+  return CODES.has(String(e.code));
+}
 const CRASH_LINES = [
   'uncaught exception',
   'unhandled promise rejection',
@@ -353,7 +364,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
           failures.push(`${route.method} ${route.path}: ${res.status} for a structurally bad body ← ${sent}`);
         if (res.status >= 400) {
           const body = JSON.parse(text) as { error?: { code?: string; message?: string } };
-          if (!CODES.has(String(body.error?.code)) || typeof body.error?.message !== 'string')
+          if (!wellFormedError(route.path, body) || typeof body.error?.message !== 'string')
             failures.push(
               `${route.method} ${route.path}: ${res.status} without {error:{code,message}}: ${text.slice(0, 200)}`,
             );
@@ -443,6 +454,20 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
      * goes into) and the path it is sent to. A route added to the document without one fails below.
      */
     const FIXTURES: Record<string, () => Promise<{ path?: string; body: Json }>> = {
+      'post /v1/chat/completions': async () => ({
+        body: {
+          model: 'skald/main',
+          messages: [
+            { role: 'system', content: 'be brief', name: 'n' },
+            { role: 'user', content: [{ type: 'text', text: 'hello' }], name: 'n' },
+            { role: 'assistant', content: 'hi', refusal: 'r', reasoning_content: 'r' },
+            { role: 'user', content: 'hello' },
+          ] as Json[],
+          stop: ['STOP'],
+          metadata: { k: 'v' },
+          user: 'u',
+        },
+      }),
       'post /api/auth/login': async () => ({ body: { email: owner.user!.email, password: 'wrong password' } }),
       'put /api/auth/password': async () => ({ body: { current_password: 'wrong', new_password: 'longer password' } }),
       'post /api/auth/tokens': async () => ({ body: { name: 'cli' } }),
@@ -610,8 +635,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
         const label = `${key} ${field.join('.')} ${JSON.stringify(unit)}`;
         if (res.status >= 500) failures.push(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
         else if (res.status >= 400) {
-          const e = (res.body as { error?: { code?: string } }).error;
-          if (!CODES.has(String(e?.code))) failures.push(`${label}: ${res.status} without an error code`);
+          if (!wellFormedError(r.path, res.body)) failures.push(`${label}: ${res.status} without an error code`);
         } else {
           kept.push(label);
           // kept verbatim (chat content): the user reads back exactly what they sent, nothing lost

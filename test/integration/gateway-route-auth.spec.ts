@@ -153,7 +153,7 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
     const documented = new Map(table.map((r) => [`${r.method} ${r.path}`, r.auth]));
     const served = new Map(
       routes
-        .filter((r) => r.path.startsWith('/api/'))
+        .filter((r) => r.path.startsWith('/api/') || r.path.startsWith('/v1/'))
         .map((r) => [`${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`, r.auth]),
     );
     expect(Object.fromEntries(served)).toEqual(Object.fromEntries(documented));
@@ -271,6 +271,32 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
     expect(post.status).toBe(404);
     expect((await send(gw.url, 'GET', '/api/admin/users', null, undefined)).status).toBe(401);
     expect(await snapshot()).toEqual(before);
+  });
+
+  it('the OpenAI-compatible routes are protected and refuse in OpenAI’s error shape', async () => {
+    const { routes } = routeTable(gw);
+    const v1 = routes.filter((r) => r.path.startsWith('/v1/')).map((r) => `${r.method} ${r.path}`);
+    expect(v1.sort()).toEqual(['get /v1/models', 'post /v1/chat/completions']);
+    for (const [method, path] of [
+      ['GET', '/v1/models'],
+      ['POST', '/v1/chat/completions'],
+    ] as const)
+      for (const token of [null, 'not-a-token', `skt_${'A'.repeat(43)}`]) {
+        const r = await send(gw.url, method, path, token, { model: 'skald/main', messages: [] });
+        expect({ path, token, status: r.status }).toEqual({ path, token, status: 401 });
+        const body = JSON.parse(r.text) as { error: Record<string, unknown> };
+        expect(body.error).toEqual({
+          message: body.error.message,
+          type: 'authentication_error',
+          param: null,
+          code: 'invalid_api_key',
+        });
+        expect(typeof body.error.message).toBe('string');
+      }
+    // An unknown path under /v1 is a 404 in the same shape.
+    const missing = await send(gw.url, 'GET', '/v1/embeddings', userToken, undefined);
+    expect(missing.status).toBe(404);
+    expect(JSON.parse(missing.text)).toMatchObject({ error: { type: 'invalid_request_error', code: 'not_found' } });
   });
 
   it('public routes stay reachable at their own spelling', async () => {

@@ -9,6 +9,7 @@ const TABLES = [
   'users',
   'api_tokens',
   'ws_tickets',
+  'openai_conversations',
   'sessions',
   'session_leases',
   'stack_frames',

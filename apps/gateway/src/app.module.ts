@@ -23,6 +23,9 @@ import { ErrorFilter } from './http/error.filter';
 import { DocsController } from './http/docs.controller';
 import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
+import { ChatCompletionsService } from './openai/chat-completions.service';
+import { OpenAiConversationsRepository } from './openai/conversations.repository';
+import { OpenAiController } from './openai/openai.controller';
 import { WebController } from './web/web.controller';
 import { CronController } from './cron/cron.controller';
 import { TicController } from './cron/tic.controller';
@@ -84,6 +87,7 @@ export class AppModule {
         AgentsController,
         WorkspaceFilesController,
         RunContextController,
+        OpenAiController,
       ],
       providers: [
         { provide: GATEWAY_CONFIG, useValue: config },
@@ -105,6 +109,8 @@ export class AppModule {
         AuthService,
         UserStandingHandler,
         SessionsGateway,
+        OpenAiConversationsRepository,
+        ChatCompletionsService,
         ApprovalsGateway,
         LlmGateway,
         GatewayMetrics,

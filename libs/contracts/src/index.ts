@@ -15,4 +15,5 @@ export * from './run-context';
 export * from './user-caps';
 export * from './server-frame';
 export * from './history-places';
+export * from './openai-compat';
 export * from './routes';

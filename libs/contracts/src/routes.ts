@@ -23,6 +23,7 @@ import {
 } from './approvals';
 import { Attachment, Id, Source } from './common';
 import { LlmClientList, LlmClientsQuery } from './llm';
+import { ChatCompletionRequest } from './openai-compat';
 import { McpServerDto, McpServerInput, McpServerList, McpServerName, McpServerPatch } from './mcp';
 import {
   AdminUserDto,
@@ -686,6 +687,25 @@ export const ROUTES = {
     auth: 'user',
     params: agent,
     response: { status: 204 },
+  },
+  listModels: {
+    method: 'get',
+    path: '/v1/models',
+    tag: 'openai',
+    summary: 'OpenAI-compatible: the agents the caller may use, as models `skald/<agent id>` (errors in OpenAI’s shape)',
+    auth: 'user',
+    response: { status: 200 },
+  },
+  createChatCompletion: {
+    method: 'post',
+    path: '/v1/chat/completions',
+    tag: 'openai',
+    summary:
+      'OpenAI-compatible Chat Completions (streamed with `stream: true`): the agent answers the last user message in the conversation the x-skald-conversation header (or metadata.skald_conversation) names, else the one this API token opened whose messages the request extends exactly, else a new one (docs/openai-compatible.md); errors in OpenAI’s shape',
+    auth: 'user',
+    body: ChatCompletionRequest,
+    response: { status: 200 },
+    capped: ['sessions', 'queued_messages'],
   },
 } as const satisfies Record<string, RouteDef>;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AGENT_SUBJECTS } from './agents';
+import { AGENT_SUBJECTS, AgentId } from './agents';
 import {
   Actor,
   Attachment,
@@ -57,6 +57,11 @@ export const SubmitMessage = z.object({
   attachments: z.array(Attachment).optional(),
   delivery: Delivery.default('steer'),
   is_synthetic: z.boolean().default(false),
+  /**
+   * The conversation the message goes to, one of the actor's (else `not_found`); absent: the
+   * active session of (actor, source). The OpenAI-compatible endpoint names the conversation.
+   */
+  session_id: Id.optional(),
 });
 export const SubmitMessageReply = z.object({
   session_id: Id,
@@ -70,6 +75,22 @@ export const SubmitMessageReply = z.object({
    */
   worker: z.string().optional(),
 });
+/** Earlier messages a conversation opened by `session.open` starts with, at most. */
+export const OPEN_HISTORY_MAX = 1000;
+/**
+ * `session.open`: a new conversation of the actor, not the active one of its source (its client
+ * names it on every message), answered by `agent_id`, whose history is `history` (stored as the
+ * conversation's earlier rows, answered by no turn) and whose RunContext prompt parts are
+ * `system_prompt`. Counted against the user's cap on conversations.
+ */
+export const OpenSessionRequest = z.object({
+  actor: Actor,
+  source: Source,
+  agent_id: AgentId,
+  system_prompt: z.array(StoredText(10_000)).max(20),
+  history: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })).max(OPEN_HISTORY_MAX),
+});
+export const OpenSessionReply = z.object({ session_id: Id });
 export const ActiveSessionRequest = z.object({ actor: Actor, source: Source, create_new: z.boolean().default(false) });
 export const ActiveSessionReply = z.object({ session_id: Id, created: z.boolean() });
 export const GetSessionRequest = z.object({ actor: Actor, session_id: Id });
@@ -378,6 +399,7 @@ export const SUBJECTS = {
     queue: 'session-worker',
     direct: true,
   },
+  'session.open': { request: OpenSessionRequest, reply: replyOf(OpenSessionReply), queue: 'session-worker' },
   'session.active': { request: ActiveSessionRequest, reply: replyOf(ActiveSessionReply), queue: 'session-worker' },
   'session.get': { request: GetSessionRequest, reply: replyOf(SessionDetail), queue: 'session-worker' },
   'session.list': { request: ListSessionsRequest, reply: replyOf(SessionList), queue: 'session-worker' },

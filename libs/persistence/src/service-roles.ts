@@ -23,6 +23,8 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, TableGrants>> =
     api_tokens: ['SELECT', 'INSERT', 'UPDATE'],
     // Expired tickets are deleted when a new one is issued.
     ws_tickets: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    // Conversations of the OpenAI-compatible endpoint: opened, moved on by each answer.
+    openai_conversations: ['SELECT', 'INSERT', 'UPDATE'],
   },
   'session-worker': {
     // Deleting a conversation deletes its session; the rows it owns go with it (ON DELETE CASCADE).

@@ -4,9 +4,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { USER_CAPS, userCapReached, type UserCapName } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 import { frameErrorOf } from '../ws/client-frame';
+import { ApiError } from './api-error';
 import { ErrorFilter } from './error.filter';
 
-function answer(e: unknown): { status: number; body: unknown } {
+function answer(e: unknown, url = '/api/sessions'): { status: number; body: unknown } {
   const out = { status: 0, body: undefined as unknown };
   const res = {
     status(code: number) {
@@ -18,7 +19,9 @@ function answer(e: unknown): { status: number; body: unknown } {
       out.body = body;
     },
   };
-  const host = { switchToHttp: () => ({ getResponse: () => res }) } as unknown as ArgumentsHost;
+  const host = {
+    switchToHttp: () => ({ getResponse: () => res, getRequest: () => ({ originalUrl: url }) }),
+  } as unknown as ArgumentsHost;
   new ErrorFilter({ error: () => undefined, warn: () => undefined } as never).catch(e, host);
   return out;
 }
@@ -32,6 +35,33 @@ const verify = (text: string | Buffer, encoding = 'utf-8'): void =>
   );
 
 describe('REST error boundary', () => {
+  it("answers under /v1 in OpenAI's error shape, the rest of the API in its own", () => {
+    const e = new ApiError('not_found', 'no model skald/nope', 'model');
+    expect(answer(e, '/v1/chat/completions')).toEqual({
+      status: 404,
+      body: {
+        error: {
+          message: 'no model skald/nope',
+          type: 'invalid_request_error',
+          param: 'model',
+          code: 'model_not_found',
+        },
+      },
+    });
+    expect(answer(new ApiError('unauthorized', 'missing bearer token'), '/v1/models?x=1')).toEqual({
+      status: 401,
+      body: {
+        error: { message: 'missing bearer token', type: 'authentication_error', param: null, code: 'invalid_api_key' },
+      },
+    });
+    expect(answer(e, '/api/v1/chat/completions').body).toEqual({
+      error: { code: 'not_found', message: 'no model skald/nope', field: 'model' },
+    });
+    expect(answer(new Error('boom'), '/v1/models').body).toEqual({
+      error: { message: 'internal error', type: 'server_error', param: null, code: 'internal' },
+    });
+  });
+
   it('answers a body refused before parsing with 400 naming the field', () => {
     expect(() => verify('{"a":{"__proto__":{}}}')).toThrow(JsonBodyError);
     let thrown: unknown;

@@ -3,6 +3,7 @@ import { BusRequestError, databaseInputError, RemoteError } from '@skald/messagi
 import { JsonBodyError, type Logger } from '@skald/service-kit';
 import type { ErrorCode } from '@skald/contracts';
 import { ApiError } from './api-error';
+import { isOpenAiPath, toOpenAiError } from '../openai/openai-error';
 
 interface Res {
   status(code: number): Res;
@@ -11,7 +12,10 @@ interface Res {
   headersSent?: boolean;
 }
 
-/** Every error leaves as `{error: {code, message, field?}}` with a fitting status; never a stack trace. */
+/**
+ * Every error leaves as `{error: {code, message, field?}}` with a fitting status (under `/v1`, the
+ * OpenAI-compatible endpoint, as `{error: {message, type, param, code}}`); never a stack trace.
+ */
 @Catch()
 export class ErrorFilter implements ExceptionFilter {
   constructor(private readonly log: Logger) {}
@@ -21,7 +25,11 @@ export class ErrorFilter implements ExceptionFilter {
     if (res.headersSent) return;
     const { status, body, retryAfter } = this.map(exception);
     if (retryAfter) res.setHeader('Retry-After', String(retryAfter));
-    res.status(status).json({ error: body });
+    // The OpenAI-compatible endpoint answers in OpenAI's error shape, which its clients read.
+    const http = host.switchToHttp();
+    const req = http.getRequest<{ originalUrl?: string; url?: string }>();
+    if (isOpenAiPath(req.originalUrl ?? req.url)) res.status(status).json(toOpenAiError(status, body));
+    else res.status(status).json({ error: body });
   }
 
   private map(e: unknown): {

@@ -42,12 +42,22 @@ export class SessionsHandler implements OnModuleInit {
           attachments: r.attachments,
           delivery: r.delivery,
           isSynthetic: r.is_synthetic,
+          sessionId: r.session_id,
         });
         return leased ? { ...reply, worker: this.route } : reply;
       },
       { replyNow: true, route: this.route },
     );
     this.log.info({ route: this.route }, 'answering submits on its route too');
+    this.bus.handle('session.open', (r) =>
+      this.submit.open({
+        actor: r.actor,
+        source: r.source,
+        agentId: r.agent_id,
+        systemPrompt: r.system_prompt,
+        history: r.history,
+      }),
+    );
     this.bus.handle('session.active', async (r) => {
       const s = await this.submit.activeSession(r.actor, r.source, r.create_new);
       return { session_id: s.id, created: s.created };

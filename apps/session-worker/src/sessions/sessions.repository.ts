@@ -2,6 +2,7 @@ import {
   decodeRow,
   fromJsonText,
   queryRows,
+  toPgText,
   type ChatHistoryRow,
   type SessionEventsRow,
   type SessionInboxRow,
@@ -11,7 +12,7 @@ import {
 } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { USER_CAPS, userCapReached } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging';
 
@@ -59,16 +60,7 @@ export class SessionsRepository {
       if (rows[0] && !createNew) return { id: String(rows[0].id), created: false };
       if (rows[0])
         await tx.query(`UPDATE sessions SET is_active = false, updated_at = now() WHERE id = $1`, [rows[0].id]);
-      // The per-user cap on conversations: counted under the user's lock in this transaction, so
-      // parallel creations (of any source) cannot pass it together. Job sessions are not counted.
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`session-cap/${scope.userId}`]);
-      const [count] = await queryRows<{ n: string }>(
-        tx,
-        `SELECT count(*) AS n FROM sessions WHERE user_id = $1 AND is_interactive`,
-        [scope.userId],
-      );
-      const have = Number(count?.n ?? 0);
-      if (have >= this.maxSessions) throw new RemoteError(userCapReached('sessions', this.maxSessions, have));
+      await this.withinCap(tx, scope.userId);
       const id = randomUUID();
       // A new conversation starts with the model last chosen in its source.
       await tx.query(
@@ -78,6 +70,61 @@ export class SessionsRepository {
       );
       return { id, created: true, previousId: rows[0] ? String(rows[0].id) : undefined };
     });
+  }
+
+  /**
+   * A new conversation of the user that is not the active one of its source (`session.open`):
+   * answered by `agentId`, with `systemPrompt` as its RunContext prompt parts and `history` as its
+   * earlier rows — a root frame and its chat rows, written in one transaction with the session
+   * (epoch 0: no lease has written yet), so a turn starts on them as on any earlier exchange.
+   */
+  async open(o: {
+    userId: string;
+    role: 'user' | 'admin';
+    source: string;
+    agentId: string;
+    systemPrompt: readonly string[];
+    history: readonly { role: 'user' | 'assistant'; content: string }[];
+  }): Promise<string> {
+    return this.ds.transaction(async (tx) => {
+      await this.withinCap(tx, o.userId);
+      const id = randomUUID();
+      const runContext = o.systemPrompt.length > 0 ? { system_prompt: o.systemPrompt } : {};
+      await tx.query(
+        `INSERT INTO sessions (id, user_id, source, agent_id, owner_role, is_active, scratchpad_session_id, run_context)
+         VALUES ($1, $2, $3, $4, $5, false, $1, $6::jsonb)`,
+        [id, o.userId, o.source, o.agentId, o.role, JSON.stringify(runContext)],
+      );
+      if (o.history.length === 0) return id;
+      const frameId = randomUUID();
+      await tx.query(
+        `INSERT INTO stack_frames (id, session_id, agent_id, depth, status, epoch) VALUES ($1, $2, $3, 0, 'active', 0)`,
+        [frameId, id, o.agentId],
+      );
+      // One statement for the whole history, in order (`ord` follows the row order of the insert).
+      await tx.query(
+        `INSERT INTO chat_history (id, session_id, frame_id, role, content, epoch)
+         SELECT gen_random_uuid(), $1, $2, h.role, h.content, 0
+           FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS h(role, content, n) ORDER BY h.n`,
+        [id, frameId, o.history.map((h) => h.role), o.history.map((h) => toPgText(h.content))],
+      );
+      return id;
+    });
+  }
+
+  /**
+   * The per-user cap on conversations: counted under the user's lock in the caller's transaction,
+   * so parallel creations (of any source) cannot pass it together. Job sessions are not counted.
+   */
+  private async withinCap(tx: EntityManager, userId: string): Promise<void> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`session-cap/${userId}`]);
+    const [count] = await queryRows<{ n: string }>(
+      tx,
+      `SELECT count(*) AS n FROM sessions WHERE user_id = $1 AND is_interactive`,
+      [userId],
+    );
+    const have = Number(count?.n ?? 0);
+    if (have >= this.maxSessions) throw new RemoteError(userCapReached('sessions', this.maxSessions, have));
   }
 
   async find(scope: { userId: string; sessionId: string }): Promise<SessionsRow | null> {

@@ -16,6 +16,8 @@ export interface Submission {
   attachments?: Attachment[];
   delivery: Delivery;
   isSynthetic: boolean;
+  /** The conversation named by the client (one of the actor's); absent: the source's active one. */
+  sessionId?: string;
 }
 
 /**
@@ -45,10 +47,14 @@ export class SubmitService {
     /** This worker took the session's lease with the message (and drives it: its carry is here). */
     leased: boolean;
   }> {
-    const ask = this.driver.leaseAsk(s.actor.userId);
     const stored =
-      (await this.inbox.submitToActive({ userId: s.actor.userId, source: s.source, role: s.actor.role }, s, ask)) ??
-      (await this.submitToNewSession(s));
+      s.sessionId !== undefined
+        ? await this.submitToNamed(s, s.sessionId)
+        : ((await this.inbox.submitToActive(
+            { userId: s.actor.userId, source: s.source, role: s.actor.role },
+            s,
+            this.driver.leaseAsk(s.actor.userId),
+          )) ?? (await this.submitToNewSession(s)));
     if (!stored.duplicate) {
       try {
         // `interrupt`: stop the running (or parked) turn; the message then starts the next one.
@@ -105,6 +111,38 @@ export class SubmitService {
       isSynthetic: s.isSynthetic,
     });
     return { ...stored, lease: null };
+  }
+
+  /** A message to a conversation the client names: one of the actor's, else `not_found`. */
+  private async submitToNamed(
+    s: Submission,
+    sessionId: string,
+  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean; lease: null }> {
+    const session = await this.sessions.find({ userId: s.actor.userId, sessionId });
+    if (!session) throw new RemoteError({ code: 'not_found', message: 'session not found' });
+    await this.turnState.recordOwnerRole(sessionId, s.actor.role);
+    const stored = await this.inbox.store({
+      userId: s.actor.userId,
+      sessionId,
+      clientMessageId: s.clientMessageId,
+      content: s.content,
+      attachments: s.attachments,
+      delivery: s.delivery,
+      isSynthetic: s.isSynthetic,
+    });
+    return { ...stored, lease: null };
+  }
+
+  /** `session.open`: a new conversation, not the active one of its source, with its earlier history. */
+  async open(r: {
+    actor: Actor;
+    source: string;
+    agentId: string;
+    systemPrompt: readonly string[];
+    history: readonly { role: 'user' | 'assistant'; content: string }[];
+  }): Promise<{ session_id: string }> {
+    const id = await this.sessions.open({ userId: r.actor.userId, role: r.actor.role, ...r });
+    return { session_id: id };
   }
 
   /**

@@ -19,6 +19,7 @@ export interface TableRows {
   llm_usage: LlmUsageRow;
   mcp_servers: McpServersRow;
   memory_documents: MemoryDocumentsRow;
+  openai_conversations: OpenaiConversationsRow;
   scheduled_jobs: ScheduledJobsRow;
   session_events: SessionEventsRow;
   session_inbox: SessionInboxRow;
@@ -247,6 +248,18 @@ export interface MemoryDocumentsRow {
   content: string;
   tsv: string | null;
   updated_by: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A row of `openai_conversations`. */
+export interface OpenaiConversationsRow {
+  session_id: string;
+  user_id: string;
+  api_token_id: string | null;
+  model: string;
+  messages: unknown;
+  digest: string;
   created_at: Date;
   updated_at: Date;
 }

@@ -23,6 +23,7 @@ import { InboxQueuedCap1764460805400 } from './1764460805400-inbox-queued-cap';
 import { JudgedLanding1764460805600 } from './1764460805600-judged-landing';
 import { McpStopped1764460805650 } from './1764460805650-mcp-stopped';
 import { PendingWriteKind1764460805700 } from './1764460805700-pending-write-kind';
+import { OpenaiConversations1764460805800 } from './1764460805800-openai-conversations';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -51,5 +52,6 @@ export const MIGRATIONS = [
   JudgedLanding1764460805600,
   McpStopped1764460805650,
   PendingWriteKind1764460805700,
+  OpenaiConversations1764460805800,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

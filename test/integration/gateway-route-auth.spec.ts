@@ -158,15 +158,16 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
     );
     expect(Object.fromEntries(served)).toEqual(Object.fromEntries(documented));
     expect(served.size).toBe(table.length);
-    // each /api handler is bound to its entry by @Route (the path is spelled in the table only)
-    const unbound = routes.filter((r) => r.path.startsWith('/api/') && r.route === undefined);
+    // each /api and /v1 handler is bound to its entry by @Route (the path is spelled in the table only)
+    const inTable = (path: string) => path.startsWith('/api/') || path.startsWith('/v1/');
+    const unbound = routes.filter((r) => inTable(r.path) && r.route === undefined);
     expect(unbound.map((r) => `${r.method} ${r.path} (${r.controller})`)).toEqual([]);
     for (const r of routes.filter((x) => x.route))
       expect(`${r.method} ${r.path}`).toBe(`${r.route!.method} ${r.route!.path.replace(/\{(\w+)\}/g, ':$1')}`);
-    // outside /api: the web client, the API document's page and the ops endpoints, nothing else
+    // outside the table: the web client, the API document's page and the ops endpoints, nothing else
     expect(
       routes
-        .filter((r) => !r.path.startsWith('/api/'))
+        .filter((r) => !inTable(r.path))
         .map((r) => `${r.method} ${r.path}`)
         .sort(),
     ).toEqual(

@@ -692,7 +692,8 @@ export const ROUTES = {
     method: 'get',
     path: '/v1/models',
     tag: 'openai',
-    summary: 'OpenAI-compatible: the agents the caller may use, as models `skald/<agent id>` (errors in OpenAI’s shape)',
+    summary:
+      'OpenAI-compatible: the agents the caller may use, as models `skald/<agent id>` (errors in OpenAI’s shape)',
     auth: 'user',
     response: { status: 200 },
   },

@@ -207,7 +207,9 @@ export const PostMessageRequest = z.object({
   attachments: z.array(Attachment).max(32).optional(),
   delivery: Delivery.optional(),
 });
+export type PostMessageRequest = z.infer<typeof PostMessageRequest>;
 export const PostMessageResponse = z.object({ message_id: Id, client_message_id: z.string(), duplicate: z.boolean() });
+export type PostMessageResponse = z.infer<typeof PostMessageResponse>;
 export const ChatMessageDto = z.object({
   id: Id,
   role: z.enum(['user', 'assistant']),
@@ -246,6 +248,7 @@ export const ChatMessages = z.object({
 });
 export type ChatMessages = z.infer<typeof ChatMessages>;
 export const CreateSessionResponse = z.object({ session_id: Id });
+export type CreateSessionResponse = z.infer<typeof CreateSessionResponse>;
 /** The JSON export of a conversation: what the chat shows, oldest first (superseded and synthetic rows left out). */
 export const SessionExport = z.object({
   session: z.object({

@@ -160,10 +160,10 @@ export default tseslint.config(
     },
   },
 
-  // The web bundle takes no zod: from the contracts it imports types, and values only from their zod-free
-  // entry (`@skald/contracts/server-frame`, which the bundler and the web tsconfig map to its source).
+  // The web bundle and the client SDK take no zod: from the contracts they import types, and values only from
+  // their zod-free entry (`@skald/contracts/server-frame`, which the bundler and the web tsconfig map to its source).
   {
-    files: ['apps/web/**/*.ts', 'apps/web/**/*.tsx'],
+    files: ['apps/web/**/*.ts', 'apps/web/**/*.tsx', 'libs/client/**/*.ts'],
     ignores: TEST_FILES,
     rules: {
       '@typescript-eslint/no-restricted-imports': [

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // Builds the web client with Vite unless nothing it is built from changed since the last build: a hash of its
-// inputs (apps/web except dist, the contracts it imports, the installed Vite and the lockfile) is kept in
+// inputs (apps/web except dist, the contracts and the client SDK it imports, the installed Vite and the lockfile) is kept in
 // apps/web/dist/.inputs-hash. `--force` builds anyway.
 const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
@@ -16,6 +16,7 @@ const STAMP = path.join(DIST, '.inputs-hash');
 const INPUTS = [
   WEB,
   path.join(ROOT, 'libs', 'contracts', 'src'),
+  path.join(ROOT, 'libs', 'client', 'src'),
   path.join(ROOT, 'node_modules', 'vite', 'package.json'),
   path.join(ROOT, 'package-lock.json'),
 ];

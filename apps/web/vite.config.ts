@@ -12,10 +12,12 @@ export default defineConfig({
   root: __dirname,
   base: '/',
   esbuild: { jsx: 'automatic' },
-  // The contracts' zod-free entry, from its source: the bundle reads server frames with it and takes no zod.
+  // The contracts' zod-free entry and the client SDK, from their source: the bundle reads server frames with them
+  // and takes no zod.
   resolve: {
     alias: {
       '@skald/contracts/server-frame': resolve(__dirname, '../../libs/contracts/src/server-frame.ts'),
+      '@skald/client': resolve(__dirname, '../../libs/client/src/index.ts'),
     },
   },
   server: {
@@ -24,13 +26,15 @@ export default defineConfig({
     strictPort: true,
     // The HMR socket connects straight to this port (the gateway's dev CSP allows exactly it).
     hmr: { host: '127.0.0.1', port: devPort, clientPort: devPort },
-    // Only the client's own files, the packages and the contracts' zod-free entry; never the rest of the repository (`.skald/` holds secrets).
+    // Only the client's own files, the packages, the contracts' zod-free entry and the SDK's source; never the rest of
+    // the repository (`.skald/` holds secrets).
     fs: {
       strict: true,
       allow: [
         __dirname,
         resolve(__dirname, '../../node_modules'),
         resolve(__dirname, '../../libs/contracts/src/server-frame.ts'),
+        resolve(__dirname, '../../libs/client/src'),
       ],
       deny: ['.env', '.env.*', '*.{crt,pem,key}', '**/.skald/**'],
     },

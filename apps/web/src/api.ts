@@ -1,4 +1,5 @@
 import type { ClientFrame, UserDto } from '@skald/contracts';
+import { SkaldApiError, SkaldClient, type HttpMethod } from '@skald/client';
 
 const TOKEN_KEY = 'skald.token';
 const USER_KEY = 'skald.user';
@@ -25,70 +26,55 @@ export function forget(): void {
   localStorage.removeItem(USER_KEY);
 }
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly field?: string,
-  ) {
-    super(message);
-  }
-}
-
-async function call<T>(method: string, path: string, token: string | null, body?: unknown): Promise<T> {
-  const res = await fetch(path, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  if (res.status === 204) return undefined as T;
-  const data = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string; field?: string } };
-  if (!res.ok) {
-    const e = data.error ?? { code: 'error', message: res.statusText };
-    if (res.status === 401) forget();
-    throw new ApiError(res.status, e.code, e.message, e.field);
-  }
-  return data as T;
-}
+/** A refused request: the SDK's error (status, code, message, field). */
+export { SkaldApiError as ApiError };
 
 /** What a screen shows for a failed request: the server's message, and the field it names. */
 export function errorText(e: unknown): string {
-  if (e instanceof ApiError) return e.field ? `${e.message} (${e.field})` : e.message;
+  if (e instanceof SkaldApiError) return e.field ? `${e.message} (${e.field})` : e.message;
   return e instanceof Error ? e.message : String(e);
 }
 
-export async function login(email: string, password: string): Promise<Auth> {
-  const r = await call<{ token: string; user: UserDto }>('POST', '/api/auth/login', null, { email, password });
-  localStorage.setItem(TOKEN_KEY, r.token);
-  localStorage.setItem(USER_KEY, JSON.stringify(r.user));
-  return { token: r.token, user: r.user };
+/** The SDK client of the page's own gateway (same origin; the socket on the page's host). */
+function pageClient(token: string | null): SkaldClient {
+  return new SkaldClient({
+    baseUrl: '',
+    token,
+    wsUrl: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}`,
+    onUnauthorized: forget,
+  });
 }
 
-/** REST with the caller's token. */
+export async function login(email: string, password: string): Promise<Auth> {
+  const { token, user } = await SkaldClient.login({ baseUrl: '', onUnauthorized: forget, email, password });
+  localStorage.setItem(TOKEN_KEY, token);
+  localStorage.setItem(USER_KEY, JSON.stringify(user));
+  return { token, user };
+}
+
+/** REST with the caller's token, through the SDK's request core (`path` is the full path with its query). */
 export class Api {
-  constructor(readonly auth: Auth) {}
+  readonly client: SkaldClient;
+  constructor(readonly auth: Auth) {
+    this.client = pageClient(auth.token);
+  }
+  private call<T>(method: HttpMethod, path: string, body?: unknown): Promise<T> {
+    return this.client.request<T>({ method, path }, body !== undefined ? { body } : {});
+  }
   get<T>(path: string): Promise<T> {
-    return call<T>('GET', path, this.auth.token);
+    return this.call<T>('GET', path);
   }
   post<T>(path: string, body?: unknown): Promise<T> {
-    return call<T>('POST', path, this.auth.token, body ?? {});
+    return this.call<T>('POST', path, body ?? {});
   }
   put<T>(path: string, body: unknown): Promise<T> {
-    return call<T>('PUT', path, this.auth.token, body);
+    return this.call<T>('PUT', path, body);
   }
   patch<T>(path: string, body: unknown): Promise<T> {
-    return call<T>('PATCH', path, this.auth.token, body);
+    return this.call<T>('PATCH', path, body);
   }
   delete(path: string): Promise<void> {
-    return call<void>('DELETE', path, this.auth.token);
-  }
-  /** A single-use ticket: long-lived tokens never travel in a URL. */
-  async wsTicket(): Promise<string> {
-    return (await this.post<{ ticket: string }>('/api/auth/ws-ticket')).ticket;
+    return this.call<void>('DELETE', path);
   }
 }
 

@@ -3,7 +3,7 @@ import type { ChatMessages, Delivery, InboxDto, ServerFrame, SlashCommand } from
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
 import { chatReducer, initialChat } from './chat-state';
-import { ChatSocket, type SocketState } from './socket';
+import type { ChatConnection, ConnectionState } from '@skald/client';
 import { HISTORY_PAGE } from './history/history-items';
 import { useOutbox } from './outbox/use-outbox';
 import { shownOutbox, slotNotice } from './turn-slot/turn-slot';
@@ -28,10 +28,10 @@ import {
 /** The conversation of one source: stream, tool cards, inline approvals, stop, steer/queue/interrupt. */
 export function Chat({ api, source, hub }: { api: Api; source: string; hub?: FrameHub }) {
   const [state, dispatch] = useReducer(chatReducer, initialChat);
-  const [conn, setConn] = useState<SocketState>('connecting');
+  const [conn, setConn] = useState<ConnectionState>('connecting');
   const [draft, setDraft] = useState('');
   const [delivery, setDelivery] = useState<Delivery>('steer');
-  const socket = useRef<ChatSocket | null>(null);
+  const socket = useRef<ChatConnection | null>(null);
   const end = useRef<HTMLDivElement | null>(null);
 
   const [tasks, onTaskFrame] = useTasks(api, source);
@@ -60,7 +60,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
       if (f.type === 'command_result' && f.command === ('/clear' satisfies SlashCommand))
         void reloadNow.current().catch(() => undefined);
     };
-    const onConn = (c: SocketState) => {
+    const onConn = (c: ConnectionState) => {
       if (c !== 'open') live.current = false;
       // notifications are user events, never replayed: after every (re)connect the REST list is their truth
       else reloadNotifications();
@@ -73,9 +73,15 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
       dispatch({ type: 'history', session_id: sessionId, items: page.items, has_more: page.has_more });
       return page.resume_seq;
     };
-    const s = new ChatSocket(api, source, onFrame, onConn, loadHistory);
+    // the SDK's chat connection: resumes after the page, reconnects (as long as the page is open) and resumes
+    const s = api.client.connect({
+      source,
+      startAt: loadHistory,
+      onFrame,
+      onState: onConn,
+      reconnect: { maxTries: Infinity },
+    });
     socket.current = s;
-    s.start();
     return () => s.stop();
   }, [api, source, onTaskFrame, hub, onOutboxFrame, onNotificationFrame, reloadNotifications]);
 
@@ -171,7 +177,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   const outgoing = shownOutbox(outbox.list, state);
 
   // conversations: regenerate, edit-and-resend, model choice (conversations/*)
-  const sendFrame = (f: Parameters<ChatSocket['send']>[0]): boolean => socket.current?.send(f) ?? false;
+  const sendFrame = (f: Parameters<ChatConnection['send']>[0]): boolean => socket.current?.send(f) ?? false;
   const lastAnswer = state.items.findLast((i) => i.kind === 'assistant' && i.depth === 0)?.key;
 
   const send = () => {

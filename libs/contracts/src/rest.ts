@@ -217,7 +217,9 @@ export const PostMessageRequest = z.object({
   attachments: z.array(Attachment).max(32).optional(),
   delivery: Delivery.optional(),
 });
+export type PostMessageRequest = z.infer<typeof PostMessageRequest>;
 export const PostMessageResponse = z.object({ message_id: Id, client_message_id: z.string(), duplicate: z.boolean() });
+export type PostMessageResponse = z.infer<typeof PostMessageResponse>;
 export const ChatMessageDto = z.object({
   id: Id,
   role: z.enum(['user', 'assistant']),
@@ -256,6 +258,7 @@ export const ChatMessages = z.object({
 });
 export type ChatMessages = z.infer<typeof ChatMessages>;
 export const CreateSessionResponse = z.object({ session_id: Id });
+export type CreateSessionResponse = z.infer<typeof CreateSessionResponse>;
 /** `POST /api/sessions?source=`: the source the new session is active for (`web` when left out). */
 export const CreateSessionQuery = z.object({ source: Source.optional() });
 /** `GET /api/approval/bypasses?session_id=`: one session's bypasses only. */

@@ -71,6 +71,11 @@ const FRAME_SHAPES: { readonly [K in ServerFrameType]: FrameShape<K> } = {
 /** Every `type` of a server frame (the keys of the table above, which the compiler keeps complete). */
 export const SERVER_FRAME_TYPES = Object.keys(FRAME_SHAPES) as ServerFrameType[];
 
+/** Whether a frame is an ephemeral event (`token_delta`, `tool_progress`, `turn_waiting`): live only, no `seq`. */
+export function isEphemeralFrame(f: ServerFrame): f is EphemeralEvent {
+  return FRAME_SHAPES[f.type] === 'ephemeral';
+}
+
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;
 const isId = (v: unknown): v is string => typeof v === 'string' && v.length > 0;

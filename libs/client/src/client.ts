@@ -1,0 +1,210 @@
+import type {
+  Attachment,
+  ChatMessages,
+  CreateSessionResponse,
+  InboxDto,
+  PostMessageRequest,
+  PostMessageResponse,
+  SessionApprovalScope,
+  ServerFrame,
+  SessionList,
+  UserDto,
+} from '@skald/contracts';
+import { ChatConnection, type ConnectionState, type ReconnectOptions, type SocketCredential } from './connection.ts';
+import { RestCore, type FetchLike, type RequestParts, type RouteRef } from './rest.ts';
+import { socketUrl, type WebSocketConstructor } from './transport.ts';
+
+export interface SkaldClientOptions {
+  /** The gateway's origin (`https://skald.example.com`); `''` in a browser page the gateway serves. */
+  baseUrl: string;
+  /** A login's JWT or an API token. */
+  token?: string | null;
+  /** The platform's `fetch` unless given (Node 18+, browsers and React Native have one). */
+  fetch?: FetchLike;
+  /** The platform's `WebSocket` unless given; in Node pass the `ws` package's. */
+  WebSocket?: WebSocketConstructor;
+  /** The WS origin when it cannot be told from `baseUrl` (a browser page: `wss://host`). */
+  wsUrl?: string;
+  /** Called when a REST call answers 401 (the credential ended). */
+  onUnauthorized?: () => void;
+}
+
+export interface LoginResult {
+  token: string;
+  expires_at: string;
+  user: UserDto;
+}
+
+export interface ConnectOptions {
+  /** The client surface (`web`, `mobile`, `cli`, …); each (user, source) has one active session. */
+  source: string;
+  /**
+   * How the socket authenticates: `ticket` (default; a single-use ticket from `POST
+   * /api/auth/ws-ticket`, the only way a browser can) or `header` (the bearer token in the upgrade's
+   * `Authorization` header, for Node and React Native).
+   */
+  auth?: 'ticket' | 'header';
+  /**
+   * Where a session not shown yet starts (see `ChatConnection`). Default: the seq the latest history
+   * page covers (`GET /api/{source}/messages`), so only what comes after is replayed.
+   */
+  startAt?: (sessionId: string) => Promise<number | null>;
+  reconnect?: ReconnectOptions;
+  /** Listeners registered before the connection starts, so none of its frames or states is missed. */
+  onFrame?: (f: ServerFrame) => void;
+  onState?: (s: ConnectionState) => void;
+}
+
+/** What `resolveApproval` sends: approve or reject, with an optional note and session approval. */
+export interface ApprovalAnswer {
+  action: 'approve' | 'reject';
+  note?: string;
+  bypass_secs?: number;
+  bypass_scope?: SessionApprovalScope;
+}
+
+const route = (method: RouteRef['method'], path: string): RouteRef => ({ method, path });
+
+/** The routes the SDK calls by name (the rest are reached through `request`). */
+export const ROUTES = {
+  login: route('POST', '/api/auth/login'),
+  wsTicket: route('POST', '/api/auth/ws-ticket'),
+  messages: route('GET', '/api/{source}/messages'),
+  postMessage: route('POST', '/api/{source}/messages'),
+  cancel: route('POST', '/api/{source}/cancel'),
+  upload: route('POST', '/api/{source}/uploads'),
+  file: route('GET', '/api/files'),
+  sessions: route('GET', '/api/sessions'),
+  createSession: route('POST', '/api/sessions'),
+  inbox: route('GET', '/api/inbox'),
+  resolveApproval: route('POST', '/api/inbox/approvals/{request_id}/resolve'),
+  resolveClarification: route('POST', '/api/inbox/clarifications/{request_id}/resolve'),
+} as const;
+
+function platformFetch(): FetchLike {
+  const f = (globalThis as { fetch?: FetchLike }).fetch;
+  if (!f) throw new TypeError('this platform has no fetch: pass options.fetch');
+  return (input, init) => f(input, init);
+}
+
+/**
+ * The Skald client: REST calls with the caller's credential, and chat connections. Nothing in it
+ * needs Node: `fetch` and `WebSocket` are the platform's or the caller's.
+ */
+export class SkaldClient {
+  readonly rest: RestCore;
+  private token: string | null;
+
+  constructor(private readonly options: SkaldClientOptions) {
+    this.token = options.token ?? null;
+    this.rest = new RestCore({
+      baseUrl: options.baseUrl.replace(/\/+$/, ''),
+      token: () => this.token,
+      fetch: options.fetch ?? platformFetch(),
+      onUnauthorized: options.onUnauthorized,
+    });
+  }
+
+  /** Logs in with email and password: the client carries the JWT from then on. */
+  static async login(
+    options: Omit<SkaldClientOptions, 'token'> & { email: string; password: string },
+  ): Promise<{ client: SkaldClient } & LoginResult> {
+    const { email, password, ...rest } = options;
+    const client = new SkaldClient(rest);
+    const r = await client.rest.request<LoginResult>(ROUTES.login, { body: { email, password } });
+    client.token = r.token;
+    return { client, ...r };
+  }
+
+  get credential(): string | null {
+    return this.token;
+  }
+
+  /** Any route: `request({method: 'GET', path: '/api/sessions/{id}'}, {params: {id}})`. */
+  request<T>(r: RouteRef, parts?: RequestParts): Promise<T> {
+    return this.rest.request<T>(r, parts);
+  }
+
+  /** A single-use WS ticket (valid 30 s): long-lived tokens never travel in a URL. */
+  async wsTicket(): Promise<string> {
+    return (await this.rest.request<{ ticket: string }>(ROUTES.wsTicket, { body: {} })).ticket;
+  }
+
+  /** A page of the chat history of `source`'s active session, oldest first, with the seq it covers. */
+  messages(source: string, query: { before?: string; limit?: number } = {}): Promise<ChatMessages> {
+    return this.rest.request(ROUTES.messages, { params: { source }, query });
+  }
+
+  /** A message without a socket (`202`); the turn's events reach the source's sockets. */
+  postMessage(source: string, body: PostMessageRequest): Promise<PostMessageResponse> {
+    return this.rest.request(ROUTES.postMessage, { params: { source }, body });
+  }
+
+  /** `/stop` without a socket. */
+  cancel(source: string): Promise<{ cancelled: boolean }> {
+    return this.rest.request(ROUTES.cancel, { params: { source }, body: {} });
+  }
+
+  /** Uploads one file to `/workspace/uploads/`: the attachment a message carries. */
+  upload(source: string, file: Blob, name?: string): Promise<Attachment> {
+    const body = new FormData();
+    body.append('file', file, name ?? ((file as { name?: string }).name || 'upload'));
+    return this.rest.request(ROUTES.upload, { params: { source }, body });
+  }
+
+  /** A workspace file's bytes and type. */
+  async file(path: string): Promise<Blob> {
+    return (await this.rest.fetch(ROUTES.file, { query: { path } })).blob();
+  }
+
+  sessions(query: { source?: string; page?: number; per_page?: number; q?: string } = {}): Promise<SessionList> {
+    return this.rest.request(ROUTES.sessions, { query });
+  }
+
+  /** A new active session for `source` (its sockets get `new_session`). */
+  createSession(source: string): Promise<CreateSessionResponse> {
+    return this.rest.request(ROUTES.createSession, { query: { source }, body: {} });
+  }
+
+  /** What waits for the caller's answer across all sessions. */
+  inbox(): Promise<InboxDto> {
+    return this.rest.request(ROUTES.inbox);
+  }
+
+  resolveApproval(requestId: string, answer: ApprovalAnswer): Promise<unknown> {
+    return this.rest.request(ROUTES.resolveApproval, { params: { request_id: requestId }, body: answer });
+  }
+
+  resolveClarification(requestId: string, answer: string): Promise<unknown> {
+    return this.rest.request(ROUTES.resolveClarification, { params: { request_id: requestId }, body: { answer } });
+  }
+
+  /** A chat connection of one source, started. */
+  connect(options: ConnectOptions): ChatConnection {
+    const WS = this.options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (!WS) throw new TypeError('this platform has no WebSocket: pass options.WebSocket (in Node: the ws package)');
+    const wsBase = this.options.wsUrl ?? this.rest.baseUrl;
+    const { source } = options;
+    const credential = async (): Promise<SocketCredential> => {
+      if (options.auth !== 'header') return { ticket: await this.wsTicket() };
+      if (!this.token) throw new TypeError('no token to send: log in first');
+      return { headers: { authorization: `Bearer ${this.token}` } };
+    };
+    const startAt =
+      options.startAt ??
+      (async (sessionId: string) => {
+        const page = await this.messages(source, { limit: 1 });
+        return page.session_id === sessionId && page.resume_seq !== undefined ? page.resume_seq : null;
+      });
+    const conn = new ChatConnection({
+      url: (c) => socketUrl(wsBase, source, 'ticket' in c ? c.ticket : undefined),
+      credential,
+      WebSocket: WS,
+      startAt,
+      reconnect: options.reconnect,
+    });
+    if (options.onFrame) conn.onFrame(options.onFrame);
+    if (options.onState) conn.onState(options.onState);
+    return conn.start();
+  }
+}

@@ -1,0 +1,73 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
+import { ROOT } from '../support/db';
+
+jest.setTimeout(180_000);
+
+const run = promisify(execFile);
+const DOC = path.join(ROOT, 'docs/sdk.md');
+/** Where the examples are written to run: inside the repository, so `@skald/client` resolves to the built package. */
+const DIR = path.join(ROOT, 'test-results/sdk-docs');
+
+/** Each ```js block of docs/sdk.md with the ```text block shown as its output. */
+function examples(): Array<{ title: string; code: string; output: string }> {
+  const md = readFileSync(DOC, 'utf8');
+  const re = /^### (.+)\n[\s\S]*?```js\n([\s\S]*?)```\n\nOutput:\n\n```text\n([\s\S]*?)```/gm;
+  return [...md.matchAll(re)].map((m) => ({ title: m[1], code: m[2], output: m[3] }));
+}
+
+/** What the model answers to each example's message (llm-sim, matched by the message's text). */
+const SCRIPTS = [
+  { match: 'Say hello', replies: [{ content: 'Hello from Skald.', latency: { betweenChunksMs: 5 } }] },
+  {
+    match: 'Write the plan to plan.md',
+    replies: [
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'plan.md', content: '1. ship it' } }] },
+      { content: 'The plan is in plan.md.' },
+    ],
+  },
+  { match: 'What is in the attachment?', replies: [{ content: 'The attachment says 4242.' }] },
+];
+
+/** docs/sdk.md's examples, run as ES modules by Node against a live stack, print what the page says they print. */
+describe('docs/sdk.md examples', () => {
+  let stack: Stack;
+  let admin: ApiClient;
+
+  beforeAll(async () => {
+    // a machine shared with other test runs can take longer than the default 30 s to bring the apps up
+    stack = await Stack.start({ root: ROOT, readyTimeoutMs: 90_000 });
+    admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
+    const sim = new LlmSimAdminClient(stack.simUrl);
+    for (const s of SCRIPTS) await sim.script({ ...s, matchIn: 'last_user', repeatLast: true });
+    mkdirSync(DIR, { recursive: true });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('the page has its examples', () => {
+    expect(examples().map((e) => e.title)).toEqual([
+      'A turn, streamed',
+      'An approval, answered from the stream',
+      'An upload, a message that carries it, and REST',
+    ]);
+  });
+
+  it.each(examples().map((e) => [e.title, e] as const))('%s', async (_title, example) => {
+    const email = `docs-${randomUUID()}@skald.test`;
+    await admin.createUser(email, 'correct horse battery');
+    const file = path.join(DIR, `${randomUUID()}.mjs`);
+    writeFileSync(file, example.code);
+    const { stdout } = await run(process.execPath, [file], {
+      cwd: ROOT,
+      timeout: 60_000,
+      env: { ...process.env, SKALD_URL: stack.gatewayUrl, SKALD_EMAIL: email, SKALD_PASSWORD: 'correct horse battery' },
+    });
+    expect(stdout).toBe(example.output);
+  });
+});

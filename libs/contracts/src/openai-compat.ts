@@ -20,12 +20,15 @@ export function agentOfModel(model: string): string | null {
   return AgentId.safeParse(id).success ? id : null;
 }
 
+/** The longest text of one message (as a chat message's). */
+const MESSAGE_TEXT_MAX = 512 * 1024;
+
 /** A content part: text only (an agent reads files from its workspace, not images from a request). */
-const ContentPart = z.object({ type: z.literal('text'), text: z.string() });
-const Content = z.union([z.string(), z.array(ContentPart).max(OPENAI_MESSAGES_MAX)], {
+const ContentPart = z.object({ type: z.literal('text'), text: StoredText(MESSAGE_TEXT_MAX) });
+const Content = z.union([StoredText(MESSAGE_TEXT_MAX), z.array(ContentPart).max(OPENAI_MESSAGES_MAX)], {
   error: 'content must be a string or an array of text parts',
 });
-const name = z.string().max(256).optional();
+const name = StoredText(256).optional();
 
 /**
  * One message of the request. The agent's tools are Skald's own: a `tool` message or an assistant
@@ -41,15 +44,15 @@ const ChatMessage = z.discriminatedUnion(
       role: z.literal('assistant'),
       content: Content.nullable().optional(),
       name,
-      refusal: z.string().nullable().optional(),
-      reasoning_content: z.string().nullable().optional(),
+      refusal: StoredText(MESSAGE_TEXT_MAX).nullable().optional(),
+      reasoning_content: StoredText(MESSAGE_TEXT_MAX).nullable().optional(),
       tool_calls: z.array(z.unknown()).max(0, 'tool calls are the agent’s own; send the answer’s text only').optional(),
     }),
   ],
   { error: 'role must be system, developer, user or assistant (tools are the agent’s own)' },
 );
 
-const Stop = z.union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).min(1).max(4)]).nullable();
+const Stop = z.union([StoredText(256).min(1), z.array(StoredText(256).min(1)).min(1).max(4)]).nullable();
 
 /**
  * A Chat Completions request. Sampling fields the agent's own models decide (`temperature`,
@@ -58,7 +61,7 @@ const Stop = z.union([z.string().min(1).max(256), z.array(z.string().min(1).max(
  * tools, response formats other than text.
  */
 export const ChatCompletionRequest = z.object({
-  model: z.string().min(1).max(256),
+  model: StoredText(256).min(1),
   messages: z.array(ChatMessage).min(1).max(OPENAI_MESSAGES_MAX),
   stream: z.boolean().nullable().optional(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullable().optional(),
@@ -71,8 +74,8 @@ export const ChatCompletionRequest = z.object({
     .object({ type: z.literal('text', { error: 'only text answers are given' }) })
     .nullable()
     .optional(),
-  metadata: z.record(z.string().max(64), z.string().max(512)).nullable().optional(),
-  user: z.string().max(256).optional(),
+  metadata: z.record(StoredText(64), StoredText(512)).nullable().optional(),
+  user: StoredText(256).optional(),
 });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 export type ChatCompletionMessage = ChatCompletionRequest['messages'][number];

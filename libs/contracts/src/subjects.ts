@@ -88,7 +88,9 @@ export const OpenSessionRequest = z.object({
   source: Source,
   agent_id: AgentId,
   system_prompt: z.array(StoredText(10_000)).max(20),
-  history: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })).max(OPEN_HISTORY_MAX),
+  history: z
+    .array(z.object({ role: z.enum(['user', 'assistant']), content: StoredText(512 * 1024) }))
+    .max(OPEN_HISTORY_MAX),
 });
 export const OpenSessionReply = z.object({ session_id: Id });
 export const ActiveSessionRequest = z.object({ actor: Actor, source: Source, create_new: z.boolean().default(false) });

@@ -244,7 +244,8 @@ describe('ChatConnection: gaps', () => {
       ),
       { seed: 37, numRuns: 300 },
     );
-  });
+    // 300 scripts of up to 120 steps, each step a few flushed promise turns: ~3 s alone, more beside other suites.
+  }, 60_000);
 });
 
 describe('ChatConnection: reconnect bounds and credentials', () => {

@@ -8,6 +8,9 @@ import { DeliveryRouting } from '../jobs/delivery-routing.service';
 import { InboxRepository } from './inbox.repository';
 import { LeaseRepository } from '../lease/lease.repository';
 
+/** A message stored by a path that takes no lease (a new or a named session). */
+type StoredWithoutLease = { messageId: string; sessionId: string; duplicate: boolean; lease: null };
+
 export interface Submission {
   actor: Actor;
   source: string;
@@ -96,30 +99,20 @@ export class SubmitService {
    * The rare case of `submit`: (user, source) has no active session yet — it is created (under the
    * pair's advisory lock), then the role recorded and the message stored, idempotently.
    */
-  private async submitToNewSession(
-    s: Submission,
-  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean; lease: null }> {
+  private async submitToNewSession(s: Submission): Promise<StoredWithoutLease> {
     const { id: sessionId } = await this.sessions.active({ userId: s.actor.userId, source: s.source });
-    await this.turnState.recordOwnerRole(sessionId, s.actor.role);
-    const stored = await this.inbox.store({
-      userId: s.actor.userId,
-      sessionId,
-      clientMessageId: s.clientMessageId,
-      content: s.content,
-      attachments: s.attachments,
-      delivery: s.delivery,
-      isSynthetic: s.isSynthetic,
-    });
-    return { ...stored, lease: null };
+    return this.storeIn(s, sessionId);
   }
 
   /** A message to a conversation the client names: one of the actor's, else `not_found`. */
-  private async submitToNamed(
-    s: Submission,
-    sessionId: string,
-  ): Promise<{ messageId: string; sessionId: string; duplicate: boolean; lease: null }> {
+  private async submitToNamed(s: Submission, sessionId: string): Promise<StoredWithoutLease> {
     const session = await this.sessions.find({ userId: s.actor.userId, sessionId });
     if (!session) throw new RemoteError({ code: 'not_found', message: 'session not found' });
+    return this.storeIn(s, sessionId);
+  }
+
+  /** The owner's role recorded, then the message stored in the session, idempotently (no lease taken). */
+  private async storeIn(s: Submission, sessionId: string): Promise<StoredWithoutLease> {
     await this.turnState.recordOwnerRole(sessionId, s.actor.role);
     const stored = await this.inbox.store({
       userId: s.actor.userId,

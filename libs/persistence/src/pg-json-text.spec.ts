@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { poisonString } from './pg-text.spec';
+import { poisonString } from './testing-fixtures/poison-string';
 import { deepFromPgText, deepToPgText, parseJsonText, PG_TEXT_MARK } from './pg-text';
 
 /**

@@ -8,14 +8,7 @@ import {
   PG_TEXT_MARK,
   toPgText,
 } from './pg-text';
-
-/** Strings as a model, a tool or a user may send them: any UTF-16 code units, poison included. */
-export const poisonString = (): fc.Arbitrary<string> =>
-  fc.oneof(
-    fc.string({ unit: 'binary' }),
-    fc.string({ unit: fc.constantFrom('\u0000', '\ud800', '\udfff', '\uffff', 'a', '"', '\\', '\u2028', '\ufeff') }),
-    fc.string({ unit: 'grapheme' }),
-  );
+import { poisonString } from './testing-fixtures/poison-string';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 const RUNS = 5_000;

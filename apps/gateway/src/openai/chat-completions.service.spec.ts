@@ -352,6 +352,27 @@ describe('a retried request', () => {
       });
   });
 
+  it('takes any Idempotency-Key of 1 to 255 printable ASCII characters, and answers any other with a 400 naming it (seeded)', async () => {
+    const s = service();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 20 })),
+        async (k) => {
+          const ok = /^[\x21-\x7e][\x20-\x7e]{0,254}$/.test(k);
+          const r = await s.svc.start(principal, body(`hi ${k.length}`), { idempotencyKey: k }, signal).then(
+            () => 'taken',
+            (e: unknown) =>
+              e instanceof ApiError && e.status === 400 && e.field === 'Idempotency-Key' ? 'refused' : e,
+          );
+          // A key taken before with another body is refused too; a valid key is never a crash.
+          if (!ok) expect(r).toBe('refused');
+          else expect(['taken', 'refused']).toContain(r);
+        },
+      ),
+      { seed, numRuns: 2000 },
+    );
+  });
+
   it('reads a retry count as the SDKs send it, and nothing else as a retry (seeded)', () => {
     expect(['1', '2', '10'].map(isSdkRetry)).toEqual([true, true, true]);
     fc.assert(

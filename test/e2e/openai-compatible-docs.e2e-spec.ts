@@ -27,6 +27,7 @@ const PRINTS: RegExp[] = [
   /^One, two, three\.$/m,
   /^same conversation\nGreen\.$/m,
   /"content":"Bonjour !"/,
+  /"content":"Bonjour !"/,
 ];
 
 describe('docs/openai-compatible.md: every example runs against a live stack and prints what the page says', () => {

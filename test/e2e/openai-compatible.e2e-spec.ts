@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import OpenAI from 'openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, streamText } from 'ai';
@@ -319,6 +320,172 @@ describe('OpenAI-compatible endpoint with the openai SDK', () => {
       `letters in apple? ${m}`,
       `are you sure? ${m}`,
     ]);
+  });
+
+  it('streams the root agent’s tokens as they come, several chunks a round, ending with the non-streamed answer', async () => {
+    const m = `tok-${randomUUID()}`;
+    const replies = [
+      {
+        content: 'Let me look at the files first.',
+        tool_calls: [{ name: 'list_files', arguments: { path: '.' } }],
+        chunkSize: 4,
+        latency: { betweenChunksMs: 15 },
+      },
+      {
+        reasoning: 'The workspace holds nothing yet.',
+        content: 'There are no files in the workspace yet.',
+        chunkSize: 4,
+        latency: { betweenChunksMs: 15 },
+      },
+    ];
+    await sim.script({ match: `streamed ${m}`, replies });
+    await sim.script({ match: `whole ${m}`, replies });
+    const stream = await client.chat.completions.create({
+      model: 'skald/main',
+      messages: [{ role: 'user', content: `streamed ${m}` }],
+      stream: true,
+    });
+    const pieces: string[] = [];
+    let reasoning = '';
+    let reasoningChunks = 0;
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as { content?: string; reasoning_content?: string } | undefined;
+      if (delta?.content) pieces.push(delta.content);
+      if (delta?.reasoning_content) {
+        reasoning += delta.reasoning_content;
+        reasoningChunks++;
+      }
+    }
+    const whole = await client.chat.completions.create({
+      model: 'skald/main',
+      messages: [{ role: 'user', content: `whole ${m}` }],
+    });
+    const content = pieces.join('');
+    expect(content).toBe('Let me look at the files first.\n\nThere are no files in the workspace yet.');
+    expect(content).toBe(whole.choices[0].message.content);
+    expect(reasoning).toBe((whole.choices[0].message as { reasoning_content?: string }).reasoning_content);
+    // Token by token: each round in several chunks (the stored rounds alone would give one each).
+    const second = pieces.findIndex((p) => p.startsWith('\n\n'));
+    expect(second).toBeGreaterThan(1);
+    expect(pieces.length - second).toBeGreaterThan(1);
+    expect(reasoningChunks).toBeGreaterThan(1);
+  });
+
+  it('a retry of a request whose answer was lost attaches to its turn: one message, one turn, the answer', async () => {
+    const m = `retry-${randomUUID()}`;
+    await sim.script({ match: m, replies: [{ content: 'Answered once.' }, { content: 'Answered twice.' }] });
+    // A proxy that loses the first answer: the gateway answers it in full, the client gets a dropped connection.
+    const seen: Array<string | undefined> = [];
+    const gateway = new URL(stack.gatewayUrl);
+    const proxy = http.createServer((req, res) => {
+      seen.push(req.headers['x-stainless-retry-count'] as string | undefined);
+      const first = seen.length === 1;
+      const out = http.request(
+        { host: gateway.hostname, port: gateway.port, path: req.url, method: req.method, headers: req.headers },
+        (answer) => {
+          if (first) {
+            answer.resume();
+            answer.on('end', () => res.socket?.destroy());
+            return;
+          }
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      req.pipe(out);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const port = (proxy.address() as { port: number }).port;
+    try {
+      const retrying = new OpenAI({ apiKey: token, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 2 });
+      const messages = [{ role: 'user' as const, content: `once ${m}` }];
+      const { data, response } = await retrying.chat.completions
+        .create({ model: 'skald/main', messages })
+        .withResponse();
+      expect(seen).toEqual(['0', '1']);
+      expect(data.choices[0].message.content).toBe('Answered once.');
+      const sessionId = response.headers.get('x-skald-conversation');
+      const stored = await db.query<{ session_id: string }[]>(
+        `SELECT session_id FROM chat_history WHERE role = 'user' AND content = $1`,
+        [`once ${m}`],
+      );
+      expect(stored.map((r) => r.session_id)).toEqual([sessionId]);
+      const inbox = await db.query<unknown[]>(`SELECT 1 FROM session_inbox WHERE content = $1`, [`once ${m}`]);
+      expect(inbox).toHaveLength(1);
+      expect(await simBodies(m)).toHaveLength(1);
+
+      // The same request again, not a retry: a new turn.
+      const again = await client.chat.completions.create({ model: 'skald/main', messages });
+      expect(again.choices[0].message.content).toBe('Answered twice.');
+      expect(await simBodies(m)).toHaveLength(2);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
+  it('requests with one Idempotency-Key are one request; another key is another turn', async () => {
+    const m = `idem-${randomUUID()}`;
+    await sim.script({ match: m, replies: [{ content: 'First.' }, { content: 'Second.' }] });
+    const messages = [{ role: 'user' as const, content: `idem ${m}` }];
+    const key = (k: string) => ({ headers: { 'Idempotency-Key': `${k}-${m}` } });
+    const a = await client.chat.completions.create({ model: 'skald/main', messages }, key('a'));
+    const b = await client.chat.completions.create({ model: 'skald/main', messages }, key('a'));
+    expect([a.choices[0].message.content, b.choices[0].message.content]).toEqual(['First.', 'First.']);
+    expect(b.id).toBe(a.id);
+    const c = await client.chat.completions.create({ model: 'skald/main', messages }, key('c'));
+    expect(c.choices[0].message.content).toBe('Second.');
+    await expect(
+      client.chat.completions.create(
+        { model: 'skald/main', messages: [{ role: 'user', content: `other ${m}` }] },
+        key('a'),
+      ),
+    ).rejects.toMatchObject({ status: 400, param: 'Idempotency-Key' });
+    expect(await simBodies(m)).toHaveLength(2);
+  });
+
+  it('a header names only the user’s chat conversations: every other session is 404 naming the param', async () => {
+    const m = `src-${randomUUID()}`;
+    const me = user.user!.id;
+    // Every source a session has, with the flags of a chat conversation and of a job's run (as the worker writes them).
+    const sources = ['web', 'openai', 'phone', 'cron', 'tic', 'task'];
+    const kinds = [
+      { interactive: true, ephemeral: false },
+      { interactive: false, ephemeral: true },
+      { interactive: false, ephemeral: false },
+      { interactive: true, ephemeral: true },
+    ];
+    let n = 0;
+    for (const source of sources)
+      for (const k of kinds) {
+        const id = randomUUID();
+        await db.query(
+          `INSERT INTO sessions (id, user_id, source, is_interactive, is_ephemeral, is_active, scratchpad_session_id)
+           VALUES ($1, $2, $3, $4, $5, false, $1)`,
+          [id, me, source, k.interactive, k.ephemeral],
+        );
+        const text = `hello ${n++} ${m}`;
+        await sim.script({ match: text, replies: [{ content: 'Hi there.' }, { content: 'Hi again.' }] });
+        const viaHeader = () =>
+          client.chat.completions.create(
+            { model: 'skald/main', messages: [{ role: 'user', content: text }] },
+            { headers: { 'x-skald-conversation': id } },
+          );
+        const viaMetadata = () =>
+          client.chat.completions.create({
+            model: 'skald/main',
+            messages: [{ role: 'user', content: `${text} again` }],
+            metadata: { skald_conversation: id },
+          });
+        if (k.interactive && !k.ephemeral) {
+          expect((await viaHeader()).choices[0].message.content).toBe('Hi there.');
+          expect((await viaMetadata()).choices[0].message.content).toBe('Hi again.');
+        } else {
+          await expect(viaHeader()).rejects.toMatchObject({ status: 404, param: 'x-skald-conversation' });
+          await expect(viaMetadata()).rejects.toMatchObject({ status: 404, param: 'metadata.skald_conversation' });
+          const taken = await db.query<unknown[]>(`SELECT 1 FROM session_inbox WHERE session_id = $1`, [id]);
+          expect(taken).toHaveLength(0);
+        }
+      }
   });
 
   it('a restarted gateway continues the right conversation: the mapping is read from Postgres', async () => {

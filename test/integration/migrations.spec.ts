@@ -10,6 +10,7 @@ const TABLES = [
   'api_tokens',
   'ws_tickets',
   'openai_conversations',
+  'openai_requests',
   'sessions',
   'session_leases',
   'stack_frames',

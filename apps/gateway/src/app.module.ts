@@ -25,6 +25,7 @@ import { OpenApiController } from './http/openapi.controller';
 import { McpController } from './mcp/mcp.controller';
 import { ChatCompletionsService } from './openai/chat-completions.service';
 import { OpenAiConversationsRepository } from './openai/conversations.repository';
+import { OpenAiRequestsRepository } from './openai/requests.repository';
 import { OpenAiController } from './openai/openai.controller';
 import { WebController } from './web/web.controller';
 import { CronController } from './cron/cron.controller';
@@ -110,6 +111,7 @@ export class AppModule {
         UserStandingHandler,
         SessionsGateway,
         OpenAiConversationsRepository,
+        OpenAiRequestsRepository,
         ChatCompletionsService,
         ApprovalsGateway,
         LlmGateway,

@@ -7,6 +7,30 @@ const systemOf = (c: RecordedLlmCall): string => {
 };
 
 describe('sub-agents', () => {
+  it('a sub-agent’s token deltas carry its depth; the root agent’s carry depth 0', async () => {
+    const h = new LoopHarness({
+      agents: [agent({ id: 'researcher', prompt: 'You research.' })],
+      script: [
+        {
+          content: 'Asking.',
+          deltas: ['Ask', 'ing.'],
+          toolCalls: [{ name: 'execute_task', arguments: { agent_id: 'researcher', prompt: 'find X' } }],
+        },
+        { content: 'X is 42', deltas: ['X is', ' 42'] },
+        { content: 'It is 42.', deltas: ['It is 42.'] },
+      ],
+    });
+    await h.run('what is X?');
+    const seen = h.sink.events.map((e) => (e.type === 'token_delta' ? [e.depth, e.offset, e.delta] : null));
+    expect(seen).toEqual([
+      [0, 0, 'Ask'],
+      [0, 3, 'ing.'],
+      [1, 0, 'X is'],
+      [1, 4, ' 42'],
+      [0, 0, 'It is 42.'],
+    ]);
+  });
+
   it('a sub-agent is a tool: a child frame runs a normal loop as its own agent and its answer is the call result', async () => {
     const h = new LoopHarness({
       agents: [agent({ id: 'researcher', prompt: 'You research.' })],

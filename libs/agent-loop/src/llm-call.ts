@@ -50,21 +50,29 @@ export async function callModel(
   }
   let messages = await build(client.cacheControl);
   const result = await withLlmResilience(fctx, client, select, {
-    attempt: (c) =>
-      deps.llm.stream(
+    attempt: (c) => {
+      // Where each delta starts in its kind's text of this call (a call tried again starts at 0).
+      const at = { content: 0, reasoning: 0 };
+      return deps.llm.stream(
         c,
         { messages, tools },
         fctx.signal,
-        (d) =>
+        (d) => {
+          const offset = at[d.kind];
+          at[d.kind] += d.delta.length;
           deps.events.ephemeral({
             type: 'token_delta',
             session_id: session.id,
             message_id: messageId,
+            depth: fctx.frame.depth,
             kind: d.kind,
+            offset,
             delta: d.delta,
-          }),
+          });
+        },
         context,
-      ),
+      );
+    },
     retrying: (c, reason) => commit(fctx.turn, [], [{ type: 'model_fallback', from: c.name, to: c.name, reason }]),
     fallingBack: async (from, to, reason) => {
       await commit(fctx.turn, [], [{ type: 'model_fallback', from: from.name, to: to.name, reason }]);

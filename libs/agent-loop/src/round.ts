@@ -108,7 +108,8 @@ export async function runRound(fctx: FrameContext): Promise<RoundResult> {
     };
   });
   const events: SessionEventDraft[] = [];
-  if (res.content.trim() !== '') {
+  // A round's text or reasoning is stored with it: what streamed as token deltas is told again here.
+  if (res.content.trim() !== '' || res.reasoningContent) {
     events.push({
       type: 'thinking',
       message_id: messageId,

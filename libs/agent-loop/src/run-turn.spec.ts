@@ -130,13 +130,14 @@ describe('runTurn: outcomes', () => {
     expect(h.eventsOf('truncated')[0]).toMatchObject({ output_tokens: 99 });
   });
 
-  it('streams content deltas as ephemeral token_delta events with the assistant message id', async () => {
+  it('streams content deltas as ephemeral token_delta events: message id, depth, offset', async () => {
+    const delta = { type: 'token_delta', session_id: 'session-1', depth: 0, kind: 'content' } as const;
     const h = new LoopHarness({ script: [{ content: 'Hello', deltas: ['Hel', 'lo'] }] });
     const outcome = await h.run('hi');
     if (outcome.kind !== 'final') throw new Error('expected final');
     expect(h.sink.events).toEqual([
-      { type: 'token_delta', session_id: 'session-1', message_id: outcome.messageId, kind: 'content', delta: 'Hel' },
-      { type: 'token_delta', session_id: 'session-1', message_id: outcome.messageId, kind: 'content', delta: 'lo' },
+      { ...delta, message_id: outcome.messageId, offset: 0, delta: 'Hel' },
+      { ...delta, message_id: outcome.messageId, offset: 3, delta: 'lo' },
     ]);
     expect(h.eventTypes()).not.toContain('token_delta');
   });

@@ -371,7 +371,20 @@ export type SessionEventType = SessionEventDraft['type'];
 
 /** Live-only events: never stored, never replayed. */
 export type EphemeralEvent =
-  | { type: 'token_delta'; session_id: string; message_id: string; kind: 'content' | 'reasoning'; delta: string }
+  /**
+   * A piece of a model call's text as it streams: `depth` is the frame's (0: the root agent, more:
+   * a sub-agent), `offset` where `delta` starts in the call's text of its `kind` (0 again when the
+   * call is tried again).
+   */
+  | {
+      type: 'token_delta';
+      session_id: string;
+      message_id: string;
+      depth: number;
+      kind: 'content' | 'reasoning';
+      offset: number;
+      delta: string;
+    }
   | { type: 'tool_progress'; session_id: string; tool_call_id: string; stream: 'stdout' | 'stderr'; chunk: string };
 
 // ---------------------------------------------------------------------------------------------

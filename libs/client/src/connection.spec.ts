@@ -323,7 +323,16 @@ describe('Turn: one message, from its echo to its end', () => {
     ws.frame(ev(1)); // before the echo: not this turn's
     ws.frame({ type: 'ack', client_message_id: 'c1', message_id: 'u2', duplicate: false });
     ws.frame(echo(2, 'c1'));
-    ws.frame({ type: 'token_delta', session_id: S1, message_id: 'm3', kind: 'content', delta: 'o' });
+    ws.frame({
+      type: 'token_delta',
+      session_id: S1,
+      message_id: 'm3',
+      depth: 0,
+      kind: 'content',
+      offset: 0,
+      delta: 'o',
+      after_seq: 2,
+    });
     ws.frame(ev(3));
     ws.frame(done(4));
     ws.frame(ev(5)); // after the end

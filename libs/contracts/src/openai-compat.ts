@@ -10,6 +10,12 @@ export const OPENAI_MODEL_PREFIX = 'skald/';
 export const OPENAI_CONVERSATION_HEADER = 'x-skald-conversation';
 /** The same, as a `metadata` key of the request. */
 export const OPENAI_CONVERSATION_METADATA = 'skald_conversation';
+/** The header whose value, the same on each try, makes requests one request (its retries). */
+export const OPENAI_IDEMPOTENCY_HEADER = 'idempotency-key';
+/** The header the OpenAI SDKs number the tries of one request with (1 and more: a retry). */
+export const OPENAI_RETRY_COUNT_HEADER = 'x-stainless-retry-count';
+/** An `Idempotency-Key`: 1 to 255 printable ASCII characters. */
+export const OpenAiIdempotencyKey = z.string().regex(/^[\x21-\x7e][\x20-\x7e]{0,254}$/);
 /** Messages one request may carry (the body limit, 1 MiB, usually ends a request first). */
 export const OPENAI_MESSAGES_MAX = 1000;
 

@@ -96,7 +96,16 @@ const EXAMPLES: { [K in ServerFrame['type']]: Extract<ServerFrame, { type: K }> 
   done: { type: 'done', session_id: SID, seq: 1, message_id: ID, stack_id: ID, content: 'answer' },
   truncated: { type: 'truncated', session_id: SID, seq: 1 },
   error: { type: 'error', session_id: SID, seq: 1, message: 'm', code: 'interrupted' },
-  token_delta: { type: 'token_delta', session_id: SID, message_id: ID, kind: 'content', delta: 'x' },
+  token_delta: {
+    type: 'token_delta',
+    session_id: SID,
+    message_id: ID,
+    depth: 0,
+    kind: 'content',
+    offset: 0,
+    delta: 'x',
+    after_seq: 1,
+  },
   tool_progress: { type: 'tool_progress', session_id: SID, tool_call_id: ID, stream: 'stdout', chunk: 'x' },
   turn_waiting: {
     type: 'turn_waiting',

@@ -58,8 +58,9 @@ export const SubmitMessage = z.object({
   delivery: Delivery.default('steer'),
   is_synthetic: z.boolean().default(false),
   /**
-   * The conversation the message goes to, one of the actor's (else `not_found`); absent: the
-   * active session of (actor, source). The OpenAI-compatible endpoint names the conversation.
+   * The conversation the message goes to, one of the actor's chat conversations (interactive, not
+   * a job's run; else `not_found`); absent: the active session of (actor, source). The
+   * OpenAI-compatible endpoint names the conversation.
    */
   session_id: Id.optional(),
 });

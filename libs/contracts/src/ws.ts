@@ -240,9 +240,16 @@ export const EphemeralEventSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('token_delta'),
     session_id: Id,
+    /** The assistant message the text is of (a round: its `thinking` or `done` carries the whole text). */
     message_id: Id,
+    /** The agent's depth: 0 for the conversation's own agent, 1 and more for sub-agents. */
+    depth: z.number().int().min(0),
     kind: z.enum(['content', 'reasoning']),
+    /** Where `delta` starts in the round's text of its `kind`; 0 again when the model call is tried again. */
+    offset: z.number().int().min(0),
     delta: z.string(),
+    /** The session's last stored `seq` its worker had announced when the delta was sent (0: not known). */
+    after_seq: z.number().int().min(0),
   }),
   z.object({
     type: z.literal('tool_progress'),

@@ -51,7 +51,16 @@ const SEEDS: { schema: z.ZodType<unknown>; name: string; value: Record<string, u
   {
     name: 'token_delta',
     schema: EphemeralEventSchema,
-    value: { type: 'token_delta', session_id: sid, message_id: id(), kind: 'content', delta: 'tok' },
+    value: {
+      type: 'token_delta',
+      session_id: sid,
+      message_id: id(),
+      depth: 0,
+      kind: 'content',
+      offset: 0,
+      delta: 'tok',
+      after_seq: 0,
+    },
   },
   { name: 'wake', schema: TOPICS.sessionWake.message, value: { session_id: sid, reason: 'input' } },
   { name: 'tool cancel', schema: TOPICS.toolCancel.message, value: { tool_call_id: id() } },

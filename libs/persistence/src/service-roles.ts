@@ -25,6 +25,8 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, TableGrants>> =
     ws_tickets: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
     // Conversations of the OpenAI-compatible endpoint: opened, moved on by each answer.
     openai_conversations: ['SELECT', 'INSERT', 'UPDATE'],
+    // The requests a retry attaches to: replaced by the next identical request, deleted after a day.
+    openai_requests: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
   },
   'session-worker': {
     // Deleting a conversation deletes its session; the rows it owns go with it (ON DELETE CASCADE).

@@ -4,7 +4,8 @@ import { toOpenAiError } from './openai-error';
 import { RemoteError } from '@skald/messaging';
 import type { Principal } from '../auth/auth.service';
 import type { GatewayConfig } from '../config';
-import { ChatCompletionsService, parseChatRequest } from './chat-completions.service';
+import { ChatCompletionsService, isSdkRetry, parseChatRequest } from './chat-completions.service';
+import type { TakenRequest } from './requests.repository';
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : undefined;
 
@@ -164,9 +165,23 @@ describe('which conversation a request goes to', () => {
         return Promise.resolve();
       },
     };
+    const taken = new Map<string, TakenRequest>();
+    const requests = {
+      find: (_u: string, key: string) => Promise.resolve(taken.get(key) ?? null),
+      take: (_u: string, key: string, t: TakenRequest) => {
+        taken.set(key, t);
+        return Promise.resolve();
+      },
+    };
     const config = { HOST: '127.0.0.1', PORT: 8080 } as GatewayConfig;
-    const svc = new ChatCompletionsService(bus as never, sessions as never, conversations as never, config);
-    return { svc, calls, recorded };
+    const svc = new ChatCompletionsService(
+      bus as never,
+      sessions as never,
+      conversations as never,
+      requests as never,
+      config,
+    );
+    return { svc, calls, recorded, taken };
   }
   const principal = (apiTokenId: string | null): Principal => ({
     actor: { userId: USER, role: 'user' },
@@ -189,11 +204,11 @@ describe('which conversation a request goes to', () => {
   it('a named conversation first, then this token’s exact match, then a new one with the history', async () => {
     const signal = new AbortController().signal;
     const named = service({ matched: MATCHED });
-    expect((await named.svc.start(principal(TOKEN), req, NAMED, signal)).sessionId).toBe(NAMED);
+    expect((await named.svc.start(principal(TOKEN), req, { conversation: NAMED }, signal)).sessionId).toBe(NAMED);
     expect(submittedTo(named.calls)).toEqual([NAMED]);
 
     const matched = service({ matched: MATCHED });
-    expect((await matched.svc.start(principal(TOKEN), req, undefined, signal)).sessionId).toBe(MATCHED);
+    expect((await matched.svc.start(principal(TOKEN), req, {}, signal)).sessionId).toBe(MATCHED);
     expect(matched.calls.some((c) => c.subject === 'session.open')).toBe(false);
     expect(matched.calls.find((c) => c.subject === 'session.submit')?.body).toMatchObject({
       content: 'c',
@@ -202,7 +217,7 @@ describe('which conversation a request goes to', () => {
     });
 
     const fresh = service({ matched: null });
-    expect((await fresh.svc.start(principal(TOKEN), req, undefined, signal)).sessionId).toBe(OPENED);
+    expect((await fresh.svc.start(principal(TOKEN), req, {}, signal)).sessionId).toBe(OPENED);
     expect(fresh.calls.find((c) => c.subject === 'session.open')?.body).toMatchObject({
       agent_id: 'main',
       system_prompt: ['be brief'],
@@ -218,16 +233,154 @@ describe('which conversation a request goes to', () => {
   it('a login JWT never continues by messages; a matched conversation deleted since opens a new one', async () => {
     const signal = new AbortController().signal;
     const jwt = service({ matched: MATCHED });
-    expect((await jwt.svc.start(principal(null), req, undefined, signal)).sessionId).toBe(OPENED);
+    expect((await jwt.svc.start(principal(null), req, {}, signal)).sessionId).toBe(OPENED);
     const gone = service({ matched: MATCHED, gone: [MATCHED] });
-    expect((await gone.svc.start(principal(TOKEN), req, undefined, signal)).sessionId).toBe(OPENED);
+    expect((await gone.svc.start(principal(TOKEN), req, {}, signal)).sessionId).toBe(OPENED);
     expect(submittedTo(gone.calls)).toEqual([MATCHED, OPENED]);
     // A named one that is not the caller's is not replaced by a new one: 404.
+    // Nor is a job's run (the worker refuses it as it refuses another user's): 404 naming the header or field.
     const foreign = service({ gone: [NAMED] });
-    await expect(foreign.svc.start(principal(TOKEN), req, NAMED, signal)).rejects.toBeInstanceOf(RemoteError);
-    expect(foreign.recorded).toEqual([]);
-    await expect(foreign.svc.start(principal(TOKEN), req, 'not-a-uuid', signal)).rejects.toMatchObject({
+    await expect(foreign.svc.start(principal(TOKEN), req, { conversation: NAMED }, signal)).rejects.toMatchObject({
       status: 404,
+      field: 'x-skald-conversation',
     });
+    const viaMetadata = parseChatRequest({ ...req, metadata: { skald_conversation: NAMED } });
+    await expect(foreign.svc.start(principal(TOKEN), viaMetadata, {}, signal)).rejects.toMatchObject({
+      status: 404,
+      field: 'metadata.skald_conversation',
+    });
+    expect(foreign.recorded).toEqual([]);
+    await expect(
+      foreign.svc.start(principal(TOKEN), req, { conversation: 'not-a-uuid' }, signal),
+    ).rejects.toMatchObject({ status: 404, field: 'x-skald-conversation' });
+  });
+});
+
+describe('a retried request', () => {
+  const USER = '00000000-0000-4000-8000-000000000001';
+  const TOKEN = '00000000-0000-4000-8000-0000000000f1';
+
+  /** The service over fakes that keep what the worker and the requests table would. */
+  function service() {
+    const submits: Array<Record<string, unknown>> = [];
+    const opened: string[] = [];
+    const byClientId = new Map<string, string>();
+    const bus = {
+      call: (subject: string, body: Record<string, unknown>) => {
+        if (subject === 'agents.get') return Promise.resolve({ type: 'chat' });
+        if (subject === 'session.open') {
+          const id = `00000000-0000-4000-8000-${String(opened.length + 1).padStart(12, '0')}`;
+          opened.push(id);
+          return Promise.resolve({ session_id: id });
+        }
+        if (subject === 'session.submit') {
+          submits.push(body);
+          const cmid = String(body.client_message_id);
+          // The worker's submit is idempotent on the client's message id.
+          if (!byClientId.has(cmid))
+            byClientId.set(cmid, `00000000-0000-4000-8000-${String(byClientId.size + 1).padStart(12, 'b')}`);
+          return Promise.resolve({ message_id: byClientId.get(cmid) });
+        }
+        return Promise.reject(new Error(`unexpected ${subject}`));
+      },
+      subscribe: () => ({ unsubscribe: () => undefined }),
+      subscribeForwarded: () => ({ unsubscribe: () => undefined }),
+    };
+    let seq = 10;
+    const sessions = { replay: () => Promise.resolve({ events: [], last_seq: seq++, running: false }) };
+    const conversations = { matching: () => Promise.resolve(null), record: () => Promise.resolve() };
+    const taken = new Map<string, TakenRequest>();
+    const requests = {
+      find: (_u: string, key: string) => Promise.resolve(taken.get(key) ?? null),
+      take: (_u: string, key: string, t: TakenRequest) => {
+        taken.set(key, t);
+        return Promise.resolve();
+      },
+    };
+    const config = { HOST: '127.0.0.1', PORT: 8080 } as GatewayConfig;
+    const svc = new ChatCompletionsService(
+      bus as never,
+      sessions as never,
+      conversations as never,
+      requests as never,
+      config,
+    );
+    return { svc, submits, opened };
+  }
+  const principal: Principal = {
+    actor: { userId: USER, role: 'user' },
+    expiresAt: null,
+    tokenVersion: 1,
+    apiTokenId: TOKEN,
+  };
+  const body = (text: string) => parseChatRequest({ model: 'skald/main', messages: [{ role: 'user', content: text }] });
+  const signal = new AbortController().signal;
+
+  it('the SDK’s retry of the same request submits the same message to the same conversation; a new request does not', async () => {
+    const s = service();
+    const first = await s.svc.start(principal, body('hi'), { retryCount: '0' }, signal);
+    const retry = await s.svc.start(principal, body('hi'), { retryCount: '1' }, signal);
+    const again = await s.svc.start(principal, body('hi'), {}, signal);
+    expect(retry.sessionId).toBe(first.sessionId);
+    expect(retry.messageId).toBe(first.messageId);
+    expect(s.submits[1].client_message_id).toBe(s.submits[0].client_message_id);
+    // Not a retry: a new turn (a new message), in this fake a new conversation too.
+    expect(again.messageId).not.toBe(first.messageId);
+    // A retry attaches to the latest request like it; a retry of another request does not.
+    const retryOfAgain = await s.svc.start(principal, body('hi'), { retryCount: '2' }, signal);
+    expect(retryOfAgain.messageId).toBe(again.messageId);
+    const other = await s.svc.start(principal, body('hello'), { retryCount: '1' }, signal);
+    expect([first.messageId, again.messageId]).not.toContain(other.messageId);
+    expect(s.opened).toHaveLength(3);
+  });
+
+  it('an Idempotency-Key makes requests one; a key sent with another request is a 400 naming it', async () => {
+    const s = service();
+    const a = await s.svc.start(principal, body('hi'), { idempotencyKey: 'k-1' }, signal);
+    const b = await s.svc.start(principal, body('hi'), { idempotencyKey: 'k-1' }, signal);
+    const c = await s.svc.start(principal, body('hi'), { idempotencyKey: 'k-2' }, signal);
+    expect(b.messageId).toBe(a.messageId);
+    expect(c.messageId).not.toBe(a.messageId);
+    await expect(s.svc.start(principal, body('other'), { idempotencyKey: 'k-1' }, signal)).rejects.toMatchObject({
+      status: 400,
+      field: 'Idempotency-Key',
+    });
+    for (const bad of ['', ' lead', 'x'.repeat(256), 'tab\there', 'é'])
+      await expect(s.svc.start(principal, body('hi'), { idempotencyKey: bad }, signal)).rejects.toMatchObject({
+        status: 400,
+        field: 'Idempotency-Key',
+      });
+  });
+
+  it('takes any Idempotency-Key of 1 to 255 printable ASCII characters, and answers any other with a 400 naming it (seeded)', async () => {
+    const s = service();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 20 })),
+        async (k) => {
+          const ok = /^[\x21-\x7e][\x20-\x7e]{0,254}$/.test(k);
+          const r = await s.svc.start(principal, body(`hi ${k.length}`), { idempotencyKey: k }, signal).then(
+            () => 'taken',
+            (e: unknown) =>
+              e instanceof ApiError && e.status === 400 && e.field === 'Idempotency-Key' ? 'refused' : e,
+          );
+          // A key taken before with another body is refused too; a valid key is never a crash.
+          if (!ok) expect(r).toBe('refused');
+          else expect(['taken', 'refused']).toContain(r);
+        },
+      ),
+      { seed, numRuns: 2000 },
+    );
+  });
+
+  it('reads a retry count as the SDKs send it, and nothing else as a retry (seeded)', () => {
+    expect(['1', '2', '10'].map(isSdkRetry)).toEqual([true, true, true]);
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.constant(undefined)), (v) => {
+        expect(isSdkRetry(v)).toBe(v !== undefined && /^[1-9][0-9]{0,3}$/.test(v.trim()));
+      }),
+      { seed, numRuns: 2000 },
+    );
+    expect(['0', '', 'one', '-1', '01', '99999'].some(isSdkRetry)).toBe(false);
   });
 });

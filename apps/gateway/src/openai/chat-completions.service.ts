@@ -12,6 +12,8 @@ import {
   OpenAiConversationId,
   OpenAiSystemText,
   OPENAI_SYSTEM_MAX,
+  OPENAI_CONVERSATION_HEADER,
+  OpenAiIdempotencyKey,
   readSessionEventEnvelope,
   topicOf,
 } from '@skald/contracts';
@@ -21,6 +23,8 @@ import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { ApiError, callService } from '../http/api-error';
 import { SessionsGateway } from '../sessions/sessions.gateway';
 import { OpenAiConversationsRepository, type StoredMessage } from './conversations.repository';
+import { EARLY_DELTAS_MAX, LiveAnswer, type LiveDelta } from './live-answer';
+import { OpenAiRequestsRepository, requestDigest, requestKey, type TakenRequest } from './requests.repository';
 import { sessionEvents, type EventReaderPorts } from './session-event-reader';
 import { TurnAnswer, type AnswerStep, type Usage } from './turn-answer';
 
@@ -49,6 +53,21 @@ export interface RunningAnswer {
   complete(content: string): Promise<void>;
   /** Stops the turn, as the WS `cancel` does (a client abort, a stop sequence). */
   stop(): Promise<void>;
+}
+
+/** What a request's headers say to this endpoint. */
+export interface RequestHeaders {
+  /** `x-skald-conversation`: the conversation the request continues. */
+  conversation?: string;
+  /** `Idempotency-Key`: requests with the same key are one request (its retries). */
+  idempotencyKey?: string;
+  /** `x-stainless-retry-count` (the OpenAI SDKs): 1 and more on a retry of the same request. */
+  retryCount?: string;
+}
+
+/** Whether the OpenAI SDKs say the request is a retry (`x-stainless-retry-count` of 1 or more). */
+export function isSdkRetry(retryCount: string | undefined): boolean {
+  return retryCount !== undefined && /^[1-9][0-9]{0,3}$/.test(retryCount.trim());
 }
 
 /** A request body, parsed; a failure is a 400 naming the field (OpenAI's `param`). */
@@ -93,6 +112,7 @@ export class ChatCompletionsService {
     private readonly bus: Bus,
     private readonly sessions: SessionsGateway,
     private readonly conversations: OpenAiConversationsRepository,
+    private readonly requests: OpenAiRequestsRepository,
     @Inject(GATEWAY_CONFIG) config: GatewayConfig,
   ) {
     const base = (config.SKALD_PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '');
@@ -129,11 +149,16 @@ export class ChatCompletionsService {
     return agentId;
   }
 
-  /** Submits the request's last message to its conversation and starts reading the answer. */
+  /**
+   * Submits the request's last message to its conversation and starts reading the answer. A retry
+   * of a request (the same `Idempotency-Key`, or the OpenAI SDK's retry of the same request)
+   * submits the same message id to the same conversation: the worker takes it once, and the retry
+   * reads the answer of the turn it started.
+   */
   async start(
     principal: Principal,
     req: ChatCompletionRequest,
-    namedId: string | undefined,
+    headers: RequestHeaders,
     signal: AbortSignal,
   ): Promise<RunningAnswer> {
     const { actor } = principal;
@@ -142,25 +167,62 @@ export class ChatCompletionsService {
     const earlier = all.slice(0, -1);
     const lastText = messageText(req.messages[req.messages.length - 1]);
     const scope = { userId: actor.userId, apiTokenId: principal.apiTokenId };
-    const named = this.named(namedId ?? req.metadata?.[OPENAI_CONVERSATION_METADATA]);
-    const matched =
-      named === null && principal.apiTokenId
-        ? await this.conversations.matching({ ...scope, apiTokenId: principal.apiTokenId }, req.model, earlier)
-        : null;
-    let sessionId = named ?? matched ?? (await this.open(actor, agentId, earlier));
-    const sent = await this.submit(actor, sessionId, lastText).catch(async (e: unknown) => {
-      // A matched conversation deleted since: the request opens a new one, as if none matched.
-      if (!(matched !== null && e instanceof RemoteError && e.body.code === 'not_found')) throw e;
-      sessionId = await this.open(actor, agentId, earlier);
-      return this.submit(actor, sessionId, lastText);
-    });
+    const named = this.named(headers.conversation, req.metadata?.[OPENAI_CONVERSATION_METADATA]);
+    const idempotencyKey = this.idempotencyKey(headers.idempotencyKey);
+    const facts = { apiTokenId: principal.apiTokenId, model: req.model, named: named?.id ?? null, messages: all };
+    const key = requestKey(facts, idempotencyKey);
+    const digest = requestDigest(facts);
+    const retry = idempotencyKey !== undefined || isSdkRetry(headers.retryCount);
+    const earlierTry = retry ? await this.requests.find(actor.userId, key) : null;
+    if (earlierTry && earlierTry.digest !== digest)
+      throw new ApiError(
+        'invalid_input',
+        'this Idempotency-Key was sent with another request (a new request takes a new key)',
+        'Idempotency-Key',
+      );
+
+    let taken: TakenRequest;
+    let matched: string | null = null;
+    if (earlierTry) taken = earlierTry;
+    else {
+      matched =
+        named === null && principal.apiTokenId
+          ? await this.conversations.matching({ ...scope, apiTokenId: principal.apiTokenId }, req.model, earlier)
+          : null;
+      const sessionId = named?.id ?? matched ?? (await this.open(actor, agentId, earlier));
+      taken = await this.take(actor, key, digest, sessionId);
+    }
+    // Live deltas are heard from before the message is submitted: a round's first words are not missed.
+    let live = req.stream === true ? this.listen(actor, taken.sessionId) : null;
+    let sent: { message_id: string };
+    try {
+      sent = await this.submit(actor, taken, lastText).catch(async (e: unknown) => {
+        if (!(e instanceof RemoteError && e.body.code === 'not_found')) throw e;
+        if (named !== null)
+          throw new ApiError(
+            'not_found',
+            `no conversation of yours has the id ${named.id} (chat conversations only: a job's run takes no messages)`,
+            named.param,
+          );
+        // A matched conversation deleted since: the request opens a new one, as if none matched.
+        if (matched === null && earlierTry === null) throw e;
+        live?.close();
+        taken = await this.take(actor, key, digest, await this.open(actor, agentId, earlier));
+        live = req.stream === true ? this.listen(actor, taken.sessionId) : null;
+        return this.submit(actor, taken, lastText);
+      });
+    } catch (e) {
+      live?.close();
+      throw e;
+    }
+    const sessionId = taken.sessionId;
     // Recorded once the session worker took the message, which checked the conversation is the caller's.
-    await this.conversations.record(scope, sessionId, req.model, earlier);
-    const answer = new TurnAnswer(sent.message_id, { inboxUrl: this.inboxUrl });
+    if (!earlierTry) await this.conversations.record(scope, sessionId, req.model, earlier);
+    const answer = new LiveAnswer(sent.message_id, new TurnAnswer(sent.message_id, { inboxUrl: this.inboxUrl }));
     return {
       sessionId,
       messageId: sent.message_id,
-      steps: this.steps(actor, sessionId, sent.afterSeq, answer, signal),
+      steps: this.steps(actor, sessionId, taken.afterSeq, answer, live, signal),
       usage: answer.usage,
       complete: (content) =>
         this.conversations.record(scope, sessionId, req.model, [...all, { role: 'assistant', content }]),
@@ -170,31 +232,62 @@ export class ChatCompletionsService {
     };
   }
 
-  /**
-   * The message into the conversation (queued behind its running turn, if one runs), and the seq
-   * its answer is read after: the conversation's last seq before the message was taken.
-   */
-  private async submit(actor: Actor, sessionId: string, content: string) {
+  /** The request recorded before its message is submitted: the conversation's last seq, a new message id. */
+  private async take(actor: Actor, key: string, digest: string, sessionId: string): Promise<TakenRequest> {
     const head = await this.sessions.replay(actor, sessionId, undefined);
-    const r = await callService('no session worker is available; retry shortly', () =>
+    const taken = { sessionId, clientMessageId: `openai-${randomUUID()}`, afterSeq: head.last_seq, digest };
+    await this.requests.take(actor.userId, key, taken);
+    return taken;
+  }
+
+  /** The message into the conversation (queued behind its running turn, if one runs), idempotent on its id. */
+  private async submit(actor: Actor, taken: TakenRequest, content: string) {
+    return callService('no session worker is available; retry shortly', () =>
       this.bus.call('session.submit', {
         actor,
         source: OPENAI_SOURCE,
-        session_id: sessionId,
-        client_message_id: `openai-${randomUUID()}`,
+        session_id: taken.sessionId,
+        client_message_id: taken.clientMessageId,
         content,
         delivery: 'queue',
         is_synthetic: false,
       }),
     );
-    return { message_id: r.message_id, afterSeq: head.last_seq };
   }
 
-  /** A conversation id a client named: a UUID (else 404, like a foreign one). */
-  private named(id: string | undefined): string | null {
-    if (id === undefined) return null;
-    if (!OpenAiConversationId.safeParse(id).success) throw new ApiError('not_found', 'conversation not found');
-    return id;
+  /**
+   * A conversation id a client named, by header (first) or `metadata`: a UUID, else 404 naming
+   * where it came from (like a conversation that is not the caller's).
+   */
+  private named(header: string | undefined, metadata: string | undefined): { id: string; param: string } | null {
+    const given =
+      header !== undefined
+        ? { id: header, param: OPENAI_CONVERSATION_HEADER }
+        : metadata !== undefined
+          ? { id: metadata, param: `metadata.${OPENAI_CONVERSATION_METADATA}` }
+          : null;
+    if (given === null) return null;
+    if (!OpenAiConversationId.safeParse(given.id).success)
+      throw new ApiError('not_found', `no conversation of yours has the id ${JSON.stringify(given.id)}`, given.param);
+    return given;
+  }
+
+  /** The `Idempotency-Key` header, if sent: 1 to 255 printable characters, else 400 naming it. */
+  private idempotencyKey(value: string | undefined): string | undefined {
+    if (value === undefined) return undefined;
+    if (!OpenAiIdempotencyKey.safeParse(value).success)
+      throw new ApiError('invalid_input', 'Idempotency-Key: 1 to 255 printable ASCII characters', 'Idempotency-Key');
+    return value;
+  }
+
+  /** The conversation's live token deltas, kept until the answer reads them (at most EARLY_DELTAS_MAX). */
+  private listen(actor: Actor, sessionId: string): LiveFeed {
+    const feed = new LiveFeed();
+    const sub = this.bus.subscribe(topicOf('ephemeralEvents', actor.userId, sessionId), (e) => {
+      if (e.type === 'token_delta' && e.session_id === sessionId) feed.push(e);
+    });
+    feed.onClose(() => sub.unsubscribe());
+    return feed;
   }
 
   private async open(actor: Actor, agentId: string, earlier: readonly StoredMessage[]): Promise<string> {
@@ -212,15 +305,20 @@ export class ChatCompletionsService {
     return r.session_id;
   }
 
-  /** The answer's steps, read from the conversation's stored events after `afterSeq`; bounded by MAX_ANSWER_MS. */
+  /**
+   * The answer's steps: the conversation's stored events after `afterSeq` (the truth), with the
+   * live token deltas (`live`, a streamed answer) sent as they arrive; bounded by MAX_ANSWER_MS.
+   */
   private async *steps(
     actor: Actor,
     sessionId: string,
     afterSeq: number,
-    answer: TurnAnswer,
+    answer: LiveAnswer,
+    live: LiveFeed | null,
     signal: AbortSignal,
   ): AsyncGenerator<AnswerStep> {
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(MAX_ANSWER_MS)]);
+    const reading = new AbortController();
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(MAX_ANSWER_MS), reading.signal]);
     const ports: EventReaderPorts = {
       read: (after) => this.sessions.replay(actor, sessionId, after),
       doorbell: (ring) => {
@@ -240,9 +338,49 @@ export class ChatCompletionsService {
           });
         }),
     };
-    for await (const item of sessionEvents(ports, afterSeq, bounded, POLL_MS)) {
-      for (const step of answer.step(item)) yield step;
-      if (answer.done) return;
+    // Steps from both sources, in the order they were made; the reader runs beside the consumer.
+    const out: AnswerStep[] = [];
+    // (assigned in callbacks: typed so that the compiler does not narrow it to null)
+    let wake = null as (() => void) | null;
+    const push = (steps: AnswerStep[]): void => {
+      if (steps.length === 0) return;
+      out.push(...steps);
+      wake?.();
+    };
+    let finished = false;
+    let failure = null as { error: unknown } | null;
+    const reader = (async () => {
+      try {
+        for await (const item of sessionEvents(ports, afterSeq, bounded, POLL_MS)) {
+          push(answer.read(item));
+          if (answer.done) return;
+        }
+      } catch (error) {
+        failure = { error };
+      } finally {
+        finished = true;
+        wake?.();
+      }
+    })();
+    live?.drain((d) => push(answer.live(d)));
+    try {
+      for (;;) {
+        while (out.length > 0) {
+          const step = out.shift() as AnswerStep;
+          yield step;
+          if (step.kind === 'end' || step.kind === 'failed') return;
+        }
+        if (finished) break;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = null;
+      }
+      if (failure) throw failure.error;
+    } finally {
+      live?.close();
+      reading.abort();
+      await reader;
     }
     if (signal.aborted) return;
     yield {
@@ -250,5 +388,41 @@ export class ChatCompletionsService {
       text: `\n\nThe agent is still working after ${MAX_ANSWER_MS / 60_000} minutes; its answer will be in the conversation (${sessionId}).`,
     };
     yield { kind: 'end', finish: 'stop' };
+  }
+}
+
+/**
+ * A conversation's live token deltas: kept (at most EARLY_DELTAS_MAX) until `drain` hands them
+ * and every later one to the answer; `close` ends the subscription.
+ */
+class LiveFeed {
+  private kept: LiveDelta[] = [];
+  private sink: ((d: LiveDelta) => void) | null = null;
+  private closers: Array<() => void> = [];
+  private closed = false;
+
+  push(d: LiveDelta): void {
+    if (this.closed) return;
+    if (this.sink) this.sink(d);
+    else if (this.kept.length < EARLY_DELTAS_MAX) this.kept.push(d);
+  }
+
+  drain(sink: (d: LiveDelta) => void): void {
+    this.sink = sink;
+    const kept = this.kept;
+    this.kept = [];
+    for (const d of kept) sink(d);
+  }
+
+  onClose(f: () => void): void {
+    this.closers.push(f);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.sink = null;
+    this.kept = [];
+    for (const f of this.closers) f();
   }
 }

@@ -1,5 +1,11 @@
 import { Body, Controller, Headers, Res } from '@nestjs/common';
-import { Actor, OPENAI_CONVERSATION_HEADER, ROUTES } from '@skald/contracts';
+import {
+  Actor,
+  OPENAI_CONVERSATION_HEADER,
+  OPENAI_IDEMPOTENCY_HEADER,
+  OPENAI_RETRY_COUNT_HEADER,
+  ROUTES,
+} from '@skald/contracts';
 import { Route } from '../http/route.decorator';
 import { CurrentActor, CurrentPrincipal } from '../auth/actor.decorator';
 import type { Principal } from '../auth/auth.service';
@@ -25,13 +31,20 @@ export class OpenAiController {
     @CurrentPrincipal() principal: Principal,
     @Body() body: unknown,
     @Headers(OPENAI_CONVERSATION_HEADER) conversation: string | undefined,
+    @Headers(OPENAI_IDEMPOTENCY_HEADER) idempotencyKey: string | undefined,
+    @Headers(OPENAI_RETRY_COUNT_HEADER) retryCount: string | undefined,
     @Res() res: AnswerResponse,
   ): Promise<void> {
     const request = parseChatRequest(body);
     // A client that goes away stops the turn, as the WS `cancel` does.
     const gone = new AbortController();
     res.on('close', () => gone.abort());
-    const running = await this.chat.start(principal, request, conversation, gone.signal);
+    const running = await this.chat.start(
+      principal,
+      request,
+      { conversation, idempotencyKey, retryCount },
+      gone.signal,
+    );
     await writeAnswer(request, running, res, gone.signal);
   }
 }

@@ -1,5 +1,6 @@
 import type { SessionEvent } from '@skald/contracts';
 import type { ReadItem } from './session-event-reader';
+import { LiveAnswer } from './live-answer';
 import { TurnAnswer, type AnswerStep } from './turn-answer';
 
 const S = '00000000-0000-4000-8000-000000000001';
@@ -15,9 +16,10 @@ const ev = (e: Record<string, unknown>): ReadItem => ({
 const idle = (running: boolean, waiting?: 'approval'): ReadItem => ({ kind: 'idle', running, waiting });
 const place = { inboxUrl: 'https://skald.example/#inbox' };
 
+/** The answer as a client is sent it from the stored events alone (no live deltas). */
 function fold(items: ReadItem[]): AnswerStep[] {
-  const a = new TurnAnswer(MSG, place);
-  return items.flatMap((i) => a.step(i));
+  const a = new LiveAnswer(MSG, new TurnAnswer(MSG, place));
+  return items.flatMap((i) => a.read(i));
 }
 
 describe('the answer read off a conversation’s events', () => {

@@ -1,7 +1,7 @@
 import type { SessionEvent } from '@skald/contracts';
 import type { ReadItem } from './session-event-reader';
 
-/** What the answer to a request does next, read off the conversation's events. */
+/** What the answer to a request does next, as the client is sent it. */
 export type AnswerStep =
   | { kind: 'content'; text: string }
   | { kind: 'reasoning'; text: string }
@@ -9,6 +9,16 @@ export type AnswerStep =
   | { kind: 'end'; finish: 'stop' | 'length' }
   /** The turn failed before it answered: an error in OpenAI's shape. */
   | { kind: 'failed'; status: number; code: string; message: string };
+
+/**
+ * What the stored events say of the answer: a round of the root agent (`id`, its assistant message;
+ * `content` '' when it says nothing), text of the answer's own (`note`: where to approve, a
+ * timeout), or its end.
+ */
+export type StoredStep =
+  | { kind: 'round'; id: string; content: string; reasoning: string }
+  | { kind: 'note'; text: string }
+  | Extract<AnswerStep, { kind: 'end' | 'failed' }>;
 
 export interface Usage {
   prompt_tokens: number;
@@ -49,18 +59,20 @@ export function humanNeededText(
 }
 
 /**
- * Folds a conversation's events after a request's message was submitted into the steps of its
+ * Folds a conversation's events after a request's message was submitted into what they say of its
  * answer. What counts is the root agent's work from the message's echo on (`user_message` with its
- * id): each round's text (`thinking` with tool calls, the final `done`) joined by a blank line,
- * and its reasoning; a sub-agent's work stays inside it (its result reaches the answer only as the
- * root agent says). A call that needs a human, a stop, a discarded message or a failed turn ends
- * the answer. Before the echo, only a human wait ends it (the conversation's earlier turn waits).
+ * id): each round (`thinking`, or the first `tool_start` of a round that said nothing; the final
+ * `done`) with its text and reasoning; a
+ * sub-agent's work stays inside it (its result reaches the answer only as the root agent says). A
+ * call that needs a human, a stop, a discarded message or a failed turn ends the answer. Before the
+ * echo, only a human wait ends it (the conversation's earlier turn waits).
  */
 export class TurnAnswer {
   private entered = false;
   private depth = 0;
-  private wroteContent = false;
   private ended = false;
+  /** The root agent's rounds told so far (a round's calls after its first say nothing new). */
+  private readonly rounds = new Set<string>();
   readonly usage: Usage = { prompt_tokens: 0, completion_tokens: 0 };
 
   constructor(
@@ -72,7 +84,7 @@ export class TurnAnswer {
     return this.ended;
   }
 
-  step(item: ReadItem): AnswerStep[] {
+  step(item: ReadItem): StoredStep[] {
     if (this.ended) return [];
     if (item.kind === 'idle') {
       if (item.waiting === 'approval' || item.waiting === 'clarification') return this.end(this.human(null), 'stop');
@@ -83,7 +95,7 @@ export class TurnAnswer {
     return this.event(item.event);
   }
 
-  private event(e: SessionEvent): AnswerStep[] {
+  private event(e: SessionEvent): StoredStep[] {
     switch (e.type) {
       case 'user_message':
         if (e.message_id === this.messageId) this.entered = true;
@@ -105,11 +117,14 @@ export class TurnAnswer {
       case 'thinking':
         if (!this.entered || this.depth > 0) return [];
         this.count(e);
-        return [...this.reasoning(e.reasoning_content), ...this.content(e.content)];
+        this.rounds.add(e.message_id);
+        // A round that only called tools says nothing (its blank text is no part of the answer).
+        return [this.round(e.message_id, e.content.trim() === '' ? '' : e.content, e.reasoning_content)];
       case 'done':
         if (!this.entered || this.depth > 0) return [];
         this.count(e);
-        return [...this.reasoning(e.reasoning_content), ...this.end(e.content, 'stop')];
+        this.ended = true;
+        return [this.round(e.message_id, e.content, e.reasoning_content), { kind: 'end', finish: 'stop' }];
       case 'truncated':
         return this.entered ? this.end('', 'length') : [];
       case 'error': {
@@ -120,8 +135,12 @@ export class TurnAnswer {
         return [{ kind: 'failed', status, code: String(e.code), message: e.message }];
       }
       // Tool activity, files and model switches reach the client only as the agent's answer says.
-      case 'messages_superseded':
       case 'tool_start':
+        // A round that only called tools is stored with its first call (no `thinking`): it is over.
+        if (!this.entered || this.depth > 0 || this.rounds.has(e.message_id)) return [];
+        this.rounds.add(e.message_id);
+        return [this.round(e.message_id, '', undefined)];
+      case 'messages_superseded':
       case 'tool_done':
       case 'tool_error':
       case 'tool_cancelled':
@@ -147,20 +166,12 @@ export class TurnAnswer {
     this.usage.completion_tokens += e.output_tokens ?? 0;
   }
 
-  private reasoning(text: string | undefined): AnswerStep[] {
-    return text ? [{ kind: 'reasoning', text }] : [];
+  private round(id: string, content: string, reasoning: string | undefined): StoredStep {
+    return { kind: 'round', id, content, reasoning: reasoning ?? '' };
   }
 
-  private content(text: string): AnswerStep[] {
-    if (text === '') return [];
-    const step: AnswerStep = { kind: 'content', text: this.wroteContent ? `\n\n${text}` : text };
-    this.wroteContent = true;
-    return [step];
-  }
-
-  private end(text: string, finish: 'stop' | 'length'): AnswerStep[] {
-    const steps = this.content(text);
+  private end(text: string, finish: 'stop' | 'length'): StoredStep[] {
     this.ended = true;
-    return [...steps, { kind: 'end', finish }];
+    return [...(text === '' ? [] : [{ kind: 'note' as const, text }]), { kind: 'end', finish }];
   }
 }

@@ -104,10 +104,15 @@ export class SubmitService {
     return this.storeIn(s, sessionId);
   }
 
-  /** A message to a conversation the client names: one of the actor's, else `not_found`. */
+  /**
+   * A message to a conversation the client names: one of the actor's chat conversations (the
+   * sessions the web client lists as conversations), else `not_found` — a job's run (cron, tic,
+   * task: not interactive, ephemeral) takes no message from a client.
+   */
   private async submitToNamed(s: Submission, sessionId: string): Promise<StoredWithoutLease> {
     const session = await this.sessions.find({ userId: s.actor.userId, sessionId });
-    if (!session) throw new RemoteError({ code: 'not_found', message: 'session not found' });
+    if (!session || !session.is_interactive || session.is_ephemeral)
+      throw new RemoteError({ code: 'not_found', message: 'session not found' });
     return this.storeIn(s, sessionId);
   }
 

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { createLogger, loggerWithIds, type Logger } from '@skald/service-kit';
 import { Registry } from 'prom-client';
 import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
-import { EventAnnouncer, ToolCallLogLevels, toolCallLine } from './event-announcer';
+import { EventAnnouncer, SEQS_KEPT, ToolCallLogLevels, toolCallLine } from './event-announcer';
 import { TurnMetrics } from './turn-metrics';
 
 /** The publishes the announcer makes: subject, event type and seq, and whether it asked for a write at once. */
@@ -48,6 +48,46 @@ describe('EventAnnouncer', () => {
     const { sent, announcer: a } = announcer();
     a.announce([at(1, { type: 'user_message', message_id: 'm1', content: 'hi' })], { now: false });
     expect(sent).toEqual([{ subject: 'events.u1.s1', type: 'user_message', seq: 1, now: false }]);
+  });
+
+  it('stamps a token delta with the last seq it announced of the session (0 when it knows none), for bounded sessions', () => {
+    type Sent = { type: string; session_id: string; after_seq?: number };
+    const deltas: Sent[] = [];
+    const bus = { publish: (_to: unknown, m: Sent) => m.type.includes('_') && !('seq' in m) && deltas.push(m) };
+    const a = new EventAnnouncer(bus as unknown as Bus, { info: () => undefined } as unknown as Logger);
+    const sink = a.sinkFor('u1');
+    const delta = (session_id: string) =>
+      sink.ephemeral({
+        type: 'token_delta',
+        session_id,
+        message_id: 'm',
+        depth: 0,
+        kind: 'content',
+        offset: 0,
+        delta: 'x',
+      });
+    delta('s1');
+    a.announce([
+      at(4, { type: 'user_message', message_id: 'm1', content: 'hi' }),
+      at(5, { type: 'file_changed', path: 'a' }),
+    ]);
+    delta('s1');
+    delta('s2');
+    // Another session's events do not move it; a progress line is not stamped.
+    a.announce([{ ...at(90, { type: 'file_changed', path: 'b' }), sessionId: 's2' }]);
+    delta('s1');
+    sink.ephemeral({ type: 'tool_progress', session_id: 's1', tool_call_id: 't', stream: 'stdout', chunk: 'y' });
+    expect(deltas.map((d) => [d.session_id, d.after_seq])).toEqual([
+      ['s1', 0],
+      ['s1', 5],
+      ['s2', 0],
+      ['s1', 5],
+      ['s1', undefined],
+    ]);
+    for (let i = 0; i <= SEQS_KEPT; i++)
+      a.announce([{ ...at(1, { type: 'file_changed', path: 'c' }), sessionId: `x${i}` }]);
+    delta('s1');
+    expect(deltas.at(-1)?.after_seq).toBe(0);
   });
 });
 

@@ -74,6 +74,9 @@ function ended(toolCallId: string, status: 'done' | 'failed' | 'cancelled' | 're
 /** Built-in tools without side effects (`access: 'read'`): their successful calls are routine. */
 const READ_ONLY: ReadonlySet<string> = new Set(BUILTIN_TOOLS.filter((t) => t.access === 'read').map((t) => t.name));
 
+/** Sessions whose last announced seq is remembered at most (a forgotten one's deltas say 0). */
+export const SEQS_KEPT = 8192;
+
 /** Routine calls (started, not yet ended) remembered at most; beyond, the oldest ends at `info`. */
 export const ROUTINE_CALLS_KEPT = 4096;
 
@@ -128,6 +131,8 @@ export class ToolCallLogLevels {
 @Injectable()
 export class EventAnnouncer {
   private readonly levels = new ToolCallLogLevels();
+  /** The last seq announced per session (at most SEQS_KEPT sessions, the least recently announced go first). */
+  private readonly lastSeq = new Map<string, number>();
 
   constructor(
     private readonly bus: Bus,
@@ -149,6 +154,7 @@ export class EventAnnouncer {
         this.metrics?.toolCallSteps.inc({ step: line.step });
         log[this.levels.level(e.event, line)](line.fields, line.msg);
       }
+      this.announced(e.sessionId, e.seq);
       const wire = { ...e.event, session_id: e.sessionId, seq: e.seq } as SessionEvent;
       try {
         this.bus.publish(topicOf('sessionEvents', e.userId, e.sessionId), wire, {
@@ -161,6 +167,13 @@ export class EventAnnouncer {
         );
       }
     }
+  }
+
+  private announced(sessionId: string, seq: number): void {
+    const last = this.lastSeq.get(sessionId) ?? 0;
+    this.lastSeq.delete(sessionId);
+    this.lastSeq.set(sessionId, Math.max(last, seq));
+    if (this.lastSeq.size > SEQS_KEPT) this.lastSeq.delete(this.lastSeq.keys().next().value as string);
   }
 
   /** Counted once per committed event (announced once, after its commit). */
@@ -195,7 +208,11 @@ export class EventAnnouncer {
     return {
       ephemeral: (event: LoopEphemeralEvent) => {
         try {
-          this.bus.publish(topicOf('ephemeralEvents', userId, event.session_id), event);
+          // A delta says which stored events its model call followed: a reader of the stored
+          // events (the OpenAI-compatible endpoint) tells with it where the delta belongs.
+          const wire: EphemeralEvent =
+            event.type === 'token_delta' ? { ...event, after_seq: this.lastSeq.get(event.session_id) ?? 0 } : event;
+          this.bus.publish(topicOf('ephemeralEvents', userId, event.session_id), wire);
         } catch {
           // Ephemeral events are best effort: the final event carries the whole text.
         }

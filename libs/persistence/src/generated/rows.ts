@@ -20,6 +20,7 @@ export interface TableRows {
   mcp_servers: McpServersRow;
   memory_documents: MemoryDocumentsRow;
   openai_conversations: OpenaiConversationsRow;
+  openai_requests: OpenaiRequestsRow;
   scheduled_jobs: ScheduledJobsRow;
   session_events: SessionEventsRow;
   session_inbox: SessionInboxRow;
@@ -262,6 +263,17 @@ export interface OpenaiConversationsRow {
   digest: string;
   created_at: Date;
   updated_at: Date;
+}
+
+/** A row of `openai_requests`. */
+export interface OpenaiRequestsRow {
+  user_id: string;
+  request_key: string;
+  request_digest: string;
+  session_id: string;
+  client_message_id: string;
+  after_seq: string;
+  created_at: Date;
 }
 
 /** A row of `scheduled_jobs`. */

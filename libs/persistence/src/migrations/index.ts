@@ -24,6 +24,7 @@ import { JudgedLanding1764460805600 } from './1764460805600-judged-landing';
 import { McpStopped1764460805650 } from './1764460805650-mcp-stopped';
 import { PendingWriteKind1764460805700 } from './1764460805700-pending-write-kind';
 import { OpenaiConversations1764460805800 } from './1764460805800-openai-conversations';
+import { OpenaiRequests1764460805900 } from './1764460805900-openai-requests';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -53,5 +54,6 @@ export const MIGRATIONS = [
   McpStopped1764460805650,
   PendingWriteKind1764460805700,
   OpenaiConversations1764460805800,
+  OpenaiRequests1764460805900,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

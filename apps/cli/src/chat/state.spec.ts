@@ -98,6 +98,26 @@ describe('the chat screen, from frames', () => {
     expect(color('  -two')).toBe('red');
   });
 
+  it('an edit asked for by approval_required shows as the diff of old and new', () => {
+    const s = play([
+      ev({
+        type: 'approval_required',
+        request_id: id(20),
+        tool_call_id: id(21),
+        tool_name: 'edit_file',
+        arguments: { path: 'README.md', old: '# Skadl', new: '# Skald' },
+        lands_at: 'sandbox',
+      }),
+    ]);
+    expect(pendingLines(s.pending[0], false).map(plain)).toEqual([
+      '! approve edit_file? edit_file README.md',
+      '  @@ -1,1 +1,1 @@',
+      '  -# Skadl',
+      '  +# Skald',
+      '  y approve  n reject with a note',
+    ]);
+  });
+
   it('the tool ends, the answer streams, then stands as the final row and the turn is over', () => {
     let s = play([
       ...turn(),

@@ -212,13 +212,16 @@ export function reduce(s: ChatState, f: ServerFrame): ChatState {
     case 'approval_required': {
       if (s.pending.some((p) => p.requestId === f.request_id)) return s;
       const args = typeof f.arguments === 'string' ? f.arguments : JSON.stringify(f.arguments, null, 2);
+      // an edit (`old` → `new`) reads best as the diff it makes
+      const a = typeof f.arguments === 'object' && f.arguments !== null ? f.arguments : {};
+      const edit = typeof a.old === 'string' && typeof a.new === 'string' ? diffLines(a.old, a.new) : null;
       const p: Pending = {
         kind: 'approval',
         requestId: f.request_id,
         toolCallId: f.tool_call_id,
         tool: f.tool_name,
         title: `${f.tool_name} ${toolDetail(f.tool_name, f.arguments)}`.trim(),
-        body: head(args, 20).map((text) => [{ text, dim: true }]),
+        body: edit ?? head(args, 20).map((text): Line => [{ text, dim: true }]),
         scopes: null,
         secs: null,
       };

@@ -49,9 +49,30 @@ function compile() {
   });
 }
 
+/**
+ * The workspace packages' `bin` files are tsc output (mode 0644): made executable, so the links npm made
+ * at install time (`npx skald`) run them.
+ */
+function markBinsExecutable() {
+  const { chmodSync, existsSync, readFileSync, readdirSync } = require('node:fs');
+  for (const dir of ['apps', 'libs'])
+    for (const name of readdirSync(path.join(ROOT, dir))) {
+      const manifest = path.join(ROOT, dir, name, 'package.json');
+      if (!existsSync(manifest)) continue;
+      /** @type {{ bin?: string | Record<string, string> }} */
+      const pkg = JSON.parse(readFileSync(manifest, 'utf8'));
+      const bins = typeof pkg.bin === 'string' ? [pkg.bin] : Object.values(pkg.bin ?? {});
+      for (const bin of bins) {
+        const file = path.join(ROOT, dir, name, bin);
+        if (existsSync(file)) chmodSync(file, 0o755);
+      }
+    }
+}
+
 async function main() {
   const code = await compile();
   if (code !== 0) process.exit(code);
+  markBinsExecutable();
   const web = spawnSync(process.execPath, [path.join(__dirname, 'build-web.js')], { cwd: ROOT, stdio: 'inherit' });
   process.exit(web.status ?? 1);
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AgentId } from './agents';
 import {
   Attachment,
   ClientMessageId,
@@ -259,8 +260,11 @@ export const ChatMessages = z.object({
 export type ChatMessages = z.infer<typeof ChatMessages>;
 export const CreateSessionResponse = z.object({ session_id: Id });
 export type CreateSessionResponse = z.infer<typeof CreateSessionResponse>;
-/** `POST /api/sessions?source=`: the source the new session is active for (`web` when left out). */
-export const CreateSessionQuery = z.object({ source: Source.optional() });
+/**
+ * `POST /api/sessions?source=&agent_id=`: the source the new session is active for (`web` when
+ * left out) and the agent that answers it (the default agent when left out).
+ */
+export const CreateSessionQuery = z.object({ source: Source.optional(), agent_id: AgentId.optional() });
 /** `GET /api/approval/bypasses?session_id=`: one session's bypasses only. */
 export const BypassQuery = z.object({ session_id: Id.optional() });
 /** The JSON export of a conversation: what the chat shows, oldest first (superseded and synthetic rows left out). */

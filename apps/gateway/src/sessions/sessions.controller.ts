@@ -69,9 +69,12 @@ export class SessionsController {
   }
 
   @Route(ROUTES.createSession)
-  async create(@CurrentActor() actor: Actor, @Query('source') source: unknown) {
-    const s = validate(Source, source ?? 'web');
-    return { session_id: await this.sessions.newSession(actor, s) };
+  async create(@CurrentActor() actor: Actor, @Query() query: unknown) {
+    const q = validate(ROUTES.createSession.query, query);
+    const source = q.source ?? 'web';
+    if (q.agent_id !== undefined)
+      return { session_id: await this.sessions.newSessionWithAgent(actor, source, q.agent_id) };
+    return { session_id: await this.sessions.newSession(actor, source) };
   }
 
   @Route(ROUTES.postMessage)

@@ -11,8 +11,8 @@ import {
   type WorkerCommand,
   type ReplyDataOf,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
-import { callService } from '../http/api-error';
+import { Bus, RemoteError } from '@skald/messaging';
+import { ApiError, callService } from '../http/api-error';
 import { handleSlashCommand, type SlashCommandSessions } from './slash-commands';
 import { SubmitAffinity } from './submit-affinity';
 
@@ -44,6 +44,26 @@ export class SessionsGateway implements SlashCommandSessions {
 
   async newSession(actor: Actor, source: string): Promise<string> {
     return (await this.call(() => this.bus.call('session.active', { actor, source, create_new: true }))).session_id;
+  }
+
+  /**
+   * A new conversation answered by `agentId`, made the active session of `source`. An agent the
+   * caller may not use (unknown, another user's, a system agent) is 404 naming `agent_id`.
+   */
+  async newSessionWithAgent(actor: Actor, source: string, agentId: string): Promise<string> {
+    const missing = new ApiError('not_found', `agent ${agentId} not found (GET /api/agents lists yours)`, 'agent_id');
+    try {
+      const agent = await this.call(() => this.bus.call('agents.get', { actor, agent_id: agentId }));
+      if (agent.type === 'system') throw missing;
+    } catch (e) {
+      if (e instanceof RemoteError && e.body.code === 'not_found') throw missing;
+      throw e;
+    }
+    const { session_id } = await this.call(() =>
+      this.bus.call('session.open', { actor, source, agent_id: agentId, system_prompt: [], history: [] }),
+    );
+    await this.activate(actor, session_id);
+    return session_id;
   }
 
   async submit(

@@ -61,3 +61,35 @@ describe('README.md: what each service needs at run time', () => {
       expect(readFileSync(path.join(ROOT, 'docs', f), 'utf8')).not.toMatch(/scheduler is a skeleton/i);
   });
 });
+
+describe("README.md's first screen: the three ways in", () => {
+  const firstScreen = README.slice(0, README.indexOf('What each backing service must be'));
+
+  it('links docs that exist, for the CLI, the SDK and the OpenAI-compatible endpoint', () => {
+    const docs = [...firstScreen.matchAll(/`(docs\/[a-z-]+\.md)`/g)].map((m) => m[1]);
+    expect(docs).toEqual(expect.arrayContaining(['docs/cli.md', 'docs/sdk.md', 'docs/openai-compatible.md']));
+    for (const d of docs) expect(readFileSync(path.join(ROOT, d), 'utf8').length).toBeGreaterThan(0);
+  });
+
+  it('names the CLI by its bin and the exit code its run gives when a call waits for a human', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { EXIT } = require(path.join(ROOT, 'apps/cli/src/errors.ts')) as { EXIT: Record<string, number> };
+    const cli = JSON.parse(readFileSync(path.join(ROOT, 'apps/cli/package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+    };
+    expect(Object.keys(cli.bin)).toEqual(['skald']);
+    expect(firstScreen).toContain(`exit code ${EXIT.needsHuman}: a call waits for a human`);
+    expect(readFileSync(path.join(ROOT, 'docs/cli.md'), 'utf8')).toContain(`${EXIT.needsHuman}`);
+  });
+
+  it('names the SDK by its package name and the endpoint by its route', () => {
+    const sdk = JSON.parse(readFileSync(path.join(ROOT, 'libs/client/package.json'), 'utf8')) as { name: string };
+    expect(firstScreen).toContain(`\`${sdk.name}\``);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { ROUTES } = require(path.join(ROOT, 'libs/contracts/src/routes.ts')) as {
+      ROUTES: Record<string, { method: string; path: string }>;
+    };
+    const completions = ROUTES['createChatCompletion'];
+    expect(firstScreen).toContain(`${completions.method.toUpperCase()} ${completions.path}`);
+  });
+});

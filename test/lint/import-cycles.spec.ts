@@ -1,6 +1,6 @@
 // The file-level import cycle check of `npm run lint` (scripts/check-import-cycles.js; STYLE.md: "No import cycles
 // (check it in CI)"). Cycles between projects are reported by @nx/enforce-module-boundaries.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -13,8 +13,17 @@ interface CycleCheck {
 const { importCyclesIn, relativeImports, projectDirs } = require('../../scripts/check-import-cycles.js') as CycleCheck;
 
 describe('the projects checked', () => {
-  it('are the fourteen apps and libs (six apps with the web client, eight libs with the client SDK)', () => {
-    expect(projectDirs()).toHaveLength(14);
+  it("are the source folders of every npm workspace (package.json's `workspaces`), the web client and the CLI included", () => {
+    const root = join(__dirname, '..', '..');
+    const { workspaces } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { workspaces: string[] };
+    const packages = workspaces.flatMap((pattern) => {
+      const group = join(root, pattern.replace(/\/\*$/, ''));
+      return readdirSync(group, { withFileTypes: true })
+        .filter((d) => d.isDirectory() && existsSync(join(group, d.name, 'package.json')))
+        .map((d) => join(group, d.name, 'src'));
+    });
+    expect(packages).toEqual(expect.arrayContaining([join(root, 'apps/web/src'), join(root, 'apps/cli/src')]));
+    expect([...projectDirs()].sort()).toEqual(packages.sort());
   });
 });
 

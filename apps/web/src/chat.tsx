@@ -296,7 +296,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
                 <p className="outgoing-state">sending…</p>
               ) : o.state === 'failed' ? (
                 <p className="outgoing-state" role="alert">
-                  Not sent: the server did not confirm it.{' '}
+                  {o.refused ? `Not sent: ${o.refused}.` : 'Not sent: the server did not confirm it.'}{' '}
                   <button type="button" className="link" onClick={() => outbox.retry(o.frame.client_message_id)}>
                     Retry
                   </button>

@@ -12,7 +12,13 @@ import type {
   UserDto,
 } from '@skald/contracts';
 import { ROUTE_TABLE } from '@skald/contracts/route-table';
-import { ChatConnection, type ConnectionState, type ReconnectOptions, type SocketCredential } from './connection.ts';
+import {
+  ChatConnection,
+  type ConnectionState,
+  type HeartbeatOptions,
+  type ReconnectOptions,
+  type SocketCredential,
+} from './connection.ts';
 import {
   callOperation,
   fetchOperation,
@@ -63,6 +69,7 @@ export interface ConnectOptions {
    */
   startAt?: (sessionId: string) => Promise<number | null>;
   reconnect?: ReconnectOptions;
+  heartbeat?: HeartbeatOptions;
   /** Listeners registered before the connection starts, so none of its frames or states is missed. */
   onFrame?: (f: ServerFrame) => void;
   onState?: (s: ConnectionState) => void;
@@ -249,6 +256,7 @@ export class SkaldClient {
       WebSocket: WS,
       startAt,
       reconnect: options.reconnect,
+      heartbeat: options.heartbeat,
     });
     if (options.onFrame) conn.onFrame(options.onFrame);
     if (options.onState) conn.onState(options.onState);

@@ -7,6 +7,7 @@ export type {
   MessageOptions,
   ApproveOptions,
   ReconnectOptions,
+  HeartbeatOptions,
   SocketCredential,
 } from './connection.ts';
 export { Turn, TURN_BUFFER_MAX } from './turn.ts';

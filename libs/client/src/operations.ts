@@ -64,7 +64,8 @@ export async function callOperation(rest: RestCore, op: string, parts: RequestPa
   if (route.response === 'none' || res.status === 204) return undefined;
   const text = await res.text();
   if (text === '') return undefined;
-  if (route.response === 'unknown' && !/json/i.test(res.headers.get('content-type') ?? '')) return text;
+  // a download in another format (an export as Markdown) is its text
+  if (!/json/i.test(res.headers.get('content-type') ?? '')) return text;
   return JSON.parse(text) as unknown;
 }
 

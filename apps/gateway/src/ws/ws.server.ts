@@ -25,7 +25,7 @@ import { GatewayMetrics } from './gateway-metrics';
 import { SocketCap } from './socket-cap';
 import { frameOf, GapRetry, WsConnection } from './ws-connection';
 import { forwardable, forwardableEphemeral } from './forwarded-events';
-import { frameErrorOf, parseClientFrame } from './client-frame';
+import { frameErrorOf, parseClientFrame, turnMessageId } from './client-frame';
 import { GATEWAY_LOGGER } from '../tokens';
 
 const SERVER_VERSION = '0.1.0';
@@ -173,6 +173,7 @@ export class WsServer implements OnApplicationShutdown {
    */
   private async onFrame(conn: WsConnection, data: WebSocket.RawData): Promise<void> {
     let requestId: string | undefined;
+    let clientMessageId: string | undefined;
     hopMark('ws.frame');
     try {
       if (!conn.countFrame()) {
@@ -185,13 +186,19 @@ export class WsServer implements OnApplicationShutdown {
         return;
       }
       requestId = 'request_id' in parsed.frame ? parsed.frame.request_id : undefined;
+      clientMessageId = turnMessageId(parsed.frame);
       hopMark('ws.parsed', parsed.frame.type);
       await this.dispatch(conn, parsed.frame);
     } catch (e) {
       const { error, unexpected } = frameErrorOf(e);
       if (unexpected) this.log.error({ userId: conn.userId, err: String(e) }, 'frame failed');
       try {
-        conn.send({ type: 'error', ...error, ...(requestId ? { request_id: requestId } : {}) });
+        conn.send({
+          type: 'error',
+          ...error,
+          ...(requestId ? { request_id: requestId } : {}),
+          ...(clientMessageId ? { client_message_id: clientMessageId } : {}),
+        });
       } catch (sendFailed) {
         this.log.warn({ userId: conn.userId, err: String(sendFailed) }, 'could not answer a failed frame');
       }
@@ -268,6 +275,9 @@ export class WsServer implements OnApplicationShutdown {
         });
         return;
       }
+      case 'ping':
+        conn.send({ type: 'pong' });
+        return;
       default: {
         const never: never = frame;
         throw new ApiError('invalid_input', `unknown frame ${JSON.stringify(never)}`);

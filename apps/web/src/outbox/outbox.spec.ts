@@ -50,6 +50,17 @@ describe('outbox: unacknowledged messages re-sent with their client_message_id',
     expect(due(list, 200_000).map((f) => f.client_message_id)).toEqual(['a']);
   });
 
+  it('a refusal naming the message fails it with the error, it is not sent again; a retry clears the error', () => {
+    let list = outboxReducer([], { type: 'add', frame: frame('c1'), now: 0 });
+    list = outboxReducer(list, { type: 'sent', cid: 'c1', now: 0 });
+    list = outboxReducer(list, { type: 'refused', cid: 'c1', message: 'content: too long (invalid_input)' });
+    expect(list).toMatchObject([{ state: 'failed', refused: 'content: too long (invalid_input)' }]);
+    expect(due(list, 1e9)).toEqual([]);
+    expect(outboxReducer(list, { type: 'refused', cid: 'other', message: 'x' })).toBe(list);
+    list = outboxReducer(list, { type: 'retry', cid: 'c1', now: 5 });
+    expect(list[0]).toMatchObject({ state: 'pending', refused: undefined });
+  });
+
   it('a tick or a reconnect that changes nothing keeps the same list (no render every tick)', () => {
     const empty: Outgoing[] = [];
     expect(outboxReducer(empty, { type: 'tick', now: 1 })).toBe(empty);

@@ -12,6 +12,8 @@ export interface Outgoing {
   frame: MessageFrame;
   state: 'pending' | 'failed' | 'queued';
   messageId?: string;
+  /** Why the gateway refused it (`failed` by an `error` naming it): shown on its row. */
+  refused?: string;
   /** Sends so far (a send while the socket is down does not count). */
   tries: number;
   /** When it is sent (again) if no `ack` came by then (ms since the epoch). */
@@ -37,6 +39,8 @@ export type OutboxAction =
   | { type: 'left' }
   /** The socket (re)opened: whatever waits for an ack goes again now. */
   | { type: 'reconnected'; now: number }
+  /** The gateway refused it (an `error` naming its client_message_id): failed with that error, never sent again by itself. */
+  | { type: 'refused'; cid: string; message: string }
   /** Past the bound without an ack: failed. */
   | { type: 'tick'; now: number }
   /** The user retries a failed message: the same client_message_id, a fresh bound. */
@@ -67,6 +71,10 @@ function step(list: readonly Outgoing[], a: OutboxAction): Outgoing[] {
       );
     case 'acked':
       return list.filter((o) => cidOf(o) !== a.cid);
+    case 'refused':
+      return list.map((o) =>
+        cidOf(o) === a.cid && o.state === 'pending' ? { ...o, state: 'failed', refused: a.message } : o,
+      );
     case 'left':
       return list.filter((o) => o.state !== 'queued');
     case 'reconnected':
@@ -77,7 +85,9 @@ function step(list: readonly Outgoing[], a: OutboxAction): Outgoing[] {
       );
     case 'retry':
       return list.map((o) =>
-        cidOf(o) === a.cid && o.state === 'failed' ? { ...o, state: 'pending', tries: 0, nextAt: a.now } : o,
+        cidOf(o) === a.cid && o.state === 'failed'
+          ? { ...o, state: 'pending', tries: 0, nextAt: a.now, refused: undefined }
+          : o,
       );
   }
 }

@@ -35,7 +35,9 @@ export function useOutbox(send: (f: MessageFrame) => boolean, isOpen: () => bool
       if (!f.client_message_id) return;
       if (!f.duplicate) dispatch({ type: 'stored', cid: f.client_message_id, messageId: f.message_id });
       else dispatch({ type: 'acked', cid: f.client_message_id });
-    } else if ((f.type === 'user_message' || f.type === 'message_discarded') && f.client_message_id)
+    } else if (f.type === 'error' && !('seq' in f) && f.client_message_id)
+      dispatch({ type: 'refused', cid: f.client_message_id, message: `${f.message} (${f.code})` });
+    else if ((f.type === 'user_message' || f.type === 'message_discarded') && f.client_message_id)
       dispatch({ type: 'acked', cid: f.client_message_id });
   }, []);
 

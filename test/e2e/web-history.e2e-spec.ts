@@ -204,7 +204,7 @@ describe('web client: history by REST, scroll-back, /clear', () => {
     expect(connections).toBeGreaterThanOrEqual(2);
     // exactly once: in the conversation on screen, in the history, to the model. On screen it may
     // briefly be both the outgoing bubble and the echoed row until the re-send's duplicate ack
-    // settles the outbox (a tick, 0.5 s): wait for one, then it must stay one.
+    // settles the outbox: wait for one, then it must stay one.
     const copies = () =>
       userRows(page)
         .filter({ hasText: `across the drop ${m}` })
@@ -255,15 +255,14 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       await shot(page, `message-pending-${screen}`);
       expect(await seriousViolations(page)).toEqual([]);
       const failed = page.getByText(/Not sent: the server did not confirm it/);
-      // At most 40 s of the page's time, one outbox tick (0.5 s) a step, each followed by a real
-      // pause in which React commits what the tick did (two ticks with no render between would
-      // both see the message due, and send it twice, as 0.5 s of real time never lets happen).
+      // At most 40 s of the page's time, 0.5 s a step, each followed by a real pause in which the
+      // SDK's ack timers and React run what the step made due.
       for (let s = 0; s < 80 && !(await failed.isVisible()); s++) {
         await page.clock.runFor(500);
         await page.waitForTimeout(150);
       }
       expect(await failed.isVisible()).toBe(true);
-      // bounded: four sends, then it waits for the user
+      // bounded (the SDK's ack bound): four sends, then it waits for the user
       expect(swallowed).toBe(4);
       await shot(page, `message-failed-${screen}`);
       expect(await seriousViolations(page)).toEqual([]);

@@ -16,6 +16,7 @@ import {
   ChatConnection,
   type ConnectionState,
   type HeartbeatOptions,
+  type AckOptions,
   type ReconnectOptions,
   type SocketCredential,
 } from './connection.ts';
@@ -70,6 +71,7 @@ export interface ConnectOptions {
   startAt?: (sessionId: string) => Promise<number | null>;
   reconnect?: ReconnectOptions;
   heartbeat?: HeartbeatOptions;
+  ack?: AckOptions;
   /** Listeners registered before the connection starts, so none of its frames or states is missed. */
   onFrame?: (f: ServerFrame) => void;
   onState?: (s: ConnectionState) => void;
@@ -257,6 +259,7 @@ export class SkaldClient {
       startAt,
       reconnect: options.reconnect,
       heartbeat: options.heartbeat,
+      ack: options.ack,
     });
     if (options.onFrame) conn.onFrame(options.onFrame);
     if (options.onState) conn.onState(options.onState);

@@ -469,6 +469,10 @@ describe('Turn: one message, from its echo to its end', () => {
       const before = ws.sent.length;
       senders[type]();
       const sent = ws.sent.slice(before);
+      // acknowledged, so nothing waits to be sent again
+      for (const f of sent)
+        if (typeof f.client_message_id === 'string')
+          ws.frame({ type: 'ack', client_message_id: f.client_message_id, message_id: 'u', duplicate: false });
       expect([type, sent.map((f) => f.type)]).toEqual([type, [type]]);
       expect([type, ClientFrame.safeParse(sent[0]).success]).toEqual([type, true]);
     }
@@ -595,5 +599,102 @@ describe('ChatConnection: heartbeat', () => {
     const { conn } = await opened({ heartbeat: { idleMs: 1000, timeoutMs: 500 } });
     conn.stop();
     expect(jest.getTimerCount()).toBe(0);
+  });
+});
+
+describe('ChatConnection: the one resend of unacknowledged messages', () => {
+  it('re-sends after the ack timeout with a growing backoff, then the turn is unconfirmed; resend starts a fresh bound', async () => {
+    // a server that answers nothing but keeps the socket (no heartbeat drop within the two minutes)
+    const { ws, conn } = await opened({ heartbeat: { idleMs: 1e9 } });
+    const t = conn.message('hi', { clientMessageId: 'a' });
+    const times: number[] = [];
+    const statuses: string[] = [];
+    t.onStatus((s) => statuses.push(s));
+    let sent = 0;
+    for (let now = 0; now < 120_000; now += 100) {
+      const n = ws.sentOf('message').length;
+      if (n > sent) times.push(now);
+      sent = n;
+      await jest.advanceTimersByTimeAsync(100);
+    }
+    expect(times).toHaveLength(4);
+    expect(times.slice(1).map((x, i) => x - times[i])).toEqual([3_500, 4_000, 5_000]);
+    expect(new Set(ws.sentOf('message').map((f) => f.client_message_id))).toEqual(new Set(['a']));
+    expect(t.status).toBe('unconfirmed');
+    expect(statuses).toEqual(['unconfirmed']);
+    // a reconnect does not send an unconfirmed message; resend does, once, and an ack settles it
+    expect(conn.resend(t)).toBe(true);
+    expect(ws.sentOf('message')).toHaveLength(5);
+    expect(conn.resend(t)).toBe(false);
+    ws.frame({ type: 'ack', client_message_id: 'a', message_id: 'u1', duplicate: false });
+    expect(t.status).toBe('stored');
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(ws.sentOf('message')).toHaveLength(5);
+    expect(statuses).toEqual(['unconfirmed', 'sending', 'stored']);
+  });
+
+  it('property: whatever the socket and the acks do, every send carries the one id, sends are bounded, and the turn ends stored or unconfirmed', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ open: fc.boolean(), ackArrives: fc.boolean(), dt: fc.integer({ min: 0, max: 20_000 }) }), {
+          maxLength: 30,
+        }),
+        async (steps) => {
+          FakeSocket.made = [];
+          const c = connection({ reconnect: { baseMs: 10, maxMs: 10, maxTries: Infinity } });
+          c.conn.start();
+          await flush();
+          const t = c.conn.message('hi', { clientMessageId: 'm1' });
+          const sent: unknown[] = [];
+          let acked = false;
+          let live: FakeSocket | null = null;
+          for (const step of [...steps, { open: true, ackArrives: true, dt: 60_000 }]) {
+            if (step.open && !live) {
+              await jest.advanceTimersByTimeAsync(20);
+              live = FakeSocket.last();
+              if (live.readyState === 0) {
+                live.accept();
+                live.frame(hello());
+              }
+            } else if (!step.open && live) {
+              live.drop();
+              live = null;
+            }
+            for (const s of FakeSocket.made) {
+              const mine = s.sentOf('message');
+              while (mine.length > 0 && (s as unknown as { counted?: number }).counted !== mine.length) {
+                const counted = (s as unknown as { counted?: number }).counted ?? 0;
+                sent.push(...mine.slice(counted).map((f) => f.client_message_id));
+                (s as unknown as { counted?: number }).counted = mine.length;
+              }
+            }
+            if (live && step.ackArrives && sent.length > 0 && !acked) {
+              acked = true;
+              live.frame({ type: 'ack', client_message_id: 'm1', message_id: 'u1', duplicate: sent.length > 1 });
+            }
+            await jest.advanceTimersByTimeAsync(step.dt);
+          }
+          expect(new Set(sent)).toEqual(new Set(sent.length ? ['m1'] : []));
+          expect(sent.length).toBeLessThanOrEqual(4);
+          expect(['stored', 'unconfirmed']).toContain(t.status);
+          c.conn.stop();
+        },
+      ),
+      { seed: 37, numRuns: 200 },
+    );
+  });
+
+  it('a message sent while the socket is down is not counted: it goes when the socket opens', async () => {
+    const c = connection();
+    c.conn.start();
+    const t = c.conn.message('hi', { clientMessageId: 'd' });
+    await jest.advanceTimersByTimeAsync(60_000);
+    await flush();
+    const ws = FakeSocket.last();
+    ws.accept();
+    ws.frame(hello());
+    expect(ws.sentOf('message')).toHaveLength(1);
+    expect(t.status).toBe('sending');
+    c.conn.stop();
   });
 });

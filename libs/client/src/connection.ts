@@ -31,6 +31,20 @@ export interface HeartbeatOptions {
   timeoutMs?: number;
 }
 
+/**
+ * How long a message waits for its `ack` on an open socket before it is sent again (under the same
+ * `client_message_id`: the server stores it once), and how often: after `maxTries` sends without an
+ * ack the turn is `unconfirmed` and waits for `resend(turn)`.
+ */
+export interface AckOptions {
+  /** The wait after a send (ms; default 3,000), plus a backoff doubling from `backoffMs` (500) up to `maxBackoffMs` (8,000). */
+  timeoutMs?: number;
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** Sends on an open socket before the turn is `unconfirmed` (default 4). */
+  maxTries?: number;
+}
+
 export interface ChatConnectionOptions {
   /** The WS URL for a credential (the ticket goes into it). */
   url: (credential: SocketCredential) => string;
@@ -45,6 +59,17 @@ export interface ChatConnectionOptions {
   startAt?: (sessionId: string) => Promise<number | null>;
   reconnect?: ReconnectOptions;
   heartbeat?: HeartbeatOptions;
+  ack?: AckOptions;
+}
+
+/** A frame that starts a turn, until the server acknowledges or refuses it. */
+interface Outgoing {
+  frame: Extract<ClientFrame, { client_message_id: string }>;
+  turn: Turn;
+  /** Sends on an open socket since it was added or last resent by hand. */
+  tries: number;
+  /** The wait for its ack after the last send. */
+  timer: ReturnType<typeof setTimeout> | null;
 }
 
 /** The close code the SDK uses for a socket that answered no `ping`. */
@@ -110,7 +135,7 @@ export class ChatConnection {
   private gapResumes = 0;
   /** Bumped for each session start, so a start that a later one overtook delivers nothing. */
   private starts = 0;
-  private readonly unacked = new Map<string, ClientFrame>();
+  private readonly unacked = new Map<string, Outgoing>();
   private readonly turns = new Set<Turn>();
   private readonly frameListeners = new Set<(f: ServerFrame) => void>();
   private readonly stateListeners = new Set<(s: ConnectionState) => void>();
@@ -176,7 +201,8 @@ export class ChatConnection {
 
   /**
    * Sends a chat message (or a slash command) and answers its turn. The message is kept until the
-   * server acknowledges it and is sent again after each reconnect under the same id.
+   * server acknowledges it, and sent again under the same id after each reconnect and when no ack
+   * comes in time (`ack`), at most `maxTries` times before its turn is `unconfirmed`.
    */
   message(content: string, options: MessageOptions = {}): Turn {
     const id = options.clientMessageId ?? newId();
@@ -236,9 +262,48 @@ export class ChatConnection {
       return turn;
     }
     this.turns.add(turn);
-    this.unacked.set(id, frame);
-    if (this.current === 'open') this.send(frame);
+    const o: Outgoing = { frame, turn, tries: 0, timer: null };
+    this.unacked.set(id, o);
+    if (this.current === 'open') this.transmit(o);
     return turn;
+  }
+
+  /**
+   * Sends an `unconfirmed` turn's frame again, under the same id, with a fresh bound of tries; false
+   * when the turn is not waiting for that (it was acknowledged, refused, or is being sent).
+   */
+  resend(turn: Turn): boolean {
+    const o = this.unacked.get(turn.clientMessageId);
+    if (!o || o.turn !== turn || turn.status !== 'unconfirmed') return false;
+    o.tries = 0;
+    turn.setStatus('sending');
+    if (this.current === 'open') this.transmit(o);
+    return true;
+  }
+
+  /** Sends a waiting frame over the open socket, and sends it again when no ack comes in time (bounded). */
+  private transmit(o: Outgoing): void {
+    if (o.timer) clearTimeout(o.timer);
+    o.timer = null;
+    const { timeoutMs = 3_000, backoffMs = 500, maxBackoffMs = 8_000, maxTries = 4 } = this.options.ack ?? {};
+    if (o.turn.status !== 'sending') return;
+    if (o.tries >= maxTries) return o.turn.setStatus('unconfirmed');
+    // a send while the socket is down does not count: the next hello sends it
+    if (!this.send(o.frame)) return;
+    o.tries++;
+    const wait = timeoutMs + Math.min(maxBackoffMs, backoffMs * 2 ** (o.tries - 1));
+    o.timer = setTimeout(() => {
+      o.timer = null;
+      if (this.unacked.get(o.frame.client_message_id) === o) this.transmit(o);
+    }, wait);
+  }
+
+  /** The frame is acknowledged or refused: it waits no more. */
+  private settle(clientMessageId: string): void {
+    const o = this.unacked.get(clientMessageId);
+    if (!o) return;
+    if (o.timer) clearTimeout(o.timer);
+    this.unacked.delete(clientMessageId);
   }
 
   /** `/stop`: aborts the running turn of this source's session. */
@@ -279,6 +344,8 @@ export class ChatConnection {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.stopBeat();
+    for (const o of this.unacked.values()) if (o.timer) clearTimeout(o.timer);
+    this.unacked.clear();
     const ws = this.ws;
     this.ws = null;
     ws?.close(1000);
@@ -391,7 +458,7 @@ export class ChatConnection {
       this.emit(f);
       if (f.session_id !== this.cursor.sessionId || this.cursor.lastSeq === 0) void this.begin(ws, f.session_id);
       else this.resume(ws);
-      for (const m of this.unacked.values()) ws.send(JSON.stringify(m));
+      for (const o of this.unacked.values()) this.transmit(o);
     } else if (f.type === 'new_session') {
       // a new or reopened conversation: its start, then what follows it
       this.emit(f);
@@ -400,11 +467,11 @@ export class ChatConnection {
       this.replays = Math.max(0, this.replays - 1);
       this.emit(f);
     } else if (f.type === 'ack') {
-      this.unacked.delete(f.client_message_id);
+      this.settle(f.client_message_id);
       this.emit(f);
     } else if (f.type === 'error' && !('seq' in f) && f.client_message_id !== undefined) {
       // a refused message is not sent again
-      this.unacked.delete(f.client_message_id);
+      this.settle(f.client_message_id);
       this.emit(f);
     } else if ('seq' in f) this.sequenced(ws, f, this.cursor.check(f));
     else this.emit(f);

@@ -8,10 +8,11 @@ export type {
   ApproveOptions,
   ReconnectOptions,
   HeartbeatOptions,
+  AckOptions,
   SocketCredential,
 } from './connection.ts';
 export { Turn, TURN_BUFFER_MAX } from './turn.ts';
-export type { TurnEvent, TurnEnd } from './turn.ts';
+export type { TurnEvent, TurnEnd, TurnStatus, TurnKind } from './turn.ts';
 export type { CallArgs, CallParts, CallResult, PagedOperationId, PageItem, PagesOptions } from './operations.ts';
 export { ROUTE_TABLE } from '@skald/contracts/route-table';
 export type { RouteWire } from '@skald/contracts/route-table';

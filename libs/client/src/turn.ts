@@ -19,6 +19,13 @@ export type TurnEnd =
   | { kind: 'discarded'; frame: Extract<SessionEvent, { type: 'message_discarded' }> }
   | { kind: 'command'; frame: Extract<ServerFrame, { type: 'command_result' }> };
 
+/**
+ * Where the turn's frame is: `sending` (not acknowledged yet; sent again after a reconnect or an
+ * ack timeout), `unconfirmed` (sent as often as the bound allows without an ack: it waits for
+ * `connection.resend(turn)`), `stored` (acknowledged), `refused` (the gateway refused it).
+ */
+export type TurnStatus = 'sending' | 'unconfirmed' | 'stored' | 'refused';
+
 /** A turn's events the consumer has not read yet, at most this many (then the turn fails: it reads too slowly). */
 export const TURN_BUFFER_MAX = 50_000;
 /** Session events a regenerate keeps until its `ack` names the message its turn starts from. */
@@ -55,6 +62,8 @@ export class Turn implements AsyncIterable<TurnEvent> {
   /** How the turn ended, once it has. */
   readonly end: Promise<TurnEnd>;
 
+  private current: TurnStatus = 'sending';
+  private readonly statusListeners = new Set<(s: TurnStatus) => void>();
   /** A regenerate's session events from before its ack (its start may come first). */
   private beforeAck: SessionEvent[] | null;
   /** The message a regenerate answers again (its ack's `message_id`). */
@@ -78,6 +87,23 @@ export class Turn implements AsyncIterable<TurnEvent> {
     this.end.catch(() => undefined);
   }
 
+  get status(): TurnStatus {
+    return this.current;
+  }
+
+  /** Each change of `status`; returns the unsubscribe. */
+  onStatus(listener: (s: TurnStatus) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
+  }
+
+  /** Set by the connection as the frame is sent, acknowledged or refused. */
+  setStatus(s: TurnStatus): void {
+    if (s === this.current) return;
+    this.current = s;
+    for (const l of this.statusListeners) l(s);
+  }
+
   get done(): boolean {
     return this.finished !== null || this.failure !== null;
   }
@@ -86,6 +112,7 @@ export class Turn implements AsyncIterable<TurnEvent> {
   offer(f: ServerFrame): void {
     if (this.done) return;
     if (f.type === 'ack' && f.client_message_id === this.clientMessageId) {
+      this.setStatus('stored');
       this.resolveAck(f);
       if (this.beforeAck) {
         this.ackedMessageId = f.message_id;
@@ -95,8 +122,7 @@ export class Turn implements AsyncIterable<TurnEvent> {
       }
       return;
     }
-    if (f.type === 'error' && !('seq' in f) && f.client_message_id === this.clientMessageId)
-      return this.refuse(f);
+    if (f.type === 'error' && !('seq' in f) && f.client_message_id === this.clientMessageId) return this.refuse(f);
     if (f.type === 'command_result' && this.what.kind === 'command') return this.finish({ kind: 'command', frame: f });
     if (this.sessionId === null) {
       if (this.starts(f)) {
@@ -132,6 +158,7 @@ export class Turn implements AsyncIterable<TurnEvent> {
 
   /** The gateway refused the frame (a connection `error` naming its `client_message_id`): the turn ends with it. */
   private refuse(f: ConnectionError): void {
+    this.setStatus('refused');
     this.rejectAck(new Error(`refused (${f.code}): ${f.message}`));
     this.finish({ kind: 'refused', frame: f });
   }

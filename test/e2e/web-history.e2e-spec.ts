@@ -219,6 +219,48 @@ describe('web client: history by REST, scroll-back, /clear', () => {
   });
 
   for (const [screen, viewport] of [
+    ['1280', DESKTOP],
+    ['375', PHONE],
+    ['320', { width: 320, height: 640 }],
+  ] as const)
+    it(`${screen}: a message the gateway refuses shows the refusal on its row, is not re-sent, and Retry asks again`, async () => {
+      const email = `wr-${randomUUID()}@skald.test`;
+      await admin.createUser(email, PASSWORD);
+      const ctx = await browser.newContext({ viewport, bypassCSP: true });
+      const page = await ctx.newPage();
+      // every message frame the page sends, from its first socket on
+      const sent: string[] = [];
+      page.on('websocket', (ws) =>
+        ws.on('framesent', (f) => {
+          if (String(f.payload).startsWith('{"type":"message"')) sent.push(String(f.payload));
+        }),
+      );
+      await page.goto(stack.gatewayUrl);
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('connected', { exact: true }).waitFor();
+      // longer than a message may be (512 KiB), shorter than a frame (1 MiB): the gateway reads it and refuses it
+      const text = `${'x'.repeat(600 * 1024)} refused`;
+      await page.getByLabel('Message', { exact: true }).fill(text);
+      await page.getByRole('button', { name: 'Send' }).click();
+      const refused = page.getByText(/Not sent: .*\(invalid_input\)\./);
+      await refused.waitFor();
+      // in the middle of the view for the screenshot (the composer stays over the bottom edge)
+      await refused.evaluate((el) =>
+        (el as unknown as { scrollIntoView(o: { block: string }): void }).scrollIntoView({ block: 'center' }),
+      );
+      await shot(page, `message-refused-${screen}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.waitForTimeout(4_000);
+      // no ack timeout re-sends a refused message
+      expect(sent).toHaveLength(1);
+      await page.getByRole('button', { name: 'Retry' }).click();
+      await until('the retry refused again', async () => sent.length === 2 && (await refused.isVisible()), 10_000);
+      await ctx.close();
+    });
+
+  for (const [screen, viewport] of [
     ['desktop', DESKTOP],
     ['375', PHONE],
   ] as const) {

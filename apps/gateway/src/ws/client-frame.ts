@@ -20,7 +20,7 @@ const TURN_FRAMES: ReadonlySet<string> = new Set(['message', 'regenerate', 'edit
  * The `client_message_id` of a frame that starts a turn, when it is a valid one (a refused frame's
  * id is echoed only then, so nothing the schema refuses is sent back).
  */
-export function turnMessageId(value: object): string | undefined {
+function turnMessageId(value: object): string | undefined {
   const { type, client_message_id } = value as { type?: unknown; client_message_id?: unknown };
   if (typeof type !== 'string' || !TURN_FRAMES.has(type)) return undefined;
   return ClientMessageId.safeParse(client_message_id).success ? (client_message_id as string) : undefined;

@@ -25,7 +25,7 @@ import { GatewayMetrics } from './gateway-metrics';
 import { SocketCap } from './socket-cap';
 import { frameOf, GapRetry, WsConnection } from './ws-connection';
 import { forwardable, forwardableEphemeral } from './forwarded-events';
-import { frameErrorOf, parseClientFrame, turnMessageId } from './client-frame';
+import { frameErrorOf, parseClientFrame } from './client-frame';
 import { GATEWAY_LOGGER } from '../tokens';
 
 const SERVER_VERSION = '0.1.0';
@@ -186,7 +186,10 @@ export class WsServer implements OnApplicationShutdown {
         return;
       }
       requestId = 'request_id' in parsed.frame ? parsed.frame.request_id : undefined;
-      clientMessageId = turnMessageId(parsed.frame);
+      // the frame was validated: its id is one (no second parse on the path of every message)
+      const f = parsed.frame;
+      clientMessageId =
+        f.type === 'message' || f.type === 'regenerate' || f.type === 'edit' ? f.client_message_id : undefined;
       hopMark('ws.parsed', parsed.frame.type);
       await this.dispatch(conn, parsed.frame);
     } catch (e) {

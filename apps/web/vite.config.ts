@@ -12,11 +12,12 @@ export default defineConfig({
   root: __dirname,
   base: '/',
   esbuild: { jsx: 'automatic' },
-  // The contracts' zod-free entry and the client SDK, from their source: the bundle reads server frames with them
+  // The contracts' zod-free entries and the client SDK, from their source: the bundle reads server frames with them
   // and takes no zod.
   resolve: {
     alias: {
       '@skald/contracts/server-frame': resolve(__dirname, '../../libs/contracts/src/server-frame.ts'),
+      '@skald/contracts/route-table': resolve(__dirname, '../../libs/contracts/src/route-table.ts'),
       '@skald/client': resolve(__dirname, '../../libs/client/src/index.ts'),
     },
   },
@@ -34,6 +35,7 @@ export default defineConfig({
         __dirname,
         resolve(__dirname, '../../node_modules'),
         resolve(__dirname, '../../libs/contracts/src/server-frame.ts'),
+        resolve(__dirname, '../../libs/contracts/src/route-table.ts'),
         resolve(__dirname, '../../libs/client/src'),
       ],
       deny: ['.env', '.env.*', '*.{crt,pem,key}', '**/.skald/**'],

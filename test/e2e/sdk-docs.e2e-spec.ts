@@ -31,6 +31,7 @@ const SCRIPTS = [
     ],
   },
   { match: 'What is in the attachment?', replies: [{ content: 'The attachment says 4242.' }] },
+  { match: 'Name a colour', replies: [{ content: 'Blue.' }, { content: 'Green.' }] },
 ];
 
 /** docs/sdk.md's examples, run as ES modules by Node against a live stack, print what the page says they print. */
@@ -55,6 +56,7 @@ describe('docs/sdk.md examples', () => {
       'A turn, streamed',
       'An approval, answered from the stream',
       'An upload, a message that carries it, and REST',
+      'Every REST operation by its operationId, pages, and a regenerate',
     ]);
   });
 

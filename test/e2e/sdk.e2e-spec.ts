@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DataSource } from 'typeorm';
+import fc from 'fast-check';
 import WebSocket from 'ws';
 import { SkaldClient, type TurnEvent, type WebSocketConstructor } from '@skald/client';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
@@ -169,6 +170,85 @@ describe('@skald/client against a live stack', () => {
     expect(await first.end).toMatchObject({ kind: 'error', frame: { code: 'interrupted' } });
     // the stop keeps the queued message from entering the conversation
     expect(await queued.end).toMatchObject({ kind: 'discarded', frame: { client_message_id: queued.clientMessageId } });
+    conn.stop();
+  });
+
+  it('typed REST operations by operationId: create, rename, read, page through, export, tokens; a foreign id is 404', async () => {
+    const { client } = await user();
+    const other = await user();
+    const made: string[] = [];
+    for (let i = 0; i < 3; i++)
+      made.push((await client.call('createSession', { query: { source: 'cli' } })).session_id);
+    const renamed = await client.call('renameSession', { params: { id: made[0] }, body: { title: 'typed title' } });
+    expect(renamed).toEqual({ id: made[0], title: 'typed title' });
+    const detail = await client.call('getSession', { params: { id: made[0] } });
+    expect(detail.session).toMatchObject({ id: made[0], source: 'cli', title: 'typed title' });
+    // one per page: every conversation once, the pages bounded
+    const listed: string[] = [];
+    for await (const s of client.items('listSessions', { query: { source: 'cli', per_page: 1 } }, { maxPages: 10 }))
+      listed.push(s.id);
+    expect([...listed].sort()).toEqual([...made].sort());
+    const exported = await client.call('exportSession', { params: { id: made[0] }, query: { format: 'json' } });
+    expect(exported).toMatchObject({ session: { id: made[0] } });
+    expect(await client.call('getInbox')).toEqual({ approvals: [], clarifications: [] });
+    const token = await client.call('createToken', { body: { name: 'sdk' } });
+    expect((await client.call('listTokens')).items.map((t) => t.id)).toContain(token.id);
+    expect(await client.call('revokeToken', { params: { id: token.id } })).toBeUndefined();
+    // another user's conversation is not found, whatever the operation
+    await expect(other.client.call('getSession', { params: { id: made[0] } })).rejects.toMatchObject({ status: 404 });
+    await expect(
+      other.client.call('renameSession', { params: { id: made[0] }, body: { title: 'mine now' } }),
+    ).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('refused messages, regenerates and edits (too long, nothing to regenerate, unknown or foreign message): each turn ends with its error', async () => {
+    const { client } = await user();
+    const stranger = await user();
+    // a message of another user: editing it from here is not found
+    const theirs = stranger.client.connect({ source: 'cli', auth: 'header' });
+    await theirs.ready();
+    const m = `sdk-theirs-${randomUUID()}`;
+    await sim.script({ match: m, replies: [{ content: 'theirs' }] });
+    const theirTurn = theirs.message(`hello ${m}`);
+    const foreignMessage = (await theirTurn.acked).message_id;
+    await theirTurn.end;
+    theirs.stop();
+
+    const conn = client.connect({ source: 'cli', auth: 'header' });
+    await conn.ready();
+    type Kind = 'too_long' | 'regenerate_nothing' | 'edit_unknown' | 'edit_foreign';
+    const send = (k: Kind) => {
+      switch (k) {
+        case 'too_long':
+          return { turn: conn.message('x'.repeat(600 * 1024)), code: 'invalid_input' };
+        case 'regenerate_nothing':
+          return { turn: conn.regenerate(), code: 'not_found' };
+        case 'edit_unknown':
+          return { turn: conn.edit(randomUUID(), 'new text'), code: 'not_found' };
+        case 'edit_foreign':
+          return { turn: conn.edit(foreignMessage, 'stolen'), code: 'not_found' };
+      }
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom<Kind>('too_long', 'regenerate_nothing', 'edit_unknown', 'edit_foreign'), {
+          minLength: 1,
+          maxLength: 4,
+        }),
+        async (kinds) => {
+          const sent = kinds.map(send);
+          for (const { turn, code } of sent) {
+            const end = await turn.end;
+            expect(end).toMatchObject({ kind: 'refused', frame: { code, client_message_id: turn.clientMessageId } });
+          }
+        },
+      ),
+      { seed: 37, numRuns: 8 },
+    );
+    // the connection goes on: a message is answered
+    const ok = `sdk-after-refusals-${randomUUID()}`;
+    await sim.script({ match: ok, replies: [{ content: 'still here' }] });
+    expect(await conn.message(`and now ${ok}`).end).toMatchObject({ kind: 'done', frame: { content: 'still here' } });
     conn.stop();
   });
 

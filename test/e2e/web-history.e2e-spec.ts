@@ -204,7 +204,7 @@ describe('web client: history by REST, scroll-back, /clear', () => {
     expect(connections).toBeGreaterThanOrEqual(2);
     // exactly once: in the conversation on screen, in the history, to the model. On screen it may
     // briefly be both the outgoing bubble and the echoed row until the re-send's duplicate ack
-    // settles the outbox (a tick, 0.5 s): wait for one, then it must stay one.
+    // settles the outbox: wait for one, then it must stay one.
     const copies = () =>
       userRows(page)
         .filter({ hasText: `across the drop ${m}` })
@@ -217,6 +217,48 @@ describe('web client: history by REST, scroll-back, /clear', () => {
     expect(await sim.requests({ contains: `across the drop ${m}` })).toHaveLength(1);
     await ctx.close();
   });
+
+  for (const [screen, viewport] of [
+    ['1280', DESKTOP],
+    ['375', PHONE],
+    ['320', { width: 320, height: 640 }],
+  ] as const)
+    it(`${screen}: a message the gateway refuses shows the refusal on its row, is not re-sent, and Retry asks again`, async () => {
+      const email = `wr-${randomUUID()}@skald.test`;
+      await admin.createUser(email, PASSWORD);
+      const ctx = await browser.newContext({ viewport, bypassCSP: true });
+      const page = await ctx.newPage();
+      // every message frame the page sends, from its first socket on
+      const sent: string[] = [];
+      page.on('websocket', (ws) =>
+        ws.on('framesent', (f) => {
+          if (String(f.payload).startsWith('{"type":"message"')) sent.push(String(f.payload));
+        }),
+      );
+      await page.goto(stack.gatewayUrl);
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('connected', { exact: true }).waitFor();
+      // longer than a message may be (512 KiB), shorter than a frame (1 MiB): the gateway reads it and refuses it
+      const text = `${'x'.repeat(600 * 1024)} refused`;
+      await page.getByLabel('Message', { exact: true }).fill(text);
+      await page.getByRole('button', { name: 'Send' }).click();
+      const refused = page.getByText(/Not sent: .*\(invalid_input\)\./);
+      await refused.waitFor();
+      // in the middle of the view for the screenshot (the composer stays over the bottom edge)
+      await refused.evaluate((el) =>
+        (el as unknown as { scrollIntoView(o: { block: string }): void }).scrollIntoView({ block: 'center' }),
+      );
+      await shot(page, `message-refused-${screen}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.waitForTimeout(4_000);
+      // no ack timeout re-sends a refused message
+      expect(sent).toHaveLength(1);
+      await page.getByRole('button', { name: 'Retry' }).click();
+      await until('the retry refused again', async () => sent.length === 2 && (await refused.isVisible()), 10_000);
+      await ctx.close();
+    });
 
   for (const [screen, viewport] of [
     ['desktop', DESKTOP],
@@ -255,15 +297,14 @@ describe('web client: history by REST, scroll-back, /clear', () => {
       await shot(page, `message-pending-${screen}`);
       expect(await seriousViolations(page)).toEqual([]);
       const failed = page.getByText(/Not sent: the server did not confirm it/);
-      // At most 40 s of the page's time, one outbox tick (0.5 s) a step, each followed by a real
-      // pause in which React commits what the tick did (two ticks with no render between would
-      // both see the message due, and send it twice, as 0.5 s of real time never lets happen).
+      // At most 40 s of the page's time, 0.5 s a step, each followed by a real pause in which the
+      // SDK's ack timers and React run what the step made due.
       for (let s = 0; s < 80 && !(await failed.isVisible()); s++) {
         await page.clock.runFor(500);
         await page.waitForTimeout(150);
       }
       expect(await failed.isVisible()).toBe(true);
-      // bounded: four sends, then it waits for the user
+      // bounded (the SDK's ack bound): four sends, then it waits for the user
       expect(swallowed).toBe(4);
       await shot(page, `message-failed-${screen}`);
       expect(await seriousViolations(page)).toEqual([]);

@@ -359,9 +359,10 @@ function foldFrame(st: ChatState, f: ChatFrame): ChatState {
         ? { ...next, running: false, waiting: null, depth: 0 }
         : next;
     }
-    // What the chat does not show: the outbox reads `ack`, the model picker `client_selected`, the
+    // What the chat does not show: the outbox reads `ack`, the SDK `pong`, the model picker `client_selected`, the
     // inbox and the task list their events; `truncated` follows the `done` it qualifies.
     case 'ack':
+    case 'pong':
     case 'client_selected':
     case 'approval_requested':
     case 'clarification_requested':

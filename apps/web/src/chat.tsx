@@ -8,7 +8,6 @@ import { HISTORY_PAGE } from './history/history-items';
 import { useOutbox } from './outbox/use-outbox';
 import { shownOutbox, slotNotice } from './turn-slot/turn-slot';
 import { shortcutFor } from './shortcuts/shortcuts';
-import type { MessageFrame } from './outbox/outbox';
 import { TaskStrip, useTasks } from './tasks';
 import { NotificationsStrip, useNotifications } from './notifications/notifications-strip';
 import type { FrameHub } from './conversations/frame-hub';
@@ -42,10 +41,10 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   const [viewing, setViewing] = useState<string | null>(null);
   const [editingContext, setEditingContext] = useState(false);
   const live = useRef(false);
-  // messages until acknowledged: re-sent with their client_message_id, failed after the bound
-  const sendMessage = useCallback((f: MessageFrame) => socket.current?.send(f) ?? false, []);
-  const socketOpen = useCallback(() => socket.current?.open ?? false, []);
-  const outbox = useOutbox(sendMessage, socketOpen);
+  // messages until they enter the conversation: the SDK's connection sends them (again after a
+  // reconnect or an ack timeout, bounded); the outbox shows them pending, failed or queued
+  const connection = useCallback(() => socket.current, []);
+  const outbox = useOutbox(connection);
   const onOutboxFrame = outbox.onFrame;
 
   useEffect(() => {
@@ -193,7 +192,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
       ...(state.running && !content.startsWith('/') ? { delivery } : {}),
     };
     if (!content.startsWith('/')) {
-      // shown as pending at once; the outbox sends it now or after a reconnect
+      // shown as pending at once; the SDK sends it now or after a reconnect
       outbox.add(frame);
       setDraft('');
       attachments.clear();
@@ -296,7 +295,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
                 <p className="outgoing-state">sending…</p>
               ) : o.state === 'failed' ? (
                 <p className="outgoing-state" role="alert">
-                  Not sent: the server did not confirm it.{' '}
+                  {o.refused ? `Not sent: ${o.refused}.` : 'Not sent: the server did not confirm it.'}{' '}
                   <button type="button" className="link" onClick={() => outbox.retry(o.frame.client_message_id)}>
                     Retry
                   </button>

@@ -1,4 +1,5 @@
 import type {
+  OperationId,
   Attachment,
   ChatMessages,
   CreateSessionResponse,
@@ -10,7 +11,26 @@ import type {
   SessionList,
   UserDto,
 } from '@skald/contracts';
-import { ChatConnection, type ConnectionState, type ReconnectOptions, type SocketCredential } from './connection.ts';
+import { ROUTE_TABLE } from '@skald/contracts/route-table';
+import {
+  ChatConnection,
+  type ConnectionState,
+  type HeartbeatOptions,
+  type AckOptions,
+  type ReconnectOptions,
+  type SocketCredential,
+} from './connection.ts';
+import {
+  callOperation,
+  fetchOperation,
+  operationPages,
+  type CallArgs,
+  type CallParts,
+  type CallResult,
+  type PagedOperationId,
+  type PageItem,
+  type PagesOptions,
+} from './operations.ts';
 import { RestCore, type FetchLike, type RequestParts, type RouteRef } from './rest.ts';
 import { socketUrl, type WebSocketConstructor } from './transport.ts';
 
@@ -50,6 +70,8 @@ export interface ConnectOptions {
    */
   startAt?: (sessionId: string) => Promise<number | null>;
   reconnect?: ReconnectOptions;
+  heartbeat?: HeartbeatOptions;
+  ack?: AckOptions;
   /** Listeners registered before the connection starts, so none of its frames or states is missed. */
   onFrame?: (f: ServerFrame) => void;
   onState?: (s: ConnectionState) => void;
@@ -63,22 +85,20 @@ export interface ApprovalAnswer {
   bypass_scope?: SessionApprovalScope;
 }
 
-const route = (method: RouteRef['method'], path: string): RouteRef => ({ method, path });
-
-/** The routes the SDK calls by name (the rest are reached through `request`). */
+/** The routes the SDK's named helpers call (every operation is reached through `call`). */
 export const ROUTES = {
-  login: route('POST', '/api/auth/login'),
-  wsTicket: route('POST', '/api/auth/ws-ticket'),
-  messages: route('GET', '/api/{source}/messages'),
-  postMessage: route('POST', '/api/{source}/messages'),
-  cancel: route('POST', '/api/{source}/cancel'),
-  upload: route('POST', '/api/{source}/uploads'),
-  file: route('GET', '/api/files'),
-  sessions: route('GET', '/api/sessions'),
-  createSession: route('POST', '/api/sessions'),
-  inbox: route('GET', '/api/inbox'),
-  resolveApproval: route('POST', '/api/inbox/approvals/{request_id}/resolve'),
-  resolveClarification: route('POST', '/api/inbox/clarifications/{request_id}/resolve'),
+  login: ROUTE_TABLE.login,
+  wsTicket: ROUTE_TABLE.createWsTicket,
+  messages: ROUTE_TABLE.listMessages,
+  postMessage: ROUTE_TABLE.postMessage,
+  cancel: ROUTE_TABLE.cancelTurn,
+  upload: ROUTE_TABLE.uploadFile,
+  file: ROUTE_TABLE.getFile,
+  sessions: ROUTE_TABLE.listSessions,
+  createSession: ROUTE_TABLE.createSession,
+  inbox: ROUTE_TABLE.getInbox,
+  resolveApproval: ROUTE_TABLE.resolveApproval,
+  resolveClarification: ROUTE_TABLE.answerClarification,
 } as const;
 
 function platformFetch(): FetchLike {
@@ -123,6 +143,42 @@ export class SkaldClient {
   /** Any route: `request({method: 'GET', path: '/api/sessions/{id}'}, {params: {id}})`. */
   request<T>(r: RouteRef, parts?: RequestParts): Promise<T> {
     return this.rest.request<T>(r, parts);
+  }
+
+  /**
+   * One REST operation by its operationId (the API document's), typed from its route:
+   * `call('getSession', {params: {id}})`, `call('renameSession', {params: {id}, body: {title}})`.
+   * A multipart operation takes a `FormData` body; a file answers a `Blob`; no body, `undefined`.
+   */
+  call<K extends OperationId>(op: K, ...args: CallArgs<K>): Promise<CallResult<K>> {
+    return callOperation(this.rest, op, args[0]) as Promise<CallResult<K>>;
+  }
+
+  /** The raw `Response` of an operation, for reading its body as a stream (`createChatCompletion` with `stream: true`, a download). */
+  raw<K extends OperationId>(op: K, ...args: CallArgs<K>): Promise<Response> {
+    return fetchOperation(this.rest, op, args[0]);
+  }
+
+  /**
+   * The pages of a paged operation (`listSessions`, `listMessages`, `listAudit`, `listNotifications`),
+   * from the one `parts` names, each page fetched when the iteration asks; at most `maxPages` (100).
+   */
+  pages<K extends PagedOperationId>(op: K, parts: CallParts<K>, options?: PagesOptions): AsyncIterable<CallResult<K>> {
+    const rest = this.rest;
+    return {
+      [Symbol.asyncIterator]: () =>
+        operationPages(rest, op, parts, options) as AsyncGenerator<CallResult<K>, void, undefined>,
+    };
+  }
+
+  /** The items of every page of a paged operation, in the order of the pages (bounded like `pages`). */
+  async *items<K extends PagedOperationId>(
+    op: K,
+    parts: CallParts<K>,
+    options?: PagesOptions,
+  ): AsyncGenerator<PageItem<K>, void, undefined> {
+    for await (const page of operationPages(this.rest, op, parts, options))
+      yield* (page as { items: Array<PageItem<K>> }).items;
   }
 
   /** A single-use WS ticket (valid 30 s): long-lived tokens never travel in a URL. */
@@ -172,11 +228,11 @@ export class SkaldClient {
   }
 
   resolveApproval(requestId: string, answer: ApprovalAnswer): Promise<unknown> {
-    return this.rest.request(ROUTES.resolveApproval, { params: { request_id: requestId }, body: answer });
+    return this.rest.request(ROUTES.resolveApproval, { params: { id: requestId }, body: answer });
   }
 
   resolveClarification(requestId: string, answer: string): Promise<unknown> {
-    return this.rest.request(ROUTES.resolveClarification, { params: { request_id: requestId }, body: { answer } });
+    return this.rest.request(ROUTES.resolveClarification, { params: { id: requestId }, body: { answer } });
   }
 
   /** A chat connection of one source, started. */
@@ -202,6 +258,8 @@ export class SkaldClient {
       WebSocket: WS,
       startAt,
       reconnect: options.reconnect,
+      heartbeat: options.heartbeat,
+      ack: options.ack,
     });
     if (options.onFrame) conn.onFrame(options.onFrame);
     if (options.onState) conn.onState(options.onState);

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import fc from 'fast-check';
-import type { ServerFrame } from '@skald/contracts';
-import { ChatConnection, type ChatConnectionOptions, type SocketCredential } from './connection.ts';
+import { CLIENT_FRAME_TYPES, ClientFrame, type ServerFrame } from '@skald/contracts';
+import { JSON_LIMITS } from '@skald/service-kit';
+import { ChatConnection, MAX_FRAME_BYTES, type ChatConnectionOptions, type SocketCredential } from './connection.ts';
 import { SkaldApiError } from './errors.ts';
 import { FakeSocket } from './testing/fake-socket.ts';
 import type { TurnEvent } from './turn.ts';
@@ -410,5 +411,299 @@ describe('Turn: one message, from its echo to its end', () => {
     ]);
     ws.drop();
     expect(conn.cancel()).toBe(false);
+  });
+
+  const superseded = (seq: number, from: string, keeps?: true) => ({
+    type: 'messages_superseded',
+    session_id: S1,
+    seq,
+    from_message_id: from,
+    ...(keeps ? { keeps_message: true } : {}),
+  });
+
+  it('regenerate: its turn starts at the messages_superseded that keeps the message its ack names, also when that came first', async () => {
+    const { ws, conn } = await opened();
+    const t = conn.regenerate({ clientMessageId: 'r1' });
+    expect(ws.sentOf('regenerate')).toEqual([{ type: 'regenerate', client_message_id: 'r1' }]);
+    ws.frame(superseded(1, 'u-other', true)); // another rewind's
+    ws.frame(superseded(2, 'u9', true));
+    ws.frame(ev(3));
+    ws.frame({ type: 'ack', client_message_id: 'r1', message_id: 'u9', duplicate: false });
+    ws.frame(done(4));
+    const seen: TurnEvent[] = [];
+    for await (const f of t) seen.push(f);
+    expect(seen.map((f) => ('seq' in f ? f.seq : f.type))).toEqual([2, 3, 4]);
+    await expect(t.end).resolves.toMatchObject({ kind: 'done' });
+  });
+
+  it('edit: its turn starts at the messages_superseded from the edited message and takes the new echo', async () => {
+    const { ws, conn } = await opened();
+    const t = conn.edit('u5', 'better', { clientMessageId: 'e1' });
+    expect(ws.sentOf('edit')).toEqual([{ type: 'edit', message_id: 'u5', content: 'better', client_message_id: 'e1' }]);
+    ws.frame(superseded(1, 'u4'));
+    ws.frame(superseded(2, 'u5'));
+    ws.frame(echo(3, 'e1'));
+    ws.frame(done(4));
+    const seqs: number[] = [];
+    for await (const f of t) if ('seq' in f) seqs.push(f.seq);
+    expect(seqs).toEqual([2, 3, 4]);
+  });
+
+  it('select_client sends its frame', async () => {
+    const { ws, conn } = await opened();
+    expect(conn.selectClient('auto')).toBe(true);
+    expect(ws.sent.at(-1)).toEqual({ type: 'select_client', client: 'auto' });
+  });
+
+  it('every client frame type of the contracts has an SDK method, and what each sends is a valid frame', async () => {
+    const { ws, conn } = await opened();
+    const senders: { [T in ClientFrame['type']]: () => void } = {
+      message: () => conn.message('hi'),
+      cancel: () => conn.cancel(),
+      resume: () => {
+        // the replays asked for are in, then a gap: the connection resumes by itself
+        ws.frame(running());
+        ws.frame(ev(5));
+      },
+      approve_tool: () => conn.approve('00000000-0000-4000-8000-00000000000a', { bypass_secs: 60 }),
+      reject_tool: () => conn.reject('00000000-0000-4000-8000-00000000000a', 'no'),
+      answer_question: () => conn.answer('00000000-0000-4000-8000-00000000000a', 'yes'),
+      select_client: () => conn.selectClient('auto'),
+      regenerate: () => conn.regenerate(),
+      edit: () => conn.edit('00000000-0000-4000-8000-00000000000b', 'again'),
+      ping: () => jest.advanceTimersByTime(15_000), // silence: the heartbeat pings
+    };
+    expect(Object.keys(senders).sort()).toEqual([...CLIENT_FRAME_TYPES].sort());
+    for (const type of CLIENT_FRAME_TYPES) {
+      const before = ws.sent.length;
+      senders[type]();
+      const sent = ws.sent.slice(before);
+      // acknowledged, so nothing waits to be sent again
+      for (const f of sent)
+        if (typeof f.client_message_id === 'string')
+          ws.frame({ type: 'ack', client_message_id: f.client_message_id, message_id: 'u', duplicate: false });
+      expect([type, sent.map((f) => f.type)]).toEqual([type, [type]]);
+      expect([type, ClientFrame.safeParse(sent[0]).success]).toEqual([type, true]);
+    }
+  });
+});
+
+describe('Turn: a frame the gateway refuses ends its turn', () => {
+  it('property: each refused message, regenerate or edit ends its own turn with the error; the others go on and it is not sent again', async () => {
+    const refusal = fc.record({
+      code: fc.constantFrom('invalid_input', 'not_found', 'conflict', 'rate_limited', 'too_large'),
+      message: fc.string({ maxLength: 40 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.constantFrom('message', 'regenerate', 'edit'), fc.option(refusal, { nil: undefined })), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        async (plan) => {
+          FakeSocket.made = [];
+          const { ws, conn } = await opened();
+          const turns = plan.map(([kind], i) =>
+            kind === 'message'
+              ? conn.message(`m${i}`, { clientMessageId: `c${i}` })
+              : kind === 'regenerate'
+                ? conn.regenerate({ clientMessageId: `c${i}` })
+                : conn.edit(`u${i}`, 'x', { clientMessageId: `c${i}` }),
+          );
+          plan.forEach(([, refused], i) => {
+            if (refused) ws.frame({ type: 'error', ...refused, client_message_id: `c${i}` });
+          });
+          await flush();
+          for (const [i, [, refused]] of plan.entries()) {
+            expect(turns[i].done).toBe(refused !== undefined);
+            if (refused) {
+              await expect(turns[i].end).resolves.toEqual({
+                kind: 'refused',
+                frame: { type: 'error', ...refused, client_message_id: `c${i}` },
+              });
+              await expect(turns[i].acked).rejects.toThrow(refused.code);
+              const read: TurnEvent[] = [];
+              for await (const f of turns[i]) read.push(f);
+              expect(read).toEqual([]);
+            }
+          }
+          // after a reconnect only what was neither acked nor refused is sent again
+          ws.drop();
+          await jest.advanceTimersByTimeAsync(500);
+          const again = FakeSocket.last();
+          again.accept();
+          again.frame(hello());
+          const resent = again.sent
+            .filter((f) => typeof f.client_message_id === 'string')
+            .map((f) => f.client_message_id);
+          expect(resent).toEqual(plan.flatMap(([, refused], i) => (refused ? [] : [`c${i}`])));
+          conn.stop();
+        },
+      ),
+      { seed: 37, numRuns: 300 },
+    );
+  });
+
+  it('an error about another frame (no client_message_id, or another one) ends no turn', async () => {
+    const { ws, conn } = await opened();
+    const t = conn.message('hi', { clientMessageId: 'mine' });
+    ws.frame({ type: 'error', code: 'not_found', message: 'no such request', request_id: 'r' });
+    ws.frame({ type: 'error', code: 'invalid_input', message: 'x', client_message_id: 'theirs' });
+    await flush();
+    expect(t.done).toBe(false);
+  });
+
+  it("a message larger than the gateway reads is refused here, never sent; the limit is the gateway's", async () => {
+    expect(MAX_FRAME_BYTES).toBe(JSON_LIMITS.maxBytes);
+    const { ws, conn } = await opened();
+    const t = conn.message('é'.repeat(MAX_FRAME_BYTES / 2), { clientMessageId: 'big' });
+    await expect(t.end).resolves.toMatchObject({
+      kind: 'refused',
+      frame: { code: 'too_large', client_message_id: 'big' },
+    });
+    expect(ws.sentOf('message')).toEqual([]);
+  });
+});
+
+describe('ChatConnection: heartbeat', () => {
+  it('a socket that goes silent (never closes) is pinged, then dropped after the timeout; the connection reconnects and resumes', async () => {
+    const { ws, conn, states } = await opened({ heartbeat: { idleMs: 1000, timeoutMs: 500 } });
+    ws.frame(ev(1));
+    await jest.advanceTimersByTimeAsync(999);
+    expect(ws.sentOf('ping')).toHaveLength(0);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(ws.sentOf('ping')).toHaveLength(1);
+    // the socket stays "open" and says nothing: a half-open connection
+    await jest.advanceTimersByTimeAsync(499);
+    expect(FakeSocket.made).toHaveLength(1);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(ws.closedWith).toBe(4001);
+    expect(states.at(-1)).toBe('closed');
+    await jest.advanceTimersByTimeAsync(500);
+    const again = FakeSocket.last();
+    expect(again).not.toBe(ws);
+    again.accept();
+    again.frame(hello());
+    await flush();
+    expect(again.sentOf('resume')).toEqual([{ type: 'resume', session_id: S1, last_seq: 1 }]);
+    expect(conn.state).toBe('open');
+    conn.stop();
+  });
+
+  it('a socket that answers pong (or any frame) lives on; pings are bounded by the silence, one per idle period', async () => {
+    const { ws, conn } = await opened({ heartbeat: { idleMs: 1000, timeoutMs: 500 } });
+    for (let i = 0; i < 5; i++) {
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(ws.sentOf('ping')).toHaveLength(i + 1);
+      await jest.advanceTimersByTimeAsync(100);
+      ws.frame({ type: 'pong' });
+    }
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(ws.closedWith).toBe(4001); // once the pongs stop, so does the socket
+    expect(ws.sentOf('ping')).toHaveLength(6);
+    conn.stop();
+  });
+
+  it('a stopped connection keeps no heartbeat timer', async () => {
+    const { conn } = await opened({ heartbeat: { idleMs: 1000, timeoutMs: 500 } });
+    conn.stop();
+    expect(jest.getTimerCount()).toBe(0);
+  });
+});
+
+describe('ChatConnection: the one resend of unacknowledged messages', () => {
+  it('re-sends after the ack timeout with a growing backoff, then the turn is unconfirmed; resend starts a fresh bound', async () => {
+    // a server that answers nothing but keeps the socket (no heartbeat drop within the two minutes)
+    const { ws, conn } = await opened({ heartbeat: { idleMs: 1e9 } });
+    const t = conn.message('hi', { clientMessageId: 'a' });
+    const times: number[] = [];
+    const statuses: string[] = [];
+    t.onStatus((s) => statuses.push(s));
+    let sent = 0;
+    for (let now = 0; now < 120_000; now += 100) {
+      const n = ws.sentOf('message').length;
+      if (n > sent) times.push(now);
+      sent = n;
+      await jest.advanceTimersByTimeAsync(100);
+    }
+    expect(times).toHaveLength(4);
+    expect(times.slice(1).map((x, i) => x - times[i])).toEqual([3_500, 4_000, 5_000]);
+    expect(new Set(ws.sentOf('message').map((f) => f.client_message_id))).toEqual(new Set(['a']));
+    expect(t.status).toBe('unconfirmed');
+    expect(statuses).toEqual(['unconfirmed']);
+    // a reconnect does not send an unconfirmed message; resend does, once, and an ack settles it
+    expect(conn.resend(t)).toBe(true);
+    expect(ws.sentOf('message')).toHaveLength(5);
+    expect(conn.resend(t)).toBe(false);
+    ws.frame({ type: 'ack', client_message_id: 'a', message_id: 'u1', duplicate: false });
+    expect(t.status).toBe('stored');
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(ws.sentOf('message')).toHaveLength(5);
+    expect(statuses).toEqual(['unconfirmed', 'sending', 'stored']);
+  });
+
+  it('property: whatever the socket and the acks do, every send carries the one id, sends are bounded, and the turn ends stored or unconfirmed', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ open: fc.boolean(), ackArrives: fc.boolean(), dt: fc.integer({ min: 0, max: 20_000 }) }), {
+          maxLength: 30,
+        }),
+        async (steps) => {
+          FakeSocket.made = [];
+          const c = connection({ reconnect: { baseMs: 10, maxMs: 10, maxTries: Infinity } });
+          c.conn.start();
+          await flush();
+          const t = c.conn.message('hi', { clientMessageId: 'm1' });
+          const sent: unknown[] = [];
+          let acked = false;
+          let live: FakeSocket | null = null;
+          for (const step of [...steps, { open: true, ackArrives: true, dt: 60_000 }]) {
+            if (step.open && !live) {
+              await jest.advanceTimersByTimeAsync(20);
+              live = FakeSocket.last();
+              if (live.readyState === 0) {
+                live.accept();
+                live.frame(hello());
+              }
+            } else if (!step.open && live) {
+              live.drop();
+              live = null;
+            }
+            for (const s of FakeSocket.made) {
+              const mine = s.sentOf('message');
+              while (mine.length > 0 && (s as unknown as { counted?: number }).counted !== mine.length) {
+                const counted = (s as unknown as { counted?: number }).counted ?? 0;
+                sent.push(...mine.slice(counted).map((f) => f.client_message_id));
+                (s as unknown as { counted?: number }).counted = mine.length;
+              }
+            }
+            if (live && step.ackArrives && sent.length > 0 && !acked) {
+              acked = true;
+              live.frame({ type: 'ack', client_message_id: 'm1', message_id: 'u1', duplicate: sent.length > 1 });
+            }
+            await jest.advanceTimersByTimeAsync(step.dt);
+          }
+          expect(new Set(sent)).toEqual(new Set(sent.length ? ['m1'] : []));
+          expect(sent.length).toBeLessThanOrEqual(4);
+          expect(['stored', 'unconfirmed']).toContain(t.status);
+          c.conn.stop();
+        },
+      ),
+      { seed: 37, numRuns: 200 },
+    );
+  });
+
+  it('a message sent while the socket is down is not counted: it goes when the socket opens', async () => {
+    const c = connection();
+    c.conn.start();
+    const t = c.conn.message('hi', { clientMessageId: 'd' });
+    await jest.advanceTimersByTimeAsync(60_000);
+    await flush();
+    const ws = FakeSocket.last();
+    ws.accept();
+    ws.frame(hello());
+    expect(ws.sentOf('message')).toHaveLength(1);
+    expect(t.status).toBe('sending');
+    c.conn.stop();
   });
 });

@@ -3,7 +3,7 @@ import { readServerFrame } from '@skald/contracts/server-frame';
 import { SeqCursor, type Sequenced, type Verdict } from './cursor.ts';
 import { SkaldApiError, SkaldConnectionError } from './errors.ts';
 import { frameText, OPEN, type WebSocketConstructor, type WebSocketLike } from './transport.ts';
-import { Turn } from './turn.ts';
+import { Turn, type TurnKind } from './turn.ts';
 
 export type ConnectionState = 'connecting' | 'open' | 'closed';
 
@@ -16,6 +16,32 @@ export interface ReconnectOptions {
   /** The longest wait between tries (ms; default 10,000). */
   maxMs?: number;
   /** Tries in a row without a `hello` before the connection gives up (default 50; `Infinity`: never). */
+  maxTries?: number;
+}
+
+/**
+ * How a socket that went silent is told from a quiet one (a half-open TCP connection never closes):
+ * after `idleMs` without a frame the connection sends `ping`; when nothing comes within `timeoutMs`
+ * after it, the socket is dropped and the connection reconnects and resumes.
+ */
+export interface HeartbeatOptions {
+  /** Silence before a `ping` (ms; default 15,000). */
+  idleMs?: number;
+  /** How long a `ping` waits for any frame (ms; default 10,000). */
+  timeoutMs?: number;
+}
+
+/**
+ * How long a message waits for its `ack` on an open socket before it is sent again (under the same
+ * `client_message_id`: the server stores it once), and how often: after `maxTries` sends without an
+ * ack the turn is `unconfirmed` and waits for `resend(turn)`.
+ */
+export interface AckOptions {
+  /** The wait after a send (ms; default 3,000), plus a backoff doubling from `backoffMs` (500) up to `maxBackoffMs` (8,000). */
+  timeoutMs?: number;
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** Sends on an open socket before the turn is `unconfirmed` (default 4). */
   maxTries?: number;
 }
 
@@ -32,12 +58,29 @@ export interface ChatConnectionOptions {
    */
   startAt?: (sessionId: string) => Promise<number | null>;
   reconnect?: ReconnectOptions;
+  heartbeat?: HeartbeatOptions;
+  ack?: AckOptions;
 }
+
+/** A frame that starts a turn, until the server acknowledges or refuses it. */
+interface Outgoing {
+  frame: Extract<ClientFrame, { client_message_id: string }>;
+  turn: Turn;
+  /** Sends on an open socket since it was added or last resent by hand. */
+  tries: number;
+  /** The wait for its ack after the last send. */
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+/** The close code the SDK uses for a socket that answered no `ping`. */
+const CLOSE_SILENT = 4001;
 
 /** Resumes sent for gaps without the cursor moving before the socket is dropped and opened again. */
 const MAX_GAP_RESUMES = 3;
 /** Messages sent and not yet acknowledged, at most (each is sent again after a reconnect). */
 const MAX_UNACKED = 256;
+/** The largest frame the gateway reads (bytes of UTF-8 JSON); a larger one is refused without its id. */
+export const MAX_FRAME_BYTES = 1024 * 1024;
 /** The close code the SDK uses when it drops a socket that keeps missing events. */
 const CLOSE_RESYNC = 4000;
 
@@ -85,12 +128,14 @@ export class ChatConnection {
   private tries = 0;
   private stopped = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  /** The heartbeat's timer: the next `ping` after silence, or the end of a `ping`'s wait. */
+  private beat: ReturnType<typeof setTimeout> | null = null;
   /** `turn_running` frames still to come (one per connect and per resume): a replay is on its way while above 0. */
   private replays = 0;
   private gapResumes = 0;
   /** Bumped for each session start, so a start that a later one overtook delivers nothing. */
   private starts = 0;
-  private readonly unacked = new Map<string, ClientFrame>();
+  private readonly unacked = new Map<string, Outgoing>();
   private readonly turns = new Set<Turn>();
   private readonly frameListeners = new Set<(f: ServerFrame) => void>();
   private readonly stateListeners = new Set<(s: ConnectionState) => void>();
@@ -156,24 +201,109 @@ export class ChatConnection {
 
   /**
    * Sends a chat message (or a slash command) and answers its turn. The message is kept until the
-   * server acknowledges it and is sent again after each reconnect under the same id.
+   * server acknowledges it, and sent again under the same id after each reconnect and when no ack
+   * comes in time (`ack`), at most `maxTries` times before its turn is `unconfirmed`.
    */
   message(content: string, options: MessageOptions = {}): Turn {
+    const id = options.clientMessageId ?? newId();
+    return this.startTurn(
+      {
+        type: 'message',
+        client_message_id: id,
+        content,
+        ...(options.attachments ? { attachments: options.attachments } : {}),
+        ...(options.delivery ? { delivery: options.delivery } : {}),
+      },
+      content.startsWith('/') ? { kind: 'command' } : { kind: 'message' },
+    );
+  }
+
+  /**
+   * Answers the last user message of the session again (its old answer is superseded): the turn
+   * starts at `messages_superseded` and ends like a message's. Refused (`conflict`) while a turn runs.
+   */
+  regenerate(options: { clientMessageId?: string } = {}): Turn {
+    const id = options.clientMessageId ?? newId();
+    return this.startTurn({ type: 'regenerate', client_message_id: id }, { kind: 'regenerate' });
+  }
+
+  /**
+   * Edit-and-resend: the user message `messageId` and everything after it are superseded and
+   * `content` enters instead; the turn starts at that `messages_superseded`.
+   */
+  edit(messageId: string, content: string, options: { clientMessageId?: string } = {}): Turn {
+    const id = options.clientMessageId ?? newId();
+    return this.startTurn(
+      { type: 'edit', message_id: messageId, content, client_message_id: id },
+      { kind: 'edit', messageId },
+    );
+  }
+
+  /** Pins the LLM client of this source's conversation (`auto` clears); the server answers `client_selected`. */
+  selectClient(client: string): boolean {
+    return this.send({ type: 'select_client', client });
+  }
+
+  /** A frame that starts a turn: kept until acknowledged (sent again after each reconnect) or refused. */
+  private startTurn(frame: Extract<ClientFrame, { client_message_id: string }>, kind: TurnKind): Turn {
     if (this.closedWith) throw this.closedWith;
     if (this.unacked.size >= MAX_UNACKED) throw new Error(`${MAX_UNACKED} messages wait for their ack already`);
-    const id = options.clientMessageId ?? newId();
-    const frame: ClientFrame = {
-      type: 'message',
-      client_message_id: id,
-      content,
-      ...(options.attachments ? { attachments: options.attachments } : {}),
-      ...(options.delivery ? { delivery: options.delivery } : {}),
-    };
-    const turn = new Turn(id, content.startsWith('/'));
+    const id = frame.client_message_id;
+    const turn = new Turn(id, kind);
+    const bytes = new TextEncoder().encode(JSON.stringify(frame)).length;
+    if (bytes > MAX_FRAME_BYTES) {
+      // the gateway would refuse it unread, without naming it: refused here, never sent
+      turn.offer({
+        type: 'error',
+        code: 'too_large',
+        message: `frame exceeds ${MAX_FRAME_BYTES} bytes`,
+        client_message_id: id,
+      });
+      return turn;
+    }
     this.turns.add(turn);
-    this.unacked.set(id, frame);
-    if (this.current === 'open') this.send(frame);
+    const o: Outgoing = { frame, turn, tries: 0, timer: null };
+    this.unacked.set(id, o);
+    if (this.current === 'open') this.transmit(o);
     return turn;
+  }
+
+  /**
+   * Sends an `unconfirmed` turn's frame again, under the same id, with a fresh bound of tries; false
+   * when the turn is not waiting for that (it was acknowledged, refused, or is being sent).
+   */
+  resend(turn: Turn): boolean {
+    const o = this.unacked.get(turn.clientMessageId);
+    if (!o || o.turn !== turn || turn.status !== 'unconfirmed') return false;
+    o.tries = 0;
+    turn.setStatus('sending');
+    if (this.current === 'open') this.transmit(o);
+    return true;
+  }
+
+  /** Sends a waiting frame over the open socket, and sends it again when no ack comes in time (bounded). */
+  private transmit(o: Outgoing): void {
+    if (o.timer) clearTimeout(o.timer);
+    o.timer = null;
+    const { timeoutMs = 3_000, backoffMs = 500, maxBackoffMs = 8_000, maxTries = 4 } = this.options.ack ?? {};
+    if (o.turn.status !== 'sending') return;
+    if (o.tries >= maxTries) return o.turn.setStatus('unconfirmed');
+    // a send while the socket is down does not count: the next hello sends it
+    if (!this.send(o.frame)) return;
+    o.tries++;
+    const wait = timeoutMs + Math.min(maxBackoffMs, backoffMs * 2 ** (o.tries - 1));
+    o.timer = setTimeout(() => {
+      o.timer = null;
+      if (this.unacked.get(o.frame.client_message_id) === o) this.transmit(o);
+    }, wait);
+  }
+
+  /** The frame is acknowledged or refused: it waits no more. */
+  private settle(clientMessageId: string): void {
+    const o = this.unacked.get(clientMessageId);
+    if (!o) return;
+    if (o.timer) clearTimeout(o.timer);
+    this.unacked.delete(clientMessageId);
   }
 
   /** `/stop`: aborts the running turn of this source's session. */
@@ -213,6 +343,9 @@ export class ChatConnection {
     this.closedWith = e;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.stopBeat();
+    for (const o of this.unacked.values()) if (o.timer) clearTimeout(o.timer);
+    this.unacked.clear();
     const ws = this.ws;
     this.ws = null;
     ws?.close(1000);
@@ -245,21 +378,51 @@ export class ChatConnection {
     }
     this.ws = ws;
     ws.onerror = () => undefined;
+    ws.onopen = () => {
+      if (this.ws === ws) this.armBeat(ws);
+    };
     ws.onmessage = (ev) => {
-      if (this.ws === ws) this.receive(ws, ev.data);
-    };
-    ws.onclose = (ev) => {
       if (this.ws !== ws) return;
-      this.ws = null;
-      this.cursor.abandon();
-      this.replays = 0;
-      if (ev.code === 4401)
-        return this.end(
-          new SkaldConnectionError('unauthorized', `the credential ended: ${ev.reason || 'closed 4401'}`),
-        );
-      this.setState('closed');
-      this.reconnectLater();
+      this.armBeat(ws);
+      this.receive(ws, ev.data);
     };
+    ws.onclose = (ev) => this.closed(ws, ev.code, ev.reason);
+  }
+
+  /** The socket ended (closed, dropped, or silent): reconnect, unless the credential ended. */
+  private closed(ws: WebSocketLike, code: number, reason: string): void {
+    if (this.ws !== ws) return;
+    this.ws = null;
+    this.stopBeat();
+    this.cursor.abandon();
+    this.replays = 0;
+    if (code === 4401)
+      return this.end(new SkaldConnectionError('unauthorized', `the credential ended: ${reason || 'closed 4401'}`));
+    this.setState('closed');
+    this.reconnectLater();
+  }
+
+  private stopBeat(): void {
+    if (this.beat) clearTimeout(this.beat);
+    this.beat = null;
+  }
+
+  /** A frame came: the socket lives; after `idleMs` of silence a `ping`, and without an answer the socket is dropped. */
+  private armBeat(ws: WebSocketLike): void {
+    this.stopBeat();
+    const { idleMs = 15_000, timeoutMs = 10_000 } = this.options.heartbeat ?? {};
+    this.beat = setTimeout(() => {
+      if (this.ws !== ws || ws.readyState !== OPEN) return;
+      ws.send(JSON.stringify({ type: 'ping' }));
+      this.beat = setTimeout(() => {
+        if (this.ws !== ws) return;
+        // a half-open socket may never finish a close handshake: it is given up here, not waited for
+        ws.onclose = null;
+        ws.onmessage = null;
+        ws.close(CLOSE_SILENT, 'no answer to ping');
+        this.closed(ws, CLOSE_SILENT, 'no answer to ping');
+      }, timeoutMs);
+    }, idleMs);
   }
 
   private reconnectLater(): void {
@@ -295,7 +458,7 @@ export class ChatConnection {
       this.emit(f);
       if (f.session_id !== this.cursor.sessionId || this.cursor.lastSeq === 0) void this.begin(ws, f.session_id);
       else this.resume(ws);
-      for (const m of this.unacked.values()) ws.send(JSON.stringify(m));
+      for (const o of this.unacked.values()) this.transmit(o);
     } else if (f.type === 'new_session') {
       // a new or reopened conversation: its start, then what follows it
       this.emit(f);
@@ -304,7 +467,11 @@ export class ChatConnection {
       this.replays = Math.max(0, this.replays - 1);
       this.emit(f);
     } else if (f.type === 'ack') {
-      this.unacked.delete(f.client_message_id);
+      this.settle(f.client_message_id);
+      this.emit(f);
+    } else if (f.type === 'error' && !('seq' in f) && f.client_message_id !== undefined) {
+      // a refused message is not sent again
+      this.settle(f.client_message_id);
       this.emit(f);
     } else if ('seq' in f) this.sequenced(ws, f, this.cursor.check(f));
     else this.emit(f);

@@ -77,6 +77,13 @@ describe('RestCore', () => {
     });
   });
 
+  it('a route of the contracts (lowercase method) is sent with the method in capitals (fetch leaves `patch` as it is)', async () => {
+    const { fetch, calls } = fakeFetch(() => json(200, {}));
+    const rest = new RestCore({ baseUrl: 'http://gw', token: () => 'tok', fetch });
+    await rest.request({ method: 'patch', path: '/api/sessions/{id}' }, { params: { id: 'a' }, body: { title: 't' } });
+    expect(calls[0].init.method).toBe('PATCH');
+  });
+
   it("a refusal is a SkaldApiError with the server's code, message, field and Retry-After", async () => {
     const { fetch } = fakeFetch(() =>
       json(429, { error: { code: 'rate_limited', message: 'slow down', field: 'x' } }, { 'retry-after': '7' }),

@@ -8,14 +8,16 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  * (`{method, path, …schemas}`) is one of these.
  */
 export interface RouteRef {
-  readonly method: HttpMethod;
+  /** Either case: a `ROUTES` entry of `@skald/contracts` has `get`, the route table `GET`. */
+  readonly method: HttpMethod | Lowercase<HttpMethod>;
   readonly path: string;
 }
 
 /** The parts of one call: path parameters by placeholder name, the query, and a JSON body. */
 export interface RequestParts {
   params?: Readonly<Record<string, string>>;
-  query?: Readonly<Record<string, string | number | boolean | undefined>>;
+  /** Strings, numbers and booleans are sent; `undefined` is left out. */
+  query?: Readonly<Record<string, unknown>>;
   body?: unknown;
 }
 
@@ -47,7 +49,12 @@ export function fillPath(path: string, params: Readonly<Record<string, string>> 
 export function queryString(query: RequestParts['query']): string {
   if (!query) return '';
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined) q.append(k, String(v));
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined) continue;
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
+      throw new TypeError(`query parameter "${k}" must be a string, number or boolean`);
+    q.append(k, String(v));
+  }
   const s = q.toString();
   return s ? `?${s}` : '';
 }
@@ -102,7 +109,8 @@ export class RestCore {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(parts.body);
     }
-    const res = await this.options.fetch(url, { method: route.method, headers, body });
+    const method = route.method.toUpperCase();
+    const res = await this.options.fetch(url, { method, headers, body });
     if (!res.ok) {
       if (res.status === 401) this.options.onUnauthorized?.();
       throw await apiError(res);

@@ -5,15 +5,40 @@ import { isEphemeralFrame } from '@skald/contracts/server-frame';
 export type TurnEvent = SessionEvent | EphemeralEvent;
 type Ack = Extract<ServerFrame, { type: 'ack' }>;
 
-/** How a turn ended: `done` (the final answer), `error` (the turn failed or was stopped), `discarded` (a `/stop` kept the message out), `command` (a slash command's answer). */
+type ConnectionError = Extract<ServerFrame, { type: 'error' }> & { seq?: undefined };
+
+/**
+ * How a turn ended: `done` (the final answer), `error` (the turn failed or was stopped), `refused`
+ * (the gateway refused the frame: no turn ran), `discarded` (a `/stop` kept the message out, or a
+ * rewind the conversation moved past), `command` (a slash command's answer).
+ */
 export type TurnEnd =
   | { kind: 'done'; frame: Extract<SessionEvent, { type: 'done' }> }
   | { kind: 'error'; frame: Extract<SessionEvent, { type: 'error' }> }
+  | { kind: 'refused'; frame: ConnectionError }
   | { kind: 'discarded'; frame: Extract<SessionEvent, { type: 'message_discarded' }> }
   | { kind: 'command'; frame: Extract<ServerFrame, { type: 'command_result' }> };
 
+/**
+ * Where the turn's frame is: `sending` (not acknowledged yet; sent again after a reconnect or an
+ * ack timeout), `unconfirmed` (sent as often as the bound allows without an ack: it waits for
+ * `connection.resend(turn)`), `stored` (acknowledged), `refused` (the gateway refused it).
+ */
+export type TurnStatus = 'sending' | 'unconfirmed' | 'stored' | 'refused';
+
 /** A turn's events the consumer has not read yet, at most this many (then the turn fails: it reads too slowly). */
 export const TURN_BUFFER_MAX = 50_000;
+/** Session events a regenerate keeps until its `ack` names the message its turn starts from. */
+const BEFORE_ACK_MAX = 1000;
+
+/**
+ * What the turn answers: a `message` (its start is the `user_message` echo of its
+ * `client_message_id`), a slash `command`, an `edit` of a user message (its start is the
+ * `messages_superseded` from that message), or a `regenerate` (the `messages_superseded` that keeps
+ * the message its `ack` names).
+ */
+export type TurnKind =
+  { kind: 'message' } | { kind: 'command' } | { kind: 'edit'; messageId: string } | { kind: 'regenerate' };
 
 /**
  * One message's turn, read as an async iterator: from the `user_message` echo of its
@@ -37,10 +62,18 @@ export class Turn implements AsyncIterable<TurnEvent> {
   /** How the turn ended, once it has. */
   readonly end: Promise<TurnEnd>;
 
+  private current: TurnStatus = 'sending';
+  private readonly statusListeners = new Set<(s: TurnStatus) => void>();
+  /** A regenerate's session events from before its ack (its start may come first). */
+  private beforeAck: SessionEvent[] | null;
+  /** The message a regenerate answers again (its ack's `message_id`). */
+  private ackedMessageId: string | null = null;
+
   constructor(
     readonly clientMessageId: string,
-    private readonly command: boolean,
+    private readonly what: TurnKind = { kind: 'message' },
   ) {
+    this.beforeAck = what.kind === 'regenerate' ? [] : null;
     this.acked = new Promise((res, rej) => {
       this.resolveAck = res;
       this.rejectAck = rej;
@@ -54,6 +87,23 @@ export class Turn implements AsyncIterable<TurnEvent> {
     this.end.catch(() => undefined);
   }
 
+  get status(): TurnStatus {
+    return this.current;
+  }
+
+  /** Each change of `status`; returns the unsubscribe. */
+  onStatus(listener: (s: TurnStatus) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
+  }
+
+  /** Set by the connection as the frame is sent, acknowledged or refused. */
+  setStatus(s: TurnStatus): void {
+    if (s === this.current) return;
+    this.current = s;
+    for (const l of this.statusListeners) l(s);
+  }
+
   get done(): boolean {
     return this.finished !== null || this.failure !== null;
   }
@@ -61,13 +111,25 @@ export class Turn implements AsyncIterable<TurnEvent> {
   /** A frame of the connection, in the order the user sees them. */
   offer(f: ServerFrame): void {
     if (this.done) return;
-    if (f.type === 'ack' && f.client_message_id === this.clientMessageId) return this.resolveAck(f);
-    if (f.type === 'command_result' && this.command) return this.finish({ kind: 'command', frame: f });
-    if (this.sessionId === null) {
-      if (f.type === 'user_message' && f.client_message_id === this.clientMessageId) {
-        this.sessionId = f.session_id;
-        return this.push(f);
+    if (f.type === 'ack' && f.client_message_id === this.clientMessageId) {
+      this.setStatus('stored');
+      this.resolveAck(f);
+      if (this.beforeAck) {
+        this.ackedMessageId = f.message_id;
+        const held = this.beforeAck;
+        this.beforeAck = null;
+        for (const e of held) this.offer(e);
       }
+      return;
+    }
+    if (f.type === 'error' && !('seq' in f) && f.client_message_id === this.clientMessageId) return this.refuse(f);
+    if (f.type === 'command_result' && this.what.kind === 'command') return this.finish({ kind: 'command', frame: f });
+    if (this.sessionId === null) {
+      if (this.starts(f)) {
+        this.sessionId = (f as SessionEvent).session_id;
+        return this.push(f as SessionEvent);
+      }
+      if (this.beforeAck && 'seq' in f && this.beforeAck.length < BEFORE_ACK_MAX) this.beforeAck.push(f);
       if (f.type === 'turn_waiting' && f.client_message_id === this.clientMessageId) return this.push(f);
       if (f.type === 'message_discarded' && f.client_message_id === this.clientMessageId) {
         this.push(f);
@@ -83,6 +145,22 @@ export class Turn implements AsyncIterable<TurnEvent> {
     this.push(f);
     if (f.type === 'done') this.finish({ kind: 'done', frame: f });
     else if (f.type === 'error') this.finish({ kind: 'error', frame: f });
+  }
+
+  /** Whether `f` is the first event of this turn. */
+  private starts(f: ServerFrame): boolean {
+    const w = this.what;
+    if (f.type === 'user_message') return w.kind !== 'regenerate' && f.client_message_id === this.clientMessageId;
+    if (f.type !== 'messages_superseded') return false;
+    if (w.kind === 'edit') return f.from_message_id === w.messageId && f.keeps_message !== true;
+    return w.kind === 'regenerate' && f.keeps_message === true && f.from_message_id === this.ackedMessageId;
+  }
+
+  /** The gateway refused the frame (a connection `error` naming its `client_message_id`): the turn ends with it. */
+  private refuse(f: ConnectionError): void {
+    this.setStatus('refused');
+    this.rejectAck(new Error(`refused (${f.code}): ${f.message}`));
+    this.finish({ kind: 'refused', frame: f });
   }
 
   /** The connection ended for good: the turn's reader gets this error after what it has not read. */

@@ -101,6 +101,12 @@ export interface RouteDef {
   throttled?: true;
   /** Answers 429 `rate_limited` at these per-user caps (`USER_CAPS`), the message naming the cap and its value. */
   capped?: readonly UserCapName[];
+  /**
+   * How a client reads the next page: `page` (the query's `page`, the answer's `total` and
+   * `per_page`), or `before` (the query's `before` set to an item's `id`, while the answer's
+   * `has_more`): the `first` item of a page is the oldest (oldest-first pages) or the `last` one.
+   */
+  paging?: { by: 'page' } | { by: 'before'; cursor: 'first' | 'last' };
 }
 
 const id = z.object({ id: Id });
@@ -209,6 +215,7 @@ export const ROUTES = {
       "List the caller's conversations, newest first, with their titles; with `q`: full-text search over the caller's own messages (plain words, quotes, `-word`, `or`), one hit per conversation with a snippet, best match first",
     auth: 'user',
     query: SessionListQuery,
+    paging: { by: 'page' },
     response: { status: 200, schema: z.union([SessionList, SessionSearchList]) },
   },
   getSession: {
@@ -315,6 +322,7 @@ export const ROUTES = {
     auth: 'user',
     params: source,
     query: ChatMessagesQuery,
+    paging: { by: 'before', cursor: 'first' },
     response: { status: 200, schema: ChatMessages },
   },
   getRunContext: {
@@ -473,6 +481,7 @@ export const ROUTES = {
     summary: 'Decisions, automatic and human (own sessions; admins all)',
     auth: 'user',
     query: AuditQuery,
+    paging: { by: 'page' },
     response: { status: 200, schema: AuditList },
   },
   listBypasses: {
@@ -623,6 +632,7 @@ export const ROUTES = {
     summary: "The caller's notifications (cron run endings), newest first",
     auth: 'user',
     query: NotificationsQuery,
+    paging: { by: 'before', cursor: 'last' },
     response: { status: 200, schema: NotificationList },
   },
   triggerTic: {

@@ -120,6 +120,7 @@ const EXAMPLES: { [K in ServerFrame['type']]: Extract<ServerFrame, { type: K }> 
   turn_running: { type: 'turn_running', running: false },
   command_result: { type: 'command_result', command: '/help', content: 'x' },
   client_selected: { type: 'client_selected', client: 'default' },
+  pong: { type: 'pong' },
   new_session: { type: 'new_session', session_id: SID },
   approval_requested: {
     type: 'approval_requested',

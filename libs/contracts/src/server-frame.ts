@@ -60,6 +60,7 @@ const FRAME_SHAPES: { readonly [K in ServerFrameType]: FrameShape<K> } = {
   command_result: 'other',
   client_selected: 'other',
   new_session: 'other',
+  pong: 'other',
   approval_requested: 'other',
   approval_resolved: 'other',
   clarification_requested: 'other',

@@ -94,6 +94,9 @@ export const EditFrame = z.object({
   client_message_id: ClientMessageId,
 });
 
+/** A sign of life the server answers with `pong`: how a client tells a socket that went silent (half-open TCP) from a quiet one. */
+export const PingFrame = z.object({ type: z.literal('ping') });
+
 export const ClientFrame = z.discriminatedUnion('type', [
   ClientMessageFrame,
   CancelFrame,
@@ -104,6 +107,7 @@ export const ClientFrame = z.discriminatedUnion('type', [
   SelectClientFrame,
   RegenerateFrame,
   EditFrame,
+  PingFrame,
 ]);
 export type ClientFrame = z.infer<typeof ClientFrame>;
 export const CLIENT_FRAME_TYPES = ClientFrame.options.map((o) => o.shape.type.value);
@@ -286,10 +290,19 @@ export type ConnectionEvent =
   | { type: 'hello'; protocol: number; server_version: string; session_id: string }
   | { type: 'ack'; client_message_id: string; message_id: string; duplicate: boolean }
   | { type: 'turn_running'; running: boolean; waiting?: TurnWaiting; limit?: number }
-  | { type: 'error'; code: string; message: string; field?: string; request_id?: string }
+  | {
+      type: 'error';
+      code: string;
+      message: string;
+      field?: string;
+      request_id?: string;
+      /** The refused frame's `client_message_id` (a `message`, `regenerate` or `edit`): that message's turn ends here. */
+      client_message_id?: string;
+    }
   | { type: 'command_result'; command: string; content: string }
   | { type: 'client_selected'; client: string }
-  | { type: 'new_session'; session_id: string };
+  | { type: 'new_session'; session_id: string }
+  | { type: 'pong' };
 /** Every connection event's `type` (the reference in docs/protocol.md is generated from it). */
 export const CONNECTION_EVENT_TYPES = [
   'hello',
@@ -299,6 +312,7 @@ export const CONNECTION_EVENT_TYPES = [
   'command_result',
   'client_selected',
   'new_session',
+  'pong',
 ] as const satisfies readonly ConnectionEvent['type'][];
 // Compile-time completeness: a connection event missing from the list above does not compile.
 type MissingConnectionEvent = Exclude<ConnectionEvent['type'], (typeof CONNECTION_EVENT_TYPES)[number]>;

@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import fc from 'fast-check';
-import { ClientFrame } from '@skald/contracts';
+import { ClientFrame, ClientMessageId } from '@skald/contracts';
 import { BusRequestError, RemoteError } from '@skald/messaging';
 import { ApiError } from '../http/api-error';
 import { frameErrorOf, parseClientFrame } from './client-frame';
@@ -56,9 +56,22 @@ describe('parseClientFrame: a frame’s bytes → a client frame or its error ev
   });
 
   it('never throws; accepts exactly the frames the contract accepts, when their structure is clean (generated)', () => {
-    const type = fc.constantFrom('message', 'cancel', 'resume', 'approve_tool', 'select_client', 'nope');
+    const type = fc.constantFrom(
+      'message',
+      'cancel',
+      'resume',
+      'approve_tool',
+      'select_client',
+      'regenerate',
+      'edit',
+      'nope',
+    );
     const frameLike = fc.record(
-      { type: fc.oneof(type, fc.jsonValue({ maxDepth: 3 })), client_message_id: fc.jsonValue(), content: fc.string() },
+      {
+        type: fc.oneof(type, fc.jsonValue({ maxDepth: 3 })),
+        client_message_id: fc.oneof(fc.string({ maxLength: 140 }), fc.jsonValue()),
+        content: fc.string(),
+      },
       { requiredKeys: [] },
     );
     fc.assert(
@@ -71,10 +84,42 @@ describe('parseClientFrame: a frame’s bytes → a client frame or its error ev
           expect(r.error.code).toBe('invalid_input');
           if (!text.includes('__proto__')) expect(contract.success).toBe(false);
           if (value !== null && typeof value === 'object' && !Array.isArray(value)) expect(r.error.field).toBeTruthy();
+          // the refused frame's own id is named when it starts a turn and the id itself is valid, else nothing is echoed
+          const v = value as { type?: unknown; client_message_id?: unknown } | null;
+          const names =
+            typeof v === 'object' &&
+            v !== null &&
+            !Array.isArray(v) &&
+            ['message', 'regenerate', 'edit'].includes(v.type as string) &&
+            ClientMessageId.safeParse(v.client_message_id).success;
+          expect(r.error.client_message_id).toBe(names ? v.client_message_id : undefined);
         }
       }),
       { seed, numRuns: 3000 },
     );
+  });
+});
+
+describe('parseClientFrame: a refused frame that starts a turn names its client_message_id', () => {
+  it('a message too long, an edit without its message, a regenerate with a bad field: named; an invalid id is not echoed', () => {
+    const refused = (v: unknown) => {
+      const r = parseClientFrame(frame(JSON.stringify(v)));
+      if (r.ok) throw new Error('accepted');
+      return r.error;
+    };
+    expect(refused({ type: 'message', client_message_id: 'c1', content: 'x'.repeat(600 * 1024) })).toMatchObject({
+      code: 'invalid_input',
+      field: 'content',
+      client_message_id: 'c1',
+    });
+    expect(refused({ type: 'edit', client_message_id: 'c2', content: 'x' })).toMatchObject({ client_message_id: 'c2' });
+    expect(refused({ type: 'message', client_message_id: 'c3', content: 'x', delivery: 'later' })).toMatchObject({
+      client_message_id: 'c3',
+    });
+    expect(refused({ type: 'message', client_message_id: 'x'.repeat(129), content: 'x' })).not.toHaveProperty(
+      'client_message_id',
+    );
+    expect(refused({ type: 'approve_tool', client_message_id: 'c4' })).not.toHaveProperty('client_message_id');
   });
 });
 

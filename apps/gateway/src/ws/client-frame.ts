@@ -1,5 +1,5 @@
 import type WebSocket from 'ws';
-import { ClientFrame, CLIENT_FRAME_TYPES, describeZodError, ErrorCode } from '@skald/contracts';
+import { ClientFrame, ClientMessageId, CLIENT_FRAME_TYPES, describeZodError, ErrorCode } from '@skald/contracts';
 import { BusRequestError, RemoteError } from '@skald/messaging';
 import { decodeUtf8Strict, JSON_LIMITS, parseBoundedJson } from '@skald/service-kit';
 import { ApiError } from '../http/api-error';
@@ -9,6 +9,21 @@ export interface FrameError {
   code: ErrorCode;
   message: string;
   field?: string;
+  /** The refused frame's own `client_message_id` (a `message`, `regenerate` or `edit`): its turn ends with this error. */
+  client_message_id?: string;
+}
+
+/** The frame types that start a turn under a `client_message_id`. */
+const TURN_FRAMES: ReadonlySet<string> = new Set(['message', 'regenerate', 'edit']);
+
+/**
+ * The `client_message_id` of a frame that starts a turn, when it is a valid one (a refused frame's
+ * id is echoed only then, so nothing the schema refuses is sent back).
+ */
+function turnMessageId(value: object): string | undefined {
+  const { type, client_message_id } = value as { type?: unknown; client_message_id?: unknown };
+  if (typeof type !== 'string' || !TURN_FRAMES.has(type)) return undefined;
+  return ClientMessageId.safeParse(client_message_id).success ? (client_message_id as string) : undefined;
 }
 
 export type ParsedFrame = { ok: true; frame: ClientFrame } | { ok: false; error: FrameError };
@@ -57,7 +72,10 @@ export function parseClientFrame(data: WebSocket.RawData): ParsedFrame {
   const parsed = ClientFrame.safeParse(value);
   if (!parsed.success) {
     const { field, message } = describeZodError(parsed.error);
-    return invalid(message, field);
+    const refused = invalid(message, field);
+    const id = turnMessageId(value);
+    if (!refused.ok && id !== undefined) refused.error.client_message_id = id;
+    return refused;
   }
   return { ok: true, frame: parsed.data };
 }

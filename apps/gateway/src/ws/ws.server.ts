@@ -173,6 +173,7 @@ export class WsServer implements OnApplicationShutdown {
    */
   private async onFrame(conn: WsConnection, data: WebSocket.RawData): Promise<void> {
     let requestId: string | undefined;
+    let clientMessageId: string | undefined;
     hopMark('ws.frame');
     try {
       if (!conn.countFrame()) {
@@ -185,13 +186,22 @@ export class WsServer implements OnApplicationShutdown {
         return;
       }
       requestId = 'request_id' in parsed.frame ? parsed.frame.request_id : undefined;
+      // the frame was validated: its id is one (no second parse on the path of every message)
+      const f = parsed.frame;
+      clientMessageId =
+        f.type === 'message' || f.type === 'regenerate' || f.type === 'edit' ? f.client_message_id : undefined;
       hopMark('ws.parsed', parsed.frame.type);
       await this.dispatch(conn, parsed.frame);
     } catch (e) {
       const { error, unexpected } = frameErrorOf(e);
       if (unexpected) this.log.error({ userId: conn.userId, err: String(e) }, 'frame failed');
       try {
-        conn.send({ type: 'error', ...error, ...(requestId ? { request_id: requestId } : {}) });
+        conn.send({
+          type: 'error',
+          ...error,
+          ...(requestId ? { request_id: requestId } : {}),
+          ...(clientMessageId ? { client_message_id: clientMessageId } : {}),
+        });
       } catch (sendFailed) {
         this.log.warn({ userId: conn.userId, err: String(sendFailed) }, 'could not answer a failed frame');
       }
@@ -268,6 +278,9 @@ export class WsServer implements OnApplicationShutdown {
         });
         return;
       }
+      case 'ping':
+        conn.send({ type: 'pong' });
+        return;
       default: {
         const never: never = frame;
         throw new ApiError('invalid_input', `unknown frame ${JSON.stringify(never)}`);

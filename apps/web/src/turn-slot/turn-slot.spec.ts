@@ -21,8 +21,7 @@ const waiting: RawFrame = {
 describe('a message held back at the cap on turns running at once', () => {
   it('is shown, acknowledged, with the notice naming the limit; the notice goes when its turn starts', () => {
     const list = box([
-      { type: 'add', frame: frame('c1'), now: 0 },
-      { type: 'sent', cid: 'c1', now: 0 },
+      { type: 'add', frame: frame('c1') },
       { type: 'stored', cid: 'c1', messageId: 'm1' },
     ]);
     expect(list.map((o) => o.state)).toEqual(['queued']);
@@ -81,8 +80,8 @@ describe('a message held back at the cap on turns running at once', () => {
 
   it('a message acknowledged as a duplicate, or one that left with its conversation, is not kept as queued', () => {
     const list = box([
-      { type: 'add', frame: frame('c1'), now: 0 },
-      { type: 'add', frame: frame('c2'), now: 0 },
+      { type: 'add', frame: frame('c1') },
+      { type: 'add', frame: frame('c2') },
       { type: 'stored', cid: 'c1', messageId: 'm1' },
       { type: 'acked', cid: 'c2' },
     ]);

@@ -88,6 +88,8 @@ export async function run(rt: Runtime, promptArg: string, o: RunOptions): Promis
     if (timedOut) throw new CliError(`no final answer within ${o.timeout} s: the turn was stopped`);
     if (end.kind === 'error') throw new CliError(`the turn failed: ${end.frame.message} (${end.frame.code})`);
     if (end.kind === 'discarded') throw new CliError('the message was discarded before it entered the conversation');
+    if (end.kind === 'refused')
+      throw new CliError(`the server refused the message: ${end.frame.message} (${end.frame.code})`);
     throw new CliError(end.frame.content);
   } finally {
     if (timer) clearTimeout(timer);

@@ -181,6 +181,26 @@ describe('the chat screen, from frames', () => {
     expect(s.outbox).toEqual([]);
   });
 
+  it('a message the gateway refuses leaves the waiting list, named with the reason', () => {
+    let s = withSent(initialState(), 'c5', 'x'.repeat(12));
+    s = withSent(s, 'c6', 'still waiting');
+    s = play(
+      [
+        {
+          type: 'error',
+          code: 'invalid_request',
+          message: 'content: at most 524288 characters',
+          client_message_id: 'c5',
+        } as ServerFrame,
+      ],
+      s,
+    );
+    expect(s.outbox.map((o) => o.clientMessageId)).toEqual(['c6']);
+    expect(s.items.flatMap(itemLines).map(plain)).toEqual([
+      'not sent: "xxxxxxxxxxxx": content: at most 524288 characters (invalid_request)',
+    ]);
+  });
+
   it('a message sent while a turn runs shows as waiting until its echo', () => {
     let s = withSent(play([ev({ type: 'turn_running', running: true })]), 'c1', 'also check the tests', 'queue');
     expect(outboxLines(s.outbox).map(plain)).toEqual(['› also check the tests  (queue: waiting)']);

@@ -248,9 +248,14 @@ export function reduce(s: ChatState, f: ServerFrame): ChatState {
       return notice(s, `↲ ${f.agent_id}: ${f.result_preview}`);
     case 'error': {
       const ended = 'seq' in f;
-      const text = f.code === 'interrupted' ? 'stopped' : `error: ${f.message}${f.code ? ` (${f.code})` : ''}`;
+      const refused =
+        !ended && f.client_message_id ? s.outbox.find((o) => o.clientMessageId === f.client_message_id) : undefined;
+      const text =
+        f.code === 'interrupted'
+          ? 'stopped'
+          : `${refused ? `not sent: "${refused.text}": ` : 'error: '}${f.message}${f.code ? ` (${f.code})` : ''}`;
       // what streamed before the turn ended stays on the screen, as in the conversation's history
-      let kept = s;
+      let kept = refused ? { ...s, outbox: s.outbox.filter((o) => o !== refused) } : s;
       if (ended && s.streaming.reasoning.trim())
         kept = push(kept, { kind: 'reasoning', text: s.streaming.reasoning.trim() });
       if (ended && s.streaming.content.trim()) kept = push(kept, { kind: 'assistant', text: s.streaming.content });
@@ -285,6 +290,7 @@ export function reduce(s: ChatState, f: ServerFrame): ChatState {
     case 'task_update':
       return f.state === 'running' ? s : notice(s, `task ${f.title}: ${f.state}${f.error ? ` (${f.error})` : ''}`);
     case 'ack':
+    case 'pong':
     case 'turn_waiting':
     case 'tool_progress':
     case 'file_changed':

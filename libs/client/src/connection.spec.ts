@@ -116,6 +116,50 @@ describe('ChatConnection: where a session starts and resume', () => {
     expect(c.seqs()).toEqual([5, 6, 7]);
   });
 
+  it('ready() waits for the start, and a turn sent meanwhile goes after it: its events are past the start, not taken as seen', async () => {
+    let release!: (n: number) => void;
+    const c = connection({ startAt: () => new Promise<number | null>((r) => (release = r)) });
+    c.conn.start();
+    await flush();
+    const ws = FakeSocket.last();
+    ws.accept();
+    ws.frame(hello());
+    let ready = false;
+    void c.conn.ready().then(() => (ready = true));
+    const turn = c.conn.message('hi', { clientMessageId: 'r1' });
+    await flush();
+    expect(ready).toBe(false);
+    expect(ws.sentOf('message')).toEqual([]);
+    // the history page the start comes from holds everything up to seq 9
+    release(9);
+    await flush();
+    expect(ready).toBe(true);
+    expect(ws.sentOf('message')).toEqual([{ type: 'message', client_message_id: 'r1', content: 'hi' }]);
+    ws.frame({ type: 'ack', client_message_id: 'r1', message_id: 'u10', duplicate: false });
+    ws.frame(ev(10, { type: 'user_message', message_id: 'u10', client_message_id: 'r1', content: 'hi' }));
+    ws.frame(ev(11, { type: 'done', message_id: 'a11', content: 'ok' }));
+    await expect(turn.end).resolves.toMatchObject({ kind: 'done', frame: { content: 'ok' } });
+    c.conn.stop();
+  });
+
+  it('a start that never answers gives up after startAtTimeoutMs and replays the session from its start', async () => {
+    const c = connection({ startAt: () => new Promise<number | null>(() => undefined), startAtTimeoutMs: 5_000 });
+    c.conn.start();
+    await flush();
+    const ws = FakeSocket.last();
+    ws.accept();
+    ws.frame(hello());
+    const turn = c.conn.message('hi', { clientMessageId: 'r2' });
+    await jest.advanceTimersByTimeAsync(4_999);
+    expect(ws.sentOf('message')).toEqual([]);
+    await jest.advanceTimersByTimeAsync(1);
+    await flush();
+    expect(ws.sentOf('resume')).toEqual([{ type: 'resume', session_id: S1, last_seq: 0 }]);
+    expect(ws.sentOf('message')).toHaveLength(1);
+    expect(turn.status).toBe('sending');
+    c.conn.stop();
+  });
+
   it('startAt failing or answering null replays the session from its start', async () => {
     const { ws } = await opened({
       startAt: async () => {
@@ -352,12 +396,14 @@ describe('Turn: one message, from its echo to its end', () => {
     const ws = FakeSocket.last();
     ws.accept();
     ws.frame(hello());
+    await flush(); // frames that start turns wait for the session's start (startAt)
     expect(ws.sentOf('message')).toHaveLength(1);
     ws.drop();
     await jest.advanceTimersByTimeAsync(500);
     const again = FakeSocket.last();
     again.accept();
     again.frame(hello());
+    await flush();
     expect(again.sentOf('message')).toEqual([{ type: 'message', client_message_id: 'c2', content: 'hi' }]);
     again.frame({ type: 'ack', client_message_id: 'c2', message_id: 'u1', duplicate: true });
     await expect(turn.acked).resolves.toMatchObject({ duplicate: true });
@@ -533,6 +579,7 @@ describe('Turn: a frame the gateway refuses ends its turn', () => {
           const again = FakeSocket.last();
           again.accept();
           again.frame(hello());
+          await flush();
           const resent = again.sent
             .filter((f) => typeof f.client_message_id === 'string')
             .map((f) => f.client_message_id);
@@ -702,6 +749,7 @@ describe('ChatConnection: the one resend of unacknowledged messages', () => {
     const ws = FakeSocket.last();
     ws.accept();
     ws.frame(hello());
+    await flush();
     expect(ws.sentOf('message')).toHaveLength(1);
     expect(t.status).toBe('sending');
     c.conn.stop();

@@ -54,9 +54,12 @@ export interface ChatConnectionOptions {
   /**
    * Where a session not shown yet starts (first connect, `/new`, a reopened conversation): the seq
    * the client already holds (it loaded the history page up to it), or null for the session's
-   * start (every event is replayed). Events that come meanwhile wait for it.
+   * start (every event is replayed). Events that come meanwhile wait for it, and so do the frames
+   * that start turns; after `startAtTimeoutMs` (10 s) without an answer the session starts from its
+   * start.
    */
   startAt?: (sessionId: string) => Promise<number | null>;
+  startAtTimeoutMs?: number;
   reconnect?: ReconnectOptions;
   heartbeat?: HeartbeatOptions;
   ack?: AckOptions;
@@ -140,6 +143,11 @@ export class ChatConnection {
   private readonly frameListeners = new Set<(f: ServerFrame) => void>();
   private readonly stateListeners = new Set<(s: ConnectionState) => void>();
   private readyWaiters: Array<{ res: () => void; rej: (e: Error) => void }> = [];
+  /**
+   * While a session's start is being read (`startAt`), frames wait: a turn sent before it is known could end before
+   * the read and its events be taken for ones the history already holds.
+   */
+  private beginning: Promise<void> | null = null;
   private current: ConnectionState = 'closed';
   /** Why the connection ended for good (null while it runs or reconnects). */
   closedWith: SkaldConnectionError | null = null;
@@ -180,11 +188,16 @@ export class ChatConnection {
     return this;
   }
 
-  /** Resolves once the socket is open (its `hello` came); rejects if the connection ends first. */
-  ready(): Promise<void> {
-    if (this.current === 'open') return Promise.resolve();
-    if (this.closedWith) return Promise.reject(this.closedWith);
-    return new Promise((res, rej) => this.readyWaiters.push({ res, rej }));
+  /**
+   * Resolves once the socket is open (its `hello` came) and the session's start is known; rejects if the connection
+   * ends first.
+   */
+  async ready(): Promise<void> {
+    if (this.current !== 'open') {
+      if (this.closedWith) throw this.closedWith;
+      await new Promise<void>((res, rej) => this.readyWaiters.push({ res, rej }));
+    }
+    await this.beginning;
   }
 
   /** Closes the socket and stops reconnecting; unfinished turns fail. */
@@ -287,6 +300,10 @@ export class ChatConnection {
     o.timer = null;
     const { timeoutMs = 3_000, backoffMs = 500, maxBackoffMs = 8_000, maxTries = 4 } = this.options.ack ?? {};
     if (o.turn.status !== 'sending') return;
+    if (this.beginning) {
+      void this.beginning.then(() => this.transmit(o));
+      return;
+    }
     if (o.tries >= maxTries) return o.turn.setStatus('unconfirmed');
     // a send while the socket is down does not count: the next hello sends it
     if (!this.send(o.frame)) return;
@@ -456,13 +473,13 @@ export class ChatConnection {
       this.gapResumes = 0;
       this.setState('open');
       this.emit(f);
-      if (f.session_id !== this.cursor.sessionId || this.cursor.lastSeq === 0) void this.begin(ws, f.session_id);
+      if (f.session_id !== this.cursor.sessionId || this.cursor.lastSeq === 0) this.begin(ws, f.session_id);
       else this.resume(ws);
       for (const o of this.unacked.values()) this.transmit(o);
     } else if (f.type === 'new_session') {
       // a new or reopened conversation: its start, then what follows it
       this.emit(f);
-      void this.begin(ws, f.session_id);
+      this.begin(ws, f.session_id);
     } else if (f.type === 'turn_running') {
       this.replays = Math.max(0, this.replays - 1);
       this.emit(f);
@@ -506,14 +523,28 @@ export class ChatConnection {
   }
 
   /** A session shown from its start: where `startAt` says, then the events after it. */
-  private async begin(ws: WebSocketLike, sessionId: string): Promise<void> {
+  private begin(ws: WebSocketLike, sessionId: string): void {
+    const beginning = this.readStart(ws, sessionId).finally(() => {
+      if (this.beginning === beginning) this.beginning = null;
+    });
+    this.beginning = beginning;
+  }
+
+  private async readStart(ws: WebSocketLike, sessionId: string): Promise<void> {
     const start = ++this.starts;
     this.cursor.begin(sessionId);
     let from: number | null = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      from = this.options.startAt ? await this.options.startAt(sessionId) : null;
+      if (this.options.startAt)
+        from = await Promise.race([
+          this.options.startAt(sessionId),
+          new Promise<null>((res) => (timer = setTimeout(() => res(null), this.options.startAtTimeoutMs ?? 10_000))),
+        ]);
     } catch {
       from = null;
+    } finally {
+      clearTimeout(timer);
     }
     if (this.ws !== ws || start !== this.starts || !this.cursor.reading) return;
     const held = this.cursor.started<ServerFrame & Sequenced>(from ?? 0);

@@ -42,6 +42,22 @@ const page = readFileSync(generator.OPERATIONS_MD, 'utf8');
 /** The variable names of the reference's table rows. */
 const documented = new Set([...page.matchAll(/^\| `([A-Z][A-Z0-9_]*)` +\|/gm)].map((m) => m[1]));
 
+/** The apps that are clients of the gateway, each documented in its own page. */
+const CLIENT_APPS = ['web', 'cli'];
+
+/** The environment variables the given files read (`process.env.X`, `process.env['X']`, `env.X`). */
+function envRead(files: string[]): Set<string> {
+  const read = new Set<string>();
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(
+      /process\.env\.([A-Z][A-Z0-9_]*)|process\.env\[['"]([A-Z][A-Z0-9_]*)['"]\]|\benv\.([A-Z][A-Z0-9_]*)/g,
+    ))
+      read.add(m[1] ?? m[2] ?? m[3] ?? '');
+  }
+  return read;
+}
+
 describe('docs/operations.md, configuration reference', () => {
   it('is what scripts/gen-config-reference.js makes of the config schemas', () => {
     const expected = generator.expectedDocument(page, generator.renderReference(schemas));
@@ -84,26 +100,30 @@ describe('docs/operations.md, configuration reference', () => {
           ? [path]
           : [];
       });
+    // The clients (the web page, the terminal client) are configured where they are documented: docs/web.md, docs/cli.md.
     const roots = [
       ...readdirSync(join(repoRoot, 'apps'))
-        .filter((a) => a !== 'web')
+        .filter((a) => !CLIENT_APPS.includes(a))
         .map((a) => join(repoRoot, 'apps', a, 'src')),
       ...readdirSync(join(repoRoot, 'libs'))
         .filter((l) => l !== 'testing')
         .map((l) => join(repoRoot, 'libs', l, 'src')),
     ];
-    const read = new Set<string>();
-    for (const file of roots.flatMap(sources)) {
-      const text = readFileSync(file, 'utf8');
-      for (const m of text.matchAll(
-        /process\.env\.([A-Z][A-Z0-9_]*)|process\.env\[['"]([A-Z][A-Z0-9_]*)['"]\]|\benv\.([A-Z][A-Z0-9_]*)/g,
-      ))
-        read.add(m[1] ?? m[2] ?? m[3] ?? '');
-    }
+    const read = envRead(roots.flatMap(sources));
     // PATH is the system's; the sandbox passes it on.
     read.delete('PATH');
 
     expect(read.size).toBeGreaterThan(0);
     expect([...read].filter((name) => !documented.has(name))).toEqual([]);
+  });
+
+  it("documents the terminal client's variables in docs/cli.md", () => {
+    const cliSources = readdirSync(join(repoRoot, 'apps/cli/src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))
+      .map((f) => join(repoRoot, 'apps/cli/src', f));
+    const read = envRead(cliSources);
+    const cliDoc = readFileSync(join(repoRoot, 'docs/cli.md'), 'utf8');
+    expect([...read].sort()).toEqual(expect.arrayContaining(['SKALD_TOKEN', 'SKALD_URL']));
+    expect([...read].filter((name) => !cliDoc.includes(`\`${name}\``) && !cliDoc.includes(`$${name}`))).toEqual([]);
   });
 });

@@ -191,7 +191,7 @@ describe('the chat screen, from frames', () => {
           code: 'invalid_request',
           message: 'content: at most 524288 characters',
           client_message_id: 'c5',
-        } as ServerFrame,
+        },
       ],
       s,
     );

@@ -99,8 +99,9 @@ describe('skald, the terminal client, against a live stack', () => {
         },
       ],
     });
+    // CI=true as in a CI job's shell, where Ink alone would draw only the last frame at exit
     const cmd = (args: string) =>
-      `env PATH='${env.PATH}' XDG_CONFIG_HOME='${env.XDG_CONFIG_HOME}' TERM=xterm-256color sh -c 'skald ${args}; echo "[exited $?]"'`;
+      `env CI=true PATH='${env.PATH}' XDG_CONFIG_HOME='${env.XDG_CONFIG_HOME}' TERM=xterm-256color sh -c 'skald ${args}; echo "[exited $?]"'`;
     term.start('chat', cmd('chat'));
     const first = await term.waitFor('chat', /ask the agent/);
     const sessionId = /conversation ([0-9a-f-]{36})/.exec(first)![1];

@@ -9,6 +9,7 @@ import { buildProgram, usageExit, type Actions } from './program.ts';
 import * as rest from './rest-commands.ts';
 import { run } from './run.ts';
 import type { Runtime } from './runtime.ts';
+import { drawLiveAtTerminal } from './terminal.ts';
 
 async function readStdin(max: number): Promise<string> {
   if (process.stdin.isTTY) throw new CliError('nothing to read: pipe the input into skald', EXIT.usage);
@@ -70,6 +71,7 @@ async function main(): Promise<ExitCode> {
       if (e.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok);
       throw e;
     });
+  drawLiveAtTerminal(process.env, { stdinIsTTY: !!process.stdin.isTTY, stdoutIsTTY: !!process.stdout.isTTY });
   const rt = runtime();
   let code: ExitCode = EXIT.ok;
   const program = buildProgram(actions(rt), (c) => (code = c), { out: rt.out, err: rt.err });

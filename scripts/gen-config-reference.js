@@ -10,9 +10,10 @@
 // them stops the generator, so a new variable cannot land undocumented (test/docs/operations.integration-spec.ts runs this).
 'use strict';
 
-const { readFileSync, writeFileSync } = require('node:fs');
+const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { formatWithPrettier, replaceSection: replaceDocSection } = require('./lib-doc-section');
+const { writeOrCheck } = require('./lib-generated');
 
 const ROOT = join(__dirname, '..');
 const OPERATIONS_MD = join(ROOT, 'docs', 'operations.md');
@@ -374,20 +375,9 @@ function expectedDocument(markdown, section) {
 }
 
 function main() {
-  const check = process.argv.includes('--check');
   const section = renderReference(loadBuiltSchemas());
   const markdown = readFileSync(OPERATIONS_MD, 'utf8');
-  const next = expectedDocument(markdown, section);
-  if (check) {
-    if (next !== markdown) {
-      console.error('docs/operations.md is out of date: run `node scripts/gen-config-reference.js`');
-      process.exit(1);
-    }
-    console.log('docs/operations.md is up to date');
-    return;
-  }
-  if (next !== markdown) writeFileSync(OPERATIONS_MD, next);
-  console.log(next === markdown ? 'docs/operations.md is up to date' : 'docs/operations.md updated');
+  writeOrCheck(OPERATIONS_MD, expectedDocument(markdown, section), 'node scripts/gen-config-reference.js');
 }
 
 module.exports = { OPERATIONS_MD, OUTSIDE_SCHEMA, renderReference, loadBuiltSchemas, expectedDocument };

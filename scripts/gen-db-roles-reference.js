@@ -9,9 +9,10 @@
 // checks it is up to date).
 'use strict';
 
-const { readFileSync, writeFileSync } = require('node:fs');
+const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { formatWithPrettier, replaceSection: replaceDocSection } = require('./lib-doc-section');
+const { writeOrCheck } = require('./lib-generated');
 
 const ROOT = join(__dirname, '..');
 const OPERATIONS_MD = join(ROOT, 'docs', 'operations.md');
@@ -79,16 +80,5 @@ if (require.main === module) {
     process.exit(1);
   }
   const page = readFileSync(OPERATIONS_MD, 'utf8');
-  const next = replaceSection(page, renderRoles(roles));
-  if (process.argv.includes('--check')) {
-    if (next !== page) {
-      console.error(
-        'docs/operations.md: the database roles are out of date; run node scripts/gen-db-roles-reference.js',
-      );
-      process.exit(1);
-    }
-  } else if (next !== page) {
-    writeFileSync(OPERATIONS_MD, next);
-    console.log('docs/operations.md: database roles regenerated');
-  }
+  writeOrCheck(OPERATIONS_MD, replaceSection(page, renderRoles(roles)), 'node scripts/gen-db-roles-reference.js');
 }

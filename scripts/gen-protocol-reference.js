@@ -9,9 +9,10 @@
 // test/docs/protocol.spec.ts renders the same section from the sources and compares it with the page.
 'use strict';
 
-const { readFileSync, writeFileSync } = require('node:fs');
+const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { formatWithPrettier, replaceSection } = require('./lib-doc-section');
+const { writeOrCheck } = require('./lib-generated');
 
 const ROOT = join(__dirname, '..');
 const PROTOCOL_MD = join(ROOT, 'docs', 'protocol.md');
@@ -132,16 +133,11 @@ function expectedDocument(markdown, section) {
 
 if (require.main === module) {
   const page = readFileSync(PROTOCOL_MD, 'utf8');
-  const next = expectedDocument(page, renderReference(loadBuilt()));
-  if (process.argv.includes('--check')) {
-    if (next !== page) {
-      console.error('docs/protocol.md: the wire reference is out of date; run node scripts/gen-protocol-reference.js');
-      process.exit(1);
-    }
-  } else if (next !== page) {
-    writeFileSync(PROTOCOL_MD, next);
-    console.log('docs/protocol.md: wire reference rewritten');
-  }
+  writeOrCheck(
+    PROTOCOL_MD,
+    expectedDocument(page, renderReference(loadBuilt())),
+    'node scripts/gen-protocol-reference.js',
+  );
 }
 
 module.exports = { PROTOCOL_MD, renderReference, expectedDocument };

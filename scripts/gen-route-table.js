@@ -9,9 +9,9 @@
 // libs/contracts/src/route-table.spec.ts renders the same file from the sources and compares it.
 'use strict';
 
-const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { formatWithPrettier } = require('./lib-doc-section');
+const { writeOrCheck } = require('./lib-generated');
 
 const ROOT = join(__dirname, '..');
 const ROUTE_TABLE_TS = join(ROOT, 'libs', 'contracts', 'src', 'route-table.ts');
@@ -73,22 +73,7 @@ export const ROUTE_TABLE = ${JSON.stringify(table, null, 2)} as const satisfies 
 
 if (require.main === module) {
   const { ROUTES } = require(join(ROOT, 'libs/contracts/dist/routes.js'));
-  const next = renderTable(ROUTES);
-  let current = '';
-  try {
-    current = readFileSync(ROUTE_TABLE_TS, 'utf8');
-  } catch {
-    current = '';
-  }
-  if (process.argv.includes('--check')) {
-    if (next !== current) {
-      console.error('libs/contracts/src/route-table.ts is out of date; run node scripts/gen-route-table.js');
-      process.exit(1);
-    }
-  } else if (next !== current) {
-    writeFileSync(ROUTE_TABLE_TS, next);
-    console.log('libs/contracts/src/route-table.ts rewritten');
-  }
+  writeOrCheck(ROUTE_TABLE_TS, renderTable(ROUTES), 'node scripts/gen-route-table.js');
 }
 
 module.exports = { ROUTE_TABLE_TS, renderTable };

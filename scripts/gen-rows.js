@@ -15,7 +15,7 @@
 // file differs from what this produces.
 'use strict';
 
-const { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
+const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { randomBytes } = require('node:crypto');
@@ -23,6 +23,7 @@ const { Client } = require('pg');
 const { makePgTsGenerator, processDatabase } = require('kanel');
 const { formatWithPrettier } = require('./lib-doc-section');
 const { literalUnion, readCheckUnions, unreadComment } = require('./check-unions');
+const { writeOrCheck } = require('./lib-generated');
 
 const ROOT = join(__dirname, '..');
 const ROWS_TS = join(ROOT, 'libs/persistence/src/generated/rows.ts');
@@ -245,16 +246,7 @@ if (require.main === module) {
     .then(({ rows: next, unread }) => {
       for (const u of unread)
         console.log(`${u.table}.${u.column}: left \`string\`, CHECK ${u.constraint} ${u.reason}: ${u.expression}`);
-      const current = existsSync(ROWS_TS) ? readFileSync(ROWS_TS, 'utf8') : '';
-      if (process.argv.includes('--check')) {
-        if (next !== current) {
-          console.error(`${ROWS_TS}: out of date with the migrations; run npm run gen:rows`);
-          process.exit(1);
-        }
-      } else if (next !== current) {
-        writeFileSync(ROWS_TS, next);
-        console.log(`${ROWS_TS}: regenerated`);
-      } else console.log(`${ROWS_TS}: up to date`);
+      writeOrCheck(ROWS_TS, next, 'npm run gen:rows');
     })
     .catch((e) => {
       console.error(`gen-rows failed: ${e instanceof Error ? e.message : String(e)}`);

@@ -6,8 +6,8 @@
 //   node scripts/gen-service-auth.js --check              # exit 1 when it is out of date (test/k8s runs this)
 'use strict';
 
-const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
+const { writeOrCheck } = require('./lib-generated');
 
 const ROOT = join(__dirname, '..');
 const NATS_CONF = join(ROOT, 'k8s', 'base', 'infra', 'nats.conf');
@@ -17,17 +17,7 @@ function natsConf() {
 }
 
 if (require.main === module) {
-  const want = natsConf();
-  if (process.argv.includes('--check')) {
-    const have = readFileSync(NATS_CONF, 'utf8');
-    if (have !== want) {
-      console.error(`${NATS_CONF} is out of date: npm run build && node scripts/gen-service-auth.js`);
-      process.exit(1);
-    }
-  } else {
-    writeFileSync(NATS_CONF, want);
-    console.log(`wrote ${NATS_CONF}`);
-  }
+  writeOrCheck(NATS_CONF, natsConf(), 'npm run build && node scripts/gen-service-auth.js');
 }
 
 module.exports = { natsConf, NATS_CONF };

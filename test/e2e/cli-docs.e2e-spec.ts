@@ -1,24 +1,16 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
 import { ROOT } from '../support/db';
+import { examplesWithOutput, runExample } from '../support/doc-examples';
 
 jest.setTimeout(180_000);
 
-const run = promisify(execFile);
-const DOC = path.join(ROOT, 'docs/cli.md');
 const CLI = path.join(ROOT, 'apps/cli/dist/main.js');
-
 /** Each ```bash block of docs/cli.md's examples with the ```text block shown as its output. */
-function examples(): Array<{ title: string; code: string; output: string }> {
-  const md = readFileSync(DOC, 'utf8');
-  const re = /^### (.+)\n[\s\S]*?```bash\n([\s\S]*?)```\n\nOutput:\n\n```text\n([\s\S]*?)```/gm;
-  return [...md.matchAll(re)].map((m) => ({ title: m[1], code: m[2], output: m[3] }));
-}
+const examples = () => examplesWithOutput(path.join(ROOT, 'docs/cli.md'), 'bash');
 
 /** What the model answers to the examples' prompts (llm-sim, matched by the prompt's text). */
 const SCRIPTS = [
@@ -73,9 +65,6 @@ describe('docs/cli.md examples', () => {
   // in the page's order: the last answers what the one before it left waiting
   for (const example of examples())
     it(example.title, async () => {
-      const file = path.join(dir, `${randomUUID()}.sh`);
-      writeFileSync(file, example.code);
-      const { stdout } = await run('bash', [file], { cwd: dir, timeout: 60_000, env });
-      expect(stdout).toBe(example.output);
+      expect(await runExample(example, { dir, env })).toBe(example.output);
     });
 });

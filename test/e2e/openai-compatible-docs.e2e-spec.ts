@@ -1,20 +1,14 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
 import { ROOT } from '../support/db';
+import { fencedExamples, runExample } from '../support/doc-examples';
 
 jest.setTimeout(180_000);
 
-const run = promisify(execFile);
-const DOC = readFileSync(path.join(ROOT, 'docs/openai-compatible.md'), 'utf8');
-
 /** Every fenced example of the page, in order: its language and its code. */
-function examples(): Array<{ lang: string; code: string }> {
-  return [...DOC.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1], code: m[2] }));
-}
+const examples = () => fencedExamples(path.join(ROOT, 'docs/openai-compatible.md'));
 
 /**
  * What each example of docs/openai-compatible.md prints, in the page's order. An example added to
@@ -64,18 +58,7 @@ describe('docs/openai-compatible.md: every example runs against a live stack and
     expect(all.map((e) => e.lang).every((l) => l === 'sh' || l === 'js')).toBe(true);
     expect(all.length).toBe(PRINTS.length);
     for (const [i, ex] of all.entries()) {
-      const file = path.join(dir, `example-${i}.${ex.lang === 'js' ? 'mjs' : 'sh'}`);
-      writeFileSync(file, ex.code);
-      const { stdout } = await run(
-        ex.lang === 'js' ? process.execPath : 'bash',
-        ex.lang === 'js' ? [file] : ['-e', file],
-        {
-          env,
-          cwd: dir,
-          timeout: 60_000,
-        },
-      );
-      const printed = stdout.trim();
+      const printed = (await runExample(ex, { dir, env, errexit: true })).trim();
       expect({ example: i, matches: PRINTS[i].test(printed), printed }).toEqual({ example: i, matches: true, printed });
     }
   });

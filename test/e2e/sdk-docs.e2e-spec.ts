@@ -1,24 +1,17 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
 import { ROOT } from '../support/db';
+import { examplesWithOutput, runExample } from '../support/doc-examples';
 
 jest.setTimeout(180_000);
 
-const run = promisify(execFile);
-const DOC = path.join(ROOT, 'docs/sdk.md');
 /** Where the examples are written to run: inside the repository, so `@skald/client` resolves to the built package. */
 const DIR = path.join(ROOT, 'test-results/sdk-docs');
 
 /** Each ```js block of docs/sdk.md with the ```text block shown as its output. */
-function examples(): Array<{ title: string; code: string; output: string }> {
-  const md = readFileSync(DOC, 'utf8');
-  const re = /^### (.+)\n[\s\S]*?```js\n([\s\S]*?)```\n\nOutput:\n\n```text\n([\s\S]*?)```/gm;
-  return [...md.matchAll(re)].map((m) => ({ title: m[1], code: m[2], output: m[3] }));
-}
+const examples = () => examplesWithOutput(path.join(ROOT, 'docs/sdk.md'), 'js');
 
 /** What the model answers to each example's message (llm-sim, matched by the message's text). */
 const SCRIPTS = [
@@ -63,11 +56,9 @@ describe('docs/sdk.md examples', () => {
   it.each(examples().map((e) => [e.title, e] as const))('%s', async (_title, example) => {
     const email = `docs-${randomUUID()}@skald.test`;
     await admin.createUser(email, 'correct horse battery');
-    const file = path.join(DIR, `${randomUUID()}.mjs`);
-    writeFileSync(file, example.code);
-    const { stdout } = await run(process.execPath, [file], {
+    const stdout = await runExample(example, {
+      dir: DIR,
       cwd: ROOT,
-      timeout: 60_000,
       env: { ...process.env, SKALD_URL: stack.gatewayUrl, SKALD_EMAIL: email, SKALD_PASSWORD: 'correct horse battery' },
     });
     expect(stdout).toBe(example.output);

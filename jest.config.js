@@ -31,7 +31,7 @@ for (const pkg of esmOnly)
 const transformIgnorePatterns = [`/node_modules/(?!(${esmOnly.join('|')})/)`];
 const moduleNameMapper = {
   '^@skald/agent-loop/testing$': '<rootDir>/libs/agent-loop/src/testing/index.ts',
-  '^@skald/contracts/(server-frame|route-table)$': '<rootDir>/libs/contracts/src/$1.ts',
+  '^@skald/contracts/(server-frame|route-table|push-message)$': '<rootDir>/libs/contracts/src/$1.ts',
   '^@skald/service-kit/telemetry$': '<rootDir>/libs/service-kit/src/telemetry.ts',
   '^@skald/testing/unit$': '<rootDir>/libs/testing/src/unit/new-test-service.ts',
   '^@skald/testing/attack-suite$': '<rootDir>/libs/testing/src/attack-suite-report.ts',

@@ -1,4 +1,5 @@
 import { defineConfig } from 'vite';
+import { VitePWA } from 'vite-plugin-pwa';
 import { resolve } from 'node:path';
 
 /** `npm run dev` runs the dev server on this loopback port; the gateway forwards the page's requests to it. */
@@ -12,12 +13,36 @@ export default defineConfig({
   root: __dirname,
   base: '/',
   esbuild: { jsx: 'automatic' },
+  plugins: [
+    // The service worker (src/sw/sw.ts) built as /sw.js with the list of the build's files to keep for
+    // offline use. The page registers it itself (src/sw/register.ts); the manifest is public/assets' own.
+    VitePWA({
+      strategies: 'injectManifest',
+      srcDir: 'src/sw',
+      filename: 'sw.ts',
+      injectRegister: false,
+      manifest: false,
+      injectManifest: {
+        globPatterns: ['index.html', 'assets/*.{js,css,png,woff2,webmanifest}'],
+        // The gateway serves the page at `/` (not `/index.html`): the shell is cached under that address.
+        manifestTransforms: [
+          (entries) => ({ manifest: entries.map((e) => (e.url === 'index.html' ? { ...e, url: '/' } : e)) }),
+        ],
+        // Vite's names carry a content hash; the manifest and the icons keep theirs and are revisioned by content.
+        dontCacheBustURLsMatching: /-[\w-]{8}\.\w+$/,
+        rollupFormat: 'es',
+        buildPlugins: { vite: [] },
+      },
+      devOptions: { enabled: false },
+    }),
+  ],
   // The contracts' zod-free entries and the client SDK, from their source: the bundle reads server frames with them
   // and takes no zod.
   resolve: {
     alias: {
       '@skald/contracts/server-frame': resolve(__dirname, '../../libs/contracts/src/server-frame.ts'),
       '@skald/contracts/route-table': resolve(__dirname, '../../libs/contracts/src/route-table.ts'),
+      '@skald/contracts/push-message': resolve(__dirname, '../../libs/contracts/src/push-message.ts'),
       '@skald/client': resolve(__dirname, '../../libs/client/src/index.ts'),
     },
   },
@@ -36,6 +61,7 @@ export default defineConfig({
         resolve(__dirname, '../../node_modules'),
         resolve(__dirname, '../../libs/contracts/src/server-frame.ts'),
         resolve(__dirname, '../../libs/contracts/src/route-table.ts'),
+        resolve(__dirname, '../../libs/contracts/src/push-message.ts'),
         resolve(__dirname, '../../libs/client/src'),
       ],
       deny: ['.env', '.env.*', '*.{crt,pem,key}', '**/.skald/**'],

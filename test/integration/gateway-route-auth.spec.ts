@@ -10,10 +10,14 @@ import { gatewayEnv, InProcessGateway, startGateway } from '../support/gateway-a
 
 jest.setTimeout(120_000);
 
-/** The routes outside the route table: the web client, the API document's page and the ops endpoints (all public). */
+/**
+ * The routes outside the route table: the web client (its page, files and service worker), the API document's page
+ * and the ops endpoints (all public).
+ */
 const OUTSIDE_TABLE = [
   'get /',
   'get /assets/:file',
+  'get /sw.js',
   'get /docs',
   'get /docs/assets/:file',
   'get /healthz',

@@ -70,6 +70,20 @@ export class WebController {
     res.type('text/html; charset=utf-8').send(readFileSync(file));
   }
 
+  /** The service worker: at the root, so its scope is the whole app; never cached (its updates are how a new build
+   * reaches an installed app). */
+  @Get('sw.js')
+  serviceWorker(@Res() res: Response): void {
+    this.secure(res);
+    const file = this.dist ? join(this.dist, 'sw.js') : null;
+    if (!file || !existsSync(file)) {
+      res.status(404).type('text/plain').send('not found');
+      return;
+    }
+    res.setHeader('cache-control', 'no-cache');
+    res.type(TYPES['.js']).send(readFileSync(file));
+  }
+
   @Get('assets/:file')
   asset(@Param('file') name: string, @Res() res: Response): void {
     this.secure(res);

@@ -65,8 +65,13 @@ describe('web: the service worker', () => {
     );
     await cdp.send('ServiceWorker.enable');
     await page.goto(stack.gatewayUrl);
+    // bounded: a page that never registers its worker fails here, naming it
     await page.evaluate(async () => {
-      await (globalThis as unknown as { navigator: PageNavigator }).navigator.serviceWorker.ready;
+      const ready = (globalThis as unknown as { navigator: PageNavigator }).navigator.serviceWorker.ready;
+      const late = new Promise((_, reject) =>
+        setTimeout(() => reject(new Error('the page registered no service worker within 30 s')), 30_000),
+      );
+      await Promise.race([ready, late]);
     });
     registrationId = await until('the worker registration', async () => {
       const r = registrations.find((x) => x.scopeURL === `${stack.gatewayUrl}/`);

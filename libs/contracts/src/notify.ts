@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Actor, Id } from './common';
 
 /**
  * Durable notifications: what a user is told away from the chat (a webhook, an e-mail; Web Push
@@ -106,3 +107,84 @@ export const WebhookEventBody = z
   })
   .strict();
 export type WebhookEventBody = z.infer<typeof WebhookEventBody>;
+
+// ---------------------------------------------------------------- REST: settings, webhooks, the delivery log
+
+/** An http(s) URL a webhook posts to (its address is checked again at every delivery). */
+export const WebhookUrl = z
+  .string()
+  .max(2048)
+  .url()
+  .refine((u) => /^https?:\/\//i.test(u), 'an http or https URL');
+
+/**
+ * `POST /api/notifications/webhooks`: `scope` `admin` (admins only) receives every user's
+ * events, or only `kinds`; `user` (the default) the caller's own, as their settings route them.
+ */
+export const WebhookInput = z
+  .object({
+    url: WebhookUrl,
+    scope: z.enum(['user', 'admin']).default('user'),
+    kinds: z.array(NotificationKind).min(1).max(NOTIFICATION_KINDS.length).optional(),
+  })
+  .strict();
+export type WebhookInput = z.infer<typeof WebhookInput>;
+
+/** A webhook as its owner sees it: never its secret. */
+export const WebhookDto = z.object({
+  id: z.string(),
+  url: z.string(),
+  scope: z.enum(['user', 'admin']),
+  kinds: z.array(NotificationKind).nullable(),
+  enabled: z.boolean(),
+  consecutive_failures: z.number().int(),
+  disabled_reason: z.string().nullable(),
+  created_at: z.string(),
+});
+export type WebhookDto = z.infer<typeof WebhookDto>;
+export const WebhookList = z.object({ items: z.array(WebhookDto) });
+/** The answer to a create: the only time the secret is shown. */
+export const WebhookCreated = z.object({ webhook: WebhookDto, secret: z.string() });
+export type WebhookCreated = z.infer<typeof WebhookCreated>;
+
+/** One delivery of a webhook, as its log shows it. */
+export const DeliveryDto = z.object({
+  id: z.string(),
+  notification_id: z.string(),
+  kind: NotificationKind,
+  user_id: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.number().int(),
+  next_attempt_at: z.string().nullable(),
+  last_error: z.string().nullable(),
+  response_code: z.number().int().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type DeliveryDto = z.infer<typeof DeliveryDto>;
+export const DeliveryList = z.object({ items: z.array(DeliveryDto) });
+
+// ---------------------------------------------------------------- NATS (scheduler)
+
+/**
+ * `notify.event` (queue `scheduler`): an event that may notify its user, sent by the service that
+ * committed it, right after the commit, keyed by `event_key` (the event's own id: a redelivery,
+ * or a re-ask after a restart, writes nothing new).
+ */
+export const NotifyEventRequest = z
+  .object({
+    user_id: z.string().uuid(),
+    event_key: z.string().min(1).max(200),
+    kind: NotificationKind,
+    summary: z.string().min(1).max(1_000),
+    refs: NotificationRefs,
+  })
+  .strict();
+export const NotifyEventReply = z.object({ notification_id: z.string(), duplicate: z.boolean() });
+
+export const NotificationSettingsRequest = z.object({ actor: Actor });
+export const NotificationSettingsPutRequest = z.object({ actor: Actor, settings: NotificationSettings });
+export const WebhooksListRequest = z.object({ actor: Actor });
+export const WebhookCreateRequest = z.object({ actor: Actor, webhook: WebhookInput });
+export const WebhookRequest = z.object({ actor: Actor, webhook_id: Id });
+export const WebhookDeleted = z.object({ deleted: z.literal(true) });

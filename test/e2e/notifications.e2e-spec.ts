@@ -6,6 +6,7 @@ import { SMTPServer } from 'smtp-server';
 import { Webhook } from 'standardwebhooks';
 import { WebhookEventBody } from '@skald/contracts';
 import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
+import { ROOT } from '../support/db';
 
 jest.setTimeout(180_000);
 
@@ -55,6 +56,9 @@ describe('notifications through the whole stack', () => {
     });
     await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
     stack = await Stack.start({
+      root: ROOT,
+      // Boots slowly on a loaded machine; readiness is not what this spec tests.
+      readyTimeoutMs: 90_000,
       perApp: {
         scheduler: {
           // The receiver is on loopback, which the guard refuses unless the operator allows it.

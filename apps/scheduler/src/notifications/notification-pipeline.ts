@@ -84,6 +84,7 @@ export class NotificationPipeline {
       maxStalledCount: 1_000,
     });
     this.worker.on('error', (e) => this.log.warn({ err: String(e) }, 'notification worker error'));
+    await this.queue.waitUntilReady();
     this.sweepTimer = setInterval(() => void this.sweep(), this.opts.sweepMs);
     this.sweepTimer.unref();
     void this.sweep();

@@ -151,7 +151,8 @@ describe('webhook channel against a local receiver', () => {
         { channel: 'webhook', webhookId: 'w', url, secret },
         new AbortController().signal,
       );
-      expect(r).toMatchObject({ kind: 'permanent', error: expect.stringContaining('SKALD_WEBHOOK_ALLOW_HOSTS') });
+      expect(r.kind).toBe('permanent');
+      expect(r.kind === 'delivered' ? '' : r.error).toContain('SKALD_WEBHOOK_ALLOW_HOSTS');
     }
     expect(received).toHaveLength(0);
   });

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import type { NotificationChannelName, NotificationKind, NotificationRefs } from '@skald/contracts';
 import type { AttemptResult } from '../delivery-rules';
 
@@ -41,7 +42,7 @@ export function describeError(e: unknown): string {
   const parts: string[] = [];
   let cur: unknown = e;
   for (let depth = 0; depth < 4 && cur; depth++) {
-    parts.push(cur instanceof Error ? cur.message : String(cur));
+    parts.push(cur instanceof Error ? cur.message : typeof cur === 'string' ? cur : inspect(cur, { depth: 1 }));
     cur = cur instanceof Error ? cur.cause : undefined;
   }
   return parts.join(': ').slice(0, 500);

@@ -26,5 +26,4 @@ describe('drawLiveAtTerminal', () => {
     drawLiveAtTerminal(env, { stdinIsTTY: true, stdoutIsTTY: true });
     expect(env).toEqual({ PATH: '/bin' });
   });
-
 });

@@ -29,6 +29,7 @@ import { OpenAiRequestsRepository } from './openai/requests.repository';
 import { OpenAiController } from './openai/openai.controller';
 import { WebController } from './web/web.controller';
 import { CronController } from './cron/cron.controller';
+import { NotificationsController } from './notifications/notifications.controller';
 import { TicController } from './cron/tic.controller';
 import { LlmController } from './llm/llm.controller';
 import { LlmGateway } from './llm/llm.gateway';
@@ -81,6 +82,7 @@ export class AppModule {
         McpController,
         WebController,
         CronController,
+        NotificationsController,
         TicController,
         OpenApiController,
         DocsController,

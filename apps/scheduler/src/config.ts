@@ -45,5 +45,36 @@ export const SchedulerConfigSchema = BaseConfigSchema.extend({
   SKALD_TIC_USERS_PER_PASS: z.coerce.number().int().min(1).max(USER_PAGE_MAX).default(200),
   /** Fires this replica's BullMQ worker handles at once (each only starts a session and waits). */
   SKALD_JOB_CONCURRENCY: z.coerce.number().int().min(1).default(8),
+  /** The web client's public base URL, for the links in notifications (webhook bodies, e-mails). */
+  SKALD_PUBLIC_URL: z.string().url().default('http://127.0.0.1:8080'),
+  /**
+   * SMTP server for e-mail notifications, e.g. smtps://user:password@mail.example.com:465 (STARTTLS on
+   * smtp://…:587); unset: e-mail notifications are off. Never logged.
+   */
+  SKALD_SMTP_URL: z.string().url().optional(),
+  /** The From of notification e-mails. */
+  SKALD_SMTP_FROM: z.string().min(3).default('Skald <skald@localhost>'),
+  /** Host names, addresses and CIDR ranges webhooks may post to although private (comma-separated). */
+  SKALD_WEBHOOK_ALLOW_HOSTS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== ''),
+    ),
+  /** A webhook receiver or SMTP server that has not answered in this long fails the attempt. */
+  SKALD_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** A webhook whose deliveries failed this many times in a row is disabled, and its owner told. */
+  SKALD_WEBHOOK_DISABLE_AFTER: z.coerce.number().int().min(1).max(1_000).default(5),
+  /** Attempts of one notification delivery in all, the first included. */
+  SKALD_NOTIFY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
+  /** Delay before a delivery's second attempt; each further one doubles it, up to SKALD_NOTIFY_RETRY_MAX_MS. */
+  SKALD_NOTIFY_RETRY_BASE_MS: z.coerce.number().int().min(10).default(10_000),
+  /** The longest delay between two attempts of a delivery. */
+  SKALD_NOTIFY_RETRY_MAX_MS: z.coerce.number().int().min(10).default(3_600_000),
+  /** How often pending deliveries whose job was lost are looked for and enqueued again. */
+  SKALD_NOTIFY_SWEEP_MS: z.coerce.number().int().min(100).default(30_000),
 });
 export type SchedulerConfig = z.infer<typeof SchedulerConfigSchema>;

@@ -27,7 +27,7 @@ const requestsOf = (service: SkaldService): RequestSubject[] =>
 export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
   gateway: {
     calls: [
-      ...requestsOf('scheduler').filter((s) => s !== 'tasks.submit_async'),
+      ...requestsOf('scheduler').filter((s) => s !== 'tasks.submit_async' && s !== 'notify.event'),
       ...requestsOf('session-worker').filter((s) => !s.startsWith('session.job.') && s !== 'session.home_source'),
       'approval.resolve',
       'approval.tools',
@@ -86,7 +86,8 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
     ],
   },
   'approval-service': {
-    calls: [],
+    // A registered approval or question may notify its user (webhook, e-mail).
+    calls: ['notify.event'],
     publishes: ['userEvents', 'approvalResolved', 'sessionWake', 'approvalRulesChanged', 'approvalBypassOpened'],
     subscribes: ['approvalRulesChanged', 'approvalBypassOpened'],
   },
@@ -201,6 +202,8 @@ export interface RedisKeyPrefixes {
 
 /** The BullMQ queue the scheduler owns (apps/scheduler). */
 export const SCHEDULER_QUEUE = 'skald-jobs';
+/** The scheduler's BullMQ queue of notification deliveries (mirrors `notification_deliveries`). */
+export const NOTIFY_QUEUE = 'skald-notify';
 
 /**
  * One Redis ACL rule per service (`ACL SETUSER <name> <rules…>` or `user <name> <rules…>` in a
@@ -219,6 +222,7 @@ export function redisAclRules(service: RedisService, password: string, prefixes:
       '+client|getname',
       '+client|id',
       `~${prefixes.bullPrefix}:${SCHEDULER_QUEUE}:*`,
+      `~${prefixes.bullPrefix}:${NOTIFY_QUEUE}:*`,
       secret,
     ];
   if (service === 'gateway') return [...common, '+info', '+client|setname', `~${prefixes.loginLimitPrefix}*`, secret];

@@ -17,3 +17,4 @@ export * from './server-frame';
 export * from './history-places';
 export * from './openai-compat';
 export * from './routes';
+export * from './notify';

@@ -22,6 +22,7 @@ import {
   RuleTestResult,
 } from './approvals';
 import { Attachment, Id, Source } from './common';
+import { DeliveryList, NotificationSettings, WebhookCreated, WebhookInput, WebhookList } from './notify';
 import { LlmClientList, LlmClientsQuery } from './llm';
 import { ChatCompletionRequest } from './openai-compat';
 import { McpServerDto, McpServerInput, McpServerList, McpServerName, McpServerPatch } from './mcp';
@@ -634,6 +635,59 @@ export const ROUTES = {
     query: NotificationsQuery,
     paging: { by: 'before', cursor: 'last' },
     response: { status: 200, schema: NotificationList },
+  },
+  getNotificationSettings: {
+    method: 'get',
+    path: '/api/notifications/settings',
+    tag: 'notifications',
+    summary: "The caller's notification settings: which kinds go to which channel, and quiet hours",
+    auth: 'user',
+    response: { status: 200, schema: NotificationSettings },
+  },
+  putNotificationSettings: {
+    method: 'put',
+    path: '/api/notifications/settings',
+    tag: 'notifications',
+    summary: "Replace the caller's notification settings",
+    auth: 'user',
+    body: NotificationSettings,
+    response: { status: 200, schema: NotificationSettings },
+  },
+  listWebhooks: {
+    method: 'get',
+    path: '/api/notifications/webhooks',
+    tag: 'notifications',
+    summary: "The caller's webhooks (never their secrets)",
+    auth: 'user',
+    response: { status: 200, schema: WebhookList },
+  },
+  createWebhook: {
+    method: 'post',
+    path: '/api/notifications/webhooks',
+    tag: 'notifications',
+    summary:
+      "Add a webhook; the answer shows its signing secret, once. A URL whose host is or resolves to a loopback, private or link-local address is refused (400). scope `admin` (admins only, else 403): every user's events, or only `kinds`",
+    auth: 'user',
+    body: WebhookInput,
+    response: { status: 201, schema: WebhookCreated },
+  },
+  deleteWebhook: {
+    method: 'delete',
+    path: '/api/notifications/webhooks/{id}',
+    tag: 'notifications',
+    summary: "Remove one of the caller's webhooks, with its delivery log",
+    auth: 'user',
+    params: id,
+    response: { status: 204 },
+  },
+  listWebhookDeliveries: {
+    method: 'get',
+    path: '/api/notifications/webhooks/{id}/deliveries',
+    tag: 'notifications',
+    summary: "The latest deliveries of one of the caller's webhooks: status, attempts, last error, response code",
+    auth: 'user',
+    params: id,
+    response: { status: 200, schema: DeliveryList },
   },
   triggerTic: {
     method: 'post',

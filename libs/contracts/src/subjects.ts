@@ -42,6 +42,7 @@ import {
 import * as A from './approvals';
 import * as L from './llm';
 import * as S from './scheduler';
+import * as N from './notify';
 import * as RC from './run-context';
 
 export { replyOf } from './reply';
@@ -368,6 +369,8 @@ export const UserStandingReply = z.object({
   standing: z.enum(['active', 'disabled', 'deleted']),
   /** The current role; null for a deleted user. */
   role: Role.nullable(),
+  /** The account's e-mail address (where e-mail notifications go); absent for a deleted user. */
+  email: z.string().optional(),
 });
 export type UserStandingReply = z.infer<typeof UserStandingReply>;
 
@@ -514,6 +517,21 @@ export const SUBJECTS = {
     reply: replyOf(S.NotificationList),
     queue: 'scheduler',
   },
+  'notify.event': { request: N.NotifyEventRequest, reply: replyOf(N.NotifyEventReply), queue: 'scheduler' },
+  'notify.settings.get': {
+    request: N.NotificationSettingsRequest,
+    reply: replyOf(N.NotificationSettings),
+    queue: 'scheduler',
+  },
+  'notify.settings.put': {
+    request: N.NotificationSettingsPutRequest,
+    reply: replyOf(N.NotificationSettings),
+    queue: 'scheduler',
+  },
+  'notify.webhooks.list': { request: N.WebhooksListRequest, reply: replyOf(N.WebhookList), queue: 'scheduler' },
+  'notify.webhooks.create': { request: N.WebhookCreateRequest, reply: replyOf(N.WebhookCreated), queue: 'scheduler' },
+  'notify.webhooks.delete': { request: N.WebhookRequest, reply: replyOf(N.WebhookDeleted), queue: 'scheduler' },
+  'notify.webhooks.deliveries': { request: N.WebhookRequest, reply: replyOf(N.DeliveryList), queue: 'scheduler' },
   'session.job.start': {
     request: S.JobSessionStartRequest,
     reply: replyOf(S.JobSessionStartReply),

@@ -74,6 +74,11 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, TableGrants>> =
     scheduled_jobs: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
     // Deleted only by the cascade of a deleted job, which runs as the table owner.
     job_runs: ['SELECT', 'INSERT', 'UPDATE'],
+    notification_settings: ['SELECT', 'INSERT', 'UPDATE'],
+    webhooks: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    // The outbox: deleted only by the cascade of a deleted user or webhook, which runs as the table owner.
+    notifications: ['SELECT', 'INSERT'],
+    notification_deliveries: ['SELECT', 'INSERT', 'UPDATE'],
   },
 };
 

@@ -9,3 +9,4 @@ export * from './telemetry';
 export * from './http-telemetry';
 export * from './bounded-json';
 export * from './json-body';
+export * from './address-guard';

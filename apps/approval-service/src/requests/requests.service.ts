@@ -11,6 +11,7 @@ import { narrowScopes } from '../rules/session-bypass';
 import { ApprovalError, requestNotFound } from '../errors';
 import { ApprovalMetrics } from '../approval-metrics';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
+import { requestNotification } from './request-notification';
 import { RequestsRepository, StoredRequest } from './requests.repository';
 
 type ResolveRequest = ParsedRequestOf<'approval.resolve'>;
@@ -59,7 +60,10 @@ export class RequestsService {
         { requestId: r.row.id, kind: r.row.kind, tool: r.row.toolName },
         'human request registered',
       );
-    if (r.row.status === 'pending') this.events.userEvent(r.row.userId, requestedEvent(r.row));
+    if (r.row.status === 'pending') {
+      this.events.userEvent(r.row.userId, requestedEvent(r.row));
+      this.events.notify(requestNotification(r.row));
+    }
     return toState(r.row);
   }
 

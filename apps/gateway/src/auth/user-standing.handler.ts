@@ -31,6 +31,6 @@ export class UserStandingHandler implements OnModuleInit {
   async standing(userId: string): Promise<UserStandingReply> {
     const u = await this.users.findById(userId);
     if (!u) return { standing: 'deleted', role: null };
-    return { standing: u.disabled ? 'disabled' : 'active', role: u.role };
+    return { standing: u.disabled ? 'disabled' : 'active', role: u.role, email: u.email };
   }
 }

@@ -14,6 +14,7 @@ import {
   JobSessionsPort,
   JobStartRefused,
 } from './job-ports';
+import type { JobNotifyPort } from './job-ports';
 import { JobRow, RunRow } from './job-rows';
 import { JobsRepository } from './jobs.repository';
 import { QUEUE_STATES, type QueueCounts } from './scheduler-metrics';
@@ -89,6 +90,7 @@ export class JobEngine {
     private readonly opts: EngineOptions,
     private readonly log: Logger,
     private readonly owners: JobOwnersPort,
+    private readonly notify?: JobNotifyPort,
   ) {}
 
   async start(): Promise<void> {
@@ -479,6 +481,14 @@ export class JobEngine {
           break;
         }
       }
+      // Webhooks and e-mail, keyed by the run: a delivery the sweep repeats notifies once.
+      if (job.kind !== 'tic' && this.notify)
+        await this.notify.jobFinished({
+          userId: job.user_id,
+          eventKey: `job-run:${run.id}`,
+          summary: notificationSummary(job.title, ending),
+          refs: { job_id: job.id, run_id: run.id, ...(run.session_id ? { session_id: run.session_id } : {}) },
+        });
       await this.jobs.markDelivered(run.id);
     } catch (e) {
       this.warn('delivery failed; the sweep retries it', e, { runId: run.id });

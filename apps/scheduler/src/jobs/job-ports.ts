@@ -90,3 +90,13 @@ export interface JobOwnersPort {
 export interface UserPagesPort {
   page(after: string | null, limit: number): Promise<UserPageReply>;
 }
+
+/** Durable notifications (webhooks, e-mail) of a job run's ending; idempotent on `eventKey`. */
+export interface JobNotifyPort {
+  jobFinished(e: {
+    userId: string;
+    eventKey: string;
+    summary: string;
+    refs: { job_id: string; run_id: string; session_id?: string };
+  }): Promise<unknown>;
+}

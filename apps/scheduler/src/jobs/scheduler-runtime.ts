@@ -11,6 +11,14 @@ import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
 import { NatsHomeSource, NatsJobEvents, NatsJobOwners, NatsJobSessions } from './nats-job-ports';
 import { SchedulerMetrics } from './scheduler-metrics';
+import { AddressPolicy } from '@skald/service-kit';
+import { topicOf } from '@skald/contracts';
+import { EmailChannel } from '../notifications/channels/email.channel';
+import { WebhookChannel } from '../notifications/channels/webhook.channel';
+import { NotificationPipeline } from '../notifications/notification-pipeline';
+import { registerNotificationHandlers } from '../notifications/notifications.handler';
+import { NotificationsRepository } from '../notifications/notifications.repository';
+import { NotificationsService } from '../notifications/notifications.service';
 
 export const SCHEDULER_CONFIG = Symbol('SCHEDULER_CONFIG');
 export const SCHEDULER_LOGGER = Symbol('SCHEDULER_LOGGER');
@@ -23,6 +31,7 @@ export const SCHEDULER_INSTANCE = Symbol('SCHEDULER_INSTANCE');
 @Injectable()
 export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationShutdown {
   engine!: JobEngine;
+  notifications!: NotificationPipeline;
   private ticTimer: NodeJS.Timeout | null = null;
   private ticPassRunning = false;
 
@@ -41,11 +50,14 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
     const repo = new JobsRepository(this.ds);
     const sessions = new NatsJobSessions(this.bus);
     const owners = new NatsJobOwners(this.bus);
+    const home = new NatsHomeSource(this.bus);
+    await this.startNotifications(owners, home);
+    const notifications = this.notifications;
     this.engine = new JobEngine(
       repo,
       sessions,
       new NatsJobEvents(this.bus),
-      new NatsHomeSource(this.bus),
+      home,
       () => this.redis.bullConnection(),
       {
         prefix: this.config.SKALD_BULL_PREFIX,
@@ -57,6 +69,7 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
       },
       this.log,
       owners,
+      { jobFinished: (e) => notifications.ingest({ ...e, kind: 'job_finished' }) },
     );
     const service = new JobsService(repo, this.engine, sessions, {
       minIntervalS: this.config.SKALD_CRON_MIN_INTERVAL_S,
@@ -77,6 +90,52 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
     await this.engine.start();
   }
 
+  /** The notification pipeline (webhooks, e-mail) and its REST handlers. */
+  private async startNotifications(owners: NatsJobOwners, home: NatsHomeSource): Promise<void> {
+    const c = this.config;
+    const policy = new AddressPolicy(c.SKALD_WEBHOOK_ALLOW_HOSTS, 'SKALD_WEBHOOK_ALLOW_HOSTS');
+    const repo = new NotificationsRepository(this.ds);
+    this.notifications = new NotificationPipeline(
+      repo,
+      {
+        webhook: new WebhookChannel({ policy, timeoutMs: c.SKALD_WEBHOOK_TIMEOUT_MS, now: () => new Date() }),
+        email: new EmailChannel({
+          smtpUrl: c.SKALD_SMTP_URL,
+          from: c.SKALD_SMTP_FROM,
+          timeoutMs: c.SKALD_WEBHOOK_TIMEOUT_MS,
+        }),
+      },
+      owners,
+      {
+        notice: async (userId, summary) =>
+          this.bus.publish(topicOf('userEvents', userId), {
+            type: 'notification',
+            summary,
+            refs: {},
+            source: await home.homeSource(userId),
+          }),
+      },
+      () => this.redis.bullConnection(),
+      {
+        prefix: c.SKALD_BULL_PREFIX,
+        retry: {
+          maxAttempts: c.SKALD_NOTIFY_MAX_ATTEMPTS,
+          baseDelayMs: c.SKALD_NOTIFY_RETRY_BASE_MS,
+          maxDelayMs: c.SKALD_NOTIFY_RETRY_MAX_MS,
+        },
+        disableAfter: c.SKALD_WEBHOOK_DISABLE_AFTER,
+        sweepMs: c.SKALD_NOTIFY_SWEEP_MS,
+        sweepBatch: 200,
+        concurrency: c.SKALD_JOB_CONCURRENCY,
+        publicUrl: c.SKALD_PUBLIC_URL,
+        attemptLeaseMs: c.SKALD_WEBHOOK_TIMEOUT_MS + 30_000,
+      },
+      this.log,
+    );
+    await this.notifications.start();
+    registerNotificationHandlers(this.bus, new NotificationsService(repo, policy), this.notifications);
+  }
+
   /** One bounded pass of the tic reconciliation; a pass still running makes the next one a no-op. */
   private async ticPass(service: JobsService, owners: NatsJobOwners): Promise<void> {
     if (this.ticPassRunning) return;
@@ -94,5 +153,6 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
   async onApplicationShutdown(): Promise<void> {
     if (this.ticTimer) clearInterval(this.ticTimer);
     await this.engine?.stop();
+    await this.notifications?.stop();
   }
 }

@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResult, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { everyFieldApplied, McpServerConfig, McpToolDef, unknownTransport } from '@skald/contracts';
-import { AddressPolicy } from './address-guard';
+import { AddressPolicy } from '@skald/service-kit';
 import { McpLauncher } from './mcp-launcher';
 import { mcpWireName } from './tool-names';
 

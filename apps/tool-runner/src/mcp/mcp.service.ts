@@ -14,11 +14,10 @@ import {
   unknownTransport,
 } from '@skald/contracts';
 import { Bus, RemoteError } from '@skald/messaging';
-import { Logger } from '@skald/service-kit';
+import { AddressPolicy, BlockedAddressError, Logger } from '@skald/service-kit';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { ToolError } from '../tool-error';
-import { AddressPolicy, BlockedAddressError } from './address-guard';
 import { McpConnection, McpServerTarget } from './mcp-connections';
 import { McpLauncher } from './mcp-launcher';
 import { resultText } from './mcp-result';

@@ -19,6 +19,9 @@ export interface TableRows {
   llm_usage: LlmUsageRow;
   mcp_servers: McpServersRow;
   memory_documents: MemoryDocumentsRow;
+  notification_deliveries: NotificationDeliveriesRow;
+  notification_settings: NotificationSettingsRow;
+  notifications: NotificationsRow;
   openai_conversations: OpenaiConversationsRow;
   openai_requests: OpenaiRequestsRow;
   scheduled_jobs: ScheduledJobsRow;
@@ -37,6 +40,7 @@ export interface TableRows {
   user_settings: UserSettingsRow;
   user_turns_running: UserTurnsRunningRow;
   users: UsersRow;
+  webhooks: WebhooksRow;
   ws_tickets: WsTicketsRow;
 }
 
@@ -251,6 +255,39 @@ export interface MemoryDocumentsRow {
   updated_by: string | null;
   created_at: Date;
   updated_at: Date;
+}
+
+/** A row of `notification_deliveries`. */
+export interface NotificationDeliveriesRow {
+  id: string;
+  notification_id: string;
+  channel: 'webhook' | 'email';
+  webhook_id: string | null;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  next_attempt_at: Date;
+  last_error: string | null;
+  response_code: number | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A row of `notification_settings`. */
+export interface NotificationSettingsRow {
+  user_id: string;
+  settings: unknown;
+  updated_at: Date;
+}
+
+/** A row of `notifications`. */
+export interface NotificationsRow {
+  id: string;
+  user_id: string;
+  event_key: string;
+  kind: string;
+  summary: string;
+  refs: unknown;
+  created_at: Date;
 }
 
 /** A row of `openai_conversations`. */
@@ -494,6 +531,20 @@ export interface UsersRow {
   token_version: number;
   created_at: Date;
   updated_at: Date;
+}
+
+/** A row of `webhooks`. */
+export interface WebhooksRow {
+  id: string;
+  owner_id: string;
+  scope: 'user' | 'admin';
+  url: string;
+  secret: string;
+  kinds: string[] | null;
+  enabled: boolean;
+  consecutive_failures: number;
+  disabled_reason: string | null;
+  created_at: Date;
 }
 
 /** A row of `ws_tickets`. */

@@ -3,9 +3,10 @@ import { BlockList, isIP } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 
 /**
- * Addresses an MCP HTTP server must not resolve to unless the operator allow-lists them: the
- * runner's own loopback, private networks (the cluster, the cloud's metadata service) and
- * link-local, for IPv4 and IPv6 (IPv4-mapped IPv6 included).
+ * Addresses an outbound HTTP request a tenant chose (an MCP HTTP server, a webhook) must not
+ * resolve to unless the operator allow-lists them: the service's own loopback, private networks
+ * (the cluster, the cloud's metadata service) and link-local, for IPv4 and IPv6 (IPv4-mapped IPv6
+ * included).
  */
 const BLOCKED = new BlockList();
 for (const [net, prefix] of [
@@ -36,20 +37,27 @@ export class BlockedAddressError extends Error {
   constructor(
     readonly host: string,
     readonly address: string,
+    allowVariable: string,
   ) {
     super(
-      `${host} resolves to ${address}, a loopback, private or link-local address; MCP servers there must be allow-listed by the operator (SKALD_MCP_ALLOW_HOSTS)`,
+      `${host} resolves to ${address}, a loopback, private or link-local address; targets there must be allow-listed by the operator (${allowVariable})`,
     );
     this.name = 'BlockedAddressError';
   }
 }
 
-/** `SKALD_MCP_ALLOW_HOSTS`: host names, addresses and CIDR ranges the operator trusts. */
+/**
+ * Host names, addresses and CIDR ranges the operator trusts (`SKALD_MCP_ALLOW_HOSTS`,
+ * `SKALD_WEBHOOK_ALLOW_HOSTS`: `allowVariable` names the one a refusal should point to).
+ */
 export class AddressPolicy {
   private readonly hosts = new Set<string>();
   private readonly allowed = new BlockList();
 
-  constructor(allowList: readonly string[]) {
+  constructor(
+    allowList: readonly string[],
+    private readonly allowVariable = 'SKALD_MCP_ALLOW_HOSTS',
+  ) {
     for (const raw of allowList) {
       const entry = raw.trim().toLowerCase();
       if (!entry) continue;
@@ -69,7 +77,7 @@ export class AddressPolicy {
     const ip = mapped ?? address;
     const family = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
     if (this.allowed.check(ip, family)) return;
-    if (BLOCKED.check(ip, family)) throw new BlockedAddressError(name, address);
+    if (BLOCKED.check(ip, family)) throw new BlockedAddressError(name, address, this.allowVariable);
   }
 
   /** Resolves `url`'s host and checks every address (the check at creation; connections check again). */

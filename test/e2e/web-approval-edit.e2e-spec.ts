@@ -38,10 +38,10 @@ describe('edit before approve in a real browser', () => {
       priority: 5,
       note: 'shredding is never allowed',
     });
-    denyRule = rule.id;
+    denyRule = rule.body.id;
   });
   afterAll(async () => {
-    if (denyRule) await admin.delete(`/api/approval/rules/${denyRule}`).catch(() => undefined);
+    if (denyRule) await admin.request('DELETE', `/api/approval/rules/${denyRule}`).catch(() => undefined);
     await stopWebStack({ stack, db, browser });
   });
 
@@ -96,7 +96,7 @@ describe('edit before approve in a real browser', () => {
       const card = page.getByRole('region', { name: new RegExp(`approval: Write /workspace/${name}`) });
       await card.waitFor();
       await card.getByRole('button', { name: 'Edit', exact: true }).click();
-      const content = card.getByLabel('content');
+      const content = card.getByRole('textbox', { name: 'content' });
       await content.waitFor();
       await expect(content.inputValue()).resolves.toBe('written by the agent\n');
       await content.fill('corrected by a human\n');
@@ -104,7 +104,7 @@ describe('edit before approve in a real browser', () => {
       await expect(card.locator('form.edit-call').getByLabel('proposed change').innerText()).resolves.toContain(
         'corrected by a human',
       );
-      await card.scrollIntoViewIfNeeded();
+      await card.getByRole('button', { name: 'Approve edited call' }).scrollIntoViewIfNeeded();
       await shot(page, `approval-edit-card-${width}`);
       expect(await seriousViolations(page)).toEqual([]);
       await card.getByRole('button', { name: 'Approve edited call' }).click();
@@ -124,7 +124,7 @@ describe('edit before approve in a real browser', () => {
       expect(result).toContain('+corrected by a human');
       // the audit names the human's approval with the original's digest and the edit's
       const audit = await api.get<{ items: AuditItem[] }>('/api/approval/audit?per_page=50');
-      const human = audit.items.find((a) => a.by === 'human' && a.decision === 'approve');
+      const human = audit.body.items.find((a) => a.by === 'human' && a.decision === 'approve');
       expect(human).toMatchObject({
         actor_user_id: api.user!.id,
         edit: { diff: expect.stringContaining('+corrected') },
@@ -148,7 +148,7 @@ describe('edit before approve in a real browser', () => {
       await page.goto(`${stack.gatewayUrl}/#inbox`);
       const item = page.locator('li.card.approval').filter({ hasText: 'execute_cmd' });
       await item.getByRole('button', { name: 'Edit', exact: true }).click();
-      const command = item.getByLabel('command');
+      const command = item.getByRole('textbox', { name: 'command' });
       await command.fill('shred -u notes.txt');
       await expect(item.getByLabel('edited command').innerText()).resolves.toBe('$ shred -u notes.txt');
       await item.getByRole('button', { name: 'Approve edited call' }).click();
@@ -156,12 +156,12 @@ describe('edit before approve in a real browser', () => {
       await refusal.waitFor();
       await expect(refusal.innerText()).resolves.toContain('shred -u notes.txt');
       await expect(refusal.innerText()).resolves.toContain('shredding is never allowed');
-      await item.scrollIntoViewIfNeeded();
+      await item.getByRole('button', { name: 'Approve edited call' }).scrollIntoViewIfNeeded();
       await shot(page, `approval-edit-inbox-refused-${width}`);
       expect(await seriousViolations(page)).toEqual([]);
       // nothing accepted is lost: the request still waits, unanswered
       const inbox = await api.get<InboxDto>('/api/inbox');
-      expect(inbox.approvals.map((a) => a.arguments)).toEqual([
+      expect(inbox.body.approvals.map((a) => a.arguments)).toEqual([
         expect.objectContaining({ command: 'echo from-the-agent' }),
       ]);
 
@@ -173,7 +173,7 @@ describe('edit before approve in a real browser', () => {
       expect(result).toContain(`edited-${width}`);
       await until(
         () => api.get<InboxDto>('/api/inbox'),
-        (i) => i.approvals.length === 0,
+        (i) => i.body.approvals.length === 0,
         'the inbox to empty',
       );
       await close();

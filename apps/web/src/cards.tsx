@@ -16,8 +16,8 @@ export interface Answerer {
   sessionApproval(requestId: string): Promise<SessionApproval | null>;
   reject(requestId: string, note: string): void;
   answer(requestId: string, answer: string): void;
-  /** The call's arguments as the approval service holds them (what an edit starts from); null: unknown. */
-  callArguments(requestId: string): Promise<unknown>;
+  /** The call as the approval service holds it (what an edit starts from); null: not found. */
+  pendingCall(requestId: string): Promise<{ toolName: string; arguments: unknown } | null>;
   /** Approves the call with edited arguments: resolves with the refusal's message, or null when approved. */
   approveEdited(requestId: string, args: Record<string, unknown>): Promise<string | null>;
 }
@@ -37,7 +37,7 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
   const [note, setNote] = useState('');
   const [busy, setBusy] = useState(false);
   const [session, setSession] = useState<SessionApproval | null>(null);
-  const [editing, setEditing] = useState<Record<string, unknown> | null>(null);
+  const [editing, setEditing] = useState<{ toolName: string; args: Record<string, unknown> } | null>(null);
   const [editError, setEditError] = useState('');
   useEffect(() => {
     if (card.resolved) return;
@@ -78,8 +78,8 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
       ) : editing ? (
         <EditCall
           id={card.requestId}
-          toolName={card.toolName}
-          args={editing}
+          toolName={editing.toolName}
+          args={editing.args}
           {...(card.path ? { preview: { path: card.path, oldContent: card.oldContent } } : {})}
           busy={busy}
           error={editError}
@@ -125,8 +125,9 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
             type="button"
             disabled={busy}
             onClick={() =>
-              void on.callArguments(card.requestId).then((args) => {
-                if (canEdit(card.toolName, args)) setEditing(args);
+              void on.pendingCall(card.requestId).then((call) => {
+                if (call && canEdit(call.toolName, call.arguments))
+                  setEditing({ toolName: call.toolName, args: call.arguments });
                 else setEditError('This call cannot be edited: approve or reject it as it is.');
               })
             }

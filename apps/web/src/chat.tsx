@@ -162,9 +162,10 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
         }
         return null;
       },
-      callArguments: async (requestId) => {
+      pendingCall: async (requestId) => {
         const inbox = await api.get<InboxDto>('/api/inbox');
-        return inbox.approvals.find((a) => a.request_id === requestId)?.arguments ?? null;
+        const item = inbox.approvals.find((a) => a.request_id === requestId);
+        return item ? { toolName: item.tool_name, arguments: item.arguments } : null;
       },
       approveEdited: (requestId, args) =>
         api.post(`/api/inbox/approvals/${requestId}/resolve`, { action: 'approve', arguments: args }).then(

@@ -47,7 +47,8 @@ export function EditCall({ id, toolName, args, preview, busy, error, onApprove, 
   );
   const edited = { ...args, ...values };
   const changed = keys.filter((k) => values[k] !== args[k]);
-  const samePath = preview !== undefined && values['path'] === preview.path;
+  // The card's diff was computed from the file the original path names: the same file while the path is unchanged.
+  const samePath = values['path'] === args['path'];
   return (
     <form
       className="edit-call"
@@ -83,10 +84,12 @@ export function EditCall({ id, toolName, args, preview, busy, error, onApprove, 
         <pre className="command" aria-label="edited command">
           $ {values['command']}
         </pre>
-      ) : typeof values['content'] === 'string' && toolName === 'write_file' ? (
+      ) : preview !== undefined && typeof values['content'] === 'string' && toolName === 'write_file' ? (
         <>
-          {samePath ? null : <p className="edit-note">A different path: its current content is not shown.</p>}
-          <Diff oldText={samePath ? (preview?.oldContent ?? '') : ''} newText={values['content']} />
+          {samePath ? null : (
+            <p className="edit-note">Another path than {preview.path}: its current content is not shown.</p>
+          )}
+          <Diff oldText={samePath ? (preview.oldContent ?? '') : ''} newText={values['content']} />
         </>
       ) : changed.length === 0 ? (
         <p className="edit-note">Nothing changed yet.</p>

@@ -15,8 +15,12 @@ import type { StoredGateContext } from './requests.repository';
 
 /** The diff lines kept of one edit; the rest is counted. */
 export const MAX_EDIT_DIFF_CHARS = 64 * 1024;
-/** Past this many changed lines an argument's diff is not computed (bounded work): it reads as replaced. */
-export const MAX_EDIT_LENGTH = 2_000;
+/**
+ * Past this many changed lines, or this many milliseconds, an argument's diff is not computed
+ * (bounded work on text of any size): it reads as replaced.
+ */
+export const MAX_EDIT_LENGTH = 1_000;
+export const MAX_EDIT_DIFF_MS = 250;
 
 export interface EditedCall {
   toolName: string;
@@ -111,7 +115,8 @@ export function canonical(value: unknown): string {
 /**
  * A unified diff of each changed argument, in key order: a string argument line by line, any
  * other value as JSON. Bounded: an argument with more than {@link MAX_EDIT_LENGTH} changed lines
- * reads as replaced, and the whole text stops at {@link MAX_EDIT_DIFF_CHARS}.
+ * (or whose diff takes past {@link MAX_EDIT_DIFF_MS}) reads as replaced, and the whole text stops
+ * at {@link MAX_EDIT_DIFF_CHARS}.
  */
 export function describeEdit(original: Record<string, unknown>, edited: Record<string, unknown>): string {
   const keys = [...new Set([...Object.keys(original), ...Object.keys(edited)])].sort();
@@ -139,6 +144,7 @@ function argumentDiff(key: string, before: string | undefined, after: string | u
   const patch = structuredPatch(key, key, withNewline(before ?? ''), withNewline(after ?? ''), '', '', {
     context: 3,
     maxEditLength: MAX_EDIT_LENGTH,
+    timeout: MAX_EDIT_DIFF_MS,
   });
   if (!patch) {
     const lines = (s: string | undefined) => (s === undefined ? 0 : s.split('\n').length);

@@ -36,8 +36,8 @@ export interface EditCallProps {
   preview?: { path: string; oldContent?: string };
   busy: boolean;
   error: string;
-  onApprove(edited: Record<string, unknown>): void;
-  onCancel(): void;
+  onApprove: (edited: Record<string, unknown>) => void;
+  onCancel: () => void;
 }
 
 export function EditCall({ id, toolName, args, preview, busy, error, onApprove, onCancel }: EditCallProps) {

@@ -88,16 +88,14 @@ const command = fc
 const shellLine: fc.Arbitrary<string> = fc.oneof(
   {
     weight: 8,
-    arbitrary: fc
-      .array(command, { minLength: 1, maxLength: 3 })
-      .chain((cs) =>
-        fc
-          .array(fc.constantFrom(' ; ', ' && ', ' || ', ' | ', '\n', ' & '), {
-            minLength: cs.length - 1,
-            maxLength: cs.length - 1,
-          })
-          .map((js) => cs.reduce((acc, c, i) => (i === 0 ? c : `${acc}${js[i - 1]}${c}`), '')),
-      ),
+    arbitrary: fc.array(command, { minLength: 1, maxLength: 3 }).chain((cs) =>
+      fc
+        .array(fc.constantFrom(' ; ', ' && ', ' || ', ' | ', '\n', ' & '), {
+          minLength: cs.length - 1,
+          maxLength: cs.length - 1,
+        })
+        .map((js) => cs.reduce((acc, c, i) => (i === 0 ? c : `${acc}${js[i - 1]}${c}`), '')),
+    ),
   },
   { weight: 1, arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }) },
 );

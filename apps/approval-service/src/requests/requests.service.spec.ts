@@ -166,18 +166,14 @@ describe('RequestsService.resolve with edited arguments', () => {
     const state = await sut.resolve(resolve({ arguments: { command: 'ls -la src' } }));
     expect(state).toMatchObject({ status: 'approved', edit: { arguments: { command: 'ls -la src' } } });
     expect(state.edit?.diff).toContain('-ls -la\n+ls -la src');
-    expect(repo.resolvePending).toHaveBeenCalledWith(
-      expect.anything(),
-      expect.objectContaining({
-        status: 'approved',
-        edit: expect.objectContaining({ arguments: '{"command":"ls -la src"}' }),
-      }),
-    );
+    const stored = repo.resolvePending.mock.calls[0]?.[1];
+    expect(stored?.status).toBe('approved');
+    expect(stored?.edit?.arguments).toBe('{"command":"ls -la src"}');
     const [[entries]] = audit.insert.mock.calls;
     expect(entries[0]).toMatchObject({ by: 'human', decision: 'approve', actorUserId: 'u1' });
     expect(entries[0]?.argsDigest).not.toBe(entries[0]?.edit?.argsDigest);
     expect(entries[0]?.edit?.diff).toContain('+ls -la src');
-    expect(events.resolved).toHaveBeenCalledWith(expect.objectContaining({ edit: expect.anything() }));
+    expect(events.resolved.mock.calls[0]?.[0].edit?.arguments).toEqual({ command: 'ls -la src' });
   });
 
   it('refuses an edit the gate denies, naming the command, the rule and its note; nothing is stored', async () => {
@@ -201,9 +197,9 @@ describe('RequestsService.resolve with edited arguments', () => {
     await expect(sut.resolve(resolve({ arguments: { command: '' } }))).rejects.toMatchObject({
       body: { code: 'invalid_input', field: 'arguments.command' },
     });
-    await expect(sut.resolve(resolve({ arguments: { command: 'ls', sandbox: false } }))).rejects.toMatchObject({
-      body: { code: 'invalid_input', message: expect.stringContaining('"sandbox"') },
-    });
+    const unknownArg = sut.resolve(resolve({ arguments: { command: 'ls', sandbox: false } }));
+    await expect(unknownArg).rejects.toMatchObject({ body: { code: 'invalid_input' } });
+    await expect(unknownArg).rejects.toThrow('"sandbox"');
     expect(repo.transaction).not.toHaveBeenCalled();
   });
 
@@ -221,9 +217,9 @@ describe('RequestsService.resolve with edited arguments', () => {
         resolve({ arguments: { a: 1 } }),
       ),
     ).rejects.toMatchObject({ body: { code: 'invalid_input' } });
-    await expect(
-      setUp(request({ gateContext: null })).sut.resolve(resolve({ arguments: { command: 'ls' } })),
-    ).rejects.toMatchObject({ body: { code: 'invalid_input', message: expect.stringContaining('before edits') } });
+    const old = setUp(request({ gateContext: null })).sut.resolve(resolve({ arguments: { command: 'ls' } }));
+    await expect(old).rejects.toMatchObject({ body: { code: 'invalid_input' } });
+    await expect(old).rejects.toThrow('before edits');
   });
 
   it('answers a retry of the same edit by the same person with the state; another edit afterwards is a conflict', async () => {

@@ -2,8 +2,9 @@ import { memo, useEffect, useRef, useState } from 'react';
 import { useCodeBlocks } from './polish/code-blocks';
 import type { Item } from './chat-state';
 import { describeScope, describeSecs, expiryFromNow, type SessionApproval } from './scopes';
-import { lineDiff } from './diff';
+import { Diff } from './diff-view';
 import { renderMarkdown } from './markdown';
+import { canEdit, EditCall } from './edit-call';
 
 type Approval = Extract<Item, { kind: 'approval' }>;
 type Question = Extract<Item, { kind: 'question' }>;
@@ -15,6 +16,10 @@ export interface Answerer {
   sessionApproval(requestId: string): Promise<SessionApproval | null>;
   reject(requestId: string, note: string): void;
   answer(requestId: string, answer: string): void;
+  /** The call as the approval service holds it (what an edit starts from); null: not found. */
+  pendingCall(requestId: string): Promise<{ toolName: string; arguments: unknown } | null>;
+  /** Approves the call with edited arguments: resolves with the refusal's message, or null when approved. */
+  approveEdited(requestId: string, args: Record<string, unknown>): Promise<string | null>;
 }
 
 /**
@@ -27,25 +32,13 @@ export const Markdown = memo(function Markdown({ text }: { text: string }) {
   return <div ref={ref} className="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
 });
 
-export function Diff({ oldText, newText }: { oldText: string; newText: string }) {
-  const lines = lineDiff(oldText, newText);
-  return (
-    <pre className="diff" aria-label="proposed change">
-      {lines.map((l, n) => (
-        <div key={n} className={l.op === '+' ? 'add' : l.op === '-' ? 'del' : 'same'}>
-          <span aria-hidden="true">{l.op} </span>
-          {l.op === '+' ? <ins>{l.text}</ins> : l.op === '-' ? <del>{l.text}</del> : l.text}
-        </div>
-      ))}
-    </pre>
-  );
-}
-
 /** An approval: the diff of a write, the command of execute_cmd, the arguments of anything else. */
 export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
   const [note, setNote] = useState('');
   const [busy, setBusy] = useState(false);
   const [session, setSession] = useState<SessionApproval | null>(null);
+  const [editing, setEditing] = useState<{ toolName: string; args: Record<string, unknown> } | null>(null);
+  const [editError, setEditError] = useState('');
   useEffect(() => {
     if (card.resolved) return;
     let live = true;
@@ -82,6 +75,25 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
         <p className={`verdict ${card.resolved}`}>
           {card.resolved === 'approved' ? 'Approved' : card.resolved === 'rejected' ? 'Rejected' : 'Cancelled'}
         </p>
+      ) : editing ? (
+        <EditCall
+          id={card.requestId}
+          toolName={editing.toolName}
+          args={editing.args}
+          {...(card.path ? { preview: { path: card.path, oldContent: card.oldContent } } : {})}
+          busy={busy}
+          error={editError}
+          onCancel={() => (setEditing(null), setEditError(''))}
+          onApprove={(edited) => {
+            setBusy(true);
+            setEditError('');
+            void on.approveEdited(card.requestId, edited).then((refused) => {
+              setBusy(false);
+              if (refused) setEditError(refused);
+              else setEditing(null);
+            });
+          }}
+        />
       ) : (
         <div className="actions">
           <button
@@ -109,6 +121,20 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
               {session.scopes.map(describeScope).join('; ')}. Wider approvals are in the inbox.
             </p>
           ) : null}
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() =>
+              void on.pendingCall(card.requestId).then((call) => {
+                if (call && canEdit(call.toolName, call.arguments))
+                  setEditing({ toolName: call.toolName, args: call.arguments });
+                else setEditError('This call cannot be edited: approve or reject it as it is.');
+              })
+            }
+          >
+            Edit
+          </button>
+          {editError ? <p role="alert">{editError}</p> : null}
           <label className="note">
             <span>Note</span>
             <input value={note} onChange={(e) => setNote(e.target.value)} placeholder="why not (the agent reads it)" />

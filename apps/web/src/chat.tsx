@@ -162,6 +162,16 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
         }
         return null;
       },
+      pendingCall: async (requestId) => {
+        const inbox = await api.get<InboxDto>('/api/inbox');
+        const item = inbox.approvals.find((a) => a.request_id === requestId);
+        return item ? { toolName: item.tool_name, arguments: item.arguments } : null;
+      },
+      approveEdited: (requestId, args) =>
+        api.post(`/api/inbox/approvals/${requestId}/resolve`, { action: 'approve', arguments: args }).then(
+          () => null,
+          (e: Error) => e.message,
+        ),
       reject: (requestId, note) =>
         socket.current?.send(
           note ? { type: 'reject_tool', request_id: requestId, note } : { type: 'reject_tool', request_id: requestId },

@@ -1,7 +1,8 @@
 import { useCallback, useState } from 'react';
 import type { BypassDto, BypassScope, InboxDto } from '@skald/contracts';
 import { describeScope, describeSecs, expiryFromNow } from './scopes';
-import { Diff } from './cards';
+import { Diff } from './diff-view';
+import { canEdit, EditCall } from './edit-call';
 import './inbox.css';
 import { usePolling } from './poll';
 import type { Api } from './api';
@@ -13,6 +14,8 @@ export function Inbox({ api }: { api: Api }) {
   const [notes, setNotes] = useState<Record<string, string>>({});
   const [bypasses, setBypasses] = useState<BypassDto[]>([]);
   const [categories, setCategories] = useState<Record<string, string>>({});
+  /** The request whose call is being edited, and the refusal of its last edit. */
+  const [editing, setEditing] = useState<{ id: string; error: string; busy: boolean } | null>(null);
   const load = useCallback(() => {
     api.get<{ items: Array<{ name: string; category: string }> }>('/api/approval/tools').then(
       (r) => setCategories(Object.fromEntries(r.items.map((t) => [t.name, t.category]))),
@@ -63,66 +66,92 @@ export function Inbox({ api }: { api: Api }) {
             ) : (
               <pre className="args">{JSON.stringify(a.arguments, null, 2)}</pre>
             )}
-            <div className="actions">
-              <button
-                type="button"
-                onClick={() => act(api.post(`/api/inbox/approvals/${a.request_id}/resolve`, { action: 'approve' }))}
-              >
-                Approve
-              </button>
-              {a.session_approval ? (
+            {editing?.id === a.request_id && canEdit(a.tool_name, a.arguments) ? (
+              <EditCall
+                id={a.request_id}
+                toolName={a.tool_name}
+                args={a.arguments}
+                {...(a.preview ? { preview: { path: a.preview.path, oldContent: a.preview.old_content } } : {})}
+                busy={editing.busy}
+                error={editing.error}
+                onCancel={() => setEditing(null)}
+                onApprove={(edited) => {
+                  setEditing({ id: a.request_id, error: '', busy: true });
+                  api
+                    .post(`/api/inbox/approvals/${a.request_id}/resolve`, { action: 'approve', arguments: edited })
+                    .then(
+                      () => (setEditing(null), load()),
+                      (e: Error) => setEditing({ id: a.request_id, error: e.message, busy: false }),
+                    );
+                }}
+              />
+            ) : (
+              <div className="actions">
                 <button
                   type="button"
-                  title={a.session_approval.scopes.map(describeScope).join('; ')}
-                  onClick={() =>
+                  onClick={() => act(api.post(`/api/inbox/approvals/${a.request_id}/resolve`, { action: 'approve' }))}
+                >
+                  Approve
+                </button>
+                {canEdit(a.tool_name, a.arguments) ? (
+                  <button type="button" onClick={() => setEditing({ id: a.request_id, error: '', busy: false })}>
+                    Edit
+                  </button>
+                ) : null}
+                {a.session_approval ? (
+                  <button
+                    type="button"
+                    title={a.session_approval.scopes.map(describeScope).join('; ')}
+                    onClick={() =>
+                      act(
+                        api.post(`/api/inbox/approvals/${a.request_id}/resolve`, {
+                          action: 'approve',
+                          bypass_scope: 'call',
+                          bypass_secs: a.session_approval?.secs,
+                        }),
+                      )
+                    }
+                  >
+                    Approve for this session ({describeSecs(a.session_approval.secs)}
+                    {a.session_approval.secs > 0 ? `, until ${expiryFromNow(a.session_approval.secs)}` : ''}):{' '}
+                    {a.session_approval.scopes.map(describeScope).join('; ')}
+                  </button>
+                ) : null}
+                <WiderApproval
+                  category={categories[a.tool_name]}
+                  onApprove={(scope) =>
                     act(
                       api.post(`/api/inbox/approvals/${a.request_id}/resolve`, {
                         action: 'approve',
-                        bypass_scope: 'call',
-                        bypass_secs: a.session_approval?.secs,
+                        bypass_scope: scope,
+                        bypass_secs: a.session_approval?.secs ?? 3600,
+                      }),
+                    )
+                  }
+                />
+                <label className="note">
+                  <span>Note</span>
+                  <input
+                    value={notes[a.request_id] ?? ''}
+                    onChange={(e) => setNotes({ ...notes, [a.request_id]: e.target.value })}
+                  />
+                </label>
+                <button
+                  type="button"
+                  className="danger"
+                  onClick={() =>
+                    act(
+                      api.post(`/api/inbox/approvals/${a.request_id}/resolve`, {
+                        action: 'reject',
+                        ...(notes[a.request_id] ? { note: notes[a.request_id] } : {}),
                       }),
                     )
                   }
                 >
-                  Approve for this session ({describeSecs(a.session_approval.secs)}
-                  {a.session_approval.secs > 0 ? `, until ${expiryFromNow(a.session_approval.secs)}` : ''}):{' '}
-                  {a.session_approval.scopes.map(describeScope).join('; ')}
+                  Reject
                 </button>
-              ) : null}
-              <WiderApproval
-                category={categories[a.tool_name]}
-                onApprove={(scope) =>
-                  act(
-                    api.post(`/api/inbox/approvals/${a.request_id}/resolve`, {
-                      action: 'approve',
-                      bypass_scope: scope,
-                      bypass_secs: a.session_approval?.secs ?? 3600,
-                    }),
-                  )
-                }
-              />
-              <label className="note">
-                <span>Note</span>
-                <input
-                  value={notes[a.request_id] ?? ''}
-                  onChange={(e) => setNotes({ ...notes, [a.request_id]: e.target.value })}
-                />
-              </label>
-              <button
-                type="button"
-                className="danger"
-                onClick={() =>
-                  act(
-                    api.post(`/api/inbox/approvals/${a.request_id}/resolve`, {
-                      action: 'reject',
-                      ...(notes[a.request_id] ? { note: notes[a.request_id] } : {}),
-                    }),
-                  )
-                }
-              >
-                Reject
-              </button>
-            </div>
+              </div>
+            )}
           </li>
         ))}
         {inbox.clarifications.map((c) => (

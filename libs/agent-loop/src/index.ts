@@ -26,6 +26,7 @@ export type {
   GateRequest,
   VisibilityRequest,
   HumanAnswer,
+  HumanEdit,
   HumanRequest,
   HumanWaitPort,
   IdsPort,

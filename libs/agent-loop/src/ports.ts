@@ -206,6 +206,11 @@ export type HumanRequest =
       preview: ApprovalPreview | null;
       /** Where the call lands when that is not the path it names (`GatePort.landsAt`); shown on the card. */
       landsAt?: string;
+      /**
+       * What the gate judged the call with: an edit of the call by the human is judged again
+       * with exactly these (the approval service keeps them with the request).
+       */
+      gate?: Pick<GateRequest, 'agentId' | 'securityGroup' | 'runContext'>;
     }
   | {
       kind: 'question';
@@ -219,8 +224,17 @@ export type HumanRequest =
       suggestedAnswers: string[];
     };
 
+/**
+ * A human approved the call with other arguments: the arguments it runs with (validated and
+ * judged by the approval service) and a unified diff of each changed argument.
+ */
+export interface HumanEdit {
+  arguments: Record<string, unknown>;
+  diff: string;
+}
+
 export type HumanAnswer =
-  | { kind: 'approved' }
+  | { kind: 'approved'; edit?: HumanEdit }
   | { kind: 'rejected'; note?: string | null }
   | { kind: 'answered'; answer: string }
   /** /stop, interrupt, job kill or session reset. Never a client disconnecting. */

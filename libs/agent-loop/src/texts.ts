@@ -18,6 +18,14 @@ export function rejectionMessage(note?: string | null): string {
   return trimmed ? `User rejected this tool call. Reason: ${trimmed}` : 'User rejected this tool call.';
 }
 
+/**
+ * The first lines of the result of a call a human edited before approving it: that it was edited,
+ * and how (a unified diff of each changed argument, original → edited).
+ */
+export function editedCallNote(diff: string): string {
+  return `A human edited this tool call before approving it; it ran with the edited arguments:\n${diff}`;
+}
+
 export const AUTO_DENY_REASON = rejectionMessage(
   'this tool call needs approval and this session runs unattended (auto-deny)',
 );

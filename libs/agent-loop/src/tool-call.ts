@@ -16,6 +16,7 @@ import type {
   GateDecision,
   GateRequest,
   HumanAnswer,
+  HumanEdit,
   HumanRequest,
   RestartHint,
   ToolContext,
@@ -28,6 +29,7 @@ import { cancelledRecord, doneRecord, failedRecord, interruptedRecord, rejectedR
 import { ABORTED, raceAbort } from './signals';
 import {
   AUTO_DENY_REASON,
+  editedCallNote,
   gateUnavailableMessage,
   humanUnavailableMessage,
   INTERRUPTED_DELEGATION_ERROR,
@@ -58,6 +60,8 @@ export interface PreparedCall {
   restartHint: RestartHint;
   /** Why the call may not run at all (not offered to this agent this round); null when it may. */
   refusal: string | null;
+  /** What the call's execution was built with (an edited call is built again with it). */
+  ctx?: ToolContext;
 }
 
 function isSyncDelegation(name: string, args: unknown): boolean {
@@ -96,7 +100,7 @@ export function prepareCall(
     { toolCallId: row.id, name: row.name, arguments: args, argumentsText: row.argumentsText },
     ctx,
   );
-  return { row, args, exec, concurrencySafe: exec.concurrencySafe, restartHint: exec.restartHint, refusal: null };
+  return { row, args, exec, concurrencySafe: exec.concurrencySafe, restartHint: exec.restartHint, refusal: null, ctx };
 }
 
 /**
@@ -149,7 +153,7 @@ export async function runCall(
   }
 }
 
-function gateRequest(fctx: FrameContext, call: PreparedCall): GateRequest {
+function gateRequest(fctx: FrameContext, call: Pick<PreparedCall, 'row' | 'args'>): GateRequest {
   const { session } = fctx.turn;
   return {
     sessionId: session.id,
@@ -216,6 +220,9 @@ async function askApproval(
       arguments: args,
       preview,
       ...(landsAt !== null ? { landsAt } : {}),
+      gate: (({ agentId, securityGroup, runContext }) => ({ agentId, securityGroup, runContext }))(
+        gateRequest(fctx, call),
+      ),
     };
     const unregistered = await prepareHuman(fctx, request);
     if (unregistered !== null) return { flow: 'continue', record: failedRecord(row, unregistered) };
@@ -233,13 +240,11 @@ async function askApproval(
     answer = await waitForHuman(fctx, request);
   }
   switch (answer.kind) {
-    case 'approved':
-      return execute(
-        fctx,
-        { ...call, row: { ...row, requestId, previewHash, judgedLanding: landing } },
-        false,
-        landing ?? undefined,
-      );
+    case 'approved': {
+      const approved = { ...call, row: { ...row, requestId, previewHash, judgedLanding: landing } };
+      if (answer.edit) return runEdited(fctx, approved, answer.edit);
+      return execute(fctx, approved, false, landing ?? undefined);
+    }
     case 'rejected':
       return { flow: 'continue', record: rejectedRecord(row, rejectionMessage(answer.note)) };
     case 'answered':
@@ -250,6 +255,64 @@ async function askApproval(
     case 'park':
       return { flow: 'parked', toolCallId: row.id, requestId };
   }
+}
+
+/**
+ * A call the human approved with edited arguments: built again from them and judged by the gate
+ * again where its paths land (the approval service judged the edit as written; a Deny here ends
+ * the call rejected, never run). Allow or Require: it runs, the human's edit being the approval.
+ * Its result, whatever it is, begins with the note that a human edited it and how.
+ */
+async function runEdited(fctx: FrameContext, call: PreparedCall, edit: HumanEdit): Promise<CallEnd> {
+  const { row } = call;
+  const note = editedCallNote(edit.diff);
+  if (call.exec === null || call.ctx === undefined)
+    return { flow: 'continue', record: failedRecord(row, `${note}\n\nthis tool's calls cannot be run edited`) };
+  const args = injectWorkingDirectory(row.name, edit.arguments, fctx.turn.session.runContext.workingDirectory);
+  let decision: GateDecision;
+  try {
+    decision = await fctx.turn.deps.gate.check(gateRequest(fctx, { row, args }));
+  } catch (error) {
+    if (error instanceof LeaseLostError) throw error;
+    if (fctx.signal.aborted) return { flow: 'cancelled', record: cancelledRecord(row) };
+    return { flow: 'continue', record: failedRecord(row, `${note}\n\n${gateUnavailableMessage(errorText(error))}`) };
+  }
+  if (decision.kind === 'deny')
+    return { flow: 'continue', record: rejectedRecord(row, `${note}\n\n${decision.reason}`) };
+  const exec = fctx.turn.deps.tools.build(
+    { toolCallId: row.id, name: row.name, arguments: args, argumentsText: JSON.stringify(edit.arguments) },
+    call.ctx,
+  );
+  // The approved preview's file hash binds the write only while it is the same file.
+  const samePath = pathOf(args) === pathOf(call.args);
+  const edited: PreparedCall = {
+    ...call,
+    args,
+    exec: notedExecution(exec, note),
+    row: { ...row, previewHash: samePath ? row.previewHash : null },
+  };
+  return execute(fctx, edited, false, decision.landing);
+}
+
+function pathOf(args: unknown): unknown {
+  return args && typeof args === 'object' && !Array.isArray(args)
+    ? (args as Record<string, unknown>)['path']
+    : undefined;
+}
+
+/** The execution with `note` as the first lines of its result or error (a stale write stays as it is). */
+function notedExecution(exec: ToolExecution, note: string): ToolExecution {
+  return {
+    concurrencySafe: exec.concurrencySafe,
+    restartHint: exec.restartHint,
+    ...(exec.preview ? { preview: () => exec.preview?.() ?? Promise.resolve(null) } : {}),
+    stop: () => exec.stop(),
+    run: async (signal, onProgress, options) => {
+      const r = await exec.run(signal, onProgress, options);
+      if (r.ok) return { ...r, content: `${note}\n\n${r.content}` };
+      return r.stale ? r : { ...r, error: `${note}\n\n${r.error}` };
+    },
+  };
 }
 
 async function askQuestion(fctx: FrameContext, call: PreparedCall, preset?: HumanAnswer): Promise<CallEnd> {

@@ -77,12 +77,17 @@ export interface ConnectOptions {
   onState?: (s: ConnectionState) => void;
 }
 
-/** What `resolveApproval` sends: approve or reject, with an optional note and session approval. */
+/**
+ * What `resolveApproval` sends: approve or reject, with an optional note and session approval;
+ * `arguments`: approve the call with these arguments instead (edit before approve: checked by the
+ * tool's schema and the gate; a Deny answers 403 and the call still waits; no session approval).
+ */
 export interface ApprovalAnswer {
   action: 'approve' | 'reject';
   note?: string;
   bypass_secs?: number;
   bypass_scope?: SessionApprovalScope;
+  arguments?: Record<string, unknown>;
 }
 
 /** The routes the SDK's named helpers call (every operation is reached through `call`). */

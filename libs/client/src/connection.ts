@@ -115,6 +115,8 @@ export interface MessageOptions {
 export interface ApproveOptions {
   bypass_secs?: number;
   bypass_scope?: SessionApprovalScope;
+  /** Approve the call with these arguments instead (edit before approve; a refusal comes as an `error` frame). */
+  arguments?: Record<string, unknown>;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Actor, Id, StoredText, Timestamp } from './common';
 import { GateRunContext } from './run-context';
-import { BypassScope, LandsAt, SessionApprovalScope } from './ws';
+import { BypassScope, EditedArguments, LandsAt, SessionApprovalScope } from './ws';
 
 /**
  * Approval service: REST bodies of PROTOCOL.md "Approvals and inbox" and the NATS payloads behind
@@ -96,6 +96,8 @@ export const ResolveApprovalInput = ResolveToolInput.extend({
     .max(30 * 24 * 3600)
     .optional(),
   bypass_scope: SessionApprovalScope.optional(),
+  /** **(new)** Approve the call with these arguments instead (`EditedArguments`, ws.ts). */
+  arguments: EditedArguments.optional(),
 });
 export const ResolveClarificationInput = z.object({ answer: StoredText(64 * 1024) });
 
@@ -168,6 +170,11 @@ export const AuditItem = z.object({
   actor_user_id: Id.optional(),
   rule_id: Id.optional(),
   note: z.string().optional(),
+  /**
+   * **(new)** The human approved the call with edited arguments: their digest and a unified diff
+   * of each changed argument (original → edited). `args_digest` stays the original's.
+   */
+  edit: z.object({ args_digest: z.string(), diff: z.string() }).optional(),
 });
 export type AuditItem = z.infer<typeof AuditItem>;
 export const AuditList = z.object({ items: z.array(AuditItem), total: z.number().int() });

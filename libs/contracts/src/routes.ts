@@ -403,7 +403,7 @@ export const ROUTES = {
     path: '/api/inbox/approvals/{id}/resolve',
     tag: 'inbox',
     summary:
-      'Approve or reject by request id; 409 if already answered. `bypass_secs` / `bypass_scope` open a session bypass: `call` (the default) is the narrow scope the inbox item lists under `session_approval`, wide scopes (`all`, a category) are explicit',
+      'Approve or reject by request id; 409 if already answered. `bypass_secs` / `bypass_scope` open a session bypass: `call` (the default) is the narrow scope the inbox item lists under `session_approval`, wide scopes (`all`, a category) are explicit. `arguments` approves the call edited: checked by the tool schema (400) and the gate (a Deny is 403, the call still waits); no session bypass with it',
     auth: 'user',
     params: z.object({ id: Id.describe('request id') }),
     body: ResolveApprovalInput,

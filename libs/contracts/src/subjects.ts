@@ -32,6 +32,7 @@ import {
 } from './tool-runner';
 import * as M from './mcp';
 import {
+  EditedArguments,
   EphemeralEventSchema,
   LandsAt,
   SessionApprovalScope,
@@ -266,6 +267,17 @@ export const ApprovalRegisterRequest = z.object({
   question: z.object({ title: z.string(), question: z.string(), suggested_answers: z.array(z.string()) }).optional(),
   /** Where the call's path lands when that differs from the path it names (`LandsAt`, ws.ts). */
   lands_at: LandsAt,
+  /**
+   * What the gate judged the call with (its agent, group and RunContext): an edit of the call is
+   * judged again with exactly these. A request registered without it cannot be edited.
+   */
+  gate_context: z
+    .object({
+      agent_id: z.string(),
+      security_group: z.string().optional(),
+      run_context: ApprovalCheckRequest.shape.run_context,
+    })
+    .optional(),
 });
 export const HumanRequestStatus = z.enum(['pending', 'approved', 'rejected', 'answered', 'cancelled']);
 export type HumanRequestStatus = z.infer<typeof HumanRequestStatus>;
@@ -276,6 +288,11 @@ export const HumanRequestState = z.object({
   status: HumanRequestStatus,
   note: z.string().nullable(),
   answer: z.string().nullable(),
+  /**
+   * Approved with edited arguments: the arguments the call runs with and a unified diff of each
+   * changed argument (the first lines of the model's tool result).
+   */
+  edit: z.object({ arguments: z.record(z.string(), z.unknown()), diff: z.string() }).optional(),
 });
 export type HumanRequestState = z.infer<typeof HumanRequestState>;
 export const ApprovalGetRequest = z.object({ actor: Actor, request_id: Id });
@@ -294,6 +311,8 @@ export const ApprovalResolveRequest = z
     answer: StoredText(64 * 1024).optional(),
     bypass_secs: z.number().int().nonnegative().optional(),
     bypass_scope: SessionApprovalScope.optional(),
+    /** Approve with these arguments instead (`EditedArguments`, ws.ts). */
+    arguments: EditedArguments.optional(),
   })
   .refine((r) => !!r.request_id !== !!r.tool_call_id, 'exactly one of request_id and tool_call_id');
 /** Ends every pending request of a session as cancelled (/stop, interrupt, job kill, session reset). */

@@ -56,9 +56,21 @@ export type BypassScope = z.infer<typeof BypassScope>;
  */
 export const SessionApprovalScope = z.union([z.literal('call'), BypassScope]);
 export type SessionApprovalScope = z.infer<typeof SessionApprovalScope>;
+/**
+ * **(new)** The call's arguments as a human edited them before approving: validated by the tool's
+ * own schema and judged by the gate again (a Deny refuses the edit, the request stays pending).
+ * An edit is a one-off approval: it opens no session approval. Bounded to 512 KiB of JSON, so
+ * that the request state carrying it (with its diff) stays within one NATS message.
+ */
+export const EDITED_ARGUMENTS_MAX_CHARS = 512 * 1024;
+export const EditedArguments = z
+  .record(StoredText(256), z.unknown())
+  .refine((a) => JSON.stringify(a).length <= EDITED_ARGUMENTS_MAX_CHARS, 'the edited arguments are too large');
+export type EditedArguments = z.infer<typeof EditedArguments>;
 export const ApproveToolFrame = z.object({
   type: z.literal('approve_tool'),
   request_id: Id,
+  arguments: EditedArguments.optional(),
   bypass_secs: z
     .number()
     .int()

@@ -145,6 +145,7 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
         ...(a.actorUserId ? { actor_user_id: a.actorUserId } : {}),
         ...(a.ruleId ? { rule_id: a.ruleId } : {}),
         ...(a.note ? { note: a.note } : {}),
+        ...(a.edit ? { edit: { args_digest: a.edit.argsDigest, diff: a.edit.diff } } : {}),
       })),
     };
   }

@@ -31,6 +31,11 @@ export interface StoredRequest {
   cancelReason: string | null;
   /** The turn that asked; null on rows written before the column. */
   turnId: string | null;
+  /** What the gate judged the call with; null on rows written before the column (not editable). */
+  gateContext: StoredGateContext | null;
+  /** Approved with edited arguments (JSON text) and the diff of each changed argument; else null. */
+  editedArguments: string | null;
+  editDiff: string | null;
   createdAt: Date;
   resolvedAt: Date | null;
 }
@@ -48,6 +53,26 @@ export interface NewRequest {
   question: unknown;
   turnId: string | null;
   landsAt: string | null;
+  gateContext: StoredGateContext | null;
+}
+
+/** `approval.register` `gate_context`, as stored. */
+export interface StoredGateContext {
+  agent_id: string;
+  /** The session's owner is an admin (the register's actor role). */
+  is_admin?: boolean;
+  security_group?: string;
+  run_context?: {
+    working_directory?: string | null;
+    allow_fs_reads?: string[];
+    allow_fs_writes?: string[];
+  };
+}
+
+/** A human's approval with edited arguments. */
+export interface RequestEdit {
+  arguments: string;
+  diff: string;
 }
 
 /** `userId: null` = an admin acting on any user's requests. */
@@ -74,6 +99,9 @@ const REQUEST_COLUMNS = [
   'cancel_reason',
   'turn_id',
   'lands_at',
+  'gate_context',
+  'edited_arguments',
+  'edit_diff',
   'created_at',
   'resolved_at',
 ] as const satisfies readonly (keyof ApprovalRequestsRow)[];
@@ -89,8 +117,8 @@ export class RequestsRepository {
     const inserted = await queryRows<RequestRow>(
       this.ds,
       `INSERT INTO approval_requests (id, kind, tool_call_id, session_id, user_id, source, tool_name, arguments, preview, question, turn_id,
-                                      lands_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                                      lands_at, gate_context)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
        ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`,
       [
         r.id,
@@ -105,6 +133,7 @@ export class RequestsRepository {
         r.question === undefined ? null : toJsonText(r.question),
         r.turnId,
         toPgText(r.landsAt),
+        r.gateContext === null ? null : toJsonText(r.gateContext),
       ],
     );
     if (inserted[0]) return { row: toRequest(inserted[0]), created: true };
@@ -135,13 +164,29 @@ export class RequestsRepository {
   /** First answer wins: only a pending row changes, under its row lock. Null when it was not pending. */
   async resolvePending(
     db: Queryable,
-    r: { id: string; status: HumanRequestStatus; note: string | null; answer: string | null; actorUserId: string },
+    r: {
+      id: string;
+      status: HumanRequestStatus;
+      note: string | null;
+      answer: string | null;
+      actorUserId: string;
+      edit: RequestEdit | null;
+    },
   ): Promise<StoredRequest | null> {
     const rows = await queryRows<RequestRow>(
       db,
-      `UPDATE approval_requests SET status = $2, note = $3, answer = $4, actor_user_id = $5, resolved_at = now()
+      `UPDATE approval_requests SET status = $2, note = $3, answer = $4, actor_user_id = $5, resolved_at = now(),
+                                    edited_arguments = $6, edit_diff = $7
        WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`,
-      [r.id, r.status, toPgText(r.note), toPgText(r.answer), r.actorUserId],
+      [
+        r.id,
+        r.status,
+        toPgText(r.note),
+        toPgText(r.answer),
+        r.actorUserId,
+        toPgText(r.edit?.arguments ?? null),
+        toPgText(r.edit?.diff ?? null),
+      ],
     );
     return rows[0] ? toRequest(rows[0]) : null;
   }
@@ -189,6 +234,9 @@ function toRequest(r: RequestRow): StoredRequest {
     cancelReason: r.cancel_reason,
     turnId: r.turn_id,
     landsAt: fromPgText(r.lands_at),
+    gateContext: r.gate_context === null ? null : fromJsonText<StoredGateContext>(r.gate_context),
+    editedArguments: fromPgText(r.edited_arguments),
+    editDiff: fromPgText(r.edit_diff),
     createdAt: r.created_at,
     resolvedAt: r.resolved_at,
   };

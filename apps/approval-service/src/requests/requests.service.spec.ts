@@ -12,6 +12,10 @@ import { BypassesRepository } from '../bypasses/bypasses.repository';
 import { BypassesService } from '../bypasses/bypasses.service';
 import { APPROVAL_LOGGER } from '../config';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
+import { RuleRow } from '../rules/gate-input';
+import { RuleSet } from '../rules/rule-set';
+import { RulesService } from '../rules/rules.service';
+import { initShellParser } from '../rules/shell-analysis';
 import { RequestsRepository, StoredRequest } from './requests.repository';
 import { RequestsService } from './requests.service';
 
@@ -36,6 +40,9 @@ const request = (over: Partial<StoredRequest> = {}): StoredRequest => ({
   actorUserId: null,
   cancelReason: null,
   turnId: 't1',
+  gateContext: { agent_id: 'main', run_context: { working_directory: '/workspace' } },
+  editedArguments: null,
+  editDiff: null,
   createdAt: new Date(),
   resolvedAt: null,
   ...over,
@@ -59,7 +66,11 @@ function setUp(row: StoredRequest = request()) {
     status: r.status,
     note: r.note,
     answer: r.answer,
+    actorUserId: r.actorUserId,
+    editedArguments: r.edit?.arguments ?? null,
+    editDiff: r.edit?.diff ?? null,
   }));
+  t.mock(RulesService).ruleSet.mockResolvedValue(RULES);
   const events = t.mock(ApprovalEventsPublisher);
   events.wake.mockImplementation(() => void order.push('wake'));
   return { ...t, repo, events, order, bypasses: t.mock(BypassesRepository), audit: t.mock(AuditRepository) };
@@ -126,6 +137,111 @@ describe('RequestsService.resolve', () => {
     repo.findById.mockResolvedValue(null);
     await expect(sut.resolve(resolve({}))).rejects.toMatchObject({ body: { code: 'not_found' } });
     expect(repo.findById).toHaveBeenCalledWith({ userId: 'u1' }, 'q1');
+  });
+});
+
+const rule = (n: number, toolPattern: string, commandPattern: string | null, action: string): RuleRow => ({
+  id: `00000000-0000-4000-9000-00000000000${n}`,
+  toolPattern,
+  pathPattern: null,
+  commandPattern,
+  agentId: null,
+  source: null,
+  securityGroup: null,
+  action,
+  priority: n,
+  ord: n,
+});
+const RULES = new RuleSet([
+  rule(1, 'execute_cmd', 'rm -rf *', 'deny'),
+  rule(2, 'execute_cmd', 'ls *', 'allow'),
+  rule(9, '*', null, 'require'),
+]);
+
+describe('RequestsService.resolve with edited arguments', () => {
+  beforeAll(() => initShellParser(), 30_000);
+
+  it('approves the edited call: stored with its diff, audited with both digests, announced with the edit', async () => {
+    const { sut, repo, audit, events } = setUp();
+    const state = await sut.resolve(resolve({ arguments: { command: 'ls -la src' } }));
+    expect(state).toMatchObject({ status: 'approved', edit: { arguments: { command: 'ls -la src' } } });
+    expect(state.edit?.diff).toContain('-ls -la\n+ls -la src');
+    const stored = repo.resolvePending.mock.calls[0]?.[1];
+    expect(stored?.status).toBe('approved');
+    expect(stored?.edit?.arguments).toBe('{"command":"ls -la src"}');
+    const [[entries]] = audit.insert.mock.calls;
+    expect(entries[0]).toMatchObject({ by: 'human', decision: 'approve', actorUserId: 'u1' });
+    expect(entries[0]?.argsDigest).not.toBe(entries[0]?.edit?.argsDigest);
+    expect(entries[0]?.edit?.diff).toContain('+ls -la src');
+    expect(events.resolved.mock.calls[0]?.[0].edit?.arguments).toEqual({ command: 'ls -la src' });
+  });
+
+  it('refuses an edit the gate denies, naming the command, the rule and its note; nothing is stored', async () => {
+    const { sut, repo, events, mock } = setUp();
+    mock(RulesService).list.mockResolvedValue([
+      { id: '00000000-0000-4000-9000-000000000001', note: 'no recursive deletes' } as never,
+    ]);
+    await expect(sut.resolve(resolve({ arguments: { command: 'cd /tmp && rm -rf x' } }))).rejects.toMatchObject({
+      body: {
+        code: 'forbidden',
+        message:
+          'the edited call is denied: rm -rf x: rule 00000000-0000-4000-9000-000000000001 (deny, priority 1) (no recursive deletes)',
+      },
+    });
+    expect(repo.transaction).not.toHaveBeenCalled();
+    expect(events.wake).not.toHaveBeenCalled();
+  });
+
+  it("refuses arguments the tool's schema refuses, and arguments the tool does not have", async () => {
+    const { sut, repo } = setUp();
+    await expect(sut.resolve(resolve({ arguments: { command: '' } }))).rejects.toMatchObject({
+      body: { code: 'invalid_input', field: 'arguments.command' },
+    });
+    const unknownArg = sut.resolve(resolve({ arguments: { command: 'ls', sandbox: false } }));
+    await expect(unknownArg).rejects.toMatchObject({ body: { code: 'invalid_input' } });
+    await expect(unknownArg).rejects.toThrow('"sandbox"');
+    expect(repo.transaction).not.toHaveBeenCalled();
+  });
+
+  it('refuses an edit with a session approval, of a rejection, of an MCP call, or of a request without its context', async () => {
+    await expect(
+      setUp().sut.resolve(resolve({ arguments: { command: 'ls' }, bypass_scope: 'call' })),
+    ).rejects.toMatchObject({ body: { code: 'invalid_input', field: 'bypass_scope' } });
+    await expect(
+      setUp().sut.resolve(resolve({ action: 'reject', arguments: { command: 'ls' } })),
+    ).rejects.toMatchObject({
+      body: { code: 'invalid_input', field: 'arguments' },
+    });
+    await expect(
+      setUp(request({ toolName: 'mcp__gh__create_issue', arguments: '{}' })).sut.resolve(
+        resolve({ arguments: { a: 1 } }),
+      ),
+    ).rejects.toMatchObject({ body: { code: 'invalid_input' } });
+    const old = setUp(request({ gateContext: null })).sut.resolve(resolve({ arguments: { command: 'ls' } }));
+    await expect(old).rejects.toMatchObject({ body: { code: 'invalid_input' } });
+    await expect(old).rejects.toThrow('before edits');
+  });
+
+  it('answers a retry of the same edit by the same person with the state; another edit afterwards is a conflict', async () => {
+    const done = request({
+      status: 'approved',
+      actorUserId: 'u1',
+      editedArguments: '{"command":"ls -la src"}',
+      editDiff: 'd',
+    });
+    const { sut, repo } = setUp(done);
+    expect(await sut.resolve(resolve({ arguments: { command: 'ls -la src' } }))).toMatchObject({ status: 'approved' });
+    await expect(sut.resolve(resolve({ arguments: { command: 'ls' } }))).rejects.toMatchObject({
+      body: { code: 'conflict' },
+    });
+    expect(repo.transaction).not.toHaveBeenCalled();
+  });
+
+  it('an edit that changes nothing is a plain approval', async () => {
+    const { sut, repo } = setUp();
+    const state = await sut.resolve(resolve({ arguments: { command: 'ls -la' } }));
+    expect(state.edit).toBeUndefined();
+    expect(repo.resolvePending).toHaveBeenCalledWith(expect.anything(), expect.objectContaining({ edit: null }));
   });
 });
 

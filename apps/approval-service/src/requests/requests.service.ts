@@ -11,8 +11,11 @@ import { narrowScopes } from '../rules/session-bypass';
 import { ApprovalError, requestNotFound } from '../errors';
 import { ApprovalMetrics } from '../approval-metrics';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
+import { RulesService } from '../rules/rules.service';
+import { initShellParser } from '../rules/shell-analysis';
+import { canonical, judgeEdit } from './edit-call';
 import { requestNotification } from './request-notification';
-import { RequestsRepository, StoredRequest } from './requests.repository';
+import { RequestEdit, RequestsRepository, StoredRequest } from './requests.repository';
 
 type ResolveRequest = ParsedRequestOf<'approval.resolve'>;
 
@@ -29,6 +32,7 @@ export class RequestsService {
     private readonly bypasses: BypassesRepository,
     private readonly bypassService: BypassesService,
     private readonly events: ApprovalEventsPublisher,
+    private readonly rules: RulesService,
     @Inject(APPROVAL_LOGGER) private readonly log: Logger,
     @Optional() private readonly metrics?: ApprovalMetrics,
     @Optional()
@@ -53,6 +57,10 @@ export class RequestsService {
       question: req.question,
       turnId: req.turn_id ?? null,
       landsAt: req.kind === 'approval' ? (req.lands_at ?? null) : null,
+      gateContext:
+        req.kind === 'approval' && req.gate_context
+          ? { ...req.gate_context, is_admin: req.actor.role === 'admin' }
+          : null,
     });
     if (!r) throw new ApprovalError('conflict', 'this request id belongs to another request');
     if (r.created)
@@ -80,7 +88,9 @@ export class RequestsService {
       : await this.repo.findByToolCall(owner, req.tool_call_id as string);
     if (!row) throw requestNotFound();
     const status = targetStatus(row, req);
+    if (sameEditRetried(row, req)) return toState(row);
     if (row.status !== 'pending') throw conflict(row);
+    const edit = req.arguments !== undefined ? await this.judgeEdit(row, req) : null;
     const note = req.note?.trim() ? req.note : null;
     const answer = req.action === 'answer' ? (req.answer ?? '') : null;
     const opensBypass = req.action === 'approve' && (req.bypass_secs !== undefined || req.bypass_scope !== undefined);
@@ -91,6 +101,7 @@ export class RequestsService {
         note,
         answer,
         actorUserId: req.actor.userId,
+        edit,
       });
       if (!updated) return null;
       await this.audit.insert(
@@ -107,6 +118,7 @@ export class RequestsService {
             actorUserId: req.actor.userId,
             ruleId: null,
             note,
+            edit: edit ? { argsDigest: argsDigest(edit.arguments), diff: edit.diff } : null,
           },
         ],
         db,
@@ -133,12 +145,58 @@ export class RequestsService {
       turnId: resolved.turnId ?? undefined,
       toolCallId: resolved.toolCallId,
     }).info(
-      { requestId: resolved.id, status: resolved.status, actorUserId: req.actor.userId },
+      { requestId: resolved.id, status: resolved.status, actorUserId: req.actor.userId, edited: edit !== null },
       'human request resolved',
     );
     this.announce(resolved);
     this.events.wake(resolved.sessionId);
     return toState(resolved);
+  }
+
+  /**
+   * A human's edited arguments, judged by the tool's schema and the gate (`judgeEdit`): the edit
+   * to store, null when it changes nothing; refused with the reason (the request stays pending).
+   */
+  private async judgeEdit(row: StoredRequest, req: ResolveRequest): Promise<RequestEdit | null> {
+    if (req.action !== 'approve' || row.kind !== 'approval')
+      throw new ApprovalError('invalid_input', 'only an approval carries edited arguments', 'arguments');
+    if (req.bypass_secs !== undefined || req.bypass_scope !== undefined)
+      throw new ApprovalError(
+        'invalid_input',
+        'an edited call is approved once: approve it for the session without editing it',
+        'bypass_scope',
+      );
+    if (row.toolName === 'execute_cmd') await initShellParser().catch(() => undefined);
+    const rules = await this.rules.ruleSet().catch(() => null);
+    if (!rules) throw new ApprovalError('unavailable', 'the rules could not be loaded: the edit was not applied');
+    const original = parseArgs(row.arguments);
+    const judged = judgeEdit(
+      rules,
+      {
+        toolName: row.toolName,
+        original:
+          original && typeof original === 'object' && !Array.isArray(original)
+            ? (original as Record<string, unknown>)
+            : {},
+        gateContext: row.gateContext,
+        source: row.source,
+      },
+      req.arguments ?? {},
+    );
+    switch (judged.kind) {
+      case 'refused': {
+        // A person reads this: the rule's own note says why, where it has one.
+        const rule = judged.ruleId
+          ? (await this.rules.list().catch(() => [])).find((r) => r.id === judged.ruleId)
+          : null;
+        const why = rule?.note ? ` (${rule.note})` : '';
+        throw new ApprovalError(judged.code, `${judged.message}${why}`, judged.field);
+      }
+      case 'unchanged':
+        return null;
+      case 'accepted':
+        return { arguments: JSON.stringify(judged.arguments), diff: judged.diff };
+    }
   }
 
   /** /stop, interrupt, job kill: every pending request of the session ends as cancelled. */
@@ -201,6 +259,16 @@ function targetStatus(row: StoredRequest, req: ResolveRequest): HumanRequestStat
   return req.action === 'approve' ? 'approved' : 'rejected';
 }
 
+/**
+ * A retry of an edit that was applied (same person, same arguments): answered with the state, as
+ * the first time, rather than `conflict`.
+ */
+function sameEditRetried(row: StoredRequest, req: ResolveRequest): boolean {
+  if (req.arguments === undefined || row.status !== 'approved' || row.editedArguments === null) return false;
+  if (row.actorUserId !== req.actor.userId) return false;
+  return canonical(parseArgs(row.editedArguments)) === canonical(req.arguments);
+}
+
 function conflict(row: StoredRequest): ApprovalError {
   return new ApprovalError(
     'conflict',
@@ -224,6 +292,9 @@ export function toState(r: StoredRequest): HumanRequestState {
     status: r.status,
     note: r.note,
     answer: r.answer,
+    ...(r.status === 'approved' && r.editedArguments !== null && r.editDiff !== null
+      ? { edit: { arguments: parseArgs(r.editedArguments) as Record<string, unknown>, diff: r.editDiff } }
+      : {}),
   };
 }
 

@@ -244,6 +244,7 @@ export class WsServer implements OnApplicationShutdown {
           action: 'approve',
           bypass_secs: frame.bypass_secs,
           bypass_scope: frame.bypass_scope,
+          arguments: frame.arguments,
         });
         return;
       case 'reject_tool':

@@ -9,7 +9,7 @@ export function answerOf(state: HumanRequestState): HumanAnswer | null {
     case 'pending':
       return null;
     case 'approved':
-      return { kind: 'approved' };
+      return state.edit ? { kind: 'approved', edit: state.edit } : { kind: 'approved' };
     case 'rejected':
       return { kind: 'rejected', note: state.note };
     case 'answered':
@@ -77,6 +77,19 @@ export class NatsHumanWait implements HumanWaitPort {
             }
           : {}),
         ...(request.kind === 'approval' && request.landsAt !== undefined ? { lands_at: request.landsAt } : {}),
+        ...(request.kind === 'approval' && request.gate
+          ? {
+              gate_context: {
+                agent_id: request.gate.agentId,
+                ...(request.gate.securityGroup ? { security_group: request.gate.securityGroup } : {}),
+                run_context: {
+                  working_directory: request.gate.runContext.workingDirectory,
+                  allow_fs_reads: request.gate.runContext.allowFsReads ?? [],
+                  allow_fs_writes: request.gate.runContext.allowFsWrites ?? [],
+                },
+              },
+            }
+          : {}),
         ...(request.kind === 'question'
           ? {
               question: {

@@ -71,6 +71,8 @@ export interface ApprovalAuditRow {
   actor_user_id: string | null;
   rule_id: string | null;
   note: string | null;
+  edited_args_digest: string | null;
+  edit_diff: string | null;
 }
 
 /** A row of `approval_bypasses`. */
@@ -107,6 +109,9 @@ export interface ApprovalRequestsRow {
   ord: string;
   turn_id: string | null;
   lands_at: string | null;
+  gate_context: unknown;
+  edited_arguments: string | null;
+  edit_diff: string | null;
 }
 
 /** A row of `approval_rules`. */

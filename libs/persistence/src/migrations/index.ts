@@ -26,6 +26,7 @@ import { PendingWriteKind1764460805700 } from './1764460805700-pending-write-kin
 import { OpenaiConversations1764460805800 } from './1764460805800-openai-conversations';
 import { OpenaiRequests1764460805900 } from './1764460805900-openai-requests';
 import { Notifications1764460806000 } from './1764460806000-notifications';
+import { ApprovalEdits1764460806100 } from './1764460806100-approval-edits';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -57,5 +58,6 @@ export const MIGRATIONS = [
   OpenaiConversations1764460805800,
   OpenaiRequests1764460805900,
   Notifications1764460806000,
+  ApprovalEdits1764460806100,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

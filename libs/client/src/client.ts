@@ -83,6 +83,8 @@ export interface ApprovalAnswer {
   note?: string;
   bypass_secs?: number;
   bypass_scope?: SessionApprovalScope;
+  /** The surface answering, for the audit (`inbox` when absent). */
+  channel?: 'inbox' | 'cli';
 }
 
 /** The routes the SDK's named helpers call (every operation is reached through `call`). */

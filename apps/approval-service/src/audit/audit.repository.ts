@@ -13,6 +13,8 @@ export interface AuditEntry {
   decision: ApprovalAuditRow['decision'];
   by: ApprovalAuditRow['by'];
   actorUserId: string | null;
+  /** Where a human answered (`by: "human"` only). */
+  channel?: ApprovalAuditRow['channel'];
   ruleId: string | null;
   note: string | null;
   /** When the decision was taken (buffered entries are written later); default: the insert's time. */
@@ -29,7 +31,7 @@ export class AuditRepository {
   constructor(private readonly ds: DataSource) {}
 
   /**
-   * One INSERT for a batch, its columns sent as arrays (a fixed 13 parameters whatever the batch
+   * One INSERT for a batch, its columns sent as arrays (a fixed 14 parameters whatever the batch
    * size). Text goes through the pg-text codec: a tool name is the model's (or an MCP server's) and
    * may hold NUL or a lone surrogate, which Postgres text cannot; raw, one such name failed the
    * whole batch.
@@ -39,9 +41,10 @@ export class AuditRepository {
     const now = new Date();
     const column = <T>(pick: (e: AuditEntry) => T): T[] => entries.map(pick);
     await db.query(
-      `INSERT INTO approval_audit (id, user_id, session_id, tool_call_id, request_id, tool_name, args_digest, decision, by, actor_user_id, rule_id, note, at)
+      `INSERT INTO approval_audit (id, user_id, session_id, tool_call_id, request_id, tool_name, args_digest, decision, by, actor_user_id, rule_id, note, at,
+                                   channel)
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[],
-                            $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::timestamptz[])`,
+                            $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::timestamptz[], $14::text[])`,
       pgParams([
         entries.map(() => randomUUID()),
         column((e) => e.userId),
@@ -56,6 +59,7 @@ export class AuditRepository {
         column((e) => e.ruleId),
         column((e) => e.note),
         column((e) => e.at ?? now),
+        column((e) => e.channel ?? null),
       ]),
     );
   }
@@ -93,6 +97,7 @@ export class AuditRepository {
         decision: r.decision,
         by: r.by,
         actorUserId: r.actor_user_id,
+        channel: r.channel,
         ruleId: r.rule_id,
         note: fromPgText(r.note),
       })),

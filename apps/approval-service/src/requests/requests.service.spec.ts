@@ -34,6 +34,8 @@ const request = (over: Partial<StoredRequest> = {}): StoredRequest => ({
   note: null,
   answer: null,
   actorUserId: null,
+  channel: null,
+  bypass: null,
   cancelReason: null,
   turnId: 't1',
   createdAt: new Date(),

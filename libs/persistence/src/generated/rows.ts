@@ -67,6 +67,7 @@ export interface ApprovalAuditRow {
   actor_user_id: string | null;
   rule_id: string | null;
   note: string | null;
+  channel: 'card' | 'inbox' | 'cli' | 'push' | 'api' | null;
 }
 
 /** A row of `approval_bypasses`. */
@@ -103,6 +104,8 @@ export interface ApprovalRequestsRow {
   ord: string;
   turn_id: string | null;
   lands_at: string | null;
+  channel: 'card' | 'inbox' | 'cli' | 'push' | 'api' | null;
+  bypass: unknown;
 }
 
 /** A row of `approval_rules`. */

@@ -25,6 +25,7 @@ import { McpStopped1764460805650 } from './1764460805650-mcp-stopped';
 import { PendingWriteKind1764460805700 } from './1764460805700-pending-write-kind';
 import { OpenaiConversations1764460805800 } from './1764460805800-openai-conversations';
 import { OpenaiRequests1764460805900 } from './1764460805900-openai-requests';
+import { DecisionChannel1764460806200 } from './1764460806200-decision-channel';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -55,5 +56,6 @@ export const MIGRATIONS = [
   PendingWriteKind1764460805700,
   OpenaiConversations1764460805800,
   OpenaiRequests1764460805900,
+  DecisionChannel1764460806200,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

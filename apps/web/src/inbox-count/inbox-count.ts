@@ -19,27 +19,25 @@ const ANSWERED_KEEP = 1000;
 export type InboxCountAction = { type: 'listed'; inbox: InboxDto } | ServerFrame;
 
 export function inboxCountReducer(st: InboxCount, a: InboxCountAction): InboxCount {
-  switch (a.type) {
-    case 'listed': {
-      const ids = [...a.inbox.approvals, ...a.inbox.clarifications].map((i) => i.request_id);
-      const waiting = new Set(ids.filter((id) => !st.answered.has(id)));
-      // a listing is the truth from here on: what it no longer holds stays answered; the rest is forgotten
-      return { waiting, answered: new Set([...st.answered].filter((id) => ids.includes(id))) };
-    }
-    case 'approval_requested':
-    case 'clarification_requested':
-      if (st.waiting.has(a.request_id) || st.answered.has(a.request_id)) return st;
-      return { ...st, waiting: new Set([...st.waiting, a.request_id]) };
-    case 'approval_resolved':
-    case 'clarification_resolved': {
-      const waiting = new Set(st.waiting);
-      waiting.delete(a.request_id);
-      const answered = [...st.answered, a.request_id].slice(-ANSWERED_KEEP);
-      return { waiting, answered: new Set(answered) };
-    }
-    default:
-      return st;
+  if (a.type === 'listed') {
+    const ids = [...a.inbox.approvals, ...a.inbox.clarifications].map((i) => i.request_id);
+    // a listing is the truth from here on: what it no longer holds stays answered; the rest is forgotten
+    return {
+      waiting: new Set(ids.filter((id) => !st.answered.has(id))),
+      answered: new Set([...st.answered].filter((id) => ids.includes(id))),
+    };
   }
+  if (a.type === 'approval_requested' || a.type === 'clarification_requested') {
+    if (st.waiting.has(a.request_id) || st.answered.has(a.request_id)) return st;
+    return { ...st, waiting: new Set([...st.waiting, a.request_id]) };
+  }
+  if (a.type === 'approval_resolved' || a.type === 'clarification_resolved') {
+    const waiting = new Set(st.waiting);
+    waiting.delete(a.request_id);
+    return { waiting, answered: new Set([...st.answered, a.request_id].slice(-ANSWERED_KEEP)) };
+  }
+  // every other frame says nothing about the inbox
+  return st;
 }
 
 /** The number the Inbox link and the app's icon show. */

@@ -41,6 +41,8 @@ describe('account screens in a real browser', () => {
       const page = await ctx.newPage();
       await signIn(page, stack.gatewayUrl, email, PASSWORD);
       const suffix = label === 'phone' ? '-phone' : '';
+      // on a phone the navigation is a menu
+      if (label === 'phone') await page.getByRole('button', { name: 'Menu' }).click();
       await page.getByRole('link', { name: 'Account' }).click();
       await page.getByRole('heading', { name: 'Account' }).waitFor();
       await page.getByText('No API tokens.').waitFor();

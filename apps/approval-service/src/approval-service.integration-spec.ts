@@ -203,6 +203,70 @@ describe('approval service over NATS and Postgres', () => {
     expect(await client.call('approval.get', { actor: alice, request_id: req.request_id })).toEqual(r);
   });
 
+  it('records who answered, where and what it opened; `approval.decisions` tells the chat history, for the caller only', async () => {
+    const alice = user();
+    const sessionId = randomUUID();
+    const a = await register(alice, { session_id: sessionId });
+    const b = await register(alice, { session_id: sessionId });
+    const c = await register(alice, { session_id: sessionId });
+    await client.call('approval.resolve', {
+      actor: alice,
+      request_id: a.req.request_id,
+      action: 'approve',
+      bypass_scope: 'call',
+      bypass_secs: 600,
+      channel: 'inbox',
+    });
+    await client.call('approval.resolve', {
+      actor: admin,
+      request_id: b.req.request_id,
+      action: 'reject',
+      note: 'no',
+      channel: 'card',
+    });
+    await client.call('approval.cancel_session', { actor: alice, session_id: sessionId, reason: 'stop' });
+    const pending = await register(alice, { session_id: sessionId });
+    const elsewhere = await register(alice);
+    await client.call('approval.resolve', { actor: alice, request_id: elsewhere.req.request_id, action: 'approve' });
+    const mallory = await register(user(), { session_id: sessionId });
+    await client.call('approval.resolve', { actor: admin, request_id: mallory.req.request_id, action: 'approve' });
+
+    // the user event says it as it happens
+    await sleep(100);
+    const event = published
+      .map((p) => p.data as UserEvent)
+      .find((e) => e.type === 'approval_resolved' && e.request_id === a.req.request_id);
+    expect(event).toMatchObject({
+      decision: { by_user_id: alice.userId, channel: 'inbox', bypass: { scope: 'call', secs: 600 } },
+    });
+    const calls = [a, b, c, pending, elsewhere, mallory].map((x) => x.req.tool_call_id);
+    const got = await client.call('approval.decisions', { actor: alice, session_id: sessionId, tool_call_ids: calls });
+    expect(got.items.map((i) => [i.tool_call_id, i.status])).toEqual([
+      [a.req.tool_call_id, 'approved'],
+      [b.req.tool_call_id, 'rejected'],
+      [c.req.tool_call_id, 'cancelled'],
+    ]);
+    const { at, ...decided } = got.items[0]?.decision ?? { at: '' };
+    expect(decided).toEqual({ by_user_id: alice.userId, channel: 'inbox', bypass: { scope: 'call', secs: 600 } });
+    expect(Date.parse(at)).toBeGreaterThan(Date.now() - 60_000);
+    expect(got.items[1]?.decision).toMatchObject({ by_user_id: admin.userId, channel: 'card' });
+    expect(got.items[1]?.decision).not.toHaveProperty('bypass');
+    expect(got.items[2]).not.toHaveProperty('decision');
+    // another user asking about alice's session and calls learns nothing
+    expect(
+      (await client.call('approval.decisions', { actor: user(), session_id: sessionId, tool_call_ids: calls })).items,
+    ).toEqual([]);
+    // the audit names the surface of each human answer
+    const audit = await client.call('approval.audit', { actor: alice, session_id: sessionId, page: 1, per_page: 50 });
+    const human = audit.items.filter((i) => i.by === 'human');
+    expect(human.map((i) => [i.decision, i.channel, i.actor_user_id]).sort()).toEqual(
+      [
+        ['approve', 'inbox', alice.userId],
+        ['reject', 'card', admin.userId],
+      ].sort(),
+    );
+  });
+
   it('answers a clarification; a cancelled request answers conflict', async () => {
     const alice = user();
     const q = await register(alice, { kind: 'clarification' });

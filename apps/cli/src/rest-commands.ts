@@ -141,6 +141,7 @@ export async function inboxApprove(
     action: 'approve' as const,
     ...(o.note ? { note: o.note } : {}),
     ...(o.forSession ? { bypass_scope: 'call' as const } : {}),
+    channel: 'cli' as const,
   };
   const r = await api(client, 'resolveApproval', { params: { id: requestId }, body });
   print(rt, o, r, () => `approved ${requestId}${o.forSession ? ' (and its kind for this session)' : ''}\n`);
@@ -148,7 +149,7 @@ export async function inboxApprove(
 
 export async function inboxReject(rt: Runtime, requestId: string, o: Output & { note?: string }): Promise<void> {
   const { client } = await signedIn(rt);
-  const body = { action: 'reject' as const, ...(o.note ? { note: o.note } : {}) };
+  const body = { action: 'reject' as const, ...(o.note ? { note: o.note } : {}), channel: 'cli' as const };
   const r = await api(client, 'resolveApproval', { params: { id: requestId }, body });
   print(rt, o, r, () => `rejected ${requestId}\n`);
 }

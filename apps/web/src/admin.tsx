@@ -297,6 +297,9 @@ function Audit({ api }: { api: Api }) {
       [api, page],
     ),
   );
+  // the human who answered, by email (the audit records their id)
+  const [users] = useLoad(useCallback(() => api.get<{ items: AdminUser[] }>('/api/admin/users'), [api]));
+  const emails = new Map((users?.items ?? []).map((u) => [u.id, u.email]));
   return (
     <section aria-label="audit log">
       {error ? <p role="alert">{error}</p> : null}
@@ -317,7 +320,7 @@ function Audit({ api }: { api: Api }) {
               <td>{new Date(a.at).toLocaleString()}</td>
               <td>{a.tool_name}</td>
               <td>{a.decision}</td>
-              <td>{a.by}</td>
+              <td>{a.by === 'human' ? humanBy(a, emails) : a.by}</td>
               <td>{a.note ?? ''}</td>
             </tr>
           ))}
@@ -333,6 +336,20 @@ function Audit({ api }: { api: Api }) {
       </div>
     </section>
   );
+}
+
+const CHANNELS: Record<NonNullable<AuditItem['channel']>, string> = {
+  card: 'the chat card',
+  inbox: 'the inbox',
+  cli: 'the CLI',
+  push: 'a notification',
+  api: 'the API',
+};
+
+/** "ann@example.com in the inbox": who answered and where, for an audit row of a human's answer. */
+function humanBy(a: AuditItem, emails: ReadonlyMap<string, string>): string {
+  const who = a.actor_user_id ? (emails.get(a.actor_user_id) ?? a.actor_user_id) : 'a human';
+  return a.channel ? `${who} in ${CHANNELS[a.channel]}` : who;
 }
 
 interface AdminUser {

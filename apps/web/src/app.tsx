@@ -9,6 +9,8 @@ import { Admin } from './admin';
 import { Inbox } from './inbox';
 import { McpServers } from './mcp';
 import { SessionView } from './session-view';
+import { FrameHub } from './conversations/frame-hub';
+import { useInboxCount } from './inbox-count/use-inbox-count';
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#chat');
@@ -25,17 +27,61 @@ export function App() {
   const [notice, setNotice] = useState('');
   const api = useMemo(() => (auth ? new Api(auth) : null), [auth]);
   const hash = useHash();
+  // On a narrow screen the navigation is a menu; going somewhere closes it.
+  const [menu, setMenu] = useState(false);
+  useEffect(() => setMenu(false), [hash]);
   if (!api || !auth) return <Login onIn={setAuth} notice={notice} />;
+  return (
+    <Shell api={api} auth={auth} hash={hash} menu={menu} setMenu={setMenu} setAuth={setAuth} setNotice={setNotice} />
+  );
+}
+
+/** The signed-in page: the top bar (with the inbox's count), the screen the hash names. */
+function Shell({
+  api,
+  auth,
+  hash,
+  menu,
+  setMenu,
+  setAuth,
+  setNotice,
+}: {
+  api: Api;
+  auth: Auth;
+  hash: string;
+  menu: boolean;
+  setMenu: (f: (m: boolean) => boolean) => void;
+  setAuth: (a: Auth | null) => void;
+  setNotice: (n: string) => void;
+}) {
+  // the chat socket's frames reach the top bar too: the inbox count follows the user events
+  const hub = useMemo(() => new FrameHub(), []);
+  const waiting = useInboxCount(api, hub);
+  const badge =
+    waiting > 0 ? (
+      <span className="badge" aria-label={`${waiting} waiting`}>
+        {waiting}
+      </span>
+    ) : null;
   return (
     <div className="shell">
       <header className="top">
         <h1>Skald</h1>
-        <nav aria-label="main">
+        <button
+          type="button"
+          className="menu-toggle secondary"
+          aria-expanded={menu}
+          aria-controls="main-nav"
+          onClick={() => setMenu((m) => !m)}
+        >
+          Menu {badge}
+        </button>
+        <nav aria-label="main" id="main-nav" className={menu ? 'open' : undefined}>
           <a href="#chat" aria-current={hash === '#chat' ? 'page' : undefined}>
             Chat
           </a>
           <a href="#inbox" aria-current={hash === '#inbox' ? 'page' : undefined}>
-            Inbox
+            Inbox {badge}
           </a>
           <a href="#cron" aria-current={hash === '#cron' ? 'page' : undefined}>
             Jobs
@@ -91,7 +137,7 @@ export function App() {
       ) : hash.startsWith('#session/') ? (
         <SessionView api={api} id={hash.slice('#session/'.length)} />
       ) : (
-        <ChatScreen api={api} source="web" />
+        <ChatScreen api={api} source="web" hub={hub} />
       )}
     </div>
   );

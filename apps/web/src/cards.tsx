@@ -1,7 +1,7 @@
 import { memo, useEffect, useRef, useState } from 'react';
 import { useCodeBlocks } from './polish/code-blocks';
 import type { Item } from './chat-state';
-import { describeScope, describeSecs, expiryFromNow, type SessionApproval } from './scopes';
+import { describeDecision, describeScope, describeSecs, expiryFromNow, type SessionApproval } from './scopes';
 import { Diff } from './diff-view';
 import { renderMarkdown } from './markdown';
 import { canEdit, EditCall } from './edit-call';
@@ -33,7 +33,7 @@ export const Markdown = memo(function Markdown({ text }: { text: string }) {
 });
 
 /** An approval: the diff of a write, the command of execute_cmd, the arguments of anything else. */
-export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
+export function ApprovalCard({ card, on, me = null }: { card: Approval; on: Answerer; me?: string | null }) {
   const [note, setNote] = useState('');
   const [busy, setBusy] = useState(false);
   const [session, setSession] = useState<SessionApproval | null>(null);
@@ -66,7 +66,7 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
       ) : null}
       {card.toolName === 'execute_cmd' ? (
         <pre className="command">{card.newContent}</pre>
-      ) : card.path ? (
+      ) : card.path && card.newContent !== undefined ? (
         <Diff oldText={card.oldContent ?? ''} newText={card.newContent ?? ''} />
       ) : (
         <pre className="args">{JSON.stringify(card.args, null, 2)}</pre>
@@ -74,6 +74,13 @@ export function ApprovalCard({ card, on }: { card: Approval; on: Answerer }) {
       {card.resolved ? (
         <p className={`verdict ${card.resolved}`}>
           {card.resolved === 'approved' ? 'Approved' : card.resolved === 'rejected' ? 'Rejected' : 'Cancelled'}
+          {card.decision ? (
+            <span className="decided">
+              {' '}
+              {describeDecision(card.decision, me)},{' '}
+              <time dateTime={card.decision.at}>{new Date(card.decision.at).toLocaleString()}</time>
+            </span>
+          ) : null}
         </p>
       ) : editing ? (
         <EditCall

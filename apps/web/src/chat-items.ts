@@ -1,5 +1,6 @@
 // The items of a conversation's view: what the chat reducer (chat-state.ts) and the history loader
 // (history/history-items.ts) both build.
+import type { HumanDecision } from '@skald/contracts';
 import type { Attachment } from './files/attachment-frames';
 
 export type ToolStatus = 'running' | 'awaiting' | 'done' | 'error' | 'cancelled' | 'rejected';
@@ -33,6 +34,8 @@ export type Item =
       /** Where the call lands when that is not the path it names (`lands_at`). */
       landsAt?: string;
       resolved?: 'approved' | 'rejected' | 'cancelled';
+      /** Who answered, when, where, and the session approval it opened. */
+      decision?: HumanDecision;
     }
   | {
       kind: 'question';

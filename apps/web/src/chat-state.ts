@@ -1,7 +1,8 @@
-import type { ChatMessageDto, ServerFrame } from '@skald/contracts';
+import type { HumanDecision, ChatMessageDto, ServerFrame } from '@skald/contracts';
 import type { Item } from './chat-items';
 import { attachmentsOf } from './files/attachment-frames';
 import { historyItems, mergeItems } from './history/history-items';
+import { refusedNoticeKey } from './outbox/outbox';
 import { turnSign } from './turn-state/turn-state';
 
 export type { Item } from './chat-items';
@@ -32,6 +33,14 @@ export const initialChat: ChatState = {
   older: null,
 };
 
+/** The key of the approval or question card that waits for the user (the latest), or null. */
+export function waitingCardKey(items: readonly Item[]): string | null {
+  const open = items.findLast(
+    (i) => (i.kind === 'approval' && i.resolved === undefined) || (i.kind === 'question' && i.answered !== true),
+  );
+  return open?.key ?? null;
+}
+
 /**
  * A page of the conversation by REST, handed to the reducer as the screen loads it (not a server
  * frame): `history` the latest page (`replace`: after /clear it is the whole truth), `history_older`
@@ -58,10 +67,15 @@ function patchTool(items: Item[], id: string, patch: Partial<Extract<Item, { kin
   return items.map((i) => (i.kind === 'tool' && i.key === `tool:${id}` ? { ...i, ...patch } : i));
 }
 
-function resolveCards(items: Item[], requestId: string, how: 'approved' | 'rejected' | 'cancelled'): Item[] {
+function resolveCards(
+  items: Item[],
+  requestId: string,
+  how: 'approved' | 'rejected' | 'cancelled',
+  decision?: HumanDecision,
+): Item[] {
   return items.map((i) =>
-    i.kind === 'approval' && i.requestId === requestId && !i.resolved
-      ? { ...i, resolved: how }
+    i.kind === 'approval' && i.requestId === requestId && (!i.resolved || (decision && !i.decision))
+      ? { ...i, resolved: i.resolved ?? how, ...(decision ? { decision } : {}) }
       : i.kind === 'question' && i.requestId === requestId
         ? { ...i, answered: true }
         : i,
@@ -295,7 +309,7 @@ function foldFrame(st: ChatState, f: ChatFrame): ChatState {
       const how = f.cancelled ? 'cancelled' : f.approved ? 'approved' : 'rejected';
       const toolKey = `tool:${f.tool_call_id}`;
       // an approved call runs now (its tool card leaves "waiting for approval")
-      const items = resolveCards(st.items, f.request_id, how).map((i) =>
+      const items = resolveCards(st.items, f.request_id, how, f.decision).map((i) =>
         how === 'approved' && i.kind === 'tool' && i.key === toolKey && i.status === 'awaiting'
           ? { ...i, status: 'running' as const }
           : i,
@@ -354,7 +368,9 @@ function foldFrame(st: ChatState, f: ChatFrame): ChatState {
       return at < 0 ? st : { ...st, running: true, items: st.items.slice(0, f.keeps_message === true ? at + 1 : at) };
     }
     case 'error': {
-      const next = notice(st, f, f.message, 'error');
+      // a refused frame (no seq) may name the message it refused
+      const refused = 'client_message_id' in f ? f.client_message_id : undefined;
+      const next = notice(st, f, f.message, 'error', refused);
       return f.code === 'interrupted' || f.code === 'llm_failed' || f.code === 'exhausted'
         ? { ...next, running: false, waiting: null, depth: 0 }
         : next;
@@ -403,8 +419,10 @@ function settle(
 }
 
 let noticeCounter = 0;
-function notice(st: ChatState, f: ServerFrame, text: string, level: 'info' | 'error'): ChatState {
-  const key = 'seq' in f ? `seq:${f.seq}` : `notice:${++noticeCounter}`;
+/** `refusedCid`: the refused frame's client_message_id — the outbox row of that message tells it too. */
+function notice(st: ChatState, f: ServerFrame, text: string, level: 'info' | 'error', refusedCid?: string): ChatState {
+  const key =
+    refusedCid !== undefined ? refusedNoticeKey(refusedCid) : 'seq' in f ? `seq:${f.seq}` : `notice:${++noticeCounter}`;
   if (st.items.some((i) => i.key === key)) return st;
   return { ...st, items: [...st.items, { kind: 'notice', key, text, level }] };
 }

@@ -2,9 +2,10 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, u
 import type { ChatMessages, Delivery, InboxDto, ServerFrame, SlashCommand } from '@skald/contracts';
 import type { Api } from './api';
 import { ApprovalCard, Markdown, QuestionCard, ToolCard, type Answerer } from './cards';
-import { chatReducer, initialChat } from './chat-state';
+import { chatReducer, initialChat, waitingCardKey } from './chat-state';
 import type { ChatConnection, ConnectionState } from '@skald/client';
 import { HISTORY_PAGE } from './history/history-items';
+import { timelineItems } from './outbox/outbox';
 import { useOutbox } from './outbox/use-outbox';
 import { shownOutbox, slotNotice } from './turn-slot/turn-slot';
 import { shortcutFor } from './shortcuts/shortcuts';
@@ -89,6 +90,13 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: 'end' });
   }, [lastKey]);
+  // A card that waits for the user is scrolled into view, its heading first; while one waits the
+  // composer stays in the flow under the timeline instead of floating over it.
+  const waitingCard = waitingCardKey(state.items);
+  useEffect(() => {
+    if (waitingCard === null) return;
+    document.querySelector(`[data-card-key="${CSS.escape(waitingCard)}"]`)?.scrollIntoView?.({ block: 'start' });
+  }, [waitingCard]);
 
   // scroll-back: one earlier page at a time, while there is one; the rows in view stay in place
   const [loadingOlder, setLoadingOlder] = useState(false);
@@ -246,8 +254,8 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
         </button>
       ) : null}
       <ol className="timeline" aria-live="polite">
-        {state.items.map((i) => (
-          <li key={i.key} className={`item ${i.kind}`}>
+        {timelineItems(state.items, outbox.list).map((i) => (
+          <li key={i.key} className={`item ${i.kind}`} data-card-key={i.key}>
             {i.kind === 'user' ? (
               <UserMessage
                 messageId={i.key.slice('user:'.length) || null}
@@ -282,7 +290,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
             ) : i.kind === 'tool' ? (
               <ToolCard tool={i} />
             ) : i.kind === 'approval' ? (
-              <ApprovalCard card={i} on={answer} />
+              <ApprovalCard card={i} on={answer} me={api.auth.user.id} />
             ) : i.kind === 'question' ? (
               <QuestionCard card={i} on={answer} />
             ) : i.kind === 'agent' ? (
@@ -323,9 +331,8 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
           </li>
         ) : null}
       </ol>
-      <div ref={end} />
       <form
-        className="composer"
+        className={waitingCard === null ? 'composer' : 'composer beside-card'}
         onSubmit={(e) => {
           e.preventDefault();
           send();
@@ -389,6 +396,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
           </button>
         ) : null}
       </form>
+      <div ref={end} className="timeline-end" />
     </main>
   );
 }

@@ -41,6 +41,7 @@ export function Inbox({ api }: { api: Api }) {
             <h3>
               {a.tool_name} <small>({a.source})</small>
             </h3>
+            <AskedIn sessionId={a.session_id} at={a.created_at} />
             {a.lands_at && !a.preview ? (
               <p className="lands-at">
                 lands at <code>{a.lands_at}</code>
@@ -157,6 +158,7 @@ export function Inbox({ api }: { api: Api }) {
         {inbox.clarifications.map((c) => (
           <li key={c.request_id} className="card question">
             <h3>{c.title}</h3>
+            <AskedIn sessionId={c.session_id} at={c.created_at} />
             <p>{c.question}</p>
             <div className="suggested">
               {c.suggested_answers.map((s) => (
@@ -244,4 +246,14 @@ function FreeAnswer({ label, onAnswer }: { label: string; onAnswer: (answer: str
 function commandOf(args: unknown): string | undefined {
   const c = args && typeof args === 'object' ? (args as { command?: unknown }).command : undefined;
   return typeof c === 'string' ? c : undefined;
+}
+
+/** When the agent asked, and the conversation it asked in (its details: the rows before the call). */
+function AskedIn({ sessionId, at }: { sessionId: string; at: string }) {
+  return (
+    <p className="asked">
+      Asked <time dateTime={at}>{new Date(at).toLocaleString()}</time> in{' '}
+      <a href={`#session/${sessionId}`}>the conversation</a>
+    </p>
+  );
 }

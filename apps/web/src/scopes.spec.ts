@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { describeScope } from './scopes';
+import { describeDecision, describeScope } from './scopes';
 
 describe('a session approval scope in words (card, inbox, bypass list)', () => {
   it('a command scope names the command and its option shape in a sentence a user reads', () => {
@@ -21,6 +21,23 @@ describe('a session approval scope in words (card, inbox, bypass list)', () => {
     expect(describeScope('all')).toBe('every tool');
     expect(describeScope({ tool: 'write_file', directory: '/workspace/notes' })).toBe(
       'write_file on files directly in /workspace/notes',
+    );
+  });
+});
+
+describe('how an approval was answered, in words (the settled card, live and after a reload)', () => {
+  const ME = '00000000-0000-4000-8000-0000000000aa';
+  const at = '2026-12-07T06:00:00.000Z';
+  it('names who (you or an admin), where, and the session approval it opened', () => {
+    expect(describeDecision({ by_user_id: ME, at, channel: 'card' }, ME)).toBe('by you in the chat');
+    expect(describeDecision({ by_user_id: '00000000-0000-4000-8000-0000000000bb', at, channel: 'inbox' }, ME)).toBe(
+      'by an admin in the inbox',
+    );
+    expect(describeDecision({ by_user_id: ME, at, channel: 'cli', bypass: { scope: 'call', secs: 3600 } }, ME)).toBe(
+      'by you in the CLI, and for this session calls like this one for 1 h',
+    );
+    expect(describeDecision({ by_user_id: ME, at, bypass: { scope: { category: 'fs_read' } } }, ME)).toBe(
+      'by you, and for this session every fs_read tool',
     );
   });
 });

@@ -1,4 +1,4 @@
-import type { BypassScope, InboxDto } from '@skald/contracts';
+import type { ApprovalChannel, HumanDecision, BypassScope, InboxDto } from '@skald/contracts';
 
 export type SessionApproval = NonNullable<InboxDto['approvals'][number]['session_approval']>;
 
@@ -32,4 +32,30 @@ export function describeSecs(secs: number): string {
 /** When a session approval opened now would end, in the viewer's clock. */
 export function expiryFromNow(secs: number, now: Date = new Date()): string {
   return new Date(now.getTime() + secs * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+}
+
+const CHANNEL_WORDS: Record<ApprovalChannel, string> = {
+  card: 'in the chat',
+  inbox: 'in the inbox',
+  cli: 'in the CLI',
+  push: 'from a notification',
+  api: 'through the API',
+};
+
+/**
+ * How an approval was answered, in words: who (`you`, or an admin answering for the user), where,
+ * and the session approval it opened ("calls like this one for 1 h", a wide scope for the session).
+ * The time is shown beside it.
+ */
+export function describeDecision(decision: HumanDecision, me: string | null): string {
+  const who = decision.by_user_id === me ? 'you' : 'an admin';
+  const where = decision.channel ? ` ${CHANNEL_WORDS[decision.channel]}` : '';
+  const b = decision.bypass;
+  const lasting = b?.secs === undefined || b.secs === 0 ? '' : ` for ${describeSecs(b.secs)}`;
+  const session = !b
+    ? ''
+    : b.scope === 'call'
+      ? `, and for this session calls like this one${lasting}`
+      : `, and for this session ${describeScope(b.scope)}${lasting}`;
+  return `by ${who}${where}${session}`;
 }

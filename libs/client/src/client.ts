@@ -88,6 +88,8 @@ export interface ApprovalAnswer {
   bypass_secs?: number;
   bypass_scope?: SessionApprovalScope;
   arguments?: Record<string, unknown>;
+  /** The surface answering, for the audit (`inbox` when absent). */
+  channel?: 'inbox' | 'cli';
 }
 
 /** The routes the SDK's named helpers call (every operation is reached through `call`). */

@@ -56,6 +56,7 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'approval.check',
       'approval.register',
       'approval.get',
+      'approval.decisions',
       'approval.cancel_session',
       'approval.reset_session',
       'approval.visible_tools',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Actor, Id, StoredText, Timestamp } from './common';
 import { GateRunContext } from './run-context';
-import { BypassScope, EditedArguments, LandsAt, SessionApprovalScope } from './ws';
+import { ApprovalChannel, BypassScope, EditedArguments, HumanDecision, LandsAt, SessionApprovalScope } from './ws';
 
 /**
  * Approval service: REST bodies of PROTOCOL.md "Approvals and inbox" and the NATS payloads behind
@@ -9,7 +9,7 @@ import { BypassScope, EditedArguments, LandsAt, SessionApprovalScope } from './w
  */
 
 // subjects.ts imports this file, so its schemas are not imported back (no cycle): these two have
-// the exact shapes of `ApprovalDecision` and `ApprovalPreview` there.
+// the exact shapes of `HumanDecision` and `ApprovalPreview` there.
 export const RuleAction = z.enum(['allow', 'deny', 'require']);
 const PreviewShape = z.object({
   path: z.string(),
@@ -98,6 +98,8 @@ export const ResolveApprovalInput = ResolveToolInput.extend({
   bypass_scope: SessionApprovalScope.optional(),
   /** **(new)** Approve the call with these arguments instead (`EditedArguments`, ws.ts). */
   arguments: EditedArguments.optional(),
+  /** The surface the answer comes from, as the client says (`inbox` when absent); the audit names it. */
+  channel: z.enum(['inbox', 'cli']).optional(),
 });
 export const ResolveClarificationInput = z.object({ answer: StoredText(64 * 1024) });
 
@@ -168,6 +170,8 @@ export const AuditItem = z.object({
   decision: z.enum(['allow', 'deny', 'require', 'approve', 'reject', 'answer']),
   by: GateBy,
   actor_user_id: Id.optional(),
+  /** Where a human answered (`by: "human"`). */
+  channel: ApprovalChannel.optional(),
   rule_id: Id.optional(),
   note: z.string().optional(),
   /**
@@ -213,6 +217,28 @@ export const AuditRequest = z.object({
   per_page: z.number().int().min(1).max(200),
 });
 export const ToolsCatalogRequest = z.object({ actor: Actor });
+/** The most tool calls one `approval.decisions` asks about: a history page's (at most 200 rows) calls, bounded. */
+export const DECISIONS_MAX_CALLS = 1000;
+/**
+ * How the answered approvals of these calls of the caller's session were answered (the chat
+ * history's settled cards): a call of another user's session, or one that never asked, is left out.
+ */
+export const DecisionsRequest = z.object({
+  actor: Actor,
+  session_id: Id,
+  tool_call_ids: z.array(Id).max(DECISIONS_MAX_CALLS),
+});
+export const DecisionsReply = z.object({
+  items: z.array(
+    z.object({
+      tool_call_id: Id,
+      request_id: Id,
+      status: z.enum(['approved', 'rejected', 'cancelled']),
+      decision: HumanDecision.optional(),
+    }),
+  ),
+});
+export type DecisionsReply = z.infer<typeof DecisionsReply>;
 /** `/new` (session reset): revokes the session's bypasses and cancels its pending requests. */
 export const ResetSessionRequest = z.object({ actor: Actor, session_id: Id });
 export const ResetSessionReply = z.object({ revoked: z.number().int(), cancelled: z.array(Id) });

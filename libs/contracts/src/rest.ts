@@ -12,6 +12,7 @@ import {
   Timestamp,
   ToolCallStatus,
 } from './common';
+import { HumanDecision } from './ws';
 
 export const LoginRequest = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) });
 export type LoginRequest = z.infer<typeof LoginRequest>;
@@ -221,6 +222,14 @@ export const PostMessageRequest = z.object({
 export type PostMessageRequest = z.infer<typeof PostMessageRequest>;
 export const PostMessageResponse = z.object({ message_id: Id, client_message_id: z.string(), duplicate: z.boolean() });
 export type PostMessageResponse = z.infer<typeof PostMessageResponse>;
+/** A settled approval of a call in the chat history: the request, and approved, rejected or cancelled. */
+export const ChatApprovalOutcome = z.object({
+  request_id: Id,
+  outcome: z.enum(['approved', 'rejected', 'cancelled']),
+  /** Who answered, when, where, and the session approval it opened (as `approval_resolved` carries it). */
+  decision: HumanDecision.optional(),
+});
+export type ChatApprovalOutcome = z.infer<typeof ChatApprovalOutcome>;
 export const ChatMessageDto = z.object({
   id: Id,
   role: z.enum(['user', 'assistant']),
@@ -235,6 +244,12 @@ export const ChatMessageDto = z.object({
         arguments: z.union([z.record(z.string(), z.unknown()), z.string()]),
         status: ToolCallStatus,
         result: z.string().nullable(),
+        /** What `tool_start` shows of the call: `$ <command>`, `<tool> <path>`, or the tool's name. */
+        label_short: z.string(),
+        /** The workspace path the call names, as `tool_start` carries it. */
+        path: z.string().optional(),
+        /** How the human answered the call's approval (a call that never asked, or still waits: absent). */
+        approval: ChatApprovalOutcome.optional(),
       }),
     )
     .optional(),

@@ -36,6 +36,7 @@ import {
   EphemeralEventSchema,
   LandsAt,
   SessionApprovalScope,
+  ApprovalChannel,
   SessionEventSchema,
   TurnWaitingSchema,
   UserEventSchema,
@@ -313,6 +314,8 @@ export const ApprovalResolveRequest = z
     bypass_scope: SessionApprovalScope.optional(),
     /** Approve with these arguments instead (`EditedArguments`, ws.ts). */
     arguments: EditedArguments.optional(),
+    /** Where the human answered (set by the gateway from the surface, never by a client). */
+    channel: ApprovalChannel.optional(),
   })
   .refine((r) => !!r.request_id !== !!r.tool_call_id, 'exactly one of request_id and tool_call_id');
 /** Ends every pending request of a session as cancelled (/stop, interrupt, job kill, session reset). */
@@ -503,6 +506,11 @@ export const SUBJECTS = {
   },
   'approval.tools': { request: A.ToolsCatalogRequest, reply: replyOf(A.KnownToolList), queue: 'approval-service' },
   'approval.inbox': { request: A.InboxRequest, reply: replyOf(A.InboxDto), queue: 'approval-service' },
+  'approval.decisions': {
+    request: A.DecisionsRequest,
+    reply: replyOf(A.DecisionsReply),
+    queue: 'approval-service',
+  },
   'approval.audit': { request: A.AuditRequest, reply: replyOf(A.AuditList), queue: 'approval-service' },
   'approval.rules.list': { request: A.RulesListRequest, reply: replyOf(A.ApprovalRuleList), queue: 'approval-service' },
   'approval.rules.create': {

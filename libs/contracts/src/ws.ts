@@ -67,6 +67,21 @@ export const EditedArguments = z
   .record(StoredText(256), z.unknown())
   .refine((a) => JSON.stringify(a).length <= EDITED_ARGUMENTS_MAX_CHARS, 'the edited arguments are too large');
 export type EditedArguments = z.infer<typeof EditedArguments>;
+/** Where a human answered a request: the chat's card, the inbox, the CLI, a push notification, the REST API. */
+export const ApprovalChannel = z.enum(['card', 'inbox', 'cli', 'push', 'api']);
+export type ApprovalChannel = z.infer<typeof ApprovalChannel>;
+/**
+ * How a human answered an approval: who (`by_user_id`: the owner, or an admin answering for them),
+ * when, where, and the session approval the answer opened (`bypass`: the scope and seconds asked
+ * for; absent: a plain answer). A request cancelled by a stop has none.
+ */
+export const HumanDecision = z.object({
+  by_user_id: Id,
+  at: Timestamp,
+  channel: ApprovalChannel.optional(),
+  bypass: z.object({ scope: SessionApprovalScope, secs: z.number().int().nonnegative().optional() }).optional(),
+});
+export type HumanDecision = z.infer<typeof HumanDecision>;
 export const ApproveToolFrame = z.object({
   type: z.literal('approve_tool'),
   request_id: Id,
@@ -347,6 +362,7 @@ export const UserEventSchema = z.discriminatedUnion('type', [
     source: z.string(),
     approved: z.boolean(),
     cancelled: z.boolean().optional(),
+    decision: HumanDecision.optional(),
   }),
   z.object({
     type: z.literal('clarification_requested'),

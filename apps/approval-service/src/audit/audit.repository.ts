@@ -13,6 +13,8 @@ export interface AuditEntry {
   decision: ApprovalAuditRow['decision'];
   by: ApprovalAuditRow['by'];
   actorUserId: string | null;
+  /** Where a human answered (`by: "human"` only). */
+  channel?: ApprovalAuditRow['channel'];
   ruleId: string | null;
   note: string | null;
   /** A human approved the call with edited arguments: their digest and the diff of each changed argument. */
@@ -31,7 +33,7 @@ export class AuditRepository {
   constructor(private readonly ds: DataSource) {}
 
   /**
-   * One INSERT for a batch, its columns sent as arrays (a fixed 15 parameters whatever the batch
+   * One INSERT for a batch, its columns sent as arrays (a fixed 16 parameters whatever the batch
    * size). Text goes through the pg-text codec: a tool name is the model's (or an MCP server's) and
    * may hold NUL or a lone surrogate, which Postgres text cannot; raw, one such name failed the
    * whole batch.
@@ -42,9 +44,10 @@ export class AuditRepository {
     const column = <T>(pick: (e: AuditEntry) => T): T[] => entries.map(pick);
     await db.query(
       `INSERT INTO approval_audit (id, user_id, session_id, tool_call_id, request_id, tool_name, args_digest, decision, by, actor_user_id, rule_id, note, at,
-                                   edited_args_digest, edit_diff)
+                                   edited_args_digest, edit_diff, channel)
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[],
-                            $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::timestamptz[], $14::text[], $15::text[])`,
+                            $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::timestamptz[], $14::text[], $15::text[],
+                            $16::text[])`,
       pgParams([
         entries.map(() => randomUUID()),
         column((e) => e.userId),
@@ -61,6 +64,7 @@ export class AuditRepository {
         column((e) => e.at ?? now),
         column((e) => e.edit?.argsDigest ?? null),
         column((e) => e.edit?.diff ?? null),
+        column((e) => e.channel ?? null),
       ]),
     );
   }
@@ -98,6 +102,7 @@ export class AuditRepository {
         decision: r.decision,
         by: r.by,
         actorUserId: r.actor_user_id,
+        channel: r.channel,
         ruleId: r.rule_id,
         note: fromPgText(r.note),
         edit:

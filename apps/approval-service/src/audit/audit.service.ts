@@ -143,6 +143,7 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
         decision: a.decision,
         by: a.by,
         ...(a.actorUserId ? { actor_user_id: a.actorUserId } : {}),
+        ...(a.channel ? { channel: a.channel } : {}),
         ...(a.ruleId ? { rule_id: a.ruleId } : {}),
         ...(a.note ? { note: a.note } : {}),
         ...(a.edit ? { edit: { args_digest: a.edit.argsDigest, diff: a.edit.diff } } : {}),

@@ -16,6 +16,7 @@ export class RequestsHandler implements OnModuleInit {
     this.bus.handle('approval.register', (req) => this.requests.register(req));
     this.bus.handle('approval.resolve', (req) => this.requests.resolve(req));
     this.bus.handle('approval.get', (req) => this.requests.get(req.actor, req.request_id));
+    this.bus.handle('approval.decisions', (req) => this.requests.decisions(req));
     this.bus.handle('approval.cancel_session', async (req) => ({
       cancelled: await this.requests.cancelSession(req.actor, req.session_id, req.reason),
     }));

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
-import { HumanRequestStatus } from '@skald/contracts';
+import { ApprovalChannel, HumanRequestStatus, SessionApprovalScope } from '@skald/contracts';
 import {
   fromJsonText,
   fromPgText,
@@ -28,6 +28,10 @@ export interface StoredRequest {
   note: string | null;
   answer: string | null;
   actorUserId: string | null;
+  /** Where a human answered (null: not answered by one, or answered before the column). */
+  channel: ApprovalChannel | null;
+  /** The session approval the answer opened, as asked (null: a plain answer). */
+  bypass: RequestBypass | null;
   cancelReason: string | null;
   /** The turn that asked; null on rows written before the column. */
   turnId: string | null;
@@ -75,6 +79,12 @@ export interface RequestEdit {
   diff: string;
 }
 
+/** A session approval as an approver asked for it: the scope (`call`: the call's narrow scopes) and its seconds. */
+export interface RequestBypass {
+  scope: SessionApprovalScope;
+  secs?: number;
+}
+
 /** `userId: null` = an admin acting on any user's requests. */
 export interface Owner {
   userId: string | null;
@@ -96,6 +106,8 @@ const REQUEST_COLUMNS = [
   'note',
   'answer',
   'actor_user_id',
+  'channel',
+  'bypass',
   'cancel_reason',
   'turn_id',
   'lands_at',
@@ -171,12 +183,14 @@ export class RequestsRepository {
       answer: string | null;
       actorUserId: string;
       edit: RequestEdit | null;
+      channel: ApprovalChannel | null;
+      bypass: RequestBypass | null;
     },
   ): Promise<StoredRequest | null> {
     const rows = await queryRows<RequestRow>(
       db,
       `UPDATE approval_requests SET status = $2, note = $3, answer = $4, actor_user_id = $5, resolved_at = now(),
-                                    edited_arguments = $6, edit_diff = $7
+                                    edited_arguments = $6, edit_diff = $7, channel = $8, bypass = $9::jsonb
        WHERE id = $1 AND status = 'pending' RETURNING ${COLUMNS}`,
       [
         r.id,
@@ -186,6 +200,8 @@ export class RequestsRepository {
         r.actorUserId,
         toPgText(r.edit?.arguments ?? null),
         toPgText(r.edit?.diff ?? null),
+        r.channel,
+        r.bypass === null ? null : JSON.stringify(r.bypass),
       ],
     );
     return rows[0] ? toRequest(rows[0]) : null;
@@ -197,6 +213,20 @@ export class RequestsRepository {
       `UPDATE approval_requests SET status = 'cancelled', cancel_reason = $3, actor_user_id = $4, resolved_at = now()
        WHERE session_id = $1 AND status = 'pending' AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${COLUMNS}`,
       [sessionId, owner.userId, reason, actorUserId],
+    );
+    return rows.map(toRequest);
+  }
+
+  /** The answered approvals of these calls of the owner's session, oldest first. */
+  async answeredOfCalls(owner: Owner, sessionId: string, toolCallIds: readonly string[]): Promise<StoredRequest[]> {
+    if (toolCallIds.length === 0) return [];
+    const rows = await queryRows<RequestRow>(
+      this.ds,
+      `SELECT ${COLUMNS} FROM approval_requests
+       WHERE session_id = $1 AND ($2::uuid IS NULL OR user_id = $2) AND tool_call_id = ANY($3::uuid[])
+         AND kind = 'approval' AND status IN ('approved', 'rejected', 'cancelled')
+       ORDER BY ord`,
+      [sessionId, owner.userId, toolCallIds],
     );
     return rows.map(toRequest);
   }
@@ -231,6 +261,8 @@ function toRequest(r: RequestRow): StoredRequest {
     note: fromPgText(r.note),
     answer: fromPgText(r.answer),
     actorUserId: r.actor_user_id,
+    channel: r.channel,
+    bypass: r.bypass === null ? null : (r.bypass as RequestBypass),
     cancelReason: r.cancel_reason,
     turnId: r.turn_id,
     landsAt: fromPgText(r.lands_at),

@@ -38,6 +38,8 @@ const request = (over: Partial<StoredRequest> = {}): StoredRequest => ({
   note: null,
   answer: null,
   actorUserId: null,
+  channel: null,
+  bypass: null,
   cancelReason: null,
   turnId: 't1',
   gateContext: { agent_id: 'main', run_context: { working_directory: '/workspace' } },

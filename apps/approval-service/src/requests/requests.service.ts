@@ -1,6 +1,15 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { loggerWithIds, requestLogIds, type Logger } from '@skald/service-kit';
-import { Actor, HumanRequestState, HumanRequestStatus, InboxDto, ParsedRequestOf, UserEvent } from '@skald/contracts';
+import {
+  Actor,
+  HumanDecision,
+  DecisionsReply,
+  HumanRequestState,
+  HumanRequestStatus,
+  InboxDto,
+  ParsedRequestOf,
+  UserEvent,
+} from '@skald/contracts';
 import { AuditRepository } from '../audit/audit.repository';
 import { argsDigest } from '../audit/audit.service';
 import { BypassesRepository } from '../bypasses/bypasses.repository';
@@ -102,6 +111,10 @@ export class RequestsService {
         answer,
         actorUserId: req.actor.userId,
         edit,
+        channel: req.channel ?? null,
+        bypass: opensBypass
+          ? { scope: req.bypass_scope ?? 'call', ...(req.bypass_secs !== undefined ? { secs: req.bypass_secs } : {}) }
+          : null,
       });
       if (!updated) return null;
       await this.audit.insert(
@@ -116,6 +129,7 @@ export class RequestsService {
             decision: req.action,
             by: 'human',
             actorUserId: req.actor.userId,
+            channel: req.channel ?? null,
             ruleId: null,
             note,
             edit: edit ? { argsDigest: argsDigest(edit.arguments), diff: edit.diff } : null,
@@ -209,6 +223,25 @@ export class RequestsService {
       );
     for (const r of rows) this.announce(r);
     return rows.map((r) => r.id);
+  }
+
+  /** How the answered approvals of these calls of the caller's session were answered (the chat history's cards). */
+  async decisions(req: ParsedRequestOf<'approval.decisions'>): Promise<DecisionsReply> {
+    const rows = await this.repo.answeredOfCalls({ userId: ownerScope(req.actor) }, req.session_id, req.tool_call_ids);
+    return {
+      items: rows.flatMap((r) =>
+        r.status === 'approved' || r.status === 'rejected' || r.status === 'cancelled'
+          ? [
+              {
+                tool_call_id: r.toolCallId,
+                request_id: r.id,
+                status: r.status,
+                ...decisionOf(r),
+              },
+            ]
+          : [],
+      ),
+    };
   }
 
   async inbox(actor: Actor): Promise<InboxDto> {
@@ -330,5 +363,20 @@ function resolvedEvent(r: StoredRequest): UserEvent {
     ...base,
     approved: r.status === 'approved',
     ...(r.status === 'cancelled' ? { cancelled: true } : {}),
+    ...decisionOf(r),
+  };
+}
+
+/** Who answered a request, when, where, and the session approval it opened; none for a cancelled one. */
+export function decisionOf(r: StoredRequest): { decision?: HumanDecision } {
+  if (r.status !== 'approved' && r.status !== 'rejected') return {};
+  if (r.actorUserId === null || r.resolvedAt === null) return {};
+  return {
+    decision: {
+      by_user_id: r.actorUserId,
+      at: r.resolvedAt.toISOString(),
+      ...(r.channel !== null ? { channel: r.channel } : {}),
+      ...(r.bypass !== null ? { bypass: r.bypass } : {}),
+    },
   };
 }

@@ -128,6 +128,7 @@ export function ChatApp(props: ChatAppProps): ReactElement {
               action: how === 'reject' ? 'reject' : 'approve',
               ...(how === 'reject' && text ? { note: text } : {}),
               ...(how === 'session' ? { bypass_scope: 'call' as const } : {}),
+              channel: 'cli',
             });
       rest.catch((e: Error) => setState((s) => withNotice(s, `the answer was not sent: ${e.message}`, 'error')));
     }

@@ -237,7 +237,14 @@ describe('the chat screen, from frames', () => {
           content: 'Let me look.',
           created_at: '2026-01-01T00:00:01.000Z',
           tool_calls: [
-            { id: id(3), name: 'execute_cmd', arguments: { command: 'ls -la' }, status: 'done', result: 'a.txt' },
+            {
+              id: id(3),
+              name: 'execute_cmd',
+              arguments: { command: 'ls -la' },
+              status: 'done',
+              result: 'a.txt',
+              label_short: '$ ls -la',
+            },
           ],
         },
         { id: id(7), role: 'assistant', content: 'Two files.', created_at: '2026-01-01T00:00:02.000Z' },

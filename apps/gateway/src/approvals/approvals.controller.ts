@@ -19,7 +19,7 @@ export class ApprovalsController {
   @Route(ROUTES.resolveToolCall)
   resolveTool(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
     const b = validate(ROUTES.resolveToolCall.body, body);
-    return this.approvals.resolve({ actor, tool_call_id: checkId(id, 'tool call'), ...b });
+    return this.approvals.resolve({ actor, tool_call_id: checkId(id, 'tool call'), ...b, channel: 'api' });
   }
 
   @Route(ROUTES.getInbox)
@@ -30,7 +30,7 @@ export class ApprovalsController {
   @Route(ROUTES.resolveApproval)
   resolveApproval(@CurrentActor() actor: Actor, @Param('id') id: string, @Body() body: unknown) {
     const b = validate(ROUTES.resolveApproval.body, body);
-    return this.approvals.resolve({ actor, request_id: checkId(id, 'request'), ...b });
+    return this.approvals.resolve({ actor, request_id: checkId(id, 'request'), ...b, channel: b.channel ?? 'inbox' });
   }
 
   @Route(ROUTES.answerClarification)

@@ -5,6 +5,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import {
   userCapReached,
   Actor,
+  ApprovalChannel,
   ClientFrame,
   describeZodError,
   PROTOCOL_VERSION,
@@ -245,6 +246,7 @@ export class WsServer implements OnApplicationShutdown {
           bypass_secs: frame.bypass_secs,
           bypass_scope: frame.bypass_scope,
           arguments: frame.arguments,
+          channel: cardChannel(conn.source),
         });
         return;
       case 'reject_tool':
@@ -253,6 +255,7 @@ export class WsServer implements OnApplicationShutdown {
           request_id: frame.request_id,
           action: 'reject',
           note: frame.note,
+          channel: cardChannel(conn.source),
         });
         return;
       case 'answer_question':
@@ -435,4 +438,9 @@ function refuse(socket: Duplex, status: number, code: string, message: string): 
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
   socket.destroy();
+}
+
+/** An answer over the socket comes from a chat's card: the CLI's chat, or any other client's. */
+function cardChannel(source: string): ApprovalChannel {
+  return source === 'cli' ? 'cli' : 'card';
 }

@@ -21,6 +21,7 @@ import {
 } from '@skald/contracts';
 import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
 import { RUNNER_LOST, watchRunner } from './runner-watch';
+import { toolLabel, type ToolLabel } from './tool-label';
 import { TurnFacts } from './turn-facts';
 
 /** The sentence of a call whose runner went silent mid-call (a crash, a kill, a partition). */
@@ -96,14 +97,8 @@ export class RunnerToolSet implements ToolSetPort {
     }
   }
 
-  label(name: string, args: unknown): { short: string; full: string; path?: string } {
-    const a = args && typeof args === 'object' ? (args as Record<string, unknown>) : {};
-    const path = typeof a.path === 'string' ? a.path : undefined;
-    if (name === 'execute_cmd' && typeof a.command === 'string') {
-      const cmd = a.command;
-      return { short: `$ ${cmd.length > 60 ? `${cmd.slice(0, 57)}...` : cmd}`, full: `$ ${cmd}` };
-    }
-    return { short: path ? `${name} ${path}` : name, full: path ? `${name} ${path}` : name, ...(path ? { path } : {}) };
+  label(name: string, args: unknown): ToolLabel {
+    return toolLabel(name, args);
   }
 
   build(call: ToolInvocation, ctx: ToolContext): ToolExecution {

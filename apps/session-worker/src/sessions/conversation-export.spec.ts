@@ -31,6 +31,8 @@ const doc = (userText: string, answer = 'An **answer**.'): SessionExport => ({
           arguments: { path: 'a.txt' },
           status: 'done',
           result: 'x',
+          label_short: 'read_file a.txt',
+          path: 'a.txt',
         },
       ],
     },

@@ -24,7 +24,8 @@ describe('SessionsService', () => {
     ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 2 } });
     await ds.initialize();
     repo = new SessionsRepository(ds);
-    service = new SessionsService(repo, new TurnStateRepository(ds));
+    // no approval service here: history pages show how approvals ended, without who answered
+    service = new SessionsService(repo, new TurnStateRepository(ds), null as never);
   });
   afterAll(async () => {
     await ds?.destroy();

@@ -2,14 +2,16 @@ import { Injectable } from '@nestjs/common';
 import {
   Actor,
   ChatMessages,
+  DECISIONS_MAX_CALLS,
   REPLAY_PAGE_BYTES,
   REPLAY_PAGE_EVENTS,
   SessionDetail,
   SessionEvent,
   SessionList,
 } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
-import { toChatMessage } from './chat-history';
+import { Bus, RemoteError } from '@skald/messaging';
+import type { ToolCallsRow } from '@skald/persistence';
+import { toChatMessage, type CallDecisions } from './chat-history';
 import { toSessionDetail, toSessionSummary } from './debug-tree';
 import { SessionsRepository } from './sessions.repository';
 import { TurnStateRepository } from './turn-state.repository';
@@ -22,6 +24,7 @@ export class SessionsService {
   constructor(
     private readonly repo: SessionsRepository,
     private readonly turnState: TurnStateRepository,
+    private readonly bus: Bus,
   ) {}
 
   active(actor: Actor, source: string, createNew: boolean): Promise<{ id: string; created: boolean }> {
@@ -53,17 +56,38 @@ export class SessionsService {
       before,
       limit,
     });
+    const decisions = await this.decisions(actor, id, calls);
     return {
       items: rows.map((m) =>
         toChatMessage(
           m,
           calls.filter((c) => c.message_id === m.id),
+          decisions,
         ),
       ),
       has_more: hasMore,
       session_id: id,
       resume_seq: resumeSeq,
     };
+  }
+
+  /**
+   * Who answered the approvals of a page's calls, when, where and with what session approval (the
+   * approval service's record). Without an answer from it the page still shows how each ended.
+   */
+  private async decisions(actor: Actor, sessionId: string, calls: readonly ToolCallsRow[]): Promise<CallDecisions> {
+    const asked = calls.filter((c) => c.request_id !== null).map((c) => String(c.id));
+    if (asked.length === 0) return new Map();
+    try {
+      const r = await this.bus.call('approval.decisions', {
+        actor,
+        session_id: sessionId,
+        tool_call_ids: asked.slice(0, DECISIONS_MAX_CALLS),
+      });
+      return new Map(r.items.flatMap((i) => (i.decision ? [[i.request_id, i.decision] as const] : [])));
+    } catch {
+      return new Map();
+    }
   }
 
   /**

@@ -182,6 +182,7 @@ describe('turns: per-user cap on running turns', () => {
     const service = new SessionsService(
       new SessionsRepository(ds, { concurrentTurns: 1 }),
       new TurnStateRepository(ds),
+      null as never,
     );
     const userId = randomUUID();
     const actor = { userId, role: 'user' as const };

@@ -5,8 +5,10 @@ import { FrameHub } from './frame-hub';
 import { ConversationSidebar } from './sidebar';
 
 /** The chat with the sidebar of the source's conversations beside it (above it on a phone). */
-export function ChatScreen({ api, source }: { api: Api; source: string }) {
-  const hub = useMemo(() => new FrameHub(), []);
+export function ChatScreen({ api, source, hub: shared }: { api: Api; source: string; hub?: FrameHub }) {
+  const own = useMemo(() => new FrameHub(), []);
+  // the page's hub when it has one: the top bar follows the socket's user events too
+  const hub = shared ?? own;
   const [activeId, setActiveId] = useState<string | null>(null);
   useEffect(
     () =>

@@ -1,4 +1,4 @@
-import type { ChatMessageDto, ToolCallStatus } from '@skald/contracts';
+import type { ChatApprovalOutcome, ChatMessageDto, ToolCallStatus } from '@skald/contracts';
 import type { Item, ToolStatus } from '../chat-items';
 
 /** The size of one history page (`GET /{source}/messages?limit=`). */
@@ -41,20 +41,44 @@ export function historyItems(rows: readonly ChatMessageDto[]): Item[] {
         streaming: false,
         depth: 0,
       });
-    for (const c of m.tool_calls ?? [])
+    for (const c of m.tool_calls ?? []) {
       items.push({
         kind: 'tool',
         key: `tool:${c.id}`,
         name: c.name,
-        label: c.name,
+        label: c.label_short || c.name,
         args: c.arguments,
         status: TOOL_STATUS[c.status],
         output: '',
         result: c.result ?? '',
         depth: 0,
       });
+      if (c.approval) items.push(approvalItem(c, c.approval));
+    }
   }
   return items;
+}
+
+type HistoryCall = NonNullable<ChatMessageDto['tool_calls']>[number];
+
+/**
+ * The settled approval card of a past call, keyed as the live card (`req:` + request id): a command
+ * as `pending_write` shows it, a file call by its path and arguments, anything else by its arguments.
+ */
+function approvalItem(c: HistoryCall, a: ChatApprovalOutcome): Item {
+  const args = c.arguments;
+  const command = c.name === 'execute_cmd' && typeof args === 'object' ? args.command : undefined;
+  return {
+    kind: 'approval',
+    key: `req:${a.request_id}`,
+    requestId: a.request_id,
+    toolCallId: c.id,
+    toolName: c.name,
+    ...(typeof command === 'string' ? { newContent: `$ ${command}` } : { args }),
+    ...(c.path !== undefined && typeof command !== 'string' ? { path: c.path } : {}),
+    resolved: a.outcome,
+    ...(a.decision ? { decision: a.decision } : {}),
+  };
 }
 
 /** `older` first, then the items of `newer` not already among them (by key). */

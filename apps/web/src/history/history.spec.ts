@@ -28,7 +28,17 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
         has_more: true,
         items: [
           user('u1', 'list the files'),
-          answer('a1', '', [{ id: 't1', name: 'list_dir', arguments: { path: '.' }, status: 'done', result: 'a.txt' }]),
+          answer('a1', '', [
+            {
+              id: 't1',
+              name: 'list_dir',
+              arguments: { path: '.' },
+              status: 'done',
+              result: 'a.txt',
+              label_short: 'list_dir .',
+              path: '.',
+            },
+          ]),
           answer('a2', 'There is a.txt'),
         ],
       },
@@ -38,7 +48,7 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
       ['tool', 'tool:t1'],
       ['assistant', 'msg:a2'],
     ]);
-    expect(st.items[1]).toMatchObject({ status: 'done', result: 'a.txt', name: 'list_dir' });
+    expect(st.items[1]).toMatchObject({ status: 'done', result: 'a.txt', name: 'list_dir', label: 'list_dir .' });
     expect(st.older).toBe('u1');
   });
 
@@ -51,7 +61,7 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
         has_more: false,
         items: [
           user('u1', 'q'),
-          answer('a1', '', [{ id: 't1', name: 'x', arguments: {}, status: 'running', result: null }]),
+          answer('a1', '', [{ id: 't1', name: 'x', arguments: {}, status: 'running', result: null, label_short: 'x' }]),
         ],
       },
       { type: 'user_message', seq: 5, session_id: SID, message_id: 'u1', content: 'q' },
@@ -116,5 +126,136 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
       }),
       { seed: SEED, numRuns: 2000 },
     );
+  });
+
+  const DECIDED = {
+    by_user_id: '00000000-0000-4000-8000-0000000000aa',
+    at: '2026-12-07T06:00:00.000Z',
+    channel: 'card' as const,
+    bypass: { scope: 'call' as const, secs: 3600 },
+  };
+  it('a reload shows the rows the live turn showed: the command and path of each call, each approval and how it ended', () => {
+    const T = 't-cmd';
+    const W = 't-write';
+    const live = fold([
+      { type: 'hello', session_id: SID },
+      { type: 'user_message', seq: 1, session_id: SID, message_id: 'u1', content: 'tidy up' },
+      { type: 'thinking', seq: 2, session_id: SID, message_id: 'a1', content: 'Looking.' },
+      {
+        type: 'tool_start',
+        seq: 3,
+        session_id: SID,
+        tool_call_id: T,
+        message_id: 'a1',
+        name: 'execute_cmd',
+        arguments: { command: 'git status' },
+        label_short: '$ git status',
+        label_full: '$ git status',
+      },
+      {
+        type: 'pending_write',
+        seq: 4,
+        session_id: SID,
+        kind: 'command',
+        request_id: 'r1',
+        tool_call_id: T,
+        path: '$ execute_cmd',
+        new_content: '$ git status',
+      },
+      {
+        type: 'approval_resolved',
+        request_id: 'r1',
+        tool_call_id: T,
+        session_id: SID,
+        source: 'web',
+        approved: true,
+        decision: DECIDED,
+      },
+      { type: 'tool_done', seq: 5, session_id: SID, tool_call_id: T, result: 'clean' },
+      {
+        type: 'tool_start',
+        seq: 6,
+        session_id: SID,
+        tool_call_id: W,
+        message_id: 'a2',
+        name: 'write_file',
+        arguments: { path: 'notes.md', content: 'x' },
+        label_short: 'write_file notes.md',
+        label_full: 'write_file notes.md',
+        path: 'notes.md',
+      },
+      {
+        type: 'approval_required',
+        seq: 7,
+        session_id: SID,
+        request_id: 'r2',
+        tool_call_id: W,
+        tool_name: 'write_file',
+      },
+      { type: 'tool_rejected', seq: 8, session_id: SID, tool_call_id: W, reason: 'User rejected this tool call.' },
+      { type: 'done', seq: 9, session_id: SID, message_id: 'a3', stack_id: 's1', content: 'Left it.' },
+    ]);
+    const reloaded = fold([
+      { type: 'hello', session_id: SID },
+      {
+        type: 'history',
+        session_id: SID,
+        has_more: false,
+        items: [
+          user('u1', 'tidy up'),
+          answer('a1', 'Looking.', [
+            {
+              id: T,
+              name: 'execute_cmd',
+              arguments: { command: 'git status' },
+              status: 'done',
+              result: 'clean',
+              label_short: '$ git status',
+              approval: { request_id: 'r1', outcome: 'approved', decision: DECIDED },
+            },
+          ]),
+          answer('a2', '', [
+            {
+              id: W,
+              name: 'write_file',
+              arguments: { path: 'notes.md', content: 'x' },
+              status: 'rejected',
+              result: 'User rejected this tool call.',
+              label_short: 'write_file notes.md',
+              path: 'notes.md',
+              approval: { request_id: 'r2', outcome: 'rejected' },
+            },
+          ]),
+          answer('a3', 'Left it.'),
+        ],
+      },
+    ]);
+    const rows = (st: ChatState) =>
+      st.items.map((i) =>
+        i.kind === 'tool'
+          ? { key: i.key, label: i.label, status: i.status, result: i.result }
+          : i.kind === 'approval'
+            ? {
+                key: i.key,
+                resolved: i.resolved,
+                decision: i.decision,
+                command: i.toolName === 'execute_cmd' ? i.newContent : undefined,
+              }
+            : { key: i.key, kind: i.kind },
+      );
+    expect(rows(reloaded)).toEqual(rows(live));
+    expect(rows(reloaded)).toContainEqual({
+      key: 'tool:t-cmd',
+      label: '$ git status',
+      status: 'done',
+      result: 'clean',
+    });
+    expect(rows(reloaded)).toContainEqual({
+      key: 'req:r2',
+      resolved: 'rejected',
+      decision: undefined,
+      command: undefined,
+    });
+    expect(rows(reloaded)).toContainEqual(expect.objectContaining({ key: 'req:r1', decision: DECIDED }));
   });
 });

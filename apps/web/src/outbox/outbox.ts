@@ -66,3 +66,18 @@ function step(list: readonly Outgoing[], a: OutboxAction): Outgoing[] {
       );
   }
 }
+
+/** The key of the chat's notice of a refused frame that named its `client_message_id`. */
+export const refusedNoticeKey = (cid: string): string => `refused:${cid}`;
+
+/**
+ * The conversation's items as the timeline shows them next to the outbox: the notice of a refused
+ * message is left out while the message's own row says it was not sent (and why), so the refusal
+ * is shown once. A refused regenerate or edit has no row: its notice stays.
+ */
+export function timelineItems<I extends { key: string }>(items: readonly I[], list: readonly Outgoing[]): I[] {
+  const told = new Set(
+    list.filter((o) => o.state === 'failed').map((o) => refusedNoticeKey(o.frame.client_message_id)),
+  );
+  return told.size === 0 ? [...items] : items.filter((i) => !told.has(i.key));
+}

@@ -73,6 +73,7 @@ export interface ApprovalAuditRow {
   note: string | null;
   edited_args_digest: string | null;
   edit_diff: string | null;
+  channel: 'card' | 'inbox' | 'cli' | 'push' | 'api' | null;
 }
 
 /** A row of `approval_bypasses`. */
@@ -112,6 +113,8 @@ export interface ApprovalRequestsRow {
   gate_context: unknown;
   edited_arguments: string | null;
   edit_diff: string | null;
+  channel: 'card' | 'inbox' | 'cli' | 'push' | 'api' | null;
+  bypass: unknown;
 }
 
 /** A row of `approval_rules`. */

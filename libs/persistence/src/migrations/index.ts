@@ -27,6 +27,7 @@ import { OpenaiConversations1764460805800 } from './1764460805800-openai-convers
 import { OpenaiRequests1764460805900 } from './1764460805900-openai-requests';
 import { Notifications1764460806000 } from './1764460806000-notifications';
 import { ApprovalEdits1764460806100 } from './1764460806100-approval-edits';
+import { DecisionChannel1764460806200 } from './1764460806200-decision-channel';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -59,5 +60,6 @@ export const MIGRATIONS = [
   OpenaiRequests1764460805900,
   Notifications1764460806000,
   ApprovalEdits1764460806100,
+  DecisionChannel1764460806200,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

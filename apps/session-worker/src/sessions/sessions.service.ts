@@ -8,7 +8,7 @@ import {
   SessionEvent,
   SessionList,
 } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { toChatMessage } from './chat-history';
 import { toSessionDetail, toSessionSummary } from './debug-tree';
 import { SessionsRepository } from './sessions.repository';

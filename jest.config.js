@@ -31,10 +31,11 @@ for (const pkg of esmOnly)
 const transformIgnorePatterns = [`/node_modules/(?!(${esmOnly.join('|')})/)`];
 const moduleNameMapper = {
   '^@skald/agent-loop/testing$': '<rootDir>/libs/agent-loop/src/testing/index.ts',
-  '^@skald/contracts/(server-frame|route-table|push-message)$': '<rootDir>/libs/contracts/src/$1.ts',
-  '^@skald/service-kit/telemetry$': '<rootDir>/libs/service-kit/src/telemetry.ts',
   '^@skald/testing/unit$': '<rootDir>/libs/testing/src/unit/new-test-service.ts',
   '^@skald/testing/attack-suite$': '<rootDir>/libs/testing/src/attack-suite-report.ts',
+  // every other subpath a library's package.json exports is its src/<name>.ts (`@skald/service-kit/telemetry`,
+  // `@skald/messaging/bus-errors`, …): narrow entries that spare a spec the index's Nest, NATS or TypeORM
+  '^@skald/([a-z-]+)/([a-z-]+)$': '<rootDir>/libs/$1/src/$2.ts',
   '^@skald/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
 };
 // Each test file runs its modules anew; test/setup/code-cache-runtime.js keeps V8's code cache of each compiled module

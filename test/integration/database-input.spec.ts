@@ -4,7 +4,8 @@
 // long for its column, a number out of range, text that is not a number or a date.
 import { randomUUID } from 'node:crypto';
 import { DataSource, QueryRunner } from 'typeorm';
-import { databaseInputError, sqlState, toErrorBody } from '@skald/messaging';
+import { databaseInputError, sqlState } from '@skald/messaging/database-input';
+import { toErrorBody } from '@skald/messaging';
 
 jest.setTimeout(60_000);
 

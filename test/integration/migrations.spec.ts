@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
-import { DEFAULT_APPROVAL_RULES, ensureDatabase, migrateDown, migrateUp, MIGRATIONS } from '@skald/persistence';
+import { DEFAULT_APPROVAL_RULES } from '@skald/persistence/default-approval-rules';
+import { ensureDatabase, migrateDown, migrateUp, MIGRATIONS } from '@skald/persistence';
 
 jest.setTimeout(60_000);
 

@@ -3,7 +3,7 @@ import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { ModulesContainer, Reflector } from '@nestjs/core';
 import type { RouteDef } from '@skald/contracts';
-import { PUBLIC_ROUTE } from '@skald/service-kit';
+import { PUBLIC_ROUTE } from '@skald/service-kit/public-route';
 import { ADMIN_ONLY } from '../../apps/gateway/src/auth/auth.guard';
 import { ROUTE_DEF } from '../../apps/gateway/src/http/route.decorator';
 import type { InProcessGateway } from './gateway-app';

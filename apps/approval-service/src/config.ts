@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfigSchema } from '@skald/service-kit';
+import { BaseConfigSchema } from '@skald/service-kit/config';
 
 export const ApprovalConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(3102),

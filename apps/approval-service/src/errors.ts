@@ -1,5 +1,5 @@
 import { ErrorCode } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 
 /** An approval-service error with a code; the NATS edge answers it as `{ok: false, error}`. */
 export class ApprovalError extends RemoteError {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES, userCapSetting } from '@skald/contracts';
-import { BaseConfigSchema } from '@skald/service-kit';
+import { BaseConfigSchema } from '@skald/service-kit/config';
 import { isLoopbackDevUrl } from './web/dev-proxy';
 
 export const GatewayConfigSchema = BaseConfigSchema.extend({

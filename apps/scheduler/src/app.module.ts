@@ -1,7 +1,9 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule } from '@skald/persistence';
-import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
+import type { Logger } from '@skald/service-kit';
+import { metricsAccessOf } from '@skald/service-kit/metrics-access';
+import { OpsModule, Readiness } from '@skald/service-kit/ops';
 import { SchedulerConfig } from './config';
 import { SCHEDULER_CONFIG, SCHEDULER_INSTANCE, SCHEDULER_LOGGER, SchedulerRuntime } from './jobs/scheduler-runtime';
 import { RedisConnection } from './redis.provider';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES, USER_PAGE_MAX, userCapSetting } from '@skald/contracts';
-import { BaseConfigSchema } from '@skald/service-kit';
+import { BaseConfigSchema } from '@skald/service-kit/config';
 import { validateCron } from './jobs/cron-spec';
 
 function validCron(expr: string): boolean {

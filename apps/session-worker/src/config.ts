@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES, userCapSetting } from '@skald/contracts';
 import { DEFAULT_LOOP_CONFIG } from '@skald/agent-loop';
-import { BaseConfigSchema } from '@skald/service-kit';
+import { BaseConfigSchema } from '@skald/service-kit/config';
 
 export const WorkerConfigSchema = BaseConfigSchema.extend({
   REDIS_URL: z.string().default('redis://127.0.0.1:6379'),

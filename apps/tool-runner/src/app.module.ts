@@ -1,7 +1,9 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { MessagingModule } from '@skald/messaging';
 import { DatabaseModule } from '@skald/persistence';
-import { Logger, metricsAccessOf, OpsModule, Readiness } from '@skald/service-kit';
+import type { Logger } from '@skald/service-kit';
+import { metricsAccessOf } from '@skald/service-kit/metrics-access';
+import { OpsModule, Readiness } from '@skald/service-kit/ops';
 import { BwrapCommandRunner } from './command/bwrap-command.runner';
 import { CommandRunner } from './command/command-runner';
 import { ProgressSink } from './command/tool-progress';
@@ -25,7 +27,8 @@ import { FileToolsService } from './files/file-tools.service';
 import { PATTERN_POOL_OPTIONS, PatternPool } from './patterns/pattern-pool';
 import { WorkspaceFilesHandler } from './uploads/workspace-files.handler';
 import { UPLOAD_OPTIONS, UploadOptions, WorkspaceFilesService } from './uploads/workspace-files.service';
-import { PgWorkspaceLock, WorkspaceLock } from './workspace/workspace-lock';
+import { PgWorkspaceLock } from './workspace/pg-workspace-lock';
+import { WorkspaceLock } from './workspace/workspace-lock';
 import { WORKSPACE_OPTIONS, WorkspaceOptions, WorkspacesService } from './workspace/workspaces.service';
 import { LandingService } from './workspace/landing.service';
 

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { userCapSetting } from '@skald/contracts';
-import { BaseConfigSchema } from '@skald/service-kit';
+import { BaseConfigSchema } from '@skald/service-kit/config';
 import { DEFAULT_PATTERN_POOL } from './patterns/pattern-pool';
 import { DEFAULT_STAGING_SWEEP_MS, DEFAULT_STAGING_TTL_MS } from './uploads/workspace-files.service';
 import { DEFAULT_INODE_QUOTA, DEFAULT_SAMPLE_MS, DEFAULT_SYNC_READ_BYTES } from './workspace/workspaces.service';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import fc from 'fast-check';
 import { CLIENT_FRAME_TYPES, ClientFrame, type ServerFrame } from '@skald/contracts';
-import { JSON_LIMITS } from '@skald/service-kit';
+import { JSON_LIMITS } from '@skald/service-kit/bounded-json';
 import { ChatConnection, MAX_FRAME_BYTES, type ChatConnectionOptions, type SocketCredential } from './connection.ts';
 import { SkaldApiError } from './errors.ts';
 import { FakeSocket } from './testing/fake-socket.ts';

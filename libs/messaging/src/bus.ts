@@ -42,6 +42,7 @@ import {
   TOPICS,
   topicSubject,
 } from '@skald/contracts';
+import { BusRequestError, RemoteError } from './bus-errors';
 import { databaseInputError } from './database-input';
 import { hopMark, hopTraceApp, hopTraceOn } from './hop-trace';
 import { readForwarded } from './forwarded';
@@ -50,6 +51,9 @@ import { MuxRequestError, ReplyMux } from './reply-mux';
 import { headersOf } from './safe-headers';
 import { SENT_AT_HEADER, sentAtOf } from './sent-at';
 import { coalesceWrites } from './write-coalescing';
+
+// the bus's errors live on their own (`@skald/messaging/bus-errors`); the bus's callers find them here too
+export { BusRequestError, RemoteError };
 
 export interface BusOptions {
   /** NATS servers, e.g. `nats://127.0.0.1:4222`. */
@@ -83,26 +87,6 @@ export interface RequestOptions {
   to?: string;
   /** Ends the retry of a request that found no responder (see `BusOptions.noResponderRetryMs`). */
   signal?: AbortSignal;
-}
-
-/** A failure of a NATS request that the caller should map to a client error. */
-export class BusRequestError extends Error {
-  constructor(
-    readonly code: 'no_responders' | 'timeout' | 'bad_reply' | 'disconnected',
-    readonly subject: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'BusRequestError';
-  }
-}
-
-/** The error a handler throws to answer a request with a typed error body. */
-export class RemoteError extends Error {
-  constructor(readonly body: ErrorBody) {
-    super(body.message);
-    this.name = 'RemoteError';
-  }
 }
 
 export type Handler<S extends RequestSubject> = (request: ParsedRequestOf<S>) => Promise<ReplyDataOf<S>>;

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { fromPgText, pgParams, Queryable, queryRows, type ApprovalAuditRow } from '@skald/persistence';
+import { fromPgText, pgParams } from '@skald/persistence/pg-text';
+import { Queryable, queryRows } from '@skald/persistence/query-rows';
+import type { ApprovalAuditRow } from '@skald/persistence';
 
 export interface AuditEntry {
   userId: string;

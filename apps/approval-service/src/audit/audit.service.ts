@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { Actor, AuditItem } from '@skald/contracts';
-import { sqlState } from '@skald/messaging';
+import { sqlState } from '@skald/messaging/database-input';
 import type { Logger } from '@skald/service-kit';
 import { ownerScope } from '../bypasses/bypasses.service';
 import { ApprovalMetrics } from '../approval-metrics';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { Queryable, queryRows, type ApprovalBypassesRow } from '@skald/persistence';
+import { Queryable, queryRows } from '@skald/persistence/query-rows';
+import type { ApprovalBypassesRow } from '@skald/persistence';
 import { BypassScope } from '../rules/gate-input';
 
 export interface StoredBypass {

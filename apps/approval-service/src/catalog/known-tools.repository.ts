@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows, type KnownToolsRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { KnownToolsRow } from '@skald/persistence';
 
 /** Discovered tool names kept per user; past this the least recently offered are deleted. */
 export const KNOWN_TOOLS_PER_USER = 500;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { Writable } from 'node:stream';
 import type { ParsedRequestOf } from '@skald/contracts';
-import { createLogger } from '@skald/service-kit';
+import { createLogger } from '@skald/service-kit/logger';
 import type { AuditEntry } from '../audit/audit.repository';
 import { RuleSet } from '../rules/rule-set';
 import { GateService } from './gate.service';

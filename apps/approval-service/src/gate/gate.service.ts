@@ -1,5 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { loggerWithIds, requestLogIds, type Logger } from '@skald/service-kit';
+import { loggerWithIds, requestLogIds } from '@skald/service-kit/log-ids';
+import type { Logger } from '@skald/service-kit';
 import { ApprovalMetrics } from '../approval-metrics';
 import { ParsedRequestOf } from '@skald/contracts';
 import { argsDigest, AuditService } from '../audit/audit.service';

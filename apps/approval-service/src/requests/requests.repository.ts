@@ -1,15 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApprovalChannel, HumanRequestStatus, SessionApprovalScope } from '@skald/contracts';
-import {
-  fromJsonText,
-  fromPgText,
-  Queryable,
-  queryRows,
-  toJsonText,
-  toPgText,
-  type ApprovalRequestsRow,
-} from '@skald/persistence';
+import { fromJsonText, fromPgText, toJsonText, toPgText } from '@skald/persistence/pg-text';
+import { Queryable, queryRows } from '@skald/persistence/query-rows';
+import type { ApprovalRequestsRow } from '@skald/persistence';
 
 export interface StoredRequest {
   id: string;

@@ -4,7 +4,7 @@
  * matching seed rule, or without a category, fails here.
  */
 import { BUILTIN_TOOLS, LOOP_TOOLS, toolCategory } from '@skald/contracts';
-import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
+import { DEFAULT_APPROVAL_RULES } from '@skald/persistence/default-approval-rules';
 import { evaluate } from './rule-engine';
 import { GateInput, RuleRow } from './gate-input';
 import { RuleSet } from './rule-set';

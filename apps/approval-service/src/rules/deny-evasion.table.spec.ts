@@ -1,4 +1,4 @@
-import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
+import { DEFAULT_APPROVAL_RULES } from '@skald/persistence/default-approval-rules';
 import { recordAttackSuite } from '@skald/testing/attack-suite';
 import { evaluate } from './rule-engine';
 import { GateInput, RuleRow } from './gate-input';

@@ -1,4 +1,4 @@
-import { DEFAULT_APPROVAL_RULES } from '@skald/persistence';
+import { DEFAULT_APPROVAL_RULES } from '@skald/persistence/default-approval-rules';
 import { BypassScope, GateInput, RuleRow } from './gate-input';
 import { evaluate } from './rule-engine';
 import { RuleSet } from './rule-set';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows, type ApprovalRulesRow, type ApprovalRulesVersionRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { ApprovalRulesRow, ApprovalRulesVersionRow } from '@skald/persistence';
 import { RuleRow } from './gate-input';
 
 export interface StoredRule extends RuleRow {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Actor, BypassScope, RequestOf } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { ApiError, callService } from '../http/api-error';
 import { refuseAdminOnlyFields } from '../http/admin-only';
 

@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { Actor } from '@skald/contracts';
-import { PUBLIC_ROUTE } from '@skald/service-kit';
+import { PUBLIC_ROUTE } from '@skald/service-kit/public-route';
 import { ApiError } from '../http/api-error';
 import { AuthService, Principal } from './auth.service';
 

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import Redis from 'ioredis';
-import ipaddr from 'ipaddr.js';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Logger } from '@skald/service-kit';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { ApiError } from '../http/api-error';
+import { addressKey } from './login-address';
 import { GATEWAY_LOGGER } from '../tokens';
 
 const CONNECT_WAIT_MS = 3_000;
@@ -168,18 +168,4 @@ export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
 /** Accounts are keyed by a hash of the lower-cased email: no address book in Redis. */
 function accountKey(email: string): string {
   return createHash('sha256').update(email.trim().toLowerCase()).digest('base64url');
-}
-
-/**
- * The unit an address is counted by: an IPv4 address (IPv4-mapped IPv6 included), or the /64 of an
- * IPv6 address, since one subscriber commonly holds a whole /64 and could rotate through it.
- */
-export function addressKey(address: string): string {
-  if (!ipaddr.isValid(address)) return `other:${address.slice(0, 100)}`;
-  const ip = ipaddr.process(address);
-  if (ip.kind() === 'ipv4') return ip.toString();
-  return `${(ip as ipaddr.IPv6).parts
-    .slice(0, 4)
-    .map((p) => p.toString(16))
-    .join(':')}::/64`;
 }

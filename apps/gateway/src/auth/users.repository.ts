@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Role } from '@skald/contracts';
-import { queryRows, type ApiTokensRow, type UsersRow, type WsTicketsRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { ApiTokensRow, UsersRow, WsTicketsRow } from '@skald/persistence';
 
 /** A user account as the gateway works with it. */
 export interface User {

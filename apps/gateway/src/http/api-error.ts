@@ -1,4 +1,4 @@
-import { BusRequestError } from '@skald/messaging';
+import { BusRequestError } from '@skald/messaging/bus-errors';
 import { ErrorCode } from '@skald/contracts';
 
 const STATUS: Record<ErrorCode, number> = {

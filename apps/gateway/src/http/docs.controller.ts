@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Controller, Get, Param, Res } from '@nestjs/common';
-import { Public } from '@skald/service-kit';
+import { Public } from '@skald/service-kit/public-route';
 import { securePage } from '../web/web.controller';
 
 /** The part of Express's response this controller uses. */

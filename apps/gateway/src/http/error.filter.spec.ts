@@ -1,8 +1,8 @@
 import type { ArgumentsHost } from '@nestjs/common';
-import { JsonBodyError, verifyJsonBody } from '@skald/service-kit';
+import { JsonBodyError, verifyJsonBody } from '@skald/service-kit/json-body';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { USER_CAPS, userCapReached, type UserCapName } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { frameErrorOf } from '../ws/client-frame';
 import { ApiError } from './api-error';
 import { ErrorFilter } from './error.filter';

@@ -1,6 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
-import { BusRequestError, databaseInputError, RemoteError } from '@skald/messaging';
-import { JsonBodyError, type Logger } from '@skald/service-kit';
+import { BusRequestError, RemoteError } from '@skald/messaging/bus-errors';
+import { databaseInputError } from '@skald/messaging/database-input';
+import { JsonBodyError } from '@skald/service-kit/json-body';
+import type { Logger } from '@skald/service-kit';
 import type { ErrorCode } from '@skald/contracts';
 import { ApiError } from './api-error';
 import { isOpenAiPath, toOpenAiError } from '../openai/openai-error';

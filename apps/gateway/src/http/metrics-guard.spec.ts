@@ -1,4 +1,4 @@
-import { metricsGuard } from '@skald/service-kit';
+import { metricsGuard } from '@skald/service-kit/metrics-access';
 import type { AuthService } from '../auth/auth.service';
 import { adminMetricsBearer } from './metrics-guard';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { ApiError } from '../http/api-error';
 import { toOpenAiError } from './openai-error';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Principal } from '../auth/auth.service';
 import type { GatewayConfig } from '../config';
 import { ChatCompletionsService, isSdkRetry, parseChatRequest } from './chat-completions.service';

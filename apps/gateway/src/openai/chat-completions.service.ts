@@ -17,7 +17,8 @@ import {
   readSessionEventEnvelope,
   topicOf,
 } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Principal } from '../auth/auth.service';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { ApiError, callService } from '../http/api-error';

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { fromPgText, queryRows, toPgText, type OpenaiConversationsRow } from '@skald/persistence';
+import { fromPgText, toPgText } from '@skald/persistence/pg-text';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { OpenaiConversationsRow } from '@skald/persistence';
 
 /** A message as a conversation stores and matches it (`canonicalMessages`). */
 export interface StoredMessage {

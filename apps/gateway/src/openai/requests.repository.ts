@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows, type OpenaiRequestsRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { OpenaiRequestsRow } from '@skald/persistence';
 import type { StoredMessage } from './conversations.repository';
 
 /** How long a request can be retried: a retry after this opens a new turn. */

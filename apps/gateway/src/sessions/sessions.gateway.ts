@@ -11,7 +11,8 @@ import {
   type WorkerCommand,
   type ReplyDataOf,
 } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { ApiError, callService } from '../http/api-error';
 import { handleSlashCommand, type SlashCommandSessions } from './slash-commands';
 import { SubmitAffinity } from './submit-affinity';

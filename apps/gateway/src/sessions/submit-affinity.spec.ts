@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { BusRequestError, RemoteError } from '@skald/messaging';
+import { BusRequestError, RemoteError } from '@skald/messaging/bus-errors';
 import { SubmitAffinity } from './submit-affinity';
 
 type Reply = { message_id: string; worker?: string };

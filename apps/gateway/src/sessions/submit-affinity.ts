@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { CARRY_TTL_MS, ROUTE_TOKEN } from '@skald/contracts';
-import { BusRequestError } from '@skald/messaging';
+import { BusRequestError } from '@skald/messaging/bus-errors';
 
 /** How many conversations the gateway remembers a worker for (the least recently used goes first). */
 export const AFFINITY_MAX_CONVERSATIONS = 10_000;

@@ -1,7 +1,7 @@
 import { expect } from '@jest/globals';
 import fc from 'fast-check';
 import { ClientFrame, ClientMessageId } from '@skald/contracts';
-import { BusRequestError, RemoteError } from '@skald/messaging';
+import { BusRequestError, RemoteError } from '@skald/messaging/bus-errors';
 import { ApiError } from '../http/api-error';
 import { frameErrorOf, parseClientFrame } from './client-frame';
 

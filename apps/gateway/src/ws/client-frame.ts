@@ -1,7 +1,7 @@
 import type WebSocket from 'ws';
 import { ClientFrame, ClientMessageId, CLIENT_FRAME_TYPES, describeZodError, ErrorCode } from '@skald/contracts';
-import { BusRequestError, RemoteError } from '@skald/messaging';
-import { decodeUtf8Strict, JSON_LIMITS, parseBoundedJson } from '@skald/service-kit';
+import { BusRequestError, RemoteError } from '@skald/messaging/bus-errors';
+import { decodeUtf8Strict, JSON_LIMITS, parseBoundedJson } from '@skald/service-kit/bounded-json';
 import { ApiError } from '../http/api-error';
 
 /** The `error` event about one frame (PROTOCOL.md): a code, a sentence, the offending field when there is one. */

@@ -19,7 +19,7 @@ import {
   SessionEventSchema,
   type SessionEventType,
 } from '@skald/contracts';
-import { FORWARD_MAX_BYTES, hasPrototypeKey, readForwarded } from '@skald/messaging';
+import { FORWARD_MAX_BYTES, hasPrototypeKey, readForwarded } from '@skald/messaging/forwarded';
 import type { Principal } from '../auth/auth.service';
 import { forwardable, forwardableEphemeral } from './forwarded-events';
 import { ReplayPage, WsConnection } from './ws-connection';

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { ServerFrame, SessionEvent, TurnWaiting } from '@skald/contracts';
-import { hopMark, hopTraceOn } from '@skald/messaging';
+import { hopMark, hopTraceOn } from '@skald/messaging/hop-trace';
 import type { Principal } from '../auth/auth.service';
 
 /** A socket more than this far behind is closed (1013); the client reconnects and resumes. */

@@ -15,8 +15,10 @@ import {
   topicOf,
   ANY_ID,
 } from '@skald/contracts';
-import { Bus, hopMark } from '@skald/messaging';
-import { JSON_LIMITS, type Logger } from '@skald/service-kit';
+import { Bus } from '@skald/messaging';
+import { hopMark } from '@skald/messaging/hop-trace';
+import { JSON_LIMITS } from '@skald/service-kit/bounded-json';
+import type { Logger } from '@skald/service-kit';
 import type { Subscription } from 'nats';
 import { AuthService, Principal } from '../auth/auth.service';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';

@@ -2,7 +2,7 @@ import { expect } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { Actor } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { recordAttackSuite } from '@skald/testing';
 import type { JobEngine } from './job-engine';
 import type { JobSessionsPort } from './job-ports';

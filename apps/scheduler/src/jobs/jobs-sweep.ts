@@ -1,4 +1,4 @@
-import { Queryable, queryRows } from '@skald/persistence';
+import { Queryable, queryRows } from '@skald/persistence/query-rows';
 import { runFromJson, type RunJson, SweepResult, timestampFromJson } from './job-rows';
 
 /** An ended run is redelivered by the sweep once it has been undelivered this long. */

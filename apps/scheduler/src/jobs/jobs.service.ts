@@ -1,6 +1,6 @@
 import { adminOnlyRunContextField, adminOnlyRunContextMessage, USER_CAPS, userCapReached } from '@skald/contracts';
 import type { Actor, CronJobDto, CronJobInput, CronJobPatch, JobRunContext, JobRunDto } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { InvalidCronError, nextFire, validateCron } from './cron-spec';
 import { classifyEnding, endingInputOf, notificationSummary } from './job-ending';
 import type { JobEngine } from './job-engine';

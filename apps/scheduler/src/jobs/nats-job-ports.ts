@@ -1,6 +1,7 @@
 import type { Actor, JobSessionStatusReply, UserPageReply, UserStandingReply } from '@skald/contracts';
 import { topicOf } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import {
   HomeSourcePort,
   JobDeliveryTargetGone,

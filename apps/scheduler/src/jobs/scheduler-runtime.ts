@@ -1,7 +1,8 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Bus } from '@skald/messaging';
-import { METRICS_REGISTRY, type Logger } from '@skald/service-kit';
+import { METRICS_REGISTRY } from '@skald/service-kit/ops';
+import type { Logger } from '@skald/service-kit';
 import { Registry } from 'prom-client';
 import type { SchedulerConfig } from '../config';
 import { assertNoEviction, RedisConnection } from '../redis.provider';

@@ -4,7 +4,7 @@ import Redis from 'ioredis';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import type { Actor, JobSessionStatusReply } from '@skald/contracts';
-import { queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
 import { PrivateRedis } from '@skald/testing';
 import { JobEngine } from './job-engine';
 import type { JobSessionsPort } from './job-ports';

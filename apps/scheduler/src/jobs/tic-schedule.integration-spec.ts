@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
 import type { Actor } from '@skald/contracts';
 import type { JobEngine } from './job-engine';
 import type { JobSessionsPort, UserPagesPort } from './job-ports';

@@ -11,7 +11,8 @@ import {
   PutAgentRequest,
   StoredAgentMeta,
 } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Logger } from '@skald/service-kit';
 import { z } from 'zod';
 import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';

@@ -10,7 +10,7 @@ import {
   toolGroups,
 } from '@skald/contracts';
 import type { Bus } from '@skald/messaging';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Logger } from '@skald/service-kit';
 import { join } from 'node:path';
 import { z } from 'zod';

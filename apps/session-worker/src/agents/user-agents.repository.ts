@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows, type UserAgentsRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { UserAgentsRow } from '@skald/persistence';
 import { iso } from '../sessions/row-format';
 
 /** A user's row for an agent: an override of a built-in one, or an agent of their own. */

@@ -1,15 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import {
-  decodeRow,
-  deepToPgText,
-  fromJsonText,
-  fromPgText,
-  queryRows,
-  type SessionEventsRow,
-  type SessionInboxRow,
-  type SessionsRow,
-} from '@skald/persistence';
+import { decodeRow, deepToPgText, fromJsonText, fromPgText } from '@skald/persistence/pg-text';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { SessionEventsRow, SessionInboxRow, SessionsRow } from '@skald/persistence';
 import { INBOX_LOCK_ORDER } from '../loop-adapters/session-store/inbox-lock-order';
 import { inheritedPolicy, policyOfJob, type JobPolicySource, type JobSessionPolicy } from './job-policy';
 import type { Role } from '@skald/contracts';

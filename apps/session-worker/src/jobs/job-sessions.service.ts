@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor, JobRunContext, JobSessionStatusReply } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import type { ScheduledJobsRow } from '@skald/persistence';
 import { AgentCatalogService } from '../agents/agent-catalog.service';
 import { SessionsRepository } from '../sessions/sessions.repository';

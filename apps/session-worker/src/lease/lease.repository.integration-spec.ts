@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
 import fc from 'fast-check';
 import { InboxRepository } from '../submit/inbox.repository';
 import { backendPid, waitingOn } from '../testing-fixtures/lock-waits';

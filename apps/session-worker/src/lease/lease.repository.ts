@@ -1,4 +1,5 @@
-import { preparedRows, queryRows, type SessionLeasesRow } from '@skald/persistence';
+import { preparedRows, queryRows } from '@skald/persistence/query-rows';
+import type { SessionLeasesRow } from '@skald/persistence';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 

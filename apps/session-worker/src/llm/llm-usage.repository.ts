@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows, type LlmClientPinsRow, type LlmUsageRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { LlmClientPinsRow, LlmUsageRow } from '@skald/persistence';
 import type { UsageRow } from '../loop-adapters/session-store/one-statement-commit';
 import { insertUsage } from '../loop-adapters/session-store/mutation-sql';
 import type { PendingUsage } from '../loop-adapters/session-store/store-commit';

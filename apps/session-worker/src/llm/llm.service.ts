@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { LlmCallContext, LlmRefusal } from '@skald/agent-loop';
 import type { Actor, LlmClientInfo, LlmClientList } from '@skald/contracts';
 import { LlmManager, type LlmMeteredUsage } from '@skald/llm';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';
 import { SessionsRepository } from '../sessions/sessions.repository';

@@ -2,7 +2,8 @@ import { expect } from '@jest/globals';
 import fc from 'fast-check';
 import type { ToolContext } from '@skald/agent-loop';
 import { TOOL_ALIVE_INTERVAL_MS, TOOL_ALIVE_LOSS_MS } from '@skald/contracts';
-import { Bus, BusRequestError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { BusRequestError } from '@skald/messaging/bus-errors';
 import { RunnerToolSet } from './runner-tool-set';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);

@@ -19,7 +19,8 @@ import {
   TOOL_ALIVE_LOSS_MS,
   topicOf,
 } from '@skald/contracts';
-import { Bus, BusRequestError, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { BusRequestError, RemoteError } from '@skald/messaging/bus-errors';
 import { RUNNER_LOST, watchRunner } from './runner-watch';
 import { toolLabel, type ToolLabel } from './tool-label';
 import { TurnFacts } from './turn-facts';

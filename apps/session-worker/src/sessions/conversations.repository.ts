@@ -1,12 +1,6 @@
-import {
-  decodeRow,
-  fromPgText,
-  queryRows,
-  toPgText,
-  type ChatHistoryRow,
-  type SessionsRow,
-  type ToolCallsRow,
-} from '@skald/persistence';
+import { decodeRow, fromPgText, toPgText } from '@skald/persistence/pg-text';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { ChatHistoryRow, SessionsRow, ToolCallsRow } from '@skald/persistence';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 

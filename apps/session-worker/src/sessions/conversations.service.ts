@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Actor, ExportFormat, SessionExport, SessionSearchList, type ReplyDataOf, topicOf } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { SubmitService } from '../submit/submit.service';
 import { TurnDriver } from '../turns/turn-driver';

@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { adminOnlyRunContextField, adminOnlyRunContextMessage } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { RunContextRepository } from './run-context.repository';
 
 const notFound = () => Object.assign(new Error('session not found'), { code: 'not_found' });

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
 import type { GateContextReply, RunContextDto } from '@skald/contracts';
 
 interface RunContextRow {

@@ -1,20 +1,18 @@
-import {
-  decodeRow,
-  fromJsonText,
-  queryRows,
-  toPgText,
-  type ChatHistoryRow,
-  type SessionEventsRow,
-  type SessionInboxRow,
-  type SessionsRow,
-  type StackFramesRow,
-  type ToolCallsRow,
+import { decodeRow, fromJsonText, toPgText } from '@skald/persistence/pg-text';
+import { queryRows } from '@skald/persistence/query-rows';
+import type {
+  ChatHistoryRow,
+  SessionEventsRow,
+  SessionInboxRow,
+  SessionsRow,
+  StackFramesRow,
+  ToolCallsRow,
 } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { USER_CAPS, userCapReached } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 
 /** A session as listed: with its message count and the time of its last message. */
 export type SessionListRow = SessionsRow & { message_count: number; last_message_at: Date | null };

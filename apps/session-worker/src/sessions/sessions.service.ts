@@ -9,7 +9,8 @@ import {
   SessionEvent,
   SessionList,
 } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import type { ToolCallsRow } from '@skald/persistence';
 import { toChatMessage, type CallDecisions } from './chat-history';
 import { toSessionDetail, toSessionSummary } from './debug-tree';

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { failureKey, nextFailureCount } from '@skald/agent-loop';
-import { queryRows, type SessionsRow, type ToolCallsRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { SessionsRow, ToolCallsRow } from '@skald/persistence';
 import { DataSource } from 'typeorm';
 
 export interface AwaitingCall {

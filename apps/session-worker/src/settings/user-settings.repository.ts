@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { queryRows, type UserSettingsRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { UserSettingsRow } from '@skald/persistence';
 
 /** The home source that gets notifications until `/sethome` names another. */
 export const DEFAULT_HOME_SOURCE = 'web';

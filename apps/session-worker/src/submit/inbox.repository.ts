@@ -1,10 +1,14 @@
-import { deepToPgText, preparedRows, queryRows, toPgText, type SessionInboxRow } from '@skald/persistence';
+import { deepToPgText, toPgText } from '@skald/persistence/pg-text';
+import { preparedRows, queryRows } from '@skald/persistence/query-rows';
+import type { SessionInboxRow } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { inboxMessageAt, userMessageEvent } from '@skald/agent-loop';
 import { type Role, Attachment, Delivery, USER_CAPS, userCapReached } from '@skald/contracts';
-import { hopMark, hopTraceOn, RemoteError, sqlState } from '@skald/messaging';
+import { hopMark, hopTraceOn } from '@skald/messaging/hop-trace';
+import { RemoteError } from '@skald/messaging/bus-errors';
+import { sqlState } from '@skald/messaging/database-input';
 import { USER_LIMITS, type UserLimits } from '../sessions/sessions.repository';
 import type { Lease } from '../lease/lease.repository';
 import type { TurnStartRead } from '../loop-adapters/session-store/turn-start';

@@ -1,4 +1,4 @@
-import { hopMark } from '@skald/messaging';
+import { hopMark } from '@skald/messaging/hop-trace';
 import type { DataSource } from 'typeorm';
 
 /** Hop trace: marks when the pool hands a client out and when a client's socket has data (once per pool). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { recordAttackSuite } from '@skald/testing';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { InboxRepository } from './inbox.repository';

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Actor } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnDriver } from '../turns/turn-driver';
 import { InboxRepository } from './inbox.repository';

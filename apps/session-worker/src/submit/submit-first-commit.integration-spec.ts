@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { deepToPgText, pgParams } from '@skald/persistence';
+import { deepToPgText, pgParams } from '@skald/persistence/pg-text';
 import { nextTurnItem, runTurn, type LoopDeps, type SessionEventDraft } from '@skald/agent-loop';
 import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';
 import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';

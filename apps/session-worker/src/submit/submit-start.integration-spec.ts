@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { deepToPgText, pgParams } from '@skald/persistence';
+import { deepToPgText, pgParams } from '@skald/persistence/pg-text';
 import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 import type { TurnStart } from '../loop-adapters/session-store/turn-start';
 import { InboxRepository } from './inbox.repository';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { topicOf, type Delivery } from '@skald/contracts';
-import { toPgText } from '@skald/persistence';
+import { toPgText } from '@skald/persistence/pg-text';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { Lease, LeaseRepository } from '../lease/lease.repository';

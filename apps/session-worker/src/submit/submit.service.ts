@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Actor, Attachment, Delivery, topicOf } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';
 import { TurnDriver } from '../turns/turn-driver';

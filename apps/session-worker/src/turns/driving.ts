@@ -1,5 +1,5 @@
 import type { LogIds, Logger } from '@skald/service-kit';
-import { loggerWithIds } from '@skald/service-kit';
+import { loggerWithIds } from '@skald/service-kit/log-ids';
 import type { Lease } from '../lease/lease.repository';
 import type { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 

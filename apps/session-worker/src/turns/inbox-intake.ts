@@ -1,6 +1,6 @@
 import { InboxItem, nextTurnItem } from '@skald/agent-loop';
 import { USER_CAPS } from '@skald/contracts';
-import { queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
 import type { DataSource } from 'typeorm';
 import type { WorkerConfig } from '../config';
 import { Lease, SESSION_HAS_WORK } from '../lease/lease.repository';

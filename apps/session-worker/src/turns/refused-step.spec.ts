@@ -1,4 +1,4 @@
-import { BusRequestError, RemoteError } from '@skald/messaging';
+import { BusRequestError, RemoteError } from '@skald/messaging/bus-errors';
 import { LeaseLostError, LoopInvariantError } from '@skald/agent-loop';
 import { CommitRejectedError } from '../loop-adapters/session-store/fence';
 import { refusedStep } from './refused-step';

@@ -1,5 +1,5 @@
 import { LoopInvariantError } from '@skald/agent-loop';
-import { BusRequestError, RemoteError } from '@skald/messaging';
+import { BusRequestError, RemoteError } from '@skald/messaging/bus-errors';
 import { CommitRejectedError } from '../loop-adapters/session-store/fence';
 
 /**

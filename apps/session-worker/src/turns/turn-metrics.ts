@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { METRICS_REGISTRY } from '@skald/service-kit';
+import { METRICS_REGISTRY } from '@skald/service-kit/ops';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Prometheus metrics of the session worker. */

@@ -1,4 +1,4 @@
-import { queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
 import type { DataSource } from 'typeorm';
 import type { Lease } from '../lease/lease.repository';
 

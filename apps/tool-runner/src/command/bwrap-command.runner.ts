@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { basename, delimiter, isAbsolute, join, resolve } from 'node:path';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { formatBytes } from '../workspace/workspaces.service';
-import { Logger } from '@skald/service-kit';
+import type { Logger } from '@skald/service-kit';
 import { CommandOutcome, CommandRequest, CommandRunner, SandboxStatus } from './command-runner';
 import { OutputCapture } from './output-capture';
 import { OUTPUT_MAX_BYTES } from './plain-command.runner';

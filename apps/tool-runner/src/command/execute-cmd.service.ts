@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
 import { realpath } from 'node:fs/promises';
-import { Logger, Readiness } from '@skald/service-kit';
+import type { Logger } from '@skald/service-kit';
+import { Readiness } from '@skald/service-kit/ops';
 import { z } from 'zod';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { EphemeralEvent, topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
-import { loadConfig } from '@skald/service-kit';
+import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
 import { hostProcessesWith } from '../testing-fixtures/host-processes';

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ReplyDataOf } from '@skald/contracts';
-import { fromJsonText, queryRows, type ToolCallResultsRow } from '@skald/persistence';
+import { fromJsonText } from '@skald/persistence/pg-text';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { ToolCallResultsRow } from '@skald/persistence';
 
 export type ToolReply = ReplyDataOf<'tools.exec'>;
 

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { createLogger } from '@skald/service-kit';
+import { createLogger } from '@skald/service-kit/logger';
 import { ExecuteCmdService, SANDBOX_UNAVAILABLE } from '../command/execute-cmd.service';
 import { PlainCommandRunner } from '../command/plain-command.runner';
 import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';

@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { BUILTIN_TOOLS, effectiveCallPathArgs, ParsedRequestOf, ReplyDataOf } from '@skald/contracts';
-import { Logger, loggerWithIds, requestLogIds } from '@skald/service-kit';
+import type { Logger } from '@skald/service-kit';
+import { loggerWithIds, requestLogIds } from '@skald/service-kit/log-ids';
 import { LOGGER } from '../config';
 import { StalePreview, ToolError } from '../tool-error';
 import { callBase } from '../workspace/workspace-path';

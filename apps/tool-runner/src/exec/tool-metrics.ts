@@ -1,7 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { BUILTIN_TOOLS } from '@skald/contracts';
-import { METRICS_REGISTRY } from '@skald/service-kit';
+import { METRICS_REGISTRY } from '@skald/service-kit/ops';
 
 /** The `tool` label of each built-in tool (its registry `metricsLabel`); MCP tools share `mcp`, anything else `other`. */
 const LABELS: ReadonlyMap<string, string> = new Map(BUILTIN_TOOLS.map((t) => [t.name, t.metricsLabel]));

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { topicOf } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
-import { loadConfig } from '@skald/service-kit';
+import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
 import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';

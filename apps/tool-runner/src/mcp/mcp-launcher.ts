@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { everyFieldApplied, type McpConfigFields, refusedEnvName } from '@skald/contracts';
-import { Logger } from '@skald/service-kit';
+import type { Logger } from '@skald/service-kit';
 import { BwrapCommandRunner } from '../command/bwrap-command.runner';
 import { CommandRunner } from '../command/command-runner';
 import { execScript, SANDBOX_PATH } from '../command/sandbox/bwrap-args';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { Actor, McpServerDto } from '@skald/contracts';
-import { loadConfig } from '@skald/service-kit';
+import { loadConfig } from '@skald/service-kit/config';
 import { PrivateNats } from '@skald/testing';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { McpServerStatus, McpToolDef, McpTransport, unknownTransport } from '@skald/contracts';
-import { queryRows, type McpServersRow } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
+import type { McpServersRow } from '@skald/persistence';
 
 /** Largest tool list kept for the catalog (JSON text); a longer one is not kept (the server must run to list it). */
 const MAX_STORED_TOOLS_CHARS = 1024 * 1024;

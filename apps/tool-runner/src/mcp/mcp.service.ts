@@ -13,8 +13,9 @@ import {
   topicOf,
   unknownTransport,
 } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
-import { AddressPolicy, BlockedAddressError, Logger } from '@skald/service-kit';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
+import { AddressPolicy, BlockedAddressError, type Logger } from '@skald/service-kit';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { ToolError } from '../tool-error';

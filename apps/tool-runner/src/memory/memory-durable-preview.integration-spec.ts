@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { Bus } from '@skald/messaging';
-import { loadConfig } from '@skald/service-kit';
+import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
 import { INTERRUPTED_AFTER_START } from '../exec/tool-exec.service';

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
-import { preparedRows, queryRows, type MemoryDocumentsRow } from '@skald/persistence';
+import { preparedRows, queryRows } from '@skald/persistence/query-rows';
+import type { MemoryDocumentsRow } from '@skald/persistence';
 import { MemoryScope } from './memory-path';
 
 /** A document's address, always with the tenant: `userId` scopes `user` documents (ignored for `shared`). */

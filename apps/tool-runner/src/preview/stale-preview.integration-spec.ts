@@ -10,7 +10,7 @@ import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { ABSENT_FILE_HASH } from '@skald/contracts';
 import { Bus } from '@skald/messaging';
-import { loadConfig } from '@skald/service-kit';
+import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
 import { PrivateNats, startPrivateNats } from '../testing-fixtures/private-nats';

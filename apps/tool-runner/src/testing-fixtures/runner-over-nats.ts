@@ -5,7 +5,7 @@ import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pino from 'pino';
 import { Bus } from '@skald/messaging';
-import { loadConfig } from '@skald/service-kit';
+import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
 import { PrivateNats, startPrivateNats } from './private-nats';

@@ -3,7 +3,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FILE_CHUNK_BYTES } from '@skald/contracts';
 import { recordAttackSuite } from '@skald/testing';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { workspaceFixture, WorkspaceFixture } from '../testing-fixtures/workspace-fixture';
 import { ToolError } from '../tool-error';
 import { UploadOptions, WorkspaceFilesService } from './workspace-files.service';

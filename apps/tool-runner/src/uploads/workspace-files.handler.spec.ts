@@ -1,4 +1,4 @@
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { ToolError, type ToolErrorCode } from '../tool-error';
 import { asWireError } from './workspace-files.handler';
 

@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { ErrorCode } from '@skald/contracts';
-import { Bus, RemoteError } from '@skald/messaging';
+import { Bus } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { ToolError, ToolErrorCode } from '../tool-error';
 import { WorkspaceFilesService } from './workspace-files.service';
 

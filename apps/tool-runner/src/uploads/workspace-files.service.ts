@@ -11,7 +11,7 @@ import {
   userCapReached,
   WORKSPACE_ROOT,
 } from '@skald/contracts';
-import { RemoteError } from '@skald/messaging';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import { ToolError } from '../tool-error';
 import { ioError } from '../workspace/jail';
 import { KeyedMutex } from '../workspace/keyed-mutex';

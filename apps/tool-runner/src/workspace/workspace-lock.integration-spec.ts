@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { PgWorkspaceLock } from './workspace-lock';
+import { PgWorkspaceLock } from './pg-workspace-lock';
 import { WorkspacesService } from './workspaces.service';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
 import { Stats, statSync } from 'node:fs';
 import { access, constants as FS, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readiness } from '@skald/service-kit';
+import { Readiness } from '@skald/service-kit/ops';
 import { ToolError } from '../tool-error';
 import { diskUsage, Usage } from './disk-usage';
 import { directoryIdentity, Jail } from './jail';

@@ -1,4 +1,5 @@
-import { pgParams, queryRows as rawQueryRows } from '@skald/persistence';
+import { pgParams } from '@skald/persistence/pg-text';
+import { queryRows as rawQueryRows } from '@skald/persistence/query-rows';
 import { InboxItem, LeaseLostError, SessionEventDraft } from '@skald/agent-loop';
 import type { EntityManager } from 'typeorm';
 import type { CommittedEvent } from './committed-event';

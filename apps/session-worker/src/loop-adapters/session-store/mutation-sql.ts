@@ -1,4 +1,6 @@
-import { deepToPgText, Queryable, type SessionInboxRow, type StackFramesRow } from '@skald/persistence';
+import { deepToPgText } from '@skald/persistence/pg-text';
+import { Queryable } from '@skald/persistence/query-rows';
+import type { SessionInboxRow, StackFramesRow } from '@skald/persistence';
 import { LeaseLostError, type Mutation } from '@skald/agent-loop';
 import type { EntityManager } from 'typeorm';
 import type { Fence } from './fence';

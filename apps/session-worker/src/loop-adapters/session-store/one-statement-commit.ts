@@ -1,4 +1,5 @@
-import { deepToPgText, pgParams, type LlmUsageRow } from '@skald/persistence';
+import { deepToPgText, pgParams } from '@skald/persistence/pg-text';
+import type { LlmUsageRow } from '@skald/persistence';
 import type { Mutation, NewFrame, NewMessage, NewToolCall, SessionEventDraft, ToolCallPatch } from '@skald/agent-loop';
 import { INBOX_LOCK_ORDER } from './inbox-lock-order';
 import {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
 import { LeaseLostError, type NewMessage, type SessionEventDraft } from '@skald/agent-loop';
 import { LeaseRepository } from '../../lease/lease.repository';
 import type { CommittedEvent } from './committed-event';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { Mutation } from '@skald/agent-loop';
-import { queryRows } from '@skald/persistence';
+import { queryRows } from '@skald/persistence/query-rows';
 import { PgSessionStore } from './pg-session-store';
 import { TurnStateRepository } from '../../sessions/turn-state.repository';
 import { backendPid, waitingOn } from '../../testing-fixtures/lock-waits';

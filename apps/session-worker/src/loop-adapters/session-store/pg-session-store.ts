@@ -1,4 +1,5 @@
-import { pgParams, preparedRows } from '@skald/persistence';
+import { pgParams } from '@skald/persistence/pg-text';
+import { preparedRows } from '@skald/persistence/query-rows';
 import {
   CompactionSummary,
   FrameRow,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { deepToPgText, pgParams } from '@skald/persistence';
+import { deepToPgText, pgParams } from '@skald/persistence/pg-text';
 import type { Mutation, ToolCallStatus } from '@skald/agent-loop';
 import { ToolCallStatus as ToolCallStatusEnum } from '@skald/contracts';
 import { openRootFrame } from '../../testing-fixtures/root-frame';

@@ -1,4 +1,6 @@
-import { decodeRow, pgParams, Queryable, queryRows as rawQueryRows, type RowTypeRequired } from '@skald/persistence';
+import { decodeRow, pgParams } from '@skald/persistence/pg-text';
+import { Queryable, queryRows as rawQueryRows } from '@skald/persistence/query-rows';
+import type { RowTypeRequired } from '@skald/persistence';
 
 /**
  * Every read and write of this store goes through the text codec of `@skald/persistence`: a string

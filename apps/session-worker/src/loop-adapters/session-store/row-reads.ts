@@ -1,11 +1,5 @@
-import {
-  parseJsonText,
-  type ChatHistoryRow,
-  type SessionInboxRow,
-  type SessionsRow,
-  type StackFramesRow,
-  type ToolCallsRow,
-} from '@skald/persistence';
+import { parseJsonText } from '@skald/persistence/pg-text';
+import type { ChatHistoryRow, SessionInboxRow, SessionsRow, StackFramesRow, ToolCallsRow } from '@skald/persistence';
 
 /**
  * The session store's rows as it reads them. A row is read through the text codec (see pg-text-query.ts), or is one element of a `json_agg`,

@@ -1,4 +1,4 @@
-import { preparedRows } from '@skald/persistence';
+import { preparedRows } from '@skald/persistence/query-rows';
 import { InboxItem, LeaseLostError, Mutation, SessionEventDraft } from '@skald/agent-loop';
 import type { DataSource } from 'typeorm';
 import type { CommittedEvent } from './committed-event';

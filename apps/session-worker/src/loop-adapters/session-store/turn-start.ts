@@ -1,14 +1,14 @@
-import {
-  type ChatHistoryRow,
-  type CompactionSummariesRow,
-  parseJsonText,
-  type SessionInboxRow,
-  type SessionScratchpadRow,
-  type SessionsRow,
-  type StackFramesRow,
-  type ToolCallsRow,
-  type ToolGrantsRow,
+import type {
+  ChatHistoryRow,
+  CompactionSummariesRow,
+  SessionInboxRow,
+  SessionScratchpadRow,
+  SessionsRow,
+  StackFramesRow,
+  ToolCallsRow,
+  ToolGrantsRow,
 } from '@skald/persistence';
+import { parseJsonText } from '@skald/persistence/pg-text';
 import { SESSION_HAS_WORK } from '../../lease/lease.repository';
 import type { CarriedHistory } from './history-carry';
 import {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
-import { addressKey } from './login-throttle';
+import { addressKey } from './login-address';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 

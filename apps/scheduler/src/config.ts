@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES, USER_PAGE_MAX, userCapSetting } from '@skald/contracts';
-import { BaseConfigSchema } from '@skald/service-kit/config';
+import { BaseConfigSchema, commaList } from '@skald/service-kit/config';
 import { validateCron } from './jobs/cron-spec';
 
 function validCron(expr: string): boolean {
@@ -55,15 +55,7 @@ export const SchedulerConfigSchema = BaseConfigSchema.extend({
   /** The From of notification e-mails. */
   SKALD_SMTP_FROM: z.string().min(3).default('Skald <skald@localhost>'),
   /** Host names, addresses and CIDR ranges webhooks may post to although private (comma-separated). */
-  SKALD_WEBHOOK_ALLOW_HOSTS: z
-    .string()
-    .default('')
-    .transform((s) =>
-      s
-        .split(',')
-        .map((p) => p.trim())
-        .filter((p) => p !== ''),
-    ),
+  SKALD_WEBHOOK_ALLOW_HOSTS: commaList(),
   /** A webhook receiver or SMTP server that has not answered in this long fails the attempt. */
   SKALD_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** A webhook whose deliveries failed this many times in a row is disabled, and its owner told. */

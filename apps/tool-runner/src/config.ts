@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { userCapSetting } from '@skald/contracts';
-import { BaseConfigSchema } from '@skald/service-kit/config';
+import { BaseConfigSchema, commaList } from '@skald/service-kit/config';
 import { DEFAULT_PATTERN_POOL } from './patterns/pattern-pool';
 import { DEFAULT_STAGING_SWEEP_MS, DEFAULT_STAGING_TTL_MS } from './uploads/workspace-files.service';
 import { DEFAULT_INODE_QUOTA, DEFAULT_SAMPLE_MS, DEFAULT_SYNC_READ_BYTES } from './workspace/workspaces.service';
@@ -110,30 +110,14 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .refine((n) => n !== 1, 'must be 0 (off) or at least 2')
     .default(50_000),
   /** Extra host paths bound read-only into the sandbox at the same place (comma-separated). */
-  SKALD_SANDBOX_RO_BINDS: z
-    .string()
-    .default('')
-    .transform((s) =>
-      s
-        .split(',')
-        .map((p) => p.trim())
-        .filter((p) => p !== ''),
-    ),
+  SKALD_SANDBOX_RO_BINDS: commaList(),
   /**
    * Key sealing MCP credentials at rest (AES-256-GCM): 32 bytes as 64 hex digits or base64. Without
    * it, MCP servers with `env` or `headers` are refused (servers without credentials still work).
    */
   SKALD_SECRETS_KEY: z.string().optional(),
   /** Host names, addresses and CIDR ranges MCP HTTP servers may use although private (comma-separated). */
-  SKALD_MCP_ALLOW_HOSTS: z
-    .string()
-    .default('')
-    .transform((s) =>
-      s
-        .split(',')
-        .map((p) => p.trim())
-        .filter((p) => p !== ''),
-    ),
+  SKALD_MCP_ALLOW_HOSTS: commaList(),
   /**
    * `on` lets a stdio MCP server whose configuration says `network: true` reach the network; `off`
    * (default): every stdio server runs without a network, whatever its configuration says.

@@ -1,5 +1,17 @@
 import { z } from 'zod';
 
+/** A comma-separated list setting: each entry trimmed, empty ones dropped; unset is the empty list. */
+export const commaList = () =>
+  z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== ''),
+    );
+
 /** Settings every service reads. Defaults work on a developer machine with the standard ports. */
 export const BaseConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),

@@ -471,6 +471,14 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
       'post /api/auth/login': async () => ({ body: { email: owner.user!.email, password: 'wrong password' } }),
       'put /api/auth/password': async () => ({ body: { current_password: 'wrong', new_password: 'longer password' } }),
       'post /api/auth/tokens': async () => ({ body: { name: 'cli' } }),
+      'put /api/notifications/settings': async () => ({
+        body: {
+          channels: { webhook: ['approval_requested'], email: ['question_asked'] },
+          quiet_hours: { start: '22:00', end: '07:00', time_zone: 'Europe/Paris' },
+        },
+      }),
+      // `.invalid` never resolves: refused at creation (400), nothing left delivering during the run
+      'post /api/notifications/webhooks': async () => ({ body: { url: 'https://hooks.invalid/skald' } }),
       'post /api/admin/users': async () => ({
         body: { email: `u-${randomUUID()}@skald.test`, password: 'correct horse battery' },
       }),

@@ -40,6 +40,10 @@ const TABLES = [
   'user_settings',
   'scheduled_jobs',
   'job_runs',
+  'notification_settings',
+  'webhooks',
+  'notifications',
+  'notification_deliveries',
 ];
 
 async function tables(): Promise<string[]> {

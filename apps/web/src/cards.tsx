@@ -73,7 +73,10 @@ export function ApprovalCard({ card, on, me = null }: { card: Approval; on: Answ
       )}
       {card.resolved ? (
         <p className={`verdict ${card.resolved}`}>
-          {card.resolved === 'approved' ? 'Approved' : card.resolved === 'rejected' ? 'Rejected' : 'Cancelled'}
+          {/* the outcome its own element: read (and found) apart from who decided and when */}
+          <strong>
+            {card.resolved === 'approved' ? 'Approved' : card.resolved === 'rejected' ? 'Rejected' : 'Cancelled'}
+          </strong>
           {card.decision ? (
             <span className="decided">
               {' '}

@@ -2,36 +2,21 @@ import fc from 'fast-check';
 import { NotifyEventRequest } from '@skald/contracts';
 import { requestNotification } from './request-notification';
 import type { StoredRequest } from './requests.repository';
+import { storedRequest } from '../testing-fixtures/stored-request';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
-const row = (over: Partial<StoredRequest> = {}): StoredRequest => ({
-  id: 'req-1',
-  kind: 'approval',
-  toolCallId: 'call_1',
-  sessionId: 's-1',
-  userId: '00000000-0000-4000-8000-000000000001',
-  source: 'web',
-  toolName: 'execute_cmd',
-  arguments: JSON.stringify({ command: 'make deploy' }),
-  preview: null,
-  question: null,
-  landsAt: null,
-  status: 'pending',
-  note: null,
-  answer: null,
-  actorUserId: null,
-  channel: null,
-  bypass: null,
-  cancelReason: null,
-  turnId: null,
-  gateContext: null,
-  editedArguments: null,
-  editDiff: null,
-  createdAt: new Date(),
-  resolvedAt: null,
-  ...over,
-});
+const row = (over: Partial<StoredRequest> = {}): StoredRequest =>
+  storedRequest({
+    id: 'req-1',
+    toolCallId: 'call_1',
+    sessionId: 's-1',
+    userId: '00000000-0000-4000-8000-000000000001',
+    arguments: JSON.stringify({ command: 'make deploy' }),
+    turnId: null,
+    gateContext: null,
+    ...over,
+  });
 
 describe('the notification of a pending human request', () => {
   it('names the call by its command or path, keyed by the request so a re-ask notifies once', () => {

@@ -18,37 +18,12 @@ import { RulesService } from '../rules/rules.service';
 import { initShellParser } from '../rules/shell-analysis';
 import { RequestsRepository, StoredRequest } from './requests.repository';
 import { RequestsService } from './requests.service';
+import { storedRequest } from '../testing-fixtures/stored-request';
 
 const log = { debug: jest.fn(), info: jest.fn(), warn: jest.fn(), error: jest.fn(), child: () => log };
 const owner: Actor = { userId: 'u1', role: 'user' };
 
-const request = (over: Partial<StoredRequest> = {}): StoredRequest => ({
-  id: 'q1',
-  kind: 'approval',
-  toolCallId: 'c1',
-  sessionId: 's1',
-  userId: 'u1',
-  source: 'web',
-  toolName: 'execute_cmd',
-  arguments: JSON.stringify({ command: 'ls -la' }),
-  preview: null,
-  question: null,
-  landsAt: null,
-  status: 'pending',
-  note: null,
-  answer: null,
-  actorUserId: null,
-  channel: null,
-  bypass: null,
-  cancelReason: null,
-  turnId: 't1',
-  gateContext: { agent_id: 'main', run_context: { working_directory: '/workspace' } },
-  editedArguments: null,
-  editDiff: null,
-  createdAt: new Date(),
-  resolvedAt: null,
-  ...over,
-});
+const request = storedRequest;
 
 const resolve = (over: Partial<ParsedRequestOf<'approval.resolve'>>) =>
   ({ actor: owner, request_id: 'q1', action: 'approve', ...over }) as ParsedRequestOf<'approval.resolve'>;

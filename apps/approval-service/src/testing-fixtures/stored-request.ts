@@ -1,0 +1,30 @@
+import type { StoredRequest } from '../requests/requests.repository';
+
+/** A pending approval of `execute_cmd ls -la` as the repository returns it; `over` changes what a test needs. */
+export const storedRequest = (over: Partial<StoredRequest> = {}): StoredRequest => ({
+  id: 'q1',
+  kind: 'approval',
+  toolCallId: 'c1',
+  sessionId: 's1',
+  userId: 'u1',
+  source: 'web',
+  toolName: 'execute_cmd',
+  arguments: JSON.stringify({ command: 'ls -la' }),
+  preview: null,
+  question: null,
+  landsAt: null,
+  status: 'pending',
+  note: null,
+  answer: null,
+  actorUserId: null,
+  channel: null,
+  bypass: null,
+  cancelReason: null,
+  turnId: 't1',
+  gateContext: { agent_id: 'main', run_context: { working_directory: '/workspace' } },
+  editedArguments: null,
+  editDiff: null,
+  createdAt: new Date(),
+  resolvedAt: null,
+  ...over,
+});

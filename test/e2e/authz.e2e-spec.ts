@@ -40,6 +40,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     agent: '',
     cronJob: '',
     message: '',
+    webhook: '',
   };
 
   const register = async (actor: Actor, sessionId: string, kind: 'approval' | 'clarification') => {
@@ -102,6 +103,12 @@ describe('authorization matrix and approvals through the gateway', () => {
     });
     expect(cron.status).toBe(201);
     ids.cronJob = cron.body.id;
+    // a webhook of alice's (an address literal: nothing to resolve on a closed network)
+    const hook = await alice.post<{ webhook: { id: string } }>('/api/notifications/webhooks', {
+      url: 'https://203.0.113.7/alice',
+    });
+    expect(hook.status).toBe(201);
+    ids.webhook = hook.body.webhook.id;
     // a message of alice's (the edit route names one)
     const sent = await alice.post('/api/web/messages', {
       client_message_id: `alice-${randomUUID()}`,
@@ -137,6 +144,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     'delete /api/agents/{id}/override': { id: () => ids.agent },
     'patch /api/cron/jobs/{id}': { id: () => ids.cronJob, body: { title: 'bob was here' } },
     'delete /api/cron/jobs/{id}': { id: () => ids.cronJob },
+    'delete /api/notifications/webhooks/{id}': { id: () => ids.webhook },
+    'get /api/notifications/webhooks/{id}/deliveries': { id: () => ids.webhook },
     'post /api/cron/jobs/{id}/toggle': { id: () => ids.cronJob },
     'post /api/cron/jobs/{id}/run': { id: () => ids.cronJob },
     'post /api/cron/jobs/{id}/kill': { id: () => ids.cronJob },
@@ -159,6 +168,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     );
 
   async function aliceUnchanged(): Promise<void> {
+    const hooks = await alice.get<{ items: Array<{ id: string }> }>('/api/notifications/webhooks');
+    expect(hooks.body.items.map((h) => h.id)).toEqual([ids.webhook]);
     const inbox = await alice.get<{
       approvals: Array<{ request_id: string }>;
       clarifications: Array<{ request_id: string }>;

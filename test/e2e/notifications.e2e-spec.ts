@@ -7,19 +7,9 @@ import { Webhook } from 'standardwebhooks';
 import { WebhookEventBody } from '@skald/contracts';
 import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT } from '../support/db';
+import { until } from '../support/until';
 
 jest.setTimeout(180_000);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(fn: () => T | null | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(100);
-  }
-}
 
 /** A chat's approval reaches the user away from it: a signed webhook and a mail. */
 describe('notifications through the whole stack', () => {
@@ -111,7 +101,7 @@ describe('notifications through the whole stack', () => {
     ws.send({ type: 'message', client_message_id: m, content: `deploy ${m}` });
     const requested = await ws.waitForType('approval_requested');
 
-    const hit = await until(() => hits.find((h) => h.body.includes(m)));
+    const hit = await until('the signed webhook', async () => hits.find((h) => h.body.includes(m)), 30_000);
     const body = WebhookEventBody.parse(
       new Webhook(secret).verify(hit.body, {
         'webhook-id': String(hit.headers['webhook-id']),
@@ -132,7 +122,7 @@ describe('notifications through the whole stack', () => {
     });
     expect(body.summary).toContain(`echo deploy-${m}`);
 
-    const mail = await until(() => mails.find((x) => x.to.includes(email)));
+    const mail = await until('the mail', async () => mails.find((x) => x.to.includes(email)), 30_000);
     const parsed = await simpleParser(mail.raw);
     expect(parsed.subject).toContain('Approval needed');
     expect(parsed.text).toContain(`echo deploy-${m}`);

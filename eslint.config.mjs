@@ -161,7 +161,8 @@ export default tseslint.config(
   },
 
   // The web bundle and the client SDK take no zod: from the contracts they import types, and values only from
-  // their zod-free entries (`@skald/contracts/server-frame`, `/route-table`, `/push-message`, which the bundler and the web tsconfig map to its source).
+  // their zod-free entries (`@skald/contracts/server-frame`, `/route-table`, `/push-message`, `/notify-kinds`, which the bundler and the web
+  // tsconfig map to its source).
   {
     files: ['apps/web/**/*.ts', 'apps/web/**/*.tsx', 'libs/client/**/*.ts'],
     ignores: TEST_FILES,
@@ -174,7 +175,7 @@ export default tseslint.config(
               name: '@skald/contracts',
               allowTypeImports: true,
               message:
-                'the web bundle takes no zod: import types here, values from @skald/contracts/server-frame, /route-table or /push-message.',
+                'the web bundle takes no zod: import types here, values from @skald/contracts/server-frame, /route-table, /push-message or /notify-kinds.',
             },
             { name: 'zod', message: 'the web bundle takes no zod.' },
           ],

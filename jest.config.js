@@ -20,9 +20,9 @@ const transform = {
     },
   ],
 };
-// jose and @seriousme/openapi-schema-validator ship ES modules only; Jest's CommonJS runtime gets them compiled
+// jose, openid-client (and its oauth4webapi) and @seriousme/openapi-schema-validator ship ES modules only; Jest's CommonJS runtime gets them compiled
 // (tests that boot the gateway in-process; the OpenAPI document's validation).
-const esmOnly = ['jose', '@seriousme/openapi-schema-validator'];
+const esmOnly = ['jose', 'openid-client', 'oauth4webapi', '@seriousme/openapi-schema-validator'];
 for (const pkg of esmOnly)
   transform[`/node_modules/${pkg}/.+\\.js$`] = [
     '@swc/jest',

@@ -60,7 +60,13 @@ function main() {
     );
     return;
   }
-  const r = spawnSync('npm', ['run', 'build', '-w', '@skald/web'], { cwd: ROOT, stdio: 'inherit' });
+  // A production bundle whoever calls (Jest's global setup runs with NODE_ENV=test, which would make Vite's
+  // import.meta.env.PROD false and compile out the service worker's registration).
+  const r = spawnSync('npm', ['run', 'build', '-w', '@skald/web'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
   if (r.status !== 0) process.exit(r.status || 1);
   fs.writeFileSync(STAMP, hash);
 }

@@ -203,6 +203,11 @@ async function main() {
   env.SKALD_JWT_SECRET ||= persistent('jwt-secret', () => crypto.randomBytes(48).toString('base64url'));
   // Seals MCP credentials at rest; losing it makes stored credentials unreadable (re-enter them).
   env.SKALD_SECRETS_KEY ||= persistent('secrets-key', () => crypto.randomBytes(32).toString('base64'));
+  // Signs Web Push requests (VAPID); browsers subscribe to its public key, so it stays across restarts.
+  env.SKALD_VAPID_PRIVATE_KEY ||= persistent('vapid-private-key', () => {
+    const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    return /** @type {string} */ (privateKey.export({ format: 'jwk' }).d);
+  });
   // Every app's /metrics needs this bearer token (loopback is not trusted: SKALD_METRICS_TRUST_LOOPBACK stays off).
   let metricsSource = 'SKALD_METRICS_TOKEN from your environment';
   if (!env.SKALD_METRICS_TOKEN) {

@@ -172,6 +172,36 @@ const OUTSIDE_SCHEMA = {
 };
 
 const SECRET_NAME = /(PASSWORD|SECRET|_KEY$|_TOKEN$)/;
+/** Names that look like a secret's and are not: a switch. */
+const NOT_SECRET = new Set(['SKALD_PASSWORD_LOGIN']);
+
+/**
+ * Whether a setting is a secret, as the reference marks it: a secret's name (PASSWORD, SECRET, …_KEY, …_TOKEN) that
+ * is no switch, or a doc comment that says `**Secret**`.
+ * @param {string} name
+ * @param {string | undefined} text
+ */
+function isSecretSetting(name, text) {
+  return (SECRET_NAME.test(name) && !NOT_SECRET.has(name)) || /^\*\*Secret/.test(text ?? '');
+}
+
+/**
+ * The secret settings of each app's config schema (`schemas` as `loadBuiltSchemas` gives them), by the same rule as
+ * the reference: what deployments must take from a Secret, never from a ConfigMap or a default.
+ * @param {{ apps: Record<string, { shape: Record<string, ZodField> }> }} schemas
+ * @returns {Record<string, string[]>}
+ */
+function secretSettings(schemas) {
+  /** @type {Record<string, string[]>} */
+  const out = {};
+  for (const app of APPS) {
+    const docs = docCommentsOf(appSource(app.name));
+    out[app.name] = Object.entries(schemas.apps[app.name]?.shape ?? {})
+      .filter(([name, field]) => isSecretSetting(name, field.description ?? docs[name]))
+      .map(([name]) => name);
+  }
+  return out;
+}
 
 // -------------------------------------------------------------------------------------------------------------
 // Doc comments from the schema sources.
@@ -282,7 +312,7 @@ function renderReference(schemas) {
     }
     const info = describeField(field);
     const values = info.values ? ` One of ${info.values.map((v) => `\`${String(v)}\``).join(', ')}.` : '';
-    const secret = SECRET_NAME.test(name) && !/^\*\*Secret/.test(text) ? '**Secret.** ' : '';
+    const secret = isSecretSetting(name, undefined) && !/^\*\*Secret/.test(text) ? '**Secret.** ' : '';
     return `${secret}${text}${values}`;
   };
   const row = (/** @type {string} */ name, /** @type {string} */ def, /** @type {string} */ description) =>
@@ -380,7 +410,14 @@ function main() {
   writeOrCheck(OPERATIONS_MD, expectedDocument(markdown, section), 'node scripts/gen-config-reference.js');
 }
 
-module.exports = { OPERATIONS_MD, OUTSIDE_SCHEMA, renderReference, loadBuiltSchemas, expectedDocument };
+module.exports = {
+  OPERATIONS_MD,
+  OUTSIDE_SCHEMA,
+  renderReference,
+  loadBuiltSchemas,
+  expectedDocument,
+  secretSettings,
+};
 
 if (require.main === module) {
   try {

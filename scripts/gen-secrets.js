@@ -2,7 +2,8 @@
 'use strict';
 // Prints the Secret `skald-secrets` every Skald pod reads, with a fresh random value for each key that
 // k8s/overlays/prod/secrets.env.example lists (the list lives there; test/k8s checks that the manifests read exactly
-// those keys). Values the operator provides (the LLM's key) come from the environment and are left out when unset.
+// those keys, and every secret setting of the apps' config schemas from the Secret). Values the operator provides (the
+// LLM's key, the single sign-on providers) come from the environment and are left out when unset.
 //
 //   node scripts/gen-secrets.js | kubectl create -f -                      # once, before the first apply (namespace skald)
 //   node scripts/gen-secrets.js --namespace skald-dev | kubectl create -f -
@@ -16,7 +17,7 @@ const path = require('node:path');
 
 const EXAMPLE = path.join(__dirname, '..', 'k8s', 'overlays', 'prod', 'secrets.env.example');
 /** Keys whose values only the operator knows: taken from the environment, omitted when unset. */
-const PROVIDED = ['OPENAI_API_KEY', 'SKALD_LLM_CLIENTS'];
+const PROVIDED = ['OPENAI_API_KEY', 'SKALD_LLM_CLIENTS', 'SKALD_OIDC_PROVIDERS'];
 
 /** The keys the example lists, in its order. */
 function secretKeys() {
@@ -31,9 +32,16 @@ function secretKeys() {
  * @param {string} key
  */
 function generate(key) {
+  if (key === 'SKALD_VAPID_PRIVATE_KEY') return vapidPrivateKey();
   return key === 'SKALD_ADMIN_PASSWORD'
     ? crypto.randomBytes(16).toString('hex')
     : crypto.randomBytes(32).toString('hex');
+}
+
+/** A VAPID private key: base64url of a P-256 private scalar (32 bytes; its JWK `d`). */
+function vapidPrivateKey() {
+  const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return /** @type {string} */ (privateKey.export({ format: 'jwk' }).d);
 }
 
 /** The Secret's data: every listed key generated, operator-provided ones from `env`. */

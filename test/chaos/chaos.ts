@@ -167,7 +167,7 @@ async function drive(opts: ChaosOptions, plan: ReturnType<typeof chaosPlan>, w: 
   // Commands and delegations of the chaos source run without a human; file appends ask (the default).
   for (const tool of ['execute_cmd', 'execute_task'])
     await q(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, $2, 'chaos', 'allow', 1, 'chaos')`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, $2, 'chaos', 'allow', 1, 'chaos', 'test rule')`,
       [randomUUID(), tool],
     );
   const admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);

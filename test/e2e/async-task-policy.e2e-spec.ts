@@ -31,7 +31,7 @@ describe("delegated work runs under the parent conversation's security group", (
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     db = await testDb();
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_task', 'web', 'allow', 1, $2)`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'execute_task', 'web', 'allow', 1, $2, 'test rule')`,
       [randomUUID(), NOTE],
     );
   });

@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
+import fc from 'fast-check';
 import pino from 'pino';
-import { Actor } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Actor, Id } from '@skald/contracts';
+import { Bus, NatsBus } from '@skald/messaging';
 import { ApiClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import { assertInvariantsAndClose } from '../support/invariants';
 import { until } from '../support/until';
 
 jest.setTimeout(180_000);
+
+const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 
 interface OpenApiDoc {
   paths: Record<string, Record<string, { 'x-skald-auth': 'public' | 'user' | 'admin' }>>;
@@ -41,6 +44,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     cronJob: '',
     message: '',
     webhook: '',
+    pushSubscription: '',
   };
 
   const register = async (actor: Actor, sessionId: string, kind: 'approval' | 'clarification') => {
@@ -66,7 +70,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     alice = await admin.createUser(`alice-${randomUUID()}@skald.test`, 'correct horse battery');
     bob = await admin.createUser(`bob-${randomUUID()}@skald.test`, 'correct horse battery');
-    bus = await Bus.connect({ ...stack.natsClient, name: `authz-e2e-${process.pid}` }, pino({ level: 'silent' }));
+    bus = await NatsBus.connect({ ...stack.natsClient, name: `authz-e2e-${process.pid}` }, pino({ level: 'silent' }));
     doc = (await (await fetch(`${stack.gatewayUrl}/api/docs`)).json()) as OpenApiDoc;
 
     aliceWs = await WsTestClient.connect(stack.gatewayUrl, { token: alice.token, source: 'web' });
@@ -109,6 +113,13 @@ describe('authorization matrix and approvals through the gateway', () => {
     });
     expect(hook.status).toBe(201);
     ids.webhook = hook.body.webhook.id;
+    // a push subscription of alice's (an address literal again)
+    const sub = await alice.post<{ subscription: { id: string } }>('/api/notifications/push/subscriptions', {
+      endpoint: 'https://203.0.113.7/wpush/alice',
+      keys: { p256dh: Buffer.alloc(65, 4).toString('base64url'), auth: Buffer.alloc(16, 1).toString('base64url') },
+    });
+    expect(sub.status).toBe(201);
+    ids.pushSubscription = sub.body.subscription.id;
     // a message of alice's (the edit route names one)
     const sent = await alice.post('/api/web/messages', {
       client_message_id: `alice-${randomUUID()}`,
@@ -146,6 +157,7 @@ describe('authorization matrix and approvals through the gateway', () => {
     'delete /api/cron/jobs/{id}': { id: () => ids.cronJob },
     'delete /api/notifications/webhooks/{id}': { id: () => ids.webhook },
     'get /api/notifications/webhooks/{id}/deliveries': { id: () => ids.webhook },
+    'delete /api/notifications/push/subscriptions/{id}': { id: () => ids.pushSubscription },
     'post /api/cron/jobs/{id}/toggle': { id: () => ids.cronJob },
     'post /api/cron/jobs/{id}/run': { id: () => ids.cronJob },
     'post /api/cron/jobs/{id}/kill': { id: () => ids.cronJob },
@@ -170,6 +182,8 @@ describe('authorization matrix and approvals through the gateway', () => {
   async function aliceUnchanged(): Promise<void> {
     const hooks = await alice.get<{ items: Array<{ id: string }> }>('/api/notifications/webhooks');
     expect(hooks.body.items.map((h) => h.id)).toEqual([ids.webhook]);
+    const subs = await alice.get<{ items: Array<{ id: string }> }>('/api/notifications/push/subscriptions');
+    expect(subs.body.items.map((s) => s.id)).toEqual([ids.pushSubscription]);
     const inbox = await alice.get<{
       approvals: Array<{ request_id: string }>;
       clarifications: Array<{ request_id: string }>;
@@ -202,8 +216,9 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(chat.body.items.find((i) => i.id === ids.message)?.content).toBe('alice asks');
   }
 
+  // public routes (a single sign-on provider's id) name no one's resource: the route-auth matrix covers them
   it("every user route that takes an id answers another user's id with 404 and changes nothing", async () => {
-    const withIds = routes().filter((r) => r.auth !== 'admin' && /\{(?!source\})[^}]+\}/.test(r.path));
+    const withIds = routes().filter((r) => r.auth === 'user' && /\{(?!source\})[^}]+\}/.test(r.path));
     expect(withIds.length).toBeGreaterThanOrEqual(Object.keys(FIXTURES).length);
     const results: string[] = [];
     for (const r of withIds) {
@@ -220,8 +235,8 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect(
       (await bob.post('/api/approval/rules/test', { tool_name: 'execute_cmd', session_id: aliceSession })).status,
     ).toBe(404);
-    const audit = await bob.get<{ total: number }>(`/api/approval/audit?session_id=${aliceSession}`);
-    expect(audit).toMatchObject({ status: 200, body: { total: 0 } });
+    const audit = await bob.get<{ items: unknown[] }>(`/api/approval/audit?session_id=${aliceSession}`);
+    expect(audit).toMatchObject({ status: 200, body: { items: [], has_more: false } });
     const bp = await bob.get<{ items: unknown[] }>(`/api/approval/bypasses?session_id=${aliceSession}`);
     expect(bp.body.items).toEqual([]);
     expect((await bob.get<{ approvals: unknown[] }>('/api/inbox')).body.approvals).toEqual([]);
@@ -338,6 +353,110 @@ describe('authorization matrix and approvals through the gateway', () => {
     expect((await bob.post('/api/approval/rules/test', { tool_name: 'execute_cmd' })).status).toBe(403);
   });
 
+  it("an admin reads another user's conversation read only (recorded); every write stays the owner's", async () => {
+    const db = await testDb();
+    const reads = async (adminId: string, sessionId: string) =>
+      (
+        await db.query<Array<{ read: string; owner_user_id: string }>>(
+          `SELECT read, owner_user_id FROM admin_session_reads WHERE admin_user_id = $1 AND session_id = $2 ORDER BY id`,
+          [adminId, sessionId],
+        )
+      ).map((r) => `${r.read} of ${r.owner_user_id}`);
+    try {
+      const summary = await admin.get<{ id: string; owner: { id: string; email: string } }>(
+        `/api/admin/sessions/${aliceSession}`,
+      );
+      expect(summary).toMatchObject({
+        status: 200,
+        body: { id: aliceSession, owner: { id: alice.user!.id, email: alice.user!.email } },
+      });
+      const page = await admin.get<{ items: Array<{ id: string; content: string }>; session_id: string }>(
+        `/api/admin/sessions/${aliceSession}/messages?limit=10`,
+      );
+      expect(page.status).toBe(200);
+      expect(page.body.session_id).toBe(aliceSession);
+      expect(page.body.items.find((i) => i.id === ids.message)?.content).toBe('alice asks');
+      // each read recorded: who, whose, which session (the row's `at` is the database's clock)
+      expect(await reads(admin.user!.id, aliceSession)).toEqual([
+        `session of ${alice.user!.id}`,
+        `messages of ${alice.user!.id}`,
+      ]);
+      // the admin's own conversation read the same way is not another user's: nothing recorded
+      const own = (await admin.post<{ session_id: string }>('/api/sessions?source=web')).body.session_id;
+      expect((await admin.get(`/api/admin/sessions/${own}`)).status).toBe(200);
+      expect((await admin.get(`/api/admin/sessions/${own}/messages`)).status).toBe(200);
+      expect(await reads(admin.user!.id, own)).toEqual([]);
+
+      // every route that writes to or acts on a conversation stays its owner's: 404 for the admin
+      const writes: Array<[string, string, unknown?]> = [
+        ['GET', `/api/sessions/${aliceSession}`],
+        ['PATCH', `/api/sessions/${aliceSession}`, { title: 'admin was here' }],
+        ['DELETE', `/api/sessions/${aliceSession}`],
+        ['POST', `/api/sessions/${aliceSession}/activate`],
+        ['GET', `/api/sessions/${aliceSession}/export?format=json`],
+        ['PUT', `/api/sessions/${aliceSession}/run-context`, { working_directory: 'admin' }],
+        ['POST', `/api/web/messages/${ids.message}/edit`, { content: 'admin', client_message_id: randomUUID() }],
+        ['POST', '/api/approval/bypasses', { session_id: aliceSession, scope: 'all' }],
+      ];
+      const answered: string[] = [];
+      for (const [method, path, body] of writes)
+        answered.push(`${method} ${path} → ${(await admin.request(method, path, body)).status}`);
+      expect(answered).toEqual(writes.map(([method, path]) => `${method} ${path} → 404`));
+      const ws = await WsTestClient.connect(stack.gatewayUrl, { token: admin.token });
+      await ws.waitForType('turn_running');
+      ws.send({ type: 'resume', session_id: aliceSession, last_seq: 0 });
+      expect((await ws.waitForType('error')).code).toBe('not_found');
+      ws.close();
+      // a non-admin with alice's own session id: 403 on both, nothing recorded for him
+      expect((await bob.get(`/api/admin/sessions/${aliceSession}`)).status).toBe(403);
+      expect((await bob.get(`/api/admin/sessions/${aliceSession}/messages`)).status).toBe(403);
+      expect(await reads(bob.user!.id, aliceSession)).toEqual([]);
+      await aliceUnchanged();
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it(`admin reads by generated ids (seed ${SEED}): malformed and unknown → 404 for an admin, any id → 403 for a user`, async () => {
+    const encodable = (x: string) => {
+      try {
+        return encodeURIComponent(x);
+      } catch {
+        return null;
+      }
+    };
+    // a path segment: any string, encoded, or raw escapes a client could send (NUL, padding); each
+    // case with what the admin and a user get
+    const malformed = fc.oneof(
+      fc
+        .string({ minLength: 1, maxLength: 60, unit: 'binary' })
+        .filter((x) => !Id.safeParse(x).success && x !== '.' && x !== '..')
+        .map(encodable)
+        .filter((x): x is string => x !== null),
+      fc.constantFrom('%00', `${aliceSession}%00`, ` ${aliceSession}`),
+    );
+    const named = fc.oneof(
+      malformed.map((x) => ({ segment: x, admin: 404, user: 403 })),
+      fc.uuid({ version: 4 }).map((x) => ({ segment: x, admin: 404, user: 403 })),
+      fc.constant({ segment: aliceSession, admin: 200, user: 403 }),
+      // escapes that are no UTF-8: the path cannot be read, refused before anyone is asked
+      fc.constantFrom('%ff', '%c0%ae').map((x) => ({ segment: x, admin: 400, user: 400 })),
+    );
+    const wrong: string[] = [];
+    await fc.assert(
+      fc.asyncProperty(named, fc.boolean(), async ({ segment, admin: forAdmin, user: forUser }, history) => {
+        const path = `/api/admin/sessions/${segment}${history ? '/messages' : ''}`;
+        const [asAdmin, asUser] = await Promise.all([admin.get(path), bob.get(path)]);
+        if (asAdmin.status !== forAdmin) wrong.push(`admin ${path} → ${asAdmin.status}`);
+        if (asUser.status !== forUser) wrong.push(`user ${path} → ${asUser.status}`);
+        if (asUser.status !== 200 && !JSON.stringify(asUser.body).includes('"code"'))
+          wrong.push(`user ${path}: no error code`);
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+    expect(wrong).toEqual([]);
+  });
+
   it('an admin may act: rules CRUD, rule test, resolving and revoking for another user', async () => {
     const created = await admin.post<{ id: string; action: string }>('/api/approval/rules', {
       tool_pattern: 'mcp__evil__*',
@@ -414,7 +533,7 @@ describe('authorization matrix and approvals through the gateway', () => {
   // role, so a grant that lacks what the route does (an UPDATE or DELETE on a table granted SELECT)
   // answers 5xx to its owner here, whatever it answers a stranger.
   it('every user route that takes an id, asked by its owner with a valid request, never answers 5xx', async () => {
-    const withIds = routes().filter((r) => r.auth !== 'admin' && /\{(?!source\})[^}]+\}/.test(r.path));
+    const withIds = routes().filter((r) => r.auth === 'user' && /\{(?!source\})[^}]+\}/.test(r.path));
     const answered: string[] = [];
     // deletions after every other use of the ids they remove
     const order = (method: string) => (method === 'delete' ? 1 : 0);

@@ -22,7 +22,6 @@ const EVERYTHING = path.join(ROOT, 'node_modules/@modelcontextprotocol/server-ev
 /** The runner's sandbox sees node_modules (where the MCP server's code is). */
 const PER_APP = { 'tool-runner': { SKALD_SANDBOX_RO_BINDS: path.join(ROOT, 'node_modules') } };
 /** Six processes boot at once per stack: on a loaded 2-core machine each may take longer than the default 30 s. */
-const READY_MS = 120_000;
 
 async function cli(args: string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string }> {
   // Only what an operator's shell would have: no SKALD_* of the test process leaks in.
@@ -66,7 +65,6 @@ describe('backup and restore', () => {
   it('a stack backed up mid-turn and restored elsewhere continues the conversation', async () => {
     a = await Stack.start({
       root: ROOT,
-      readyTimeoutMs: READY_MS,
       perApp: PER_APP,
       env: { DATABASE_URL: srcUrl, ...RECOVERY },
     });
@@ -156,7 +154,6 @@ describe('backup and restore', () => {
 
     b = await Stack.start({
       root: ROOT,
-      readyTimeoutMs: READY_MS,
       admin: adminOfA,
       perApp: PER_APP,
       env: { DATABASE_URL: dstUrl, SKALD_WORKSPACES: restoredWorkspaces, ...secrets, ...RECOVERY },

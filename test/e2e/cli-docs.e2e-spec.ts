@@ -31,7 +31,7 @@ describe('docs/cli.md examples', () => {
   let dir: string;
 
   beforeAll(async () => {
-    stack = await Stack.start({ root: ROOT, readyTimeoutMs: 90_000 });
+    stack = await Stack.start({ root: ROOT });
     const admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     const user = await admin.createUser(`cli-docs-${randomUUID()}@skald.test`, 'correct horse battery');
     const token = (await user.post<{ token: string }>('/api/auth/tokens', { name: 'docs' })).body.token;

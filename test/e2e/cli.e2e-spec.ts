@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
@@ -143,6 +143,42 @@ describe('skald, the terminal client, against a live stack', () => {
     );
     term.keys('resume', 'C-c');
     await term.waitFor('resume', /\[exited 0\]/);
+  });
+
+  it('chat: a command edited before approving runs as edited, once', async () => {
+    const m = `edit-${randomUUID()}`;
+    await sim.script({
+      match: m,
+      matchIn: 'last_user',
+      replies: [
+        { tool_calls: [{ name: 'execute_cmd', arguments: { command: `touch made-${m}` } }] },
+        { content: `Made it ${m}.` },
+      ],
+    });
+    term.start(
+      'edit',
+      `env CI=true PATH='${env.PATH}' XDG_CONFIG_HOME='${env.XDG_CONFIG_HOME}' TERM=xterm-256color sh -c 'skald chat; echo "[exited $?]"'`,
+    );
+    await term.waitFor('edit', /ask the agent/);
+    term.type('edit', `make the file ${m}`);
+    await term.waitFor('edit', new RegExp(`│ › make the file ${m}`));
+    term.keys('edit', 'Enter');
+    // the edit key comes once the inbox item has given the call's arguments
+    await term.waitFor('edit', new RegExp(`approve execute_cmd\\? \\$ touch made-${m}[\\s\\S]*e edit\\s+the command`));
+    term.keys('edit', 'e');
+    await term.waitFor('edit', new RegExp(`command › touch made-${m}`));
+    term.type('edit', '-edited');
+    await term.waitFor('edit', new RegExp(`command › touch made-${m}-edited`));
+    term.keys('edit', 'Enter');
+    await term.waitFor(
+      'edit',
+      new RegExp(`approving the edited command: \\$ touch made-${m}-edited[\\s\\S]*Made it ${m}\\.`),
+    );
+    const workspace = path.join(stack.env.SKALD_WORKSPACES, userId);
+    expect(existsSync(path.join(workspace, `made-${m}-edited`))).toBe(true);
+    expect(existsSync(path.join(workspace, `made-${m}`))).toBe(false);
+    term.keys('edit', 'C-c');
+    await term.waitFor('edit', /\[exited 0\]/);
   });
 
   it('run in a bash script: the final answer and 0; --no-wait exits 3 and says where to approve; --json lines parse', async () => {

@@ -290,8 +290,13 @@ describe('credentials across gateway replicas', () => {
       `SELECT token_version FROM users WHERE id = $1`,
       [user.user!.id],
     );
-    // a session JWT as the gateway signs it, expiring in 2 s
-    const shortJwt = await new SignJWT({ role: 'user', tv })
+    // a session JWT as the gateway signs it (its session row first), expiring in 2 s
+    const sid = randomUUID();
+    await db.query(`INSERT INTO login_sessions (id, user_id, expires_at) VALUES ($1, $2, now() + interval '1 hour')`, [
+      sid,
+      user.user!.id,
+    ]);
+    const shortJwt = await new SignJWT({ role: 'user', tv, sid })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(user.user!.id)
       .setIssuedAt()

@@ -38,11 +38,11 @@ describe('session worker faults', () => {
     db = await testDb();
     // Commands from this test's source run without a human (the default seed asks for them).
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_cmd', $2, 'allow', 1, 'faults test')`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'execute_cmd', $2, 'allow', 1, 'faults test', 'test rule')`,
       [randomUUID(), SOURCE],
     );
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_task', $2, 'allow', 1, 'faults test')`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'execute_task', $2, 'allow', 1, 'faults test', 'test rule')`,
       [randomUUID(), SOURCE],
     );
   });

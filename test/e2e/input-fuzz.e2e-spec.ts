@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { z } from 'zod';
 import { ClientFrame, ErrorCode } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { NatsBus } from '@skald/messaging';
 import { ApiClient, Stack, WsTestClient } from '@skald/testing';
 import { ROOT, testDb } from '../support/db';
 import {
@@ -33,6 +33,8 @@ import { until } from '../support/until';
 jest.setTimeout(180_000);
 
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : Math.floor(Math.random() * 2 ** 31);
+/** The route that ends the credential sending it: never fuzzed with the admin's token. */
+const SIGN_OUT = 'post /api/auth/logout';
 const FRAMES = 5000;
 const BODIES = 5000;
 /** Close codes PROTOCOL.md gives a socket. */
@@ -283,13 +285,43 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     await expectGatewayAlive();
   });
 
+  it('sign-out, with a session of its own per generated body: 204 or a 4xx, never a 5xx, and the session ends', async () => {
+    const email = `signout-${randomUUID()}@skald.test`;
+    await admin.createUser(email, 'correct horse battery');
+    const bodies = fc.sample(
+      fc.oneof(
+        fc.json().map((j) => Buffer.from(j)),
+        fc.string({ unit: 'binary', maxLength: 200 }).map((t) => Buffer.from(t)),
+        fc.constant(Buffer.from('{"__proto__":{"role":"admin"}}')),
+        fc.constant(Buffer.alloc(0)),
+      ),
+      { seed: SEED, numRuns: 12 },
+    );
+    const statuses: number[] = [];
+    for (const body of bodies) {
+      const session = await ApiClient.login(stack.gatewayUrl, email, 'correct horse battery');
+      const res = await fetch(new URL('/api/auth/logout', stack.gatewayUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}` },
+        body,
+      });
+      statuses.push(res.status);
+      expect(res.status).toBeLessThan(500);
+      // whatever the body, a sign-out that was answered 204 ended the session
+      if (res.status === 204) expect((await session.get('/api/auth/tokens')).status).toBe(401);
+    }
+    expect(statuses).toContain(204);
+    await expectGatewayAlive();
+  });
+
   it(`answers ${BODIES} generated bodies over every route that takes one with a 4xx or success, never a 5xx`, async () => {
     const doc = await fetchInlinedOpenApi<{
       paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>;
     }>(stack.gatewayUrl);
     const routes = Object.entries(doc.paths).flatMap(([p, ops]) =>
       Object.entries(ops)
-        .filter(([m]) => ['post', 'put', 'patch'].includes(m))
+        // sign-out ends the credential that sends it (the admin's, here): fuzzed apart, below
+        .filter(([m]) => ['post', 'put', 'patch'].includes(m) && `${m} ${p}` !== SIGN_OUT)
         .map(([method, op]) => ({
           method: method.toUpperCase(),
           path: p,
@@ -395,7 +427,7 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
     // parameters) and from the WS contract (ClientFrame): each one in turn holds a NUL byte or a lone
     // surrogate inside an otherwise valid request that reaches the service that stores it.
     const doc = await fetchInlinedOpenApi<OpenApiDoc>(stack.gatewayUrl);
-    const bus = await Bus.connect(
+    const bus = await NatsBus.connect(
       { ...stack.natsClient, name: `stored-text-${process.pid}` },
       pino({ level: 'silent' }),
     );
@@ -469,6 +501,8 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
         },
       }),
       'post /api/auth/login': async () => ({ body: { email: owner.user!.email, password: 'wrong password' } }),
+      // a handoff nobody was given: 401 (the route is public; the handoff is the credential)
+      'post /api/auth/oidc/redeem': async () => ({ body: { handoff: `sso_${'a'.repeat(43)}` } }),
       'put /api/auth/password': async () => ({ body: { current_password: 'wrong', new_password: 'longer password' } }),
       'post /api/auth/tokens': async () => ({ body: { name: 'cli' } }),
       'put /api/notifications/settings': async () => ({
@@ -479,6 +513,16 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
       }),
       // `.invalid` never resolves: refused at creation (400), nothing left delivering during the run
       'post /api/notifications/webhooks': async () => ({ body: { url: 'https://hooks.invalid/skald' } }),
+      // `.invalid` never resolves: refused (400, or 503 while push is off); nothing is left subscribed
+      'post /api/notifications/push/subscriptions': async () => ({
+        body: {
+          endpoint: 'https://push.invalid/wpush/v2/abc',
+          keys: { p256dh: Buffer.alloc(65, 4).toString('base64url'), auth: Buffer.alloc(16, 1).toString('base64url') },
+          user_agent: 'Firefox on Android',
+        },
+      }),
+      // a token nobody minted: 403 (the route is public and throttled)
+      'post /api/approvals/actions': async () => ({ body: { token: 'a'.repeat(43), action: 'approve' } }),
       'post /api/admin/users': async () => ({
         body: { email: `u-${randomUUID()}@skald.test`, password: 'correct horse battery' },
       }),
@@ -487,6 +531,33 @@ describe('attack suite: hostile WS frames and REST bodies against a live gateway
         const email = `patched-${randomUUID()}@skald.test`;
         const u = await created('POST', '/api/admin/users', { email, password: 'correct horse battery' }, admin);
         return { path: `/api/admin/users/${u.id}`, body: { password: 'another password' } };
+      },
+      'post /api/admin/groups': async () => ({
+        body: {
+          name: `g-${randomUUID()}`,
+          description: 'd',
+          allowed_agents: ['main'],
+          allowed_llm_clients: ['default'],
+          security_groups: ['ops'],
+        },
+      }),
+      // a throwaway group of the admin's, renamed and given lists by the poisoned body
+      'patch /api/admin/groups/{id}': async () => {
+        const g = await created('POST', '/api/admin/groups', { name: `p-${randomUUID()}` }, admin);
+        return {
+          path: `/api/admin/groups/${g.id}`,
+          body: {
+            name: `r-${randomUUID()}`,
+            description: 'd',
+            allowed_agents: ['main'],
+            allowed_llm_clients: ['default'],
+            security_groups: ['ops'],
+          },
+        };
+      },
+      'post /api/admin/groups/{id}/members': async () => {
+        const g = await created('POST', '/api/admin/groups', { name: `m-${randomUUID()}` }, admin);
+        return { path: `/api/admin/groups/${g.id}/members`, body: { add: [owner.user!.id], remove: [] } };
       },
       'patch /api/sessions/{id}': async () => ({ path: `/api/sessions/${session}`, body: { title: 'renamed' } }),
       'post /api/{source}/messages': async () => ({

@@ -40,7 +40,7 @@ describe('cron jobs re-read their owner at every fire', () => {
     // cron sessions may write files without a human: so only the built-in rule stands between a
     // job and shared-memory/
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'write_file', 'cron', 'allow', 1, $2)`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'write_file', 'cron', 'allow', 1, $2, 'test rule')`,
       [randomUUID(), NOTE],
     );
   });

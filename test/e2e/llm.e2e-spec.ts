@@ -230,7 +230,7 @@ describe('LLM clients through the gateway: fallback, shared health, pins, cost, 
     // 2 calls × (1000 × $3 + 100 × $6) per million = $0.0072
     expect(cost).toContain('This conversation: 2,200 tokens (2,000 in, 200 out) in 2 model calls, $0.0072.');
     expect(cost).toContain('backup (sim-backup): 2,200 tokens');
-    expect(cost).toContain(`of your ${BUDGET.toLocaleString('en-US')} daily tokens used`);
+    expect(cost).toContain(`of the deployment's daily token limit of ${BUDGET.toLocaleString('en-US')} used`);
 
     const detail = await carol.get<{ messages: Array<Record<string, unknown>> }>(`/api/sessions/${sessionId}`);
     const answers = detail.body.messages.filter((m) => m.kind === 'assistant');
@@ -263,8 +263,10 @@ describe('LLM clients through the gateway: fallback, shared health, pins, cost, 
     const second = await turn(ws, `second ${marker}`);
     const error = second.find((f) => f.type === 'error');
     expect(error).toMatchObject({ code: 'exhausted' });
-    expect(String(error?.message)).toContain(`25,010 of your ${BUDGET.toLocaleString('en-US')} tokens used today`);
-    expect(String(error?.message)).toMatch(/resets at 00:00 UTC \(\d{4}-\d\d-\d\dT00:00:00\.000Z, in /);
+    expect(String(error?.message)).toContain(
+      `The deployment's daily token limit of ${BUDGET.toLocaleString('en-US')} is used up: 25,010 tokens used today`,
+    );
+    expect(String(error?.message)).toMatch(/resets at 00:00 UTC on \d{4}-\d\d-\d\d \(in /);
     expect(second.some((f) => f.type === 'done')).toBe(false);
     expect(await sim.requests({ contains: `second ${marker}` })).toHaveLength(0);
     // Another user is not affected.

@@ -48,7 +48,7 @@ describe('scheduler: cron jobs and async tasks end to end', () => {
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     db = await testDb();
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_task', $2, 'allow', 1, 'scheduler test')`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'execute_task', $2, 'allow', 1, 'scheduler test', 'test rule')`,
       [randomUUID(), SOURCE],
     );
   });

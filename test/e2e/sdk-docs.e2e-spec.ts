@@ -34,7 +34,7 @@ describe('docs/sdk.md examples', () => {
 
   beforeAll(async () => {
     // a machine shared with other test runs can take longer than the default 30 s to bring the apps up
-    stack = await Stack.start({ root: ROOT, readyTimeoutMs: 90_000 });
+    stack = await Stack.start({ root: ROOT });
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     const sim = new LlmSimAdminClient(stack.simUrl);
     for (const s of SCRIPTS) await sim.script({ ...s, matchIn: 'last_user', repeatLast: true });

@@ -58,7 +58,7 @@ describe('service restarts under a stream of tool calls', () => {
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     db = await testDb();
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'append_file', $2, 'allow', 1, 'service restarts test')`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'append_file', $2, 'allow', 1, 'service restarts test', 'test rule')`,
       [randomUUID(), SOURCE],
     );
   });

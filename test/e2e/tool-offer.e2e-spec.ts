@@ -30,7 +30,7 @@ describe('tools that were not offered are never run', () => {
     db = await testDb();
     // Delegation needs no human here: what stops the sub-agent must be the offer, not the gate.
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_task', $2, 'allow', 1, $3)`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'execute_task', $2, 'allow', 1, $3, 'test rule')`,
       [randomUUID(), SOURCE, NOTE],
     );
   });

@@ -33,7 +33,7 @@ describe('nothing waits forever unseen', () => {
     admin = await ApiClient.login(stack.gatewayUrl, stack.admin.email, stack.admin.password);
     db = await testDb();
     await db.query(
-      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note) VALUES ($1, 'execute_cmd', $2, 'allow', 1, 'unseen test')`,
+      `INSERT INTO approval_rules (id, tool_pattern, source, action, priority, note, name) VALUES ($1, 'execute_cmd', $2, 'allow', 1, 'unseen test', 'test rule')`,
       [randomUUID(), SOURCE],
     );
   });

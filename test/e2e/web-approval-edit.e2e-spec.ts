@@ -123,7 +123,7 @@ describe('edit before approve in a real browser', () => {
       expect(result).toContain('-written by the agent');
       expect(result).toContain('+corrected by a human');
       // the audit names the human's approval with the original's digest and the edit's
-      const audit = await api.get<{ items: AuditItem[] }>('/api/approval/audit?per_page=50');
+      const audit = await api.get<{ items: AuditItem[] }>('/api/approval/audit?limit=50');
       const human = audit.body.items.find((a) => a.by === 'human' && a.decision === 'approve');
       expect(human?.actor_user_id).toBe(api.user!.id);
       expect(human?.edit?.diff).toContain('+corrected by a human');

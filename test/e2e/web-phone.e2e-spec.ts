@@ -32,7 +32,7 @@ describe('web client: the phone and the reloaded chat', () => {
 
   beforeAll(async () => {
     // a machine shared with other test runs may take longer than the default 30 s to start an app
-    ({ stack, sim, admin, db, browser } = await startWebStack({ readyTimeoutMs: 120_000 }));
+    ({ stack, sim, admin, db, browser } = await startWebStack());
   });
   afterAll(() => stopWebStack({ stack, db, browser }));
 
@@ -112,7 +112,7 @@ describe('web client: the phone and the reloaded chat', () => {
     type Row =
       | { key: string; text: string; files?: string[] }
       | { key: string; label: string; status: string }
-      | { key: string; call: string; resolved: string | undefined; decision: string | undefined };
+      | { key: string; call: string; resolved: string | undefined; decision: string | undefined; diff?: string };
     const rows = (st: ChatState): Row[] =>
       st.items.flatMap((i): Row[] =>
         i.kind === 'user'
@@ -122,7 +122,15 @@ describe('web client: the phone and the reloaded chat', () => {
             : i.kind === 'tool'
               ? [{ key: i.key, label: i.label, status: i.status }]
               : i.kind === 'approval'
-                ? [{ key: i.key, call: i.toolCallId, resolved: i.resolved, decision: JSON.stringify(i.decision) }]
+                ? [
+                    {
+                      key: i.key,
+                      call: i.toolCallId,
+                      resolved: i.resolved,
+                      decision: JSON.stringify(i.decision),
+                      ...(i.path ? { diff: JSON.stringify([i.path, i.oldContent, i.newContent]) } : {}),
+                    },
+                  ]
                 : [],
       );
     expect(rows(reloaded)).toEqual(rows(live));
@@ -131,12 +139,19 @@ describe('web client: the phone and the reloaded chat', () => {
     expect(shown).toContainEqual(expect.objectContaining({ label: 'write_file notes.md', status: 'rejected' }));
     expect(shown.filter((x) => 'resolved' in x).map((x) => x.resolved)).toEqual(['approved', 'rejected']);
     // who answered, where, when: the same record live and reloaded
-    type Decided = { by_user_id: string; at: string; channel?: string; bypass?: unknown };
+    type Decided = { by_user_id: string; at: string; channel?: string; bypass?: unknown; note?: string };
     const decisions = shown.flatMap((x) => ('decision' in x && x.decision ? [JSON.parse(x.decision) as Decided] : []));
-    expect(decisions.map((d) => [d.by_user_id, d.channel, d.bypass])).toEqual([
-      [api.user!.id, 'card', undefined],
-      [api.user!.id, 'card', undefined],
+    expect(decisions.map((d) => [d.by_user_id, d.channel, d.bypass, d.note])).toEqual([
+      [api.user!.id, 'card', undefined, undefined],
+      [api.user!.id, 'card', undefined, 'keep them'],
     ]);
+    // the rejected write shows the diff its card showed, reloaded as live
+    expect(shown).toContainEqual(
+      expect.objectContaining({
+        resolved: 'rejected',
+        diff: JSON.stringify(['/workspace/notes.md', '', 'replaced\n']),
+      }),
+    );
     expect(decisions.every((d) => Date.parse(d.at) > Date.now() - 600_000)).toBe(true);
     expect(shown[0]).toMatchObject({ files: [attachment.path] });
 
@@ -150,10 +165,10 @@ describe('web client: the phone and the reloaded chat', () => {
         .getByRole('region', { name: /approval: Run this command/ })
         .getByText('by you in the chat')
         .waitFor();
-      await tab
-        .getByRole('region', { name: /approval: Write notes\.md/ })
-        .getByText('Rejected')
-        .waitFor();
+      const write = tab.getByRole('region', { name: /approval: Write \/workspace\/notes\.md/ });
+      await write.getByText('Rejected').waitFor();
+      await write.getByText('Note: keep them').waitFor();
+      await write.getByLabel('proposed change').getByText('replaced').waitFor();
       await tab.getByText('report.csv').first().waitFor();
       expect(await tab.getByText('execute_cmd done').count()).toBe(0);
       await tab.getByRole('region', { name: /approval: Run this command/ }).scrollIntoViewIfNeeded();
@@ -248,8 +263,9 @@ describe('web client: the phone and the reloaded chat', () => {
         expect(box!.x + box!.width).toBeLessThanOrEqual(viewport.width);
       }
       await nav.getByRole('link', { name: 'Admin' }).click();
-      // going somewhere closes the menu
-      if (width !== '1280') expect(await menu.getAttribute('aria-expanded')).toBe('false');
+      // going somewhere closes the menu (the click's navigation renders it closed a moment later)
+      if (width !== '1280')
+        await until('the menu closed', async () => (await menu.getAttribute('aria-expanded')) === 'false', 5_000);
       await page.getByRole('tab', { name: /rules/i }).click();
       const rules = page.locator('table.rules');
       await rules.waitFor();

@@ -2,6 +2,7 @@ import type { PushMessage } from '@skald/contracts/push-message';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { Stack } from '@skald/testing';
+import { openWithServiceWorker, type WorkerPage } from '../support/service-worker';
 import { until } from '../support/until';
 import { startWebStack, stopWebStack } from '../support/web-stack';
 
@@ -51,41 +52,13 @@ describe('web: the service worker', () => {
   let browser: Browser;
   let ctx: BrowserContext;
   let page: Page;
-  let registrationId: string;
+  let deliver: WorkerPage['deliver'];
 
   beforeAll(async () => {
-    ({ stack, db, browser } = await startWebStack({ readyTimeoutMs: 90_000 }));
-    ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await ctx.grantPermissions(['notifications'], { origin: stack.gatewayUrl });
-    page = await ctx.newPage();
-    const cdp = await ctx.newCDPSession(page);
-    const registrations: Array<{ registrationId: string; scopeURL: string }> = [];
-    cdp.on('ServiceWorker.workerRegistrationUpdated', (e: { registrations: typeof registrations }) =>
-      registrations.push(...e.registrations),
-    );
-    await cdp.send('ServiceWorker.enable');
-    await page.goto(stack.gatewayUrl);
-    // bounded: a page that never registers its worker fails here, naming it
-    await page.evaluate(async () => {
-      const ready = (globalThis as unknown as { navigator: PageNavigator }).navigator.serviceWorker.ready;
-      const late = new Promise((_, reject) =>
-        setTimeout(() => reject(new Error('the page registered no service worker within 30 s')), 30_000),
-      );
-      await Promise.race([ready, late]);
-    });
-    registrationId = await until('the worker registration', async () => {
-      const r = registrations.find((x) => x.scopeURL === `${stack.gatewayUrl}/`);
-      return r?.registrationId ?? null;
-    });
-    (page as Page & { cdp?: typeof cdp }).cdp = cdp;
+    ({ stack, db, browser } = await startWebStack());
+    ({ ctx, page, deliver } = await openWithServiceWorker(browser, stack.gatewayUrl));
   });
   afterAll(() => stopWebStack({ stack, db, browser }));
-
-  const deliver = (data: string) =>
-    (page as Page & { cdp: { send(m: string, p: object): Promise<unknown> } }).cdp.send(
-      'ServiceWorker.deliverPushMessage',
-      { origin: stack.gatewayUrl, registrationId, data },
-    );
 
   it('is served at /sw.js with the page’s policy, never cached', async () => {
     const res = await fetch(`${stack.gatewayUrl}/sw.js`);

@@ -328,7 +328,7 @@ describe('web client in a real browser', () => {
     await form.getByLabel('Action').selectOption('deny');
     await form.getByLabel('Priority').fill('1');
     await form.getByRole('button', { name: 'Add rule' }).click();
-    await page.getByRole('cell', { name: `${marker}*` }).waitFor();
+    await page.getByRole('cell', { name: `${marker}*`, exact: true }).waitFor();
     const tester = page.getByRole('form', { name: 'rule tester' });
     await tester.getByLabel('Arguments (JSON)').fill(JSON.stringify({ command: `${marker} now` }));
     await tester.getByRole('button', { name: 'Test' }).click();

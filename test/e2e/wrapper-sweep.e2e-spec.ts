@@ -47,9 +47,10 @@ import { ToolRunnerConfigSchema } from '../../apps/tool-runner/src/config';
  * depends on — each executable on the PATH (path, size, mtime, inode), the package database, the
  * kernel, the uid, and the source of this harness and of the runner's sandbox. A later run with the
  * same fingerprint re-judges the kept findings against today's `gateRunnerKnowledge` (the gate is
- * what changes between commits) and spot-checks a seeded random sample of programs against them
- * (`SPOT_RUNNERS` runners, `SPOT_OTHERS` others, swept for real); any difference, any other
- * fingerprint, or `SKALD_WRAPPER_SWEEP_CACHE=off` runs the full sweep.
+ * what changes between commits) and sweeps for real a seeded random sample of programs
+ * (`SPOT_RUNNERS` runners, `SPOT_OTHERS` others) and every program a bound cut short in the kept
+ * sweep; any difference, any other fingerprint, or `SKALD_WRAPPER_SWEEP_CACHE=off` runs the full
+ * sweep.
  */
 
 jest.setTimeout(60 * 60_000);
@@ -452,8 +453,10 @@ describe('wrappers of the sandbox image, found by running every executable', () 
   }
 
   /**
-   * The kept sweep of this fingerprint if a seeded random sample of its programs, swept again now,
-   * agrees with it (each sampled runner still runs what it is given, no sampled other does); else null.
+   * The kept sweep of this fingerprint if a seeded random sample of its programs and every program
+   * the kept sweep cut short at a bound (`walled`: `netstat -c` wakes every second forever), swept
+   * again now, agree with it (each runner among them still runs what it is given, no other does);
+   * else null.
    */
   async function keptSweep(fingerprint: string, programs: readonly string[]): Promise<Kept | null> {
     if (process.env.SKALD_WRAPPER_SWEEP_CACHE === 'off') return null;
@@ -475,15 +478,17 @@ describe('wrappers of the sandbox image, found by running every executable', () 
       )[0];
     const spotRunners = pick(runners, SPOT_RUNNERS);
     const spotOthers = pick(others, SPOT_OTHERS);
-    const now = await sweepAll([...spotRunners, ...spotOthers]);
+    const walledThen = programs.filter((p) => kept.walled.includes(basename(p)));
+    const checked = [...new Set([...spotRunners, ...spotOthers, ...walledThen])];
+    const now = await sweepAll(checked);
+    const ranThen = new Set(runners);
     const runsNow = new Set(now.found.filter((f) => f.runs.length > 0).map((f) => f.program));
-    const differ = [
-      ...spotRunners.filter((p) => !runsNow.has(p)).map((p) => `${basename(p)} no longer runs its arguments`),
-      ...spotOthers.filter((p) => runsNow.has(p)).map((p) => `${basename(p)} now runs its arguments`),
-    ];
+    const differ = checked
+      .filter((p) => ranThen.has(p) !== runsNow.has(p))
+      .map((p) => `${basename(p)} ${ranThen.has(p) ? 'no longer runs' : 'now runs'} its arguments`);
     process.stdout.write(
       `wrapper sweep: kept result of ${kept.sweptAt} (fingerprint ${fingerprint}); spot check seed=${seed} ` +
-        `of ${spotRunners.length} runners and ${spotOthers.length} others: ` +
+        `of ${spotRunners.length} runners, ${spotOthers.length} others and the ${walledThen.length} cut short then: ` +
         `${differ.length === 0 ? 'agrees' : `differs (${differ.join('; ')}): sweeping all`}\n`,
     );
     return differ.length === 0 ? kept : null;
@@ -527,8 +532,8 @@ describe('wrappers of the sandbox image, found by running every executable', () 
         found,
         walled,
       };
-      // Only a sweep whose every batch ran to its end is worth keeping.
-      if (walled.length === 0) await keep(kept);
+      // Kept whole: what a bound cut short (`walled`) is swept again at every use of it.
+      await keep(kept);
     }
     const { found, walled } = kept;
     const seconds = (performance.now() - started) / 1000;

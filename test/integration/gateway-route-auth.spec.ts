@@ -186,13 +186,27 @@ describe('gateway routes: authentication by route metadata, whatever the spellin
         .map((r) => `${r.method} ${r.path}`)
         .sort(),
     ).toEqual([...OUTSIDE_TABLE].sort());
-    // exactly these are public: login, the API document, the web client and the ops endpoints
+    // exactly these are public: login and single sign-on (the login page's options, the redirect to a provider, its
+    // callback, the handoff of the session, the provider's logout), a push notification's Approve / Reject (its
+    // action token is the credential), the API document, the web client and the ops endpoints
     expect(
       routes
         .filter((r) => r.auth === 'public')
         .map((r) => `${r.method} ${r.path}`)
         .sort(),
-    ).toEqual(['post /api/auth/login', 'get /api/docs', ...OUTSIDE_TABLE].sort());
+    ).toEqual(
+      [
+        'post /api/auth/login',
+        'get /api/auth/options',
+        'get /api/auth/oidc/:provider/start',
+        'get /api/auth/oidc/:provider/callback',
+        'post /api/auth/oidc/redeem',
+        'get /api/auth/oidc/:provider/logout',
+        'post /api/approvals/actions',
+        'get /api/docs',
+        ...OUTSIDE_TABLE,
+      ].sort(),
+    );
   });
 
   it('every protected route × every path variant: 401/403/404 with no token, a bad token, or (admin routes) a user token, and nothing changes', async () => {

@@ -25,6 +25,7 @@ const rule = (ord: number, action: string, toolPattern: string, pathPattern: str
   action,
   priority: 0,
   ord,
+  name: `rule ${ord}`,
 });
 const DENY_GIT = rule(1, 'deny', '@fs_write', '/workspace/.git/**');
 const RC = { allowFsWrites: ['/workspace/proj/docs'] };

@@ -1,4 +1,6 @@
 import { DataSource } from 'typeorm';
+import { randomUUID } from 'node:crypto';
+import { ruleName, RuleName } from '@skald/contracts';
 import { DEFAULT_APPROVAL_RULES } from '@skald/persistence/default-approval-rules';
 import { ensureDatabase, migrateDown, migrateUp, MIGRATIONS } from '@skald/persistence';
 
@@ -12,6 +14,11 @@ const TABLES = [
   'ws_tickets',
   'openai_conversations',
   'openai_requests',
+  'admin_session_reads',
+  'oidc_flows',
+  'oidc_handoffs',
+  'user_identities',
+  'login_sessions',
   'sessions',
   'session_leases',
   'stack_frames',
@@ -23,6 +30,8 @@ const TABLES = [
   'session_todos',
   'tool_grants',
   'compaction_summaries',
+  'group_members',
+  'groups',
   'approval_rules',
   'approval_rules_version',
   'approval_requests',
@@ -33,7 +42,12 @@ const TABLES = [
   'tool_call_results',
   'mcp_servers',
   'llm_usage',
+  'llm_usage_daily',
+  'llm_call_failures',
   'llm_client_pins',
+  'llm_user_budgets',
+  'llm_budget_users',
+  'llm_budget_holds',
   'user_agents',
   'user_inbox_queued',
   'user_turns_running',
@@ -44,6 +58,8 @@ const TABLES = [
   'webhooks',
   'notifications',
   'notification_deliveries',
+  'push_subscriptions',
+  'approval_action_tokens',
 ];
 
 async function tables(): Promise<string[]> {
@@ -94,5 +110,57 @@ describe('migrations', () => {
     expect(await tables()).toEqual([]);
     await migrateUp(URL);
     expect(await tables()).toEqual([...TABLES].sort());
+  });
+
+  it('names every stored rule as contracts name a rule by default (the backfill), whatever its note', async () => {
+    // back to just before the rule names, with rules whose notes and patterns test the derivation
+    const steps = MIGRATIONS.length - MIGRATIONS.findIndex((m) => m.name === 'RuleNames1764460806700');
+    await migrateDown(URL, steps);
+    const notes = [
+      null,
+      '',
+      '   ',
+      '\nsecond line only',
+      '\tindented\tnote  \nmore',
+      '\u00a0\u3000wide spaces\u2028 and a separator',
+      'vacuum the cache first',
+      'bell\u0007 and \u0085 next line',
+      `${'x'.repeat(78)}😀😀 past the bound`,
+      'é'.repeat(200),
+    ];
+    const ds = new DataSource({ type: 'postgres', url: URL, extra: { max: 1 } });
+    await ds.initialize();
+    try {
+      for (const [i, note] of notes.entries())
+        await ds.query(
+          `INSERT INTO approval_rules (id, tool_pattern, path_pattern, command_pattern, action, priority, note)
+           VALUES ($1, $2, $3, $4, 'require', $5, $6)`,
+          [randomUUID(), `tool_${i}`, i % 2 ? 'src/*' : null, i % 3 ? null : 'git *', 1000 + i, note],
+        );
+    } finally {
+      await ds.destroy();
+    }
+    await migrateUp(URL);
+    const check = new DataSource({ type: 'postgres', url: URL, extra: { max: 1 } });
+    await check.initialize();
+    try {
+      const rows: Array<{
+        name: string;
+        action: string;
+        tool_pattern: string;
+        path_pattern: string | null;
+        command_pattern: string | null;
+        note: string | null;
+      }> = await check.query(
+        `SELECT name, action, tool_pattern, path_pattern, command_pattern, note FROM approval_rules`,
+      );
+      expect(rows.length).toBeGreaterThanOrEqual(notes.length);
+      for (const r of rows) {
+        expect(r.name).toBe(ruleName(r));
+        expect(RuleName.safeParse(r.name)).toEqual({ success: true, data: r.name });
+      }
+    } finally {
+      await check.destroy();
+    }
   });
 });

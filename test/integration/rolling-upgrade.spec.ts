@@ -9,7 +9,7 @@
  */
 import type { ToolContext } from '@skald/agent-loop';
 import { ReplyDataOf, TOOL_ALIVE_LOSS_MS, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus, NatsBus } from '@skald/messaging';
 import { PrivateNats } from '@skald/testing';
 import { RunnerToolSet } from '../../apps/session-worker/src/loop-adapters/runner-tool-set';
 import { ToolsExecHandler } from '../../apps/tool-runner/src/exec/tools-exec.handler';
@@ -52,7 +52,7 @@ describe('tool runner and session worker upgraded in either order, and restarted
   let nats: PrivateNats;
   const buses: Bus[] = [];
   const connect = async (name: string, noResponderRetryMs?: number): Promise<Bus> => {
-    const bus = await Bus.connect({ servers: nats.url, name, noResponderRetryMs }, log);
+    const bus = await NatsBus.connect({ servers: nats.url, name, noResponderRetryMs }, log);
     buses.push(bus);
     return bus;
   };

@@ -116,6 +116,9 @@ function carries(v: unknown, key: string, value: unknown): boolean {
  * A valid body for each route found to take an admin-only field, without that field. A route the
  * derivation finds with no sample here fails the test: add one (and refuse the field there).
  */
+/** The route that ends the session it is called with. */
+const SIGN_OUT_PATH = '/api/auth/logout';
+
 const SAMPLES: Record<string, (ctx: { sessionId: string }) => Record<string, unknown>> = {
   'put /api/sessions/:id/run-context': () => ({}),
   'post /api/cron/jobs': () => ({ title: 'nightly', prompt: 'write notes', cron: '0 3 * * *' }),
@@ -138,6 +141,7 @@ describe('policy is chosen by admins only: every route and frame that takes a fi
   let adminToken = '';
   let userToken = '';
   let userId = '';
+  let userEmail = '';
   const recorded: Recorded[] = [];
   const userSession = randomUUID();
   const otherSession = randomUUID();
@@ -160,6 +164,9 @@ describe('policy is chosen by admins only: every route and frame that takes a fi
       return { ok: true, data: { events: [], last_seq: 0, running: false } };
     if (subject === 'approval.rules.test')
       return { ok: true, data: { decision: 'require', reason: 'test double', by: 'rule' } };
+    // the user is in no group: the tester adds no group's security groups
+    if (subject === 'groups.policy' && payload.actor?.userId === userId)
+      return { ok: true, data: { groups: [], allowed_agents: null, allowed_llm_clients: null, security_groups: [] } };
     return { ok: false, error: { code: 'not_found', message: 'test double: not found' } };
   }
 
@@ -177,6 +184,16 @@ describe('policy is chosen by admins only: every route and frame that takes a fi
       // not JSON: the status says enough
     }
     return { status: res.status, json, text };
+  };
+
+  const login = async (email: string, password: string) => {
+    const r = await fetch(`${gw.url}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    });
+    expect(r.status).toBe(200);
+    return (await r.json()) as { token: string; user: { id: string } };
   };
 
   beforeAll(async () => {
@@ -197,20 +214,12 @@ describe('policy is chosen by admins only: every route and frame that takes a fi
       gatewayEnv({ NATS_URL: nats.url, SKALD_ADMIN_EMAIL: admin.email, SKALD_ADMIN_PASSWORD: admin.password }),
       `gw-policy-${process.pid}`,
     );
-    const login = async (email: string, password: string) => {
-      const r = await fetch(`${gw.url}/api/auth/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email, password }),
-      });
-      expect(r.status).toBe(200);
-      return (await r.json()) as { token: string; user: { id: string } };
-    };
     adminToken = (await login(admin.email, admin.password)).token;
     const email = `user-${randomUUID()}@skald.test`;
     expect((await call('post', '/api/admin/users', adminToken, { email, password: 'user password 123' })).status).toBe(
       201,
     );
+    userEmail = email;
     const user = await login(email, 'user password 123');
     userToken = user.token;
     userId = user.user.id;
@@ -282,7 +291,9 @@ describe('policy is chosen by admins only: every route and frame that takes a fi
       const nonce = `ops-${randomUUID().slice(0, 8)}`;
       const probe = Object.fromEntries(ADMIN_ONLY_RUN_CONTEXT_FIELDS.map((f) => [f, nonce]));
       const before = recorded.length;
-      await call(r.method, r.path.replace(/:\w+/g, userSession), userToken, { ...probe, run_context: probe });
+      // sign-out ends the session it is called with: it gets a session of its own
+      const token = r.path === SIGN_OUT_PATH ? (await login(userEmail, 'user password 123')).token : userToken;
+      await call(r.method, r.path.replace(/:\w+/g, userSession), token, { ...probe, run_context: probe });
       for (const f of ADMIN_ONLY_RUN_CONTEXT_FIELDS) {
         const leaked = recorded.slice(before).filter((m) => carries(m.payload, f, nonce));
         if (leaked.length > 0) failures.push(`user ${r.method} ${r.path} ${f} reached ${leaked[0].subject}`);

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { connect, NatsConnection } from 'nats';
 import { redisAclRules, SkaldService } from '@skald/contracts';
-import { Bus, BusLogger } from '@skald/messaging';
+import { Bus, BusLogger, NatsBus } from '@skald/messaging';
 import { PrivateNats } from '@skald/testing';
 
 jest.setTimeout(60_000);
@@ -21,13 +21,13 @@ describe('NATS users per service', () => {
     nats = await PrivateNats.start({ serviceUsers: true });
   });
   afterAll(async () => {
-    for (const c of open) await (c instanceof Bus ? c.drain() : c.close());
+    for (const c of open) await (c instanceof NatsBus ? c.drain() : c.close());
     await nats?.destroy();
   });
 
   async function busAs(service: SkaldService): Promise<Bus> {
     const env = nats.serviceEnv(service);
-    const bus = await Bus.connect(
+    const bus = await NatsBus.connect(
       {
         servers: nats.url,
         name: `perm-${service}`,

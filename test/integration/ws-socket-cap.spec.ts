@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import WebSocket from 'ws';
 import { DataSource } from 'typeorm';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { PrivateNats, recordAttackSuite } from '@skald/testing';
 import { testDb } from '../support/db';
 import { gatewayEnv, InProcessGateway, startGateway } from '../support/gateway-app';

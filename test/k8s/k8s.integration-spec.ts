@@ -36,6 +36,14 @@ import {
 import { instanceOf, serviceRoleName } from '@skald/persistence';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
+const configReference = require('../../scripts/gen-config-reference.js') as {
+  loadBuiltSchemas(): unknown;
+  secretSettings(schemas: unknown): Record<string, string[]>;
+};
+/** Each app's secret settings, read off its config schema as the configuration reference marks them. */
+const SECRET_SETTINGS = configReference.secretSettings(configReference.loadBuiltSchemas());
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const genSecrets = require('../../scripts/gen-secrets.js') as {
   PROVIDED: string[];
   secretData(env: NodeJS.ProcessEnv): Record<string, string>;
@@ -415,6 +423,26 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
 
       expect(drainMs).toBeGreaterThan(0);
       expect((pod.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(drainMs);
+    });
+
+    it('reads every secret setting of its config schema from the Secret, never a value or the ConfigMap', () => {
+      const c = appContainer(objects, app);
+      const configMaps = (c.envFrom ?? []).flatMap((f) =>
+        f.configMapRef ? Object.keys(find(objects, 'ConfigMap', f.configMapRef.name).data ?? {}) : [],
+      );
+      const schema = APP_CONFIG_SCHEMAS[app].shape as Record<string, { safeParse(v: unknown): { success: boolean } }>;
+      expect(SECRET_SETTINGS[app].length).toBeGreaterThan(0);
+      for (const name of SECRET_SETTINGS[app]) {
+        const ref = secretKeyOf(c, name);
+        expect({ name, secretKey: typeof ref?.key }).toEqual({ name, secretKey: 'string' });
+        expect(configMaps).not.toContain(name);
+        // the Secret holds the key: generated, or provided by the operator (then optional, and optional in the schema)
+        expect(EXAMPLE_SECRET_KEYS).toContain(ref!.key);
+        if (ref!.optional) {
+          expect(genSecrets.PROVIDED).toContain(ref!.key);
+          expect(schema[name].safeParse(undefined).success).toBe(true);
+        }
+      }
     });
 
     it('sets only environment variables the app reads (a misspelt name would be ignored silently)', () => {

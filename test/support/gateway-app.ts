@@ -31,15 +31,15 @@ export function gatewayEnv(overrides: Record<string, string> = {}): Record<strin
 
 /**
  * The gateway's Nest app built the way `main.ts` builds it (the same HTTP app factory, module
- * and wiring), listening on a free loopback port, against the real Postgres / NATS / Redis named
+ * and wiring), listening on a loopback port (a free one unless given), against the real Postgres / NATS / Redis named
  * by `env`.
  */
-export async function startGateway(env: Record<string, string>, name: string): Promise<InProcessGateway> {
+export async function startGateway(env: Record<string, string>, name: string, port = 0): Promise<InProcessGateway> {
   const config = loadConfig(GatewayConfigSchema, env);
   const log = pino({ level: 'silent' });
   const app = await createHttpApp(AppModule.register(config, log, name), log);
   await wireGateway(app, log);
-  await app.listen(0, '127.0.0.1');
-  const { port } = app.getHttpServer().address() as AddressInfo;
-  return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+  await app.listen(port, '127.0.0.1');
+  const bound = (app.getHttpServer().address() as AddressInfo).port;
+  return { app, url: `http://127.0.0.1:${bound}`, close: () => app.close() };
 }

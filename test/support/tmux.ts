@@ -50,9 +50,9 @@ export class Terminal {
     this.tmux('send-keys', '-t', `main:${name}`, ...keys);
   }
 
-  /** Text typed as it is. */
+  /** Text typed as it is (after `--`: text starting with `-` is not read as a flag). */
   type(name: string, text: string): void {
-    this.tmux('send-keys', '-t', `main:${name}`, '-l', text);
+    this.tmux('send-keys', '-t', `main:${name}`, '-l', '--', text);
   }
 
   screen(name: string): string {

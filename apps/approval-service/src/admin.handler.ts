@@ -1,6 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Actor } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { AuditService } from './audit/audit.service';
 import { BypassesService } from './bypasses/bypasses.service';
 import { adminOnly } from './errors';
@@ -48,6 +48,6 @@ export class AdminHandler implements OnModuleInit {
       await this.bypasses.revoke(req.actor, req.id);
       return { deleted: true as const };
     });
-    this.bus.handle('approval.audit', (req) => this.audit.page(req.actor, req.session_id, req.page, req.per_page));
+    this.bus.handle('approval.audit', ({ actor, ...q }) => this.audit.page(q, actor));
   }
 }

@@ -4,6 +4,8 @@ import { DatabaseModule } from '@skald/persistence';
 import type { Logger } from '@skald/service-kit';
 import { metricsAccessOf } from '@skald/service-kit/metrics-access';
 import { OpsModule, Readiness } from '@skald/service-kit/ops';
+import { ActionTokensRepository } from './action-tokens/action-tokens.repository';
+import { ActionTokensService } from './action-tokens/action-tokens.service';
 import { AdminHandler } from './admin.handler';
 import { AuditRepository } from './audit/audit.repository';
 import { AUDIT_FLUSH_MS, AuditService } from './audit/audit.service';
@@ -65,6 +67,8 @@ export class AppModule {
         RequestsRepository,
         ApprovalMetrics,
         RequestsService,
+        ActionTokensRepository,
+        ActionTokensService,
         GateService,
         GateHandler,
         RequestsHandler,

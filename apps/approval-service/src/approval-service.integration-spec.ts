@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { Actor, HumanRequestState, TOPICS, UserEvent } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus, NatsBus } from '@skald/messaging';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import { loadConfig } from '@skald/service-kit/config';
 import { PrivateNats } from '@skald/testing';
@@ -64,7 +64,7 @@ describe('approval service over NATS and Postgres', () => {
     NATS_URL = nats.url;
     // two replicas: requests are load-balanced between them, so every test also crosses replicas
     apps = [await boot(0), await boot(1)];
-    client = await Bus.connect({ servers: NATS_URL, name: `approval-it-client-${process.pid}` }, log);
+    client = await NatsBus.connect({ servers: NATS_URL, name: `approval-it-client-${process.pid}` }, log);
     for (const pattern of ['user.*.events', 'approval.resolved.*', 'session.*.wake'])
       client.nc.subscribe(pattern, {
         callback: (_e, m) => published.push({ subject: m.subject, data: JSON.parse(new TextDecoder().decode(m.data)) }),
@@ -258,7 +258,7 @@ describe('approval service over NATS and Postgres', () => {
       (await client.call('approval.decisions', { actor: user(), session_id: sessionId, tool_call_ids: calls })).items,
     ).toEqual([]);
     // the audit names the surface of each human answer
-    const audit = await client.call('approval.audit', { actor: alice, session_id: sessionId, page: 1, per_page: 50 });
+    const audit = await client.call('approval.audit', { actor: alice, session_id: sessionId, limit: 50 });
     const human = audit.items.filter((i) => i.by === 'human');
     expect(human.map((i) => [i.decision, i.channel, i.actor_user_id]).sort()).toEqual(
       [
@@ -563,6 +563,59 @@ describe('approval service over NATS and Postgres', () => {
     );
   });
 
+  it('a rule is named: by default what it is; renamed by an admin only; a bad name refused; the gate says the name', async () => {
+    const alice = user();
+    const tool = `named_${randomUUID().slice(0, 8)}`;
+    const created = await client.call('approval.rules.create', {
+      actor: admin,
+      rule: { tool_pattern: tool, action: 'deny', priority: 2 },
+    });
+    try {
+      expect(created.name).toBe(`deny ${tool}`);
+      // what a checking sender refuses to send, the service refuses too, naming the field
+      const unchecked = await NatsBus.connect(
+        { servers: NATS_URL, name: `approval-it-unchecked-${process.pid}`, checkOutgoing: false },
+        log,
+      );
+      try {
+        for (const name of ['', '  \t ', 'two\nlines', 'bell\u0007', 'x'.repeat(81), '\uD800', null]) {
+          const update = { actor: admin, id: created.id, patch: { name } } as never;
+          await expect(client.call('approval.rules.update', update)).rejects.toThrow();
+          await expect(unchecked.call('approval.rules.update', update)).rejects.toMatchObject({
+            body: { code: 'invalid_input', field: 'patch.name' },
+          });
+        }
+      } finally {
+        await unchecked.drain();
+      }
+      // a user renames no rule (rules are the deployment's: an admin's to change)
+      const rename = { id: created.id, patch: { name: 'mine now' } };
+      expect(await codeOf(client.call('approval.rules.update', { actor: alice, ...rename }))).toBe('forbidden');
+      const renamed = await client.call('approval.rules.update', {
+        actor: admin,
+        id: created.id,
+        patch: { name: '  touching the lab needs nobody  ' },
+      });
+      expect(renamed.name).toBe('touching the lab needs nobody');
+      const listed = (await client.call('approval.rules.list', { actor: admin })).items.find(
+        (r) => r.id === created.id,
+      );
+      expect(listed?.name).toBe('touching the lab needs nobody');
+      await sleep(1000);
+      // the reason the model, the tester and the audit read names the rule; the id travels beside it
+      const decided = await check(alice, randomUUID(), tool, {});
+      expect(decided).toMatchObject({
+        decision: 'deny',
+        rule_id: created.id,
+        reason: 'rule “touching the lab needs nobody” (deny, priority 2)',
+      });
+      const tested = await client.call('approval.rules.test', { actor: admin, tool_name: tool, arguments: {} });
+      expect(tested.reason).toBe('rule “touching the lab needs nobody” (deny, priority 2)');
+    } finally {
+      await client.call('approval.rules.delete', { actor: admin, id: created.id });
+    }
+  });
+
   it("the tool catalogue is per tenant: one user's MCP tool names never reach another's list; each user's names are bounded", async () => {
     const alice = user();
     const bob = user();
@@ -660,8 +713,9 @@ describe('approval service over NATS and Postgres', () => {
     const { req } = await register(alice, { session_id: sessionId });
     await client.call('approval.resolve', { actor: alice, request_id: req.request_id, action: 'reject', note: 'nope' });
     await sleep(300);
-    const page = await client.call('approval.audit', { actor: alice, session_id: sessionId, page: 1, per_page: 50 });
-    expect(page.total).toBe(3);
+    const page = await client.call('approval.audit', { actor: alice, session_id: sessionId, limit: 50 });
+    expect(page.items).toHaveLength(3);
+    expect(page.has_more).toBe(false);
     expect(page.items.map((i) => [i.tool_name, i.decision, i.by])).toEqual([
       ['execute_cmd', 'reject', 'human'],
       ['execute_cmd', 'require', 'rule'],
@@ -669,11 +723,11 @@ describe('approval service over NATS and Postgres', () => {
     ]);
     expect(page.items[0]).toMatchObject({ actor_user_id: alice.userId, note: 'nope', tool_call_id: req.tool_call_id });
     expect(
-      (await client.call('approval.audit', { actor: user(), session_id: sessionId, page: 1, per_page: 50 })).total,
-    ).toBe(0);
+      (await client.call('approval.audit', { actor: user(), session_id: sessionId, limit: 50 })).items,
+    ).toHaveLength(0);
     expect(
-      (await client.call('approval.audit', { actor: admin, session_id: sessionId, page: 1, per_page: 50 })).total,
-    ).toBe(3);
+      (await client.call('approval.audit', { actor: admin, session_id: sessionId, limit: 50 })).items,
+    ).toHaveLength(3);
   });
 
   // Last: it restarts the NATS server under every app of this file.

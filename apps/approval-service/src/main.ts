@@ -1,6 +1,6 @@
 import { SERVICE } from './instrument';
 import 'reflect-metadata';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { runService } from '@skald/service-kit';
 import { AppModule } from './app.module';
 import { ApprovalConfigSchema } from './config';

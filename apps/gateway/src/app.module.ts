@@ -6,14 +6,29 @@ import type { Logger } from '@skald/service-kit';
 import { METRICS_REGISTRY, OpsModule, Readiness } from '@skald/service-kit/ops';
 import { metricsAccessOf } from '@skald/service-kit/metrics-access';
 import type { Registry } from 'prom-client';
+import { AdminSessionReadsRepository } from './admin/admin-session-reads.repository';
+import { AdminSessionsController } from './admin/admin-sessions.controller';
+import { AdminSessionsService } from './admin/admin-sessions.service';
 import { AdminUsersController } from './admin/admin-users.controller';
+import { UsageController } from './usage/usage.controller';
+import { UsageService } from './usage/usage.service';
+import { BudgetsController } from './budgets/budgets.controller';
+import { BudgetsService } from './budgets/budgets.service';
+import { GroupsController } from './groups/groups.controller';
+import { GroupsService } from './groups/groups.service';
 import { AgentsController } from './agents/agents.controller';
 import { ApprovalConsoleController } from './approvals/approval-console.controller';
+import { ActionThrottle } from './approvals/action-throttle';
+import { ApprovalActionsController } from './approvals/approval-actions.controller';
 import { ApprovalsController } from './approvals/approvals.controller';
 import { ApprovalsGateway } from './approvals/approvals.gateway';
 import { AuthController } from './auth/auth.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { AuthService } from './auth/auth.service';
+import { LoginSessionsRepository } from './auth/login-sessions.repository';
+import { OidcController } from './auth/oidc/oidc.controller';
+import { OidcRepository } from './auth/oidc/oidc.repository';
+import { OidcService } from './auth/oidc/oidc.service';
 import { UserStandingHandler } from './auth/user-standing.handler';
 import { LoginThrottle } from './auth/login-throttle';
 import { PasswordHasher } from './auth/password-hasher';
@@ -77,9 +92,15 @@ export class AppModule {
       ],
       controllers: [
         AuthController,
+        OidcController,
         AdminUsersController,
+        GroupsController,
+        BudgetsController,
+        AdminSessionsController,
+        UsageController,
         SessionsController,
         ApprovalsController,
+        ApprovalActionsController,
         ApprovalConsoleController,
         McpController,
         WebController,
@@ -100,7 +121,16 @@ export class AppModule {
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_FILTER, useFactory: () => new ErrorFilter(log) },
         UsersRepository,
+        LoginSessionsRepository,
+        OidcRepository,
+        OidcService,
+        AdminSessionReadsRepository,
+        GroupsService,
+        BudgetsService,
+        AdminSessionsService,
+        UsageService,
         LoginThrottle,
+        ActionThrottle,
         {
           provide: PasswordHasher,
           useFactory: (registry: Registry) =>

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES, userCapSetting } from '@skald/contracts';
 import { BaseConfigSchema } from '@skald/service-kit/config';
 import { isLoopbackDevUrl } from './web/dev-proxy';
+import { OidcProvidersSetting } from './auth/oidc/oidc-rules';
 
 export const GatewayConfigSchema = BaseConfigSchema.extend({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -15,6 +16,28 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
     .default(12 * 3600),
   SKALD_ADMIN_EMAIL: z.string().email().optional(),
   SKALD_ADMIN_PASSWORD: z.string().min(8, 'SKALD_ADMIN_PASSWORD must be at least 8 characters').optional(),
+  /**
+   * `off`: `POST /api/auth/login` and `PUT /api/auth/password` answer 403 and the login page shows only the single
+   * sign-on buttons (API tokens still work). Needs at least one provider in `SKALD_OIDC_PROVIDERS`. The first admin
+   * (`SKALD_ADMIN_EMAIL`) is still created; they sign in through a provider with `link_by_verified_email` whose
+   * verified e-mail is that address.
+   */
+  SKALD_PASSWORD_LOGIN: z.enum(['on', 'off']).default('on'),
+  /**
+   * **Secret.** It holds client secrets. The OpenID Providers the login page offers, as a JSON array of
+   * `{"id", "label", "issuer", "client_id", "client_secret", "scopes", "allowed_domains", "allowed_groups",
+   * "groups_claim", "link_by_verified_email"}`; each provider's redirect URI is
+   * `{SKALD_PUBLIC_URL}/api/auth/oidc/{id}/callback`. docs/identity.md tells what each needs.
+   */
+  SKALD_OIDC_PROVIDERS: OidcProvidersSetting,
+  /** How long a single sign-on may take, from the login button to the provider's callback. */
+  SKALD_OIDC_FLOW_TTL_SECS: z.coerce.number().int().min(5).max(3600).default(600),
+  /**
+   * Single sign-ons one client address may have under way (started, neither finished nor expired), and may start in
+   * a minute; beyond either, `GET /api/auth/oidc/{id}/start` answers 429 with Retry-After. Addresses are counted as
+   * login throttling counts them (an IPv6 /64 as one; `SKALD_TRUST_PROXY` decides whether X-Forwarded-For counts).
+   */
+  SKALD_OIDC_MAX_FLOWS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(50),
   /** Comma-separated origins allowed to open a WebSocket from a browser (default: the gateway's own). */
   SKALD_ALLOWED_ORIGINS: z.string().optional(),
   /** Public base URL, e.g. https://skald.example.com (default http://HOST:PORT). */
@@ -47,6 +70,11 @@ export const GatewayConfigSchema = BaseConfigSchema.extend({
    * anyone can pick their address with X-Forwarded-For.
    */
   SKALD_TRUST_PROXY: z.string().min(1).optional(),
+  /**
+   * `on`: an admin may read any user's conversation, read only (`/api/admin/sessions/{id}`); each read of another
+   * user's is recorded in `admin_session_reads`. `off`: such reads are refused with 403.
+   */
+  SKALD_ADMIN_CHAT_ACCESS: z.enum(['on', 'off']).default('on'),
   SKALD_MAX_SOCKETS_PER_USER: userCapSetting('sockets'),
   /**
    * How long a socket's place under `SKALD_MAX_SOCKETS_PER_USER` lives in Redis unless its gateway

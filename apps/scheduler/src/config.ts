@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_REDIS_PREFIXES, USER_PAGE_MAX, userCapSetting } from '@skald/contracts';
 import { BaseConfigSchema, commaList } from '@skald/service-kit/config';
 import { validateCron } from './jobs/cron-spec';
+import { isVapidPrivateKey } from './notifications/vapid';
 
 function validCron(expr: string): boolean {
   try {
@@ -54,6 +55,11 @@ export const SchedulerConfigSchema = BaseConfigSchema.extend({
   SKALD_SMTP_URL: z.string().url().optional(),
   /** The From of notification e-mails. */
   SKALD_SMTP_FROM: z.string().min(3).default('Skald <skald@localhost>'),
+  /**
+   * Key sealing webhook signing secrets at rest (AES-256-GCM; the tool runner's, which seals MCP
+   * credentials with it): 32 bytes as 64 hex digits or base64. Without it no webhook can be added.
+   */
+  SKALD_SECRETS_KEY: z.string().optional(),
   /** Host names, addresses and CIDR ranges webhooks may post to although private (comma-separated). */
   SKALD_WEBHOOK_ALLOW_HOSTS: commaList(),
   /** A webhook receiver or SMTP server that has not answered in this long fails the attempt. */
@@ -66,6 +72,23 @@ export const SchedulerConfigSchema = BaseConfigSchema.extend({
   SKALD_NOTIFY_RETRY_BASE_MS: z.coerce.number().int().min(10).default(10_000),
   /** The longest delay between two attempts of a delivery. */
   SKALD_NOTIFY_RETRY_MAX_MS: z.coerce.number().int().min(10).default(3_600_000),
+  /**
+   * The VAPID private key that signs every Web Push request (base64url of the 32-byte P-256
+   * scalar; the public key is derived from it and served to browsers). Generated once, like the
+   * other secrets (`npm start` keeps it in `.skald/vapid-private-key`); changing it ends every
+   * browser's subscription. Unset: push is off. Never logged.
+   */
+  SKALD_VAPID_PRIVATE_KEY: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || isVapidPrivateKey(v), 'base64url of a 32-byte P-256 private key'),
+  /** Who the push services may contact about this sender (VAPID `sub`): a `mailto:` or `https:` URL. */
+  SKALD_VAPID_SUBJECT: z
+    .string()
+    .regex(/^(mailto:|https:\/\/)\S+$/, 'a mailto: or https: URL')
+    .default('mailto:admin@skald.local'),
+  /** How long a push service keeps a push for a device that is offline (its TTL), in seconds. */
+  SKALD_PUSH_TTL_S: z.coerce.number().int().min(0).max(2_419_200).default(3_600),
   /** How often pending deliveries whose job was lost are looked for and enqueued again. */
   SKALD_NOTIFY_SWEEP_MS: z.coerce.number().int().min(100).default(30_000),
 });

@@ -9,18 +9,30 @@ import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from './c
 import { AGENT_FILES, AgentCatalogService } from './agents/agent-catalog.service';
 import { defaultAgentsDir, loadAgentFiles } from './agents/agent-files';
 import { AgentsHandler } from './agents/agents.handler';
+import { BudgetsHandler } from './budgets/budgets.handler';
+import { BudgetsRepository } from './budgets/budgets.repository';
+import { BudgetsService } from './budgets/budgets.service';
+import { GroupsHandler } from './groups/groups.handler';
+import { GroupPolicyRepository } from './groups/group-policy.repository';
+import { GroupPolicyService } from './groups/group-policy.service';
+import { GroupsRepository } from './groups/groups.repository';
+import { GroupsService } from './groups/groups.service';
 import { MCP_DIRECTORY, NatsMcpDirectory } from './agents/mcp-directory';
 import { UserAgentsRepository } from './agents/user-agents.repository';
 import { CommandsHandler } from './commands/commands.handler';
 import { SessionCommandsService } from './commands/session-commands.service';
 import { LeaseRepository } from './lease/lease.repository';
 import { LlmHandler } from './llm/llm.handler';
+import { UsageHandler } from './usage/usage.handler';
+import { UsageReportRepository } from './usage/usage-report.repository';
+import { UsageReportService } from './usage/usage-report.service';
 import { LlmService } from './llm/llm.service';
 import { LlmUsageRepository } from './llm/llm-usage.repository';
 import { UserSettingsRepository } from './settings/user-settings.repository';
 import { SessionsHandler } from './sessions/sessions.handler';
 import { RunContextHandler } from './sessions/run-context.handler';
 import { RunContextRepository } from './sessions/run-context.repository';
+import { CallContextRepository } from './sessions/call-context.repository';
 import { JobSessionsHandler } from './jobs/job-sessions.handler';
 import { JobSessionsRepository } from './jobs/job-sessions.repository';
 import { JobSessionsService } from './jobs/job-sessions.service';
@@ -99,11 +111,22 @@ export class AppModule {
         LlmUsageRepository,
         LlmService,
         LlmHandler,
+        UsageReportRepository,
+        UsageReportService,
+        UsageHandler,
         { provide: AGENT_FILES, useValue: loadAgentFiles(defaultAgentsDir(config.SKALD_AGENTS_DIR)) },
         { provide: MCP_DIRECTORY, useFactory: (bus: Bus) => new NatsMcpDirectory(bus), inject: [Bus] },
         UserAgentsRepository,
         AgentCatalogService,
         AgentsHandler,
+        GroupsRepository,
+        GroupPolicyRepository,
+        GroupPolicyService,
+        GroupsService,
+        GroupsHandler,
+        BudgetsRepository,
+        BudgetsService,
+        BudgetsHandler,
         UserSettingsRepository,
         SessionCommandsService,
         CommandsHandler,
@@ -123,6 +146,7 @@ export class AppModule {
         RewindService,
         ConversationsHandler,
         RunContextRepository,
+        CallContextRepository,
         RunContextHandler,
         JobSessionsRepository,
         JobSessionsService,

@@ -43,7 +43,7 @@ export const WorkerConfigSchema = BaseConfigSchema.extend({
   SKALD_PARK_AFTER: z.coerce.number().min(0).default(30),
   /** How often a waiting turn re-reads its request, in case an answer's doorbell was lost. */
   SKALD_HUMAN_POLL_MS: z.coerce.number().int().min(100).default(2_000),
-  /** Tokens (input + output) a user may spend a UTC day across all sessions; 0 = unlimited. */
+  /** Daily token limit (input + output, per UTC day) of users without a limit of their own or of a group with a budget; 0 = none. */
   SKALD_USER_DAILY_TOKENS: z.coerce.number().int().min(0).default(0),
   SKALD_MAX_SESSIONS_PER_USER: userCapSetting('sessions'),
   SKALD_MAX_QUEUED_MESSAGES_PER_USER: userCapSetting('queued_messages'),

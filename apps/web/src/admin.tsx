@@ -1,19 +1,31 @@
 import { ResetPassword } from './account/account';
-import { useCallback, useEffect, useState } from 'react';
-import type { Role, ApprovalRuleDto, AuditItem } from '@skald/contracts';
+import { useCallback, useState } from 'react';
+import type { ApprovalRuleDto } from '@skald/contracts';
+import type { Api } from './api';
+import { AuditLog } from './audit/audit-log';
+import { Groups } from './admin-groups';
+import { RuleName } from './admin-rule-name';
+import { RuleTester } from './admin-rule-tester';
+import { AdminBudgets } from './usage/budgets';
+import { UsageView } from './usage/usage-report';
+import { useLoad, type AdminUser, type KnownTool } from './admin-load';
 
-interface KnownTool {
-  name: string;
-  category: string;
-  origin: string;
+const TABS = ['rules', 'tools', 'audit', 'users', 'groups', 'usage'] as const;
+type Tab = (typeof TABS)[number];
+
+/** The console's tab a location names: `#admin` the rules, `#admin/{tab}` that tab; null for any other. */
+export function adminTabOf(hash: string): Tab | null {
+  if (hash === '#admin') return 'rules';
+  const named = hash.startsWith('#admin/') ? hash.slice('#admin/'.length) : '';
+  return (TABS as readonly string[]).includes(named) ? (named as Tab) : null;
 }
-import { errorText, type Api } from './api';
 
-type Tab = 'rules' | 'tools' | 'audit' | 'users';
-
-/** The security console: rules (ordered as the gate reads them) with a tester, tool catalog, audit, users. */
-export function Admin({ api }: { api: Api }) {
-  const [tab, setTab] = useState<Tab>('rules');
+/**
+ * The security console: rules (ordered as the gate reads them) with a tester, tool catalog, audit,
+ * users, groups, LLM usage; `#admin/{tab}` opens it on a tab (`adminTabOf`).
+ */
+export function Admin({ api, tab: first = 'rules' }: { api: Api; tab?: Tab }) {
+  const [tab, setTab] = useState<Tab>(first);
   if (api.auth.user.role !== 'admin')
     return (
       <main className="admin">
@@ -25,7 +37,7 @@ export function Admin({ api }: { api: Api }) {
     <main className="admin">
       <h2>Admin</h2>
       <div role="tablist" className="tabs">
-        {(['rules', 'tools', 'audit', 'users'] as const).map((t) => (
+        {TABS.map((t) => (
           <button
             key={t}
             type="button"
@@ -43,29 +55,23 @@ export function Admin({ api }: { api: Api }) {
       ) : tab === 'tools' ? (
         <Tools api={api} />
       ) : tab === 'audit' ? (
-        <Audit api={api} />
-      ) : (
+        <AuditLog api={api} scope="everyone" />
+      ) : tab === 'usage' ? (
+        <>
+          <AdminBudgets api={api} />
+          <UsageView api={api} scope="everyone" />
+        </>
+      ) : tab === 'users' ? (
         <Users api={api} />
+      ) : (
+        <Groups api={api} />
       )}
     </main>
   );
 }
 
-function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void, (e: unknown) => void] {
-  const [data, setData] = useState<T | null>(null);
-  const [error, setError] = useState('');
-  const fail = useCallback((e: unknown) => setError(errorText(e)), []);
-  const reload = useCallback(() => {
-    load().then((d) => {
-      setData(d);
-      setError('');
-    }, fail);
-  }, [load, fail]);
-  useEffect(reload, [reload]);
-  return [data, error, reload, fail];
-}
-
 const emptyRule = {
+  name: '',
   tool_pattern: '',
   path_pattern: '',
   command_pattern: '',
@@ -79,14 +85,13 @@ function Rules({ api }: { api: Api }) {
     useCallback(() => api.get<{ items: ApprovalRuleDto[] }>('/api/approval/rules'), [api]),
   );
   const [form, setForm] = useState(emptyRule);
-  const [test, setTest] = useState({ tool_name: 'execute_cmd', arguments: '{"command": "ls"}' });
-  const [verdict, setVerdict] = useState('');
   const [created, setCreated] = useState('');
   const create = () => {
     const body = {
       tool_pattern: form.tool_pattern,
       action: form.action,
       priority: Number(form.priority),
+      ...(form.name.trim() ? { name: form.name } : {}),
       ...(form.path_pattern ? { path_pattern: form.path_pattern } : {}),
       ...(form.command_pattern ? { command_pattern: form.command_pattern } : {}),
       ...(form.note ? { note: form.note } : {}),
@@ -96,21 +101,6 @@ function Rules({ api }: { api: Api }) {
       setCreated(rule.never_allows ? `Rule created, but it never allows anything: ${rule.never_allows}.` : '');
       reload();
     }, fail);
-  };
-  const runTest = () => {
-    let args: unknown;
-    try {
-      args = JSON.parse(test.arguments || '{}');
-    } catch {
-      setVerdict('The arguments are not valid JSON.');
-      return;
-    }
-    api
-      .post<{ decision: string; reason?: string; rule_id?: string }>('/api/approval/rules/test', {
-        tool_name: test.tool_name,
-        arguments: args,
-      })
-      .then((r) => setVerdict(`${r.decision}${r.reason ? ` — ${r.reason}` : ''}`), fail);
   };
   return (
     <section aria-label="rules">
@@ -123,6 +113,9 @@ function Rules({ api }: { api: Api }) {
           <tr role="row">
             <th role="columnheader" scope="col">
               Priority
+            </th>
+            <th role="columnheader" scope="col">
+              Name
             </th>
             <th role="columnheader" scope="col">
               Tool
@@ -150,6 +143,9 @@ function Rules({ api }: { api: Api }) {
               <td role="cell" data-label="Priority">
                 {r.built_in ? 'built-in' : r.priority}
               </td>
+              <td role="cell" data-label="Name" className="rule-name">
+                {r.built_in ? r.name : <RuleName api={api} rule={r} onDone={reload} fail={fail} />}
+              </td>
               <td role="cell" data-label="Tool">
                 {r.tool_pattern}
               </td>
@@ -176,7 +172,7 @@ function Rules({ api }: { api: Api }) {
                   <button
                     type="button"
                     className="danger"
-                    aria-label={`delete rule ${r.tool_pattern} ${r.priority}`}
+                    aria-label={`delete rule “${r.name}”`}
                     onClick={() => void api.delete(`/api/approval/rules/${r.id}`).then(reload, fail)}
                   >
                     Delete
@@ -195,6 +191,14 @@ function Rules({ api }: { api: Api }) {
           create();
         }}
       >
+        <label>
+          Name
+          <input
+            value={form.name}
+            onChange={(e) => setForm({ ...form, name: e.target.value })}
+            placeholder="default: what it matches"
+          />
+        </label>
         <label>
           Tool pattern
           <input
@@ -237,26 +241,7 @@ function Rules({ api }: { api: Api }) {
           {created}
         </output>
       </form>
-      <form
-        className="grid-form"
-        aria-label="rule tester"
-        onSubmit={(e) => {
-          e.preventDefault();
-          runTest();
-        }}
-      >
-        <h3>What would the gate decide?</h3>
-        <label>
-          Tool name
-          <input value={test.tool_name} onChange={(e) => setTest({ ...test, tool_name: e.target.value })} />
-        </label>
-        <label>
-          Arguments (JSON)
-          <input value={test.arguments} onChange={(e) => setTest({ ...test, arguments: e.target.value })} />
-        </label>
-        <button type="submit">Test</button>
-        <output aria-live="polite">{verdict}</output>
-      </form>
+      <RuleTester api={api} rules={rules?.items ?? []} fail={fail} />
     </section>
   );
 }
@@ -287,76 +272,6 @@ function Tools({ api }: { api: Api }) {
       </table>
     </section>
   );
-}
-
-function Audit({ api }: { api: Api }) {
-  const [page, setPage] = useState(1);
-  const [audit, error] = useLoad(
-    useCallback(
-      () => api.get<{ items: AuditItem[]; total: number }>(`/api/approval/audit?page=${page}&per_page=50`),
-      [api, page],
-    ),
-  );
-  // the human who answered, by email (the audit records their id)
-  const [users] = useLoad(useCallback(() => api.get<{ items: AdminUser[] }>('/api/admin/users'), [api]));
-  const emails = new Map((users?.items ?? []).map((u) => [u.id, u.email]));
-  return (
-    <section aria-label="audit log">
-      {error ? <p role="alert">{error}</p> : null}
-      <table>
-        <caption>Audit: every decision, automatic or human ({audit?.total ?? 0})</caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Tool</th>
-            <th scope="col">Decision</th>
-            <th scope="col">By</th>
-            <th scope="col">Note</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(audit?.items ?? []).map((a) => (
-            <tr key={a.id}>
-              <td>{new Date(a.at).toLocaleString()}</td>
-              <td>{a.tool_name}</td>
-              <td>{a.decision}</td>
-              <td>{a.by === 'human' ? humanBy(a, emails) : a.by}</td>
-              <td>{a.note ?? ''}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      <div className="actions">
-        <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>
-          Newer
-        </button>
-        <button type="button" disabled={!audit || page * 50 >= audit.total} onClick={() => setPage(page + 1)}>
-          Older
-        </button>
-      </div>
-    </section>
-  );
-}
-
-const CHANNELS: Record<NonNullable<AuditItem['channel']>, string> = {
-  card: 'the chat card',
-  inbox: 'the inbox',
-  cli: 'the CLI',
-  push: 'a notification',
-  api: 'the API',
-};
-
-/** "ann@example.com in the inbox": who answered and where, for an audit row of a human's answer. */
-function humanBy(a: AuditItem, emails: ReadonlyMap<string, string>): string {
-  const who = a.actor_user_id ? (emails.get(a.actor_user_id) ?? a.actor_user_id) : 'a human';
-  return a.channel ? `${who} in ${CHANNELS[a.channel]}` : who;
-}
-
-interface AdminUser {
-  id: string;
-  email: string;
-  role: Role;
-  disabled: boolean;
 }
 
 function Users({ api }: { api: Api }) {

@@ -24,6 +24,53 @@ export function savedAuth(): Auth | null {
 export function forget(): void {
   localStorage.removeItem(TOKEN_KEY);
   localStorage.removeItem(USER_KEY);
+  localStorage.removeItem(SSO_KEY);
+}
+
+const SSO_KEY = 'skald.sso';
+
+/** How the login page lets people in. */
+export interface LoginOptions {
+  password_login: boolean;
+  providers: Array<{ id: string; label: string }>;
+}
+
+export async function loginOptions(): Promise<LoginOptions> {
+  const res = await fetch('/api/auth/options');
+  if (!res.ok) throw new Error(`login options: ${res.status}`);
+  return (await res.json()) as LoginOptions;
+}
+
+/** Takes the session of a finished single sign-on (`#oidc={handoff}`); where to go now. */
+export async function redeemSignIn(handoff: string): Promise<string> {
+  const res = await fetch('/api/auth/oidc/redeem', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ handoff }),
+  });
+  if (!res.ok) throw new Error('expired');
+  const body = (await res.json()) as Auth & { return_to: string; provider: string };
+  localStorage.setItem(TOKEN_KEY, body.token);
+  localStorage.setItem(USER_KEY, JSON.stringify(body.user));
+  localStorage.setItem(SSO_KEY, body.provider);
+  return body.return_to;
+}
+
+/**
+ * Signs out: the server ends the session (its token stops working everywhere), then this page forgets it; a single
+ * sign-on session goes on to its provider's logout page. `keepalive` lets the request finish while the page leaves.
+ */
+export function signOut(): void {
+  const provider = localStorage.getItem(SSO_KEY);
+  const token = localStorage.getItem(TOKEN_KEY);
+  forget();
+  const ended = token
+    ? fetch('/api/auth/logout', { method: 'POST', headers: { authorization: `Bearer ${token}` }, keepalive: true })
+        .then(() => undefined)
+        .catch(() => undefined)
+    : Promise.resolve();
+  if (provider && /^[a-z0-9-]+$/.test(provider))
+    void ended.then(() => location.assign(`/api/auth/oidc/${provider}/logout`));
 }
 
 /** A refused request: the SDK's error (status, code, message, field). */

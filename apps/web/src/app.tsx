@@ -1,14 +1,18 @@
 import { useEffect, useMemo, useState } from 'react';
-import { Api, ApiError, forget, login, savedAuth, type Auth } from './api';
+import { Api, ApiError, forget, login, savedAuth, signOut, type Auth } from './api';
+import { SignInOptions, useSignInOptions } from './sign-in/sign-in-options';
 import { ChatScreen } from './conversations/chat-screen';
 import { Account } from './account/account';
+import { NotificationsPage } from './account/notifications-page';
 import { ThemeToggle } from './polish/theme';
 import { Shortcuts } from './shortcuts/shortcuts-dialog';
 import { CronJobs, Tic } from './cron';
-import { Admin } from './admin';
+import { Admin, adminTabOf } from './admin';
 import { Inbox } from './inbox';
+import { MyApprovals } from './audit/audit-log';
 import { McpServers } from './mcp';
 import { SessionView } from './session-view';
+import { ReadOnlyConversation } from './history/read-only-conversation';
 import { FrameHub } from './conversations/frame-hub';
 import { useInboxCount } from './inbox-count/use-inbox-count';
 
@@ -54,6 +58,7 @@ function Shell({
   setAuth: (a: Auth | null) => void;
   setNotice: (n: string) => void;
 }) {
+  const adminTab = adminTabOf(hash);
   // the chat socket's frames reach the top bar too: the inbox count follows the user events
   const hub = useMemo(() => new FrameHub(), []);
   const waiting = useInboxCount(api, hub);
@@ -80,7 +85,7 @@ function Shell({
           <a href="#chat" aria-current={hash === '#chat' ? 'page' : undefined}>
             Chat
           </a>
-          <a href="#inbox" aria-current={hash === '#inbox' ? 'page' : undefined}>
+          <a href="#inbox" aria-current={hash === '#inbox' || hash === '#approvals' ? 'page' : undefined}>
             Inbox {badge}
           </a>
           <a href="#cron" aria-current={hash === '#cron' ? 'page' : undefined}>
@@ -92,11 +97,11 @@ function Shell({
           <a href="#tic" aria-current={hash === '#tic' ? 'page' : undefined}>
             TIC
           </a>
-          <a href="#account" aria-current={hash === '#account' ? 'page' : undefined}>
+          <a href="#account" aria-current={hash === '#account' || hash === '#notifications' ? 'page' : undefined}>
             Account
           </a>
           {auth.user.role === 'admin' ? (
-            <a href="#admin" aria-current={hash === '#admin' ? 'page' : undefined}>
+            <a href="#admin" aria-current={hash === '#admin' || hash.startsWith('#admin/') ? 'page' : undefined}>
               Admin
             </a>
           ) : null}
@@ -107,7 +112,7 @@ function Shell({
         <button
           type="button"
           onClick={() => {
-            forget();
+            signOut();
             setAuth(null);
           }}
         >
@@ -124,16 +129,22 @@ function Shell({
             location.hash = '#chat';
           }}
         />
+      ) : hash === '#notifications' ? (
+        <NotificationsPage api={api} />
       ) : hash === '#inbox' ? (
         <Inbox api={api} />
+      ) : hash === '#approvals' ? (
+        <MyApprovals api={api} />
       ) : hash === '#cron' ? (
         <CronJobs api={api} />
       ) : hash === '#tic' ? (
         <Tic api={api} />
       ) : hash === '#mcp' ? (
         <McpServers api={api} />
-      ) : hash === '#admin' ? (
-        <Admin api={api} />
+      ) : adminTab ? (
+        <Admin key={hash} api={api} tab={adminTab} />
+      ) : hash.startsWith('#admin/session/') ? (
+        <ReadOnlyConversation api={api} id={hash.slice('#admin/session/'.length)} />
       ) : hash.startsWith('#session/') ? (
         <SessionView api={api} id={hash.slice('#session/'.length)} />
       ) : (
@@ -147,46 +158,50 @@ function Login({ onIn, notice }: { onIn: (a: Auth) => void; notice?: string }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState('');
+  const sso = useSignInOptions();
   return (
     <main className="login">
       <h1>Skald</h1>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          setError('');
-          login(email, password).then(onIn, (err: unknown) =>
-            setError(
-              err instanceof ApiError && err.status === 401
-                ? 'Wrong email or password.'
-                : String((err as Error).message),
-            ),
-          );
-        }}
-      >
-        <label>
-          Email
-          <input
-            type="email"
-            autoComplete="username"
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-            required
-          />
-        </label>
-        <label>
-          Password
-          <input
-            type="password"
-            autoComplete="current-password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-            required
-          />
-        </label>
-        {notice ? <p role="status">{notice}</p> : null}
-        {error ? <p role="alert">{error}</p> : null}
-        <button type="submit">Sign in</button>
-      </form>
+      <SignInOptions sso={sso} />
+      {sso.options && !sso.options.password_login ? null : (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            setError('');
+            login(email, password).then(onIn, (err: unknown) =>
+              setError(
+                err instanceof ApiError && err.status === 401
+                  ? 'Wrong email or password.'
+                  : String((err as Error).message),
+              ),
+            );
+          }}
+        >
+          <label>
+            Email
+            <input
+              type="email"
+              autoComplete="username"
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+              required
+            />
+          </label>
+          <label>
+            Password
+            <input
+              type="password"
+              autoComplete="current-password"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              required
+            />
+          </label>
+          {notice ? <p role="status">{notice}</p> : null}
+          {error ? <p role="alert">{error}</p> : null}
+          <button type="submit">Sign in</button>
+        </form>
+      )}
     </main>
   );
 }

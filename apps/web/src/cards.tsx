@@ -32,15 +32,29 @@ export const Markdown = memo(function Markdown({ text }: { text: string }) {
   return <div ref={ref} className="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
 });
 
-/** An approval: the diff of a write, the command of execute_cmd, the arguments of anything else. */
-export function ApprovalCard({ card, on, me = null }: { card: Approval; on: Answerer; me?: string | null }) {
+/**
+ * An approval: the diff of a write, the command of execute_cmd, the arguments of anything else.
+ * `on` null: read only (another user's conversation), an open approval shown without its buttons.
+ */
+export function ApprovalCard({
+  card,
+  on,
+  me = null,
+  named,
+}: {
+  card: Approval;
+  on: Answerer | null;
+  me?: string | null;
+  /** Who else may have answered, by user id (the owner of a conversation an admin reads). */
+  named?: ReadonlyMap<string, string>;
+}) {
   const [note, setNote] = useState('');
   const [busy, setBusy] = useState(false);
   const [session, setSession] = useState<SessionApproval | null>(null);
   const [editing, setEditing] = useState<{ toolName: string; args: Record<string, unknown> } | null>(null);
   const [editError, setEditError] = useState('');
   useEffect(() => {
-    if (card.resolved) return;
+    if (card.resolved || !on) return;
     let live = true;
     on.sessionApproval(card.requestId).then(
       (s) => live && setSession(s),
@@ -80,10 +94,14 @@ export function ApprovalCard({ card, on, me = null }: { card: Approval; on: Answ
           {card.decision ? (
             <span className="decided">
               {' '}
-              {describeDecision(card.decision, me)},{' '}
+              {describeDecision(card.decision, me, named)},{' '}
               <time dateTime={card.decision.at}>{new Date(card.decision.at).toLocaleString()}</time>
             </span>
           ) : null}
+        </p>
+      ) : !on ? (
+        <p className="verdict waiting">
+          <strong>Not answered yet</strong>
         </p>
       ) : editing ? (
         <EditCall
@@ -161,6 +179,11 @@ export function ApprovalCard({ card, on, me = null }: { card: Approval; on: Answ
           </button>
         </div>
       )}
+      {card.resolved && card.decision?.note ? (
+        <p className="decision-note">
+          Note: <q>{card.decision.note}</q>
+        </p>
+      ) : null}
     </section>
   );
 }

@@ -33,6 +33,9 @@ export function Inbox({ api }: { api: Api }) {
   return (
     <main className="inbox">
       <h2>Agent inbox</h2>
+      <p className="decided-link">
+        <a href="#approvals">My approvals</a>: what was decided about your agents' calls, and by whom
+      </p>
       {error ? <p role="alert">{error}</p> : null}
       {inbox.approvals.length + inbox.clarifications.length === 0 ? <p>Nothing is waiting for you.</p> : null}
       <ul>
@@ -41,7 +44,14 @@ export function Inbox({ api }: { api: Api }) {
             <h3>
               {a.tool_name} <small>({a.source})</small>
             </h3>
-            <AskedIn sessionId={a.session_id} at={a.created_at} />
+            <AskedIn item={a} />
+            {a.rule ? <p className="why">Asked by the rule “{a.rule.name}”</p> : null}
+            {a.context ? (
+              <figure className="context">
+                <figcaption>{a.agent?.name ?? 'The agent'} said before the call</figcaption>
+                <blockquote>{a.context}</blockquote>
+              </figure>
+            ) : null}
             {a.lands_at && !a.preview ? (
               <p className="lands-at">
                 lands at <code>{a.lands_at}</code>
@@ -158,7 +168,7 @@ export function Inbox({ api }: { api: Api }) {
         {inbox.clarifications.map((c) => (
           <li key={c.request_id} className="card question">
             <h3>{c.title}</h3>
-            <AskedIn sessionId={c.session_id} at={c.created_at} />
+            <AskedIn item={c} />
             <p>{c.question}</p>
             <div className="suggested">
               {c.suggested_answers.map((s) => (
@@ -248,12 +258,22 @@ function commandOf(args: unknown): string | undefined {
   return typeof c === 'string' ? c : undefined;
 }
 
-/** When the agent asked, and the conversation it asked in (its details: the rows before the call). */
-function AskedIn({ sessionId, at }: { sessionId: string; at: string }) {
+/** When the agent asked, which agent, and the conversation it asked in (a link to its rows). */
+function AskedIn({ item }: { item: InboxDto['approvals'][number] | InboxDto['clarifications'][number] }) {
+  const title = item.session_title?.trim();
   return (
     <p className="asked">
-      Asked <time dateTime={at}>{new Date(at).toLocaleString()}</time> in{' '}
-      <a href={`#session/${sessionId}`}>the conversation</a>
+      Asked <time dateTime={item.created_at}>{new Date(item.created_at).toLocaleString()}</time>
+      {item.agent ? (
+        <>
+          {' '}
+          by <span className="asked-agent">{item.agent.name}</span>
+        </>
+      ) : null}{' '}
+      in{' '}
+      <a href={`#session/${item.session_id}`} className="conversation">
+        {title ? title : 'an untitled conversation'}
+      </a>
     </p>
   );
 }

@@ -39,5 +39,18 @@ describe('how an approval was answered, in words (the settled card, live and aft
     expect(describeDecision({ by_user_id: ME, at, bypass: { scope: { category: 'fs_read' } } }, ME)).toBe(
       'by you, and for this session every fs_read tool',
     );
+    expect(describeDecision({ by_user_id: ME, at, channel: 'push', edited: true }, ME)).toBe(
+      'by you from a notification, with the call edited',
+    );
+  });
+
+  it("names the conversation's owner when an admin reads it; another answerer is still an admin", () => {
+    const OWNER = '00000000-0000-4000-8000-0000000000cc';
+    const named = new Map([[OWNER, 'ann@example.com']]);
+    expect(describeDecision({ by_user_id: OWNER, at, channel: 'card' }, ME, named)).toBe(
+      'by ann@example.com in the chat',
+    );
+    expect(describeDecision({ by_user_id: ME, at, channel: 'api' }, ME, named)).toBe('by you through the API');
+    expect(describeDecision({ by_user_id: '00000000-0000-4000-8000-0000000000dd', at }, ME, named)).toBe('by an admin');
   });
 });

@@ -43,12 +43,17 @@ const CHANNEL_WORDS: Record<ApprovalChannel, string> = {
 };
 
 /**
- * How an approval was answered, in words: who (`you`, or an admin answering for the user), where,
- * and the session approval it opened ("calls like this one for 1 h", a wide scope for the session).
- * The time is shown beside it.
+ * How an approval was answered, in words: who (`you`, someone `named` by id — the owner of a
+ * conversation an admin reads — or else an admin answering for the user), where, and the session
+ * approval it opened ("calls like this one for 1 h", a wide scope for the session). The time is
+ * shown beside it.
  */
-export function describeDecision(decision: HumanDecision, me: string | null): string {
-  const who = decision.by_user_id === me ? 'you' : 'an admin';
+export function describeDecision(
+  decision: HumanDecision,
+  me: string | null,
+  named: ReadonlyMap<string, string> = new Map(),
+): string {
+  const who = decision.by_user_id === me ? 'you' : (named.get(decision.by_user_id) ?? 'an admin');
   const where = decision.channel ? ` ${CHANNEL_WORDS[decision.channel]}` : '';
   const b = decision.bypass;
   const lasting = b?.secs === undefined || b.secs === 0 ? '' : ` for ${describeSecs(b.secs)}`;
@@ -57,5 +62,6 @@ export function describeDecision(decision: HumanDecision, me: string | null): st
     : b.scope === 'call'
       ? `, and for this session calls like this one${lasting}`
       : `, and for this session ${describeScope(b.scope)}${lasting}`;
-  return `by ${who}${where}${session}`;
+  const edited = decision.edited ? ', with the call edited' : '';
+  return `by ${who}${where}${edited}${session}`;
 }

@@ -39,6 +39,8 @@ export type CompactionResult =
       kind: 'skipped';
       reason:
         'off' | 'ephemeral' | 'sub_agent' | 'under_threshold' | 'too_few_rows' | 'refused' | 'no_client' | 'failed';
+      /** `refused`: the refusal's sentence (why no model may be called for the user now). */
+      message?: string;
     }
   | { kind: 'cancelled' };
 
@@ -124,8 +126,9 @@ export async function compactFrame(fctx: FrameContext, options: { force: boolean
     agentId: fctx.agent.id,
     frameId: fctx.frame.id,
   };
-  // A refused user (e.g. budget used up) gets no summary either; the round then says why.
-  if (deps.llm.admit && (await deps.llm.admit(who))) return { kind: 'skipped', reason: 'refused' };
+  // A refused user (budget used up, agent or clients not allowed) gets no summary either, and is told why.
+  const refused = deps.llm.admit ? await deps.llm.admit(who) : null;
+  if (refused) return { kind: 'skipped', reason: 'refused', message: refused.message };
   const select = async (tried: string[]): Promise<LlmClientDescriptor | null> =>
     deps.llm.nextClient({ agentId: fctx.agent.id, scope: null, pinned: null, strength: cfg.strength, tried });
   const client = await select([]);

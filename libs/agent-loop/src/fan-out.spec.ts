@@ -11,6 +11,7 @@ describe('fan-out', () => {
     let active = 0;
     let peak = 0;
     const gates = [deferred(), deferred(), deferred()];
+    const done = [deferred(), deferred(), deferred()];
     const h = new LoopHarness({
       tools: [
         {
@@ -22,9 +23,11 @@ describe('fan-out', () => {
             peak = Math.max(peak, active);
             if (i === 2) gates.forEach((g) => g.resolve());
             await gates[i].promise;
-            // finish in reverse order: 2 first, then 1, then 0
-            await new Promise((r) => setTimeout(r, (2 - i) * 5));
+            // finish in reverse order: 2 first, then 1, then 0 — each once the one after it has returned and its
+            // promise turns have run (setImmediate), not after a real delay that a loaded machine can reorder
+            if (i < 2) await done[i + 1].promise;
             active--;
+            setImmediate(() => done[i].resolve());
             return { ok: true, content: `result ${i}` };
           },
         },

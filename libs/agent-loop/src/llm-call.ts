@@ -31,7 +31,7 @@ export async function callModel(
 ): Promise<ModelCall> {
   const { deps, session } = fctx.turn;
   const who = { sessionId: session.id, userId: session.userId, agentId: fctx.agent.id, frameId: fctx.frame.id };
-  const refusal = deps.llm.admit ? await deps.llm.admit(who) : null;
+  const refusal = deps.llm.admit ? await deps.llm.admit({ ...who, pinned: clientPin(fctx) }) : null;
   if (refusal) return { kind: 'failed', error: refusal.message, code: refusal.code };
   const context: LlmCallContext = { ...who, messageId, purpose: 'round' };
   const select = async (tried: string[]): Promise<LlmClientDescriptor | null> =>

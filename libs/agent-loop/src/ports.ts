@@ -480,9 +480,13 @@ export interface LlmPort {
   nextClient(selection: ClientSelection): Promise<LlmClientDescriptor | null> | LlmClientDescriptor | null;
   /**
    * Optional: asked before each round's model call. A refusal ends the frame as failed with the
-   * refusal's code and message (the turn's `error` event), without trying any client.
+   * refusal's code and message (the turn's `error` event), without trying any client. `pinned`:
+   * the client the round would use by name (the session's pin, the child's `client`, the agent's
+   * client), null for AUTO selection; absent for a compaction summary.
    */
-  admit?(context: Omit<LlmCallContext, 'messageId' | 'purpose'>): Promise<LlmRefusal | null>;
+  admit?(
+    context: Omit<LlmCallContext, 'messageId' | 'purpose'> & { pinned?: string | null },
+  ): Promise<LlmRefusal | null>;
   /**
    * One streaming chat completion. Abort on `signal`. Errors must be `LlmError` (anything else
    * is treated as non-retriable).

@@ -560,19 +560,35 @@ describe('Turn: a frame the gateway refuses ends its turn', () => {
             if (refused) ws.frame({ type: 'error', ...refused, client_message_id: `c${i}` });
           });
           await flush();
+          // what each turn shows, against what it should show: one expect per run (each expect costs a stack capture)
+          const seen: unknown[] = [];
           for (const [i, [, refused]] of plan.entries()) {
-            expect(turns[i].done).toBe(refused !== undefined);
-            if (refused) {
-              await expect(turns[i].end).resolves.toEqual({
-                kind: 'refused',
-                frame: { type: 'error', ...refused, client_message_id: `c${i}` },
-              });
-              await expect(turns[i].acked).rejects.toThrow(refused.code);
-              const read: TurnEvent[] = [];
-              for await (const f of turns[i]) read.push(f);
-              expect(read).toEqual([]);
+            const done = turns[i].done;
+            if (!refused) {
+              seen.push({ done });
+              continue;
             }
+            const end = await turns[i].end;
+            const acked = await turns[i].acked.then(
+              (value) => ({ resolved: value }),
+              (e: unknown) => ({ rejected: e instanceof Error ? e.message : String(e) }),
+            );
+            const read: TurnEvent[] = [];
+            for await (const f of turns[i]) read.push(f);
+            seen.push({ done, end, acked, read });
           }
+          expect(seen).toEqual(
+            plan.map(([, refused], i) =>
+              refused
+                ? {
+                    done: true,
+                    end: { kind: 'refused', frame: { type: 'error', ...refused, client_message_id: `c${i}` } },
+                    acked: { rejected: expect.stringContaining(refused.code) },
+                    read: [],
+                  }
+                : { done: false },
+            ),
+          );
           // after a reconnect only what was neither acked nor refused is sent again
           ws.drop();
           await jest.advanceTimersByTimeAsync(500);
@@ -589,7 +605,9 @@ describe('Turn: a frame the gateway refuses ends its turn', () => {
       ),
       { seed: 37, numRuns: 300 },
     );
-  });
+    // 300 plans on the fake clock, each a connect, a reconnect and a few flushed promise turns: ~1 s alone, more
+    // beside other suites; the bound guards against a hang, the clock is Jest's.
+  }, 60_000);
 
   it('an error about another frame (no client_message_id, or another one) ends no turn', async () => {
     const { ws, conn } = await opened();
@@ -687,7 +705,8 @@ describe('ChatConnection: the one resend of unacknowledged messages', () => {
     await jest.advanceTimersByTimeAsync(60_000);
     expect(ws.sentOf('message')).toHaveLength(5);
     expect(statuses).toEqual(['unconfirmed', 'sending', 'stored']);
-  });
+    // two minutes of the fake clock in 1,200 steps; the bound guards against a hang.
+  }, 60_000);
 
   it('property: whatever the socket and the acks do, every send carries the one id, sends are bounded, and the turn ends stored or unconfirmed', async () => {
     await fc.assert(
@@ -738,7 +757,8 @@ describe('ChatConnection: the one resend of unacknowledged messages', () => {
       ),
       { seed: 37, numRuns: 200 },
     );
-  });
+    // 200 scripts of up to 31 steps on the fake clock: ~1 s alone; the bound guards against a hang.
+  }, 60_000);
 
   it('a message sent while the socket is down is not counted: it goes when the socket opens', async () => {
     const c = connection();

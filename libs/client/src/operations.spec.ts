@@ -195,7 +195,7 @@ describe('SkaldClient.pages / items', () => {
     expect(pages).toBe(2);
     const endless = client(() => json(200, { items: [{ id: 'a' }], total: 1e9, page: 1, per_page: 1 }));
     let all = 0;
-    for await (const _ of endless.client.items('listAudit', {})) all++;
+    for await (const _ of endless.client.items('listSessions', {})) all++;
     expect(all).toBe(100);
   });
 

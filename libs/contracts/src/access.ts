@@ -32,6 +32,7 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'approval.resolve',
       'approval.tools',
       'approval.inbox',
+      'approval.action.redeem',
       'approval.audit',
       'approval.rules.list',
       'approval.rules.create',
@@ -67,6 +68,8 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'mcp.servers.list',
       'mcp.catalog',
       'tasks.submit_async',
+      // A turn that finished may notify its user (`turn_finished`, when no socket of theirs is open).
+      'notify.event',
     ],
     publishes: [
       'sessionWake',
@@ -106,6 +109,10 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'session.job.deliver',
       'user.standing',
       'user.page',
+      // A push notification of an approval carries a fresh action token; only the scheduler mints them.
+      'approval.action_token.mint',
+      // Whether a user has a socket open, for `turn_finished`.
+      'user.presence',
     ],
     publishes: ['userEvents'],
     subscribes: ['sessionTurnEnded'],

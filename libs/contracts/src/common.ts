@@ -95,10 +95,15 @@ export const ToolCallStatus = z.enum([
 ]);
 export type ToolCallStatus = z.infer<typeof ToolCallStatus>;
 
-/** Turns a zod error into the first offending field and a readable message. */
+/**
+ * Turns a zod error into the first offending field and a readable message. A key a strict object
+ * does not take is the field itself (`user_id: not a parameter here`).
+ */
 export function describeZodError(error: z.ZodError): { field?: string; message: string } {
   const issue = error.issues[0];
   if (!issue) return { message: 'invalid input' };
-  const field = issue.path.length > 0 ? issue.path.map(String).join('.') : undefined;
-  return { field, message: field ? `${field}: ${issue.message}` : issue.message };
+  const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]] : issue.path;
+  const field = path.length > 0 ? path.map(String).join('.') : undefined;
+  const message = issue.code === 'unrecognized_keys' ? 'not a parameter here' : issue.message;
+  return { field, message: field ? `${field}: ${message}` : message };
 }

@@ -12,7 +12,7 @@ import {
   Timestamp,
   ToolCallStatus,
 } from './common';
-import { HumanDecision } from './ws';
+import { ApprovalPreview, HumanDecision } from './ws';
 
 export const LoginRequest = z.object({ email: z.email().max(320), password: z.string().min(1).max(1024) });
 export type LoginRequest = z.infer<typeof LoginRequest>;
@@ -20,6 +20,19 @@ export const UserDto = z.object({ id: Id, email: z.string(), role: Role });
 export type UserDto = z.infer<typeof UserDto>;
 export const LoginResponse = z.object({ token: z.string(), expires_at: Timestamp, user: UserDto });
 export type LoginResponse = z.infer<typeof LoginResponse>;
+/** `GET /api/auth/options`: how the login page lets people in. */
+export const LoginOptions = z.object({
+  /** False when `SKALD_PASSWORD_LOGIN=off`: the page shows only the providers' buttons. */
+  password_login: z.boolean(),
+  providers: z.array(z.object({ id: z.string(), label: z.string() })),
+});
+export type LoginOptions = z.infer<typeof LoginOptions>;
+/** A single sign-on provider's id, as in `SKALD_OIDC_PROVIDERS`. */
+export const OidcProviderId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/);
+/** `POST /api/auth/oidc/redeem`: the handoff the callback put in the login page's fragment (`#oidc=…`). */
+export const OidcRedeemRequest = z.object({ handoff: z.string().regex(/^sso_[A-Za-z0-9_-]{43}$/) });
+/** A session, where to go now (a same-origin path) and the provider it came from (its logout). */
+export const OidcRedeemResponse = LoginResponse.extend({ return_to: z.string(), provider: OidcProviderId });
 export const WsTicketResponse = z.object({ ticket: z.string() });
 
 /** A password a user sets: 8 to 1024 characters (the same bounds wherever one is set). */
@@ -77,6 +90,14 @@ export const SessionListQuery = z.object({
   per_page: z.coerce.number().int().min(1).max(100).default(20),
 });
 export type SessionListQuery = z.infer<typeof SessionListQuery>;
+/**
+ * `GET /admin/sessions/{id}`: another user's conversation as an admin reads it — its summary and
+ * whose it is (`owner.email` null when the account no longer exists).
+ */
+export const AdminSessionDto = SessionSummary.extend({
+  owner: z.object({ id: Id, email: z.string().nullable() }),
+});
+export type AdminSessionDto = z.infer<typeof AdminSessionDto>;
 export const SessionList = z.object({
   items: z.array(SessionSummary),
   total: z.number().int(),
@@ -228,6 +249,8 @@ export const ChatApprovalOutcome = z.object({
   outcome: z.enum(['approved', 'rejected', 'cancelled']),
   /** Who answered, when, where, and the session approval it opened (as `approval_resolved` carries it). */
   decision: HumanDecision.optional(),
+  /** The file change the card showed (a write's path, old and new text), as the live `pending_write` carried it. */
+  preview: ApprovalPreview.omit({ base_hash: true }).optional(),
 });
 export type ChatApprovalOutcome = z.infer<typeof ChatApprovalOutcome>;
 export const ChatMessageDto = z.object({

@@ -8,6 +8,8 @@ import {
   ApprovalRuleInput,
   ApprovalRuleList,
   ApprovalRulePatch,
+  ApprovalActionRequest,
+  ApprovalActionResult,
   AuditList,
   AuditQuery,
   BypassList,
@@ -22,11 +24,25 @@ import {
   RuleTestResult,
 } from './approvals';
 import { Attachment, Id, Source } from './common';
-import { DeliveryList, NotificationSettings, WebhookCreated, WebhookInput, WebhookList } from './notify';
+import {
+  DeliveryList,
+  NotificationSettings,
+  PushKeyDto,
+  PushSubscribed,
+  PushSubscriptionInput,
+  PushSubscriptionList,
+  WebhookCreated,
+  WebhookInput,
+  WebhookList,
+} from './notify';
+import { AdminBudgetList, AdminBudgetsQuery, BudgetLimits, BudgetStatus } from './budgets';
+import { CreateGroupRequest, GroupDto, GroupList, GroupMembersRequest, PatchGroupRequest } from './groups';
 import { LlmClientList, LlmClientsQuery } from './llm';
+import { AdminUsageQuery, UsageExportQuery, UsageQuery, UsageReport } from './usage';
 import { ChatCompletionRequest } from './openai-compat';
 import { McpServerDto, McpServerInput, McpServerList, McpServerName, McpServerPatch } from './mcp';
 import {
+  AdminSessionDto,
   AdminUserDto,
   AdminUserList,
   BypassQuery,
@@ -42,6 +58,10 @@ import {
   ExportQuery,
   FilePathQuery,
   LoginRequest,
+  LoginOptions,
+  OidcProviderId,
+  OidcRedeemRequest,
+  OidcRedeemResponse,
   LoginResponse,
   PatchUserRequest,
   PostMessageRequest,
@@ -100,6 +120,8 @@ export interface RouteDef {
   sized?: true;
   /** Answers 429 with Retry-After after too many failed password checks (account + address, address, account ceiling). */
   throttled?: true;
+  /** Answers 429 with Retry-After when one client address started or holds too many single sign-ons. */
+  signInLimited?: true;
   /** Answers 429 `rate_limited` at these per-user caps (`USER_CAPS`), the message naming the cap and its value. */
   capped?: readonly UserCapName[];
   /**
@@ -135,6 +157,73 @@ export const ROUTES = {
     throttled: true,
     body: LoginRequest,
     response: { status: 200, schema: LoginResponse },
+  },
+  loginOptions: {
+    method: 'get',
+    path: '/api/auth/options',
+    tag: 'auth',
+    summary:
+      'How the login page lets people in: whether password login is on, and the single sign-on providers (id, label)',
+    auth: 'public',
+    response: { status: 200, schema: LoginOptions },
+  },
+  oidcStart: {
+    method: 'get',
+    path: '/api/auth/oidc/{provider}/start',
+    tag: 'auth',
+    summary:
+      'Single sign-on: a redirect (302) to the provider (authorization code flow with PKCE, `state`, `nonce`), with a cookie binding the attempt to this browser (one cookie per attempt). `return_to` is where to go after: a same-origin path, anything else is `/`. One client address may start `SKALD_OIDC_MAX_FLOWS_PER_ADDRESS` a minute and have as many under way: 429 with Retry-After beyond',
+    auth: 'public',
+    signInLimited: true,
+    params: z.object({ provider: OidcProviderId }),
+    query: z.object({ return_to: z.string().max(512).optional() }),
+    response: { status: 302 },
+  },
+  oidcCallback: {
+    method: 'get',
+    path: '/api/auth/oidc/{provider}/callback',
+    tag: 'auth',
+    summary:
+      "The provider's redirect back (the redirect URI): once per attempt, from the browser that started it, within `SKALD_OIDC_FLOW_TTL_SECS`. A redirect (302) to the login page with `#oidc={handoff}` or `#oidc-error={why}`",
+    auth: 'public',
+    params: z.object({ provider: OidcProviderId }),
+    query: z.object({
+      code: z.string().max(2048).optional(),
+      state: z.string().max(512).optional(),
+      iss: z.string().max(2048).optional(),
+      error: z.string().max(256).optional(),
+      error_description: z.string().max(2048).optional(),
+    }),
+    response: { status: 302 },
+  },
+  oidcRedeem: {
+    method: 'post',
+    path: '/api/auth/oidc/redeem',
+    tag: 'auth',
+    summary:
+      'The session of a finished single sign-on, for its handoff (once, within a minute; 401 otherwise), with where to go now',
+    auth: 'public',
+    body: OidcRedeemRequest,
+    response: { status: 200, schema: OidcRedeemResponse },
+  },
+  oidcLogout: {
+    method: 'get',
+    path: '/api/auth/oidc/{provider}/logout',
+    tag: 'auth',
+    summary:
+      "A redirect (302) to the provider's logout page (RP-initiated logout), which comes back to `/`; to `/` when it has none",
+    auth: 'public',
+    params: z.object({ provider: OidcProviderId }),
+    response: { status: 302 },
+  },
+  logout: {
+    method: 'post',
+    path: '/api/auth/logout',
+    tag: 'auth',
+    summary:
+      'Sign out the credential that made the request: a session token ends on every replica (it, the WebSocket tickets issued with it and their sockets: 401 and 4401 from then on); an API token is revoked',
+    auth: 'user',
+    response: { status: 204 },
   },
   changePassword: {
     method: 'put',
@@ -208,6 +297,116 @@ export const ROUTES = {
     body: PatchUserRequest,
     response: { status: 200, schema: AdminUserDto },
   },
+  listGroups: {
+    method: 'get',
+    path: '/api/admin/groups',
+    tag: 'admin',
+    summary:
+      'Groups with their members: the agents and LLM clients their members may use (null: all) and the approval security groups their sessions run under',
+    auth: 'admin',
+    response: { status: 200, schema: GroupList },
+  },
+  createGroup: {
+    method: 'post',
+    path: '/api/admin/groups',
+    tag: 'admin',
+    summary: 'Create a group (its name unique without regard to case: 409 if taken)',
+    auth: 'admin',
+    body: CreateGroupRequest,
+    response: { status: 201, schema: GroupDto },
+  },
+  updateGroup: {
+    method: 'patch',
+    path: '/api/admin/groups/{id}',
+    tag: 'admin',
+    summary: 'Rename a group or replace its description, allowed agents, allowed LLM clients or security groups',
+    auth: 'admin',
+    params: id,
+    body: PatchGroupRequest,
+    response: { status: 200, schema: GroupDto },
+  },
+  deleteGroup: {
+    method: 'delete',
+    path: '/api/admin/groups/{id}',
+    tag: 'admin',
+    summary: 'Delete a group and its memberships',
+    auth: 'admin',
+    params: id,
+    response: { status: 204 },
+  },
+  changeGroupMembers: {
+    method: 'post',
+    path: '/api/admin/groups/{id}/members',
+    tag: 'admin',
+    summary:
+      "Add and remove a group's admin memberships (an unknown user: 404). Memberships from the identity provider's claim are replaced at each login",
+    auth: 'admin',
+    params: id,
+    body: GroupMembersRequest,
+    response: { status: 200, schema: GroupDto },
+  },
+  adminBudgets: {
+    method: 'get',
+    path: '/api/admin/budgets',
+    tag: 'admin',
+    summary:
+      'Users at `min_percent` (default 80) or more of any LLM limit in force (tokens or cost, per UTC day or month), closest first, at most 500: each limit with who set it, what was used and when it resets',
+    auth: 'admin',
+    query: AdminBudgetsQuery,
+    response: { status: 200, schema: AdminBudgetList },
+  },
+  getUserBudget: {
+    method: 'get',
+    path: '/api/admin/users/{id}/budget',
+    tag: 'admin',
+    summary:
+      "A user's LLM budget: the limits an admin set for them (null: their groups decide) and the limits in force with their use",
+    auth: 'admin',
+    params: id,
+    response: { status: 200, schema: BudgetStatus },
+  },
+  putUserBudget: {
+    method: 'put',
+    path: '/api/admin/users/{id}/budget',
+    tag: 'admin',
+    summary:
+      "Set a user's own LLM limits, replacing their groups' limits (a field left out or null: no limit on it); applies from their next model call",
+    auth: 'admin',
+    params: id,
+    body: BudgetLimits,
+    response: { status: 200, schema: BudgetStatus },
+  },
+  deleteUserBudget: {
+    method: 'delete',
+    path: '/api/admin/users/{id}/budget',
+    tag: 'admin',
+    summary: "Clear a user's own LLM limits: their groups' limits (or the deployment's default) apply again",
+    auth: 'admin',
+    params: id,
+    response: { status: 204 },
+  },
+  adminGetSession: {
+    method: 'get',
+    path: '/api/admin/sessions/{id}',
+    tag: 'admin',
+    summary:
+      "Any user's conversation, read only: its summary and its owner. Each read of another user's conversation is recorded (admin, session, time); `SKALD_ADMIN_CHAT_ACCESS=off` refuses it (403)",
+    auth: 'admin',
+    params: id,
+    response: { status: 200, schema: AdminSessionDto },
+  },
+  adminSessionMessages: {
+    method: 'get',
+    path: '/api/admin/sessions/{id}/messages',
+    tag: 'admin',
+    summary:
+      "Any user's chat history, read only, as `GET /{source}/messages` pages it (oldest first, synthetic and superseded rows excluded). Recorded and refused like `GET /admin/sessions/{id}`",
+    auth: 'admin',
+    params: id,
+    query: ChatMessagesQuery,
+    paging: { by: 'before', cursor: 'first' },
+    response: { status: 200, schema: ChatMessages },
+  },
   listSessions: {
     method: 'get',
     path: '/api/sessions',
@@ -274,7 +473,8 @@ export const ROUTES = {
     method: 'post',
     path: '/api/sessions',
     tag: 'sessions',
-    summary: 'Start a new active session for a source',
+    summary:
+      "Start a new active session for a source, answered by `agent_id` (the default agent when left out); an agent the caller's groups do not allow is 403 naming `agent_id`",
     auth: 'user',
     query: CreateSessionQuery,
     capped: ['sessions'],
@@ -409,6 +609,17 @@ export const ROUTES = {
     body: ResolveApprovalInput,
     response: { status: 200, schema: HumanRequestState },
   },
+  approvalAction: {
+    method: 'post',
+    path: '/api/approvals/actions',
+    tag: 'inbox',
+    summary:
+      'Approve or reject from a push notification with its action token (no cookie or bearer: the token is the credential). A token acts once, for 15 minutes at most, for the one call it was minted for, as the user it was minted for; an unknown, used, expired or no longer matching token is 403 with one message. Failed attempts are throttled per client address like logins (429 with Retry-After); 409 if the request was already answered',
+    auth: 'public',
+    throttled: true,
+    body: ApprovalActionRequest,
+    response: { status: 200, schema: ApprovalActionResult },
+  },
   answerClarification: {
     method: 'post',
     path: '/api/inbox/clarifications/{id}/resolve',
@@ -461,7 +672,7 @@ export const ROUTES = {
     path: '/api/approval/rules/test',
     tag: 'approval',
     summary:
-      'What the gate would decide: with session_id, for a call of that session (its agent, source, group, RunContext, auto-deny and bypasses; a differing agent_id/source/security_group is 400); without, for the fields sent (admins only)',
+      "What the gate would decide, evaluating the security groups of the user's groups, then the default rules: with session_id, for a call of that session (its agent, source, group, RunContext, auto-deny, bypasses and its owner's groups; a differing agent_id/source/security_group is 400); without, for the fields sent, as `as_user_id` (that user's groups and role) or a member of `as_group_id` (admins only; 404 for an unknown user or group)",
     auth: 'user',
     body: RuleTestInput,
     response: { status: 200, schema: RuleTestResult },
@@ -479,10 +690,11 @@ export const ROUTES = {
     method: 'get',
     path: '/api/approval/audit',
     tag: 'approval',
-    summary: 'Decisions, automatic and human (own sessions; admins all)',
+    summary:
+      "Decisions, automatic and human, newest first (own sessions; admins all), filtered by session, user, tool, decision and time; another user's for admins only (403)",
     auth: 'user',
     query: AuditQuery,
-    paging: { by: 'page' },
+    paging: { by: 'before', cursor: 'last' },
     response: { status: 200, schema: AuditList },
   },
   listBypasses: {
@@ -689,6 +901,42 @@ export const ROUTES = {
     params: id,
     response: { status: 200, schema: DeliveryList },
   },
+  getPushKey: {
+    method: 'get',
+    path: '/api/notifications/push/key',
+    tag: 'notifications',
+    summary:
+      "The deployment's VAPID public key, the `applicationServerKey` of `PushManager.subscribe` (base64url); null when push is off",
+    auth: 'user',
+    response: { status: 200, schema: PushKeyDto },
+  },
+  listPushSubscriptions: {
+    method: 'get',
+    path: '/api/notifications/push/subscriptions',
+    tag: 'notifications',
+    summary: "The caller's push subscriptions, one per browser or device (never their keys)",
+    auth: 'user',
+    response: { status: 200, schema: PushSubscriptionList },
+  },
+  subscribePush: {
+    method: 'post',
+    path: '/api/notifications/push/subscriptions',
+    tag: 'notifications',
+    summary:
+      "Add this browser's push subscription (`PushSubscription.toJSON()` and a device label); idempotent on the endpoint (`created` false when the caller had it). An endpoint that is not https, or is or resolves to a loopback, private or link-local address, is refused (400) unless the operator allow-lists it; 503 when push is off",
+    auth: 'user',
+    body: PushSubscriptionInput,
+    response: { status: 201, schema: PushSubscribed },
+  },
+  deletePushSubscription: {
+    method: 'delete',
+    path: '/api/notifications/push/subscriptions/{id}',
+    tag: 'notifications',
+    summary: "Remove one of the caller's push subscriptions (404 for another user's)",
+    auth: 'user',
+    params: id,
+    response: { status: 204 },
+  },
   triggerTic: {
     method: 'post',
     path: '/api/tic/trigger',
@@ -710,16 +958,67 @@ export const ROUTES = {
     method: 'get',
     path: '/api/llm/clients',
     tag: 'llm',
-    summary: "Configured LLM clients with their health across every worker replica, and the caller's pin for `source`",
+    summary:
+      "The configured LLM clients the caller's groups allow (each with its configured number), with their health across every worker replica, and the caller's pin for `source`",
     auth: 'user',
     query: LlmClientsQuery,
     response: { status: 200, schema: LlmClientList },
+  },
+  myUsage: {
+    method: 'get',
+    path: '/api/llm/usage',
+    tag: 'llm',
+    summary:
+      "The caller's own LLM usage over `[from, until)` (UTC days, at most 366): totals, per day, per client and model, failed calls",
+    auth: 'user',
+    query: UsageQuery,
+    response: { status: 200, schema: UsageReport },
+  },
+  myBudget: {
+    method: 'get',
+    path: '/api/llm/budget',
+    tag: 'llm',
+    summary:
+      "The caller's LLM limits in force (tokens and cost per UTC day and month), who set each, what was used and when it resets",
+    auth: 'user',
+    response: { status: 200, schema: BudgetStatus },
+  },
+  adminUsage: {
+    method: 'get',
+    path: '/api/admin/usage',
+    tag: 'admin',
+    summary:
+      "Every user's LLM usage over `[from, until)` (UTC days, at most 366): totals, per day, per client and model, failed calls, the `top` users by tokens, and per group (current members; a user in several groups counts in each; the users in no group on one row)",
+    auth: 'admin',
+    query: AdminUsageQuery,
+    response: { status: 200, schema: UsageReport },
+  },
+  adminUserUsage: {
+    method: 'get',
+    path: '/api/admin/usage/users/{id}',
+    tag: 'admin',
+    summary: "One user's LLM usage over `[from, until)`, as `GET /llm/usage` gives it to that user",
+    auth: 'admin',
+    params: id,
+    query: UsageQuery,
+    response: { status: 200, schema: UsageReport },
+  },
+  adminUsageExport: {
+    method: 'get',
+    path: '/api/admin/usage/export',
+    tag: 'admin',
+    summary:
+      'One table of the usage report over `[from, until)` as CSV (`text/csv`, an attachment): `by` day, model, user (the 5,000 users with the most tokens), group or failure. A cell starting with = + - @ is prefixed with a quote so a spreadsheet does not run it',
+    auth: 'admin',
+    query: UsageExportQuery,
+    response: { status: 200, binary: true },
   },
   listAgents: {
     method: 'get',
     path: '/api/agents',
     tag: 'agents',
-    summary: 'Task agents (what list_agents returns), with the caller’s overrides and own agents',
+    summary:
+      'Task agents the caller’s groups allow (what list_agents returns), with the caller’s overrides and own agents',
     auth: 'user',
     response: { status: 200, schema: AgentList },
   },

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { AGENT_SUBJECTS, AgentId } from './agents';
+import { BUDGET_SUBJECTS } from './budgets';
+import { GROUP_SUBJECTS } from './groups';
 import {
   Actor,
   Attachment,
@@ -21,6 +23,7 @@ import {
   SessionList,
   SessionSearchList,
   SessionSearchText,
+  SessionSummary,
 } from './rest';
 import {
   FileReadReply,
@@ -32,6 +35,7 @@ import {
 } from './tool-runner';
 import * as M from './mcp';
 import {
+  ApprovalPreview,
   EditedArguments,
   EphemeralEventSchema,
   LandsAt,
@@ -43,6 +47,7 @@ import {
 } from './ws';
 import * as A from './approvals';
 import * as L from './llm';
+import * as U from './usage';
 import * as S from './scheduler';
 import * as N from './notify';
 import * as RC from './run-context';
@@ -110,6 +115,20 @@ export const ListSessionsRequest = z.object({
 export const MessagesRequest = z.object({
   actor: Actor,
   source: Source,
+  before: Id.optional(),
+  limit: z.number().int().min(1).max(200),
+});
+/**
+ * `session.admin.get` / `session.admin.messages`: any user's conversation read by an admin (the
+ * worker refuses any other actor with `forbidden`). Read-only, so idempotent. The summary names
+ * its owner (`user_id`); the messages page is the one `session.messages` gives its owner.
+ */
+export const AdminSessionRequest = z.object({ actor: Actor, session_id: Id });
+export const AdminSessionReply = SessionSummary.extend({ user_id: Id });
+export type AdminSessionReply = z.infer<typeof AdminSessionReply>;
+export const AdminMessagesRequest = z.object({
+  actor: Actor,
+  session_id: Id,
   before: Id.optional(),
   limit: z.number().int().min(1).max(200),
 });
@@ -199,7 +218,13 @@ export const ApprovalCheckRequest = z.object({
   turn_id: Id.optional(),
   agent_id: z.string(),
   source: z.string(),
+  /** The admin-set security group of the session (its override), if any. */
   security_group: z.string().optional(),
+  /**
+   * The security groups the session owner's groups bring (read at the turn's start): the gate
+   * evaluates the rules of these and of `security_group`, then the default rules.
+   */
+  security_groups: z.array(z.string()).max(64).optional(),
   tool_name: z.string(),
   arguments: z.record(z.string(), z.unknown()),
   /**
@@ -237,14 +262,6 @@ export const ApprovalCheckReply = z.object({
   by: A.GateBy.optional(),
 });
 
-export const ApprovalPreview = z.object({
-  path: z.string(),
-  old_content: z.string().optional(),
-  new_content: z.string(),
-  /** SHA-256 of the file the preview was computed from (absent for a new file). */
-  base_hash: z.string().optional(),
-});
-export type ApprovalPreview = z.infer<typeof ApprovalPreview>;
 /** `expected_base_hash` of a write previewed while its file did not exist (a preview without `base_hash`). */
 export const ABSENT_FILE_HASH = 'absent';
 
@@ -261,6 +278,11 @@ export const ApprovalRegisterRequest = z.object({
   session_id: Id,
   /** The turn that asks (the id of the message that started it): for logs. */
   turn_id: Id.optional(),
+  /**
+   * The job run whose session asks (a cron or async job's session): its notification is
+   * `job_needs_human` instead of `approval_requested` / `question_asked`, never both.
+   */
+  job_run_id: Id.optional(),
   source: z.string(),
   tool_name: z.string(),
   arguments: z.unknown(),
@@ -276,6 +298,7 @@ export const ApprovalRegisterRequest = z.object({
     .object({
       agent_id: z.string(),
       security_group: z.string().optional(),
+      security_groups: ApprovalCheckRequest.shape.security_groups,
       run_context: ApprovalCheckRequest.shape.run_context,
     })
     .optional(),
@@ -396,6 +419,16 @@ export const UserStandingReply = z.object({
 });
 export type UserStandingReply = z.infer<typeof UserStandingReply>;
 
+/**
+ * `user.presence` (queue `gateway`): whether the user has a WebSocket open on any gateway replica
+ * now, read from the replicas' shared socket places in Redis (each renewed by the replica holding
+ * it, gone within a lease when that replica dies). A gateway that cannot read them answers an
+ * error; the asker then treats the user as away. Read-only, so idempotent.
+ */
+export const UserPresenceRequest = z.object({ user_id: Id });
+export const UserPresenceReply = z.object({ online: z.boolean() });
+export type UserPresenceReply = z.infer<typeof UserPresenceReply>;
+
 /** Users one `user.page` answer lists at most. */
 export const USER_PAGE_MAX = 500;
 /**
@@ -420,6 +453,8 @@ export type UserPageReply = z.infer<typeof UserPageReply>;
  */
 export const SUBJECTS = {
   ...AGENT_SUBJECTS,
+  ...GROUP_SUBJECTS,
+  ...BUDGET_SUBJECTS,
   // `direct`: each worker also answers it alone on `session.submit.<route>` (carry affinity).
   'session.submit': {
     request: SubmitMessage,
@@ -432,6 +467,16 @@ export const SUBJECTS = {
   'session.get': { request: GetSessionRequest, reply: replyOf(SessionDetail), queue: 'session-worker' },
   'session.list': { request: ListSessionsRequest, reply: replyOf(SessionList), queue: 'session-worker' },
   'session.messages': { request: MessagesRequest, reply: replyOf(ChatMessages), queue: 'session-worker' },
+  'session.admin.get': {
+    request: AdminSessionRequest,
+    reply: replyOf(AdminSessionReply),
+    queue: 'session-worker',
+  },
+  'session.admin.messages': {
+    request: AdminMessagesRequest,
+    reply: replyOf(ChatMessages),
+    queue: 'session-worker',
+  },
   'session.replay': { request: ReplayRequest, reply: replyOf(ReplayReply), queue: 'session-worker' },
   'session.cancel': { request: CancelRequest, reply: replyOf(CancelReply), queue: 'session-worker' },
   'session.rename': {
@@ -463,9 +508,15 @@ export const SUBJECTS = {
     reply: replyOf(RC.GateContextReply),
     queue: 'session-worker',
   },
+  'session.call_context': {
+    request: A.CallContextRequest,
+    reply: replyOf(A.CallContextReply),
+    queue: 'session-worker',
+  },
   'llm.clients': { request: L.LlmClientsRequest, reply: replyOf(L.LlmClientList), queue: 'session-worker' },
   'llm.pin': { request: L.LlmPinRequest, reply: replyOf(L.LlmPinReply), queue: 'session-worker' },
   'llm.command': { request: L.LlmCommandRequest, reply: replyOf(L.LlmCommandReply), queue: 'session-worker' },
+  'usage.report': { request: U.UsageReportRequest, reply: replyOf(U.UsageReportReply), queue: 'session-worker' },
   'approval.check': { request: ApprovalCheckRequest, reply: replyOf(ApprovalCheckReply), queue: 'approval-service' },
   'approval.register': {
     request: ApprovalRegisterRequest,
@@ -506,12 +557,22 @@ export const SUBJECTS = {
   },
   'approval.tools': { request: A.ToolsCatalogRequest, reply: replyOf(A.KnownToolList), queue: 'approval-service' },
   'approval.inbox': { request: A.InboxRequest, reply: replyOf(A.InboxDto), queue: 'approval-service' },
+  'approval.action_token.mint': {
+    request: A.ActionTokenMintRequest,
+    reply: replyOf(A.ActionTokenMinted),
+    queue: 'approval-service',
+  },
+  'approval.action.redeem': {
+    request: A.ApprovalActionRequest,
+    reply: replyOf(A.ApprovalActionResult),
+    queue: 'approval-service',
+  },
   'approval.decisions': {
     request: A.DecisionsRequest,
     reply: replyOf(A.DecisionsReply),
     queue: 'approval-service',
   },
-  'approval.audit': { request: A.AuditRequest, reply: replyOf(A.AuditList), queue: 'approval-service' },
+  'approval.audit': { request: A.AuditRequest, reply: replyOf(A.AuditReply), queue: 'approval-service' },
   'approval.rules.list': { request: A.RulesListRequest, reply: replyOf(A.ApprovalRuleList), queue: 'approval-service' },
   'approval.rules.create': {
     request: A.RuleCreateRequest,
@@ -559,6 +620,18 @@ export const SUBJECTS = {
   'notify.webhooks.create': { request: N.WebhookCreateRequest, reply: replyOf(N.WebhookCreated), queue: 'scheduler' },
   'notify.webhooks.delete': { request: N.WebhookRequest, reply: replyOf(N.WebhookDeleted), queue: 'scheduler' },
   'notify.webhooks.deliveries': { request: N.WebhookRequest, reply: replyOf(N.DeliveryList), queue: 'scheduler' },
+  'notify.push.key': { request: N.PushKeyRequest, reply: replyOf(N.PushKeyDto), queue: 'scheduler' },
+  'notify.push.list': {
+    request: N.PushSubscriptionsListRequest,
+    reply: replyOf(N.PushSubscriptionList),
+    queue: 'scheduler',
+  },
+  'notify.push.subscribe': { request: N.PushSubscribeRequest, reply: replyOf(N.PushSubscribed), queue: 'scheduler' },
+  'notify.push.delete': {
+    request: N.PushSubscriptionRequest,
+    reply: replyOf(N.PushSubscriptionDeleted),
+    queue: 'scheduler',
+  },
   'session.job.start': {
     request: S.JobSessionStartRequest,
     reply: replyOf(S.JobSessionStartReply),
@@ -572,6 +645,7 @@ export const SUBJECTS = {
   'session.job.deliver': { request: S.JobDeliverRequest, reply: replyOf(S.JobDeliverReply), queue: 'session-worker' },
   'user.standing': { request: UserStandingRequest, reply: replyOf(UserStandingReply), queue: 'gateway' },
   'user.page': { request: UserPageRequest, reply: replyOf(UserPageReply), queue: 'gateway' },
+  'user.presence': { request: UserPresenceRequest, reply: replyOf(UserPresenceReply), queue: 'gateway' },
 } as const;
 export type RequestSubject = keyof typeof SUBJECTS;
 export type RequestOf<S extends RequestSubject> = z.input<(typeof SUBJECTS)[S]['request']>;

@@ -67,6 +67,15 @@ export const EditedArguments = z
   .record(StoredText(256), z.unknown())
   .refine((a) => JSON.stringify(a).length <= EDITED_ARGUMENTS_MAX_CHARS, 'the edited arguments are too large');
 export type EditedArguments = z.infer<typeof EditedArguments>;
+/** The file change an approval card shows: the tool runner's preview of a write, computed from the workspace. */
+export const ApprovalPreview = z.object({
+  path: z.string(),
+  old_content: z.string().optional(),
+  new_content: z.string(),
+  /** SHA-256 of the file the preview was computed from (absent for a new file). */
+  base_hash: z.string().optional(),
+});
+export type ApprovalPreview = z.infer<typeof ApprovalPreview>;
 /** Where a human answered a request: the chat's card, the inbox, the CLI, a push notification, the REST API. */
 export const ApprovalChannel = z.enum(['card', 'inbox', 'cli', 'push', 'api']);
 export type ApprovalChannel = z.infer<typeof ApprovalChannel>;
@@ -80,6 +89,10 @@ export const HumanDecision = z.object({
   at: Timestamp,
   channel: ApprovalChannel.optional(),
   bypass: z.object({ scope: SessionApprovalScope, secs: z.number().int().nonnegative().optional() }).optional(),
+  /** The reason given with a rejection (`reject_tool.note`). */
+  note: StoredText(4000).optional(),
+  /** The human changed the call's arguments before approving it; the audit holds the original and the edit. */
+  edited: z.literal(true).optional(),
 });
 export type HumanDecision = z.infer<typeof HumanDecision>;
 export const ApproveToolFrame = z.object({

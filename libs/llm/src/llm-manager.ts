@@ -79,6 +79,11 @@ export class LlmManager {
     return this.definitions.has(name);
   }
 
+  /** The model a client is configured with; null for a client that is not configured. */
+  modelOf(name: string): string | null {
+    return this.definitions.get(name)?.model ?? null;
+  }
+
   /** Every client with its health, in configuration order (for `/models` and `GET /api/llm/clients`). No keys. */
   async list(): Promise<LlmClientStatus[]> {
     // Read fresh: a person looks at it (rarely); `select`, before every model call, may use a recent read.

@@ -6,20 +6,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readSessionEventEnvelope, SessionEventSchema, topicOf, type SessionEventEnvelope } from '@skald/contracts';
-import { Bus } from './bus';
+import { NatsBus } from './bus';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 
-describe('Bus.subscribeForwarded', () => {
+describe('NatsBus.subscribeForwarded', () => {
   const warned: string[] = [];
   const failed: string[] = [];
   const log = {
     warn: (o: object) => void warned.push(String((o as { issue?: string }).issue)),
     error: (o: object) => void failed.push(String((o as { err?: string }).err)),
   };
-  let bus: Bus;
+  let bus: NatsBus;
   beforeAll(async () => {
-    bus = await Bus.connect({ servers: NATS_URL, name: `bus-fwd-spec-${randomUUID()}` }, log);
+    bus = await NatsBus.connect({ servers: NATS_URL, name: `bus-fwd-spec-${randomUUID()}` }, log);
   });
   afterAll(async () => {
     await bus.drain();

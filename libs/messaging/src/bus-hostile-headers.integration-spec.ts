@@ -11,7 +11,7 @@ import * as net from 'node:net';
 import fc from 'fast-check';
 import { PrivateNats } from '@skald/testing';
 import { z } from 'zod';
-import { Bus } from './bus';
+import { NatsBus } from './bus';
 
 const te = new TextEncoder();
 
@@ -57,9 +57,9 @@ const hostileBlock = fc
     te.encode([status, ...lines.map((l) => l.replace(/[\r\n]/g, ''))].join('\r\n') + '\r\n\r\n'),
   );
 
-describe('Bus: hostile header blocks', () => {
+describe('NatsBus: hostile header blocks', () => {
   let nats: PrivateNats;
-  let bus: Bus;
+  let bus: NatsBus;
   const logged: string[] = [];
   const log = {
     warn: (_o: object, m: string) => void logged.push(m),
@@ -68,7 +68,7 @@ describe('Bus: hostile header blocks', () => {
 
   beforeAll(async () => {
     nats = await PrivateNats.start();
-    bus = await Bus.connect({ servers: nats.url, name: `bus-hostile-headers-${randomUUID()}` }, log);
+    bus = await NatsBus.connect({ servers: nats.url, name: `bus-hostile-headers-${randomUUID()}` }, log);
   });
   afterAll(async () => {
     await bus?.drain();

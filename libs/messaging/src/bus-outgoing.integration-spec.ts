@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { EphemeralEventSchema, SessionEventSchema, TOPICS, UserEventSchema } from '@skald/contracts';
-import { Bus } from './bus';
+import { NatsBus } from './bus';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const quiet = { warn: () => undefined, error: () => undefined };
@@ -111,15 +111,15 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   if (!cond()) throw new Error(`timed out waiting for ${what}`);
 }
 
-describe('Bus: the receiver is the boundary (outgoing messages unchecked)', () => {
-  let checking: Bus;
-  let unchecked: Bus;
-  let receiver: Bus;
+describe('NatsBus: the receiver is the boundary (outgoing messages unchecked)', () => {
+  let checking: NatsBus;
+  let unchecked: NatsBus;
+  let receiver: NatsBus;
   const dropped = new Set<string>();
   beforeAll(async () => {
-    checking = await Bus.connect({ servers: NATS_URL, name: `out-check-${id()}`, checkOutgoing: true }, quiet);
-    unchecked = await Bus.connect({ servers: NATS_URL, name: `out-plain-${id()}`, checkOutgoing: false }, quiet);
-    receiver = await Bus.connect(
+    checking = await NatsBus.connect({ servers: NATS_URL, name: `out-check-${id()}`, checkOutgoing: true }, quiet);
+    unchecked = await NatsBus.connect({ servers: NATS_URL, name: `out-plain-${id()}`, checkOutgoing: false }, quiet);
+    receiver = await NatsBus.connect(
       { servers: NATS_URL, name: `out-recv-${id()}` },
       { warn: (o: object) => void dropped.add((o as { subject: string }).subject), error: () => undefined },
     );

@@ -6,22 +6,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import { PrivateNats } from '@skald/testing';
-import { Bus, BusRequestError } from './bus';
+import { NatsBus, BusRequestError } from './bus';
 
 const log = { warn: () => undefined, error: () => undefined };
 const actor = () => ({ userId: randomUUID(), role: 'user' as const });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('Bus requests across a NATS restart', () => {
+describe('NatsBus requests across a NATS restart', () => {
   let nats: PrivateNats;
-  let gateway: Bus;
-  let worker: Bus;
+  let gateway: NatsBus;
+  let worker: NatsBus;
   const handled: string[] = [];
 
   beforeAll(async () => {
     nats = await PrivateNats.start();
-    gateway = await Bus.connect({ servers: nats.url, name: 'reconnect-spec-gateway' }, log);
-    worker = await Bus.connect({ servers: nats.url, name: 'reconnect-spec-worker' }, log);
+    gateway = await NatsBus.connect({ servers: nats.url, name: 'reconnect-spec-gateway' }, log);
+    worker = await NatsBus.connect({ servers: nats.url, name: 'reconnect-spec-worker' }, log);
     worker.handle('session.rename', async (req) => {
       handled.push(req.title);
       return { id: req.session_id, title: req.title };
@@ -43,7 +43,7 @@ describe('Bus requests across a NATS restart', () => {
   };
 
   /** Until `bus` is connected again (its status event), at most 10 s. */
-  const untilBack = async (bus: Bus) => {
+  const untilBack = async (bus: NatsBus) => {
     for (let i = 0; i < 1_000 && !(bus as unknown as { replies: { connected: boolean } }).replies.connected; i++)
       await sleep(10);
   };

@@ -8,20 +8,20 @@
 import { randomUUID } from 'node:crypto';
 import { PrivateNats } from '@skald/testing';
 import { createInbox } from 'nats';
-import { Bus, BusRequestError, RemoteError } from './bus';
+import { NatsBus, BusRequestError, RemoteError } from './bus';
 import { MuxRequestError, ReplyMux } from './reply-mux';
 
 const log = { warn: () => undefined, error: () => undefined };
-const waiting = (bus: Bus): number => (bus as unknown as { replies: { size: number } }).replies.size;
+const waiting = (bus: NatsBus): number => (bus as unknown as { replies: { size: number } }).replies.size;
 const actor = () => ({ userId: randomUUID(), role: 'user' as const });
 
-describe('Bus requests (own reply mux)', () => {
+describe('NatsBus requests (own reply mux)', () => {
   let nats: PrivateNats;
-  let gateway: Bus;
-  let worker: Bus;
-  const connect = (service: 'gateway' | 'session-worker'): Promise<Bus> => {
+  let gateway: NatsBus;
+  let worker: NatsBus;
+  const connect = (service: 'gateway' | 'session-worker'): Promise<NatsBus> => {
     const env = nats.serviceEnv(service);
-    return Bus.connect(
+    return NatsBus.connect(
       { servers: nats.url, name: `bus-request-spec-${service}`, user: env.NATS_USER, pass: env.NATS_PASSWORD },
       log,
     );
@@ -129,7 +129,7 @@ describe('Bus requests (own reply mux)', () => {
 
   it('unchecked (production): the receiver alone parses the request — the same value reaches the handler, the same requests are refused', async () => {
     const env = nats.serviceEnv('gateway');
-    const unchecked = await Bus.connect(
+    const unchecked = await NatsBus.connect(
       {
         servers: nats.url,
         name: 'bus-request-spec-unchecked',

@@ -5,16 +5,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { Bus } from './bus';
+import { NatsBus } from './bus';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const log = { warn: () => undefined, error: () => undefined };
-const held = (bus: Bus): number => (bus as unknown as { subs: Set<unknown> }).subs.size;
+const held = (bus: NatsBus): number => (bus as unknown as { subs: Set<unknown> }).subs.size;
 
-describe('Bus subscriptions', () => {
-  let bus: Bus;
+describe('NatsBus subscriptions', () => {
+  let bus: NatsBus;
   beforeAll(async () => {
-    bus = await Bus.connect({ servers: NATS_URL, name: `bus-spec-${randomUUID()}` }, log);
+    bus = await NatsBus.connect({ servers: NATS_URL, name: `bus-spec-${randomUUID()}` }, log);
   });
   afterAll(async () => {
     await bus.drain();

@@ -124,11 +124,11 @@ export interface MessageMeta {
 }
 
 /**
- * Typed request / publish / subscribe over NATS. Every subject and payload comes from
+ * The bus over NATS (services take it as `Bus`, bus-port.ts). Typed request / publish / subscribe over NATS. Every subject and payload comes from
  * `@skald/contracts`; every inbound message is parsed with its schema before a handler sees it.
  * Core NATS is at-most-once: nothing sent through here may be the only copy of a state change.
  */
-export class Bus {
+export class NatsBus {
   /** The live subscriptions, unsubscribed at drain; one that ended is forgotten (see `keep`). */
   private readonly subs = new Set<Subscription>();
   /** The subscriptions that answer requests (`handle`), drained first at shutdown (`stopAnswering`). */
@@ -152,7 +152,7 @@ export class Bus {
     this.replies = new ReplyMux(nc, createInbox(inboxPrefix));
   }
 
-  static async connect(options: BusOptions, log: BusLogger): Promise<Bus> {
+  static async connect(options: BusOptions, log: BusLogger): Promise<NatsBus> {
     // A service's NATS user may subscribe only to its own inbox (`_INBOX.<user>.>`, contracts/access.ts).
     const inboxPrefix = options.user ? `_INBOX.${options.user}` : undefined;
     if (hopTraceOn) hopTraceApp(options.name.replace(/\s+/g, '_'));
@@ -171,7 +171,7 @@ export class Bus {
     });
     const flushNow = coalesceWrites(nc);
     if (!flushNow) log.warn({}, 'NATS client internals changed: writes not coalesced (one write per microtask)');
-    const bus = new Bus(
+    const bus = new NatsBus(
       nc,
       options.requestTimeoutMs ?? 10_000,
       log,

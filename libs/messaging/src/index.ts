@@ -1,4 +1,5 @@
 export * from './bus';
+export * from './bus-port';
 export * from './messaging.module';
 export * from './database-input';
 export * from './forwarded';

@@ -1,5 +1,6 @@
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { Bus, BusLogger, BusOptions } from './bus';
+import { BusLogger, BusOptions, NatsBus } from './bus';
+import { Bus } from './bus-port';
 
 export const BUS_OPTIONS = Symbol('BUS_OPTIONS');
 
@@ -33,7 +34,7 @@ export class MessagingModule {
       global: true,
       providers: [
         { provide: BUS_OPTIONS, useValue: options },
-        { provide: Bus, useFactory: () => Bus.connect(options, options.logger) },
+        { provide: Bus, useFactory: () => NatsBus.connect(options, options.logger) },
         BusLifecycle,
       ],
       exports: [Bus],

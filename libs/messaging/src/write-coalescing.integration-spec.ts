@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { connect, NatsConnection, StringCodec } from 'nats';
 import { z } from 'zod';
 import { PrivateNats } from '@skald/testing';
-import { Bus } from './bus';
+import { NatsBus } from './bus';
 import { coalesceWrites } from './write-coalescing';
 
 const log = { warn: jest.fn(), error: () => undefined };
@@ -42,12 +42,12 @@ describe('coalesced NATS writes', () => {
   // workers' queue group, which on a shared server would take (and answer wrongly) another
   // process's requests, and share this test's with any session worker there.
   let nats: PrivateNats;
-  let bus: Bus;
+  let bus: NatsBus;
   let plain: NatsConnection;
   let reader: NatsConnection;
   beforeAll(async () => {
     nats = await PrivateNats.start();
-    bus = await Bus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
+    bus = await NatsBus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
     plain = await connect({ servers: nats.url });
     reader = await connect({ servers: nats.url });
   });
@@ -58,7 +58,7 @@ describe('coalesced NATS writes', () => {
     await nats?.destroy();
   });
 
-  it('patches the installed nats.js (the Bus did not have to fall back)', () => {
+  it('patches the installed nats.js (the NatsBus did not have to fall back)', () => {
     expect(log.warn).not.toHaveBeenCalled();
   });
 
@@ -137,8 +137,8 @@ describe('coalesced NATS writes', () => {
   it.each([true, false])(
     "a handler's answer goes out in one write with what it queued before: at once with `replyNow` (%s), else at the end of the pass, after the handler's later work",
     async (replyNow) => {
-      const server = await Bus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
-      const client = await Bus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
+      const server = await NatsBus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
+      const client = await NatsBus.connect({ servers: nats.url, name: `coalesce-spec-${randomUUID()}` }, log);
       try {
         const subject = `coalesce.${randomUUID()}`;
         const sessionId = randomUUID();

@@ -1,6 +1,7 @@
 import { DynamicModule, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { createDataSource, DatabaseOptions } from './data-source';
+import { Database } from './database';
 
 @Injectable()
 class DatabaseLifecycle implements OnApplicationShutdown {
@@ -10,7 +11,7 @@ class DatabaseLifecycle implements OnApplicationShutdown {
   }
 }
 
-/** The app's TypeORM DataSource: its pool, transactions and readiness check. */
+/** The app's TypeORM DataSource (also as `Database`, see database.ts): its pool, transactions and readiness check. */
 @Module({})
 export class DatabaseModule {
   static forRoot(
@@ -31,9 +32,10 @@ export class DatabaseModule {
             return ds;
           },
         },
+        { provide: Database, useExisting: DataSource },
         DatabaseLifecycle,
       ],
-      exports: [DataSource],
+      exports: [DataSource, Database],
     };
   }
 }

@@ -7,3 +7,4 @@ export * from './service-roles';
 export * from './pg-text';
 export * from './backup';
 export * from './same-type';
+export * from './database';

@@ -219,7 +219,7 @@ describe('service roles', () => {
       expect(
         await sqlStateOf(
           db,
-          `INSERT INTO approval_rules (id, tool_pattern, action, priority) VALUES ($1, '*', 'allow', 0)`,
+          `INSERT INTO approval_rules (id, tool_pattern, action, priority, name) VALUES ($1, '*', 'allow', 0, 'test rule')`,
           [randomUUID()],
         ),
       ).toBe('42501');

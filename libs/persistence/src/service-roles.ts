@@ -27,6 +27,14 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, TableGrants>> =
     openai_conversations: ['SELECT', 'INSERT', 'UPDATE'],
     // The requests a retry attaches to: replaced by the next identical request, deleted after a day.
     openai_requests: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    // Admins' reads of other users' conversations: appended, never changed.
+    admin_session_reads: ['SELECT', 'INSERT'],
+    // Single sign-on: a flow and a handoff are taken once (deleted), expired ones deleted when a new one starts.
+    oidc_flows: ['SELECT', 'INSERT', 'DELETE'],
+    oidc_handoffs: ['SELECT', 'INSERT', 'DELETE'],
+    user_identities: ['SELECT', 'INSERT', 'UPDATE'],
+    // A row per live session JWT: deleted at sign-out, beyond the per-user cap, and when expired.
+    login_sessions: ['SELECT', 'INSERT', 'DELETE'],
   },
   'session-worker': {
     // Deleting a conversation deletes its session; the rows it owns go with it (ON DELETE CASCADE).
@@ -49,9 +57,22 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, TableGrants>> =
     compaction_summaries: ['SELECT', 'INSERT', 'UPDATE'],
     // A ledger: appended, summed, never changed.
     llm_usage: ['SELECT', 'INSERT'],
+    // Kept by the statement trigger on llm_usage (runs as the role that inserted): an upsert.
+    llm_usage_daily: ['SELECT', 'INSERT', 'UPDATE'],
+    // Appended when a model call gets no answer, never changed.
+    llm_call_failures: ['SELECT', 'INSERT'],
     llm_client_pins: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
     user_agents: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
     user_settings: ['SELECT', 'INSERT', 'UPDATE'],
+    // Groups and memberships: an admin's edits, the login's sync of the identity provider's claim (both
+    // through the gateway, on NATS); read with each turn's start.
+    groups: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    group_members: ['SELECT', 'INSERT', 'DELETE'],
+    // Budgets: an admin's limits of a user (through the gateway, on NATS), read with each turn's start; the
+    // admission lock row of each limited user; the holds of calls in flight (expiring, deleted once settled).
+    llm_user_budgets: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    llm_budget_users: ['SELECT', 'INSERT', 'UPDATE'],
+    llm_budget_holds: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
   },
   'approval-service': {
     approval_rules: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
@@ -63,6 +84,8 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, TableGrants>> =
     approval_audit: ['SELECT', 'INSERT'],
     // Per user, bounded: the least recently offered names are deleted past the bound.
     known_tools: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
+    // Used once (UPDATE … used_at); swept once expired.
+    approval_action_tokens: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
   },
   'tool-runner': {
     // Written under SELECT … FOR UPDATE; documents are never deleted.
@@ -79,6 +102,8 @@ export const SERVICE_TABLE_GRANTS: Readonly<Record<SkaldService, TableGrants>> =
     // The outbox: deleted only by the cascade of a deleted user or webhook, which runs as the table owner.
     notifications: ['SELECT', 'INSERT'],
     notification_deliveries: ['SELECT', 'INSERT', 'UPDATE'],
+    // Deleted by their owner, or when the push service answers 404/410.
+    push_subscriptions: ['SELECT', 'INSERT', 'UPDATE', 'DELETE'],
   },
 };
 

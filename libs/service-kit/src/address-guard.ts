@@ -80,6 +80,18 @@ export class AddressPolicy {
     if (BLOCKED.check(ip, family)) throw new BlockedAddressError(name, address, this.allowVariable);
   }
 
+  /**
+   * Whether the operator listed `host` itself: its name, its address, or a range its address
+   * falls in (a name is not resolved here). What may be reached over plain http where https is
+   * otherwise required (push endpoints).
+   */
+  listed(host: string): boolean {
+    const name = bareHost(host).toLowerCase();
+    if (this.hosts.has(name)) return true;
+    const family = isIP(name);
+    return family !== 0 && this.allowed.check(name, family === 6 ? 'ipv6' : 'ipv4');
+  }
+
   /** Resolves `url`'s host and checks every address (the check at creation; connections check again). */
   async checkUrl(url: URL): Promise<void> {
     const host = bareHost(url.hostname);

@@ -10,3 +10,4 @@ export * from './http-telemetry';
 export * from './bounded-json';
 export * from './json-body';
 export * from './address-guard';
+export * from './secret-box';

@@ -94,3 +94,56 @@ describe('AuditService', () => {
     expect(argsDigest({ command: 'ls' })).not.toBe(argsDigest({ command: 'rm' }));
   });
 });
+
+describe('AuditService.page: the caller and the rules', () => {
+  const stored = (over: Partial<AuditEntry> = {}) => ({
+    ...entry('execute_cmd'),
+    id: 'a1',
+    at: new Date('2026-12-07T10:00:00Z'),
+    ...over,
+  });
+
+  it("refuses a non-admin's filter to another user (403 user_id) without reading", async () => {
+    const { sut: service, repo } = setUp();
+    await expect(service.page({ user_id: 'u2', limit: 10 }, { userId: 'u1', role: 'user' })).rejects.toMatchObject({
+      body: { code: 'forbidden', field: 'user_id' },
+    });
+    expect(repo.page).not.toHaveBeenCalled();
+  });
+
+  it("names each row's rule: a stored one by its name, a built-in by the code's, a gone one as deleted", async () => {
+    const { sut: service, repo } = setUp();
+    repo.page.mockResolvedValue({
+      hasMore: true,
+      items: [
+        {
+          ...stored({ ruleId: 'r1' }),
+          ruleName: 'pushes need a human',
+        },
+        { ...stored({ ruleId: 'r2' }), ruleName: 'no deploys on Friday' },
+        {
+          ...stored({ ruleId: '00000000-0000-4000-8000-0000000000b1', by: 'policy', decision: 'deny' }),
+          ruleName: null,
+        },
+        {
+          ...stored({ ruleId: 'gone', note: 'rm x: rule “no removals” (deny, priority 3)' }),
+          ruleName: null,
+        },
+        { ...stored(), ruleName: null },
+      ],
+    });
+    const page = await service.page({ limit: 5 }, { userId: 'u1', role: 'user' });
+    expect(repo.page).toHaveBeenCalledWith(expect.objectContaining({ userId: 'u1', limit: 5 }));
+    expect(page.has_more).toBe(true);
+    expect(page.items.map((i) => i.rule_name)).toEqual([
+      'pushes need a human',
+      'no deploys on Friday',
+      'shared memory is writable only from an admin session',
+      'a deleted rule',
+      undefined,
+    ]);
+    expect(page.items[0]).toMatchObject({ user_id: 'u1', rule_id: 'r1' });
+    // the gate's note, stored when it decided, keeps the name a deleted rule had then
+    expect(page.items[3].note).toBe('rm x: rule “no removals” (deny, priority 3)');
+  });
+});

@@ -1,11 +1,14 @@
 import { hash } from 'node:crypto';
+import type { z } from 'zod';
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
-import { Actor, AuditItem } from '@skald/contracts';
+import { Actor, AuditReply, AuditRequest, DELETED_RULE_NAME } from '@skald/contracts';
 import { sqlState } from '@skald/messaging/database-input';
 import type { Logger } from '@skald/service-kit';
 import { ownerScope } from '../bypasses/bypasses.service';
 import { ApprovalMetrics } from '../approval-metrics';
 import { APPROVAL_LOGGER } from '../config';
+import { ApprovalError } from '../errors';
+import { BUILT_IN_RULES } from '../rules/rule-engine';
 import { AuditEntry, AuditRepository } from './audit.repository';
 
 export const AUDIT_FLUSH_MS = Symbol('AUDIT_FLUSH_MS');
@@ -128,28 +131,55 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  async page(actor: Actor, sessionId: string | undefined, page: number, perPage: number) {
+  /**
+   * A page of the audit for `actor` (their own rows; an admin: every user's, or one user's with
+   * `user_id`), filtered; each rule by its name now (a rule no longer stored as
+   * {@link DELETED_RULE_NAME}; the note, the gate's reason, keeps the name it had when it decided).
+   */
+  async page(q: Omit<z.infer<typeof AuditRequest>, 'actor'>, actor: Actor): Promise<z.infer<typeof AuditReply>> {
+    if (actor.role !== 'admin' && q.user_id !== undefined && q.user_id !== actor.userId)
+      throw new ApprovalError('forbidden', "another user's audit is for admins", 'user_id');
     await this.flush();
-    const r = await this.repo.page({ userId: ownerScope(actor), sessionId, page, perPage });
+    const r = await this.repo.page({
+      userId: ownerScope(actor),
+      sessionId: q.session_id,
+      filterUserId: q.user_id,
+      tool: q.tool,
+      decision: q.decision,
+      since: q.since,
+      until: q.until,
+      before: q.before,
+      limit: q.limit,
+    });
     return {
-      total: r.total,
-      items: r.items.map((a): AuditItem => ({
-        id: a.id,
-        at: a.at.toISOString(),
-        session_id: a.sessionId,
-        tool_call_id: a.toolCallId,
-        tool_name: a.toolName,
-        args_digest: a.argsDigest,
-        decision: a.decision,
-        by: a.by,
-        ...(a.actorUserId ? { actor_user_id: a.actorUserId } : {}),
-        ...(a.channel ? { channel: a.channel } : {}),
-        ...(a.ruleId ? { rule_id: a.ruleId } : {}),
-        ...(a.note ? { note: a.note } : {}),
-        ...(a.edit ? { edit: { args_digest: a.edit.argsDigest, diff: a.edit.diff } } : {}),
-      })),
+      has_more: r.hasMore,
+      items: r.items.map((a) => {
+        const name = a.ruleId ? nameOfRule(a.ruleId, a.ruleName) : undefined;
+        return {
+          id: a.id,
+          at: a.at.toISOString(),
+          user_id: a.userId,
+          session_id: a.sessionId,
+          tool_call_id: a.toolCallId,
+          tool_name: a.toolName,
+          args_digest: a.argsDigest,
+          decision: a.decision,
+          by: a.by,
+          ...(a.actorUserId ? { actor_user_id: a.actorUserId } : {}),
+          ...(a.channel ? { channel: a.channel } : {}),
+          ...(a.ruleId ? { rule_id: a.ruleId } : {}),
+          ...(name !== undefined ? { rule_name: name } : {}),
+          ...(a.note ? { note: a.note } : {}),
+          ...(a.edit ? { edit: { args_digest: a.edit.argsDigest, diff: a.edit.diff } } : {}),
+        };
+      }),
     };
   }
+}
+
+/** A rule's stored name, a built-in rule's from the code, else {@link DELETED_RULE_NAME}. */
+export function nameOfRule(id: string, stored: string | null): string {
+  return stored ?? BUILT_IN_RULES.find((b) => b.id === id)?.name ?? DELETED_RULE_NAME;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { Queryable, queryRows } from '@skald/persistence/query-rows';
 import type { ApprovalBypassesRow } from '@skald/persistence';
 import { BypassScope } from '../rules/gate-input';
@@ -27,7 +27,7 @@ const ACTIVE = `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()
  */
 @Injectable()
 export class BypassesRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async activeScopes(sessionId: string): Promise<BypassScope[]> {
     const rows = await queryRows<Pick<Row, 'scope'>>(

@@ -6,7 +6,7 @@
  */
 import { BypassesService } from './bypasses.service';
 import type { BypassesRepository } from './bypasses.repository';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import type { ApprovalEventsPublisher } from '../events/approval-events.publisher';
 import type { BypassScope } from '../rules/gate-input';
 

@@ -1,6 +1,6 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Actor, BypassDto } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { ApprovalError } from '../errors';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
 import { BypassScope } from '../rules/gate-input';

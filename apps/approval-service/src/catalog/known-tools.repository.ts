@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { KnownToolsRow } from '@skald/persistence';
 
@@ -12,7 +12,7 @@ const ADMIN_LIST_MAX = 5000;
 
 @Injectable()
 export class KnownToolsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   /**
    * Records names offered to `userId`'s model (their `last_seen_at` refreshed), then trims the user's

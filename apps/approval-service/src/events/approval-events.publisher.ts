@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { HumanRequestState, ParsedRequestOf, UserEvent, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import type { Logger } from '@skald/service-kit';
 import { APPROVAL_LOGGER } from '../config';
 

@@ -78,7 +78,8 @@ export class GateService {
 
   /**
    * `POST /api/approval/rules/test`: the same decision, not audited. For a named session the
-   * gateway sends what a real check of it carries (agent, source, group, RunContext, auto-deny);
+   * gateway sends what a real check of it carries (agent, source, group, RunContext, auto-deny, the
+   * owner's groups' security groups); for a test as a user or a group, their security groups and role;
    * the session's bypasses are read here as for a check. Paths are judged lexically (a test has no
    * landing from the tool runner).
    */
@@ -91,7 +92,8 @@ export class GateService {
       agentId: req.agent_id ?? 'main',
       source: req.source ?? 'web',
       securityGroup: req.security_group,
-      isAdmin: req.actor.role === 'admin',
+      securityGroups: req.security_groups,
+      isAdmin: (req.owner_role ?? req.actor.role) === 'admin',
       runContext: req.run_context
         ? {
             workingDirectory: req.run_context.working_directory,
@@ -108,7 +110,12 @@ export class GateService {
     this.catalog.offered(req.actor.userId, req.tools);
     const set = await this.rules.ruleSet().catch(() => null);
     if (!set) return req.tools; // cannot read the rules: hide nothing, every call still asks
-    const ctx = { agentId: req.agent_id, source: req.source, securityGroup: req.security_group };
+    const ctx = {
+      agentId: req.agent_id,
+      source: req.source,
+      securityGroup: req.security_group,
+      securityGroups: req.security_groups,
+    };
     return visibleTools(set, req.tools, ctx);
   }
 
@@ -137,6 +144,7 @@ function toInput(req: CheckRequest): GateInput {
     agentId: req.agent_id,
     source: req.source,
     securityGroup: req.security_group,
+    securityGroups: req.security_groups,
     isAdmin: req.actor.role === 'admin',
     runContext: req.run_context
       ? {

@@ -37,6 +37,7 @@ const row = (
   action,
   priority,
   ord,
+  name: `rule ${ord}`,
 });
 
 const RULES = new RuleSet([

@@ -77,6 +77,7 @@ export function judgeEdit(rules: RuleSet, call: EditedCall, edited: Record<strin
     agentId: ctx.agent_id,
     source: call.source,
     ...(ctx.security_group !== undefined ? { securityGroup: ctx.security_group } : {}),
+    ...(ctx.security_groups !== undefined ? { securityGroups: ctx.security_groups } : {}),
     isAdmin: ctx.is_admin === true,
     runContext: {
       workingDirectory: ctx.run_context?.working_directory ?? null,

@@ -5,6 +5,11 @@ import type { StoredRequest } from './requests.repository';
 import { storedRequest } from '../testing-fixtures/stored-request';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
+/** Any character, and what Postgres text or a phone cannot carry: NUL, lone surrogates, escapes. */
+const POISON_UNIT = fc.oneof(
+  fc.constantFrom('\0', '\uD800', '\uDFFF', '\u001b'),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+);
 
 const row = (over: Partial<StoredRequest> = {}): StoredRequest =>
   storedRequest({
@@ -41,27 +46,48 @@ describe('the notification of a pending human request', () => {
     expect(q).toMatchObject({ kind: 'question_asked', summary: 'The agent asks: Which branch?' });
   });
 
+  it("a job session's approval or question is the job's: job_needs_human, same key, never both", () => {
+    const run = '00000000-0000-4000-8000-0000000000aa';
+    const approval = requestNotification(row(), run);
+    expect(approval).toEqual({
+      user_id: row().userId,
+      event_key: 'human-request:req-1',
+      kind: 'job_needs_human',
+      summary: 'A job needs approval: execute_cmd make deploy',
+      refs: { session_id: 's-1', tool_call_id: 'call_1', request_id: 'req-1', tool_name: 'execute_cmd', run_id: run },
+    });
+    const question = requestNotification(
+      row({ kind: 'clarification', question: { title: 'B', question: 'Which branch?', suggested_answers: [] } }),
+      run,
+    );
+    expect(question).toMatchObject({ kind: 'job_needs_human', summary: "A job's agent asks: Which branch?" });
+    // The same request outside a job keeps its own kind under the same key: one request, one event.
+    expect(requestNotification(row()).event_key).toBe(approval.event_key);
+  });
+
   it('whatever the model sent, the event is valid and its summary one bounded line (generated)', () => {
     console.log(`request notification property seed: ${SEED}`);
     fc.assert(
       fc.property(
         fc.oneof(
-          fc.string({ unit: 'binary', maxLength: 800 }),
+          fc.string({ unit: POISON_UNIT, maxLength: 800 }),
           fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)),
         ),
-        fc.string({ unit: 'binary', maxLength: 800 }),
+        fc.string({ unit: POISON_UNIT, maxLength: 800 }),
         fc.boolean(),
-        (args, question, clarification) => {
+        fc.option(fc.uuid()),
+        (args, question, clarification, jobRun) => {
           const e = requestNotification(
             row(
               clarification
                 ? { kind: 'clarification', question: { title: 't', question, suggested_answers: [] } }
                 : { arguments: args },
             ),
+            jobRun,
           );
           expect(NotifyEventRequest.safeParse(e).success).toBe(true);
           expect(e.summary).not.toMatch(/[\n\r]/);
-          expect(e.summary.length).toBeLessThanOrEqual(330);
+          expect(e.summary.length).toBeLessThanOrEqual(340);
         },
       ),
       { seed: SEED, numRuns: 300 },

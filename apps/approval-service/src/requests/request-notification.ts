@@ -1,12 +1,9 @@
-import type { ParsedRequestOf } from '@skald/contracts';
+import { notificationLine, type ParsedRequestOf } from '@skald/contracts';
 import type { StoredRequest } from './requests.repository';
 
 const MAX_DETAIL = 300;
 
-const oneLine = (s: string): string => {
-  const flat = s.replace(/\s+/g, ' ').trim();
-  return flat.length > MAX_DETAIL ? `${flat.slice(0, MAX_DETAIL - 1)}…` : flat;
-};
+const oneLine = (s: string): string => notificationLine(s, MAX_DETAIL);
 
 /** What the call would do, in a line: its command or path when it names one, else its arguments. */
 function callDetail(r: StoredRequest): string {
@@ -24,10 +21,23 @@ function callDetail(r: StoredRequest): string {
 
 /**
  * The notification of a pending human request (webhooks, e-mail), keyed by the request's id so a
- * re-ask after a restart, or a repeated registration, notifies once.
+ * re-ask after a restart, or a repeated registration, notifies once. A request of a job's session
+ * (`jobRunId`) is the job's: `job_needs_human`, with the run in its refs, instead of the
+ * approval's or question's own kind (one notice, never both).
  */
-export function requestNotification(r: StoredRequest): ParsedRequestOf<'notify.event'> {
+export function requestNotification(r: StoredRequest, jobRunId: string | null = null): ParsedRequestOf<'notify.event'> {
   const refs = { session_id: r.sessionId, tool_call_id: r.toolCallId, request_id: r.id, tool_name: r.toolName };
+  if (jobRunId)
+    return {
+      user_id: r.userId,
+      event_key: `human-request:${r.id}`,
+      kind: 'job_needs_human',
+      summary:
+        r.kind === 'clarification'
+          ? `A job's agent asks: ${oneLine(r.question?.question ?? '')}`
+          : `A job needs approval: ${r.toolName} ${callDetail(r)}`,
+      refs: { ...refs, run_id: jobRunId },
+    };
   if (r.kind === 'clarification')
     return {
       user_id: r.userId,

@@ -1,5 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
+import { ActionTokensService } from '../action-tokens/action-tokens.service';
 import { BypassesService } from '../bypasses/bypasses.service';
 import { RequestsService } from './requests.service';
 
@@ -10,6 +11,7 @@ export class RequestsHandler implements OnModuleInit {
     private readonly bus: Bus,
     private readonly requests: RequestsService,
     private readonly bypasses: BypassesService,
+    private readonly actionTokens: ActionTokensService,
   ) {}
 
   onModuleInit(): void {
@@ -25,5 +27,7 @@ export class RequestsHandler implements OnModuleInit {
       cancelled: await this.requests.cancelSession(req.actor, req.session_id, 'session reset'),
     }));
     this.bus.handle('approval.inbox', (req) => this.requests.inbox(req.actor));
+    this.bus.handle('approval.action_token.mint', (req) => this.actionTokens.mint(req));
+    this.bus.handle('approval.action.redeem', (req) => this.actionTokens.redeem(req));
   }
 }

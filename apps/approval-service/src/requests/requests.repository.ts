@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { ApprovalChannel, HumanRequestStatus, SessionApprovalScope } from '@skald/contracts';
 import { fromJsonText, fromPgText, toJsonText, toPgText } from '@skald/persistence/pg-text';
 import { Queryable, queryRows } from '@skald/persistence/query-rows';
@@ -60,6 +61,7 @@ export interface StoredGateContext {
   /** The session's owner is an admin (the register's actor role). */
   is_admin?: boolean;
   security_group?: string;
+  security_groups?: string[];
   run_context?: {
     working_directory?: string | null;
     allow_fs_reads?: string[];
@@ -116,7 +118,7 @@ const COLUMNS = REQUEST_COLUMNS.join(', ');
 
 @Injectable()
 export class RequestsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   /** Inserts unless the id exists; returns the row and whether it was new. */
   async insertOrGet(r: NewRequest): Promise<{ row: StoredRequest; created: boolean } | null> {

@@ -128,6 +128,7 @@ const rule = (n: number, toolPattern: string, commandPattern: string | null, act
   action,
   priority: n,
   ord: n,
+  name: `rule ${n}`,
 });
 const RULES = new RuleSet([
   rule(1, 'execute_cmd', 'rm -rf *', 'deny'),
@@ -161,8 +162,7 @@ describe('RequestsService.resolve with edited arguments', () => {
     await expect(sut.resolve(resolve({ arguments: { command: 'cd /tmp && rm -rf x' } }))).rejects.toMatchObject({
       body: {
         code: 'forbidden',
-        message:
-          'the edited call is denied: rm -rf x: rule 00000000-0000-4000-9000-000000000001 (deny, priority 1) (no recursive deletes)',
+        message: 'the edited call is denied: rm -rf x: rule “rule 1” (deny, priority 1) (no recursive deletes)',
       },
     });
     expect(repo.transaction).not.toHaveBeenCalled();
@@ -230,15 +230,35 @@ describe('RequestsService.register and inbox', () => {
     expect(repo.insertOrGet).not.toHaveBeenCalled();
   });
 
-  it('shows approvals with their parsed arguments and questions with their title', async () => {
-    const { sut, repo } = setUp();
+  it('shows approvals with their parsed arguments and the rule that asked, questions with their title', async () => {
+    const { sut, repo, audit } = setUp();
     repo.pendingOfUser.mockResolvedValue([
       request(),
+      request({ id: 'q3', toolCallId: 'c3' }),
       request({ id: 'q2', kind: 'clarification', question: { title: 'T', question: 'Q?', suggested_answers: ['a'] } }),
     ]);
+    audit.askingRules.mockResolvedValue(
+      new Map([
+        [
+          request().toolCallId,
+          {
+            ruleId: 'r1',
+            ruleName: 'ask before any command',
+          },
+        ],
+        ['c3', { ruleId: 'r9', ruleName: null }],
+      ]),
+    );
     const inbox = await sut.inbox(owner);
+    expect(audit.askingRules).toHaveBeenCalledTimes(1);
     expect(inbox.approvals).toEqual([
-      expect.objectContaining({ request_id: 'q1', tool_name: 'execute_cmd', arguments: { command: 'ls -la' } }),
+      expect.objectContaining({
+        request_id: 'q1',
+        tool_name: 'execute_cmd',
+        arguments: { command: 'ls -la' },
+        rule: { id: 'r1', name: 'ask before any command' },
+      }),
+      expect.objectContaining({ request_id: 'q3', rule: { id: 'r9', name: 'a deleted rule' } }),
     ]);
     expect(inbox.clarifications).toEqual([
       expect.objectContaining({ request_id: 'q2', title: 'T', question: 'Q?', suggested_answers: ['a'] }),

@@ -3,7 +3,6 @@ import { loggerWithIds, requestLogIds } from '@skald/service-kit/log-ids';
 import type { Logger } from '@skald/service-kit';
 import {
   Actor,
-  HumanDecision,
   DecisionsReply,
   HumanRequestState,
   HumanRequestStatus,
@@ -11,6 +10,7 @@ import {
   ParsedRequestOf,
   UserEvent,
 } from '@skald/contracts';
+import { nameOfRule } from '../audit/audit.service';
 import { AuditRepository } from '../audit/audit.repository';
 import { argsDigest } from '../audit/audit.service';
 import { BypassesRepository } from '../bypasses/bypasses.repository';
@@ -24,6 +24,8 @@ import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
 import { RulesService } from '../rules/rules.service';
 import { initShellParser } from '../rules/shell-analysis';
 import { canonical, judgeEdit } from './edit-call';
+import { decisionItems } from './decision-items';
+import { decisionOf } from './request-decision';
 import { requestNotification } from './request-notification';
 import { RequestEdit, RequestsRepository, StoredRequest } from './requests.repository';
 
@@ -80,7 +82,7 @@ export class RequestsService {
       );
     if (r.row.status === 'pending') {
       this.events.userEvent(r.row.userId, requestedEvent(r.row));
-      this.events.notify(requestNotification(r.row));
+      this.events.notify(requestNotification(r.row, req.job_run_id ?? null));
     }
     return toState(r.row);
   }
@@ -229,20 +231,7 @@ export class RequestsService {
   /** How the answered approvals of these calls of the caller's session were answered (the chat history's cards). */
   async decisions(req: ParsedRequestOf<'approval.decisions'>): Promise<DecisionsReply> {
     const rows = await this.repo.answeredOfCalls({ userId: ownerScope(req.actor) }, req.session_id, req.tool_call_ids);
-    return {
-      items: rows.flatMap((r) =>
-        r.status === 'approved' || r.status === 'rejected' || r.status === 'cancelled'
-          ? [
-              {
-                tool_call_id: r.toolCallId,
-                request_id: r.id,
-                status: r.status,
-                ...decisionOf(r),
-              },
-            ]
-          : [],
-      ),
-    };
+    return { items: decisionItems(rows) };
   }
 
   async inbox(actor: Actor): Promise<InboxDto> {
@@ -272,6 +261,13 @@ export class RequestsService {
           ...(r.landsAt !== null ? { lands_at: r.landsAt } : {}),
           ...sessionApproval(callScopes(r), this.sessionApprovalSecs),
         });
+    }
+    const asking = await this.audit.askingRules(
+      inbox.approvals.map((a) => ({ sessionId: a.session_id, toolCallId: a.tool_call_id })),
+    );
+    for (const a of inbox.approvals) {
+      const r = asking.get(a.tool_call_id);
+      if (r) a.rule = { id: r.ruleId, name: nameOfRule(r.ruleId, r.ruleName) };
     }
     return inbox;
   }
@@ -365,19 +361,5 @@ function resolvedEvent(r: StoredRequest): UserEvent {
     approved: r.status === 'approved',
     ...(r.status === 'cancelled' ? { cancelled: true } : {}),
     ...decisionOf(r),
-  };
-}
-
-/** Who answered a request, when, where, and the session approval it opened; none for a cancelled one. */
-export function decisionOf(r: StoredRequest): { decision?: HumanDecision } {
-  if (r.status !== 'approved' && r.status !== 'rejected') return {};
-  if (r.actorUserId === null || r.resolvedAt === null) return {};
-  return {
-    decision: {
-      by_user_id: r.actorUserId,
-      at: r.resolvedAt.toISOString(),
-      ...(r.channel !== null ? { channel: r.channel } : {}),
-      ...(r.bypass !== null ? { bypass: r.bypass } : {}),
-    },
   };
 }

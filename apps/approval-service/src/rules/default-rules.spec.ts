@@ -22,6 +22,7 @@ const SEED = new RuleSet(
     action: r.action,
     priority: r.priority,
     ord: i + 1,
+    name: `rule ${i + 1}`,
   })),
 );
 

@@ -23,6 +23,7 @@ const row = (toolPattern: string, commandPattern: string | null, action: string,
   action,
   priority,
   ord,
+  name: `rule ${ord}`,
 });
 
 const RULES = new RuleSet([

@@ -28,6 +28,7 @@ const row = (commandPattern: string | null, action: string, priority: number): R
   action,
   priority,
   ord,
+  name: `rule ${ord}`,
 });
 const RULES = new RuleSet([
   row('git push', 'deny', 40),

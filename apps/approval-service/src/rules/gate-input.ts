@@ -11,6 +11,8 @@ export type GateBy = Exclude<ApprovalAuditRow['by'], 'human'>;
 /** A rule as stored. `action` is a string: a row with an unknown action fails to load. */
 export interface RuleRow {
   id: string;
+  /** What a decision calls it (contracts' `RuleName`). */
+  name: string;
   toolPattern: string;
   pathPattern: string | null;
   commandPattern: string | null;
@@ -38,7 +40,10 @@ export interface GateInput {
   arguments: Record<string, unknown>;
   agentId: string;
   source: string;
+  /** The session's own security group (an admin's override), if any. */
   securityGroup?: string;
+  /** The security groups the session owner's groups bring: their rules apply with `securityGroup`'s. */
+  securityGroups?: readonly string[];
   /** The session belongs to an admin (shared memory is writable from an admin's session only). */
   isAdmin: boolean;
   runContext?: RunContext;
@@ -63,4 +68,10 @@ export interface GateResult {
   by: GateBy;
   /** The shell line could not be read as simple commands: only a human may allow it (no bypass). */
   needsHuman?: boolean;
+}
+
+/** The security groups whose rules apply to a call: the session's own and its owner's groups', once each, sorted. */
+export function scopesOf(ctx: Pick<GateInput, 'securityGroup' | 'securityGroups'>): string[] {
+  const all = [...(ctx.securityGroups ?? []), ...(ctx.securityGroup ? [ctx.securityGroup] : [])];
+  return [...new Set(all.filter((g) => g !== ''))].sort();
 }

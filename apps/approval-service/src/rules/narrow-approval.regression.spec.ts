@@ -30,6 +30,7 @@ const ASK_ALL = new RuleSet([
     action: 'require',
     priority: 999999,
     ord: 1,
+    name: 'rule 1',
   } satisfies RuleRow,
 ]);
 

@@ -16,6 +16,7 @@ const allow = (commandPattern: string): RuleRow => ({
   action: 'allow',
   priority: 50,
   ord,
+  name: `rule ${ord}`,
 });
 const PROGRAMS = [
   'find',

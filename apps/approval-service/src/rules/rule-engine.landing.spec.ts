@@ -22,6 +22,7 @@ const rule = (ord: number, action: RuleAction, toolPattern: string, pathPattern:
   action,
   priority: 0,
   ord,
+  name: `rule ${ord}`,
 });
 
 const write = (path: string, landing?: Array<string | null>, extra: Partial<GateInput> = {}): GateInput => ({

@@ -25,6 +25,7 @@ const rule = (r: Partial<RuleRow> & { toolPattern: string; action: string }): Ru
     securityGroup: null,
     priority: 100,
     ord: seq,
+    name: `rule ${seq}`,
     ...r,
   };
 };

@@ -24,6 +24,7 @@ const rule = (r: R): RuleRow => {
     action: r.action,
     priority: r.priority ?? 100,
     ord: seq,
+    name: `rule ${seq}`,
   };
 };
 
@@ -38,6 +39,7 @@ const SEED: RuleRow[] = DEFAULT_APPROVAL_RULES.map((r, i) => ({
   action: r.action,
   priority: r.priority,
   ord: i + 1,
+  name: `rule ${i + 1}`,
 }));
 
 const SHELL: RuleRow[] = [

@@ -184,6 +184,7 @@ function decideShell(rules: readonly CompiledRule[], input: GateInput, cwd: Arra
 export const BUILT_IN_RULES = [
   {
     id: '00000000-0000-4000-8000-0000000000b1',
+    name: 'shared memory is writable only from an admin session',
     toolPattern: '@fs_write',
     pathPattern: 'shared-memory/*',
     action: 'deny',
@@ -192,6 +193,7 @@ export const BUILT_IN_RULES = [
   },
   {
     id: '00000000-0000-4000-8000-0000000000b2',
+    name: "the user's own memory is always writable",
     toolPattern: '@fs_write',
     pathPattern: 'user-memory/*',
     action: 'allow',
@@ -200,6 +202,7 @@ export const BUILT_IN_RULES = [
   },
 ] as const satisfies ReadonlyArray<{
   id: string;
+  name: string;
   toolPattern: string;
   pathPattern: string;
   action: RuleAction;
@@ -247,7 +250,7 @@ function decideOn(rules: RuleSet, input: GateInput, paths: Array<string | null>)
   const files = input.toolName === 'execute_cmd' ? [] : paths;
   const builtIn = decideBuiltIn(input, files);
   if (builtIn) return builtIn;
-  const ordered = rules.ordered(input.securityGroup);
+  const ordered = rules.ordered(input);
   return input.toolName === 'execute_cmd' ? decideShell(ordered, input, paths) : firstMatch(ordered, input, files);
 }
 
@@ -334,7 +337,7 @@ function visibleIn(rules: RuleSet, answers: Map<string, boolean>, tool: string, 
 /** `isVisible` without the memo: the rule engine's answer. */
 export function computeVisible(rules: RuleSet, tool: string, ctx: VisibilityContext): boolean {
   const input: GateInput = { ...ctx, toolName: tool, arguments: {}, isAdmin: false };
-  for (const rule of rules.ordered(ctx.securityGroup)) {
+  for (const rule of rules.ordered(ctx)) {
     if (!appliesTo(rule, input)) continue;
     if (rule.broken || rule.path || rule.command) return true;
     return rule.action !== 'deny';

@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import { compileToolPattern as compileSharedToolPattern, ToolPatternError } from '@skald/contracts';
 import { CommandPattern, compileCommandWords, patternWords } from './command-match';
-import type { GateInput, RuleAction, RuleRow } from './gate-input';
+import { scopesOf, type GateInput, type RuleAction, type RuleRow } from './gate-input';
 import { isMemoryPath, WORKSPACE } from './gate-paths';
 import { pathGlob } from './rule-glob';
 
@@ -111,13 +111,13 @@ export function compileRule(row: RuleRow): CompiledRule {
     command,
     broken,
     description: broken
-      ? `rule ${row.id} failed to load (${broken}): asking`
-      : `rule ${row.id} (${action}, priority ${row.priority})`,
+      ? `rule “${row.name}” failed to load (${broken}): asking`
+      : `rule “${row.name}” (${action}, priority ${row.priority})`,
   };
 }
 
 /** Throws RuleCompileError naming the field: for validating a rule before it is stored. */
-export function validateRule(row: Omit<RuleRow, 'id' | 'ord'>): void {
+export function validateRule(row: Omit<RuleRow, 'id' | 'ord' | 'name'>): void {
   if (row.action !== 'allow' && row.action !== 'deny' && row.action !== 'require')
     throw new RuleCompileError('action', `unknown action ${row.action}`);
   compileToolPattern(row.toolPattern);
@@ -129,7 +129,7 @@ export function validateRule(row: Omit<RuleRow, 'id' | 'ord'>): void {
 const VISIBLE_MEMO_MAX = 10_000;
 
 /** The parts of a visibility question besides the tool. */
-export type VisibilityContext = Pick<GateInput, 'agentId' | 'source' | 'securityGroup'>;
+export type VisibilityContext = Pick<GateInput, 'agentId' | 'source' | 'securityGroup' | 'securityGroups'>;
 
 /** The compiled rule set, with the evaluation order per security group computed once. */
 export class RuleSet {
@@ -162,13 +162,18 @@ export class RuleSet {
     return this.visibleCount;
   }
 
-  /** The session's group's rules first, then the default (group-less) ones; other groups never apply. */
-  ordered(securityGroup: string | undefined): readonly CompiledRule[] {
-    const key = securityGroup ?? '';
+  /**
+   * The rules of the session's security groups first (`scopesOf`: its own and its owner's groups',
+   * together in priority order), then the default (group-less) ones; other groups never apply.
+   */
+  ordered(ctx: Pick<GateInput, 'securityGroup' | 'securityGroups'>): readonly CompiledRule[] {
+    const scopes = scopesOf(ctx);
+    const key = groupsKey(scopes);
     let list = this.byGroup.get(key);
     if (!list) {
-      const own = securityGroup ? this.rules.filter((r) => r.securityGroup === securityGroup) : [];
+      const own = this.rules.filter((r) => r.securityGroup !== null && scopes.includes(r.securityGroup));
       list = [...own, ...this.rules.filter((r) => r.securityGroup === null)];
+      if (this.byGroup.size >= VISIBLE_MEMO_MAX) this.byGroup.clear();
       this.byGroup.set(key, list);
     }
     return list;
@@ -205,9 +210,14 @@ export class RuleSet {
   private visibleKey(ctx: VisibilityContext): string {
     const { agent, source, group } = this.named;
     let key = '';
-    if (group) key += ctx.securityGroup === undefined ? '-|' : `${ctx.securityGroup.length}:${ctx.securityGroup}|`;
+    if (group) key += `${groupsKey(scopesOf(ctx))}|`;
     if (agent) key += `${ctx.agentId.length}:${ctx.agentId}|`;
     if (source) key += `${ctx.source.length}:${ctx.source}|`;
     return key;
   }
+}
+
+/** A key of a list of security groups, length-prefixed so that no two lists share one. */
+function groupsKey(scopes: readonly string[]): string {
+  return scopes.map((g) => `${g.length}:${g}`).join(',');
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { ApprovalRulesRow, ApprovalRulesVersionRow } from '@skald/persistence';
 import { RuleRow } from './gate-input';
@@ -13,6 +13,7 @@ export interface StoredRule extends RuleRow {
 }
 
 export interface RuleFields {
+  name: string;
   toolPattern: string;
   pathPattern: string | null;
   commandPattern: string | null;
@@ -27,7 +28,7 @@ export interface RuleFields {
 /** Rules are deployment-wide (not per user): admin-only writes are enforced by the service. */
 @Injectable()
 export class RulesRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   /** Bumped by a trigger on every change of `approval_rules` (read it before the rules it vouches for). */
   async version(): Promise<string> {
@@ -51,8 +52,8 @@ export class RulesRepository {
   async create(f: RuleFields): Promise<StoredRule> {
     const rows = await queryRows<ApprovalRulesRow>(
       this.ds,
-      `INSERT INTO approval_rules (id, tool_pattern, path_pattern, command_pattern, agent_id, source, security_group, action, priority, note)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+      `INSERT INTO approval_rules (id, name, tool_pattern, path_pattern, command_pattern, agent_id, source, security_group, action, priority, note)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
       [randomUUID(), ...fieldParams(f)],
     );
     return toRule(rows[0]);
@@ -61,8 +62,8 @@ export class RulesRepository {
   async update(id: string, f: RuleFields): Promise<StoredRule | null> {
     const rows = await queryRows<ApprovalRulesRow>(
       this.ds,
-      `UPDATE approval_rules SET tool_pattern = $2, path_pattern = $3, command_pattern = $4, agent_id = $5,
-         source = $6, security_group = $7, action = $8, priority = $9, note = $10, updated_at = now()
+      `UPDATE approval_rules SET name = $2, tool_pattern = $3, path_pattern = $4, command_pattern = $5, agent_id = $6,
+         source = $7, security_group = $8, action = $9, priority = $10, note = $11, updated_at = now()
        WHERE id = $1 RETURNING *`,
       [id, ...fieldParams(f)],
     );
@@ -81,6 +82,7 @@ export class RulesRepository {
 
 function fieldParams(f: RuleFields): unknown[] {
   return [
+    f.name,
     f.toolPattern,
     f.pathPattern,
     f.commandPattern,
@@ -96,6 +98,7 @@ function fieldParams(f: RuleFields): unknown[] {
 function toRule(r: ApprovalRulesRow): StoredRule {
   return {
     id: r.id,
+    name: r.name,
     toolPattern: r.tool_pattern,
     pathPattern: r.path_pattern,
     commandPattern: r.command_pattern,

@@ -5,7 +5,7 @@
  * change broadcast).
  */
 import { ApprovalRuleInput } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { fake, newTestService } from '@skald/testing/unit';
 import { RULES_MAX_AGE_MS } from '../config';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
@@ -17,6 +17,7 @@ const at = new Date('2026-01-01T00:00:00Z');
 const stored = (over: Partial<StoredRule> = {}): StoredRule => ({
   id: 'r1',
   ord: 1,
+  name: 'rule 1',
   toolPattern: 'execute_cmd',
   pathPattern: null,
   commandPattern: null,
@@ -39,7 +40,10 @@ const input = (over: Partial<ApprovalRuleInput> = {}): ApprovalRuleInput => ({
 });
 
 function setUp() {
-  const t = newTestService(RulesService, [fake(RULES_MAX_AGE_MS, 60_000)]);
+  const t = newTestService(RulesService, [
+    fake(RULES_MAX_AGE_MS, 60_000),
+    fake(Bus, { subscribe: jest.fn(), onConnectionGap: jest.fn() }),
+  ]);
   const repo = t.mock(RulesRepository);
   repo.version.mockResolvedValue('1');
   repo.listAll.mockResolvedValue([stored()]);
@@ -82,6 +86,25 @@ describe('RulesService', () => {
     );
     expect(dto).toMatchObject({ id: 'r2', tool_pattern: 'read_file' });
     expect(events.rulesChanged).toHaveBeenCalledTimes(1);
+  });
+
+  it('names a rule created without a name by what it is; a given name is kept, and a rename keeps the rest', async () => {
+    const { sut, repo } = setUp();
+    repo.create.mockImplementation(async (f) => stored({ ...f, id: 'r2' }));
+    expect(await sut.create(input({ path_pattern: ' src/* ' }))).toMatchObject({ name: 'allow read_file on src/*' });
+    expect(await sut.create(input({ note: 'reads are fine\nsecond line' }))).toMatchObject({ name: 'reads are fine' });
+    expect(await sut.create(input({ name: 'reading needs nobody' }))).toMatchObject({ name: 'reading needs nobody' });
+    repo.find.mockResolvedValue(stored({ name: 'old name', note: 'a note' }));
+    repo.update.mockImplementation(async (id, f) => stored({ ...f, id }));
+    const renamed = await sut.update('r1', { name: 'commands need a human' });
+    expect(repo.update).toHaveBeenCalledWith(
+      'r1',
+      expect.objectContaining({ name: 'commands need a human', note: 'a note' }),
+    );
+    expect(renamed).toMatchObject({ name: 'commands need a human', tool_pattern: 'execute_cmd' });
+    // another field's change keeps the name
+    await sut.update('r1', { priority: 7 });
+    expect(repo.update).toHaveBeenLastCalledWith('r1', expect.objectContaining({ name: 'old name', priority: 7 }));
   });
 
   it('answers not_found for a rule that is not there', async () => {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
-import { ApprovalRuleDto, ApprovalRuleInput, ApprovalRulePatch } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { ApprovalRuleDto, ApprovalRuleInput, ApprovalRulePatch, ruleName } from '@skald/contracts';
+import { Bus } from '@skald/messaging/bus-port';
 import { RULES_MAX_AGE_MS } from '../config';
 import { ApprovalError } from '../errors';
 import { ApprovalEventsPublisher } from '../events/approval-events.publisher';
@@ -98,6 +98,7 @@ export class RulesService implements OnModuleInit, OnModuleDestroy {
     return [...BUILT_IN_RULE_DTOS, ...(await this.repo.listAll()).map(toRuleDto)];
   }
 
+  /** A rule created without a name is called by what it is (`ruleName`). */
   async create(input: ApprovalRuleInput): Promise<ApprovalRuleDto> {
     const fields = toFields(input);
     checkRule(fields);
@@ -140,6 +141,7 @@ function refuseBuiltIn(id: string): void {
 const BUILT_IN_SINCE = '2025-12-01T00:00:00.000Z';
 const BUILT_IN_RULE_DTOS: readonly ApprovalRuleDto[] = BUILT_IN_RULES.map((r) => ({
   id: r.id,
+  name: r.name,
   tool_pattern: r.toolPattern,
   path_pattern: r.pathPattern,
   command_pattern: null,
@@ -167,6 +169,7 @@ function checkRule(f: RuleFields): void {
 
 function fromRule(r: StoredRule): ApprovalRuleInput {
   return {
+    name: r.name,
     tool_pattern: r.toolPattern,
     path_pattern: r.pathPattern,
     command_pattern: r.commandPattern,
@@ -180,7 +183,7 @@ function fromRule(r: StoredRule): ApprovalRuleInput {
 }
 
 function toFields(i: ApprovalRuleInput): RuleFields {
-  return {
+  const f = {
     toolPattern: i.tool_pattern.trim(),
     pathPattern: i.path_pattern?.trim() || null,
     commandPattern: i.command_pattern?.trim() || null,
@@ -191,12 +194,23 @@ function toFields(i: ApprovalRuleInput): RuleFields {
     priority: i.priority,
     note: i.note ?? null,
   };
+  const name =
+    i.name ??
+    ruleName({
+      action: f.action,
+      tool_pattern: f.toolPattern,
+      path_pattern: f.pathPattern,
+      command_pattern: f.commandPattern,
+      note: f.note,
+    });
+  return { name, ...f };
 }
 
 export function toRuleDto(r: StoredRule): ApprovalRuleDto {
   const never = r.action === 'allow' && r.commandPattern ? neverAllows(r.commandPattern) : null;
   return {
     id: r.id,
+    name: r.name,
     tool_pattern: r.toolPattern,
     path_pattern: r.pathPattern,
     command_pattern: r.commandPattern,

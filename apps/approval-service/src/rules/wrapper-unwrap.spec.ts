@@ -22,6 +22,7 @@ const row = (toolPattern: string, commandPattern: string | null, action: string,
   action,
   priority,
   ord,
+  name: `rule ${ord}`,
 });
 
 const RULES = new RuleSet([row('execute_cmd', 'rm *', 'deny', 40), row('execute_cmd', '*', 'require', 90)]);

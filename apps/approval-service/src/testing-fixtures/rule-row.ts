@@ -12,5 +12,6 @@ export const ruleRow = (n: number, toolPattern: string, action: string, extra: P
   action,
   priority: n,
   ord: n,
+  name: `rule ${n}`,
   ...extra,
 });

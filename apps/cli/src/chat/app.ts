@@ -4,12 +4,21 @@ import { Box, Static, Text, useApp, useInput } from 'ink';
 import TextInput from 'ink-text-input';
 import { createElement as h, useEffect, useRef, useState, type ReactElement } from 'react';
 import type { Line } from './format.ts';
-import { itemLines, nextDelivery, outboxLines, pendingLines, statusLine, streamingLines } from './render.ts';
+import {
+  itemLines,
+  nextDelivery,
+  outboxLines,
+  pendingLines,
+  statusLine,
+  streamingLines,
+  type ApprovalMode,
+} from './render.ts';
 import {
   answered,
   reduce,
   withNotice,
-  withScopes,
+  withInboxItem,
+  editableCommand,
   withSent,
   type ChatState,
   type Item,
@@ -61,7 +70,7 @@ export function ChatApp(props: ChatAppProps): ReactElement {
   const [delivery, setDelivery] = useState<Delivery>('steer');
   const [connection, setConnection] = useState<ConnectionState>(conn.state);
   const [stopping, setStopping] = useState(false);
-  const [noting, setNoting] = useState(false);
+  const [mode, setMode] = useState<ApprovalMode>('keys');
   const looked = useRef(new Set<string>());
   const stateRef = useRef(state);
   stateRef.current = state;
@@ -97,7 +106,15 @@ export function ChatApp(props: ChatAppProps): ReactElement {
           const item = inbox.approvals.find((a) => a.request_id === id);
           if (item) {
             const sa = item.session_approval;
-            setState((s) => withScopes(s, id, sa?.scopes ?? null, sa?.secs ?? null));
+            const args = item.arguments;
+            setState((s) =>
+              withInboxItem(s, id, {
+                scopes: sa?.scopes ?? null,
+                secs: sa?.secs ?? null,
+                args:
+                  args && typeof args === 'object' && !Array.isArray(args) ? (args as Record<string, unknown>) : null,
+              }),
+            );
             return;
           }
         } catch {
@@ -141,8 +158,26 @@ export function ChatApp(props: ChatAppProps): ReactElement {
             ? `rejected${text ? `: ${text}` : ''}`
             : `answered: ${text}`;
     setState((s) => withNotice(answered(s, p.requestId), label));
-    setNoting(false);
+    setMode('keys');
     setInput('');
+  };
+
+  /**
+   * Approves the command as edited. The card stays until `approval_resolved`: the gate judges the
+   * edit again, and a refusal (an `error` naming the rule) leaves the call waiting for another answer.
+   */
+  const approveEdited = (p: Pending, command: string) => {
+    setMode('keys');
+    setInput('');
+    const original = editableCommand(p);
+    if (p.kind !== 'approval' || !p.args || original === null) return;
+    if (!command.trim() || command === original) return answer(p, 'approve');
+    const edited = { ...p.args, command };
+    if (!conn.approve(p.requestId, { arguments: edited }))
+      client
+        .resolveApproval(p.requestId, { action: 'approve', arguments: edited, channel: 'cli' })
+        .catch((e: Error) => setState((s) => withNotice(s, `the edited command was refused: ${e.message}`, 'error')));
+    setState((s) => withNotice(s, `approving the edited command: $ ${command}`));
   };
 
   useInput((ch, key) => {
@@ -159,16 +194,22 @@ export function ChatApp(props: ChatAppProps): ReactElement {
     if (key.ctrl && ch === 'd' && input === '') return quit();
     const p = stateRef.current.pending[0];
     if (p?.kind === 'approval') {
-      if (noting) {
-        if (key.escape) setNoting(false);
+      if (mode !== 'keys') {
+        if (key.escape) {
+          setMode('keys');
+          setInput('');
+        }
         return;
       }
       const c = ch.toLowerCase();
       if (c === 'y') answer(p, 'approve');
       else if (c === 's' && p.scopes) answer(p, 'session');
-      else if (c === 'n') {
+      else if (c === 'e' && editableCommand(p) !== null) {
+        setInput(editableCommand(p) ?? '');
+        setMode('edit');
+      } else if (c === 'n') {
         setInput('');
-        setNoting(true);
+        setMode('note');
       }
       return;
     }
@@ -178,7 +219,8 @@ export function ChatApp(props: ChatAppProps): ReactElement {
   const submit = (raw: string) => {
     const text = raw.trim();
     const p = stateRef.current.pending[0];
-    if (p?.kind === 'approval' && noting) return answer(p, 'reject', text);
+    if (p?.kind === 'approval' && mode === 'note') return answer(p, 'reject', text);
+    if (p?.kind === 'approval' && mode === 'edit') return approveEdited(p, raw.trim());
     if (p?.kind === 'question') {
       if (!text) return;
       const n = /^\d+$/.test(text) ? Number(text) : 0;
@@ -203,7 +245,7 @@ export function ChatApp(props: ChatAppProps): ReactElement {
   };
 
   const pending = state.pending[0];
-  const approvalKeys = pending?.kind === 'approval' && !noting;
+  const approvalKeys = pending?.kind === 'approval' && mode === 'keys';
   return h(
     Box,
     { flexDirection: 'column' },
@@ -221,13 +263,17 @@ export function ChatApp(props: ChatAppProps): ReactElement {
     ...state.active.map((t) => h(Lines, { key: t.key, lines: itemLines(t) })),
     h(Lines, { lines: streamingLines(state.streaming) }),
     h(Lines, { lines: outboxLines(state.outbox) }),
-    pending ? h(Box, { marginTop: 1 }, h(Lines, { lines: pendingLines(pending, noting) })) : null,
+    pending ? h(Box, { marginTop: 1 }, h(Lines, { lines: pendingLines(pending, mode) })) : null,
     approvalKeys
       ? null
       : h(
           Box,
           { borderStyle: 'round', borderColor: pending ? 'magenta' : 'gray', paddingX: 1 },
-          h(Text, { color: 'cyan' }, noting ? 'note › ' : pending ? 'answer › ' : '› '),
+          h(
+            Text,
+            { color: 'cyan' },
+            mode === 'note' ? 'note › ' : mode === 'edit' ? 'command › ' : pending ? 'answer › ' : '› ',
+          ),
           h(TextInput, {
             value: input,
             // a paste that ends a line sends it, as Enter would
@@ -238,13 +284,16 @@ export function ChatApp(props: ChatAppProps): ReactElement {
               submit(v.slice(0, nl));
             },
             onSubmit: () => submit(inputRef.current),
-            placeholder: noting
-              ? 'why not (optional)…'
-              : pending
-                ? 'your answer…'
-                : state.running
-                  ? `a message to ${delivery} the turn…`
-                  : 'ask the agent…',
+            placeholder:
+              mode === 'note'
+                ? 'why not (optional)…'
+                : mode === 'edit'
+                  ? 'the command to run…'
+                  : pending
+                    ? 'your answer…'
+                    : state.running
+                      ? `a message to ${delivery} the turn…`
+                      : 'ask the agent…',
           }),
         ),
     h(LineView, {

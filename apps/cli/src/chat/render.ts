@@ -1,6 +1,6 @@
 import type { Delivery } from '@skald/contracts';
 import { describeScope, describeSecs, head, MAX_SHOWN_LINES, type Line } from './format.ts';
-import type { ChatState, Item, Pending } from './state.ts';
+import { editableCommand, type ChatState, type Item, type Pending } from './state.ts';
 
 const TOOL_MARK: Record<string, Line[number]> = {
   running: { text: '◌ ', color: 'yellow' },
@@ -63,8 +63,11 @@ export function outboxLines(outbox: ChatState['outbox']): Line[] {
   ]);
 }
 
+/** How an approval is being answered: by its keys, or with the input (a rejection's note, an edited command). */
+export type ApprovalMode = 'keys' | 'note' | 'edit';
+
 /** The prompt of what waits for an answer, with its keys. */
-export function pendingLines(p: Pending, noting: boolean): Line[] {
+export function pendingLines(p: Pending, mode: ApprovalMode): Line[] {
   if (p.kind === 'question') {
     return [
       [
@@ -87,8 +90,14 @@ export function pendingLines(p: Pending, noting: boolean): Line[] {
     [{ text: '! ', color: 'yellow', bold: true }, { text: `approve ${p.tool}? `, bold: true }, { text: p.title }],
     ...p.body.map((l): Line => [{ text: '  ' }, ...l]),
   ];
-  if (noting) {
+  if (mode === 'note') {
     out.push([{ text: '  why reject? (the agent reads it; Enter sends, Esc goes back)', dim: true }]);
+    return out;
+  }
+  if (mode === 'edit') {
+    out.push([
+      { text: '  edit the command: Enter approves it as edited (the rules judge it again), Esc goes back', dim: true },
+    ]);
     return out;
   }
   out.push([
@@ -101,6 +110,9 @@ export function pendingLines(p: Pending, noting: boolean): Line[] {
             text: ` approve for this session (${p.scopes.map(describeScope).join(', ')}${p.secs ? `, ${describeSecs(p.secs)}` : ''})  `,
           },
         ]
+      : []),
+    ...(editableCommand(p) !== null
+      ? [{ text: 'e', color: 'yellow' as const, bold: true }, { text: ' edit the command  ' }]
       : []),
     { text: 'n', color: 'red', bold: true },
     { text: ' reject with a note' },

@@ -3,7 +3,15 @@ import fc from 'fast-check';
 import type { ServerFrame } from '@skald/contracts';
 import { plain, type Line } from './format.ts';
 import { itemLines, outboxLines, pendingLines, statusLine, streamingLines } from './render.ts';
-import { initialState, reduce, withHistory, withScopes, withSent, type ChatState } from './state.ts';
+import {
+  initialState,
+  reduce,
+  withHistory,
+  withInboxItem,
+  editableCommand,
+  withSent,
+  type ChatState,
+} from './state.ts';
 
 const S = 'a0000000-0000-4000-8000-000000000001';
 let seq = 0;
@@ -18,7 +26,7 @@ const screen = (s: ChatState): string[] =>
     ...s.items.flatMap(itemLines),
     ...s.active.flatMap(itemLines),
     ...streamingLines(s.streaming),
-    ...(s.pending[0] ? pendingLines(s.pending[0], false) : []),
+    ...(s.pending[0] ? pendingLines(s.pending[0], 'keys') : []),
   ].map(plain);
 
 /** A turn with reasoning, a command that needs approval, and the answer. */
@@ -63,12 +71,26 @@ describe('the chat screen, from frames', () => {
     expect(s.running).toBe(true);
   });
 
-  it("the approval offers the call's narrow session scope once the inbox item names it", () => {
-    const s = withScopes(play(turn()), id(4), [{ tool: 'execute_cmd', program: 'ls', subcommand: null }], 3600);
-    expect(plain(pendingLines(s.pending[0], false).at(-1)!)).toBe(
-      '  y approve  s approve for this session (`ls` commands, 1 h)  n reject with a note',
+  it("the approval offers the call's narrow session scope and an edit once the inbox item names them", () => {
+    const before = play(turn());
+    expect(editableCommand(before.pending[0])).toBeNull();
+    expect(plain(pendingLines(before.pending[0], 'keys').at(-1)!)).toBe('  y approve  n reject with a note');
+    const s = withInboxItem(before, id(4), {
+      scopes: [{ tool: 'execute_cmd', program: 'ls', subcommand: null }],
+      secs: 3600,
+      args: { command: 'ls -la', timeout_s: 30 },
+    });
+    expect(plain(pendingLines(s.pending[0], 'keys').at(-1)!)).toBe(
+      '  y approve  s approve for this session (`ls` commands, 1 h)  e edit the command  n reject with a note',
     );
-    expect(plain(pendingLines(s.pending[0], true).at(-1)!)).toContain('why reject?');
+    expect(editableCommand(s.pending[0])).toBe('ls -la');
+    expect(plain(pendingLines(s.pending[0], 'note').at(-1)!)).toContain('why reject?');
+    expect(plain(pendingLines(s.pending[0], 'edit').at(-1)!)).toContain('Enter approves it as edited');
+  });
+
+  it('an edit starts from the command as text: arguments without one offer none', () => {
+    const s = withInboxItem(play(turn()), id(4), { scopes: null, secs: null, args: { command: 42 } });
+    expect(editableCommand(s.pending[0])).toBeNull();
   });
 
   it('a file write shows its diff, added lines green and removed red', () => {
@@ -84,7 +106,7 @@ describe('the chat screen, from frames', () => {
         lands_at: 'sandbox',
       }),
     ]);
-    const lines = pendingLines(s.pending[0], false);
+    const lines = pendingLines(s.pending[0], 'keys');
     expect(lines.map(plain)).toEqual([
       '! approve file write? write /workspace/plan.md',
       '  @@ -1,2 +1,2 @@',
@@ -109,7 +131,7 @@ describe('the chat screen, from frames', () => {
         lands_at: 'sandbox',
       }),
     ]);
-    expect(pendingLines(s.pending[0], false).map(plain)).toEqual([
+    expect(pendingLines(s.pending[0], 'keys').map(plain)).toEqual([
       '! approve edit_file? edit_file README.md',
       '  @@ -1,1 +1,1 @@',
       '  -# Skadl',
@@ -318,7 +340,7 @@ describe('the chat screen, from frames', () => {
         const s = play([...frames, ...frames]);
         const keys = s.items.map((i) => i.key);
         expect(new Set(keys).size).toBe(keys.length);
-        const lines: Line[] = [...s.items.flatMap(itemLines), ...s.pending.flatMap((p) => pendingLines(p, false))];
+        const lines: Line[] = [...s.items.flatMap(itemLines), ...s.pending.flatMap((p) => pendingLines(p, 'keys'))];
         for (const l of lines) expect(typeof plain(l)).toBe('string');
       }),
       { seed: 37, numRuns: 2000 },

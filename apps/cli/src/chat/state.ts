@@ -26,6 +26,8 @@ export type Pending =
       /** What "approve for this session" opens (from the inbox item); null when the call cannot be narrowed. */
       scopes: BypassScope[] | null;
       secs: number | null;
+      /** The call's arguments (from the inbox item), which an edit starts from; null until read. */
+      args: Record<string, unknown> | null;
     }
   | { kind: 'question'; requestId: string; toolCallId: string; title: string; question: string; suggestions: string[] };
 
@@ -206,6 +208,7 @@ export function reduce(s: ChatState, f: ServerFrame): ChatState {
         body: command ? [] : diffLines(f.old_content, f.new_content),
         scopes: null,
         secs: null,
+        args: null,
       };
       return { ...s, pending: [...s.pending, p] };
     }
@@ -224,6 +227,7 @@ export function reduce(s: ChatState, f: ServerFrame): ChatState {
         body: edit ?? head(args, 20).map((text): Line => [{ text, dim: true }]),
         scopes: null,
         secs: null,
+        args: null,
       };
       return { ...s, pending: [...s.pending, p] };
     }
@@ -303,16 +307,21 @@ export function reduce(s: ChatState, f: ServerFrame): ChatState {
 }
 
 /** The inbox item of an approval tells what "for this session" would open: fill it in. */
-export function withScopes(
+export function withInboxItem(
   s: ChatState,
   requestId: string,
-  scopes: BypassScope[] | null,
-  secs: number | null,
+  item: { scopes: BypassScope[] | null; secs: number | null; args: Record<string, unknown> | null },
 ): ChatState {
   return {
     ...s,
-    pending: s.pending.map((p) => (p.kind === 'approval' && p.requestId === requestId ? { ...p, scopes, secs } : p)),
+    pending: s.pending.map((p) => (p.kind === 'approval' && p.requestId === requestId ? { ...p, ...item } : p)),
   };
+}
+
+/** The command an approval of `execute_cmd` would run, once its arguments are known: what `e` edits. */
+export function editableCommand(p: Pending): string | null {
+  if (p.kind !== 'approval' || p.tool !== 'execute_cmd') return null;
+  return typeof p.args?.command === 'string' ? p.args.command : null;
 }
 
 /** A message the user sent: shown as waiting until it enters the conversation. */

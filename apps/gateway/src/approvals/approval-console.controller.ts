@@ -1,7 +1,7 @@
 import { Body, Controller, Param, Query } from '@nestjs/common';
 import { Actor, Id, ROUTES } from '@skald/contracts';
 import { CurrentActor } from '../auth/actor.decorator';
-import { notFound } from '../http/api-error';
+import { ApiError, notFound } from '../http/api-error';
 import { validate } from '../http/validate';
 import { ApprovalsGateway } from './approvals.gateway';
 import { Route } from '../http/route.decorator';
@@ -28,7 +28,7 @@ export class ApprovalConsoleController {
 
   @Route(ROUTES.testApprovalRules)
   testRule(@CurrentActor() actor: Actor, @Body() body: unknown) {
-    return this.approvals.testRule({ actor, ...validate(ROUTES.testApprovalRules.body, body) });
+    return this.approvals.testRule(actor, validate(ROUTES.testApprovalRules.body, body));
   }
 
   @Route(ROUTES.updateApprovalRule)
@@ -53,7 +53,9 @@ export class ApprovalConsoleController {
   @Route(ROUTES.listAudit)
   audit(@CurrentActor() actor: Actor, @Query() query: unknown) {
     const q = validate(ROUTES.listAudit.query, query);
-    return this.approvals.audit({ actor, session_id: q.session_id, page: q.page, per_page: q.per_page });
+    if (actor.role !== 'admin' && q.user_id !== undefined && q.user_id !== actor.userId)
+      throw new ApiError('forbidden', "another user's audit is for admins", 'user_id');
+    return this.approvals.audit({ actor, ...q });
   }
 
   @Route(ROUTES.listBypasses)

@@ -20,6 +20,12 @@ export class AuthController {
     return this.auth.login(email, password, address);
   }
 
+  /** Signs out the credential that made the request, on every replica (204). */
+  @Route(ROUTES.logout)
+  async logout(@CurrentPrincipal() principal: Principal): Promise<void> {
+    await this.auth.logout(principal);
+  }
+
   /** The caller's own password; every credential of theirs ends (204, log in again). */
   @Route(ROUTES.changePassword)
   async changePassword(

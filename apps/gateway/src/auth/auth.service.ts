@@ -1,10 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { jwtVerify, SignJWT } from 'jose';
-import { Actor, LoginResponse, UserDto } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Actor, Id, LoginResponse, UserDto } from '@skald/contracts';
+import { Bus } from '@skald/messaging/bus-port';
 import type { User } from './users.repository';
 import { ApiError } from '../http/api-error';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
+import { LoginSessionsRepository } from './login-sessions.repository';
 import { CountedAttempt, LoginThrottle } from './login-throttle';
 import { Hashing, PasswordHasher } from './password-hasher';
 import { newSecret, sha256 } from './passwords';
@@ -19,7 +21,12 @@ export interface Principal {
   tokenVersion: number;
   /** The API token behind the credential (itself, or the one a ticket was issued with). */
   apiTokenId: string | null;
+  /** The sign-in session behind the credential (a session JWT's `sid`, or that of the JWT a ticket was issued with). */
+  loginSessionId: string | null;
 }
+
+/** What every refused bearer credential is told (no hint which check failed). */
+const INVALID_TOKEN = 'invalid or expired token';
 
 const TICKET_TTL_SECS = 30;
 
@@ -35,6 +42,7 @@ export class AuthService {
 
   constructor(
     private readonly users: UsersRepository,
+    private readonly loginSessions: LoginSessionsRepository,
     private readonly throttle: LoginThrottle,
     private readonly hasher: PasswordHasher,
     private readonly bus: Bus,
@@ -59,6 +67,7 @@ export class AuthService {
    * attempt refunded); a weak stored hash is upgraded.
    */
   async login(email: string, password: string, address: string): Promise<LoginResponse> {
+    if (this.config.SKALD_PASSWORD_LOGIN === 'off') throw new ApiError('forbidden', 'password login is turned off');
     const user = await this.verified(
       { email, address },
       () => this.users.findByEmail(email),
@@ -71,8 +80,18 @@ export class AuthService {
       },
     );
     if (!user) throw new ApiError('unauthorized', 'wrong email or password');
+    return this.issueSession(user);
+  }
+
+  /**
+   * A session JWT for this account (a password login; a finished single sign-on names its provider): its `sid` is a
+   * row of `login_sessions` recorded first, which sign-out deletes.
+   */
+  async issueSession(user: User, providerId: string | null = null): Promise<LoginResponse> {
     const expiresAt = new Date(Date.now() + this.config.SKALD_TOKEN_TTL_SECS * 1000);
-    const token = await new SignJWT({ role: user.role, tv: user.tokenVersion })
+    const sid = randomUUID();
+    await this.loginSessions.start({ id: sid, userId: user.id, providerId, expiresAt });
+    const token = await new SignJWT({ role: user.role, tv: user.tokenVersion, sid })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(user.id)
       .setIssuedAt()
@@ -91,6 +110,7 @@ export class AuthService {
     change: { current: string; next: string },
     address: string,
   ): Promise<void> {
+    if (this.config.SKALD_PASSWORD_LOGIN === 'off') throw new ApiError('forbidden', 'password login is turned off');
     const user = await this.users.findById(principal.actor.userId);
     if (!user || user.disabled) throw new ApiError('unauthorized', 'invalid or expired token');
     const next = await this.verified(
@@ -126,6 +146,17 @@ export class AuthService {
     return result;
   }
 
+  /**
+   * Signs out the credential that made the request: a session JWT's session ends (the JWT, the tickets issued with
+   * it and the sockets opened with them stop working on every replica), an API token is revoked.
+   */
+  async logout(principal: Principal): Promise<void> {
+    const { userId } = principal.actor;
+    if (principal.loginSessionId) await this.loginSessions.end({ userId, sessionId: principal.loginSessionId });
+    else if (principal.apiTokenId) await this.users.revokeToken({ userId, tokenId: principal.apiTokenId });
+    this.announceRevoked(userId);
+  }
+
   /** Tells every gateway replica to re-check this user's sockets now (the periodic check catches a lost one). */
   announceRevoked(userId: string): void {
     this.bus.publish('userRevoked', { user_id: userId });
@@ -159,37 +190,42 @@ export class AuthService {
         expiresAt: null,
         tokenVersion: user.tokenVersion,
         apiTokenId: tokenId,
+        loginSessionId: null,
       };
     }
-    let sub: string | undefined;
+    let sub: unknown;
     let tv: unknown;
+    let sid: unknown;
     let exp: number | undefined;
     try {
       const { payload } = await jwtVerify(bearer, this.key, { issuer: 'skald', algorithms: ['HS256'] });
-      sub = payload.sub;
-      tv = payload.tv;
-      exp = payload.exp;
+      ({ sub, tv, sid, exp } = payload);
     } catch {
-      throw new ApiError('unauthorized', 'invalid or expired token');
+      throw new ApiError('unauthorized', INVALID_TOKEN);
     }
-    const user = sub ? await this.users.findById(sub) : null;
-    if (!user || user.disabled || user.tokenVersion !== tv)
-      throw new ApiError('unauthorized', 'invalid or expired token');
+    // a JWT without a session of this user (none, malformed, ended, another user's) is refused like a bad signature
+    if (!Id.safeParse(sub).success || !Id.safeParse(sid).success) throw new ApiError('unauthorized', INVALID_TOKEN);
+    const found = await this.loginSessions.userWithSession(sub as string, sid as string);
+    const user = found?.sessionLive ? found.user : null;
+    if (!user || user.disabled || user.tokenVersion !== tv) throw new ApiError('unauthorized', INVALID_TOKEN);
     return {
       actor: { userId: user.id, role: user.role },
       expiresAt: exp ? new Date(exp * 1000) : null,
       tokenVersion: user.tokenVersion,
       apiTokenId: null,
+      loginSessionId: sid as string,
     };
   }
 
-  /** Which of these principals are still valid (not expired or disabled, role/password unchanged, API token live)? */
+  /** Which of these principals are still valid (not expired or disabled, role/password unchanged, API token or session live)? */
   async stillValid(principals: readonly Principal[]): Promise<boolean[]> {
     const users = new Map(
       (await this.users.findByIds([...new Set(principals.map((p) => p.actor.userId))])).map((u) => [u.id, u]),
     );
     const tokenIds = principals.map((p) => p.apiTokenId).filter((t): t is string => t !== null);
     const liveTokens = await this.users.liveTokenIds([...new Set(tokenIds)]);
+    const sessionIds = principals.map((p) => p.loginSessionId).filter((s): s is string => s !== null);
+    const liveSessions = await this.loginSessions.liveIds([...new Set(sessionIds)]);
     const now = Date.now();
     return principals.map((p) => {
       const user = users.get(p.actor.userId);
@@ -199,7 +235,8 @@ export class AuthService {
         !user.disabled &&
         user.tokenVersion === p.tokenVersion &&
         user.role === p.actor.role &&
-        (p.apiTokenId === null || liveTokens.has(p.apiTokenId))
+        (p.apiTokenId === null || liveTokens.has(p.apiTokenId)) &&
+        (p.loginSessionId === null || liveSessions.has(p.loginSessionId))
       );
     });
   }
@@ -214,6 +251,7 @@ export class AuthService {
       tokenVersion: principal.tokenVersion,
       credentialExpiresAt: principal.expiresAt,
       apiTokenId: principal.apiTokenId,
+      loginSessionId: principal.loginSessionId,
     });
     return ticket;
   }
@@ -228,6 +266,7 @@ export class AuthService {
       expiresAt: row.credentialExpiresAt,
       tokenVersion: row.tokenVersion,
       apiTokenId: row.apiTokenId,
+      loginSessionId: row.loginSessionId,
     };
     const [valid] = await this.stillValid([principal]);
     if (!valid) throw new ApiError('unauthorized', 'invalid, used or expired ticket');

@@ -15,6 +15,7 @@ function throttle(overrides: Partial<GatewayConfig>): LoginThrottle {
     SKALD_LOGIN_MAX_FAILURES_PER_ADDRESS: 5,
     SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT: 8,
     SKALD_LOGIN_WINDOW_SECS: 60,
+    SKALD_OIDC_MAX_FLOWS_PER_ADDRESS: 50,
     ...overrides,
   } as GatewayConfig;
   return new LoginThrottle(config, log);

@@ -9,6 +9,7 @@ import { addressKey } from './login-address';
 import { GATEWAY_LOGGER } from '../tokens';
 
 const CONNECT_WAIT_MS = 3_000;
+const SIGN_IN_START_WINDOW_SECS = 60;
 
 /** Who is trying: the account named (by email) and the client address. */
 export interface LoginAttempt {
@@ -70,6 +71,8 @@ return {consumed, ttl} \
 export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
   private readonly redis: Redis;
   private readonly limiters: Record<LimitName, RateLimiterRedis>;
+  /** Single sign-ons started per client address and minute (every start counts: it writes a row). */
+  private readonly signInStarts: RateLimiterRedis;
 
   constructor(@Inject(GATEWAY_CONFIG) config: GatewayConfig, @Inject(GATEWAY_LOGGER) log: Logger) {
     this.redis = new Redis(config.REDIS_URL, {
@@ -102,6 +105,38 @@ export class LoginThrottle implements OnModuleInit, OnApplicationShutdown {
       address: limiter('address', config.SKALD_LOGIN_MAX_FAILURES_PER_ADDRESS),
       account: limiter('account-ceiling', config.SKALD_LOGIN_MAX_FAILURES_PER_ACCOUNT),
     };
+    this.signInStarts = new RateLimiterRedis({
+      storeClient: this.redis,
+      keyPrefix: `${config.SKALD_LOGIN_LIMIT_PREFIX}oidc-start`,
+      points: config.SKALD_OIDC_MAX_FLOWS_PER_ADDRESS,
+      duration: SIGN_IN_START_WINDOW_SECS,
+      rejectIfRedisNotReady: true,
+      // the limiters of one Redis client share one increment script: a limiter without it would replace it
+      customIncrTtlLuaScript: INCR_TTL_NOT_BELOW_ZERO,
+      insuranceLimiter: new RateLimiterMemory({
+        points: config.SKALD_OIDC_MAX_FLOWS_PER_ADDRESS,
+        duration: SIGN_IN_START_WINDOW_SECS,
+      }),
+    });
+  }
+
+  /**
+   * Counts a single sign-on started from this address (shared by every replica through Redis, per replica when
+   * Redis is away); 429 with Retry-After when the address started `SKALD_OIDC_MAX_FLOWS_PER_ADDRESS` this minute.
+   */
+  async countSignInStart(address: string): Promise<void> {
+    try {
+      await this.signInStarts.consume(addressKey(address));
+    } catch (e) {
+      if (!(e instanceof RateLimiterRes)) throw e;
+      const secs = Math.max(1, Math.ceil(e.msBeforeNext / 1000));
+      throw new ApiError(
+        'rate_limited',
+        `too many sign-ins started from this address; try again in ${secs} s`,
+        undefined,
+        secs,
+      );
+    }
   }
 
   /** Connects before the gateway takes logins (so the first ones are counted in Redis), waiting at most 3 s. */

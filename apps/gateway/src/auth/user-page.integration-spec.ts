@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
+import type { SocketCap } from '../ws/socket-cap';
 import { UserStandingHandler } from './user-standing.handler';
 import { UsersRepository } from './users.repository';
 
@@ -14,7 +15,7 @@ describe('user.page', () => {
     ds = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 2 } });
     await ds.initialize();
     users = new UsersRepository(ds);
-    handler = new UserStandingHandler({} as Bus, users);
+    handler = new UserStandingHandler({} as Bus, users, {} as SocketCap);
   });
   afterAll(async () => {
     await ds?.destroy();

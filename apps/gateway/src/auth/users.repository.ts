@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { Role } from '@skald/contracts';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { ApiTokensRow, UsersRow, WsTicketsRow } from '@skald/persistence';
@@ -28,7 +28,7 @@ export interface ApiToken {
   revokedAt: Date | null;
 }
 
-function toUser(r: UsersRow): User {
+export function toUser(r: UsersRow): User {
   return {
     id: r.id,
     email: r.email,
@@ -56,7 +56,7 @@ function toApiToken(r: ApiTokensRow): ApiToken {
 /** Users, API tokens and WS tickets: the gateway's own tables. */
 @Injectable()
 export class UsersRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async findByEmail(email: string): Promise<User | null> {
     const rows = await queryRows<UsersRow>(this.ds, `SELECT * FROM users WHERE lower(email) = lower($1)`, [email]);
@@ -191,11 +191,13 @@ export class UsersRepository {
     tokenVersion: number;
     credentialExpiresAt: Date | null;
     apiTokenId: string | null;
+    loginSessionId: string | null;
   }): Promise<void> {
     await this.ds.query(`DELETE FROM ws_tickets WHERE expires_at < now() - interval '1 hour'`);
     await this.ds.query(
-      `INSERT INTO ws_tickets (ticket_hash, user_id, expires_at, token_version, credential_expires_at, api_token_id)
-       VALUES ($1, $2, now() + $3 * interval '1 second', $4, $5, $6)`,
+      `INSERT INTO ws_tickets (ticket_hash, user_id, expires_at, token_version, credential_expires_at, api_token_id,
+                               login_session_id)
+       VALUES ($1, $2, now() + $3 * interval '1 second', $4, $5, $6, $7)`,
       [
         ticket.ticketHash,
         ticket.userId,
@@ -203,6 +205,7 @@ export class UsersRepository {
         ticket.tokenVersion,
         ticket.credentialExpiresAt,
         ticket.apiTokenId,
+        ticket.loginSessionId,
       ],
     );
   }
@@ -213,13 +216,14 @@ export class UsersRepository {
     tokenVersion: number | null;
     credentialExpiresAt: Date | null;
     apiTokenId: string | null;
+    loginSessionId: string | null;
   } | null> {
     const rows = await queryRows<
-      Pick<WsTicketsRow, 'user_id' | 'token_version' | 'credential_expires_at' | 'api_token_id'>
+      Pick<WsTicketsRow, 'user_id' | 'token_version' | 'credential_expires_at' | 'api_token_id' | 'login_session_id'>
     >(
       this.ds,
       `UPDATE ws_tickets SET used_at = now() WHERE ticket_hash = $1 AND used_at IS NULL AND expires_at > now()
-        RETURNING user_id, token_version, credential_expires_at, api_token_id`,
+        RETURNING user_id, token_version, credential_expires_at, api_token_id, login_session_id`,
       [ticketHash],
     );
     const r = rows[0];
@@ -229,6 +233,7 @@ export class UsersRepository {
           tokenVersion: r.token_version,
           credentialExpiresAt: r.credential_expires_at,
           apiTokenId: r.api_token_id,
+          loginSessionId: r.login_session_id,
         }
       : null;
   }

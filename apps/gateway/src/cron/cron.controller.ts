@@ -1,6 +1,6 @@
 import { Body, Controller, Param, Query } from '@nestjs/common';
 import { Actor, Id, ROUTES, Source } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { CurrentActor } from '../auth/actor.decorator';
 import { ApiError, callService } from '../http/api-error';
 import { validate } from '../http/validate';

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Actor, ROUTES } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { CurrentActor } from '../auth/actor.decorator';
 import { callService } from '../http/api-error';
 import { Route } from '../http/route.decorator';

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { Inject, Injectable } from '@nestjs/common';
 import busboy from 'busboy';
 import { Actor, Attachment, FILE_CHUNK_BYTES } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { ApiError, callService } from '../http/api-error';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';
 import { contentTypeOf } from './content-headers';

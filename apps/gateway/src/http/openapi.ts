@@ -67,6 +67,13 @@ function responses(r: RouteDef): ZodOpenApiResponsesObject {
       ),
       headers: { 'Retry-After': { schema: { type: 'integer' as const } } },
     };
+  if (r.signInLimited)
+    out['429'] = {
+      ...error(
+        'rate_limited: too many sign-ins started from this address this minute, or under way from it; retry after Retry-After seconds',
+      ),
+      headers: { 'Retry-After': { schema: { type: 'integer' as const } } },
+    };
   if (r.capped)
     out['429'] = error(
       `rate_limited: a per-user limit is reached: ${r.capped.map((c) => `${c} (${USER_CAPS[c].env})`).join(', ')}`,

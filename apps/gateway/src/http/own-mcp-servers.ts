@@ -1,5 +1,5 @@
 import { Actor, enabledMcpServersRefusal } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { ApiError, callService } from './api-error';
 
 /**

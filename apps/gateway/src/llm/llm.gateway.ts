@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Actor } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { callService } from '../http/api-error';
 
 /** The gateway's side of the LLM features, answered by the session workers (`llm.*` subjects). */

@@ -1,6 +1,6 @@
 import { Body, Controller, Param } from '@nestjs/common';
 import { Actor, Id, ROUTES } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { CurrentActor } from '../auth/actor.decorator';
 import { ApiError, callService } from '../http/api-error';
 import { Route } from '../http/route.decorator';
@@ -11,7 +11,7 @@ const webhookId = (id: string): string => {
   return id;
 };
 
-/** Notification settings, webhooks and their delivery logs; kept by the scheduler. */
+/** Notification settings, webhooks and their delivery logs, push subscriptions; kept by the scheduler. */
 @Controller()
 export class NotificationsController {
   constructor(private readonly bus: Bus) {}
@@ -46,6 +46,28 @@ export class NotificationsController {
   @Route(ROUTES.listWebhookDeliveries)
   deliveries(@CurrentActor() actor: Actor, @Param('id') id: string) {
     return this.call(() => this.bus.call('notify.webhooks.deliveries', { actor, webhook_id: webhookId(id) }));
+  }
+
+  @Route(ROUTES.getPushKey)
+  pushKey(@CurrentActor() actor: Actor) {
+    return this.call(() => this.bus.call('notify.push.key', { actor }));
+  }
+
+  @Route(ROUTES.listPushSubscriptions)
+  listPush(@CurrentActor() actor: Actor) {
+    return this.call(() => this.bus.call('notify.push.list', { actor }));
+  }
+
+  @Route(ROUTES.subscribePush)
+  subscribePush(@CurrentActor() actor: Actor, @Body() body: unknown) {
+    const subscription = validate(ROUTES.subscribePush.body, body);
+    return this.call(() => this.bus.call('notify.push.subscribe', { actor, subscription }));
+  }
+
+  @Route(ROUTES.deletePushSubscription)
+  async deletePush(@CurrentActor() actor: Actor, @Param('id') id: string) {
+    if (!Id.safeParse(id).success) throw new ApiError('not_found', 'push subscription not found');
+    await this.call(() => this.bus.call('notify.push.delete', { actor, subscription_id: id }));
   }
 
   private call<T>(fn: () => Promise<T>): Promise<T> {

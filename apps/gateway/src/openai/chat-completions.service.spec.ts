@@ -188,6 +188,7 @@ describe('which conversation a request goes to', () => {
     expiresAt: null,
     tokenVersion: 1,
     apiTokenId,
+    loginSessionId: null,
   });
   const req = parseChatRequest({
     model: 'skald/main',
@@ -312,6 +313,7 @@ describe('a retried request', () => {
     expiresAt: null,
     tokenVersion: 1,
     apiTokenId: TOKEN,
+    loginSessionId: null,
   };
   const body = (text: string) => parseChatRequest({ model: 'skald/main', messages: [{ role: 'user', content: text }] });
   const signal = new AbortController().signal;

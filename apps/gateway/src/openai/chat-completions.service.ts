@@ -17,7 +17,7 @@ import {
   readSessionEventEnvelope,
   topicOf,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Principal } from '../auth/auth.service';
 import { GATEWAY_CONFIG, GatewayConfig } from '../config';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { fromPgText, toPgText } from '@skald/persistence/pg-text';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { OpenaiConversationsRow } from '@skald/persistence';
@@ -37,7 +37,7 @@ function sameMessages(stored: unknown, messages: readonly StoredMessage[]): bool
  */
 @Injectable()
 export class OpenAiConversationsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   /**
    * The conversation this token opened whose stored list is exactly `messages` under `model` (the

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { OpenaiRequestsRow } from '@skald/persistence';
 import type { StoredMessage } from './conversations.repository';
@@ -49,7 +49,7 @@ export interface TakenRequest {
  */
 @Injectable()
 export class OpenAiRequestsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   /** The latest request of the user under `key` within the retry window, or null. */
   async find(userId: string, key: string): Promise<TakenRequest | null> {

@@ -11,7 +11,7 @@ import {
   type WorkerCommand,
   type ReplyDataOf,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import { ApiError, callService } from '../http/api-error';
 import { handleSlashCommand, type SlashCommandSessions } from './slash-commands';

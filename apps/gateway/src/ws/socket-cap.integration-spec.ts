@@ -73,4 +73,33 @@ describe('socket cap', () => {
     const places = await Promise.all(Array.from({ length: 6 }, () => c.take(user)));
     expect(places.filter((p) => p.taken)).toHaveLength(2);
   });
+
+  it('presence: a socket on any replica makes the user online; closed or expired, away; unreadable, an error', async () => {
+    const a = await make({ SKALD_WS_SOCKET_LEASE_MS: 600 });
+    const b = await make({ SKALD_WS_SOCKET_LEASE_MS: 600 });
+    const user = randomUUID();
+    expect(await a.online(user)).toBe(false);
+    const place = await a.take(user);
+    expect(place.taken).toBe(true);
+    // The other replica holds no socket of the user and reads the shared places.
+    expect(await b.online(user)).toBe(true);
+    if (place.taken) place.release();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await b.online(user)).toBe(false);
+
+    // A replica that dies holding a socket: away once its lease has run out.
+    const dying = await make({ SKALD_WS_SOCKET_LEASE_MS: 600 });
+    expect((await dying.take(user)).taken).toBe(true);
+    clearInterval((dying as unknown as { renewTimer: NodeJS.Timeout }).renewTimer);
+    (dying as unknown as { redis: { disconnect(): void } }).redis.disconnect();
+    expect(await b.online(user)).toBe(true);
+    await new Promise((r) => setTimeout(r, 900));
+    expect(await b.online(user)).toBe(false);
+
+    // Without Redis: a socket held here still counts; otherwise the answer is unknown (an error).
+    const alone = await make({ REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+    await expect(alone.online(user)).rejects.toThrow(/Redis/);
+    expect((await alone.take(user)).taken).toBe(true);
+    expect(await alone.online(user)).toBe(true);
+  });
 });

@@ -32,6 +32,12 @@ for i = 1, #ARGV - 1 do
 end
 return #ARGV - 1`;
 
+/** Counts the user's places whose lease has not run out (the clock is the Redis server's). */
+const LIVE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')`;
+
 export type SocketPlace = { taken: true; release: () => void } | { taken: false; have: number };
 
 /**
@@ -132,6 +138,19 @@ export class SocketCap implements OnModuleInit, OnApplicationShutdown {
         else this.local.set(userId, n);
       },
     };
+  }
+
+  /**
+   * Whether the user has a socket open on any replica (presence, for `turn_finished`): one held
+   * here answers at once; else the places in Redis whose lease still runs. Throws when Redis
+   * cannot say (the asker treats the user as away: a notice too many beats one missed).
+   */
+  async online(userId: string): Promise<boolean> {
+    const key = `${this.prefix}${userId}`;
+    if ((this.local.get(userId) ?? 0) > 0) return true;
+    for (const k of this.held.values()) if (k === key) return true;
+    if (this.redis.status !== 'ready') throw new Error('socket places unreadable: Redis is not ready');
+    return ((await this.redis.eval(LIVE, 1, key)) as number) > 0;
   }
 
   private async renew(): Promise<void> {

@@ -15,7 +15,7 @@ import {
   topicOf,
   ANY_ID,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { hopMark } from '@skald/messaging/hop-trace';
 import { JSON_LIMITS } from '@skald/service-kit/bounded-json';
 import type { Logger } from '@skald/service-kit';

@@ -50,7 +50,14 @@ describe('notificationSummary', () => {
     expect(s({ kind: 'final', finalText: '3 new\nmails' })).toBe('Cron job "Inbox" finished: 3 new mails');
     expect(s({ kind: 'cancelled' })).toBe('Cron job "Inbox" was cancelled');
     expect(s({ kind: 'failed', error: 'the model failed' })).toBe('Cron job "Inbox" failed: the model failed');
-    expect(s({ kind: 'final', finalText: 'x'.repeat(500) })).toHaveLength('Cron job "Inbox" finished: '.length + 201);
+    expect(s({ kind: 'final', finalText: 'x'.repeat(500) })).toHaveLength('Cron job "Inbox" finished: '.length + 200);
+  });
+
+  it('a result or error with NUL, a lone surrogate or an escape reads as U+FFFD in one line Postgres can store', () => {
+    const s = (input: Parameters<typeof classifyEnding>[0]) =>
+      notificationSummary('Inbox', classifyEnding(input, 'Inbox'));
+    expect(s({ kind: 'final', finalText: 'a\u0000b\n\uD800' })).toBe('Cron job "Inbox" finished: a\uFFFDb \uFFFD');
+    expect(s({ kind: 'failed', error: 'x\u001b[31m' })).toBe('Cron job "Inbox" failed: x\uFFFD[31m');
   });
 
   it('a stored run reads back as the ending it was classified from', () => {

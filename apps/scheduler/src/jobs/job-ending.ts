@@ -1,3 +1,5 @@
+import { notificationLine } from '@skald/contracts';
+
 /**
  * The one place every ending of a job run is classified (spec 001, "Sub-agents": one JobOutcome
  * classification, one delivery site). Whatever happened — a final answer, a failure, a kill, a
@@ -78,14 +80,12 @@ export function classifyEnding(input: JobEndingInput, title: string): JobEnding 
 /** The one-line summary of a cron run's ending (the `notification` event and `GET /api/notifications`). */
 export function notificationSummary(title: string, e: Pick<JobEnding, 'status' | 'error' | 'resultText'>): string {
   switch (e.status) {
-    case 'succeeded': {
-      const one = e.resultText.replace(/\s+/g, ' ').trim();
-      return `Cron job "${title}" finished: ${one.length > 200 ? `${one.slice(0, 200)}…` : one}`;
-    }
+    case 'succeeded':
+      return `Cron job "${title}" finished: ${notificationLine(e.resultText, 200)}`;
     case 'cancelled':
       return `Cron job "${title}" was cancelled`;
     case 'failed':
-      return `Cron job "${title}" failed: ${e.error ?? ''}`;
+      return `Cron job "${title}" failed: ${notificationLine(e.error ?? '', 300)}`;
   }
 }
 

@@ -86,6 +86,14 @@ export interface JobOwnersPort {
   standing(userId: string): Promise<UserStandingReply>;
 }
 
+/**
+ * Whether a user has a WebSocket open on any gateway replica now (`user.presence`). Throws when no
+ * gateway could say in time.
+ */
+export interface PresencePort {
+  online(userId: string): Promise<boolean>;
+}
+
 /** The users as the gateway lists them (`user.page`): after `after` in id order, at most `limit`; `next` null at the end. */
 export interface UserPagesPort {
   page(after: string | null, limit: number): Promise<UserPageReply>;

@@ -1,4 +1,4 @@
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 
 import type { JobEngine } from './job-engine';
 import type { JobsService } from './jobs.service';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import type { Role, JobRunContext } from '@skald/contracts';
 import { Queryable, queryRows } from '@skald/persistence/query-rows';
 import type { JobRunsRow, ScheduledJobsRow } from '@skald/persistence';
@@ -15,7 +15,7 @@ type ParentTask = { job_id: string } & Pick<ScheduledJobsRow, 'title' | 'agent_i
 /** Scheduled jobs and their runs. Every user-facing method takes the owner. */
 @Injectable()
 export class JobsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async createCron(o: {
     userId: string;

@@ -1,6 +1,6 @@
 import type { Actor, JobSessionStatusReply, UserPageReply, UserStandingReply } from '@skald/contracts';
 import { topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import {
   HomeSourcePort,
@@ -9,6 +9,7 @@ import {
   JobOwnersPort,
   JobSessionsPort,
   JobStartRefused,
+  PresencePort,
   UserPagesPort,
 } from './job-ports';
 
@@ -91,8 +92,11 @@ export class NatsHomeSource implements HomeSourcePort {
   }
 }
 
-/** `user.standing` and `user.page` on the gateway (the users table's owner). */
-export class NatsJobOwners implements JobOwnersPort, UserPagesPort {
+/** How long a presence question may take: a turn's notice waits no longer for it. */
+export const PRESENCE_TIMEOUT_MS = 2_000;
+
+/** `user.standing`, `user.page` and `user.presence` on the gateway (the users table's and the sockets' owner). */
+export class NatsJobOwners implements JobOwnersPort, UserPagesPort, PresencePort {
   constructor(private readonly bus: Bus) {}
 
   standing(userId: string): Promise<UserStandingReply> {
@@ -101,5 +105,9 @@ export class NatsJobOwners implements JobOwnersPort, UserPagesPort {
 
   page(after: string | null, limit: number): Promise<UserPageReply> {
     return this.bus.call('user.page', { after, limit });
+  }
+
+  async online(userId: string): Promise<boolean> {
+    return (await this.bus.call('user.presence', { user_id: userId }, { timeoutMs: PRESENCE_TIMEOUT_MS })).online;
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { Bus } from '@skald/messaging';
+import { Database } from '@skald/persistence/database';
+import { Bus } from '@skald/messaging/bus-port';
 import { METRICS_REGISTRY } from '@skald/service-kit/ops';
 import type { Logger } from '@skald/service-kit';
 import { Registry } from 'prom-client';
@@ -12,14 +12,18 @@ import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
 import { NatsHomeSource, NatsJobEvents, NatsJobOwners, NatsJobSessions } from './nats-job-ports';
 import { SchedulerMetrics } from './scheduler-metrics';
-import { AddressPolicy } from '@skald/service-kit';
+import { AddressPolicy, SecretBox } from '@skald/service-kit';
 import { topicOf } from '@skald/contracts';
 import { EmailChannel } from '../notifications/channels/email.channel';
+import { PushChannel } from '../notifications/channels/push.channel';
+import { NatsActionTokens } from '../notifications/nats-action-tokens';
+import { vapidKeysOf } from '../notifications/vapid';
 import { WebhookChannel } from '../notifications/channels/webhook.channel';
 import { NotificationPipeline } from '../notifications/notification-pipeline';
 import { registerNotificationHandlers } from '../notifications/notifications.handler';
 import { NotificationsRepository } from '../notifications/notifications.repository';
 import { NotificationsService } from '../notifications/notifications.service';
+import { WebhookSecrets } from '../notifications/webhook-secrets';
 
 export const SCHEDULER_CONFIG = Symbol('SCHEDULER_CONFIG');
 export const SCHEDULER_LOGGER = Symbol('SCHEDULER_LOGGER');
@@ -37,7 +41,7 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
   private ticPassRunning = false;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly ds: Database,
     private readonly bus: Bus,
     private readonly redis: RedisConnection,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
@@ -91,11 +95,14 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
     await this.engine.start();
   }
 
-  /** The notification pipeline (webhooks, e-mail) and its REST handlers. */
+  /** The notification pipeline (webhooks, e-mail, push) and its REST handlers. */
   private async startNotifications(owners: NatsJobOwners, home: NatsHomeSource): Promise<void> {
     const c = this.config;
     const policy = new AddressPolicy(c.SKALD_WEBHOOK_ALLOW_HOSTS, 'SKALD_WEBHOOK_ALLOW_HOSTS');
     const repo = new NotificationsRepository(this.ds);
+    const vapid = c.SKALD_VAPID_PRIVATE_KEY ? vapidKeysOf(c.SKALD_VAPID_PRIVATE_KEY) : null;
+    const secrets = new WebhookSecrets(SecretBox.fromConfig(c.SKALD_SECRETS_KEY));
+    if (!secrets.configured) this.log.warn('SKALD_SECRETS_KEY is not set: webhooks cannot be added');
     this.notifications = new NotificationPipeline(
       repo,
       {
@@ -104,6 +111,14 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
           smtpUrl: c.SKALD_SMTP_URL,
           from: c.SKALD_SMTP_FROM,
           timeoutMs: c.SKALD_WEBHOOK_TIMEOUT_MS,
+        }),
+        push: new PushChannel({
+          vapid,
+          subject: c.SKALD_VAPID_SUBJECT,
+          ttlS: c.SKALD_PUSH_TTL_S,
+          policy,
+          timeoutMs: c.SKALD_WEBHOOK_TIMEOUT_MS,
+          tokens: new NatsActionTokens(this.bus),
         }),
       },
       owners,
@@ -116,6 +131,7 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
             source: await home.homeSource(userId),
           }),
       },
+      secrets,
       () => this.redis.bullConnection(),
       {
         prefix: c.SKALD_BULL_PREFIX,
@@ -134,7 +150,11 @@ export class SchedulerRuntime implements OnApplicationBootstrap, OnApplicationSh
       this.log,
     );
     await this.notifications.start();
-    registerNotificationHandlers(this.bus, new NotificationsService(repo, policy), this.notifications);
+    registerNotificationHandlers(
+      this.bus,
+      new NotificationsService(repo, policy, secrets, vapid?.publicKey ?? null),
+      this.notifications,
+    );
   }
 
   /** One bounded pass of the tic reconciliation; a pass still running makes the next one a no-op. */

@@ -3,8 +3,11 @@ import { DEFAULT_NOTIFICATION_SETTINGS, NOTIFICATION_KINDS, NotificationSettings
 import {
   backoffDelayMs,
   channelsFor,
+  dependsOnPresence,
+  heldByQuietHours,
   inQuietHours,
   nextStep,
+  recordsEvent,
   releaseTime,
   RetryPolicy,
   webhookHealthAfter,
@@ -82,13 +85,31 @@ describe('disable after N failed deliveries in a row', () => {
 describe('which channel takes which kind', () => {
   it('follows the user settings, per kind', () => {
     const s: NotificationSettings = {
-      channels: { webhook: ['job_finished'], email: ['approval_requested', 'job_finished'] },
+      channels: { webhook: ['job_finished'], email: ['approval_requested', 'job_finished'], push: ['turn_finished'] },
       quiet_hours: null,
     };
     expect(channelsFor(s, 'approval_requested')).toEqual(['email']);
     expect(channelsFor(s, 'job_finished')).toEqual(['webhook', 'email']);
-    expect(channelsFor(s, 'turn_finished')).toEqual([]);
-    expect(channelsFor(DEFAULT_NOTIFICATION_SETTINGS, 'approval_requested')).toEqual(['webhook', 'email']);
+    expect(channelsFor(s, 'turn_finished')).toEqual(['push']);
+    expect(channelsFor(s, 'question_asked')).toEqual([]);
+    expect(channelsFor(DEFAULT_NOTIFICATION_SETTINGS, 'approval_requested')).toEqual(['webhook', 'email', 'push']);
+    // a phone is told everything that waits for its user or ended
+    for (const k of NOTIFICATION_KINDS) expect(channelsFor(DEFAULT_NOTIFICATION_SETTINGS, k)).toContain('push');
+  });
+
+  it('quiet hours hold what people read (e-mail, push), not webhooks', () => {
+    expect(heldByQuietHours('push')).toBe(true);
+    expect(heldByQuietHours('email')).toBe(true);
+    expect(heldByQuietHours('webhook')).toBe(false);
+  });
+
+  it('settings saved before push existed read as the push defaults', () => {
+    const old = NotificationSettings.parse({
+      channels: { webhook: [], email: ['approval_requested'] },
+      quiet_hours: null,
+    });
+    expect(old.channels.push).toEqual(DEFAULT_NOTIFICATION_SETTINGS.channels.push);
+    expect(NotificationSettings.safeParse({ ...old, channels: { ...old.channels, sms: [] } }).success).toBe(false);
   });
 
   it('an admin webhook takes every kind, or only the kinds chosen', () => {
@@ -149,5 +170,17 @@ describe('quiet hours (time zone aware)', () => {
       }),
       { seed: SEED, numRuns: 300 },
     );
+  });
+});
+
+describe('which events depend on the user being away', () => {
+  it('only a finished turn waits on presence; every other kind is written whoever watches', () => {
+    for (const kind of NOTIFICATION_KINDS) {
+      const depends = dependsOnPresence(kind);
+      expect(depends).toBe(kind === 'turn_finished');
+      expect(recordsEvent(kind, 'away')).toBe(true);
+      expect(recordsEvent(kind, 'unknown')).toBe(true);
+      expect(recordsEvent(kind, 'online')).toBe(!depends);
+    }
   });
 });

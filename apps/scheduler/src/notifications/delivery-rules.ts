@@ -20,8 +20,12 @@ export type AttemptResult =
   | { kind: 'delivered'; responseCode?: number }
   /** Worth trying again (a timeout, a 5xx, a refused connection). */
   | { kind: 'transient'; error: string; responseCode?: number }
-  /** Trying again cannot help (a target that resolves to a private address, a 410 Gone). */
-  | { kind: 'permanent'; error: string; responseCode?: number };
+  /**
+   * Trying again cannot help (a target that resolves to a private address, a 410 Gone);
+   * `targetGone`: the target itself no longer exists (a push subscription the push service
+   * answered 404 or 410 for) and is removed.
+   */
+  | { kind: 'permanent'; error: string; responseCode?: number; targetGone?: true };
 
 /** What the pipeline does after an attempt. */
 export type NextStep =
@@ -64,11 +68,42 @@ export function webhookHealthAfter(
   return { consecutiveFailures: next, disable: next >= threshold };
 }
 
+/**
+ * Whether the user has a socket open on any gateway, as asked when the event arrives; `unknown`
+ * when no gateway could say in time.
+ */
+export type Presence = 'online' | 'away' | 'unknown';
+
+/**
+ * Whether an event of `kind` asks for the user's presence before it is written: a turn that
+ * finished is news only to a user who was not watching it.
+ */
+export function dependsOnPresence(kind: NotificationKind): boolean {
+  switch (kind) {
+    case 'turn_finished':
+      return true;
+    case 'approval_requested':
+    case 'question_asked':
+    case 'job_needs_human':
+    case 'job_finished':
+      return false;
+  }
+}
+
+/**
+ * Whether an event is written at all, given the user's presence: one that depends on it only when
+ * the user is away, or when nobody could say (a notice too many beats one missed).
+ */
+export function recordsEvent(kind: NotificationKind, presence: Presence): boolean {
+  return !dependsOnPresence(kind) || presence !== 'online';
+}
+
 /** The channels a user's settings send `kind` to. */
 export function channelsFor(settings: NotificationSettings, kind: NotificationKind): NotificationChannelName[] {
   const out: NotificationChannelName[] = [];
   if (settings.channels.webhook.includes(kind)) out.push('webhook');
   if (settings.channels.email.includes(kind)) out.push('email');
+  if (settings.channels.push.includes(kind)) out.push('push');
   return out;
 }
 
@@ -77,12 +112,13 @@ export function webhookTakes(kinds: readonly NotificationKind[] | null, kind: No
   return kinds === null || kinds.includes(kind);
 }
 
-/** Channels read by people, which quiet hours hold; webhooks are read by machines. */
+/** Channels read by people (e-mail, push), which quiet hours hold; webhooks are read by machines. */
 export function heldByQuietHours(channel: NotificationChannelName): boolean {
   switch (channel) {
     case 'webhook':
       return false;
     case 'email':
+    case 'push':
       return true;
   }
 }

@@ -1,13 +1,28 @@
 import { Job, Queue, Worker } from 'bullmq';
 import type Redis from 'ioredis';
-import { NOTIFY_QUEUE, type NotificationKind } from '@skald/contracts';
+import {
+  failedInARow,
+  notificationLine,
+  NOTIFICATION_SUMMARY_MAX,
+  NOTIFY_QUEUE,
+  type NotificationKind,
+} from '@skald/contracts';
 import type { Logger } from '@skald/service-kit';
-import type { JobOwnersPort } from '../jobs/job-ports';
-import { nextStep, type AttemptResult, type RetryPolicy } from './delivery-rules';
+import type { JobOwnersPort, PresencePort } from '../jobs/job-ports';
+import {
+  dependsOnPresence,
+  nextStep,
+  recordsEvent,
+  type AttemptResult,
+  type Presence,
+  type RetryPolicy,
+} from './delivery-rules';
 import type { EmailChannel } from './channels/email.channel';
 import type { OutgoingNotification } from './channels/notification-channel';
+import type { PushChannel } from './channels/push.channel';
 import type { WebhookChannel } from './channels/webhook.channel';
 import { ClaimedDelivery, NotificationsRepository } from './notifications.repository';
+import { WebhookSecretUnavailable, type WebhookSecrets } from './webhook-secrets';
 
 export interface PipelineOptions {
   prefix: string;
@@ -65,15 +80,19 @@ export class NotificationPipeline {
 
   constructor(
     private readonly repo: NotificationsRepository,
-    private readonly channels: { webhook: WebhookChannel; email: EmailChannel },
-    private readonly owners: JobOwnersPort,
+    private readonly channels: { webhook: WebhookChannel; email: EmailChannel; push: PushChannel },
+    private readonly owners: JobOwnersPort & PresencePort,
     private readonly notices: OwnerNoticePort,
+    private readonly secrets: WebhookSecrets,
     private readonly connect: () => Redis,
     private readonly opts: PipelineOptions,
     private readonly log: Logger,
   ) {}
 
   async start(): Promise<void> {
+    // Secrets written in clear before they were sealed are sealed before any delivery is attempted.
+    const sealed = await this.secrets.sealClear(this.repo);
+    if (sealed > 0) this.log.info({ sealed }, 'sealed webhook secrets that were stored in clear');
     this.queue = new Queue(NOTIFY_QUEUE, { connection: this.connect(), prefix: this.opts.prefix });
     this.queue.on('error', (e) => this.log.warn({ err: String(e) }, 'notification queue error'));
     this.worker = new Worker(NOTIFY_QUEUE, (job: Job<DeliverData>) => this.process(job.data), {
@@ -98,17 +117,38 @@ export class NotificationPipeline {
     this.channels.email.close();
   }
 
-  /** `notify.event`: the rows first, then the jobs. */
+  /**
+   * `notify.event`: the rows first, then the jobs. An event whose kind depends on the user's
+   * presence (`turn_finished`) is written only when no socket of theirs is open at this moment.
+   */
   async ingest(e: {
     userId: string;
     eventKey: string;
     kind: NotificationKind;
     summary: string;
     refs: OutgoingNotification['refs'];
-  }): Promise<{ notification_id: string; duplicate: boolean }> {
-    const r = await this.repo.record({ ...e, emailEnabled: this.channels.email.enabled, now: new Date() });
+  }): Promise<{ notification_id: string | null; duplicate: boolean; skipped?: 'user_online' }> {
+    if (dependsOnPresence(e.kind) && !recordsEvent(e.kind, await this.presence(e.userId)))
+      return { notification_id: null, duplicate: false, skipped: 'user_online' };
+    const r = await this.repo.record({
+      ...e,
+      // the one wall every summary passes (a job's result text among them): stored, mailed, pushed
+      summary: notificationLine(e.summary, NOTIFICATION_SUMMARY_MAX),
+      emailEnabled: this.channels.email.enabled,
+      pushEnabled: this.channels.push.enabled,
+      now: new Date(),
+    });
     for (const d of r.due) await this.enqueue(d.id, d.attempts, d.next_attempt_at);
     return { notification_id: r.notificationId, duplicate: r.duplicate };
+  }
+
+  private async presence(userId: string): Promise<Presence> {
+    try {
+      return (await this.owners.online(userId)) ? 'online' : 'away';
+    } catch (err) {
+      this.log.warn({ userId, err: String(err) }, 'presence unknown; the user counts as away');
+      return 'unknown';
+    }
   }
 
   /** One pass of the sweep: overdue pending deliveries get their job again (bounded per pass). */
@@ -179,13 +219,29 @@ export class NotificationPipeline {
       'notification delivery attempt',
     );
     if (outcome.kind === 'retry') await this.enqueue(claimed.delivery.id, attempt, outcome.at);
+    await this.afterPush(claimed, result);
     if (disabled)
       await this.notices
         .notice(
           disabled.owner_id,
-          `Your webhook ${disabled.url} was disabled after ${disabled.consecutive_failures} failed deliveries in a row. Add it again once its receiver works.`,
+          `Your webhook ${disabled.url} was disabled after ${failedInARow(disabled.consecutive_failures)}. Add it again once its receiver works.`,
         )
         .catch((e: unknown) => this.log.warn({ err: String(e), webhookId: disabled.id }, 'webhook notice failed'));
+  }
+
+  /** A push subscription records its last success, and goes when the push service says it is gone. */
+  private async afterPush(c: ClaimedDelivery, result: AttemptResult): Promise<void> {
+    const sub = c.pushSubscription;
+    if (c.delivery.channel !== 'push' || !sub) return;
+    try {
+      if (result.kind === 'delivered') await this.repo.pushDelivered(sub.id);
+      else if (result.kind === 'permanent' && result.targetGone) {
+        await this.repo.dropGonePushSubscription(sub.id);
+        this.log.info({ userId: sub.user_id, subscriptionId: sub.id }, 'push subscription gone: removed');
+      }
+    } catch (e) {
+      this.log.warn({ err: String(e), subscriptionId: sub.id }, 'push subscription bookkeeping failed');
+    }
   }
 
   private async attempt(c: ClaimedDelivery): Promise<AttemptResult> {
@@ -202,9 +258,16 @@ export class NotificationPipeline {
     switch (c.delivery.channel) {
       case 'webhook': {
         if (!c.webhook || !c.webhook.enabled) return { kind: 'permanent', error: 'the webhook is disabled or gone' };
+        let secret: string;
+        try {
+          secret = this.secrets.open(c.webhook);
+        } catch (e) {
+          if (e instanceof WebhookSecretUnavailable) return { kind: 'permanent', error: e.message };
+          throw e;
+        }
         return this.channels.webhook.attempt(
           n,
-          { channel: 'webhook', webhookId: c.webhook.id, url: c.webhook.url, secret: c.webhook.secret },
+          { channel: 'webhook', webhookId: c.webhook.id, url: c.webhook.url, secret },
           signal,
         );
       }
@@ -218,6 +281,16 @@ export class NotificationPipeline {
         if (standing.standing !== 'active' || !standing.email)
           return { kind: 'permanent', error: `the account is ${standing.standing}` };
         return this.channels.email.attempt(n, { channel: 'email', address: standing.email }, signal);
+      }
+      case 'push': {
+        const sub = c.pushSubscription;
+        if (!sub || sub.user_id !== c.notification.user_id)
+          return { kind: 'permanent', error: 'the push subscription is gone' };
+        return this.channels.push.attempt(
+          n,
+          { channel: 'push', subscriptionId: sub.id, endpoint: sub.endpoint, p256dh: sub.p256dh, auth: sub.auth },
+          signal,
+        );
       }
     }
   }

@@ -1,4 +1,4 @@
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import type { NotificationPipeline } from './notification-pipeline';
 import type { NotificationsService } from './notifications.service';
 
@@ -17,4 +17,8 @@ export function registerNotificationHandlers(
   bus.handle('notify.webhooks.create', (r) => service.createWebhook(r.actor, r.webhook));
   bus.handle('notify.webhooks.delete', (r) => service.deleteWebhook(r.actor, r.webhook_id));
   bus.handle('notify.webhooks.deliveries', (r) => service.deliveries(r.actor, r.webhook_id));
+  bus.handle('notify.push.key', () => Promise.resolve(service.pushKey()));
+  bus.handle('notify.push.list', (r) => service.listPushSubscriptions(r.actor));
+  bus.handle('notify.push.subscribe', (r) => service.subscribePush(r.actor, r.subscription));
+  bus.handle('notify.push.delete', (r) => service.deletePushSubscription(r.actor, r.subscription_id));
 }

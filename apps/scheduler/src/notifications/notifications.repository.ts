@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import {
   DEFAULT_NOTIFICATION_SETTINGS,
+  failedInARow,
   NotificationKind,
   NotificationRefs,
   NotificationSettings,
+  type PushSubscriptionInput,
   type WebhookInput,
 } from '@skald/contracts';
 import {
@@ -12,13 +14,14 @@ import {
   type NotificationDeliveriesRow,
   type NotificationsRow,
   type NotificationSettingsRow,
+  type PushSubscriptionsRow,
   type Queryable,
   type WebhooksRow,
 } from '@skald/persistence';
 import { channelsFor, heldByQuietHours, releaseTime, webhookHealthAfter, webhookTakes } from './delivery-rules';
 
 /** A webhook row without its secret: what leaves this repository for its owner. */
-export type WebhookView = Omit<WebhooksRow, 'secret'>;
+export type WebhookView = Omit<WebhooksRow, 'secret' | 'sealed_secret'>;
 const WEBHOOK_VIEW_COLS = `id, owner_id, scope, url, kinds, enabled, consecutive_failures, disabled_reason, created_at`;
 
 /** A delivery claimed for one attempt, with what the channel needs. */
@@ -27,7 +30,16 @@ export interface ClaimedDelivery {
   notification: NotificationsRow;
   /** The webhook of a webhook delivery (with its secret, for signing only). */
   webhook: WebhooksRow | null;
+  /** The subscription of a push delivery (with its keys, for encrypting only); null once it is gone. */
+  pushSubscription: PushSubscriptionsRow | null;
 }
+
+/** A push subscription without its keys: what leaves this repository for its owner. */
+export type PushSubscriptionView = Omit<PushSubscriptionsRow, 'p256dh' | 'auth'>;
+const PUSH_VIEW_COLS = `id, user_id, endpoint, user_agent, created_at, last_success_at`;
+
+/** Push subscriptions one notification goes to at most (the newest ones). */
+export const MAX_PUSH_TARGETS = 20;
 
 export type DeliveryLogRow = NotificationDeliveriesRow & Pick<NotificationsRow, 'kind' | 'user_id'>;
 
@@ -36,7 +48,7 @@ const kindsOf = (kinds: string[] | null): NotificationKind[] | null =>
 
 /** The outbox and the channels' targets. Every method a user reaches takes the owner. */
 export class NotificationsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async settings(userId: string, db: Queryable = this.ds): Promise<NotificationSettings> {
     const [row] = await queryRows<Pick<NotificationSettingsRow, 'settings'>>(
@@ -68,6 +80,7 @@ export class NotificationsRepository {
     summary: string;
     refs: NotificationRefs;
     emailEnabled: boolean;
+    pushEnabled: boolean;
     now: Date;
   }): Promise<{
     notificationId: string;
@@ -104,26 +117,42 @@ export class NotificationsRepository {
           WHERE enabled AND ((scope = 'user' AND owner_id = $1) OR scope = 'admin') ORDER BY created_at, id`,
         [e.userId],
       );
-      const targets: { channel: 'webhook' | 'email'; webhookId: string | null; at: Date }[] = [];
+      const targets: {
+        channel: 'webhook' | 'email' | 'push';
+        webhookId: string | null;
+        pushSubscriptionId: string | null;
+        at: Date;
+      }[] = [];
       for (const h of hooks) {
         // A user's own webhooks follow their settings; an admin's take what the admin chose.
         const wanted = h.scope === 'admin' || channels.includes('webhook');
         if (wanted && webhookTakes(kindsOf(h.kinds), e.kind))
-          targets.push({ channel: 'webhook', webhookId: h.id, at: e.now });
+          targets.push({ channel: 'webhook', webhookId: h.id, pushSubscriptionId: null, at: e.now });
       }
       if (e.emailEnabled && channels.includes('email'))
         targets.push({
           channel: 'email',
           webhookId: null,
+          pushSubscriptionId: null,
           at: heldByQuietHours('email') ? releaseTime(e.now, settings.quiet_hours) : e.now,
         });
+      if (e.pushEnabled && channels.includes('push')) {
+        const subs = await queryRows<Pick<PushSubscriptionsRow, 'id'>>(
+          tx,
+          `SELECT id FROM push_subscriptions WHERE user_id = $1 ORDER BY created_at DESC, id LIMIT $2`,
+          [e.userId, MAX_PUSH_TARGETS],
+        );
+        const at = heldByQuietHours('push') ? releaseTime(e.now, settings.quiet_hours) : e.now;
+        for (const sub of subs) targets.push({ channel: 'push', webhookId: null, pushSubscriptionId: sub.id, at });
+      }
       const due: Pick<NotificationDeliveriesRow, 'id' | 'attempts' | 'next_attempt_at'>[] = [];
       for (const t of targets) {
         const deliveryId = randomUUID();
         await tx.query(
-          `INSERT INTO notification_deliveries (id, notification_id, channel, webhook_id, next_attempt_at, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $6)`,
-          [deliveryId, id, t.channel, t.webhookId, t.at, e.now],
+          `INSERT INTO notification_deliveries
+             (id, notification_id, channel, webhook_id, push_subscription_id, next_attempt_at, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
+          [deliveryId, id, t.channel, t.webhookId, t.pushSubscriptionId, t.at, e.now],
         );
         due.push({ id: deliveryId, attempts: 0, next_attempt_at: t.at });
       }
@@ -155,7 +184,12 @@ export class NotificationsRepository {
     const [webhook] = delivery.webhook_id
       ? await queryRows<WebhooksRow>(this.ds, `SELECT * FROM webhooks WHERE id = $1`, [delivery.webhook_id])
       : [];
-    return { delivery, notification, webhook: webhook ?? null };
+    const [pushSubscription] = delivery.push_subscription_id
+      ? await queryRows<PushSubscriptionsRow>(this.ds, `SELECT * FROM push_subscriptions WHERE id = $1`, [
+          delivery.push_subscription_id,
+        ])
+      : [];
+    return { delivery, notification, webhook: webhook ?? null, pushSubscription: pushSubscription ?? null };
   }
 
   /**
@@ -199,10 +233,7 @@ export class NotificationsRepository {
           o.webhookId,
           health.consecutiveFailures,
           disableNow,
-          `disabled after ${health.consecutiveFailures} failed deliveries in a row; the last: ${error ?? ''}`.slice(
-            0,
-            600,
-          ),
+          `disabled after ${failedInARow(health.consecutiveFailures)}; the last: ${error ?? ''}`.slice(0, 600),
         ],
       );
       return { disabled: disableNow ? row : null };
@@ -220,14 +251,34 @@ export class NotificationsRepository {
     );
   }
 
-  async createWebhook(ownerId: string, input: WebhookInput, secret: string): Promise<WebhookView> {
+  /** A new webhook under `id`, its secret sealed already (`sealedSecret`: bound to the id). */
+  async createWebhook(ownerId: string, id: string, input: WebhookInput, sealedSecret: string): Promise<WebhookView> {
     const [row] = await queryRows<WebhookView>(
       this.ds,
-      `INSERT INTO webhooks (id, owner_id, scope, url, secret, kinds) VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO webhooks (id, owner_id, scope, url, sealed_secret, kinds) VALUES ($1, $2, $3, $4, $5, $6)
        RETURNING ${WEBHOOK_VIEW_COLS}`,
-      [randomUUID(), ownerId, input.scope, input.url, secret, input.kinds ?? null],
+      [id, ownerId, input.scope, input.url, sealedSecret, input.kinds ?? null],
     );
     return row;
+  }
+
+  /** Webhooks whose secret is still in clear (written before secrets were sealed), at most `limit`. */
+  async clearSecrets(limit: number): Promise<Pick<WebhooksRow, 'id' | 'secret'>[]> {
+    return queryRows<Pick<WebhooksRow, 'id' | 'secret'>>(
+      this.ds,
+      `SELECT id, secret FROM webhooks WHERE secret IS NOT NULL ORDER BY id LIMIT $1`,
+      [limit],
+    );
+  }
+
+  /** Replaces a clear secret by its sealed form, in one statement; false when it was sealed meanwhile. */
+  async sealSecret(webhookId: string, clear: string, sealed: string): Promise<boolean> {
+    const rows = await queryRows<Pick<WebhooksRow, 'id'>>(
+      this.ds,
+      `UPDATE webhooks SET sealed_secret = $3, secret = NULL WHERE id = $1 AND secret = $2 RETURNING id`,
+      [webhookId, clear, sealed],
+    );
+    return rows.length > 0;
   }
 
   async countWebhooks(ownerId: string): Promise<number> {
@@ -268,5 +319,80 @@ export class NotificationsRepository {
         WHERE d.webhook_id = $1 ORDER BY d.created_at DESC, d.id LIMIT $2`,
       [webhookId, limit],
     );
+  }
+
+  // ------------------------------------------------------------------ push subscriptions
+
+  /**
+   * Adds `userId`'s subscription, or updates it when the endpoint is known (new keys, label): an
+   * endpoint belongs to the account that subscribed it last (one browser, another account signed
+   * in). `created` is false when it was the caller's already.
+   */
+  async upsertPushSubscription(
+    userId: string,
+    input: PushSubscriptionInput,
+  ): Promise<{ row: PushSubscriptionView; created: boolean }> {
+    const [row] = await queryRows<PushSubscriptionView & { previous_owner: string | null }>(
+      this.ds,
+      `WITH previous AS (SELECT user_id FROM push_subscriptions WHERE endpoint = $3)
+       INSERT INTO push_subscriptions (id, user_id, endpoint, p256dh, auth, user_agent)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (endpoint) DO UPDATE
+         SET user_id = EXCLUDED.user_id, p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth,
+             user_agent = EXCLUDED.user_agent,
+             created_at = CASE WHEN push_subscriptions.user_id = EXCLUDED.user_id
+                               THEN push_subscriptions.created_at ELSE now() END,
+             last_success_at = CASE WHEN push_subscriptions.user_id = EXCLUDED.user_id
+                                    THEN push_subscriptions.last_success_at END
+       RETURNING ${PUSH_VIEW_COLS}, (SELECT user_id FROM previous) AS previous_owner`,
+      [randomUUID(), userId, input.endpoint, input.keys.p256dh, input.keys.auth, input.user_agent ?? ''],
+    );
+    const { previous_owner, ...view } = row;
+    return { row: view, created: previous_owner !== userId };
+  }
+
+  async countPushSubscriptions(userId: string): Promise<number> {
+    const [r] = await queryRows<{ n: string }>(
+      this.ds,
+      `SELECT count(*) AS n FROM push_subscriptions WHERE user_id = $1`,
+      [userId],
+    );
+    return Number(r?.n ?? 0);
+  }
+
+  /** Whether `endpoint` is one of `userId`'s subscriptions already (a repeat subscribe is not a new one). */
+  async ownsPushEndpoint(userId: string, endpoint: string): Promise<boolean> {
+    const rows = await queryRows<Pick<PushSubscriptionsRow, 'id'>>(
+      this.ds,
+      `SELECT id FROM push_subscriptions WHERE user_id = $1 AND endpoint = $2`,
+      [userId, endpoint],
+    );
+    return rows.length > 0;
+  }
+
+  async listPushSubscriptions(userId: string): Promise<PushSubscriptionView[]> {
+    return queryRows<PushSubscriptionView>(
+      this.ds,
+      `SELECT ${PUSH_VIEW_COLS} FROM push_subscriptions WHERE user_id = $1 ORDER BY created_at, id`,
+      [userId],
+    );
+  }
+
+  async deletePushSubscription(userId: string, subscriptionId: string): Promise<boolean> {
+    const rows = await queryRows<Pick<PushSubscriptionsRow, 'id'>>(
+      this.ds,
+      `DELETE FROM push_subscriptions WHERE id = $1 AND user_id = $2 RETURNING id`,
+      [subscriptionId, userId],
+    );
+    return rows.length > 0;
+  }
+
+  /** The push service said the subscription no longer exists (404/410): it goes. */
+  async dropGonePushSubscription(subscriptionId: string): Promise<void> {
+    await this.ds.query(`DELETE FROM push_subscriptions WHERE id = $1`, [subscriptionId]);
+  }
+
+  async pushDelivered(subscriptionId: string): Promise<void> {
+    await this.ds.query(`UPDATE push_subscriptions SET last_success_at = now() WHERE id = $1`, [subscriptionId]);
   }
 }

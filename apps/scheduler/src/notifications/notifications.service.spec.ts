@@ -1,7 +1,11 @@
 import type { Actor } from '@skald/contracts';
-import { BlockedAddressError, type AddressPolicy } from '@skald/service-kit';
+import { randomBytes } from 'node:crypto';
+import { BlockedAddressError, SecretBox, type AddressPolicy } from '@skald/service-kit';
 import type { NotificationsRepository, WebhookView } from './notifications.repository';
 import { MAX_WEBHOOKS_PER_USER, NotificationsService } from './notifications.service';
+import { webhookBinding, WebhookSecrets } from './webhook-secrets';
+
+const BOX = SecretBox.fromConfig(randomBytes(32).toString('base64')) as SecretBox;
 
 const USER: Actor = { userId: '00000000-0000-4000-8000-000000000001', role: 'user' };
 const ADMIN: Actor = { userId: '00000000-0000-4000-8000-000000000002', role: 'admin' };
@@ -19,11 +23,11 @@ const view = (over: Partial<WebhookView> = {}): WebhookView =>
     ...over,
   }) as WebhookView;
 
-function build(o: { count?: number; blocked?: boolean; unresolved?: boolean } = {}) {
+function build(o: { count?: number; blocked?: boolean; unresolved?: boolean; noKey?: boolean } = {}) {
   const repo = {
     countWebhooks: jest.fn(async () => o.count ?? 0),
-    createWebhook: jest.fn(async (_owner: string, input: { url: string; scope: 'user' | 'admin' }) =>
-      view({ url: input.url, scope: input.scope }),
+    createWebhook: jest.fn(async (_owner: string, id: string, input: { url: string; scope: 'user' | 'admin' }) =>
+      view({ id, url: input.url, scope: input.scope }),
     ),
     deleteWebhook: jest.fn(async (_owner: string, id: string) => id === 'w1'),
     deliveries: jest.fn(async (_owner: string, id: string) => (id === 'w1' ? [] : null)),
@@ -34,7 +38,11 @@ function build(o: { count?: number; blocked?: boolean; unresolved?: boolean } = 
       if (o.unresolved) throw new Error('getaddrinfo ENOTFOUND');
     }),
   };
-  const sut = new NotificationsService(repo as unknown as NotificationsRepository, policy as unknown as AddressPolicy);
+  const sut = new NotificationsService(
+    repo as unknown as NotificationsRepository,
+    policy as unknown as AddressPolicy,
+    new WebhookSecrets(o.noKey ? null : BOX),
+  );
   return { sut, repo, policy };
 }
 
@@ -46,7 +54,21 @@ describe('NotificationsService', () => {
     expect(made.secret).toMatch(/^whsec_/);
     expect(made.webhook).toMatchObject({ url: 'https://hooks.example/skald', scope: 'user', enabled: true });
     expect(JSON.stringify(made.webhook)).not.toContain(made.secret);
-    expect(repo.createWebhook).toHaveBeenCalledWith(USER.userId, expect.anything(), made.secret);
+    // Stored sealed, bound to the webhook's id: the clear secret never reaches the repository.
+    const [owner, id, , sealed] = repo.createWebhook.mock.calls[0] as unknown as [string, string, unknown, string];
+    expect(owner).toBe(USER.userId);
+    expect(id).toBe(made.webhook.id);
+    expect(JSON.stringify(repo.createWebhook.mock.calls)).not.toContain(made.secret.slice('whsec_'.length));
+    expect(BOX.open(sealed, webhookBinding(id))).toBe(made.secret);
+    expect(() => BOX.open(sealed, webhookBinding('another'))).toThrow();
+  });
+
+  it('without SKALD_SECRETS_KEY no webhook is added (its secret would be stored in clear)', async () => {
+    const { sut, repo } = build({ noKey: true });
+    const made = sut.createWebhook(USER, { url: 'https://hooks.example/skald', scope: 'user' });
+    await expect(made).rejects.toMatchObject({ body: { code: 'invalid_input' } });
+    await expect(made).rejects.toThrow('the operator has not configured SKALD_SECRETS_KEY');
+    expect(repo.createWebhook).not.toHaveBeenCalled();
   });
 
   it('refuses a private target, naming the url, and stores nothing', async () => {

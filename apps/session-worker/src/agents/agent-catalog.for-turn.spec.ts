@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import type { AgentDefinition } from '@skald/agent-loop';
 import { AgentMeta, BUILTIN_TOOLS, LOOP_TOOLS } from '@skald/contracts';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import type { Logger } from '@skald/service-kit';
 import type { WorkerConfig } from '../config';
+import { resolveGroupPolicy } from '../groups/group-policy';
 import { AgentCatalogService } from './agent-catalog.service';
 import type { AgentFiles } from './agent-files';
 import type { MemoryDocuments } from '../loop-adapters/nats-memory';
@@ -103,6 +104,23 @@ describe('AgentCatalogService.forTurn', () => {
       }),
       { seed: SEED, numRuns: 60 },
     );
+  });
+
+  it("lists to the model (list_agents, __AGENTS__) only the agents the owner's groups allow", async () => {
+    const { catalog } = catalogOver([
+      { agentId: 'mine', prompt: 'p', meta: { name: 'Mine', type: 'task' }, updatedAt: '2026-01-01T00:00:00.000Z' },
+    ]);
+    const groups = resolveGroupPolicy([
+      { name: 'Interns', allowed_agents: ['main', 'mine'], allowed_llm_clients: null, security_groups: [] },
+    ]);
+    const turn = catalog.forTurn('u1', noDocuments, null, undefined, groups);
+    expect((await turn.listTaskAgents('u1')).map((a) => a.id)).toEqual(['mine']);
+    const main = await turn.getAgent('main', 'u1');
+    expect(main?.substitutions.AGENTS).toContain('mine');
+    expect(main?.substitutions.AGENTS).not.toContain('coder');
+    // without groups both are listed
+    const all = await catalog.forTurn('u1', noDocuments, null).getAgent('main', 'u1');
+    expect(all?.substitutions.AGENTS).toContain('coder');
   });
 
   it('after freshMs the table is read again (a change made since is seen)', async () => {

@@ -9,6 +9,7 @@ import { Actor, AgentMeta } from '@skald/contracts';
 import type { Logger } from '@skald/service-kit';
 import { fake, newTestService } from '@skald/testing/unit';
 import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';
+import { NO_GROUPS, resolveGroupPolicy } from '../groups/group-policy';
 import { AGENT_FILES, AgentCatalogService } from './agent-catalog.service';
 import type { AgentFiles } from './agent-files';
 import { MCP_DIRECTORY } from './mcp-directory';
@@ -64,15 +65,25 @@ const ownAgent = { prompt: 'You review.', meta: { name: 'Reviewer', type: 'task'
 describe('AgentCatalogService', () => {
   it("lists the built-in task agents, a user's own ones, and no chat agent", async () => {
     const catalog = setUp();
-    expect((await catalog.list(alice)).items.map((a) => a.id)).toEqual(['coder']);
+    expect((await catalog.list(alice, NO_GROUPS)).items.map((a) => a.id)).toEqual(['coder']);
     await catalog.put(alice, 'reviewer', ownAgent);
-    expect(await catalog.list(alice)).toEqual({
+    expect(await catalog.list(alice, NO_GROUPS)).toEqual({
       items: [
         { id: 'coder', name: 'Coder', description: 'writes code', strength: null },
         { id: 'reviewer', name: 'Reviewer', description: 'reviews', strength: null },
       ],
     });
-    expect((await catalog.list(bob)).items.map((a) => a.id)).toEqual(['coder']);
+    expect((await catalog.list(bob, NO_GROUPS)).items.map((a) => a.id)).toEqual(['coder']);
+  });
+
+  it("lists only the agents the caller's groups allow (a group allowing all lists all)", async () => {
+    const catalog = setUp();
+    await catalog.put(alice, 'reviewer', ownAgent);
+    const group = (allowed: string[] | null) =>
+      resolveGroupPolicy([{ name: 'G', allowed_agents: allowed, allowed_llm_clients: null, security_groups: [] }]);
+    expect((await catalog.list(alice, group(['main', 'reviewer']))).items.map((a) => a.id)).toEqual(['reviewer']);
+    expect((await catalog.list(alice, group([]))).items).toEqual([]);
+    expect((await catalog.list(alice, group(null))).items.map((a) => a.id)).toEqual(['coder', 'reviewer']);
   });
 
   it('overrides a built-in agent for one user, and deleting the override brings the files back', async () => {

@@ -11,12 +11,13 @@ import {
   PutAgentRequest,
   StoredAgentMeta,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Logger } from '@skald/service-kit';
 import { z } from 'zod';
 import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';
 import { MemoryDocument, MemoryDocuments, NatsMemory } from '../loop-adapters/nats-memory';
+import { allowedAgents, NO_GROUPS, type GroupPolicy } from '../groups/group-policy';
 import { AgentFiles } from './agent-files';
 import { renderAgentList, renderMcpList, resolveDirectives, staticPrompt } from './agent-prompt';
 import { MCP_DIRECTORY, McpDirectory } from './mcp-directory';
@@ -79,18 +80,26 @@ export class AgentCatalogService implements AgentCatalogPort {
    * answer its reads for `freshMs` after `at` — as a read of `user_agents` at that moment would;
    * later reads, or another user's, go to the table. `log`: the turn's logger (its lines name the turn).
    */
-  forTurn(userId: string, memory: MemoryDocuments, read: AgentsRead | null, log: Logger = this.log): AgentCatalogPort {
+  forTurn(
+    userId: string,
+    memory: MemoryDocuments,
+    read: AgentsRead | null,
+    log: Logger = this.log,
+    groups: GroupPolicy = NO_GROUPS,
+  ): AgentCatalogPort {
     const primed = (uid: string): readonly UserAgentRow[] | null =>
       read && uid === userId && Date.now() - read.at <= read.freshMs ? read.rows : null;
     return {
-      getAgent: (agentId, uid) => this.getAgent(agentId, uid, primed(uid), uid === userId ? memory : undefined, log),
-      listTaskAgents: (uid) => this.listTaskAgents(uid, primed(uid)),
+      getAgent: (agentId, uid) =>
+        this.getAgent(agentId, uid, primed(uid), uid === userId ? memory : undefined, log, groups),
+      listTaskAgents: async (uid) => allowedAgents(groups, await this.listTaskAgents(uid, primed(uid))),
     };
   }
 
   /**
    * `rows`: the user's rows already read (see `forTurn`); null reads them. `memory`: where the
    * `inject_memory` documents come from (by default, a request of their own). `log`: the caller's.
+   * `groups`: the owner's group policy; the agents it lists to the model (`__AGENTS__`) are those it allows.
    */
   async getAgent(
     agentId: string,
@@ -98,6 +107,7 @@ export class AgentCatalogService implements AgentCatalogPort {
     rows: readonly UserAgentRow[] | null = null,
     memory: MemoryDocuments = new NatsMemory(this.bus, userId, 'user'),
     log: Logger = this.log,
+    groups: GroupPolicy = NO_GROUPS,
   ): Promise<AgentDefinition | null> {
     const agent = rows
       ? this.merge(agentId, rows.find((r) => r.agentId === agentId) ?? null)
@@ -106,7 +116,7 @@ export class AgentCatalogService implements AgentCatalogPort {
     const [documents, mcpServers, taskAgents] = await Promise.all([
       this.readMemory(userId, agent.meta.inject_memory, memory, log),
       this.mcp.listServers(userId),
-      this.listTaskAgents(userId, rows),
+      this.listTaskAgents(userId, rows).then((all) => allowedAgents(groups, all)),
     ]);
     let prompt: string;
     try {
@@ -138,6 +148,11 @@ export class AgentCatalogService implements AgentCatalogPort {
     };
   }
 
+  /** The display name of `agentId` for `userId` (its id when it no longer exists): one row read, no prompt built. */
+  async agentName(agentId: string, userId: string): Promise<string> {
+    return (await this.effective(userId, agentId))?.meta.name ?? agentId;
+  }
+
   /** Whether `agentId` names an agent of `userId` (built in or the user's own): one row read, no prompt built. */
   async exists(agentId: string, userId: string): Promise<boolean> {
     return (await this.effective(userId, agentId)) !== null;
@@ -161,9 +176,10 @@ export class AgentCatalogService implements AgentCatalogPort {
 
   // ------------------------------------------------------------------ REST (over NATS)
 
-  async list(actor: Actor): Promise<AgentList> {
+  /** `GET /api/agents`: the task agents the caller's groups allow (`groups`, the caller's policy). */
+  async list(actor: Actor, groups: GroupPolicy): Promise<AgentList> {
     return {
-      items: (await this.listTaskAgents(actor.userId)).map((a) => ({
+      items: allowedAgents(groups, await this.listTaskAgents(actor.userId)).map((a) => ({
         id: a.id,
         name: a.name,
         description: a.description,

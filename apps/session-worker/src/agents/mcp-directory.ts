@@ -1,5 +1,5 @@
 import { type McpServerDto, unknownTransport } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import type { McpServerInfo } from './agent-prompt';
 
 /**

@@ -9,7 +9,7 @@ import {
   REGISTRY_TOOLS,
   toolGroups,
 } from '@skald/contracts';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Logger } from '@skald/service-kit';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { UserAgentsRow } from '@skald/persistence';
 import { iso } from '../sessions/row-format';
@@ -25,7 +25,7 @@ export const toUserAgentRow = (r: Row): UserAgentRow => ({
 /** `user_agents`: every method takes the user, so an unscoped query does not compile. */
 @Injectable()
 export class UserAgentsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async find(scope: { userId: string; agentId: string }): Promise<UserAgentRow | null> {
     const rows = await queryRows<Row>(this.ds, `SELECT * FROM user_agents WHERE user_id = $1 AND agent_id = $2`, [

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { UserSettingsRepository } from '../settings/user-settings.repository';
 import { SessionCommandsService } from './session-commands.service';
 

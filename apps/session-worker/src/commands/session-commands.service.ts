@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { compactSession, CompactSessionResult, ContextReport, describeContext } from '@skald/agent-loop';
 import { Actor, type WorkerCommand } from '@skald/contracts';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { UserSettingsRepository } from '../settings/user-settings.repository';
+import { GroupPolicyService } from '../groups/group-policy.service';
 import { PgSessionStore } from '../loop-adapters/session-store/pg-session-store';
 import { TurnDriver } from '../turns/turn-driver';
 
@@ -19,10 +20,11 @@ const n = (x: number): string => x.toLocaleString('en-US');
 @Injectable()
 export class SessionCommandsService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly ds: Database,
     private readonly sessions: SessionsRepository,
     private readonly settings: UserSettingsRepository,
     private readonly driver: TurnDriver,
+    private readonly policies: GroupPolicyService,
   ) {}
 
   async run(
@@ -68,17 +70,24 @@ export class SessionCommandsService {
     return `Deactivated ${groups.length} tool group${groups.length === 1 ? '' : 's'}: ${groups.join(', ')}. The agent can activate them again with activate_tools.`;
   }
 
+  /**
+   * /context and /compact build the loop's ports as a turn does, under the owner's group policy read
+   * now (a turn reads it with its start): the agent's tools and prompt, and the client the summary is
+   * written with, are the ones the owner's groups allow.
+   */
   private async context(actor: Actor, source: string): Promise<string> {
-    const sessionId = await this.sessionId(actor, source);
+    const [sessionId, groups] = await Promise.all([this.sessionId(actor, source), this.policies.of(actor.userId)]);
     const store = new PgSessionStore(this.ds, { owner: '', epoch: 0 }, () => undefined);
+    store.primeOwnerGroups(groups);
     return formatContext(await describeContext(this.driver.deps(store, actor.userId, actor.role), { sessionId }));
   }
 
   private async compact(actor: Actor, source: string): Promise<string> {
-    const sessionId = await this.sessionId(actor, source);
-    const r = await this.driver.withLease(sessionId, (store, signal, role) =>
-      compactSession(this.driver.deps(store, actor.userId, role), { sessionId, signal }),
-    );
+    const [sessionId, groups] = await Promise.all([this.sessionId(actor, source), this.policies.of(actor.userId)]);
+    const r = await this.driver.withLease(sessionId, (store, signal, role) => {
+      store.primeOwnerGroups(groups);
+      return compactSession(this.driver.deps(store, actor.userId, role), { sessionId, signal });
+    });
     return r === null ? BUSY : formatCompaction(r);
   }
 
@@ -166,7 +175,7 @@ export function formatCompaction(r: CompactSessionResult): string {
         case 'failed':
           return 'The summary could not be written (the model failed); nothing was changed.';
         case 'refused':
-          return 'The summary was not written: your daily token budget is used up.';
+          return `The summary was not written: ${r.message ?? 'no model may be called for you now.'}`;
         case 'sub_agent':
         case 'under_threshold':
           return 'Nothing to compact.';

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { JobSessionsService } from './job-sessions.service';
 
 /** NATS edge for the scheduler's requests: parse (the Bus does), make one call. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { decodeRow, deepToPgText, fromJsonText, fromPgText } from '@skald/persistence/pg-text';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { SessionEventsRow, SessionInboxRow, SessionsRow } from '@skald/persistence';
@@ -13,7 +13,7 @@ type Exists = { '?column?': number };
 /** The session worker's side of scheduler jobs: their ephemeral sessions and system deliveries. */
 @Injectable()
 export class JobSessionsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   /**
    * A job's ephemeral session (its id is the run id: idempotent) with the prompt in its inbox.

@@ -1,7 +1,7 @@
 import { preparedRows, queryRows } from '@skald/persistence/query-rows';
 import type { SessionLeasesRow } from '@skald/persistence';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 
 export interface Lease {
   sessionId: string;
@@ -52,7 +52,7 @@ export const RELEASE_AND_CHECK_SQL = `WITH released AS (
  */
 @Injectable()
 export class LeaseRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async acquire(sessionId: string, owner: string, ttlMs: number): Promise<Lease | null> {
     const rows = await queryRows<Pick<SessionLeasesRow, 'epoch'> & { took_over: boolean | null }>(

@@ -1,5 +1,5 @@
 import type { LlmClientInfo } from '@skald/contracts';
-import type { ClientTotals, DailyUsage } from './llm-usage.repository';
+import type { ClientTotals } from './llm-usage.repository';
 
 const int = (n: number): string => n.toLocaleString('en-US');
 
@@ -19,33 +19,25 @@ export function duration(ms: number): string {
   return h > 0 ? `${h} h ${m} min` : `${m} min`;
 }
 
-/** When a daily budget resets, readably: `at 00:00 UTC (2025-12-01T00:00:00.000Z, in 5 h 12 min)`. */
-export function resetText(resetsAt: Date, now: Date): string {
-  return `at 00:00 UTC (${resetsAt.toISOString()}, in ${duration(resetsAt.getTime() - now.getTime())})`;
-}
-
-/** The `exhausted` error: names the budget, what was used, and when it resets. */
-export function budgetExhaustedText(budget: number, day: DailyUsage, now: Date): string {
-  return (
-    `Daily token budget exhausted: ${int(day.usedTokens)} of your ${int(budget)} tokens used today (UTC). ` +
-    `It resets ${resetText(day.resetsAt, now)}; until then the agent cannot call a model for you.`
-  );
-}
-
 function healthText(c: LlmClientInfo): string {
   if (c.health === 'healthy') return 'healthy';
   const why = c.last_error ? `: ${c.last_error.length > 80 ? `${c.last_error.slice(0, 77)}...` : c.last_error}` : '';
   return `${c.health} (${c.consecutive_failures} failures in a row${why})`;
 }
 
-/** `/models`: the numbered list, health, and which client is pinned for this source. */
+/**
+ * `/models`: the numbered list (the clients the user's groups allow), health, and which client is
+ * pinned for this source. `refused`: why the user's groups refuse their turns' model (no client
+ * allowed, or the pinned one not allowed), said instead of a list or a pin that would not apply.
+ */
 export function modelsText(
   items: LlmClientInfo[],
   pinned: string | null,
   source: string,
   scope: 'shared' | 'local',
+  refused: string | null = null,
 ): string {
-  if (items.length === 0) return 'No LLM clients are configured.';
+  if (items.length === 0) return refused ?? 'No LLM clients are configured.';
   const lines = [`Models (${scope === 'shared' ? 'health across every worker' : "this worker's health only"}):`];
   for (const c of items) {
     const extra = [`strength ${c.strength}`];
@@ -57,14 +49,15 @@ export function modelsText(
     );
   }
   if (pinned && items.some((c) => c.name === pinned)) lines.push(`Pinned for ${source}: ${pinned}.`);
+  else if (pinned && refused) lines.push(`Pinned for ${source}: ${pinned}. ${refused} Choose another.`);
   else if (pinned) lines.push(`Pinned for ${source}: ${pinned}, which is no longer configured, so AUTO is used.`);
   else lines.push(`No pin for ${source}: AUTO chooses by strength, scope and health.`);
   lines.push('Change it with /model <number|name|auto>.');
   return lines.join('\n');
 }
 
-/** `/cost`: tokens and cost of the conversation, per client, and today's budget. */
-export function costText(totals: ClientTotals[], today: DailyUsage, budget: number | null, now: Date): string {
+/** `/cost`: tokens and cost of the conversation, per client, then the budget's lines (budget-texts.ts). */
+export function costText(totals: ClientTotals[], budgetLines: readonly string[]): string {
   const lines: string[] = [];
   if (totals.length === 0) lines.push('This conversation has not called a model yet.');
   else {
@@ -91,10 +84,6 @@ export function costText(totals: ClientTotals[], today: DailyUsage, budget: numb
     if (totals.some((t) => t.estimated))
       lines.push('Estimated counts: the provider reported no usage, so tokens were counted as characters / 4.');
   }
-  lines.push(
-    budget
-      ? `Today (UTC): ${int(today.usedTokens)} of your ${int(budget)} daily tokens used; the budget resets ${resetText(today.resetsAt, now)}.`
-      : `Today (UTC): ${int(today.usedTokens)} tokens used; no daily budget is set.`,
-  );
+  lines.push(...budgetLines);
   return lines.join('\n');
 }

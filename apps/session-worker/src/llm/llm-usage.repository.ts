@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { LlmClientPinsRow, LlmUsageRow } from '@skald/persistence';
 import type { UsageRow } from '../loop-adapters/session-store/one-statement-commit';
@@ -52,7 +52,7 @@ export class LlmUsageRepository implements PendingUsage, BeforeApplicationShutdo
   private readonly waiting = new Map<string, { rows: UsageRecord[]; timer: NodeJS.Timeout }>();
   private closed = false;
 
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async record(r: UsageRecord): Promise<void> {
     if (r.purpose === 'round' && r.messageId !== null && !this.closed) {
@@ -121,6 +121,22 @@ export class LlmUsageRepository implements PendingUsage, BeforeApplicationShutdo
   /** `unlessCommitted`: not when the row's message exists (its commit wrote the row with it). */
   private insert(r: UsageRecord, unlessCommitted: boolean): Promise<void> {
     return insertUsage(this.ds, r, unlessCommitted);
+  }
+
+  /** One model call that got no answer (a row of `llm_call_failures`). */
+  async recordFailure(r: {
+    userId: string;
+    sessionId: string | null;
+    purpose: string;
+    client: string;
+    model: string;
+    errorKind: string;
+  }): Promise<void> {
+    await this.ds.query(
+      `INSERT INTO llm_call_failures (user_id, session_id, purpose, client, model, error_kind)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [r.userId, r.sessionId, r.purpose, r.client, r.model, r.errorKind],
+    );
   }
 
   async today(scope: { userId: string }): Promise<DailyUsage> {

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { LlmService } from './llm.service';
 
 /** NATS edge of the worker's LLM features: one call each. */

@@ -1,31 +1,34 @@
 /**
  * LlmService with a faked LLM manager and ledger: pinning a model by number, name or `auto` (and
- * the message a user reads for a model that does not exist), the daily token budget refusing a
- * round once used up, and a ledger write that fails never failing the answer.
+ * the message a user reads for a model that does not exist), the budget gate and the settling of
+ * a call's hold, and a ledger write that fails never failing the answer.
  */
 import { expect } from '@jest/globals';
 import { Actor } from '@skald/contracts';
 import { LlmManager } from '@skald/llm';
+import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Logger } from '@skald/service-kit';
 import { fake, newTestService } from '@skald/testing/unit';
-import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';
+import { BudgetsService } from '../budgets/budgets.service';
+import { WORKER_LOGGER } from '../config';
+import { NO_GROUPS, resolveGroupPolicy } from '../groups/group-policy';
+import { GroupPolicyService } from '../groups/group-policy.service';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { LlmUsageRepository } from './llm-usage.repository';
 import { LlmService } from './llm.service';
 
 const actor = { userId: 'u1', role: 'user' } as Actor;
 
-function setUp(dailyTokens = 0) {
+function setUp() {
   const log = { info: jest.fn(), warn: jest.fn() };
-  const t = newTestService(LlmService, [
-    fake(WORKER_CONFIG, { SKALD_USER_DAILY_TOKENS: dailyTokens } as WorkerConfig),
-    fake(WORKER_LOGGER, log as unknown as Logger),
-  ]);
+  const t = newTestService(LlmService, [fake(WORKER_LOGGER, log as unknown as Logger)]);
   const manager = t.mock(LlmManager);
   manager.names.mockReturnValue(['fast', 'strong']);
   manager.has.mockImplementation((n: string) => n === 'fast' || n === 'strong');
   t.mock(SessionsRepository).active.mockResolvedValue({ id: 's1' } as never);
-  return { ...t, log, usage: t.mock(LlmUsageRepository), sessions: t.mock(SessionsRepository) };
+  const policies = t.mock(GroupPolicyService);
+  policies.of.mockResolvedValue(NO_GROUPS);
+  return { ...t, log, usage: t.mock(LlmUsageRepository), sessions: t.mock(SessionsRepository), policies };
 }
 
 describe('LlmService pins', () => {
@@ -65,19 +68,70 @@ describe('LlmService pins', () => {
   });
 });
 
-describe('LlmService budget and ledger', () => {
-  it('admits every round without a budget, without reading the ledger', async () => {
-    const { sut, usage } = setUp(0);
-    expect(await sut.admit('u1')).toBeNull();
-    expect(usage.today).not.toHaveBeenCalled();
+describe("LlmService under the user's groups", () => {
+  const interns = resolveGroupPolicy([
+    { name: 'Interns', allowed_agents: null, allowed_llm_clients: ['strong'], security_groups: [] },
+  ]);
+  const info = (name: string) =>
+    ({ name, model: `${name}-model`, strength: 'medium', scopes: [], priority: 1, health: 'healthy' }) as never;
+
+  it('lists only the allowed clients, each with its configured number (what /model <number> names)', async () => {
+    const { sut, policies, mock } = setUp();
+    mock(LlmManager).list.mockResolvedValue([info('fast'), info('strong')]);
+    policies.of.mockResolvedValue(interns);
+    const list = await sut.list(actor, 'web');
+    expect(list.items.map((c) => [c.number, c.name])).toEqual([[2, 'strong']]);
+    const text = await sut.command(actor, 'web', '/models', '');
+    expect(text).toContain('2. strong');
+    expect(text).not.toContain('fast');
   });
 
-  it("refuses a round once today's tokens reach the budget", async () => {
-    const { sut, usage } = setUp(1000);
-    usage.today.mockResolvedValueOnce({ usedTokens: 999 } as never);
-    expect(await sut.admit('u1')).toBeNull();
-    usage.today.mockResolvedValueOnce({ usedTokens: 1000, resetsAt: new Date(Date.now() + 3_600_000) });
-    expect(await sut.admit('u1')).toMatchObject({ code: 'exhausted', message: expect.stringContaining('1,000') });
+  it('refuses a pin of a client the groups do not allow, with the sentence a turn would end with', async () => {
+    const { sut, usage, policies } = setUp();
+    policies.of.mockResolvedValue(interns);
+    const refusal = 'The LLM client "fast" is not allowed for your groups ("Interns"); allowed LLM clients: "strong".';
+    policies.requireClient.mockImplementation(async (_u: string, c: string) => {
+      if (c === 'fast') throw new RemoteError({ code: 'forbidden', message: refusal, field: 'client' });
+    });
+    await expect(sut.pin(actor, 'web', 'fast')).rejects.toMatchObject({
+      body: { code: 'forbidden', message: refusal },
+    });
+    expect(await sut.command(actor, 'web', '/model', '1')).toBe(refusal);
+    expect(usage.setPin).not.toHaveBeenCalled();
+    expect(await sut.command(actor, 'web', '/model', 'strong')).toBe('Pinned strong for web. /model auto clears it.');
+    expect(await sut.pin(actor, 'web', 'auto')).toBe('auto');
+  });
+});
+
+describe('LlmService budget and ledger', () => {
+  it("asks the budget gate with the turn's read of the owner's limits", async () => {
+    const { sut, mock } = setUp();
+    const owner = { user: null, groups: [] };
+    mock(BudgetsService).admit.mockResolvedValue({ kind: 'admitted', hold: 'h1' });
+    expect(await sut.admit('u1', null, owner)).toEqual({ kind: 'admitted', hold: 'h1' });
+    expect(mock(BudgetsService).admit).toHaveBeenCalledWith('u1', owner, null);
+  });
+
+  it("settles a round's hold with its tokens, cost and message; a compaction's without a message", async () => {
+    const { sut, mock } = setUp();
+    const metered = { inputTokens: 100, outputTokens: 20, cachedInputTokens: 0, estimated: false, costUsd: 0.5 };
+    const round = { userId: 'u1', sessionId: 's1', frameId: 'f', messageId: 'm1', purpose: 'round' } as const;
+    await sut.record(round as never, 'fast', 'm', metered, null, 'h1');
+    expect(mock(BudgetsService).settle).toHaveBeenCalledWith(
+      'u1',
+      'h1',
+      { tokens: 120, costUsd: 0.5, messageId: 'm1' },
+      null,
+    );
+    await sut.record({ ...round, messageId: null, purpose: 'compaction' } as never, 'fast', 'm', metered, null, 'h2');
+    expect(mock(BudgetsService).settle).toHaveBeenLastCalledWith(
+      'u1',
+      'h2',
+      { tokens: 120, costUsd: 0.5, messageId: null },
+      null,
+    );
+    await sut.record(round as never, 'fast', 'm', metered);
+    expect(mock(BudgetsService).settle).toHaveBeenCalledTimes(2);
   });
 
   it('logs, and does not throw, when a call cannot be written to the ledger', async () => {

@@ -1,26 +1,42 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { LlmCallContext, LlmRefusal } from '@skald/agent-loop';
+import type { LlmCallContext } from '@skald/agent-loop';
 import type { Actor, LlmClientInfo, LlmClientList } from '@skald/contracts';
-import { LlmManager, type LlmMeteredUsage } from '@skald/llm';
+import { LlmManager, type LlmErrorKind, type LlmMeteredUsage } from '@skald/llm';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import type { Logger } from '@skald/service-kit';
-import { WORKER_CONFIG, WORKER_LOGGER, WorkerConfig } from '../config';
+import type { OwnerBudget } from '../budgets/budget-rules';
+import { BudgetsService, type BudgetAdmission } from '../budgets/budgets.service';
+import { WORKER_LOGGER } from '../config';
+import { clientRefusal, noClientRefusal } from '../groups/group-policy';
+import { GroupPolicyService } from '../groups/group-policy.service';
 import { SessionsRepository } from '../sessions/sessions.repository';
-import { budgetExhaustedText, costText, modelsText } from './llm-texts';
+import { costText, modelsText } from './llm-texts';
 import { LlmUsageRepository } from './llm-usage.repository';
 
 /** What the LLM port needs besides the manager: the budget gate and the ledger. */
 export interface LlmAccounting {
-  /** `log`: the caller's logger (a turn's: its lines name the turn); the service's own by default. */
-  admit(userId: string, log?: Logger | null): Promise<LlmRefusal | null>;
+  /**
+   * `log`: the caller's logger (a turn's: its lines name the turn); the service's own by default.
+   * `owner`: the owner's limits as the turn's start read them (null: read them now). An admitted
+   * call of a limited user has a hold: settled by `record`, or given back by `release`.
+   */
+  admit(userId: string, log?: Logger | null, owner?: OwnerBudget | null): Promise<BudgetAdmission>;
   record(
     context: LlmCallContext,
     client: string,
     model: string,
     usage: LlmMeteredUsage,
     log?: Logger | null,
+    hold?: string | null,
   ): Promise<void>;
+  /** An admitted call that will not be recorded (it got no answer): its hold goes. */
+  release(userId: string, hold: string, log?: Logger | null): Promise<void>;
+  /** A call that got no answer (`errorKind`: how it failed); never one the caller aborted. */
+  recordFailure(context: LlmCallContext, client: string, errorKind: LlmFailureKind, log?: Logger | null): Promise<void>;
 }
+
+/** How a model call failed, as `llm_call_failures` keeps it. */
+export type LlmFailureKind = Exclude<LlmErrorKind, 'aborted'> | 'other';
 
 const invalidClient = (message: string): RemoteError =>
   new RemoteError({ code: 'invalid_input', message, field: 'client' });
@@ -28,7 +44,7 @@ const invalidClient = (message: string): RemoteError =>
 /**
  * The session worker's LLM features: the client list with shared health and the caller's pin,
  * pins (`select_client`, `/model`), the LLM slash commands, and the accounting of every call
- * (ledger in Postgres, per-user daily token budget).
+ * (ledger in Postgres, budgets through the BudgetsService).
  */
 @Injectable()
 export class LlmService implements LlmAccounting {
@@ -36,42 +52,52 @@ export class LlmService implements LlmAccounting {
     private readonly manager: LlmManager,
     private readonly usage: LlmUsageRepository,
     private readonly sessions: SessionsRepository,
-    @Inject(WORKER_CONFIG) private readonly config: WorkerConfig,
+    private readonly budgets: BudgetsService,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
+    private readonly policies: GroupPolicyService,
   ) {}
 
-  private get budget(): number | null {
-    return this.config.SKALD_USER_DAILY_TOKENS > 0 ? this.config.SKALD_USER_DAILY_TOKENS : null;
-  }
-
+  /**
+   * The configured clients the caller's groups allow (an admin's too: their turns are held to the
+   * same lists), each with its number among all configured clients (what `/model <number>` names).
+   */
   async list(actor: Actor, source: string | undefined): Promise<LlmClientList> {
-    const pinned = source ? await this.usage.pin({ userId: actor.userId, source }) : null;
-    const clients = await this.manager.list();
-    const items: LlmClientInfo[] = clients.map((c, i) => ({
-      number: i + 1,
-      name: c.name,
-      model: c.model,
-      strength: c.strength,
-      scopes: c.scopes,
-      priority: c.priority,
-      health: c.health,
-      consecutive_failures: c.consecutiveFailures,
-      last_error: c.lastError,
-      last_success_at: c.lastSuccessAt,
-      last_failure_at: c.lastFailureAt,
-      input_cost_per_million: c.pricing?.inputPerMillion ?? null,
-      output_cost_per_million: c.pricing?.outputPerMillion ?? null,
-      pinned: c.name === pinned,
-    }));
+    const [pinned, clients, policy] = await Promise.all([
+      source ? this.usage.pin({ userId: actor.userId, source }) : Promise.resolve(null),
+      this.manager.list(),
+      this.policies.of(actor.userId),
+    ]);
+    const items: LlmClientInfo[] = clients
+      .map((c, i) => ({ c, number: i + 1 }))
+      .filter(({ c }) => clientRefusal(policy, c.name) === null)
+      .map(({ c, number }) => ({
+        number,
+        name: c.name,
+        model: c.model,
+        strength: c.strength,
+        scopes: c.scopes,
+        priority: c.priority,
+        health: c.health,
+        consecutive_failures: c.consecutiveFailures,
+        last_error: c.lastError,
+        last_success_at: c.lastSuccessAt,
+        last_failure_at: c.lastFailureAt,
+        input_cost_per_million: c.pricing?.inputPerMillion ?? null,
+        output_cost_per_million: c.pricing?.outputPerMillion ?? null,
+        pinned: c.name === pinned,
+      }));
     return { items, pinned, health_scope: this.manager.healthMode() };
   }
 
   /**
    * Pins a client for (user, source) by name or 1-based number, durably; `auto` clears the pin.
-   * Returns the pinned name or `auto`. An unknown client is `invalid_input` naming `client`.
+   * Returns the pinned name or `auto`. An unknown client is `invalid_input` naming `client`; one
+   * the caller's groups do not allow is `forbidden` (the sentence a turn on it would end with), and
+   * nothing is pinned.
    */
   async pin(actor: Actor, source: string, wanted: string): Promise<string> {
     const name = this.resolveClient(wanted.trim());
+    if (name !== 'auto') await this.policies.requireClient(actor.userId, name);
     await this.usage.setPin({ userId: actor.userId, source }, name === 'auto' ? null : name);
     // The choice is remembered by the source's active conversation (reopening it restores it).
     const { id } = await this.sessions.active({ userId: actor.userId, source });
@@ -97,8 +123,11 @@ export class LlmService implements LlmAccounting {
   async command(actor: Actor, source: string, command: '/models' | '/model' | '/cost', args: string): Promise<string> {
     switch (command) {
       case '/models': {
-        const list = await this.list(actor, source);
-        return modelsText(list.items, list.pinned, source, list.health_scope);
+        const [list, policy] = await Promise.all([this.list(actor, source), this.policies.of(actor.userId)]);
+        const configured = this.manager.names();
+        const refused =
+          noClientRefusal(policy, configured) ?? (list.pinned ? clientRefusal(policy, list.pinned) : null);
+        return modelsText(list.items, list.pinned, source, list.health_scope, refused?.message ?? null);
       }
       case '/model': {
         if (args.trim() === '') {
@@ -111,7 +140,7 @@ export class LlmService implements LlmAccounting {
             ? `Pin cleared: ${source} uses AUTO (by strength, scope and health).`
             : `Pinned ${name} for ${source}. /model auto clears it.`;
         } catch (e) {
-          if (e instanceof RemoteError && e.body.code === 'invalid_input')
+          if (e instanceof RemoteError && (e.body.code === 'invalid_input' || e.body.code === 'forbidden'))
             return e.body.message.replace(/^client: /, '');
           throw e;
         }
@@ -122,19 +151,48 @@ export class LlmService implements LlmAccounting {
           this.usage.sessionTotals({ userId: actor.userId, sessionId: session.id }),
           this.usage.today({ userId: actor.userId }),
         ]);
-        return costText(totals, today, this.budget, new Date());
+        const now = new Date();
+        return costText(totals, await this.budgets.costLines(actor.userId, today.usedTokens, now));
       }
     }
   }
 
-  /** The budget gate, asked before each round: a refusal when today's tokens reached the budget. */
-  async admit(userId: string, log: Logger | null = null): Promise<LlmRefusal | null> {
-    const budget = this.budget;
-    if (budget === null) return null;
-    const today = await this.usage.today({ userId });
-    if (today.usedTokens < budget) return null;
-    (log ?? this.log).info({ userId, used: today.usedTokens, budget }, 'daily token budget exhausted');
-    return { code: 'exhausted', message: budgetExhaustedText(budget, today, new Date()) };
+  /** The budget gate, asked before each model call (BudgetsService.admit). */
+  admit(userId: string, log: Logger | null = null, owner: OwnerBudget | null = null): Promise<BudgetAdmission> {
+    return this.budgets.admit(userId, owner, log);
+  }
+
+  release(userId: string, hold: string, log: Logger | null = null): Promise<void> {
+    return this.budgets.release(userId, hold, log);
+  }
+
+  /** A call outside a turn (a title) was answered and written to the ledger: its hold goes. */
+  settle(userId: string, hold: string, call: { tokens: number; costUsd: number | null }): Promise<void> {
+    return this.budgets.settle(userId, hold, { ...call, messageId: null });
+  }
+
+  /** Writes one failed call. A failure to write is logged, never thrown: the caller has its own error to handle. */
+  async recordFailure(
+    context: LlmCallContext,
+    client: string,
+    errorKind: LlmFailureKind,
+    log: Logger | null = null,
+  ): Promise<void> {
+    try {
+      await this.usage.recordFailure({
+        userId: context.userId,
+        sessionId: context.sessionId,
+        purpose: context.purpose,
+        client,
+        model: this.manager.modelOf(client) ?? '',
+        errorKind,
+      });
+    } catch (e) {
+      (log ?? this.log).warn(
+        { userId: context.userId, sessionId: context.sessionId, err: e instanceof Error ? e.message : String(e) },
+        'could not record a failed LLM call',
+      );
+    }
   }
 
   /** Writes one call to the ledger. A failure is logged, never thrown: the answer is already paid for. */
@@ -144,6 +202,7 @@ export class LlmService implements LlmAccounting {
     model: string,
     usage: LlmMeteredUsage,
     log: Logger | null = null,
+    hold: string | null = null,
   ): Promise<void> {
     try {
       await this.usage.record({
@@ -166,5 +225,17 @@ export class LlmService implements LlmAccounting {
         'could not record LLM usage',
       );
     }
+    if (hold)
+      await this.budgets.settle(
+        context.userId,
+        hold,
+        {
+          tokens: usage.inputTokens + usage.outputTokens,
+          costUsd: usage.costUsd,
+          // A round's ledger row waits for its message's commit: the hold counts until the message exists.
+          messageId: context.purpose === 'round' ? context.messageId : null,
+        },
+        log,
+      );
   }
 }

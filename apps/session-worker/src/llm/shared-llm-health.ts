@@ -18,6 +18,8 @@ export function sharedLlmHealth(
     'REDIS_URL' | 'SKALD_LLM_HEALTH_PREFIX' | 'SKALD_LLM_HEALTH_TTL_S' | 'SKALD_LLM_HEALTH_CACHE_MS'
   >,
   log: Pick<Logger, 'info' | 'warn'>,
+  /** Longest wait for Redis before this worker judges on its own calls (a test on a loaded machine waits longer). */
+  sharedTimeoutMs = 500,
 ): { health: ThrottledLlmHealthStore; close: () => Promise<void> } {
   const redis = new Redis(config.REDIS_URL, {
     lazyConnect: false,
@@ -31,7 +33,7 @@ export function sharedLlmHealth(
   const resilient = new ResilientLlmHealthStore(
     new RedisLlmHealthStore(redis, config.SKALD_LLM_HEALTH_PREFIX, config.SKALD_LLM_HEALTH_TTL_S),
     {
-      timeoutMs: 500,
+      timeoutMs: sharedTimeoutMs,
       retryAfterMs: 5_000,
       onModeChange: (mode, reason) =>
         mode === 'local'

@@ -1,5 +1,5 @@
 import type { AsyncTaskPort } from '@skald/agent-loop';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import type { Role } from '@skald/contracts';
 
 /** `execute_task` mode async → a durable job in the scheduler (idempotent by the tool call id). */

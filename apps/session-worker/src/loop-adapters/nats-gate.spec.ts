@@ -1,6 +1,6 @@
 import { AUTO_DENY_REASON } from '@skald/agent-loop';
 import { SUBJECTS } from '@skald/contracts';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import { checkRequestOf, NatsGate } from './nats-gate';
 
 const base = {

@@ -6,15 +6,19 @@ import {
   type VisibilityRequest,
 } from '@skald/agent-loop';
 import { type Role, effectiveCallPaths, PATH_TOOLS, type LandingPaths, type RequestOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { TurnFacts } from './turn-facts';
 
-/** The `approval.check` payload of a call: with the session's RunContext and security group, always. */
+/**
+ * The `approval.check` payload of a call: with the session's RunContext and security group, always,
+ * and the security groups of its owner's groups (`securityGroups`, read at the turn's start).
+ */
 export function checkRequestOf(
   req: GateRequest,
   role: Role,
   turnId: string | undefined,
   landing?: LandingPaths,
+  securityGroups: readonly string[] = [],
 ): RequestOf<'approval.check'> {
   const args =
     req.arguments && typeof req.arguments === 'object' && !Array.isArray(req.arguments)
@@ -29,6 +33,7 @@ export function checkRequestOf(
     agent_id: req.agentId,
     source: req.source,
     ...(req.securityGroup ? { security_group: req.securityGroup } : {}),
+    ...(securityGroups.length > 0 ? { security_groups: [...securityGroups] } : {}),
     tool_name: req.name,
     arguments: args,
     run_context: {
@@ -69,6 +74,8 @@ export class NatsGate implements GatePort {
     private readonly turnId?: string,
     /** The turn's remembered facts: the visible tools are asked once per turn and set of names. */
     private readonly facts: TurnFacts = new TurnFacts(),
+    /** The security groups of the session owner's groups (their rules apply to the session's calls). */
+    private readonly securityGroups: readonly string[] = [],
   ) {}
 
   /**
@@ -81,9 +88,13 @@ export class NatsGate implements GatePort {
    */
   async check(req: GateRequest): Promise<GateDecision> {
     const landing = hasLanding(req) ? await this.landing(req) : undefined;
-    const r = await this.bus.call('approval.check', checkRequestOf(req, this.role, this.turnId, landing), {
-      timeoutMs: APPROVAL_CALL_TIMEOUT_MS,
-    });
+    const r = await this.bus.call(
+      'approval.check',
+      checkRequestOf(req, this.role, this.turnId, landing, this.securityGroups),
+      {
+        timeoutMs: APPROVAL_CALL_TIMEOUT_MS,
+      },
+    );
     const judged = landing !== undefined && landing.length > 0 ? { landing } : {};
     switch (r.decision) {
       case 'allow':
@@ -146,6 +157,7 @@ export class NatsGate implements GatePort {
         agent_id: req.agentId,
         source: req.source,
         ...(req.securityGroup ? { security_group: req.securityGroup } : {}),
+        ...(this.securityGroups.length > 0 ? { security_groups: [...this.securityGroups] } : {}),
         tools: [...req.names],
       };
       const r = await this.facts.get(`visible_tools ${JSON.stringify(request)}`, () =>

@@ -1,6 +1,6 @@
 import type { HumanAnswer, HumanRequest, HumanWaitPort } from '@skald/agent-loop';
 import { type Role, HumanRequestState, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { APPROVAL_CALL_TIMEOUT_MS } from './nats-gate';
 
 /** Maps a stored request state to the loop's answer; null while it is still pending. */
@@ -32,6 +32,10 @@ export interface HumanWaitOptions {
   draining: () => boolean;
   /** The turn that asks (logged by the approval service). */
   turnId?: string;
+  /** The job run whose session asks: the approval service notifies `job_needs_human` for it. */
+  jobRunId?: string | null;
+  /** The security groups of the session owner's groups: an edit of a call is judged again with them. */
+  securityGroups?: readonly string[];
 }
 
 /**
@@ -62,6 +66,7 @@ export class NatsHumanWait implements HumanWaitPort {
         tool_call_id: request.toolCallId,
         session_id: request.sessionId,
         turn_id: this.options.turnId,
+        ...(this.options.jobRunId ? { job_run_id: this.options.jobRunId } : {}),
         source: request.source,
         tool_name: request.kind === 'approval' ? request.toolName : 'ask_user_clarification',
         arguments:
@@ -82,6 +87,7 @@ export class NatsHumanWait implements HumanWaitPort {
               gate_context: {
                 agent_id: request.gate.agentId,
                 ...(request.gate.securityGroup ? { security_group: request.gate.securityGroup } : {}),
+                ...(this.options.securityGroups?.length ? { security_groups: [...this.options.securityGroups] } : {}),
                 run_context: {
                   working_directory: request.gate.runContext.workingDirectory,
                   allow_fs_reads: request.gate.runContext.allowFsReads ?? [],

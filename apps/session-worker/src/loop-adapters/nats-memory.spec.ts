@@ -1,4 +1,4 @@
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import { NatsMemory } from './nats-memory';
 import { TurnFacts } from './turn-facts';
 

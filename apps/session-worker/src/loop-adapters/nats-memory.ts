@@ -1,5 +1,5 @@
 import type { MemoryPort } from '@skald/agent-loop';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { TurnFacts } from './turn-facts';
 import type { Role } from '@skald/contracts';
 

@@ -4,7 +4,7 @@
  */
 import { isLoopTool, LOOP_TOOL_NAMES, type ToolContext } from '@skald/agent-loop';
 import { BUILTIN_TOOLS, LOOP_TOOLS, SYNTHETIC_TOOLS } from '@skald/contracts';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import { NatsGate } from './nats-gate';
 import { RunnerToolSet } from './runner-tool-set';
 import { TurnFacts } from './turn-facts';

@@ -19,7 +19,7 @@ import {
   TOOL_ALIVE_LOSS_MS,
   topicOf,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { BusRequestError, RemoteError } from '@skald/messaging/bus-errors';
 import { RUNNER_LOST, watchRunner } from './runner-watch';
 import { toolLabel, type ToolLabel } from './tool-label';

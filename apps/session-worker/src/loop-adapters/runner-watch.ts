@@ -1,5 +1,5 @@
 import { TOOL_ALIVE_LOSS_MS, topicOf } from '@skald/contracts';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 
 export const RUNNER_LOST = 'lost' as const;
 

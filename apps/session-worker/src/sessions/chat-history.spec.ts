@@ -62,14 +62,16 @@ describe('chat history rows: the tool rows and approvals a reload shows', () => 
       channel: 'inbox' as const,
       bypass: { scope: 'call' as const },
     };
-    const decisions = new Map([[R1, decided]]);
+    const preview = { path: '/workspace/a.txt', old_content: 'a', new_content: 'b' };
+    const decisions = new Map([[R1, { decision: decided, preview }]]);
     const [c] =
       toChatMessage(row, [call({ request_id: R1, status: 'done', started_at: at })], decisions).tool_calls ?? [];
-    expect(c?.approval).toEqual({ request_id: R1, outcome: 'approved', decision: decided });
-    // a call cancelled before it ran was answered by nobody
+    expect(c?.approval).toEqual({ request_id: R1, outcome: 'approved', decision: decided, preview });
+    // a call cancelled before it ran was answered by nobody; its card still showed the change
     expect(approvalOutcome(call({ request_id: R1, status: 'cancelled' }), decisions)).toEqual({
       request_id: R1,
       outcome: 'cancelled',
+      preview,
     });
   });
 

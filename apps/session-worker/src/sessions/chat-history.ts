@@ -1,10 +1,10 @@
-import { ChatMessageDto, type HumanDecision, type ChatApprovalOutcome } from '@skald/contracts';
+import { ChatMessageDto, type ChatApprovalOutcome } from '@skald/contracts';
 import type { ChatHistoryRow, ToolCallsRow } from '@skald/persistence';
 import { toolLabel } from '../loop-adapters/tool-label';
 import { iso, parseToolArguments } from './row-format';
 
-/** How a human answered each approval, by request id (the approval service's record). */
-export type CallDecisions = ReadonlyMap<string, HumanDecision>;
+/** How a human answered each approval and the change its card showed, by request id (the approval service's record). */
+export type CallDecisions = ReadonlyMap<string, Pick<ChatApprovalOutcome, 'decision' | 'preview'>>;
 
 /** The question tool asks through a request too; its card is a question, not an approval. */
 const QUESTION_TOOL = 'ask_user_clarification';
@@ -26,8 +26,14 @@ export function approvalOutcome(
       : c.started_at !== null || c.status === 'done' || c.status === 'failed' || c.status === 'running'
         ? 'approved'
         : 'cancelled';
-  const decision = outcome === 'cancelled' ? undefined : decisions.get(String(c.request_id));
-  return { request_id: String(c.request_id), outcome, ...(decision ? { decision } : {}) };
+  const known = decisions.get(String(c.request_id));
+  const decision = outcome === 'cancelled' ? undefined : known?.decision;
+  return {
+    request_id: String(c.request_id),
+    outcome,
+    ...(decision ? { decision } : {}),
+    ...(known?.preview ? { preview: known.preview } : {}),
+  };
 }
 
 /** Chat rows for the UI: users and the assistant, each assistant row with its tool calls. */

@@ -39,7 +39,7 @@ function setUp(titles: 'on' | 'off' = 'on') {
     model: 'm',
     metered: { inputTokens: 10, outputTokens: 3, cachedInputTokens: 0, estimated: false, costUsd: 0 },
   } as never);
-  t.mock(LlmService).admit.mockResolvedValue(null);
+  t.mock(LlmService).admit.mockResolvedValue({ kind: 'admitted', hold: null });
   t.mock(LlmUsageRepository).record.mockResolvedValue(undefined);
   return { ...t, repo, manager, log };
 }
@@ -56,7 +56,7 @@ describe('ConversationTitlesService', () => {
 
   it("uses the question's start, without asking a model, when the user's budget is used up", async () => {
     const { sut, repo, manager, mock } = setUp();
-    mock(LlmService).admit.mockResolvedValue({ code: 'exhausted', message: 'budget' });
+    mock(LlmService).admit.mockResolvedValue({ kind: 'refused', refusal: { code: 'exhausted', message: 'budget' } });
     await sut.onTurnEnded('s1');
     expect(manager.streamChat).not.toHaveBeenCalled();
     expect(repo.setGeneratedTitle).toHaveBeenCalledWith('s1', 'How do I rotate my keys');

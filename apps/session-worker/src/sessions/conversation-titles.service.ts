@@ -56,9 +56,14 @@ export class ConversationTitlesService {
     sessionId: string,
     first: { userId: string; pinnedClient: string | null; question: string; answer: string },
   ): Promise<string | null> {
-    if (await this.llm.admit(first.userId)) return null;
+    const admitted = await this.llm.admit(first.userId);
+    if (admitted.kind === 'refused') return null;
+    const hold = admitted.hold;
     const client = await this.manager.select({ pinned: first.pinnedClient, tried: [] });
-    if (!client) return null;
+    if (!client) {
+      if (hold) await this.llm.release(first.userId, hold);
+      return null;
+    }
     try {
       const r = await this.manager.streamChat(client.name, {
         messages: titleRequest(first.question, first.answer),
@@ -80,8 +85,14 @@ export class ConversationTitlesService {
           costUsd: r.metered.costUsd,
         })
         .catch((e: unknown) => this.log.warn({ sessionId, err: String(e) }, 'could not record a title call'));
+      if (hold)
+        await this.llm.settle(first.userId, hold, {
+          tokens: r.metered.inputTokens + r.metered.outputTokens,
+          costUsd: r.metered.costUsd,
+        });
       return cleanTitle(r.content);
     } catch (e) {
+      if (hold) await this.llm.release(first.userId, hold);
       this.log.info(
         { sessionId, client: client.name, err: e instanceof Error ? e.message : String(e) },
         'title call failed',

@@ -1,6 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RewindService } from '../submit/rewind.service';
 import { ConversationTitlesService } from './conversation-titles.service';
 import { ConversationsService } from './conversations.service';

@@ -2,7 +2,7 @@ import { decodeRow, fromPgText, toPgText } from '@skald/persistence/pg-text';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { ChatHistoryRow, SessionsRow, ToolCallsRow } from '@skald/persistence';
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 
 /** A conversation the search found: its best-ranked message's snippet, and when it last had a message. */
 export type SearchHitRow = Pick<SessionsRow, 'id' | 'source' | 'title'> & {
@@ -36,7 +36,7 @@ export interface FirstExchange {
  */
 @Injectable()
 export class ConversationsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async rename(
     scope: { userId: string; sessionId: string },

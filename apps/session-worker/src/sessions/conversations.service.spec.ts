@@ -5,8 +5,8 @@
  * tells the user's sockets only when the active one changed.
  */
 import { Actor, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
-import { newTestService } from '@skald/testing/unit';
+import { Bus } from '@skald/messaging/bus-port';
+import { fake, newTestService } from '@skald/testing/unit';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { SubmitService } from '../submit/submit.service';
 import { TurnDriver } from '../turns/turn-driver';
@@ -18,11 +18,11 @@ import { sessionRow } from '../testing-fixtures/session-row';
 const actor = { userId: 'u1', role: 'user' } as Actor;
 
 function setUp() {
-  const t = newTestService(ConversationsService);
+  const t = newTestService(ConversationsService, [fake(Bus, { call: jest.fn(), publish: jest.fn() })]);
   const order: string[] = [];
   const submit = t.mock(SubmitService);
   submit.cancel.mockImplementation(async () => void order.push('cancel') as never);
-  t.mock(Bus).call.mockResolvedValue({} as never);
+  t.mock(Bus).call.mockResolvedValue({});
   t.mock(SessionsRepository).find.mockResolvedValue(sessionRow({ id: 's1' }));
   const repo = t.mock(ConversationsRepository);
   repo.delete.mockImplementation(async () => {

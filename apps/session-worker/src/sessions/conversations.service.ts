@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Actor, ExportFormat, SessionExport, SessionSearchList, type ReplyDataOf, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import { LlmUsageRepository } from '../llm/llm-usage.repository';
 import { SubmitService } from '../submit/submit.service';

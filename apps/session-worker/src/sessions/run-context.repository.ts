@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { GateContextReply, RunContextDto } from '@skald/contracts';
 
@@ -11,7 +11,7 @@ interface RunContextRow {
 /** The RunContext of one session of one user (`sessions.run_context`, `sessions.security_group`). */
 @Injectable()
 export class RunContextRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async get(scope: { userId: string; sessionId: string }): Promise<RunContextDto | null> {
     const rows = await queryRows<RunContextRow>(

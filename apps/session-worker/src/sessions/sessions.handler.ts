@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { routeOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_INSTANCE, WORKER_LOGGER } from '../config';
+import { GroupPolicyService } from '../groups/group-policy.service';
 import { SubmitService } from '../submit/submit.service';
 import { ResumeKick } from '../turns/resume-kick';
 import { TurnDriver } from '../turns/turn-driver';
@@ -21,6 +22,7 @@ export class SessionsHandler implements OnModuleInit {
     private readonly submit: SubmitService,
     private readonly driver: TurnDriver,
     private readonly kick: ResumeKick,
+    private readonly policies: GroupPolicyService,
     @Inject(WORKER_INSTANCE) instance: string,
     @Inject(WORKER_LOGGER) private readonly log: Logger,
   ) {
@@ -49,15 +51,17 @@ export class SessionsHandler implements OnModuleInit {
       { replyNow: true, route: this.route },
     );
     this.log.info({ route: this.route }, 'answering submits on its route too');
-    this.bus.handle('session.open', (r) =>
-      this.submit.open({
+    // An agent the owner's groups do not allow is refused here, with the sentence its turn would end with.
+    this.bus.handle('session.open', async (r) => {
+      await this.policies.requireAgent(r.actor.userId, r.agent_id);
+      return this.submit.open({
         actor: r.actor,
         source: r.source,
         agentId: r.agent_id,
         systemPrompt: r.system_prompt,
         history: r.history,
-      }),
-    );
+      });
+    });
     this.bus.handle('session.active', async (r) => {
       const s = await this.submit.activeSession(r.actor, r.source, r.create_new);
       return { session_id: s.id, created: s.created };
@@ -65,6 +69,11 @@ export class SessionsHandler implements OnModuleInit {
     this.bus.handle('session.messages', (r) => this.sessions.messages(r.actor, r.source, r.before, r.limit));
     this.bus.handle('session.get', (r) => this.sessions.detail(r.actor, r.session_id));
     this.bus.handle('session.list', (r) => this.sessions.list(r.actor, r.source, r.page, r.per_page));
+    // An admin's read of any user's conversation (the service refuses anyone else).
+    this.bus.handle('session.admin.get', (r) => this.sessions.adminSummary(r.actor, r.session_id));
+    this.bus.handle('session.admin.messages', (r) =>
+      this.sessions.adminMessages(r.actor, r.session_id, r.before, r.limit),
+    );
     this.bus.handle('session.replay', async (r) => {
       const page = await this.sessions.replay(r.actor, r.session_id, r.after_seq);
       // The user's own session (replay answered): a turn whose worker died continues now.

@@ -10,7 +10,8 @@ import type {
 } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { DataSource, type EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { USER_CAPS, userCapReached } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging/bus-errors';
 
@@ -35,7 +36,7 @@ export class SessionsRepository {
   readonly maxTurns: number;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly ds: Database,
     @Optional() @Inject(USER_LIMITS) limits?: UserLimits,
   ) {
     this.maxSessions = limits?.sessions ?? USER_CAPS.sessions.default;
@@ -180,6 +181,22 @@ export class SessionsRepository {
       params,
     );
     return { items, total: Number(total[0]?.n ?? 0) };
+  }
+
+  /**
+   * Any user's session as listed, for an admin's read: the one read not scoped by a tenant, so its
+   * scope is the admin's role (a caller that has not checked the actor's role does not compile).
+   */
+  async findForAdmin(scope: { role: 'admin'; sessionId: string }): Promise<SessionListRow | null> {
+    const rows = await queryRows<SessionListRow>(
+      this.ds,
+      `SELECT s.*, COALESCE(h.n, 0)::int AS message_count, h.last_at AS last_message_at
+         FROM sessions s
+         LEFT JOIN LATERAL (SELECT count(*) AS n, max(created_at) AS last_at FROM chat_history WHERE session_id = s.id) h ON true
+        WHERE s.id = $1`,
+      [scope.sessionId],
+    );
+    return rows[0] ?? null;
   }
 
   /** Remembers the LLM client chosen in a conversation (null: AUTO). */

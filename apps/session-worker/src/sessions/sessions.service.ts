@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import {
   Actor,
+  AdminSessionReply,
   ChatMessages,
   DECISIONS_MAX_CALLS,
   REPLAY_PAGE_BYTES,
@@ -9,7 +10,7 @@ import {
   SessionEvent,
   SessionList,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import type { ToolCallsRow } from '@skald/persistence';
 import { toChatMessage, type CallDecisions } from './chat-history';
@@ -18,6 +19,13 @@ import { SessionsRepository } from './sessions.repository';
 import { TurnStateRepository } from './turn-state.repository';
 
 const notFound = (): RemoteError => new RemoteError({ code: 'not_found', message: 'session not found' });
+
+/** The actor's role when it is an admin's; anyone else is refused with `forbidden`. */
+function adminRole(actor: Actor): 'admin' {
+  if (actor.role !== 'admin')
+    throw new RemoteError({ code: 'forbidden', message: "only an admin reads another user's conversation" });
+  return actor.role;
+}
 
 /** Reads of a user's sessions. A foreign id answers exactly like a missing one. */
 @Injectable()
@@ -51,12 +59,32 @@ export class SessionsService {
 
   async messages(actor: Actor, source: string, before: string | undefined, limit: number): Promise<ChatMessages> {
     const { id } = await this.repo.active({ userId: actor.userId, source });
-    const { rows, calls, hasMore, resumeSeq } = await this.repo.chatPage({
-      userId: actor.userId,
-      sessionId: id,
-      before,
-      limit,
-    });
+    return this.page(actor, { userId: actor.userId, sessionId: id }, before, limit);
+  }
+
+  /** Any user's conversation as an admin reads it: its summary and owner. Anyone else: `forbidden`. */
+  async adminSummary(actor: Actor, sessionId: string): Promise<AdminSessionReply> {
+    const row = await this.repo.findForAdmin({ role: adminRole(actor), sessionId });
+    if (!row) throw notFound();
+    return { ...toSessionSummary(row), user_id: String(row.user_id) };
+  }
+
+  /** Any user's chat history as an admin reads it: the page its owner's `messages` gives. */
+  async adminMessages(actor: Actor, sessionId: string, before: string | undefined, limit: number) {
+    const row = await this.repo.findForAdmin({ role: adminRole(actor), sessionId });
+    if (!row) throw notFound();
+    return this.page(actor, { userId: String(row.user_id), sessionId }, before, limit);
+  }
+
+  /** One page of a session's chat history, its calls' approvals as the approval service recorded them. */
+  private async page(
+    actor: Actor,
+    scope: { userId: string; sessionId: string },
+    before: string | undefined,
+    limit: number,
+  ): Promise<ChatMessages> {
+    const id = scope.sessionId;
+    const { rows, calls, hasMore, resumeSeq } = await this.repo.chatPage({ ...scope, before, limit });
     const decisions = await this.decisions(actor, id, calls);
     return {
       items: rows.map((m) =>
@@ -85,7 +113,12 @@ export class SessionsService {
         session_id: sessionId,
         tool_call_ids: asked.slice(0, DECISIONS_MAX_CALLS),
       });
-      return new Map(r.items.flatMap((i) => (i.decision ? [[i.request_id, i.decision] as const] : [])));
+      return new Map(
+        r.items.map((i) => [
+          i.request_id,
+          { ...(i.decision ? { decision: i.decision } : {}), ...(i.preview ? { preview: i.preview } : {}) },
+        ]),
+      );
     } catch {
       return new Map();
     }

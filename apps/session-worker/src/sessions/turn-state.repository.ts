@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { failureKey, nextFailureCount } from '@skald/agent-loop';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { SessionsRow, ToolCallsRow } from '@skald/persistence';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 
 export interface AwaitingCall {
   toolCallId: string;
@@ -13,7 +13,7 @@ export interface AwaitingCall {
 /** The session row's turn bookkeeping that the driver reads and writes outside a turn's commits. */
 @Injectable()
 export class TurnStateRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   /**
    * What the driver needs before each turn, in one read: a pending /stop, and the role of the

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { UserSettingsRow } from '@skald/persistence';
 
@@ -9,7 +9,7 @@ export const DEFAULT_HOME_SOURCE = 'web';
 /** `user_settings`, scoped by user. */
 @Injectable()
 export class UserSettingsRepository {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly ds: Database) {}
 
   async homeSource(scope: { userId: string }): Promise<string> {
     const rows = await queryRows<Pick<UserSettingsRow, 'home_source'>>(

@@ -3,7 +3,7 @@ import { preparedRows, queryRows } from '@skald/persistence/query-rows';
 import type { SessionInboxRow } from '@skald/persistence';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { inboxMessageAt, userMessageEvent } from '@skald/agent-loop';
 import { type Role, Attachment, Delivery, USER_CAPS, userCapReached } from '@skald/contracts';
 import { hopMark, hopTraceOn } from '@skald/messaging/hop-trace';
@@ -54,7 +54,7 @@ export class InboxRepository {
   private readonly maxTurns: number;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly ds: Database,
     @Optional() @Inject(USER_LIMITS) limits?: UserLimits,
   ) {
     this.maxQueued = limits?.queuedMessages ?? USER_CAPS.queued_messages.default;

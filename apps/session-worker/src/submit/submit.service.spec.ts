@@ -7,8 +7,8 @@
  * not found.
  */
 import { Actor, topicOf, topicSubject, TOPICS } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
-import { newTestService } from '@skald/testing/unit';
+import { Bus } from '@skald/messaging/bus-port';
+import { fake, newTestService } from '@skald/testing/unit';
 import { DeliveryRouting } from '../jobs/delivery-routing.service';
 import { LeaseRepository } from '../lease/lease.repository';
 import { SessionsRepository } from '../sessions/sessions.repository';
@@ -31,7 +31,7 @@ const message = (over: Partial<Submission> = {}): Submission => ({
 const nextTick = () => new Promise((r) => setImmediate(r));
 
 function setUp() {
-  const t = newTestService(SubmitService);
+  const t = newTestService(SubmitService, [fake(Bus, { call: jest.fn(), publish: jest.fn() })]);
   const inbox = t.mock(InboxRepository);
   const driver = t.mock(TurnDriver);
   const bus = t.mock(Bus);
@@ -124,7 +124,7 @@ describe('SubmitService /new and /stop', () => {
       order.push('stop');
       return true;
     });
-    bus.call.mockResolvedValue({} as never);
+    bus.call.mockResolvedValue({});
     expect(await sut.activeSession(actor, 'web', true)).toEqual({ id: 's2', created: true });
     expect(order).toEqual(['rehome', 'stop']);
     expect(bus.call).toHaveBeenCalledWith('approval.reset_session', { actor, session_id: 's1' });

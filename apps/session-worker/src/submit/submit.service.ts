@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Actor, Attachment, Delivery, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TurnStateRepository } from '../sessions/turn-state.repository';

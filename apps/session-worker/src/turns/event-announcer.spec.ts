@@ -1,7 +1,7 @@
 import { expect } from '@jest/globals';
 import * as fc from 'fast-check';
 import type { SessionEventDraft } from '@skald/agent-loop';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import { Writable } from 'node:stream';
 import { createLogger } from '@skald/service-kit/logger';
 import { loggerWithIds } from '@skald/service-kit/log-ids';

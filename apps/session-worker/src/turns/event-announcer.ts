@@ -1,7 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { EphemeralEvent as LoopEphemeralEvent, EventSink, SessionEventDraft } from '@skald/agent-loop';
 import { BUILTIN_TOOLS, EphemeralEvent, SessionEvent, userCapWaiting, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_LOGGER } from '../config';
 import type { CommittedEvent } from '../loop-adapters/session-store/committed-event';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LoopDeps } from '@skald/agent-loop';
 import type { LlmManager } from '@skald/llm';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import { loggerWithIds } from '@skald/service-kit/log-ids';
 import type { Logger } from '@skald/service-kit';
 import type { DataSource } from 'typeorm';
@@ -68,6 +68,9 @@ export class LoopDepsBuilder {
    * `agentsRead`: the user's agent rows read with the turn's start, for the catalog. The catalog's
    * `inject_memory` documents and the loop's memory context share one `NatsMemory` (one request).
    * `log`: the turn's logger (its lines name the turn), passed to the ports that log.
+   * What the owner's groups allow (agents, LLM clients, security groups) is the store's start read
+   * of them (`ownerGroups`), and so are the owner's limits (`ownerBudget`): read with every turn's start,
+   * so a change applies from the next turn.
    */
   deps(
     store: PgSessionStore,
@@ -76,24 +79,29 @@ export class LoopDepsBuilder {
     turnId?: string,
     agentsRead: AgentsRead | null = null,
     log: Logger = loggerWithIds(this.src.log, { userId }),
+    /** The job run whose session this is (its human requests are the job's), or null. */
+    jobRunId: string | null = null,
   ): LoopDeps {
     const { bus, config } = this.src;
     const facts = new TurnFacts();
+    const groups = store.ownerGroups();
     const memory = new NatsMemory(bus, userId, role, facts);
     return {
       store,
-      gate: new NatsGate(bus, role, turnId, facts),
+      gate: new NatsGate(bus, role, turnId, facts, groups.securityGroups),
       human: new NatsHumanWait(bus, role, {
         parkAfterMs: config.SKALD_PARK_AFTER * 1000,
         pollMs: config.SKALD_HUMAN_POLL_MS,
         draining: this.src.draining,
         turnId,
+        jobRunId,
+        securityGroups: groups.securityGroups,
       }),
       tools: new RunnerToolSet(bus, role, turnId, facts),
       tasks: new NatsAsyncTasks(bus, role),
-      llm: new LlmAdapter(this.src.llmManager, this.src.llmService, this.src.metrics, log),
+      llm: new LlmAdapter(this.src.llmManager, this.src.llmService, this.src.metrics, log, groups, store.ownerBudget()),
       events: this.src.announcer.sinkFor(userId),
-      catalog: this.src.catalog.forTurn(userId, memory, agentsRead, log),
+      catalog: this.src.catalog.forTurn(userId, memory, agentsRead, log, groups),
       memory,
       clock: {
         now: () => new Date(),

@@ -1,9 +1,10 @@
-import type { TurnOutcome } from '@skald/agent-loop';
+import type { SessionInfo, TurnOutcome } from '@skald/agent-loop';
 import { type Role, topicOf } from '@skald/contracts';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import type { Logger } from '@skald/service-kit';
 import type { PrimedStart } from '../submit/entered-first';
 import type { EventAnnouncer } from './event-announcer';
+import { turnFinishedNotice, type TurnOrigin } from './turn-finished-notice';
 
 /**
  * What the driver tells others: the echo of a message the submit's statement entered, a session's
@@ -43,12 +44,28 @@ export class TurnAnnouncements {
     });
   }
 
-  /** The scheduler's doorbell for job sessions (it reads the ending from the session's rows). */
-  turnEnded(sessionId: string, reason: Exclude<TurnOutcome['kind'], 'parked'>): void {
-    this.bus.publish(topicOf('sessionTurnEnded', sessionId), {
-      session_id: sessionId,
-      reason,
+  /**
+   * After the turn's finishing commit: the scheduler's doorbell for job sessions (it reads the
+   * ending from the session's rows), and a conversation's `turn_finished` notification, handed to
+   * the scheduler and not awaited (it writes it only when the user has no socket open).
+   */
+  turnEnded(
+    session: Pick<SessionInfo, 'id' | 'userId' | 'isEphemeral'>,
+    turn: TurnOrigin,
+    outcome: Exclude<TurnOutcome, { kind: 'parked' }>,
+    log: Logger,
+  ): void {
+    this.bus.publish(topicOf('sessionTurnEnded', session.id), {
+      session_id: session.id,
+      reason: outcome.kind,
     });
+    const notice = turnFinishedNotice(session, turn, outcome);
+    if (notice)
+      this.bus
+        .call('notify.event', notice)
+        .catch((e: unknown) =>
+          log.warn({ eventKey: notice.event_key, err: String(e) }, 'turn notification not handed to the scheduler'),
+        );
   }
 
   /** Cancels the session's pending approval requests (a stopped or failed turn); a failure is logged. */

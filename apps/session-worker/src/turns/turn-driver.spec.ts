@@ -3,7 +3,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { TURN_START_NAME } from '../loop-adapters/session-store/turn-start';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import type { LlmManager } from '@skald/llm';
 import { WorkerConfigSchema } from '../config';
 import type { Lease, LeaseRepository } from '../lease/lease.repository';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { LeaseLostError, LoopDeps, runTurn, SessionInfo, TurnOutcome } from '@skald/agent-loop';
 import { LlmManager } from '@skald/llm';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { loggerWithIds } from '@skald/service-kit/log-ids';
 import type { Logger } from '@skald/service-kit';
 import { WORKER_CONFIG, WORKER_INSTANCE, WORKER_LOGGER, WorkerConfig } from '../config';
@@ -23,6 +23,7 @@ import { LeaseKeeping } from './lease-keeping';
 import { LoopDepsBuilder } from './loop-deps';
 import { refusedStep } from './refused-step';
 import { TurnAnnouncements } from './turn-announcements';
+import { jobRunOf, type TurnCause } from './turn-finished-notice';
 import { TurnMetrics } from './turn-metrics';
 import { TurnRecovery } from './turn-recovery';
 import type { Role } from '@skald/contracts';
@@ -52,7 +53,7 @@ export class TurnDriver implements OnApplicationShutdown {
   private readonly announce: TurnAnnouncements;
 
   constructor(
-    ds: DataSource,
+    ds: Database,
     private readonly bus: Bus,
     private readonly leases: LeaseRepository,
     private readonly turnState: TurnStateRepository,
@@ -287,7 +288,9 @@ export class TurnDriver implements OnApplicationShutdown {
         : null;
       // Where a turn started here gets its history: kept here since the session's last turn (carry affinity) or read whole.
       const history = carried.size > 0 ? 'carried' : 'read';
-      const step = await this.runTurnOnce(d, store, session, role, next?.id, agentsRead, entered, history);
+      // A turn started by a job's delivered result (a synthetic call) is the job's news, told as job_finished.
+      const cause = next?.toolResult ? 'job_delivery' : 'input';
+      const step = await this.runTurnOnce(d, store, session, role, next?.id, agentsRead, entered, history, cause);
       // A turn ran here (ended, parked or idle): its slot, if it held one, is free now.
       d.freed = true;
       if (step === 'stop') return false;
@@ -327,9 +330,10 @@ export class TurnDriver implements OnApplicationShutdown {
     agentsRead: AgentsRead | null,
     entered: EnteredFirst | null = null,
     history: 'carried' | 'read' = 'read',
+    cause: TurnCause = 'input',
   ): Promise<'stop' | 'next'> {
     const sessionId = session.id;
-    const deps = this.loopDeps.deps(store, session.userId, role, d.ids.turnId, agentsRead, d.log);
+    const deps = this.loopDeps.deps(store, session.userId, role, d.ids.turnId, agentsRead, d.log, jobRunOf(session));
     const signal = AbortSignal.any([d.turn.signal, d.lost.signal]);
     const log = d.log.child({ epoch: d.lease.epoch });
     let outcome: TurnOutcome;
@@ -363,7 +367,7 @@ export class TurnDriver implements OnApplicationShutdown {
     // that commit did not say) — after that commit no stop can be recorded for this turn.
     if (outcome.kind !== 'parked' && store.stopAtFinish() !== false) await this.turnState.clearStop(sessionId);
     // The scheduler's doorbell for job sessions (it reads the ending from the session's rows).
-    if (outcome.kind !== 'parked') this.announce.turnEnded(sessionId, outcome.kind);
+    if (outcome.kind !== 'parked') this.announce.turnEnded(session, { turnId: d.ids.turnId, cause }, outcome, log);
     if (outcome.kind === 'cancelled') await this.announce.cancelPending(session.userId, role, sessionId, log);
     return outcome.kind === 'parked' ? 'stop' : 'next';
   }

@@ -9,7 +9,7 @@ import {
   SessionInfo,
   TurnOutcome,
 } from '@skald/agent-loop';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import type { Logger } from '@skald/service-kit';
 import { answerOf } from '../loop-adapters';
 import type { TurnStateRepository } from '../sessions/turn-state.repository';
@@ -114,6 +114,11 @@ export class TurnRecovery {
       'turn ended: the same step failed too many times in a row',
     );
     await this.announce.cancelPending(session.userId, role, sessionId, this.log);
-    this.announce.turnEnded(sessionId, 'failed');
+    this.announce.turnEnded(
+      session,
+      { turnId: d.ids.turnId, cause: 'input' },
+      { kind: 'failed', error: 'the same step failed too many times in a row' },
+      this.log,
+    );
   }
 }

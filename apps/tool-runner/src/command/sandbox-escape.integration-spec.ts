@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { EphemeralEvent, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus, NatsBus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
@@ -95,7 +95,7 @@ describe(`execute_cmd sandbox: the escape suite (bubblewrap, ${CGROUPS ? 'cgroup
     });
     await app.listen(0, '127.0.0.1');
     url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    client = await Bus.connect({ servers: NATS_URL, name: `escape-client-${process.pid}` }, log);
+    client = await NatsBus.connect({ servers: NATS_URL, name: `escape-client-${process.pid}` }, log);
     home = join(base, 'workspaces', userId);
     outside = join(base, 'outside');
     await mkdir(outside);

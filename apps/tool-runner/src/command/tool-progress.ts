@@ -1,7 +1,7 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { StringDecoder } from 'node:string_decoder';
 import { EphemeralEvent, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 
 export type ProgressEvent = Extract<EphemeralEvent, { type: 'tool_progress' }>;
 

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { diskUsage } from '../workspace/disk-usage';
 import { RunnerOverNats, startRunnerOverNats } from '../testing-fixtures/runner-over-nats';
 

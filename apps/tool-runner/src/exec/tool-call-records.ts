@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { ReplyDataOf } from '@skald/contracts';
 import { fromJsonText } from '@skald/persistence/pg-text';
 import { queryRows } from '@skald/persistence/query-rows';
@@ -48,7 +48,7 @@ type Key = Pick<ToolCallResultsRow, 'tool_call_id'>;
 
 @Injectable()
 export class PgToolCallRecords extends ToolCallRecords {
-  constructor(private readonly db: DataSource) {
+  constructor(private readonly db: Database) {
     super();
   }
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus, NatsBus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
@@ -41,7 +41,7 @@ describe('tool-runner over NATS (tools.exec)', () => {
     app = await NestFactory.create(AppModule.register(config, log, `tool-runner-it-${process.pid}`), { logger: false });
     await app.listen(0, '127.0.0.1');
     url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    client = await Bus.connect({ servers: NATS_URL, name: `tool-runner-it-client-${process.pid}` }, log);
+    client = await NatsBus.connect({ servers: NATS_URL, name: `tool-runner-it-client-${process.pid}` }, log);
   });
   afterAll(async () => {
     await client?.drain();

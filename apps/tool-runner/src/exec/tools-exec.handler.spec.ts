@@ -1,5 +1,5 @@
 import { TOOL_ALIVE_INTERVAL_MS } from '@skald/contracts';
-import type { Bus } from '@skald/messaging';
+import type { Bus } from '@skald/messaging/bus-port';
 import { ToolsExecHandler } from './tools-exec.handler';
 import type { ToolExecService } from './tool-exec.service';
 

@@ -9,12 +9,12 @@ import { join, resolve } from 'node:path';
 import { connect } from 'nats';
 import { DataSource } from 'typeorm';
 import { Actor, McpServerDto } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { hostProcessesWith, processesWith } from '../testing-fixtures/host-processes';
 import { PrivateNats } from '../testing-fixtures/private-nats';
 import { RunnerOverNats, startRunnerOverNats } from '../testing-fixtures/runner-over-nats';
 import { McpLauncher } from './mcp-launcher';
-import { SecretBox } from './secret-box';
+import { SecretBox } from '@skald/service-kit';
 
 const FIXTURES = resolve(__dirname, '../testing-fixtures');
 const HOSTILE = join(FIXTURES, 'mcp-hostile-server.mjs');

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { McpServerStatus, McpToolDef, McpTransport, unknownTransport } from '@skald/contracts';
 import { queryRows } from '@skald/persistence/query-rows';
 import type { McpServersRow } from '@skald/persistence';
@@ -54,7 +54,7 @@ type Row = Omit<McpServersRow, 'transport' | 'args' | 'status'> & {
 /** `mcp_servers`: every query is scoped by the owner. */
 @Injectable()
 export class McpServersRepository {
-  constructor(private readonly db: DataSource) {}
+  constructor(private readonly db: Database) {}
 
   async list(userId: string): Promise<StoredMcpServer[]> {
     const rows = await queryRows<Row>(this.db, `SELECT * FROM mcp_servers WHERE user_id = $1 ORDER BY name`, [userId]);

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { McpService } from './mcp.service';
 
 /** NATS edge of MCP: the gateway's `mcp.servers.*` (the caller's own servers) and the worker's `mcp.catalog`. */

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { Actor, MCP_TRANSPORT_FIELDS, MCP_TRANSPORTS, McpServerDto, McpServerInput, topicOf } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus, NatsBus } from '@skald/messaging';
 import { RemoteError } from '@skald/messaging/bus-errors';
 import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
@@ -94,7 +94,7 @@ describe('MCP servers through the tool runner', () => {
     });
     app = await NestFactory.create(AppModule.register(config, log, `mcp-it-${process.pid}`), { logger: false });
     await app.init();
-    client = await Bus.connect({ servers: nats.url, name: `mcp-it-client-${process.pid}` }, log);
+    client = await NatsBus.connect({ servers: nats.url, name: `mcp-it-client-${process.pid}` }, log);
     db = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 1 } });
     await db.initialize();
   }, 60_000);

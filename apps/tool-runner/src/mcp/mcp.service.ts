@@ -13,9 +13,9 @@ import {
   topicOf,
   unknownTransport,
 } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RemoteError } from '@skald/messaging/bus-errors';
-import { AddressPolicy, BlockedAddressError, type Logger } from '@skald/service-kit';
+import { AddressPolicy, BlockedAddressError, SecretBox, type Logger } from '@skald/service-kit';
 import { LOGGER, TOOL_RUNNER_CONFIG, ToolRunnerConfig } from '../config';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { ToolError } from '../tool-error';
@@ -26,7 +26,6 @@ import { START_TOOL, startTool, toDto } from './mcp-server-view';
 import { startsOnlyByCall, storedConfig } from './mcp-transports';
 import { McpServersRepository, StoredMcpServer } from './mcp-servers.repository';
 import { PerUserCache } from './per-user.cache';
-import { SecretBox } from './secret-box';
 import { mcpWireName } from './tool-names';
 
 interface Secrets {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
-import { Bus } from '@skald/messaging';
+import { Bus, NatsBus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
@@ -47,7 +47,7 @@ describe('tool-runner: memory documents, durable results, previews, fail closed'
     nats = await startPrivateNats();
     base = await mkdtemp(join(tmpdir(), 'skald-feat-'));
     runner = await startRunner(nats.url, base);
-    client = await Bus.connect({ servers: nats.url, name: `feat-client-${process.pid}` }, log);
+    client = await NatsBus.connect({ servers: nats.url, name: `feat-client-${process.pid}` }, log);
     db = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 1 } });
     await db.initialize();
   });
@@ -213,7 +213,7 @@ describe('tool-runner: memory documents, durable results, previews, fail closed'
       // A second runner (another replica, or this one after a restart) on its own bus.
       const other = await startPrivateNats();
       const second = await startRunner(other.url, base);
-      const otherClient = await Bus.connect({ servers: other.url, name: `feat-client-2-${process.pid}` }, log);
+      const otherClient = await NatsBus.connect({ servers: other.url, name: `feat-client-2-${process.pid}` }, log);
       try {
         const again = await otherClient.call('tools.exec', {
           actor: alice,
@@ -358,7 +358,7 @@ describe('tool-runner: memory documents, durable results, previews, fail closed'
     it('without a working bubblewrap, execute_cmd is refused with the reason, /readyz says so, files still work', async () => {
       const own = await startPrivateNats();
       const broken = await startRunner(own.url, base, { SKALD_SANDBOX_BWRAP: '/nonexistent/bwrap' });
-      const c = await Bus.connect({ servers: own.url, name: `feat-client-3-${process.pid}` }, log);
+      const c = await NatsBus.connect({ servers: own.url, name: `feat-client-3-${process.pid}` }, log);
       try {
         const reply = await c.call('tools.exec', {
           actor: alice,

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { preparedRows, queryRows } from '@skald/persistence/query-rows';
 import type { MemoryDocumentsRow } from '@skald/persistence';
 import { MemoryScope } from './memory-path';
@@ -22,7 +23,7 @@ export interface MemoryHit {
 /** Memory documents in Postgres (`memory_documents`); every query scoped by the caller. */
 @Injectable()
 export class MemoryRepository {
-  constructor(private readonly db: DataSource) {}
+  constructor(private readonly db: Database) {}
 
   async get(k: MemoryKey): Promise<string | null> {
     const rows = await queryRows<Pick<MemoryDocumentsRow, 'content'>>(

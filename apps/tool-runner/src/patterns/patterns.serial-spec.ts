@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { RunnerOverNats, startRunnerOverNats } from '../testing-fixtures/runner-over-nats';
 import { recordAttackSuite } from '@skald/testing';
 

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit, Optional } from '@nestjs/common';
-import { Bus } from '@skald/messaging';
+import { Bus } from '@skald/messaging/bus-port';
 import { MemoryToolsService } from '../memory/memory-tools.service';
 import { LandingService } from '../workspace/landing.service';
 import { PreviewService } from './preview.service';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { ABSENT_FILE_HASH } from '@skald/contracts';
-import { Bus } from '@skald/messaging';
+import { Bus, NatsBus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
@@ -40,7 +40,7 @@ describe('tool-runner: stale previews', () => {
       logger: false,
     });
     await app.listen(0, '127.0.0.1');
-    client = await Bus.connect({ servers: nats.url, name: `stale-client-${process.pid}` }, log);
+    client = await NatsBus.connect({ servers: nats.url, name: `stale-client-${process.pid}` }, log);
     db = new DataSource({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 1 } });
     await db.initialize();
   });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pino from 'pino';
-import { Bus } from '@skald/messaging';
+import { Bus, NatsBus } from '@skald/messaging';
 import { loadConfig } from '@skald/service-kit/config';
 import { AppModule } from '../app.module';
 import { ToolRunnerConfigSchema } from '../config';
@@ -43,7 +43,7 @@ export async function startRunnerOverNats(name: string, env: Record<string, stri
   });
   const app = await NestFactory.create(AppModule.register(config, log, `${name}-${process.pid}`), { logger: false });
   await app.init();
-  const client = await Bus.connect({ servers: nats.url, name: `${name}-client-${process.pid}` }, log);
+  const client = await NatsBus.connect({ servers: nats.url, name: `${name}-client-${process.pid}` }, log);
   return {
     nats,
     app,

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { WorkspaceLock } from './workspace-lock';
 
 /** Advisory-lock namespace of workspace writes (the first key of `pg_advisory_lock(int, int)`). */
@@ -13,7 +13,7 @@ const WORKSPACE_LOCK_NS = 0x534b5731; // "SKW1"
  */
 @Injectable()
 export class PgWorkspaceLock extends WorkspaceLock {
-  constructor(private readonly ds: DataSource) {
+  constructor(private readonly ds: Database) {
     super();
   }
 

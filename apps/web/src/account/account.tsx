@@ -1,5 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { errorText, type Api } from '../api';
+import { MyBudget } from '../usage/budgets';
+import { UsageView } from '../usage/usage-report';
 import './account.css';
 
 interface Token {
@@ -12,7 +14,7 @@ interface Token {
 const when = (iso: string | null): string => (iso ? new Date(iso).toLocaleString() : 'never');
 
 /**
- * `#account`: the caller's password and API tokens. Changing the password ends every credential
+ * `#account`: the caller's password, API tokens and LLM usage. Changing the password ends every credential
  * of the caller (this page's too): `onSignedOut` takes the user back to the login.
  */
 export function Account({ api, onSignedOut }: { api: Api; onSignedOut: (notice: string) => void }) {
@@ -20,8 +22,14 @@ export function Account({ api, onSignedOut }: { api: Api; onSignedOut: (notice: 
     <main className="account">
       <h2>Account</h2>
       <p className="muted">Signed in as {api.auth.user.email}</p>
+      <p>
+        <a href="#notifications">Notifications</a>: what reaches you away from the chat (push on this device, e-mail,
+        webhooks, quiet hours).
+      </p>
       <ChangePassword api={api} onChanged={() => onSignedOut('Password changed. Sign in with the new one.')} />
       <ApiTokens api={api} />
+      <MyBudget api={api} />
+      <UsageView api={api} scope="mine" />
     </main>
   );
 }

@@ -129,7 +129,9 @@ export function AttachmentChips({
       {attachments.map((a) => (
         <li key={a.path} className="chip">
           <button type="button" className="chip-open" onClick={() => onOpen(a.path)} title={a.path}>
-            <span aria-hidden="true">📄 </span>
+            <svg className="chip-icon" aria-hidden="true" viewBox="0 0 16 16" width="14" height="14">
+              <path d="M4 1.5h5l3.5 3.5v9.5h-8.5z M9 1.5v3.5h3.5" fill="none" stroke="currentColor" strokeWidth="1.2" />
+            </svg>{' '}
             {a.name}
             {a.filesize !== undefined ? <span className="chip-meta"> {formatSize(a.filesize)}</span> : null}
           </button>

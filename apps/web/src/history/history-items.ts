@@ -63,19 +63,25 @@ type HistoryCall = NonNullable<ChatMessageDto['tool_calls']>[number];
 
 /**
  * The settled approval card of a past call, keyed as the live card (`req:` + request id): a command
- * as `pending_write` shows it, a file call by its path and arguments, anything else by its arguments.
+ * as `pending_write` shows it, a write by the diff its card showed (`preview`), a file call without
+ * one by its path and arguments, anything else by its arguments.
  */
 function approvalItem(c: HistoryCall, a: ChatApprovalOutcome): Item {
   const args = c.arguments;
   const command = c.name === 'execute_cmd' && typeof args === 'object' ? args.command : undefined;
+  const shown =
+    typeof command === 'string'
+      ? { newContent: `$ ${command}` }
+      : a.preview
+        ? { path: a.preview.path, oldContent: a.preview.old_content ?? '', newContent: a.preview.new_content }
+        : { args, ...(c.path !== undefined ? { path: c.path } : {}) };
   return {
     kind: 'approval',
     key: `req:${a.request_id}`,
     requestId: a.request_id,
     toolCallId: c.id,
     toolName: c.name,
-    ...(typeof command === 'string' ? { newContent: `$ ${command}` } : { args }),
-    ...(c.path !== undefined && typeof command !== 'string' ? { path: c.path } : {}),
+    ...shown,
     resolved: a.outcome,
     ...(a.decision ? { decision: a.decision } : {}),
   };

@@ -134,7 +134,13 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
     channel: 'card' as const,
     bypass: { scope: 'call' as const, secs: 3600 },
   };
-  it('a reload shows the rows the live turn showed: the command and path of each call, each approval and how it ended', () => {
+  const REJECTED = {
+    by_user_id: '00000000-0000-4000-8000-0000000000aa',
+    at: '2026-12-07T06:01:00.000Z',
+    channel: 'inbox' as const,
+    note: 'not in notes.md',
+  };
+  it('a reload shows the rows the live turn showed: the command and path of each call, each approval, its diff and how it ended', () => {
     const T = 't-cmd';
     const W = 't-write';
     const live = fold([
@@ -185,12 +191,24 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
         path: 'notes.md',
       },
       {
-        type: 'approval_required',
+        type: 'pending_write',
         seq: 7,
         session_id: SID,
+        kind: 'file',
         request_id: 'r2',
         tool_call_id: W,
-        tool_name: 'write_file',
+        path: '/workspace/notes.md',
+        old_content: 'old\n',
+        new_content: 'x',
+      },
+      {
+        type: 'approval_resolved',
+        request_id: 'r2',
+        tool_call_id: W,
+        session_id: SID,
+        source: 'web',
+        approved: false,
+        decision: REJECTED,
       },
       { type: 'tool_rejected', seq: 8, session_id: SID, tool_call_id: W, reason: 'User rejected this tool call.' },
       { type: 'done', seq: 9, session_id: SID, message_id: 'a3', stack_id: 's1', content: 'Left it.' },
@@ -223,7 +241,12 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
               result: 'User rejected this tool call.',
               label_short: 'write_file notes.md',
               path: 'notes.md',
-              approval: { request_id: 'r2', outcome: 'rejected' },
+              approval: {
+                request_id: 'r2',
+                outcome: 'rejected',
+                decision: REJECTED,
+                preview: { path: '/workspace/notes.md', old_content: 'old\n', new_content: 'x' },
+              },
             },
           ]),
           answer('a3', 'Left it.'),
@@ -240,6 +263,7 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
                 resolved: i.resolved,
                 decision: i.decision,
                 command: i.toolName === 'execute_cmd' ? i.newContent : undefined,
+                diff: i.path ? { path: i.path, old: i.oldContent, new: i.newContent } : undefined,
               }
             : { key: i.key, kind: i.kind },
       );
@@ -253,8 +277,9 @@ describe('chat history by REST (GET /{source}/messages), then the events after i
     expect(rows(reloaded)).toContainEqual({
       key: 'req:r2',
       resolved: 'rejected',
-      decision: undefined,
+      decision: REJECTED,
       command: undefined,
+      diff: { path: '/workspace/notes.md', old: 'old\n', new: 'x' },
     });
     expect(rows(reloaded)).toContainEqual(expect.objectContaining({ key: 'req:r1', decision: DECIDED }));
   });

@@ -5,7 +5,9 @@
 
 /** Every table, by name, to its row type. */
 export interface TableRows {
+  admin_session_reads: AdminSessionReadsRow;
   api_tokens: ApiTokensRow;
+  approval_action_tokens: ApprovalActionTokensRow;
   approval_audit: ApprovalAuditRow;
   approval_bypasses: ApprovalBypassesRow;
   approval_requests: ApprovalRequestsRow;
@@ -13,17 +15,28 @@ export interface TableRows {
   approval_rules_version: ApprovalRulesVersionRow;
   chat_history: ChatHistoryRow;
   compaction_summaries: CompactionSummariesRow;
+  group_members: GroupMembersRow;
+  groups: GroupsRow;
   job_runs: JobRunsRow;
   known_tools: KnownToolsRow;
+  llm_budget_holds: LlmBudgetHoldsRow;
+  llm_budget_users: LlmBudgetUsersRow;
+  llm_call_failures: LlmCallFailuresRow;
   llm_client_pins: LlmClientPinsRow;
   llm_usage: LlmUsageRow;
+  llm_usage_daily: LlmUsageDailyRow;
+  llm_user_budgets: LlmUserBudgetsRow;
+  login_sessions: LoginSessionsRow;
   mcp_servers: McpServersRow;
   memory_documents: MemoryDocumentsRow;
   notification_deliveries: NotificationDeliveriesRow;
   notification_settings: NotificationSettingsRow;
   notifications: NotificationsRow;
+  oidc_flows: OidcFlowsRow;
+  oidc_handoffs: OidcHandoffsRow;
   openai_conversations: OpenaiConversationsRow;
   openai_requests: OpenaiRequestsRow;
+  push_subscriptions: PushSubscriptionsRow;
   scheduled_jobs: ScheduledJobsRow;
   session_events: SessionEventsRow;
   session_inbox: SessionInboxRow;
@@ -36,12 +49,23 @@ export interface TableRows {
   tool_calls: ToolCallsRow;
   tool_grants: ToolGrantsRow;
   user_agents: UserAgentsRow;
+  user_identities: UserIdentitiesRow;
   user_inbox_queued: UserInboxQueuedRow;
   user_settings: UserSettingsRow;
   user_turns_running: UserTurnsRunningRow;
   users: UsersRow;
   webhooks: WebhooksRow;
   ws_tickets: WsTicketsRow;
+}
+
+/** A row of `admin_session_reads`. */
+export interface AdminSessionReadsRow {
+  id: string;
+  admin_user_id: string;
+  owner_user_id: string;
+  session_id: string;
+  read: 'session' | 'messages';
+  at: Date;
 }
 
 /** A row of `api_tokens`. */
@@ -53,6 +77,17 @@ export interface ApiTokensRow {
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
+}
+
+/** A row of `approval_action_tokens`. */
+export interface ApprovalActionTokensRow {
+  token_hash: string;
+  request_id: string;
+  user_id: string;
+  call_hash: string;
+  expires_at: Date;
+  used_at: Date | null;
+  created_at: Date;
 }
 
 /** A row of `approval_audit`. */
@@ -133,6 +168,8 @@ export interface ApprovalRulesRow {
   is_seed: boolean;
   created_at: Date;
   updated_at: Date;
+  /** CHECK approval_rules_name_check is not a list of literals: (((char_length(name) >= 1) AND (char_length(name) <= 80)) AND (name = btrim(name))) */
+  name: string;
 }
 
 /** A row of `approval_rules_version`. */
@@ -174,6 +211,31 @@ export interface CompactionSummariesRow {
   updated_at: Date;
 }
 
+/** A row of `group_members`. */
+export interface GroupMembersRow {
+  group_id: string;
+  user_id: string;
+  source: 'admin' | 'idp';
+  created_at: Date;
+}
+
+/** A row of `groups`. */
+export interface GroupsRow {
+  id: string;
+  /** CHECK groups_name_check is not a list of literals: ((length(name) >= 1) AND (length(name) <= 128)) */
+  name: string;
+  description: string;
+  allowed_agents: string[] | null;
+  allowed_llm_clients: string[] | null;
+  security_groups: string[];
+  source: 'admin' | 'idp';
+  created_at: Date;
+  budget_tokens_day: string | null;
+  budget_tokens_month: string | null;
+  budget_cost_day_usd: string | null;
+  budget_cost_month_usd: string | null;
+}
+
 /** A row of `job_runs`. */
 export interface JobRunsRow {
   id: string;
@@ -203,6 +265,45 @@ export interface KnownToolsRow {
   last_seen_at: Date;
 }
 
+/** A row of `llm_budget_holds`. */
+export interface LlmBudgetHoldsRow {
+  id: string;
+  user_id: string;
+  message_id: string | null;
+  tokens: string | null;
+  cost_usd: string | null;
+  expires_at: Date;
+  created_at: Date;
+}
+
+/** A row of `llm_budget_users`. */
+export interface LlmBudgetUsersRow {
+  user_id: string;
+  largest_call_tokens: string;
+  largest_call_cost_usd: string;
+}
+
+/** A row of `llm_call_failures`. */
+export interface LlmCallFailuresRow {
+  id: string;
+  user_id: string;
+  session_id: string | null;
+  purpose: string;
+  client: string;
+  model: string;
+  error_kind:
+    | 'timeout'
+    | 'network'
+    | 'rate_limited'
+    | 'server'
+    | 'invalid_response'
+    | 'auth'
+    | 'not_found'
+    | 'bad_request'
+    | 'other';
+  created_at: Date;
+}
+
 /** A row of `llm_client_pins`. */
 export interface LlmClientPinsRow {
   user_id: string;
@@ -227,6 +328,38 @@ export interface LlmUsageRow {
   estimated: boolean;
   cost_usd: string | null;
   created_at: Date;
+}
+
+/** A row of `llm_usage_daily`. */
+export interface LlmUsageDailyRow {
+  day: Date;
+  user_id: string;
+  client: string;
+  model: string;
+  calls: string;
+  input_tokens: string;
+  output_tokens: string;
+  priced_calls: string;
+  cost_usd: string;
+}
+
+/** A row of `llm_user_budgets`. */
+export interface LlmUserBudgetsRow {
+  user_id: string;
+  tokens_day: string | null;
+  tokens_month: string | null;
+  cost_day_usd: string | null;
+  cost_month_usd: string | null;
+  updated_at: Date;
+}
+
+/** A row of `login_sessions`. */
+export interface LoginSessionsRow {
+  id: string;
+  user_id: string;
+  provider_id: string | null;
+  created_at: Date;
+  expires_at: Date;
 }
 
 /** A row of `mcp_servers`. */
@@ -269,7 +402,7 @@ export interface MemoryDocumentsRow {
 export interface NotificationDeliveriesRow {
   id: string;
   notification_id: string;
-  channel: 'webhook' | 'email';
+  channel: 'webhook' | 'email' | 'push';
   webhook_id: string | null;
   status: 'pending' | 'delivered' | 'failed';
   attempts: number;
@@ -278,6 +411,7 @@ export interface NotificationDeliveriesRow {
   response_code: number | null;
   created_at: Date;
   updated_at: Date;
+  push_subscription_id: string | null;
 }
 
 /** A row of `notification_settings`. */
@@ -296,6 +430,28 @@ export interface NotificationsRow {
   summary: string;
   refs: unknown;
   created_at: Date;
+}
+
+/** A row of `oidc_flows`. */
+export interface OidcFlowsRow {
+  state_hash: string;
+  provider_id: string;
+  nonce: string;
+  code_verifier: string;
+  binding_hash: string;
+  return_to: string;
+  expires_at: Date;
+  created_at: Date;
+  address_key: string;
+}
+
+/** A row of `oidc_handoffs`. */
+export interface OidcHandoffsRow {
+  handoff_hash: string;
+  user_id: string;
+  provider_id: string;
+  return_to: string;
+  expires_at: Date;
 }
 
 /** A row of `openai_conversations`. */
@@ -319,6 +475,18 @@ export interface OpenaiRequestsRow {
   client_message_id: string;
   after_seq: string;
   created_at: Date;
+}
+
+/** A row of `push_subscriptions`. */
+export interface PushSubscriptionsRow {
+  id: string;
+  user_id: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  user_agent: string;
+  created_at: Date;
+  last_success_at: Date | null;
 }
 
 /** A row of `scheduled_jobs`. */
@@ -509,6 +677,17 @@ export interface UserAgentsRow {
   updated_at: Date;
 }
 
+/** A row of `user_identities`. */
+export interface UserIdentitiesRow {
+  provider_id: string;
+  subject: string;
+  user_id: string;
+  email: string | null;
+  oidc_groups: string[];
+  created_at: Date;
+  last_login_at: Date;
+}
+
 /** A row of `user_inbox_queued`. */
 export interface UserInboxQueuedRow {
   user_id: string;
@@ -547,12 +726,15 @@ export interface WebhooksRow {
   owner_id: string;
   scope: 'user' | 'admin';
   url: string;
-  secret: string;
+  /** CHECK webhooks_one_secret is not a list of literals: ((secret IS NULL) <> (sealed_secret IS NULL)) */
+  secret: string | null;
   kinds: string[] | null;
   enabled: boolean;
   consecutive_failures: number;
   disabled_reason: string | null;
   created_at: Date;
+  /** CHECK webhooks_one_secret is not a list of literals: ((secret IS NULL) <> (sealed_secret IS NULL)) */
+  sealed_secret: string | null;
 }
 
 /** A row of `ws_tickets`. */
@@ -564,4 +746,5 @@ export interface WsTicketsRow {
   token_version: number | null;
   credential_expires_at: Date | null;
   api_token_id: string | null;
+  login_session_id: string | null;
 }

@@ -28,6 +28,15 @@ import { OpenaiRequests1764460805900 } from './1764460805900-openai-requests';
 import { Notifications1764460806000 } from './1764460806000-notifications';
 import { ApprovalEdits1764460806100 } from './1764460806100-approval-edits';
 import { DecisionChannel1764460806200 } from './1764460806200-decision-channel';
+import { SealedWebhookSecrets1764460806450 } from './1764460806450-sealed-webhook-secrets';
+import { WebPush1764460806650 } from './1764460806650-web-push';
+import { RuleNames1764460806700 } from './1764460806700-rule-names';
+import { AdminSessionReads1764460806750 } from './1764460806750-admin-session-reads';
+import { OidcSignIn1764460806800 } from './1764460806800-oidc-sign-in';
+import { Groups1764460806850 } from './1764460806850-groups';
+import { UsageReport1764460806900 } from './1764460806900-usage-report';
+import { Budgets1764460807000 } from './1764460807000-budgets';
+import { LoginSessions1764460807100 } from './1764460807100-login-sessions';
 
 /** Every migration, in order. Never edit one that has landed: add a new one. */
 export const MIGRATIONS = [
@@ -61,5 +70,14 @@ export const MIGRATIONS = [
   Notifications1764460806000,
   ApprovalEdits1764460806100,
   DecisionChannel1764460806200,
+  SealedWebhookSecrets1764460806450,
+  WebPush1764460806650,
+  RuleNames1764460806700,
+  AdminSessionReads1764460806750,
+  OidcSignIn1764460806800,
+  Groups1764460806850,
+  UsageReport1764460806900,
+  Budgets1764460807000,
+  LoginSessions1764460807100,
 ];
 export { DEFAULT_APPROVAL_RULES } from './1764460800001-default-approval-rules';

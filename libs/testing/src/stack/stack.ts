@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -31,6 +31,9 @@ export interface StackProcess {
   logs: string[];
 }
 
+/** The default bound on one process's start (`StackOptions.readyTimeoutMs`). */
+export const READY_TIMEOUT_MS = 120_000;
+
 export interface StackOptions {
   /** Repository root (where apps/ and libs/ live). */
   root: string;
@@ -49,7 +52,11 @@ export interface StackOptions {
   nats?: PrivateNats;
   /** Node options for one app's processes (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
   nodeArgs?: Partial<Record<AppName, string[]>>;
-  /** How long each process gets to answer its readiness probe (default 30 s). */
+  /**
+   * How long each process gets to answer its readiness probe (default `READY_TIMEOUT_MS`): a
+   * process that starts answers at once; the bound only decides how long a broken start takes to
+   * fail, and on a loaded 2-core machine a healthy start has taken over 60 s.
+   */
   readyTimeoutMs?: number;
   /** LLM clients (`SKALD_LLM_CLIENTS`) built from the llm-sim base URL; default: one client `default` on the sim. */
   llmClients?: (simUrl: string) => unknown[];
@@ -84,6 +91,8 @@ export class Stack {
       LOG_LEVEL: 'info',
       SKALD_JWT_SECRET: randomBytes(48).toString('base64url'),
       SKALD_SECRETS_KEY: randomBytes(32).toString('base64'),
+      SKALD_VAPID_PRIVATE_KEY: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' })
+        .d as string,
       SKALD_ADMIN_EMAIL: this.admin.email,
       SKALD_ADMIN_PASSWORD: this.admin.password,
       SKALD_WORKSPACES: mkdtempSync(path.join(tmpdir(), 'skald-ws-')),
@@ -240,7 +249,10 @@ export class Stack {
     return proc;
   }
 
-  private async waitReady(proc: StackProcess, timeoutMs = this.options.readyTimeoutMs ?? 30_000): Promise<void> {
+  private async waitReady(
+    proc: StackProcess,
+    timeoutMs = this.options.readyTimeoutMs ?? READY_TIMEOUT_MS,
+  ): Promise<void> {
     const path = proc.name === 'llm-sim' ? '/v1/models' : '/readyz';
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {

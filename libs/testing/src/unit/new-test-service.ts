@@ -14,6 +14,9 @@
  * class replaces its automatic mock (`fake(Clock, { now: () => 0 })`): give only what the test
  * needs; `mock(Class)` returns it typed as the whole class. A class Nest does not build (no
  * `@Injectable()`, so no parameter types) is built with `new`, each class it takes an `automock`.
+ * A port token whose methods are a type only (`Bus`, `Database`: an abstract class merged with its
+ * adapter's type) has no methods to copy: its automatic mock is empty, so give the methods the test
+ * drives with `fake(Bus, { publish: jest.fn() })`.
  */
 import 'reflect-metadata';
 

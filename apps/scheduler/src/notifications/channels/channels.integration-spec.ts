@@ -1,11 +1,10 @@
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import fc from 'fast-check';
 import { simpleParser } from 'mailparser';
-import { SMTPServer } from 'smtp-server';
 import { Webhook } from 'standardwebhooks';
 import { WebhookEventBody } from '@skald/contracts';
 import { AddressPolicy } from '@skald/service-kit';
+import { LocalSmtpServer, LocalWebhookReceiver } from '@skald/testing/local-receivers';
 import { generateWebhookSecret } from '../webhook-signature';
 import { EmailChannel } from './email.channel';
 import { OutgoingNotification } from './notification-channel';
@@ -24,34 +23,17 @@ const notification = (over: Partial<OutgoingNotification> = {}): OutgoingNotific
   ...over,
 });
 
-interface Received {
-  headers: IncomingMessage['headers'];
-  body: string;
-}
-
 describe('webhook channel against a local receiver', () => {
-  let server: Server;
+  let receiver: LocalWebhookReceiver;
   let base = '';
-  const received: Received[] = [];
-  let answer: (req: IncomingMessage, res: ServerResponse) => void = (_q, res) => res.writeHead(204).end();
+  const answer = (fn: (req: IncomingMessage, res: ServerResponse) => void) => receiver.answer(null, fn);
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-        answer(req, res);
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    base = `http://localhost:${(server.address() as AddressInfo).port}`;
+    receiver = await LocalWebhookReceiver.start();
+    base = `http://localhost:${receiver.port}`;
   });
-  afterAll(() => new Promise((r) => server.close(r)));
-  beforeEach(() => {
-    received.length = 0;
-    answer = (_q, res) => res.writeHead(204).end();
-  });
+  afterAll(() => receiver.close());
+  beforeEach(() => receiver.reset());
 
   // The receiver is on loopback: the test allow-lists `localhost` by name, as an operator would
   // (SKALD_WEBHOOK_ALLOW_HOSTS); nothing else is allowed.
@@ -74,8 +56,8 @@ describe('webhook channel against a local receiver', () => {
       new AbortController().signal,
     );
     expect(result).toEqual({ kind: 'delivered', responseCode: 204 });
-    expect(received).toHaveLength(1);
-    const { headers, body } = received[0];
+    expect(receiver.hits).toHaveLength(1);
+    const { headers, body } = receiver.hits[0];
     const verified = WebhookEventBody.parse(
       new Webhook(secret).verify(body, {
         'webhook-id': String(headers['webhook-id']),
@@ -106,27 +88,28 @@ describe('webhook channel against a local receiver', () => {
       url: `${base}/hook`,
       secret: generateWebhookSecret(),
     };
-    answer = (_q, res) => res.writeHead(503).end('busy');
+    answer((_q, res) => res.writeHead(503).end('busy'));
     expect(await allowed.attempt(notification(), target, new AbortController().signal)).toMatchObject({
       kind: 'transient',
       responseCode: 503,
     });
-    answer = (_q, res) => res.writeHead(410).end();
+    answer((_q, res) => res.writeHead(410).end());
     expect(await allowed.attempt(notification(), target, new AbortController().signal)).toMatchObject({
       kind: 'permanent',
       responseCode: 410,
     });
-    answer = (req, res) =>
-      req.url === '/hook' ? res.writeHead(302, { location: `${base}/elsewhere` }).end() : res.writeHead(204).end();
+    answer((req, res) =>
+      req.url === '/hook' ? res.writeHead(302, { location: `${base}/elsewhere` }).end() : res.writeHead(204).end(),
+    );
     expect(await allowed.attempt(notification(), target, new AbortController().signal)).toMatchObject({
       kind: 'permanent',
       responseCode: 302,
     });
-    expect(received.map((r) => r.body.length > 0)).toEqual([true, true, true]);
+    expect(receiver.hits.map((r) => r.body.length > 0)).toEqual([true, true, true]);
   });
 
   it('a receiver that does not answer in time fails the attempt, and it may be retried', async () => {
-    answer = () => undefined;
+    answer(() => undefined);
     const slow = new WebhookChannel({
       policy: new AddressPolicy(['localhost'], 'SKALD_WEBHOOK_ALLOW_HOSTS'),
       timeoutMs: 200,
@@ -144,7 +127,7 @@ describe('webhook channel against a local receiver', () => {
 
   it('refuses loopback, private and link-local targets at delivery, also by a name that resolves there', async () => {
     const secret = generateWebhookSecret();
-    const port = (server.address() as AddressInfo).port;
+    const port = receiver.port;
     for (const url of [`${base}/hook`, `http://127.0.0.1:${port}/hook`, `http://[::ffff:127.0.0.1]:${port}/hook`]) {
       const r = await guarded.attempt(
         notification(),
@@ -154,7 +137,7 @@ describe('webhook channel against a local receiver', () => {
       expect(r.kind).toBe('permanent');
       expect(r.kind === 'delivered' ? '' : r.error).toContain('SKALD_WEBHOOK_ALLOW_HOSTS');
     }
-    expect(received).toHaveLength(0);
+    expect(receiver.hits).toHaveLength(0);
   });
 
   it('refuses every generated private-range address literal without sending anything', async () => {
@@ -189,44 +172,17 @@ describe('webhook channel against a local receiver', () => {
 });
 
 describe('e-mail channel against a local SMTP server', () => {
-  let smtp: SMTPServer;
-  let port = 0;
-  const mails: { to: string[]; raw: string }[] = [];
-  let refuse: number | null = null;
+  let smtp: LocalSmtpServer;
 
   beforeAll(async () => {
-    smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS'],
-      logger: false,
-      onRcptTo(address, _session, cb) {
-        if (refuse !== null) {
-          const e = Object.assign(new Error('mailbox unavailable'), { responseCode: refuse });
-          return cb(e);
-        }
-        cb();
-      },
-      onData(stream, session, cb) {
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
-          mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw: Buffer.concat(chunks).toString() });
-          cb();
-        });
-      },
-    });
-    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
-    port = (smtp.server.address() as AddressInfo).port;
+    smtp = await LocalSmtpServer.start();
   });
-  afterAll(() => new Promise<void>((r) => smtp.close(() => r())));
-  beforeEach(() => {
-    mails.length = 0;
-    refuse = null;
-  });
+  afterAll(() => smtp.close());
+  beforeEach(() => smtp.reset());
 
   it('sends a plain-text and an HTML body with the link, escaped, to the account address', async () => {
     const channel = new EmailChannel({
-      smtpUrl: `smtp://127.0.0.1:${port}`,
+      smtpUrl: smtp.url,
       from: 'Skald <skald@example.test>',
       timeoutMs: 5_000,
     });
@@ -237,9 +193,9 @@ describe('e-mail channel against a local SMTP server', () => {
         new AbortController().signal,
       );
       expect(r).toEqual({ kind: 'delivered' });
-      expect(mails).toHaveLength(1);
-      expect(mails[0].to).toEqual(['ada@example.test']);
-      const parsed = await simpleParser(mails[0].raw);
+      expect(smtp.mails).toHaveLength(1);
+      expect(smtp.mails[0].to).toEqual(['ada@example.test']);
+      const parsed = await simpleParser(smtp.mails[0].raw);
       expect(parsed.subject).toBe('[Skald] Approval needed: Approval needed: execute_cmd <rm -rf build>');
       expect(parsed.text).toContain('http://skald.test/#inbox');
       expect(parsed.html).toContain('execute_cmd &lt;rm -rf build&gt;');
@@ -252,12 +208,12 @@ describe('e-mail channel against a local SMTP server', () => {
 
   it('a 5xx refusal is final, a 4xx one may be retried, and without SMTP the channel is off', async () => {
     const channel = new EmailChannel({
-      smtpUrl: `smtp://127.0.0.1:${port}`,
+      smtpUrl: smtp.url,
       from: 'skald@example.test',
       timeoutMs: 5_000,
     });
     try {
-      refuse = 550;
+      smtp.refuse = 550;
       expect(
         await channel.attempt(
           notification(),
@@ -265,7 +221,7 @@ describe('e-mail channel against a local SMTP server', () => {
           new AbortController().signal,
         ),
       ).toMatchObject({ kind: 'permanent', responseCode: 550 });
-      refuse = 451;
+      smtp.refuse = 451;
       expect(
         await channel.attempt(
           notification(),

@@ -1,10 +1,11 @@
 import { inspect } from 'node:util';
 import type { NotificationChannelName, NotificationKind, NotificationRefs } from '@skald/contracts';
+import { BlockedAddressError } from '@skald/service-kit';
 import type { AttemptResult } from '../delivery-rules';
 
 /**
  * The seam every channel plugs into: a channel is how one notification reaches one target (a
- * webhook URL, an e-mail address; a push subscription next). The pipeline owns the rows, the
+ * webhook URL, an e-mail address, a browser's push subscription). The pipeline owns the rows, the
  * retries, quiet hours and the sweep; a channel makes one attempt and says how it went, never
  * throwing for a failure of the target.
  */
@@ -24,7 +25,9 @@ export interface OutgoingNotification {
 
 /** Where one delivery goes, per channel; `secret` never leaves the scheduler but to sign. */
 export type DeliveryTarget =
-  { channel: 'webhook'; webhookId: string; url: string; secret: string } | { channel: 'email'; address: string };
+  | { channel: 'webhook'; webhookId: string; url: string; secret: string }
+  | { channel: 'email'; address: string }
+  | { channel: 'push'; subscriptionId: string; endpoint: string; p256dh: string; auth: string };
 
 export interface NotificationChannel<C extends NotificationChannelName = NotificationChannelName> {
   readonly name: C;
@@ -46,4 +49,42 @@ export function describeError(e: unknown): string {
     cur = cur instanceof Error ? cur.cause : undefined;
   }
   return parts.join(': ').slice(0, 500);
+}
+
+/**
+ * How a failed connection or address check ends an attempt: a private address the guard refused
+ * (itself or among the error's causes) for good, anything else for a retry.
+ */
+export function failedAttempt(e: unknown, context?: string): AttemptResult {
+  let cur: unknown = e;
+  for (let depth = 0; depth < 4 && cur; depth++) {
+    if (cur instanceof BlockedAddressError) return { kind: 'permanent', error: cur.message };
+    cur = cur instanceof Error ? cur.cause : undefined;
+  }
+  return { kind: 'transient', error: context ? `${context}: ${describeError(e)}` : describeError(e) };
+}
+
+/**
+ * One POST through the guarded fetch within the attempt's time: the receiver's status (its body
+ * never read), or the failed attempt.
+ */
+export async function postOnce(
+  guardedFetch: typeof fetch,
+  url: string,
+  init: { headers: Record<string, string>; body: string | Buffer | undefined },
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<{ status: number } | AttemptResult> {
+  try {
+    const res = await guardedFetch(url, {
+      method: 'POST',
+      headers: init.headers,
+      body: init.body,
+      signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+    });
+    await res.body?.cancel().catch(() => undefined);
+    return { status: res.status };
+  } catch (e) {
+    return failedAttempt(e);
+  }
 }

@@ -1,8 +1,8 @@
 import type { WebhookEventBody } from '@skald/contracts';
-import { AddressPolicy, BlockedAddressError } from '@skald/service-kit';
+import { AddressPolicy } from '@skald/service-kit';
 import type { AttemptResult } from '../delivery-rules';
 import { signWebhook } from '../webhook-signature';
-import { describeError, DeliveryTarget, NotificationChannel, OutgoingNotification } from './notification-channel';
+import { DeliveryTarget, NotificationChannel, OutgoingNotification, postOnce } from './notification-channel';
 
 export interface WebhookChannelOptions {
   /** The SSRF guard (the one MCP HTTP servers go through), checked again at every connection. */
@@ -27,15 +27,6 @@ export function webhookBody(n: OutgoingNotification): string {
   return JSON.stringify(body);
 }
 
-function blockedIn(e: unknown): BlockedAddressError | undefined {
-  let cur: unknown = e;
-  for (let depth = 0; depth < 4 && cur; depth++) {
-    if (cur instanceof BlockedAddressError) return cur;
-    cur = cur instanceof Error ? cur.cause : undefined;
-  }
-  return undefined;
-}
-
 /**
  * Webhooks: one signed POST per attempt, through the guarded fetch (so a name that resolves to a
  * private address, or starts to, is refused at connect time: DNS rebinding), redirects never
@@ -57,21 +48,15 @@ export class WebhookChannel implements NotificationChannel<'webhook'> {
   ): Promise<AttemptResult> {
     const body = webhookBody(n);
     const headers = signWebhook(target.secret, n.deliveryId, Math.floor(this.options.now().getTime() / 1000), body);
-    let status: number;
-    try {
-      const res = await this.fetch(target.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'Skald-Webhooks/1', ...headers },
-        body,
-        signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)]),
-      });
-      status = res.status;
-      await res.body?.cancel().catch(() => undefined);
-    } catch (e) {
-      const blocked = blockedIn(e);
-      if (blocked) return { kind: 'permanent', error: blocked.message };
-      return { kind: 'transient', error: describeError(e) };
-    }
+    const sent = await postOnce(
+      this.fetch,
+      target.url,
+      { headers: { 'content-type': 'application/json', 'user-agent': 'Skald-Webhooks/1', ...headers }, body },
+      signal,
+      this.options.timeoutMs,
+    );
+    if (!('status' in sent)) return sent;
+    const { status } = sent;
     if (status >= 200 && status < 300) return { kind: 'delivered', responseCode: status };
     if (status >= 300 && status < 400)
       return { kind: 'permanent', error: `HTTP ${status}: redirects are not followed`, responseCode: status };

@@ -15,7 +15,7 @@ import {
   TodoItem,
   ToolCallRow,
 } from '@skald/agent-loop';
-import { DataSource } from 'typeorm';
+import { Database } from '@skald/persistence/database';
 import { SessionCache } from './session-cache';
 import type { CarriedHistory } from './history-carry';
 import type { EnteredFirst } from '../../submit/entered-first';
@@ -39,6 +39,8 @@ import { TURN_START_MAPPERS } from './session-rows';
 import type { TurnStartRead } from './turn-start';
 import { PendingUsage, writeCommit } from './store-commit';
 import { parseTurnStart, TURN_START_NAME, TURN_START_SQL, TurnStart } from './turn-start';
+import type { OwnerBudget } from '../../budgets/budget-rules';
+import { NO_GROUPS, type GroupPolicy } from '../../groups/group-policy';
 
 // The store port as a composition: the rows and their mapping (session-rows.ts), the reads
 // (session-reads.ts), the mutations' statements (mutation-sql.ts), the commit (store-commit.ts,
@@ -72,6 +74,10 @@ export class PgSessionStore implements SessionStore {
   private inboxSnapshot: { sessionId: string; at: number; items: InboxItem[] } | null = null;
   /** The session as last read, taken once by the next `getSession` (no commit since, under 1 s). */
   private sessionRead: { at: number; info: SessionInfo } | null = null;
+  /** What the owner's groups allow, as the last start read saw them (none read yet: no group). */
+  private groups: GroupPolicy = NO_GROUPS;
+  /** The owner's limits, as the last start read saw them; null: none read yet (the budget gate reads them). */
+  private budget: OwnerBudget | null = null;
   /** The same, kept until the next commit (see `queuedAtLastCommit`). */
   private lastCommitInbox: InboxItem[] | null = null;
   /**
@@ -88,7 +94,7 @@ export class PgSessionStore implements SessionStore {
   private framesRead: { sessionId: string; at: number; frames: FrameRow[] } | null = null;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly ds: Database,
     private readonly fence: Fence,
     private readonly announce: (events: CommittedEvent[]) => void,
     private readonly usage: PendingUsage | null = null,
@@ -155,10 +161,27 @@ export class PgSessionStore implements SessionStore {
     }
   }
 
+  /** What the session owner's groups allow, as this turn's start read them (or as primed by `primeOwnerGroups`). */
+  ownerGroups(): GroupPolicy {
+    return this.groups;
+  }
+
+  /** A store used without a turn's start (/context, /compact) holds the owner's policy read on its own. */
+  primeOwnerGroups(groups: GroupPolicy): void {
+    this.groups = groups;
+  }
+
+  /** The session owner's limits as this turn's start read them (null: no start read yet). */
+  ownerBudget(): OwnerBudget | null {
+    return this.budget;
+  }
+
   private primeStart(start: TurnStart): TurnStart {
     const sessionId = start.session.id;
     this.sessionRead = { at: start.at, info: start.session };
     this.inboxSnapshot = { sessionId, at: start.at, items: start.inbox };
+    this.groups = start.groups;
+    this.budget = start.budget;
     if (!start.complete) return start;
     this.framesRead = { sessionId, at: start.at, frames: start.frames };
     for (const [frameId, rows] of start.messages) this.cache.keepMessages(frameId, rows);

@@ -1,6 +1,7 @@
 import type {
   ChatHistoryRow,
   CompactionSummariesRow,
+  LlmUserBudgetsRow,
   SessionInboxRow,
   SessionScratchpadRow,
   SessionsRow,
@@ -9,6 +10,9 @@ import type {
   ToolGrantsRow,
 } from '@skald/persistence';
 import { parseJsonText } from '@skald/persistence/pg-text';
+import type { OwnerBudget } from '../../budgets/budget-rules';
+import { GROUP_HAS_BUDGET, GROUP_LIMITS_JSON, limitsOfRow } from '../../budgets/budgets.repository';
+import { ownerGroupsJson, resolveGroupPolicy, type GroupPolicy, type OwnerGroup } from '../../groups/group-policy';
 import { SESSION_HAS_WORK } from '../../lease/lease.repository';
 import type { CarriedHistory } from './history-carry';
 import {
@@ -37,7 +41,9 @@ import type {
  * trip) instead of a dozen: the session (with the user's client pin), its /stop flag and owner
  * role, its queued inbox, its active frames with every message (failed and superseded too) and
  * every tool call of each, the session's and each frame's tool grants, the scratchpad, each frame's
- * compaction summary, and the user's agent rows (the catalog's overrides and own agents).
+ * compaction summary, the user's agent rows (the catalog's overrides and own agents), the
+ * owner's groups (its own `groups` and `group_members`: what they allow, and their budgets) and the
+ * admin's limits of the owner (`llm_user_budgets`).
  *
  * Each part answers exactly what the separate reads answer (PgSessionStore's readers,
  * TurnStateRepository.turnControl, UserAgentsRepository.list): see
@@ -51,7 +57,7 @@ import type {
  * `$2`: the frames whose messages and tool calls the worker carries from the session's previous
  * turn (HistoryCarry): their rows are not read (the carried ones stand for them).
  */
-export const TURN_START_NAME = 'skald_turn_start_v2';
+export const TURN_START_NAME = 'skald_turn_start_v4';
 
 /** The session's queued inbox (`$1`) as JSON text, in `ord` order (the start read, a transaction's fence statement). */
 export const QUEUED_INBOX_JSON = queuedInboxJson('$1::uuid');
@@ -94,7 +100,14 @@ export function turnStartParts(p: {
  (SELECT COALESCE(json_agg(c), '[]'::json) FROM compaction_summaries c
    WHERE c.frame_id IN (SELECT id FROM f))::text AS compactions,
  (SELECT COALESCE(json_agg(a ORDER BY a.agent_id), '[]'::json) FROM user_agents a
-   WHERE a.user_id = (SELECT s.user_id FROM ${ses} s) AND (SELECT work FROM w))::text AS user_agents`,
+   WHERE a.user_id = (SELECT s.user_id FROM ${ses} s) AND (SELECT work FROM w))::text AS user_agents,
+ ${ownerGroupsJson(
+   `(SELECT s.user_id FROM ${ses} s)`,
+   `, 'budget', CASE WHEN ${GROUP_HAS_BUDGET} THEN json_build_object(${GROUP_LIMITS_JSON}) END`,
+ )}
+   AS owner_groups,
+ (SELECT row_to_json(b) FROM llm_user_budgets b WHERE b.user_id = (SELECT s.user_id FROM ${ses} s))::text
+   AS owner_budget`,
   };
 }
 
@@ -128,6 +141,8 @@ export type TurnStartRead = Read<{
   tool_calls: string;
   scratchpad: string;
   user_agents: string;
+  owner_groups: string;
+  owner_budget: string | null;
 }>;
 
 /** A user's `user_agents` row as the statement returns it (the catalog maps it). */
@@ -158,6 +173,10 @@ export interface TurnStart {
   /** Each active frame's summary, or null. */
   compactions: Map<string, CompactionSummary | null>;
   userAgents: RawUserAgentRow[];
+  /** What the owner's groups allow, read with every start (complete or not): a change applies from the next turn. */
+  groups: GroupPolicy;
+  /** The owner's limits (an admin's for them, their groups' with a budget), read with every start like the groups. */
+  budget: OwnerBudget;
 }
 
 export interface TurnStartMappers {
@@ -182,6 +201,19 @@ function byFrame<T>(frames: readonly FrameRow[], rows: readonly T[], frameOf: (r
   const out = new Map<string, T[]>(frames.map((f) => [f.id, []]));
   for (const r of rows) out.get(frameOf(r))?.push(r);
   return out;
+}
+
+/** The owner's groups: what they allow, and the budgets of those that have one; the admin's limits of the owner. */
+function ownerOf(row: TurnStartRead): Pick<TurnStart, 'groups' | 'budget'> {
+  const groups = JSON.parse(jsonText(row.owner_groups)) as (OwnerGroup & { budget: LlmUserBudgetsRow | null })[];
+  const user = typeof row.owner_budget === 'string' ? (JSON.parse(row.owner_budget) as LlmUserBudgetsRow) : null;
+  return {
+    groups: resolveGroupPolicy(groups),
+    budget: {
+      user: user ? limitsOfRow(user) : null,
+      groups: groups.flatMap((g) => (g.budget ? [{ name: g.name, limits: limitsOfRow(g.budget) }] : [])),
+    },
+  };
 }
 
 /**
@@ -240,5 +272,6 @@ export function parseTurnStart(
       ...a,
       updated_at: new Date(a.updated_at as string),
     })),
+    ...ownerOf(row),
   };
 }

@@ -1,9 +1,11 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
- * Credentials at rest: AES-256-GCM with a key from the environment (`SKALD_SECRETS_KEY`, 32 bytes
- * as base64 or hex). A sealed value is `v1.<iv>.<tag>.<ciphertext>` (base64url); the user id is
- * bound as associated data, so a row copied to another user does not open.
+ * Credentials at rest (MCP credentials in the tool runner, webhook signing secrets in the
+ * scheduler): AES-256-GCM with the deployment's key from the environment (`SKALD_SECRETS_KEY`, 32
+ * bytes as base64 or hex). A sealed value is `v1.<iv>.<tag>.<ciphertext>` (base64url); what it
+ * belongs to (`boundTo`: the user, the webhook) is bound as associated data, so a value copied to
+ * another row does not open.
  */
 export class SecretBox {
   private constructor(private readonly key: Buffer) {}

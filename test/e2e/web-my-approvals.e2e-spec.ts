@@ -161,7 +161,9 @@ describe('my approvals in a real browser', () => {
       await form.getByRole('button', { name: 'Add rule' }).click();
       const row = table.locator('tr', { hasText: named });
       await row.waitFor();
-      await expect(row.locator('td.rule-name').innerText()).resolves.toBe(named);
+      const nameCell = row.locator('td.rule-name');
+      await expect(nameCell.locator('.rule-name-view > span').innerText()).resolves.toBe(named);
+      await nameCell.getByRole('button', { name: `rename rule “${named}”` }).waitFor();
       // a rule added without a name is called by what it matches
       await form.getByLabel('Tool pattern').fill(`lab_unnamed_${width}`);
       await form.getByRole('button', { name: 'Add rule' }).click();

@@ -63,6 +63,18 @@ describe('AuditService', () => {
     expect(written).toEqual(['a', 'b']);
   });
 
+  it('writes a decision a person reads about at once, and buffers it while Postgres cannot be reached', async () => {
+    const { sut, repo, written } = setUp();
+    await expect(sut.recordNow(entry('asked'))).resolves.toBe(true);
+    expect(written).toEqual(['asked']);
+    expect(sut.pending).toBe(0);
+    repo.insert.mockRejectedValueOnce(unreachable);
+    await expect(sut.recordNow(entry('later'))).resolves.toBe(true);
+    expect(sut.pending).toBe(1);
+    await sut.flush();
+    expect(written).toEqual(['asked', 'later']);
+  });
+
   it('refuses a decision once the buffer is full, so the gate refuses tool calls', () => {
     const { sut } = setUp();
     for (let i = 0; i < AUDIT_MAX_BUFFER; i++) sut.record(entry('x'));

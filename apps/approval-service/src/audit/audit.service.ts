@@ -26,7 +26,8 @@ export function argsDigest(args: unknown): string {
 /**
  * The audit log. Human decisions are written in the transaction that records them. Automatic
  * decisions of `approval.check` are buffered and written in batches every `flushMs` (default
- * 200 ms) so that a check never waits for a write; a crash can lose at most that window of
+ * 200 ms) so that a check never waits for a write (but a `require`, which waits for a person
+ * anyway, see {@link recordNow}); a crash can lose at most that window of
  * automatic entries (never a human one). The buffer is flushed on shutdown.
  *
  * Nothing decided is dropped to make room: while Postgres cannot be written, entries are kept up to
@@ -76,6 +77,19 @@ export class AuditService implements OnModuleInit, OnApplicationShutdown {
   record(entry: AuditEntry): boolean {
     if (!this.accepting) return false;
     this.buffer.push({ ...entry, at: entry.at ?? new Date() });
+    return true;
+  }
+
+  /**
+   * A decision a person will read about (a `require`: the inbox item it becomes names the rule that
+   * asked, read from this row) is written before the check answers, not a flush later; while
+   * Postgres cannot be reached it waits in the buffer like any other. False, and nothing kept, when
+   * the buffer is full.
+   */
+  async recordNow(entry: AuditEntry): Promise<boolean> {
+    if (!this.accepting) return false;
+    const unwritten = await this.write([{ ...entry, at: entry.at ?? new Date() }]);
+    this.buffer.push(...unwritten);
     return true;
   }
 

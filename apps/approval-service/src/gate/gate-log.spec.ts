@@ -75,7 +75,11 @@ describe('GateService.check: what is logged at info', () => {
     const service = new GateService(
       { ruleSet: async () => RULES } as never,
       { activeScopes: async () => scopes } as never,
-      { accepting: true, record: (e: AuditEntry) => void audited.push(e) } as never,
+      {
+        accepting: true,
+        record: (e: AuditEntry) => void audited.push(e),
+        recordNow: async (e: AuditEntry) => void audited.push(e),
+      } as never,
       {} as never,
       log,
     );

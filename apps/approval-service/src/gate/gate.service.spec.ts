@@ -66,6 +66,25 @@ describe('GateService.check', () => {
     expect(bypasses.activeScopes).toHaveBeenCalledWith('s1');
   });
 
+  it('writes a require to the audit before answering (its inbox item names the rule from it); buffers the rest', async () => {
+    const { sut, audit } = setUp();
+    let written = false;
+    audit.recordNow.mockImplementation(async () => {
+      await new Promise((r) => setImmediate(r));
+      written = true;
+      return true;
+    });
+    await sut.check(check('web_fetch'));
+    expect(written).toBe(true);
+    expect(audit.recordNow).toHaveBeenCalledWith(
+      expect.objectContaining({ decision: 'require', ruleId: 'ask-fetch', toolName: 'web_fetch' }),
+    );
+    expect(audit.record).not.toHaveBeenCalled();
+    await sut.check(check('web_search'));
+    expect(audit.record).toHaveBeenCalledWith(expect.objectContaining({ decision: 'allow' }));
+    expect(audit.recordNow).toHaveBeenCalledTimes(1);
+  });
+
   it("lets a required call through on the session's bypass, and never reads bypasses for an allowed one", async () => {
     const { sut, bypasses } = setUp();
     bypasses.activeScopes.mockResolvedValue(['all']);

@@ -60,7 +60,7 @@ export class GateService {
     const line = { tool: req.tool_name, decision: result.decision, by: result.by, ruleId: result.ruleId };
     if (result.decision === 'allow' && result.by === 'rule') log.debug(line, 'tool call checked');
     else log.info(line, 'tool call checked');
-    this.audit.record({
+    const entry = {
       userId: req.actor.userId,
       sessionId: req.session_id,
       toolCallId: req.tool_call_id ?? null,
@@ -72,7 +72,10 @@ export class GateService {
       actorUserId: null,
       ruleId: result.ruleId ?? null,
       note: result.reason,
-    });
+    };
+    // The inbox item a `require` becomes reads its rule from this row: it is written first.
+    if (result.decision === 'require') await this.audit.recordNow(entry);
+    else this.audit.record(entry);
     return result;
   }
 

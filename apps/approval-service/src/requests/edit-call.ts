@@ -116,17 +116,21 @@ export function canonical(value: unknown): string {
 /**
  * A unified diff of each changed argument, in key order: a string argument line by line, any
  * other value as JSON. Bounded: an argument with more than {@link MAX_EDIT_LENGTH} changed lines
- * (or whose diff takes past {@link MAX_EDIT_DIFF_MS}) reads as replaced, and the whole text stops
+ * (or whose diff takes past `timeoutMs`, {@link MAX_EDIT_DIFF_MS} by default) reads as replaced, and the whole text stops
  * at {@link MAX_EDIT_DIFF_CHARS}.
  */
-export function describeEdit(original: Record<string, unknown>, edited: Record<string, unknown>): string {
+export function describeEdit(
+  original: Record<string, unknown>,
+  edited: Record<string, unknown>,
+  timeoutMs = MAX_EDIT_DIFF_MS,
+): string {
   const keys = [...new Set([...Object.keys(original), ...Object.keys(edited)])].sort();
   const parts: string[] = [];
   for (const key of keys) {
     const before = key in original ? text(original[key]) : undefined;
     const after = key in edited ? text(edited[key]) : undefined;
     if (before === after) continue;
-    parts.push(argumentDiff(key, before, after));
+    parts.push(argumentDiff(key, before, after, timeoutMs));
   }
   const all = parts.join('\n');
   if (all.length <= MAX_EDIT_DIFF_CHARS) return all;
@@ -137,7 +141,7 @@ function text(v: unknown): string {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-function argumentDiff(key: string, before: string | undefined, after: string | undefined): string {
+function argumentDiff(key: string, before: string | undefined, after: string | undefined, timeoutMs: number): string {
   const head = [
     `--- ${key} (original)${before === undefined ? ' (absent)' : ''}`,
     `+++ ${key} (edited)${after === undefined ? ' (removed)' : ''}`,
@@ -145,7 +149,7 @@ function argumentDiff(key: string, before: string | undefined, after: string | u
   const patch = structuredPatch(key, key, withNewline(before ?? ''), withNewline(after ?? ''), '', '', {
     context: 3,
     maxEditLength: MAX_EDIT_LENGTH,
-    timeout: MAX_EDIT_DIFF_MS,
+    timeout: timeoutMs,
   });
   if (!patch) {
     const lines = (s: string | undefined) => (s === undefined ? 0 : s.split('\n').length);

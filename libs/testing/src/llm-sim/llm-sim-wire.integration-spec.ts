@@ -201,6 +201,7 @@ describe('llm-sim wire bytes of a streamed answer (differential)', () => {
     });
   });
 
+  // 30 s: three full collections of a worker's heap take seconds on a loaded machine
   it('keeps no parsed request once answered: the body a reply saw can be collected (the log keeps the raw text)', async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
@@ -229,8 +230,9 @@ describe('llm-sim wire bytes of a streamed answer (differential)', () => {
     expect(seen.filter((ref) => ref.deref() !== undefined)).toHaveLength(0);
     // and the log still answers with the bodies, parsed from its raw text
     expect(sim.requests({ contains: key }).map((e) => (e.body as { messages: unknown[] }).messages)).toHaveLength(5);
-  });
+  }, 30_000);
 
+  // 30 s: three full collections of a worker's heap take seconds on a loaded machine
   it('holds no parsed request through the first-byte delay: only what the answer needs of it', async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
@@ -268,5 +270,5 @@ describe('llm-sim wire bytes of a streamed answer (differential)', () => {
       (JSON.stringify((JSON.parse(body) as { messages: unknown[] }).messages).length + 2) / 4,
     );
     expect(raw).toContain(`"prompt_tokens":${promptTokens},`);
-  });
+  }, 30_000);
 });

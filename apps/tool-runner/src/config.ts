@@ -191,7 +191,12 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
     .max(100 * 1024 ** 2)
     .default(DEFAULT_WEB_FETCH_LIMITS.maxBytes),
   /** One `web_fetch` or `web_search` call — redirects, body and conversion — may take this long, in ms (default 30000). */
-  SKALD_WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(300_000).default(DEFAULT_WEB_FETCH_LIMITS.timeoutMs),
+  SKALD_WEB_FETCH_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(300_000)
+    .default(DEFAULT_WEB_FETCH_LIMITS.timeoutMs),
   /** Redirects `web_fetch` follows within the URL's host (default 5); a redirect to another host is never followed. */
   SKALD_WEB_FETCH_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(DEFAULT_WEB_FETCH_LIMITS.maxRedirects),
   /** Characters of text `web_fetch` returns unless the call asks for up to 100000 (`max_chars`; default 20000). */
@@ -212,7 +217,10 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
 }).superRefine((c, ctx) => {
   if (c.SKALD_WEB_SEARCH_BACKEND === 'searxng' && !c.SKALD_WEB_SEARCH_URL)
     ctx.addIssue({ code: 'custom', path: ['SKALD_WEB_SEARCH_URL'], message: 'the searxng backend needs its base URL' });
-  if ((c.SKALD_WEB_SEARCH_BACKEND === 'brave' || c.SKALD_WEB_SEARCH_BACKEND === 'tavily') && !c.SKALD_WEB_SEARCH_API_KEY)
+  if (
+    (c.SKALD_WEB_SEARCH_BACKEND === 'brave' || c.SKALD_WEB_SEARCH_BACKEND === 'tavily') &&
+    !c.SKALD_WEB_SEARCH_API_KEY
+  )
     ctx.addIssue({
       code: 'custom',
       path: ['SKALD_WEB_SEARCH_API_KEY'],

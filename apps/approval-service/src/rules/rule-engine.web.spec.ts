@@ -59,7 +59,9 @@ describe('web_fetch: approval rules by domain', () => {
     expect(() => validateRule({ ...base, pathPattern: 'web:exa mple.com', action: 'allow', priority: 1 })).toThrow(
       /domain pattern/,
     );
-    expect(() => validateRule({ ...base, pathPattern: 'web:*.python.org', action: 'allow', priority: 1 })).not.toThrow();
+    expect(() =>
+      validateRule({ ...base, pathPattern: 'web:*.python.org', action: 'allow', priority: 1 }),
+    ).not.toThrow();
   });
 
   it('no spelling of a URL is allowed unless the host the runner connects to is under the domain', () => {

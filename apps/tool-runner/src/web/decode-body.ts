@@ -23,7 +23,7 @@ export function decodeBody(bytes: Uint8Array, mediaType: string, charset: string
   const transport = charset && labelToName(charset) ? charset : undefined;
   const encoding = html
     ? htmlEncodingSniffer(bytes, { transportLayerEncodingLabel: transport, defaultEncoding: 'windows-1252' })
-    : bomEncoding(bytes) ?? (transport ? labelToName(transport) : null) ?? 'UTF-8';
+    : (bomEncoding(bytes) ?? (transport ? labelToName(transport) : null) ?? 'UTF-8');
   return decode(bytes, encoding ?? 'UTF-8');
 }
 

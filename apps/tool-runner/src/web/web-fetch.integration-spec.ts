@@ -75,23 +75,41 @@ beforeAll(async () => {
         .writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
         .end(gzipSync(Buffer.alloc(64 * 1024 * 1024, 'z'))),
     '/cp1252-header': (_q, s) =>
-      s.writeHead(200, { 'content-type': 'text/plain; charset=windows-1252' }).end(encode('Café – “quoted” €5', 'windows-1252')),
+      s
+        .writeHead(200, { 'content-type': 'text/plain; charset=windows-1252' })
+        .end(encode('Café – “quoted” €5', 'windows-1252')),
     '/cp1252-meta': (_q, s) =>
       s
         .writeHead(200, { 'content-type': 'text/html' })
-        .end(encode('<html><head><meta charset="windows-1252"><title>Crème brûlée</title></head><body><p>Crème brûlée à 5 €</p></body></html>', 'windows-1252')),
+        .end(
+          encode(
+            '<html><head><meta charset="windows-1252"><title>Crème brûlée</title></head><body><p>Crème brûlée à 5 €</p></body></html>',
+            'windows-1252',
+          ),
+        ),
     '/latin2-http-equiv': (_q, s) =>
       s
         .writeHead(200, { 'content-type': 'text/html' })
-        .end(encode('<html><head><meta http-equiv="Content-Type" content="text/html; charset=iso-8859-2"></head><body><p>Zażółć gęślą jaźń</p></body></html>', 'ISO-8859-2')),
+        .end(
+          encode(
+            '<html><head><meta http-equiv="Content-Type" content="text/html; charset=iso-8859-2"></head><body><p>Zażółć gęślą jaźń</p></body></html>',
+            'ISO-8859-2',
+          ),
+        ),
     '/sjis': (_q, s) =>
-      s.writeHead(200, { 'content-type': 'text/plain; charset=Shift_JIS' }).end(encode('日本語のテキスト', 'Shift_JIS')),
+      s
+        .writeHead(200, { 'content-type': 'text/plain; charset=Shift_JIS' })
+        .end(encode('日本語のテキスト', 'Shift_JIS')),
     '/utf16-bom': (_q, s) =>
-      s.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Grüße aus UTF-16', 'utf16le')])),
-    '/bogus-charset': (_q, s) => s.writeHead(200, { 'content-type': 'text/plain; charset=x-no-such' }).end('plain ünïcode'),
+      s
+        .writeHead(200, { 'content-type': 'text/plain' })
+        .end(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Grüße aus UTF-16', 'utf16le')])),
+    '/bogus-charset': (_q, s) =>
+      s.writeHead(200, { 'content-type': 'text/plain; charset=x-no-such' }).end('plain ünïcode'),
     '/report.pdf': (_q, s) => s.writeHead(200, { 'content-type': 'application/pdf' }).end(pdf),
     '/big.pdf': (_q, s) => s.writeHead(200, { 'content-type': 'application/pdf' }).end(bigPdf),
-    '/broken.pdf': (_q, s) => s.writeHead(200, { 'content-type': 'application/pdf' }).end('%PDF-1.7 this is not really a pdf'),
+    '/broken.pdf': (_q, s) =>
+      s.writeHead(200, { 'content-type': 'application/pdf' }).end('%PDF-1.7 this is not really a pdf'),
     '/image.png': (_q, s) => s.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(100)),
     '/untyped': (_q, s) => s.writeHead(200, {}).end(Buffer.from([0, 1, 2])),
     '/data.json': (_q, s) => s.writeHead(200, { 'content-type': 'application/json' }).end('{"version":5}'),
@@ -174,7 +192,9 @@ describe('web_fetch', () => {
   it('reads a huge body up to the byte bound and says it was cut', async () => {
     const started = Date.now();
     const text = await fetchText(server.url('/huge'), { maxBytes: 256 * 1024 }, 5_000);
-    expect(text).toContain('Truncated: yes (the first 5000 characters of a longer text) (the body was cut at 262144 bytes)');
+    expect(text).toContain(
+      'Truncated: yes (the first 5000 characters of a longer text) (the body was cut at 262144 bytes)',
+    );
     expect(text.split('\n\n')[1]).toBe('a'.repeat(5_000));
     expect(Date.now() - started).toBeLessThan(10_000);
   });
@@ -205,7 +225,8 @@ describe('web_fetch', () => {
     const text = await fetchText(server.url('/report.pdf'));
     expect(text).toContain('Content-Type: application/pdf');
     expect(text).toContain('Truncated: no');
-    for (const n of [1, 2, 3]) expect(text).toContain(`--- page ${n} ---\nPage ${n}: the quarterly figures grew by 12 percent`);
+    for (const n of [1, 2, 3])
+      expect(text).toContain(`--- page ${n} ---\nPage ${n}: the quarterly figures grew by 12 percent`);
   });
 
   it('reads at most the page bound of a PDF and names what it left out', async () => {
@@ -229,11 +250,18 @@ describe('web_fetch', () => {
 
   it('returns JSON as it is, and an HTTP error as an error', async () => {
     expect(await fetchText(server.url('/data.json'))).toMatch(/\n\n\{"version":5\}$/);
-    expect((await refusal(fetchText(server.url('/gone')))).message).toBe(`web_fetch: ${server.url('/gone')} answered 410 Gone`);
+    expect((await refusal(fetchText(server.url('/gone')))).message).toBe(
+      `web_fetch: ${server.url('/gone')} answered 410 Gone`,
+    );
   });
 
   it('refuses what is no http(s) URL before any request', async () => {
-    for (const url of ['file:///etc/passwd', 'gopher://localhost/', `http://u:p@localhost:${server.port}/article`, 'not a url'])
+    for (const url of [
+      'file:///etc/passwd',
+      'gopher://localhost/',
+      `http://u:p@localhost:${server.port}/article`,
+      'not a url',
+    ])
       expect((await refusal(fetchText(url))).code).toBe('invalid_argument');
   });
 

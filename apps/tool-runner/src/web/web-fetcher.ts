@@ -29,10 +29,18 @@ export const DEFAULT_WEB_FETCH_LIMITS: WebFetchLimits = {
 };
 
 const USER_AGENT = 'Skald-web_fetch/1.0 (an AI agent fetching a page a user asked for)';
-const ACCEPT = 'text/html, application/xhtml+xml, application/pdf, text/plain, text/markdown, application/json, */*;q=0.1';
+const ACCEPT =
+  'text/html, application/xhtml+xml, application/pdf, text/plain, text/markdown, application/json, */*;q=0.1';
 
 /** Media types returned as the text they are. */
-const TEXT_TYPES = new Set(['text/plain', 'text/markdown', 'text/csv', 'application/json', 'text/xml', 'application/xml']);
+const TEXT_TYPES = new Set([
+  'text/plain',
+  'text/markdown',
+  'text/csv',
+  'application/json',
+  'text/xml',
+  'application/xml',
+]);
 const isText = (t: string): boolean => TEXT_TYPES.has(t) || /^application\/[\w.-]+\+(json|xml)$/.test(t);
 const isHtml = (t: string): boolean => t === 'text/html' || t === 'application/xhtml+xml';
 
@@ -56,7 +64,10 @@ export class WebFetcher {
   async fetchText(rawUrl: string, options: { maxChars?: number; signal: AbortSignal }): Promise<string> {
     const first = parseWebUrl(rawUrl);
     if (!first)
-      throw new ToolError('invalid_argument', `web_fetch: ${clip(rawUrl)} is no http(s) URL (or it carries a user name)`);
+      throw new ToolError(
+        'invalid_argument',
+        `web_fetch: ${clip(rawUrl)} is no http(s) URL (or it carries a user name)`,
+      );
     const deadline = AbortSignal.timeout(this.limits.timeoutMs);
     const signal = AbortSignal.any([options.signal, deadline]);
     const maxChars = options.maxChars ?? this.limits.defaultChars;
@@ -64,7 +75,8 @@ export class WebFetcher {
       return await this.run(first, maxChars, signal);
     } catch (e) {
       if (options.signal.aborted) throw new ToolCancelled();
-      if (deadline.aborted) throw new ToolError('timed_out', `web_fetch: ${first.href} took longer than ${this.limits.timeoutMs / 1000} s`);
+      if (deadline.aborted)
+        throw new ToolError('timed_out', `web_fetch: ${first.href} took longer than ${this.limits.timeoutMs / 1000} s`);
       throw this.explain(e, first);
     }
   }
@@ -76,7 +88,8 @@ export class WebFetcher {
       if (res.status >= 300 && res.status < 400 && res.headers.get('location') !== null) {
         await res.body?.cancel().catch(() => undefined);
         const next = parseWebUrl(new URL(res.headers.get('location') ?? '', url).href);
-        if (!next) throw new ToolError('forbidden', `web_fetch: ${url.href} redirects to something that is no http(s) URL`);
+        if (!next)
+          throw new ToolError('forbidden', `web_fetch: ${url.href} redirects to something that is no http(s) URL`);
         if (next.hostname !== first.hostname)
           return (
             `URL: ${url.href}\nRedirect: ${res.status} to another host, not followed: ${next.href}\n\n` +
@@ -84,7 +97,10 @@ export class WebFetcher {
             `to read it, call web_fetch with ${next.href} (it is judged by its own domain).`
           );
         if (hop >= this.limits.maxRedirects)
-          throw new ToolError('too_large', `web_fetch: more than ${this.limits.maxRedirects} redirects from ${first.href}`);
+          throw new ToolError(
+            'too_large',
+            `web_fetch: more than ${this.limits.maxRedirects} redirects from ${first.href}`,
+          );
         url = next;
         continue;
       }
@@ -112,7 +128,10 @@ export class WebFetcher {
     let cutNote = body.cut ? ` (the body was cut at ${this.limits.maxBytes} bytes)` : '';
     if (pdf) {
       if (body.cut)
-        throw new ToolError('too_large', `web_fetch: the PDF at ${url.href} is larger than ${this.limits.maxBytes} bytes`);
+        throw new ToolError(
+          'too_large',
+          `web_fetch: the PDF at ${url.href} is larger than ${this.limits.maxBytes} bytes`,
+        );
       const out = await pdfToText(body.bytes, {
         maxPages: this.limits.pdfMaxPages,
         maxChars,

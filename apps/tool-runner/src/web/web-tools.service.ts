@@ -12,7 +12,8 @@ import { WebFetcher } from './web-fetcher';
 const SEARCH_MAX_BYTES = 2 * 1024 * 1024;
 
 /** The sentence of a `web_search` call on a deployment without a search backend. */
-export const NO_SEARCH_BACKEND = 'web_search is not available: this deployment has no search backend (SKALD_WEB_SEARCH_BACKEND)';
+export const NO_SEARCH_BACKEND =
+  'web_search is not available: this deployment has no search backend (SKALD_WEB_SEARCH_BACKEND)';
 
 /**
  * `web_fetch` and `web_search`, run here in the tool runner (never inside a command's sandbox),
@@ -63,9 +64,15 @@ export class WebToolsService {
     } catch (e) {
       if (ctx.signal.aborted) throw new ToolCancelled();
       if (deadline.aborted)
-        throw new ToolError('timed_out', `web_search: the ${backend.name} backend took longer than ${this.timeoutMs / 1000} s`);
+        throw new ToolError(
+          'timed_out',
+          `web_search: the ${backend.name} backend took longer than ${this.timeoutMs / 1000} s`,
+        );
       // The backend's words only: never the request (its key) nor a stack.
-      const why = e instanceof Error && e.name === 'SearchBackendError' ? e.message : `the ${backend.name} search backend could not be reached`;
+      const why =
+        e instanceof Error && e.name === 'SearchBackendError'
+          ? e.message
+          : `the ${backend.name} search backend could not be reached`;
       throw new ToolError('unavailable', `web_search: ${why}`);
     }
   }

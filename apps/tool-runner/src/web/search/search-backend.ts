@@ -53,7 +53,10 @@ export async function readJson(res: Response, backend: string, maxBytes: number)
 }
 
 /** Hits whose URL is http(s), strings only, at most `count`. */
-export function cleanHits(raw: ReadonlyArray<{ title?: unknown; url?: unknown; snippet?: unknown }>, count: number): WebSearchHit[] {
+export function cleanHits(
+  raw: ReadonlyArray<{ title?: unknown; url?: unknown; snippet?: unknown }>,
+  count: number,
+): WebSearchHit[] {
   const str = (v: unknown): string => (typeof v === 'string' ? v : '');
   return raw
     .filter((h) => typeof h.url === 'string' && /^https?:\/\//i.test(h.url))

@@ -98,7 +98,7 @@ const isHttp = (u: string): boolean => /^https?:\/\//i.test(u) && parseWebUrl(u)
 export function webSources(toolName: string, result: string): WebSource[] {
   const text = result.slice(0, READ_MAX_CHARS);
   if (toolName === 'web_fetch') {
-    const header = text.split('\n\n', 1)[0].split('\n');
+    const header = (text.split('\n\n', 1)[0] ?? '').split('\n');
     const url = /^URL: (\S+)$/.exec(header[0] ?? '')?.[1];
     if (!url || !isHttp(url)) return [];
     const title = header.map((l) => /^Title: (.*)$/.exec(l)?.[1]).find((t) => t !== undefined) ?? url;
@@ -108,8 +108,8 @@ export function webSources(toolName: string, result: string): WebSource[] {
   const lines = text.split('\n');
   const out: WebSource[] = [];
   for (let i = 0; i + 1 < lines.length && out.length < SOURCES_MAX; i += 1) {
-    const title = /^\d+\. (.*)$/.exec(lines[i])?.[1];
-    const url = title === undefined ? undefined : /^ {3}URL: (\S+)$/.exec(lines[i + 1])?.[1];
+    const title = /^\d+\. (.*)$/.exec(lines[i] ?? '')?.[1];
+    const url = title === undefined ? undefined : /^ {3}URL: (\S+)$/.exec(lines[i + 1] ?? '')?.[1];
     if (title !== undefined && url && isHttp(url)) out.push({ title, url });
   }
   return out;

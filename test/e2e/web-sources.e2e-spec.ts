@@ -109,7 +109,9 @@ describe('web: sources of the web tools', () => {
       lists
         .nth(i)
         .getByRole('link')
-        .evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('rel')]));
+        .evaluateAll((as: Array<{ textContent: string | null; getAttribute(n: string): string | null }>) =>
+          as.map((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('rel')]),
+        );
     expect(await links(0)).toEqual([
       [
         `Release notes: version 5http://localhost:${port}/changes`,

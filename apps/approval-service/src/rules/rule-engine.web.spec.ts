@@ -76,18 +76,18 @@ describe('web_fetch: approval rules by domain', () => {
       'xn--pthon-3ya.org',
     );
     const tricks = fc.constantFrom(
-      (h: string, o: string) => `https://${h}/`,
+      (h: string, _o: string) => `https://${h}/`,
       (h: string, o: string) => `https://${o}/?u=https://${h}/`,
       (h: string, o: string) => `https://${o}#@${h}`,
       (h: string, o: string) => `https://${h}@${o}/`,
       (h: string, o: string) => `https://${o}\\@${h}/`,
       (h: string, o: string) => `https://${h}.${o}/`,
-      (h: string, o: string) => `HTTPS://${h.toUpperCase()}:443/..%2f`,
-      (h: string, o: string) => ` https://${h}/ `,
+      (h: string, _o: string) => `HTTPS://${h.toUpperCase()}:443/..%2f`,
+      (h: string, _o: string) => ` https://${h}/ `,
       (h: string, o: string) => `https://${h}%2e${o}/`,
-      (h: string, o: string) => `https://${h}\t/`,
-      (h: string, o: string) => `//${h}/`,
-      (h: string, o: string) => `https:${h}/`,
+      (h: string, _o: string) => `https://${h}\t/`,
+      (h: string, _o: string) => `//${h}/`,
+      (h: string, _o: string) => `https:${h}/`,
     );
     let tried = 0;
     fc.assert(

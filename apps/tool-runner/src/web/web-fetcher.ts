@@ -104,7 +104,7 @@ export class WebFetcher {
         url = next;
         continue;
       }
-      return await this.read(res, url, first, maxChars, signal);
+      return this.read(res, url, first, maxChars, signal);
     }
   }
 
@@ -199,8 +199,8 @@ async function readBounded(res: Response, maxBytes: number): Promise<{ bytes: Ui
   let size = 0;
   let cut = false;
   for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
+    const { done, value } = (await reader.read()) as { done: boolean; value?: Uint8Array };
+    if (done || !value) break;
     const room = maxBytes - size;
     if (value.byteLength > room) {
       chunks.push(value.subarray(0, room));

@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
 import { webSources } from '@skald/contracts';
-import type { ToolRunnerConfig } from '../config';
 import { ToolRunnerConfigSchema } from '../config';
 import type { ToolContext } from '../exec/tool-context';
 import { ToolError } from '../tool-error';
@@ -47,13 +46,11 @@ beforeAll(async () => {
       void record(q).then(() =>
         q.headers['x-subscription-token'] !== KEY
           ? s.writeHead(401).end('{"error":"bad token"}')
-          : s
-              .writeHead(200, { 'content-type': 'application/json' })
-              .end(
-                JSON.stringify({
-                  web: { results: HITS.map((h) => ({ title: h.title, url: h.url, description: h.text })) },
-                }),
-              ),
+          : s.writeHead(200, { 'content-type': 'application/json' }).end(
+              JSON.stringify({
+                web: { results: HITS.map((h) => ({ title: h.title, url: h.url, description: h.text })) },
+              }),
+            ),
       ),
     '/tavily/search': (q, s) =>
       void record(q).then(() =>
@@ -83,7 +80,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 const service = (env: Record<string, string>): WebToolsService =>
-  new WebToolsService(ToolRunnerConfigSchema.parse({ ...env }) as ToolRunnerConfig);
+  new WebToolsService(ToolRunnerConfigSchema.parse({ ...env }));
 const ctx = (): ToolContext => ({
   userId: 'u',
   role: 'user',

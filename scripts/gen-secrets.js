@@ -17,7 +17,7 @@ const path = require('node:path');
 
 const EXAMPLE = path.join(__dirname, '..', 'k8s', 'overlays', 'prod', 'secrets.env.example');
 /** Keys whose values only the operator knows: taken from the environment, omitted when unset. */
-const PROVIDED = ['OPENAI_API_KEY', 'SKALD_LLM_CLIENTS', 'SKALD_OIDC_PROVIDERS'];
+const PROVIDED = ['OPENAI_API_KEY', 'SKALD_LLM_CLIENTS', 'SKALD_OIDC_PROVIDERS', 'SKALD_WEB_SEARCH_API_KEY'];
 
 /** The keys the example lists, in its order. */
 function secretKeys() {

@@ -659,12 +659,14 @@ describe.each(OVERLAYS)('k8s/overlays/%s', (overlay) => {
       );
 
       // SKALD_METRICS_TOKEN: the scrape credential its /metrics requires like every app's; no sandboxed
-      // command sees the runner's environment (sandbox-escape.integration-spec.ts).
+      // command sees the runner's environment (sandbox-escape.integration-spec.ts). SKALD_WEB_SEARCH_API_KEY:
+      // web_search's backend key, used by the runner itself (docs/tools.md), optional.
       expect(secretKeys.sort()).toEqual([
         'NATS_PASSWORD_TOOL_RUNNER',
         'SKALD_DB_PASSWORD_TOOL_RUNNER',
         'SKALD_METRICS_TOKEN',
         'SKALD_SECRETS_KEY',
+        'SKALD_WEB_SEARCH_API_KEY',
       ]);
       expect(c.envFrom?.some((f) => f.secretRef)).toBeFalsy();
       expect(podSpecOf(runner()) as PodSpec & { automountServiceAccountToken?: boolean }).toMatchObject({

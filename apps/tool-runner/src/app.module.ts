@@ -18,6 +18,7 @@ import { McpHandler } from './mcp/mcp.handler';
 import { McpLauncher } from './mcp/mcp-launcher';
 import { McpServersRepository } from './mcp/mcp-servers.repository';
 import { McpService } from './mcp/mcp.service';
+import { WebToolsService } from './web/web-tools.service';
 import { PreviewHandler } from './preview/preview.handler';
 import { PreviewService } from './preview/preview.service';
 import { ToolMetrics } from './exec/tool-metrics';
@@ -98,6 +99,7 @@ export class AppModule {
         PatternPool,
         FileToolsService,
         ExecuteCmdService,
+        WebToolsService,
         ToolRouter,
         ToolMetrics,
         { provide: RUNNER_INSTANCE, useValue: instance },

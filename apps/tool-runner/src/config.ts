@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { userCapSetting } from '@skald/contracts';
 import { BaseConfigSchema, commaList } from '@skald/service-kit/config';
 import { DEFAULT_PATTERN_POOL } from './patterns/pattern-pool';
+import { DEFAULT_WEB_FETCH_LIMITS } from './web/web-fetcher';
+import { SEARCH_BACKENDS } from './web/search/search-backend';
 import { DEFAULT_STAGING_SWEEP_MS, DEFAULT_STAGING_TTL_MS } from './uploads/workspace-files.service';
 import { DEFAULT_INODE_QUOTA, DEFAULT_SAMPLE_MS, DEFAULT_SYNC_READ_BYTES } from './workspace/workspaces.service';
 
@@ -176,8 +178,54 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   SKALD_PATTERN_MEMORY_MB: z.coerce.number().int().min(32).max(16_384).default(DEFAULT_PATTERN_POOL.memoryMb),
   /** Pattern jobs of one user running at once (the user's other jobs wait). */
   SKALD_PATTERN_PER_USER: z.coerce.number().int().min(1).max(64).default(DEFAULT_PATTERN_POOL.perUser),
+  /**
+   * Host names, addresses and CIDR ranges `web_fetch` may reach although they are loopback, private or
+   * link-local (comma-separated; default none: the tool reaches the public web only).
+   */
+  SKALD_WEB_ALLOW_HOSTS: commaList(),
+  /** Bytes of one `web_fetch` body read, after decompression (default 5 MiB): a longer page is cut there, a longer PDF refused. */
+  SKALD_WEB_FETCH_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(100 * 1024 ** 2)
+    .default(DEFAULT_WEB_FETCH_LIMITS.maxBytes),
+  /** One `web_fetch` or `web_search` call — redirects, body and conversion — may take this long, in ms (default 30000). */
+  SKALD_WEB_FETCH_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(300_000)
+    .default(DEFAULT_WEB_FETCH_LIMITS.timeoutMs),
+  /** Redirects `web_fetch` follows within the URL's host (default 5); a redirect to another host is never followed. */
+  SKALD_WEB_FETCH_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(DEFAULT_WEB_FETCH_LIMITS.maxRedirects),
+  /** Characters of text `web_fetch` returns unless the call asks for up to 100000 (`max_chars`; default 20000). */
+  SKALD_WEB_FETCH_CHARS: z.coerce.number().int().min(1_000).max(100_000).default(DEFAULT_WEB_FETCH_LIMITS.defaultChars),
+  /** Pages of a fetched PDF whose text is read (default 200); the rest are counted and named in the result. */
+  SKALD_WEB_PDF_MAX_PAGES: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_WEB_FETCH_LIMITS.pdfMaxPages),
+  /**
+   * The API `web_search` uses: `searxng` (an instance's JSON API at `SKALD_WEB_SEARCH_URL`), `brave`
+   * (Brave Search API) or `tavily` (Tavily); `none` (default): `web_search` is not offered.
+   */
+  SKALD_WEB_SEARCH_BACKEND: z.enum(SEARCH_BACKENDS).default('none'),
+  /** The search backend's endpoint: required for `searxng` (its base URL); for `brave` and `tavily` it replaces their public API's URL. */
+  SKALD_WEB_SEARCH_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** **Secret.** The search backend's API key (`brave`, `tavily`); never logged, never shown to the model. */
+  SKALD_WEB_SEARCH_API_KEY: z.string().min(1).optional(),
   /** Days finished tool results are kept for duplicate calls (0 keeps them forever). */
   SKALD_TOOL_RESULT_RETENTION_DAYS: z.coerce.number().int().min(0).default(7),
+}).superRefine((c, ctx) => {
+  if (c.SKALD_WEB_SEARCH_BACKEND === 'searxng' && !c.SKALD_WEB_SEARCH_URL)
+    ctx.addIssue({ code: 'custom', path: ['SKALD_WEB_SEARCH_URL'], message: 'the searxng backend needs its base URL' });
+  if (
+    (c.SKALD_WEB_SEARCH_BACKEND === 'brave' || c.SKALD_WEB_SEARCH_BACKEND === 'tavily') &&
+    !c.SKALD_WEB_SEARCH_API_KEY
+  )
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SKALD_WEB_SEARCH_API_KEY'],
+      message: `the ${c.SKALD_WEB_SEARCH_BACKEND} backend needs an API key`,
+    });
 });
 export type ToolRunnerConfig = z.infer<typeof ToolRunnerConfigSchema>;
 

@@ -1,4 +1,5 @@
 import { memo, useEffect, useRef, useState } from 'react';
+import { webSources, type WebSource } from '@skald/contracts/web-sources';
 import { useCodeBlocks } from './polish/code-blocks';
 import type { Item } from './chat-state';
 import { describeDecision, describeScope, describeSecs, expiryFromNow, type SessionApproval } from './scopes';
@@ -230,18 +231,47 @@ const STATUS_TEXT: Record<Extract<Item, { kind: 'tool' }>['status'], string> = {
   rejected: 'rejected',
 };
 
+/** The pages a finished web tool read or found, each with its URL (links open outside the app). */
+export function SourceList({ sources, depth }: { sources: readonly WebSource[]; depth: number }) {
+  if (sources.length === 0) return null;
+  return (
+    <nav className="card sources" aria-label="Sources" style={{ marginLeft: `${depth * 1.25}rem` }}>
+      <ol>
+        {sources.map((s, i) => (
+          <li key={`${i}:${s.url}`}>
+            <a href={s.url} target="_blank" rel="noopener noreferrer nofollow">
+              <span className="source-title">{s.title}</span>
+              <span className="source-url">{s.url}</span>
+            </a>
+          </li>
+        ))}
+      </ol>
+    </nav>
+  );
+}
+
 export function ToolCard({ tool }: { tool: Extract<Item, { kind: 'tool' }> }) {
   const text = tool.status === 'running' || tool.status === 'awaiting' ? tool.output : tool.result || tool.output;
+  const sources = tool.status === 'done' ? webSources(tool.name, tool.result) : [];
   return (
-    <details
-      className={`card tool ${tool.status}`}
-      style={{ marginLeft: `${tool.depth * 1.25}rem` }}
-      open={tool.status === 'running' && tool.output !== ''}
-    >
-      <summary>
-        <span className="tool-label">{tool.label}</span> <span className="status">{STATUS_TEXT[tool.status]}</span>
-      </summary>
-      {text ? <pre className="output">{text}</pre> : null}
-    </details>
+    <>
+      <details
+        className={`card tool ${tool.status}`}
+        style={{ marginLeft: `${tool.depth * 1.25}rem` }}
+        open={tool.status === 'running' && tool.output !== ''}
+      >
+        <summary>
+          <span className="tool-label">{tool.label}</span> <span className="status">{STATUS_TEXT[tool.status]}</span>
+          {sources.length > 0 ? (
+            <span className="source-count">
+              {' '}
+              · {sources.length} source{sources.length === 1 ? '' : 's'}
+            </span>
+          ) : null}
+        </summary>
+        {text ? <pre className="output">{text}</pre> : null}
+      </details>
+      <SourceList sources={sources} depth={tool.depth} />
+    </>
   );
 }

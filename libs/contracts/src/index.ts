@@ -12,6 +12,7 @@ export * from './agents';
 export * from './scheduler';
 export * from './access';
 export * from './tool-paths';
+export * from './web-sources';
 export * from './run-context';
 export * from './user-caps';
 export * from './server-frame';

@@ -269,7 +269,13 @@ export type McpToolDef = z.infer<typeof McpToolDef>;
 
 /**
  * The session worker's question each round: which groups `activate_tools` may grant (the user's
- * enabled servers) and the tools of the granted ones.
+ * enabled servers), the tools of the granted ones, and the built-in tools the runner cannot run
+ * for want of configuration (`web_search` without a search backend): those are not offered.
  */
 export const McpCatalogRequest = z.object({ actor: Actor, session_id: Id, granted: z.array(z.string()).max(64) });
-export const McpCatalogReply = z.object({ groups: z.array(z.string()), tools: z.array(McpToolDef) });
+export const McpCatalogReply = z.object({
+  groups: z.array(z.string()),
+  tools: z.array(McpToolDef),
+  /** Absent from an older runner: every built-in tool is offered. */
+  unavailable_builtins: z.array(z.string().max(64)).max(64).default([]),
+});

@@ -1,4 +1,4 @@
-import { effectiveCallPaths, parentDirectory, PATH_TOOLS, resolveToolPath } from '@skald/contracts';
+import { effectiveCallPaths, parentDirectory, PATH_TOOLS, resolveToolPath, webDomainForm } from '@skald/contracts';
 import type { GateInput } from './gate-input';
 import { RULE_PATH_MAX_CHARS } from './rule-glob';
 
@@ -28,9 +28,12 @@ export function normalisePath(raw: string, workingDirectory: string = WORKSPACE)
  * The effective paths of a call, exactly as the tool runner resolves them: file tools' `path`
  * against the `workdir` argument or the session's working directory, `execute_cmd`'s working
  * directory. Any other tool with a string `path` argument is judged by that path resolved the
- * same way. Null entries are paths the runner refuses.
+ * same way; `web_fetch` is judged by its URL's domain form (`web:docs.python.org`). Null entries are
+ * paths the runner refuses.
  */
 export function callPaths(input: GateInput): Array<string | null> {
+  // A fetched URL is judged by its domain form (`web:<host>`): the only host the runner contacts.
+  if (input.toolName === 'web_fetch') return [webDomainForm(input.arguments.url)];
   const wd = input.runContext?.workingDirectory ?? null;
   const args = input.arguments;
   const known = PATH_TOOLS.includes(input.toolName) || input.toolName === 'execute_cmd';

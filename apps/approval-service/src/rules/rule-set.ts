@@ -1,9 +1,9 @@
 import { posix } from 'node:path';
-import { compileToolPattern as compileSharedToolPattern, ToolPatternError } from '@skald/contracts';
+import { compileToolPattern as compileSharedToolPattern, ToolPatternError, WEB_DOMAIN_PREFIX } from '@skald/contracts';
 import { CommandPattern, compileCommandWords, patternWords } from './command-match';
 import { scopesOf, type GateInput, type RuleAction, type RuleRow } from './gate-input';
 import { isMemoryPath, WORKSPACE } from './gate-paths';
-import { pathGlob } from './rule-glob';
+import { anyCharsGlob, pathGlob } from './rule-glob';
 
 // Rules compiled once into matchers, and the rule set the gate evaluates: its order per security
 // group and its memo of tool visibility.
@@ -45,11 +45,25 @@ export function compileToolPattern(pattern: string): (name: string) => boolean {
   }
 }
 
-/** `*` alone: any path; `dir/*`: dir and its whole subtree; otherwise `*` within a segment, `**` across. */
+/** A domain pattern's host part: the characters of a host name as the URL parser writes it, and `*`. */
+const DOMAIN_PATTERN = /^[a-z0-9.*_\-[\]:]{1,253}$/;
+
+/**
+ * `*` alone: any path; `dir/*`: dir and its whole subtree; otherwise `*` within a segment, `**` across.
+ * `web:<host glob>` judges a web tool's URL by its domain form (`web:*.python.org`): it never
+ * matches a file, and a file pattern never matches a domain form.
+ */
 export function compilePathPattern(pattern: string): (path: string) => boolean {
   const p = pattern.trim();
   if (p === '*' || p === '**') return () => true;
   if (p.length === 0 || p.includes('\0')) throw new RuleCompileError('path_pattern', 'empty path pattern');
+  if (p.toLowerCase().startsWith(WEB_DOMAIN_PREFIX)) {
+    const host = p.slice(WEB_DOMAIN_PREFIX.length).toLowerCase();
+    if (!DOMAIN_PATTERN.test(host))
+      throw new RuleCompileError('path_pattern', `domain pattern ${p}: web: and a host name, * any characters`);
+    const glob = anyCharsGlob(host);
+    return (value) => value.startsWith(WEB_DOMAIN_PREFIX) && glob.test(value.slice(WEB_DOMAIN_PREFIX.length));
+  }
   if (p.split('/').includes('..')) throw new RuleCompileError('path_pattern', `".." in path pattern ${p}`);
   const anchored = isMemoryPath(p) || p.startsWith('/') ? p : `${WORKSPACE}/${p}`;
   if (anchored.endsWith('/*') && !anchored.slice(0, -2).includes('*')) {

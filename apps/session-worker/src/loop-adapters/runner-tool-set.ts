@@ -59,9 +59,15 @@ export class RunnerToolSet implements ToolSetPort {
    * loop's business (`GatePort.visibleTools`), for these and its own tools alike.
    */
   async definitions(ctx: ToolContext): Promise<ToolSpec[]> {
-    const mcp = ctx.grants.length > 0 ? (await this.mcpCatalog(ctx, ctx.grants)).tools : [];
+    const catalog = await this.mcpCatalog(ctx, ctx.grants);
+    const mcp = ctx.grants.length > 0 ? catalog.tools : [];
     for (const t of mcp) this.mcpTools.set(t.name, t);
-    const builtins: ToolSpec[] = BUILTIN_TOOLS.filter((t) => t.offeredAt.root || t.offeredAt.subAgents).map((t) => ({
+    // What the runner cannot run for want of configuration (web_search without a backend) is not offered.
+    const unavailable = new Set(catalog.unavailable_builtins);
+    const offered = BUILTIN_TOOLS.filter(
+      (t) => (t.offeredAt.root || t.offeredAt.subAgents) && !unavailable.has(t.name),
+    );
+    const builtins: ToolSpec[] = offered.map((t) => ({
       definition: {
         type: 'function',
         function: { name: t.name, description: t.description, parameters: t.parameters },
@@ -86,7 +92,10 @@ export class RunnerToolSet implements ToolSetPort {
   }
 
   /** The user's MCP groups and the tools of the granted ones; none while the runner is unreachable. */
-  private async mcpCatalog(ctx: ToolContext, granted: string[]): Promise<{ groups: string[]; tools: McpToolDef[] }> {
+  private async mcpCatalog(
+    ctx: ToolContext,
+    granted: string[],
+  ): Promise<{ groups: string[]; tools: McpToolDef[]; unavailable_builtins: string[] }> {
     try {
       return await this.bus.call('mcp.catalog', {
         actor: { userId: ctx.userId, role: this.role },
@@ -94,7 +103,7 @@ export class RunnerToolSet implements ToolSetPort {
         granted: granted.slice(0, 64),
       });
     } catch {
-      return { groups: [], tools: [] };
+      return { groups: [], tools: [], unavailable_builtins: [] };
     }
   }
 

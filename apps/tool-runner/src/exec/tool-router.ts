@@ -17,6 +17,7 @@ import { McpService } from '../mcp/mcp.service';
 import { ToolError } from '../tool-error';
 import { parseMemoryPath } from '../memory/memory-path';
 import { isMemoryPath } from '../workspace/workspace-path';
+import { WebToolsService } from '../web/web-tools.service';
 import { ToolContext, ToolOutput } from './tool-context';
 
 /** A built-in tool's implementation: its arguments already parsed with the registry's schema. */
@@ -44,10 +45,15 @@ export class ToolRouter {
     commands: ExecuteCmdService,
     @Optional() memory?: MemoryToolsService,
     @Optional() private readonly mcp?: McpService,
+    @Optional() private readonly web?: WebToolsService,
   ) {
     const mem = (): MemoryToolsService => {
       if (!memory) throw new ToolError('unavailable', MEMORY_UNAVAILABLE);
       return memory;
+    };
+    const webTools = (): WebToolsService => {
+      if (!web) throw new ToolError('unavailable', 'the web tools are not available on this tool runner');
+      return web;
     };
     /**
      * Same tool, two homes: the memory documents when its path arguments name memory documents,
@@ -137,6 +143,8 @@ export class ToolRouter {
       ),
       execute_cmd: (c, a) => commands.execute(c, a),
       memory_search: (c, a) => mem().search(c, a.query),
+      web_fetch: (c, a) => webTools().fetch(c, a),
+      web_search: (c, a) => webTools().search(c, a),
       open_file: fileTool(
         'open_file',
         (c, a) => files.openFile(c, a),
@@ -153,6 +161,11 @@ export class ToolRouter {
   /** Built-in names this runner executes: every registry entry, in registry order. */
   get names(): string[] {
     return BUILTIN_TOOLS.map((t) => t.name).filter((n) => Object.hasOwn(this.handlers, n));
+  }
+
+  /** Built-in tools this runner would refuse for want of configuration: not offered to the model. */
+  get unavailable(): string[] {
+    return this.web?.searchOffered ? [] : ['web_search'];
   }
 
   async route(name: string, ctx: ToolContext, args: Record<string, unknown>): Promise<ToolOutput> {

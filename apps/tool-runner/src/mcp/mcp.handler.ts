@@ -1,5 +1,6 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnModuleInit, Optional } from '@nestjs/common';
 import { Bus } from '@skald/messaging/bus-port';
+import { WebToolsService } from '../web/web-tools.service';
 import { McpService } from './mcp.service';
 
 /** NATS edge of MCP: the gateway's `mcp.servers.*` (the caller's own servers) and the worker's `mcp.catalog`. */
@@ -8,6 +9,7 @@ export class McpHandler implements OnModuleInit {
   constructor(
     private readonly bus: Bus,
     private readonly mcp: McpService,
+    @Optional() private readonly web?: WebToolsService,
   ) {}
 
   onModuleInit(): void {
@@ -18,6 +20,9 @@ export class McpHandler implements OnModuleInit {
       await this.mcp.delete(req.actor, req.name);
       return { deleted: true as const };
     });
-    this.bus.handle('mcp.catalog', (req) => this.mcp.catalog(req.actor, req.granted));
+    this.bus.handle('mcp.catalog', async (req) => ({
+      ...(await this.mcp.catalog(req.actor, req.granted)),
+      unavailable_builtins: this.web?.searchOffered ? [] : ['web_search'],
+    }));
   }
 }

@@ -178,7 +178,7 @@ describe('MCP servers through the tool runner', () => {
 
   it('another user sees none of it and cannot call it', async () => {
     expect(await list(bob)).toEqual([]);
-    expect(await catalog(bob, ['everything'])).toEqual({ groups: [], tools: [] });
+    expect(await catalog(bob, ['everything'])).toEqual({ groups: [], tools: [], unavailable_builtins: ['web_search'] });
     expect(await exec(bob, 'mcp__everything__get-sum', { a: 1, b: 1 })).toEqual({
       status: 'failed',
       error: 'mcp__everything__get-sum: no enabled MCP server of yours provides this tool',

@@ -1,7 +1,16 @@
 import { z } from 'zod';
 
 /** What the approval rules, the agents' tool filters and the security console group a tool under. */
-export const TOOL_CATEGORIES = ['filesystem', 'shell', 'mcp', 'agents', 'plumbing', 'system', 'dynamic'] as const;
+export const TOOL_CATEGORIES = [
+  'filesystem',
+  'shell',
+  'web',
+  'mcp',
+  'agents',
+  'plumbing',
+  'system',
+  'dynamic',
+] as const;
 export type ToolCategory = (typeof TOOL_CATEGORIES)[number];
 
 /** `write` changes the workspace, memory or the world; `read` does not. */

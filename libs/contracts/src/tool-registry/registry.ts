@@ -18,6 +18,8 @@ import { openFile } from './open-file.tool';
 import { readFile } from './read-file.tool';
 import { replaceLines } from './replace-lines.tool';
 import { searchFile } from './search-file.tool';
+import { webFetch } from './web-fetch.tool';
+import { webSearch } from './web-search.tool';
 import { writeFile } from './write-file.tool';
 
 export const BUILTIN_TOOLS = [
@@ -34,6 +36,8 @@ export const BUILTIN_TOOLS = [
   executeCmd,
   memorySearch,
   openFile,
+  webFetch,
+  webSearch,
 ] as const;
 
 export type BuiltinToolDefinition = (typeof BUILTIN_TOOLS)[number];

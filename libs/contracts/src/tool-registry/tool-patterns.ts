@@ -24,6 +24,7 @@ export const TOOL_GROUP_DESCRIPTIONS = {
   '@read_only': 'every built-in or loop tool that changes neither the workspace, memory nor the world',
   '@filesystem': 'the tools of category filesystem',
   '@shell': 'the tools of category shell',
+  '@web': "the tools that reach the web from the tool runner (judged by the URL's domain form `web:<host>`)",
   '@mcp': 'every MCP tool (`mcp__<server>__<tool>`)',
   '@agents': 'the tools that delegate to another agent',
   '@plumbing': "the tools of the loop's own bookkeeping",

@@ -263,7 +263,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
                 send={sendFrame}
                 busy={state.running}
               >
-                {i.attachments ? <AttachmentChips attachments={i.attachments} onOpen={setViewing} /> : null}
+                {i.attachments ? <AttachmentChips attachments={i.attachments} onOpen={setViewing} api={api} /> : null}
               </UserMessage>
             ) : i.kind === 'file' ? (
               <p className="file-event">

@@ -126,5 +126,5 @@ export function imageResultText(path: string, description: string): string {
 export function imageResultPath(resultType: string | null, result: string | null): string | null {
   if (resultType !== IMAGE_RESULT_TYPE || result === null) return null;
   const match = /^(\/workspace\/[^\n]*?) is an image \(/.exec(result);
-  return match ? match[1] : null;
+  return match?.[1] ?? null;
 }

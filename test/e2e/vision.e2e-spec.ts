@@ -262,7 +262,13 @@ describe('images to vision models', () => {
         await page.getByText(`A blue screen ${m}`).waitFor();
         await page.getByLabel('Model').selectOption('blind');
         await page.getByText('Cannot see images').waitFor();
+        // an image in the draft for a model that cannot see it: the notice says so in words
+        await page
+          .getByLabel('Files to attach')
+          .setInputFiles({ name: 'next.png', mimeType: 'image/png', buffer: png });
+        await page.getByText('The model cannot see images: it is told only the paths of attached images.').waitFor();
         await shot(page, `vision-thumbnails-${label}`);
+        expect(await seriousViolations(page)).toEqual([]);
         await page.getByLabel('Model').selectOption('eyes');
         await page.getByText('Sees images').waitFor();
         expect(await seriousViolations(page)).toEqual([]);

@@ -82,7 +82,7 @@ describe('images for vision clients', () => {
     await h.run({ kind: 'message', content: 'second', attachments: [png('c.png')] });
     const sent = h.model.calls[1].messages.filter((m) => m.role === 'user');
     expect(sent[0].content).toEqual([
-      { type: 'text', text: expect.stringContaining('first') },
+      { type: 'text', text: expect.stringContaining('first') as string },
       {
         type: 'text',
         text: '[Image /workspace/uploads/a.png not shown: only the newest 2 images are sent with a request. Read it again with read_file if you need to see it.]',
@@ -90,7 +90,7 @@ describe('images for vision clients', () => {
       { type: 'image_url', image_url: { url: dataUrl('/workspace/uploads/b.png') } },
     ]);
     expect(sent[1].content).toEqual([
-      { type: 'text', text: expect.stringContaining('second') },
+      { type: 'text', text: expect.stringContaining('second') as string },
       { type: 'image_url', image_url: { url: dataUrl('/workspace/uploads/c.png') } },
     ]);
     expect(images.loads.slice(2).map((l) => l.path)).toEqual(['/workspace/uploads/b.png', '/workspace/uploads/c.png']);
@@ -101,7 +101,7 @@ describe('images for vision clients', () => {
     images.broken.set('/workspace/uploads/fake.png', 'it is not an image in a format this service reads');
     await h.run({ kind: 'message', content: 'look', attachments: [png('fake.png')] });
     expect(lastUser(h.model.calls[0].messages).content).toEqual([
-      { type: 'text', text: expect.stringContaining('look') },
+      { type: 'text', text: expect.stringContaining('look') as string },
       {
         type: 'text',
         text: '[Image /workspace/uploads/fake.png not shown: it is not an image in a format this service reads]',
@@ -175,7 +175,7 @@ describe('images for vision clients', () => {
     await h.run({ kind: 'message', content: 'second', attachments: [png('new.png')] });
     const sent = h.model.calls[1].messages.filter((m) => m.role === 'user');
     expect(sent[0].content).toEqual([
-      { type: 'text', text: expect.stringContaining('first') },
+      { type: 'text', text: expect.stringContaining('first') as string },
       {
         type: 'text',
         text: `[Image /workspace/uploads/old.png not shown: it does not fit in the context budget of ${IMAGE_TOKENS + 400} tokens. Read it again with read_file if you need to see it.]`,

@@ -251,12 +251,12 @@ function resolveVision(raw: unknown, bad: (msg: string) => void): LlmVisionLimit
       bad(`.${key}: unknown setting`);
       continue;
     }
-    const { min, max } = VISION_LIMIT_BOUNDS[name as keyof LlmVisionLimits];
+    const { min, max } = VISION_LIMIT_BOUNDS[name];
     if (!(Number.isInteger(value) && (value as number) >= min && (value as number) <= max)) {
       bad(`.${key}: expected an integer from ${min} to ${max}`);
       continue;
     }
-    limits[name as keyof LlmVisionLimits] = value as number;
+    limits[name] = value as number;
   }
   return limits;
 }

@@ -13,11 +13,14 @@ export function ModelPicker({
   source,
   send,
   subscribe,
+  imagesAttached = false,
 }: {
   api: Api;
   source: string;
   send: (f: Outgoing) => boolean;
   subscribe: (on: (f: ServerFrame) => void) => () => void;
+  /** The draft carries images: a model that cannot see them says so in words, not only a tag. */
+  imagesAttached?: boolean;
 }) {
   const [list, setList] = useState<LlmClientList | null>(null);
   const load = useCallback(() => {
@@ -43,8 +46,8 @@ export function ModelPicker({
     <>
       {picker}
       {hint ? (
-        <span className={`vision-hint ${hint.sees}`} title={hint.title}>
-          {hint.text}
+        <span className={`vision-hint ${hint.sees}`} title={hint.title} role="status">
+          {imagesAttached && hint.sees !== 'yes' ? hint.title : hint.text}
         </span>
       ) : null}
     </>

@@ -26,6 +26,8 @@ import { ToolRouter } from './exec/tool-router';
 import { ToolsExecHandler } from './exec/tools-exec.handler';
 import { FileToolsService } from './files/file-tools.service';
 import { PATTERN_POOL_OPTIONS, PatternPool } from './patterns/pattern-pool';
+import { ImagesHandler } from './images/images.handler';
+import { ImagesService } from './images/images.service';
 import { WorkspaceFilesHandler } from './uploads/workspace-files.handler';
 import { UPLOAD_OPTIONS, UploadOptions, WorkspaceFilesService } from './uploads/workspace-files.service';
 import { PgWorkspaceLock } from './workspace/pg-workspace-lock';
@@ -117,6 +119,8 @@ export class AppModule {
         PreviewHandler,
         WorkspaceFilesService,
         WorkspaceFilesHandler,
+        ImagesService,
+        ImagesHandler,
       ],
     };
   }

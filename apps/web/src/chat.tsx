@@ -25,6 +25,9 @@ import {
   useFileDrop,
 } from './files/attachments';
 
+/** Attachments a vision model is given as images (the composer warns when the model cannot see them). */
+const IMAGE_NAME = /\.(png|jpe?g|webp|gif)$/i;
+
 /** The conversation of one source: stream, tool cards, inline approvals, stop, steer/queue/interrupt. */
 export function Chat({ api, source, hub }: { api: Api; source: string; hub?: FrameHub }) {
   const [state, dispatch] = useReducer(chatReducer, initialChat);
@@ -263,7 +266,7 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
                 send={sendFrame}
                 busy={state.running}
               >
-                {i.attachments ? <AttachmentChips attachments={i.attachments} onOpen={setViewing} /> : null}
+                {i.attachments ? <AttachmentChips attachments={i.attachments} onOpen={setViewing} api={api} /> : null}
               </UserMessage>
             ) : i.kind === 'file' ? (
               <p className="file-event">
@@ -379,7 +382,15 @@ export function Chat({ api, source, hub }: { api: Api; source: string; hub?: Fra
             ))}
           </fieldset>
         ) : null}
-        {hub ? <ModelPicker api={api} source={source} send={sendFrame} subscribe={hub.subscribe} /> : null}
+        {hub ? (
+          <ModelPicker
+            api={api}
+            source={source}
+            send={sendFrame}
+            subscribe={hub.subscribe}
+            imagesAttached={attachments.pending.some((p) => IMAGE_NAME.test(p.name))}
+          />
+        ) : null}
         <AttachButton onFiles={attachments.add} />
         <PendingChips at={attachments} />
         <button type="submit" disabled={attachments.uploading}>

@@ -80,7 +80,7 @@ function generatePlan(rand: () => number): Plan {
 function systemText(m: WireMessage): string {
   return typeof m.content === 'string'
     ? m.content
-    : (m.content ?? []).map((p) => (typeof p === 'string' ? p : p.text)).join('');
+    : (m.content ?? []).map((p) => (typeof p === 'string' ? p : 'text' in p ? p.text : '')).join('');
 }
 
 function responder(plan: Plan): (req: RecordedLlmCall) => ScriptStep {

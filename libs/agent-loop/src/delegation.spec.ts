@@ -3,7 +3,7 @@ import { agent, LoopHarness, type RecordedLlmCall, type ScriptStep } from './tes
 const toolNames = (c: RecordedLlmCall): string[] => c.tools.map((t) => t.function.name);
 const systemOf = (c: RecordedLlmCall): string => {
   const s = c.messages[0].content;
-  return typeof s === 'string' ? s : (s?.[0]?.text ?? '');
+  return typeof s === 'string' ? s : s?.[0] && 'text' in s[0] ? s[0].text : '';
 };
 
 describe('sub-agents', () => {

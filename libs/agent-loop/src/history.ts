@@ -64,6 +64,7 @@ export async function buildFrameContext(
     maxHistoryMessages: config.compaction ? null : config.maxHistoryMessages,
     maxToolResultChars: config.maxToolResultChars,
     contextBudgetTokens: config.contextBudgetTokens,
+    ...(deps.images ? { resultImage: (call) => deps.images?.resultImage(call) ?? null } : {}),
     dynamicTail: dynamicTail({
       memoryContext,
       extraPrompts: root ? session.runContext.systemPrompt : [],

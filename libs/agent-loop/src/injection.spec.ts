@@ -31,7 +31,11 @@ describe('mid-turn injection', () => {
     });
     const outcome = await h.run('start');
     expect(outcome.kind).toBe('final');
-    expect(h.model.calls[0].messages.some((m) => m.role === 'user' && m.content.includes('mid-call'))).toBe(false);
+    expect(
+      h.model.calls[0].messages.some(
+        (m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes('mid-call'),
+      ),
+    ).toBe(false);
     expect(h.model.calls[1].messages.some((m) => m.role === 'user' && m.content === 'mid-call')).toBe(true);
   });
 

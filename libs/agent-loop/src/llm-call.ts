@@ -7,6 +7,7 @@
  * error is not retriable, `llm_failed`. A stop aborts a call and a wait alike. A refusal of the
  * port (`admit`, e.g. a used-up budget) fails the round before any client is tried.
  */
+import { fitImages } from './images';
 import { retryDelayMs, sleep } from './llm-retry';
 import { LlmError, type LlmCallContext, type LlmClientDescriptor, type LlmResponse } from './ports';
 import { ABORTED, raceAbort } from './signals';
@@ -50,12 +51,14 @@ export async function callModel(
   }
   let messages = await build(client.cacheControl);
   const result = await withLlmResilience(fctx, client, select, {
-    attempt: (c) => {
+    attempt: async (c) => {
       // Where each delta starts in its kind's text of this call (a call tried again starts at 0).
       const at = { content: 0, reasoning: 0 };
+      // Images as this client takes them (each client of a fallback has its own vision and limits).
+      const sent = await fitImages(messages, c, deps.images, session.userId, fctx.signal);
       return deps.llm.stream(
         c,
-        { messages, tools },
+        { messages: sent, tools },
         fctx.signal,
         (d) => {
           const offset = at[d.kind];

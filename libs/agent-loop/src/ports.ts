@@ -395,6 +395,34 @@ export interface LlmClientDescriptor {
   name: string;
   /** The provider wants `cache_control` blocks on the static system prompt. */
   cacheControl: boolean;
+  /** The model sees images, within these limits; null / absent: it cannot (images are left out). */
+  vision?: VisionLimits | null;
+}
+
+/** What a vision client takes: images are resized and re-encoded to fit (`ImagePort.load`). */
+export interface VisionLimits {
+  /** Longest side of an image, in pixels. */
+  maxSide: number;
+  /** Bytes of one encoded image (before base64). */
+  maxBytes: number;
+  /** Images in one request: the newest are sent, older ones become a marker. */
+  maxImages: number;
+}
+
+/** One workspace image, ready for a vision client, or why it cannot be shown. */
+export type LoadedImage =
+  { ok: true; dataUrl: string; width: number; height: number; bytes: number } | { ok: false; reason: string };
+
+/**
+ * Images for vision clients. The loop only refers to images by workspace path (an attachment, a
+ * `read_file` result); the service behind this port reads, decodes, resizes and re-encodes them
+ * (never the loop).
+ */
+export interface ImagePort {
+  /** The workspace image a stored tool result shows (a `read_file` of an image), or null. */
+  resultImage(call: Pick<ToolCallRow, 'name' | 'status' | 'resultType' | 'result'>): string | null;
+  /** The image at `path` (an absolute `/workspace/…` path) of `userId`, fitted to `limits`. */
+  load(request: { userId: string; path: string; limits: VisionLimits }, signal: AbortSignal): Promise<LoadedImage>;
 }
 
 export interface LlmToolCall {
@@ -598,6 +626,8 @@ export interface LoopDeps {
   events: EventSink;
   catalog: AgentCatalogPort;
   clock: ClockPort;
+  /** Images for vision clients; absent: no image reaches any model (as for a client without vision). */
+  images?: ImagePort;
   ids: IdsPort;
   /** Absent → `execute_task` mode async fails with a clear error. */
   tasks?: AsyncTaskPort;

@@ -177,11 +177,22 @@ describe('projection', () => {
   it('coalesces consecutive user/agent rows into one user message and adds the attachment block on the fly', () => {
     const withFile = row('user', 'see file', { attachments: [{ path: '/workspace/uploads/a.png', name: 'a.png' }] });
     const out = projectMessages(input({ messages: [row('user', 'first'), withFile, row('agent', 'from agent')] }));
+    const text =
+      'first\n\nsee file\n\n[SYSTEM INFO] The user attached a file:\n- /workspace/uploads/a.png\n\nfrom agent';
+    // The image is a reference here: before each call the loop makes it an image (vision) or drops it.
     expect(out[1]).toEqual({
       role: 'user',
-      content: 'first\n\nsee file\n\n[SYSTEM INFO] The user attached a file:\n- /workspace/uploads/a.png\n\nfrom agent',
+      content: [
+        { type: 'text', text },
+        { type: 'image_ref', path: '/workspace/uploads/a.png' },
+      ],
     });
     expect(withFile.content).toBe('see file');
+    const doc = row('user', 'see doc', { attachments: [{ path: '/workspace/uploads/a.pdf', name: 'a.pdf' }] });
+    expect(projectMessages(input({ messages: [doc] }))[1]).toEqual({
+      role: 'user',
+      content: 'see doc\n\n[SYSTEM INFO] The user attached a file:\n- /workspace/uploads/a.pdf',
+    });
   });
 
   it('excludes failed rows', () => {

@@ -5,9 +5,25 @@
  */
 import { projectedArguments, projectedToolName } from './call-checks';
 import { formatZonedDateTime } from './datetime';
-import { cutToolResult, hiddenToolResult, INTERRUPTED_AFTER_START, INTERRUPTED_BEFORE_START } from './texts';
-import { CHARS_PER_TOKEN, estimateTokens } from './tokens';
-import type { Attachment, MessageRow, ScratchpadNote, ToolCallRow, WireMessage } from './types';
+import { isImageAttachment } from './images';
+import {
+  cutToolResult,
+  hiddenToolImage,
+  hiddenToolResult,
+  imageOverBudget,
+  INTERRUPTED_AFTER_START,
+  INTERRUPTED_BEFORE_START,
+} from './texts';
+import { CHARS_PER_TOKEN, estimateTokens, IMAGE_TOKENS } from './tokens';
+import type {
+  Attachment,
+  MessageRow,
+  ScratchpadNote,
+  ToolCallRow,
+  WireImageRef,
+  WireMessage,
+  WireUserPart,
+} from './types';
 
 export interface ProjectionInput {
   /** The agent's static prompt (may contain `__KEY__` sentinels). */
@@ -28,6 +44,11 @@ export interface ProjectionInput {
   tailReminder: string | null;
   /** Cut the largest tool results (with a notice) until the messages fit; null = no limit. */
   contextBudgetTokens?: number | null;
+  /**
+   * The workspace image a stored tool result shows (`ImagePort.resultImage`); absent: none. Image
+   * attachments and these become `image_ref` parts (see `images.ts`).
+   */
+  resultImage?: (call: ToolCallRow) => string | null;
 }
 
 /** The context in the spec's order, part by part (what `/context` reports). */
@@ -98,6 +119,14 @@ function userContent(row: MessageRow): string {
   return row.content;
 }
 
+/** The image attachments of a row, as references (the attachment block names them already). */
+function attachmentImages(row: MessageRow): WireImageRef[] {
+  return (row.attachments ?? []).filter(isImageAttachment).map((a) => ({ type: 'image_ref', path: a.path }));
+}
+
+/** What an image counts as, in characters of the loop's measure. */
+const IMAGE_CHARS = IMAGE_TOKENS * CHARS_PER_TOKEN;
+
 export function projectMessages(input: ProjectionInput): WireMessage[] {
   return flattenContext(projectContext(input));
 }
@@ -136,13 +165,22 @@ export function projectContext(input: ProjectionInput): ContextParts {
   });
 
   let pendingUser: string[] = [];
+  let pendingImages: WireImageRef[] = [];
   const flushUser = (): void => {
-    if (pendingUser.length > 0) history.push({ role: 'user', content: pendingUser.join('\n\n') });
+    if (pendingUser.length > 0) {
+      const text = pendingUser.join('\n\n');
+      history.push({
+        role: 'user',
+        content: pendingImages.length > 0 ? [{ type: 'text', text }, ...pendingImages] : text,
+      });
+    }
     pendingUser = [];
+    pendingImages = [];
   };
   rows.forEach((row, i) => {
     if (row.role !== 'assistant') {
       pendingUser.push(userContent(row));
+      pendingImages.push(...attachmentImages(row));
       return;
     }
     flushUser();
@@ -161,15 +199,25 @@ export function projectContext(input: ProjectionInput): ContextParts {
       })),
     });
     const previousTurn = i < currentTurnStart;
+    const images: WireImageRef[] = [];
     for (const call of calls) {
       let content = toolResultContent(call);
       const limit = input.maxToolResultChars;
       if (previousTurn && limit !== null && content.length > limit) {
         content = hiddenToolResult(call.name, content.length, limit);
       }
+      const image = call.status === 'done' ? (input.resultImage?.(call) ?? null) : null;
+      if (image !== null) {
+        // An earlier turn's image is hidden like a tool result longer than the limit.
+        if (previousTurn && limit !== null && IMAGE_CHARS > limit)
+          content += `\n${hiddenToolImage(call.name, IMAGE_CHARS, limit)}`;
+        else images.push({ type: 'image_ref', path: image, label: `The image ${image} (${call.name}):` });
+      }
       toolNames.set(history.length, call.name);
       history.push({ role: 'tool', tool_call_id: call.llmCallId, content });
     }
+    // Tool messages carry text only: their images follow in a user message of image parts alone.
+    if (images.length > 0) history.push({ role: 'user', content: images });
   });
   flushUser();
 
@@ -193,12 +241,49 @@ export function projectContext(input: ProjectionInput): ContextParts {
 }
 
 /**
- * Cuts the largest tool results, each with a notice, until the messages fit the budget (a result
- * keeps at least `MIN_CUT_RESULT_CHARS`). Nothing else is touched: if the rest alone is too big,
- * that is compaction's job.
+ * Makes the messages fit the budget: first older images leave (oldest first, each replaced by a
+ * marker), then the largest tool results are cut, each with a notice (a result keeps at least
+ * `MIN_CUT_RESULT_CHARS`), then the images of the latest message that has any. Nothing else is
+ * touched: if the rest alone is too big, that is compaction's job.
  */
 function fitBudget(parts: ContextParts, budgetTokens: number, toolNames: Map<number, string>): void {
-  let over = (estimateTokens(flattenContext(parts)) - budgetTokens) * CHARS_PER_TOKEN;
+  const overBy = (): number => (estimateTokens(flattenContext(parts)) - budgetTokens) * CHARS_PER_TOKEN;
+  if (overBy() <= 0) return;
+  const withImages = parts.history
+    .map((m, i) => (m.role === 'user' && typeof m.content !== 'string' && m.content.some(isImageRef) ? i : -1))
+    .filter((i) => i >= 0);
+  const latest = withImages.pop();
+  dropImages(parts, withImages, budgetTokens, overBy);
+  cutToolResults(parts, budgetTokens, toolNames, overBy());
+  if (latest !== undefined) dropImages(parts, [latest], budgetTokens, overBy);
+}
+
+function isImageRef(p: WireUserPart): p is WireImageRef {
+  return p.type === 'image_ref';
+}
+
+/** Replaces the image references of `indexes` (in order) by a marker while the messages are over budget. */
+function dropImages(parts: ContextParts, indexes: number[], budgetTokens: number, overBy: () => number): void {
+  for (const i of indexes) {
+    const message = parts.history[i] as Extract<WireMessage, { role: 'user' }>;
+    const content = [...(message.content as WireUserPart[])];
+    for (let k = 0; k < content.length; k++) {
+      if (overBy() <= 0) return;
+      const part = content[k];
+      if (!isImageRef(part)) continue;
+      content[k] = { type: 'text', text: imageOverBudget(part.path, budgetTokens) };
+      parts.history[i] = { ...message, content: [...content] };
+    }
+  }
+}
+
+function cutToolResults(
+  parts: ContextParts,
+  budgetTokens: number,
+  toolNames: Map<number, string>,
+  overAtStart: number,
+): void {
+  let over = overAtStart;
   if (over <= 0) return;
   const tools = [...toolNames.keys()].sort(
     (a, b) => (parts.history[b].content as string).length - (parts.history[a].content as string).length,

@@ -64,3 +64,23 @@ export const INTERRUPTED_DELEGATION_ERROR =
 export function preview(text: string, max = 200): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
+
+/** An image left out of a request because a vision client takes only `maxImages` (the oldest go first). */
+export function imageOverCount(path: string, maxImages: number): string {
+  return `[Image ${path} not shown: only the newest ${maxImages} images are sent with a request. Read it again with read_file if you need to see it.]`;
+}
+
+/** An image the service could not make ready for the model (not an image, corrupt, too large…). */
+export function imageNotShown(path: string, reason: string): string {
+  return `[Image ${path} not shown: ${reason}]`;
+}
+
+/** An image left out so that the request fits the context budget (the oldest go first). */
+export function imageOverBudget(path: string, budgetTokens: number): string {
+  return `[Image ${path} not shown: it does not fit in the context budget of ${budgetTokens} tokens. Read it again with read_file if you need to see it.]`;
+}
+
+/** An earlier turn's tool-result image, hidden like a tool result longer than the limit. */
+export function hiddenToolImage(name: string, imageChars: number, limit: number): string {
+  return `[Image of \`${name}\` hidden: an image counts as ${imageChars} chars, exceeding the ${limit}-char limit for earlier turns' tool results. Call the tool again if you need to see it.]`;
+}

@@ -403,9 +403,31 @@ export interface WireToolCall {
   function: { name: string; arguments: string };
 }
 
+/** An image as the model receives it: a `data:` URL (never a remote URL). */
+export interface WireImagePart {
+  type: 'image_url';
+  image_url: { url: string };
+}
+
+/**
+ * A workspace image the projection refers to (an image attachment, a `read_file` of an image).
+ * Never sent: before each model call the loop turns it into a `WireImagePart` (a client that can
+ * see images, through `ImagePort`), a text marker (over the client's limits, or unreadable), or
+ * nothing (a client without vision). `label`: text put before the image for the model (a tool
+ * result's image says which call it came from); none for an attachment, which the attachment
+ * block already names.
+ */
+export interface WireImageRef {
+  type: 'image_ref';
+  path: string;
+  label?: string;
+}
+
+export type WireUserPart = WireTextPart | WireImagePart | WireImageRef;
+
 export type WireMessage =
   | { role: 'system'; content: string | WireTextPart[] }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string | WireUserPart[] }
   | { role: 'assistant'; content: string | null; tool_calls?: WireToolCall[] }
   | { role: 'tool'; tool_call_id: string; content: string };
 

@@ -65,6 +65,8 @@ export const NATS_GRANTS: Record<SkaldService, NatsGrant> = {
       'tools.preview',
       'tools.resolve',
       'tools.memory_turn',
+      // Images of a turn for a vision client (attachments, `read_file` of an image).
+      'tools.image',
       'mcp.servers.list',
       'mcp.catalog',
       'tasks.submit_async',

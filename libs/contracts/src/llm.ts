@@ -22,6 +22,8 @@ export const LlmClientInfo = z.object({
   /** USD per million tokens; null when the operator set no prices. */
   input_cost_per_million: z.number().nullable(),
   output_cost_per_million: z.number().nullable(),
+  /** The model sees images (attachments, `read_file` of an image); false: it is told only their paths. */
+  vision: z.boolean(),
   /** Pinned by the caller for the `source` of the request. */
   pinned: z.boolean(),
 });

@@ -28,6 +28,8 @@ import {
 import {
   FileReadReply,
   FileReadRequest,
+  ToolImageReply,
+  ToolImageRequest,
   FileUploadReply,
   FileUploadRequest,
   MemoryTurnReply,
@@ -536,6 +538,7 @@ export const SUBJECTS = {
   'tools.memory_turn': { request: MemoryTurnRequest, reply: replyOf(MemoryTurnReply), queue: 'tool-runner' },
   'files.upload': { request: FileUploadRequest, reply: replyOf(FileUploadReply), queue: 'tool-runner' },
   'files.read': { request: FileReadRequest, reply: replyOf(FileReadReply), queue: 'tool-runner' },
+  'tools.image': { request: ToolImageRequest, reply: replyOf(ToolImageReply), queue: 'tool-runner' },
   'mcp.servers.list': { request: M.McpServersListRequest, reply: replyOf(M.McpServerList), queue: 'tool-runner' },
   'mcp.servers.create': { request: M.McpServersCreateRequest, reply: replyOf(M.McpServerDto), queue: 'tool-runner' },
   'mcp.servers.update': { request: M.McpServersUpdateRequest, reply: replyOf(M.McpServerDto), queue: 'tool-runner' },

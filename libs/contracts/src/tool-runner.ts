@@ -78,3 +78,53 @@ export const FileReadReply = z.object({
   size: z.number().int().nonnegative(),
   data: z.string(),
 });
+
+/**
+ * Bytes of one image made for a vision client: its base64 (4/3 of it) must fit in one NATS message
+ * (1 MiB by default) with room to spare. A client's `vision.maxBytes` is capped at this.
+ */
+export const MAX_VISION_IMAGE_BYTES = 640 * 1024;
+
+/**
+ * `tools.image` (queue `tool-runner`): a workspace image of the actor made ready for a vision model
+ * — decoded (PNG, JPEG, WebP, GIF's first frame), turned upright, fitted to `max_side` and
+ * `max_bytes`, re-encoded as JPEG with no metadata (EXIF, GPS, XMP, ICC dropped). `ok: false`
+ * names why it cannot be (not an image, corrupt, too many pixels, missing…): the model reads it.
+ */
+export const ToolImageRequest = z.object({
+  actor: Actor,
+  /** As the model names it: `/workspace/…` or relative to it (never a memory document). */
+  path: z.string().max(4096),
+  max_side: z.number().int().min(32).max(8192),
+  max_bytes: z.number().int().min(4096).max(MAX_VISION_IMAGE_BYTES),
+});
+export const ToolImageReply = z.discriminatedUnion('ok', [
+  z.object({
+    ok: z.literal(true),
+    /** The resolved `/workspace/…` path. */
+    path: z.string(),
+    mime: z.literal('image/jpeg'),
+    width: z.number().int().positive(),
+    height: z.number().int().positive(),
+    data: z
+      .string()
+      .max(Math.ceil(MAX_VISION_IMAGE_BYTES / 3) * 4)
+      .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64'),
+  }),
+  z.object({ ok: z.literal(false), reason: z.string().max(2000) }),
+]);
+
+/** `result_type` of a tool result that shows the model a workspace image (`read_file` of an image). */
+export const IMAGE_RESULT_TYPE = 'image';
+
+/** The text of such a result: its first words name the image's path (what `imageResultPath` reads). */
+export function imageResultText(path: string, description: string): string {
+  return `${path} is an image (${description}). A model that can see images is shown it with this result; describe or use it from there.`;
+}
+
+/** The image path a result of type `IMAGE_RESULT_TYPE` shows, or null. */
+export function imageResultPath(resultType: string | null, result: string | null): string | null {
+  if (resultType !== IMAGE_RESULT_TYPE || result === null) return null;
+  const match = /^(\/workspace\/[^\n]*?) is an image \(/.exec(result);
+  return match?.[1] ?? null;
+}

@@ -7,6 +7,7 @@ export {
   type LlmClientConfig,
   type LlmClientDefinition,
   type LlmPricing,
+  type LlmVisionLimits,
 } from './llm-client-config';
 export { CHARS_PER_TOKEN, costOf, estimateInputTokens, estimateOutputTokens, meterCall } from './llm-metering';
 export { ResilientLlmHealthStore, type ResilientHealthOptions } from './llm-health-resilient';

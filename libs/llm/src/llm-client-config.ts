@@ -34,7 +34,33 @@ export interface LlmClientConfig {
   outputCostPerMillion?: number;
   /** Price of a million input tokens served from the provider's cache; default: the input price. */
   cachedInputCostPerMillion?: number;
+  /**
+   * The model sees images: `true` for the default limits, or the limits (`maxSide` px, default
+   * 1568; `maxBytes` of one encoded image, default 524 288, at most 655 360; `maxImages` per
+   * request, default 8). Absent / false: images are left out and the user is told the model cannot
+   * see them.
+   */
+  vision?: boolean | { maxSide?: number; maxBytes?: number; maxImages?: number };
 }
+
+/** What a vision client takes: every image is resized and re-encoded to fit. */
+export interface LlmVisionLimits {
+  /** Longest side, in pixels. */
+  maxSide: number;
+  /** Bytes of one encoded image. */
+  maxBytes: number;
+  /** Images in one request (the newest are sent). */
+  maxImages: number;
+}
+
+/** Anthropic's advice (no resize on its side past 1568 px); OpenAI takes up to 2048 px. */
+export const DEFAULT_VISION_LIMITS: LlmVisionLimits = { maxSide: 1568, maxBytes: 512 * 1024, maxImages: 8 };
+/** Bounds of the limits: one image travels in one NATS message (`tools.image`, base64), so bytes are capped. */
+export const VISION_LIMIT_BOUNDS: Record<keyof LlmVisionLimits, { min: number; max: number }> = {
+  maxSide: { min: 32, max: 8192 },
+  maxBytes: { min: 4096, max: 640 * 1024 },
+  maxImages: { min: 1, max: 100 },
+};
 
 /** USD per million tokens. */
 export interface LlmPricing {
@@ -59,6 +85,8 @@ export interface LlmClientDefinition {
   idleTimeoutMs: number;
   /** null when the operator gave no prices: the cost of its calls is unknown (shown as such). */
   pricing: LlmPricing | null;
+  /** null: the model cannot see images. */
+  vision: LlmVisionLimits | null;
 }
 
 export const DEFAULT_LLM_PRIORITY = 100;
@@ -81,6 +109,11 @@ const ALIASES: Record<string, keyof LlmClientConfig> = {
   output_cost_per_million: 'outputCostPerMillion',
   cached_input_cost_per_million: 'cachedInputCostPerMillion',
 };
+const VISION_ALIASES: Record<string, keyof LlmVisionLimits> = {
+  max_side: 'maxSide',
+  max_bytes: 'maxBytes',
+  max_images: 'maxImages',
+};
 const KEYS = new Set<string>([
   'name',
   'baseUrl',
@@ -98,6 +131,7 @@ const KEYS = new Set<string>([
   'inputCostPerMillion',
   'outputCostPerMillion',
   'cachedInputCostPerMillion',
+  'vision',
 ]);
 
 /**
@@ -175,6 +209,7 @@ function resolveOne(item: unknown, env: NodeJS.ProcessEnv, problem: (msg: string
     );
   if (!priced && c.cachedInputCostPerMillion !== undefined)
     bad(`${label}.cachedInputCostPerMillion: give inputCostPerMillion and outputCostPerMillion too`);
+  const vision = resolveVision(c.vision, (msg) => bad(`${label}.vision${msg}`));
   const apiKey = resolveKey(c.apiKey, c.apiKeyEnv, env, (msg) => bad(`${label}${msg}`));
   if (failed) return null;
   return {
@@ -197,7 +232,33 @@ function resolveOne(item: unknown, env: NodeJS.ProcessEnv, problem: (msg: string
           cachedInputPerMillion: (c.cachedInputCostPerMillion ?? c.inputCostPerMillion) as number,
         }
       : null,
+    vision,
   };
+}
+
+/** `vision`: absent / false → null; true → the defaults; an object → the defaults overridden, each within bounds. */
+function resolveVision(raw: unknown, bad: (msg: string) => void): LlmVisionLimits | null {
+  if (raw === undefined || raw === false) return null;
+  if (raw === true) return { ...DEFAULT_VISION_LIMITS };
+  if (!isPlainObject(raw)) {
+    bad(': expected true, false or an object { maxSide, maxBytes, maxImages }');
+    return null;
+  }
+  const limits = { ...DEFAULT_VISION_LIMITS };
+  for (const [key, value] of Object.entries(raw)) {
+    const name = VISION_ALIASES[key] ?? key;
+    if (!(name in VISION_LIMIT_BOUNDS)) {
+      bad(`.${key}: unknown setting`);
+      continue;
+    }
+    const { min, max } = VISION_LIMIT_BOUNDS[name];
+    if (!(Number.isInteger(value) && (value as number) >= min && (value as number) <= max)) {
+      bad(`.${key}: expected an integer from ${min} to ${max}`);
+      continue;
+    }
+    limits[name] = value as number;
+  }
+  return limits;
 }
 
 function resolveKey(

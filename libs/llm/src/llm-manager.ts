@@ -170,6 +170,7 @@ function describe(client: LlmClientDefinition, health: LlmHealth): LlmClientDesc
     scopes: [...client.scopes],
     priority: client.priority,
     cacheControl: client.cacheControl,
+    vision: client.vision ? { ...client.vision } : null,
     health: health.state,
     consecutiveFailures: health.consecutiveFailures,
   };

@@ -11,6 +11,7 @@ function client(name: string, strength: LlmStrength, extra: Partial<LlmClientDes
     scopes: [],
     priority: 100,
     cacheControl: false,
+    vision: null,
     health: 'healthy',
     consecutiveFailures: 0,
     ...extra,

@@ -1,3 +1,4 @@
+import type { LlmVisionLimits } from './llm-client-config';
 import type { LlmHealthState } from './llm-health';
 import { strengthRank, type LlmStrength } from './llm-strength';
 
@@ -10,6 +11,8 @@ export interface LlmClientDescriptor {
   scopes: string[];
   priority: number;
   cacheControl: boolean;
+  /** null: the model cannot see images. */
+  vision: LlmVisionLimits | null;
   health: LlmHealthState;
   consecutiveFailures: number;
 }

@@ -15,6 +15,7 @@ const client = (over: Partial<LlmClientInfo>): LlmClientInfo => ({
   last_failure_at: null,
   input_cost_per_million: null,
   output_cost_per_million: null,
+  vision: false,
   pinned: false,
   ...over,
 });

@@ -84,6 +84,7 @@ export class LlmService implements LlmAccounting {
         last_failure_at: c.lastFailureAt,
         input_cost_per_million: c.pricing?.inputPerMillion ?? null,
         output_cost_per_million: c.pricing?.outputPerMillion ?? null,
+        vision: c.vision !== null,
         pinned: c.name === pinned,
       }));
     return { items, pinned, health_scope: this.manager.healthMode() };

@@ -34,6 +34,7 @@ function client(name: string, priority: number): LlmClientDefinition {
     headers: {},
     extraParams: {},
     pricing: null,
+    vision: null,
   };
 }
 

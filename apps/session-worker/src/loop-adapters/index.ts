@@ -14,6 +14,8 @@
 //   tasks    AsyncTaskPort    nats-async-tasks.ts                `execute_task` in async mode, on the scheduler
 //   memory   MemoryPort       nats-memory.ts                     the user's memory on the tool runner
 //                                                                (`tools.memory_turn`)
+//   images   ImagePort        nats-images.ts                     workspace images fitted for a vision client
+//                                                                on the tool runner (`tools.image`)
 //
 // turn-facts.ts remembers, for one turn, what the gate, the tool set and the memory asked. Two ports are
 // filled by services of their own features: `catalog` (AgentCatalogPort) by agents/agent-catalog.service.ts,
@@ -23,6 +25,7 @@ export { LlmAdapter } from './llm-adapter';
 export { NatsAsyncTasks } from './nats-async-tasks';
 export { NatsGate } from './nats-gate';
 export { answerOf, NatsHumanWait } from './nats-human-wait';
+export { NatsImages } from './nats-images';
 export { NatsMemory } from './nats-memory';
 export { RunnerToolSet } from './runner-tool-set';
 export { TurnFacts } from './turn-facts';

@@ -7,10 +7,11 @@ import type {
   LlmPort,
   LlmRefusal,
   LlmResponse,
+  WireImageRef,
   WireMessage,
   WireTool,
 } from '@skald/agent-loop';
-import { isLlmStrength, LlmCallError, LlmManager } from '@skald/llm';
+import { isLlmStrength, LlmCallError, LlmManager, type LlmWireMessage } from '@skald/llm';
 import type { Logger } from '@skald/service-kit';
 import {
   agentRefusal,
@@ -27,6 +28,17 @@ import type { TurnMetrics } from '../turns/turn-metrics';
 /** How a call that got no answer failed, for the ledger of failures. */
 export function failureKind(e: unknown): LlmFailureKind {
   return e instanceof LlmCallError && e.kind !== 'aborted' ? e.kind : 'other';
+}
+
+/**
+ * A message as the provider takes it. The loop turns every image reference into an image or a
+ * marker before it calls the port (`fitImages`); one that is left (a bug) is dropped, never sent.
+ */
+function sendable(m: WireMessage): LlmWireMessage {
+  if (m.role !== 'user') return m;
+  const content = m.content;
+  if (typeof content === 'string') return { role: 'user', content };
+  return { role: 'user', content: content.filter((p): p is Exclude<typeof p, WireImageRef> => p.type !== 'image_ref') };
 }
 
 /**
@@ -70,7 +82,9 @@ export class LlmAdapter implements LlmPort {
       requiredStrength: s.strength && isLlmStrength(s.strength) ? s.strength : undefined,
       scope: s.scope ?? undefined,
     });
-    return selected ? { name: selected.name, cacheControl: selected.cacheControl } : null;
+    return selected
+      ? { name: selected.name, cacheControl: selected.cacheControl, vision: selected.vision ?? null }
+      : null;
   }
 
   async admit(
@@ -102,7 +116,7 @@ export class LlmAdapter implements LlmPort {
       this.metrics?.llmSeconds.observe({ client: client.name, outcome }, (performance.now() - started) / 1000);
     try {
       const r = await this.manager.streamChat(client.name, {
-        messages: request.messages,
+        messages: request.messages.map(sendable),
         tools: request.tools.length > 0 ? request.tools : undefined,
         signal,
         onDelta,

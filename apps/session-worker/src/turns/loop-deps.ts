@@ -15,6 +15,7 @@ import {
   NatsAsyncTasks,
   NatsGate,
   NatsHumanWait,
+  NatsImages,
   NatsMemory,
   PgSessionStore,
   RunnerToolSet,
@@ -103,6 +104,7 @@ export class LoopDepsBuilder {
       events: this.src.announcer.sinkFor(userId),
       catalog: this.src.catalog.forTurn(userId, memory, agentsRead, log, groups),
       memory,
+      images: new NatsImages(bus, role),
       clock: {
         now: () => new Date(),
         timeZone: () => config.SKALD_TIMEZONE ?? HOST_TIME_ZONE,

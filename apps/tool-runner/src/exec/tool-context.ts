@@ -29,6 +29,8 @@ export interface ToolContext {
 /** A finished call: the text the model reads, the workspace path a write changed, the one to show the user. */
 export interface ToolOutput {
   result: string;
+  /** The reply's `result_type` (default `text`; `image`: see `IMAGE_RESULT_TYPE`). */
+  resultType?: string;
   fileChanged?: string;
   fileOpened?: string;
 }

@@ -235,7 +235,7 @@ export class ToolExecService implements OnModuleInit, OnApplicationShutdown {
       reply = {
         status: 'done',
         result: out.result,
-        result_type: 'text',
+        result_type: out.resultType ?? 'text',
         ...(out.fileChanged ? { file_changed: out.fileChanged } : {}),
         ...(out.fileOpened ? { open_file: out.fileOpened } : {}),
       };

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
-import type { ToolPath } from '@skald/contracts';
+import { IMAGE_RESULT_TYPE, imageResultText, type ToolPath } from '@skald/contracts';
+import { describeImage, ImageRefused } from '../images/image-fit';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { StalePreview, ToolError } from '../tool-error';
 import { ioError, Jail } from '../workspace/jail';
@@ -30,6 +31,11 @@ import { PatternPool } from '../patterns/pattern-pool';
 import { looksBinary } from './text';
 
 type Args<S extends z.ZodType> = z.output<S>;
+
+/** Names `read_file` treats as images (when their header agrees). */
+const IMAGE_NAME = /\.(png|jpe?g|webp|gif)$/i;
+/** Bytes read to find an image's format and size (a JPEG's size may come after a large EXIF block). */
+const IMAGE_HEADER_BYTES = 1024 * 1024;
 
 /** The workspace file tools (PROTOCOL.md "Built-in tools"), jailed to the caller's workspace. */
 @Injectable()
@@ -114,7 +120,31 @@ export class FileToolsService {
 
   async readFile(ctx: ToolContext, args: Args<typeof ReadFileArgs>): Promise<ToolOutput> {
     const p = this.resolve(ctx, args.path);
+    const image = IMAGE_NAME.test(p.virtual) ? await this.describeImage(ctx, p) : null;
+    if (image) return { result: imageResultText(p.virtual, image), resultType: IMAGE_RESULT_TYPE };
     return { result: renderRead(p.virtual, await this.readText(ctx, p, 'read_file'), args) };
+  }
+
+  /**
+   * `PNG, 1200×800 px, 34 KB` for a file named like an image whose header says it is one (the
+   * model is shown the image itself through `tools.image`); null when it is not an image after
+   * all, which is then read as any file.
+   */
+  private async describeImage(ctx: ToolContext, p: WorkspacePath): Promise<string | null> {
+    const jail = await this.workspaces.jail(ctx.userId);
+    const { handle, size } = await jail.openRead(p).catch((e: unknown) => {
+      throw ioError(e, p);
+    });
+    try {
+      const header = await readUpTo(handle, IMAGE_HEADER_BYTES, size);
+      const facts = await describeImage(header).catch((e: unknown) => {
+        if (e instanceof ImageRefused) return null;
+        throw e;
+      });
+      return facts && `${facts.format.toUpperCase()}, ${facts.width}×${facts.height} px, ${formatBytes(size)}`;
+    } finally {
+      await handle.close();
+    }
   }
 
   /** `open_file`: a regular workspace file, shown to the user (the viewer reads it by `GET /files`). */

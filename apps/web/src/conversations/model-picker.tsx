@@ -13,11 +13,14 @@ export function ModelPicker({
   source,
   send,
   subscribe,
+  imagesAttached = false,
 }: {
   api: Api;
   source: string;
   send: (f: Outgoing) => boolean;
   subscribe: (on: (f: ServerFrame) => void) => () => void;
+  /** The draft carries images: a model that cannot see them says so in words, not only a tag. */
+  imagesAttached?: boolean;
 }) {
   const [list, setList] = useState<LlmClientList | null>(null);
   const load = useCallback(() => {
@@ -37,6 +40,52 @@ export function ModelPicker({
       }),
     [subscribe, load],
   );
+  const picker = <ModelSelect list={list} setList={setList} send={send} />;
+  const hint = list ? visionHint(list) : null;
+  return (
+    <>
+      {picker}
+      {hint ? (
+        <span className={`vision-hint ${hint.sees}`} title={hint.title} role="status">
+          {imagesAttached && hint.sees !== 'yes' ? hint.title : hint.text}
+        </span>
+      ) : null}
+    </>
+  );
+}
+
+/**
+ * Whether the model of the conversation can see images (attachments, `read_file` of an image):
+ * the pinned client's `vision`, or for AUTO whether every, none or some of the clients can.
+ */
+function visionHint(list: LlmClientList): { sees: 'yes' | 'no' | 'maybe'; text: string; title: string } {
+  const pinned = list.pinned ? list.items.find((c) => c.name === list.pinned) : undefined;
+  const clients = pinned ? [pinned] : list.items;
+  const seeing = clients.filter((c) => c.vision).length;
+  if (clients.length > 0 && seeing === clients.length)
+    return { sees: 'yes', text: 'Sees images', title: 'The model is shown attached images and images it reads.' };
+  if (seeing === 0)
+    return {
+      sees: 'no',
+      text: 'Cannot see images',
+      title: 'The model cannot see images: it is told only the paths of attached images.',
+    };
+  return {
+    sees: 'maybe',
+    text: 'May not see images',
+    title: 'AUTO may pick a model that cannot see images; choose one that can to be sure.',
+  };
+}
+
+function ModelSelect({
+  list,
+  setList,
+  send,
+}: {
+  list: LlmClientList | null;
+  setList: (update: (l: LlmClientList | null) => LlmClientList | null) => void;
+  send: (f: Outgoing) => boolean;
+}) {
   return (
     <label className="model-picker">
       <span className="sr-only">Model</span>

@@ -115,28 +115,78 @@ export function PendingChips({ at }: { at: Attachments }) {
   );
 }
 
-/** A message's attachments; each opens in the viewer. */
+/** Image types a message shows as a thumbnail (those a vision model is given). */
+const THUMBNAIL_TYPES = /^image\/(png|jpeg|webp|gif)$/;
+const THUMBNAIL_NAMES = /\.(png|jpe?g|webp|gif)$/i;
+/** Images larger than this are not fetched for a thumbnail (the chip still opens them). */
+const THUMBNAIL_MAX_BYTES = 10 * 1024 * 1024;
+
+function isThumbnailed(a: Attachment): boolean {
+  const typed = a.mimetype ? THUMBNAIL_TYPES.test(a.mimetype) : THUMBNAIL_NAMES.test(a.path);
+  return typed && (a.filesize === undefined || a.filesize <= THUMBNAIL_MAX_BYTES);
+}
+
+/** A workspace image as a small picture (fetched with the user's token; freed when it leaves). */
+function Thumbnail({ api, attachment }: { api: Api; attachment: Attachment }) {
+  const [url, setUrl] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    let made: string | null = null;
+    fetchFile(api, attachment.path).then(
+      (blob) => {
+        if (!live || !blob.type.startsWith('image/')) return;
+        made = URL.createObjectURL(blob);
+        setUrl(made);
+      },
+      () => undefined,
+    );
+    return () => {
+      live = false;
+      if (made) URL.revokeObjectURL(made);
+    };
+  }, [api, attachment.path]);
+  if (!url) return <span className="thumbnail placeholder" aria-hidden="true" />;
+  return <img className="thumbnail" src={url} alt={attachment.name} loading="lazy" />;
+}
+
+/** A message's attachments; each opens in the viewer. Images show a thumbnail when `api` is given. */
 export function AttachmentChips({
   attachments,
   onOpen,
+  api,
 }: {
   attachments: Attachment[];
   onOpen: (path: string) => void;
+  api?: Api;
 }) {
   if (attachments.length === 0) return null;
   return (
     <ul className="chips" aria-label="attached files">
-      {attachments.map((a) => (
-        <li key={a.path} className="chip">
-          <button type="button" className="chip-open" onClick={() => onOpen(a.path)} title={a.path}>
-            <svg className="chip-icon" aria-hidden="true" viewBox="0 0 16 16" width="14" height="14">
-              <path d="M4 1.5h5l3.5 3.5v9.5h-8.5z M9 1.5v3.5h3.5" fill="none" stroke="currentColor" strokeWidth="1.2" />
-            </svg>{' '}
-            {a.name}
-            {a.filesize !== undefined ? <span className="chip-meta"> {formatSize(a.filesize)}</span> : null}
-          </button>
-        </li>
-      ))}
+      {attachments.map((a) =>
+        api && isThumbnailed(a) ? (
+          <li key={a.path} className="chip image">
+            <button type="button" className="chip-open thumb-open" onClick={() => onOpen(a.path)} title={a.path}>
+              <Thumbnail api={api} attachment={a} />
+              <span className="chip-name">{a.name}</span>
+            </button>
+          </li>
+        ) : (
+          <li key={a.path} className="chip">
+            <button type="button" className="chip-open" onClick={() => onOpen(a.path)} title={a.path}>
+              <svg className="chip-icon" aria-hidden="true" viewBox="0 0 16 16" width="14" height="14">
+                <path
+                  d="M4 1.5h5l3.5 3.5v9.5h-8.5z M9 1.5v3.5h3.5"
+                  fill="none"
+                  stroke="currentColor"
+                  strokeWidth="1.2"
+                />
+              </svg>{' '}
+              {a.name}
+              {a.filesize !== undefined ? <span className="chip-meta"> {formatSize(a.filesize)}</span> : null}
+            </button>
+          </li>
+        ),
+      )}
     </ul>
   );
 }

@@ -184,6 +184,41 @@ describe('llm-sim rejects malformed requests with 400 and an OpenAI error body',
       /'index'/,
     ],
     [
+      'an image part without a URL',
+      { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] },
+      /image_url\.url/,
+    ],
+    [
+      'an image data URL of a type models do not take',
+      {
+        model: 'm',
+        messages: [
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/svg+xml;base64,PHN2Zy8+' } }] },
+        ],
+      },
+      /Invalid image URL/,
+    ],
+    [
+      'an image data URL that is not base64',
+      {
+        model: 'm',
+        messages: [
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,not base64!' } }] },
+        ],
+      },
+      /Invalid image URL/,
+    ],
+    [
+      'an image part in a system message',
+      {
+        model: 'm',
+        messages: [
+          { role: 'system', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+        ],
+      },
+      /not allowed here/,
+    ],
+    [
       'a temperature out of range',
       { model: 'm', messages: [{ role: 'user', content: 'x' }], temperature: 3 },
       /temperature/,
@@ -224,6 +259,13 @@ describe('llm-sim rejects malformed requests with 400 and an OpenAI error body',
         },
         { role: 'developer', content: 'dev' },
         { role: 'user', content: [{ type: 'text', text: 'read two files' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'and this image' },
+            { type: 'image_url', image_url: { url: 'data:image/jpeg;base64,/9j/4AAQ', detail: 'auto' } },
+          ],
+        },
         { role: 'assistant', content: 'reading', tool_calls: [call('call_a'), call('call_b', 'list_dir')] },
         { role: 'tool', tool_call_id: 'call_b', content: 'listing' },
         { role: 'tool', tool_call_id: 'call_a', content: [{ type: 'text', text: 'file' }] },

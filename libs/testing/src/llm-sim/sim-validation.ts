@@ -305,6 +305,7 @@ function checkContent(content: unknown, param: string, partTypes: Set<string>): 
         `${p}.type`,
       );
     }
+    if (part.type === 'image_url') checkImagePart(part, p);
     if (part.type === 'text' && typeof part.text !== 'string') {
       throw new Invalid(`Missing required parameter: '${p}.text'.`, `${p}.text`);
     }
@@ -372,4 +373,41 @@ function checkToolCallPairing(messages: SimWireMessage[]): void {
     }
   });
   closeOpen(messages.length);
+}
+
+/** Image types a data URL may carry (what OpenAI's chat completions takes). */
+const DATA_URL = /^data:image\/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/]*={0,2})$/;
+const IMAGE_PART_FIELDS = new Set(['type', 'image_url']);
+const IMAGE_URL_FIELDS = new Set(['url', 'detail']);
+
+/**
+ * An `image_url` part as OpenAI checks it: `{ url, detail? }`, the URL an http(s) URL or a base64
+ * `data:` URL of a PNG, JPEG, GIF or WebP image, `detail` one of auto, low, high.
+ */
+function checkImagePart(part: Record<string, unknown>, p: string): void {
+  const extra = Object.keys(part).filter((k) => !IMAGE_PART_FIELDS.has(k));
+  if (extra.length > 0)
+    throw new Invalid(`Additional properties are not allowed ('${extra.join("', '")}') - '${p}'.`, `${p}.${extra[0]}`);
+  const image = part.image_url;
+  if (!isObject(image) || typeof image.url !== 'string')
+    throw new Invalid(`Missing required parameter: '${p}.image_url.url'.`, `${p}.image_url.url`);
+  const extraUrl = Object.keys(image).filter((k) => !IMAGE_URL_FIELDS.has(k));
+  if (extraUrl.length > 0)
+    throw new Invalid(
+      `Additional properties are not allowed ('${extraUrl.join("', '")}') - '${p}.image_url'.`,
+      `${p}.image_url.${extraUrl[0]}`,
+    );
+  if (image.detail !== undefined && !['auto', 'low', 'high'].includes(image.detail as string))
+    throw new Invalid(
+      `Invalid value for '${p}.image_url.detail': expected auto, low or high.`,
+      `${p}.image_url.detail`,
+    );
+  const url = image.url;
+  if (/^https?:\/\//.test(url)) return;
+  const data = DATA_URL.exec(url);
+  if (!data || data[2].length === 0 || data[2].length % 4 !== 0)
+    throw new Invalid(
+      `Invalid image URL: '${p}.image_url.url' must be an http(s) URL or a base64 data URL of a PNG, JPEG, GIF or WebP image.`,
+      `${p}.image_url.url`,
+    );
 }

@@ -25,6 +25,8 @@ import { ToolRouter } from './exec/tool-router';
 import { ToolsExecHandler } from './exec/tools-exec.handler';
 import { FileToolsService } from './files/file-tools.service';
 import { PATTERN_POOL_OPTIONS, PatternPool } from './patterns/pattern-pool';
+import { DocumentRenditions } from './documents/document-renditions.service';
+import { DocumentExtractor } from '@skald/documents';
 import { WorkspaceFilesHandler } from './uploads/workspace-files.handler';
 import { UPLOAD_OPTIONS, UploadOptions, WorkspaceFilesService } from './uploads/workspace-files.service';
 import { PgWorkspaceLock } from './workspace/pg-workspace-lock';
@@ -96,6 +98,22 @@ export class AppModule {
           },
         },
         PatternPool,
+        {
+          provide: DocumentExtractor,
+          useValue: new DocumentExtractor({
+            workers: config.SKALD_DOCUMENT_WORKERS,
+            timeoutMs: config.SKALD_DOCUMENT_TIMEOUT_MS,
+            memoryMb: config.SKALD_DOCUMENT_MEMORY_MB,
+            maxInputBytes: config.SKALD_DOCUMENT_MAX_BYTES,
+            maxInflatedBytes: config.SKALD_DOCUMENT_MAX_UNPACKED_BYTES,
+          }),
+        },
+        {
+          provide: DocumentRenditions,
+          useFactory: (ws: WorkspacesService, extractor: DocumentExtractor, logger: Logger) =>
+            new DocumentRenditions(ws, extractor, logger),
+          inject: [WorkspacesService, DocumentExtractor, LOGGER],
+        },
         FileToolsService,
         ExecuteCmdService,
         ToolRouter,

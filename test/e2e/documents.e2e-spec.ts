@@ -4,7 +4,7 @@ import path from 'node:path';
 import WebSocket from 'ws';
 import { SkaldClient, type WebSocketConstructor } from '@skald/client';
 import { ApiClient, LlmSimAdminClient, Stack } from '@skald/testing';
-import { makePdf } from '../../libs/documents/src/testing-fixtures/make-documents';
+import { makePdf } from '@skald/documents/testing';
 import { ROOT } from '../support/db';
 
 jest.setTimeout(180_000);

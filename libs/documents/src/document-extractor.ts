@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { EXTRACT_WORKER_SOURCE } from './extract-worker.source';
-import { DocumentKind, KIND_NAMES } from './kinds';
+import { aKind, DocumentKind } from './kinds';
 
 /** Bounds of one extraction. */
 export interface ExtractorOptions {
@@ -149,12 +149,10 @@ export class DocumentExtractor {
           reason:
             e.code === 'ERR_WORKER_OUT_OF_MEMORY'
               ? `reading its text needed more than ${o.memoryMb} MiB, the limit for text extraction, and was stopped`
-              : `reading it as a ${KIND_NAMES[kind]} failed (${e.message.slice(0, 300)})`,
+              : `reading it as ${aKind(kind)} failed (${e.message.slice(0, 300)})`,
         }),
       );
-      worker.on('exit', () =>
-        finish({ ok: false, reason: `reading it as a ${KIND_NAMES[kind]} stopped unexpectedly` }),
-      );
+      worker.on('exit', () => finish({ ok: false, reason: `reading it as ${aKind(kind)} stopped unexpectedly` }));
       worker.postMessage({ kind, bytes: copy }, [copy.buffer]);
     });
   }

@@ -31,3 +31,8 @@ export function documentKind(name: string): DocumentKind | null {
   if (dot <= name.lastIndexOf('/')) return null;
   return DOCUMENT_EXTENSIONS[name.slice(dot).toLowerCase()] ?? null;
 }
+
+/** The kind's name with its indefinite article ("an HTML page"). */
+export function aKind(kind: DocumentKind): string {
+  return `${kind === 'html' || kind === 'xlsx' ? 'an' : 'a'} ${KIND_NAMES[kind]}`;
+}

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FILE_CHUNK_BYTES } from '@skald/contracts';
 import { DocumentExtractor } from '@skald/documents';
-import { makeDocx, makePdf, makeXlsx, makePptx } from '../../../../libs/documents/src/testing-fixtures/make-documents';
+import { makeDocx, makePdf, makePptx, makeXlsx } from '@skald/documents/testing';
 import { FileToolsService } from '../files/file-tools.service';
 import { parseArgs, DeleteFileArgs, ReadFileArgs, SearchFileArgs } from '../files/file-tool-args';
 import { PatternPool } from '../patterns/pattern-pool';
@@ -63,7 +64,10 @@ describe('document renditions (read_file of documents)', () => {
         data: part.toString('base64'),
       });
       offset += part.length;
-      if (last) return r.attachment!;
+      if (last) {
+        if (!r.attachment) throw new Error('the last chunk stored no file');
+        return r.attachment;
+      }
     }
   };
 
@@ -78,7 +82,7 @@ describe('document renditions (read_file of documents)', () => {
       '[text of the PDF /workspace/uploads/report.pdf, 2 pages, extracted by Skald; the file itself is binary]',
     );
     expect(out).toMatch(/--- page 1 of 2 ---\n\s+\d+\tRevenue grew 12%\n\s+\d+\t--- page 2 of 2 ---/);
-    expect(before.bytes).toBeGreaterThanOrEqual((await stat(host)).size + a.filesize!);
+    expect(before.bytes).toBeGreaterThanOrEqual((await stat(host)).size + a.filesize);
     // search_file reads the same text.
     const found = await files.searchFile(
       fx.ctx(),
@@ -121,5 +125,27 @@ describe('document renditions (read_file of documents)', () => {
     const again = await read('p.csv');
     expect(again).toContain('row 2: 7 | 8');
     expect(again).not.toContain('row 2: 1 | 2');
+  }, 60_000);
+  it('with no room in the quota, or a .skald-text symlink leading out, the text is answered and nothing is written', async () => {
+    const csv = 'name,total\nnorth,3\n';
+    const small = await workspaceFixture({ quota: csv.length + 8 });
+    const pool = new PatternPool();
+    try {
+      const tools = new FileToolsService(small.workspaces, pool, new DocumentRenditions(small.workspaces, extractor));
+      await writeFile(join(small.home, 'q.csv'), csv);
+      const out = await tools.readFile(small.ctx(), parseArgs('read_file', ReadFileArgs, { path: 'q.csv' }));
+      expect(out.result).toContain('row 2: north | 3');
+      expect(await stat(join(small.home, '.skald-text/q.csv.txt')).catch(() => null)).toBeNull();
+
+      const outside = await mkdtemp(join(tmpdir(), 'skald-outside-'));
+      await symlink(outside, join(fx.home, '.skald-text'));
+      await writeFile(join(fx.home, 'r.csv'), csv);
+      expect(await read('r.csv')).toContain('row 2: north | 3');
+      expect(await readdir(outside)).toEqual([]);
+      await rm(outside, { recursive: true });
+    } finally {
+      await pool.onModuleDestroy();
+      await small.cleanup();
+    }
   }, 60_000);
 });

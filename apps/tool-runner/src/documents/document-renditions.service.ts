@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { DocumentExtractor, DocumentKind, documentKind, KIND_NAMES } from '@skald/documents';
+import { aKind, DocumentExtractor, DocumentKind, documentKind } from '@skald/documents';
 import type { Logger } from '@skald/service-kit';
 import { ToolCancelled } from '../exec/tool-context';
 import { readUpTo, writeAllAt0 } from '../files/file-io';
@@ -36,10 +36,7 @@ export class DocumentRenditions {
   async text(userId: string, p: WorkspacePath, kind: DocumentKind, tool: string, signal: AbortSignal): Promise<string> {
     const r = await this.rendition(userId, p, kind, signal);
     if (r.ok) return r.text;
-    throw new ToolError(
-      'binary',
-      `${tool}: ${p.virtual} is a ${KIND_NAMES[kind]} whose text cannot be read: ${r.reason}`,
-    );
+    throw new ToolError('binary', `${tool}: ${p.virtual} is ${aKind(kind)} whose text cannot be read: ${r.reason}`);
   }
 
   /** Makes the rendition of a just-uploaded document in the background (a read waits for it or makes it). */

@@ -27,8 +27,9 @@ export const DEFAULT_EXTRACTOR_OPTIONS: ExtractorOptions = {
   maxChars: 2_000_000,
 };
 
-/** Parts a zip-based document may hold; CSV rows read; HTML characters converted. */
+/** Parts a zip-based document may hold; CSV rows read; extractions waiting for a worker. */
 const MAX_ENTRIES = 10_000;
+const MAX_WAITING = 64;
 const MAX_ROWS = 1_000_000;
 
 /**
@@ -36,7 +37,9 @@ const MAX_ROWS = 1_000_000;
  * format has them), or why there is none, as a clause the model reads ("it is encrypted").
  */
 export type Extraction =
-  { ok: true; text: string; units: number | null; truncated: boolean } | { ok: false; reason: string };
+  | { ok: true; text: string; units: number | null; truncated: boolean }
+  /** `transient`: not about the document (the reader busy, the call cancelled), worth trying again. */
+  | { ok: false; reason: string; transient?: true };
 
 /**
  * Extracts the text of documents off the event loop with maintained libraries (unpdf, mammoth,
@@ -66,9 +69,15 @@ export class DocumentExtractor {
   async extract(kind: DocumentKind, bytes: Uint8Array, signal?: AbortSignal): Promise<Extraction> {
     const tooLarge = this.sizeRefusal(bytes.byteLength);
     if (tooLarge) return tooLarge;
+    if (this.running >= Math.max(1, this.options.workers) && this.waiting.length >= MAX_WAITING)
+      return {
+        ok: false,
+        reason: 'the document reader is busy with other documents; try again shortly',
+        transient: true,
+      };
     await this.slot(signal);
     try {
-      if (signal?.aborted) return { ok: false, reason: 'the extraction was cancelled' };
+      if (signal?.aborted) return { ok: false, reason: 'the extraction was cancelled', transient: true };
       return await this.run(kind, bytes, signal);
     } finally {
       this.running--;
@@ -132,7 +141,7 @@ export class DocumentExtractor {
         void worker.terminate();
         resolve(answer);
       };
-      const onAbort = (): void => finish({ ok: false, reason: 'the extraction was cancelled' });
+      const onAbort = (): void => finish({ ok: false, reason: 'the extraction was cancelled', transient: true });
       const timer = setTimeout(
         () =>
           finish({

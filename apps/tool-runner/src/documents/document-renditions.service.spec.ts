@@ -119,4 +119,17 @@ describe('DocumentRenditions', () => {
     );
     expect(fake.runs).toEqual([]);
   });
+
+  it('a refusal that is not about the document (the reader busy) is not kept: the next read tries again', async () => {
+    let busy = true;
+    const fake = fakeExtractor((bytes) =>
+      busy ? { ok: false, reason: 'the document reader is busy with other documents', transient: true } : echo(bytes),
+    );
+    const docs = new DocumentRenditions(fx.workspaces, fake.extractor);
+    await writeFile(join(fx.home, 'a.pdf'), 'alpha');
+    await expect(docs.text(fx.userId, p('/workspace/a.pdf'), 'pdf', 'read_file', signal())).rejects.toThrow(/busy/);
+    busy = false;
+    expect(await docs.text(fx.userId, p('/workspace/a.pdf'), 'pdf', 'read_file', signal())).toContain('alpha');
+    expect(fake.runs).toEqual(['pdf:alpha', 'pdf:alpha']);
+  });
 });

@@ -67,24 +67,28 @@ export class DocumentRenditions {
   ): Promise<Rendition> {
     const jail = await this.workspaces.jail(userId);
     const { handle, size } = await jail.openRead(p);
-    let key = '';
+    let made: Promise<Rendition>;
     try {
       const st = await handle.stat({ bigint: true });
       const stamp = stampOf({ ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs });
       const stored = await this.stored(jail, p, stamp);
       if (stored) return stored;
-      key = `${userId}\n${p.virtual}\n${stamp}`;
+      const key = `${userId}\n${p.virtual}\n${stamp}`;
       const bytes =
         this.running.has(key) || this.extractor.sizeRefusal(size) ? null : await readUpTo(handle, size, size);
-      if (!this.running.has(key)) {
-        const made = this.make(userId, p, kind, stamp, bytes);
-        this.running.set(key, made);
-        void made.finally(() => this.running.delete(key));
+      const shared = this.running.get(key);
+      if (shared) made = shared;
+      else {
+        const mine = this.make(userId, p, kind, stamp, bytes);
+        made = mine;
+        this.running.set(key, mine);
+        void mine.finally(() => {
+          if (this.running.get(key) === mine) this.running.delete(key);
+        });
       }
     } finally {
       await handle.close();
     }
-    const made = this.running.get(key) as Promise<Rendition>;
     // The caller's cancel ends its wait; the extraction goes on for the rendition.
     return new Promise<Rendition>((resolve, reject) => {
       const onAbort = (): void => reject(new ToolCancelled());
@@ -104,6 +108,8 @@ export class DocumentRenditions {
   ): Promise<Rendition> {
     const e = bytes ? await this.extractor.extract(kind, bytes) : this.extractor.sizeRefusal(Number.MAX_SAFE_INTEGER);
     const r = renditionOf(p.virtual, kind, e ?? { ok: false, reason: 'it is too large' });
+    // A refusal that is not about the document (the reader busy) is answered, not kept.
+    if (e && !e.ok && e.transient) return r;
     await this.store(userId, p, stamp, r).catch((e: unknown) =>
       // No room in the quota (or the folder is not writable): the text is answered, not kept.
       this.log?.info({ userId, err: e instanceof Error ? e.message : String(e) }, 'document rendition not stored'),

@@ -28,6 +28,8 @@ import { FileToolsService } from './files/file-tools.service';
 import { PATTERN_POOL_OPTIONS, PatternPool } from './patterns/pattern-pool';
 import { ImagesHandler } from './images/images.handler';
 import { ImagesService } from './images/images.service';
+import { DocumentRenditions } from './documents/document-renditions.service';
+import { DocumentExtractor } from '@skald/documents';
 import { WorkspaceFilesHandler } from './uploads/workspace-files.handler';
 import { UPLOAD_OPTIONS, UploadOptions, WorkspaceFilesService } from './uploads/workspace-files.service';
 import { PgWorkspaceLock } from './workspace/pg-workspace-lock';
@@ -99,6 +101,22 @@ export class AppModule {
           },
         },
         PatternPool,
+        {
+          provide: DocumentExtractor,
+          useValue: new DocumentExtractor({
+            workers: config.SKALD_DOCUMENT_WORKERS,
+            timeoutMs: config.SKALD_DOCUMENT_TIMEOUT_MS,
+            memoryMb: config.SKALD_DOCUMENT_MEMORY_MB,
+            maxInputBytes: config.SKALD_DOCUMENT_MAX_BYTES,
+            maxInflatedBytes: config.SKALD_DOCUMENT_MAX_UNPACKED_BYTES,
+          }),
+        },
+        {
+          provide: DocumentRenditions,
+          useFactory: (ws: WorkspacesService, extractor: DocumentExtractor, logger: Logger) =>
+            new DocumentRenditions(ws, extractor, logger),
+          inject: [WorkspacesService, DocumentExtractor, LOGGER],
+        },
         FileToolsService,
         ExecuteCmdService,
         WebToolsService,

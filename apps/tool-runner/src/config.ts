@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { userCapSetting } from '@skald/contracts';
+import { DEFAULT_EXTRACTOR_OPTIONS } from '@skald/documents';
 import { BaseConfigSchema, commaList } from '@skald/service-kit/config';
 import { DEFAULT_PATTERN_POOL } from './patterns/pattern-pool';
 import { DEFAULT_WEB_FETCH_LIMITS } from './web/web-fetcher';
@@ -170,6 +171,20 @@ export const ToolRunnerConfigSchema = BaseConfigSchema.extend({
   SKALD_MCP_CONNECT_TIMEOUT_SECS: z.coerce.number().int().min(1).max(300).default(30),
   /** One MCP tool call may take this long (progress notifications extend it). */
   SKALD_MCP_CALL_TIMEOUT_SECS: z.coerce.number().int().min(1).max(3600).default(300),
+  /** Documents (PDF, DOCX, XLSX, CSV, PPTX, HTML) whose text is extracted at once, each in a worker thread of its own (default 2). */
+  SKALD_DOCUMENT_WORKERS: z.coerce.number().int().min(1).max(64).default(DEFAULT_EXTRACTOR_OPTIONS.workers),
+  /** Time one document's text extraction may take, in ms; past it the worker is terminated and the document's text says so (default 60000). */
+  SKALD_DOCUMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_EXTRACTOR_OPTIONS.timeoutMs),
+  /** Heap of one document extraction's worker thread, in MiB; past it the worker is stopped (default 512). */
+  SKALD_DOCUMENT_MEMORY_MB: z.coerce.number().int().min(64).max(16_384).default(DEFAULT_EXTRACTOR_OPTIONS.memoryMb),
+  /** Documents larger than this many bytes get no text rendition (default 50 MiB). */
+  SKALD_DOCUMENT_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_EXTRACTOR_OPTIONS.maxInputBytes),
+  /** What a DOCX, XLSX or PPTX may unpack to, all its parts together, in bytes; more is refused as a zip bomb (default 256 MiB). */
+  SKALD_DOCUMENT_MAX_UNPACKED_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(DEFAULT_EXTRACTOR_OPTIONS.maxInflatedBytes),
   /** Worker threads that run grep_files' regexes and globs (RE2 semantics, off the event loop). */
   SKALD_PATTERN_WORKERS: z.coerce.number().int().min(1).max(64).default(DEFAULT_PATTERN_POOL.workers),
   /** Deadline of one pattern job (waiting for a worker included); the worker is terminated past it. */

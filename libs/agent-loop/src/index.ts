@@ -67,6 +67,8 @@ export {
   flattenContext,
   applySubstitutions,
   COMPACTION_SUMMARY_HEADER,
+  attachmentsBlock,
+  TEXT_RENDITION_EXTENSIONS,
   type ContextParts,
   dynamicTail,
   toolResultContent,

@@ -86,9 +86,31 @@ export function scratchpadMessage(notes: ScratchpadNote[]): string {
 
 export const COMPACTION_SUMMARY_HEADER = 'Summary of the earlier conversation (older messages were compacted):';
 
+/**
+ * Attachments whose text the tool runner extracts (`@skald/documents`' table, which a test holds this
+ * list to): the block tells the model that `read_file` gives their text.
+ */
+export const TEXT_RENDITION_EXTENSIONS: readonly string[] = [
+  '.csv',
+  '.docx',
+  '.htm',
+  '.html',
+  '.pdf',
+  '.pptx',
+  '.xlsx',
+];
+
+function hasTextRendition(path: string): boolean {
+  const dot = path.lastIndexOf('.');
+  return dot > path.lastIndexOf('/') && TEXT_RENDITION_EXTENSIONS.includes(path.slice(dot).toLowerCase());
+}
+
 /** The `[SYSTEM INFO]` block for attachments, added on the fly (never stored). */
 export function attachmentsBlock(attachments: Attachment[]): string {
-  const lines = attachments.map((a) => `- ${a.path}`);
+  const lines = attachments.map(
+    (a) =>
+      `- ${a.path}${hasTextRendition(a.path) ? ' (a document: read_file on this path gives its extracted text, with page, sheet or slide markers)' : ''}`,
+  );
   return `[SYSTEM INFO] The user attached ${attachments.length === 1 ? 'a file' : 'files'}:\n${lines.join('\n')}`;
 }
 

@@ -22,5 +22,8 @@ export const FILE_LIMITS = {
   deleteMaxEntries: 20_000,
 } as const;
 
-/** Directories that walks (list_files below the top level, grep_files) do not descend into. */
-export const NOT_EXPANDED = new Set(['.git', 'node_modules']);
+/**
+ * Directories that walks (list_files below the top level, grep_files) do not descend into; `.skald-text`
+ * holds documents' text renditions (read_file of the document reads them).
+ */
+export const NOT_EXPANDED = new Set(['.git', 'node_modules', '.skald-text']);

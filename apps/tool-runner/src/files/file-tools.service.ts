@@ -1,7 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { IMAGE_RESULT_TYPE, imageResultText, type ToolPath } from '@skald/contracts';
+import { documentKind } from '@skald/documents';
+import { DocumentRenditions } from '../documents/document-renditions.service';
 import { describeImage, ImageRefused } from '../images/image-fit';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
 import { StalePreview, ToolError } from '../tool-error';
@@ -43,6 +45,7 @@ export class FileToolsService {
   constructor(
     private readonly workspaces: WorkspacesService,
     private readonly patterns: PatternPool,
+    @Optional() private readonly documents?: DocumentRenditions,
   ) {}
 
   // ------------------------------------------------------------------ reads
@@ -147,6 +150,13 @@ export class FileToolsService {
     }
   }
 
+  /** A document's text rendition (see DocumentRenditions), or the file's own text. */
+  private async readText(ctx: ToolContext, p: WorkspacePath, tool: string): Promise<string> {
+    const kind = documentKind(p.virtual);
+    if (kind && this.documents) return this.documents.text(ctx.userId, p, kind, tool, ctx.signal);
+    return this.readPlainText(ctx, p, tool);
+  }
+
   /** `open_file`: a regular workspace file, shown to the user (the viewer reads it by `GET /files`). */
   async openFile(ctx: ToolContext, args: Args<typeof OpenFileArgs>): Promise<ToolOutput> {
     const p = this.resolve(ctx, args.path);
@@ -233,6 +243,8 @@ export class FileToolsService {
           throw ioError(e, p);
         });
       this.workspaces.freed(ctx.userId, removed.bytes, removed.inodes);
+      // A deleted document's text goes with it.
+      if (removed.kind === 'file') await this.documents?.forget(ctx.userId, jail, p);
       if (!removed.complete && ctx.signal.aborted) throw new ToolCancelled();
       const size = formatBytes(removed.bytes);
       const entries = `${removed.inodes} entr${removed.inodes === 1 ? 'y' : 'ies'}`;
@@ -269,7 +281,7 @@ export class FileToolsService {
     return resolveWorkspacePath(path, ctx.workdir);
   }
 
-  private async readText(ctx: ToolContext, p: WorkspacePath, tool: string): Promise<string> {
+  private async readPlainText(ctx: ToolContext, p: WorkspacePath, tool: string): Promise<string> {
     const jail = await this.workspaces.jail(ctx.userId);
     // A small regular file reached without a symlink: read on the event loop (see readSmallSync).
     const quick = jail.readSmallSync(p, Math.min(this.workspaces.syncReadBytes, FILE_LIMITS.readMaxBytes));

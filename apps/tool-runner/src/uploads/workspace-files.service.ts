@@ -12,6 +12,7 @@ import {
   WORKSPACE_ROOT,
 } from '@skald/contracts';
 import { RemoteError } from '@skald/messaging/bus-errors';
+import { DocumentRenditions } from '../documents/document-renditions.service';
 import { ToolError } from '../tool-error';
 import { ioError } from '../workspace/jail';
 import { KeyedMutex } from '../workspace/keyed-mutex';
@@ -85,6 +86,7 @@ export class WorkspaceFilesService implements OnModuleInit, OnModuleDestroy {
     private readonly workspaces: WorkspacesService,
     @Inject(WORKSPACE_OPTIONS) private readonly options: WorkspaceOptions,
     @Optional() @Inject(UPLOAD_OPTIONS) opts?: Partial<UploadOptions>,
+    @Optional() private readonly documents?: DocumentRenditions,
   ) {
     this.opts = { ...DEFAULT_UPLOAD_OPTIONS, ...opts };
   }
@@ -141,7 +143,10 @@ export class WorkspaceFilesService implements OnModuleInit, OnModuleDestroy {
       return end;
     });
     if (!req.last) return { received: end };
-    return { received: end, attachment: await this.store(req, staged, end) };
+    const attachment = await this.store(req, staged, end);
+    // A document's text rendition is made in the background: the upload is answered now.
+    this.documents?.prepare(userId, attachment.path);
+    return { received: end, attachment };
   }
 
   async read(req: ReadChunk): Promise<z.output<typeof FileReadReply>> {

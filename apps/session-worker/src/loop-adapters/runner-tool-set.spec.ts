@@ -21,11 +21,24 @@ const ctx: ToolContext = {
   securityGroup: null,
 };
 
-/** A bus that must not be asked anything (no MCP grants: the offer needs no request). */
+/** A bus whose runner never answers: the offer is the whole registry. */
 const silentBus = {
   call: () => Promise.reject(new Error('no request expected')),
   publish: () => undefined,
 } as unknown as Bus;
+
+/** A bus whose runner has no search backend, counting what it is asked. */
+function runnerWithoutSearch() {
+  const asked: string[] = [];
+  const bus = {
+    call: (subject: string) => {
+      asked.push(subject);
+      return Promise.resolve({ groups: [], tools: [], unavailable_builtins: ['web_search'] });
+    },
+    publish: () => undefined,
+  } as unknown as Bus;
+  return { bus, asked };
+}
 
 describe('RunnerToolSet × registry', () => {
   it('offers every built-in tool, memory_search included, with its generated schema', async () => {
@@ -41,6 +54,19 @@ describe('RunnerToolSet × registry', () => {
       expect(s.rootAgentOnly ?? false).toBe(!def.offeredAt.subAgents);
       expect(s.subAgentsOnly ?? false).toBe(!def.offeredAt.root);
     }
+  });
+
+  it('offers no tool the runner cannot run, asking it once for many rounds with no MCP grant', async () => {
+    const { bus, asked } = runnerWithoutSearch();
+    for (let round = 0; round < 5; round++) {
+      const names = (await new RunnerToolSet(bus, 'user').definitions(ctx)).map((s) => s.definition.function.name);
+      expect(names).not.toContain('web_search');
+      expect(names).toContain('web_fetch');
+    }
+    expect(asked).toEqual(['mcp.catalog']);
+    // a round with a grant asks for its tools (and learns the same again)
+    await new RunnerToolSet(bus, 'user').definitions({ ...ctx, grants: ['github'] });
+    expect(asked).toEqual(['mcp.catalog', 'mcp.catalog']);
   });
 
   it('builds every built-in tool with the registry’s restart hint and concurrency', () => {

@@ -32,6 +32,17 @@ export function runnerLostMessage(lossMs: number): string {
 
 const EXEC_MARGIN_MS = 15_000;
 
+interface Catalog {
+  groups: string[];
+  tools: McpToolDef[];
+  unavailable_builtins: string[];
+}
+
+/** How long a worker trusts the runners' answer on the built-in tools they cannot run (their configuration). */
+const UNAVAILABLE_TTL_MS = 60_000;
+/** Per bus (one per worker): the built-in tools the runners said they cannot run, and when. */
+const unavailableByBus = new WeakMap<Bus, { names: ReadonlySet<string>; at: number }>();
+
 /** MCP calls are bounded by the tool runner (`SKALD_MCP_CALL_TIMEOUT_SECS`) and by `/stop`; this only ends a lost request. */
 const MCP_REQUEST_MS = 3_600_000;
 
@@ -59,11 +70,15 @@ export class RunnerToolSet implements ToolSetPort {
    * loop's business (`GatePort.visibleTools`), for these and its own tools alike.
    */
   async definitions(ctx: ToolContext): Promise<ToolSpec[]> {
-    const catalog = await this.mcpCatalog(ctx, ctx.grants);
-    const mcp = ctx.grants.length > 0 ? catalog.tools : [];
+    // A round with no MCP grant asks the runner nothing but, once a minute per worker, what it
+    // cannot run for want of configuration (web_search without a backend): that is not offered.
+    const known = unavailableByBus.get(this.bus);
+    const stale = !known || Date.now() - known.at >= UNAVAILABLE_TTL_MS;
+    const catalog = ctx.grants.length > 0 || stale ? await this.askCatalog(ctx, ctx.grants) : null;
+    if (catalog) unavailableByBus.set(this.bus, { names: new Set(catalog.unavailable_builtins), at: Date.now() });
+    const mcp = ctx.grants.length > 0 ? (catalog?.tools ?? []) : [];
     for (const t of mcp) this.mcpTools.set(t.name, t);
-    // What the runner cannot run for want of configuration (web_search without a backend) is not offered.
-    const unavailable = new Set(catalog.unavailable_builtins);
+    const unavailable = catalog ? new Set(catalog.unavailable_builtins) : (known?.names ?? new Set<string>());
     const offered = BUILTIN_TOOLS.filter(
       (t) => (t.offeredAt.root || t.offeredAt.subAgents) && !unavailable.has(t.name),
     );
@@ -92,10 +107,12 @@ export class RunnerToolSet implements ToolSetPort {
   }
 
   /** The user's MCP groups and the tools of the granted ones; none while the runner is unreachable. */
-  private async mcpCatalog(
-    ctx: ToolContext,
-    granted: string[],
-  ): Promise<{ groups: string[]; tools: McpToolDef[]; unavailable_builtins: string[] }> {
+  private async mcpCatalog(ctx: ToolContext, granted: string[]): Promise<Catalog> {
+    return (await this.askCatalog(ctx, granted)) ?? { groups: [], tools: [], unavailable_builtins: [] };
+  }
+
+  /** The runner's catalog; null while it is unreachable. */
+  private async askCatalog(ctx: ToolContext, granted: string[]): Promise<Catalog | null> {
     try {
       return await this.bus.call('mcp.catalog', {
         actor: { userId: ctx.userId, role: this.role },
@@ -103,7 +120,7 @@ export class RunnerToolSet implements ToolSetPort {
         granted: granted.slice(0, 64),
       });
     } catch {
-      return { groups: [], tools: [], unavailable_builtins: [] };
+      return null;
     }
   }
 

@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { ApiClient, LlmSimAdminClient, Stack, WsTestClient } from '@skald/testing';
 import { DESKTOP, PHONE, seriousViolations, shot, signIn } from '../support/browser';
 import { startWebStack, stopWebStack } from '../support/web-stack';
+import { bombPng } from '../../apps/tool-runner/src/testing-fixtures/bomb-png';
 
 jest.setTimeout(240_000);
 
@@ -277,33 +278,3 @@ describe('images to vision models', () => {
     }
   });
 });
-
-/** A PNG whose header claims `width`×`height` over one tiny IDAT: a decompression bomb's shape. */
-function bombPng(width: number, height: number): Buffer {
-  const crc = (buf: Buffer): number => {
-    let c = ~0;
-    for (const b of buf) {
-      c ^= b;
-      for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
-    }
-    return ~c >>> 0;
-  };
-  const chunk = (type: string, data: Buffer): Buffer => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const sum = Buffer.alloc(4);
-    sum.writeUInt32BE(crc(body));
-    return Buffer.concat([len, body, sum]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8;
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', Buffer.from([0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01])),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
-}

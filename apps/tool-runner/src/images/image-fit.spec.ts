@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import sharp from 'sharp';
 import { fitImage, ImageRefused, MAX_INPUT_PIXELS } from './image-fit';
+import { bombPng } from '../testing-fixtures/bomb-png';
 
 const LIMITS = { maxSide: 512, maxBytes: 200_000 };
 
@@ -23,37 +24,6 @@ async function noise(width: number, height: number, seed: number): Promise<Buffe
   return sharp(raw, { raw: { width, height, channels: 3 } })
     .png()
     .toBuffer();
-}
-
-/** A PNG whose IHDR claims `width`×`height` over one tiny IDAT: a decompression bomb's header. */
-function bombPng(width: number, height: number): Buffer {
-  const crc = (buf: Buffer): number => {
-    let c = ~0;
-    for (const b of buf) {
-      c ^= b;
-      for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
-    }
-    return ~c >>> 0;
-  };
-  const chunk = (type: string, data: Buffer): Buffer => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const sum = Buffer.alloc(4);
-    sum.writeUInt32BE(crc(body));
-    return Buffer.concat([len, body, sum]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8; // bit depth
-  ihdr[9] = 0; // greyscale
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', Buffer.from([0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01])),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
 }
 
 describe('fitImage', () => {

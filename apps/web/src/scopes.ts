@@ -17,6 +17,7 @@ export function describeScope(scope: BypassScope): string {
       : `the command ${scope.program} without arguments${opts.length === 0 ? ' or options' : `, ${only}`}`;
   }
   if (scope.directory !== undefined) return `${scope.tool} on files directly in ${scope.directory}`;
+  if (scope.host !== undefined) return `${scope.tool} of pages on ${scope.host}`;
   return scope.tool;
 }
 

@@ -40,11 +40,16 @@ export const BypassScope = z.union([
       subcommand: StoredText(256).min(1).nullable().optional(),
       options: z.array(StoredText(256).min(1)).max(64).optional(),
       directory: StoredText(4096).min(1).optional(),
+      /** A web tool's host, as the URL's parser spells it (`docs.python.org`): the calls to that host only. */
+      host: z
+        .string()
+        .regex(/^[a-z0-9.:[\]_-]{1,253}$/)
+        .optional(),
     })
     .strict()
     .refine(
-      (s) => !(s.program !== undefined && s.directory !== undefined),
-      'a scope names a program or a directory, not both',
+      (s) => [s.program, s.directory, s.host].filter((x) => x !== undefined).length <= 1,
+      'a scope names a program, a directory or a host, not two',
     )
     .refine((s) => s.options === undefined || s.program !== undefined, 'options belong to a program scope'),
 ]);

@@ -2,6 +2,7 @@ import {
   BypassScope as BypassScopeSchema,
   effectiveCallPaths,
   parentDirectory,
+  parseWebUrl,
   PATH_TOOLS,
   toolCategory,
 } from '@skald/contracts';
@@ -13,6 +14,9 @@ import { readCommandLine } from './shell-commands';
 
 // A session bypass (a human's "approve for this session"): the narrow scopes a call opens, and
 // whether a bypass covers a call. A tool's category (`toolCategory`) comes from the registry.
+
+/** The one tool whose session approval is narrowed to a host. */
+const WEB_FETCH = 'web_fetch';
 
 /** `mcp__<server>__<tool>` → server. */
 export function mcpServerOf(name: string): string | null {
@@ -58,7 +62,7 @@ const MAX_SCOPE_OPTIONS = 64;
  * The narrow scopes a human's "approve for this session" opens for this call: `execute_cmd` →
  * this tool with each command's program, subcommand and option shape (`git status -s` →
  * {execute_cmd, git, status, options: ["-s"]}); a file tool → this tool in this file's directory;
- * any other tool → this tool. Empty when the call cannot be narrowed (a line the gate cannot
+ * `web_fetch` → this tool on this URL's host; any other tool → this tool. Empty when the call cannot be narrowed (a line the gate cannot
  * read, a command the read-only catalogue says writes or runs code, a subcommand that may be an
  * option's value, a path the runner refuses): then no session approval is offered.
  */
@@ -99,6 +103,10 @@ function deriveScopes(
     const dirs = new Set(paths.map((p) => (p.ok ? parentDirectory(p.value) : '')));
     return [...dirs].map((directory) => ({ tool: toolName, directory }));
   }
+  if (toolName === WEB_FETCH) {
+    const url = parseWebUrl(args.url);
+    return url ? [{ tool: toolName, host: url.hostname }] : [];
+  }
   return [{ tool: toolName }];
 }
 
@@ -106,7 +114,8 @@ function deriveScopes(
  * A narrow scope covers a call of its own tool: for `execute_cmd`, every command of the line has
  * the scope's program and subcommand, its options within the scope's option shape (a scope stored
  * before option shapes existed has none: it covers commands without options only), and is not one
- * the read-only catalogue says writes or runs code; for a file tool, every path's directory.
+ * the read-only catalogue says writes or runs code; for a file tool, every path's directory; for
+ * `web_fetch`, the URL's host.
  */
 function narrowCovers(scope: Extract<BypassScope, { tool: string }>, input: GateInput): boolean {
   if (scope.tool !== input.toolName) return false;
@@ -136,7 +145,12 @@ function narrowCovers(scope: Extract<BypassScope, { tool: string }>, input: Gate
       (landing === null || landing.every((l) => l !== null && parentOf(l) === scope.directory))
     );
   }
-  return scope.program === undefined && scope.directory === undefined;
+  if (input.toolName === WEB_FETCH) {
+    // the host the human approved is the host the runner contacts (the same parser); another
+    // host, a subdomain included, asks again
+    return scope.host !== undefined && parseWebUrl(input.arguments.url)?.hostname === scope.host;
+  }
+  return scope.program === undefined && scope.directory === undefined && scope.host === undefined;
 }
 
 /**

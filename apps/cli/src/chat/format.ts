@@ -24,6 +24,7 @@ export function describeScope(s: BypassScope | 'call'): string {
     return `\`${cmd}\` commands`;
   }
   if (s.directory !== undefined) return `${s.tool} in ${s.directory}`;
+  if (s.host !== undefined) return `${s.tool} of pages on ${s.host}`;
   return `every ${s.tool} call`;
 }
 

@@ -191,7 +191,8 @@ describe('projection', () => {
     const doc = row('user', 'see doc', { attachments: [{ path: '/workspace/uploads/a.pdf', name: 'a.pdf' }] });
     expect(projectMessages(input({ messages: [doc] }))[1]).toEqual({
       role: 'user',
-      content: 'see doc\n\n[SYSTEM INFO] The user attached a file:\n- /workspace/uploads/a.pdf',
+      content:
+        'see doc\n\n[SYSTEM INFO] The user attached a file:\n- /workspace/uploads/a.pdf (a document: read_file on this path gives its extracted text, with page, sheet or slide markers)',
     });
   });
 

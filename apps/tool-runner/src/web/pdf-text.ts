@@ -121,7 +121,8 @@ const { getDocumentProxy } = require(workerData.unpdf);
   } catch (e) {
     parentPort.postMessage({ ok: false, error: 'the PDF could not be read (' + (e && e.message ? e.message : String(e)) + ')' });
   } finally {
-    await doc.destroy().catch(() => {});
+    // unpdf's proxy has no destroy() in every version: the worker ends with the extraction anyway
+    if (typeof doc.destroy === 'function') await doc.destroy().catch(() => {});
   }
 })();
 `;

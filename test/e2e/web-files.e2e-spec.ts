@@ -302,7 +302,7 @@ describe('files: uploads, GET /files and the viewer', () => {
     const body = req.body as { messages: Array<{ role: string; content: unknown }> };
     const userMsg = body.messages.filter((x) => x.role === 'user').at(-1);
     expect(String(userMsg?.content)).toBe(
-      `summarise ${m}\n\n[SYSTEM INFO] The user attached a file:\n- /workspace/uploads/report.csv`,
+      `summarise ${m}\n\n[SYSTEM INFO] The user attached a file:\n- /workspace/uploads/report.csv (a document: read_file on this path gives its extracted text, with page, sheet or slide markers)`,
     );
     const history = await hank.get<{ items: Array<{ role: string; attachments?: unknown[] }> }>('/api/web/messages');
     expect(history.body.items.find((x) => x.role === 'user')?.attachments).toEqual([up.body]);

@@ -170,14 +170,15 @@ describe('web client in a real browser', () => {
     const ws = path.join(stack.env.SKALD_WORKSPACES, api.user!.id);
     mkdirSync(ws, { recursive: true });
     writeFileSync(
-      path.join(ws, 'evil.html'),
+      // a text file (an .html file is read as its extracted text, which keeps no markup)
+      path.join(ws, 'evil.txt'),
       "<img src=x onerror=\"window.__pwned='tool'\"><script>window.__pwned='tool2'</script>",
     );
     const m = `xss-${randomUUID()}`;
     await sim.script({
       match: m,
       replies: [
-        { tool_calls: [{ name: 'read_file', arguments: { path: 'evil.html' } }] },
+        { tool_calls: [{ name: 'read_file', arguments: { path: 'evil.txt' } }] },
         {
           content:
             `Here ${m} <img src=x onerror="window.__pwned='model'"> <script>window.__pwned='model2'</script> ` +

@@ -15,6 +15,12 @@ export const DOCUMENT_EXTENSIONS: Readonly<Record<string, DocumentKind>> = {
   '.htm': 'html',
 };
 
+/**
+ * Kinds that are text already (a table, a page): `read_file` reads an uploaded one as its
+ * rendition, and any other (a page or a table the agent writes and edits) as its source.
+ */
+export const TEXT_KINDS: ReadonlySet<DocumentKind> = new Set<DocumentKind>(['csv', 'html']);
+
 /** What a document is called in a sentence the model reads. */
 export const KIND_NAMES: Readonly<Record<DocumentKind, string>> = {
   pdf: 'PDF',

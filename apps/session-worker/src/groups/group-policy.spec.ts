@@ -105,6 +105,7 @@ describe('the turn LLM port under the owner groups', () => {
     expect(await adapter.nextClient({ agentId: 'main', pinned: null, strength: null, tried: [] })).toEqual({
       name: 'small',
       cacheControl: false,
+      vision: null,
     });
     expect(await adapter.nextClient({ agentId: 'main', pinned: null, strength: null, tried: ['small'] })).toBeNull();
     expect(asked[0].tried).toEqual(['big', 'huge']);

@@ -117,12 +117,24 @@ describe('document renditions (read_file of documents)', () => {
     expect(await stat(rendition).catch(() => null)).toBeNull();
   }, 60_000);
 
+  it('a CSV or HTML file of the agent’s own (not uploaded) is read as its source, to be edited', async () => {
+    await writeFile(join(fx.home, 'table.csv'), 'a,b\n1,2\n');
+    await writeFile(join(fx.home, 'page.html'), '<p class="x">Hi</p>\n');
+    expect(await read('table.csv')).toContain('a,b');
+    expect(await read('table.csv')).not.toContain('row 2');
+    expect(await read('page.html')).toContain('<p class="x">Hi</p>');
+    await mkdir(join(fx.home, 'uploads'), { recursive: true });
+    await writeFile(join(fx.home, 'uploads/page.html'), '<p class="x">Hi</p>\n');
+    expect(await read('uploads/page.html')).not.toContain('<p');
+  }, 60_000);
+
   it('a document replaced outside the tools (a command) is never answered from the old text', async () => {
-    await writeFile(join(fx.home, 'p.csv'), 'a,b\n1,2\n');
-    expect(await read('p.csv')).toContain('row 2: 1 | 2');
-    await rm(join(fx.home, 'p.csv'));
-    await writeFile(join(fx.home, 'p.csv'), 'a,b\n7,8\n');
-    const again = await read('p.csv');
+    await mkdir(join(fx.home, 'uploads'), { recursive: true });
+    await writeFile(join(fx.home, 'uploads/p.csv'), 'a,b\n1,2\n');
+    expect(await read('uploads/p.csv')).toContain('row 2: 1 | 2');
+    await rm(join(fx.home, 'uploads/p.csv'));
+    await writeFile(join(fx.home, 'uploads/p.csv'), 'a,b\n7,8\n');
+    const again = await read('uploads/p.csv');
     expect(again).toContain('row 2: 7 | 8');
     expect(again).not.toContain('row 2: 1 | 2');
   }, 60_000);
@@ -132,15 +144,18 @@ describe('document renditions (read_file of documents)', () => {
     const pool = new PatternPool();
     try {
       const tools = new FileToolsService(small.workspaces, pool, new DocumentRenditions(small.workspaces, extractor));
-      await writeFile(join(small.home, 'q.csv'), csv);
-      const out = await tools.readFile(small.ctx(), parseArgs('read_file', ReadFileArgs, { path: 'q.csv' }));
+      await mkdir(join(small.home, 'uploads'), { recursive: true });
+      await writeFile(join(small.home, 'uploads/q.csv'), csv);
+      const out = await tools.readFile(small.ctx(), parseArgs('read_file', ReadFileArgs, { path: 'uploads/q.csv' }));
       expect(out.result).toContain('row 2: north | 3');
-      expect(await stat(join(small.home, '.skald-text/q.csv.txt')).catch(() => null)).toBeNull();
+      expect(await stat(join(small.home, 'uploads/.skald-text/q.csv.txt')).catch(() => null)).toBeNull();
 
       const outside = await mkdtemp(join(tmpdir(), 'skald-outside-'));
-      await symlink(outside, join(fx.home, '.skald-text'));
-      await writeFile(join(fx.home, 'r.csv'), csv);
-      expect(await read('r.csv')).toContain('row 2: north | 3');
+      await mkdir(join(fx.home, 'uploads'), { recursive: true });
+      await rm(join(fx.home, 'uploads/.skald-text'), { recursive: true, force: true });
+      await symlink(outside, join(fx.home, 'uploads/.skald-text'));
+      await writeFile(join(fx.home, 'uploads/r.csv'), csv);
+      expect(await read('uploads/r.csv')).toContain('row 2: north | 3');
       expect(await readdir(outside)).toEqual([]);
       await rm(outside, { recursive: true });
     } finally {

@@ -1,8 +1,9 @@
 import { Injectable, Optional } from '@nestjs/common';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
-import { IMAGE_RESULT_TYPE, imageResultText, type ToolPath } from '@skald/contracts';
-import { documentKind } from '@skald/documents';
+import { IMAGE_RESULT_TYPE, imageResultText, type ToolPath, WORKSPACE_ROOT } from '@skald/contracts';
+import { documentKind, TEXT_KINDS } from '@skald/documents';
+import { UPLOADS_DIR } from '../uploads/workspace-files.service';
 import { DocumentRenditions } from '../documents/document-renditions.service';
 import { describeImage, ImageRefused } from '../images/image-fit';
 import { ToolCancelled, ToolContext, ToolOutput } from '../exec/tool-context';
@@ -150,10 +151,15 @@ export class FileToolsService {
     }
   }
 
-  /** A document's text rendition (see DocumentRenditions), or the file's own text. */
+  /**
+   * A document's text rendition (see DocumentRenditions), or the file's own text: a CSV or HTML
+   * file outside the uploads is the agent's own page or table, read (and edited) as its source.
+   */
   private async readText(ctx: ToolContext, p: WorkspacePath, tool: string): Promise<string> {
     const kind = documentKind(p.virtual);
-    if (kind && this.documents) return this.documents.text(ctx.userId, p, kind, tool, ctx.signal);
+    const uploaded = p.virtual.startsWith(`${WORKSPACE_ROOT}/${UPLOADS_DIR}/`);
+    if (kind && this.documents && (uploaded || !TEXT_KINDS.has(kind)))
+      return this.documents.text(ctx.userId, p, kind, tool, ctx.signal);
     return this.readPlainText(ctx, p, tool);
   }
 

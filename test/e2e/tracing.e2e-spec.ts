@@ -114,10 +114,19 @@ describe('traces across the services (OTLP/HTTP)', () => {
       'session-worker: tools.exec request',
       'tool-runner: tools.exec handle',
     ];
-    // Each app exports its spans in batches, at its own pace: wait until the whole path has arrived.
+    // Each app exports its spans in batches, at its own pace: wait until the whole path has arrived,
+    // and with it the request span of every handle span that has (the handler's app may export first).
+    const parentsIn = (traceId: string) => {
+      const ids = new Set(inTrace(traceId).map((s) => s.spanId));
+      return inTrace(traceId)
+        .filter((x) => x.name.endsWith(' handle'))
+        .every((h) => ids.has(h.parentSpanId ?? ''));
+    };
     const trace = await until('the message path in one trace', async () => {
       const submit = spans.find((s) => s.service === 'gateway' && s.name === 'session.submit request');
-      return submit && wanted.every((w) => namesOf(submit.traceId).includes(w)) ? submit.traceId : null;
+      return submit && wanted.every((w) => namesOf(submit.traceId).includes(w)) && parentsIn(submit.traceId)
+        ? submit.traceId
+        : null;
     });
     // the one trace holds the whole path, from the gateway to the approval service and the tool runner
     expect(namesOf(trace)).toEqual(expect.arrayContaining(wanted));
